@@ -1,0 +1,1 @@
+//! Shared workload data for the Picollo benchmarks.

@@ -1,0 +1,1 @@
+//! Placeholder: owned by the scalable-counter work.

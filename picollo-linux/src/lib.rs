@@ -1,0 +1,3 @@
+//! Picollo on Linux: `perf_event_open` counters with the rdpmc fast path, shared-memory
+//! frame rings and spans with counters.
+
