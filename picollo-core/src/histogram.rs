@@ -1,0 +1,568 @@
+//! The plain (single-writer) histogram over any storage.
+
+use crate::layout::{ConstLayout, LayoutSpec};
+use crate::read::HistogramRead;
+use crate::storage::{Counter, Storage, StorageMut};
+use crate::window::{Window, WindowError};
+use crate::{Layout, Record};
+use core::fmt;
+
+/// A single-writer HDR histogram over storage `S` (an owned array, a borrowed slice, or heap
+/// storage from `picollo-alloc`) with layout `L` (a runtime [`Layout`] or a compile-time
+/// [`ConstLayout`]).
+///
+/// Recording is index math, a window subtract, a bounds check and one increment: no running
+/// total, min or max is kept; those are derived on read through [`HistogramRead`] and
+/// [`crate::ReadExt`].
+///
+/// # Concurrency: the reset "old+1" race
+///
+/// Seed 000 describes a race where a writer's `load, add, store` straddles a concurrent
+/// `reset`, leaving one bucket at `old + 1` among zeros. In Rust that race cannot be written
+/// with this type: `record` and `reset` both take `&mut self`, so the borrow checker forbids a
+/// concurrent writer and resetter. To share a histogram between threads use the atomic kind
+/// ([`crate::AtomicHistogram`]), whose reset is sequenced by a version counter, or the
+/// thread-local kind of `picollo-alloc`. Wrapping a plain histogram in a mutex also works, at
+/// the cost of the lock.
+///
+/// ```
+/// use picollo_core::prelude::*;
+///
+/// const LAYOUT: Layout = Layout::DEFAULT;
+/// const LEN: usize = picollo_core::storage_len(LAYOUT, 1, 1_000_000);
+/// let mut h = Histogram::<[u32; LEN]>::new(LAYOUT, 1, 1_000_000);
+/// for v in 1..=1000u64 {
+///     h.record(v);
+/// }
+/// h.record(0); // below the window: underflow
+/// h.record(5_000_000); // above: overflow
+/// assert_eq!((h.total(), h.underflow(), h.overflow()), (1000, 1, 1));
+/// assert_eq!(h.percentile_value(50.0).unwrap(), 500);
+/// ```
+#[derive(Clone)]
+pub struct Histogram<S, L = Layout> {
+    spec: L,
+    window: Window,
+    underflow: u64,
+    overflow: u64,
+    storage: S,
+}
+
+/// Returned by [`Histogram::record_in_range`] for a value outside the accepted range. The value
+/// was still counted (as underflow or overflow).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum OutOfRange {
+    /// Below the range; counted as underflow.
+    Below {
+        /// The value.
+        value: u64,
+        /// The smallest accepted value.
+        min: u64,
+    },
+    /// Above the range; counted as overflow.
+    Above {
+        /// The value.
+        value: u64,
+        /// The largest accepted value.
+        max: u64,
+    },
+}
+
+impl fmt::Display for OutOfRange {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Below { value, min } => write!(
+                f,
+                "value {value} is below the range minimum {min} (counted as underflow)"
+            ),
+            Self::Above { value, max } => write!(
+                f,
+                "value {value} is above the range maximum {max} (counted as overflow)"
+            ),
+        }
+    }
+}
+
+impl core::error::Error for OutOfRange {}
+
+/// How an [`Histogram::add`] mapped the source buckets.
+#[derive(Clone, Copy, Debug, PartialEq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum Rebucketing {
+    /// Same layout, or a target that is coarser: every source bucket lies inside one target
+    /// bucket, so the result equals recording the original values directly.
+    Exact,
+    /// The target is finer than the source. Each source bucket's count went into the target
+    /// bucket holding the source bucket's lowest value, so a value may now sit up to one source
+    /// bucket width below its true place. Relative to the true value, the target's midpoint is
+    /// off by at most `error_bound` = target error + 2 × source error.
+    Approximate {
+        /// The bound on the relative error of any value after the add.
+        error_bound: f64,
+    },
+}
+
+impl<C: Counter, const N: usize> Histogram<[C; N], Layout> {
+    /// A histogram owning a `[C; N]`, usable in a `static`.
+    ///
+    /// # Panics
+    ///
+    /// If `N` is not [`crate::storage_len`]`(layout, min, max)` or `min > max`. In a `static`
+    /// or `const` this is a compile-time error; at run time prefer [`Histogram::try_new`].
+    ///
+    /// ```
+    /// use picollo_core::{storage_len, Histogram, Layout};
+    /// const L: Layout = Layout::DEFAULT;
+    /// static H: Histogram<[u64; storage_len(L, 0, 10_000)]> = Histogram::new(L, 0, 10_000);
+    /// assert_eq!(H.window().first(), 0);
+    /// ```
+    pub const fn new(layout: Layout, min: u64, max: u64) -> Self {
+        match Self::try_new(layout, min, max) {
+            Ok(h) => h,
+            Err(WindowError::MinAboveMax { .. }) => panic!("min trackable value above max"),
+            Err(_) => panic!("array length differs from storage_len(layout, min, max)"),
+        }
+    }
+
+    /// As [`Histogram::new`], reporting a bad length or range as an error.
+    pub const fn try_new(layout: Layout, min: u64, max: u64) -> Result<Self, WindowError> {
+        match Window::new(layout, min, max) {
+            Ok(window) if window.len() == N => Ok(Histogram {
+                spec: layout,
+                window,
+                underflow: 0,
+                overflow: 0,
+                storage: [C::ZERO; N],
+            }),
+            Ok(window) => Err(WindowError::StorageLength {
+                expected: window.len(),
+                actual: N,
+            }),
+            Err(e) => Err(e),
+        }
+    }
+}
+
+impl<C: Counter, const N: usize, const K: u32> Histogram<[C; N], ConstLayout<K>> {
+    /// A histogram with a compile-time block scale `K`, owning a `[C; N]`.
+    ///
+    /// # Panics
+    ///
+    /// As [`Histogram::new`]: a compile-time error in `const` context.
+    pub const fn new_const(min: u64, max: u64) -> Self {
+        let layout = ConstLayout::<K>::get();
+        match Window::new(layout, min, max) {
+            Ok(window) if window.len() == N => Histogram {
+                spec: ConstLayout::<K>::new(),
+                window,
+                underflow: 0,
+                overflow: 0,
+                storage: [C::ZERO; N],
+            },
+            Ok(_) => panic!("array length differs from storage_len(layout, min, max)"),
+            Err(_) => panic!("min trackable value above max"),
+        }
+    }
+}
+
+impl<S, L> Histogram<S, L>
+where
+    S: StorageMut,
+    S::Item: Counter,
+    L: LayoutSpec,
+{
+    /// A histogram over caller-provided storage (for example a `static mut` buffer in firmware
+    /// or heap storage). The storage is zeroed.
+    ///
+    /// ```
+    /// use picollo_core::{storage_len, Histogram, Layout, ReadExt};
+    /// let mut buffer = [0u64; storage_len(Layout::DEFAULT, 100, 10_000)];
+    /// let mut h = Histogram::with_storage(Layout::DEFAULT, &mut buffer[..], 100, 10_000).unwrap();
+    /// h.record(150);
+    /// assert_eq!(h.total(), 1);
+    /// ```
+    pub fn with_storage(spec: L, storage: S, min: u64, max: u64) -> Result<Self, WindowError> {
+        let window = Window::new(spec.layout(), min, max)?;
+        Self::with_window(spec, storage, window)
+    }
+
+    /// A histogram over caller-provided storage for an explicit window. The storage is zeroed.
+    pub fn with_window(spec: L, storage: S, window: Window) -> Result<Self, WindowError> {
+        let actual = storage.as_slice().len();
+        if actual != window.len() {
+            return Err(WindowError::StorageLength {
+                expected: window.len(),
+                actual,
+            });
+        }
+        let mut h = Histogram {
+            spec,
+            window,
+            underflow: 0,
+            overflow: 0,
+            storage,
+        };
+        h.reset();
+        Ok(h)
+    }
+
+    /// Records one `value`. Values outside the window are counted as underflow or overflow.
+    #[inline(always)]
+    pub fn record(&mut self, value: u64) {
+        let slot = self.spec.index_of(value).wrapping_sub(self.window.first());
+        match self.storage.as_mut_slice().get_mut(slot) {
+            Some(cell) => cell.increment(),
+            None => self.record_outside(value, 1),
+        }
+    }
+
+    /// Records `count` occurrences of `value` (saturating).
+    #[inline]
+    pub fn record_n(&mut self, value: u64, count: u64) {
+        let slot = self.spec.index_of(value).wrapping_sub(self.window.first());
+        match self.storage.as_mut_slice().get_mut(slot) {
+            Some(cell) => cell.add(count),
+            None => self.record_outside(value, count),
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn record_outside(&mut self, value: u64, count: u64) {
+        if self.spec.index_of(value) < self.window.first() {
+            self.underflow = self.underflow.saturating_add(count);
+        } else {
+            self.overflow = self.overflow.saturating_add(count);
+        }
+    }
+
+    /// The range-checked record that seed 000 proposes: the accepted range is the narrower of
+    /// `[min, max]` and the window. A value outside it is still counted (below as underflow,
+    /// above as overflow) and reported as an error; nothing is dropped.
+    ///
+    /// ```
+    /// use picollo_core::prelude::*;
+    /// let mut h = Histogram::<[u32; storage_len(Layout::DEFAULT, 0, 1000)]>::new(Layout::DEFAULT, 0, 1000);
+    /// assert_eq!(h.record_in_range(50, 10, 100), Ok(()));
+    /// assert_eq!(h.record_in_range(5, 10, 100), Err(OutOfRange::Below { value: 5, min: 10 }));
+    /// assert_eq!((h.total(), h.underflow()), (1, 1));
+    /// ```
+    pub fn record_in_range(&mut self, value: u64, min: u64, max: u64) -> Result<(), OutOfRange> {
+        let layout = self.spec.layout();
+        let lo = min.max(self.window.min_value(layout));
+        let hi = max.min(self.window.max_value(layout));
+        if value < lo {
+            self.underflow = self.underflow.saturating_add(1);
+            Err(OutOfRange::Below { value, min: lo })
+        } else if value > hi {
+            self.overflow = self.overflow.saturating_add(1);
+            Err(OutOfRange::Above { value, max: hi })
+        } else {
+            self.record(value);
+            Ok(())
+        }
+    }
+
+    /// Coordinated-omission correction at record time (HdrHistogram's
+    /// `recordValueWithExpectedInterval`): records `value`, then, if `value` exceeds
+    /// `expected_interval`, the values `value - k·interval` for every `k >= 1` that stays at or
+    /// above the interval, as if the samples a stalled measurement missed had been taken.
+    ///
+    /// The synthetic values are added bucket by bucket with arithmetic, so the cost is bounded
+    /// by the window length, not by `value / expected_interval` (a hostile pair such as
+    /// `(u64::MAX, 1)` finishes quickly). An interval of 0 records `value` alone.
+    pub fn record_corrected(&mut self, value: u64, expected_interval: u64) {
+        self.record(value);
+        let interval = expected_interval;
+        if interval == 0 || value / interval < 2 {
+            return;
+        }
+        // Synthetic values m_k = value - k·interval for k in 1..=steps, all >= interval.
+        let steps = value / interval - 1;
+        let smallest = value - steps * interval;
+        let largest = value - interval;
+        let layout = self.spec.layout();
+        let win_lo = self.window.min_value(layout);
+        let win_hi = self.window.max_value(layout);
+        if smallest < win_lo {
+            let n = progression_count(value, interval, steps, smallest, (win_lo - 1).min(largest));
+            self.underflow = self.underflow.saturating_add(n);
+        }
+        if largest > win_hi {
+            let n = progression_count(value, interval, steps, smallest.max(win_hi + 1), largest);
+            self.overflow = self.overflow.saturating_add(n);
+        }
+        let first = layout.index_of(smallest.max(win_lo));
+        let last = layout.index_of(largest.min(win_hi));
+        if smallest.max(win_lo) > largest.min(win_hi) {
+            return;
+        }
+        for logical in first..=last {
+            let n = progression_count(
+                value,
+                interval,
+                steps,
+                layout.lo(logical),
+                layout.highest(logical),
+            );
+            if n != 0 {
+                if let Some(slot) = self.window.storage_index(logical) {
+                    if let Some(cell) = self.storage.as_mut_slice().get_mut(slot) {
+                        cell.add(n);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Clears every bucket and the underflow and overflow counts.
+    pub fn reset(&mut self) {
+        for cell in self.storage.as_mut_slice() {
+            *cell = Counter::ZERO;
+        }
+        self.underflow = 0;
+        self.overflow = 0;
+    }
+
+    /// Adds every count of `other` (any histogram kind, any layout or window) into `self`.
+    ///
+    /// The re-bucketing rule: a source bucket goes into the target bucket that holds the source
+    /// bucket's lowest value; counts falling outside the target window go to its underflow or
+    /// overflow, and the source's own underflow and overflow add to the target's. The returned
+    /// [`Rebucketing`] states whether this is exact and, if not, its error bound. Counts
+    /// saturate (see [`Counter`]).
+    ///
+    /// Reading a histogram that other threads are resetting is not retried here; add from a
+    /// snapshot for a consistent result.
+    pub fn add<R: HistogramRead + ?Sized>(&mut self, other: &R) -> Rebucketing {
+        let target = self.spec.layout();
+        let source = other.layout();
+        let src_window = other.window();
+        for s in 0..src_window.len() {
+            let n = other.count_at(s);
+            if n == 0 {
+                continue;
+            }
+            let logical = src_window.first() + s;
+            let target_logical = if source == target {
+                logical
+            } else {
+                target.index_of(source.lo(logical))
+            };
+            match self.window.storage_index(target_logical) {
+                Some(slot) => {
+                    if let Some(cell) = self.storage.as_mut_slice().get_mut(slot) {
+                        cell.add(n);
+                    }
+                }
+                None if target_logical < self.window.first() => {
+                    self.underflow = self.underflow.saturating_add(n)
+                }
+                None => self.overflow = self.overflow.saturating_add(n),
+            }
+        }
+        self.underflow = self.underflow.saturating_add(other.underflow());
+        self.overflow = self.overflow.saturating_add(other.overflow());
+        rebucketing(source, target)
+    }
+}
+
+/// The [`Rebucketing`] that adding a `source`-layout histogram into a `target` layout gives.
+pub fn rebucketing(source: Layout, target: Layout) -> Rebucketing {
+    if target.block_scale() <= source.block_scale() {
+        Rebucketing::Exact
+    } else {
+        Rebucketing::Approximate {
+            error_bound: target.relative_error() + 2.0 * source.relative_error(),
+        }
+    }
+}
+
+/// How many `k` in `1..=steps` put `value - k·interval` inside `[a, b]`.
+fn progression_count(value: u64, interval: u64, steps: u64, a: u64, b: u64) -> u64 {
+    if a > b || b < value.saturating_sub(steps.saturating_mul(interval)) {
+        return 0;
+    }
+    // value - k·i <= b  <=>  k >= (value - b) / i, rounded up.
+    let k_min = value.saturating_sub(b).div_ceil(interval).max(1);
+    // value - k·i >= a  <=>  k <= (value - a) / i.
+    let k_max = (value.saturating_sub(a) / interval).min(steps);
+    k_max.saturating_sub(k_min) + (k_max >= k_min) as u64
+}
+
+impl<S, L> Histogram<S, L>
+where
+    S: Storage,
+    S::Item: Counter,
+    L: LayoutSpec,
+{
+    /// The window of logical buckets this histogram stores.
+    #[inline]
+    pub fn window(&self) -> Window {
+        self.window
+    }
+
+    /// The storage cells.
+    #[inline]
+    pub fn storage(&self) -> &S {
+        &self.storage
+    }
+
+    /// Gives the storage back.
+    pub fn into_storage(self) -> S {
+        self.storage
+    }
+}
+
+impl<S, L> HistogramRead for Histogram<S, L>
+where
+    S: Storage,
+    S::Item: Counter,
+    L: LayoutSpec,
+{
+    #[inline]
+    fn layout(&self) -> Layout {
+        self.spec.layout()
+    }
+    #[inline]
+    fn window(&self) -> Window {
+        self.window
+    }
+    #[inline]
+    fn count_at(&self, storage_index: usize) -> u64 {
+        self.storage
+            .as_slice()
+            .get(storage_index)
+            .map_or(0, |c| c.get())
+    }
+    #[inline]
+    fn underflow(&self) -> u64 {
+        self.underflow
+    }
+    #[inline]
+    fn overflow(&self) -> u64 {
+        self.overflow
+    }
+}
+
+impl<S, L> Record for Histogram<S, L>
+where
+    S: StorageMut,
+    S::Item: Counter,
+    L: LayoutSpec,
+{
+    #[inline(always)]
+    fn record(&mut self, value: u64) {
+        Histogram::record(self, value)
+    }
+    #[inline]
+    fn record_n(&mut self, value: u64, count: u64) {
+        Histogram::record_n(self, value, count)
+    }
+}
+
+impl<S, L> fmt::Debug for Histogram<S, L>
+where
+    S: Storage,
+    S::Item: Counter,
+    L: LayoutSpec,
+{
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let layout = self.spec.layout();
+        f.debug_struct("Histogram")
+            .field("layout", &layout)
+            .field("min", &self.window.min_value(layout))
+            .field("max", &self.window.max_value(layout))
+            .field("total", &crate::ReadExt::total(self))
+            .field("underflow", &self.underflow)
+            .field("overflow", &self.overflow)
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{storage_len, ReadExt};
+
+    const L: Layout = Layout::DEFAULT;
+
+    #[test]
+    fn progression_count_matches_brute_force() {
+        for value in [0u64, 1, 5, 17, 100, 1000] {
+            for interval in 1..12u64 {
+                if value / interval < 2 {
+                    continue;
+                }
+                let steps = value / interval - 1;
+                for a in 0..40u64 {
+                    for b in a..a + 30 {
+                        let brute = (1..=steps)
+                            .filter(|k| (a..=b).contains(&(value - k * interval)))
+                            .count() as u64;
+                        assert_eq!(progression_count(value, interval, steps, a, b), brute);
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn corrected_record_matches_brute_force() {
+        const LEN: usize = storage_len(Layout::DEFAULT, 50, 5000);
+        let mut fast = Histogram::<[u64; LEN]>::new(L, 50, 5000);
+        let mut slow = Histogram::<[u64; LEN]>::new(L, 50, 5000);
+        for (value, interval) in [(10_000u64, 7u64), (3000, 1), (99, 100), (200, 100), (5, 0)] {
+            fast.record_corrected(value, interval);
+            slow.record(value);
+            if interval > 0 {
+                let mut m = value.saturating_sub(interval);
+                while m >= interval && interval > 0 {
+                    slow.record(m);
+                    m -= interval;
+                }
+            }
+        }
+        assert_eq!(fast.underflow(), slow.underflow());
+        assert_eq!(fast.overflow(), slow.overflow());
+        assert_eq!(fast.storage(), slow.storage());
+    }
+
+    #[test]
+    fn corrected_record_hostile_is_bounded() {
+        const LEN: usize = storage_len(Layout::DEFAULT, 1, 1 << 20);
+        let mut h = Histogram::<[u32; LEN]>::new(L, 1, 1 << 20);
+        h.record_corrected(u64::MAX, 1);
+        // u64::MAX itself plus the synthetic values 1..u64::MAX: every one counted somewhere.
+        let win_hi = h.window().max_value(L);
+        assert_eq!(h.underflow(), 0);
+        assert_eq!(h.total(), win_hi);
+        assert_eq!(h.overflow(), u64::MAX - win_hi);
+    }
+
+    #[test]
+    fn u32_saturates() {
+        const LEN: usize = storage_len(Layout::DEFAULT, 0, 10);
+        let mut h = Histogram::<[u32; LEN]>::new(L, 0, 10);
+        h.record_n(3, u32::MAX as u64 - 1);
+        h.record(3);
+        h.record(3);
+        h.record_n(3, 1000);
+        assert_eq!(h.count_at(3), u32::MAX as u64);
+    }
+
+    #[test]
+    fn wrong_length_is_an_error() {
+        assert!(matches!(
+            Histogram::<[u64; 3]>::try_new(L, 0, 10),
+            Err(WindowError::StorageLength { .. })
+        ));
+        assert!(matches!(
+            Histogram::<[u64; 3]>::try_new(L, 10, 0),
+            Err(WindowError::MinAboveMax { .. })
+        ));
+        let mut buffer = [7u64; 5];
+        assert!(Histogram::with_storage(L, &mut buffer[..], 0, 10).is_err());
+    }
+}

@@ -1,0 +1,438 @@
+//! The HDR bucket layout of seed 000 ("HdrBuckets"): pure `const fn` index math over all of `u64`.
+//!
+//! A layout has `B = 2^k` buckets per block (`k` is the *block scale*). Block 0 and block 1 hold
+//! the values `0..2B` with unit width; every later block doubles the bucket width. A bucket's
+//! relative error, measured from its midpoint, is at most `0.5 / B`.
+//!
+//! ```
+//! use picollo_core::Layout;
+//!
+//! let layout = Layout::from_relative_error(0.01).unwrap();
+//! assert_eq!(layout.block_size(), 64);
+//! let i = layout.index_of(20_000);
+//! assert_eq!((layout.lo(i), layout.highest(i)), (19_968, 20_223));
+//! assert_eq!(layout.midpoint(i), 20_096);
+//! ```
+
+use core::fmt;
+
+/// The smallest supported block scale: 2 buckets per block, 25% relative error.
+pub const MIN_BLOCK_SCALE: u32 = 1;
+/// The largest supported block scale: 2^20 buckets per block, about 4.8e-7 relative error.
+///
+/// Larger scales make storage of a full-range histogram exceed any practical memory.
+pub const MAX_BLOCK_SCALE: u32 = 20;
+
+/// Why a layout could not be built.
+#[derive(Clone, Copy, Debug, PartialEq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[non_exhaustive]
+pub enum LayoutError {
+    /// The relative error was NaN or infinite.
+    NotFinite,
+    /// The relative error was zero or negative.
+    NotPositive,
+    /// The requested precision needs a block scale outside
+    /// [`MIN_BLOCK_SCALE`]`..=`[`MAX_BLOCK_SCALE`]; the value is the scale it would need.
+    BlockScaleOutOfRange(u32),
+}
+
+impl fmt::Display for LayoutError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::NotFinite => f.write_str("relative error must be a finite number"),
+            Self::NotPositive => f.write_str("relative error must be greater than zero"),
+            Self::BlockScaleOutOfRange(k) => write!(
+                f,
+                "block scale {k} is outside {MIN_BLOCK_SCALE}..={MAX_BLOCK_SCALE} \
+                 (relative error between {:e} and 0.25)",
+                0.5 / (1u64 << MAX_BLOCK_SCALE) as f64
+            ),
+        }
+    }
+}
+
+impl core::error::Error for LayoutError {}
+
+/// The logical bucket layout for one precision. Cheap to copy; all math is `const fn`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct Layout {
+    block_scale: u32,
+}
+
+impl Default for Layout {
+    /// 0.001 relative error target: `B = 512`, about 0.098% actual relative error.
+    fn default() -> Self {
+        Self::DEFAULT
+    }
+}
+
+impl Layout {
+    /// The default layout: block scale 9 (`B = 512`), relative error 0.0977%.
+    pub const DEFAULT: Layout = Layout { block_scale: 9 };
+
+    /// A layout with `2^block_scale` buckets per block.
+    pub const fn from_block_scale(block_scale: u32) -> Result<Layout, LayoutError> {
+        if block_scale < MIN_BLOCK_SCALE || block_scale > MAX_BLOCK_SCALE {
+            return Err(LayoutError::BlockScaleOutOfRange(block_scale));
+        }
+        Ok(Layout { block_scale })
+    }
+
+    /// The coarsest layout whose relative error is at most `relative_error`:
+    /// `B = next_power_of_two(ceil(0.5 / relative_error))`.
+    ///
+    /// NaN, infinite, zero and negative inputs are errors, as are precisions outside the
+    /// supported block scales. See [`Layout::from_relative_error_clamped`] for the lenient
+    /// behaviour of seed 000.
+    pub fn from_relative_error(relative_error: f64) -> Result<Layout, LayoutError> {
+        if !relative_error.is_finite() {
+            return Err(LayoutError::NotFinite);
+        }
+        if relative_error <= 0.0 {
+            return Err(LayoutError::NotPositive);
+        }
+        let ideal = 0.5 / relative_error;
+        if ideal > (1u64 << MAX_BLOCK_SCALE) as f64 {
+            // Report the scale it would need, saturating far beyond the range.
+            let mut k = MAX_BLOCK_SCALE + 1;
+            while k < 63 && ((1u64 << k) as f64) < ideal {
+                k += 1;
+            }
+            return Err(LayoutError::BlockScaleOutOfRange(k));
+        }
+        // `ideal` is in (0, 2^20]: the cast cannot truncate meaningfully.
+        let mut block = 1u64;
+        let mut k = 0;
+        while (block as f64) < ideal {
+            block <<= 1;
+            k += 1;
+        }
+        Self::from_block_scale(if k < MIN_BLOCK_SCALE { MIN_BLOCK_SCALE } else { k })
+    }
+
+    /// Seed 000's constructor: never fails. A non-positive or NaN error means the default
+    /// 0.001; the rest is clamped into `[0.000001, 0.1]` before rounding to a power of two.
+    pub fn from_relative_error_clamped(relative_error: f64) -> Layout {
+        let e = if relative_error.is_nan() || relative_error <= 0.0 {
+            0.001
+        } else if relative_error < 0.000_001 {
+            0.000_001
+        } else if relative_error > 0.1 {
+            0.1
+        } else {
+            relative_error
+        };
+        match Self::from_relative_error(e) {
+            Ok(layout) => layout,
+            // Unreachable for the clamped range; keep the default rather than panic.
+            Err(_) => Self::DEFAULT,
+        }
+    }
+
+    /// `k`: the block holds `2^k` buckets.
+    #[inline(always)]
+    pub const fn block_scale(self) -> u32 {
+        self.block_scale
+    }
+
+    /// `B = 2^k`, buckets per block.
+    #[inline(always)]
+    pub const fn block_size(self) -> u64 {
+        1 << self.block_scale
+    }
+
+    /// Number of blocks covering all of `u64`: `65 - k` (block 0 plus one per bit above `k`).
+    #[inline(always)]
+    pub const fn block_count(self) -> u32 {
+        65 - self.block_scale
+    }
+
+    /// Number of logical buckets covering all of `u64`: `(65 - k) * B`.
+    #[inline(always)]
+    pub const fn logical_len(self) -> usize {
+        (self.block_count() as usize) << self.block_scale
+    }
+
+    /// The largest relative distance of a value from its bucket midpoint: `0.5 / B`.
+    #[inline]
+    pub const fn relative_error(self) -> f64 {
+        0.5 / self.block_size() as f64
+    }
+
+    /// The logical index of `value`. Defined for every `u64`; `u64::MAX` maps to
+    /// `logical_len() - 1`.
+    ///
+    /// This is the cheaper equivalent of seed 000's formula (DESIGN.md, "Bucket layout"):
+    /// `e = ilog2(v | B) - k`, `index = (e << k) + (v >> e)`.
+    #[inline(always)]
+    pub const fn index_of(self, value: u64) -> usize {
+        index_of_scale(self.block_scale, value)
+    }
+
+    /// The lowest value of the bucket at logical `index` (exact: it is a member of the bucket).
+    ///
+    /// Indices at or past [`Layout::logical_len`] are clamped to the last bucket.
+    #[inline]
+    pub const fn lo(self, index: usize) -> u64 {
+        let (q, e) = self.mantissa_exponent(index);
+        q << e
+    }
+
+    /// The width of the bucket at logical `index`: `2^e`, 1 in the first two blocks.
+    #[inline]
+    pub const fn width(self, index: usize) -> u64 {
+        1 << self.mantissa_exponent(index).1
+    }
+
+    /// The highest value of the bucket at logical `index`, inclusive: `hi - 1`.
+    ///
+    /// The exclusive bound `hi` of the last bucket is `2^64`, which `u64` cannot hold; the
+    /// inclusive form can.
+    #[inline]
+    pub const fn highest(self, index: usize) -> u64 {
+        self.lo(index) + (self.width(index) - 1)
+    }
+
+    /// The exclusive upper bound `hi` of the bucket at logical `index`, as `u128` so that the
+    /// last bucket's `2^64` is representable.
+    #[inline]
+    pub const fn hi(self, index: usize) -> u128 {
+        self.lo(index) as u128 + self.width(index) as u128
+    }
+
+    /// The midpoint `lo + width / 2`: the bucket's equivalent value (exact for unit buckets).
+    #[inline]
+    pub const fn midpoint(self, index: usize) -> u64 {
+        self.lo(index) + self.width(index) / 2
+    }
+
+    /// Half the bucket width: the `±` that seed 000 prints next to a value.
+    #[inline]
+    pub const fn half_width(self, index: usize) -> u64 {
+        self.width(index) / 2
+    }
+
+    /// The lowest value equivalent to `value` (same bucket).
+    #[inline]
+    pub const fn lowest_equivalent(self, value: u64) -> u64 {
+        self.lo(self.index_of(value))
+    }
+
+    /// The highest value equivalent to `value` (same bucket), inclusive.
+    #[inline]
+    pub const fn highest_equivalent(self, value: u64) -> u64 {
+        self.highest(self.index_of(value))
+    }
+
+    /// The midpoint of the bucket holding `value`.
+    #[inline]
+    pub const fn median_equivalent(self, value: u64) -> u64 {
+        self.midpoint(self.index_of(value))
+    }
+
+    /// The smallest value in the next bucket, or `None` when `value` is in the last bucket.
+    #[inline]
+    pub const fn next_non_equivalent(self, value: u64) -> Option<u64> {
+        self.highest_equivalent(value).checked_add(1)
+    }
+
+    /// Whether `a` and `b` fall into the same bucket.
+    #[inline]
+    pub const fn equivalent(self, a: u64, b: u64) -> bool {
+        self.index_of(a) == self.index_of(b)
+    }
+
+    /// `(q, e)` with `lo = q << e`, `width = 1 << e`.
+    #[inline(always)]
+    const fn mantissa_exponent(self, index: usize) -> (u64, u32) {
+        let index = if index >= self.logical_len() {
+            self.logical_len() - 1
+        } else {
+            index
+        };
+        let k = self.block_scale;
+        let blk = (index >> k) as u32;
+        // Blocks 0 and 1 both have unit width; block `b >= 1` has width `2^(b-1)`.
+        let e = blk - (blk != 0) as u32;
+        let q = (index as u64 & (self.block_size() - 1)) | (((blk != 0) as u64) << k);
+        (q, e)
+    }
+}
+
+/// `index_of` for a block scale given directly; shared by [`Layout`] and [`ConstLayout`] so
+/// that a compile-time scale folds into constants.
+#[inline(always)]
+const fn index_of_scale(k: u32, value: u64) -> usize {
+    let e = (value | (1 << k)).ilog2() - k;
+    ((e as usize) << k) + (value >> e) as usize
+}
+
+/// Where a histogram gets its layout: a runtime [`Layout`] field, or a zero-sized
+/// [`ConstLayout`] whose block scale is a compile-time constant.
+///
+/// A constant scale lets the compiler fold the shifts and masks of the record path (about two
+/// instructions fewer per record on x86_64, see `benches/RESULTS.md`).
+pub trait LayoutSpec: Copy {
+    /// The layout.
+    fn layout(&self) -> Layout;
+    /// The logical index of `value`; override only to keep the scale constant.
+    #[inline(always)]
+    fn index_of(&self, value: u64) -> usize {
+        self.layout().index_of(value)
+    }
+}
+
+impl LayoutSpec for Layout {
+    #[inline(always)]
+    fn layout(&self) -> Layout {
+        *self
+    }
+}
+
+/// A layout whose block scale `K` is fixed at compile time. Zero-sized.
+///
+/// ```
+/// use picollo_core::{ConstLayout, LayoutSpec};
+/// const L: ConstLayout<9> = ConstLayout::new();
+/// assert_eq!(L.layout().block_size(), 512);
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct ConstLayout<const K: u32>;
+
+impl<const K: u32> ConstLayout<K> {
+    /// The layout; a block scale outside the supported range fails to compile.
+    pub const fn new() -> Self {
+        const {
+            assert!(
+                K >= MIN_BLOCK_SCALE && K <= MAX_BLOCK_SCALE,
+                "block scale out of range"
+            )
+        };
+        ConstLayout
+    }
+
+    /// The runtime layout equivalent to this one.
+    pub const fn get() -> Layout {
+        Self::new();
+        Layout { block_scale: K }
+    }
+}
+
+impl<const K: u32> LayoutSpec for ConstLayout<K> {
+    #[inline(always)]
+    fn layout(&self) -> Layout {
+        Self::get()
+    }
+    #[inline(always)]
+    fn index_of(&self, value: u64) -> usize {
+        index_of_scale(K, value)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Seed 000's original formula, used as the reference.
+    fn seed_index(k: u32, v: u64) -> usize {
+        let blk = 64 - (v >> k).leading_zeros();
+        let step = blk - (blk != 0) as u32;
+        let in_block = (v >> step) & ((1u64 << k) - 1);
+        ((blk as usize) << k) + in_block as usize
+    }
+
+    #[test]
+    fn seed_examples() {
+        // Seed 000: B = 4 gives [0..4) [4..8) unit, then [8,10) [10,12) ...
+        let l = Layout::from_block_scale(2).unwrap();
+        assert_eq!(l.index_of(11), l.index_of(10));
+        assert_eq!((l.lo(l.index_of(11)), l.hi(l.index_of(11))), (10, 12));
+        assert_eq!(l.midpoint(l.index_of(8)), 9);
+        assert_eq!(l.block_count(), 63);
+    }
+
+    #[test]
+    fn exhaustive_small_scales() {
+        for k in MIN_BLOCK_SCALE..=6 {
+            let l = Layout::from_block_scale(k).unwrap();
+            let mut prev_index = 0;
+            let mut expected_lo = 0u64;
+            for v in 0..(1u64 << 16) {
+                let i = l.index_of(v);
+                assert_eq!(i, seed_index(k, v), "k={k} v={v}");
+                assert!(i == prev_index || i == prev_index + 1, "k={k} v={v}");
+                if i != prev_index || v == 0 {
+                    assert_eq!(l.lo(i), v, "bucket starts where the previous ended");
+                    assert_eq!(expected_lo, v);
+                    expected_lo = v + l.width(i);
+                }
+                assert!(l.lo(i) <= v && (v as u128) < l.hi(i));
+                prev_index = i;
+            }
+        }
+    }
+
+    #[test]
+    fn edges_of_u64() {
+        for k in MIN_BLOCK_SCALE..=MAX_BLOCK_SCALE {
+            let l = Layout::from_block_scale(k).unwrap();
+            let last = l.logical_len() - 1;
+            assert_eq!(l.index_of(u64::MAX), last);
+            assert_eq!(l.hi(last), 1u128 << 64);
+            assert_eq!(l.highest(last), u64::MAX);
+            assert_eq!(l.next_non_equivalent(u64::MAX), None);
+            assert_eq!(l.index_of(0), 0);
+            // Out-of-range indices clamp instead of panicking.
+            assert_eq!(l.lo(usize::MAX), l.lo(last));
+            for shift in 0..64 {
+                let v = 1u64 << shift;
+                assert_eq!(l.index_of(v), seed_index(k, v));
+                assert_eq!(l.index_of(v - 1), seed_index(k, v - 1));
+            }
+        }
+    }
+
+    #[test]
+    fn relative_error_constructor() {
+        assert_eq!(
+            Layout::from_relative_error(0.001).unwrap().block_size(),
+            512
+        );
+        assert_eq!(Layout::from_relative_error(0.01).unwrap().block_size(), 64);
+        assert_eq!(
+            Layout::from_relative_error(f64::NAN),
+            Err(LayoutError::NotFinite)
+        );
+        assert_eq!(
+            Layout::from_relative_error(0.0),
+            Err(LayoutError::NotPositive)
+        );
+        assert_eq!(
+            Layout::from_relative_error(-1.0),
+            Err(LayoutError::NotPositive)
+        );
+        assert!(matches!(
+            Layout::from_relative_error(1e-9),
+            Err(LayoutError::BlockScaleOutOfRange(29))
+        ));
+        assert_eq!(Layout::from_relative_error(0.4).unwrap().block_size(), 2);
+        assert_eq!(Layout::from_relative_error_clamped(f64::NAN), Layout::DEFAULT);
+        assert_eq!(Layout::from_relative_error_clamped(-3.0), Layout::DEFAULT);
+        assert_eq!(Layout::from_relative_error_clamped(0.5).block_size(), 8);
+        assert_eq!(
+            Layout::from_relative_error_clamped(1e-12).block_size(),
+            1 << 19
+        );
+    }
+
+    #[test]
+    fn const_layout_matches_runtime() {
+        let c = ConstLayout::<7>::new();
+        let r = Layout::from_block_scale(7).unwrap();
+        for v in [0, 1, 127, 128, 255, 256, 1 << 40, u64::MAX] {
+            assert_eq!(c.index_of(v), r.index_of(v));
+        }
+    }
+}

@@ -1,0 +1,641 @@
+//! The one read model: every histogram kind exposes its counts through [`HistogramRead`], and
+//! percentiles, statistics and iterators are written once, in [`ReadExt`], over it.
+
+use crate::fmt::{Grouped, GroupedWide, Trimmed};
+use crate::{Layout, Window};
+use core::fmt;
+
+/// The small read interface every histogram kind implements.
+///
+/// Storage index `s` holds the bucket at logical index `window().first() + s`.
+pub trait HistogramRead {
+    /// The bucket layout.
+    fn layout(&self) -> Layout;
+    /// The stored window of logical buckets.
+    fn window(&self) -> Window;
+    /// The count at storage index `storage_index`; 0 past the end.
+    fn count_at(&self, storage_index: usize) -> u64;
+    /// Values recorded below the window.
+    fn underflow(&self) -> u64;
+    /// Values recorded above the window.
+    fn overflow(&self) -> u64;
+
+    /// Starts an optimistic read (seqlock, seed 000 "Optimistic retry"): returns a token to pass
+    /// to [`HistogramRead::read_retry`]. Kinds that can be reset concurrently wait here while a
+    /// reset is in progress. The default, for kinds that cannot be, returns 0.
+    #[inline]
+    fn read_begin(&self) -> u64 {
+        0
+    }
+
+    /// Whether a structural change (a reset) happened since `read_begin` returned `token`, so the
+    /// read must be redone. The default never asks for a retry.
+    #[inline]
+    fn read_retry(&self, token: u64) -> bool {
+        let _ = token;
+        false
+    }
+}
+
+impl<H: HistogramRead + ?Sized> HistogramRead for &H {
+    fn layout(&self) -> Layout {
+        (**self).layout()
+    }
+    fn window(&self) -> Window {
+        (**self).window()
+    }
+    fn count_at(&self, storage_index: usize) -> u64 {
+        (**self).count_at(storage_index)
+    }
+    fn underflow(&self) -> u64 {
+        (**self).underflow()
+    }
+    fn overflow(&self) -> u64 {
+        (**self).overflow()
+    }
+    fn read_begin(&self) -> u64 {
+        (**self).read_begin()
+    }
+    fn read_retry(&self, token: u64) -> bool {
+        (**self).read_retry(token)
+    }
+}
+
+/// Which value of a bucket stands for the values in it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum EquivalentValue {
+    /// The midpoint `lo + width/2`: the smallest worst-case error (the default).
+    #[default]
+    Midpoint,
+    /// The lowest value of the bucket, `lo`.
+    Lower,
+    /// The highest value of the bucket, `hi - 1`: what HdrHistogram reports.
+    Upper,
+}
+
+impl EquivalentValue {
+    /// The equivalent value of logical bucket `index`.
+    #[inline]
+    pub const fn of(self, layout: Layout, index: usize) -> u64 {
+        match self {
+            Self::Midpoint => layout.midpoint(index),
+            Self::Lower => layout.lo(index),
+            Self::Upper => layout.highest(index),
+        }
+    }
+}
+
+/// Why a percentile could not be computed.
+#[derive(Clone, Copy, Debug, PartialEq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[non_exhaustive]
+pub enum PercentileError {
+    /// The rank is NaN, negative or above 100.
+    InvalidRank(f64),
+    /// Nothing was recorded inside the window.
+    Empty,
+    /// The output slice is shorter than the ranks.
+    OutputTooShort {
+        /// Ranks requested.
+        ranks: usize,
+        /// Room in the output.
+        room: usize,
+    },
+}
+
+impl fmt::Display for PercentileError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::InvalidRank(r) => write!(f, "percentile rank {r} is not a number in 0..=100"),
+            Self::Empty => f.write_str("the histogram has no values inside its window"),
+            Self::OutputTooShort { ranks, room } => {
+                write!(f, "{ranks} ranks requested but the output holds {room}")
+            }
+        }
+    }
+}
+
+impl core::error::Error for PercentileError {}
+
+/// Checks a percentile rank: finite and within `0..=100`.
+#[inline]
+pub fn check_rank(rank: f64) -> Result<f64, PercentileError> {
+    if rank.is_nan() || !(0.0..=100.0).contains(&rank) {
+        Err(PercentileError::InvalidRank(rank))
+    } else {
+        Ok(rank)
+    }
+}
+
+/// The count a rank asks for among `total` values: `ceil(rank / 100 · total)`, at least 1.
+/// This is HdrHistogram's rule, and the `Count` column of seed 000's tables.
+#[inline]
+pub fn rank_count(rank: f64, total: u64) -> u64 {
+    let c = libm_ceil(rank / 100.0 * total as f64);
+    if c < 1.0 {
+        1
+    } else if c >= total as f64 {
+        total
+    } else {
+        c as u64
+    }
+}
+
+#[inline]
+fn libm_ceil(x: f64) -> f64 {
+    // core has no f64::ceil in no_std on stable; x is finite, >= 0 and below 2^64 here.
+    if x >= 18_446_744_073_709_551_616.0 {
+        return x;
+    }
+    let t = x as u64 as f64;
+    if t < x {
+        t + 1.0
+    } else {
+        t
+    }
+}
+
+/// Square root by Newton's method (core has no `f64::sqrt` without std).
+pub(crate) fn sqrt(x: f64) -> f64 {
+    if x.is_nan() || x < 0.0 {
+        return f64::NAN;
+    }
+    if x == 0.0 || x.is_infinite() {
+        return x;
+    }
+    // Start from a power of two near the root: halve the exponent bits.
+    let mut y = f64::from_bits((x.to_bits() >> 1) + (1023u64 << 51));
+    for _ in 0..8 {
+        y = 0.5 * (y + x / y);
+    }
+    y
+}
+
+/// A percentile with the detail of its bucket, as seed 000 prints it:
+/// `P99=24,960 [83 / 609]: [24,832, 25,088) 14,190`
+/// (rank, value, storage / logical index, bucket bounds, bucket count).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct Percentile {
+    /// The rank, 0..=100.
+    pub rank: f64,
+    /// The equivalent value selected for the bucket.
+    pub value: u64,
+    /// The bucket's logical index in the layout.
+    pub logical_index: usize,
+    /// The bucket's index in storage.
+    pub storage_index: usize,
+    /// The lowest value of the bucket.
+    pub lo: u64,
+    /// The highest value of the bucket (inclusive; the exclusive bound is [`Percentile::hi`]).
+    pub highest: u64,
+    /// Values in the bucket.
+    pub count: u64,
+    /// The count the rank asked for (`ceil(rank/100 · total)`): the `Count` column of seed 000.
+    pub rank_count: u64,
+}
+
+impl Percentile {
+    /// The exclusive upper bound of the bucket.
+    pub fn hi(&self) -> u128 {
+        self.highest as u128 + 1
+    }
+
+    /// Half the bucket width: the `±` of seed 000's tables.
+    pub fn half_width(&self) -> u64 {
+        ((self.highest - self.lo) as u128 + 1) as u64 / 2
+    }
+}
+
+impl fmt::Display for Percentile {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "P{}={} [{} / {}]: [{}, {}) {}",
+            Trimmed(self.rank, 4),
+            Grouped(self.value),
+            self.storage_index,
+            self.logical_index,
+            Grouped(self.lo),
+            GroupedWide(self.hi()),
+            Grouped(self.count)
+        )
+    }
+}
+
+/// One stored bucket, as the bucket iterators yield it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct Bucket {
+    /// Logical index in the layout.
+    pub logical_index: usize,
+    /// Index in storage.
+    pub storage_index: usize,
+    /// Lowest value.
+    pub lo: u64,
+    /// Highest value (inclusive).
+    pub highest: u64,
+    /// Values in this bucket.
+    pub count: u64,
+    /// Values in this bucket and all below it in the window.
+    pub cumulative: u64,
+}
+
+impl Bucket {
+    /// Exclusive upper bound.
+    pub fn hi(&self) -> u128 {
+        self.highest as u128 + 1
+    }
+    /// Midpoint.
+    pub fn midpoint(&self) -> u64 {
+        self.lo + (self.highest - self.lo).div_ceil(2)
+    }
+}
+
+/// Mean and spread computed from bucket midpoints.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct Stats {
+    /// Values inside the window.
+    pub total: u64,
+    /// Values below the window.
+    pub underflow: u64,
+    /// Values above the window.
+    pub overflow: u64,
+    /// Mean of bucket midpoints weighted by count (0 when empty).
+    pub mean: f64,
+    /// Population standard deviation of bucket midpoints (0 when empty).
+    pub stdev: f64,
+    /// Lowest value of the lowest non-empty bucket (`None` when empty).
+    pub min: Option<u64>,
+    /// Highest value of the highest non-empty bucket (`None` when empty).
+    pub max: Option<u64>,
+}
+
+/// Percentiles, statistics and iterators for every [`HistogramRead`]; blanket-implemented.
+pub trait ReadExt: HistogramRead {
+    /// Values recorded inside the window (derived on read).
+    fn total(&self) -> u64 {
+        consistent(self, |h| sum_counts(h))
+    }
+
+    /// Values inside the window plus underflow and overflow.
+    fn total_with_outside(&self) -> u64 {
+        consistent(self, |h| {
+            sum_counts(h)
+                .saturating_add(h.underflow())
+                .saturating_add(h.overflow())
+        })
+    }
+
+    /// Total, mean, standard deviation, min and max in one consistent pass pair.
+    fn stats(&self) -> Stats {
+        consistent(self, |h| stats_of(h))
+    }
+
+    /// Mean of the recorded values (bucket midpoints), 0 when empty.
+    fn mean(&self) -> f64 {
+        self.stats().mean
+    }
+
+    /// Population standard deviation (bucket midpoints), 0 when empty.
+    fn stdev(&self) -> f64 {
+        self.stats().stdev
+    }
+
+    /// Lowest value of the lowest non-empty bucket.
+    fn min(&self) -> Option<u64> {
+        self.stats().min
+    }
+
+    /// Highest value of the highest non-empty bucket (HdrHistogram's `max`).
+    fn max(&self) -> Option<u64> {
+        self.stats().max
+    }
+
+    /// Many percentiles at once, mutually consistent (one total, one walk), with midpoint
+    /// values. `ranks` may come in any order.
+    fn percentiles(&self, ranks: &[f64], out: &mut [Percentile]) -> Result<(), PercentileError> {
+        self.percentiles_with(ranks, EquivalentValue::Midpoint, out)
+    }
+
+    /// As [`ReadExt::percentiles`], with a chosen equivalent value.
+    fn percentiles_with(
+        &self,
+        ranks: &[f64],
+        selection: EquivalentValue,
+        out: &mut [Percentile],
+    ) -> Result<(), PercentileError> {
+        if out.len() < ranks.len() {
+            return Err(PercentileError::OutputTooShort {
+                ranks: ranks.len(),
+                room: out.len(),
+            });
+        }
+        for &r in ranks {
+            check_rank(r)?;
+        }
+        consistent(self, |h| percentiles_once(h, ranks, selection, out))
+    }
+
+    /// Percentile values only, mutually consistent, midpoint values.
+    fn percentile_values(&self, ranks: &[f64], out: &mut [u64]) -> Result<(), PercentileError> {
+        if out.len() < ranks.len() {
+            return Err(PercentileError::OutputTooShort {
+                ranks: ranks.len(),
+                room: out.len(),
+            });
+        }
+        let mut chunk = [Percentile::default(); 16];
+        for (r, o) in ranks.chunks(16).zip(out.chunks_mut(16)) {
+            // Each chunk is consistent on its own; the ranks of one call are consistent when
+            // they fit one chunk (16, the summary's ranks).
+            self.percentiles(r, &mut chunk[..r.len()])?;
+            for (p, v) in chunk.iter().zip(o.iter_mut()) {
+                *v = p.value;
+            }
+        }
+        Ok(())
+    }
+
+    /// One percentile (a batch of one), midpoint value.
+    fn percentile(&self, rank: f64) -> Result<Percentile, PercentileError> {
+        self.percentile_with(rank, EquivalentValue::Midpoint)
+    }
+
+    /// One percentile with a chosen equivalent value.
+    fn percentile_with(
+        &self,
+        rank: f64,
+        selection: EquivalentValue,
+    ) -> Result<Percentile, PercentileError> {
+        let mut out = [Percentile::default()];
+        self.percentiles_with(&[rank], selection, &mut out)?;
+        Ok(out[0])
+    }
+
+    /// The midpoint value at `rank`.
+    fn percentile_value(&self, rank: f64) -> Result<u64, PercentileError> {
+        Ok(self.percentile(rank)?.value)
+    }
+
+    /// Every stored bucket, empty ones included, with cumulative counts.
+    fn buckets(&self) -> Buckets<'_, Self> {
+        Buckets::new(self, false)
+    }
+
+    /// The non-empty buckets, with cumulative counts.
+    fn recorded_buckets(&self) -> Buckets<'_, Self> {
+        Buckets::new(self, true)
+    }
+
+    /// Seed 000's bucket percentiles: for each stored bucket, the rank at the middle of the
+    /// bucket's share of the values, `(before + count/2) / total · 100`, with its value.
+    fn bucket_percentiles(&self, selection: EquivalentValue) -> BucketPercentiles<'_, Self> {
+        BucketPercentiles::new(self, false, selection)
+    }
+
+    /// As [`ReadExt::bucket_percentiles`], non-empty buckets only.
+    fn recorded_bucket_percentiles(
+        &self,
+        selection: EquivalentValue,
+    ) -> BucketPercentiles<'_, Self> {
+        BucketPercentiles::new(self, true, selection)
+    }
+
+    /// HdrHistogram's linear iteration: one step per `step` value units, until the step that
+    /// holds the highest recorded value. `None` when `step` is 0.
+    fn linear(&self, step: u64) -> Option<crate::iter::Linear<'_, Self>> {
+        crate::iter::Linear::new(self, step)
+    }
+
+    /// HdrHistogram's logarithmic iteration: the first step ends at `first`, each later step is
+    /// `base` times longer. `None` when `first` is 0 or `base` is not a finite number above 1.
+    fn logarithmic(&self, first: u64, base: f64) -> Option<crate::iter::Logarithmic<'_, Self>> {
+        crate::iter::Logarithmic::new(self, first, base)
+    }
+
+    /// HdrHistogram's percentile iteration with `ticks_per_half_distance` reports per halving of
+    /// the distance to 100%. `None` when it is 0.
+    fn percentile_ticks(
+        &self,
+        ticks_per_half_distance: u32,
+    ) -> Option<crate::iter::PercentileTicks<'_, Self>> {
+        crate::iter::PercentileTicks::new(self, ticks_per_half_distance)
+    }
+}
+
+impl<H: HistogramRead + ?Sized> ReadExt for H {}
+
+/// Runs `f` until it completes without a concurrent structural change (seqlock retry).
+pub fn consistent<H: HistogramRead + ?Sized, R>(h: &H, mut f: impl FnMut(&H) -> R) -> R {
+    loop {
+        let token = h.read_begin();
+        let r = f(h);
+        if !h.read_retry(token) {
+            return r;
+        }
+        core::hint::spin_loop();
+    }
+}
+
+fn sum_counts<H: HistogramRead + ?Sized>(h: &H) -> u64 {
+    let mut total = 0u64;
+    for s in 0..h.window().len() {
+        total = total.saturating_add(h.count_at(s));
+    }
+    total
+}
+
+fn stats_of<H: HistogramRead + ?Sized>(h: &H) -> Stats {
+    let layout = h.layout();
+    let window = h.window();
+    let (mut total, mut sum, mut min, mut max) = (0u64, 0f64, None, None);
+    for s in 0..window.len() {
+        let n = h.count_at(s);
+        if n == 0 {
+            continue;
+        }
+        let i = window.first() + s;
+        total = total.saturating_add(n);
+        sum += n as f64 * layout.midpoint(i) as f64;
+        min.get_or_insert(layout.lo(i));
+        max = Some(layout.highest(i));
+    }
+    let mean = if total == 0 { 0.0 } else { sum / total as f64 };
+    // Second pass around the mean: numerically stable for tight distributions of big values.
+    let mut squares = 0f64;
+    if total > 0 {
+        for s in 0..window.len() {
+            let n = h.count_at(s);
+            if n != 0 {
+                let d = layout.midpoint(window.first() + s) as f64 - mean;
+                squares += n as f64 * d * d;
+            }
+        }
+    }
+    Stats {
+        total,
+        underflow: h.underflow(),
+        overflow: h.overflow(),
+        mean,
+        stdev: if total == 0 {
+            0.0
+        } else {
+            sqrt(squares / total as f64)
+        },
+        min,
+        max,
+    }
+}
+
+fn percentiles_once<H: HistogramRead + ?Sized>(
+    h: &H,
+    ranks: &[f64],
+    selection: EquivalentValue,
+    out: &mut [Percentile],
+) -> Result<(), PercentileError> {
+    let total = sum_counts(h);
+    if total == 0 {
+        return Err(PercentileError::Empty);
+    }
+    let layout = h.layout();
+    let window = h.window();
+    for (&rank, o) in ranks.iter().zip(out.iter_mut()) {
+        o.rank = rank;
+        o.rank_count = rank_count(rank, total);
+    }
+    let out = &mut out[..ranks.len()];
+    // One forward walk answers all ranks: they are taken in order of their target count (an
+    // O(ranks²) selection, which needs no allocation and is tiny next to the walk). Counts
+    // below the walk position are never re-read and the total is fixed for the batch, so the
+    // answers are monotone in rank even while other threads record (counts only grow between
+    // resets, and resets make the caller retry).
+    let (mut s, mut below, mut last_nonzero) = (0usize, 0u64, None);
+    let mut previous: Option<(u64, usize)> = None;
+    for _ in 0..out.len() {
+        let mut next: Option<(u64, usize)> = None;
+        for (j, p) in out.iter().enumerate() {
+            let key = (p.rank_count, j);
+            if previous.is_none_or(|prev| key > prev) && next.is_none_or(|best| key < best) {
+                next = Some(key);
+            }
+        }
+        let Some((target, j)) = next else { break };
+        previous = next;
+        let mut found = None;
+        while s < window.len() {
+            let n = h.count_at(s);
+            if n != 0 {
+                last_nonzero = Some((s, n));
+                if below.saturating_add(n) >= target {
+                    found = Some((s, n));
+                    break;
+                }
+            }
+            below = below.saturating_add(n);
+            s += 1;
+        }
+        // Counts that vanished mid-walk (only with a racing reset, which the caller retries)
+        // leave nothing found: answer with the last non-empty bucket seen.
+        let (s_found, n) = found.or(last_nonzero).unwrap_or((0, 0));
+        let i = window.first() + s_found;
+        let o = &mut out[j];
+        o.value = selection.of(layout, i);
+        o.logical_index = i;
+        o.storage_index = s_found;
+        o.lo = layout.lo(i);
+        o.highest = layout.highest(i);
+        o.count = n;
+    }
+    Ok(())
+}
+
+/// Iterator over stored buckets; see [`ReadExt::buckets`].
+pub struct Buckets<'a, H: ?Sized> {
+    h: &'a H,
+    layout: Layout,
+    window: Window,
+    next: usize,
+    cumulative: u64,
+    only_recorded: bool,
+}
+
+impl<'a, H: HistogramRead + ?Sized> Buckets<'a, H> {
+    fn new(h: &'a H, only_recorded: bool) -> Self {
+        Buckets {
+            h,
+            layout: h.layout(),
+            window: h.window(),
+            next: 0,
+            cumulative: 0,
+            only_recorded,
+        }
+    }
+}
+
+impl<H: HistogramRead + ?Sized> Iterator for Buckets<'_, H> {
+    type Item = Bucket;
+    fn next(&mut self) -> Option<Bucket> {
+        while self.next < self.window.len() {
+            let s = self.next;
+            self.next += 1;
+            let count = self.h.count_at(s);
+            if count == 0 && self.only_recorded {
+                continue;
+            }
+            self.cumulative = self.cumulative.saturating_add(count);
+            let i = self.window.first() + s;
+            return Some(Bucket {
+                logical_index: i,
+                storage_index: s,
+                lo: self.layout.lo(i),
+                highest: self.layout.highest(i),
+                count,
+                cumulative: self.cumulative,
+            });
+        }
+        None
+    }
+}
+
+/// Iterator over seed 000's bucket percentiles; see [`ReadExt::bucket_percentiles`].
+pub struct BucketPercentiles<'a, H: ?Sized> {
+    buckets: Buckets<'a, H>,
+    total: u64,
+    selection: EquivalentValue,
+}
+
+impl<'a, H: HistogramRead + ?Sized> BucketPercentiles<'a, H> {
+    fn new(h: &'a H, only_recorded: bool, selection: EquivalentValue) -> Self {
+        BucketPercentiles {
+            buckets: Buckets::new(h, only_recorded),
+            total: sum_counts(h),
+            selection,
+        }
+    }
+}
+
+impl<H: HistogramRead + ?Sized> Iterator for BucketPercentiles<'_, H> {
+    type Item = Percentile;
+    fn next(&mut self) -> Option<Percentile> {
+        let b = self.buckets.next()?;
+        let before = b.cumulative - b.count;
+        let rank = if self.total == 0 {
+            0.0
+        } else {
+            ((before as f64 + b.count as f64 / 2.0) / self.total as f64 * 100.0).min(100.0)
+        };
+        Some(Percentile {
+            rank,
+            value: self.selection.of(self.buckets.layout, b.logical_index),
+            logical_index: b.logical_index,
+            storage_index: b.storage_index,
+            lo: b.lo,
+            highest: b.highest,
+            count: b.count,
+            rank_count: b.cumulative,
+        })
+    }
+}

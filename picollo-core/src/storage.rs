@@ -1,0 +1,118 @@
+//! Counter types and the storage a histogram keeps its buckets in.
+
+/// Sealing: only `u32` and `u64` are counters.
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for u32 {}
+    impl Sealed for u64 {}
+}
+
+/// A bucket counter: `u32` or `u64` (sealed).
+///
+/// Overflow rule, chosen once for both widths: **counters saturate**. A `u32` bucket that
+/// would pass `u32::MAX` stays at `u32::MAX` (wrapping would silently turn a hot bucket into a
+/// nearly empty one, which corrupts every percentile). `u64` buckets saturate on
+/// [`Counter::add`]; the single-step [`Counter::increment`] of a `u64` is a plain add, because
+/// 2^64 single increments take centuries and the saturation check would cost the hot path an
+/// instruction.
+pub trait Counter: sealed::Sealed + Copy + Default + Eq + core::fmt::Debug + 'static {
+    /// Zero, for building storage in `const` context.
+    const ZERO: Self;
+    /// The largest count a bucket holds.
+    const MAX: u64;
+    /// Adds one (see the trait docs for the overflow rule).
+    fn increment(&mut self);
+    /// Adds `n`, saturating at [`Counter::MAX`].
+    fn add(&mut self, n: u64);
+    /// The count as `u64`.
+    fn get(self) -> u64;
+}
+
+impl Counter for u32 {
+    const ZERO: Self = 0;
+    const MAX: u64 = u32::MAX as u64;
+    #[inline(always)]
+    fn increment(&mut self) {
+        *self = self.saturating_add(1);
+    }
+    #[inline]
+    fn add(&mut self, n: u64) {
+        *self = (*self as u64).saturating_add(n).min(u32::MAX as u64) as u32;
+    }
+    #[inline(always)]
+    fn get(self) -> u64 {
+        self as u64
+    }
+}
+
+impl Counter for u64 {
+    const ZERO: Self = 0;
+    const MAX: u64 = u64::MAX;
+    #[inline(always)]
+    fn increment(&mut self) {
+        *self = self.wrapping_add(1);
+    }
+    #[inline]
+    fn add(&mut self, n: u64) {
+        *self = self.saturating_add(n);
+    }
+    #[inline(always)]
+    fn get(self) -> u64 {
+        self
+    }
+}
+
+/// Read access to a contiguous run of bucket cells.
+///
+/// Implemented for owned arrays, borrowed slices and (in `picollo-alloc`) heap buffers, so one
+/// histogram implementation serves firmware statics and servers alike.
+pub trait Storage {
+    /// The cell type: a [`Counter`], or an atomic counter for shared kinds.
+    type Item;
+    /// The cells.
+    fn as_slice(&self) -> &[Self::Item];
+}
+
+/// Write access to the cells of a [`Storage`].
+pub trait StorageMut: Storage {
+    /// The cells, mutably.
+    fn as_mut_slice(&mut self) -> &mut [Self::Item];
+}
+
+impl<T, const N: usize> Storage for [T; N] {
+    type Item = T;
+    #[inline(always)]
+    fn as_slice(&self) -> &[T] {
+        self
+    }
+}
+
+impl<T, const N: usize> StorageMut for [T; N] {
+    #[inline(always)]
+    fn as_mut_slice(&mut self) -> &mut [T] {
+        self
+    }
+}
+
+impl<T> Storage for &mut [T] {
+    type Item = T;
+    #[inline(always)]
+    fn as_slice(&self) -> &[T] {
+        self
+    }
+}
+
+impl<T> StorageMut for &mut [T] {
+    #[inline(always)]
+    fn as_mut_slice(&mut self) -> &mut [T] {
+        self
+    }
+}
+
+impl<T> Storage for &[T] {
+    type Item = T;
+    #[inline(always)]
+    fn as_slice(&self) -> &[T] {
+        self
+    }
+}

@@ -1,0 +1,149 @@
+//! The window of logical buckets a histogram stores: chosen by min and max trackable values.
+
+use crate::Layout;
+use core::fmt;
+
+/// A contiguous run of logical bucket indices, `first..first + len`.
+///
+/// Values whose bucket lies below the window are counted as underflow, above it as overflow.
+/// The window is precise to bucket resolution: it covers at least `[min, max]` and may reach a
+/// little beyond (seed 000, "Backing storage").
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct Window {
+    first: usize,
+    len: usize,
+}
+
+/// Why a window or a storage for it is not acceptable.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[non_exhaustive]
+pub enum WindowError {
+    /// The minimum trackable value is above the maximum.
+    MinAboveMax {
+        /// Requested minimum.
+        min: u64,
+        /// Requested maximum.
+        max: u64,
+    },
+    /// The storage has the wrong number of cells for the window.
+    StorageLength {
+        /// Cells the window needs.
+        expected: usize,
+        /// Cells the storage has.
+        actual: usize,
+    },
+}
+
+impl fmt::Display for WindowError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::MinAboveMax { min, max } => write!(
+                f,
+                "min trackable value {min} is above max trackable value {max}"
+            ),
+            Self::StorageLength { expected, actual } => write!(
+                f,
+                "storage has {actual} cells but the window needs {expected} \
+                 (use storage_len() to size it)"
+            ),
+        }
+    }
+}
+
+impl core::error::Error for WindowError {}
+
+impl Window {
+    /// The window covering `[min, max]` under `layout`.
+    pub const fn new(layout: Layout, min: u64, max: u64) -> Result<Window, WindowError> {
+        if min > max {
+            return Err(WindowError::MinAboveMax { min, max });
+        }
+        let first = layout.index_of(min);
+        let last = layout.index_of(max);
+        Ok(Window {
+            first,
+            len: last - first + 1,
+        })
+    }
+
+    /// The window covering all of `u64`.
+    pub const fn full(layout: Layout) -> Window {
+        Window {
+            first: 0,
+            len: layout.logical_len(),
+        }
+    }
+
+    /// A window from raw logical indices, clamped to the layout.
+    pub const fn from_indices(layout: Layout, first: usize, len: usize) -> Window {
+        let total = layout.logical_len();
+        let first = if first >= total { total - 1 } else { first };
+        let room = total - first;
+        let len = if len == 0 {
+            1
+        } else if len > room {
+            room
+        } else {
+            len
+        };
+        Window { first, len }
+    }
+
+    /// The logical index of storage cell 0.
+    #[inline(always)]
+    pub const fn first(self) -> usize {
+        self.first
+    }
+
+    /// The number of cells.
+    #[inline(always)]
+    #[allow(clippy::len_without_is_empty)] // a window always has at least one bucket
+    pub const fn len(self) -> usize {
+        self.len
+    }
+
+    /// The logical index of the last cell.
+    #[inline]
+    pub const fn last(self) -> usize {
+        self.first + self.len - 1
+    }
+
+    /// The smallest value the window tracks (the lowest value of its first bucket).
+    pub const fn min_value(self, layout: Layout) -> u64 {
+        layout.lo(self.first)
+    }
+
+    /// The largest value the window tracks (the highest value of its last bucket).
+    pub const fn max_value(self, layout: Layout) -> u64 {
+        layout.highest(self.last())
+    }
+
+    /// The storage index of logical index `logical`, if inside the window.
+    #[inline(always)]
+    pub const fn storage_index(self, logical: usize) -> Option<usize> {
+        let s = logical.wrapping_sub(self.first);
+        if s < self.len {
+            Some(s)
+        } else {
+            None
+        }
+    }
+}
+
+/// The number of storage cells a histogram over `[min, max]` needs, for sizing arrays in
+/// `const` context. An inverted range yields 1 (constructors report the error).
+///
+/// ```
+/// use picollo_core::{storage_len, Layout};
+/// const LEN: usize = storage_len(Layout::DEFAULT, 1, 1_000_000);
+/// let buffer = [0u32; LEN];
+/// assert!(buffer.len() < 7_000);
+/// ```
+pub const fn storage_len(layout: Layout, min: u64, max: u64) -> usize {
+    match Window::new(layout, min, max) {
+        Ok(w) => w.len(),
+        Err(_) => 1,
+    }
+}
