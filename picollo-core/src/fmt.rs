@@ -80,16 +80,31 @@ pub struct Trimmed(pub f64, pub usize);
 
 impl fmt::Display for Trimmed {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let (v, decimals) = (self.0, self.1.min(12));
+        if !v.is_finite() || v.abs() >= 1e18 {
+            let mut out = StackStr::<64>::new();
+            let _ = fmt::write(&mut out, format_args!("{v}"));
+            return f.pad(out.as_str());
+        }
+        // Round half away from zero on the decimal scaling, as .NET prints ranks (9.19135 is
+        // 9.1914 there, while exact binary rounding would give 9.1913).
+        let scale = 10u64.pow(decimals as u32);
+        let scaled = (v.abs() * scale as f64 + 0.5) as u128;
+        let (int, mut frac) = (scaled / scale as u128, (scaled % scale as u128) as u64);
         let mut out = StackStr::<64>::new();
-        let _ = fmt::write(&mut out, format_args!("{:.*}", self.1.min(12), self.0));
-        let mut s = out.as_str();
-        if s.contains('.') {
-            s = s.trim_end_matches('0').trim_end_matches('.');
+        if v < 0.0 && scaled != 0 {
+            out.push_str("-");
         }
-        if s == "-0" {
-            s = "0";
+        let _ = fmt::write(&mut out, format_args!("{int}"));
+        let mut width = decimals;
+        while width > 0 && frac % 10 == 0 {
+            frac /= 10;
+            width -= 1;
         }
-        f.pad(s)
+        if width > 0 {
+            let _ = fmt::write(&mut out, format_args!(".{frac:0width$}"));
+        }
+        f.pad(out.as_str())
     }
 }
 
@@ -171,6 +186,9 @@ mod tests {
         assert_eq!(format!("{}", Trimmed(99.9, 4)), "99.9");
         assert_eq!(format!("{}", Trimmed(100.0, 4)), "100");
         assert_eq!(format!("{}", Trimmed(23.67342, 4)), "23.6734");
+        assert_eq!(format!("{}", Trimmed(9.19135, 4)), "9.1914");
+        assert_eq!(format!("{}", Trimmed(33.271, 4)), "33.271");
+        assert_eq!(format!("{}", Trimmed(0.5, 0)), "1");
         assert_eq!(format!("{}", Trimmed(-0.00001, 4)), "0");
     }
 }

@@ -184,14 +184,18 @@ impl<H: HistogramRead + ?Sized> Iterator for Logarithmic<'_, H> {
 /// Percentile iteration; see [`crate::ReadExt::percentile_ticks`].
 ///
 /// Reports at levels that get denser towards 100%: `ticks_per_half_distance` levels between
-/// 0% and 50%, as many between 50% and 75%, and so on, then a last report at 100%. Each report
-/// gives the highest value of the bucket where the cumulative share first reaches the level.
+/// 0% and 50%, as many between 50% and 75%, and so on. Each report gives the highest value of
+/// the bucket where the cumulative share first reaches the level. Once the last non-empty
+/// bucket is reached, one more report at 100% ends the iteration (HdrHistogram's rule; the
+/// levels are computed as fractions exactly as HdrHistogram does, so both visit the same ones).
 pub struct PercentileTicks<'a, H: ?Sized> {
     walk: Walk<'a, H>,
     ticks: u64,
+    /// The level as a fraction in `0..=1`.
     level: f64,
     /// Storage index of the bucket currently reached (its count already consumed).
     current: Option<usize>,
+    reached_end: bool,
     done: bool,
 }
 
@@ -207,48 +211,53 @@ impl<'a, H: HistogramRead + ?Sized> PercentileTicks<'a, H> {
             ticks: ticks_per_half_distance as u64,
             level: 0.0,
             current: None,
+            reached_end: false,
             done,
         })
     }
 
     fn advance_level(&mut self) {
-        if self.level >= 100.0 {
-            self.done = true;
-            return;
-        }
-        let remaining = 100.0 - self.level;
-        // floor(log2(100 / remaining)) halvings so far.
-        let mut halvings = 0u32;
-        let mut r = 100.0;
-        while r / 2.0 >= remaining && halvings < 62 {
-            r /= 2.0;
-            halvings += 1;
-        }
-        let ticks = self.ticks.saturating_mul(1u64 << (halvings + 1).min(63));
-        let next = self.level + 100.0 / ticks as f64;
-        // Once the increment is lost to rounding (or after 62 halvings), jump to 100%.
-        self.level = if next <= self.level || halvings >= 62 || next >= 100.0 {
-            100.0
+        // floor(log2(1 / (1 - level))): the halvings of the distance to 100% so far, read from
+        // the float's exponent (exact, and available without std).
+        let x = 1.0 / (1.0 - self.level);
+        let halvings = (((x.to_bits() >> 52) & 0x7ff) as i64 - 1023).clamp(0, 61) as u32;
+        let ticks = self.ticks.saturating_mul(1u64 << (halvings + 1));
+        let next = self.level + 1.0 / ticks as f64;
+        // Once the increment is lost to rounding, jump to 100%.
+        self.level = if next == self.level || next >= 1.0 {
+            1.0
         } else {
             next
         };
+    }
+
+    fn emit(&mut self, s: usize) -> IterationValue {
+        let i = self.walk.window.first() + s;
+        let level = self.level * 100.0;
+        self.walk.report(self.walk.layout.highest(i), Some(level))
     }
 }
 
 impl<H: HistogramRead + ?Sized> Iterator for PercentileTicks<'_, H> {
     type Item = IterationValue;
     fn next(&mut self) -> Option<IterationValue> {
-        if self.done {
-            return None;
-        }
         loop {
+            if self.done {
+                return None;
+            }
             if let Some(s) = self.current {
-                let share = self.walk.cumulative as f64 / self.walk.total as f64 * 100.0;
-                if share >= self.level || self.walk.cumulative >= self.walk.total {
-                    let i = self.walk.window.first() + s;
-                    let level = self.level;
-                    let item = self.walk.report(self.walk.layout.highest(i), Some(level));
-                    self.advance_level();
+                let share = self.walk.cumulative as f64 / self.walk.total as f64;
+                if share >= self.level && !self.reached_end {
+                    let item = self.emit(s);
+                    if self.level == 1.0 {
+                        self.reached_end = true;
+                    } else if self.walk.window.first() + s >= self.walk.last_recorded {
+                        // At the last non-empty bucket the intermediate levels would all
+                        // report the same value: go straight to 100%.
+                        self.level = 1.0;
+                    } else {
+                        self.advance_level();
+                    }
                     return Some(item);
                 }
             }
@@ -266,9 +275,16 @@ impl<H: HistogramRead + ?Sized> Iterator for PercentileTicks<'_, H> {
                 }
             }
             if !moved {
-                // Counts shrank under us (a racing reset): stop rather than spin.
                 self.done = true;
-                return None;
+                // Past the last non-empty bucket without having reported 100%: report it once.
+                return match self.current {
+                    Some(s) if !self.reached_end => {
+                        self.level = 1.0;
+                        self.reached_end = true;
+                        Some(self.emit(s))
+                    }
+                    _ => None,
+                };
             }
         }
     }

@@ -1,0 +1,145 @@
+//! Iterators and equivalent values against the `hdrhistogram` crate and against the seed.
+
+use picollo_core::iter::IterationValue;
+use picollo_core::prelude::*;
+use picollo_core::Window;
+
+/// Heap storage for tests (picollo-alloc has the real one).
+struct Cells(Vec<u64>);
+impl picollo_core::Storage for Cells {
+    type Item = u64;
+    fn as_slice(&self) -> &[u64] {
+        &self.0
+    }
+}
+impl picollo_core::StorageMut for Cells {
+    fn as_mut_slice(&mut self) -> &mut [u64] {
+        &mut self.0
+    }
+}
+
+/// HdrHistogram with 3 digits and lowest 1 has Picollo's layout at block scale 10.
+fn pair(values: &[u64]) -> (hdrhistogram::Histogram<u64>, Histogram<Cells>, Layout) {
+    let mut hdr = hdrhistogram::Histogram::<u64>::new_with_bounds(1, 1 << 40, 3).unwrap();
+    let layout = Layout::from_block_scale(10).unwrap();
+    let full = Window::full(layout);
+    let mut h = Histogram::with_window(layout, Cells(vec![0; full.len()]), full).unwrap();
+    for &v in values {
+        hdr.record(v).unwrap();
+        h.record(v);
+    }
+    (hdr, h, layout)
+}
+
+fn sample() -> Vec<u64> {
+    let mut s = 7u64;
+    (0..20_000)
+        .map(|_| {
+            s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            1 + ((s >> 33) % 1_000_000) * ((s >> 20) % 7 + 1)
+        })
+        .collect()
+}
+
+#[test]
+fn equivalent_values_match_hdrhistogram() {
+    let (hdr, _, layout) = pair(&[]);
+    for v in [1u64, 2, 1023, 1024, 2047, 2048, 2049, 4097, 123_456_789, 1 << 39] {
+        assert_eq!(layout.lowest_equivalent(v), hdr.lowest_equivalent(v), "{v}");
+        assert_eq!(layout.highest_equivalent(v), hdr.highest_equivalent(v), "{v}");
+        assert_eq!(layout.median_equivalent(v), hdr.median_equivalent(v), "{v}");
+        assert_eq!(
+            layout.next_non_equivalent(v).unwrap(),
+            hdr.next_non_equivalent(v),
+            "{v}"
+        );
+        assert_eq!(layout.equivalent(v, v + 1), hdr.equivalent(v, v + 1), "{v}");
+    }
+}
+
+#[test]
+fn percentile_ticks_match_hdrhistogram_values() {
+    let values = sample();
+    let (hdr, h, _) = pair(&values);
+    let ours: Vec<IterationValue> = h.percentile_ticks(5).unwrap().collect();
+    let theirs: Vec<_> = hdr.iter_quantiles(5).collect();
+    // The same levels are visited with the same values, to the end.
+    assert_eq!(ours.len(), theirs.len());
+    for (o, t) in ours.iter().zip(&theirs) {
+        assert!((o.percentile_level_iterated_to / 100.0 - t.quantile_iterated_to()).abs() < 1e-9);
+        assert_eq!(o.value_iterated_to, t.value_iterated_to());
+        assert_eq!(o.count_added_in_this_step, t.count_since_last_iteration());
+    }
+    let last = ours.last().unwrap();
+    assert_eq!(last.percentile_level_iterated_to, 100.0);
+    assert_eq!(last.count_at_value, values.len() as u64);
+    assert_eq!(ours.iter().map(|o| o.count_added_in_this_step).sum::<u64>(), values.len() as u64);
+}
+
+#[test]
+fn linear_and_logarithmic_cover_all_counts() {
+    let values = sample();
+    let (hdr, h, layout) = pair(&values);
+    let max = hdr.max();
+    let linear: Vec<IterationValue> = h.linear(100_000).unwrap().collect();
+    assert_eq!(linear.iter().map(|s| s.count_added_in_this_step).sum::<u64>(), values.len() as u64);
+    for (j, s) in linear.iter().enumerate() {
+        assert_eq!(s.value_iterated_to, (j as u64 + 1) * 100_000 - 1);
+        // Each step holds exactly the values whose bucket is at or below the level's bucket.
+        let expected = values
+            .iter()
+            .filter(|&&v| layout.index_of(v) <= layout.index_of(s.value_iterated_to))
+            .count() as u64;
+        assert_eq!(s.count_at_value, expected);
+    }
+    assert!(linear.last().unwrap().value_iterated_to >= layout.lowest_equivalent(max));
+
+    let log: Vec<IterationValue> = h.logarithmic(1000, 2.0).unwrap().collect();
+    for (j, s) in log.iter().enumerate() {
+        assert_eq!(s.value_iterated_to, 1000 * (1u64 << j) - 1);
+    }
+    assert_eq!(log.last().unwrap().count_at_value, values.len() as u64);
+    // The same steps as HdrHistogram's logarithmic iteration, count for count.
+    let theirs: Vec<_> = hdr.iter_log(1000, 2.0).collect();
+    for (o, t) in log.iter().zip(&theirs) {
+        assert_eq!(o.value_iterated_to, t.value_iterated_to());
+        assert_eq!(o.count_added_in_this_step, t.count_since_last_iteration());
+    }
+    let theirs: Vec<_> = hdr.iter_linear(100_000).collect();
+    for (o, t) in linear.iter().zip(&theirs) {
+        assert_eq!(o.value_iterated_to, t.value_iterated_to());
+        assert_eq!(o.count_added_in_this_step, t.count_since_last_iteration());
+    }
+}
+
+#[test]
+fn bad_iteration_parameters_are_rejected() {
+    let h = Histogram::<[u32; storage_len(Layout::DEFAULT, 0, 100)]>::new(Layout::DEFAULT, 0, 100);
+    assert!(h.linear(0).is_none());
+    assert!(h.logarithmic(0, 2.0).is_none());
+    assert!(h.logarithmic(10, 1.0).is_none());
+    assert!(h.logarithmic(10, f64::NAN).is_none());
+    assert!(h.percentile_ticks(0).is_none());
+    // An empty histogram iterates to nothing.
+    assert_eq!(h.percentile_ticks(5).unwrap().count(), 0);
+    assert_eq!(h.linear(10).unwrap().count(), 0);
+}
+
+/// Seed 000 "Percentiles": the bucket percentile output format.
+#[test]
+fn bucket_percentiles_format_like_the_seed() {
+    let layout = Layout::from_relative_error(0.01).unwrap();
+    let window = Window::new(layout, 10_000, 30_000).unwrap();
+    let mut cells = vec![0u32; window.len()];
+    let mut h = Histogram::with_window(layout, &mut cells[..], window).unwrap();
+    h.record_n(20_000, 183_827);
+    h.record_n(20_300, 105_814);
+    h.record_n(24_900, 710_359);
+    let first = h.recorded_bucket_percentiles(EquivalentValue::Midpoint).next().unwrap();
+    assert_eq!(first.to_string(), "P9.1914=20,096 [64 / 590]: [19,968, 20,224) 183,827");
+    let p99 = h.percentile(99.0).unwrap();
+    assert_eq!(p99.to_string(), "P99=24,960 [83 / 609]: [24,832, 25,088) 710,359");
+    assert_eq!(h.recorded_buckets().count(), 3);
+    assert_eq!(h.buckets().count(), window.len());
+    assert_eq!(h.bucket_percentiles(EquivalentValue::Lower).count(), window.len());
+}
