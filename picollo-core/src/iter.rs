@@ -172,7 +172,9 @@ impl<H: HistogramRead + ?Sized> Iterator for Logarithmic<'_, H> {
             let next = if self.next_start >= 18_446_744_073_709_551_615.0 {
                 u64::MAX
             } else {
-                (self.next_start as u64).saturating_sub(1).max(self.level + 1)
+                (self.next_start as u64)
+                    .saturating_sub(1)
+                    .max(self.level + 1)
             };
             self.level = next;
             self.next_start *= self.base;

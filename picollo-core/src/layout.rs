@@ -109,7 +109,11 @@ impl Layout {
             block <<= 1;
             k += 1;
         }
-        Self::from_block_scale(if k < MIN_BLOCK_SCALE { MIN_BLOCK_SCALE } else { k })
+        Self::from_block_scale(if k < MIN_BLOCK_SCALE {
+            MIN_BLOCK_SCALE
+        } else {
+            k
+        })
     }
 
     /// Seed 000's constructor: never fails. A non-positive or NaN error means the default
@@ -117,12 +121,8 @@ impl Layout {
     pub fn from_relative_error_clamped(relative_error: f64) -> Layout {
         let e = if relative_error.is_nan() || relative_error <= 0.0 {
             0.001
-        } else if relative_error < 0.000_001 {
-            0.000_001
-        } else if relative_error > 0.1 {
-            0.1
         } else {
-            relative_error
+            relative_error.clamp(0.000_001, 0.1)
         };
         match Self::from_relative_error(e) {
             Ok(layout) => layout,
@@ -418,7 +418,10 @@ mod tests {
             Err(LayoutError::BlockScaleOutOfRange(29))
         ));
         assert_eq!(Layout::from_relative_error(0.4).unwrap().block_size(), 2);
-        assert_eq!(Layout::from_relative_error_clamped(f64::NAN), Layout::DEFAULT);
+        assert_eq!(
+            Layout::from_relative_error_clamped(f64::NAN),
+            Layout::DEFAULT
+        );
         assert_eq!(Layout::from_relative_error_clamped(-3.0), Layout::DEFAULT);
         assert_eq!(Layout::from_relative_error_clamped(0.5).block_size(), 8);
         assert_eq!(

@@ -19,6 +19,7 @@
 #![no_std]
 #![doc(test(attr(deny(warnings))))]
 
+pub mod atomic;
 pub mod fmt;
 pub mod histogram;
 pub mod iter;
@@ -29,6 +30,7 @@ pub mod source;
 pub mod storage;
 pub mod window;
 
+pub use atomic::{AtomicCounter, AtomicHistogram};
 pub use histogram::{Histogram, OutOfRange, Rebucketing};
 pub use layout::{ConstLayout, Layout, LayoutError, LayoutSpec};
 pub use read::{
@@ -64,7 +66,7 @@ impl<R: Record + ?Sized> Record for &mut R {
 /// The traits and types most code needs: `use picollo_core::prelude::*;`.
 pub mod prelude {
     pub use crate::{
-        storage_len, ConstLayout, EquivalentValue, Histogram, HistogramRead, Layout, OutOfRange,
-        Percentile, ReadExt, Record,
+        storage_len, AtomicHistogram, ConstLayout, EquivalentValue, Histogram, HistogramRead,
+        Layout, OutOfRange, Percentile, ReadExt, Record,
     };
 }

@@ -35,7 +35,9 @@ fn sample() -> Vec<u64> {
     let mut s = 7u64;
     (0..20_000)
         .map(|_| {
-            s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            s = s
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
             1 + ((s >> 33) % 1_000_000) * ((s >> 20) % 7 + 1)
         })
         .collect()
@@ -44,9 +46,24 @@ fn sample() -> Vec<u64> {
 #[test]
 fn equivalent_values_match_hdrhistogram() {
     let (hdr, _, layout) = pair(&[]);
-    for v in [1u64, 2, 1023, 1024, 2047, 2048, 2049, 4097, 123_456_789, 1 << 39] {
+    for v in [
+        1u64,
+        2,
+        1023,
+        1024,
+        2047,
+        2048,
+        2049,
+        4097,
+        123_456_789,
+        1 << 39,
+    ] {
         assert_eq!(layout.lowest_equivalent(v), hdr.lowest_equivalent(v), "{v}");
-        assert_eq!(layout.highest_equivalent(v), hdr.highest_equivalent(v), "{v}");
+        assert_eq!(
+            layout.highest_equivalent(v),
+            hdr.highest_equivalent(v),
+            "{v}"
+        );
         assert_eq!(layout.median_equivalent(v), hdr.median_equivalent(v), "{v}");
         assert_eq!(
             layout.next_non_equivalent(v).unwrap(),
@@ -73,7 +90,10 @@ fn percentile_ticks_match_hdrhistogram_values() {
     let last = ours.last().unwrap();
     assert_eq!(last.percentile_level_iterated_to, 100.0);
     assert_eq!(last.count_at_value, values.len() as u64);
-    assert_eq!(ours.iter().map(|o| o.count_added_in_this_step).sum::<u64>(), values.len() as u64);
+    assert_eq!(
+        ours.iter().map(|o| o.count_added_in_this_step).sum::<u64>(),
+        values.len() as u64
+    );
 }
 
 #[test]
@@ -82,7 +102,13 @@ fn linear_and_logarithmic_cover_all_counts() {
     let (hdr, h, layout) = pair(&values);
     let max = hdr.max();
     let linear: Vec<IterationValue> = h.linear(100_000).unwrap().collect();
-    assert_eq!(linear.iter().map(|s| s.count_added_in_this_step).sum::<u64>(), values.len() as u64);
+    assert_eq!(
+        linear
+            .iter()
+            .map(|s| s.count_added_in_this_step)
+            .sum::<u64>(),
+        values.len() as u64
+    );
     for (j, s) in linear.iter().enumerate() {
         assert_eq!(s.value_iterated_to, (j as u64 + 1) * 100_000 - 1);
         // Each step holds exactly the values whose bucket is at or below the level's bucket.
@@ -135,11 +161,23 @@ fn bucket_percentiles_format_like_the_seed() {
     h.record_n(20_000, 183_827);
     h.record_n(20_300, 105_814);
     h.record_n(24_900, 710_359);
-    let first = h.recorded_bucket_percentiles(EquivalentValue::Midpoint).next().unwrap();
-    assert_eq!(first.to_string(), "P9.1914=20,096 [64 / 590]: [19,968, 20,224) 183,827");
+    let first = h
+        .recorded_bucket_percentiles(EquivalentValue::Midpoint)
+        .next()
+        .unwrap();
+    assert_eq!(
+        first.to_string(),
+        "P9.1914=20,096 [64 / 590]: [19,968, 20,224) 183,827"
+    );
     let p99 = h.percentile(99.0).unwrap();
-    assert_eq!(p99.to_string(), "P99=24,960 [83 / 609]: [24,832, 25,088) 710,359");
+    assert_eq!(
+        p99.to_string(),
+        "P99=24,960 [83 / 609]: [24,832, 25,088) 710,359"
+    );
     assert_eq!(h.recorded_buckets().count(), 3);
     assert_eq!(h.buckets().count(), window.len());
-    assert_eq!(h.bucket_percentiles(EquivalentValue::Lower).count(), window.len());
+    assert_eq!(
+        h.bucket_percentiles(EquivalentValue::Lower).count(),
+        window.len()
+    );
 }

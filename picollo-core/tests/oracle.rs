@@ -26,9 +26,17 @@ fn check_against_sorted(layout: Layout, values: &mut [u64]) {
         let exact = values[(p.rank_count - 1) as usize];
         // The target-th smallest value lies in the bucket found, so the midpoint is within the
         // layout's relative error of it.
-        assert!(p.lo <= exact && exact <= p.highest, "rank {} exact {exact} {p}", p.rank);
+        assert!(
+            p.lo <= exact && exact <= p.highest,
+            "rank {} exact {exact} {p}",
+            p.rank
+        );
         let err = (p.value as f64 - exact as f64).abs() / (exact as f64).max(1.0);
-        assert!(err <= layout.relative_error() + 1e-12, "rank {}: {err}", p.rank);
+        assert!(
+            err <= layout.relative_error() + 1e-12,
+            "rank {}: {err}",
+            p.rank
+        );
     }
 }
 
