@@ -436,6 +436,20 @@ where
             .get(storage_index)
             .map_or(0, |c| c.get())
     }
+    fn sum_range(&self, start: usize, end: usize) -> u64 {
+        let cells = self.storage.as_slice();
+        let end = end.min(cells.len());
+        // Sum the low and high 32-bit halves separately: neither can overflow a u64 for fewer
+        // than 2^32 cells, and the branch-free loop vectorizes.
+        let (mut low, mut high) = (0u64, 0u64);
+        for c in &cells[start.min(end)..end] {
+            let v = c.get();
+            low += v & 0xFFFF_FFFF;
+            high += v >> 32;
+        }
+        let sum = ((high as u128) << 32) + low as u128;
+        sum.min(u64::MAX as u128) as u64
+    }
     #[inline]
     fn underflow(&self) -> u64 {
         self.underflow

@@ -20,6 +20,19 @@ pub trait HistogramRead {
     /// Values recorded above the window.
     fn overflow(&self) -> u64;
 
+    /// The sum of the counts at storage indices `start..end` (clamped to the window), saturated
+    /// at `u64::MAX`. The default adds [`HistogramRead::count_at`]; kinds with plain storage
+    /// override it with a loop the compiler vectorizes, which is what makes percentile walks
+    /// fast.
+    fn sum_range(&self, start: usize, end: usize) -> u64 {
+        let end = end.min(self.window().len());
+        let mut total = 0u64;
+        for s in start.min(end)..end {
+            total = total.saturating_add(self.count_at(s));
+        }
+        total
+    }
+
     /// Starts an optimistic read (seqlock, seed 000 "Optimistic retry"): returns a token to pass
     /// to [`HistogramRead::read_retry`]. Kinds that can be reset concurrently wait here while a
     /// reset is in progress. The default, for kinds that cannot be, returns 0.
@@ -52,6 +65,9 @@ impl<H: HistogramRead + ?Sized> HistogramRead for &H {
     }
     fn overflow(&self) -> u64 {
         (**self).overflow()
+    }
+    fn sum_range(&self, start: usize, end: usize) -> u64 {
+        (**self).sum_range(start, end)
     }
     fn read_begin(&self) -> u64 {
         (**self).read_begin()
@@ -441,12 +457,13 @@ pub fn consistent<H: HistogramRead + ?Sized, R>(h: &H, mut f: impl FnMut(&H) -> 
 }
 
 fn sum_counts<H: HistogramRead + ?Sized>(h: &H) -> u64 {
-    let mut total = 0u64;
-    for s in 0..h.window().len() {
-        total = total.saturating_add(h.count_at(s));
-    }
-    total
+    h.sum_range(0, h.window().len())
 }
+
+/// Cells summed at once when a percentile walk skips ahead.
+const SKIP_CHUNK: usize = 16;
+/// Sections of the window whose sums the percentile batch keeps on the stack.
+const SECTIONS: usize = 64;
 
 fn stats_of<H: HistogramRead + ?Sized>(h: &H) -> Stats {
     let layout = h.layout();
@@ -496,12 +513,24 @@ fn percentiles_once<H: HistogramRead + ?Sized>(
     selection: EquivalentValue,
     out: &mut [Percentile],
 ) -> Result<(), PercentileError> {
-    let total = sum_counts(h);
+    let layout = h.layout();
+    let window = h.window();
+    // First pass: the total, kept as per-section sums so that each rank's walk can start at
+    // the section holding its bucket instead of re-reading everything below it.
+    let section = window.len().div_ceil(SECTIONS).next_multiple_of(SKIP_CHUNK);
+    let mut sums = [0u64; SECTIONS];
+    let mut total = 0u64;
+    for (k, sum) in sums.iter_mut().enumerate() {
+        let start = k * section;
+        if start >= window.len() {
+            break;
+        }
+        *sum = h.sum_range(start, start + section);
+        total = total.saturating_add(*sum);
+    }
     if total == 0 {
         return Err(PercentileError::Empty);
     }
-    let layout = h.layout();
-    let window = h.window();
     for (&rank, o) in ranks.iter().zip(out.iter_mut()) {
         o.rank = rank;
         o.rank_count = rank_count(rank, total);
@@ -513,6 +542,8 @@ fn percentiles_once<H: HistogramRead + ?Sized>(
     // answers are monotone in rank even while other threads record (counts only grow between
     // resets, and resets make the caller retry).
     let (mut s, mut below, mut last_nonzero) = (0usize, 0u64, None);
+    let mut last_chunk: Option<usize> = None;
+    let (mut sec, mut sec_below) = (0usize, 0u64);
     let mut previous: Option<(u64, usize)> = None;
     for _ in 0..out.len() {
         let mut next: Option<(u64, usize)> = None;
@@ -524,8 +555,33 @@ fn percentiles_once<H: HistogramRead + ?Sized>(
         }
         let Some((target, j)) = next else { break };
         previous = next;
+        // Jump (forward only) to the section where the cumulative count reaches the target.
+        while sec + 1 < SECTIONS
+            && (sec + 1) * section < window.len()
+            && sec_below.saturating_add(sums[sec]) < target
+        {
+            sec_below = sec_below.saturating_add(sums[sec]);
+            sec += 1;
+        }
+        if s < sec * section {
+            s = sec * section;
+            below = sec_below;
+        }
         let mut found = None;
         while s < window.len() {
+            // Skip whole chunks that stay below the target with one (vectorized) sum.
+            if s % SKIP_CHUNK == 0 && s + SKIP_CHUNK <= window.len() {
+                let chunk = h.sum_range(s, s + SKIP_CHUNK);
+                if below.saturating_add(chunk) < target {
+                    below = below.saturating_add(chunk);
+                    if chunk != 0 {
+                        last_nonzero = None;
+                        last_chunk = Some(s);
+                    }
+                    s += SKIP_CHUNK;
+                    continue;
+                }
+            }
             let n = h.count_at(s);
             if n != 0 {
                 last_nonzero = Some((s, n));
@@ -539,7 +595,16 @@ fn percentiles_once<H: HistogramRead + ?Sized>(
         }
         // Counts that vanished mid-walk (only with a racing reset, which the caller retries)
         // leave nothing found: answer with the last non-empty bucket seen.
-        let (s_found, n) = found.or(last_nonzero).unwrap_or((0, 0));
+        let fallback = || {
+            last_nonzero.or_else(|| {
+                let c = last_chunk?;
+                (c..c + SKIP_CHUNK)
+                    .rev()
+                    .map(|i| (i, h.count_at(i)))
+                    .find(|&(_, n)| n != 0)
+            })
+        };
+        let (s_found, n) = found.or_else(fallback).unwrap_or((0, 0));
         let i = window.first() + s_found;
         let o = &mut out[j];
         o.value = selection.of(layout, i);

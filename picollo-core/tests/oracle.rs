@@ -41,7 +41,7 @@ fn check_against_sorted(layout: Layout, values: &mut [u64]) {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: if cfg!(miri) { 2 } else { 200 }, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: if cfg!(miri) { 2 } else { 64 }, ..ProptestConfig::default() })]
 
     #[test]
     fn percentiles_match_exact_sort(k in 1u32..=12, mut values in proptest::collection::vec(any::<u64>().prop_map(|v| v >> (v % 64)), 1..500)) {
