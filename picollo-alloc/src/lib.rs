@@ -2,3 +2,4 @@
 //! summaries, tables and HdrHistogram interop.
 #![forbid(unsafe_op_in_unsafe_fn)]
 
+pub mod hdr;

@@ -1,0 +1,51 @@
+//! HdrHistogram interop: the V2 encoding (plain and deflate) and interval logs (`.hlog`).
+//!
+//! This module works in HdrHistogram's own index space. [`HdrCounts`] holds the V2 header
+//! fields and the counts array by HdrHistogram counts index; [`HdrGeometry`] gives the value
+//! range of each index. Mapping to Picollo's histograms is a separate step: when precisions
+//! match it is index for index (significant digits `d` ↔ block size
+//! `2^ceil(log2(2·10^d)) / 2`, the unit magnitude as a shift).
+//!
+//! - **Codec**: [`HdrCounts::decode`] reads V2 (`0x1C849313`) and V2+deflate (`0x1C849314`);
+//!   [`HdrCounts::encode_v2`] writes V2 byte-identical to HdrHistogram (Java)
+//!   `encodeIntoByteBuffer`; [`HdrCounts::encode_v2_deflate`] writes V2+deflate (zlib bytes
+//!   differ from Java's, the decoded content does not). V0/V1 encodings are refused with
+//!   [`HdrError::UnsupportedEncoding`].
+//! - **Hostile input**: decoding never panics, checks every length field against the input and
+//!   against [`DecodeLimits`] before allocating, and every loop consumes input. [`decode_any`]
+//!   and [`parse_line`] are the fuzzing entry points.
+//! - **Interval logs**: [`LogReader`] streams entries from any `BufRead`, decoding a histogram
+//!   only when [`LogEntry::decode`] is called; [`LogReader::range`] selects a time range;
+//!   [`LogWriter`] writes HdrHistogram's layout.
+//!
+//! ```
+//! use picollo_alloc::hdr::{HdrCounts, BEST_COMPRESSION};
+//!
+//! let mut h = HdrCounts::new(1, i64::MAX as u64, 3)?;
+//! for v in 0..1000u64 {
+//!     h.record(v * 7, 1)?;
+//! }
+//! let z = h.encode_v2_deflate(BEST_COMPRESSION)?;
+//! let back = HdrCounts::decode(&z)?;
+//! assert!(back.same_content(&h));
+//! assert_eq!(back.value_at_percentile(99.9), Some(6_987));
+//! # Ok::<(), picollo_alloc::hdr::HdrError>(())
+//! ```
+
+mod codec;
+mod counts;
+mod error;
+mod log;
+pub mod zigzag;
+
+pub use codec::{
+    decode_any, decode_any_with_limits, DecodeLimits, BEST_COMPRESSION, DEFAULT_COMPRESSION,
+    MAX_GEOMETRY_COUNTS_LEN, V2_COOKIE, V2_DEFLATE_COOKIE, V2_HEADER_LEN,
+};
+pub use counts::{HdrBucket, HdrCounts, HdrGeometry, MAX_SIGNIFICANT_DIGITS};
+pub use error::HdrError;
+pub use log::{
+    parse_line, IntervalLine, LogEntry, LogError, LogLine, LogRange, LogReader, LogWriter,
+    RangeMode, DEFAULT_MAX_LINE_LEN, DEFAULT_MAX_VALUE_UNIT_RATIO, LEGEND, LOG_FORMAT_VERSION,
+    RELATIVE_TIMESTAMP_THRESHOLD_SEC,
+};

@@ -1,0 +1,567 @@
+//! HdrHistogram interop against the shared test vectors (`../shared/vectors/hdrhistogram/`),
+//! plus property tests of the codec and the log parser.
+//!
+//! Expected values come from the vectors' README, which lists what HdrHistogram (Java, C and
+//! Rust) assert on the same files.
+
+use std::fs;
+use std::io::BufReader;
+use std::path::PathBuf;
+
+use picollo_alloc::hdr::{
+    decode_any, decode_any_with_limits, parse_line, zigzag, DecodeLimits, HdrCounts, HdrGeometry,
+    LogEntry, LogReader, LogWriter, RangeMode, BEST_COMPRESSION, V2_HEADER_LEN,
+};
+use proptest::prelude::*;
+
+const JHICCUP: &str = "jHiccup-2.0.7S.logV2.hlog";
+const TAGGED: &str = "tagged-Log.logV2.hlog";
+
+/// The vectors directory: `<repo>/../shared/vectors/hdrhistogram`. It is part of the repository
+/// layout, so a missing directory fails the test instead of skipping it.
+fn vectors_dir() -> PathBuf {
+    let dir = PathBuf::from(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../shared/vectors/hdrhistogram"
+    ));
+    assert!(
+        dir.is_dir(),
+        "HdrHistogram test vectors not found at {}: the shared/ directory must sit beside the \
+         repository checkout (see shared/vectors/hdrhistogram/README.md)",
+        dir.display()
+    );
+    dir
+}
+
+fn read_vector(name: &str) -> Vec<u8> {
+    let path = vectors_dir().join(name);
+    fs::read(&path).unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()))
+}
+
+fn open_log(name: &str) -> LogReader<BufReader<fs::File>> {
+    let path = vectors_dir().join(name);
+    let file =
+        fs::File::open(&path).unwrap_or_else(|e| panic!("cannot open {}: {e}", path.display()));
+    LogReader::new(BufReader::new(file))
+}
+
+/// `new Histogram(3)` as HdrHistogram's log tests accumulate into: lowest 1, 3 digits. Its
+/// indexing does not depend on the highest trackable value, so the full range is used.
+fn sigfig3_accumulator() -> HdrCounts {
+    HdrCounts::new(1, i64::MAX as u64, 3).unwrap()
+}
+
+struct Summary {
+    intervals: usize,
+    total: u64,
+    p999: u64,
+    max: u64,
+}
+
+fn accumulate(entries: impl Iterator<Item = LogEntry>) -> (HdrCounts, usize) {
+    let mut acc = sigfig3_accumulator();
+    let mut n = 0;
+    for e in entries {
+        let h = e
+            .decode()
+            .unwrap_or_else(|err| panic!("line {}: {err}", e.line));
+        acc.add(&h).unwrap();
+        n += 1;
+    }
+    (acc, n)
+}
+
+fn summarize(entries: impl Iterator<Item = LogEntry>) -> Summary {
+    let (acc, intervals) = accumulate(entries);
+    Summary {
+        intervals,
+        total: acc.total_count(),
+        p999: acc.value_at_percentile(99.9).unwrap(),
+        max: acc.max(),
+    }
+}
+
+fn seq_nums_histogram() -> HdrCounts {
+    let mut h = HdrCounts::new(1, i64::MAX as u64, 3).unwrap();
+    let g = h.geometry().unwrap();
+    h.counts = vec![0; g.counts_len()];
+    for v in 0..100_000u64 {
+        h.counts[g.index_of(v).unwrap()] += 1;
+    }
+    h
+}
+
+#[test]
+fn seq_nums_hist_reencodes_byte_identically() {
+    let file = read_vector("seq-nums.hist");
+    assert_eq!(&file[..4], &[0x1c, 0x84, 0x93, 0x13]);
+    let decoded = HdrCounts::decode(&file).unwrap();
+    let expected = seq_nums_histogram();
+    assert!(decoded.same_content(&expected));
+
+    assert_eq!(decoded.total_count(), 100_000);
+    assert_eq!(decoded.min(), 0);
+    assert_eq!(decoded.max(), 100_031);
+    assert_eq!(decoded.value_at_percentile(50.0), Some(50_015));
+    assert_eq!(decoded.value_at_percentile(99.0), Some(99_007));
+    assert_eq!(decoded.value_at_percentile(99.9), Some(99_903));
+    assert_eq!(decoded.geometry().unwrap().counts_len(), 55_296);
+
+    let encoded = expected.encode_v2().unwrap();
+    assert_eq!(encoded.len(), 8285);
+    assert!(
+        encoded == file,
+        "re-encoding differs from Java's seq-nums.hist"
+    );
+    assert!(decoded.encode_v2().unwrap() == file);
+}
+
+#[test]
+fn seq_nums_histz_decodes_to_the_same_counts() {
+    let file = read_vector("seq-nums.histz");
+    assert_eq!(&file[..4], &[0x1c, 0x84, 0x93, 0x14]);
+    let decoded = HdrCounts::decode(&file).unwrap();
+    assert!(decoded.same_content(&seq_nums_histogram()));
+    // Our own deflate output decodes to the same content too.
+    let ours = decoded.encode_v2_deflate(BEST_COMPRESSION).unwrap();
+    assert!(HdrCounts::decode(&ours).unwrap().same_content(&decoded));
+}
+
+#[test]
+fn jhiccup_log_accumulates_like_hdrhistogram() {
+    let mut reader = open_log(JHICCUP);
+    let mut entries = Vec::new();
+    for e in reader.by_ref() {
+        entries.push(e.unwrap());
+    }
+    assert_eq!(reader.start_time_sec(), Some(1_441_812_279.474));
+    // Relative timestamps: base time is the start time.
+    assert_eq!(reader.base_time_sec(), Some(1_441_812_279.474));
+    assert_eq!(entries.len(), 62);
+    assert_eq!(entries[0].start_timestamp, 0.127);
+    assert_eq!(entries[61].start_timestamp, 61.131);
+    assert!((entries[0].offset_start_sec - 0.127).abs() < 1e-6);
+
+    let first = entries[0].decode().unwrap();
+    assert_eq!(first.total_count(), 741);
+    assert_eq!(
+        (
+            first.lowest_discernible,
+            first.highest_trackable,
+            first.significant_digits
+        ),
+        (20_000, 3_600_000_000_000, 2)
+    );
+    assert_eq!(first.max(), 2_768_895);
+
+    let s = summarize(entries.into_iter());
+    assert_eq!(s.intervals, 62);
+    assert_eq!(s.total, 48_761);
+    assert_eq!(s.p999, 1_745_879_039);
+    assert_eq!(s.max, 1_796_210_687);
+}
+
+/// HdrHistogram's `add` across geometries records each source bucket at its *lowest* equivalent
+/// value. Mapping by the highest equivalent value instead gives different results, so the
+/// vectors pin the rule down.
+#[test]
+fn jhiccup_rebucketing_rule_is_lowest_equivalent_value() {
+    let mut by_highest = sigfig3_accumulator();
+    let target = by_highest.geometry().unwrap();
+    for e in open_log(JHICCUP) {
+        let h = e.unwrap().decode().unwrap();
+        for b in h.iter_recorded() {
+            let i = target.index_of(b.highest).unwrap();
+            if by_highest.counts.len() <= i {
+                by_highest.counts.resize(i + 1, 0);
+            }
+            by_highest.counts[i] += b.count;
+        }
+    }
+    assert_eq!(by_highest.total_count(), 48_761);
+    // These are the source (2-digit) buckets' own highest equivalent values, not what
+    // HdrHistogram reports (1_745_879_039 and 1_796_210_687).
+    assert_eq!(by_highest.value_at_percentile(99.9), Some(1_753_219_071));
+    assert_eq!(by_highest.max(), 1_803_550_719);
+}
+
+#[test]
+fn jhiccup_time_ranges_match_next_interval_histogram() {
+    let entries = |r: (f64, f64)| {
+        open_log(JHICCUP)
+            .range(r.0, r.1, RangeMode::Relative)
+            .map(Result::unwrap)
+    };
+
+    let s = summarize(entries((5.0, 20.0)));
+    assert_eq!((s.intervals, s.total), (15, 11_664));
+    assert_eq!((s.p999, s.max), (1_536_163_839, 1_544_552_447));
+
+    let s = summarize(entries((40.0, 60.0)));
+    assert_eq!((s.intervals, s.total), (20, 15_830));
+    assert_eq!((s.p999, s.max), (1_779_433_471, 1_796_210_687));
+
+    // The same window in absolute time.
+    let start = 1_441_812_279.474;
+    let abs: Vec<_> = open_log(JHICCUP)
+        .range(start + 5.0, start + 20.0, RangeMode::Absolute)
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(abs.len(), 15);
+}
+
+#[test]
+fn tagged_log_totals() {
+    let entries: Vec<_> = open_log(TAGGED).map(Result::unwrap).collect();
+    assert_eq!(entries.len(), 42);
+    let (tagged, untagged): (Vec<_>, Vec<_>) = entries.into_iter().partition(|e| e.tag.is_some());
+    assert_eq!((tagged.len(), untagged.len()), (21, 21));
+    assert!(tagged.iter().all(|e| e.tag.as_deref() == Some("A")));
+    for (a, b) in tagged.iter().zip(&untagged) {
+        assert_eq!(
+            (a.start_timestamp, a.interval_length, a.max_column),
+            (b.start_timestamp, b.interval_length, b.max_column)
+        );
+    }
+
+    let a = summarize(tagged.into_iter());
+    let u = summarize(untagged.into_iter());
+    assert_eq!(a.total, 16_145);
+    assert_eq!(u.total, 16_145);
+    assert_eq!(a.total + u.total, 32_290);
+    assert_eq!((u.p999, u.max), (1_536_163_839, 1_544_552_447));
+    assert_eq!((a.p999, a.max), (u.p999, u.max));
+}
+
+/// Every Java-written interval re-encodes (plain V2) byte-identically to the blob inside its
+/// zlib stream.
+#[test]
+fn java_interval_blobs_reencode_byte_identically() {
+    use base64::Engine as _;
+    for e in open_log(JHICCUP) {
+        let e = e.unwrap();
+        let outer = base64::engine::general_purpose::STANDARD
+            .decode(&e.payload_base64)
+            .unwrap();
+        let inner = miniz_oxide::inflate::decompress_to_vec_zlib(&outer[8..]).unwrap();
+        let h = HdrCounts::decode(&outer).unwrap();
+        assert!(h.encode_v2().unwrap() == inner, "line {}", e.line);
+        assert!(HdrCounts::decode(&inner).unwrap().same_content(&h));
+    }
+}
+
+/// The writer reproduces the text columns of Java's writer (start, length, max with 3
+/// decimals, tags) for every line of both logs.
+#[test]
+fn writer_matches_java_layout() {
+    for name in [JHICCUP, TAGGED] {
+        let text = String::from_utf8(read_vector(name)).unwrap();
+        let java_lines: Vec<&str> = text
+            .lines()
+            .filter(|l| !l.starts_with('#') && !l.starts_with('"'))
+            .collect();
+        let mut w = LogWriter::new(Vec::new());
+        for e in open_log(name) {
+            let e = e.unwrap();
+            let h = e.decode().unwrap();
+            w.write_interval(
+                e.tag.as_deref(),
+                e.start_timestamp,
+                e.start_timestamp + e.interval_length,
+                &h,
+            )
+            .unwrap();
+        }
+        let ours = String::from_utf8(w.into_inner()).unwrap();
+        let ours: Vec<&str> = ours.lines().collect();
+        assert_eq!(ours.len(), java_lines.len());
+        for (o, j) in ours.iter().zip(&java_lines) {
+            let (o_cols, _) = o.rsplit_once(',').unwrap();
+            let (j_cols, _) = j.rsplit_once(',').unwrap();
+            assert_eq!(o_cols, j_cols);
+        }
+    }
+}
+
+#[test]
+fn writer_reader_round_trip() {
+    let source: Vec<(LogEntry, HdrCounts)> = open_log(JHICCUP)
+        .take(10)
+        .map(|e| {
+            let e = e.unwrap();
+            let h = e.decode().unwrap();
+            (e, h)
+        })
+        .collect();
+
+    let mut w = LogWriter::new(Vec::new());
+    w.write_comment("[Logged with picollo]").unwrap();
+    w.write_log_format_version().unwrap();
+    w.write_start_time(1_441_812_279_474).unwrap();
+    w.write_base_time(1_441_812_279_474).unwrap();
+    w.write_legend().unwrap();
+    for (i, (e, h)) in source.iter().enumerate() {
+        let tag = if i % 2 == 0 { None } else { Some("odd") };
+        let start = e.start_timestamp;
+        w.write_interval(tag, start, start + e.interval_length, h)
+            .unwrap();
+    }
+    let bytes = w.into_inner();
+    let text = String::from_utf8(bytes.clone()).unwrap();
+    assert!(text.starts_with(
+        "#[Logged with picollo]\n#[Histogram log format version 1.3]\n\
+         #[StartTime: 1441812279.474 (seconds since epoch), Wed Sep 09 15:24:39 UTC 2015]\n\
+         #[BaseTime: 1441812279.474 (seconds since epoch)]\n\
+         \"StartTimestamp\",\"Interval_Length\",\"Interval_Max\",\"Interval_Compressed_Histogram\"\n"
+    ));
+
+    let mut reader = LogReader::new(&bytes[..]);
+    let back: Vec<LogEntry> = reader.by_ref().map(Result::unwrap).collect();
+    assert_eq!(reader.start_time_sec(), Some(1_441_812_279.474));
+    assert_eq!(back.len(), source.len());
+    for (i, (b, (e, h))) in back.iter().zip(&source).enumerate() {
+        assert_eq!(
+            b.tag.as_deref(),
+            if i % 2 == 0 { None } else { Some("odd") }
+        );
+        assert_eq!(b.start_timestamp, e.start_timestamp);
+        assert!((b.interval_length - e.interval_length).abs() < 1e-9);
+        assert_eq!(b.max_column, e.max_column);
+        assert!((b.offset_start_sec - e.offset_start_sec).abs() < 1e-6);
+        assert!(b.decode().unwrap().same_content(h));
+    }
+}
+
+#[test]
+fn writer_msec_form_subtracts_base_time() {
+    let mut h = HdrCounts::new(1, 1 << 40, 3).unwrap();
+    h.record(5_000_000, 1).unwrap();
+    let mut w = LogWriter::new(Vec::new());
+    w.set_base_time_msec(1_000_000);
+    w.set_max_value_unit_ratio(1000.0);
+    w.write_interval_msec(None, 1_002_500, 1_003_500, &h)
+        .unwrap();
+    let line = String::from_utf8(w.into_inner()).unwrap();
+    assert!(line.starts_with("2.500,1.000,5001.215,HISTF"), "{line}");
+    assert!(w_rejects_bad_tags());
+}
+
+fn w_rejects_bad_tags() -> bool {
+    let h = HdrCounts::new(1, 1 << 40, 3).unwrap();
+    let mut w = LogWriter::new(Vec::new());
+    ["", "a b", "a,b", "a\nb"]
+        .iter()
+        .all(|t| w.write_interval(Some(t), 0.0, 1.0, &h).is_err())
+        && w.write_comment("two\nlines").is_err()
+        && w.get_ref().is_empty()
+}
+
+#[test]
+fn bad_input_gets_errors_not_panics() {
+    let hist = read_vector("seq-nums.hist");
+    let histz = read_vector("seq-nums.histz");
+    for cut in 0..hist.len() {
+        assert!(decode_any(&hist[..cut]).is_err());
+    }
+    for cut in 0..histz.len() {
+        assert!(decode_any(&histz[..cut]).is_err());
+    }
+    // A header claiming the largest geometry with a tiny limit is refused before allocating.
+    let tight = DecodeLimits::default().with_max_counts_len(1 << 10);
+    let err = decode_any_with_limits(&hist, &tight).unwrap_err();
+    assert!(err.to_string().contains("decode limit"), "{err}");
+    // Nonsense.
+    for junk in [
+        &b"HISTFAAAAEV42pNpmSzMwMCgyAAB"[..],
+        &[0u8; 64][..],
+        &[0xffu8; 64][..],
+    ] {
+        let err = decode_any(junk).unwrap_err();
+        assert!(!err.to_string().is_empty());
+    }
+    // A log with broken lines yields errors and keeps going.
+    let log = "#[StartTime: 10.0]\n1.0,1.0\nTag=x,1.0,1.0,0.0,@@@@\n2.0,1.0,0.0,AAAA\n";
+    let results: Vec<_> = LogReader::new(log.as_bytes()).collect();
+    assert_eq!(results.len(), 3);
+    assert!(results[0].is_err());
+    assert!(results[1].as_ref().unwrap().decode().is_err());
+    assert_eq!(results[2].as_ref().unwrap().offset_start_sec, 2.0 - 10.0);
+}
+
+fn small_limits() -> DecodeLimits {
+    DecodeLimits::default()
+        .with_max_counts_len(1 << 16)
+        .with_max_payload_len(1 << 20)
+}
+
+/// Random geometry plus sparse counts inside its counts array (at most 2^16 entries long).
+fn arb_counts() -> impl Strategy<Value = HdrCounts> {
+    (0u8..=5, 0u32..40, 1u64..1_000, any::<bool>()).prop_flat_map(|(d, unit, lo_extra, wide)| {
+        let lowest = (1u64 << unit) + (lo_extra % (1u64 << unit));
+        let highest = if wide {
+            i64::MAX as u64
+        } else {
+            lowest.saturating_mul(1 << 12)
+        };
+        let geometry = HdrGeometry::new(lowest, highest, d)
+            .or_else(|_| HdrGeometry::new(lowest, highest, 0))
+            .or_else(|_| HdrGeometry::new(1, highest.max(2), d))
+            .unwrap();
+        let len = geometry.counts_len().min(1 << 16);
+        let entries = proptest::collection::vec(
+            (
+                0..len,
+                prop_oneof![Just(1u64), 0u64..1000, 0..=i64::MAX as u64],
+            ),
+            0..64,
+        );
+        (
+            Just(geometry),
+            entries,
+            any::<i32>(),
+            prop_oneof![Just(1.0f64), any::<f64>()],
+        )
+            .prop_map(|(g, entries, offset, ratio)| {
+                let mut h = HdrCounts::new(
+                    g.lowest_discernible(),
+                    g.highest_trackable(),
+                    g.significant_digits(),
+                )
+                .unwrap();
+                h.normalizing_offset = offset;
+                h.int_to_double_ratio = ratio;
+                for (i, c) in entries {
+                    if h.counts.len() <= i {
+                        h.counts.resize(i + 1, 0);
+                    }
+                    h.counts[i] = c;
+                }
+                h
+            })
+    })
+}
+
+proptest! {
+    #[test]
+    fn zigzag_round_trip(v in any::<i64>()) {
+        let mut buf = Vec::new();
+        zigzag::encode_i64(v, &mut buf);
+        prop_assert_eq!(buf.len(), zigzag::encoded_len(v));
+        prop_assert!(buf.len() <= zigzag::MAX_ENCODED_LEN);
+        prop_assert_eq!(zigzag::decode_i64(&buf), Some((v, buf.len())));
+        buf.push(0xAA);
+        prop_assert_eq!(zigzag::decode_i64(&buf), Some((v, buf.len() - 1)));
+    }
+
+    #[test]
+    fn encode_decode_round_trip(h in arb_counts()) {
+        let plain = h.encode_v2().unwrap();
+        let back = HdrCounts::decode(&plain).unwrap();
+        prop_assert!(back.same_content(&h));
+        prop_assert_eq!(back.encode_v2().unwrap(), plain);
+        prop_assert_eq!(back.total_count(), h.total_count());
+        prop_assert_eq!(back.max(), h.max());
+        let z = h.encode_v2_deflate(BEST_COMPRESSION).unwrap();
+        let back = HdrCounts::decode(&z).unwrap();
+        prop_assert!(back.same_content(&h));
+    }
+
+    #[test]
+    fn decoder_never_panics_on_arbitrary_bytes(bytes in proptest::collection::vec(any::<u8>(), 0..256)) {
+        let _ = decode_any_with_limits(&bytes, &small_limits());
+        let _ = decode_any(&bytes);
+    }
+
+    #[test]
+    fn decoder_never_panics_on_arbitrary_v2_headers(
+        cookie in prop_oneof![Just(0x1C84_9313u32), Just(0x1C84_9314u32)],
+        rest in proptest::collection::vec(any::<u8>(), 0..128),
+    ) {
+        let mut bytes = cookie.to_be_bytes().to_vec();
+        bytes.extend_from_slice(&rest);
+        let _ = decode_any_with_limits(&bytes, &small_limits());
+    }
+
+    #[test]
+    fn decoder_never_panics_on_mutated_blobs(
+        h in arb_counts(),
+        compressed in any::<bool>(),
+        edits in proptest::collection::vec((any::<prop::sample::Index>(), any::<u8>(), 0u8..4), 1..8),
+    ) {
+        let mut bytes = if compressed {
+            h.encode_v2_deflate(BEST_COMPRESSION).unwrap()
+        } else {
+            h.encode_v2().unwrap()
+        };
+        for (at, byte, op) in edits {
+            if bytes.is_empty() {
+                break;
+            }
+            let i = at.index(bytes.len());
+            match op {
+                0 => bytes[i] = byte,
+                1 => bytes[i] ^= 1 << (byte % 8),
+                2 => bytes.truncate(i),
+                _ => bytes.insert(i, byte),
+            }
+        }
+        if let Ok(d) = decode_any_with_limits(&bytes, &small_limits()) {
+            // Whatever decodes is internally consistent.
+            let g = d.geometry().unwrap();
+            prop_assert!(d.counts.len() <= g.counts_len());
+        }
+    }
+
+    #[test]
+    fn header_fields_are_validated(
+        d in any::<i32>(), lowest in any::<i64>(), highest in any::<i64>(), payload in any::<i32>(),
+    ) {
+        let mut bytes = Vec::with_capacity(V2_HEADER_LEN + 1);
+        bytes.extend_from_slice(&0x1C84_9313u32.to_be_bytes());
+        bytes.extend_from_slice(&payload.to_be_bytes());
+        bytes.extend_from_slice(&0i32.to_be_bytes());
+        bytes.extend_from_slice(&d.to_be_bytes());
+        bytes.extend_from_slice(&lowest.to_be_bytes());
+        bytes.extend_from_slice(&highest.to_be_bytes());
+        bytes.extend_from_slice(&1.0f64.to_bits().to_be_bytes());
+        bytes.push(2);
+        let _ = decode_any_with_limits(&bytes, &small_limits());
+    }
+
+    #[test]
+    fn log_parser_never_panics(line in "\\PC{0,80}") {
+        let _ = parse_line(&line);
+    }
+
+    #[test]
+    fn log_reader_never_panics_and_terminates(bytes in proptest::collection::vec(any::<u8>(), 0..512)) {
+        let mut n = 0usize;
+        for r in LogReader::new(&bytes[..]).with_max_line_len(64) {
+            if let Ok(e) = r {
+                let _ = e.decode_with_limits(&small_limits());
+            }
+            n += 1;
+            prop_assert!(n <= bytes.len() + 1);
+        }
+    }
+
+    #[test]
+    fn log_lines_round_trip(
+        tag in proptest::option::of("[A-Za-z0-9_.:=-]{1,12}"),
+        start in 0u32..10_000_000,
+        len in 0u32..100_000,
+    ) {
+        let mut h = HdrCounts::new(1, 1 << 40, 2).unwrap();
+        h.record(u64::from(start) * 1000, 3).unwrap();
+        let mut w = LogWriter::new(Vec::new());
+        let start_sec = f64::from(start) / 1000.0;
+        let end_sec = start_sec + f64::from(len) / 1000.0;
+        w.write_interval(tag.as_deref(), start_sec, end_sec, &h).unwrap();
+        let bytes = w.into_inner();
+        let e = LogReader::new(&bytes[..]).next().unwrap().unwrap();
+        prop_assert_eq!(&e.tag, &tag);
+        prop_assert_eq!(e.start_timestamp, start_sec);
+        prop_assert!((e.interval_length - f64::from(len) / 1000.0).abs() < 1e-9);
+        prop_assert!(e.decode().unwrap().same_content(&h));
+    }
+}
