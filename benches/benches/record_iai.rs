@@ -57,19 +57,20 @@ fn hdrhistogram_record(
     h
 }
 
-/// Window `[1000, SEED_MAX / 2]`: some values under- and overflow.
-fn split_window() -> picollo_core::Histogram<HeapCells> {
+type SplitHistogram = picollo_core::Histogram<HeapCells, picollo_core::ConstLayout<9>>;
+
+/// Window `[1000, SEED_MAX / 2]`: some values under- and overflow. Compile-time layout and
+/// heap cells, like [`SingleSlotHistogram`], so the two differ only in the outside counters.
+fn split_window() -> SplitHistogram {
     let w = picollo_core::Window::new(LAYOUT, 1000, SEED_MAX / 2).expect("valid");
-    picollo_core::Histogram::with_window(LAYOUT, HeapCells(vec![0; w.len()].into()), w)
+    let spec = picollo_core::ConstLayout::<9>::new();
+    picollo_core::Histogram::with_window(spec, HeapCells(vec![0; w.len()].into()), w)
         .expect("sized")
 }
 
 #[library_benchmark]
 #[bench::seed(args = (values(), split_window()))]
-fn picollo_record_split_outside(
-    values: Vec<u64>,
-    mut h: picollo_core::Histogram<HeapCells>,
-) -> picollo_core::Histogram<HeapCells> {
+fn picollo_record_split_outside(values: Vec<u64>, mut h: SplitHistogram) -> SplitHistogram {
     for &v in values.iter() {
         h.record(black_box(v));
     }

@@ -31,9 +31,9 @@ mod sealed {
 
 /// An atomic bucket counter: `portable_atomic::AtomicU32` or `AtomicU64` (sealed).
 ///
-/// Both saturate at their maximum, like the plain counters: `AtomicU64` by never reaching it in
-/// practice, `AtomicU32` by restoring `u32::MAX` when an increment wraps (one predictable
-/// branch on the hot path).
+/// Both saturate like the plain counters ([`crate::Counter`]): `AtomicU64` at `2^63 - 1` in
+/// bulk adds, with single increments unchecked; `AtomicU32` at `u32::MAX`, restored when an
+/// increment wraps (one predictable branch on the hot path).
 pub trait AtomicCounter: sealed::Sealed + Sync + Send + 'static {
     /// A zero counter, for building storage in `const` context.
     const ZERO: Self;
@@ -79,9 +79,12 @@ impl AtomicCounter for AtomicU64 {
     const ZERO: Self = AtomicU64::new(0);
     #[inline]
     fn add(&self, n: u64) {
+        // Saturate at 2^63 - 1 like the plain `u64` counter, leaving single increments room.
+        const MAX: u64 = i64::MAX as u64;
+        let n = n.min(MAX);
         let old = self.fetch_add(n, Ordering::Relaxed);
-        if old.checked_add(n).is_none() {
-            self.store(u64::MAX, Ordering::Relaxed);
+        if old.saturating_add(n) > MAX {
+            self.store(MAX, Ordering::Relaxed);
         }
     }
     #[inline(always)]
@@ -286,7 +289,7 @@ where
         let slot = self.spec.index_of(value).wrapping_sub(self.window.first());
         match self.storage.as_slice().get(slot) {
             Some(cell) => cell.increment(),
-            None => self.record_outside(value, 1),
+            None => AtomicCounter::add(self.outside_counter(slot), 1),
         }
     }
 
@@ -296,19 +299,19 @@ where
         let slot = self.spec.index_of(value).wrapping_sub(self.window.first());
         match self.storage.as_slice().get(slot) {
             Some(cell) => cell.add(count),
-            None => self.record_outside(value, count),
+            None => AtomicCounter::add(self.outside_counter(slot), count),
         }
     }
 
-    #[cold]
-    #[inline(never)]
-    fn record_outside(&self, value: u64, count: u64) {
-        let slot = if self.spec.index_of(value) < self.window.first() {
+    /// The underflow or overflow counter for a slot outside the window (see
+    /// [`crate::Histogram`]: a wrapped `logical - first` has its top bit set below the window).
+    #[inline(always)]
+    fn outside_counter(&self, slot: usize) -> &AtomicU64 {
+        if (slot as isize) < 0 {
             &self.underflow
         } else {
             &self.overflow
-        };
-        AtomicCounter::add(slot, count);
+        }
     }
 
     /// Clears every bucket, underflow and overflow, as one structural change: concurrent reads

@@ -213,7 +213,13 @@ where
         let slot = self.spec.index_of(value).wrapping_sub(self.window.first());
         match self.storage.as_mut_slice().get_mut(slot) {
             Some(cell) => cell.increment(),
-            None => self.record_outside(value, 1),
+            // Inline rather than a call: a call in the loop would stop the compiler from
+            // keeping the storage pointer and window in registers across records.
+            // One at a time, a u64 capped at 2^63 - 1 cannot wrap (see `Counter`).
+            None => {
+                let outside = self.outside_counter(slot);
+                *outside = outside.wrapping_add(1);
+            }
         }
     }
 
@@ -223,17 +229,19 @@ where
         let slot = self.spec.index_of(value).wrapping_sub(self.window.first());
         match self.storage.as_mut_slice().get_mut(slot) {
             Some(cell) => cell.add(count),
-            None => self.record_outside(value, count),
+            None => self.outside_counter(slot).add(count),
         }
     }
 
-    #[cold]
-    #[inline(never)]
-    fn record_outside(&mut self, value: u64, count: u64) {
-        if self.spec.index_of(value) < self.window.first() {
-            self.underflow = self.underflow.saturating_add(count);
+    /// The underflow or overflow counter for a storage slot outside the window. Logical
+    /// indices stay far below `2^63`, so a slot computed as `logical - first` with wrapping has
+    /// its top bit set exactly when the value is below the window.
+    #[inline(always)]
+    fn outside_counter(&mut self, slot: usize) -> &mut u64 {
+        if (slot as isize) < 0 {
+            &mut self.underflow
         } else {
-            self.overflow = self.overflow.saturating_add(count);
+            &mut self.overflow
         }
     }
 
@@ -253,10 +261,10 @@ where
         let lo = min.max(self.window.min_value(layout));
         let hi = max.min(self.window.max_value(layout));
         if value < lo {
-            self.underflow = self.underflow.saturating_add(1);
+            self.underflow.add(1);
             Err(OutOfRange::Below { value, min: lo })
         } else if value > hi {
-            self.overflow = self.overflow.saturating_add(1);
+            self.overflow.add(1);
             Err(OutOfRange::Above { value, max: hi })
         } else {
             self.record(value);
@@ -287,11 +295,11 @@ where
         let win_hi = self.window.max_value(layout);
         if smallest < win_lo {
             let n = progression_count(value, interval, steps, smallest, (win_lo - 1).min(largest));
-            self.underflow = self.underflow.saturating_add(n);
+            self.underflow.add(n);
         }
         if largest > win_hi {
             let n = progression_count(value, interval, steps, smallest.max(win_hi + 1), largest);
-            self.overflow = self.overflow.saturating_add(n);
+            self.overflow.add(n);
         }
         let first = layout.index_of(smallest.max(win_lo));
         let last = layout.index_of(largest.min(win_hi));
@@ -357,13 +365,13 @@ where
                     }
                 }
                 None if target_logical < self.window.first() => {
-                    self.underflow = self.underflow.saturating_add(n)
+                    self.underflow.add(n)
                 }
-                None => self.overflow = self.overflow.saturating_add(n),
+                None => self.overflow.add(n),
             }
         }
-        self.underflow = self.underflow.saturating_add(other.underflow());
-        self.overflow = self.overflow.saturating_add(other.overflow());
+        self.underflow.add(other.underflow());
+        self.overflow.add(other.overflow());
         rebucketing(source, target)
     }
 }

@@ -9,12 +9,14 @@ mod sealed {
 
 /// A bucket counter: `u32` or `u64` (sealed).
 ///
-/// Overflow rule, chosen once for both widths: **counters saturate**. A `u32` bucket that
-/// would pass `u32::MAX` stays at `u32::MAX` (wrapping would silently turn a hot bucket into a
-/// nearly empty one, which corrupts every percentile). `u64` buckets saturate on
-/// [`Counter::add`]; the single-step [`Counter::increment`] of a `u64` is a plain add, because
-/// 2^64 single increments take centuries and the saturation check would cost the hot path an
-/// instruction.
+/// Overflow rule, chosen once for both widths: **counters saturate** at [`Counter::MAX`].
+/// A `u32` bucket that would pass `u32::MAX` stays at `u32::MAX` (wrapping would silently turn
+/// a hot bucket into a nearly empty one, which corrupts every percentile).
+///
+/// A `u64` bucket saturates at `2^63 - 1` in bulk adds ([`Counter::add`], `record_n`, adding
+/// histograms), and its single-step [`Counter::increment`] is a plain add without a check: from
+/// any reachable value it would take another 2^63 increments (centuries at one per nanosecond)
+/// to wrap, and the check would cost the hot path two instructions.
 pub trait Counter: sealed::Sealed + Copy + Default + Eq + core::fmt::Debug + 'static {
     /// Zero, for building storage in `const` context.
     const ZERO: Self;
@@ -47,14 +49,14 @@ impl Counter for u32 {
 
 impl Counter for u64 {
     const ZERO: Self = 0;
-    const MAX: u64 = u64::MAX;
+    const MAX: u64 = i64::MAX as u64;
     #[inline(always)]
     fn increment(&mut self) {
         *self = self.wrapping_add(1);
     }
     #[inline]
     fn add(&mut self, n: u64) {
-        *self = self.saturating_add(n);
+        *self = self.saturating_add(n).min(Self::MAX);
     }
     #[inline(always)]
     fn get(self) -> u64 {

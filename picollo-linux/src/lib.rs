@@ -1,3 +1,69 @@
 //! Picollo on Linux: `perf_event_open` counters with the rdpmc fast path, shared-memory
 //! frame rings and spans with counters.
+//!
+//! # Counters
+//!
+//! - [`event`]: the event model (hardware, cache, software, raw `rNNNN`, dynamic
+//!   `pmu/event=0x3c,umask=0x00/`) and perf's spellings of names.
+//! - [`caps`]: what the PMU offers (counter counts, rdpmc, `perf_event_paranoid`, hybrid core
+//!   PMUs), with a clear "no hardware PMU" state on VMs.
+//! - [`session`]: a builder matching the seed's `PerfEventCounterSession.Factory`, and a
+//!   session that reads the group with one `read()` or through the rdpmc fast path, scales
+//!   multiplexed counts and reports "not counted" instead of zeros. It is a
+//!   [`picollo_core::source::CounterSource`].
+//! - [`page`]: the mmap-page seqlock read and RDPMC, behind a trait so tests drive synthetic
+//!   pages.
+//! - [`error`]: one error type with the errno and what to do about it.
+//!
+//! # What needs a hardware PMU
+//!
+//! Hardware (`cycles`, `instructions`, …), cache (`L1-dcache-load-misses`, …), raw (`rNNNN`)
+//! and CPU PMU events need a PMU that the kernel exposes. Many VMs expose none: then
+//! `perf_event_open` fails with ENOENT, [`caps::Capabilities::detect`] reports
+//! [`caps::PmuStatus::NoHardwarePmu`], and only software events (`task-clock`, `page-faults`,
+//! …) work. Check with `Capabilities::detect()` (or the `counters` example), and look at
+//! `/proc/sys/kernel/perf_event_paranoid`: at 2 (the usual default) unprivileged users may
+//! count only user space (`exclude_kernel`, this crate's default); at 3 or more, nothing.
+//!
+//! ```
+//! use picollo_linux::caps::Capabilities;
+//! use picollo_linux::event::{HardwareEvent, SoftwareEvent};
+//! use picollo_linux::session::{CounterSession, OnUnsupported};
+//!
+//! # fn main() -> Result<(), picollo_linux::PerfError> {
+//! let caps = Capabilities::detect();
+//! let mut builder = CounterSession::builder().software(SoftwareEvent::TaskClock);
+//! if caps.has_hardware_pmu() {
+//!     builder = builder.hardware(HardwareEvent::Instructions);
+//! } else {
+//!     println!("falling back to software events: {}", caps.pmu);
+//! }
+//! let mut session = builder.on_unsupported(OnUnsupported::Drop).build()?;
+//! session.read(false)?;
+//! session.read(false)?;
+//! for (counter, delta) in session.deltas().into_iter().flatten() {
+//!     println!("{}: {delta}", counter.name());
+//! }
+//! # Ok(())
+//! # }
+//! ```
+#![doc(test(attr(deny(warnings))))]
 
+#[cfg(not(any(target_os = "linux", target_os = "android")))]
+compile_error!("picollo-linux supports Linux (and Android) only");
+
+pub mod caps;
+pub mod count;
+pub mod error;
+pub mod event;
+pub mod page;
+pub mod pmu;
+pub mod session;
+mod sys;
+
+pub use caps::Capabilities;
+pub use count::{Count, Reading};
+pub use error::PerfError;
+pub use event::Event;
+pub use session::{CounterSession, CounterSessionBuilder};
+pub use sys::thread_cpu_time_ns;

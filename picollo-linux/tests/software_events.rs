@@ -1,0 +1,588 @@
+//! Real software events: they work without a hardware PMU, so they exercise the group read,
+//! the kernel's mmap page and the error paths on any Linux machine.
+
+use picollo_core::source::{CounterSource, SourceError};
+use picollo_linux::caps::Capabilities;
+use picollo_linux::count::Count;
+use picollo_linux::event::{Event, HardwareEvent, SoftwareEvent};
+use picollo_linux::page::Fallback;
+use picollo_linux::session::{CounterSession, OnUnsupported, ReadPath, Target};
+use picollo_linux::{thread_cpu_time_ns, PerfError};
+
+/// Skips (returns true, with the reason printed) under miri, which cannot make syscalls.
+fn skip_under_miri() -> bool {
+    if cfg!(miri) {
+        eprintln!("skip: miri cannot call perf_event_open");
+    }
+    cfg!(miri)
+}
+
+fn exact(c: Option<Count>) -> u64 {
+    match c {
+        Some(Count::Exact(v)) => v,
+        other => panic!("expected an exact count, got {other:?}"),
+    }
+}
+
+/// Maps `pages` fresh anonymous pages without transparent huge pages.
+struct FreshPages {
+    ptr: *mut u8,
+    len: usize,
+    page: usize,
+}
+
+impl FreshPages {
+    fn new(pages: usize) -> Self {
+        // SAFETY: sysconf has no preconditions.
+        let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap();
+        let len = pages * page;
+        // SAFETY: a new private anonymous mapping; no existing memory is affected.
+        let p = unsafe {
+            libc::mmap(
+                core::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        assert_ne!(p, libc::MAP_FAILED);
+        // SAFETY: `p..p+len` is the mapping just created.
+        let r = unsafe { libc::madvise(p, len, libc::MADV_NOHUGEPAGE) };
+        assert_eq!(r, 0, "madvise(MADV_NOHUGEPAGE)");
+        Self {
+            ptr: p.cast(),
+            len,
+            page,
+        }
+    }
+
+    /// Writes one byte to each page: one minor fault each.
+    fn touch(&self) {
+        for off in (0..self.len).step_by(self.page) {
+            // SAFETY: `off < len`, inside the writable mapping.
+            unsafe { self.ptr.add(off).write_volatile(1) };
+        }
+    }
+}
+
+impl Drop for FreshPages {
+    fn drop(&mut self) {
+        // SAFETY: exactly the mapping created in `new`.
+        unsafe { libc::munmap(self.ptr.cast(), self.len) };
+    }
+}
+
+#[test]
+fn page_faults_are_exact_on_fresh_pages() {
+    if skip_under_miri() {
+        return;
+    }
+    let mut s = CounterSession::builder()
+        .software(SoftwareEvent::PageFaults)
+        .software(SoftwareEvent::MinorFaults)
+        .build()
+        .unwrap();
+    for (pages, force_syscall) in [(64usize, true), (257, false), (1000, true)] {
+        let mem = FreshPages::new(pages);
+        s.reset();
+        s.read(force_syscall).unwrap();
+        mem.touch();
+        s.read(force_syscall).unwrap();
+        let faults = exact(s.counters()[0].delta());
+        let minor = exact(s.counters()[1].delta());
+        assert_eq!(faults, pages as u64, "page-faults for {pages} fresh pages");
+        assert_eq!(minor, pages as u64, "minor-faults for {pages} fresh pages");
+        // Touching again faults nothing.
+        s.read(force_syscall).unwrap();
+        mem.touch();
+        s.read(force_syscall).unwrap();
+        assert_eq!(exact(s.counters()[0].delta()), 0);
+    }
+}
+
+fn spin_cpu(ns: u64) -> u64 {
+    let start = thread_cpu_time_ns().unwrap();
+    let mut x = 1u64;
+    while thread_cpu_time_ns().unwrap() - start < ns {
+        for _ in 0..1000 {
+            x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
+        }
+    }
+    x
+}
+
+#[test]
+fn task_clock_is_monotone_and_matches_thread_time() {
+    if skip_under_miri() {
+        return;
+    }
+    let mut s = CounterSession::builder()
+        .software(SoftwareEvent::TaskClock)
+        .build()
+        .unwrap();
+    // Monotone over many reads, on both paths.
+    let mut last = 0;
+    for i in 0..2000 {
+        s.read(i % 2 == 0).unwrap();
+        let v = exact(s.counters()[0].value());
+        assert!(v >= last, "task-clock went backwards: {v} < {last}");
+        last = v;
+    }
+    // Close to the thread's CPU time over a 30 ms busy loop.
+    s.read(true).unwrap();
+    let t0 = thread_cpu_time_ns().unwrap();
+    std::hint::black_box(spin_cpu(30_000_000));
+    let t1 = thread_cpu_time_ns().unwrap();
+    s.read(true).unwrap();
+    let counted = exact(s.counters()[0].delta()) as f64;
+    let elapsed = (t1 - t0) as f64;
+    let err = (counted - elapsed).abs() / elapsed;
+    eprintln!(
+        "task-clock {counted} ns vs thread CPU time {elapsed} ns: {:.2}%",
+        err * 100.0
+    );
+    assert!(err < 0.05, "task-clock {counted} vs thread time {elapsed}");
+}
+
+#[test]
+fn group_read_returns_every_counter_with_shared_times() {
+    if skip_under_miri() {
+        return;
+    }
+    let mut s = CounterSession::builder()
+        .software(SoftwareEvent::TaskClock)
+        .software(SoftwareEvent::PageFaults)
+        .software(SoftwareEvent::MinorFaults)
+        .build()
+        .unwrap();
+    assert_eq!(s.counters().len(), 3);
+    let ids: Vec<u64> = s.counters().iter().map(|c| c.id()).collect();
+    assert!(
+        ids[0] != ids[1] && ids[1] != ids[2] && ids[0] != ids[2],
+        "{ids:?}"
+    );
+    assert!(s.deltas().is_none(), "no deltas before two reads");
+    assert_eq!(s.read(true).unwrap(), ReadPath::Syscall);
+    assert!(s.deltas().is_none(), "no deltas after one read");
+    std::hint::black_box(spin_cpu(1_000_000));
+    // Software events have no usable rdpmc page: the fast path falls back to the syscall.
+    assert_eq!(s.read(false).unwrap(), ReadPath::Syscall);
+    if s.fast_path_allowed() {
+        assert!(s.counters().iter().all(|c| c.has_mmap_page()));
+        assert_eq!(s.last_fallback(), Some(Fallback::NoUserRdpmc));
+    }
+    let r: Vec<_> = s
+        .counters()
+        .iter()
+        .map(|c| c.last_reading().unwrap())
+        .collect();
+    assert!(r.iter().all(|x| x.time_enabled == r[0].time_enabled));
+    assert!(r[0].time_running > 0);
+    let deltas: Vec<(String, Count)> = s
+        .deltas()
+        .unwrap()
+        .map(|(c, d)| (c.name().to_owned(), d))
+        .collect();
+    assert_eq!(deltas[0].0, "task-clock");
+    assert!(deltas[0].1.value().unwrap() >= 1_000_000, "{deltas:?}");
+    assert_eq!(
+        deltas[1].1, deltas[2].1,
+        "page-faults = minor-faults here: {deltas:?}"
+    );
+    // Counters are reachable by event and by name.
+    let pf = Event::Software(SoftwareEvent::PageFaults);
+    assert_eq!(s.counter(&pf).unwrap().name(), "page-faults");
+    assert!(s.counter_by_name("minor-faults").is_some());
+    assert!(s.counter(&Event::Hardware(HardwareEvent::Cycles)).is_none());
+    // reset() forgets readings (warm-up).
+    s.reset();
+    assert!(s.deltas().is_none());
+    assert!(s.counters()[0].value().is_none());
+}
+
+#[test]
+fn disabled_group_is_not_counted_until_enabled() {
+    if skip_under_miri() {
+        return;
+    }
+    let mut s = CounterSession::builder()
+        .enabled(false)
+        .software(SoftwareEvent::TaskClock)
+        .software(SoftwareEvent::PageFaults)
+        .build()
+        .unwrap();
+    s.read(true).unwrap();
+    // Never enabled: time_running is 0, which is "not counted", never a zero.
+    assert_eq!(s.counters()[0].value(), Some(Count::NotCounted));
+    assert_eq!(s.counters()[1].value(), Some(Count::NotCounted));
+    let mut out = [7u64; 2];
+    assert_eq!(s.sample_into(&mut out), Err(SourceError::NotCounted));
+    assert_eq!(out, [7, 7], "not-counted values are left unwritten");
+    s.enable().unwrap();
+    std::hint::black_box(spin_cpu(1_000_000));
+    s.read(true).unwrap();
+    assert!(exact(s.counters()[0].value()) > 0);
+    s.disable().unwrap();
+    s.read(true).unwrap();
+    let a = exact(s.counters()[0].value());
+    std::hint::black_box(spin_cpu(1_000_000));
+    s.read(true).unwrap();
+    assert_eq!(
+        exact(s.counters()[0].value()),
+        a,
+        "disabled counters do not move"
+    );
+    s.reset_counts().unwrap();
+    s.read(true).unwrap();
+    assert_eq!(exact(s.counters()[0].value()), 0, "reset zeroes the count");
+}
+
+#[test]
+fn counter_source_writes_values() {
+    if skip_under_miri() {
+        return;
+    }
+    let mut s = CounterSession::builder()
+        .software(SoftwareEvent::TaskClock)
+        .software(SoftwareEvent::PageFaults)
+        .build()
+        .unwrap();
+    assert_eq!(s.values(), 2);
+    let mut short = [0u64; 1];
+    assert_eq!(s.sample_into(&mut short), Err(SourceError::BufferTooShort));
+    let mut a = [0u64; 2];
+    let mut b = [0u64; 2];
+    s.sample_into(&mut a).unwrap();
+    std::hint::black_box(spin_cpu(500_000));
+    s.sample_into(&mut b).unwrap();
+    assert!(b[0] > a[0] && b[1] >= a[1], "{a:?} {b:?}");
+    let first = s.sample_first().unwrap();
+    assert!(first >= b[0]);
+}
+
+fn hardware_pmu_reason() -> Option<String> {
+    Capabilities::detect().no_pmu_reason()
+}
+
+#[test]
+fn unsupported_hardware_events_fail_by_default() {
+    if skip_under_miri() {
+        return;
+    }
+    if hardware_pmu_reason().is_none() {
+        eprintln!("skip: this machine has a hardware PMU, so cycles is not unsupported here");
+        return;
+    }
+    let err = CounterSession::builder()
+        .software(SoftwareEvent::TaskClock)
+        .hardware(HardwareEvent::Cycles)
+        .software(SoftwareEvent::PageFaults)
+        .build()
+        .unwrap_err();
+    match &err {
+        PerfError::Unsupported { event, errno } => {
+            assert_eq!((event.as_str(), *errno), ("cycles", libc::ENOENT));
+        }
+        other => panic!("expected Unsupported, got {other:?}"),
+    }
+    let msg = err.to_string();
+    assert!(
+        msg.contains("cycles") && msg.contains("does not expose"),
+        "{msg}"
+    );
+    eprintln!("expected error: {msg}");
+    // Cache and raw events too.
+    for name in ["L1-dcache-load-misses", "r00c0", "instructions"] {
+        let e = CounterSession::builder()
+            .event_name(name)
+            .unwrap()
+            .build()
+            .unwrap_err();
+        assert!(
+            matches!(
+                e,
+                PerfError::Unsupported {
+                    errno: libc::ENOENT,
+                    ..
+                }
+            ),
+            "{name}: {e}"
+        );
+    }
+}
+
+#[test]
+fn unsupported_hardware_events_can_be_dropped() {
+    if skip_under_miri() {
+        return;
+    }
+    if hardware_pmu_reason().is_none() {
+        eprintln!("skip: this machine has a hardware PMU, so nothing is dropped here");
+        return;
+    }
+    // The would-be leader (cycles) is dropped; task-clock becomes the leader.
+    let mut s = CounterSession::builder()
+        .on_unsupported(OnUnsupported::Drop)
+        .fixed_counters()
+        .software(SoftwareEvent::TaskClock)
+        .event_name("L1-dcache-load-misses")
+        .unwrap()
+        .software(SoftwareEvent::PageFaults)
+        .build()
+        .unwrap();
+    let names: Vec<&str> = s.counters().iter().map(|c| c.name()).collect();
+    assert_eq!(names, ["task-clock", "page-faults"]);
+    let dropped: Vec<String> = s.dropped().iter().map(|d| d.event.to_string()).collect();
+    assert_eq!(
+        dropped,
+        [
+            "cycles",
+            "instructions",
+            "ref-cycles",
+            "L1-dcache-load-misses"
+        ]
+    );
+    assert!(s
+        .dropped()
+        .iter()
+        .all(|d| d.error.errno() == Some(libc::ENOENT)));
+    for d in s.dropped() {
+        eprintln!("dropped {}: {}", d.event, d.error);
+    }
+    s.read(false).unwrap();
+    s.read(false).unwrap();
+    assert_eq!(s.deltas().unwrap().len(), 2);
+
+    // Only hardware events: nothing is left.
+    let e = CounterSession::builder()
+        .on_unsupported(OnUnsupported::Drop)
+        .fixed_counters()
+        .build()
+        .unwrap_err();
+    match e {
+        PerfError::AllEventsDropped(d) => assert_eq!(d.len(), 3),
+        other => panic!("expected AllEventsDropped, got {other:?}"),
+    }
+}
+
+#[test]
+fn builder_errors() {
+    if skip_under_miri() {
+        return;
+    }
+    assert_eq!(
+        CounterSession::builder().build().unwrap_err(),
+        PerfError::NoEvents
+    );
+    let e = CounterSession::builder().event_name("cyclez").unwrap_err();
+    assert!(matches!(e, PerfError::Parse(_)), "{e}");
+    // A pid that cannot exist.
+    let e = CounterSession::builder()
+        .target(Target::Pid(i32::MAX))
+        .software(SoftwareEvent::TaskClock)
+        .build()
+        .unwrap_err();
+    assert!(
+        matches!(
+            e,
+            PerfError::NoSuchTarget {
+                errno: libc::ESRCH,
+                ..
+            }
+        ),
+        "{e}"
+    );
+}
+
+#[test]
+fn pmu_event_errors_are_mapped() {
+    if skip_under_miri() {
+        return;
+    }
+    let e = CounterSession::builder()
+        .event_name("no_such_pmu/event=0x1/")
+        .unwrap()
+        .build()
+        .unwrap_err();
+    assert!(
+        matches!(
+            e,
+            PerfError::Unsupported {
+                errno: libc::ENOENT,
+                ..
+            }
+        ),
+        "{e}"
+    );
+    if picollo_linux::pmu::Sysfs::system()
+        .pmu_type("msr")
+        .is_none()
+    {
+        eprintln!("skip (msr part): no msr PMU in sysfs");
+        return;
+    }
+    // The msr PMU resolves through sysfs; whether it opens per task depends on the kernel.
+    match CounterSession::builder()
+        .event_name("msr/tsc/")
+        .unwrap()
+        .build()
+    {
+        Ok(mut s) => {
+            s.read(true).unwrap();
+            eprintln!("msr/tsc/ opened: {:?}", s.counters()[0].value());
+        }
+        Err(e) => {
+            eprintln!("msr/tsc/ refused: {e}");
+            assert!(e.errno().is_some(), "{e}");
+        }
+    }
+}
+
+/// Runs `f` in a forked child that dropped root (uid/gid 65534), and returns its exit code.
+fn in_unprivileged_child(f: impl FnOnce() -> i32) -> i32 {
+    // SAFETY: fork is called with no locks held by this thread; the child only runs `f`
+    // (perf_event_open through the library, which allocates: glibc's malloc is fork-safe) and
+    // `_exit`s without unwinding.
+    let pid = unsafe { libc::fork() };
+    assert!(pid >= 0, "fork failed");
+    if pid == 0 {
+        // SAFETY: plain syscalls in the child.
+        let ok = unsafe {
+            libc::setresgid(65534, 65534, 65534) == 0 && libc::setresuid(65534, 65534, 65534) == 0
+        };
+        let code = if ok { f() } else { 254 };
+        // SAFETY: leaves the child immediately, without running the parent's destructors.
+        unsafe { libc::_exit(code) };
+    }
+    let mut status = 0;
+    // SAFETY: waits for the child just forked.
+    let r = unsafe { libc::waitpid(pid, &mut status, 0) };
+    assert_eq!(r, pid);
+    assert!(libc::WIFEXITED(status), "child died: {status:#x}");
+    libc::WEXITSTATUS(status)
+}
+
+#[test]
+fn counting_the_kernel_unprivileged_is_eacces() {
+    if skip_under_miri() {
+        return;
+    }
+    let paranoid = picollo_linux::error::perf_event_paranoid();
+    if paranoid.is_none_or(|p| p < 2) {
+        eprintln!("skip: perf_event_paranoid is {paranoid:?}; EACCES needs 2 or more");
+        return;
+    }
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        // Already unprivileged: check directly.
+        let e = CounterSession::builder()
+            .exclude_kernel(false)
+            .software(SoftwareEvent::ContextSwitches)
+            .build()
+            .unwrap_err();
+        assert!(matches!(e, PerfError::PermissionDenied { .. }), "{e}");
+        return;
+    }
+    let open = |exclude_kernel: bool| {
+        move || match CounterSession::builder()
+            .exclude_kernel(exclude_kernel)
+            .software(SoftwareEvent::TaskClock)
+            .build()
+        {
+            Ok(_) => 0,
+            Err(e) => e.errno().unwrap_or(255),
+        }
+    };
+    let code = in_unprivileged_child(open(false));
+    if code == 254 {
+        eprintln!("skip: could not drop privileges in a child");
+        return;
+    }
+    assert_eq!(code, libc::EACCES, "unprivileged, kernel included");
+    assert_eq!(
+        in_unprivileged_child(open(true)),
+        0,
+        "unprivileged, user space only"
+    );
+    let e = PerfError::from_open_errno(code, "task-clock", false);
+    let msg = e.to_string();
+    assert!(
+        msg.contains("perf_event_paranoid") && msg.contains("exclude_kernel"),
+        "{msg}"
+    );
+    eprintln!("unprivileged error: {msg}");
+}
+
+#[test]
+fn counts_a_child_from_exec_with_inherit() {
+    if skip_under_miri() {
+        return;
+    }
+    use std::ffi::CString;
+    let sh = CString::new("/bin/sh").unwrap();
+    let argv0 = CString::new("sh").unwrap();
+    let c = CString::new("-c").unwrap();
+    let script = CString::new("i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done; (:)").unwrap();
+    let argv = [
+        argv0.as_ptr(),
+        c.as_ptr(),
+        script.as_ptr(),
+        core::ptr::null(),
+    ];
+    let mut fds = [0i32; 2];
+    // SAFETY: `fds` has room for the two descriptors.
+    assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+    // SAFETY: the child only calls async-signal-safe functions (read, close, execv, _exit)
+    // on memory prepared before the fork.
+    let pid = unsafe { libc::fork() };
+    assert!(pid >= 0);
+    if pid == 0 {
+        let mut b = 0u8;
+        // SAFETY: async-signal-safe calls on valid descriptors and buffers.
+        unsafe {
+            libc::close(fds[1]);
+            libc::read(fds[0], (&mut b as *mut u8).cast(), 1);
+            libc::execv(sh.as_ptr(), argv.as_ptr());
+            libc::_exit(127);
+        }
+    }
+    // SAFETY: closing our copy of the read end.
+    unsafe { libc::close(fds[0]) };
+    let mut s = CounterSession::builder()
+        .target(Target::Pid(pid))
+        .enabled(false)
+        .enable_on_exec(true)
+        .inherit(true)
+        .software(SoftwareEvent::TaskClock)
+        .software(SoftwareEvent::PageFaults)
+        .build()
+        .unwrap();
+    assert!(!s.fast_path_allowed(), "no rdpmc for another task");
+    s.read(true).unwrap();
+    assert_eq!(
+        s.counters()[0].value(),
+        Some(Count::NotCounted),
+        "not before exec"
+    );
+    // Release the child, and wait for it.
+    // SAFETY: writing one byte from a valid buffer, then closing our write end.
+    unsafe {
+        libc::write(fds[1], [1u8].as_ptr().cast(), 1);
+        libc::close(fds[1]);
+    }
+    let mut status = 0;
+    // SAFETY: waiting for our child.
+    assert_eq!(unsafe { libc::waitpid(pid, &mut status, 0) }, pid);
+    assert!(
+        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+        "{status:#x}"
+    );
+    s.read(true).unwrap();
+    let task_ns = exact(s.counters()[0].value());
+    let faults = exact(s.counters()[1].value());
+    eprintln!("child from exec: task-clock {task_ns} ns, page-faults {faults}");
+    assert!(task_ns > 100_000, "the shell loop ran: {task_ns}");
+    assert!(faults > 10, "exec faults pages in: {faults}");
+}
