@@ -575,6 +575,21 @@ mod tests {
     }
 
     #[test]
+    fn u64_bulk_adds_saturate_below_wrap() {
+        const LEN: usize = storage_len(Layout::DEFAULT, 10, 20);
+        let mut h = Histogram::<[u64; LEN]>::new(L, 10, 20);
+        for v in [15, 0, 99] {
+            h.record_n(v, u64::MAX);
+            h.record_n(v, 5);
+            h.record(v);
+        }
+        // Bulk adds stop at 2^63 - 1; a single increment after that cannot wrap to 0.
+        let cap = i64::MAX as u64;
+        assert_eq!(h.count_at(h.window().storage_index(L.index_of(15)).unwrap()), cap + 1);
+        assert_eq!((h.underflow(), h.overflow()), (cap + 1, cap + 1));
+    }
+
+    #[test]
     fn wrong_length_is_an_error() {
         assert!(matches!(
             Histogram::<[u64; 3]>::try_new(L, 0, 10),

@@ -29,6 +29,7 @@ pub mod scalable;
 pub mod source;
 pub mod storage;
 pub mod window;
+pub mod workload;
 
 pub use atomic::{AtomicCounter, AtomicHistogram};
 pub use histogram::{Histogram, OutOfRange, Rebucketing};

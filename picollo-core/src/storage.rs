@@ -56,7 +56,7 @@ impl Counter for u64 {
     }
     #[inline]
     fn add(&mut self, n: u64) {
-        *self = self.saturating_add(n).min(Self::MAX);
+        *self = self.saturating_add(n).min(<Self as Counter>::MAX);
     }
     #[inline(always)]
     fn get(self) -> u64 {
