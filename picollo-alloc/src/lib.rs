@@ -1,5 +1,12 @@
-//! Heap-backed and std-only parts of Picollo: builder, thread-local histograms, snapshots,
-//! summaries, tables and HdrHistogram interop.
+//! # picollo-alloc
+//!
+//! The std/alloc half of Picollo: heap histograms built from a builder, thread-local
+//! aggregation, snapshots, summaries with the pretty tables and diffs of seed 000, and
+//! HdrHistogram interop (V2 encoding and `.hlog` interval logs).
 #![forbid(unsafe_op_in_unsafe_fn)]
+#![doc(test(attr(deny(warnings))))]
 
 pub mod hdr;
+pub mod heap;
+
+pub use heap::{HeapAtomicHistogram, HeapHistogram, HeapStorage};

@@ -1,0 +1,75 @@
+//! Heap storage for the core histograms: one implementation of the core's storage traits, so
+//! the core histogram types serve here unchanged (no copy of the histogram code).
+
+use picollo_core::atomic::AtomicCounter;
+use picollo_core::{
+    AtomicHistogram, Counter, Histogram, Layout, Storage, StorageMut, Window, WindowError,
+};
+
+/// Cells on the heap, sized at run time.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HeapStorage<T>(Box<[T]>);
+
+impl<T> HeapStorage<T> {
+    /// `len` cells made by `make`.
+    pub fn with_len(len: usize, make: impl FnMut() -> T) -> Self {
+        let mut cells = Vec::with_capacity(len);
+        cells.resize_with(len, make);
+        HeapStorage(cells.into_boxed_slice())
+    }
+
+    /// The cells.
+    pub fn cells(&self) -> &[T] {
+        &self.0
+    }
+}
+
+impl<T> Storage for HeapStorage<T> {
+    type Item = T;
+    #[inline(always)]
+    fn as_slice(&self) -> &[T] {
+        &self.0
+    }
+}
+
+impl<T> StorageMut for HeapStorage<T> {
+    #[inline(always)]
+    fn as_mut_slice(&mut self) -> &mut [T] {
+        &mut self.0
+    }
+}
+
+/// A plain histogram on the heap.
+pub type HeapHistogram<C = u64> = Histogram<HeapStorage<C>, Layout>;
+
+/// An atomic histogram on the heap.
+pub type HeapAtomicHistogram<A = portable_atomic::AtomicU64> =
+    AtomicHistogram<HeapStorage<A>, Layout>;
+
+/// A plain heap histogram over `window`.
+pub fn plain<C: Counter>(layout: Layout, window: Window) -> HeapHistogram<C> {
+    // The storage is made for the window, so the lengths always agree.
+    match Histogram::with_window(layout, HeapStorage::with_len(window.len(), C::default), window)
+    {
+        Ok(h) => h,
+        Err(e) => unreachable_window(e),
+    }
+}
+
+/// An atomic heap histogram over `window`.
+pub fn atomic<A: AtomicCounter>(layout: Layout, window: Window) -> HeapAtomicHistogram<A> {
+    match AtomicHistogram::with_window(
+        layout,
+        HeapStorage::with_len(window.len(), || A::ZERO),
+        window,
+    ) {
+        Ok(h) => h,
+        Err(e) => unreachable_window(e),
+    }
+}
+
+#[cold]
+fn unreachable_window(e: WindowError) -> ! {
+    // Storage built from `window.len()` always matches the window.
+    unreachable!("heap storage sized from its own window: {e}")
+}
