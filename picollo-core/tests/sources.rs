@@ -4,12 +4,7 @@ use std::cell::Cell;
 use std::collections::VecDeque;
 
 use picollo_core::source::{delta, scope, CounterSource, Scope, SourceError};
-use picollo_core::Record;
-
-// TEMPORARY until lib.rs has `pub mod workload;`.
-#[path = "../src/workload.rs"]
-#[allow(dead_code)]
-mod workload;
+use picollo_core::{workload, Record};
 
 // ---------------------------------------------------------------------------------------------
 // Test doubles
@@ -46,7 +41,9 @@ impl CounterSource for Script {
     }
 
     fn sample_first(&mut self) -> Result<u64, SourceError> {
-        self.samples.pop_front().unwrap_or(Err(SourceError::Unavailable))
+        self.samples
+            .pop_front()
+            .unwrap_or(Err(SourceError::Unavailable))
     }
 }
 
@@ -121,7 +118,11 @@ fn finish_returns_and_records_the_delta_once() {
     let mut src = Script::new(64, &[Ok(7), Ok(10), Ok(1000)]);
     let s = Scope::new(&mut log, &mut src);
     assert_eq!(s.finish(), Ok(3));
-    assert_eq!(log.0, [3], "finish records once; the drop that follows records nothing");
+    assert_eq!(
+        log.0,
+        [3],
+        "finish records once; the drop that follows records nothing"
+    );
     assert_eq!(src.samples.len(), 1, "exactly two samples taken");
 }
 
@@ -156,7 +157,10 @@ fn failed_end_records_nothing() {
     let src = Script::new(64, &[Ok(1), Err(SourceError::Os(4))]);
     assert_eq!(scope(&mut log, src).finish(), Err(SourceError::Os(4)));
     {
-        let _s = scope(&mut log, Script::new(64, &[Ok(1), Err(SourceError::NotCounted)]));
+        let _s = scope(
+            &mut log,
+            Script::new(64, &[Ok(1), Err(SourceError::NotCounted)]),
+        );
     }
     assert!(log.0.is_empty());
 }
@@ -174,22 +178,66 @@ fn cancel_records_nothing_and_takes_no_end_sample() {
 fn scope_works_with_shared_and_dyn_recorders() {
     let shared = Shared::default();
     {
-        // Shared kinds implement `Record for &Kind`: keep the reference in a local.
-        let mut rec = &shared;
-        let _a = scope(&mut rec, Script::new(64, &[Ok(0), Ok(5)]));
+        // Shared kinds implement `Record for &Kind`: the shared reference is the recorder.
+        let _a = scope(&shared, Script::new(64, &[Ok(0), Ok(5)]));
+        let _b = scope(&shared, Script::new(64, &[Ok(0), Ok(7)]));
     }
     {
+        // The `&mut &Kind` form works too.
         let mut rec = &shared;
         let s = scope(&mut rec, Script::new(64, &[Ok(0), Ok(6)]));
         assert_eq!(s.finish(), Ok(6));
     }
-    assert_eq!((shared.sum.get(), shared.count.get()), (11, 2));
+    assert_eq!((shared.sum.get(), shared.count.get()), (18, 3));
 
     let mut log = Log::default();
     let rec: &mut dyn Record = &mut log;
     let src: &mut dyn CounterSource = &mut Script::new(64, &[Ok(3), Ok(4)]);
     drop(scope(rec, src));
     assert_eq!(log.0, [1]);
+}
+
+#[test]
+fn scope_records_into_every_histogram_kind() {
+    use picollo_core::{storage_len, AtomicHistogram, Histogram, Layout, ReadExt};
+    use portable_atomic::{AtomicU32, AtomicU64};
+    // Small, so that Miri runs it quickly.
+    const L: Layout = match Layout::from_block_scale(4) {
+        Ok(l) => l,
+        Err(_) => panic!("block scale 4 is valid"),
+    };
+    const MAX: u64 = 1 << 12;
+    const LEN: usize = storage_len(L, 1, MAX);
+
+    let mut plain = Histogram::<[u64; LEN]>::new(L, 1, MAX);
+    {
+        let _s = scope(&mut plain, Script::new(64, &[Ok(1000), Ok(1500)]));
+    }
+    assert_eq!(
+        scope(
+            &mut plain,
+            Script::new(32, &[Ok(u64::from(u32::MAX)), Ok(99)])
+        )
+        .finish(),
+        Ok(100)
+    );
+    assert_eq!(plain.total(), 2);
+
+    static SHARED: AtomicHistogram<[AtomicU32; LEN]> = AtomicHistogram::new(L, 1, MAX);
+    std::thread::scope(|t| {
+        for i in 0..4u64 {
+            t.spawn(move || {
+                let _s = scope(&SHARED, Script::new(64, &[Ok(0), Ok(10 + i)]));
+            });
+        }
+    });
+    assert_eq!(SHARED.total(), 4);
+
+    let atomic64 = AtomicHistogram::<[AtomicU64; LEN]>::new(L, 1, MAX);
+    {
+        let _s = scope(&atomic64, Script::new(64, &[Ok(1), Ok(2)]));
+    }
+    assert_eq!(atomic64.total(), 1);
 }
 
 #[test]
@@ -248,7 +296,10 @@ fn check_hardware_source<S: CounterSource>(mut s: S) -> u64 {
     let mut prev = out[0];
     for _ in 0..1000 {
         let v = s.sample_first().unwrap();
-        assert!(delta(prev, v, s.value_bits()) < 1 << 62, "went backwards: {prev} -> {v}");
+        assert!(
+            delta(prev, v, s.value_bits()) < 1 << 62,
+            "went backwards: {prev} -> {v}"
+        );
         prev = v;
     }
     // It ticks across a workload.
@@ -317,38 +368,28 @@ fn add_chain_does_the_adds() {
     assert_eq!(workload::add_chain_256(n), 256 * n);
 }
 
-/// Environment variable that makes [`callgrind_child`] run the workload.
-const CHILD_N: &str = "PICOLLO_CALLGRIND_ADD_CHAIN_N";
-
-/// Run by [`add_chain_instructions_scale_under_callgrind`] under valgrind; does nothing
-/// otherwise.
-#[test]
-#[ignore = "helper: run under callgrind by add_chain_instructions_scale_under_callgrind"]
-fn callgrind_child() {
-    let Ok(n) = std::env::var(CHILD_N) else {
-        return;
-    };
-    let n: u64 = n.parse().expect("PICOLLO_CALLGRIND_ADD_CHAIN_N is a number");
-    std::hint::black_box(workload::add_chain_256(std::hint::black_box(n)));
+/// The `add_chain` example binary, which `cargo test` builds next to the test binaries.
+#[cfg(not(miri))]
+fn add_chain_example() -> Option<std::path::PathBuf> {
+    let exe = std::env::current_exe().ok()?;
+    let dir = exe.parent()?.parent()?.join("examples");
+    let path = dir.join(format!("add_chain{}", std::env::consts::EXE_SUFFIX));
+    path.exists().then_some(path)
 }
 
-/// Instructions callgrind counts inside `add_chain_256` when this test binary runs
-/// [`callgrind_child`] with `n`.
+/// Instructions callgrind counts inside `add_chain_256` when the `add_chain` example runs
+/// with `n`.
 #[cfg(not(miri))]
-fn callgrind_instructions(n: u64) -> u64 {
+fn callgrind_instructions(exe: &std::path::Path, n: u64) -> u64 {
     use std::process::Command;
-    let exe = std::env::current_exe().expect("path of the test binary");
-    let out_file = std::env::temp_dir().join(format!(
-        "picollo-callgrind-{}-{n}.out",
-        std::process::id()
-    ));
+    let out_file =
+        std::env::temp_dir().join(format!("picollo-callgrind-{}-{n}.out", std::process::id()));
     let output = Command::new("valgrind")
         .arg("--tool=callgrind")
         .arg("--toggle-collect=*add_chain_256*")
         .arg(format!("--callgrind-out-file={}", out_file.display()))
-        .arg(&exe)
-        .args(["callgrind_child", "--exact", "--ignored", "--test-threads=1"])
-        .env(CHILD_N, n.to_string())
+        .arg(exe)
+        .arg(n.to_string())
         .output()
         .expect("run valgrind");
     let report = std::fs::read_to_string(&out_file);
@@ -375,11 +416,14 @@ fn callgrind_instructions(n: u64) -> u64 {
 /// The workload is not optimized away: the instructions callgrind counts inside it grow by
 /// 256 per unit of `n`.
 #[test]
-#[cfg_attr(miri, ignore = "runs valgrind")]
 fn add_chain_instructions_scale_under_callgrind() {
-    use std::io::Write;
+    if cfg!(miri) {
+        eprintln!("SKIPPED add_chain_instructions_scale_under_callgrind: miri cannot run valgrind");
+        return;
+    }
     #[cfg(not(miri))]
     {
+        use std::io::Write;
         if !workload::CALIBRATED {
             let _ = writeln!(
                 std::io::stderr(),
@@ -402,7 +446,18 @@ fn add_chain_instructions_scale_under_callgrind() {
             return;
         }
         let (n1, n2) = (1_000u64, 21_000u64);
-        let (c1, c2) = (callgrind_instructions(n1), callgrind_instructions(n2));
+        let Some(exe) = add_chain_example() else {
+            let _ = writeln!(
+                std::io::stderr(),
+                "SKIPPED add_chain_instructions_scale_under_callgrind: the add_chain example is \
+                 not built (run `cargo test -p picollo-core`, which builds examples)"
+            );
+            return;
+        };
+        let (c1, c2) = (
+            callgrind_instructions(&exe, n1),
+            callgrind_instructions(&exe, n2),
+        );
         assert!(c1 >= 256 * n1, "only {c1} instructions for n = {n1}");
         let per_unit = (c2 - c1) as f64 / (n2 - n1) as f64;
         let _ = writeln!(
