@@ -6,7 +6,10 @@
 #![forbid(unsafe_op_in_unsafe_fn)]
 #![doc(test(attr(deny(warnings))))]
 
+pub mod builder;
+pub mod clock;
 pub mod hdr;
 pub mod heap;
 
+pub use builder::{default_histogram, BuildError, HistogramBuilder, StorageWidth};
 pub use heap::{HeapAtomicHistogram, HeapHistogram, HeapStorage};

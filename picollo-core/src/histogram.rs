@@ -512,14 +512,16 @@ mod tests {
 
     #[test]
     fn progression_count_matches_brute_force() {
-        for value in [0u64, 1, 5, 17, 100, 1000] {
+        let values: &[u64] = if cfg!(miri) { &[17, 100] } else { &[0, 1, 5, 17, 100, 1000] };
+        for &value in values {
             for interval in 1..12u64 {
                 if value / interval < 2 {
                     continue;
                 }
                 let steps = value / interval - 1;
+                let span = if cfg!(miri) { 6 } else { 30 };
                 for a in 0..40u64 {
-                    for b in a..a + 30 {
+                    for b in a..a + span {
                         let brute = (1..=steps)
                             .filter(|k| (a..=b).contains(&(value - k * interval)))
                             .count() as u64;

@@ -359,7 +359,8 @@ mod tests {
             let l = Layout::from_block_scale(k).unwrap();
             let mut prev_index = 0;
             let mut expected_lo = 0u64;
-            for v in 0..(1u64 << 16) {
+            let limit = if cfg!(miri) { 1u64 << 9 } else { 1u64 << 16 };
+            for v in 0..limit {
                 let i = l.index_of(v);
                 assert_eq!(i, seed_index(k, v), "k={k} v={v}");
                 assert!(i == prev_index || i == prev_index + 1, "k={k} v={v}");
