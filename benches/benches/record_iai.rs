@@ -3,7 +3,7 @@
 //!
 //! Every record benchmark walks the same 1,000,000 seed values; `baseline_read` walks them
 //! doing nothing but `black_box`, so `(bench - baseline) / 1e6` is the cost of one record.
-//! `benches/RESULTS.md` holds the figures and `benches/iai_summary.py` computes the ratios.
+//! `benches/RESULTS.md` holds the figures and the per-record arithmetic.
 
 #![allow(missing_docs)] // iai-callgrind's macros generate undocumented modules.
 
@@ -139,6 +139,32 @@ fn hdrhistogram_value_at_quantiles_16(h: hdrhistogram::Histogram<u64>) -> [u64; 
     out
 }
 
+/// Scopes timed per bench call.
+const SCOPES: u64 = 100_000;
+
+#[library_benchmark]
+#[bench::rdtsc(args = (runtime_histogram()))]
+fn scope_rdtsc(mut h: Box<RuntimeHistogram>) -> Box<RuntimeHistogram> {
+    for _ in 0..black_box(SCOPES) {
+        let _s = picollo_core::source::scope(&mut *h, picollo_core::source::Rdtsc::new());
+    }
+    h
+}
+
+#[library_benchmark]
+#[bench::rdtsc(args = (runtime_histogram()))]
+fn scope_baseline(h: Box<RuntimeHistogram>) -> Box<RuntimeHistogram> {
+    for i in 0..black_box(SCOPES) {
+        black_box(i);
+    }
+    h
+}
+
+library_benchmark_group!(
+    name = scopes;
+    benchmarks = scope_baseline, scope_rdtsc
+);
+
 library_benchmark_group!(
     name = record;
     benchmarks = baseline_read, picollo_record_runtime, picollo_record_const, hdrhistogram_record,
@@ -150,4 +176,4 @@ library_benchmark_group!(
     benchmarks = picollo_percentiles_16, hdrhistogram_value_at_quantiles_16
 );
 
-main!(library_benchmark_groups = record, percentiles);
+main!(library_benchmark_groups = record, percentiles, scopes);

@@ -2,7 +2,7 @@
 //!
 //! ```
 //! use picollo_alloc::HistogramBuilder;
-//! use picollo_core::ReadExt;
+//! use picollo_core::{HistogramRead, ReadExt};
 //!
 //! let mut h = HistogramBuilder::new()
 //!     .relative_error(0.01)

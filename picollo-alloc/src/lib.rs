@@ -10,6 +10,8 @@ pub mod builder;
 pub mod clock;
 pub mod hdr;
 pub mod heap;
+pub mod summary;
 
 pub use builder::{default_histogram, BuildError, HistogramBuilder, StorageWidth};
 pub use heap::{HeapAtomicHistogram, HeapHistogram, HeapStorage};
+pub use summary::{Summary, SummaryDiff, SummaryExt, SummaryLine, SummaryTable};

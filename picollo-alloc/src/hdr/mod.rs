@@ -35,6 +35,7 @@
 mod codec;
 mod counts;
 mod error;
+pub mod interop;
 mod log;
 pub mod zigzag;
 
@@ -44,6 +45,10 @@ pub use codec::{
 };
 pub use counts::{HdrBucket, HdrCounts, HdrGeometry, MAX_SIGNIFICANT_DIGITS};
 pub use error::HdrError;
+pub use interop::{
+    add_hdr, export, from_picollo, to_picollo, to_picollo_in, BucketMapping, ExportOptions,
+    HdrExport, HdrView, Import, InteropError,
+};
 pub use log::{
     parse_line, IntervalLine, LogEntry, LogError, LogLine, LogRange, LogReader, LogWriter,
     RangeMode, DEFAULT_MAX_LINE_LEN, DEFAULT_MAX_VALUE_UNIT_RATIO, LEGEND, LOG_FORMAT_VERSION,

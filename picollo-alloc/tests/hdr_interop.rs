@@ -1,0 +1,423 @@
+//! HdrHistogram data through Picollo histograms, on the shared vectors
+//! (`../shared/vectors/hdrhistogram/`, whose README lists the values the reference
+//! implementations assert), plus round-trip and bound properties.
+//!
+//! # Picollo's mapping and its agreement with HdrHistogram
+//!
+//! HdrHistogram's `new Histogram(3)` (3 significant digits, lowest discernible value 1) has
+//! 2048 sub-buckets and unit magnitude 0: it is Picollo's layout with block scale 10
+//! (`B = 1024`), index for index. The jHiccup intervals are 2-digit histograms with lowest
+//! discernible value 20 000 (unit magnitude 14, buckets `2^14` wide and wider); accumulating
+//! them, Java's `add` records each source bucket at its lowest equivalent value, and Picollo's
+//! [`add_hdr`] does the same into the block-scale-10 histogram. As the target indexes exactly
+//! like Java's accumulator, the agreement is **exact**: the same counts in every bucket, so the
+//! same total (48 761), the same p99.9 with [`EquivalentValue::Upper`] (1 745 879 039, Java's
+//! `getValueAtPercentile(99.9)`) and the same max (1 796 210 687). Against the original
+//! (unknown) values the bound is the source's resolution: every reported value lies in its
+//! 2-digit source bucket, a relative error below `2^-7` (checked below from [`Import`]).
+
+use std::fs;
+use std::io::BufReader;
+use std::path::PathBuf;
+
+use picollo_alloc::hdr::interop::{
+    self, finer_significant_digits, layout_for, significant_digits_for, window_for,
+};
+use picollo_alloc::hdr::{
+    add_hdr, export, from_picollo, to_picollo, to_picollo_in, ExportOptions, HdrCounts,
+    HdrGeometry, Import, LogReader, BEST_COMPRESSION,
+};
+use picollo_alloc::heap::{self, HeapHistogram};
+use picollo_core::{EquivalentValue, HistogramRead, Layout, ReadExt, Window};
+use proptest::prelude::*;
+
+const JHICCUP: &str = "jHiccup-2.0.7S.logV2.hlog";
+const TAGGED: &str = "tagged-Log.logV2.hlog";
+
+/// The vectors directory: `<repo>/../shared/vectors/hdrhistogram`. It is part of the repository
+/// layout, so a missing directory fails the test instead of skipping it.
+fn vectors_dir() -> PathBuf {
+    let dir = PathBuf::from(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../shared/vectors/hdrhistogram"
+    ));
+    assert!(
+        dir.is_dir(),
+        "HdrHistogram test vectors not found at {}: the shared/ directory must sit beside the \
+         repository checkout (see shared/vectors/hdrhistogram/README.md)",
+        dir.display()
+    );
+    dir
+}
+
+fn read_vector(name: &str) -> Vec<u8> {
+    let path = vectors_dir().join(name);
+    fs::read(&path).unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()))
+}
+
+fn open_log(name: &str) -> LogReader<BufReader<fs::File>> {
+    let path = vectors_dir().join(name);
+    let file =
+        fs::File::open(&path).unwrap_or_else(|e| panic!("cannot open {}: {e}", path.display()));
+    LogReader::new(BufReader::new(file))
+}
+
+/// Picollo's twin of HdrHistogram's `new Histogram(3)`.
+fn sigfig3_layout() -> Layout {
+    layout_for(&HdrGeometry::new(1, i64::MAX as u64, 3).unwrap())
+}
+
+/// A full-range Picollo histogram at the sigfig-3 layout.
+fn sigfig3_histogram() -> HeapHistogram<u64> {
+    let layout = sigfig3_layout();
+    heap::plain(layout, Window::full(layout))
+}
+
+/// Accumulates log entries (optionally only those with `tag`) into a sigfig-3 Picollo
+/// histogram and, for comparison, into HdrHistogram counts with HdrHistogram's own `add`.
+fn accumulate(
+    name: &str,
+    tag: Option<Option<&str>>,
+) -> (HeapHistogram<u64>, HdrCounts, Import, usize) {
+    let mut h = sigfig3_histogram();
+    let mut hdr = HdrCounts::new(1, i64::MAX as u64, 3).unwrap();
+    let mut import = Import::default();
+    let mut intervals = 0;
+    for e in open_log(name) {
+        let e = e.unwrap();
+        if tag.is_some_and(|t| e.tag.as_deref() != t) {
+            continue;
+        }
+        let counts = e.decode().unwrap();
+        import.merge(&add_hdr(&mut h, &counts).unwrap());
+        hdr.add(&counts).unwrap();
+        intervals += 1;
+    }
+    (h, hdr, import, intervals)
+}
+
+/// The Picollo histogram holds exactly the HdrHistogram counts, index for index.
+fn assert_same_buckets(h: &HeapHistogram<u64>, hdr: &HdrCounts) {
+    assert_eq!(h.window().first(), 0);
+    let len = h.window().len().max(hdr.counts.len());
+    for i in 0..len {
+        let expected = hdr.counts.get(i).copied().unwrap_or(0);
+        assert_eq!(h.count_at(i), expected, "bucket {i}");
+    }
+}
+
+fn upper(h: &impl HistogramRead, rank: f64) -> u64 {
+    h.percentile_with(rank, EquivalentValue::Upper)
+        .unwrap()
+        .value
+}
+
+/// The 62 jHiccup intervals accumulated into Picollo: total 48 761, p99.9 (upper equivalent
+/// value) 1 745 879 039 and max 1 796 210 687, as Java and C assert. Exact agreement with
+/// HdrHistogram's accumulation, bucket for bucket (see the module docs for the mapping).
+#[test]
+fn jhiccup_log_through_picollo() {
+    let (h, hdr, import, intervals) = accumulate(JHICCUP, None);
+    assert_eq!(intervals, 62);
+    assert_eq!(h.total(), 48_761);
+    assert_eq!((h.underflow(), h.overflow()), (0, 0));
+    assert_eq!(upper(&h, 99.9), 1_745_879_039);
+    assert_eq!(h.max(), Some(1_796_210_687));
+    assert_same_buckets(&h, &hdr);
+    // HdrHistogram's own accumulation, read in place through Picollo's read model.
+    let view = interop::view(&hdr).unwrap();
+    assert_eq!(view.total(), 48_761);
+    assert_eq!(upper(&view, 99.9), 1_745_879_039);
+    assert_eq!(view.max(), Some(1_796_210_687));
+
+    // The bound against the original values: inside the 2-digit source buckets.
+    assert_eq!(import.total, 48_761);
+    assert!(!import.mapping.index_for_index);
+    assert!(!import.mapping.is_exact());
+    assert!(import.mapping.max_relative_error < 1.0 / 128.0);
+    assert!(import.mapping.max_relative_error > 0.0);
+    // Below 128 · 2^14 the 2-digit histograms have an absolute resolution of 2^14.
+    assert_eq!(import.mapping.max_linear_error, (1 << 14) - 1);
+    assert_eq!((import.underflow, import.overflow), (0, 0));
+
+    // Every percentile agrees with HdrHistogram's own rule where the two rank rules agree.
+    for rank in [0.0, 1.0, 25.0, 50.0, 90.0, 99.0, 99.9, 99.99, 100.0] {
+        assert_eq!(
+            Some(upper(&h, rank)),
+            hdr.value_at_percentile(rank),
+            "p{rank}"
+        );
+    }
+}
+
+/// The same log at the interval's own layout (block scale 7, `layout_for` the 2-digit
+/// geometry): a different, coarser histogram, still within the stated bound of HdrHistogram's
+/// answer.
+#[test]
+fn jhiccup_at_the_source_layout() {
+    let mut acc: Option<HeapHistogram<u64>> = None;
+    let mut import = Import::default();
+    for e in open_log(JHICCUP) {
+        let counts = e.unwrap().decode().unwrap();
+        let g = counts.geometry().unwrap();
+        let h = acc.get_or_insert_with(|| heap::plain(layout_for(&g), window_for(&g)));
+        assert_eq!(h.layout().block_size(), 128);
+        import.merge(&add_hdr(h, &counts).unwrap());
+    }
+    let h = acc.unwrap();
+    // Unit magnitude 14, same sub-bucket count: every source bucket at or above 2^(7+14) is
+    // exactly one Picollo bucket; only the 2^14-wide buckets below split.
+    assert_eq!(import.mapping.max_relative_error, 0.0, "{import:?}");
+    assert_eq!(import.mapping.max_linear_error, (1 << 14) - 1);
+    assert_eq!(import.mapping.max_abs_error, (1 << 14) - 1);
+    assert_eq!(h.total(), 48_761);
+    let p = upper(&h, 99.9);
+    assert!(
+        p.abs_diff(1_745_879_039) as f64 <= 1_745_879_039.0 / 128.0,
+        "{p}"
+    );
+    assert_eq!(p, 1_753_219_071); // the 2-digit bucket's own highest value
+}
+
+#[test]
+fn tagged_log_tag_a_and_untagged_totals_are_equal() {
+    let (a, _, _, na) = accumulate(TAGGED, Some(Some("A")));
+    let (u, hdr_u, _, nu) = accumulate(TAGGED, Some(None));
+    assert_eq!((na, nu), (21, 21));
+    assert_eq!(a.total(), 16_145);
+    assert_eq!(u.total(), 16_145);
+    assert_eq!(a.total() + u.total(), 32_290);
+    assert_eq!(
+        (upper(&u, 99.9), u.max()),
+        (1_536_163_839, Some(1_544_552_447))
+    );
+    assert_eq!(a.storage(), u.storage());
+    assert_same_buckets(&u, &hdr_u);
+}
+
+/// Values 0..100 000 recorded once into a Picollo histogram at the sigfig-3 layout.
+fn seq_nums_picollo() -> HeapHistogram<u64> {
+    let mut h = sigfig3_histogram();
+    for v in 0..100_000u64 {
+        h.record(v);
+    }
+    h
+}
+
+/// Java's `seq-nums.hist` (lowest 1, highest `i64::MAX`, 3 digits) from a Picollo histogram:
+/// byte-identical.
+#[test]
+fn seq_nums_encoded_from_picollo_is_byte_identical() {
+    let file = read_vector("seq-nums.hist");
+    let h = seq_nums_picollo();
+    let counts = from_picollo(&h).unwrap();
+    assert_eq!(
+        (
+            counts.lowest_discernible,
+            counts.highest_trackable,
+            counts.significant_digits
+        ),
+        (1, i64::MAX as u64, 3)
+    );
+    let encoded = counts.encode_v2().unwrap();
+    assert_eq!(encoded.len(), file.len());
+    assert!(
+        encoded == file,
+        "encoding differs from Java's seq-nums.hist"
+    );
+
+    // And a compressed export decodes to the same.
+    let z = counts.encode_v2_deflate(BEST_COMPRESSION).unwrap();
+    let back = to_picollo(&HdrCounts::decode(&z).unwrap()).unwrap();
+    assert_same_buckets(&back, &counts);
+}
+
+#[test]
+fn seq_nums_vectors_read_through_picollo() {
+    for name in ["seq-nums.hist", "seq-nums.histz"] {
+        let hdr = HdrCounts::decode(&read_vector(name)).unwrap();
+        let h = to_picollo(&hdr).unwrap();
+        assert_eq!(h.layout().block_size(), 1024);
+        assert_eq!(h.total(), 100_000, "{name}");
+        assert_eq!(h.min(), Some(0));
+        assert_eq!(h.max(), Some(100_031));
+        assert_eq!(upper(&h, 50.0), 50_015);
+        assert_eq!(upper(&h, 99.0), 99_007);
+        assert_eq!(upper(&h, 99.9), 99_903);
+        let seq = seq_nums_picollo();
+        assert!(h.window().len() <= seq.window().len());
+        for i in 0..seq.window().len() {
+            assert_eq!(h.count_at(i), seq.count_at(i), "{name}: bucket {i}");
+        }
+    }
+}
+
+#[test]
+fn non_matching_layouts_need_options() {
+    let layout = Layout::DEFAULT; // B = 512
+    assert_eq!(significant_digits_for(layout), None);
+    assert_eq!(finer_significant_digits(layout), Some(3));
+    let mut h = heap::plain::<u64>(layout, Window::new(layout, 0, 1 << 40).unwrap());
+    for v in (0..1_000_000u64).step_by(7) {
+        h.record(v * 1001);
+    }
+    assert!(from_picollo(&h).is_err());
+    // Into finer HdrHistogram buckets and back: the same Picollo histogram.
+    let e = export(&h, &ExportOptions::new().significant_digits(3)).unwrap();
+    assert!(!e.mapping.is_exact());
+    assert!(e.mapping.max_relative_error <= 1.0 / 512.0);
+    let bytes = e.counts.encode_v2().unwrap();
+    let (back, import) =
+        to_picollo_in(&HdrCounts::decode(&bytes).unwrap(), layout, h.window()).unwrap();
+    assert!(import.is_exact());
+    assert_eq!(back.storage(), h.storage());
+    // Into coarser buckets: exact at HdrHistogram's precision.
+    let e = export(&h, &ExportOptions::new().significant_digits(2)).unwrap();
+    assert!(e.is_exact());
+    assert_eq!(e.counts.total_count(), h.total());
+}
+
+/// The layouts with an HdrHistogram twin, and a window inside the HdrHistogram range.
+fn arb_matching_histogram() -> impl Strategy<Value = (Layout, Window, Vec<(u64, u64)>)> {
+    (
+        prop_oneof![Just(4u32), Just(7), Just(10), Just(14)],
+        0u32..40,
+        1u32..63,
+    )
+        .prop_flat_map(|(k, min_bits, span_bits)| {
+            let layout = Layout::from_block_scale(k).unwrap();
+            let min = if min_bits == 0 {
+                0
+            } else {
+                1u64 << (min_bits - 1)
+            };
+            let max = min.saturating_add(1u64 << span_bits).min(i64::MAX as u64);
+            let window = Window::new(layout, min, max).unwrap();
+            let values = proptest::collection::vec(
+                (
+                    prop_oneof![min..=max, Just(min), Just(max)],
+                    prop_oneof![Just(1u64), 1u64..1_000_000, 1..=i64::MAX as u64 / 4],
+                ),
+                0..200,
+            );
+            (Just(layout), Just(window), values)
+        })
+}
+
+proptest! {
+    /// Random values → Picollo → HdrCounts → V2 (plain or deflate) → decode → Picollo:
+    /// identical counts.
+    #[test]
+    fn round_trip_through_v2(
+        (layout, window, values) in arb_matching_histogram(),
+        compressed in any::<bool>(),
+    ) {
+        let mut h = heap::plain::<u64>(layout, window);
+        for &(v, n) in &values {
+            h.record_n(v, n);
+        }
+        let counts = from_picollo(&h).unwrap();
+        prop_assert_eq!(counts.total_count(), h.total());
+        let bytes = if compressed {
+            counts.encode_v2_deflate(BEST_COMPRESSION).unwrap()
+        } else {
+            counts.encode_v2().unwrap()
+        };
+        let decoded = HdrCounts::decode(&bytes).unwrap();
+        prop_assert!(decoded.same_content(&counts));
+        let (back, import) = to_picollo_in(&decoded, layout, window).unwrap();
+        prop_assert!(import.is_exact());
+        prop_assert!(import.mapping.index_for_index);
+        prop_assert_eq!(back.storage(), h.storage());
+        // The default conversion (window from the header) holds the same buckets.
+        let default = to_picollo(&decoded).unwrap();
+        prop_assert_eq!(default.layout(), layout);
+        prop_assert_eq!(default.total(), h.total());
+        prop_assert_eq!(default.max(), h.max());
+    }
+
+    /// Any HdrHistogram geometry into any Picollo layout: nothing is lost, the reported bound
+    /// holds, and every percentile's Picollo bucket nests with HdrHistogram's bucket for the
+    /// same rank count.
+    #[test]
+    fn import_bound_holds(
+        d in 0u8..=4,
+        unit in 0u32..30,
+        k in 1u32..=14,
+        entries in proptest::collection::vec((0usize..4096, 1u64..1000), 1..40),
+    ) {
+        let lowest = 1u64 << unit;
+        let g = HdrGeometry::new(lowest, i64::MAX as u64, d)
+            .or_else(|_| HdrGeometry::new(lowest, i64::MAX as u64, 0))
+            .unwrap();
+        let mut hdr = HdrCounts::new(g.lowest_discernible(), g.highest_trackable(), g.significant_digits()).unwrap();
+        for (i, c) in entries {
+            let i = i % g.counts_len();
+            if hdr.counts.len() <= i {
+                hdr.counts.resize(i + 1, 0);
+            }
+            hdr.counts[i] += c;
+        }
+        let layout = Layout::from_block_scale(k).unwrap();
+        let (h, import) = to_picollo_in(&hdr, layout, Window::full(layout)).unwrap();
+        prop_assert_eq!(h.total(), hdr.total_count());
+        prop_assert_eq!(import.total, hdr.total_count());
+        prop_assert_eq!((import.underflow, import.overflow), (0, 0));
+
+        let total = hdr.total_count();
+        for rank in [0.0, 10.0, 50.0, 90.0, 99.0, 100.0] {
+            let p = h.percentile_with(rank, EquivalentValue::Upper).unwrap();
+            // HdrHistogram's bucket reaching the same count.
+            let target = p.rank_count.min(total);
+            let mut running = 0;
+            let src = hdr.iter_recorded().find(|b| {
+                running += b.count;
+                running >= target
+            }).unwrap();
+            let (lo, hi) = (src.lowest, src.highest);
+            prop_assert!(
+                (p.lo >= lo && p.highest <= hi) || (p.lo <= lo && p.highest >= hi),
+                "p{} Picollo [{}, {}] vs HdrHistogram [{}, {}]", rank, p.lo, p.highest, lo, hi
+            );
+            if !(p.lo <= lo && p.highest >= hi) {
+                // A split bucket: covered by the reported bound.
+                prop_assert!(!import.mapping.is_exact());
+                prop_assert!(hi - lo <= import.mapping.max_abs_error);
+                let half = g.sub_bucket_half_count();
+                if (hi - lo + 1) as u128 * half as u128 <= lo as u128 {
+                    let rel = (hi - lo) as f64 / lo as f64;
+                    prop_assert!(rel <= import.mapping.max_relative_error);
+                    prop_assert!(rel <= 1.0 / half as f64);
+                } else {
+                    prop_assert!(hi - lo <= import.mapping.max_linear_error);
+                    prop_assert!(hi - lo < g.lowest_discernible());
+                }
+            }
+        }
+        if k <= g.sub_bucket_half_count_magnitude() && g.unit_magnitude() == 0 {
+            // A target at most as fine as the source: every source bucket inside one target
+            // bucket.
+            prop_assert!(import.is_exact());
+        }
+    }
+
+    /// Any layout exported with its finer significant digits comes back unchanged.
+    #[test]
+    fn finer_export_round_trips(
+        k in 1u32..=14,
+        values in proptest::collection::vec(0u64..(1 << 40), 0..100),
+    ) {
+        let layout = Layout::from_block_scale(k).unwrap();
+        let window = Window::new(layout, 0, 1 << 40).unwrap();
+        let mut h = heap::plain::<u64>(layout, window);
+        for &v in &values {
+            h.record(v);
+        }
+        let d = finer_significant_digits(layout).unwrap();
+        let e = interop::export(&h, &ExportOptions::new().significant_digits(d)).unwrap();
+        prop_assert_eq!((e.dropped_underflow, e.dropped_overflow), (0, 0));
+        let decoded = HdrCounts::decode(&e.counts.encode_v2().unwrap()).unwrap();
+        let (back, _) = to_picollo_in(&decoded, layout, window).unwrap();
+        prop_assert_eq!(back.storage(), h.storage());
+    }
+}
