@@ -19,6 +19,7 @@
 #![no_std]
 #![doc(test(attr(deny(warnings))))]
 
+pub mod approx;
 pub mod atomic;
 pub mod fmt;
 pub mod histogram;
