@@ -16,7 +16,10 @@
 //! assert_eq!((h.total(), h.overflow()), (1, 1));
 //! ```
 
-use crate::heap::{self, HeapAtomicHistogram, HeapHistogram};
+use crate::heap::{self, HeapAtomicHistogram, HeapHistogram, HeapStorage};
+use crate::thread_local::{LocalCounter, ThreadLocalHistogram};
+use picollo_core::approx::ApproxHistogram;
+use picollo_core::scalable::{ScalableCell, ScalableConfig};
 use core::fmt;
 use core::marker::PhantomData;
 use picollo_core::atomic::AtomicCounter;
@@ -24,7 +27,7 @@ use picollo_core::{Counter, Layout, LayoutError, Window, WindowError};
 use portable_atomic::{AtomicU32, AtomicU64};
 
 /// A counter width the builder can store: `u32` or `u64`, with its atomic twin.
-pub trait StorageWidth: Counter {
+pub trait StorageWidth: Counter + LocalCounter {
     /// The atomic counter of the same width.
     type Atomic: AtomicCounter;
 }
@@ -161,7 +164,25 @@ impl<C: StorageWidth> HistogramBuilder<C> {
         let (layout, window) = self.resolve()?;
         Ok(heap::atomic(layout, window))
     }
+
+    /// A thread-local histogram: each thread writes its own shard, readers sum them.
+    pub fn thread_local(self) -> Result<ThreadLocalHistogram<C>, BuildError> {
+        let (layout, window) = self.resolve()?;
+        Ok(ThreadLocalHistogram::new(layout, window))
+    }
+
+    /// An approximate histogram: shared buckets that count with the scalable scheme of
+    /// seed 003 (default threshold 13), for hot shared histograms where contention dominates.
+    /// The counter width does not apply (scalable cells are 64-bit).
+    pub fn approximate(self) -> Result<HeapApproxHistogram, BuildError> {
+        let (layout, window) = self.resolve()?;
+        let cells = HeapStorage::with_len(window.len(), ScalableCell::new);
+        Ok(ApproxHistogram::with_storage(layout, cells, window, ScalableConfig::new())?)
+    }
 }
+
+/// An approximate histogram on the heap.
+pub type HeapApproxHistogram = ApproxHistogram<HeapStorage<ScalableCell>, Layout>;
 
 /// The default histogram: `u64` counters, 0.001 relative error, the full `u64` range.
 pub fn default_histogram() -> HeapHistogram<u64> {
@@ -199,12 +220,17 @@ mod tests {
         let mut p32 = b.u32_storage().plain().unwrap();
         let a64 = b.atomic().unwrap();
         let a32 = b.u32_storage().atomic().unwrap();
+        let t32 = b.u32_storage().thread_local().unwrap();
+        let approx = b.approximate().unwrap();
+        let mut rng = picollo_core::scalable::XorShift::new(3);
         for v in [5, 20_000, 20_001, 50_000] {
             p32.record(v);
             a64.record(v);
             a32.record(v);
+            t32.record(v);
+            approx.record(v, &mut rng);
         }
-        for h in [&p32 as &dyn HistogramRead, &a64, &a32] {
+        for h in [&p32 as &dyn HistogramRead, &a64, &a32, &t32, &approx] {
             assert_eq!((h.total(), h.underflow(), h.overflow()), (2, 1, 1));
             assert_eq!(h.layout().block_size(), 64);
         }

@@ -10,8 +10,14 @@ pub mod builder;
 pub mod clock;
 pub mod hdr;
 pub mod heap;
+pub mod snapshot;
 pub mod summary;
+pub mod thread_local;
 
-pub use builder::{default_histogram, BuildError, HistogramBuilder, StorageWidth};
+pub use builder::{
+    default_histogram, BuildError, HeapApproxHistogram, HistogramBuilder, StorageWidth,
+};
 pub use heap::{HeapAtomicHistogram, HeapHistogram, HeapStorage};
+pub use snapshot::{Snapshot, SnapshotExt};
 pub use summary::{Summary, SummaryDiff, SummaryExt, SummaryLine, SummaryTable};
+pub use thread_local::{LocalCounter, ThreadLocalHistogram};

@@ -9,7 +9,7 @@
 //! Run with `cargo run --release -p picollo-linux --example counters`.
 
 use picollo_linux::caps::Capabilities;
-use picollo_linux::count::Count;
+use picollo_alloc::SummaryExt;
 use picollo_linux::event::{CacheEvent, HardwareEvent, SoftwareEvent};
 use picollo_linux::session::{CounterSession, OnUnsupported};
 use picollo_linux::PerfError;
@@ -85,15 +85,6 @@ impl Drop for FreshPages {
     }
 }
 
-/// Percentiles of sorted values (nearest rank).
-fn percentile(sorted: &[u64], p: f64) -> u64 {
-    if sorted.is_empty() {
-        return 0;
-    }
-    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
-    sorted[rank.clamp(1, sorted.len()) - 1]
-}
-
 fn main() -> Result<(), PerfError> {
     let caps = Capabilities::detect();
     println!("{caps}\n");
@@ -133,9 +124,6 @@ fn main() -> Result<(), PerfError> {
     }
 
     let pages = FreshPages::new(ITERATIONS);
-    let n = session.counters().len();
-    let mut deltas: Vec<Vec<u64>> = vec![Vec::with_capacity(ITERATIONS); n];
-    let mut not_counted = vec![0usize; n];
     let mut sink = 0u64;
     for i in 0..ITERATIONS {
         // force_syscall: one read() of the whole group, atomic for the group.
@@ -145,52 +133,19 @@ fn main() -> Result<(), PerfError> {
             p.touch(i);
         }
         session.read(true)?;
-        if let Some(ds) = session.deltas() {
-            for (j, (_, d)) in ds.enumerate() {
-                match d {
-                    Count::NotCounted => not_counted[j] += 1,
-                    c => deltas[j].extend(c.value()),
-                }
-            }
-        }
+        // Each counter's delta goes into its own HDR histogram (the seed's Record(deltas)).
+        session.record(true);
         if i == WARMUP {
-            // Warm-up done: start over (histograms will be reset here too).
-            session.reset();
-            deltas.iter_mut().for_each(Vec::clear);
-            not_counted.iter_mut().for_each(|c| *c = 0);
+            session.reset(); // warm-up done: readings and histograms start over
         }
     }
     std::hint::black_box(sink);
 
-    println!(
-        "\n{} iterations after {WARMUP} warm-up; percentiles of per-iteration deltas \
-         (histograms from picollo-alloc will replace this table)\n",
-        ITERATIONS - WARMUP - 1
-    );
-    println!(
-        "| counter | p0 | p50 | p90 | p99 | p99.9 | p100 | mean | not counted |\n\
-         | :-- | --: | --: | --: | --: | --: | --: | --: | --: |"
-    );
-    for (j, c) in session.counters().iter().enumerate() {
-        let v = &mut deltas[j];
-        v.sort_unstable();
-        let mean = if v.is_empty() {
-            0.0
-        } else {
-            v.iter().map(|&x| x as f64).sum::<f64>() / v.len() as f64
-        };
-        println!(
-            "| {} | {} | {} | {} | {} | {} | {} | {:.2} | {} |",
-            c.name(),
-            percentile(v, 0.0),
-            percentile(v, 50.0),
-            percentile(v, 90.0),
-            percentile(v, 99.0),
-            percentile(v, 99.9),
-            percentile(v, 100.0),
-            mean,
-            not_counted[j]
-        );
+    for c in session.counters() {
+        print!("{}", c.histogram().summary().table(c.name()));
+        if c.not_counted() > 0 {
+            println!("{} intervals not counted (multiplexed out)\n", c.not_counted());
+        }
     }
     if !hardware {
         println!(

@@ -55,6 +55,7 @@
 use core::marker::PhantomData;
 use std::os::fd::{AsFd, OwnedFd};
 
+use picollo_alloc::HeapHistogram;
 use picollo_core::source::{CounterSource, SourceError};
 
 use crate::count::{Count, Reading};
@@ -125,12 +126,8 @@ pub enum ReadPath {
     Rdpmc,
 }
 
-/// One counter of a session: its name, event, kernel id and the last two readings.
-///
-/// Histograms: `record(deltas)` (the seed's `Record(deltas: true)`) will add a per-counter
-/// histogram field here once `picollo-alloc` provides the histogram type. Each counter already
-/// has what it needs: its name for the summary title, its event for lookup, and
-/// [`Counter::delta`] for the value to record. `CounterSession::reset` will clear it too.
+/// One counter of a session: its name, event, kernel id, the last two readings, and the
+/// histogram that [`CounterSession::record`] fills (the seed's per-counter `Histogram`).
 #[derive(Debug)]
 pub struct Counter {
     name: String,
@@ -141,9 +138,23 @@ pub struct Counter {
     page: Option<Mapping>,
     last: Option<Reading>,
     prev: Option<Reading>,
+    histogram: HeapHistogram<u64>,
+    not_counted: u64,
 }
 
 impl Counter {
+    /// The histogram of recorded values: default layout (0.001 relative error), full `u64`
+    /// range, `u64` counts. Summaries, tables and diffs come from `picollo_alloc::SummaryExt`.
+    pub fn histogram(&self) -> &HeapHistogram<u64> {
+        &self.histogram
+    }
+
+    /// Intervals [`CounterSession::record`] could not record because the counter did not run
+    /// in them (`time_running == 0`): reported here rather than recorded as zeros.
+    pub fn not_counted(&self) -> u64 {
+        self.not_counted
+    }
+
     /// The event's perf name (`cycles`, `task-clock`, …).
     pub fn name(&self) -> &str {
         &self.name
@@ -384,6 +395,8 @@ impl CounterSessionBuilder {
                         page,
                         last: None,
                         prev: None,
+                        histogram: picollo_alloc::default_histogram(),
+                        not_counted: 0,
                     });
                 }
                 Err(error)
@@ -636,12 +649,39 @@ impl CounterSession {
         )
     }
 
-    /// Forgets the readings (the seed's warm-up `Reset()`): the next two reads start a fresh
-    /// delta. The kernel's counts are untouched; see [`CounterSession::reset_counts`].
+    /// Records into each counter's histogram (the seed's `Record(deltas)`): with `deltas`, the
+    /// counts between the last two reads (scaled when multiplexed); otherwise the totals of the
+    /// last read. A counter that did not run is not recorded as a zero: its
+    /// [`Counter::not_counted`] goes up instead. Returns how many counters were recorded, or
+    /// `None` when the reads needed (two for deltas, one for totals) have not been taken.
+    pub fn record(&mut self, deltas: bool) -> Option<usize> {
+        let needed_missing = |c: &Counter| c.last.is_none() || (deltas && c.prev.is_none());
+        if self.counters.iter().any(needed_missing) {
+            return None;
+        }
+        let mut recorded = 0;
+        for c in &mut self.counters {
+            let count = if deltas { c.delta() } else { c.value() };
+            match count.and_then(|n| n.value()) {
+                Some(value) => {
+                    c.histogram.record(value);
+                    recorded += 1;
+                }
+                None => c.not_counted += 1,
+            }
+        }
+        Some(recorded)
+    }
+
+    /// Forgets the readings and clears the histograms (the seed's warm-up `Reset()`): the next
+    /// two reads start a fresh delta. The kernel's counts are untouched; see
+    /// [`CounterSession::reset_counts`].
     pub fn reset(&mut self) {
         for c in &mut self.counters {
             c.last = None;
             c.prev = None;
+            c.histogram.reset();
+            c.not_counted = 0;
         }
     }
 

@@ -102,6 +102,48 @@ fn page_faults_are_exact_on_fresh_pages() {
     }
 }
 
+#[test]
+fn record_fills_per_counter_histograms_and_reset_clears_them() {
+    use picollo_core::ReadExt;
+    if skip_under_miri() {
+        return;
+    }
+    let mut s = CounterSession::builder()
+        .software(SoftwareEvent::PageFaults)
+        .build()
+        .unwrap();
+    assert_eq!(s.record(true), None, "no reads yet: nothing to record");
+    // Warm-up rounds touch 10 pages; measured rounds touch 2..=21 pages, once each.
+    for pages in 0..10usize {
+        let mem = FreshPages::new(10);
+        s.read(true).unwrap();
+        mem.touch();
+        s.read(true).unwrap();
+        assert_eq!(s.record(true), Some(1));
+        if pages == 4 {
+            s.reset(); // the seed's warm-up reset clears the histograms
+            assert_eq!(s.counters()[0].histogram().total(), 0);
+        }
+    }
+    s.reset();
+    for pages in 2..=21usize {
+        let mem = FreshPages::new(pages);
+        s.read(true).unwrap();
+        mem.touch();
+        s.read(true).unwrap();
+        s.record(true).unwrap();
+    }
+    let counter = s.counter_by_name("page-faults").unwrap();
+    let h = counter.histogram();
+    assert_eq!(h.total(), 20);
+    assert_eq!((h.min(), h.max()), (Some(2), Some(21)));
+    assert_eq!(h.percentile_value(50.0).unwrap(), 11);
+    assert_eq!(counter.not_counted(), 0);
+    // Totals instead of deltas: one value per record.
+    s.record(false).unwrap();
+    assert_eq!(s.counters()[0].histogram().total(), 21);
+}
+
 fn spin_cpu(ns: u64) -> u64 {
     let start = thread_cpu_time_ns().unwrap();
     let mut x = 1u64;
@@ -220,6 +262,11 @@ fn disabled_group_is_not_counted_until_enabled() {
     let mut out = [7u64; 2];
     assert_eq!(s.sample_into(&mut out), Err(SourceError::NotCounted));
     assert_eq!(out, [7, 7], "not-counted values are left unwritten");
+    // Recording a not-counted interval records no zero: it is counted as not counted.
+    s.read(true).unwrap();
+    assert_eq!(s.record(true), Some(0));
+    assert_eq!(s.counters()[1].not_counted(), 1);
+    assert_eq!(picollo_core::ReadExt::total(s.counters()[1].histogram()), 0);
     s.enable().unwrap();
     std::hint::black_box(spin_cpu(1_000_000));
     s.read(true).unwrap();

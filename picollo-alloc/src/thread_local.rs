@@ -1,0 +1,1023 @@
+//! The thread-local histogram: every thread records into its own shard with a relaxed load and
+//! store (no shared read-modify-write), readers sum the shards and an accumulator.
+//!
+//! # Design
+//!
+//! - **Shards.** A shard is a heap array of atomic cells ([`LocalCounter::Cell`]) plus its own
+//!   underflow and overflow. Only its owner thread writes them while the owner lives, with
+//!   `load(Relaxed)` + `store(Relaxed)`: the cells are atomics only so that readers may load
+//!   them concurrently without a data race.
+//! - **Registry.** The histogram keeps an intrusive, append-only, lock-free list of shard
+//!   nodes. Readers walk it without allocating or locking. A shard whose thread exited is
+//!   folded into the accumulator, zeroed and marked free; the next new thread reuses it, so
+//!   the list grows only to the largest number of threads that recorded at the same time.
+//!   Nodes are freed when the histogram is dropped.
+//! - **Per-thread lookup.** Rust's `thread_local!` is static, so each thread keeps a small
+//!   list of `(histogram, shard)` entries, plus a one-entry cache of the last histogram it
+//!   recorded into (its address, and its shard's cells). The hot path is one TLS compare,
+//!   the index math and the cell's load + store; the layout and window are copied into the
+//!   handle, so that a loop of records keeps them in registers. A miss takes the cold path:
+//!   find or claim the shard and refill the cache.
+//! - **Accumulator.** A [`HeapAtomicHistogram`] (the core atomic kind on the heap) receives the
+//!   counts of exiting threads and the records made where no shard can be used (below).
+//!
+//! # Thread exit, and recording after TLS destruction
+//!
+//! The per-thread list has a TLS destructor. It first clears the one-entry cache, then, for
+//! each histogram the thread recorded into, folds the thread's shard into the accumulator and
+//! frees the shard, inside the histogram's version section (readers retry, so no read sees the
+//! counts in both places or in neither). The fold is exact: cell by cell, with no record
+//! racing it, because only the exiting thread writes that shard.
+//!
+//! A record that finds no usable shard goes into the accumulator with an atomic add, and is
+//! never dropped. That happens when the thread's TLS is being or has been destroyed (another
+//! TLS destructor records; `LocalKey::try_with` fails), and when the per-thread list is
+//! already borrowed (a global allocator that records into this histogram while the cold path
+//! allocates).
+//!
+//! # Reset: per-shard baselines instead of zeroing other threads' cells
+//!
+//! Zeroing a cell that its owner updates with load + store would bring back seed 000's
+//! "old+1" race: the owner could store `old + 1` over the zero. So [`ThreadLocalHistogram::reset`]
+//! never writes another thread's cells, and adds nothing to the record path. Inside the
+//! version section it clears the accumulator and copies every shard's current counts into the
+//! shard's *baseline* (allocated at the first reset). Readers report a shard's counts minus
+//! its baseline. A shard's cells only grow while its owner lives (the owner is their only
+//! writer), so a cell is never below its baseline.
+//!
+//! **Guarantee.** The reset reads each cell once, under the version lock. A record into a
+//! shard counts after the reset exactly when its store follows, in the cell's modification
+//! order, the value the reset copied; otherwise it was in the baseline. A record into the
+//! accumulator counts after the reset exactly when its atomic add follows the reset's clearing
+//! store of that cell. So every record is counted in exactly one interval between resets:
+//! resets lose nothing that follows them and count nothing twice. In happens-before terms:
+//!
+//! - a record that happens before `reset` is called (say, its thread then set a flag that
+//!   the resetting thread read with acquire) is in the baseline: never counted after;
+//! - a record that happens after `reset` returned is counted;
+//! - a record concurrent with the reset lands on either side, cell by cell (as with the
+//!   atomic kind, whose reset clears cell after cell): the reset is not one instant across
+//!   buckets for writers that do not synchronize with it.
+//!
+//! A thread exit folds `cells - baseline` and zeroes both; folds, resets and fork clean-ups
+//! are serialized by the version lock. Reads through [`HistogramRead`] retry when one of them
+//! overlapped (seed 000, "Optimistic retry"): a batch read through
+//! [`picollo_core::read::consistent`] never mixes pre- and post-reset counts, and even a
+//! single `count_at`, `underflow`, `overflow` or `sum_range` retries on its own, so it never
+//! sees a fold half done. As with the atomic kind, a read that overlaps records sees each
+//! bucket at some value it had during the read.
+//!
+//! # Fork
+//!
+//! After `fork` only the forking thread exists in the child, but the memory of the parent's
+//! other threads' shards is copied. On Unix, `pthread_atfork` handlers (registered once, by
+//! the first histogram) do two things:
+//!
+//! - before the fork, they take every live histogram's version lock, and release them in the
+//!   parent and the child afterwards, so the child never inherits a lock held by a thread
+//!   that does not exist there (a reset or fold in progress completes before the fork);
+//! - in the child, they record the forking thread's identity and bump a fork generation.
+//!
+//! The first read, reset or shard claim of a histogram in the child sees the new generation
+//! and, under the version lock, discards every shard not owned by the forking thread (cells
+//! and baseline). The child keeps the forking thread's shard and the accumulator (the counts
+//! of threads that had exited before the fork). The discarded threads' per-thread lists never
+//! run their destructors in the child, so their references to the histogram leak there
+//! (memory only).
+//!
+//! # Dropping the histogram
+//!
+//! Threads that recorded hold a reference to the histogram's shared state, so dropping the
+//! [`ThreadLocalHistogram`] frees the shards only once every such thread has exited or taken
+//! its cold path again (which prunes entries of dropped histograms).
+
+use crate::heap::{self, HeapAtomicHistogram, HeapStorage};
+use core::fmt;
+use core::marker::PhantomData;
+use core::ptr;
+use picollo_core::atomic::Version;
+use picollo_core::{Counter, HistogramRead, Layout, Window};
+use portable_atomic::{AtomicU32, AtomicU64};
+use std::cell::{Cell, RefCell, UnsafeCell};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU8, AtomicUsize, Ordering};
+use std::sync::Arc;
+
+/// A counter type for the shards of a [`ThreadLocalHistogram`]: `u32` or `u64`.
+///
+/// The shard cell is the matching atomic, written only by its owner thread with a relaxed
+/// load and store, and saturating like the plain counter ([`Counter`]).
+pub trait LocalCounter: Counter + Send + Sync {
+    /// The shard cell: `portable_atomic::AtomicU32` or `AtomicU64`.
+    type Cell: Send + Sync + 'static;
+    /// A zero cell.
+    #[doc(hidden)]
+    fn new_cell() -> Self::Cell;
+    /// The count in `cell` (relaxed).
+    #[doc(hidden)]
+    fn load(cell: &Self::Cell) -> u64;
+    /// Adds one: relaxed load plus store. Only the owner may call it.
+    #[doc(hidden)]
+    fn owner_increment(cell: &Self::Cell);
+    /// Adds `n`, saturating: relaxed load plus store. Only the owner may call it.
+    #[doc(hidden)]
+    fn owner_add(cell: &Self::Cell, n: u64);
+    /// Stores `n`, a count loaded from a cell of this type (relaxed).
+    #[doc(hidden)]
+    fn set(cell: &Self::Cell, n: u64);
+}
+
+macro_rules! local_counter {
+    ($t:ty, $cell:ty) => {
+        impl LocalCounter for $t {
+            type Cell = $cell;
+            #[inline]
+            fn new_cell() -> $cell {
+                <$cell>::new(0)
+            }
+            #[inline(always)]
+            fn load(cell: &$cell) -> u64 {
+                cell.load(Ordering::Relaxed) as u64
+            }
+            #[inline(always)]
+            fn owner_increment(cell: &$cell) {
+                let mut c = cell.load(Ordering::Relaxed);
+                Counter::increment(&mut c);
+                cell.store(c, Ordering::Relaxed);
+            }
+            #[inline]
+            fn owner_add(cell: &$cell, n: u64) {
+                let mut c = cell.load(Ordering::Relaxed);
+                Counter::add(&mut c, n);
+                cell.store(c, Ordering::Relaxed);
+            }
+            #[inline]
+            fn set(cell: &$cell, n: u64) {
+                cell.store(n.min(<$t>::MAX as u64) as $t, Ordering::Relaxed);
+            }
+        }
+    };
+}
+
+local_counter!(u32, AtomicU32);
+local_counter!(u64, AtomicU64);
+
+/// Shard states.
+const FREE: u8 = 0;
+const OWNED: u8 = 1;
+
+/// The counts of a shard at the last reset.
+struct Baseline<C: LocalCounter> {
+    cells: HeapStorage<C::Cell>,
+    underflow: AtomicU64,
+    overflow: AtomicU64,
+}
+
+/// One thread's counts. Its cells, underflow and overflow are written by its owner only
+/// (and, under the version lock, zeroed by the fold of an exiting owner and by the fork
+/// clean-up, when no owner can be writing). Its baseline is written under the version lock.
+struct Shard<C: LocalCounter> {
+    cells: HeapStorage<C::Cell>,
+    underflow: AtomicU64,
+    overflow: AtomicU64,
+    /// The counts at the last reset; null until the first reset (all zero).
+    base: AtomicPtr<Baseline<C>>,
+    /// `FREE` or `OWNED`.
+    state: AtomicU8,
+    /// The owner's thread token (see `thread_token`).
+    owner: AtomicU64,
+    /// The next node; set before the node is published, never changed after.
+    next: AtomicPtr<Shard<C>>,
+}
+
+impl<C: LocalCounter> Shard<C> {
+    /// Records `count` occurrences of `value` for the owner thread.
+    #[inline]
+    fn record_n(&self, h: &ThreadLocalHistogram<C>, value: u64, count: u64) {
+        let slot = h.slot(value);
+        match self.cells.cells().get(slot) {
+            Some(cell) => C::owner_add(cell, count),
+            None => self.record_outside(slot, count),
+        }
+    }
+
+    /// Records `count` values outside the window for the owner thread.
+    #[cold]
+    fn record_outside(&self, slot: usize, count: u64) {
+        // A wrapped `logical - first` has its top bit set below the window, as in the core
+        // histogram.
+        let cell = if (slot as isize) < 0 {
+            &self.underflow
+        } else {
+            &self.overflow
+        };
+        <u64 as LocalCounter>::owner_add(cell, count)
+    }
+
+    /// The baseline, if a reset made one.
+    #[inline]
+    fn baseline(&self) -> Option<&Baseline<C>> {
+        // SAFETY: `base` is null or a `Box` installed once (release) by `take_baseline` and
+        // freed only when the shard drops, so it is initialized and alive while `self` is.
+        unsafe { self.base.load(Ordering::Acquire).as_ref() }
+    }
+
+    /// The count at storage index `i` since the last reset.
+    #[inline]
+    fn count_at(&self, i: usize) -> u64 {
+        let Some(cell) = self.cells.cells().get(i) else {
+            return 0;
+        };
+        let base = self
+            .baseline()
+            .and_then(|b| b.cells.cells().get(i))
+            .map_or(0, C::load);
+        C::load(cell).saturating_sub(base)
+    }
+
+    /// The sum of the counts at storage indices `start..end` since the last reset.
+    fn sum_range(&self, start: usize, end: usize) -> u64 {
+        let sum = |cells: &[C::Cell]| {
+            let end = end.min(cells.len());
+            cells[start.min(end)..end]
+                .iter()
+                .fold(0u64, |t, c| t.saturating_add(C::load(c)))
+        };
+        let base = self.baseline().map_or(0, |b| sum(b.cells.cells()));
+        sum(self.cells.cells()).saturating_sub(base)
+    }
+
+    /// Underflow since the last reset.
+    fn underflow(&self) -> u64 {
+        let base = self
+            .baseline()
+            .map_or(0, |b| b.underflow.load(Ordering::Relaxed));
+        self.underflow.load(Ordering::Relaxed).saturating_sub(base)
+    }
+
+    /// Overflow since the last reset.
+    fn overflow(&self) -> u64 {
+        let base = self
+            .baseline()
+            .map_or(0, |b| b.overflow.load(Ordering::Relaxed));
+        self.overflow.load(Ordering::Relaxed).saturating_sub(base)
+    }
+
+    /// Copies the current counts into the baseline (allocated on first use). Only under the
+    /// version lock.
+    fn take_baseline(&self) {
+        let base = match self.baseline() {
+            Some(b) => b,
+            None => {
+                let b = Box::into_raw(Box::new(Baseline::<C> {
+                    cells: HeapStorage::with_len(self.cells.cells().len(), C::new_cell),
+                    underflow: AtomicU64::new(0),
+                    overflow: AtomicU64::new(0),
+                }));
+                self.base.store(b, Ordering::Release);
+                // SAFETY: just made from a `Box`; freed only when the shard drops.
+                unsafe { &*b }
+            }
+        };
+        for (b, c) in base.cells.cells().iter().zip(self.cells.cells()) {
+            C::set(b, C::load(c));
+        }
+        let under = self.underflow.load(Ordering::Relaxed);
+        base.underflow.store(under, Ordering::Relaxed);
+        let over = self.overflow.load(Ordering::Relaxed);
+        base.overflow.store(over, Ordering::Relaxed);
+    }
+
+    /// Zeroes the counts and the baseline. Only under the version lock, with no owner writing.
+    fn clear(&self) {
+        for cell in self.cells.cells() {
+            C::set(cell, 0);
+        }
+        self.underflow.store(0, Ordering::Relaxed);
+        self.overflow.store(0, Ordering::Relaxed);
+        if let Some(b) = self.baseline() {
+            for cell in b.cells.cells() {
+                C::set(cell, 0);
+            }
+            b.underflow.store(0, Ordering::Relaxed);
+            b.overflow.store(0, Ordering::Relaxed);
+        }
+    }
+}
+
+impl<C: LocalCounter> Drop for Shard<C> {
+    fn drop(&mut self) {
+        let b = *self.base.get_mut();
+        if !b.is_null() {
+            // SAFETY: a non-null `base` came from `Box::into_raw` in `take_baseline` and is
+            // freed only here, once.
+            drop(unsafe { Box::from_raw(b) });
+        }
+    }
+}
+
+/// The state shared by the histogram handle and the threads that recorded into it.
+struct Inner<C: LocalCounter> {
+    layout: Layout,
+    window: Window,
+    /// Seqlock around resets, folds and fork clean-ups.
+    version: Version,
+    /// Head of the shard list.
+    head: AtomicPtr<Shard<C>>,
+    /// Counts of exited threads and of records made without a shard.
+    acc: HeapAtomicHistogram,
+    /// The fork generation this histogram's shard set was last checked against.
+    fork_gen: AtomicU64,
+    /// Set when the handle is dropped: threads prune their entries for it.
+    closed: AtomicBool,
+    /// Shard nodes allocated.
+    allocated: AtomicUsize,
+    /// The list owns its nodes (for drop check).
+    _nodes: PhantomData<Box<Shard<C>>>,
+}
+
+impl<C: LocalCounter> Inner<C> {
+    /// The shard nodes, newest first.
+    fn shards(&self) -> Shards<'_, C> {
+        Shards {
+            next: self.head.load(Ordering::Acquire),
+            _inner: PhantomData,
+        }
+    }
+
+    /// Cleans up after a fork, once per fork generation (see the module docs).
+    #[inline]
+    fn check_fork(&self) {
+        let gen = fork::generation();
+        if gen != self.fork_gen.load(Ordering::Relaxed) {
+            self.after_fork(gen);
+        }
+    }
+
+    #[cold]
+    fn after_fork(&self, gen: u64) {
+        let odd = self.version.lock();
+        if self.fork_gen.load(Ordering::Relaxed) != gen {
+            let forker = fork::forker();
+            for shard in self.shards() {
+                if shard.state.load(Ordering::Relaxed) == OWNED
+                    && shard.owner.load(Ordering::Relaxed) != forker
+                {
+                    // The owner does not exist in this process: drop its counts.
+                    shard.clear();
+                    shard.state.store(FREE, Ordering::Release);
+                }
+            }
+            self.fork_gen.store(gen, Ordering::Relaxed);
+        }
+        self.version.unlock(odd);
+    }
+
+    /// Claims a free shard for the thread `token`, or allocates one.
+    fn claim(&self, token: u64) -> &Shard<C> {
+        for shard in self.shards() {
+            if shard.state.load(Ordering::Relaxed) == FREE
+                && shard
+                    .state
+                    .compare_exchange(FREE, OWNED, Ordering::Acquire, Ordering::Relaxed)
+                    .is_ok()
+            {
+                // Freed shards are zero, baseline included (cleared before the release store
+                // of `FREE`).
+                shard.owner.store(token, Ordering::Relaxed);
+                return shard;
+            }
+        }
+        let node = Box::into_raw(Box::new(Shard::<C> {
+            cells: HeapStorage::with_len(self.window.len(), C::new_cell),
+            underflow: AtomicU64::new(0),
+            overflow: AtomicU64::new(0),
+            base: AtomicPtr::new(ptr::null_mut()),
+            state: AtomicU8::new(OWNED),
+            owner: AtomicU64::new(token),
+            next: AtomicPtr::new(ptr::null_mut()),
+        }));
+        self.allocated.fetch_add(1, Ordering::Relaxed);
+        let mut head = self.head.load(Ordering::Relaxed);
+        loop {
+            // SAFETY: `node` came from `Box::into_raw` above and is not yet published, so
+            // this thread has the only access.
+            unsafe { (*node).next.store(head, Ordering::Relaxed) };
+            match self
+                .head
+                .compare_exchange_weak(head, node, Ordering::Release, Ordering::Relaxed)
+            {
+                Ok(_) => break,
+                Err(h) => head = h,
+            }
+        }
+        // SAFETY: the node is now in the list, which frees nodes only when `self` drops, so
+        // it lives as long as the `&self` borrow.
+        unsafe { &*node }
+    }
+
+    /// Folds an exiting owner's shard into the accumulator and frees it.
+    fn fold(&self, shard: &Shard<C>, token: u64) {
+        self.check_fork();
+        let odd = self.version.lock();
+        // The fork clean-up may have taken the shard away from a thread that no longer exists
+        // in this process; only the owner folds.
+        if shard.state.load(Ordering::Relaxed) == OWNED
+            && shard.owner.load(Ordering::Relaxed) == token
+        {
+            let (layout, first) = (self.layout, self.window.first());
+            for s in 0..self.window.len() {
+                let n = shard.count_at(s);
+                if n != 0 {
+                    // The lowest value of a bucket maps back to that bucket.
+                    self.acc.record_n(layout.lo(first + s), n);
+                }
+            }
+            let under = shard.underflow();
+            if under != 0 {
+                // Underflow exists only when the window starts above 0.
+                let below = self.window.min_value(layout).saturating_sub(1);
+                self.acc.record_n(below, under);
+            }
+            let over = shard.overflow();
+            if over != 0 {
+                // Overflow exists only when the window ends below u64::MAX.
+                let above = self.window.max_value(layout).saturating_add(1);
+                self.acc.record_n(above, over);
+            }
+            shard.clear();
+            shard.state.store(FREE, Ordering::Release);
+        }
+        self.version.unlock(odd);
+    }
+}
+
+impl<C: LocalCounter> Drop for Inner<C> {
+    fn drop(&mut self) {
+        fork::deregister(&self.version);
+        let mut p = *self.head.get_mut();
+        while !p.is_null() {
+            // SAFETY: every node was made by `Box::into_raw` in `claim` and linked once; with
+            // `&mut self` nothing else can reach the list, and each node is freed once.
+            let node = unsafe { Box::from_raw(p) };
+            p = node.next.load(Ordering::Relaxed);
+        }
+    }
+}
+
+/// Iterator over the shard list.
+struct Shards<'a, C: LocalCounter> {
+    next: *mut Shard<C>,
+    _inner: PhantomData<&'a Inner<C>>,
+}
+
+impl<'a, C: LocalCounter> Iterator for Shards<'a, C> {
+    type Item = &'a Shard<C>;
+    #[inline]
+    fn next(&mut self) -> Option<&'a Shard<C>> {
+        // SAFETY: `next` is null or a node of the list of the `Inner` borrowed for `'a`;
+        // nodes are published with a release CAS (read with acquire) and freed only when the
+        // `Inner` drops, so the node is initialized and alive for `'a`.
+        let shard = unsafe { self.next.as_ref() }?;
+        self.next = shard.next.load(Ordering::Acquire);
+        Some(shard)
+    }
+}
+
+/// Type-erased access to an `Inner<C>` for the per-thread list.
+trait Owner: Send + Sync {
+    /// Folds and frees the calling thread's shard at thread exit.
+    ///
+    /// # Safety
+    ///
+    /// `shard` must be the shard this `Inner` gave the calling thread, which is `token`.
+    unsafe fn retire(&self, shard: *const (), token: u64);
+    /// Whether the histogram handle was dropped.
+    fn is_closed(&self) -> bool;
+}
+
+impl<C: LocalCounter> Owner for Inner<C> {
+    unsafe fn retire(&self, shard: *const (), token: u64) {
+        // SAFETY: the caller passes a shard of this `Inner`, which is a `Shard<C>` node of
+        // its list, alive while `self` is.
+        let shard = unsafe { &*shard.cast::<Shard<C>>() };
+        // A dropped histogram is not read again, but folding it costs little and keeps one
+        // path.
+        self.fold(shard, token);
+    }
+    fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::Relaxed)
+    }
+}
+
+/// One histogram a thread recorded into.
+struct Entry {
+    /// The `Inner`'s address: unique among live histograms, and the entry keeps it alive.
+    key: *const (),
+    owner: Arc<dyn Owner>,
+    shard: *const (),
+}
+
+/// The per-thread list of entries; its destructor folds the thread's shards.
+struct ThreadShards {
+    entries: Vec<Entry>,
+}
+
+impl Drop for ThreadShards {
+    fn drop(&mut self) {
+        // Records from later TLS destructors must not hit a shard that is about to be freed.
+        set_cache(Cached::EMPTY);
+        let token = thread_token();
+        for e in self.entries.drain(..) {
+            // SAFETY: `e.shard` is the shard `e.owner` gave this thread, whose token is
+            // `token`, and the entry's `Arc` keeps the owner alive.
+            unsafe { e.owner.retire(e.shard, token) };
+        }
+    }
+}
+
+/// The one-entry cache: the histogram (its `Inner`'s address) this thread last recorded
+/// into, its shard there and that shard's cells (so that the hot path loads nothing from the
+/// shard itself).
+#[derive(Clone, Copy)]
+struct Cached {
+    key: *const (),
+    cells: *const (),
+    shard: *const (),
+}
+
+impl Cached {
+    const EMPTY: Cached = Cached {
+        key: ptr::null(),
+        cells: ptr::null(),
+        shard: ptr::null(),
+    };
+}
+
+thread_local! {
+    /// The one-entry cache. No destructor, so it can be read at any time, also while TLS is
+    /// being destroyed.
+    static CACHE: Cell<Cached> = const { Cell::new(Cached::EMPTY) };
+    /// This thread's token (0 until first needed).
+    static TOKEN: Cell<u64> = const { Cell::new(0) };
+    /// Every histogram this thread recorded into.
+    static THREAD_SHARDS: RefCell<ThreadShards> =
+        const { RefCell::new(ThreadShards { entries: Vec::new() }) };
+}
+
+#[inline(always)]
+fn set_cache(cached: Cached) {
+    let _ = CACHE.try_with(|c| c.set(cached));
+}
+
+/// A process-unique, non-zero token for the calling thread. Survives `fork` in the forking
+/// thread (TLS is copied).
+fn thread_token() -> u64 {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    TOKEN
+        .try_with(|t| {
+            let mut token = t.get();
+            if token == 0 {
+                token = NEXT.fetch_add(1, Ordering::Relaxed);
+                t.set(token);
+            }
+            token
+        })
+        .unwrap_or(0)
+}
+
+/// Fork handling: the generation counter, the forking thread's token, and the list of live
+/// histograms whose version locks the fork handlers hold across `fork`.
+mod fork {
+    use super::*;
+
+    static GENERATION: AtomicU64 = AtomicU64::new(0);
+    static FORKER: AtomicU64 = AtomicU64::new(0);
+
+    /// The number of forks this process descends from (since the first histogram).
+    #[inline(always)]
+    pub(super) fn generation() -> u64 {
+        GENERATION.load(Ordering::Acquire)
+    }
+
+    /// The token of the thread that made the latest fork (in the child).
+    pub(super) fn forker() -> u64 {
+        FORKER.load(Ordering::Relaxed)
+    }
+
+    /// A live histogram's version lock, and the odd value it holds across a fork.
+    struct LiveVersion {
+        version: *const Version,
+        /// Written and read only by the fork handlers.
+        #[cfg_attr(not(all(unix, not(miri))), allow(dead_code))]
+        odd: u64,
+    }
+
+    /// The live histograms, behind a spin lock that the fork handlers hold across `fork`.
+    struct Live {
+        locked: AtomicBool,
+        list: UnsafeCell<Vec<LiveVersion>>,
+    }
+
+    // SAFETY: `list` is only touched with `locked` held (acquire/release), and its pointers
+    // are to `Version`s (Sync) that stay alive while listed (`Inner` deregisters on drop).
+    unsafe impl Sync for Live {}
+
+    static LIVE: Live = Live {
+        locked: AtomicBool::new(false),
+        list: UnsafeCell::new(Vec::new()),
+    };
+
+    fn lock_live() {
+        let mut spins = 0u32;
+        while LIVE
+            .locked
+            .compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed)
+            .is_err()
+        {
+            spins += 1;
+            if spins < 64 {
+                core::hint::spin_loop();
+            } else {
+                std::thread::yield_now();
+            }
+        }
+    }
+
+    fn unlock_live() {
+        LIVE.locked.store(false, Ordering::Release);
+    }
+
+    /// Runs `f` on the list with the lock held.
+    fn with_live<R>(f: impl FnOnce(&mut Vec<LiveVersion>) -> R) -> R {
+        lock_live();
+        // SAFETY: the spin lock is held, so this is the only access to the list.
+        let r = f(unsafe { &mut *LIVE.list.get() });
+        unlock_live();
+        r
+    }
+
+    /// Lists a new histogram's version, and installs the fork handlers once.
+    pub(super) fn register(version: &Version) {
+        install();
+        let version = version as *const Version;
+        with_live(|list| list.push(LiveVersion { version, odd: 0 }));
+    }
+
+    /// Unlists a histogram about to be freed.
+    pub(super) fn deregister(version: &Version) {
+        let version = version as *const Version;
+        with_live(|list| list.retain(|v| !ptr::eq(v.version, version)));
+    }
+
+    #[cfg(all(unix, not(miri)))]
+    fn install() {
+        static ONCE: std::sync::Once = std::sync::Once::new();
+        ONCE.call_once(|| {
+            // SAFETY: the handlers are `extern "C"` functions that only touch atomics, the
+            // live list under its lock and this thread's const TLS, which is valid in fork
+            // handlers. A non-zero return (ENOMEM) leaves fork handling off; the histogram
+            // still works, the child merely keeps the parent's other shards.
+            let _ = unsafe { libc::pthread_atfork(Some(prepare), Some(parent), Some(child)) };
+        });
+    }
+
+    #[cfg(not(all(unix, not(miri))))]
+    fn install() {}
+
+    /// Before `fork`: hold every histogram's version lock, so no reset or fold is half done
+    /// in the child.
+    #[cfg(all(unix, not(miri)))]
+    unsafe extern "C" fn prepare() {
+        lock_live();
+        // SAFETY: the live lock is held (until `parent` or `child` releases it).
+        let list = unsafe { &mut *LIVE.list.get() };
+        for v in list.iter_mut() {
+            // SAFETY: listed versions are alive: deregistering needs the live lock.
+            v.odd = unsafe { &*v.version }.lock();
+        }
+    }
+
+    /// Releases what `prepare` took.
+    #[cfg(all(unix, not(miri)))]
+    fn release() {
+        // SAFETY: `prepare` holds the live lock for this thread.
+        let list = unsafe { &mut *LIVE.list.get() };
+        for v in list.iter() {
+            // SAFETY: as in `prepare`.
+            unsafe { &*v.version }.unlock(v.odd);
+        }
+        unlock_live();
+    }
+
+    /// After `fork`, in the parent.
+    #[cfg(all(unix, not(miri)))]
+    unsafe extern "C" fn parent() {
+        release();
+    }
+
+    /// After `fork`, in the child: note the forking thread, bump the generation.
+    #[cfg(all(unix, not(miri)))]
+    unsafe extern "C" fn child() {
+        FORKER.store(TOKEN.try_with(Cell::get).unwrap_or(0), Ordering::Relaxed);
+        GENERATION.fetch_add(1, Ordering::Release);
+        release();
+    }
+}
+
+/// A histogram for many writer threads: each thread records into its own shard with a
+/// relaxed load and store, and reads sum the shards and an accumulator (see the
+/// [module docs](self) for the design, reset, thread-exit and fork guarantees).
+///
+/// `Send + Sync`; share it by reference, in an `Arc`, or in a `static` through
+/// [`std::sync::LazyLock`]:
+///
+/// ```
+/// use picollo_alloc::ThreadLocalHistogram;
+/// use picollo_core::{Layout, ReadExt, Window};
+/// use std::sync::LazyLock;
+///
+/// static LATENCY: LazyLock<ThreadLocalHistogram> = LazyLock::new(|| {
+///     let layout = Layout::DEFAULT;
+///     ThreadLocalHistogram::new(layout, Window::full(layout))
+/// });
+///
+/// std::thread::scope(|s| {
+///     for t in 0..4u64 {
+///         s.spawn(move || (0..1000).for_each(|i| LATENCY.record(i * 10 + t)));
+///     }
+/// });
+/// assert_eq!(LATENCY.total(), 4000); // exited threads were folded exactly
+/// LATENCY.reset();
+/// assert_eq!(LATENCY.total(), 0);
+/// ```
+pub struct ThreadLocalHistogram<C: LocalCounter = u64> {
+    inner: Arc<Inner<C>>,
+    /// Copies of `inner`'s layout and window: fields without interior mutability, which the
+    /// compiler may keep in registers across a loop of records.
+    layout: Layout,
+    window: Window,
+}
+
+impl<C: LocalCounter> ThreadLocalHistogram<C> {
+    /// An empty histogram over `window` (clamped to `layout`'s logical buckets).
+    pub fn new(layout: Layout, window: Window) -> Self {
+        let window = Window::from_indices(layout, window.first(), window.len());
+        let inner = Arc::new(Inner {
+            layout,
+            window,
+            version: Version::new(),
+            head: AtomicPtr::new(ptr::null_mut()),
+            acc: heap::atomic(layout, window),
+            fork_gen: AtomicU64::new(fork::generation()),
+            closed: AtomicBool::new(false),
+            allocated: AtomicUsize::new(0),
+            _nodes: PhantomData,
+        });
+        fork::register(&inner.version);
+        ThreadLocalHistogram {
+            inner,
+            layout,
+            window,
+        }
+    }
+
+    /// Records one `value` into the calling thread's shard: a relaxed load and store. Values
+    /// outside the window are counted as underflow or overflow.
+    #[inline]
+    pub fn record(&self, value: u64) {
+        let cached = self.cache();
+        if cached.key == self.key() {
+            let slot = self.slot(value);
+            if slot < self.window.len() {
+                // SAFETY: the keys match (see `cache`), so `cells` points to the
+                // `window.len()` cells of this thread's shard; `slot` is below that.
+                C::owner_increment(unsafe { &*cached.cells.cast::<C::Cell>().add(slot) });
+            } else {
+                // SAFETY: as above, for the shard itself.
+                unsafe { &*cached.shard.cast::<Shard<C>>() }.record_outside(slot, 1);
+            }
+        } else {
+            self.record_slow(value, 1)
+        }
+    }
+
+    /// Records `count` occurrences of `value` (saturating).
+    #[inline]
+    pub fn record_n(&self, value: u64, count: u64) {
+        let cached = self.cache();
+        if cached.key == self.key() {
+            // SAFETY: the keys match (see `cache`).
+            unsafe { &*cached.shard.cast::<Shard<C>>() }.record_n(self, value, count)
+        } else {
+            self.record_slow(value, count)
+        }
+    }
+
+    /// This histogram's key in the per-thread lists and the cache: its `Inner`'s address.
+    #[inline(always)]
+    fn key(&self) -> *const () {
+        Arc::as_ptr(&self.inner).cast::<()>()
+    }
+
+    /// The storage slot of `value`; at or past the window length when outside the window.
+    #[inline(always)]
+    fn slot(&self, value: u64) -> usize {
+        self.layout
+            .index_of(value)
+            .wrapping_sub(self.window.first())
+    }
+
+    /// The calling thread's one-entry cache.
+    ///
+    /// When its key is `self.key()`, its shard and cells may be dereferenced: this thread
+    /// fills the cache only from its own entry for the `Inner` at that address, and the
+    /// entry's `Arc` keeps that `Inner` alive until the entry is removed, which happens only
+    /// after the cache is cleared (pruning, thread exit). So while the cache names an
+    /// address, no other `Inner` can live there: it is `self.inner`, and the shard is this
+    /// thread's node of its list, alive while `self` is. (After a fork, the cache of a thread
+    /// that does not exist in the child is never read again.)
+    #[inline(always)]
+    fn cache(&self) -> Cached {
+        CACHE.try_with(Cell::get).unwrap_or(Cached::EMPTY)
+    }
+
+    /// Finds or claims this thread's shard and fills the cache, or records into the
+    /// accumulator when there is no shard to use.
+    #[cold]
+    #[inline(never)]
+    fn record_slow(&self, value: u64, count: u64) {
+        match self.local_shard() {
+            Some(shard) => {
+                set_cache(Cached {
+                    key: self.key(),
+                    cells: shard.cells.cells().as_ptr().cast::<()>(),
+                    shard: (shard as *const Shard<C>).cast::<()>(),
+                });
+                shard.record_n(self, value, count)
+            }
+            None => self.inner.acc.record_n(value, count),
+        }
+    }
+
+    /// The calling thread's shard through its entry list, claiming one on first use. `None`
+    /// while TLS is destroyed or the list is borrowed (re-entrant recording).
+    fn local_shard(&self) -> Option<&Shard<C>> {
+        let key = self.key();
+        let shard = THREAD_SHARDS
+            .try_with(|list| {
+                let mut list = list.try_borrow_mut().ok()?;
+                if let Some(e) = list.entries.iter().find(|e| e.key == key) {
+                    return Some(e.shard);
+                }
+                // Entries of dropped histograms go; the cache may name one of them.
+                set_cache(Cached::EMPTY);
+                list.entries.retain(|e| !e.owner.is_closed());
+                self.inner.check_fork();
+                let token = thread_token();
+                let shard = (self.inner.claim(token) as *const Shard<C>).cast::<()>();
+                let owner: Arc<dyn Owner> = self.inner.clone();
+                list.entries.push(Entry { key, owner, shard });
+                Some(shard)
+            })
+            .ok()
+            .flatten()?;
+        // SAFETY: `shard` is a node of `self.inner`'s list, alive while `self` is.
+        Some(unsafe { &*shard.cast::<Shard<C>>() })
+    }
+
+    /// Clears the histogram (see the module docs for the exact guarantee): copies every
+    /// shard's counts into its baseline and clears the accumulator, as one structural change
+    /// that concurrent reads retry around. Other threads' cells are never written, so the
+    /// "old+1" race cannot happen, and recording costs nothing more for it. The first reset
+    /// allocates a baseline per shard; later ones allocate only for new shards.
+    pub fn reset(&self) {
+        let inner = &*self.inner;
+        inner.check_fork();
+        let odd = inner.version.lock();
+        for shard in inner.shards() {
+            if shard.state.load(Ordering::Relaxed) == OWNED {
+                shard.take_baseline();
+            }
+        }
+        inner.acc.reset();
+        inner.version.unlock(odd);
+    }
+
+    /// The bucket layout.
+    pub fn layout(&self) -> Layout {
+        self.layout
+    }
+
+    /// The stored window of logical buckets.
+    pub fn window(&self) -> Window {
+        self.window
+    }
+
+    /// Shard nodes allocated so far (each thread that recorded at the same time as others
+    /// needs one; shards of exited threads are reused).
+    pub fn shard_count(&self) -> usize {
+        self.inner.allocated.load(Ordering::Relaxed)
+    }
+
+    /// Shards currently owned by a live thread.
+    pub fn live_shard_count(&self) -> usize {
+        self.inner.check_fork();
+        self.inner
+            .shards()
+            .filter(|s| s.state.load(Ordering::Relaxed) == OWNED)
+            .count()
+    }
+
+    /// Bytes of bucket storage: the shards, their baselines and the accumulator.
+    pub fn footprint(&self) -> usize {
+        let cells = self.window.len() * core::mem::size_of::<C::Cell>();
+        let shards: usize = self
+            .inner
+            .shards()
+            .map(|s| cells + s.baseline().map_or(0, |_| cells))
+            .sum();
+        shards + self.window.len() * core::mem::size_of::<AtomicU64>()
+    }
+
+    /// Sums `acc(accumulator)` and `f` over the shards, retrying if a reset, fold or fork
+    /// clean-up overlapped: so even one `count_at` outside a [`HistogramRead::read_begin`]
+    /// bracket never sees a fold half done (counts in both the shard and the accumulator, or
+    /// in neither) or a reset half done.
+    #[inline]
+    fn sum_shards(
+        &self,
+        mut acc: impl FnMut(&HeapAtomicHistogram) -> u64,
+        mut f: impl FnMut(&Shard<C>) -> u64,
+    ) -> u64 {
+        let inner = &*self.inner;
+        inner.check_fork();
+        loop {
+            let token = inner.version.read_begin();
+            let sum = inner
+                .shards()
+                .fold(acc(&inner.acc), |sum, s| sum.saturating_add(f(s)));
+            if !inner.version.read_retry(token) {
+                return sum;
+            }
+            core::hint::spin_loop();
+        }
+    }
+}
+
+impl<C: LocalCounter> Drop for ThreadLocalHistogram<C> {
+    fn drop(&mut self) {
+        self.inner.closed.store(true, Ordering::Relaxed);
+    }
+}
+
+impl<C: LocalCounter> HistogramRead for ThreadLocalHistogram<C> {
+    fn layout(&self) -> Layout {
+        self.layout
+    }
+    fn window(&self) -> Window {
+        self.window
+    }
+    fn count_at(&self, storage_index: usize) -> u64 {
+        self.sum_shards(
+            |acc| acc.count_at(storage_index),
+            |s| s.count_at(storage_index),
+        )
+    }
+    fn underflow(&self) -> u64 {
+        self.sum_shards(HistogramRead::underflow, Shard::underflow)
+    }
+    fn overflow(&self) -> u64 {
+        self.sum_shards(HistogramRead::overflow, Shard::overflow)
+    }
+    fn sum_range(&self, start: usize, end: usize) -> u64 {
+        self.sum_shards(|acc| acc.sum_range(start, end), |s| s.sum_range(start, end))
+    }
+    fn read_begin(&self) -> u64 {
+        self.inner.check_fork();
+        self.inner.version.read_begin()
+    }
+    fn read_retry(&self, token: u64) -> bool {
+        self.inner.version.read_retry(token)
+    }
+}
+
+impl<C: LocalCounter> picollo_core::Record for &ThreadLocalHistogram<C> {
+    #[inline]
+    fn record(&mut self, value: u64) {
+        ThreadLocalHistogram::record(self, value)
+    }
+    #[inline]
+    fn record_n(&mut self, value: u64, count: u64) {
+        ThreadLocalHistogram::record_n(self, value, count)
+    }
+}
+
+impl<C: LocalCounter> fmt::Debug for ThreadLocalHistogram<C> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ThreadLocalHistogram")
+            .field("layout", &self.layout)
+            .field("window", &self.window)
+            .field("shards", &self.shard_count())
+            .finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,171 @@
+//! Snapshots allocate nothing in steady state: a counting global allocator (per thread, so
+//! the test harness and writer threads do not disturb the count) sees no allocation in the
+//! reading thread after the first update, across many updates, percentile reads, statistics
+//! and summary fills, from plain, atomic and thread-local sources.
+
+use picollo_alloc::{heap, Snapshot, SnapshotExt, Summary, ThreadLocalHistogram};
+use picollo_core::{HistogramRead, Layout, Percentile, ReadExt, Window};
+use std::alloc::{GlobalAlloc, Layout as AllocLayout, System};
+use std::cell::Cell;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+struct Counting;
+
+thread_local! {
+    static ALLOCATIONS: Cell<u64> = const { Cell::new(0) };
+}
+
+fn count() {
+    let _ = ALLOCATIONS.try_with(|c| c.set(c.get() + 1));
+}
+
+// SAFETY: every call forwards to `System` with the caller's arguments; counting touches only
+// a const-initialized thread-local `Cell` without a destructor, which never allocates.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: AllocLayout) -> *mut u8 {
+        count();
+        // SAFETY: forwarded with the caller's guarantees.
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn alloc_zeroed(&self, layout: AllocLayout) -> *mut u8 {
+        count();
+        // SAFETY: forwarded with the caller's guarantees.
+        unsafe { System.alloc_zeroed(layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: AllocLayout, new_size: usize) -> *mut u8 {
+        count();
+        // SAFETY: forwarded with the caller's guarantees.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: AllocLayout) {
+        // SAFETY: forwarded with the caller's guarantees.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+/// Allocations made by the calling thread so far.
+fn allocations() -> u64 {
+    ALLOCATIONS.with(Cell::get)
+}
+
+const RANKS: [f64; 8] = [0.0, 25.0, 50.0, 90.0, 95.0, 99.0, 99.9, 100.0];
+
+fn layout() -> Layout {
+    Layout::from_relative_error(0.01).unwrap()
+}
+
+fn window() -> Window {
+    Window::new(layout(), 10_000, 30_000).unwrap()
+}
+
+/// Reads everything a monitoring loop reads; must not allocate.
+fn read_all(s: &Snapshot, summary: &mut Summary, out: &mut [Percentile; 8]) -> u64 {
+    s.percentiles(&RANKS, out).unwrap();
+    let stats = s.stats();
+    summary.fill_from(s);
+    let _ = s.timestamp();
+    let _ = s.interval();
+    stats.total + out[7].value + summary.total()
+}
+
+#[test]
+fn steady_state_updates_from_a_plain_histogram_allocate_nothing() {
+    let mut h = heap::plain::<u32>(layout(), window());
+    (0..10_000u64).for_each(|i| h.record(20_000 + i % 5000));
+    let mut snapshot = h.snapshot();
+    let mut summary = Summary::new();
+    let mut out = [Percentile::default(); 8];
+    let before = allocations();
+    let mut sink = 0;
+    for round in 0..200u64 {
+        (0..100u64).for_each(|i| h.record(15_000 + (i * round) % 10_000));
+        h.record(40_000); // overflow
+        snapshot.update(&h, round % 2 == 0);
+        sink += read_all(&snapshot, &mut summary, &mut out);
+    }
+    assert_eq!(
+        allocations() - before,
+        0,
+        "steady-state snapshot work allocated"
+    );
+    assert!(sink > 0);
+}
+
+#[test]
+fn steady_state_updates_from_an_atomic_histogram_allocate_nothing() {
+    let h = heap::atomic::<portable_atomic::AtomicU64>(layout(), window());
+    (0..1000u64).for_each(|i| h.record(20_000 + i));
+    let mut snapshot = Snapshot::new(&h);
+    let mut summary = Summary::new();
+    let mut out = [Percentile::default(); 8];
+    let before = allocations();
+    for round in 0..100u64 {
+        if round % 10 == 0 {
+            h.reset();
+        }
+        (0..100u64).for_each(|i| h.record(12_000 + i * round));
+        snapshot.update(&h, true);
+        read_all(&snapshot, &mut summary, &mut out);
+    }
+    assert_eq!(allocations() - before, 0);
+}
+
+/// The monitoring pattern of seed 000: a writer thread records into a thread-local
+/// histogram while this thread updates a snapshot with deltas. After the first update (and
+/// this thread's own first record, which claims its shard, and the first reset, which
+/// allocates the shards' baselines), nothing allocates here, resets included.
+#[test]
+fn steady_state_updates_from_a_thread_local_histogram_allocate_nothing() {
+    let h = ThreadLocalHistogram::<u64>::new(layout(), window());
+    let stop = AtomicBool::new(false);
+    let ready = AtomicBool::new(false);
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            h.record(18_000);
+            ready.store(true, Ordering::Release);
+            let mut i = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                h.record(18_000 + i % 9000);
+                i += 1;
+            }
+        });
+        h.record(20_000); // claims this thread's shard (allocates once)
+        while !ready.load(Ordering::Acquire) {
+            std::thread::yield_now();
+        }
+        h.reset(); // allocates a baseline for each of the two shards
+        let mut snapshot = h.snapshot();
+        let mut summary = Summary::new();
+        let mut out = [Percentile::default(); 8];
+        let before = allocations();
+        let mut deltas = 0u64;
+        for round in 0..50u64 {
+            h.record(21_000 + round);
+            snapshot.update(&h, true);
+            deltas += snapshot.total();
+            read_all(&snapshot, &mut summary, &mut out);
+            if round % 10 == 9 {
+                h.reset();
+            }
+        }
+        snapshot.update(&h, false);
+        let allocated = allocations() - before;
+        stop.store(true, Ordering::Relaxed);
+        assert_eq!(allocated, 0);
+        assert!(deltas >= 50);
+    });
+}
+
+#[test]
+fn the_first_update_of_a_new_shape_allocates() {
+    let a = heap::plain::<u64>(layout(), window());
+    let b = heap::plain::<u64>(layout(), Window::new(layout(), 0, 1000).unwrap());
+    let mut snapshot = a.snapshot();
+    let before = allocations();
+    snapshot.update(&b, false);
+    assert!(allocations() > before, "re-shaping must allocate");
+    assert_eq!(snapshot.window(), b.window());
+}

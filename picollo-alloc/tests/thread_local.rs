@@ -1,0 +1,571 @@
+//! Tests of the thread-local histogram: exact totals and buckets while threads exit and a
+//! reader snapshots, resets (quiescent, racing records, racing reads), shard reuse, records
+//! made while TLS is destroyed, and `fork`.
+//!
+//! Miri runs this file with small sizes:
+//! `cargo +nightly miri test -p picollo-alloc --test thread_local`.
+
+use picollo_alloc::{heap, Snapshot, ThreadLocalHistogram};
+use picollo_core::read::consistent;
+use picollo_core::{HistogramRead, Layout, ReadExt, Record, Window};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Barrier, LazyLock};
+
+/// A small layout under Miri (few buckets), the default otherwise.
+fn layout() -> Layout {
+    if cfg!(miri) {
+        Layout::from_block_scale(2).unwrap()
+    } else {
+        Layout::DEFAULT
+    }
+}
+
+const MIN: u64 = 100;
+const MAX: u64 = 50_000;
+/// Values are drawn from `0..SPAN`: some fall below `MIN`, some above `MAX`.
+const SPAN: u64 = 60_000;
+
+fn window() -> Window {
+    Window::new(layout(), MIN, MAX).unwrap()
+}
+
+fn scale(n: u64) -> u64 {
+    if cfg!(miri) {
+        (n / 2000).max(8)
+    } else {
+        n
+    }
+}
+
+/// Thread `t`'s `i`-th value: a fixed pseudo-random spread over `0..SPAN`.
+fn value(t: u64, i: u64) -> u64 {
+    let mut z = (t << 32 | i).wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    (z ^ (z >> 31)) % SPAN
+}
+
+/// Asserts that `h` holds exactly the counts of `expected`, bucket by bucket.
+fn assert_same(h: &impl HistogramRead, expected: &impl HistogramRead) {
+    assert_eq!(h.window(), expected.window());
+    for s in 0..h.window().len() {
+        assert_eq!(h.count_at(s), expected.count_at(s), "bucket {s}");
+    }
+    assert_eq!(h.underflow(), expected.underflow(), "underflow");
+    assert_eq!(h.overflow(), expected.overflow(), "overflow");
+}
+
+#[test]
+fn send_sync() {
+    fn check<T: Send + Sync>() {}
+    check::<ThreadLocalHistogram>();
+    check::<ThreadLocalHistogram<u32>>();
+    check::<Snapshot>();
+}
+
+#[test]
+fn single_thread_counts_and_outside() {
+    let h = ThreadLocalHistogram::<u64>::new(layout(), window());
+    let mut plain = heap::plain::<u64>(layout(), window());
+    for i in 0..scale(10_000) {
+        h.record(value(0, i));
+        plain.record(value(0, i));
+    }
+    h.record_n(7, 3); // underflow
+    plain.record_n(7, 3);
+    h.record_n(u64::MAX, 2); // overflow
+    plain.record_n(u64::MAX, 2);
+    Record::record(&mut &h, 1234);
+    plain.record(1234);
+    assert_same(&h, &plain);
+    assert_eq!(h.total(), plain.total());
+    assert_eq!(h.shard_count(), 1);
+    assert_eq!(h.percentile(50.0), plain.percentile(50.0));
+    assert_eq!(h.stats(), plain.stats());
+}
+
+/// The stress test: 8 threads record known values; 4 exit midway (their shards are
+/// folded, then reused by 2 late threads); a reader snapshots all along and sees every
+/// bucket only grow and never pass its final count. At the end every bucket is exact.
+#[test]
+fn stress_eight_threads_four_exit_midway() {
+    let per_thread = scale(200_000);
+    let (exiting, staying, late) = (4u64, 4u64, 2u64);
+    let h = Arc::new(ThreadLocalHistogram::<u64>::new(layout(), window()));
+
+    let mut expected = heap::plain::<u64>(layout(), window());
+    for t in 0..exiting + staying + late {
+        for i in 0..per_thread {
+            expected.record(value(t, i));
+        }
+    }
+    let final_counts: Vec<u64> = (0..window().len()).map(|s| expected.count_at(s)).collect();
+    let final_outside = (expected.underflow(), expected.overflow());
+
+    let done = AtomicBool::new(false);
+    let snapshots = AtomicU64::new(0);
+    // All eight hold a shard at the same time before the exiting ones finish.
+    let started = Barrier::new((exiting + staying) as usize);
+    let midway = Barrier::new(staying as usize + 1);
+    let resume = Barrier::new(staying as usize + 1);
+    std::thread::scope(|s| {
+        // The reader: every snapshot is bounded by the final counts and never goes down.
+        s.spawn(|| {
+            let mut snap = Snapshot::new(&*h);
+            let mut prev = snap.clone();
+            loop {
+                let last = done.load(Ordering::Acquire);
+                snap.update(&*h, false);
+                for (i, (&now, &before)) in snap.counts().iter().zip(prev.counts()).enumerate() {
+                    assert!(now >= before, "bucket {i} went down: {before} -> {now}");
+                    assert!(now <= final_counts[i], "bucket {i} above its final count");
+                }
+                assert!(
+                    snap.underflow() >= prev.underflow() && snap.underflow() <= final_outside.0
+                );
+                assert!(snap.overflow() >= prev.overflow() && snap.overflow() <= final_outside.1);
+                std::mem::swap(&mut snap, &mut prev);
+                snapshots.fetch_add(1, Ordering::Relaxed);
+                if last {
+                    break;
+                }
+            }
+        });
+
+        let exiters: Vec<_> = (0..exiting)
+            .map(|t| {
+                let (h, started) = (&h, &started);
+                s.spawn(move || {
+                    h.record(value(t, 0));
+                    started.wait();
+                    (1..per_thread).for_each(|i| h.record(value(t, i)));
+                })
+            })
+            .collect();
+        let stayers: Vec<_> = (exiting..exiting + staying)
+            .map(|t| {
+                let (h, started, midway, resume) = (&h, &started, &midway, &resume);
+                s.spawn(move || {
+                    let half = per_thread / 2;
+                    h.record(value(t, 0));
+                    started.wait();
+                    (1..half).for_each(|i| h.record(value(t, i)));
+                    midway.wait();
+                    resume.wait();
+                    (half..per_thread).for_each(|i| h.record(value(t, i)));
+                })
+            })
+            .collect();
+        midway.wait();
+        // (Joining a thread waits for its TLS destructors, which fold its shard.)
+        let exited = exiters.into_iter().all(|e| e.join().is_ok());
+        // The exited threads' shards are free; the staying ones are owned.
+        let live_midway = h.live_shard_count();
+        let shards_midway = h.shard_count();
+        // Late threads reuse the freed shards instead of allocating.
+        for t in exiting + staying..exiting + staying + late {
+            let h = &h;
+            let _ = s
+                .spawn(move || (0..per_thread).for_each(|i| h.record(value(t, i))))
+                .join();
+        }
+        let shards_late = h.shard_count();
+        resume.wait();
+        for t in stayers {
+            t.join().unwrap();
+        }
+        done.store(true, Ordering::Release);
+        assert!(exited);
+        assert_eq!(live_midway, staying as usize);
+        assert_eq!(shards_midway, (exiting + staying) as usize);
+        assert_eq!(shards_late, (exiting + staying) as usize);
+    });
+    assert!(snapshots.load(Ordering::Relaxed) >= 1);
+    assert_eq!(h.live_shard_count(), 0);
+    assert_same(&*h, &expected);
+    assert_eq!(h.total(), final_counts.iter().sum::<u64>());
+}
+
+#[test]
+fn sequential_threads_reuse_one_shard() {
+    let h = ThreadLocalHistogram::<u32>::new(layout(), window());
+    let n = scale(1000);
+    for t in 0..if cfg!(miri) { 3 } else { 10 } {
+        std::thread::scope(|s| {
+            // An explicit join waits for the thread's TLS destructors (the fold).
+            s.spawn(|| (0..n).for_each(|i| h.record(value(t, i))))
+                .join()
+                .unwrap();
+        });
+    }
+    assert_eq!(h.shard_count(), 1);
+    assert_eq!(h.live_shard_count(), 0);
+    assert_eq!(h.total_with_outside(), n * if cfg!(miri) { 3 } else { 10 });
+}
+
+#[test]
+fn many_histograms_on_one_thread() {
+    let hs: Vec<ThreadLocalHistogram> = (0..3)
+        .map(|_| ThreadLocalHistogram::new(layout(), window()))
+        .collect();
+    let n = scale(3000);
+    std::thread::scope(|s| {
+        let threads: Vec<_> = (0..2)
+            .map(|t| {
+                let hs = &hs;
+                s.spawn(move || {
+                    for i in 0..n {
+                        // Alternate: the one-entry cache misses every time.
+                        hs[(i % 3) as usize].record(value(t, i));
+                    }
+                })
+            })
+            .collect();
+        threads.into_iter().for_each(|t| t.join().unwrap());
+    });
+    let total: u64 = hs.iter().map(|h| h.total_with_outside()).sum();
+    assert_eq!(total, 2 * n);
+    // Dropping a histogram a live thread recorded into is safe; the thread prunes it later.
+    let (tx, rx) = std::sync::mpsc::channel::<()>();
+    let (recorded_tx, recorded) = std::sync::mpsc::channel::<()>();
+    let first = ThreadLocalHistogram::<u64>::new(layout(), window());
+    let first = Arc::new(first);
+    let recorder = {
+        let first = Arc::clone(&first);
+        std::thread::spawn(move || {
+            first.record(500);
+            drop(first);
+            recorded_tx.send(()).unwrap();
+            rx.recv().unwrap();
+            // A new histogram: the cold path prunes the dropped one.
+            let second = ThreadLocalHistogram::<u64>::new(layout(), window());
+            second.record(600);
+            second.total()
+        })
+    };
+    recorded.recv().unwrap();
+    assert_eq!(first.total(), 1);
+    drop(first);
+    tx.send(()).unwrap();
+    assert_eq!(recorder.join().unwrap(), 1);
+}
+
+#[test]
+fn quiescent_reset_is_exact() {
+    let h = ThreadLocalHistogram::<u64>::new(layout(), window());
+    let n = scale(20_000);
+    let idle = Barrier::new(2);
+    let after_reset = Barrier::new(2);
+    std::thread::scope(|s| {
+        // A thread that records, sits idle across the reset, then records again.
+        s.spawn(|| {
+            (0..n).for_each(|i| h.record(value(1, i)));
+            idle.wait();
+            after_reset.wait();
+            (0..n).for_each(|i| h.record(value(2, i)));
+        });
+        (0..n).for_each(|i| h.record(value(0, i)));
+        idle.wait();
+        let before_reset = h.total_with_outside();
+        h.reset();
+        let after = (h.total_with_outside(), h.underflow(), h.overflow());
+        after_reset.wait();
+        // (Asserted after the barrier, so that a failure does not leave the thread waiting.)
+        assert_eq!(before_reset, 2 * n);
+        assert_eq!(after, (0, 0, 0));
+    });
+    // The idle thread's stale counts were dropped; its later records count; its exit folds
+    // only those.
+    let mut expected = heap::plain::<u64>(layout(), window());
+    (0..n).for_each(|i| expected.record(value(2, i)));
+    assert_same(&h, &expected);
+
+    // A thread that exits after a reset without recording again adds nothing.
+    let go = Barrier::new(2);
+    let reset_done = Barrier::new(2);
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            (0..n).for_each(|i| h.record(value(3, i)));
+            go.wait();
+            reset_done.wait();
+        });
+        go.wait();
+        h.reset();
+        reset_done.wait();
+    });
+    assert_eq!(h.total_with_outside(), 0);
+    h.record(MIN);
+    assert_eq!(h.total(), 1);
+}
+
+/// Records racing a reset: every record that happens after the reset returned is counted
+/// (none lost), every record that happens before it was called is not, and nothing counts
+/// twice. Writers publish their progress with release stores; the resetter reads it with
+/// acquire just before resetting, which orders those records before the reset.
+#[test]
+fn reset_racing_records_loses_nothing_after_it() {
+    let h = ThreadLocalHistogram::<u64>::new(layout(), window());
+    let writers = if cfg!(miri) { 2 } else { 4 };
+    let rounds = if cfg!(miri) { 2 } else { 20 };
+    // Three values in three distinct buckets: before the reset started, while it ran, after.
+    let (v_before, v_during, v_after) = (1_000u64, 10_000u64, 40_000u64);
+    let lay = layout();
+    let idx = |v: u64| window().storage_index(lay.index_of(v)).unwrap();
+    for _ in 0..rounds {
+        let started = AtomicBool::new(false);
+        let finished = AtomicBool::new(false);
+        let stop = AtomicBool::new(false);
+        let running = AtomicUsize::new(0);
+        // Per writer: records of each phase (read after join), and the phase-0 records
+        // published so far.
+        let counts: Vec<[AtomicU64; 3]> = (0..writers).map(|_| Default::default()).collect();
+        let progress: Vec<AtomicU64> = (0..writers).map(|_| AtomicU64::new(0)).collect();
+        let mut seen_before_reset = 0;
+        std::thread::scope(|s| {
+            for (c, p) in counts.iter().zip(&progress) {
+                let (h, started, finished, stop, running) =
+                    (&h, &started, &finished, &stop, &running);
+                s.spawn(move || {
+                    running.fetch_add(1, Ordering::Relaxed);
+                    let mut local = [0u64; 3];
+                    while !stop.load(Ordering::Acquire) {
+                        let phase = if finished.load(Ordering::Acquire) {
+                            2
+                        } else if started.load(Ordering::Acquire) {
+                            1
+                        } else {
+                            0
+                        };
+                        h.record([v_before, v_during, v_after][phase]);
+                        local[phase] += 1;
+                        if phase == 0 {
+                            p.store(local[0], Ordering::Release);
+                        }
+                    }
+                    for (c, l) in c.iter().zip(local) {
+                        c.store(l, Ordering::Relaxed);
+                    }
+                });
+            }
+            while running.load(Ordering::Relaxed) < writers {
+                std::thread::yield_now();
+            }
+            std::thread::yield_now();
+            started.store(true, Ordering::Release);
+            // These phase-0 records happen before the reset.
+            seen_before_reset = progress.iter().map(|p| p.load(Ordering::Acquire)).sum();
+            h.reset();
+            finished.store(true, Ordering::Release);
+            for _ in 0..if cfg!(miri) { 2 } else { 20 } {
+                std::thread::yield_now();
+            }
+            stop.store(true, Ordering::Release);
+        });
+        let sum = |k: usize| {
+            counts
+                .iter()
+                .map(|c| c[k].load(Ordering::Relaxed))
+                .sum::<u64>()
+        };
+        let (before, during, after) = (sum(0), sum(1), sum(2));
+        assert_eq!(
+            h.count_at(idx(v_after)),
+            after,
+            "records after the reset were lost"
+        );
+        assert!(h.count_at(idx(v_during)) <= during);
+        assert!(
+            h.count_at(idx(v_before)) <= before - seen_before_reset,
+            "records from before the reset survived it"
+        );
+        assert_eq!(
+            h.total(),
+            h.count_at(idx(v_before)) + h.count_at(idx(v_during)) + after
+        );
+        h.reset();
+    }
+}
+
+/// Reads racing resets never mix counts from before and after a reset: after reset `k` the
+/// one writer (which also resets) records only into buckets of parity `k % 2`, and a
+/// validated read sees one parity only.
+#[test]
+fn reads_never_mix_pre_and_post_reset() {
+    let h = ThreadLocalHistogram::<u32>::new(layout(), window());
+    let len = window().len();
+    let stop = AtomicBool::new(false);
+    let reads = AtomicU64::new(0);
+    let rounds = scale(2_000_000) / 1000;
+    std::thread::scope(|s| {
+        for _ in 0..2 {
+            s.spawn(|| {
+                while !stop.load(Ordering::Relaxed) {
+                    let (even, odd) = consistent(&h, |h| {
+                        let (mut even, mut odd) = (0u64, 0u64);
+                        for i in 0..len {
+                            let n = h.count_at(i);
+                            if i % 2 == 0 {
+                                even += n
+                            } else {
+                                odd += n
+                            }
+                        }
+                        (even, odd)
+                    });
+                    assert!(even == 0 || odd == 0, "mixed read: even {even} odd {odd}");
+                    reads.fetch_add(1, Ordering::Relaxed);
+                }
+            });
+        }
+        s.spawn(|| {
+            let lay = layout();
+            let first = window().first();
+            for k in 0..rounds as usize {
+                h.reset();
+                for i in (k % 2..len).step_by(2).take(64) {
+                    h.record_n(lay.lo(first + i), 1 + (k as u64 % 5));
+                }
+            }
+            stop.store(true, Ordering::Relaxed);
+        });
+    });
+    assert!(reads.load(Ordering::Relaxed) > 0);
+}
+
+/// Counts recorded from a TLS destructor, before or after the histogram's own per-thread
+/// destructor ran, are not lost: they go to the accumulator.
+#[test]
+fn records_from_tls_destructors_are_kept() {
+    static H: LazyLock<ThreadLocalHistogram> =
+        LazyLock::new(|| ThreadLocalHistogram::new(layout(), window()));
+    struct RecordOnDrop;
+    impl Drop for RecordOnDrop {
+        fn drop(&mut self) {
+            H.record_n(MIN, 5);
+        }
+    }
+    thread_local! {
+        static GUARD: RecordOnDrop = const { RecordOnDrop };
+    }
+    let n = scale(1000);
+    // Guard registered first: on Linux its destructor runs after the histogram's.
+    std::thread::spawn(move || {
+        GUARD.with(|_| {});
+        (0..n).for_each(|i| H.record(value(0, i)));
+    })
+    .join()
+    .unwrap();
+    // Guard registered last: its destructor runs first, while the shard is still there.
+    std::thread::spawn(move || {
+        (0..n).for_each(|i| H.record(value(1, i)));
+        GUARD.with(|_| {});
+    })
+    .join()
+    .unwrap();
+    assert_eq!(H.total_with_outside(), 2 * n + 10);
+    assert_eq!(H.live_shard_count(), 0);
+}
+
+/// After `fork`, the child reports the forking thread's shard and the accumulator, not the
+/// shards of the parent's other threads; a reset racing the fork leaves no lock held.
+#[test]
+fn fork_child_drops_other_threads_shards() {
+    if cfg!(miri) || !cfg!(unix) {
+        println!("skipped: fork is not available under Miri");
+        return;
+    }
+    #[cfg(unix)]
+    fork_test();
+}
+
+#[cfg(unix)]
+fn fork_test() {
+    let h = ThreadLocalHistogram::<u64>::new(layout(), window());
+    let other = ThreadLocalHistogram::<u64>::new(layout(), window());
+    // An exited thread: its counts are in the accumulator, which the child keeps.
+    std::thread::scope(|s| {
+        s.spawn(|| h.record_n(200, 7));
+    });
+    // This thread's own shard.
+    h.record_n(300, 11);
+    let stop = AtomicBool::new(false);
+    let ready = Barrier::new(3);
+    std::thread::scope(|s| {
+        // A live thread with a shard, recording while the fork happens.
+        s.spawn(|| {
+            h.record_n(400, 1000);
+            ready.wait();
+            while !stop.load(Ordering::Relaxed) {
+                h.record(400);
+            }
+        });
+        // A thread resetting another histogram in a loop: the child must not inherit its lock.
+        s.spawn(|| {
+            other.record(1);
+            ready.wait();
+            while !stop.load(Ordering::Relaxed) {
+                other.reset();
+            }
+        });
+        ready.wait();
+        // SAFETY: the child only reads and writes memory, spawns one thread and calls `_exit`
+        // (no unwinding or output in the child).
+        let pid = unsafe { libc::fork() };
+        if pid == 0 {
+            // SAFETY: `alarm` and `_exit` are async-signal-safe; a hang becomes SIGALRM.
+            unsafe { libc::alarm(20) };
+            let code = child_checks(&h, &other);
+            // SAFETY: leaves the child at once, without running the parent's destructors.
+            unsafe { libc::_exit(code) };
+        }
+        stop.store(true, Ordering::Relaxed);
+        assert!(pid > 0, "fork failed");
+        let mut status = 0;
+        // SAFETY: `pid` is our child; `status` is a valid out-pointer.
+        let waited = unsafe { libc::waitpid(pid, &mut status, 0) };
+        assert_eq!(waited, pid);
+        assert!(
+            libc::WIFEXITED(status),
+            "child did not exit normally (status {status:#x})"
+        );
+        assert_eq!(libc::WEXITSTATUS(status), 0, "child check failed");
+    });
+    // The parent still has everything.
+    assert!(h.total() >= 7 + 11 + 1000);
+}
+
+/// Runs in the forked child; returns the exit status (0 = success).
+#[cfg(unix)]
+fn child_checks(h: &ThreadLocalHistogram, other: &ThreadLocalHistogram) -> i32 {
+    let lay = layout();
+    let at = |v: u64| {
+        window()
+            .storage_index(lay.index_of(v))
+            .map_or(u64::MAX, |i| h.count_at(i))
+    };
+    if h.total() != 7 + 11 {
+        return 1;
+    }
+    if (at(200), at(300), at(400)) != (7, 11, 0) {
+        return 2;
+    }
+    if h.live_shard_count() != 1 {
+        return 3;
+    }
+    // Reads and resets of the other histogram do not hang.
+    other.reset();
+    if other.total() != 0 {
+        return 4;
+    }
+    // The child records on; a new thread in the child reuses a freed shard.
+    h.record(300);
+    let shards = h.shard_count();
+    let spawned = std::thread::scope(|s| s.spawn(|| h.record_n(500, 2)).join().is_ok());
+    if !spawned || h.shard_count() != shards {
+        return 5;
+    }
+    if h.total() != 7 + 11 + 1 + 2 {
+        return 6;
+    }
+    0
+}
