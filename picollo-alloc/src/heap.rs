@@ -49,8 +49,11 @@ pub type HeapAtomicHistogram<A = portable_atomic::AtomicU64> =
 /// A plain heap histogram over `window`.
 pub fn plain<C: Counter>(layout: Layout, window: Window) -> HeapHistogram<C> {
     // The storage is made for the window, so the lengths always agree.
-    match Histogram::with_window(layout, HeapStorage::with_len(window.len(), C::default), window)
-    {
+    match Histogram::with_window(
+        layout,
+        HeapStorage::with_len(window.len(), C::default),
+        window,
+    ) {
         Ok(h) => h,
         Err(e) => unreachable_window(e),
     }

@@ -364,9 +364,7 @@ where
                         cell.add(n);
                     }
                 }
-                None if target_logical < self.window.first() => {
-                    self.underflow.add(n)
-                }
+                None if target_logical < self.window.first() => self.underflow.add(n),
                 None => self.overflow.add(n),
             }
         }
@@ -512,7 +510,11 @@ mod tests {
 
     #[test]
     fn progression_count_matches_brute_force() {
-        let values: &[u64] = if cfg!(miri) { &[17, 100] } else { &[0, 1, 5, 17, 100, 1000] };
+        let values: &[u64] = if cfg!(miri) {
+            &[17, 100]
+        } else {
+            &[0, 1, 5, 17, 100, 1000]
+        };
         for &value in values {
             for interval in 1..12u64 {
                 if value / interval < 2 {
@@ -588,7 +590,10 @@ mod tests {
         }
         // Bulk adds stop at 2^63 - 1; a single increment after that cannot wrap to 0.
         let cap = i64::MAX as u64;
-        assert_eq!(h.count_at(h.window().storage_index(L.index_of(15)).unwrap()), cap + 1);
+        assert_eq!(
+            h.count_at(h.window().storage_index(L.index_of(15)).unwrap()),
+            cap + 1
+        );
         assert_eq!((h.underflow(), h.overflow()), (cap + 1, cap + 1));
     }
 

@@ -8,8 +8,8 @@
 //!
 //! Run with `cargo run --release -p picollo-linux --example counters`.
 
-use picollo_linux::caps::Capabilities;
 use picollo_alloc::SummaryExt;
+use picollo_linux::caps::Capabilities;
 use picollo_linux::event::{CacheEvent, HardwareEvent, SoftwareEvent};
 use picollo_linux::session::{CounterSession, OnUnsupported};
 use picollo_linux::PerfError;
@@ -144,7 +144,10 @@ fn main() -> Result<(), PerfError> {
     for c in session.counters() {
         print!("{}", c.histogram().summary().table(c.name()));
         if c.not_counted() > 0 {
-            println!("{} intervals not counted (multiplexed out)\n", c.not_counted());
+            println!(
+                "{} intervals not counted (multiplexed out)\n",
+                c.not_counted()
+            );
         }
     }
     if !hardware {
