@@ -26,6 +26,7 @@ pub mod histogram;
 pub mod iter;
 pub mod layout;
 pub mod read;
+pub mod ring;
 pub mod scalable;
 pub mod source;
 pub mod storage;

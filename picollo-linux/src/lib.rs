@@ -59,6 +59,8 @@ pub mod event;
 pub mod page;
 pub mod pmu;
 pub mod session;
+pub mod shm;
+pub mod span;
 mod sys;
 
 pub use caps::Capabilities;

@@ -1,0 +1,243 @@
+//! Spans with counters: a thread's ring, the consumer's table, and a child process writing
+//! spans while this process attaches.
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Command, Stdio};
+use std::sync::Once;
+
+use picollo_linux::caps::Capabilities;
+use picollo_linux::span::{self, Span, SpanConfig, SpanConsumer};
+
+/// The counters every test in this binary asks for: two software events that work on any
+/// Linux, and two hardware events that need a PMU.
+const COUNTERS: &str = "task-clock,page-faults,cycles,instructions";
+
+fn setup() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        let cfg = SpanConfig::new()
+            .with_counters(SpanConfig::parse_counters(COUNTERS))
+            .with_slots(4096);
+        span::configure(cfg).expect("configured before any span");
+    });
+}
+
+fn pid() -> i32 {
+    std::process::id() as i32
+}
+
+/// Touches `pages` fresh pages of a new mapping without transparent huge pages: exactly one
+/// page fault each (malloc'd memory may already be mapped).
+fn touch_pages(pages: usize) -> usize {
+    let len = pages * 4096;
+    // SAFETY: a new private anonymous mapping; no existing memory is affected.
+    let p = unsafe {
+        libc::mmap(
+            core::ptr::null_mut(),
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        )
+    };
+    assert_ne!(p, libc::MAP_FAILED);
+    // SAFETY: `p..p+len` is the mapping just created.
+    unsafe { libc::madvise(p, len, libc::MADV_NOHUGEPAGE) };
+    let base = p.cast::<u8>();
+    let mut sum = 0;
+    for i in 0..pages {
+        // SAFETY: `i * 4096 < len`, inside the mapping, which is readable and writable.
+        unsafe {
+            base.add(i * 4096).write_volatile(1);
+            sum += usize::from(base.add(i * 4096).read_volatile());
+        }
+    }
+    // SAFETY: unmaps exactly the mapping created above; nothing refers to it any more.
+    unsafe { libc::munmap(p, len) };
+    sum
+}
+
+#[test]
+fn spans_are_inactive_without_a_consumer() {
+    setup();
+    let s = picollo_linux::span!("idle");
+    assert!(!s.is_active());
+    s.end();
+    let dynamic = Span::enter_str(&format!("idle-{}", 1));
+    assert!(!dynamic.is_active());
+}
+
+#[test]
+fn spans_in_process_table() {
+    setup();
+    let segment = span::open_thread_ring().unwrap();
+    assert!(segment.starts_with(&format!("/picollo-{}-span-", pid())));
+    let measured = span::thread_counters().unwrap();
+    let caps = Capabilities::detect();
+    eprintln!("measured counters here: {measured:?}; PMU: {}", caps.pmu);
+    assert!(measured.iter().any(|c| c == "task-clock"), "{measured:?}");
+    assert!(measured.iter().any(|c| c == "page-faults"), "{measured:?}");
+    if caps.has_hardware_pmu() {
+        assert!(measured.iter().any(|c| c == "cycles"));
+    } else {
+        assert!(!measured.iter().any(|c| c == "cycles"));
+    }
+
+    let mut consumer = SpanConsumer::attach(pid()).unwrap();
+    assert!(consumer.rings() >= 1);
+
+    for _ in 0..20 {
+        let _outer = picollo_linux::span!("inproc-outer");
+        for _ in 0..3 {
+            let s = picollo_linux::span!("inproc-pages");
+            assert!(s.is_active());
+            touch_pages(16);
+        }
+    }
+    let d = consumer.poll().unwrap();
+    assert_eq!(d.lost, 0);
+    let agg = consumer.aggregator();
+    assert_eq!(agg.span("inproc-outer").unwrap().count(), 20);
+    assert_eq!(agg.span("inproc-pages").unwrap().count(), 60);
+    let pf = agg
+        .counters()
+        .iter()
+        .position(|c| c == "page-faults")
+        .unwrap();
+    let faults = agg.span("inproc-pages").unwrap().counter_sum(pf).unwrap();
+    assert!(faults >= 60, "page faults counted: {faults}");
+    let table = consumer.table();
+    eprintln!("{table}");
+    assert_eq!(table.cell("inproc-pages", "N"), Some("60"));
+    if !caps.has_hardware_pmu() {
+        assert_eq!(table.cell("inproc-pages", "Cycles"), Some("n/a"));
+        assert_eq!(table.cell("inproc-pages", "IPC p50"), Some("n/a"));
+        assert!(table
+            .to_string()
+            .contains("not measured (n/a): cycles, instructions"));
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Two processes
+// ---------------------------------------------------------------------------------------------
+
+const CHILD_ENV: &str = "PICOLLO_SPAN_TEST_CHILD";
+
+/// The child: runs phases of a workload inside spans once told to.
+#[test]
+fn child_span_writer() {
+    if std::env::var_os(CHILD_ENV).is_none() {
+        return;
+    }
+    // The child takes its counters from PICOLLO_COUNTERS, as a real program would.
+    let segment = span::open_thread_ring().unwrap();
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "\nREADY {segment}").unwrap();
+    out.flush().unwrap();
+    let mut stdin = std::io::stdin().lock();
+    let mut line = String::new();
+    stdin.read_line(&mut line).unwrap();
+    let mut sum = 0usize;
+    for round in 0..50 {
+        let _s = picollo_linux::span!("request");
+        {
+            let _p = picollo_linux::span!("alloc");
+            sum += touch_pages(8);
+        }
+        {
+            let _c = picollo_linux::span!("compute");
+            for i in 0..10_000usize {
+                sum = sum.wrapping_add(std::hint::black_box(i * round));
+            }
+        }
+        if round % 10 == 0 {
+            let _g = picollo_linux::span!("gc");
+            sum += touch_pages(64);
+        }
+    }
+    writeln!(out, "DONE {}", sum % 7).unwrap();
+    out.flush().unwrap();
+    line.clear();
+    stdin.read_line(&mut line).unwrap();
+}
+
+#[test]
+fn spans_cross_process_table() {
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "child_span_writer",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(CHILD_ENV, "1")
+        .env(span::COUNTERS_ENV, COUNTERS)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let child_pid = child.id() as i32;
+    let mut stdin = child.stdin.take().unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut wait_for = |prefix: &str| -> String {
+        for line in lines.by_ref() {
+            let line = line.unwrap();
+            if let Some(at) = line.find(prefix) {
+                return line[at..].to_owned();
+            }
+        }
+        panic!("child ended before {prefix}");
+    };
+
+    let ready = wait_for("READY");
+    let mut consumer = SpanConsumer::attach(child_pid).unwrap();
+    assert_eq!(consumer.rings(), 1, "{consumer:?}");
+    assert!(
+        ready.contains(&format!("/picollo-{child_pid}-span-")),
+        "{ready}"
+    );
+    writeln!(stdin, "go").unwrap();
+    stdin.flush().unwrap();
+    wait_for("DONE");
+
+    let d = consumer.poll().unwrap();
+    assert_eq!((d.accepted, d.lost), (50 + 50 + 50 + 5, 0));
+    let table = consumer.table();
+    eprintln!("{table}");
+    for (name, n) in [
+        ("request", "50"),
+        ("alloc", "50"),
+        ("compute", "50"),
+        ("gc", "5"),
+    ] {
+        assert_eq!(table.cell(name, "N"), Some(n), "{name}");
+    }
+    // `request` encloses the others: it is the largest.
+    assert_eq!(table.rows[0][0], "request");
+    let caps = Capabilities::detect();
+    if caps.has_hardware_pmu() {
+        assert_ne!(table.cell("compute", "IPC p50"), Some("n/a"));
+    } else {
+        eprintln!(
+            "no hardware PMU here ({}): cycles and IPC must read n/a",
+            caps.pmu
+        );
+        assert_eq!(table.cell("compute", "Cycles"), Some("n/a"));
+        assert_eq!(table.cell("compute", "IPC p95"), Some("n/a"));
+        // Software counters still work: page faults per span of the allocating phases.
+        let gc: f64 = table
+            .cell("gc", "page-faults/span")
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert!(gc >= 64.0, "gc touched 64 fresh pages per span: {gc}");
+    }
+
+    writeln!(stdin, "exit").unwrap();
+    drop(stdin);
+    // Read the child's output to the end, so its harness never writes into a closed pipe.
+    lines.for_each(drop);
+    assert!(child.wait().unwrap().success());
+}
