@@ -106,13 +106,7 @@ where
         window: Window,
         config: ScalableConfig,
     ) -> Result<Self, WindowError> {
-        let actual = storage.as_slice().len();
-        if actual != window.len() {
-            return Err(WindowError::StorageLength {
-                expected: window.len(),
-                actual,
-            });
-        }
+        window.check_storage_len(storage.as_slice().len())?;
         let h = ApproxHistogram {
             spec,
             window,
@@ -154,11 +148,11 @@ where
         }
     }
 
-    /// Underflow or overflow for a slot outside the window (top bit set below it; see
-    /// [`crate::Histogram`]).
+    /// The underflow or overflow counter for a slot outside the window
+    /// ([`Window::slot_is_below`]).
     #[inline(always)]
     fn outside_counter(&self, slot: usize) -> &AtomicU64 {
-        if (slot as isize) < 0 {
+        if Window::slot_is_below(slot) {
             &self.underflow
         } else {
             &self.overflow

@@ -264,13 +264,7 @@ where
 
     /// A histogram over caller-provided atomic storage for an explicit window. It is cleared.
     pub fn with_window(spec: L, storage: S, window: Window) -> Result<Self, WindowError> {
-        let actual = storage.as_slice().len();
-        if actual != window.len() {
-            return Err(WindowError::StorageLength {
-                expected: window.len(),
-                actual,
-            });
-        }
+        window.check_storage_len(storage.as_slice().len())?;
         let h = AtomicHistogram {
             spec,
             window,
@@ -303,11 +297,11 @@ where
         }
     }
 
-    /// The underflow or overflow counter for a slot outside the window (see
-    /// [`crate::Histogram`]: a wrapped `logical - first` has its top bit set below the window).
+    /// The underflow or overflow counter for a slot outside the window
+    /// ([`Window::slot_is_below`]).
     #[inline(always)]
     fn outside_counter(&self, slot: usize) -> &AtomicU64 {
-        if (slot as isize) < 0 {
+        if Window::slot_is_below(slot) {
             &self.underflow
         } else {
             &self.overflow

@@ -189,13 +189,7 @@ where
 
     /// A histogram over caller-provided storage for an explicit window. The storage is zeroed.
     pub fn with_window(spec: L, storage: S, window: Window) -> Result<Self, WindowError> {
-        let actual = storage.as_slice().len();
-        if actual != window.len() {
-            return Err(WindowError::StorageLength {
-                expected: window.len(),
-                actual,
-            });
-        }
+        window.check_storage_len(storage.as_slice().len())?;
         let mut h = Histogram {
             spec,
             window,
@@ -233,12 +227,11 @@ where
         }
     }
 
-    /// The underflow or overflow counter for a storage slot outside the window. Logical
-    /// indices stay far below `2^63`, so a slot computed as `logical - first` with wrapping has
-    /// its top bit set exactly when the value is below the window.
+    /// The underflow or overflow counter for a slot outside the window
+    /// ([`Window::slot_is_below`]).
     #[inline(always)]
     fn outside_counter(&mut self, slot: usize) -> &mut u64 {
-        if (slot as isize) < 0 {
+        if Window::slot_is_below(slot) {
             &mut self.underflow
         } else {
             &mut self.overflow

@@ -120,6 +120,26 @@ impl Window {
         layout.highest(self.last())
     }
 
+    /// Checks that a storage of `actual` cells fits this window exactly.
+    pub const fn check_storage_len(self, actual: usize) -> Result<(), WindowError> {
+        if actual == self.len {
+            Ok(())
+        } else {
+            Err(WindowError::StorageLength {
+                expected: self.len,
+                actual,
+            })
+        }
+    }
+
+    /// For a slot computed as `logical.wrapping_sub(first)` that missed the window: whether the
+    /// value was below it (underflow) rather than above (overflow). Logical indices stay far
+    /// below `2^63`, so the wrapped difference has its top bit set exactly for values below.
+    #[inline(always)]
+    pub const fn slot_is_below(slot: usize) -> bool {
+        (slot as isize) < 0
+    }
+
     /// The storage index of logical index `logical`, if inside the window.
     #[inline(always)]
     pub const fn storage_index(self, logical: usize) -> Option<usize> {
