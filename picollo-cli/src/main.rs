@@ -1,0 +1,386 @@
+//! `picollo`: distributions, not averages, from the command line.
+//!
+//! - `picollo counters`: what this machine can count, and what is missing and why;
+//! - `picollo stat -- CMD`: runs a command N times with counters on it and prints the
+//!   percentile table of each counter and of the wall time (`--vs` compares two commands);
+//! - `picollo report FILE.hlog`: summary tables of an HdrHistogram interval log;
+//! - `picollo diff A.hlog B.hlog`: diff tables with Δ% and Cohen's d;
+//! - `picollo plot FILES… -o out.svg`: the percentile-distribution plot;
+//! - `picollo attach PID --csv DIR | --spans`: a running process's rings to CSV, or its
+//!   spans to the per-phase table;
+//! - `picollo top PID`: the live span table.
+//!
+//! Tables go to standard output, progress and diagnostics to standard error. Errors are one
+//! line naming what to do, with exit status 1 (2 for usage errors).
+
+mod attach;
+mod counters;
+mod error;
+mod hlog;
+mod output;
+mod plot;
+mod spawn;
+mod stat;
+
+use std::ffi::OsString;
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{ArgGroup, Args, Parser, Subcommand};
+
+use crate::error::{CliError, Result};
+use crate::hlog::{Selection, Unit};
+use crate::output::{Compared, Context, Format, Titled};
+
+/// Cycle-precise measurement from the command line: distributions, not averages.
+#[derive(Debug, Parser)]
+#[command(name = "picollo", version, about, long_about = None)]
+#[command(
+    after_help = "Tables go to stdout; progress and diagnostics to stderr. \
+    Errors are one line with exit status 1.\n\
+    Examples:\n  picollo counters\n  picollo stat -r 20 -- gzip -k -f big.txt\n  \
+    picollo stat -r 20 --vs 'zstd -k -f big.txt' -- gzip -k -f big.txt\n  \
+    picollo report latency.hlog --unit us\n  picollo diff before.hlog after.hlog\n  \
+    picollo plot before.hlog after.hlog -o latency.svg"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// List the capabilities and the events available here, and what is missing and why.
+    Counters,
+    /// Run a command N times with counters on it; print each counter's distribution.
+    ///
+    /// Counters are opened on the child process from its exec, and follow its children
+    /// (inherit). Each run's total of every counter, and its wall time (from exec to exit,
+    /// in ns), goes into an HDR histogram (0.1% precision); the tables show the percentiles
+    /// of those per-run figures. Without a hardware PMU the default events are task-clock and
+    /// page-faults (a note on stderr says so). The command's stdout is discarded unless
+    /// --show-output; its stderr is passed through.
+    ///
+    /// With --vs, the two commands run alternately (A, B, A, B, …) and diff tables print the
+    /// change of every percentile (Δ%) and Cohen's d of the means.
+    Stat(StatArgs),
+    /// Print summary tables of an HdrHistogram interval log (.hlog), one per tag.
+    ///
+    /// The selected intervals of each tag are added up (at 3 significant digits, or the
+    /// log's if finer) and printed as one table. Values are printed as logged; --unit
+    /// assumes the log is in nanoseconds and divides (rounding each bucket's midpoint to the
+    /// nearest integer), so pick a unit small enough for the precision you need.
+    Report(ReportArgs),
+    /// Compare two HdrHistogram interval logs: Δ% per percentile and Cohen's d.
+    ///
+    /// Tags present in both logs are compared (untagged with untagged); tags in only one
+    /// log are reported on stderr. Selection and units as for `report`.
+    Diff(DiffArgs),
+    /// Plot the percentile distribution of interval logs as SVG.
+    ///
+    /// The classic HdrHistogram plot: value against percentile, with the x axis 1/(1-p) on
+    /// a log scale (90%, 99%, 99.9%, …). One line per file, and per tag in tagged logs.
+    Plot(PlotArgs),
+    /// Read a running process's shared-memory rings: to CSV files, or spans to a table.
+    ///
+    /// --csv DIR drains every ring of the process (/dev/shm/picollo-PID-*) to DIR/<ring>.csv
+    /// (frame number, then the frame's fields), picking up rings created later, and prints
+    /// each file's frame and loss counts. --spans aggregates the span rings into the
+    /// per-phase table (N, time, %, counters). Both run until --duration elapses or the
+    /// process exits. Frames are recorded only while a reader is attached.
+    Attach(AttachArgs),
+    /// Live view of a process's spans: the per-phase table of the last interval.
+    ///
+    /// Every --interval seconds the screen is redrawn (when stdout is a terminal) with the
+    /// span table of that interval only (deltas) and the totals since start. Stops after
+    /// --count refreshes, when the process exits, or on Ctrl-C.
+    Top(TopArgs),
+}
+
+#[derive(Debug, Args)]
+struct StatArgs {
+    /// Events to count, comma-separated perf names (repeatable): task-clock, page-faults,
+    /// cycles, instructions, L1-dcache-load-misses, rNNNN, pmu/event=0x3c/…
+    #[arg(short = 'e', long = "events", value_name = "EVENTS")]
+    events: Vec<String>,
+    /// Measured runs of each command.
+    #[arg(short = 'r', long = "repeat", value_name = "N", default_value_t = 10,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    repeat: u32,
+    /// Runs of each command before the measured ones (not recorded).
+    #[arg(long, value_name = "K", default_value_t = 0)]
+    warmup: u32,
+    /// Another command to compare with, as one quoted string (split like a shell would,
+    /// without expansion): --vs 'gzip -9 -k -f big.txt'.
+    #[arg(long, value_name = "OTHER CMD")]
+    vs: Option<String>,
+    /// Keep measuring when a command exits with a failure status.
+    #[arg(short = 'i', long)]
+    ignore_failure: bool,
+    /// Send the command's stdout to stderr instead of discarding it.
+    #[arg(long)]
+    show_output: bool,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Markdown)]
+    format: Format,
+    /// The command and its arguments (after `--`).
+    #[arg(
+        value_name = "CMD",
+        required = true,
+        trailing_var_arg = true,
+        allow_hyphen_values = true
+    )]
+    command: Vec<OsString>,
+}
+
+#[derive(Debug, Args, Clone)]
+struct SelectArgs {
+    /// Only intervals with this tag ('' for the untagged ones).
+    #[arg(long, value_name = "T")]
+    tag: Option<String>,
+    /// Only intervals starting at or after S seconds from the log's start time.
+    #[arg(long, value_name = "S")]
+    from: Option<f64>,
+    /// Only intervals starting at or before S seconds from the log's start time.
+    #[arg(long, value_name = "S")]
+    to: Option<f64>,
+    /// Convert values, taking the log to be in nanoseconds (values as logged when absent).
+    #[arg(long, value_enum)]
+    unit: Option<Unit>,
+}
+
+impl SelectArgs {
+    fn selection(&self) -> Result<Selection> {
+        for (name, v) in [("--from", self.from), ("--to", self.to)] {
+            if v.is_some_and(|v| !v.is_finite()) {
+                return Err(CliError::new(format!(
+                    "{name} must be a finite number of seconds"
+                )));
+            }
+        }
+        Ok(Selection {
+            tag: self.tag.clone(),
+            from: self.from,
+            to: self.to,
+        })
+    }
+}
+
+#[derive(Debug, Args)]
+struct ReportArgs {
+    /// The interval log.
+    file: PathBuf,
+    #[command(flatten)]
+    select: SelectArgs,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Markdown)]
+    format: Format,
+}
+
+#[derive(Debug, Args)]
+struct DiffArgs {
+    /// The baseline log (A).
+    a: PathBuf,
+    /// The log to compare with it (B).
+    b: PathBuf,
+    #[command(flatten)]
+    select: SelectArgs,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Markdown)]
+    format: Format,
+}
+
+#[derive(Debug, Args)]
+struct PlotArgs {
+    /// Interval logs to plot.
+    #[arg(required = true)]
+    files: Vec<PathBuf>,
+    /// The SVG file to write.
+    #[arg(short = 'o', long = "output", value_name = "OUT.svg")]
+    output: PathBuf,
+    /// The plot's title.
+    #[arg(long, default_value = "Percentile distribution")]
+    title: String,
+    #[command(flatten)]
+    select: SelectArgs,
+}
+
+#[derive(Debug, Args)]
+#[command(group(ArgGroup::new("mode").required(true).args(["csv", "spans"])))]
+struct AttachArgs {
+    /// The process id.
+    pid: i32,
+    /// Write every ring to DIR/<ring>.csv.
+    #[arg(long, value_name = "DIR")]
+    csv: Option<PathBuf>,
+    /// Aggregate the span rings and print the per-phase table.
+    #[arg(long)]
+    spans: bool,
+    /// Stop after S seconds (default: when the process exits).
+    #[arg(long, value_name = "S")]
+    duration: Option<f64>,
+}
+
+#[derive(Debug, Args)]
+struct TopArgs {
+    /// The process id.
+    pid: i32,
+    /// Seconds between refreshes.
+    #[arg(long, value_name = "S", default_value_t = 1.0)]
+    interval: f64,
+    /// Stop after N refreshes (default: when the process exits).
+    #[arg(long, value_name = "N")]
+    count: Option<u64>,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(text) => {
+            let mut out = std::io::stdout().lock();
+            match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+                Ok(()) => ExitCode::SUCCESS,
+                // A closed pipe (`| head`) is not an error worth reporting.
+                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("picollo: error: cannot write to stdout: {e}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
+        Err(e) => {
+            eprintln!("picollo: error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Runs the command and returns what goes to stdout.
+fn run(cli: Cli) -> Result<String> {
+    match cli.command {
+        Command::Counters => Ok(counters::report()),
+        Command::Stat(a) => stat::run(&stat::StatOptions {
+            events: a.events,
+            repeat: a.repeat,
+            warmup: a.warmup,
+            vs: a.vs,
+            ignore_failure: a.ignore_failure,
+            show_output: a.show_output,
+            format: a.format,
+            command: a.command,
+        }),
+        Command::Report(a) => report(&a),
+        Command::Diff(a) => diff(&a),
+        Command::Plot(a) => plot(&a),
+        Command::Attach(a) => match &a.csv {
+            Some(dir) => attach::csv(a.pid, dir, a.duration),
+            None => attach::spans(a.pid, a.duration),
+        },
+        Command::Top(a) => attach::top(a.pid, a.interval, a.count),
+    }
+}
+
+fn report(a: &ReportArgs) -> Result<String> {
+    let log = hlog::load(&a.file, &a.select.selection()?)?;
+    let mut tables = Vec::with_capacity(log.groups.len());
+    for g in &log.groups {
+        tables.push(Titled {
+            title: log.title(g, a.select.unit),
+            summary: hlog::summary(g, a.select.unit)?,
+        });
+    }
+    Ok(output::summaries(a.format, &Context::new(), &tables))
+}
+
+fn diff(a: &DiffArgs) -> Result<String> {
+    let selection = a.select.selection()?;
+    let la = hlog::load(&a.a, &selection)?;
+    let lb = hlog::load(&a.b, &selection)?;
+    let unit = a.select.unit;
+    let mut tables = Vec::new();
+    for ga in &la.groups {
+        let Some(gb) = lb.groups.iter().find(|g| g.tag == ga.tag) else {
+            eprintln!(
+                "picollo: {} is only in {}: not compared",
+                tag_name(&ga.tag),
+                la.name
+            );
+            continue;
+        };
+        let title = match &ga.tag {
+            Some(t) => format!("tag {t}"),
+            None if la.has_tags || lb.has_tags => "untagged".to_string(),
+            None => "all intervals".to_string(),
+        };
+        let title = match unit {
+            Some(u) => format!("{title} ({})", u.symbol()),
+            None => title,
+        };
+        tables.push(Compared {
+            title,
+            before: hlog::summary(ga, unit)?,
+            after: hlog::summary(gb, unit)?,
+        });
+    }
+    for gb in &lb.groups {
+        if !la.groups.iter().any(|g| g.tag == gb.tag) {
+            eprintln!(
+                "picollo: {} is only in {}: not compared",
+                tag_name(&gb.tag),
+                lb.name
+            );
+        }
+    }
+    if tables.is_empty() {
+        return Err(CliError::new(format!(
+            "{} and {} share no tag; select one tag in each with --tag, or compare logs of \
+             the same kind",
+            la.name, lb.name
+        )));
+    }
+    let describe = |l: &hlog::Log| {
+        let n: usize = l.groups.iter().map(|g| g.intervals).sum();
+        format!("{} ({n} intervals)", l.name)
+    };
+    let context: Context = vec![("A", describe(&la)), ("B", describe(&lb))];
+    Ok(output::diffs(a.format, &context, &tables))
+}
+
+fn tag_name(tag: &Option<String>) -> String {
+    match tag {
+        Some(t) => format!("tag {t}"),
+        None => "the untagged data".to_string(),
+    }
+}
+
+fn plot(a: &PlotArgs) -> Result<String> {
+    let selection = a.select.selection()?;
+    let unit = a.select.unit;
+    let divisor = unit.map_or(1.0, |u| u.divisor() as f64);
+    let mut series = Vec::new();
+    for f in &a.files {
+        let log = hlog::load(f, &selection)?;
+        for g in &log.groups {
+            let label = match (&g.tag, log.has_tags) {
+                (Some(t), _) => format!("{}, tag {t}", log.name),
+                (None, true) => format!("{}, untagged", log.name),
+                (None, false) => log.name.clone(),
+            };
+            series.push(plot::Series::from_counts(label, &g.counts, divisor));
+        }
+    }
+    let y_desc = match unit {
+        Some(u) => format!("Value ({})", u.symbol()),
+        None => "Value (as logged)".to_string(),
+    };
+    let svg = plot::render(&series, &a.title, &y_desc)?;
+    plot::write(&a.output, &svg)?;
+    eprintln!(
+        "picollo: wrote {} ({} line{})",
+        a.output.display(),
+        series.len(),
+        if series.len() == 1 { "" } else { "s" }
+    );
+    Ok(String::new())
+}

@@ -1,0 +1,476 @@
+//! `picollo stat`: runs a command N times with counters on it and prints the distribution of
+//! each counter and of the wall time, or with `--vs` the diff against another command.
+
+use std::ffi::OsString;
+use std::io::{IsTerminal, Write};
+
+use picollo_alloc::{default_histogram, HeapHistogram, SummaryExt};
+use picollo_linux::caps::Capabilities;
+use picollo_linux::count::Count;
+use picollo_linux::event::{Event, SoftwareEvent};
+
+use crate::error::{CliError, Result};
+use crate::output::{self, Compared, Context, Format, Titled};
+use crate::spawn::{self, ChildOutput};
+
+/// What `stat` was asked to do.
+#[derive(Clone, Debug)]
+pub struct StatOptions {
+    /// `-e` values, each a comma-separated list of perf event names.
+    pub events: Vec<String>,
+    /// Measured runs per command.
+    pub repeat: u32,
+    /// Runs per command before the measured ones, not recorded.
+    pub warmup: u32,
+    /// The command to compare with, as one shell-like string.
+    pub vs: Option<String>,
+    /// Keep measuring when the command exits with a failure status.
+    pub ignore_failure: bool,
+    /// Send the command's standard output to standard error instead of discarding it.
+    pub show_output: bool,
+    /// How to print the tables.
+    pub format: Format,
+    /// The command and its arguments.
+    pub command: Vec<OsString>,
+}
+
+/// The name of the wall-time row.
+pub const WALL_TIME: &str = "wall-time";
+
+/// Splits a comma-separated event list, keeping commas inside `pmu/…/` terms.
+pub fn split_events(spec: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let mut slashes = 0;
+    for c in spec.chars() {
+        match c {
+            '/' => {
+                slashes += 1;
+                cur.push(c);
+            }
+            ',' if slashes % 2 == 0 => out.push(core::mem::take(&mut cur)),
+            c => cur.push(c),
+        }
+    }
+    out.push(cur);
+    out.into_iter()
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+        .collect()
+}
+
+/// Whether `e` is a clock event, which must lead its group to be read up to date.
+fn is_clock(e: &Event) -> bool {
+    matches!(
+        e,
+        Event::Software(SoftwareEvent::TaskClock | SoftwareEvent::CpuClock)
+    )
+}
+
+/// The events to count: the `-e` lists parsed (a clock moved first, duplicates removed), or
+/// the defaults for this machine. Diagnostics go to `notes`.
+///
+/// # Errors
+/// An event name that does not parse.
+pub fn choose_events(
+    specs: &[String],
+    caps: &Capabilities,
+    notes: &mut Vec<String>,
+) -> Result<Vec<Event>> {
+    let mut events: Vec<Event> = Vec::new();
+    if specs.is_empty() {
+        let names: &[&str] = if caps.has_hardware_pmu() {
+            &[
+                "task-clock",
+                "cycles",
+                "instructions",
+                "branch-misses",
+                "page-faults",
+            ]
+        } else {
+            notes.push(format!(
+                "{}; counting the software events task-clock and page-faults, and wall time",
+                caps.no_pmu_reason()
+                    .unwrap_or_else(|| "no hardware PMU".into())
+                    .split(';')
+                    .next()
+                    .unwrap_or("no hardware PMU")
+            ));
+            &["task-clock", "page-faults"]
+        };
+        for n in names {
+            events.push(n.parse().map_err(|e| CliError::new(format!("{e}")))?);
+        }
+        return Ok(events);
+    }
+    for spec in specs {
+        for name in split_events(spec) {
+            let e: Event = name.parse().map_err(|e| {
+                CliError::new(format!(
+                    "unknown event `{name}`: {e}; run `picollo counters` for the events \
+                     available here"
+                ))
+            })?;
+            if !events.contains(&e) {
+                events.push(e);
+            }
+        }
+    }
+    if events.is_empty() {
+        return Err(CliError::new(
+            "-e names no event; give perf event names such as -e task-clock,page-faults",
+        ));
+    }
+    let clocks: Vec<usize> = (0..events.len())
+        .filter(|&i| is_clock(&events[i]))
+        .collect();
+    if let Some(&first) = clocks.first() {
+        let clock = events.remove(first);
+        events.insert(0, clock);
+        if clocks.len() > 1 {
+            notes.push(
+                "more than one clock event: only the first is read up to date (clocks update \
+                 on a group read only when they lead the group)"
+                    .into(),
+            );
+        }
+    }
+    if !caps.has_hardware_pmu() && events.iter().any(Event::needs_hardware_pmu) {
+        let reason = caps.no_pmu_reason().unwrap_or_default();
+        notes.push(format!(
+            "{}; hardware, cache and raw events are dropped",
+            reason.split(';').next().unwrap_or("no hardware PMU")
+        ));
+    }
+    Ok(events)
+}
+
+/// Splits a command line as a POSIX shell would split words: whitespace separates, single
+/// quotes keep everything, double quotes keep everything but `\"` and `\\`, a backslash
+/// outside quotes escapes the next character. No expansion of any kind.
+///
+/// # Errors
+/// An unclosed quote or a trailing backslash, or an empty command.
+pub fn split_command(s: &str) -> Result<Vec<OsString>> {
+    let mut words = Vec::new();
+    let mut cur = String::new();
+    let mut in_word = false;
+    let mut chars = s.chars();
+    let unclosed = || CliError::new(format!("unclosed quote in --vs {s:?}; close it"));
+    while let Some(c) = chars.next() {
+        match c {
+            '\'' => {
+                in_word = true;
+                loop {
+                    match chars.next() {
+                        Some('\'') => break,
+                        Some(c) => cur.push(c),
+                        None => return Err(unclosed()),
+                    }
+                }
+            }
+            '"' => {
+                in_word = true;
+                loop {
+                    match chars.next() {
+                        Some('"') => break,
+                        Some('\\') => match chars.next() {
+                            Some(c @ ('"' | '\\')) => cur.push(c),
+                            Some(c) => {
+                                cur.push('\\');
+                                cur.push(c);
+                            }
+                            None => return Err(unclosed()),
+                        },
+                        Some(c) => cur.push(c),
+                        None => return Err(unclosed()),
+                    }
+                }
+            }
+            '\\' => match chars.next() {
+                Some(c) => {
+                    in_word = true;
+                    cur.push(c);
+                }
+                None => {
+                    return Err(CliError::new(format!(
+                        "trailing backslash in --vs {s:?}; remove it"
+                    )))
+                }
+            },
+            c if c.is_whitespace() => {
+                if in_word {
+                    words.push(OsString::from(core::mem::take(&mut cur)));
+                    in_word = false;
+                }
+            }
+            c => {
+                in_word = true;
+                cur.push(c);
+            }
+        }
+    }
+    if in_word {
+        words.push(OsString::from(cur));
+    }
+    if words.is_empty() {
+        return Err(CliError::new(
+            "--vs is empty; give the other command, quoted: --vs 'sleep 0.1'",
+        ));
+    }
+    Ok(words)
+}
+
+/// A command line for display: arguments with spaces or quotes are single-quoted.
+pub fn show_command(argv: &[OsString]) -> String {
+    argv.iter()
+        .map(|a| {
+            let a = a.to_string_lossy();
+            if a.is_empty() || a.contains(|c: char| c.is_whitespace() || "'\"\\$`".contains(c)) {
+                format!("'{}'", a.replace('\'', "'\\''"))
+            } else {
+                a.into_owned()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// One command's measurements.
+struct Side {
+    label: &'static str,
+    argv: Vec<OsString>,
+    /// Per counter, in order of first appearance; wall time is kept apart.
+    counters: Vec<(String, HeapHistogram<u64>, u64)>,
+    wall: HeapHistogram<u64>,
+    scaled: bool,
+}
+
+impl Side {
+    fn new(label: &'static str, argv: Vec<OsString>) -> Self {
+        Side {
+            label,
+            argv,
+            counters: Vec::new(),
+            wall: default_histogram(),
+            scaled: false,
+        }
+    }
+
+    fn record(&mut self, run: &spawn::Run) {
+        self.wall.record(run.wall_ns);
+        for (name, count) in &run.counts {
+            let i = match self.counters.iter().position(|(n, _, _)| n == name) {
+                Some(i) => i,
+                None => {
+                    self.counters.push((name.clone(), default_histogram(), 0));
+                    self.counters.len() - 1
+                }
+            };
+            let slot = &mut self.counters[i];
+            match count {
+                Count::Exact(v) => slot.1.record(*v),
+                Count::Scaled { value, .. } => {
+                    slot.1.record(*value);
+                    self.scaled = true;
+                }
+                Count::NotCounted => slot.2 += 1,
+            }
+        }
+    }
+
+    /// The titled summaries: each counter, then the wall time.
+    fn tables(&self) -> Vec<Titled> {
+        let mut out: Vec<Titled> = self
+            .counters
+            .iter()
+            .map(|(name, h, _)| Titled {
+                title: title(name),
+                summary: h.summary(),
+            })
+            .collect();
+        out.push(Titled {
+            title: title(WALL_TIME),
+            summary: self.wall.summary(),
+        });
+        out
+    }
+}
+
+/// A counter's title with its unit.
+fn title(name: &str) -> String {
+    match name {
+        "task-clock" | "cpu-clock" | WALL_TIME => format!("{name} (ns)"),
+        other => other.to_string(),
+    }
+}
+
+/// The progress line, shown only when standard error is a terminal.
+struct Progress {
+    on: bool,
+}
+
+impl Progress {
+    fn show(&self, text: &str) {
+        if self.on {
+            let mut e = std::io::stderr().lock();
+            let _ = write!(e, "\r\x1b[2K{text}");
+            let _ = e.flush();
+        }
+    }
+
+    fn clear(&self) {
+        self.show("");
+    }
+}
+
+/// Runs `stat` and returns what to print on standard output; diagnostics go to standard
+/// error as they happen.
+///
+/// # Errors
+/// A bad event or command, counters that cannot be opened, a failing command (unless
+/// ignored).
+pub fn run(opts: &StatOptions) -> Result<String> {
+    if opts.command.is_empty() {
+        return Err(CliError::new(
+            "no command given; put it after `--`: picollo stat -- sleep 0.1",
+        ));
+    }
+    let caps = Capabilities::detect();
+    let mut notes = Vec::new();
+    let events = choose_events(&opts.events, &caps, &mut notes)?;
+    for n in &notes {
+        eprintln!("picollo: {n}");
+    }
+    let mut sides = vec![Side::new("A", opts.command.clone())];
+    if let Some(vs) = &opts.vs {
+        sides.push(Side::new("B", split_command(vs)?));
+    }
+    let output = if opts.show_output {
+        ChildOutput::ToStderr
+    } else {
+        ChildOutput::Discard
+    };
+    let progress = Progress {
+        on: std::io::stderr().is_terminal(),
+    };
+    let rounds = opts.warmup + opts.repeat;
+    let total = u64::from(rounds) * sides.len() as u64;
+    let mut done = 0u64;
+    let mut dropped_reported = false;
+    for round in 0..rounds {
+        let warm = round < opts.warmup;
+        for side in &mut sides {
+            done += 1;
+            progress.show(&format!(
+                "picollo: run {done}/{total}{}{}",
+                if sides_len_label(opts) {
+                    format!(" ({})", side.label)
+                } else {
+                    String::new()
+                },
+                if warm { " warm-up" } else { "" }
+            ));
+            let result = spawn::run(&side.argv, &events, output);
+            let run = match result {
+                Ok(r) => r,
+                Err(e) => {
+                    progress.clear();
+                    return Err(e);
+                }
+            };
+            if !dropped_reported {
+                for d in &run.dropped {
+                    progress.clear();
+                    eprintln!(
+                        "picollo: not counting `{}`: {}",
+                        d.event,
+                        crate::counters::short_reason(&d.error)
+                    );
+                }
+                dropped_reported = true;
+            }
+            if !run.status.success() && !opts.ignore_failure {
+                progress.clear();
+                return Err(CliError::new(format!(
+                    "`{}` failed ({}) on run {}; fix the command, or pass --ignore-failure (-i) \
+                     to measure it anyway",
+                    show_command(&side.argv),
+                    run.status,
+                    round + 1
+                )));
+            }
+            if !warm {
+                side.record(&run);
+            }
+        }
+    }
+    progress.clear();
+    for side in &sides {
+        for (name, _, missed) in &side.counters {
+            if *missed > 0 {
+                eprintln!(
+                    "picollo: {name} was not counted in {missed} of {} runs of {} (no counter \
+                     was free)",
+                    opts.repeat, side.label
+                );
+            }
+        }
+        if side.scaled {
+            eprintln!(
+                "picollo: some counts of {} were multiplexed: the values are scaled estimates",
+                side.label
+            );
+        }
+    }
+    let mut context: Context = vec![("command", show_command(&sides[0].argv))];
+    if let Some(b) = sides.get(1) {
+        context[0].0 = "A";
+        context.push(("B", show_command(&b.argv)));
+    }
+    context.push(("runs", opts.repeat.to_string()));
+    context.push(("warmup", opts.warmup.to_string()));
+    if sides.len() == 1 {
+        return Ok(output::summaries(opts.format, &context, &sides[0].tables()));
+    }
+    let (a, b) = (sides[0].tables(), sides[1].tables());
+    let compared: Vec<Compared> = a
+        .into_iter()
+        .filter_map(|ta| {
+            let tb = b.iter().find(|tb| tb.title == ta.title)?;
+            Some(Compared {
+                title: ta.title,
+                before: ta.summary,
+                after: tb.summary.clone(),
+            })
+        })
+        .collect();
+    Ok(output::diffs(opts.format, &context, &compared))
+}
+
+/// Whether runs are labelled A/B in the progress line.
+fn sides_len_label(opts: &StatOptions) -> bool {
+    opts.vs.is_some()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn event_lists_keep_pmu_terms() {
+        assert_eq!(
+            split_events("task-clock, cpu/event=0x3c,umask=0x00/,page-faults,"),
+            ["task-clock", "cpu/event=0x3c,umask=0x00/", "page-faults"]
+        );
+    }
+
+    #[test]
+    fn commands_split_like_a_shell() {
+        let w = split_command(r#"sh -c 'echo "a b"' x\ y "q\"z""#).unwrap();
+        assert_eq!(w, ["sh", "-c", "echo \"a b\"", "x y", "q\"z"]);
+        assert!(split_command("echo 'oops").is_err());
+        assert!(split_command("   ").is_err());
+        assert_eq!(show_command(&w), r#"sh -c 'echo "a b"' 'x y' 'q"z'"#);
+    }
+}

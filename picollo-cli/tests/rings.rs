@@ -1,0 +1,280 @@
+//! `attach` and `top` against a live process: this test process writes frames and spans on
+//! helper threads, and the `picollo` binary attaches to it by pid.
+
+use std::process::Command;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use picollo_core::ring::{RingOptions, TimeInterval};
+use picollo_linux::shm::ShmFrameWriter;
+use picollo_linux::span;
+
+const BIN: &str = env!("CARGO_BIN_EXE_picollo");
+
+picollo_core::frame! {
+    /// A request as a server would log it.
+    #[derive(Clone, Copy, Debug, PartialEq)]
+    pub struct Request {
+        /// The request number.
+        pub id: u64,
+        /// Its size.
+        pub bytes: u32,
+        /// When it started and ended.
+        pub t: TimeInterval,
+    }
+}
+
+fn pid() -> String {
+    std::process::id().to_string()
+}
+
+fn tmp(name: &str) -> std::path::PathBuf {
+    std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("picollo-cli-{name}"))
+}
+
+/// A thread that runs `body` in a loop until dropped.
+struct Busy {
+    stop: Arc<AtomicBool>,
+    handle: Option<JoinHandle<()>>,
+}
+
+impl Busy {
+    fn start(
+        setup: impl FnOnce() + Send + 'static,
+        mut body: impl FnMut() + Send + 'static,
+    ) -> Self {
+        let stop = Arc::new(AtomicBool::new(false));
+        let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+        let flag = stop.clone();
+        let handle = std::thread::spawn(move || {
+            setup();
+            ready_tx.send(()).unwrap();
+            while !flag.load(Ordering::Relaxed) {
+                body();
+            }
+        });
+        ready_rx.recv().unwrap();
+        Busy {
+            stop,
+            handle: Some(handle),
+        }
+    }
+}
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(h) = self.handle.take() {
+            let _ = h.join();
+        }
+    }
+}
+
+/// Spans named `work` (with a nested `step`) in a loop on a helper thread.
+fn span_worker() -> Busy {
+    Busy::start(
+        || {
+            span::open_thread_ring().expect("open this thread's span ring");
+        },
+        || {
+            let _w = picollo_linux::span!("work");
+            {
+                let _s = picollo_linux::span!("step");
+                let mut x = 1u64;
+                for i in 0..2_000u64 {
+                    x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(i));
+                }
+            }
+            std::thread::sleep(Duration::from_micros(200));
+        },
+    )
+}
+
+#[test]
+fn attach_spans_prints_the_phase_table() {
+    let _worker = span_worker();
+    let out = Command::new(BIN)
+        .args(["attach", &pid(), "--spans", "--duration", "1"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stdout.starts_with(&format!("- process: {}\n", pid())),
+        "{stdout}"
+    );
+    assert!(stdout.contains("| Phase "), "{stdout}");
+    for phase in ["work", "step"] {
+        let row = stdout
+            .lines()
+            .find(|l| l.starts_with(&format!("| {phase} ")))
+            .unwrap_or_else(|| panic!("no {phase} row: {stdout}"));
+        let n: u64 = row
+            .split('|')
+            .nth(2)
+            .unwrap()
+            .trim()
+            .replace(',', "")
+            .parse()
+            .unwrap();
+        assert!(n > 10, "{row}");
+    }
+}
+
+#[test]
+fn attach_csv_drains_a_ring() {
+    let mut writer =
+        ShmFrameWriter::<Request>::create("cli-test-requests", &RingOptions::new(4096))
+            .expect("create a ring");
+    let segment = writer.inner().segment().to_string();
+    let stop = Arc::new(AtomicBool::new(false));
+    let flag = stop.clone();
+    let saver = std::thread::spawn(move || {
+        let mut id = 0u64;
+        while !flag.load(Ordering::Relaxed) {
+            if writer.save(&Request {
+                id,
+                bytes: 512,
+                t: TimeInterval::new(10 * id, 10 * id + 4),
+            }) {
+                id += 1;
+            }
+            std::thread::sleep(Duration::from_micros(100));
+        }
+        drop(writer);
+        id
+    });
+    let dir = tmp("csv");
+    let _ = std::fs::remove_dir_all(&dir);
+    let out = Command::new(BIN)
+        .args([
+            "attach",
+            &pid(),
+            "--csv",
+            dir.to_str().unwrap(),
+            "--duration",
+            "1",
+        ])
+        .output()
+        .unwrap();
+    stop.store(true, Ordering::Relaxed);
+    let saved = saver.join().unwrap();
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains(&segment), "{stderr}");
+    let path = dir.join("cli-test-requests.csv");
+    let summary = stdout
+        .lines()
+        .find(|l| l.starts_with(path.to_str().unwrap()))
+        .unwrap_or_else(|| panic!("{stdout}"));
+    let csv = std::fs::read_to_string(&path).unwrap();
+    let mut lines = csv.lines();
+    assert_eq!(lines.next(), Some("frame,id,bytes,t_start,t_end"));
+    let rows: Vec<Vec<u64>> = lines
+        .map(|l| l.split(',').map(|c| c.parse().unwrap()).collect())
+        .collect();
+    assert!(rows.len() > 10, "{} rows", rows.len());
+    assert!(rows.len() as u64 <= saved);
+    for r in &rows {
+        // frame number = id (the writer saves only while attached), and the fields.
+        assert_eq!(r[0], r[1]);
+        assert_eq!((r[2], r[3], r[4]), (512, 10 * r[1], 10 * r[1] + 4));
+    }
+    assert!(
+        summary.ends_with(&format!(": {} frames, 0 lost", rows.len())),
+        "{summary}"
+    );
+}
+
+#[test]
+fn attach_and_top_errors() {
+    let run = |args: &[&str]| Command::new(BIN).args(args).output().unwrap();
+    let o = run(&["attach", "999999999", "--spans"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("no process 999999999"));
+    // A live process without rings: the test runner's parent (cargo or a shell).
+    let parent = std::os::unix::process::parent_id().to_string();
+    let o = run(&["top", &parent, "--count", "1"]);
+    assert_eq!(o.status.code(), Some(1));
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(e.contains("has no span rings"), "{e}");
+    assert_eq!(e.lines().count(), 1, "{e}");
+    assert_eq!(
+        run(&["attach", "1"]).status.code(),
+        Some(2),
+        "--csv or --spans"
+    );
+    assert_eq!(
+        run(&["top", &parent, "--interval", "0"]).status.code(),
+        Some(1)
+    );
+}
+
+#[test]
+fn top_refreshes_the_table() {
+    let _worker = span_worker();
+    let out = Command::new(BIN)
+        .args(["top", &pid(), "--interval", "0.3", "--count", "2"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        stdout.matches(&format!("picollo top {}:", pid())).count(),
+        2,
+        "{stdout}"
+    );
+    assert!(stdout.contains("refresh 2,"));
+    assert_eq!(stdout.matches("\n| work ").count(), 2, "{stdout}");
+    assert!(
+        !stdout.contains("\x1b[2J"),
+        "no screen clearing when not a terminal"
+    );
+}
+
+/// `top` on a terminal, in tmux: the screen is redrawn in place and shows the table.
+#[test]
+fn top_in_tmux() {
+    if Command::new("tmux").arg("-V").output().is_err() {
+        eprintln!("skip: tmux is not installed");
+        return;
+    }
+    let _worker = span_worker();
+    let socket = format!("picollo-cli-test-{}", pid());
+    let tmux = |args: &[&str]| {
+        Command::new("tmux")
+            .args(["-L", &socket])
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let cmd = format!("{BIN} top {} --interval 0.3; sleep 30", pid());
+    let started = tmux(&["new-session", "-d", "-x", "200", "-y", "50", &cmd]);
+    assert!(
+        started.status.success(),
+        "{}",
+        String::from_utf8_lossy(&started.stderr)
+    );
+    let mut screen = String::new();
+    for _ in 0..50 {
+        std::thread::sleep(Duration::from_millis(100));
+        screen = String::from_utf8(tmux(&["capture-pane", "-p"]).stdout).unwrap();
+        if screen.contains("refresh 3,") {
+            break;
+        }
+    }
+    let _ = tmux(&["kill-server"]);
+    assert!(screen.contains("refresh 3,"), "{screen}");
+    // Redrawn in place: one header on screen, the latest.
+    assert_eq!(screen.matches("picollo top ").count(), 1, "{screen}");
+    assert!(screen.contains("| work "), "{screen}");
+    assert!(screen.contains("| Phase "), "{screen}");
+}
