@@ -10,6 +10,7 @@ pub mod builder;
 pub mod clock;
 pub mod hdr;
 pub mod heap;
+pub mod hgrm;
 pub mod snapshot;
 pub mod summary;
 pub mod thread_local;
@@ -18,6 +19,7 @@ pub use builder::{
     default_histogram, BuildError, HeapApproxHistogram, HistogramBuilder, StorageWidth,
 };
 pub use heap::{HeapAtomicHistogram, HeapHistogram, HeapStorage};
+pub use hgrm::{write_hgrm, Hgrm, HgrmError};
 pub use snapshot::{Snapshot, SnapshotExt};
 pub use summary::{Summary, SummaryDiff, SummaryExt, SummaryLine, SummaryTable};
 pub use thread_local::{LocalCounter, ThreadLocalHistogram};

@@ -1,0 +1,77 @@
+//! Seed 000's `GettingStartedPercentiles` and `GettingStartedCustomPercentiles`: every
+//! non-empty bucket as a percentile with its bucket detail, then custom ranks through the
+//! batch methods (one consistent read for all ranks) and the scalar ones (a batch of one per
+//! call, so not faster, and each may see a different moment of a live histogram).
+//!
+//! ```text
+//! cargo run --release -p picollo-alloc --example percentiles
+//! ```
+
+use picollo_alloc::HistogramBuilder;
+use picollo_core::fmt::Grouped;
+use picollo_core::{EquivalentValue, Percentile, ReadExt};
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let mut h = HistogramBuilder::new()
+        .relative_error(0.01)
+        .u32_storage()
+        .min_trackable(10_000)
+        .max_trackable(30_000)
+        .plain()?;
+
+    let mut rng = SplitMix64(0);
+    for _ in 0..1_000_000 {
+        let noise = (0.5 - rng.next_f64()) * 1000.0 + rng.next_f64().powi(2) * 5000.0;
+        h.record(20_000 + noise as u64);
+    }
+
+    // Iterators for detailed bucket information:
+    // h.buckets()
+    // h.recorded_buckets()
+    // h.bucket_percentiles(EquivalentValue::Midpoint)
+    // h.recorded_bucket_percentiles(EquivalentValue::Midpoint)
+    println!("##### Bucket percentiles");
+    for percentile in h.recorded_bucket_percentiles(EquivalentValue::Midpoint) {
+        println!("{percentile}");
+    }
+
+    println!("\n##### Custom percentiles");
+    let ranks = [90.0, 91.0, 92.0, 93.0, 94.0, 95.0, 96.0, 97.0, 98.0];
+    let mut percentiles = [Percentile::default(); 9];
+    let mut values = [0u64; 9];
+
+    // Batch: one consistent read for all ranks.
+    h.percentiles(&ranks, &mut percentiles)?;
+    h.percentile_values(&ranks, &mut values)?;
+    for percentile in &percentiles {
+        println!("{percentile}");
+    }
+    assert!(percentiles.iter().zip(&values).all(|(p, &v)| p.value == v));
+
+    // Scalar: each call is a batch of one rank.
+    for rank in ranks {
+        let percentile = h.percentile(rank)?;
+        let value = h.percentile_value(rank)?;
+        assert_eq!(percentile.value, value);
+        println!("{rank}: {}", Grouped(value));
+    }
+    Ok(())
+}
+
+/// SplitMix64: a tiny fixed-seed generator, enough for reproducible sample data.
+struct SplitMix64(u64);
+
+impl SplitMix64 {
+    fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// A uniform value in `[0, 1)` with 53 random bits.
+    fn next_f64(&mut self) -> f64 {
+        (self.next_u64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
+    }
+}
