@@ -202,9 +202,31 @@ fn decode_payload(payload: &[u8], counts_len: usize) -> Result<Vec<u64>, HdrErro
     let mut counts: Vec<u64> = Vec::with_capacity(payload.len().min(counts_len));
     let mut dst: usize = 0;
     let mut pos: usize = 0;
-    while pos < payload.len() {
+    while let Some(rest) = payload.get(pos..).filter(|r| !r.is_empty()) {
+        // Fast path: a run of one-byte words for counts 0 to 63 (an even byte below 0x80),
+        // found with a tight scan and copied with one bounds check and one reservation.
+        let n = rest
+            .iter()
+            .position(|&b| b & 0x81 != 0)
+            .unwrap_or(rest.len());
+        if n > 0 {
+            // dst <= counts_len holds on every iteration (checked below and here).
+            if n > counts_len - dst {
+                return Err(HdrError::IndexOutOfRange {
+                    index: counts_len,
+                    counts_len,
+                });
+            }
+            if counts.len() < dst {
+                counts.resize(dst, 0);
+            }
+            counts.extend(rest[..n].iter().map(|&b| u64::from(b >> 1)));
+            dst += n;
+            pos += n;
+            continue;
+        }
         let (word, used) =
-            zigzag::decode_i64(&payload[pos..]).ok_or(HdrError::TruncatedVarint { offset: pos })?;
+            zigzag::decode_i64(rest).ok_or(HdrError::TruncatedVarint { offset: pos })?;
         pos += used;
         if word < 0 {
             let run = word.unsigned_abs();
@@ -342,6 +364,88 @@ fn decode_deflate(bytes: &[u8], limits: &DecodeLimits) -> Result<HdrCounts, HdrE
     counts_from(&header, &blob[V2_HEADER_LEN..])
 }
 
+/// Output the encoder makes room for at a time, in bytes (zero-filled in these steps, so a
+/// sparse histogram with a huge counts array does not reserve 9 bytes for every entry).
+const GROW_CHUNK: usize = 32 * 1024;
+
+/// Makes `out` at least `pos + 9` bytes long (zero-filled, by up to [`GROW_CHUNK`] bytes
+/// beyond that). `words_left` bounds what the rest of the payload can need.
+#[cold]
+#[inline(never)]
+fn grow(out: &mut Vec<u8>, pos: usize, words_left: usize) {
+    let want = words_left
+        .saturating_mul(zigzag::MAX_ENCODED_LEN)
+        .clamp(zigzag::MAX_ENCODED_LEN, GROW_CHUNK);
+    if out.len() < pos + want {
+        out.resize(pos + want, 0);
+    }
+}
+
+/// Length of the run of zeros at the start of `counts`.
+#[inline(always)]
+fn zero_run(counts: &[u64]) -> usize {
+    // Most runs are short: look at a few entries one by one first.
+    let head = counts.len().min(4);
+    if let Some(n) = counts[..head].iter().position(|&c| c != 0) {
+        return n;
+    }
+    let mut n = head;
+    // Then eight entries per step, OR-ed together (no early exit inside the block).
+    for block in counts[head..].chunks_exact(8) {
+        if block.iter().fold(0, |acc, &c| acc | c) != 0 {
+            break;
+        }
+        n += 8;
+    }
+    n + counts[n..]
+        .iter()
+        .position(|&c| c != 0)
+        .unwrap_or(counts.len() - n)
+}
+
+/// Writes the zig-zag LEB128 payload of `counts` (non-empty, every count <= `i64::MAX`) into
+/// `out` from byte `pos` on, growing `out` as needed, and returns the end of the payload.
+/// Bytes of `out` past the returned end are scratch for the caller to truncate.
+fn encode_payload(counts: &[u64], out: &mut Vec<u8>, mut pos: usize) -> usize {
+    let mut rest = counts;
+    while !rest.is_empty() {
+        grow(out, pos, rest.len());
+        (pos, rest) = encode_words(rest, out, pos);
+    }
+    pos
+}
+
+/// Encodes words from the start of `counts` into `buf` from `pos` on while a whole word (9
+/// bytes) fits; returns the new position and the counts not yet encoded.
+#[inline(always)]
+fn encode_words<'a>(mut rest: &'a [u64], buf: &mut [u8], mut pos: usize) -> (usize, &'a [u64]) {
+    while let Some((&count, tail)) = rest.split_first() {
+        // One bounds check per word; the 9-byte window is what `write_u64` may touch.
+        let Some(Ok(slot)) = buf
+            .get_mut(pos..pos + zigzag::MAX_ENCODED_LEN)
+            .map(<&mut [u8; zigzag::MAX_ENCODED_LEN]>::try_from)
+        else {
+            break;
+        };
+        let word = if count != 0 {
+            rest = tail;
+            // count <= i64::MAX: the zig-zag form of a non-negative value is `2 * value`.
+            count << 1
+        } else {
+            let run = zero_run(rest);
+            rest = &rest[run..];
+            // A single zero is written as 0, a run of n > 1 zeros as -n, i.e. 2n - 1 zig-zagged.
+            if run == 1 {
+                0
+            } else {
+                (run as u64) * 2 - 1
+            }
+        };
+        pos += zigzag::write_u64(word, slot);
+    }
+    (pos, rest)
+}
+
 impl HdrCounts {
     /// Decodes a V2 (`0x1C849313`) or V2+deflate (`0x1C849314`) blob with default limits.
     ///
@@ -393,22 +497,26 @@ impl HdrCounts {
     /// As [`encode_v2`](Self::encode_v2).
     pub fn encode_v2_into(&self, out: &mut Vec<u8>) -> Result<(), HdrError> {
         let geometry = self.geometry()?;
-        let limit = self.max_index().map_or(1, |i| i + 1);
-        if limit > geometry.counts_len() {
+        // Indices up to the last non-zero count; empty when there is none.
+        let counts = &self.counts[..self.max_index().map_or(0, |i| i + 1)];
+        if counts.len() > geometry.counts_len() {
             return Err(HdrError::IndexOutOfRange {
-                index: limit - 1,
+                index: counts.len() - 1,
                 counts_len: geometry.counts_len(),
             });
         }
-        if let Some((index, &count)) = self.counts[..limit.min(self.counts.len())]
-            .iter()
-            .enumerate()
-            .find(|&(_, &c)| c > i64::MAX as u64)
-        {
-            return Err(HdrError::CountTooLarge { index, count });
+        // One branch-free pass (vectorised) before the rare search for the culprit.
+        if counts.iter().fold(0u64, |acc, &c| acc | c) > i64::MAX as u64 {
+            if let Some((index, &count)) = counts
+                .iter()
+                .enumerate()
+                .find(|&(_, &c)| c > i64::MAX as u64)
+            {
+                return Err(HdrError::CountTooLarge { index, count });
+            }
         }
         let start = out.len();
-        out.reserve(V2_HEADER_LEN + limit.min(1 << 16));
+        out.reserve(V2_HEADER_LEN + counts.len().clamp(1, GROW_CHUNK));
         out.extend_from_slice(&V2_COOKIE.to_be_bytes());
         out.extend_from_slice(&0u32.to_be_bytes()); // payload length, patched below
         out.extend_from_slice(&self.normalizing_offset.to_be_bytes());
@@ -417,25 +525,15 @@ impl HdrCounts {
         out.extend_from_slice(&self.highest_trackable.to_be_bytes());
         out.extend_from_slice(&self.int_to_double_ratio.to_bits().to_be_bytes());
         let payload_start = out.len();
-
-        let count_at = |i: usize| self.counts.get(i).copied().unwrap_or(0);
-        let mut i = 0usize;
-        while i < limit {
-            let count = count_at(i);
-            i += 1;
-            if count == 0 {
-                let mut run: i64 = 1;
-                while i < limit && count_at(i) == 0 {
-                    run += 1;
-                    i += 1;
-                }
-                zigzag::encode_i64(if run > 1 { -run } else { 0 }, out);
-            } else {
-                zigzag::encode_i64(count as i64, out);
-            }
-        }
-        // limit <= MAX_GEOMETRY_COUNTS_LEN, so the payload is < 56 MB and fits in an i32.
-        let payload_len = (out.len() - payload_start) as u32;
+        let end = if counts.is_empty() {
+            out.push(0); // an empty histogram: one zero word
+            out.len()
+        } else {
+            encode_payload(counts, out, payload_start)
+        };
+        out.truncate(end);
+        // counts.len() <= MAX_GEOMETRY_COUNTS_LEN, so the payload is < 56 MB: fits in an i32.
+        let payload_len = (end - payload_start) as u32;
         out[start + 4..start + 8].copy_from_slice(&payload_len.to_be_bytes());
         Ok(())
     }
@@ -449,13 +547,29 @@ impl HdrCounts {
     /// # Errors
     /// As [`encode_v2`](Self::encode_v2).
     pub fn encode_v2_deflate(&self, level: u8) -> Result<Vec<u8>, HdrError> {
+        use miniz_oxide::deflate::core::{
+            compress_to_output, create_comp_flags_from_zip_params, CompressorOxide, TDEFLFlush,
+            TDEFLStatus,
+        };
         let plain = self.encode_v2()?;
-        let z = miniz_oxide::deflate::compress_to_vec_zlib(&plain, level);
-        let mut out = Vec::with_capacity(8 + z.len());
+        let mut out = Vec::with_capacity(8 + plain.len() / 2);
         out.extend_from_slice(&V2_DEFLATE_COOKIE.to_be_bytes());
-        // z is smaller than the plain blob (< 56 MB) plus zlib overhead: fits in an i32.
-        out.extend_from_slice(&(z.len() as u32).to_be_bytes());
-        out.extend_from_slice(&z);
+        out.extend_from_slice(&0u32.to_be_bytes()); // compressed length, patched below
+                                                    // zlib wrapper (window bits > 0), default strategy; the stream goes straight into `out`.
+        let flags = create_comp_flags_from_zip_params(i32::from(level), 1, 0);
+        let mut compressor = CompressorOxide::new(flags);
+        let (status, _) = compress_to_output(&mut compressor, &plain, TDEFLFlush::Finish, |z| {
+            out.extend_from_slice(z);
+            true
+        });
+        if status != TDEFLStatus::Done {
+            // Not expected with an in-memory sink; miniz_oxide's one-shot helper as a fallback.
+            out.truncate(8);
+            out.extend_from_slice(&miniz_oxide::deflate::compress_to_vec_zlib(&plain, level));
+        }
+        // The stream is the plain blob (< 56 MB) plus zlib overhead: fits in an i32.
+        let z_len = (out.len() - 8) as u32;
+        out[4..8].copy_from_slice(&z_len.to_be_bytes());
         Ok(out)
     }
 }
@@ -531,6 +645,63 @@ mod tests {
             HdrCounts::decode(&b),
             Err(HdrError::IndexOutOfRange { .. })
         ));
+    }
+
+    /// The decoder's one-byte fast path checks the counts array bound like the general path,
+    /// and the encoder's output grows correctly past its first chunk.
+    #[test]
+    fn fast_paths_keep_bounds_and_bytes() {
+        let h = HdrCounts::new(1, 2, 0).unwrap();
+        let counts_len = h.geometry().unwrap().counts_len();
+        assert_eq!(counts_len, 3);
+        let header = h.encode_v2().unwrap()[..V2_HEADER_LEN].to_vec();
+        for (payload, ok) in [
+            (vec![2u8; counts_len], true),
+            (vec![2u8; counts_len + 1], false),
+            (vec![0x03, 2, 2], false), // -2 zeros, then 2 counts: one past the end
+            (vec![0x03, 2], true),
+            (vec![2, 0x80], false), // truncated two-byte word
+        ] {
+            let mut b = header.clone();
+            b[4..8].copy_from_slice(&(payload.len() as u32).to_be_bytes());
+            b.extend_from_slice(&payload);
+            let r = HdrCounts::decode(&b);
+            assert_eq!(r.is_ok(), ok, "{payload:?}: {r:?}");
+            if let Ok(back) = r {
+                assert_eq!(back.encode_v2().unwrap(), b);
+            }
+        }
+
+        // Every word length, and more output than one growth step, against the byte-at-a-time
+        // encoder.
+        let mut h = HdrCounts::new(1, i64::MAX as u64, 4).unwrap();
+        let n = h.geometry().unwrap().counts_len();
+        h.counts = (0..n as u64)
+            .map(|i| match i % 11 {
+                0 | 1 => 0,
+                k => (1u64 << (7 * (k - 2) + (i % 7))).min(i64::MAX as u64),
+            })
+            .collect();
+        let fast = h.encode_v2().unwrap();
+        let mut slow = fast[..V2_HEADER_LEN].to_vec();
+        let mut i = 0;
+        while i < n {
+            let c = h.counts[i];
+            i += 1;
+            if c == 0 {
+                let mut run = 1i64;
+                while i < n && h.counts[i] == 0 {
+                    run += 1;
+                    i += 1;
+                }
+                zigzag::encode_i64(if run > 1 { -run } else { 0 }, &mut slow);
+            } else {
+                zigzag::encode_i64(c as i64, &mut slow);
+            }
+        }
+        assert!(fast.len() > GROW_CHUNK);
+        assert_eq!(fast[V2_HEADER_LEN..], slow[V2_HEADER_LEN..]);
+        assert!(HdrCounts::decode(&fast).unwrap().same_content(&h));
     }
 
     #[test]
