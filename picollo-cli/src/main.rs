@@ -84,7 +84,7 @@ enum Command {
     Plot(PlotArgs),
     /// Read a running process's shared-memory rings: to CSV files, or spans to a table.
     ///
-    /// --csv DIR drains every ring of the process (/dev/shm/picollo-PID-*) to DIR/<ring>.csv
+    /// --csv DIR drains every ring of the process (`/dev/shm/picollo-PID-*`) to `DIR/<ring>.csv`
     /// (frame number, then the frame's fields), picking up rings created later, and prints
     /// each file's frame and loss counts. --spans aggregates the span rings into the
     /// per-phase table (N, time, %, counters). Both run until --duration elapses or the
@@ -211,7 +211,7 @@ struct PlotArgs {
 struct AttachArgs {
     /// The process id.
     pid: i32,
-    /// Write every ring to DIR/<ring>.csv.
+    /// Write every ring to `DIR/<ring>.csv`.
     #[arg(long, value_name = "DIR")]
     csv: Option<PathBuf>,
     /// Aggregate the span rings and print the per-phase table.
