@@ -602,7 +602,7 @@ impl fmt::Display for SummaryDiff<'_> {
             if either_empty {
                 "n/a".to_string()
             } else {
-                delta(before, after)
+                format_change(before, after)
             }
         };
         let mut rows: Vec<[String; 4]> = Vec::with_capacity(22);
@@ -631,13 +631,13 @@ impl fmt::Display for SummaryDiff<'_> {
             "Precision:".to_string(),
             percent(b.precision()),
             percent(a.precision()),
-            delta(b.precision(), a.precision()),
+            format_change(b.precision(), a.precision()),
         ]);
         rows.push([
             "Total:".to_string(),
             Grouped(b.total).to_string(),
             Grouped(a.total).to_string(),
-            delta(b.total as f64, a.total as f64),
+            format_change(b.total as f64, a.total as f64),
         ]);
         let d = match b.cohens_d(a) {
             None => "n/a".to_string(),
@@ -685,7 +685,9 @@ fn percent(ratio: f64) -> String {
 
 /// The signed relative change in percent with 1 decimal: `+1.1%`, `-5.1%`, `0.0%`, or `n/a`
 /// when `before` is 0 and `after` is not.
-fn delta(before: f64, after: f64) -> String {
+/// The `Δ%` cell of a diff row: `+1.1%`, `-5.1%`, `0.0%` for a change that rounds to zero,
+/// `n/a` when `before` is 0 or either side is not finite. Shared by every diff printer.
+pub fn format_change(before: f64, after: f64) -> String {
     if before == after {
         return "0.0%".to_string();
     }
@@ -749,14 +751,14 @@ mod tests {
 
     #[test]
     fn delta_formatting() {
-        assert_eq!(delta(20_096.0, 19_072.0), "-5.1%");
-        assert_eq!(delta(22_912.0, 23_168.0), "+1.1%");
-        assert_eq!(delta(5.0, 5.0), "0.0%");
-        assert_eq!(delta(100_000.0, 100_001.0), "0.0%");
-        assert_eq!(delta(100_000.0, 99_999.0), "0.0%");
-        assert_eq!(delta(1.0, 0.0), "-100.0%");
-        assert_eq!(delta(0.0, 3.0), "n/a");
-        assert_eq!(delta(1.0, 1_000.0), "+99,900.0%");
+        assert_eq!(format_change(20_096.0, 19_072.0), "-5.1%");
+        assert_eq!(format_change(22_912.0, 23_168.0), "+1.1%");
+        assert_eq!(format_change(5.0, 5.0), "0.0%");
+        assert_eq!(format_change(100_000.0, 100_001.0), "0.0%");
+        assert_eq!(format_change(100_000.0, 99_999.0), "0.0%");
+        assert_eq!(format_change(1.0, 0.0), "-100.0%");
+        assert_eq!(format_change(0.0, 3.0), "n/a");
+        assert_eq!(format_change(1.0, 1_000.0), "+99,900.0%");
     }
 
     #[test]

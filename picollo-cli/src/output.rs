@@ -254,15 +254,7 @@ fn change_pct(before: f64, after: f64) -> Option<f64> {
 
 /// The markdown diff's `Δ%` cell: `+1.1%`, `-5.1%`, `0.0%` or `n/a`.
 fn delta_cell(before: f64, after: f64) -> String {
-    match change_pct(before, after) {
-        None => "n/a".into(),
-        Some(p) if (p.abs() * 10.0 + 0.5) < 1.0 => "0.0%".into(),
-        Some(p) => format!(
-            "{}{}%",
-            if p > 0.0 { "+" } else { "-" },
-            GroupedFloat(p.abs(), 1)
-        ),
-    }
+    picollo_alloc::summary::format_change(before, after)
 }
 
 /// Columns padded to their widest cell, separated by two spaces; the first column
