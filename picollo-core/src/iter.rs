@@ -89,75 +89,97 @@ impl<'a, H: HistogramRead + ?Sized> Walk<'a, H> {
     }
 }
 
-/// Linear iteration; see [`crate::ReadExt::linear`].
-pub struct Linear<'a, H: ?Sized> {
-    walk: Walk<'a, H>,
+/// How a value iteration moves from one reporting level to the next: linear steps or
+/// logarithmic ones. Everything else about the two iterations is shared ([`ValueSteps`]).
+pub trait StepRule {
+    /// The level after `level`, or `None` when no higher level exists.
+    fn next_level(&mut self, level: u64) -> Option<u64>;
+}
+
+/// Equal steps of a fixed number of value units.
+#[derive(Clone, Copy, Debug)]
+pub struct LinearRule {
     step: u64,
-    level: u64,
-    done: bool,
 }
 
-impl<'a, H: HistogramRead + ?Sized> Linear<'a, H> {
-    pub(crate) fn new(h: &'a H, step: u64) -> Option<Self> {
-        if step == 0 {
-            return None;
-        }
-        let walk = Walk::new(h);
-        let done = walk.total == 0;
-        Some(Linear {
-            walk,
-            step,
-            level: step - 1,
-            done,
-        })
+impl StepRule for LinearRule {
+    fn next_level(&mut self, level: u64) -> Option<u64> {
+        level.checked_add(self.step)
     }
 }
 
-impl<H: HistogramRead + ?Sized> Iterator for Linear<'_, H> {
-    type Item = IterationValue;
-    fn next(&mut self) -> Option<IterationValue> {
-        if self.done {
-            return None;
-        }
-        let level_index = self.walk.layout.index_of(self.level);
-        self.walk.consume_through(level_index);
-        let item = self.walk.report(self.level, None);
-        match self.level.checked_add(self.step) {
-            Some(next) if level_index < self.walk.last_recorded => self.level = next,
-            _ => self.done = true,
-        }
-        Some(item)
-    }
-}
-
-/// Logarithmic iteration; see [`crate::ReadExt::logarithmic`].
-pub struct Logarithmic<'a, H: ?Sized> {
-    walk: Walk<'a, H>,
+/// Steps that grow by a constant factor.
+#[derive(Clone, Copy, Debug)]
+pub struct LogarithmicRule {
     base: f64,
     /// Start of the next step, as a float so that fractional bases compound exactly.
     next_start: f64,
+}
+
+impl StepRule for LogarithmicRule {
+    fn next_level(&mut self, level: u64) -> Option<u64> {
+        if level == u64::MAX {
+            return None;
+        }
+        let next = if self.next_start >= 18_446_744_073_709_551_615.0 {
+            u64::MAX
+        } else {
+            (self.next_start as u64).saturating_sub(1).max(level + 1)
+        };
+        self.next_start *= self.base;
+        Some(next)
+    }
+}
+
+/// A value iteration: reports at a sequence of value levels chosen by the rule `R`, each step
+/// holding the buckets up to the one containing its level, until the step that holds the
+/// highest recorded value.
+pub struct ValueSteps<'a, H: ?Sized, R> {
+    walk: Walk<'a, H>,
+    rule: R,
     level: u64,
     done: bool,
 }
 
-impl<'a, H: HistogramRead + ?Sized> Logarithmic<'a, H> {
+/// Linear iteration; see [`crate::ReadExt::linear`].
+pub type Linear<'a, H> = ValueSteps<'a, H, LinearRule>;
+
+/// Logarithmic iteration; see [`crate::ReadExt::logarithmic`].
+pub type Logarithmic<'a, H> = ValueSteps<'a, H, LogarithmicRule>;
+
+impl<'a, H: HistogramRead + ?Sized, R> ValueSteps<'a, H, R> {
+    fn start(h: &'a H, rule: R, first_level: u64) -> Self {
+        let walk = Walk::new(h);
+        let done = walk.total == 0;
+        ValueSteps {
+            walk,
+            rule,
+            level: first_level,
+            done,
+        }
+    }
+}
+
+impl<'a, H: HistogramRead + ?Sized> ValueSteps<'a, H, LinearRule> {
+    pub(crate) fn new(h: &'a H, step: u64) -> Option<Self> {
+        (step != 0).then(|| Self::start(h, LinearRule { step }, step - 1))
+    }
+}
+
+impl<'a, H: HistogramRead + ?Sized> ValueSteps<'a, H, LogarithmicRule> {
     pub(crate) fn new(h: &'a H, first: u64, base: f64) -> Option<Self> {
         if first == 0 || !base.is_finite() || base <= 1.0 {
             return None;
         }
-        let walk = Walk::new(h);
-        let done = walk.total == 0;
-        Some(Logarithmic {
-            walk,
+        let rule = LogarithmicRule {
             base,
             next_start: first as f64 * base,
-            level: first - 1,
-            done,
-        })
+        };
+        Some(Self::start(h, rule, first - 1))
     }
 }
 
-impl<H: HistogramRead + ?Sized> Iterator for Logarithmic<'_, H> {
+impl<H: HistogramRead + ?Sized, R: StepRule> Iterator for ValueSteps<'_, H, R> {
     type Item = IterationValue;
     fn next(&mut self) -> Option<IterationValue> {
         if self.done {
@@ -166,18 +188,9 @@ impl<H: HistogramRead + ?Sized> Iterator for Logarithmic<'_, H> {
         let level_index = self.walk.layout.index_of(self.level);
         self.walk.consume_through(level_index);
         let item = self.walk.report(self.level, None);
-        if level_index >= self.walk.last_recorded || self.level == u64::MAX {
-            self.done = true;
-        } else {
-            let next = if self.next_start >= 18_446_744_073_709_551_615.0 {
-                u64::MAX
-            } else {
-                (self.next_start as u64)
-                    .saturating_sub(1)
-                    .max(self.level + 1)
-            };
-            self.level = next;
-            self.next_start *= self.base;
+        match self.rule.next_level(self.level) {
+            Some(next) if level_index < self.walk.last_recorded => self.level = next,
+            _ => self.done = true,
         }
         Some(item)
     }
