@@ -16,51 +16,19 @@
 //! (unknown) values the bound is the source's resolution: every reported value lies in its
 //! 2-digit source bucket, a relative error below `2^-7` (checked below from [`Import`]).
 
-use std::fs;
-use std::io::BufReader;
-use std::path::PathBuf;
-
 use picollo_alloc::hdr::interop::{
     self, finer_significant_digits, layout_for, significant_digits_for, window_for,
 };
 use picollo_alloc::hdr::{
     add_hdr, export, from_picollo, to_picollo, to_picollo_in, ExportOptions, HdrCounts,
-    HdrGeometry, Import, LogReader, BEST_COMPRESSION,
+    HdrGeometry, Import, BEST_COMPRESSION,
 };
 use picollo_alloc::heap::{self, HeapHistogram};
 use picollo_core::{EquivalentValue, HistogramRead, Layout, ReadExt, Window};
 use proptest::prelude::*;
 
-const JHICCUP: &str = "jHiccup-2.0.7S.logV2.hlog";
-const TAGGED: &str = "tagged-Log.logV2.hlog";
-
-/// The vectors directory: `<repo>/../shared/vectors/hdrhistogram`. It is part of the repository
-/// layout, so a missing directory fails the test instead of skipping it.
-fn vectors_dir() -> PathBuf {
-    let dir = PathBuf::from(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../shared/vectors/hdrhistogram"
-    ));
-    assert!(
-        dir.is_dir(),
-        "HdrHistogram test vectors not found at {}: the shared/ directory must sit beside the \
-         repository checkout (see shared/vectors/hdrhistogram/README.md)",
-        dir.display()
-    );
-    dir
-}
-
-fn read_vector(name: &str) -> Vec<u8> {
-    let path = vectors_dir().join(name);
-    fs::read(&path).unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()))
-}
-
-fn open_log(name: &str) -> LogReader<BufReader<fs::File>> {
-    let path = vectors_dir().join(name);
-    let file =
-        fs::File::open(&path).unwrap_or_else(|e| panic!("cannot open {}: {e}", path.display()));
-    LogReader::new(BufReader::new(file))
-}
+mod common;
+use common::{open_log, read_vector, JHICCUP, TAGGED};
 
 /// Picollo's twin of HdrHistogram's `new Histogram(3)`.
 fn sigfig3_layout() -> Layout {

@@ -4,46 +4,14 @@
 //! Expected values come from the vectors' README, which lists what HdrHistogram (Java, C and
 //! Rust) assert on the same files.
 
-use std::fs;
-use std::io::BufReader;
-use std::path::PathBuf;
-
 use picollo_alloc::hdr::{
     decode_any, decode_any_with_limits, parse_line, zigzag, DecodeLimits, HdrCounts, HdrGeometry,
     LogEntry, LogReader, LogWriter, RangeMode, BEST_COMPRESSION, V2_HEADER_LEN,
 };
 use proptest::prelude::*;
 
-const JHICCUP: &str = "jHiccup-2.0.7S.logV2.hlog";
-const TAGGED: &str = "tagged-Log.logV2.hlog";
-
-/// The vectors directory: `<repo>/../shared/vectors/hdrhistogram`. It is part of the repository
-/// layout, so a missing directory fails the test instead of skipping it.
-fn vectors_dir() -> PathBuf {
-    let dir = PathBuf::from(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../shared/vectors/hdrhistogram"
-    ));
-    assert!(
-        dir.is_dir(),
-        "HdrHistogram test vectors not found at {}: the shared/ directory must sit beside the \
-         repository checkout (see shared/vectors/hdrhistogram/README.md)",
-        dir.display()
-    );
-    dir
-}
-
-fn read_vector(name: &str) -> Vec<u8> {
-    let path = vectors_dir().join(name);
-    fs::read(&path).unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()))
-}
-
-fn open_log(name: &str) -> LogReader<BufReader<fs::File>> {
-    let path = vectors_dir().join(name);
-    let file =
-        fs::File::open(&path).unwrap_or_else(|e| panic!("cannot open {}: {e}", path.display()));
-    LogReader::new(BufReader::new(file))
-}
+mod common;
+use common::{open_log, read_vector, JHICCUP, TAGGED};
 
 /// `new Histogram(3)` as HdrHistogram's log tests accumulate into: lowest 1, 3 digits. Its
 /// indexing does not depend on the highest trackable value, so the full range is used.

@@ -1,0 +1,42 @@
+//! Access to the shared HdrHistogram test vectors, for every test file that reads them.
+#![allow(dead_code)] // each test crate uses its own subset
+
+use picollo_alloc::hdr::LogReader;
+use std::fs;
+use std::io::BufReader;
+use std::path::PathBuf;
+
+/// jHiccup's V2 interval log (62 intervals, no tags).
+pub const JHICCUP: &str = "jHiccup-2.0.7S.logV2.hlog";
+/// The tagged V2 interval log (21 untagged + 21 `Tag=A` intervals).
+pub const TAGGED: &str = "tagged-Log.logV2.hlog";
+
+/// The vectors directory: `<repo>/../shared/vectors/hdrhistogram`. It is part of the repository
+/// layout, so a missing directory fails the test instead of skipping it.
+pub fn vectors_dir() -> PathBuf {
+    let dir = PathBuf::from(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../shared/vectors/hdrhistogram"
+    ));
+    assert!(
+        dir.is_dir(),
+        "HdrHistogram test vectors not found at {}: the shared/ directory must sit beside the \
+         repository checkout (see shared/vectors/hdrhistogram/README.md)",
+        dir.display()
+    );
+    dir
+}
+
+/// The bytes of vector `name`.
+pub fn read_vector(name: &str) -> Vec<u8> {
+    let path = vectors_dir().join(name);
+    fs::read(&path).unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()))
+}
+
+/// A streaming reader over log vector `name`.
+pub fn open_log(name: &str) -> LogReader<BufReader<fs::File>> {
+    let path = vectors_dir().join(name);
+    let file =
+        fs::File::open(&path).unwrap_or_else(|e| panic!("cannot open {}: {e}", path.display()));
+    LogReader::new(BufReader::new(file))
+}
