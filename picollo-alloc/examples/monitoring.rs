@@ -14,6 +14,9 @@ use picollo_alloc::{HistogramBuilder, SnapshotExt, Summary, SummaryExt, ThreadLo
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant, SystemTime};
 
+mod common;
+use common::SplitMix64;
+
 const NAME: &str = "GettingStartedMonitoring";
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -105,23 +108,5 @@ impl std::fmt::Display for TimeOfDay {
             ms / 1000 % 60,
             ms % 1000
         )
-    }
-}
-
-/// A fixed-seed SplitMix64 generator.
-struct SplitMix64(u64);
-
-impl SplitMix64 {
-    fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in `[0, 1)`.
-    fn next_f64(&mut self) -> f64 {
-        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
     }
 }
