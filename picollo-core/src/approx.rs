@@ -14,16 +14,16 @@
 //!   `0.96 % · (cumulative count below it)`, so p50 can be reported as roughly p49.5..p50.5 on
 //!   heavily contended buckets. Tails (p99.9 and up) sit on small bucket counts, which are exact.
 //!
-//! Underflow and overflow stay exact (`fetch_add`): they are rare by construction.
+//! Underflow and overflow stay exact (`fetch_add`, through the same [`SharedState`] as the
+//! atomic kind): they are rare by construction.
 
-use crate::atomic::Version;
+use crate::atomic::SharedState;
 use crate::layout::LayoutSpec;
 use crate::read::HistogramRead;
 use crate::scalable::{RandomSource, ScalableCell, ScalableConfig};
 use crate::storage::Storage;
 use crate::window::{Window, WindowError};
 use crate::{Layout, Record};
-use portable_atomic::{AtomicU64, Ordering};
 
 /// A shared histogram with scalable approximate bucket counters. Same layout, window and read
 /// trait as [`crate::Histogram`] and [`crate::AtomicHistogram`].
@@ -54,9 +54,7 @@ pub struct ApproxHistogram<S, L = Layout> {
     spec: L,
     window: Window,
     config: ScalableConfig,
-    version: Version,
-    underflow: AtomicU64,
-    overflow: AtomicU64,
+    shared: SharedState,
     storage: S,
 }
 
@@ -83,9 +81,7 @@ impl<const N: usize> ApproxHistogram<[ScalableCell; N], Layout> {
                 spec: layout,
                 window,
                 config,
-                version: Version::new(),
-                underflow: AtomicU64::new(0),
-                overflow: AtomicU64::new(0),
+                shared: SharedState::new(),
                 storage: [const { ScalableCell::new() }; N],
             },
             Ok(_) => panic!("array length differs from storage_len(layout, min, max)"),
@@ -111,9 +107,7 @@ where
             spec,
             window,
             config,
-            version: Version::new(),
-            underflow: AtomicU64::new(0),
-            overflow: AtomicU64::new(0),
+            shared: SharedState::new(),
             storage,
         };
         h.reset();
@@ -126,9 +120,7 @@ where
         let slot = self.spec.index_of(value).wrapping_sub(self.window.first());
         match self.storage.as_slice().get(slot) {
             Some(cell) => cell.inc(self.config, rng),
-            None => {
-                self.outside_counter(slot).fetch_add(1, Ordering::Relaxed);
-            }
+            None => self.shared.add_outside(slot, 1),
         }
     }
 
@@ -138,36 +130,14 @@ where
         let slot = self.spec.index_of(value).wrapping_sub(self.window.first());
         match self.storage.as_slice().get(slot) {
             Some(cell) => cell.add(self.config, count, rng),
-            None => {
-                let c = self.outside_counter(slot);
-                let old = c.fetch_add(count, Ordering::Relaxed);
-                if old.checked_add(count).is_none() {
-                    c.store(u64::MAX, Ordering::Relaxed);
-                }
-            }
-        }
-    }
-
-    /// The underflow or overflow counter for a slot outside the window
-    /// ([`Window::slot_is_below`]).
-    #[inline(always)]
-    fn outside_counter(&self, slot: usize) -> &AtomicU64 {
-        if Window::slot_is_below(slot) {
-            &self.underflow
-        } else {
-            &self.overflow
+            None => self.shared.add_outside(slot, count),
         }
     }
 
     /// Clears every bucket as one structural change (reads retry, as for the atomic kind).
     pub fn reset(&self) {
-        let odd = self.version.lock();
-        for cell in self.storage.as_slice() {
-            cell.reset();
-        }
-        self.underflow.store(0, Ordering::Relaxed);
-        self.overflow.store(0, Ordering::Relaxed);
-        self.version.unlock(odd);
+        self.shared
+            .reset(|| self.storage.as_slice().iter().for_each(ScalableCell::reset));
     }
 
     /// A recorder for one thread: the histogram plus that thread's random source, usable
@@ -203,16 +173,16 @@ where
             .map_or(0, ScalableCell::get)
     }
     fn underflow(&self) -> u64 {
-        self.underflow.load(Ordering::Relaxed)
+        self.shared.underflow()
     }
     fn overflow(&self) -> u64 {
-        self.overflow.load(Ordering::Relaxed)
+        self.shared.overflow()
     }
     fn read_begin(&self) -> u64 {
-        self.version.read_begin()
+        self.shared.read_begin()
     }
     fn read_retry(&self, token: u64) -> bool {
-        self.version.read_retry(token)
+        self.shared.read_retry(token)
     }
 }
 

@@ -155,6 +155,71 @@ impl Version {
     }
 }
 
+/// What every shared histogram kind keeps besides its cells: the seqlock version that
+/// sequences resets against reads, and exact underflow and overflow counters. The atomic and
+/// the approximate kinds both hold one, so the reset protocol and the outside-value rule are
+/// written once.
+#[derive(Debug, Default)]
+pub struct SharedState {
+    version: Version,
+    underflow: AtomicU64,
+    overflow: AtomicU64,
+}
+
+impl SharedState {
+    /// A stable version and zero outside counts.
+    pub const fn new() -> Self {
+        SharedState {
+            version: Version::new(),
+            underflow: AtomicU64::new(0),
+            overflow: AtomicU64::new(0),
+        }
+    }
+
+    /// Counts `n` values outside the window, for a slot computed as
+    /// `logical.wrapping_sub(first)` ([`Window::slot_is_below`] picks the side). Saturates like
+    /// the `u64` bucket counters.
+    #[inline(always)]
+    pub fn add_outside(&self, slot: usize, n: u64) {
+        let counter = if Window::slot_is_below(slot) {
+            &self.underflow
+        } else {
+            &self.overflow
+        };
+        AtomicCounter::add(counter, n);
+    }
+
+    /// Runs `clear_cells` and zeroes the outside counts as one structural change: concurrent
+    /// reads retry instead of seeing a half-cleared histogram.
+    pub fn reset(&self, clear_cells: impl FnOnce()) {
+        let odd = self.version.lock();
+        clear_cells();
+        self.underflow.store(0, Ordering::Relaxed);
+        self.overflow.store(0, Ordering::Relaxed);
+        self.version.unlock(odd);
+    }
+
+    /// Values recorded below the window.
+    pub fn underflow(&self) -> u64 {
+        self.underflow.load(Ordering::Relaxed)
+    }
+
+    /// Values recorded above the window.
+    pub fn overflow(&self) -> u64 {
+        self.overflow.load(Ordering::Relaxed)
+    }
+
+    /// See [`Version::read_begin`].
+    pub fn read_begin(&self) -> u64 {
+        self.version.read_begin()
+    }
+
+    /// See [`Version::read_retry`].
+    pub fn read_retry(&self, token: u64) -> bool {
+        self.version.read_retry(token)
+    }
+}
+
 /// A histogram shared by many writers: every bucket is an atomic counter and `record` is one
 /// `fetch_add(Relaxed)`. Same layout, window and read trait as [`crate::Histogram`].
 ///
@@ -183,9 +248,7 @@ impl Version {
 pub struct AtomicHistogram<S, L = Layout> {
     spec: L,
     window: Window,
-    version: Version,
-    underflow: AtomicU64,
-    overflow: AtomicU64,
+    shared: SharedState,
     storage: S,
 }
 
@@ -208,9 +271,7 @@ impl<A: AtomicCounter, const N: usize> AtomicHistogram<[A; N], Layout> {
         AtomicHistogram {
             spec: layout,
             window,
-            version: Version::new(),
-            underflow: AtomicU64::new(0),
-            overflow: AtomicU64::new(0),
+            shared: SharedState::new(),
             storage: [const { A::ZERO }; N],
         }
     }
@@ -239,9 +300,7 @@ impl<A: AtomicCounter, const N: usize, const K: u32> AtomicHistogram<[A; N], Con
             Ok(window) if window.len() == N => AtomicHistogram {
                 spec: ConstLayout::<K>::new(),
                 window,
-                version: Version::new(),
-                underflow: AtomicU64::new(0),
-                overflow: AtomicU64::new(0),
+                shared: SharedState::new(),
                 storage: [const { A::ZERO }; N],
             },
             Ok(_) => panic!("array length differs from storage_len(layout, min, max)"),
@@ -268,9 +327,7 @@ where
         let h = AtomicHistogram {
             spec,
             window,
-            version: Version::new(),
-            underflow: AtomicU64::new(0),
-            overflow: AtomicU64::new(0),
+            shared: SharedState::new(),
             storage,
         };
         h.reset();
@@ -283,7 +340,7 @@ where
         let slot = self.spec.index_of(value).wrapping_sub(self.window.first());
         match self.storage.as_slice().get(slot) {
             Some(cell) => cell.increment(),
-            None => AtomicCounter::add(self.outside_counter(slot), 1),
+            None => self.shared.add_outside(slot, 1),
         }
     }
 
@@ -293,31 +350,15 @@ where
         let slot = self.spec.index_of(value).wrapping_sub(self.window.first());
         match self.storage.as_slice().get(slot) {
             Some(cell) => cell.add(count),
-            None => AtomicCounter::add(self.outside_counter(slot), count),
-        }
-    }
-
-    /// The underflow or overflow counter for a slot outside the window
-    /// ([`Window::slot_is_below`]).
-    #[inline(always)]
-    fn outside_counter(&self, slot: usize) -> &AtomicU64 {
-        if Window::slot_is_below(slot) {
-            &self.underflow
-        } else {
-            &self.overflow
+            None => self.shared.add_outside(slot, count),
         }
     }
 
     /// Clears every bucket, underflow and overflow, as one structural change: concurrent reads
     /// through [`HistogramRead`] retry instead of seeing a half-cleared histogram.
     pub fn reset(&self) {
-        let odd = self.version.lock();
-        for cell in self.storage.as_slice() {
-            cell.clear();
-        }
-        self.underflow.store(0, Ordering::Relaxed);
-        self.overflow.store(0, Ordering::Relaxed);
-        self.version.unlock(odd);
+        self.shared
+            .reset(|| self.storage.as_slice().iter().for_each(|c| c.clear()));
     }
 
     /// The window of logical buckets.
@@ -346,16 +387,16 @@ where
             .map_or(0, |c| c.get())
     }
     fn underflow(&self) -> u64 {
-        self.underflow.load(Ordering::Relaxed)
+        self.shared.underflow()
     }
     fn overflow(&self) -> u64 {
-        self.overflow.load(Ordering::Relaxed)
+        self.shared.overflow()
     }
     fn read_begin(&self) -> u64 {
-        self.version.read_begin()
+        self.shared.read_begin()
     }
     fn read_retry(&self, token: u64) -> bool {
-        self.version.read_retry(token)
+        self.shared.read_retry(token)
     }
 }
 
