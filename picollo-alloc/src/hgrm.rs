@@ -298,7 +298,7 @@ fn render_into<H: HistogramRead + ?Sized>(
 
 /// Appends `x` as Java's `%{width}.{decimals}f` prints it (`Locale.US`): the shortest decimal
 /// representation of the double, rounded half up at `decimals`, right-aligned in `width`.
-fn java_fixed(out: &mut String, x: f64, width: usize, decimals: usize) {
+pub(crate) fn java_fixed(out: &mut String, x: f64, width: usize, decimals: usize) {
     let mut s = String::new();
     if x.is_nan() {
         s.push_str("NaN");

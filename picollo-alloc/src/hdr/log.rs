@@ -566,45 +566,7 @@ impl<R: BufRead> Iterator for LogRange<R> {
 /// Formats like Java's `String.format(Locale.US, "%.3f", x)`: the shortest decimal
 /// representation of `x`, rounded half-up to 3 decimals.
 pub(crate) fn push_fixed3(out: &mut String, x: f64) {
-    if x.is_nan() {
-        out.push_str("NaN");
-        return;
-    }
-    if x.is_infinite() {
-        out.push_str(if x > 0.0 { "Infinity" } else { "-Infinity" });
-        return;
-    }
-    if x.is_sign_negative() {
-        out.push('-');
-    }
-    let s = format!("{}", x.abs());
-    let (int_part, frac_part) = s.split_once('.').unwrap_or((&s, ""));
-    let mut digits: Vec<u8> = int_part.bytes().collect();
-    let frac = frac_part.as_bytes();
-    for i in 0..3 {
-        digits.push(frac.get(i).copied().unwrap_or(b'0'));
-    }
-    if frac.get(3).is_some_and(|&d| d >= b'5') {
-        // Half-up: carry from the last digit.
-        let mut i = digits.len();
-        loop {
-            if i == 0 {
-                digits.insert(0, b'1');
-                break;
-            }
-            i -= 1;
-            if digits[i] == b'9' {
-                digits[i] = b'0';
-            } else {
-                digits[i] += 1;
-                break;
-            }
-        }
-    }
-    let split = digits.len() - 3;
-    out.extend(digits[..split].iter().map(|&b| char::from(b)));
-    out.push('.');
-    out.extend(digits[split..].iter().map(|&b| char::from(b)));
+    crate::hgrm::java_fixed(out, x, 0, 3);
 }
 
 /// `"EEE MMM dd HH:mm:ss zzz yyyy"` in UTC, as Java's `Date.toString()` in a UTC zone.
