@@ -1050,16 +1050,7 @@ impl<'a> RingWriter<'a> {
     /// [`RingReader::inspect`]). Never blocks.
     #[inline]
     pub fn write_words(&mut self, payload: &[u64]) {
-        self.write_with(|data| {
-            for (d, v) in data.iter().zip(payload) {
-                d.store(*v, Ordering::Relaxed);
-            }
-            if let Some(rest) = data.get(payload.len()..) {
-                for d in rest {
-                    d.store(0, Ordering::Relaxed);
-                }
-            }
-        });
+        self.write_with(|data| store_payload(data, payload));
     }
 
     /// Writes a frame whether or not a reader is attached, with `fill` storing the payload:
@@ -1597,6 +1588,20 @@ impl<const W: usize> RingBuffer<W> {
     /// The words (for a debugger script, or to copy out a post-mortem image).
     pub fn words(&self) -> &[AtomicU64] {
         &self.words
+    }
+}
+
+/// Stores `payload` into a slot's payload words (relaxed), zeroing the words it does not
+/// cover so readers never see a previous frame's tail. The `fill` of every plain-word save.
+#[inline(always)]
+pub fn store_payload(data: &[AtomicU64], payload: &[u64]) {
+    for (d, v) in data.iter().zip(payload) {
+        d.store(*v, Ordering::Relaxed);
+    }
+    if let Some(rest) = data.get(payload.len()..) {
+        for d in rest {
+            d.store(0, Ordering::Relaxed);
+        }
     }
 }
 

@@ -608,16 +608,7 @@ impl ShmWriter {
 
     #[inline]
     fn save_attached(&mut self, payload: &[u64]) -> bool {
-        self.save_attached_with(|data| {
-            for (d, v) in data.iter().zip(payload) {
-                d.store(*v, Ordering::Relaxed);
-            }
-            if let Some(rest) = data.get(payload.len()..) {
-                for d in rest {
-                    d.store(0, Ordering::Relaxed);
-                }
-            }
-        })
+        self.save_attached_with(|data| picollo_core::ring::store_payload(data, payload))
     }
 
     /// The attached path: the fork check, the write, and the periodic stale-reader check.
