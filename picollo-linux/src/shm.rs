@@ -70,11 +70,11 @@
 
 use core::fmt;
 use core::marker::PhantomData;
-use core::ptr::NonNull;
+
 use std::collections::HashSet;
 use std::ffi::CString;
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, Once};
 
@@ -317,11 +317,7 @@ pub fn writer_alive(id: WriterId) -> bool {
 // System calls
 // ---------------------------------------------------------------------------------------------
 
-fn errno() -> i32 {
-    io::Error::last_os_error()
-        .raw_os_error()
-        .unwrap_or(libc::EIO)
-}
+use crate::sys::last_errno as errno;
 
 fn c_name(segment: &str) -> Result<CString, ShmError> {
     CString::new(segment).map_err(|_| ShmError::BadName(segment.to_owned()))
@@ -377,52 +373,7 @@ fn euid() -> u32 {
     unsafe { libc::geteuid() }
 }
 
-/// A shared read-write mapping of a whole segment, unmapped on drop.
-#[derive(Debug)]
-struct Map {
-    ptr: NonNull<u8>,
-    len: usize,
-}
-
-// SAFETY: the mapping is plain shared memory accessed only through atomics; the handle
-// (pointer and length) may move between threads.
-unsafe impl Send for Map {}
-
-impl Map {
-    fn new(fd: &OwnedFd, len: usize) -> Result<Self, i32> {
-        if len == 0 {
-            return Err(libc::EINVAL);
-        }
-        // SAFETY: a fresh shared mapping of `len` bytes of an open segment; no existing memory
-        // is affected.
-        let p = unsafe {
-            libc::mmap(
-                core::ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED,
-                fd.as_raw_fd(),
-                0,
-            )
-        };
-        if p == libc::MAP_FAILED {
-            return Err(errno());
-        }
-        NonNull::new(p.cast::<u8>())
-            .map(|ptr| Self { ptr, len })
-            .ok_or(libc::ENOMEM)
-    }
-}
-
-impl Drop for Map {
-    fn drop(&mut self) {
-        // SAFETY: `ptr`/`len` are exactly what mmap returned, unmapped once, here; the rings
-        // that view the mapping are dropped before it (field order of their owners).
-        unsafe {
-            libc::munmap(self.ptr.as_ptr().cast(), self.len);
-        }
-    }
-}
+use crate::sys::SharedMapping as Map;
 
 // ---------------------------------------------------------------------------------------------
 // fork
@@ -570,8 +521,8 @@ impl ShmWriter {
         if unsafe { libc::ftruncate(fd.as_raw_fd(), bytes as libc::off_t) } != 0 {
             return Err(unlink_on_error(ShmError::os("ftruncate", segment, errno())));
         }
-        let map =
-            Map::new(&fd, bytes).map_err(|e| unlink_on_error(ShmError::os("mmap", segment, e)))?;
+        let map = Map::new(fd.as_fd(), bytes)
+            .map_err(|e| unlink_on_error(ShmError::os("mmap", segment, e)))?;
         // SAFETY: `map` is a live, page-aligned, read-write shared mapping of `bytes` bytes
         // that `Self` owns and unmaps only after dropping `ring` (field order). Every process
         // accesses it through 64-bit atomics only (this crate's readers and writers). The
@@ -831,7 +782,8 @@ impl ShmReader {
                 bytes,
             });
         }
-        let map = Map::new(&fd, bytes as usize).map_err(|e| ShmError::os("mmap", segment, e))?;
+        let map =
+            Map::new(fd.as_fd(), bytes as usize).map_err(|e| ShmError::os("mmap", segment, e))?;
         // SAFETY: `map` is a live, page-aligned, read-write shared mapping of `map.len` bytes
         // (the file's size, checked above) that `Self` owns and unmaps only after dropping
         // `reader` (field order). All Picollo processes access it through 64-bit atomics

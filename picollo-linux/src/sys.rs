@@ -143,22 +143,26 @@ pub(crate) fn event_id(fd: BorrowedFd<'_>) -> Result<u64, i32> {
     }
 }
 
-/// The first page of a perf event's mmap (the `perf_event_mmap_page`), mapped read-write as
-/// libperf does (so atomic views of it are sound), unmapped on drop.
+/// A shared read-write mapping of `len` bytes of a file descriptor, unmapped on drop: the one
+/// place that calls `mmap`/`munmap`, for perf pages and shared-memory rings alike.
 #[derive(Debug)]
-pub(crate) struct Mapping {
-    ptr: NonNull<MmapPage>,
-    len: usize,
+pub(crate) struct SharedMapping {
+    pub(crate) ptr: NonNull<u8>,
+    pub(crate) len: usize,
 }
 
-impl Mapping {
-    /// Maps the page of `fd`.
-    pub(crate) fn new(fd: BorrowedFd<'_>) -> Result<Self, i32> {
-        // SAFETY: sysconf has no preconditions.
-        let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
-        let len = usize::try_from(page).unwrap_or(4096);
-        // SAFETY: a fresh shared mapping of one page of a live perf fd; no existing memory is
-        // affected. The kernel accepts PROT_WRITE on the user page.
+// SAFETY: the mapping is shared memory accessed only through atomics; the handle (pointer and
+// length) may move between threads.
+unsafe impl Send for SharedMapping {}
+
+impl SharedMapping {
+    /// Maps `len` bytes of `fd` from offset 0, shared and read-write.
+    pub(crate) fn new(fd: BorrowedFd<'_>, len: usize) -> Result<Self, i32> {
+        if len == 0 {
+            return Err(libc::EINVAL);
+        }
+        // SAFETY: a fresh shared mapping of `len` bytes of an open fd; no existing memory is
+        // affected.
         let p = unsafe {
             libc::mmap(
                 core::ptr::null_mut(),
@@ -172,25 +176,40 @@ impl Mapping {
         if p == libc::MAP_FAILED {
             return Err(last_errno());
         }
-        match NonNull::new(p.cast::<MmapPage>()) {
-            Some(ptr) => Ok(Self { ptr, len }),
-            None => Err(libc::ENOMEM),
+        NonNull::new(p.cast::<u8>())
+            .map(|ptr| Self { ptr, len })
+            .ok_or(libc::ENOMEM)
+    }
+}
+
+impl Drop for SharedMapping {
+    fn drop(&mut self) {
+        // SAFETY: `ptr`/`len` are exactly what mmap returned, unmapped once, here; the views
+        // into the mapping are dropped before it (field order of their owners).
+        unsafe {
+            libc::munmap(self.ptr.as_ptr().cast(), self.len);
         }
+    }
+}
+
+/// The first page of a perf event's mmap (the `perf_event_mmap_page`), mapped read-write as
+/// libperf does (so atomic views of it are sound; the kernel accepts `PROT_WRITE` on the user
+/// page), unmapped on drop.
+#[derive(Debug)]
+pub(crate) struct Mapping(SharedMapping);
+
+impl Mapping {
+    /// Maps the page of `fd`.
+    pub(crate) fn new(fd: BorrowedFd<'_>) -> Result<Self, i32> {
+        // SAFETY: sysconf has no preconditions.
+        let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+        let len = usize::try_from(page).unwrap_or(4096);
+        SharedMapping::new(fd, len).map(Self)
     }
 
     /// The page.
     pub(crate) fn page(&self) -> NonNull<MmapPage> {
-        self.ptr
-    }
-}
-
-impl Drop for Mapping {
-    fn drop(&mut self) {
-        // SAFETY: `ptr`/`len` are exactly what mmap returned, unmapped once, here; no
-        // references into the page outlive `self`.
-        unsafe {
-            libc::munmap(self.ptr.as_ptr().cast(), self.len);
-        }
+        self.0.ptr.cast()
     }
 }
 
