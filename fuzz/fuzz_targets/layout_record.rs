@@ -11,7 +11,7 @@ fuzz_target!(|data: &[u8]| {
         return;
     }
     let k = data[0] as u32 % 14;
-    let Ok(layout) = Layout::from_block_scale(k) else {
+    let Some(layout) = Layout::from_block_scale(k) else {
         return;
     };
     let a = u64::from_le_bytes(data[1..9].try_into().unwrap());

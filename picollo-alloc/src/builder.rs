@@ -104,9 +104,9 @@ impl HistogramBuilder<u64> {
 }
 
 impl<C: StorageWidth> HistogramBuilder<C> {
-    /// The largest acceptable relative error (see [`Layout::from_relative_error`]).
+    /// The largest acceptable relative error (see [`Layout::try_from_relative_error`]).
     pub fn relative_error(mut self, relative_error: f64) -> Self {
-        self.layout = Layout::from_relative_error(relative_error);
+        self.layout = Layout::try_from_relative_error(relative_error);
         self
     }
 

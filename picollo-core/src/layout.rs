@@ -72,21 +72,57 @@ impl Layout {
     /// The default layout: block scale 9 (`B = 512`), relative error 0.0977%.
     pub const DEFAULT: Layout = Layout { block_scale: 9 };
 
-    /// A layout with `2^block_scale` buckets per block.
-    pub const fn from_block_scale(block_scale: u32) -> Result<Layout, LayoutError> {
+    /// A layout with `2^block_scale` buckets per block, or `None` outside
+    /// [`MIN_BLOCK_SCALE`]`..=`[`MAX_BLOCK_SCALE`].
+    ///
+    /// A `const fn` returning `Option`, so `.unwrap()` and `.expect()` work in `const` and
+    /// `static` items (`Result::unwrap` is not `const`):
+    ///
+    /// ```
+    /// use picollo_core::Layout;
+    /// const L: Layout = Layout::from_block_scale(7).unwrap();
+    /// assert_eq!(L.block_size(), 128);
+    /// assert!(Layout::from_block_scale(21).is_none());
+    /// ```
+    pub const fn from_block_scale(block_scale: u32) -> Option<Layout> {
         if block_scale < MIN_BLOCK_SCALE || block_scale > MAX_BLOCK_SCALE {
-            return Err(LayoutError::BlockScaleOutOfRange(block_scale));
+            None
+        } else {
+            Some(Layout { block_scale })
         }
-        Ok(Layout { block_scale })
     }
 
     /// The coarsest layout whose relative error is at most `relative_error`:
-    /// `B = next_power_of_two(ceil(0.5 / relative_error))`.
+    /// `B = next_power_of_two(ceil(0.5 / relative_error))`, or `None` for NaN, infinite, zero
+    /// or negative inputs and for precisions outside the supported block scales.
+    /// [`Layout::try_from_relative_error`] says which.
     ///
-    /// NaN, infinite, zero and negative inputs are errors, as are precisions outside the
-    /// supported block scales. See [`Layout::from_relative_error_clamped`] for the lenient
-    /// behaviour of seed 000.
-    pub fn from_relative_error(relative_error: f64) -> Result<Layout, LayoutError> {
+    /// ```
+    /// use picollo_core::Layout;
+    /// const L: Layout = Layout::from_relative_error(0.01).unwrap();
+    /// static S: Layout = Layout::from_relative_error(0.001).expect("a supported precision");
+    /// assert_eq!((L.block_size(), S.block_size()), (64, 512));
+    /// ```
+    pub const fn from_relative_error(relative_error: f64) -> Option<Layout> {
+        match Self::try_from_relative_error(relative_error) {
+            Ok(layout) => Some(layout),
+            Err(_) => None,
+        }
+    }
+
+    /// As [`Layout::from_relative_error`], saying why an input is refused. See
+    /// [`Layout::from_relative_error_clamped`] for the lenient behaviour of seed 000.
+    ///
+    /// ```
+    /// use picollo_core::{Layout, LayoutError};
+    /// assert_eq!(Layout::try_from_relative_error(0.0), Err(LayoutError::NotPositive));
+    /// const L: Layout = match Layout::try_from_relative_error(0.001) {
+    ///     Ok(l) => l,
+    ///     Err(_) => panic!("unsupported precision"),
+    /// };
+    /// assert_eq!(L, Layout::DEFAULT);
+    /// ```
+    pub const fn try_from_relative_error(relative_error: f64) -> Result<Layout, LayoutError> {
         if !relative_error.is_finite() {
             return Err(LayoutError::NotFinite);
         }
@@ -102,29 +138,31 @@ impl Layout {
             }
             return Err(LayoutError::BlockScaleOutOfRange(k));
         }
-        // `ideal` is in (0, 2^20]: the cast cannot truncate meaningfully.
+        // `ideal` is in (0, 2^20]: the loop ends within 20 doublings.
         let mut block = 1u64;
         let mut k = 0;
         while (block as f64) < ideal {
             block <<= 1;
             k += 1;
         }
-        Self::from_block_scale(if k < MIN_BLOCK_SCALE {
-            MIN_BLOCK_SCALE
-        } else {
-            k
+        Ok(Layout {
+            block_scale: if k < MIN_BLOCK_SCALE {
+                MIN_BLOCK_SCALE
+            } else {
+                k
+            },
         })
     }
 
     /// Seed 000's constructor: never fails. A non-positive or NaN error means the default
     /// 0.001; the rest is clamped into `[0.000001, 0.1]` before rounding to a power of two.
-    pub fn from_relative_error_clamped(relative_error: f64) -> Layout {
+    pub const fn from_relative_error_clamped(relative_error: f64) -> Layout {
         let e = if relative_error.is_nan() || relative_error <= 0.0 {
             0.001
         } else {
             relative_error.clamp(0.000_001, 0.1)
         };
-        match Self::from_relative_error(e) {
+        match Self::try_from_relative_error(e) {
             Ok(layout) => layout,
             // Unreachable for the clamped range; keep the default rather than panic.
             Err(_) => Self::DEFAULT,
@@ -403,21 +441,23 @@ mod tests {
         );
         assert_eq!(Layout::from_relative_error(0.01).unwrap().block_size(), 64);
         assert_eq!(
-            Layout::from_relative_error(f64::NAN),
+            Layout::try_from_relative_error(f64::NAN),
             Err(LayoutError::NotFinite)
         );
         assert_eq!(
-            Layout::from_relative_error(0.0),
+            Layout::try_from_relative_error(0.0),
             Err(LayoutError::NotPositive)
         );
         assert_eq!(
-            Layout::from_relative_error(-1.0),
+            Layout::try_from_relative_error(-1.0),
             Err(LayoutError::NotPositive)
         );
         assert!(matches!(
-            Layout::from_relative_error(1e-9),
+            Layout::try_from_relative_error(1e-9),
             Err(LayoutError::BlockScaleOutOfRange(29))
         ));
+        assert_eq!(Layout::from_relative_error(1e-9), None);
+        assert_eq!(Layout::from_relative_error(f64::INFINITY), None);
         assert_eq!(Layout::from_relative_error(0.4).unwrap().block_size(), 2);
         assert_eq!(
             Layout::from_relative_error_clamped(f64::NAN),

@@ -202,10 +202,7 @@ fn scope_records_into_every_histogram_kind() {
     use picollo_core::{storage_len, AtomicHistogram, Histogram, Layout, ReadExt};
     use portable_atomic::{AtomicU32, AtomicU64};
     // Small, so that Miri runs it quickly.
-    const L: Layout = match Layout::from_block_scale(4) {
-        Ok(l) => l,
-        Err(_) => panic!("block scale 4 is valid"),
-    };
+    const L: Layout = Layout::from_block_scale(4).unwrap();
     const MAX: u64 = 1 << 12;
     const LEN: usize = storage_len(L, 1, MAX);
 

@@ -724,10 +724,8 @@ macro_rules! span {
 
 /// The histogram layout of span statistics: block scale 7, 0.4% relative error.
 fn layout() -> Layout {
-    match Layout::from_block_scale(7) {
-        Ok(l) => l,
-        Err(_) => Layout::DEFAULT,
-    }
+    const SPAN_LAYOUT: Layout = Layout::from_block_scale(7).unwrap();
+    SPAN_LAYOUT
 }
 
 fn histogram() -> HeapHistogram {

@@ -235,9 +235,8 @@ pub fn indexes_alike(geometry: &HdrGeometry, layout: Layout) -> bool {
 /// use picollo_alloc::hdr::interop::significant_digits_for;
 /// use picollo_core::Layout;
 ///
-/// assert_eq!(significant_digits_for(Layout::from_block_scale(10)?), Some(3));
+/// assert_eq!(significant_digits_for(Layout::from_block_scale(10).unwrap()), Some(3));
 /// assert_eq!(significant_digits_for(Layout::DEFAULT), None); // B = 512
-/// # Ok::<(), picollo_core::LayoutError>(())
 /// ```
 pub fn significant_digits_for(layout: Layout) -> Option<u8> {
     (0..=MAX_SIGNIFICANT_DIGITS).find(|&d| half_count_magnitude(d) == layout.block_scale())
@@ -253,8 +252,7 @@ pub fn significant_digits_for(layout: Layout) -> Option<u8> {
 /// use picollo_core::Layout;
 ///
 /// assert_eq!(finer_significant_digits(Layout::DEFAULT), Some(3)); // B = 512 -> 1024
-/// assert_eq!(finer_significant_digits(Layout::from_block_scale(20)?), None);
-/// # Ok::<(), picollo_core::LayoutError>(())
+/// assert_eq!(finer_significant_digits(Layout::from_block_scale(20).unwrap()), None);
 /// ```
 pub fn finer_significant_digits(layout: Layout) -> Option<u8> {
     (0..=MAX_SIGNIFICANT_DIGITS).find(|&d| half_count_magnitude(d) >= layout.block_scale())
@@ -268,7 +266,7 @@ pub fn finer_significant_digits(layout: Layout) -> Option<u8> {
 /// use picollo_alloc::hdr::interop::{hdr_geometry_for, InteropError};
 /// use picollo_core::Layout;
 ///
-/// let g = hdr_geometry_for(Layout::from_block_scale(7)?, 3_600_000_000_000)?;
+/// let g = hdr_geometry_for(Layout::from_block_scale(7).unwrap(), 3_600_000_000_000)?;
 /// assert_eq!((g.significant_digits(), g.lowest_discernible()), (2, 1));
 /// assert!(matches!(
 ///     hdr_geometry_for(Layout::DEFAULT, 1 << 40),
@@ -443,7 +441,7 @@ fn validated_geometry(source: &HdrCounts) -> Result<HdrGeometry, InteropError> {
 ///
 /// let mut hdr = HdrCounts::new(20_000, 3_600_000_000_000, 2)?; // unit magnitude 14
 /// hdr.record(2_768_895, 5)?;
-/// let layout = Layout::from_block_scale(10)?;
+/// let layout = Layout::from_block_scale(10).unwrap();
 /// let mut h = heap::plain::<u64>(layout, Window::full(layout));
 /// let import = interop::add_hdr(&mut h, &hdr)?;
 /// assert_eq!(h.total(), 5);
@@ -752,7 +750,7 @@ impl HdrExport {
 /// use picollo_alloc::HistogramBuilder;
 /// use picollo_core::Layout;
 ///
-/// let mut h = HistogramBuilder::new().layout(Layout::from_block_scale(7)?).plain()?;
+/// let mut h = HistogramBuilder::new().layout(Layout::from_block_scale(7).unwrap()).plain()?;
 /// h.record(42);
 /// let hdr = from_picollo(&h)?;
 /// assert_eq!((hdr.significant_digits, hdr.lowest_discernible), (2, 1));
