@@ -112,3 +112,44 @@ impl SingleSlotHistogram {
 pub const SUMMARY_RANKS: [f64; 16] = [
     0.0, 1.0, 5.0, 10.0, 25.0, 50.0, 75.0, 90.0, 92.5, 95.0, 97.5, 99.0, 99.9, 99.99, 99.999, 100.0,
 ];
+
+/// Result blocks: every wall-clock or instruction-count table a bench prints for
+/// `benches/RESULTS.md` goes between two marker lines, so one script can rerun every bench
+/// and splice the fresh tables into place. Each block records the load average it ran under.
+///
+/// ```
+/// let block = picollo_benches::report::Block::begin("record-wall");
+/// println!("| case | ns/op |");
+/// drop(block); // prints the closing marker
+/// ```
+pub mod report {
+    /// The 1, 5 and 15 minute load averages from `/proc/loadavg`, or `"unknown"`.
+    pub fn load_average() -> String {
+        std::fs::read_to_string("/proc/loadavg")
+            .ok()
+            .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+            .unwrap_or_else(|| "unknown".to_string())
+    }
+
+    /// An open result block: `<!-- picollo-results: ID -->` and the load average on creation,
+    /// the load average and `<!-- /picollo-results: ID -->` on drop.
+    pub struct Block {
+        id: &'static str,
+    }
+
+    impl Block {
+        /// Opens block `id` (unique across all benches: lowercase words and dashes).
+        pub fn begin(id: &'static str) -> Block {
+            println!("<!-- picollo-results: {id} -->");
+            println!("Load average before: {}", load_average());
+            Block { id }
+        }
+    }
+
+    impl Drop for Block {
+        fn drop(&mut self) {
+            println!("Load average after: {}", load_average());
+            println!("<!-- /picollo-results: {} -->", self.id);
+        }
+    }
+}
