@@ -381,45 +381,171 @@ fn grow(out: &mut Vec<u8>, pos: usize, words_left: usize) {
     }
 }
 
-/// Length of the run of zeros at the start of `counts`.
-#[inline(always)]
-fn zero_run(counts: &[u64]) -> usize {
-    // Most runs are short: look at a few entries one by one first.
-    let head = counts.len().min(4);
-    if let Some(n) = counts[..head].iter().position(|&c| c != 0) {
-        return n;
-    }
-    let mut n = head;
-    // Then eight entries per step, OR-ed together (no early exit inside the block).
-    for block in counts[head..].chunks_exact(8) {
-        if block.iter().fold(0, |acc, &c| acc | c) != 0 {
-            break;
+/// The header fields of a V2 blob (everything but the payload length).
+#[derive(Clone, Copy)]
+pub(super) struct V2Fields {
+    pub(super) normalizing_offset: i32,
+    pub(super) significant_digits: u8,
+    pub(super) lowest_discernible: u64,
+    pub(super) highest_trackable: u64,
+    pub(super) int_to_double_ratio: f64,
+}
+
+impl V2Fields {
+    fn of(h: &HdrCounts) -> Self {
+        Self {
+            normalizing_offset: h.normalizing_offset,
+            significant_digits: h.significant_digits,
+            lowest_discernible: h.lowest_discernible,
+            highest_trackable: h.highest_trackable,
+            int_to_double_ratio: h.int_to_double_ratio,
         }
-        n += 8;
     }
-    n + counts[n..]
-        .iter()
-        .position(|&c| c != 0)
-        .unwrap_or(counts.len() - n)
 }
 
-/// Writes the zig-zag LEB128 payload of `counts` (non-empty, every count <= `i64::MAX`) into
-/// `out` from byte `pos` on, growing `out` as needed, and returns the end of the payload.
-/// Bytes of `out` past the returned end are scratch for the caller to truncate.
-fn encode_payload(counts: &[u64], out: &mut Vec<u8>, mut pos: usize) -> usize {
-    let mut rest = counts;
-    while !rest.is_empty() {
-        grow(out, pos, rest.len());
-        (pos, rest) = encode_words(rest, out, pos);
-    }
-    pos
+/// Counts by HdrHistogram counts index, as the encoder reads them: `leading` zero entries,
+/// then entries `0..len` of `get` (the codec's own array, or a Picollo histogram's storage read
+/// in place, without a copy). The last entry is non-zero, or there is none (`len == 0`).
+pub(super) struct CountsSource<G> {
+    pub(super) leading: usize,
+    pub(super) len: usize,
+    pub(super) get: G,
 }
 
-/// Encodes words from the start of `counts` into `buf` from `pos` on while a whole word (9
-/// bytes) fits; returns the new position and the counts not yet encoded.
+/// Appends a V2 blob: the header of `fields`, then the zig-zag LEB128 payload of `counts`.
+/// Returns the number of non-zero entries. On error `out` is left as it was.
+///
+/// # Errors
+/// [`HdrError::CountTooLarge`] for an entry above `i64::MAX` (V2 words are signed).
+pub(super) fn encode_v2<G: Fn(usize) -> u64>(
+    fields: &V2Fields,
+    counts: &CountsSource<G>,
+    out: &mut Vec<u8>,
+) -> Result<usize, HdrError> {
+    let start = out.len();
+    out.reserve(V2_HEADER_LEN + counts.len.clamp(1, GROW_CHUNK));
+    out.extend_from_slice(&V2_COOKIE.to_be_bytes());
+    out.extend_from_slice(&0u32.to_be_bytes()); // payload length, patched below
+    out.extend_from_slice(&fields.normalizing_offset.to_be_bytes());
+    out.extend_from_slice(&u32::from(fields.significant_digits).to_be_bytes());
+    out.extend_from_slice(&fields.lowest_discernible.to_be_bytes());
+    out.extend_from_slice(&fields.highest_trackable.to_be_bytes());
+    out.extend_from_slice(&fields.int_to_double_ratio.to_bits().to_be_bytes());
+    let payload_start = out.len();
+    let (end, non_zero) = if counts.len == 0 {
+        out.push(0); // an empty histogram: one zero word
+        (out.len(), 0)
+    } else {
+        let payload = encode_payload(counts, out, payload_start);
+        if payload.all_counts > i64::MAX as u64 {
+            // Rare: find the culprit after the fact rather than test every word on the way.
+            let get = &counts.get;
+            let index = (0..counts.len).find(|&i| get(i) > i64::MAX as u64);
+            out.truncate(start);
+            return Err(match index {
+                Some(index) => HdrError::CountTooLarge {
+                    index: counts.leading + index,
+                    count: get(index),
+                },
+                // The source changed under us (a concurrent writer): as large as it was.
+                None => HdrError::CountTooLarge {
+                    index: counts.leading,
+                    count: payload.all_counts,
+                },
+            });
+        }
+        (payload.end, counts.len - payload.zeros)
+    };
+    out.truncate(end);
+    // At most MAX_GEOMETRY_COUNTS_LEN entries, so the payload is < 56 MB: fits in an i32.
+    let payload_len = (end - payload_start) as u32;
+    out[start + 4..start + 8].copy_from_slice(&payload_len.to_be_bytes());
+    Ok(non_zero)
+}
+
+/// Length of the run of zeros of `get` from `start` on, up to `len`.
 #[inline(always)]
-fn encode_words<'a>(mut rest: &'a [u64], buf: &mut [u8], mut pos: usize) -> (usize, &'a [u64]) {
-    while let Some((&count, tail)) = rest.split_first() {
+fn zero_run<G: Fn(usize) -> u64>(get: &G, start: usize, len: usize) -> usize {
+    // Most runs are short: look at a few entries one by one first.
+    let head = (start + 4).min(len);
+    let mut i = start;
+    while i < head {
+        if get(i) != 0 {
+            return i - start;
+        }
+        i += 1;
+    }
+    // Then eight entries per step, OR-ed together (no early exit inside the block).
+    while i + 8 <= len && (i..i + 8).fold(0, |acc, j| acc | get(j)) == 0 {
+        i += 8;
+    }
+    while i < len && get(i) == 0 {
+        i += 1;
+    }
+    i - start
+}
+
+/// The zig-zag form of the word for a run of `run >= 1` zeros: a single zero is written as 0,
+/// a run of n > 1 zeros as -n, i.e. 2n - 1.
+#[inline(always)]
+fn zero_run_word(run: usize) -> u64 {
+    if run == 1 {
+        0
+    } else {
+        (run as u64) * 2 - 1
+    }
+}
+
+/// Where the payload encoder is.
+struct Payload {
+    /// Next byte to write in the output.
+    end: usize,
+    /// Next entry of the source to read.
+    next: usize,
+    /// Zero entries of the source read so far (not counting the leading ones).
+    zeros: usize,
+    /// Every count read so far, OR-ed: above `i64::MAX` when one of them is.
+    all_counts: u64,
+}
+
+/// Writes the zig-zag LEB128 payload of `counts` (`len > 0`) into `out` from byte `pos` on,
+/// growing `out` as needed. Bytes of `out` past the returned end are scratch for the caller
+/// to truncate. Counts above `i64::MAX` are written wrapped; the caller checks `all_counts`.
+fn encode_payload<G: Fn(usize) -> u64>(
+    counts: &CountsSource<G>,
+    out: &mut Vec<u8>,
+    pos: usize,
+) -> Payload {
+    let (get, len) = (&counts.get, counts.len);
+    let mut p = Payload {
+        end: pos,
+        next: 0,
+        zeros: 0,
+        all_counts: 0,
+    };
+    if counts.leading > 0 {
+        // The leading zeros and any at the start of the source are one run.
+        let run = zero_run(get, 0, len);
+        grow(out, p.end, 1);
+        let slot = <&mut [u8; zigzag::MAX_ENCODED_LEN]>::try_from(
+            &mut out[p.end..p.end + zigzag::MAX_ENCODED_LEN],
+        )
+        .expect("grow made room for a word");
+        p.end += zigzag::write_u64(zero_run_word(counts.leading + run), slot);
+        (p.next, p.zeros) = (run, run);
+    }
+    while p.next < len {
+        grow(out, p.end, len - p.next);
+        encode_words(get, len, out, &mut p);
+    }
+    p
+}
+
+/// Encodes entries of `get` into `buf` while a whole word (9 bytes) fits.
+#[inline(always)]
+fn encode_words<G: Fn(usize) -> u64>(get: &G, len: usize, buf: &mut [u8], p: &mut Payload) {
+    let (mut pos, mut i, mut zeros, mut all) = (p.end, p.next, p.zeros, p.all_counts);
+    while i < len {
         // One bounds check per word; the 9-byte window is what `write_u64` may touch.
         let Some(Ok(slot)) = buf
             .get_mut(pos..pos + zigzag::MAX_ENCODED_LEN)
@@ -427,23 +553,26 @@ fn encode_words<'a>(mut rest: &'a [u64], buf: &mut [u8], mut pos: usize) -> (usi
         else {
             break;
         };
+        let count = get(i);
         let word = if count != 0 {
-            rest = tail;
-            // count <= i64::MAX: the zig-zag form of a non-negative value is `2 * value`.
+            i += 1;
+            all |= count;
+            // count <= i64::MAX (checked after the loop): its zig-zag form is `2 * count`.
             count << 1
         } else {
-            let run = zero_run(rest);
-            rest = &rest[run..];
-            // A single zero is written as 0, a run of n > 1 zeros as -n, i.e. 2n - 1 zig-zagged.
-            if run == 1 {
-                0
-            } else {
-                (run as u64) * 2 - 1
-            }
+            let run = zero_run(get, i, len);
+            i += run;
+            zeros += run;
+            zero_run_word(run)
         };
         pos += zigzag::write_u64(word, slot);
     }
-    (pos, rest)
+    *p = Payload {
+        end: pos,
+        next: i,
+        zeros,
+        all_counts: all,
+    };
 }
 
 impl HdrCounts {
@@ -505,37 +634,12 @@ impl HdrCounts {
                 counts_len: geometry.counts_len(),
             });
         }
-        // One branch-free pass (vectorised) before the rare search for the culprit.
-        if counts.iter().fold(0u64, |acc, &c| acc | c) > i64::MAX as u64 {
-            if let Some((index, &count)) = counts
-                .iter()
-                .enumerate()
-                .find(|&(_, &c)| c > i64::MAX as u64)
-            {
-                return Err(HdrError::CountTooLarge { index, count });
-            }
-        }
-        let start = out.len();
-        out.reserve(V2_HEADER_LEN + counts.len().clamp(1, GROW_CHUNK));
-        out.extend_from_slice(&V2_COOKIE.to_be_bytes());
-        out.extend_from_slice(&0u32.to_be_bytes()); // payload length, patched below
-        out.extend_from_slice(&self.normalizing_offset.to_be_bytes());
-        out.extend_from_slice(&u32::from(self.significant_digits).to_be_bytes());
-        out.extend_from_slice(&self.lowest_discernible.to_be_bytes());
-        out.extend_from_slice(&self.highest_trackable.to_be_bytes());
-        out.extend_from_slice(&self.int_to_double_ratio.to_bits().to_be_bytes());
-        let payload_start = out.len();
-        let end = if counts.is_empty() {
-            out.push(0); // an empty histogram: one zero word
-            out.len()
-        } else {
-            encode_payload(counts, out, payload_start)
+        let source = CountsSource {
+            leading: 0,
+            len: counts.len(),
+            get: |i: usize| counts[i],
         };
-        out.truncate(end);
-        // counts.len() <= MAX_GEOMETRY_COUNTS_LEN, so the payload is < 56 MB: fits in an i32.
-        let payload_len = (end - payload_start) as u32;
-        out[start + 4..start + 8].copy_from_slice(&payload_len.to_be_bytes());
-        Ok(())
+        encode_v2(&V2Fields::of(self), &source, out).map(|_| ())
     }
 
     /// Encodes as V2+deflate: cookie `0x1C849314`, the compressed length, then a zlib stream
@@ -547,31 +651,36 @@ impl HdrCounts {
     /// # Errors
     /// As [`encode_v2`](Self::encode_v2).
     pub fn encode_v2_deflate(&self, level: u8) -> Result<Vec<u8>, HdrError> {
-        use miniz_oxide::deflate::core::{
-            compress_to_output, create_comp_flags_from_zip_params, CompressorOxide, TDEFLFlush,
-            TDEFLStatus,
-        };
-        let plain = self.encode_v2()?;
-        let mut out = Vec::with_capacity(8 + plain.len() / 2);
-        out.extend_from_slice(&V2_DEFLATE_COOKIE.to_be_bytes());
-        out.extend_from_slice(&0u32.to_be_bytes()); // compressed length, patched below
-                                                    // zlib wrapper (window bits > 0), default strategy; the stream goes straight into `out`.
-        let flags = create_comp_flags_from_zip_params(i32::from(level), 1, 0);
-        let mut compressor = CompressorOxide::new(flags);
-        let (status, _) = compress_to_output(&mut compressor, &plain, TDEFLFlush::Finish, |z| {
-            out.extend_from_slice(z);
-            true
-        });
-        if status != TDEFLStatus::Done {
-            // Not expected with an in-memory sink; miniz_oxide's one-shot helper as a fallback.
-            out.truncate(8);
-            out.extend_from_slice(&miniz_oxide::deflate::compress_to_vec_zlib(&plain, level));
-        }
-        // The stream is the plain blob (< 56 MB) plus zlib overhead: fits in an i32.
-        let z_len = (out.len() - 8) as u32;
-        out[4..8].copy_from_slice(&z_len.to_be_bytes());
-        Ok(out)
+        Ok(deflate_v2(&self.encode_v2()?, level))
     }
+}
+
+/// Wraps a plain V2 blob as V2+deflate: cookie `0x1C849314`, the compressed length, then a
+/// zlib stream of `plain` at `level` (0 to 10).
+pub(super) fn deflate_v2(plain: &[u8], level: u8) -> Vec<u8> {
+    use miniz_oxide::deflate::core::{
+        compress_to_output, create_comp_flags_from_zip_params, CompressorOxide, TDEFLFlush,
+        TDEFLStatus,
+    };
+    let mut out = Vec::with_capacity(8 + plain.len() / 2);
+    out.extend_from_slice(&V2_DEFLATE_COOKIE.to_be_bytes());
+    out.extend_from_slice(&0u32.to_be_bytes()); // compressed length, patched below
+                                                // zlib wrapper (window bits > 0), default strategy; the stream goes straight into `out`.
+    let flags = create_comp_flags_from_zip_params(i32::from(level), 1, 0);
+    let mut compressor = CompressorOxide::new(flags);
+    let (status, _) = compress_to_output(&mut compressor, plain, TDEFLFlush::Finish, |z| {
+        out.extend_from_slice(z);
+        true
+    });
+    if status != TDEFLStatus::Done {
+        // Not expected with an in-memory sink; miniz_oxide's one-shot helper as a fallback.
+        out.truncate(8);
+        out.extend_from_slice(&miniz_oxide::deflate::compress_to_vec_zlib(plain, level));
+    }
+    // The stream is the plain blob (< 56 MB) plus zlib overhead: fits in an i32.
+    let z_len = (out.len() - 8) as u32;
+    out[4..8].copy_from_slice(&z_len.to_be_bytes());
+    out
 }
 
 #[cfg(test)]
@@ -702,6 +811,54 @@ mod tests {
         assert!(fast.len() > GROW_CHUNK);
         assert_eq!(fast[V2_HEADER_LEN..], slow[V2_HEADER_LEN..]);
         assert!(HdrCounts::decode(&fast).unwrap().same_content(&h));
+    }
+
+    /// A count V2 cannot hold is an error naming it, and leaves the output as it was; counts
+    /// just below the limit encode as 9-byte words.
+    #[test]
+    fn count_above_i64_max_is_refused() {
+        let mut h = HdrCounts::new(1, 1 << 20, 2).unwrap();
+        h.counts = vec![0, 0, 3, 0, i64::MAX as u64, 1];
+        let mut out = vec![9u8; 3];
+        h.encode_v2_into(&mut out).unwrap();
+        assert_eq!(HdrCounts::decode(&out[3..]).unwrap().counts, h.counts);
+        h.counts[4] = i64::MAX as u64 + 1;
+        let mut out = vec![9u8; 3];
+        assert_eq!(
+            h.encode_v2_into(&mut out),
+            Err(HdrError::CountTooLarge {
+                index: 4,
+                count: i64::MAX as u64 + 1
+            })
+        );
+        assert_eq!(out, [9, 9, 9]);
+    }
+
+    /// Leading zeros given apart from the source merge with the source's own leading zeros into
+    /// one run, as if the whole array had been passed.
+    #[test]
+    fn leading_zeros_join_the_first_run() {
+        let fields = V2Fields::of(&HdrCounts::new(1, 1 << 20, 2).unwrap());
+        for (leading, tail) in [
+            (1usize, vec![0u64, 0, 5]),
+            (3, vec![7]),
+            (1, vec![4]),
+            (2, vec![0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 2]),
+        ] {
+            let mut whole = vec![0u64; leading];
+            whole.extend_from_slice(&tail);
+            let mut h = HdrCounts::new(1, 1 << 20, 2).unwrap();
+            h.counts = whole;
+            let mut split = Vec::new();
+            let source = CountsSource {
+                leading,
+                len: tail.len(),
+                get: |i: usize| tail[i],
+            };
+            let non_zero = encode_v2(&fields, &source, &mut split).unwrap();
+            assert_eq!(split, h.encode_v2().unwrap(), "{leading} + {tail:?}");
+            assert_eq!(non_zero, tail.iter().filter(|&&c| c != 0).count());
+        }
     }
 
     #[test]
