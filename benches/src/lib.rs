@@ -121,6 +121,62 @@ pub const SUMMARY_RANKS: [f64; 16] = [
     0.0, 1.0, 5.0, 10.0, 25.0, 50.0, 75.0, 90.0, 92.5, 95.0, 97.5, 99.0, 99.9, 99.99, 99.999, 100.0,
 ];
 
+/// perf_event read paths that run without a PMU: a synthetic `perf_event_mmap_page` and fake
+/// `rdpmc`/`rdtsc` instructions, so the rdpmc path's page logic can be measured anywhere.
+pub mod perf {
+    use picollo_linux::event::SoftwareEvent;
+    use picollo_linux::page::{
+        CounterInstructions, PageState, SyntheticPage, CAP_USER_RDPMC, CAP_USER_TIME,
+    };
+    use picollo_linux::session::CounterSession;
+    use std::hint::black_box;
+
+    /// Fake instructions: constant PMC and TSC values (through `black_box`).
+    pub struct Fake;
+
+    impl CounterInstructions for Fake {
+        const HAS_RDPMC: bool = true;
+        unsafe fn rdpmc(&self, counter: u32) -> u64 {
+            black_box(u64::from(counter))
+        }
+        fn rdtsc(&self) -> u64 {
+            black_box(1_000_000)
+        }
+    }
+
+    /// A page that says "counting, rdpmc allowed, time extrapolation on": every read takes the
+    /// full rdpmc path (48-bit counter, scaled time).
+    pub fn synthetic_page() -> SyntheticPage {
+        SyntheticPage::with(&PageState {
+            index: 1,
+            offset: 1000,
+            time_enabled: 10,
+            time_running: 10,
+            capabilities: CAP_USER_RDPMC | CAP_USER_TIME,
+            pmc_width: 48,
+            time_shift: 10,
+            time_mult: 3000,
+            ..PageState::default()
+        })
+    }
+
+    /// The three software events the perf benches read.
+    pub const EVENTS: [SoftwareEvent; 3] = [
+        SoftwareEvent::TaskClock,
+        SoftwareEvent::PageFaults,
+        SoftwareEvent::ContextSwitches,
+    ];
+
+    /// A session of [`EVENTS`] in one group (software events open without a PMU).
+    pub fn software_session() -> CounterSession {
+        EVENTS
+            .iter()
+            .fold(CounterSession::builder(), |b, &e| b.software(e))
+            .build()
+            .expect("software events open without a PMU")
+    }
+}
+
 /// Result blocks: every wall-clock or instruction-count table a bench prints for
 /// `benches/RESULTS.md` goes between two marker lines, so one script (`benches/regenerate`) can
 /// rerun every bench and splice the fresh tables into place. Each block records the load
