@@ -29,19 +29,12 @@ use picollo_benches::timing::{interleaved, time, Timing};
 use picollo_benches::{hdr_histogram, seed_values, SEED_COUNT, SEED_MAX};
 use picollo_core::{ReadExt, Window};
 use std::hint::black_box;
-use std::time::Duration;
 
 /// Measured rounds per case (after one warm-up round).
 const ROUNDS: usize = 51;
 /// Values in the full-range histogram.
 const FULL_RANGE_COUNT: usize = 2_000_000;
 const SIGFIG: u8 = 3;
-
-/// Microseconds: best and median.
-fn us(t: &Timing) -> (f64, f64) {
-    let us = |d: Duration| d.as_secs_f64() * 1e6;
-    (us(t.best), us(t.median))
-}
 
 /// Speed-ups (peer time / Picollo time, best rounds) of the rows that compare like with like,
 /// for the summary under the tables.
@@ -51,9 +44,9 @@ impl Summary {
     /// Prints the rows of one operation: the peer first, then Picollo's ways, each with its
     /// speed-up; `compared` names the Picollo row that goes into the summary.
     fn rows(&mut self, operation: &str, names: &[&str], t: &[Timing], compared: &[usize]) {
-        let peer = us(&t[0]);
+        let peer = t[0].us_per(1);
         for (i, (name, timing)) in names.iter().zip(t).enumerate() {
-            let (best, median) = us(timing);
+            let (best, median) = timing.us_per(1);
             let speed_up = if i == 0 {
                 "—".to_string()
             } else {

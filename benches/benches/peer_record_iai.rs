@@ -12,7 +12,7 @@
 use iai_callgrind::{library_benchmark, library_benchmark_group, main};
 use picollo_benches::iai::{cell, instructions, per_op};
 use picollo_benches::report::{header, Block};
-use picollo_benches::{hdr_histogram, seed_values, SEED_COUNT};
+use picollo_benches::{hdr_histogram, read_loop, seed_values, SEED_COUNT};
 use std::hint::black_box;
 
 type Hdr = hdrhistogram::Histogram<u64>;
@@ -24,11 +24,7 @@ fn values() -> Vec<u64> {
 #[library_benchmark]
 #[bench::seed(setup = values)]
 fn baseline_read(values: Vec<u64>) -> u64 {
-    let mut acc = 0u64;
-    for &v in values.iter() {
-        acc = acc.wrapping_add(black_box(v));
-    }
-    acc
+    read_loop(&values)
 }
 
 #[library_benchmark]

@@ -14,31 +14,15 @@
 //! Run: `cargo bench -p picollo-benches --bench percentile_wall`.
 
 use picollo_benches::report::{header, Block};
-use picollo_benches::timing::{interleaved, time, Timing};
+use picollo_benches::timing::{interleaved, repeat};
 use picollo_benches::*;
 use picollo_core::{Percentile, ReadExt};
 use std::hint::black_box;
-use std::time::Duration;
 
 /// Measured rounds per case (after one warm-up round).
 const ROUNDS: usize = 31;
 /// Batches per round (the figures are per batch).
 const CALLS: u32 = 20;
-
-/// `CALLS` calls of `f`, timed.
-fn calls(mut f: impl FnMut()) -> Duration {
-    time(|| {
-        for _ in 0..CALLS {
-            f();
-        }
-    })
-}
-
-/// Microseconds per batch: best and median.
-fn us(t: &Timing) -> (f64, f64) {
-    let per_call = |d: Duration| d.as_secs_f64() * 1e6 / f64::from(CALLS);
-    (per_call(t.best), per_call(t.median))
-}
 
 fn main() {
     let values = seed_values(SEED_COUNT);
@@ -56,20 +40,20 @@ fn main() {
         ROUNDS,
         &mut [
             &mut || {
-                calls(|| {
+                repeat(CALLS, || {
                     let h = black_box(&hdr);
                     black_box(h.value_at_quantiles(black_box(quantiles)).sum::<u64>());
                 })
             },
             &mut || {
-                calls(|| {
+                repeat(CALLS, || {
                     let h = black_box(&hdr);
                     let q = black_box(quantiles);
                     black_box(q.iter().map(|&q| h.value_at_quantile(q)).sum::<u64>());
                 })
             },
             &mut || {
-                calls(|| {
+                repeat(CALLS, || {
                     let mut out = [Percentile::default(); 16];
                     full.percentiles(black_box(&SUMMARY_RANKS), &mut out)
                         .expect("not empty");
@@ -77,7 +61,7 @@ fn main() {
                 })
             },
             &mut || {
-                calls(|| {
+                repeat(CALLS, || {
                     let mut out = [Percentile::default(); 16];
                     seed_window
                         .percentiles(black_box(&SUMMARY_RANKS), &mut out)
@@ -87,7 +71,7 @@ fn main() {
             },
         ],
     );
-    let (iter, looped) = (us(&t[0]), us(&t[1]));
+    let (iter, looped) = (t[0].us_per(CALLS), t[1].us_per(CALLS));
     let peer = (iter.0.min(looped.0), iter.1.min(looped.1));
 
     let _block = Block::begin("percentile-wall");
@@ -115,7 +99,7 @@ fn main() {
     .iter()
     .zip(&t)
     {
-        let (best, median) = us(t);
+        let (best, median) = t.us_per(CALLS);
         println!(
             "| {name} | {best:.2} | {median:.2} | {:.2}× | {:.2}× |",
             peer.0 / best,

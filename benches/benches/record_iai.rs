@@ -29,11 +29,7 @@ fn values() -> Vec<u64> {
 #[library_benchmark]
 #[bench::seed(setup = values)]
 fn baseline_read(values: Vec<u64>) -> u64 {
-    let mut acc = 0u64;
-    for &v in values.iter() {
-        acc = acc.wrapping_add(black_box(v));
-    }
-    acc
+    read_loop(&values)
 }
 
 #[library_benchmark]

@@ -39,11 +39,7 @@ fn main() {
         &mut [
             &mut || {
                 time(|| {
-                    let mut acc = 0u64;
-                    for &v in &values {
-                        acc = acc.wrapping_add(black_box(v));
-                    }
-                    black_box(acc);
+                    black_box(read_loop(&values));
                 })
             },
             &mut || {

@@ -16,31 +16,15 @@
 use picollo_alloc::summary::RANKS;
 use picollo_alloc::{default_histogram, SnapshotExt, Summary, ThreadLocalHistogram};
 use picollo_benches::report::{header, Block};
-use picollo_benches::timing::{interleaved, time, Timing};
+use picollo_benches::timing::{interleaved, repeat};
 use picollo_benches::{hdr_histogram, seed_values, SEED_COUNT};
 use picollo_core::{Layout, ReadExt, Window};
 use std::hint::black_box;
-use std::time::Duration;
 
 /// Measured rounds per case (after one warm-up round).
 const ROUNDS: usize = 31;
 /// Calls per round (the figures are per call).
 const CALLS: u32 = 20;
-
-/// `CALLS` calls of `f`, timed.
-fn calls(mut f: impl FnMut()) -> Duration {
-    time(|| {
-        for _ in 0..CALLS {
-            f();
-        }
-    })
-}
-
-/// Microseconds per call.
-fn us(t: &Timing) -> (f64, f64) {
-    let per_call = |d: Duration| d.as_secs_f64() * 1e6 / f64::from(CALLS);
-    (per_call(t.best), per_call(t.median))
-}
 
 fn main() {
     let values = seed_values(SEED_COUNT);
@@ -95,38 +79,38 @@ fn main() {
             ROUNDS,
             &mut [
                 &mut || {
-                    calls(|| {
+                    repeat(CALLS, || {
                         summary.fill_from(black_box(&plain));
                         black_box(summary.p99().value);
                     })
                 },
                 &mut || {
-                    calls(|| {
+                    repeat(CALLS, || {
                         summary_local.fill_from(black_box(&local));
                         black_box(summary_local.p99().value);
                     })
                 },
                 &mut || {
-                    calls(|| {
+                    repeat(CALLS, || {
                         let h = black_box(&hdr);
                         black_box(h.value_at_quantiles(quantiles.iter().copied()).sum::<u64>());
                         black_box((h.mean() + h.stdev()) as u64);
                     })
                 },
                 &mut || {
-                    calls(|| {
+                    repeat(CALLS, || {
                         snap_plain.update(black_box(&plain), true);
                         black_box(snap_plain.counts()[0]);
                     })
                 },
                 &mut || {
-                    calls(|| {
+                    repeat(CALLS, || {
                         snap_local.update(black_box(&local), true);
                         black_box(snap_local.counts()[0]);
                     })
                 },
                 &mut || {
-                    calls(|| {
+                    repeat(CALLS, || {
                         snap_totals.update(black_box(&plain), false);
                         black_box(snap_totals.counts()[0]);
                     })
@@ -151,11 +135,11 @@ fn main() {
         println!();
         header(&["case", "best µs per call", "median µs per call"]);
         for (name, t) in names.iter().zip(&t) {
-            let (best, median) = us(t);
+            let (best, median) = t.us_per(CALLS);
             println!("| {name} | {best:.1} | {median:.1} |");
         }
-        let (full, _) = us(&t[0]);
-        let (peer, _) = us(&t[2]);
+        let (full, _) = t[0].us_per(CALLS);
+        let (peer, _) = t[2].us_per(CALLS);
         println!();
         println!(
             "A full summary (plain) against `hdrhistogram`'s quantiles + mean + stdev: {:.2}× \

@@ -34,6 +34,17 @@ pub fn seed_values(count: usize) -> Vec<u64> {
         .collect()
 }
 
+/// The loop every record benchmark runs, doing nothing but reading each value through
+/// `black_box`: the baseline subtracted from the record benches.
+#[inline(always)]
+pub fn read_loop(values: &[u64]) -> u64 {
+    let mut acc = 0u64;
+    for &v in values {
+        acc = acc.wrapping_add(std::hint::black_box(v));
+    }
+    acc
+}
+
 /// A boxed plain histogram with a runtime layout over the seed's window.
 pub fn runtime_histogram() -> Box<RuntimeHistogram> {
     Box::new(Histogram::new(LAYOUT, 0, SEED_MAX))
@@ -180,7 +191,8 @@ pub mod perf {
 /// Result blocks: every wall-clock or instruction-count table a bench prints for
 /// `benches/RESULTS.md` goes between two marker lines, so one script (`benches/regenerate`) can
 /// rerun every bench and splice the fresh tables into place. Each block records the load
-/// average it ran under.
+/// average it ran under. A block marks a missed *repeatable* target (an instruction count) with
+/// `✘`, which fails CI; wall-clock verdicts (noisy) use words instead.
 ///
 /// ```
 /// let block = picollo_benches::report::Block::begin("record-wall");
@@ -257,6 +269,22 @@ pub mod timing {
         pub fn median_ns(&self, ops: usize) -> f64 {
             self.median.as_nanos() as f64 / ops as f64
         }
+
+        /// The best and the median round in microseconds per call, for `calls` calls per
+        /// round.
+        pub fn us_per(&self, calls: u32) -> (f64, f64) {
+            let per_call = |d: Duration| d.as_secs_f64() * 1e6 / f64::from(calls);
+            (per_call(self.best), per_call(self.median))
+        }
+    }
+
+    /// `calls` calls of `f`, timed together (for operations too short to time one by one).
+    pub fn repeat(calls: u32, mut f: impl FnMut()) -> Duration {
+        time(|| {
+            for _ in 0..calls {
+                f();
+            }
+        })
     }
 
     /// The time `f` takes.
