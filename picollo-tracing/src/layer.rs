@@ -7,6 +7,7 @@ use std::sync::{Arc, Once};
 use picollo_core::ring::MAX_COUNTERS;
 use picollo_linux::count::Reading;
 use picollo_linux::event::{Event, HardwareEvent};
+use picollo_linux::session::CounterSession;
 use picollo_linux::span::{self, raw, SpanConfig};
 use tracing_core::span::{Attributes, Id};
 use tracing_core::subscriber::Interest;
@@ -237,9 +238,9 @@ fn map_thread_counters(shared: &Shared) -> ThreadCounters {
                     .map(|(_, c)| c.name.as_str())
                     .collect();
                 shared.warn_once(format!(
-                    "counters not counted on this machine: {} ({}); those columns read n/a",
+                    "counters not counted here: {} ({}); their columns read n/a",
                     missing.join(", "),
-                    picollo_linux::Capabilities::detect().pmu
+                    why_not_counted(missing.first().copied().unwrap_or_default())
                 ));
             }
         }
@@ -255,6 +256,22 @@ fn map_thread_counters(shared: &Shared) -> ThreadCounters {
         .measured_somewhere
         .fetch_or(tc.mask, Ordering::Relaxed);
     tc
+}
+
+/// Why `name` does not count on this thread: the error of opening it alone (which says
+/// what to do about it), or the PMU's state.
+#[cold]
+fn why_not_counted(name: &str) -> String {
+    let opened = CounterSession::builder()
+        .event_name(name)
+        .and_then(|b| b.build());
+    match opened {
+        Err(e) => e.to_string(),
+        Ok(_) => format!(
+            "it opens alone but not in the group; {}",
+            picollo_linux::Capabilities::detect().pmu
+        ),
+    }
 }
 
 thread_local! {
