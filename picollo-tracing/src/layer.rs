@@ -107,13 +107,6 @@ impl SpanState {
     }
 }
 
-/// The counter samples at both ends of an interval (`n_end` of them at the end).
-struct Samples<'a> {
-    start: &'a [Reading; MAX_COUNTERS],
-    end: &'a [Reading; MAX_COUNTERS],
-    n_end: usize,
-}
-
 /// An enter that has not exited yet, on this thread.
 #[derive(Clone, Copy)]
 struct Open {
@@ -164,6 +157,34 @@ impl Local {
                 slot_to_counter: [NO_COUNTER; MAX_COUNTERS],
                 mask: 0,
             },
+        }
+    }
+
+    /// Removes the open interval of span `id` of `layer` (the innermost one: the top of the
+    /// stack unless spans exit out of order); returns it and its index in the stack. Its
+    /// start samples stay at `samples[index]` until [`Local::forget_samples`].
+    #[inline(always)]
+    fn take_open(&mut self, layer: u64, id: u64) -> Option<(Open, usize)> {
+        let top = self.stack.len().checked_sub(1)?;
+        let o = self.stack[top];
+        if o.id == id && o.layer == layer {
+            self.stack.pop();
+            return Some((o, top));
+        }
+        let pos = self
+            .stack
+            .iter()
+            .rposition(|o| o.id == id && o.layer == layer)?;
+        Some((self.stack.remove(pos), pos))
+    }
+
+    /// After an exit out of order (`index` below the top): moves the samples of the later
+    /// enters down with them.
+    #[cold]
+    fn forget_samples(&mut self, index: usize) {
+        let above = (self.stack.len() + 1).min(self.samples.len());
+        if index + 1 < above {
+            self.samples[index..above].rotate_left(1);
         }
     }
 
@@ -272,6 +293,11 @@ fn why_not_counted(name: &str) -> String {
             picollo_linux::Capabilities::detect().pmu
         ),
     }
+}
+
+/// A frame's depth field.
+fn frame_depth(depth: usize) -> u32 {
+    u32::try_from(depth).unwrap_or(u32::MAX)
 }
 
 thread_local! {
@@ -439,29 +465,81 @@ impl PicolloLayer {
         self.shared.counters.iter().map(|c| c.name.as_str()).collect()
     }
 
-    /// Closes out one busy interval of the span whose state is `state`.
+    /// The state of span `id` for an exit on this thread: from the thread's cache, else from
+    /// the span's extensions (then cached). `None` when the span is gone.
     #[inline(always)]
-    fn end_interval(
+    fn state<'l, S>(&self, l: &'l mut Local, id: &Id, ctx: &Context<'_, S>) -> Option<&'l SpanState>
+    where
+        S: Subscriber + for<'a> LookupSpan<'a>,
+    {
+        let (layer, raw_id) = (self.shared.id, id.into_u64());
+        if l.cached(layer, raw_id).is_none() && self.state_slow(l, id, ctx).is_none() {
+            self.shared.lost_intervals.fetch_add(1, Ordering::Relaxed);
+            return None;
+        }
+        l.cached(layer, raw_id).map(|s| &**s)
+    }
+
+    /// Ends an interval without counter samples (time only, or no counters on this thread).
+    #[inline(always)]
+    fn end_unsampled<S>(&self, l: &mut Local, id: &Id, ctx: &Context<'_, S>, open: Open, depth: usize, end: u64)
+    where
+        S: Subscriber + for<'a> LookupSpan<'a>,
+    {
+        let Some(state) = self.state(l, id, ctx) else {
+            return;
+        };
+        state
+            .busy
+            .fetch_add(end.wrapping_sub(open.start), Ordering::Relaxed);
+        if self.counters {
+            // No samples: this interval counted nothing, so neither does the span.
+            state.counted.store(0, Ordering::Relaxed);
+            state.entered.store(true, Ordering::Relaxed);
+        }
+        if self.rings && raw::thread_listening() {
+            // SAFETY: inside a hook of the layer that owns the statistics.
+            let name = unsafe { state.stats() }.frame_name;
+            raw::save_frame(name, frame_depth(depth), open.start, end, None);
+        }
+    }
+
+    /// Ends an interval whose start has counter samples (at `samples[index]`): samples the
+    /// end, adds the deltas.
+    #[inline(never)]
+    fn end_sampled<S>(
         &self,
-        tc: ThreadCounters,
-        state: &SpanState,
+        l: &mut Local,
+        id: &Id,
+        ctx: &Context<'_, S>,
         open: Open,
-        depth: usize,
+        index: usize,
         end: u64,
-        samples: Samples<'_>,
-    ) {
+    ) where
+        S: Subscriber + for<'a> LookupSpan<'a>,
+    {
+        let depth = index + 1;
+        let Some(&start) = l.samples.get(index) else {
+            return;
+        };
+        let mut end_samples = [Reading::default(); MAX_COUNTERS];
+        let n = raw::sample_thread_counters(&mut end_samples);
+        let tc = l.counters;
+        let Some(state) = self.state(l, id, ctx) else {
+            return;
+        };
         state
             .busy
             .fetch_add(end.wrapping_sub(open.start), Ordering::Relaxed);
         if self.counters {
             let mut counted = tc.mask;
-            if open.sampled && samples.n_end == tc.slots {
-                for slot in 0..tc.slots {
+            if n == tc.slots && tc.layer == self.shared.id {
+                for slot in 0..n {
                     let c = tc.slot_to_counter[slot];
                     if c == NO_COUNTER {
                         continue;
                     }
-                    match samples.end[slot].delta_since(&samples.start[slot]).value() {
+                    match end_samples[slot].delta_since(&start[slot]).value() {
                         Some(v) => {
                             state.sums[usize::from(c)].fetch_add(v, Ordering::Relaxed);
                         }
@@ -477,10 +555,8 @@ impl PicolloLayer {
         if self.rings && raw::thread_listening() {
             // SAFETY: inside a hook of the layer that owns the statistics.
             let name = unsafe { state.stats() }.frame_name;
-            let n = samples.n_end;
-            let counters = (open.sampled && n > 0).then(|| (&samples.start[..n], &samples.end[..n]));
-            let depth = u32::try_from(depth).unwrap_or(u32::MAX);
-            raw::save_frame(name, depth, open.start, end, counters);
+            let counters = (n > 0).then(|| (&start[..n], &end_samples[..n]));
+            raw::save_frame(name, frame_depth(depth), open.start, end, counters);
         }
     }
 
@@ -581,43 +657,18 @@ where
                 return;
             };
             let l = &mut *l;
-            let layer = self.shared.id;
-            let raw_id = id.into_u64();
-            let Some(pos) = l
-                .stack
-                .iter()
-                .rposition(|o| o.id == raw_id && o.layer == layer)
-            else {
+            let Some((open, index)) = l.take_open(self.shared.id, id.into_u64()) else {
                 self.shared.unmatched_exits.fetch_add(1, Ordering::Relaxed);
                 return;
             };
-            let open = l.stack.remove(pos);
-            let mut start_samples = [Reading::default(); MAX_COUNTERS];
-            let mut end_samples = [Reading::default(); MAX_COUNTERS];
-            let mut n_end = 0;
             if open.sampled {
-                start_samples = l.samples[pos];
-                n_end = raw::sample_thread_counters(&mut end_samples);
+                self.end_sampled(l, id, &ctx, open, index, end);
+            } else {
+                self.end_unsampled(l, id, &ctx, open, index + 1, end);
             }
-            // Exited out of order: the samples of the later enters move down with them.
-            let above = (l.stack.len() + 1).min(l.samples.len());
-            if pos + 1 < above {
-                l.samples[pos..above].rotate_left(1);
+            if index < l.stack.len() {
+                l.forget_samples(index);
             }
-            if l.cached(layer, raw_id).is_none() && self.state_slow(l, id, &ctx).is_none() {
-                self.shared.lost_intervals.fetch_add(1, Ordering::Relaxed);
-                return;
-            }
-            let tc = l.counters;
-            let Some(state) = l.cached(layer, raw_id) else {
-                return;
-            };
-            let samples = Samples {
-                start: &start_samples,
-                end: &end_samples,
-                n_end,
-            };
-            self.end_interval(tc, state, open, pos + 1, end, samples);
         });
     }
 
