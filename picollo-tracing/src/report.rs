@@ -216,8 +216,10 @@ impl Handle {
         for (r, name) in reports.iter().zip(&names) {
             let mut counters: Vec<(usize, u128, &dyn HistogramRead)> = Vec::new();
             for (c, slot) in r.counters.iter().zip(&slots) {
-                not_counted += c.not_counted;
                 if let Some(slot) = slot {
+                    // Counters measured nowhere are noted as such; these were measured on
+                    // some threads but not in every interval of these spans.
+                    not_counted += c.not_counted;
                     if c.deltas.total_with_outside() > 0 {
                         counters.push((*slot, midpoint_sum(&c.deltas), &c.deltas));
                     }
@@ -259,7 +261,10 @@ impl Handle {
             ));
         }
         if let Some(p) = self.counter_problem() {
-            table.notes.push(format!("counters: {p}"));
+            // The layer's own message names the counters and the error that kept them from
+            // opening here: more precise than the aggregator's note about the PMU.
+            table.notes.retain(|n| !n.starts_with("not measured (n/a):"));
+            table.notes.push(format!("not measured (n/a): {p}"));
         }
         let unmatched = self.unmatched_exits();
         if unmatched > 0 {
