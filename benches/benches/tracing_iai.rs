@@ -47,9 +47,9 @@ fn setup_picollo_time_only() -> Dispatch {
 }
 
 fn setup_picollo_counters() -> Dispatch {
-    warm(Dispatch::new(
-        Registry::default().with(PicolloLayer::builder().counters(["page-faults"]).build()),
-    ))
+    warm(Dispatch::new(Registry::default().with(
+        PicolloLayer::builder().counters(["page-faults"]).build(),
+    )))
 }
 
 fn setup_tracing_timing() -> Dispatch {

@@ -97,7 +97,11 @@ fn main() {
     let counted = PicolloLayer::builder().counters(&names).build();
     let counters_label = format!("picollo, counters {} via {how}", names.join(","));
     let mut cases = vec![
-        case("Registry, no layer", Dispatch::new(Registry::default()), SPANS),
+        case(
+            "Registry, no layer",
+            Dispatch::new(Registry::default()),
+            SPANS,
+        ),
         case(
             "picollo-tracing, time only",
             Dispatch::new(Registry::default().with(timed)),
@@ -114,7 +118,9 @@ fn main() {
                 Registry::default().with(
                     tracing_timing::Builder::default()
                         .span_close_events()
-                        .layer(|| tracing_timing::Histogram::new_with_max(1_000_000_000, 2).unwrap()),
+                        .layer(|| {
+                            tracing_timing::Histogram::new_with_max(1_000_000_000, 2).unwrap()
+                        }),
                 ),
             ),
             SPANS,
@@ -152,7 +158,9 @@ fn main() {
     let picollo = overhead(&cases[1]);
 
     let _b = Block::begin("tracing-layer-wall");
-    println!("Best of {ROUNDS} rounds; ns per span; overhead = the case minus `Registry, no layer`.");
+    println!(
+        "Best of {ROUNDS} rounds; ns per span; overhead = the case minus `Registry, no layer`."
+    );
     println!("Counters case: {counters_label}.\n");
     println!(
         "| subscriber | enter+exit (ns) | overhead | whole span (ns) | overhead | its overhead ÷ picollo time-only overhead (enter+exit / whole) |"

@@ -110,7 +110,9 @@ async fn client(addr: std::net::SocketAddr, requests: usize, id: usize) -> std::
     let (read, mut write) = stream.into_split();
     let mut lines = BufReader::new(read).lines();
     for r in 0..requests {
-        write.write_all(format!("key-{id}-{r}\n").as_bytes()).await?;
+        write
+            .write_all(format!("key-{id}-{r}\n").as_bytes())
+            .await?;
         if lines.next_line().await?.is_none() {
             break;
         }
@@ -123,14 +125,22 @@ fn main() -> std::io::Result<()> {
     let layer = PicolloLayer::new();
     let handle = layer.handle();
     tracing_subscriber::registry().with(layer).init();
-    println!("pid {}; counters: {:?}", std::process::id(), handle.counters());
+    println!(
+        "pid {}; counters: {:?}",
+        std::process::id(),
+        handle.counters()
+    );
 
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(4)
         .enable_all()
         .build()?;
     let mut log = match &args.hlog {
-        Some(path) => Some(handle.hlog(std::fs::File::create(path)?).map_err(std::io::Error::other)?),
+        Some(path) => Some(
+            handle
+                .hlog(std::fs::File::create(path)?)
+                .map_err(std::io::Error::other)?,
+        ),
         None => None,
     };
     let started = Instant::now();

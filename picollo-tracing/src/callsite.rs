@@ -212,3 +212,86 @@ impl Drop for Callsites {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tracing_core::callsite::{Callsite, Identifier};
+    use tracing_core::field::FieldSet;
+    use tracing_core::metadata::Kind;
+    use tracing_core::subscriber::Interest;
+    use tracing_core::Level;
+
+    struct TestCallsite(&'static Metadata<'static>);
+
+    impl Callsite for TestCallsite {
+        fn set_interest(&self, _: Interest) {}
+        fn metadata(&self) -> &Metadata<'_> {
+            self.0
+        }
+    }
+
+    macro_rules! test_metadata {
+        ($cs:ident, $meta:ident, $name:literal, $target:literal) => {
+            static $cs: TestCallsite = TestCallsite(&$meta);
+            static $meta: Metadata<'static> = Metadata::new(
+                $name,
+                $target,
+                Level::INFO,
+                None,
+                None,
+                None,
+                FieldSet::new(&[], Identifier(&$cs)),
+                Kind::SPAN,
+            );
+        };
+    }
+
+    test_metadata!(CS_A, META_A, "a", "t1");
+    test_metadata!(CS_B, META_B, "b", "t1");
+    test_metadata!(CS_A2, META_A2, "a", "t1"); // same name and target as META_A
+    test_metadata!(CS_A3, META_A3, "a", "t2"); // same name, another target
+
+    fn metas() -> [&'static Metadata<'static>; 4] {
+        [&META_A, &META_B, &META_A2, &META_A3]
+    }
+
+    #[test]
+    fn callsites_by_name_and_target_from_many_threads() {
+        let table = Callsites::new();
+        std::thread::scope(|s| {
+            for t in 0..3 {
+                let table = &table;
+                s.spawn(move || {
+                    for i in 0..4 {
+                        let m = metas()[(i + t) % 4];
+                        let registered: *const CallsiteStats = table.register(m, 1, false);
+                        let found: *const CallsiteStats = table.get(m).unwrap();
+                        assert_eq!(registered, found);
+                    }
+                });
+            }
+        });
+        let ptr = |m| table.get(m).map(|s| s as *const CallsiteStats).unwrap();
+        assert_eq!(
+            ptr(&META_A),
+            ptr(&META_A2),
+            "one statistics per (name, target)"
+        );
+        assert_ne!(ptr(&META_A), ptr(&META_A3));
+        assert_ne!(ptr(&META_A), ptr(&META_B));
+        let all = table.all();
+        assert_eq!(all.len(), 3);
+        assert_eq!(all.iter().filter(|s| s.name == "a").count(), 2);
+        assert_eq!(all[0].counters.len(), 1);
+    }
+
+    #[test]
+    fn unregistered_callsites_are_not_found() {
+        let table = Callsites::new();
+        assert!(table.get(&META_B).is_none());
+        table.register(&META_A, 0, false);
+        assert!(table.get(&META_B).is_none());
+        assert_eq!(table.get(&META_A).unwrap().name, "a");
+    }
+}

@@ -199,7 +199,9 @@ impl Local {
     #[inline(always)]
     fn cached(&self, layer: u64, id: u64) -> Option<&Arc<SpanState>> {
         match &self.cache[Self::cache_slot(id)] {
-            Some(e) if e.id == id && e.layer == layer && !e.state.closed.load(Ordering::Acquire) => {
+            Some(e)
+                if e.id == id && e.layer == layer && !e.state.closed.load(Ordering::Acquire) =>
+            {
                 Some(&e.state)
             }
             _ => None,
@@ -212,7 +214,10 @@ impl Local {
 
     fn cache_remove(&mut self, layer: u64, id: u64) {
         let slot = &mut self.cache[Self::cache_slot(id)];
-        if slot.as_ref().is_some_and(|e| e.id == id && e.layer == layer) {
+        if slot
+            .as_ref()
+            .is_some_and(|e| e.id == id && e.layer == layer)
+        {
             *slot = None;
         }
     }
@@ -242,9 +247,10 @@ fn map_thread_counters(shared: &Shared) -> ThreadCounters {
             tc.slots = names.len().min(MAX_COUNTERS);
             for (slot, name) in names.iter().take(MAX_COUNTERS).enumerate() {
                 let event = name.parse::<Event>().ok();
-                let found = shared.counters.iter().position(|c| {
-                    c.name == *name || (c.event.is_some() && c.event == event)
-                });
+                let found = shared
+                    .counters
+                    .iter()
+                    .position(|c| c.name == *name || (c.event.is_some() && c.event == event));
                 if let Some(i) = found {
                     tc.slot_to_counter[slot] = i as u8;
                     tc.mask |= 1 << i;
@@ -462,7 +468,11 @@ impl PicolloLayer {
 
     /// The counters spans sample, by name (empty: time only).
     pub fn counters(&self) -> Vec<&str> {
-        self.shared.counters.iter().map(|c| c.name.as_str()).collect()
+        self.shared
+            .counters
+            .iter()
+            .map(|c| c.name.as_str())
+            .collect()
     }
 
     /// The state of span `id` for an exit on this thread: from the thread's cache, else from
@@ -482,8 +492,15 @@ impl PicolloLayer {
 
     /// Ends an interval without counter samples (time only, or no counters on this thread).
     #[inline(always)]
-    fn end_unsampled<S>(&self, l: &mut Local, id: &Id, ctx: &Context<'_, S>, open: Open, depth: usize, end: u64)
-    where
+    fn end_unsampled<S>(
+        &self,
+        l: &mut Local,
+        id: &Id,
+        ctx: &Context<'_, S>,
+        open: Open,
+        depth: usize,
+        end: u64,
+    ) where
         S: Subscriber + for<'a> LookupSpan<'a>,
     {
         let Some(state) = self.state(l, id, ctx) else {
@@ -634,7 +651,8 @@ where
                 || (self.rings && raw::thread_listening());
             if sample {
                 if l.samples.len() <= index {
-                    l.samples.resize(index + 1, [Reading::default(); MAX_COUNTERS]);
+                    l.samples
+                        .resize(index + 1, [Reading::default(); MAX_COUNTERS]);
                 }
                 raw::sample_thread_counters(&mut l.samples[index]);
             }
@@ -694,9 +712,8 @@ where
             } else {
                 0
             };
-            let value = |i: usize| {
-                (counted & (1 << i) != 0).then(|| state.sums[i].load(Ordering::Relaxed))
-            };
+            let value =
+                |i: usize| (counted & (1 << i) != 0).then(|| state.sums[i].load(Ordering::Relaxed));
             for (i, h) in stats.counters.iter().enumerate() {
                 match value(i) {
                     Some(v) => h.record(v),

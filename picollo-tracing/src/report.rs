@@ -138,7 +138,11 @@ impl Handle {
 
     /// The counters the layer samples (empty: time only).
     pub fn counters(&self) -> Vec<String> {
-        self.shared.counters.iter().map(|c| c.name.clone()).collect()
+        self.shared
+            .counters
+            .iter()
+            .map(|c| c.name.clone())
+            .collect()
     }
 
     /// Every span callsite seen (with or without closed spans), in registration order.
@@ -263,7 +267,9 @@ impl Handle {
         if let Some(p) = self.counter_problem() {
             // The layer's own message names the counters and the error that kept them from
             // opening here: more precise than the aggregator's note about the PMU.
-            table.notes.retain(|n| !n.starts_with("not measured (n/a):"));
+            table
+                .notes
+                .retain(|n| !n.starts_with("not measured (n/a):"));
             table.notes.push(format!("not measured (n/a): {p}"));
         }
         let unmatched = self.unmatched_exits();
@@ -308,7 +314,13 @@ impl<W: Write> std::fmt::Debug for SpanLog<W> {
 
 fn tag_part(s: &str) -> String {
     s.chars()
-        .map(|c| if c == ',' || c.is_whitespace() { '_' } else { c })
+        .map(|c| {
+            if c == ',' || c.is_whitespace() {
+                '_'
+            } else {
+                c
+            }
+        })
         .collect()
 }
 
@@ -403,7 +415,8 @@ pub(crate) fn print_at_exit(handle: Handle) {
         .push(handle);
     INSTALL.call_once(|| {
         extern "C" fn print_tables() {
-            let handles = std::mem::take(&mut *AT_EXIT.lock().unwrap_or_else(PoisonError::into_inner));
+            let handles =
+                std::mem::take(&mut *AT_EXIT.lock().unwrap_or_else(PoisonError::into_inner));
             for h in handles {
                 let _ = writeln!(std::io::stderr(), "\npicollo-tracing spans:\n{}", h.table());
             }

@@ -86,7 +86,12 @@ fn picollo_bin() -> Option<PathBuf> {
 #[test]
 fn attach_to_a_program_that_only_installs_the_layer() {
     let mut child = Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "child_traced_program", "--nocapture", "--test-threads=1"])
+        .args([
+            "--exact",
+            "child_traced_program",
+            "--nocapture",
+            "--test-threads=1",
+        ])
         .env(CHILD_ENV, "1")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -136,14 +141,22 @@ fn attach_to_a_program_that_only_installs_the_layer() {
     wait_for("DONE");
     let d = consumer.poll().unwrap();
     assert_eq!(d.lost, 0);
-    assert_eq!(d.accepted as usize, 2 * ROUNDS + 3, "one frame per busy interval");
+    assert_eq!(
+        d.accepted as usize,
+        2 * ROUNDS + 3,
+        "one frame per busy interval"
+    );
     let table = consumer.table();
     eprintln!("{table}");
     assert_eq!(table.cell("request", "N"), Some("30"));
     assert_eq!(table.cell("alloc", "N"), Some("30"));
     assert_eq!(table.cell("polled", "N"), Some("3"), "intervals, not spans");
     let agg = consumer.aggregator();
-    let pf = agg.counters().iter().position(|c| c == "page-faults").unwrap();
+    let pf = agg
+        .counters()
+        .iter()
+        .position(|c| c == "page-faults")
+        .unwrap();
     let alloc = agg.span("alloc").unwrap();
     // Exact: every alloc interval faulted its 8 fresh pages.
     assert_eq!(alloc.counter_sum(pf), Some((ROUNDS * PAGES) as u128));
@@ -156,7 +169,10 @@ fn attach_to_a_program_that_only_installs_the_layer() {
     if let Some(cli) = cli {
         let out = cli.wait_with_output().unwrap();
         let text = String::from_utf8_lossy(&out.stdout);
-        eprintln!("picollo attach --spans:\n{text}\n{}", String::from_utf8_lossy(&out.stderr));
+        eprintln!(
+            "picollo attach --spans:\n{text}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         assert!(out.status.success());
         let row = |name: &str| {
             text.lines()

@@ -71,8 +71,8 @@ impl Drop for FreshPages {
     }
 }
 
-// SAFETY (for the tokio test): the mapping is only written through volatile stores of
-// distinct pages by one task at a time.
+// SAFETY: the mapping is owned by the value and only written through volatile byte stores
+// (each test task to its own pages); moving it to another thread changes nothing.
 unsafe impl Send for FreshPages {}
 // SAFETY: as above.
 unsafe impl Sync for FreshPages {}
@@ -104,7 +104,11 @@ fn page_faults_per_span_match_the_pages_touched() {
     assert_eq!(pf.deltas.max(), Some(per_span as u64), "{:?}", pf.deltas);
     let none = h.span("no-touch").unwrap();
     let none_pf = none.counter("page-faults").unwrap();
-    assert_eq!(none_pf.deltas.max(), Some(0), "a span that touches nothing faults 0 times");
+    assert_eq!(
+        none_pf.deltas.max(),
+        Some(0),
+        "a span that touches nothing faults 0 times"
+    );
     assert_eq!(none.counter("task-clock").unwrap().not_counted, 0);
 
     let table = h.table();
@@ -115,14 +119,19 @@ fn page_faults_per_span_match_the_pages_touched() {
         assert_ne!(table.cell("touch", "IPC p50"), Some("n/a"));
         assert!(touch.ipc_micro.as_ref().unwrap().total() > 0);
     } else {
-        eprintln!("no hardware PMU here ({}): cycles and IPC read n/a", caps.pmu);
+        eprintln!(
+            "no hardware PMU here ({}): cycles and IPC read n/a",
+            caps.pmu
+        );
         assert_eq!(table.cell("touch", "page-faults/span"), Some("16.0"));
         assert_eq!(table.cell("touch", "Cycles"), Some("n/a"));
         assert_eq!(table.cell("touch", "IPC p50"), Some("n/a"));
         let cycles = touch.counter("cycles").unwrap();
         assert_eq!(cycles.deltas.total(), 0, "never recorded as 0");
         assert_eq!(cycles.not_counted, rounds as u64);
-        let problem = h.counter_problem().expect("a message about the missing counters");
+        let problem = h
+            .counter_problem()
+            .expect("a message about the missing counters");
         assert!(problem.contains("cycles"), "{problem}");
         let shown = table.to_string();
         assert!(
@@ -186,7 +195,8 @@ fn counters_of_a_span_that_migrates_between_workers_are_summed() {
                         tokio::time::sleep(Duration::from_micros(200)).await;
                     }
                 };
-                let span = tracing::dispatcher::with_default(&d, || tracing::info_span!("migrating"));
+                let span =
+                    tracing::dispatcher::with_default(&d, || tracing::info_span!("migrating"));
                 handles.push(tokio::spawn(fut.instrument(span).with_subscriber(d)));
             }
             for hd in handles {
@@ -207,7 +217,10 @@ fn counters_of_a_span_that_migrates_between_workers_are_summed() {
     let r = h.span("migrating").unwrap();
     assert_eq!(r.count(), tasks as u64);
     let pf = r.counter("page-faults").unwrap();
-    assert_eq!(pf.not_counted, 0, "every interval started and ended on one thread");
+    assert_eq!(
+        pf.not_counted, 0,
+        "every interval started and ended on one thread"
+    );
     // Each span touched polls × per_poll fresh pages, inside its intervals, on whichever
     // worker ran them: the sum over the intervals is that, whatever the migration.
     let expected = (polls * per_poll) as u64;
@@ -220,7 +233,10 @@ struct YieldOnce(bool);
 
 impl std::future::Future for YieldOnce {
     type Output = ();
-    fn poll(mut self: std::pin::Pin<&mut Self>, _: &mut std::task::Context<'_>) -> std::task::Poll<()> {
+    fn poll(
+        mut self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<()> {
         if self.0 {
             std::task::Poll::Ready(())
         } else {
@@ -275,6 +291,10 @@ fn a_span_polled_on_two_threads_counts_both_threads_intervals() {
     assert_eq!(r.count(), 1);
     let pf = r.counter("page-faults").unwrap();
     assert_eq!(pf.not_counted, 0);
-    assert_eq!(pf.deltas.max(), Some(64), "8 polls × 8 pages, on two threads");
+    assert_eq!(
+        pf.deltas.max(),
+        Some(64),
+        "8 polls × 8 pages, on two threads"
+    );
     assert_eq!(pf.deltas.min(), Some(64));
 }

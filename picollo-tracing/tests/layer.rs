@@ -48,7 +48,11 @@ fn nested_spans_are_counted_and_contain_their_children() {
     assert_eq!(inner.count(), 30);
     assert_eq!(outer.wall_ns.total(), 10);
     // Each inner span spun at least 200 µs; the outer ones contain three of them.
-    assert!(inner.busy_ns.min().unwrap() >= 199_000, "{:?}", inner.busy_ns.min());
+    assert!(
+        inner.busy_ns.min().unwrap() >= 199_000,
+        "{:?}",
+        inner.busy_ns.min()
+    );
     assert!(outer.busy_ns.min().unwrap() >= 3 * 199_000);
     let inner_sum = inner.busy_ns.mean() * 30.0;
     let outer_sum = outer.busy_ns.mean() * 10.0;
@@ -127,7 +131,11 @@ fn a_panic_inside_a_span_still_closes_it() {
         let _after = tracing::info_span!("after_panics").entered();
     });
     let r = h.span("may_panic").unwrap();
-    assert_eq!(r.count(), 5, "panicking spans are exited and closed while unwinding");
+    assert_eq!(
+        r.count(),
+        5,
+        "panicking spans are exited and closed while unwinding"
+    );
     assert!(r.busy_ns.min().unwrap() >= 299_000);
     assert_eq!(h.span("after_panics").unwrap().count(), 1);
     assert_eq!(h.unmatched_exits(), 0);
@@ -204,7 +212,10 @@ fn spans_moving_between_tokio_workers() {
     // Wall time includes the sleeps (at least `polls` × 50 µs) on top of the busy time.
     let min_wall = r.wall_ns.min().unwrap();
     assert!(min_wall > min_busy, "wall {min_wall} busy {min_busy}");
-    assert!(threads_seen.lock().unwrap().len() >= 2, "tasks ran on several workers");
+    assert!(
+        threads_seen.lock().unwrap().len() >= 2,
+        "tasks ran on several workers"
+    );
     assert_eq!(h.unmatched_exits(), 0);
 }
 
@@ -246,7 +257,11 @@ fn hlog_interval_log_round_trips() {
         let entry = entry.unwrap();
         let counts = entry.decode().unwrap();
         assert_eq!(counts.total_count(), 7);
-        assert!(counts.min() >= 49_000, "busy and wall at least 50 µs: {}", counts.min());
+        assert!(
+            counts.min() >= 49_000,
+            "busy and wall at least 50 µs: {}",
+            counts.min()
+        );
         tags.push(entry.tag.clone().unwrap());
     }
     assert_eq!(tags, ["logged_span.busy", "logged_span.wall"]);

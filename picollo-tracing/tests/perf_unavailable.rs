@@ -35,10 +35,30 @@ fn deny_perf_event_open() {
     const RET_ALLOW: u32 = 0x7fff_0000; // SECCOMP_RET_ALLOW
     let prog = [
         // A = seccomp_data.nr
-        SockFilter { code: LD_W_ABS, jt: 0, jf: 0, k: 0 },
-        SockFilter { code: JEQ_K, jt: 0, jf: 1, k: libc::SYS_perf_event_open as u32 },
-        SockFilter { code: RET_K, jt: 0, jf: 0, k: libc::SECCOMP_RET_ERRNO | libc::EACCES as u32 },
-        SockFilter { code: RET_K, jt: 0, jf: 0, k: RET_ALLOW },
+        SockFilter {
+            code: LD_W_ABS,
+            jt: 0,
+            jf: 0,
+            k: 0,
+        },
+        SockFilter {
+            code: JEQ_K,
+            jt: 0,
+            jf: 1,
+            k: libc::SYS_perf_event_open as u32,
+        },
+        SockFilter {
+            code: RET_K,
+            jt: 0,
+            jf: 0,
+            k: libc::SECCOMP_RET_ERRNO | libc::EACCES as u32,
+        },
+        SockFilter {
+            code: RET_K,
+            jt: 0,
+            jf: 0,
+            k: RET_ALLOW,
+        },
     ];
     let fprog = SockFprog {
         len: prog.len() as u16,
@@ -97,7 +117,12 @@ fn child_without_perf() {
 #[test]
 fn perf_unavailable_gives_one_message_and_times() {
     let out = Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "child_without_perf", "--nocapture", "--test-threads=1"])
+        .args([
+            "--exact",
+            "child_without_perf",
+            "--nocapture",
+            "--test-threads=1",
+        ])
         .env(CHILD_ENV, "1")
         .output()
         .unwrap();
@@ -112,7 +137,10 @@ fn perf_unavailable_gives_one_message_and_times() {
         .collect();
     assert_eq!(messages.len(), 1, "one message: {messages:?}");
     let m = messages[0];
-    assert!(m.contains("counters not counted here: page-faults, task-clock"), "{m}");
+    assert!(
+        m.contains("counters not counted here: page-faults, task-clock"),
+        "{m}"
+    );
     assert!(m.contains("permission denied"), "says why: {m}");
     assert!(m.contains("span times are still recorded"), "{m}");
 }
