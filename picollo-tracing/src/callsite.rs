@@ -9,7 +9,7 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use picollo_alloc::ThreadLocalHistogram;
 use picollo_core::{Layout, Window};
@@ -45,6 +45,17 @@ pub(crate) struct CallsiteStats {
     pub(crate) target: &'static str,
     /// The name as frames carry it (cut to 24 bytes).
     pub(crate) frame_name: SpanName,
+    /// Counters of the layer, and whether it counts IPC.
+    counters: usize,
+    ipc: bool,
+    /// Made when the first span of the callsite closes: an application registers many
+    /// span callsites (its libraries' too) that never close a span, and each set of
+    /// histograms holds tens of kilobytes.
+    histograms: OnceLock<Histograms>,
+}
+
+/// The histograms of one callsite.
+pub(crate) struct Histograms {
     /// Busy time per span (sum of enter → exit), nanoseconds.
     pub(crate) busy: SpanHistogram,
     /// Wall time per span (new → close), nanoseconds.
@@ -64,12 +75,27 @@ impl CallsiteStats {
             name: meta.name(),
             target: meta.target(),
             frame_name: SpanName::new(meta.name()),
+            counters,
+            ipc,
+            histograms: OnceLock::new(),
+        }
+    }
+
+    /// The histograms, made on first use.
+    #[inline]
+    pub(crate) fn histograms(&self) -> &Histograms {
+        self.histograms.get_or_init(|| Histograms {
             busy: histogram(MAX_TIME_NS),
             wall: histogram(MAX_TIME_NS),
-            counters: (0..counters).map(|_| histogram(MAX_COUNTER)).collect(),
-            not_counted: (0..counters).map(|_| AtomicU64::new(0)).collect(),
-            ipc_micro: ipc.then(|| histogram(MAX_IPC_MICRO)),
-        }
+            counters: (0..self.counters).map(|_| histogram(MAX_COUNTER)).collect(),
+            not_counted: (0..self.counters).map(|_| AtomicU64::new(0)).collect(),
+            ipc_micro: self.ipc.then(|| histogram(MAX_IPC_MICRO)),
+        })
+    }
+
+    /// The histograms, if a span of the callsite closed.
+    pub(crate) fn recorded(&self) -> Option<&Histograms> {
+        self.histograms.get()
     }
 }
 
@@ -283,7 +309,7 @@ mod tests {
         let all = table.all();
         assert_eq!(all.len(), 3);
         assert_eq!(all.iter().filter(|s| s.name == "a").count(), 2);
-        assert_eq!(all[0].counters.len(), 1);
+        assert_eq!(all[0].histograms().counters.len(), 1);
     }
 
     #[test]

@@ -212,14 +212,16 @@ impl Local {
         self.cache[Self::cache_slot(id)] = Some(CacheEntry { layer, id, state });
     }
 
-    fn cache_remove(&mut self, layer: u64, id: u64) {
+    /// Takes span `id` of `layer` out of the cache, if there.
+    fn cache_take(&mut self, layer: u64, id: u64) -> Option<Arc<SpanState>> {
         let slot = &mut self.cache[Self::cache_slot(id)];
         if slot
             .as_ref()
             .is_some_and(|e| e.id == id && e.layer == layer)
         {
-            *slot = None;
+            return slot.take().map(|e| e.state);
         }
+        None
     }
 
     /// This thread's counter mapping for `shared`, made on first use (which opens the
@@ -692,20 +694,36 @@ where
 
     fn on_close(&self, id: Id, ctx: Context<'_, S>) {
         let end = span::now();
-        let Some(span) = ctx.span(&id) else {
-            return;
-        };
-        let ext = span.extensions();
-        let Some(state) = ext.get::<Arc<SpanState>>() else {
-            return;
+        // The span's state: from this thread's cache when it has it (a span closed where it
+        // was created or last exited, the common case), else from the span's extensions.
+        let cached = LOCAL
+            .try_with(|l| {
+                l.try_borrow_mut()
+                    .ok()
+                    .and_then(|mut l| l.cache_take(self.shared.id, id.into_u64()))
+            })
+            .ok()
+            .flatten();
+        let state = match cached {
+            Some(s) => s,
+            None => {
+                let Some(span) = ctx.span(&id) else {
+                    return;
+                };
+                let Some(state) = span.extensions().get::<Arc<SpanState>>().cloned() else {
+                    return;
+                };
+                state
+            }
         };
         state.closed.store(true, Ordering::Release);
         // SAFETY: inside a hook of the layer that owns the statistics.
         let stats = unsafe { state.stats() };
         let busy = report::ticks_to_ns(state.busy.load(Ordering::Relaxed));
         let wall = report::ticks_to_ns(end.wrapping_sub(state.created));
-        stats.busy.record(busy);
-        stats.wall.record(wall);
+        let hists = stats.histograms();
+        hists.busy.record(busy);
+        hists.wall.record(wall);
         if self.counters {
             let counted = if state.entered.load(Ordering::Relaxed) {
                 state.counted.load(Ordering::Relaxed)
@@ -714,15 +732,15 @@ where
             };
             let value =
                 |i: usize| (counted & (1 << i) != 0).then(|| state.sums[i].load(Ordering::Relaxed));
-            for (i, h) in stats.counters.iter().enumerate() {
+            for (i, h) in hists.counters.iter().enumerate() {
                 match value(i) {
                     Some(v) => h.record(v),
                     None => {
-                        stats.not_counted[i].fetch_add(1, Ordering::Relaxed);
+                        hists.not_counted[i].fetch_add(1, Ordering::Relaxed);
                     }
                 }
             }
-            if let (Some((c, n)), Some(ipc)) = (self.shared.ipc, &stats.ipc_micro) {
+            if let (Some((c, n)), Some(ipc)) = (self.shared.ipc, &hists.ipc_micro) {
                 if let (Some(cycles), Some(instructions)) = (value(c), value(n)) {
                     if cycles > 0 {
                         let micro = u128::from(instructions) * 1_000_000 / u128::from(cycles);
@@ -731,11 +749,5 @@ where
                 }
             }
         }
-        drop(ext);
-        let _ = LOCAL.try_with(|l| {
-            if let Ok(mut l) = l.try_borrow_mut() {
-                l.cache_remove(self.shared.id, id.into_u64());
-            }
-        });
     }
 }

@@ -15,7 +15,7 @@ use picollo_core::{HistogramRead, ReadExt};
 use picollo_linux::span::raw::{format_duration_ns, AggregatedSpans};
 use picollo_linux::span::{SpanAggregator, SpanTable};
 
-use crate::callsite::{CallsiteStats, SpanHistogram};
+use crate::callsite::{CallsiteStats, Histograms, SpanHistogram};
 use crate::layer::Shared;
 
 /// Span clock ticks to nanoseconds: the span clock is the TSC on x86_64 (converted at the
@@ -85,23 +85,23 @@ pub struct SpanReport {
 }
 
 impl SpanReport {
-    fn new(stats: &CallsiteStats, shared: &Shared) -> Self {
+    fn new(stats: &CallsiteStats, h: &Histograms, shared: &Shared) -> Self {
         Self {
             name: stats.name,
             target: stats.target,
-            busy_ns: Snapshot::new(&stats.busy),
-            wall_ns: Snapshot::new(&stats.wall),
+            busy_ns: Snapshot::new(&h.busy),
+            wall_ns: Snapshot::new(&h.wall),
             counters: shared
                 .counters
                 .iter()
-                .zip(stats.counters.iter().zip(stats.not_counted.iter()))
+                .zip(h.counters.iter().zip(h.not_counted.iter()))
                 .map(|(spec, (h, nc))| CounterReport {
                     name: spec.name.clone(),
                     deltas: Snapshot::new(h),
                     not_counted: nc.load(Ordering::Relaxed),
                 })
                 .collect(),
-            ipc_micro: stats.ipc_micro.as_ref().map(Snapshot::new),
+            ipc_micro: h.ipc_micro.as_ref().map(Snapshot::new),
         }
     }
 
@@ -145,21 +145,24 @@ impl Handle {
             .collect()
     }
 
-    /// Every span callsite seen (with or without closed spans), in registration order.
+    /// Every span callsite (name and target) that closed a span, in registration order.
     pub fn spans(&self) -> Vec<SpanReport> {
         self.shared
             .callsites
             .all()
             .iter()
-            .map(|s| SpanReport::new(s, &self.shared))
+            .filter_map(|s| Some(SpanReport::new(s, s.recorded()?, &self.shared)))
             .collect()
     }
 
-    /// The callsite named `name` (the first, if several targets have one so named).
+    /// The callsite named `name` (the first, if several targets have one so named), once a
+    /// span of it closed.
     pub fn span(&self, name: &str) -> Option<SpanReport> {
         let all = self.shared.callsites.all();
-        let s = all.iter().find(|s| s.name == name)?;
-        Some(SpanReport::new(s, &self.shared))
+        let s = all
+            .iter()
+            .find(|s| s.name == name && s.recorded().is_some())?;
+        Some(SpanReport::new(s, s.recorded()?, &self.shared))
     }
 
     /// Exits that matched no enter on their thread: enters that happened before the layer
@@ -184,7 +187,7 @@ impl Handle {
     /// machine does not count read `n/a`, never 0. Rows are named by span name, or
     /// `target::name` where two targets share a name.
     pub fn table(&self) -> SpanTable {
-        let reports: Vec<SpanReport> = self.spans().into_iter().filter(|r| r.count() > 0).collect();
+        let reports = self.spans();
         let mut agg = SpanAggregator::new();
         agg.set_clock(ClockInfo::nanoseconds(ClockKind::MonotonicNs));
         let measured = self.shared.measured_somewhere.load(Ordering::Relaxed);
@@ -359,14 +362,17 @@ impl<W: Write> SpanLog<W> {
         let mut lines = 0;
         for stats in shared.callsites.all() {
             let key = Arc::as_ptr(&stats) as usize;
+            let Some(hists) = stats.recorded() else {
+                continue;
+            };
             let mut metrics: Vec<(String, &SpanHistogram)> = vec![
-                ("busy".to_owned(), &stats.busy),
-                ("wall".to_owned(), &stats.wall),
+                ("busy".to_owned(), &hists.busy),
+                ("wall".to_owned(), &hists.wall),
             ];
-            for (spec, h) in shared.counters.iter().zip(stats.counters.iter()) {
+            for (spec, h) in shared.counters.iter().zip(hists.counters.iter()) {
                 metrics.push((tag_part(&spec.name), h));
             }
-            if let Some(h) = &stats.ipc_micro {
+            if let Some(h) = &hists.ipc_micro {
                 metrics.push(("ipc_micro".to_owned(), h));
             }
             for (m, (metric, h)) in metrics.into_iter().enumerate() {
