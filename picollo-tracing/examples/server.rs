@@ -24,6 +24,9 @@ use tracing::Instrument;
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
 
+#[path = "../tests/common/mod.rs"]
+mod common;
+
 const CONNECTIONS: usize = 8;
 
 struct Args {
@@ -55,38 +58,11 @@ fn args() -> Args {
     a
 }
 
-/// The server's work for one request: a lookup that allocates fresh memory.
+/// The server's work for one request: a lookup that allocates fresh memory (4 fresh pages,
+/// not from the allocator's cache: exactly 4 page faults).
 fn lookup(key: &str) -> usize {
-    // Four fresh 4 KiB pages (not from the allocator's cache): four page faults.
-    let pages = 4;
-    let len = pages * 4096;
-    // SAFETY: a new private anonymous mapping; no existing memory is affected.
-    let p = unsafe {
-        libc::mmap(
-            core::ptr::null_mut(),
-            len,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-            -1,
-            0,
-        )
-    };
-    if p == libc::MAP_FAILED {
-        return 0;
-    }
-    // SAFETY: `p..p+len` is the mapping just made.
-    unsafe { libc::madvise(p, len, libc::MADV_NOHUGEPAGE) };
-    let mut sum = 0usize;
-    for i in 0..pages {
-        // SAFETY: inside the mapping, which is readable and writable.
-        unsafe {
-            p.cast::<u8>().add(i * 4096).write_volatile(key.len() as u8);
-            sum += usize::from(p.cast::<u8>().add(i * 4096).read_volatile());
-        }
-    }
-    // SAFETY: unmaps exactly that mapping.
-    unsafe { libc::munmap(p, len) };
-    sum + key.bytes().map(usize::from).sum::<usize>()
+    common::touch_fresh(4);
+    key.bytes().map(usize::from).sum()
 }
 
 async fn serve(stream: TcpStream) -> std::io::Result<()> {

@@ -492,37 +492,6 @@ impl PicolloLayer {
         l.cached(layer, raw_id).map(|s| &**s)
     }
 
-    /// Ends an interval without counter samples (time only, or no counters on this thread).
-    #[inline(always)]
-    fn end_unsampled<S>(
-        &self,
-        l: &mut Local,
-        id: &Id,
-        ctx: &Context<'_, S>,
-        open: Open,
-        depth: usize,
-        end: u64,
-    ) where
-        S: Subscriber + for<'a> LookupSpan<'a>,
-    {
-        let Some(state) = self.state(l, id, ctx) else {
-            return;
-        };
-        state
-            .busy
-            .fetch_add(end.wrapping_sub(open.start), Ordering::Relaxed);
-        if self.counters {
-            // No samples: this interval counted nothing, so neither does the span.
-            state.counted.store(0, Ordering::Relaxed);
-            state.entered.store(true, Ordering::Relaxed);
-        }
-        if self.rings && raw::thread_listening() {
-            // SAFETY: inside a hook of the layer that owns the statistics.
-            let name = unsafe { state.stats() }.frame_name;
-            raw::save_frame(name, frame_depth(depth), open.start, end, None);
-        }
-    }
-
     /// Ends an interval whose start has counter samples (at `samples[index]`): samples the
     /// end, adds the deltas.
     #[inline(never)]
@@ -537,12 +506,32 @@ impl PicolloLayer {
     ) where
         S: Subscriber + for<'a> LookupSpan<'a>,
     {
-        let depth = index + 1;
         let Some(&start) = l.samples.get(index) else {
             return;
         };
         let mut end_samples = [Reading::default(); MAX_COUNTERS];
         let n = raw::sample_thread_counters(&mut end_samples);
+        let samples = Some((&start[..n], &end_samples[..n]));
+        self.end_interval(l, id, ctx, open, index + 1, end, samples);
+    }
+
+    /// Adds the interval `open.start..end` to the span's busy time and, with `samples` (the
+    /// thread's counters at both ends), its counter deltas; saves the interval's frame when a
+    /// consumer is attached.
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    fn end_interval<S>(
+        &self,
+        l: &mut Local,
+        id: &Id,
+        ctx: &Context<'_, S>,
+        open: Open,
+        depth: usize,
+        end: u64,
+        samples: Option<(&[Reading], &[Reading])>,
+    ) where
+        S: Subscriber + for<'a> LookupSpan<'a>,
+    {
         let tc = l.counters;
         let Some(state) = self.state(l, id, ctx) else {
             return;
@@ -551,22 +540,27 @@ impl PicolloLayer {
             .busy
             .fetch_add(end.wrapping_sub(open.start), Ordering::Relaxed);
         if self.counters {
-            let mut counted = tc.mask;
-            if n == tc.slots && tc.layer == self.shared.id {
-                for slot in 0..n {
+            // Without samples of this thread's counters (or with another thread's mapping),
+            // this interval counted nothing, so neither does the span.
+            let mut counted = 0;
+            if let Some((start, end)) = samples.filter(|(s, _)| s.len() == tc.slots) {
+                counted = if tc.layer == self.shared.id {
+                    tc.mask
+                } else {
+                    0
+                };
+                for (slot, (s, e)) in start.iter().zip(end).enumerate() {
                     let c = tc.slot_to_counter[slot];
-                    if c == NO_COUNTER {
+                    if c == NO_COUNTER || counted & (1 << c) == 0 {
                         continue;
                     }
-                    match end_samples[slot].delta_since(&start[slot]).value() {
+                    match e.delta_since(s).value() {
                         Some(v) => {
                             state.sums[usize::from(c)].fetch_add(v, Ordering::Relaxed);
                         }
                         None => counted &= !(1 << c),
                     }
                 }
-            } else {
-                counted = 0;
             }
             state.counted.fetch_and(counted, Ordering::Relaxed);
             state.entered.store(true, Ordering::Relaxed);
@@ -574,7 +568,7 @@ impl PicolloLayer {
         if self.rings && raw::thread_listening() {
             // SAFETY: inside a hook of the layer that owns the statistics.
             let name = unsafe { state.stats() }.frame_name;
-            let counters = (n > 0).then(|| (&start[..n], &end_samples[..n]));
+            let counters = samples.filter(|(s, _)| !s.is_empty());
             raw::save_frame(name, frame_depth(depth), open.start, end, counters);
         }
     }
@@ -684,7 +678,8 @@ where
             if open.sampled {
                 self.end_sampled(l, id, &ctx, open, index, end);
             } else {
-                self.end_unsampled(l, id, &ctx, open, index + 1, end);
+                // Time only, or no counters on this thread.
+                self.end_interval(l, id, &ctx, open, index + 1, end, None);
             }
             if index < l.stack.len() {
                 l.forget_samples(index);

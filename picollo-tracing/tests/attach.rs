@@ -12,34 +12,12 @@ use picollo_tracing::PicolloLayer;
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
 
+mod common;
+use common::touch_fresh;
+
 const CHILD_ENV: &str = "PICOLLO_TRACING_ATTACH_CHILD";
 const ROUNDS: usize = 30;
 const PAGES: usize = 8;
-
-/// Touches `pages` fresh pages (one fault each) of a new mapping.
-fn touch_fresh(pages: usize) {
-    let len = pages * 4096;
-    // SAFETY: a new private anonymous mapping; no existing memory is affected.
-    let p = unsafe {
-        libc::mmap(
-            core::ptr::null_mut(),
-            len,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-            -1,
-            0,
-        )
-    };
-    assert_ne!(p, libc::MAP_FAILED);
-    // SAFETY: `p..p+len` is the mapping just created.
-    unsafe { libc::madvise(p, len, libc::MADV_NOHUGEPAGE) };
-    for i in 0..pages {
-        // SAFETY: inside the mapping, which is readable and writable.
-        unsafe { p.cast::<u8>().add(i * 4096).write_volatile(1) };
-    }
-    // SAFETY: unmaps exactly that mapping.
-    unsafe { libc::munmap(p, len) };
-}
 
 /// The traced program.
 #[test]

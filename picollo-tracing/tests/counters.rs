@@ -4,6 +4,9 @@
 
 use std::time::Duration;
 
+mod common;
+use common::FreshPages;
+
 use picollo_core::ReadExt;
 use picollo_linux::caps::Capabilities;
 use picollo_tracing::{Handle, PicolloLayer};
@@ -23,59 +26,6 @@ fn subscriber() -> (impl tracing::Subscriber + Send + Sync, Handle) {
     let handle = layer.handle();
     (Registry::default().with(layer), handle)
 }
-
-/// A fresh private mapping of `pages` pages without transparent huge pages: touching each
-/// page is exactly one page fault.
-struct FreshPages {
-    base: *mut u8,
-    len: usize,
-}
-
-impl FreshPages {
-    fn new(pages: usize) -> Self {
-        let len = pages * 4096;
-        // SAFETY: a new private anonymous mapping; no existing memory is affected.
-        let p = unsafe {
-            libc::mmap(
-                core::ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-                -1,
-                0,
-            )
-        };
-        assert_ne!(p, libc::MAP_FAILED);
-        // SAFETY: `p..p+len` is the mapping just created.
-        unsafe { libc::madvise(p, len, libc::MADV_NOHUGEPAGE) };
-        Self {
-            base: p.cast(),
-            len,
-        }
-    }
-
-    /// Touches pages `range` (one fault each, the first time).
-    fn touch(&self, range: core::ops::Range<usize>) {
-        for i in range {
-            assert!(i * 4096 < self.len);
-            // SAFETY: inside the mapping, which is readable and writable.
-            unsafe { self.base.add(i * 4096).write_volatile(1) };
-        }
-    }
-}
-
-impl Drop for FreshPages {
-    fn drop(&mut self) {
-        // SAFETY: unmaps exactly the mapping made in `new`.
-        unsafe { libc::munmap(self.base.cast(), self.len) };
-    }
-}
-
-// SAFETY: the mapping is owned by the value and only written through volatile byte stores
-// (each test task to its own pages); moving it to another thread changes nothing.
-unsafe impl Send for FreshPages {}
-// SAFETY: as above.
-unsafe impl Sync for FreshPages {}
 
 #[test]
 fn page_faults_per_span_match_the_pages_touched() {
