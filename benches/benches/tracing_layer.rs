@@ -169,8 +169,10 @@ fn main() {
     for (i, c) in cases.iter().enumerate() {
         let (oe, ow) = overhead(c);
         let ratio = |p: f64, o: f64| {
-            if i < 2 || o <= 0.0 || p <= 0.0 {
+            if i < 2 || p <= 0.0 {
                 "–".to_owned()
+            } else if o < 2.0 {
+                "– (does no work)".to_owned()
             } else {
                 format!("{:.1}×", o / p)
             }

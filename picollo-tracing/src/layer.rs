@@ -362,8 +362,9 @@ impl Builder {
     }
 
     /// Whether busy intervals go into the threads' shared-memory span rings for
-    /// `picollo attach --spans` and `picollo top` (default true). Without rings, a thread
-    /// opens neither a ring nor, in time-only mode, any counter.
+    /// `picollo attach --spans` and `picollo top` (default true). Without rings no frame is
+    /// written, and in time-only mode a thread opens neither a ring nor a counter (with
+    /// counters, the thread's ring still holds them).
     pub fn rings(mut self, rings: bool) -> Self {
         self.no_rings = !rings;
         self
