@@ -2,7 +2,7 @@
 
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
-use std::sync::{Arc, Once};
+use std::sync::Arc;
 
 use picollo_core::ring::MAX_COUNTERS;
 use picollo_linux::count::Reading;
@@ -43,9 +43,9 @@ pub(crate) struct Shared {
     pub(crate) ipc: Option<(usize, usize)>,
     /// Bit `i` set: counter `i` was measured on at least one thread.
     pub(crate) measured_somewhere: AtomicU32,
-    /// Why counters are missing, for the one-time message and the table's notes.
-    pub(crate) counter_problem: std::sync::Mutex<Option<String>>,
-    warned: Once,
+    /// Why counters are missing, for the one-time messages and the table's notes: each
+    /// distinct problem once.
+    pub(crate) counter_problems: std::sync::Mutex<Vec<String>>,
     /// Exits that matched no enter of this layer on the thread (an enter before the layer
     /// was installed, or a span exited on another thread than it was entered on).
     pub(crate) unmatched_exits: AtomicU64,
@@ -54,16 +54,17 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
-    /// Prints `problem` once per layer, on stderr (never through `tracing`: this is the
-    /// tracing subscriber).
+    /// Prints `problem` on stderr, once per layer (never through `tracing`: this is the
+    /// tracing subscriber). Rare: at most once per thread, when its counters open.
     fn warn_once(&self, problem: String) {
-        self.warned.call_once(|| {
+        let mut seen = self
+            .counter_problems
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if !seen.contains(&problem) {
             eprintln!("picollo-tracing: {problem}; span times are still recorded");
-            *self
-                .counter_problem
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(problem);
-        });
+            seen.push(problem);
+        }
     }
 
     fn all_counters_mask(&self) -> u32 {
@@ -425,8 +426,7 @@ impl Builder {
             counters,
             ipc,
             measured_somewhere: AtomicU32::new(0),
-            counter_problem: std::sync::Mutex::new(None),
-            warned: Once::new(),
+            counter_problems: std::sync::Mutex::new(Vec::new()),
             unmatched_exits: AtomicU64::new(0),
             lost_intervals: AtomicU64::new(0),
         });

@@ -172,13 +172,20 @@ impl Handle {
         self.shared.unmatched_exits.load(Ordering::Relaxed)
     }
 
-    /// Why some counters are not counted, if they are not (the one-time message).
+    /// Why some counters are not counted, if they are not (the one-time messages, joined).
     pub fn counter_problem(&self) -> Option<String> {
-        self.shared
-            .counter_problem
+        let problems = self
+            .shared
+            .counter_problems
             .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
+            .unwrap_or_else(PoisonError::into_inner);
+        (!problems.is_empty()).then(|| problems.join("; "))
+    }
+
+    /// Busy intervals that ended after their span was closed (not timed; with the
+    /// `Registry`, a span is not closed while entered, so this stays 0).
+    pub fn lost_intervals(&self) -> u64 {
+        self.shared.lost_intervals.load(Ordering::Relaxed)
     }
 
     /// Seed 004's per-phase table of the closed spans: N, busy time, % of all busy time (or
@@ -279,6 +286,12 @@ impl Handle {
         if unmatched > 0 {
             table.notes.push(format!(
                 "{unmatched} exits matched no enter on their thread (not timed)"
+            ));
+        }
+        let lost = self.lost_intervals();
+        if lost > 0 {
+            table.notes.push(format!(
+                "{lost} intervals ended after their span closed (not timed)"
             ));
         }
         table

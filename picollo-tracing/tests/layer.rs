@@ -64,6 +64,7 @@ fn nested_spans_are_counted_and_contain_their_children() {
     assert_eq!(table.rows[0][0], "outer", "largest busy time first");
     assert!(table.to_string().contains("time only"), "{table}");
     assert_eq!(h.unmatched_exits(), 0);
+    assert_eq!(h.lost_intervals(), 0);
 }
 
 #[test]
