@@ -664,8 +664,9 @@ pub(super) fn deflate_v2(plain: &[u8], level: u8) -> Vec<u8> {
     };
     let mut out = Vec::with_capacity(8 + plain.len() / 2);
     out.extend_from_slice(&V2_DEFLATE_COOKIE.to_be_bytes());
-    out.extend_from_slice(&0u32.to_be_bytes()); // compressed length, patched below
-                                                // zlib wrapper (window bits > 0), default strategy; the stream goes straight into `out`.
+    // The compressed length, patched below.
+    out.extend_from_slice(&0u32.to_be_bytes());
+    // zlib wrapper (window bits > 0), default strategy; the stream goes straight into `out`.
     let flags = create_comp_flags_from_zip_params(i32::from(level), 1, 0);
     let mut compressor = CompressorOxide::new(flags);
     let (status, _) = compress_to_output(&mut compressor, plain, TDEFLFlush::Finish, |z| {
