@@ -183,8 +183,7 @@ impl Case {
         // Encode, plain.
         let mut ser = V2Serializer::new();
         // One output buffer per case, allocated once (the interleaved cases hold them all).
-        let [b0, b1, b2, b3] = [(); 4].map(|()| Vec::<u8>::with_capacity(1 << 20));
-        let (mut b0, mut b1, mut b2, mut b3) = (b0, b1, b2, b3);
+        let [mut b0, mut b1, mut b2, mut b3] = [(); 4].map(|()| Vec::<u8>::with_capacity(1 << 20));
         let t = interleaved(
             ROUNDS,
             &mut [

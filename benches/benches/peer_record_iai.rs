@@ -12,23 +12,19 @@
 use iai_callgrind::{library_benchmark, library_benchmark_group, main};
 use picollo_benches::iai::{cell, instructions, per_op};
 use picollo_benches::report::{header, Block};
-use picollo_benches::{hdr_histogram, read_loop, seed_values, SEED_COUNT};
+use picollo_benches::{hdr_histogram, read_loop, seed_data, SEED_COUNT};
 use std::hint::black_box;
 
 type Hdr = hdrhistogram::Histogram<u64>;
 
-fn values() -> Vec<u64> {
-    seed_values(SEED_COUNT)
-}
-
 #[library_benchmark]
-#[bench::seed(setup = values)]
+#[bench::seed(setup = seed_data)]
 fn baseline_read(values: Vec<u64>) -> u64 {
     read_loop(&values)
 }
 
 #[library_benchmark]
-#[bench::seed(args = (values(), hdr_histogram()))]
+#[bench::seed(args = (seed_data(), hdr_histogram()))]
 fn record(values: Vec<u64>, mut h: Hdr) -> Hdr {
     for &v in values.iter() {
         let _ = h.record(black_box(v));
@@ -37,7 +33,7 @@ fn record(values: Vec<u64>, mut h: Hdr) -> Hdr {
 }
 
 #[library_benchmark]
-#[bench::seed(args = (values(), hdr_histogram()))]
+#[bench::seed(args = (seed_data(), hdr_histogram()))]
 fn saturating_record(values: Vec<u64>, mut h: Hdr) -> Hdr {
     for &v in values.iter() {
         h.saturating_record(black_box(v));
@@ -46,7 +42,7 @@ fn saturating_record(values: Vec<u64>, mut h: Hdr) -> Hdr {
 }
 
 #[library_benchmark]
-#[bench::seed(args = (values(), hdr_histogram()))]
+#[bench::seed(args = (seed_data(), hdr_histogram()))]
 fn record_n(values: Vec<u64>, mut h: Hdr) -> Hdr {
     for &v in values.iter() {
         let _ = h.record_n(black_box(v), 1);
@@ -55,7 +51,7 @@ fn record_n(values: Vec<u64>, mut h: Hdr) -> Hdr {
 }
 
 #[library_benchmark]
-#[bench::seed(args = (values(), hdr_histogram()))]
+#[bench::seed(args = (seed_data(), hdr_histogram()))]
 fn add_assign(values: Vec<u64>, mut h: Hdr) -> Hdr {
     for &v in values.iter() {
         h += black_box(v);

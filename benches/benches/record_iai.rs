@@ -22,18 +22,14 @@ use picollo_core::AtomicHistogram;
 use portable_atomic::AtomicU64;
 use std::hint::black_box;
 
-fn values() -> Vec<u64> {
-    seed_values(SEED_COUNT)
-}
-
 #[library_benchmark]
-#[bench::seed(setup = values)]
+#[bench::seed(setup = seed_data)]
 fn baseline_read(values: Vec<u64>) -> u64 {
     read_loop(&values)
 }
 
 #[library_benchmark]
-#[bench::seed(args = (values(), runtime_histogram()))]
+#[bench::seed(args = (seed_data(), runtime_histogram()))]
 fn picollo_record_runtime(values: Vec<u64>, mut h: Box<RuntimeHistogram>) -> Box<RuntimeHistogram> {
     for &v in values.iter() {
         h.record(black_box(v));
@@ -42,7 +38,7 @@ fn picollo_record_runtime(values: Vec<u64>, mut h: Box<RuntimeHistogram>) -> Box
 }
 
 #[library_benchmark]
-#[bench::seed(args = (values(), const_histogram()))]
+#[bench::seed(args = (seed_data(), const_histogram()))]
 fn picollo_record_const(values: Vec<u64>, mut h: Box<ConstHistogram>) -> Box<ConstHistogram> {
     for &v in values.iter() {
         h.record(black_box(v));
@@ -57,7 +53,7 @@ fn runtime_histogram_u32() -> Box<RuntimeHistogramU32> {
 }
 
 #[library_benchmark]
-#[bench::seed(args = (values(), runtime_histogram_u32()))]
+#[bench::seed(args = (seed_data(), runtime_histogram_u32()))]
 fn picollo_record_runtime_u32(
     values: Vec<u64>,
     mut h: Box<RuntimeHistogramU32>,
@@ -69,7 +65,7 @@ fn picollo_record_runtime_u32(
 }
 
 #[library_benchmark]
-#[bench::seed(args = (values(), hdr_histogram()))]
+#[bench::seed(args = (seed_data(), hdr_histogram()))]
 fn hdrhistogram_record(
     values: Vec<u64>,
     mut h: hdrhistogram::Histogram<u64>,
@@ -81,7 +77,7 @@ fn hdrhistogram_record(
 }
 
 #[library_benchmark]
-#[bench::seed(args = (values(), hdr_histogram_with::<u32>()))]
+#[bench::seed(args = (seed_data(), hdr_histogram_with::<u32>()))]
 fn hdrhistogram_record_u32(
     values: Vec<u64>,
     mut h: hdrhistogram::Histogram<u32>,
@@ -104,7 +100,7 @@ fn split_window() -> SplitHistogram {
 }
 
 #[library_benchmark]
-#[bench::seed(args = (values(), split_window()))]
+#[bench::seed(args = (seed_data(), split_window()))]
 fn picollo_record_split_outside(values: Vec<u64>, mut h: SplitHistogram) -> SplitHistogram {
     for &v in values.iter() {
         h.record(black_box(v));
@@ -113,7 +109,7 @@ fn picollo_record_split_outside(values: Vec<u64>, mut h: SplitHistogram) -> Spli
 }
 
 #[library_benchmark]
-#[bench::seed(args = (values(), SingleSlotHistogram::new(1000, SEED_MAX / 2)))]
+#[bench::seed(args = (seed_data(), SingleSlotHistogram::new(1000, SEED_MAX / 2)))]
 fn single_slot_record_outside(values: Vec<u64>, mut h: SingleSlotHistogram) -> SingleSlotHistogram {
     for &v in values.iter() {
         h.record(black_box(v));
@@ -128,7 +124,7 @@ fn atomic_histogram() -> Box<SeedAtomic> {
 }
 
 #[library_benchmark]
-#[bench::seed(args = (values(), atomic_histogram()))]
+#[bench::seed(args = (seed_data(), atomic_histogram()))]
 fn picollo_record_atomic(values: Vec<u64>, h: Box<SeedAtomic>) -> Box<SeedAtomic> {
     for &v in values.iter() {
         h.record(black_box(v));

@@ -34,6 +34,11 @@ pub fn seed_values(count: usize) -> Vec<u64> {
         .collect()
 }
 
+/// The seed's [`SEED_COUNT`] benchmark values (a set-up function for the benches).
+pub fn seed_data() -> Vec<u64> {
+    seed_values(SEED_COUNT)
+}
+
 /// The loop every record benchmark runs, doing nothing but reading each value through
 /// `black_box`: the baseline subtracted from the record benches.
 #[inline(always)]
