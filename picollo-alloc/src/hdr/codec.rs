@@ -403,13 +403,37 @@ impl V2Fields {
     }
 }
 
-/// Counts by HdrHistogram counts index, as the encoder reads them: `leading` zero entries,
-/// then entries `0..len` of `get` (the codec's own array, or a Picollo histogram's storage read
-/// in place, without a copy). The last entry is non-zero, or there is none (`len == 0`).
-pub(super) struct CountsSource<G> {
-    pub(super) leading: usize,
-    pub(super) len: usize,
-    pub(super) get: G,
+/// Counts by HdrHistogram counts index, as the encoder reads them: `leading()` zero entries,
+/// then `len()` entries that the source hands to a [`PayloadWriter`] in slices (the codec's own
+/// array in one piece, or a Picollo histogram's counts copied a cache-sized chunk at a time, so
+/// no full intermediate array is built). The last entry is non-zero, or there is none.
+pub(super) trait CountsSource {
+    /// Zero entries before the first one given to the writer.
+    fn leading(&self) -> usize;
+    /// Entries given to the writer.
+    fn len(&self) -> usize;
+    /// Entry `index` (`< len()`), to name a count that cannot be encoded.
+    fn get(&self, index: usize) -> u64;
+    /// Gives entries `0..len()` to `writer`, in order, in one or more slices.
+    fn write_to(&self, writer: &mut PayloadWriter<'_>);
+}
+
+/// A slice of counts, in one piece.
+struct SliceSource<'a>(&'a [u64]);
+
+impl CountsSource for SliceSource<'_> {
+    fn leading(&self) -> usize {
+        0
+    }
+    fn len(&self) -> usize {
+        self.0.len()
+    }
+    fn get(&self, index: usize) -> u64 {
+        self.0[index]
+    }
+    fn write_to(&self, writer: &mut PayloadWriter<'_>) {
+        writer.counts(self.0);
+    }
 }
 
 /// Appends a V2 blob: the header of `fields`, then the zig-zag LEB128 payload of `counts`.
@@ -417,13 +441,14 @@ pub(super) struct CountsSource<G> {
 ///
 /// # Errors
 /// [`HdrError::CountTooLarge`] for an entry above `i64::MAX` (V2 words are signed).
-pub(super) fn encode_v2<G: Fn(usize) -> u64>(
+pub(super) fn encode_v2<S: CountsSource + ?Sized>(
     fields: &V2Fields,
-    counts: &CountsSource<G>,
+    counts: &S,
     out: &mut Vec<u8>,
 ) -> Result<usize, HdrError> {
     let start = out.len();
-    out.reserve(V2_HEADER_LEN + counts.len.clamp(1, GROW_CHUNK));
+    let len = counts.len();
+    out.reserve(V2_HEADER_LEN + len.clamp(1, GROW_CHUNK));
     out.extend_from_slice(&V2_COOKIE.to_be_bytes());
     out.extend_from_slice(&0u32.to_be_bytes()); // payload length, patched below
     out.extend_from_slice(&fields.normalizing_offset.to_be_bytes());
@@ -432,29 +457,38 @@ pub(super) fn encode_v2<G: Fn(usize) -> u64>(
     out.extend_from_slice(&fields.highest_trackable.to_be_bytes());
     out.extend_from_slice(&fields.int_to_double_ratio.to_bits().to_be_bytes());
     let payload_start = out.len();
-    let (end, non_zero) = if counts.len == 0 {
+    let (end, non_zero) = if len == 0 {
         out.push(0); // an empty histogram: one zero word
         (out.len(), 0)
     } else {
-        let payload = encode_payload(counts, out, payload_start);
-        if payload.all_counts > i64::MAX as u64 {
+        let mut writer = PayloadWriter {
+            out: &mut *out,
+            end: payload_start,
+            pending_zeros: counts.leading(),
+            zeros: 0,
+            all_counts: 0,
+        };
+        counts.write_to(&mut writer);
+        let all_counts = writer.all_counts;
+        let zeros = writer.zeros;
+        let end = writer.finish();
+        if all_counts > i64::MAX as u64 {
             // Rare: find the culprit after the fact rather than test every word on the way.
-            let get = &counts.get;
-            let index = (0..counts.len).find(|&i| get(i) > i64::MAX as u64);
             out.truncate(start);
+            let index = (0..len).find(|&i| counts.get(i) > i64::MAX as u64);
             return Err(match index {
                 Some(index) => HdrError::CountTooLarge {
-                    index: counts.leading + index,
-                    count: get(index),
+                    index: counts.leading() + index,
+                    count: counts.get(index),
                 },
                 // The source changed under us (a concurrent writer): as large as it was.
                 None => HdrError::CountTooLarge {
-                    index: counts.leading,
-                    count: payload.all_counts,
+                    index: counts.leading(),
+                    count: all_counts,
                 },
             });
         }
-        (payload.end, counts.len - payload.zeros)
+        (end, len - zeros)
     };
     out.truncate(end);
     // At most MAX_GEOMETRY_COUNTS_LEN entries, so the payload is < 56 MB: fits in an i32.
@@ -463,26 +497,26 @@ pub(super) fn encode_v2<G: Fn(usize) -> u64>(
     Ok(non_zero)
 }
 
-/// Length of the run of zeros of `get` from `start` on, up to `len`.
+/// Length of the run of zeros at the start of `counts`.
 #[inline(always)]
-fn zero_run<G: Fn(usize) -> u64>(get: &G, start: usize, len: usize) -> usize {
+fn zero_run(counts: &[u64]) -> usize {
     // Most runs are short: look at a few entries one by one first.
-    let head = (start + 4).min(len);
-    let mut i = start;
-    while i < head {
-        if get(i) != 0 {
-            return i - start;
-        }
-        i += 1;
+    let head = counts.len().min(4);
+    if let Some(n) = counts[..head].iter().position(|&c| c != 0) {
+        return n;
     }
+    let mut n = head;
     // Then eight entries per step, OR-ed together (no early exit inside the block).
-    while i + 8 <= len && (i..i + 8).fold(0, |acc, j| acc | get(j)) == 0 {
-        i += 8;
+    for block in counts[head..].chunks_exact(8) {
+        if block.iter().fold(0, |acc, &c| acc | c) != 0 {
+            break;
+        }
+        n += 8;
     }
-    while i < len && get(i) == 0 {
-        i += 1;
-    }
-    i - start
+    n + counts[n..]
+        .iter()
+        .position(|&c| c != 0)
+        .unwrap_or(counts.len() - n)
 }
 
 /// The zig-zag form of the word for a run of `run >= 1` zeros: a single zero is written as 0,
@@ -496,83 +530,85 @@ fn zero_run_word(run: usize) -> u64 {
     }
 }
 
-/// Where the payload encoder is.
-struct Payload {
-    /// Next byte to write in the output.
+/// Writes a V2 payload from counts given in slices: a run of zeros may continue from one slice
+/// into the next (it is written when the next non-zero count, or the end, comes).
+pub(super) struct PayloadWriter<'o> {
+    out: &'o mut Vec<u8>,
+    /// Next byte to write in `out`; bytes past it are scratch, truncated by the caller.
     end: usize,
-    /// Next entry of the source to read.
-    next: usize,
-    /// Zero entries of the source read so far (not counting the leading ones).
+    /// Zeros seen and not written yet.
+    pending_zeros: usize,
+    /// Zero entries given so far (not counting the leading ones).
     zeros: usize,
-    /// Every count read so far, OR-ed: above `i64::MAX` when one of them is.
+    /// Every count given so far, OR-ed: above `i64::MAX` when one of them is (such a count is
+    /// written wrapped; [`encode_v2`] then reports it and drops the bytes).
     all_counts: u64,
 }
 
-/// Writes the zig-zag LEB128 payload of `counts` (`len > 0`) into `out` from byte `pos` on,
-/// growing `out` as needed. Bytes of `out` past the returned end are scratch for the caller
-/// to truncate. Counts above `i64::MAX` are written wrapped; the caller checks `all_counts`.
-fn encode_payload<G: Fn(usize) -> u64>(
-    counts: &CountsSource<G>,
-    out: &mut Vec<u8>,
-    pos: usize,
-) -> Payload {
-    let (get, len) = (&counts.get, counts.len);
-    let mut p = Payload {
-        end: pos,
-        next: 0,
-        zeros: 0,
-        all_counts: 0,
-    };
-    if counts.leading > 0 {
-        // The leading zeros and any at the start of the source are one run.
-        let run = zero_run(get, 0, len);
-        grow(out, p.end, 1);
-        let slot = <&mut [u8; zigzag::MAX_ENCODED_LEN]>::try_from(
-            &mut out[p.end..p.end + zigzag::MAX_ENCODED_LEN],
-        )
-        .expect("grow made room for a word");
-        p.end += zigzag::write_u64(zero_run_word(counts.leading + run), slot);
-        (p.next, p.zeros) = (run, run);
+impl PayloadWriter<'_> {
+    /// Encodes the next entries.
+    pub(super) fn counts(&mut self, counts: &[u64]) {
+        let mut rest = counts;
+        while !rest.is_empty() {
+            grow(self.out, self.end, rest.len() + 1);
+            rest = self.encode_words(rest);
+        }
     }
-    while p.next < len {
-        grow(out, p.end, len - p.next);
-        encode_words(get, len, out, &mut p);
-    }
-    p
-}
 
-/// Encodes entries of `get` into `buf` while a whole word (9 bytes) fits.
-#[inline(always)]
-fn encode_words<G: Fn(usize) -> u64>(get: &G, len: usize, buf: &mut [u8], p: &mut Payload) {
-    let (mut pos, mut i, mut zeros, mut all) = (p.end, p.next, p.zeros, p.all_counts);
-    while i < len {
-        // One bounds check per word; the 9-byte window is what `write_u64` may touch.
-        let Some(Ok(slot)) = buf
-            .get_mut(pos..pos + zigzag::MAX_ENCODED_LEN)
-            .map(<&mut [u8; zigzag::MAX_ENCODED_LEN]>::try_from)
-        else {
-            break;
-        };
-        let count = get(i);
-        let word = if count != 0 {
-            i += 1;
-            all |= count;
-            // count <= i64::MAX (checked after the loop): its zig-zag form is `2 * count`.
-            count << 1
-        } else {
-            let run = zero_run(get, i, len);
-            i += run;
-            zeros += run;
-            zero_run_word(run)
-        };
-        pos += zigzag::write_u64(word, slot);
+    /// Encodes words from the start of `rest` while a whole word (9 bytes) fits in `out`;
+    /// returns the counts not yet taken. Trailing zeros of `rest` stay pending.
+    #[inline(always)]
+    fn encode_words<'a>(&mut self, mut rest: &'a [u64]) -> &'a [u64] {
+        // The state in locals: the output bytes written below could alias `self` as far as the
+        // compiler knows, and fields would be reloaded after every word.
+        let (mut pos, mut all, mut pending, mut zeros) =
+            (self.end, self.all_counts, self.pending_zeros, self.zeros);
+        let buf = &mut self.out[..];
+        while let Some((&count, tail)) = rest.split_first() {
+            // One bounds check per word; the 9-byte window is what `write_u64` may touch.
+            let Some(Ok(slot)) = buf
+                .get_mut(pos..pos + zigzag::MAX_ENCODED_LEN)
+                .map(<&mut [u8; zigzag::MAX_ENCODED_LEN]>::try_from)
+            else {
+                break;
+            };
+            let word = if count != 0 && pending == 0 {
+                rest = tail;
+                all |= count;
+                // count <= i64::MAX (checked at the end): its zig-zag form is `2 * count`.
+                count << 1
+            } else if count != 0 {
+                // The run before this count ends here; the count goes in the next word.
+                zero_run_word(core::mem::take(&mut pending))
+            } else {
+                let run = zero_run(rest);
+                rest = &rest[run..];
+                zeros += run;
+                pending += run;
+                continue;
+            };
+            pos += zigzag::write_u64(word, slot);
+        }
+        (self.end, self.all_counts, self.pending_zeros, self.zeros) = (pos, all, pending, zeros);
+        rest
     }
-    *p = Payload {
-        end: pos,
-        next: i,
-        zeros,
-        all_counts: all,
-    };
+
+    /// Writes the zeros still pending (a source whose last entry is zero) and returns the end
+    /// of the payload.
+    fn finish(self) -> usize {
+        let mut end = self.end;
+        if self.pending_zeros != 0 {
+            grow(self.out, end, 1);
+            if let Some(Ok(slot)) = self
+                .out
+                .get_mut(end..end + zigzag::MAX_ENCODED_LEN)
+                .map(<&mut [u8; zigzag::MAX_ENCODED_LEN]>::try_from)
+            {
+                end += zigzag::write_u64(zero_run_word(self.pending_zeros), slot);
+            }
+        }
+        end
+    }
 }
 
 impl HdrCounts {
@@ -634,12 +670,7 @@ impl HdrCounts {
                 counts_len: geometry.counts_len(),
             });
         }
-        let source = CountsSource {
-            leading: 0,
-            len: counts.len(),
-            get: |i: usize| counts[i],
-        };
-        encode_v2(&V2Fields::of(self), &source, out).map(|_| ())
+        encode_v2(&V2Fields::of(self), &SliceSource(counts), out).map(|_| ())
     }
 
     /// Encodes as V2+deflate: cookie `0x1C849314`, the compressed length, then a zlib stream
@@ -835,30 +866,58 @@ mod tests {
         assert_eq!(out, [9, 9, 9]);
     }
 
-    /// Leading zeros given apart from the source merge with the source's own leading zeros into
-    /// one run, as if the whole array had been passed.
+    /// Counts given in pieces encode as the whole array would: leading zeros and zero runs that
+    /// span pieces merge into one run.
     #[test]
-    fn leading_zeros_join_the_first_run() {
+    fn pieces_encode_like_the_whole() {
+        struct Pieces {
+            leading: usize,
+            counts: Vec<u64>,
+            piece: usize,
+        }
+        impl CountsSource for Pieces {
+            fn leading(&self) -> usize {
+                self.leading
+            }
+            fn len(&self) -> usize {
+                self.counts.len()
+            }
+            fn get(&self, index: usize) -> u64 {
+                self.counts[index]
+            }
+            fn write_to(&self, writer: &mut PayloadWriter<'_>) {
+                for piece in self.counts.chunks(self.piece) {
+                    writer.counts(piece);
+                }
+            }
+        }
         let fields = V2Fields::of(&HdrCounts::new(1, 1 << 20, 2).unwrap());
-        for (leading, tail) in [
+        for (leading, counts) in [
             (1usize, vec![0u64, 0, 5]),
             (3, vec![7]),
-            (1, vec![4]),
+            (0, vec![4]),
             (2, vec![0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 2]),
+            (0, vec![1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 0, 0, 9, 0, 1]),
         ] {
             let mut whole = vec![0u64; leading];
-            whole.extend_from_slice(&tail);
+            whole.extend_from_slice(&counts);
             let mut h = HdrCounts::new(1, 1 << 20, 2).unwrap();
             h.counts = whole;
-            let mut split = Vec::new();
-            let source = CountsSource {
-                leading,
-                len: tail.len(),
-                get: |i: usize| tail[i],
-            };
-            let non_zero = encode_v2(&fields, &source, &mut split).unwrap();
-            assert_eq!(split, h.encode_v2().unwrap(), "{leading} + {tail:?}");
-            assert_eq!(non_zero, tail.iter().filter(|&&c| c != 0).count());
+            let expected = h.encode_v2().unwrap();
+            for piece in 1..=counts.len() {
+                let source = Pieces {
+                    leading,
+                    counts: counts.clone(),
+                    piece,
+                };
+                let mut bytes = Vec::new();
+                let non_zero = encode_v2(&fields, &source, &mut bytes).unwrap();
+                assert_eq!(
+                    bytes, expected,
+                    "{leading} + {counts:?} in pieces of {piece}"
+                );
+                assert_eq!(non_zero, counts.iter().filter(|&&c| c != 0).count());
+            }
         }
     }
 

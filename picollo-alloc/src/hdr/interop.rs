@@ -92,7 +92,7 @@ use picollo_core::layout::{MAX_BLOCK_SCALE, MIN_BLOCK_SCALE};
 use picollo_core::read::consistent;
 use picollo_core::{HistogramRead, Layout, Record, Window};
 
-use super::codec::{deflate_v2, encode_v2, CountsSource, V2Fields};
+use super::codec::{deflate_v2, encode_v2, CountsSource, PayloadWriter, V2Fields};
 use super::{HdrCounts, HdrError, HdrGeometry, MAX_SIGNIFICANT_DIGITS};
 use crate::heap::{self, HeapHistogram};
 
@@ -978,11 +978,7 @@ pub fn export_v2_into<H: HistogramRead + ?Sized>(
             Some(last) => (h.window().first(), last + 1),
             None => (0, 0),
         };
-        let source = CountsSource {
-            leading,
-            len,
-            get: |s: usize| h.count_at(s),
-        };
+        let source = StorageSource { h, leading, len };
         let buckets = encode_v2(&fields, &source, out)?;
         Ok(ExportReport {
             mapping: BucketMapping {
@@ -993,6 +989,45 @@ pub fn export_v2_into<H: HistogramRead + ?Sized>(
             dropped_overflow: overflow,
         })
     })
+}
+
+/// Storage indices `0..len` of a histogram whose window starts at counts index `leading`, for
+/// the encoder: copied a chunk at a time into a buffer on the stack (the encoder then runs on a
+/// slice, with nothing it writes able to alias what it reads).
+struct StorageSource<'h, H: ?Sized> {
+    h: &'h H,
+    leading: usize,
+    len: usize,
+}
+
+/// Counts copied per chunk: 2 KiB of stack, well inside L1.
+const ENCODE_CHUNK: usize = 256;
+
+impl<H: HistogramRead + ?Sized> CountsSource for StorageSource<'_, H> {
+    fn leading(&self) -> usize {
+        self.leading
+    }
+
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    fn get(&self, index: usize) -> u64 {
+        self.h.count_at(index)
+    }
+
+    fn write_to(&self, writer: &mut PayloadWriter<'_>) {
+        let mut chunk = [0u64; ENCODE_CHUNK];
+        let mut start = 0;
+        while start < self.len {
+            let n = (self.len - start).min(ENCODE_CHUNK);
+            for (i, cell) in chunk[..n].iter_mut().enumerate() {
+                *cell = self.h.count_at(start + i);
+            }
+            writer.counts(&chunk[..n]);
+            start += n;
+        }
+    }
 }
 
 /// [`export_v2_into`], then compressed as V2+deflate at `level` (0 to 10; see
