@@ -148,6 +148,13 @@ fn check_picollo_to_hdr(pair: &Pair) {
             ours.encode_v2_deflate(0).expect("encode_v2_deflate"),
         ),
     ];
+    // What the crate itself gives back from its own bytes: the reference for what a decode can
+    // know. (It recomputes min and max from the buckets, so with a lowest discernible value
+    // above 1 they can differ from the values the source tracked: value 0 in bucket [0, 1]
+    // comes back with max 1.)
+    let own: Histogram<u64> = Deserializer::new()
+        .deserialize(&mut &anchor[..])
+        .expect("the crate decodes its own bytes");
     let expected = hdr_buckets(hdr);
     for (what, bytes) in &encodings {
         let back: Histogram<u64> = Deserializer::new()
@@ -162,12 +169,12 @@ fn check_picollo_to_hdr(pair: &Pair) {
         assert_eq!(back.len(), ours.total_count(), "{what}: total vs Picollo");
         assert_eq!(hdr_buckets(&back), expected, "{what}: buckets");
         if !hdr.is_empty() {
-            assert_eq!(back.min(), hdr.min(), "{what}: min");
-            assert_eq!(back.max(), hdr.max(), "{what}: max");
+            assert_eq!(back.min(), own.min(), "{what}: min");
+            assert_eq!(back.max(), own.max(), "{what}: max");
             assert_eq!(back.min(), ours.min(), "{what}: min vs Picollo");
             assert_eq!(back.max(), ours.max(), "{what}: max vs Picollo");
             for &p in PERCENTILES {
-                let want = hdr.value_at_percentile(p);
+                let want = own.value_at_percentile(p);
                 assert_eq!(back.value_at_percentile(p), want, "{what}: p{p}");
                 // Above 2^53 the crate's `quantile * total as f64` can round past the total
                 // (p100 then gives 0); Picollo lowers the percentile by one ulp as Java does.
@@ -182,8 +189,8 @@ fn check_picollo_to_hdr(pair: &Pair) {
         }
         // Counts, total, min and max together (the crate's `PartialEq`).
         assert!(
-            back == *hdr,
-            "{what}: decoded histogram differs from the source"
+            back == own,
+            "{what}: decoded histogram differs from the crate's own round trip"
         );
     }
 }
