@@ -156,51 +156,32 @@ impl NativeHistogram {
     }
 
     fn fill_once<H: HistogramRead + ?Sized>(&mut self, h: &H, mapping: Mapping) {
-        const CHUNK: usize = 16;
         self.clear(mapping.schema());
         let layout = mapping.layout();
         let window = h.window();
-        let mut sum = 0u128;
-        let mut only_unit = true;
+        let mut sum = SumEstimate::default();
         let underflow = h.underflow();
         if underflow != 0 {
             let edge = window.min_value(layout);
             self.add(mapping.schema().index_of(edge), underflow);
-            sum = sum.saturating_add(edge as u128 * underflow as u128);
+            sum.add_outside(edge, underflow);
             self.outside = self.outside.saturating_add(underflow);
         }
-        let len = window.len();
-        let mut s = 0;
-        while s < len {
-            // Skip empty runs with one (vectorized) sum: full-range histograms are sparse.
-            if s % CHUNK == 0 && s + CHUNK <= len && h.sum_range(s, s + CHUNK) == 0 {
-                s += CHUNK;
-                continue;
-            }
-            let n = h.count_at(s);
-            let logical = window.first() + s;
-            s += 1;
-            if n == 0 {
-                continue;
-            }
+        for_each_recorded(h, |logical, n| {
             self.add(mapping.native_index(logical), n);
-            sum = sum.saturating_add(layout.midpoint(logical) as u128 * n as u128);
-            if layout.width(logical) != 1 {
-                only_unit = false;
-                if !mapping.is_exact(logical) {
-                    self.straddling = self.straddling.saturating_add(n);
-                }
+            sum.add_bucket(layout, logical, n);
+            if layout.width(logical) != 1 && !mapping.is_exact(logical) {
+                self.straddling = self.straddling.saturating_add(n);
             }
-        }
+        });
         let overflow = h.overflow();
         if overflow != 0 {
             let edge = window.max_value(layout);
             self.add(mapping.schema().index_of(edge), overflow);
-            sum = sum.saturating_add(edge as u128 * overflow as u128);
+            sum.add_outside(edge, overflow);
             self.outside = self.outside.saturating_add(overflow);
         }
-        self.sum = sum as f64;
-        self.sum_is_exact = only_unit && self.outside == 0;
+        (self.sum, self.sum_is_exact) = sum.finish();
     }
 
     fn clear(&mut self, schema: Schema) {
@@ -336,5 +317,70 @@ impl NativeHistogram {
             previous = n;
             last = Some(at);
         }
+    }
+}
+
+/// Calls `f(logical index, count)` for every non-empty bucket of `h`, in increasing order.
+/// Empty runs are skipped with one [`HistogramRead::sum_range`] per 16 cells (vectorized for
+/// plain storage, one shard walk for thread-local): full-range histograms are mostly empty.
+pub(crate) fn for_each_recorded<H: HistogramRead + ?Sized>(h: &H, mut f: impl FnMut(usize, u64)) {
+    const CHUNK: usize = 16;
+    let window = h.window();
+    let len = window.len();
+    let mut s = 0;
+    while s < len {
+        if s % CHUNK == 0 && s + CHUNK <= len && h.sum_range(s, s + CHUNK) == 0 {
+            s += CHUNK;
+            continue;
+        }
+        let n = h.count_at(s);
+        if n != 0 {
+            f(window.first() + s, n);
+        }
+        s += 1;
+    }
+}
+
+/// The sum of a histogram's values as its buckets know it: exact integer arithmetic over bucket
+/// midpoints (exact for single-integer buckets), outside values at the window's edges.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct SumEstimate {
+    sum: u128,
+    exact: bool,
+}
+
+impl Default for SumEstimate {
+    fn default() -> Self {
+        SumEstimate {
+            sum: 0,
+            exact: true,
+        }
+    }
+}
+
+impl SumEstimate {
+    /// `n` values in bucket `logical`.
+    pub(crate) fn add_bucket(&mut self, layout: Layout, logical: usize, n: u64) {
+        let mid = layout.midpoint(logical) as u128;
+        self.sum = self.sum.saturating_add(mid * n as u128);
+        self.exact &= layout.width(logical) == 1;
+    }
+
+    /// `n` values outside the window, counted at the window's edge `edge`.
+    pub(crate) fn add_outside(&mut self, edge: u64, n: u64) {
+        self.sum = self.sum.saturating_add(edge as u128 * n as u128);
+        self.exact = false;
+    }
+
+    /// The sum as the nearest `f64` (finite: at most 2^128), and whether it is exact.
+    pub(crate) fn finish(self) -> (f64, bool) {
+        (self.sum as f64, self.exact)
+    }
+}
+
+impl Default for NativeHistogram {
+    /// An empty histogram at schema 8.
+    fn default() -> Self {
+        Self::new(Schema::for_block_scale(8))
     }
 }
