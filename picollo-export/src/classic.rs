@@ -135,7 +135,11 @@ impl ClassicHistogram {
         let underflow = h.underflow();
         if underflow != 0 {
             let min = window.min_value(layout);
-            put(&mut self.cumulative, slot(&self.bounds, min.saturating_sub(1)), underflow);
+            put(
+                &mut self.cumulative,
+                slot(&self.bounds, min.saturating_sub(1)),
+                underflow,
+            );
             sum.add_outside(min, underflow);
         }
         let mut at = 0;
@@ -166,7 +170,10 @@ impl ClassicHistogram {
     /// `(le, values <= le)` for every finite boundary, in increasing order; `+Inf` is
     /// [`ClassicHistogram::count`].
     pub fn buckets(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
-        self.bounds.iter().copied().zip(self.cumulative.iter().copied())
+        self.bounds
+            .iter()
+            .copied()
+            .zip(self.cumulative.iter().copied())
     }
 
     /// Every value, outside ones included (the `+Inf` bucket and `_count`).

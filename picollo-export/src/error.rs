@@ -78,7 +78,10 @@ impl fmt::Display for ExportError {
             Self::InvalidBoundaries(why) => write!(f, "classic bucket boundaries: {why}"),
             Self::Io(e) => write!(f, "{e}"),
             Self::Rejected { status, message } => {
-                write!(f, "the OTLP receiver rejected the export (HTTP {status}): {message}")
+                write!(
+                    f,
+                    "the OTLP receiver rejected the export (HTTP {status}): {message}"
+                )
             }
         }
     }

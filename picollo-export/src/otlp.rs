@@ -125,7 +125,10 @@ pub fn exponential_metric(
 }
 
 /// A request holding `metrics` for one resource and one instrumentation scope (`picollo`).
-pub fn request(resource: Vec<pb::KeyValue>, metrics: Vec<pb::Metric>) -> pb::ExportMetricsServiceRequest {
+pub fn request(
+    resource: Vec<pb::KeyValue>,
+    metrics: Vec<pb::Metric>,
+) -> pb::ExportMetricsServiceRequest {
     pb::ExportMetricsServiceRequest {
         resource_metrics: vec![pb::ResourceMetrics {
             resource: Some(pb::Resource {
@@ -296,9 +299,9 @@ impl OtlpExporter {
                     let options = self.registry.options();
                     h.with_read(&mut |h: &dyn HistogramRead, exact| {
                         if delta {
-                            let snap = prev.snapshot.get_or_insert_with(|| {
-                                Snapshot::empty(h.layout(), h.window())
-                            });
+                            let snap = prev
+                                .snapshot
+                                .get_or_insert_with(|| Snapshot::empty(h.layout(), h.window()));
                             snap.update(h, true);
                             native.fill_from(&*snap, options.mapping(h.layout()));
                             if let Some(sum) = exact {

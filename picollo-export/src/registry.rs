@@ -541,7 +541,10 @@ impl Registry {
         let mut classic = ClassicHistogram::default();
         for family in self.families() {
             // Names were checked at registration.
-            if text.family(&family.name, &family.help, family.kind).is_err() {
+            if text
+                .family(&family.name, &family.help, family.kind)
+                .is_err()
+            {
                 continue;
             }
             for s in &family.series {

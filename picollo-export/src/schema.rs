@@ -373,7 +373,10 @@ impl Schema {
             return exp2_int(index as i64 * (1i64 << -(self.0 as i32)));
         }
         let per_power = 1i64 << self.0;
-        let (e, j) = ((index as i64).div_euclid(per_power), (index as i64).rem_euclid(per_power));
+        let (e, j) = (
+            (index as i64).div_euclid(per_power),
+            (index as i64).rem_euclid(per_power),
+        );
         let edge = EDGES[(j as usize) << (8 - self.0 as u32)] as f64 * exp2_int(-127);
         edge * exp2_int(e)
     }

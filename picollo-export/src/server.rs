@@ -68,7 +68,13 @@ pub fn negotiate(accept: Option<&str>) -> Exposition {
             };
             let v = v.trim().trim_matches('"');
             match k.trim().to_ascii_lowercase().as_str() {
-                "q" => q = v.parse().ok().filter(|q: &f64| q.is_finite()).unwrap_or(0.0),
+                "q" => {
+                    q = v
+                        .parse()
+                        .ok()
+                        .filter(|q: &f64| q.is_finite())
+                        .unwrap_or(0.0)
+                }
                 "proto" => proto = Some(v.to_owned()),
                 "encoding" => encoding = Some(v.to_owned()),
                 "version" => version = Some(v.to_owned()),
@@ -149,7 +155,9 @@ impl MetricsServer {
             )))
         })?;
         let addr = server.server_addr().to_ip().ok_or_else(|| {
-            ExportError::Io(std::io::Error::other("the /metrics listener has no IP address"))
+            ExportError::Io(std::io::Error::other(
+                "the /metrics listener has no IP address",
+            ))
         })?;
         let server = Arc::new(server);
         let serving = server.clone();
@@ -203,7 +211,10 @@ fn respond(registry: &Registry, request: tiny_http::Request) {
     let path = request.url().split('?').next().unwrap_or("");
     let response = if path != "/metrics" {
         plain(404, "not found: the metrics are at /metrics\n")
-    } else if !matches!(request.method(), tiny_http::Method::Get | tiny_http::Method::Head) {
+    } else if !matches!(
+        request.method(),
+        tiny_http::Method::Get | tiny_http::Method::Head
+    ) {
         plain(405, "method not allowed: use GET\n")
     } else {
         let accept = request

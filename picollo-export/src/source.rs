@@ -18,15 +18,15 @@
 
 use std::sync::{Mutex, RwLock};
 
+use picollo_alloc::thread_local::LocalCounter;
 use picollo_alloc::{Snapshot, ThreadLocalHistogram};
 use picollo_core::approx::ApproxHistogram;
-use picollo_core::scalable::ScalableCell;
 use picollo_core::atomic::AtomicCounter;
+use picollo_core::scalable::ScalableCell;
 use picollo_core::{
     AtomicHistogram, Counter, Histogram, HistogramRead, Layout, LayoutSpec, Record, Storage,
     StorageMut, Window,
 };
-use picollo_alloc::thread_local::LocalCounter;
 
 /// A histogram a [`crate::Registry`] serves: it hands a consistent-read view of itself, and its
 /// exact sum when it keeps one, to a closure.
@@ -162,9 +162,7 @@ impl<H: Record> Summed<H> {
     #[inline]
     pub fn record_n(&mut self, value: u64, count: u64) {
         self.histogram.record_n(value, count);
-        self.sum = self
-            .sum
-            .saturating_add(value as u128 * count as u128);
+        self.sum = self.sum.saturating_add(value as u128 * count as u128);
     }
 }
 

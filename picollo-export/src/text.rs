@@ -119,7 +119,13 @@ impl TextEncoder {
     /// One classic histogram series of the current family.
     pub fn histogram(&mut self, labels: &Labels, h: &ClassicHistogram, timestamp_ms: Option<i64>) {
         for (le, n) in h.buckets() {
-            self.sample("_bucket", labels, Some(&le.to_string()), &n.to_string(), timestamp_ms);
+            self.sample(
+                "_bucket",
+                labels,
+                Some(&le.to_string()),
+                &n.to_string(),
+                timestamp_ms,
+            );
         }
         let count = h.count().to_string();
         self.sample("_bucket", labels, Some("+Inf"), &count, timestamp_ms);

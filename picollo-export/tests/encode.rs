@@ -12,15 +12,19 @@ use picollo_export::{
     otlp, ClassicBuckets, ClassicHistogram, ExportError, ExportOptions, Labels, Mapping,
     NativeHistogram, Registry, Schema, Summed,
 };
-use prost::Message;
 use proptest::prelude::*;
+use prost::Message;
 
 /// The buckets a Prometheus client would see: spans and deltas expanded to `(index, count)`.
 fn expand(h: &pb::Histogram) -> Vec<(i32, u64)> {
     let mut out = Vec::new();
     let (mut index, mut count, mut d) = (0i32, 0i64, 0usize);
     for (k, span) in h.positive_span.iter().enumerate() {
-        index = if k == 0 { span.offset } else { index + span.offset };
+        index = if k == 0 {
+            span.offset
+        } else {
+            index + span.offset
+        };
         for _ in 0..span.length {
             count += h.positive_delta[d];
             d += 1;
@@ -60,8 +64,17 @@ fn empty_histograms_are_valid_and_native() {
     registry.encode_protobuf(&mut bytes);
     let f = &decode_families(&bytes)[0];
     let ph = f.metric[0].histogram.as_ref().unwrap();
-    assert_eq!(ph.positive_span, vec![pb::BucketSpan { offset: 0, length: 0 }]);
-    assert!(ph.zero_threshold > 0.0, "recognized as native by Prometheus 2.x");
+    assert_eq!(
+        ph.positive_span,
+        vec![pb::BucketSpan {
+            offset: 0,
+            length: 0
+        }]
+    );
+    assert!(
+        ph.zero_threshold > 0.0,
+        "recognized as native by Prometheus 2.x"
+    );
     let text = registry.encode_text(TextFormat::Prometheus);
     assert!(text.contains("empty_bucket{le=\"+Inf\"} 0\n"), "{text}");
     assert!(text.contains("empty_sum 0\n") && text.contains("empty_count 0\n"));
@@ -100,8 +113,14 @@ fn underflow_and_overflow_are_never_dropped() {
     let s = n.schema();
     let w = h.window();
     let buckets: Vec<_> = n.buckets().collect();
-    assert_eq!(buckets.first(), Some(&(s.index_of(w.min_value(l)).unwrap(), 1)));
-    assert_eq!(buckets.last(), Some(&(s.index_of(w.max_value(l)).unwrap(), 2)));
+    assert_eq!(
+        buckets.first(),
+        Some(&(s.index_of(w.min_value(l)).unwrap(), 1))
+    );
+    assert_eq!(
+        buckets.last(),
+        Some(&(s.index_of(w.max_value(l)).unwrap(), 2))
+    );
     assert!(!n.sum_is_exact());
     let c = ClassicHistogram::from_histogram(&h, &ClassicBuckets::PowersOfTwo);
     assert_eq!(c.count(), 4);
@@ -111,7 +130,12 @@ fn underflow_and_overflow_are_never_dropped() {
 
 #[test]
 fn sums_are_exact_for_single_integer_buckets_and_with_summed() {
-    let mut h = Summed::new(HistogramBuilder::new().relative_error(0.01).plain().unwrap());
+    let mut h = Summed::new(
+        HistogramBuilder::new()
+            .relative_error(0.01)
+            .plain()
+            .unwrap(),
+    );
     for v in 0..128 {
         h.record(v);
     }
@@ -188,8 +212,12 @@ fn bad_names_and_labels_get_clear_errors() {
         .unwrap_err();
     assert!(matches!(e, ExportError::InvalidMetricName { .. }));
     assert!(e.to_string().contains("starts with a digit"), "{e}");
-    assert!(registry.register("a-b", "", &Labels::empty(), h.clone()).is_err());
-    assert!(registry.register("", "", &Labels::empty(), h.clone()).is_err());
+    assert!(registry
+        .register("a-b", "", &Labels::empty(), h.clone())
+        .is_err());
+    assert!(registry
+        .register("", "", &Labels::empty(), h.clone())
+        .is_err());
     for bad in ["", "1x", "__x", "a.b", "ü"] {
         let e = Labels::new([(bad, "v")]).unwrap_err();
         assert!(matches!(e, ExportError::InvalidLabelName { .. }), "{bad}");
@@ -200,13 +228,17 @@ fn bad_names_and_labels_get_clear_errors() {
     assert!(registry.register("x", "", &le, h.clone()).is_err());
 
     // Kinds, help texts and sample names of different families must not clash.
-    registry.register("lat", "help", &Labels::empty(), h.clone()).unwrap();
+    registry
+        .register("lat", "help", &Labels::empty(), h.clone())
+        .unwrap();
     let dup = registry.register("lat", "help", &Labels::empty(), h.clone());
     assert!(matches!(dup, Err(ExportError::DuplicateSeries { .. })));
     assert!(registry.counter("lat", "help", &Labels::empty()).is_err());
     assert!(registry.counter("lat_count", "", &Labels::empty()).is_err());
     let other = Labels::new([("zone", "b")]).unwrap();
-    assert!(registry.register("lat", "other help", &other, h.clone()).is_err());
+    assert!(registry
+        .register("lat", "other help", &other, h.clone())
+        .is_err());
     registry.register("lat", "help", &other, h.clone()).unwrap();
     // Counters are get-or-create, label order does not make another series.
     let ab = Labels::new([("a", "1"), ("b", "2")]).unwrap();
@@ -223,10 +255,16 @@ fn bad_names_and_labels_get_clear_errors() {
 fn label_values_are_escaped_and_any_utf8_is_kept() {
     let registry = Registry::new();
     let labels = Labels::new([("path", "a\"b\\c\nd é")]).unwrap();
-    registry.gauge("g", "line1\nline2 \\", &labels).unwrap().set(f64::NAN);
+    registry
+        .gauge("g", "line1\nline2 \\", &labels)
+        .unwrap()
+        .set(f64::NAN);
     let text = registry.encode_text(TextFormat::Prometheus);
     assert!(text.contains("# HELP g line1\\nline2 \\\\\n"), "{text}");
-    assert!(text.contains("g{path=\"a\\\"b\\\\c\\nd é\"} NaN\n"), "{text}");
+    assert!(
+        text.contains("g{path=\"a\\\"b\\\\c\\nd é\"} NaN\n"),
+        "{text}"
+    );
     let om = registry.encode_text(TextFormat::OpenMetrics);
     assert!(om.ends_with("# EOF\n"));
     let mut bytes = Vec::new();
@@ -238,13 +276,25 @@ fn label_values_are_escaped_and_any_utf8_is_kept() {
 #[test]
 fn openmetrics_counters_end_in_total() {
     let registry = Registry::new();
-    registry.counter("jobs_total", "Jobs", &Labels::empty()).unwrap().add(3);
-    registry.counter("errors", "Errors", &Labels::empty()).unwrap().add(1);
+    registry
+        .counter("jobs_total", "Jobs", &Labels::empty())
+        .unwrap()
+        .add(3);
+    registry
+        .counter("errors", "Errors", &Labels::empty())
+        .unwrap()
+        .add(1);
     let om = registry.encode_text(TextFormat::OpenMetrics);
     assert!(om.contains("# TYPE jobs counter\njobs_total 3\n"), "{om}");
-    assert!(om.contains("# TYPE errors counter\nerrors_total 1\n"), "{om}");
+    assert!(
+        om.contains("# TYPE errors counter\nerrors_total 1\n"),
+        "{om}"
+    );
     let text = registry.encode_text(TextFormat::Prometheus);
-    assert!(text.contains("# TYPE jobs_total counter\njobs_total 3\n"), "{text}");
+    assert!(
+        text.contains("# TYPE jobs_total counter\njobs_total 3\n"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -269,7 +319,10 @@ fn classic_buckets_explicit_and_derived() {
     let explicit = ClassicBuckets::explicit(vec![10, 1_000, 100_000]).unwrap();
     let c = ClassicHistogram::from_histogram(&h, &explicit);
     assert!(!c.is_exact());
-    assert_eq!(c.buckets().collect::<Vec<_>>(), [(10, 3), (1_000, 4), (100_000, 6)]);
+    assert_eq!(
+        c.buckets().collect::<Vec<_>>(),
+        [(10, 3), (1_000, 4), (100_000, 6)]
+    );
 }
 
 #[test]
@@ -279,7 +332,13 @@ fn every_kind_serves_the_same_counts() {
     let values: Vec<u64> = (0..5_000u64).map(|i| i * i * 37 % (1 << 31)).collect();
     let tl = Arc::new(ThreadLocalHistogram::<u64>::new(l, w));
     let atomic = Arc::new(heap::atomic::<portable_atomic::AtomicU64>(l, w));
-    let approx = Arc::new(HistogramBuilder::new().layout(l).max_trackable(1 << 30).approximate().unwrap());
+    let approx = Arc::new(
+        HistogramBuilder::new()
+            .layout(l)
+            .max_trackable(1 << 30)
+            .approximate()
+            .unwrap(),
+    );
     let mut plain = heap::plain::<u64>(l, w);
     let mut rng = picollo_core::scalable::XorShift::new(7);
     std::thread::scope(|s| {
@@ -297,8 +356,12 @@ fn every_kind_serves_the_same_counts() {
     registry.register("h", "", &kind("tl"), tl).unwrap();
     registry.register("h", "", &kind("atomic"), atomic).unwrap();
     registry.register("h", "", &kind("approx"), approx).unwrap();
-    registry.register("h", "", &kind("plain"), locked.clone()).unwrap();
-    registry.register("h", "", &kind("snapshot"), snapshot).unwrap();
+    registry
+        .register("h", "", &kind("plain"), locked.clone())
+        .unwrap();
+    registry
+        .register("h", "", &kind("snapshot"), snapshot)
+        .unwrap();
     let mut bytes = Vec::new();
     registry.encode_protobuf(&mut bytes);
     let f = decode_families(&bytes);
@@ -323,11 +386,17 @@ fn negotiation_follows_weights_and_order() {
         negotiate(Some("application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;encoding=text,text/plain;version=9.9,application/openmetrics-text;q=0")),
         Exposition::Text(TextFormat::Prometheus)
     );
-    assert_eq!(negotiate(Some("garbage;;;q=abc,,")), Exposition::Text(TextFormat::Prometheus));
+    assert_eq!(
+        negotiate(Some("garbage;;;q=abc,,")),
+        Exposition::Text(TextFormat::Prometheus)
+    );
     assert_eq!(Exposition::Protobuf.content_type(), PROTOBUF_CONTENT_TYPE);
     let registry = Registry::new();
     assert!(render(&registry, Exposition::Protobuf).is_empty());
-    assert_eq!(render(&registry, Exposition::Text(TextFormat::OpenMetrics)), b"# EOF\n");
+    assert_eq!(
+        render(&registry, Exposition::Text(TextFormat::OpenMetrics)),
+        b"# EOF\n"
+    );
 }
 
 #[test]
@@ -336,7 +405,9 @@ fn otlp_requests_round_trip_and_json_is_valid() {
     let l = layout(9);
     let h = Arc::new(ThreadLocalHistogram::<u64>::new(l, Window::full(l)));
     let labels = Labels::new([("route", "/x \"q\"")]).unwrap();
-    registry.register("lat_ns", "Latency", &labels, h.clone()).unwrap();
+    registry
+        .register("lat_ns", "Latency", &labels, h.clone())
+        .unwrap();
     let c = registry.counter("reqs_total", "Requests", &labels).unwrap();
     let g = registry.gauge("temp", "Temp", &labels).unwrap();
     for v in [0, 7, 1_000, 1_000_000, u64::MAX] {
@@ -373,15 +444,23 @@ fn otlp_requests_round_trip_and_json_is_valid() {
         m[0]["exponentialHistogram"]["dataPoints"][0]["attributes"][0]["value"]["stringValue"],
         "/x \"q\""
     );
-    assert_eq!(json["resourceMetrics"][0]["resource"]["attributes"][0]["key"], "service.name");
+    assert_eq!(
+        json["resourceMetrics"][0]["resource"]["attributes"][0]["key"],
+        "service.name"
+    );
 }
 
 #[test]
 fn otlp_deltas_cover_each_interval_once() {
     let registry = Arc::new(Registry::new());
     let l = layout(5);
-    let h = Arc::new(heap::atomic::<portable_atomic::AtomicU64>(l, Window::full(l)));
-    registry.register("d", "", &Labels::empty(), h.clone()).unwrap();
+    let h = Arc::new(heap::atomic::<portable_atomic::AtomicU64>(
+        l,
+        Window::full(l),
+    ));
+    registry
+        .register("d", "", &Labels::empty(), h.clone())
+        .unwrap();
     let c = registry.counter("n_total", "", &Labels::empty()).unwrap();
     let exporter = otlp::OtlpExporter::new(registry, otlp::Temporality::Delta);
     let counts = |r: &otlp_pb::ExportMetricsServiceRequest| {
@@ -413,9 +492,10 @@ fn otlp_deltas_cover_each_interval_once() {
         .metrics[0]
         .data
     {
-        Some(otlp_pb::metric::Data::ExponentialHistogram(e)) => {
-            (e.data_points[0].start_time_unix_nano, e.data_points[0].time_unix_nano)
-        }
+        Some(otlp_pb::metric::Data::ExponentialHistogram(e)) => (
+            e.data_points[0].start_time_unix_nano,
+            e.data_points[0].time_unix_nano,
+        ),
         _ => panic!(),
     };
     assert_eq!(times(&b).0, times(&a).1);

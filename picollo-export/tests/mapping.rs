@@ -36,7 +36,8 @@ fn cmp_edge(x: &BigUint, n: i8, t: i64) -> Ordering {
 /// Whether `v` lies in Prometheus bucket `i` of schema `n`: `2^((i-1)/2^n) < v <= 2^(i/2^n)`.
 fn in_bucket(v: u64, n: i8, i: i32) -> bool {
     let x = BigUint::from(v);
-    cmp_edge(&x, n, i as i64) != Ordering::Greater && cmp_edge(&x, n, i as i64 - 1) == Ordering::Greater
+    cmp_edge(&x, n, i as i64) != Ordering::Greater
+        && cmp_edge(&x, n, i as i64 - 1) == Ordering::Greater
 }
 
 /// Whether the lower edge `2^((j-1)/2^n)` of bucket `j` is below `v · (1 + 2^-k)`.

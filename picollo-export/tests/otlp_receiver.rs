@@ -28,7 +28,10 @@ struct Receiver {
 impl Receiver {
     fn start() -> Option<Receiver> {
         let have = Command::new("python3")
-            .args(["-c", "import opentelemetry.proto.collector.metrics.v1.metrics_service_pb2"])
+            .args([
+                "-c",
+                "import opentelemetry.proto.collector.metrics.v1.metrics_service_pb2",
+            ])
             .stderr(Stdio::null())
             .status()
             .is_ok_and(|s| s.success());
@@ -39,7 +42,11 @@ impl Receiver {
             eprintln!("skip: python3 with opentelemetry-proto is missing (pip install opentelemetry-proto)");
             return None;
         }
-        let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let port = TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
         let dir = std::env::temp_dir().join(format!("picollo-otlp-{}-{port}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/otlp_receiver.py");
@@ -52,7 +59,9 @@ impl Receiver {
             .expect("python3 runs");
         let mut line = String::new();
         let stdout = child.stdout.take().expect("piped");
-        BufReader::new(stdout).read_line(&mut line).expect("receiver output");
+        BufReader::new(stdout)
+            .read_line(&mut line)
+            .expect("receiver output");
         assert_eq!(line.trim(), "ready", "receiver did not start");
         Some(Receiver { child, dir, port })
     }
@@ -105,14 +114,27 @@ fn number(v: &Value) -> u64 {
 
 #[test]
 fn the_official_bindings_decode_what_we_push() {
-    let Some(receiver) = Receiver::start() else { return };
+    let Some(receiver) = Receiver::start() else {
+        return;
+    };
     let registry = Arc::new(Registry::new());
     let layout = Layout::DEFAULT;
-    let h = Arc::new(ThreadLocalHistogram::<u64>::new(layout, Window::full(layout)));
+    let h = Arc::new(ThreadLocalHistogram::<u64>::new(
+        layout,
+        Window::full(layout),
+    ));
     let labels = Labels::new([("route", "/checkout")]).unwrap();
-    registry.register("rpc_latency_nanoseconds", "RPC latency", &labels, h.clone()).unwrap();
-    registry.counter("rpc_total", "RPCs", &labels).unwrap().add(7);
-    registry.gauge("inflight", "In flight", &labels).unwrap().set(2.5);
+    registry
+        .register("rpc_latency_nanoseconds", "RPC latency", &labels, h.clone())
+        .unwrap();
+    registry
+        .counter("rpc_total", "RPCs", &labels)
+        .unwrap()
+        .add(7);
+    registry
+        .gauge("inflight", "In flight", &labels)
+        .unwrap()
+        .set(2.5);
     for v in [0, 0, 1, 2, 3, 1_000, 123_456_789, u64::MAX] {
         h.record(v);
     }
@@ -122,7 +144,10 @@ fn the_official_bindings_decode_what_we_push() {
 
     let r = receiver.request(1);
     let rm = &r["resourceMetrics"][0];
-    assert_eq!(rm["resource"]["attributes"][0]["value"]["stringValue"], "picollo-test");
+    assert_eq!(
+        rm["resource"]["attributes"][0]["value"]["stringValue"],
+        "picollo-test"
+    );
     let metrics = &rm["scopeMetrics"][0]["metrics"];
     assert_eq!(metrics[0]["name"], "rpc_latency_nanoseconds");
     let e = &metrics[0]["exponentialHistogram"];
@@ -134,7 +159,11 @@ fn the_official_bindings_decode_what_we_push() {
     assert_eq!(p["scale"], 8);
     // The bindings print doubles with 17 significant digits at most: compare to 1e-15.
     let sum = p["sum"].as_f64().unwrap();
-    assert!((sum - ours.sum()).abs() <= 1e-15 * ours.sum(), "{sum} vs {}", ours.sum());
+    assert!(
+        (sum - ours.sum()).abs() <= 1e-15 * ours.sum(),
+        "{sum} vs {}",
+        ours.sum()
+    );
     assert_eq!(decoded_buckets(p), ours.buckets().collect::<Vec<_>>());
     assert_eq!(p["attributes"][0]["value"]["stringValue"], "/checkout");
     assert!(number(&p["startTimeUnixNano"]) <= number(&p["timeUnixNano"]));
@@ -154,12 +183,19 @@ fn the_official_bindings_decode_what_we_push() {
 
 #[test]
 fn the_official_bindings_parse_our_json() {
-    let Some(receiver) = Receiver::start() else { return };
+    let Some(receiver) = Receiver::start() else {
+        return;
+    };
     let registry = Arc::new(Registry::new());
     let layout = Layout::from_block_scale(4).unwrap();
-    let h = Arc::new(heap::atomic::<portable_atomic::AtomicU64>(layout, Window::full(layout)));
+    let h = Arc::new(heap::atomic::<portable_atomic::AtomicU64>(
+        layout,
+        Window::full(layout),
+    ));
     (1..=100u64).for_each(|v| h.record(v * v));
-    registry.register("sq", "squares", &Labels::empty(), h.clone()).unwrap();
+    registry
+        .register("sq", "squares", &Labels::empty(), h.clone())
+        .unwrap();
     let exporter = OtlpExporter::new(registry, Temporality::Cumulative);
     let json = otlp::to_json(&exporter.collect());
     let status = ureq::post(receiver.url("/v1/metrics"))
@@ -178,7 +214,9 @@ fn the_official_bindings_parse_our_json() {
 
 #[test]
 fn a_refusing_receiver_is_a_clear_error() {
-    let Some(receiver) = Receiver::start() else { return };
+    let Some(receiver) = Receiver::start() else {
+        return;
+    };
     let exporter = OtlpExporter::new(Arc::new(Registry::new()), Temporality::Cumulative);
     match exporter.push(&receiver.url("/reject")) {
         Err(ExportError::Rejected { status, message }) => {
@@ -188,8 +226,15 @@ fn a_refusing_receiver_is_a_clear_error() {
         other => panic!("expected a rejection, got {other:?}"),
     }
     // Nobody listening: an I/O error naming the endpoint.
-    let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
     let url = format!("http://127.0.0.1:{port}/v1/metrics");
     let e = exporter.push(&url).unwrap_err();
-    assert!(matches!(e, ExportError::Io(_)) && e.to_string().contains(&url), "{e}");
+    assert!(
+        matches!(e, ExportError::Io(_)) && e.to_string().contains(&url),
+        "{e}"
+    );
 }

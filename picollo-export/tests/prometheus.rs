@@ -14,7 +14,9 @@ use std::time::{Duration, Instant};
 use picollo_alloc::{heap, ThreadLocalHistogram};
 use picollo_core::{HistogramRead, Layout, ReadExt, Window};
 use picollo_export::server::MetricsServer;
-use picollo_export::{ClassicBuckets, ClassicHistogram, ExportOptions, Labels, Mapping, NativeHistogram, Registry};
+use picollo_export::{
+    ClassicBuckets, ClassicHistogram, ExportOptions, Labels, Mapping, NativeHistogram, Registry,
+};
 use serde_json::Value;
 
 /// A Prometheus server on 127.0.0.1 with a temporary data directory, killed on drop.
@@ -27,10 +29,13 @@ struct Prometheus {
 /// `(major, minor)` of the installed Prometheus, `None` when it is not installed.
 fn prometheus_version() -> Option<(u32, u32)> {
     let out = Command::new("prometheus").arg("--version").output().ok()?;
-    let text = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    let text =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
     // "prometheus, version 2.42.0+ds (branch: …"
     let v = text.split("version ").nth(1)?;
-    let mut parts = v.split(|c: char| !c.is_ascii_digit()).filter(|s| !s.is_empty());
+    let mut parts = v
+        .split(|c: char| !c.is_ascii_digit())
+        .filter(|s| !s.is_empty());
     Some((parts.next()?.parse().ok()?, parts.next()?.parse().ok()?))
 }
 
@@ -39,7 +44,9 @@ fn available() -> Option<(u32, u32)> {
     match prometheus_version() {
         Some(v) => Some(v),
         None if std::env::var_os("CI").is_some() => {
-            panic!("prometheus is not installed (CI must install it: .ci/install.d/30-prometheus.sh)")
+            panic!(
+                "prometheus is not installed (CI must install it: .ci/install.d/30-prometheus.sh)"
+            )
         }
         None => {
             eprintln!("skip: prometheus is not on the PATH (apt-get install prometheus)");
@@ -75,19 +82,32 @@ impl Prometheus {
         std::fs::write(dir.join("prometheus.yml"), config).expect("config");
         let port = free_port();
         let mut cmd = Command::new("prometheus");
-        cmd.arg(format!("--config.file={}", dir.join("prometheus.yml").display()))
-            .arg(format!("--storage.tsdb.path={}", dir.join("data").display()))
-            .arg(format!("--web.listen-address=127.0.0.1:{port}"))
-            .arg("--log.level=warn")
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(dir.join("stderr.log")).map(Stdio::from).unwrap_or(Stdio::null()));
+        cmd.arg(format!(
+            "--config.file={}",
+            dir.join("prometheus.yml").display()
+        ))
+        .arg(format!(
+            "--storage.tsdb.path={}",
+            dir.join("data").display()
+        ))
+        .arg(format!("--web.listen-address=127.0.0.1:{port}"))
+        .arg("--log.level=warn")
+        .stdout(Stdio::null())
+        .stderr(
+            std::fs::File::create(dir.join("stderr.log"))
+                .map(Stdio::from)
+                .unwrap_or(Stdio::null()),
+        );
         if native && flag_era {
             cmd.arg("--enable-feature=native-histograms");
         }
         let child = cmd.spawn().expect("prometheus starts");
         let p = Prometheus { child, dir, port };
         p.wait_until(Duration::from_secs(60), "ready", || {
-            ureq::get(format!("http://127.0.0.1:{}/-/ready", p.port)).call().is_ok().then_some(())
+            ureq::get(format!("http://127.0.0.1:{}/-/ready", p.port))
+                .call()
+                .is_ok()
+                .then_some(())
         });
         p
     }
@@ -120,17 +140,24 @@ impl Prometheus {
 
     /// Waits until `q` returns a series whose float value (or native count) is `expected`.
     fn wait_for_count(&self, q: &str, expected: f64) {
-        self.wait_until(Duration::from_secs(30), &format!("{q} == {expected}"), || {
-            let r = self.query(q);
-            let v = r.first()?["value"][1].as_str()?.parse::<f64>().ok()?;
-            (v == expected).then_some(())
-        });
+        self.wait_until(
+            Duration::from_secs(30),
+            &format!("{q} == {expected}"),
+            || {
+                let r = self.query(q);
+                let v = r.first()?["value"][1].as_str()?.parse::<f64>().ok()?;
+                (v == expected).then_some(())
+            },
+        );
     }
 
     fn scalar(&self, q: &str) -> f64 {
         let r = self.query(q);
         assert_eq!(r.len(), 1, "{q}: {r:?}");
-        r[0]["value"][1].as_str().and_then(|s| s.parse().ok()).unwrap_or_else(|| panic!("{q}: {r:?}"))
+        r[0]["value"][1]
+            .as_str()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or_else(|| panic!("{q}: {r:?}"))
     }
 
     /// The native histogram of a query: `(count, sum, [(lower, upper, count)], zero count)`.
@@ -138,7 +165,11 @@ impl Prometheus {
         let r = self.query(q);
         assert_eq!(r.len(), 1, "{q}: {r:?}");
         let h = &r[0]["histogram"][1];
-        let num = |v: &Value| v.as_str().and_then(|s| s.parse::<f64>().ok()).expect("number");
+        let num = |v: &Value| {
+            v.as_str()
+                .and_then(|s| s.parse::<f64>().ok())
+                .expect("number")
+        };
         let mut buckets = Vec::new();
         let mut zero = 0;
         for b in h["buckets"].as_array().cloned().unwrap_or_default() {
@@ -184,7 +215,11 @@ fn assert_same_buckets(ours: &NativeHistogram, theirs: &[(f64, f64, u64)]) {
         .buckets()
         .map(|(i, n)| (s.lower_bound(i), s.upper_bound(i), n))
         .collect();
-    assert_eq!(expected.len(), theirs.len(), "bucket count: {expected:?} vs {theirs:?}");
+    assert_eq!(
+        expected.len(),
+        theirs.len(),
+        "bucket count: {expected:?} vs {theirs:?}"
+    );
     for (e, t) in expected.iter().zip(theirs) {
         let close = |a: f64, b: f64| (a - b).abs() <= 1e-12 * a.abs().max(b.abs());
         assert!(close(e.0, t.0) && close(e.1, t.1), "bounds {e:?} vs {t:?}");
@@ -200,7 +235,10 @@ fn native_histograms_arrive_exactly() {
     let fine = Layout::DEFAULT;
     let tl = Arc::new(ThreadLocalHistogram::<u64>::new(fine, Window::full(fine)));
     let coarse = Layout::from_block_scale(3).unwrap();
-    let atomic = Arc::new(heap::atomic::<portable_atomic::AtomicU64>(coarse, Window::full(coarse)));
+    let atomic = Arc::new(heap::atomic::<portable_atomic::AtomicU64>(
+        coarse,
+        Window::full(coarse),
+    ));
     let values = data(1, 20_000);
     std::thread::scope(|s| {
         for chunk in values.chunks(5_000) {
@@ -211,12 +249,29 @@ fn native_histograms_arrive_exactly() {
     values.iter().for_each(|&v| atomic.record(v));
     atomic.record(0);
     let labels = |k: &str| Labels::new([("layout", k)]).unwrap();
-    registry.register("picollo_test_latency", "test data", &labels("fine"), tl.clone()).unwrap();
-    registry.register("picollo_test_latency", "test data", &labels("coarse"), atomic.clone()).unwrap();
+    registry
+        .register(
+            "picollo_test_latency",
+            "test data",
+            &labels("fine"),
+            tl.clone(),
+        )
+        .unwrap();
+    registry
+        .register(
+            "picollo_test_latency",
+            "test data",
+            &labels("coarse"),
+            atomic.clone(),
+        )
+        .unwrap();
     let server = MetricsServer::bind("127.0.0.1:0", registry.clone()).unwrap();
     let prom = Prometheus::start(version, &[server.local_addr()], true);
 
-    for (k, h, n) in [("fine", &*tl as &dyn HistogramRead, 20_000u64), ("coarse", &*atomic, 20_001)] {
+    for (k, h, n) in [
+        ("fine", &*tl as &dyn HistogramRead, 20_000u64),
+        ("coarse", &*atomic, 20_001),
+    ] {
         let series = format!("picollo_test_latency{{layout=\"{k}\"}}");
         prom.wait_for_count(&format!("histogram_count({series})"), n as f64);
         let ours = NativeHistogram::from_histogram(h);
@@ -231,7 +286,10 @@ fn native_histograms_arrive_exactly() {
             ours.straddling_count()
         );
         if k == "coarse" {
-            assert!(ours.straddling_count() > 0, "the coarse layout exercises the rule");
+            assert!(
+                ours.straddling_count() > 0,
+                "the coarse layout exercises the rule"
+            );
         }
 
         // Quantiles: Prometheus interpolates inside the native bucket j that holds the rank;
@@ -249,7 +307,10 @@ fn native_histograms_arrive_exactly() {
                 theirs >= lo * (1.0 - 1e-12) && theirs <= hi * (1.0 + 1e-12),
                 "{k} q={q}: {theirs} outside ({lo}, {hi}]"
             );
-            eprintln!("{k} q={q}: Prometheus {theirs}, Picollo {} in ({lo}, {hi}]", p.value);
+            eprintln!(
+                "{k} q={q}: Prometheus {theirs}, Picollo {} in ({lo}, {hi}]",
+                p.value
+            );
             let ratio = theirs / p.value as f64;
             assert!(
                 ratio < factor && ratio > 1.0 / factor,
@@ -270,14 +331,22 @@ fn fleet_sum_equals_picollo_merge() {
     let mut servers = Vec::new();
     let mut total = 0u64;
     for machine in 0..3u64 {
-        let h = Arc::new(ThreadLocalHistogram::<u64>::new(layout, Window::full(layout)));
+        let h = Arc::new(ThreadLocalHistogram::<u64>::new(
+            layout,
+            Window::full(layout),
+        ));
         let values = data(100 + machine, 3_000 + 1_000 * machine as usize);
         values.iter().for_each(|&v| h.record(v));
         total += values.len() as u64;
         merged.add(&*h);
         let registry = Arc::new(Registry::new());
-        registry.register("fleet_latency", "fleet test", &Labels::empty(), h).unwrap();
-        servers.push((MetricsServer::bind("127.0.0.1:0", registry).unwrap(), values));
+        registry
+            .register("fleet_latency", "fleet test", &Labels::empty(), h)
+            .unwrap();
+        servers.push((
+            MetricsServer::bind("127.0.0.1:0", registry).unwrap(),
+            values,
+        ));
     }
     let addrs: Vec<_> = servers.iter().map(|(s, _)| s.local_addr()).collect();
     let prom = Prometheus::start(version, &addrs, true);
@@ -297,12 +366,19 @@ fn fleet_sum_equals_picollo_merge() {
 fn classic_text_histograms_arrive_exactly() {
     let Some(version) = available() else { return };
     let layout = Layout::from_block_scale(6).unwrap();
-    let h = Arc::new(ThreadLocalHistogram::<u64>::new(layout, Window::new(layout, 0, 1 << 34).unwrap()));
+    let h = Arc::new(ThreadLocalHistogram::<u64>::new(
+        layout,
+        Window::new(layout, 0, 1 << 34).unwrap(),
+    ));
     data(7, 5_000).iter().for_each(|&v| h.record(v));
     h.record(1 << 40); // overflow: only in +Inf
     let buckets = ClassicBuckets::explicit(vec![127, 1_023, 100_000, 10_000_000]).unwrap();
-    let registry = Arc::new(Registry::with_options(ExportOptions::new().classic(buckets.clone())));
-    registry.register("classic_latency", "text test", &Labels::empty(), h.clone()).unwrap();
+    let registry = Arc::new(Registry::with_options(
+        ExportOptions::new().classic(buckets.clone()),
+    ));
+    registry
+        .register("classic_latency", "text test", &Labels::empty(), h.clone())
+        .unwrap();
     let server = MetricsServer::bind("127.0.0.1:0", registry).unwrap();
     // Without native histograms Prometheus asks for text (OpenMetrics first).
     let prom = Prometheus::start(version, &[server.local_addr()], false);
@@ -314,5 +390,8 @@ fn classic_text_histograms_arrive_exactly() {
     }
     assert_eq!(prom.scalar("classic_latency_bucket{le=\"+Inf\"}"), 5_001.0);
     assert_eq!(prom.scalar("classic_latency_sum"), ours.sum());
-    assert!(ours.is_exact() == false, "100,000 is not a bucket edge at k = 6");
+    assert!(
+        ours.is_exact() == false,
+        "100,000 is not a bucket edge at k = 6"
+    );
 }
