@@ -9,6 +9,8 @@ pub mod labels;
 pub mod native;
 pub mod otlp;
 pub mod proto;
+#[cfg(feature = "metrics")]
+pub mod recorder;
 pub mod registry;
 pub mod schema;
 #[cfg(feature = "server")]

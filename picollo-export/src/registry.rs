@@ -280,6 +280,20 @@ impl Registry {
         labels: &Labels,
         source: Arc<H>,
     ) -> Result<(), ExportError> {
+        self.register_dyn(name, help, labels, source)
+    }
+
+    /// [`Registry::register`] for a source already behind `dyn` (a mix of kinds).
+    ///
+    /// # Errors
+    /// As [`Registry::register`].
+    pub fn register_dyn(
+        &self,
+        name: &str,
+        help: &str,
+        labels: &Labels,
+        source: Arc<dyn Exported>,
+    ) -> Result<(), ExportError> {
         if labels.contains("le") {
             return Err(ExportError::InvalidLabelName {
                 name: "le".into(),
@@ -328,6 +342,15 @@ impl Registry {
         )? {
             Value::Gauge(g) => Ok(g),
             _ => unreachable_kind(),
+        }
+    }
+
+    /// Replaces the help text of family `name`, if registered (for descriptions that arrive
+    /// after the first series, as `metrics::describe_*!` may).
+    pub fn set_help(&self, name: &str, help: &str) {
+        let mut families = self.families.write().unwrap_or_else(|e| e.into_inner());
+        if let Some(f) = families.iter_mut().find(|f| f.name == name) {
+            f.help = help.to_owned();
         }
     }
 
