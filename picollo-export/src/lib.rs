@@ -24,4 +24,4 @@ pub use labels::{check_label_name, check_metric_name, Labels};
 pub use native::{Mapping, NativeHistogram};
 pub use registry::{Counter, ExportOptions, Gauge, Registry, ZERO_THRESHOLD};
 pub use schema::{Schema, MAX_SCHEMA, MIN_SCHEMA};
-pub use source::{Exported, Summed};
+pub use source::{Exported, Readable, Summed};

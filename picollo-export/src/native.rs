@@ -83,8 +83,8 @@ impl Mapping {
     }
 }
 
-/// A histogram in exponential buckets: a zero bucket plus dense counts from one bucket index
-/// on. The format-neutral form that the Prometheus and OpenTelemetry encoders write.
+/// A histogram in exponential buckets: a zero bucket plus the non-empty buckets in index
+/// order. The format-neutral form that the Prometheus and OpenTelemetry encoders write.
 ///
 /// Buckets use Prometheus numbering (bucket `i` covers `(2^((i-1)/2^n), 2^(i/2^n)]`).
 ///
@@ -111,8 +111,8 @@ pub struct NativeHistogram {
     count: u64,
     sum: f64,
     sum_is_exact: bool,
-    offset: i32,
-    counts: Vec<u64>,
+    /// Non-empty buckets `(index, count)`, increasing index.
+    buckets: Vec<(i32, u64)>,
     straddling: u64,
     outside: u64,
 }
@@ -126,8 +126,7 @@ impl NativeHistogram {
             count: 0,
             sum: 0.0,
             sum_is_exact: true,
-            offset: 0,
-            counts: Vec::new(),
+            buckets: Vec::new(),
             straddling: 0,
             outside: 0,
         }
@@ -190,8 +189,7 @@ impl NativeHistogram {
         self.count = 0;
         self.sum = 0.0;
         self.sum_is_exact = true;
-        self.offset = 0;
-        self.counts.clear();
+        self.buckets.clear();
         self.straddling = 0;
         self.outside = 0;
     }
@@ -203,19 +201,17 @@ impl NativeHistogram {
             self.zero_count = self.zero_count.saturating_add(n);
             return;
         };
-        if self.counts.is_empty() {
-            self.offset = i;
-        } else if i < self.offset {
-            // Mapping is monotone and callers add in order, so this is only a safety net.
-            let grow = (self.offset - i) as usize;
-            self.counts.splice(0..0, core::iter::repeat_n(0, grow));
-            self.offset = i;
+        match self.buckets.last_mut() {
+            Some((last, count)) if *last == i => *count = count.saturating_add(n),
+            Some((last, _)) if *last > i => {
+                // Mapping is monotone and callers add in order: only a safety net.
+                match self.buckets.binary_search_by_key(&i, |b| b.0) {
+                    Ok(at) => self.buckets[at].1 = self.buckets[at].1.saturating_add(n),
+                    Err(at) => self.buckets.insert(at, (i, n)),
+                }
+            }
+            _ => self.buckets.push((i, n)),
         }
-        let at = (i - self.offset) as usize;
-        if at >= self.counts.len() {
-            self.counts.resize(at + 1, 0);
-        }
-        self.counts[at] = self.counts[at].saturating_add(n);
     }
 
     /// Replaces the estimated sum with an exact one kept by the source (see
@@ -252,23 +248,20 @@ impl NativeHistogram {
         self.sum_is_exact
     }
 
-    /// The index of `counts()[0]`.
-    pub fn offset(&self) -> i32 {
-        self.offset
-    }
-
-    /// Dense counts from bucket [`NativeHistogram::offset`] to the last non-empty bucket.
-    pub fn counts(&self) -> &[u64] {
-        &self.counts
-    }
-
-    /// The non-empty buckets as `(index, count)`.
+    /// The non-empty buckets as `(index, count)`, in increasing index order.
     pub fn buckets(&self) -> impl Iterator<Item = (i32, u64)> + '_ {
-        self.counts
-            .iter()
-            .enumerate()
-            .filter(|(_, &n)| n != 0)
-            .map(|(i, &n)| (self.offset + i as i32, n))
+        self.buckets.iter().copied()
+    }
+
+    /// The dense form OpenTelemetry uses: the first non-empty bucket's index and the counts
+    /// from it to the last non-empty bucket, empty ones as 0. `None` when no bucket is used.
+    pub fn dense(&self) -> Option<(i32, Vec<u64>)> {
+        let (&(first, _), &(last, _)) = (self.buckets.first()?, self.buckets.last()?);
+        let mut counts = vec![0u64; (last - first) as usize + 1];
+        for &(i, n) in &self.buckets {
+            counts[(i - first) as usize] = n;
+        }
+        Some((first, counts))
     }
 
     /// Values recorded in Picollo buckets that straddle a native edge (placed by the rule
@@ -291,31 +284,28 @@ impl NativeHistogram {
         spans.clear();
         deltas.clear();
         let mut previous = 0i64;
-        let mut last: Option<usize> = None; // dense position of the last bucket emitted
-        for (at, &n) in self.counts.iter().enumerate() {
-            if n == 0 {
-                continue;
-            }
+        let mut last: Option<i32> = None; // index of the last bucket emitted
+        for &(i, n) in &self.buckets {
             match last {
-                Some(l) if at - l <= 3 => {
+                Some(l) if i - l <= 3 => {
                     // Extend the span over the (at most two) empty buckets in between.
-                    for _ in l + 1..at {
+                    for _ in l + 1..i {
                         deltas.push(-previous);
                         previous = 0;
                     }
                     if let Some(span) = spans.last_mut() {
-                        span.1 += (at - l) as u32;
+                        span.1 += (i - l) as u32;
                     }
                 }
-                Some(l) => spans.push(((at - l - 1) as i32, 1)),
-                None => spans.push((self.offset + at as i32, 1)),
+                Some(l) => spans.push((i - l - 1, 1)),
+                None => spans.push((i, 1)),
             }
             // Prometheus keeps bucket counts as i64: clamp (2^63 values never happen in
             // practice), so that the deltas cannot wrap.
             let n = n.min(i64::MAX as u64) as i64;
             deltas.push(n - previous);
             previous = n;
-            last = Some(at);
+            last = Some(i);
         }
     }
 }

@@ -11,10 +11,10 @@ use std::sync::{Arc, Mutex};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use picollo_alloc::Snapshot;
-use picollo_core::HistogramRead;
+use picollo_core::{HistogramRead, Layout, Window};
 use serde_json::{json, Value as Json};
 
-use crate::native::NativeHistogram;
+use crate::native::{Mapping, NativeHistogram};
 use crate::proto::otlp as pb;
 use crate::registry::{Family, Value};
 use crate::text::MetricKind;
@@ -60,7 +60,7 @@ pub fn attributes(labels: &Labels) -> Vec<pb::KeyValue> {
 }
 
 /// One exponential histogram data point: scale = schema, positive buckets from offset
-/// `native.offset() - 1` (OpenTelemetry numbers bucket `(base^i, base^(i+1)]` as `i`), zero
+/// `offset - 1` (of [`NativeHistogram::dense`]) (OpenTelemetry numbers bucket `(base^i, base^(i+1)]` as `i`), zero
 /// threshold 0 (only exact zeros, the SDK default; Picollo values are integers).
 ///
 /// ```
@@ -93,9 +93,9 @@ pub fn exponential_point(
         sum: Some(native.sum()),
         scale: native.schema().get() as i32,
         zero_count: native.zero_count(),
-        positive: (!native.counts().is_empty()).then(|| pb::Buckets {
-            offset: native.offset().saturating_sub(1),
-            bucket_counts: native.counts().to_vec(),
+        positive: native.dense().map(|(offset, bucket_counts)| pb::Buckets {
+            offset: offset.saturating_sub(1),
+            bucket_counts,
         }),
         negative: None,
         flags: 0,
@@ -296,26 +296,29 @@ impl OtlpExporter {
                     number_points.push(number(pb::number_data_point::Value::AsDouble(g.get())))
                 }
                 Value::Histogram(h) => {
-                    let options = self.registry.options();
-                    h.with_read(&mut |h: &dyn HistogramRead, exact| {
-                        if delta {
-                            let snap = prev
-                                .snapshot
-                                .get_or_insert_with(|| Snapshot::empty(h.layout(), h.window()));
-                            snap.update(h, true);
-                            native.fill_from(&*snap, options.mapping(h.layout()));
-                            if let Some(sum) = exact {
-                                let before = prev.exact_sum.unwrap_or(0);
-                                native.set_exact_sum(sum.checked_sub(before).unwrap_or(sum));
-                                prev.exact_sum = Some(sum);
-                            }
-                        } else {
-                            native.fill_from(h, options.mapping(h.layout()));
-                            if let Some(sum) = exact {
-                                native.set_exact_sum(sum);
-                            }
+                    let schema = self.registry.options().schema_override();
+                    if delta {
+                        let snapshot = prev.snapshot.get_or_insert_with(|| {
+                            // Re-shaped by the first update (one cell until then).
+                            let tiny = Layout::from_block_scale(1).unwrap_or(Layout::DEFAULT);
+                            Snapshot::empty(tiny, Window::from_indices(tiny, 0, 1))
+                        });
+                        // The first update of an empty snapshot gives the totals (re-shaped
+                        // to the source's layout and window).
+                        let exact = h.fill_snapshot(snapshot, true);
+                        let layout = snapshot.layout();
+                        let mapping = schema.map_or(Mapping::for_layout(layout), |s| {
+                            Mapping::new(layout, s)
+                        });
+                        native.fill_from(&*snapshot, mapping);
+                        if let Some(sum) = exact {
+                            let before = prev.exact_sum.unwrap_or(0);
+                            native.set_exact_sum(sum.checked_sub(before).unwrap_or(sum));
+                            prev.exact_sum = Some(sum);
                         }
-                    });
+                    } else {
+                        h.fill_native(native, schema);
+                    }
                     histogram_points.push(exponential_point(native, attributes, start, time));
                 }
             }

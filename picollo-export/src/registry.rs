@@ -3,7 +3,6 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 
-use picollo_core::HistogramRead;
 use prost::Message as _;
 
 use crate::classic::{ClassicBuckets, ClassicHistogram};
@@ -512,15 +511,11 @@ impl Registry {
             deltas,
         } = scratch;
         let with_classic = options.classic_in_protobuf;
-        source.with_read(&mut |h: &dyn HistogramRead, exact| {
-            native.fill_from(h, options.mapping(h.layout()));
-            if let Some(sum) = exact {
-                native.set_exact_sum(sum);
-            }
-            if with_classic {
-                classic.fill_from(h, &options.classic);
-            }
-        });
+        source.fill_native(native, options.schema);
+        if with_classic {
+            // A second read: the classic buckets may hold values recorded since the first.
+            source.fill_classic(classic, &options.classic);
+        }
         native.spans_and_deltas(spans, deltas);
         let mut positive_span: Vec<pb::BucketSpan> = spans
             .iter()
@@ -575,12 +570,7 @@ impl Registry {
                     Value::Counter(c) => text.counter(&s.labels, c.get(), None),
                     Value::Gauge(g) => text.gauge(&s.labels, g.get(), None),
                     Value::Histogram(h) => {
-                        h.with_read(&mut |h: &dyn HistogramRead, exact| {
-                            classic.fill_from(h, &self.options.classic);
-                            if let Some(sum) = exact {
-                                classic.set_exact_sum(sum);
-                            }
-                        });
+                        h.fill_classic(&mut classic, &self.options.classic);
                         text.histogram(&s.labels, &classic, None);
                     }
                 }

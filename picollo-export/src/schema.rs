@@ -285,6 +285,29 @@ pub const EDGES: [u128; 256] = [
     0xff4ecb59511ec8a5301ba217ef18dd7c,
 ];
 
+/// Fraction bits that select a slot of [`EDGES_BELOW_SLOT`].
+const SLOT_BITS: u32 = 10;
+/// Slots per power of two: `2^SLOT_BITS`, narrower than the narrowest schema-8 bucket
+/// (`2^(1/256) - 1 > 1/1024`), so a slot holds at most one edge.
+const SLOTS: usize = 1 << SLOT_BITS;
+
+/// For each slot `[1 + s/1024, 1 + (s+1)/1024)`, the number of schema-8 edges `2^(j/256)`,
+/// `1 <= j < 256`, at or below the slot's start.
+const EDGES_BELOW_SLOT: [u8; SLOTS] = {
+    let mut table = [0u8; SLOTS];
+    let mut s = 0;
+    let mut j = 0usize; // edges 1..=j are at or below the current slot start
+    while s < SLOTS {
+        let start = ((SLOTS + s) as u128) << (127 - SLOT_BITS);
+        while j + 1 < EDGES.len() && EDGES[j + 1] < start {
+            j += 1;
+        }
+        table[s] = j as u8;
+        s += 1;
+    }
+    table
+};
+
 /// A Prometheus native histogram schema (an OpenTelemetry scale) in
 /// [`MIN_SCHEMA`]`..=`[`MAX_SCHEMA`].
 ///
@@ -350,21 +373,17 @@ impl Schema {
         if power_of_two {
             return Some((e << n) as i32);
         }
-        // The mantissa f = v / 2^e in (1, 2) with 127 fractional bits. j counts the edges
-        // 2^(j/2^n), 0 <= j < 2^n, below f; an edge is never equal to f (it is irrational
-        // for 0 < j < 2^n, and f > 1 = edge 0).
+        // The mantissa f = v / 2^e in (1, 2) with 127 fractional bits. j counts the schema-8
+        // edges 2^(j/256), 1 <= j < 256, below f; an edge is never equal to f (it is
+        // irrational). The slot of f's top 10 fraction bits holds at most one edge, so the
+        // slot's count plus one comparison gives j exactly; schema n has every 2^(8-n)-th edge.
         let mantissa = ((value << (63 - e)) as u128) << 64;
-        let step = 1usize << (8 - n);
-        let (mut lo, mut hi) = (0usize, 1usize << n);
-        while hi - lo > 1 {
-            let mid = (lo + hi) / 2;
-            if EDGES[mid * step] < mantissa {
-                lo = mid;
-            } else {
-                hi = mid;
-            }
+        let slot = ((value << (63 - e)) >> (63 - SLOT_BITS)) as usize & (SLOTS - 1);
+        let mut j = EDGES_BELOW_SLOT[slot] as usize;
+        if j + 1 < EDGES.len() && EDGES[j + 1] < mantissa {
+            j += 1;
         }
-        Some(((e << n) as usize + lo + 1) as i32)
+        Some(((e << n) as usize + (j >> (8 - n)) + 1) as i32)
     }
 
     /// The inclusive upper edge `2^(index/2^n)` of bucket `index`, as the nearest `f64`.

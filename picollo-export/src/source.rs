@@ -28,20 +28,48 @@ use picollo_core::{
     StorageMut, Window,
 };
 
-/// A histogram a [`crate::Registry`] serves: it hands a consistent-read view of itself, and its
-/// exact sum when it keeps one, to a closure.
+use crate::{ClassicBuckets, ClassicHistogram, Mapping, NativeHistogram, Schema};
+
+/// A histogram a [`crate::Registry`] serves: it fills the exporter's forms from itself in one
+/// consistent read (with its exact sum, when it keeps one).
 ///
-/// Implemented for every Picollo kind (see the [module docs](self)); implement it for your
-/// own [`HistogramRead`] type with `f(self, None)`.
+/// Implemented for every Picollo kind (see the [module docs](self)), each with code
+/// specialized to the kind (no dynamic dispatch per bucket). For another [`HistogramRead`]
+/// type, register it wrapped in [`Readable`].
 pub trait Exported: Send + Sync {
-    /// Calls `f` with the histogram to read and its exact sum, if known.
-    fn with_read(&self, f: &mut dyn FnMut(&dyn HistogramRead, Option<u128>));
+    /// Fills `out` at `schema` (`None`: the layout's own, [`Mapping::for_layout`]).
+    fn fill_native(&self, out: &mut NativeHistogram, schema: Option<Schema>);
+    /// Fills `out` with `buckets`.
+    fn fill_classic(&self, out: &mut ClassicHistogram, buckets: &ClassicBuckets);
+    /// Updates `snapshot` from the histogram ([`Snapshot::update`]) and returns the exact sum
+    /// read with it, if the kind keeps one.
+    fn fill_snapshot(&self, snapshot: &mut Snapshot, deltas: bool) -> Option<u128>;
+}
+
+/// The mapping for `h` at an optional schema.
+fn mapping_for<H: HistogramRead + ?Sized>(h: &H, schema: Option<Schema>) -> Mapping {
+    let layout = h.layout();
+    schema.map_or(Mapping::for_layout(layout), |s| Mapping::new(layout, s))
+}
+
+/// Implements [`Exported`] for a kind that is itself a [`HistogramRead`] keeping no sum.
+macro_rules! exported_by_reading {
+    () => {
+        fn fill_native(&self, out: &mut NativeHistogram, schema: Option<Schema>) {
+            out.fill_from(self, mapping_for(self, schema));
+        }
+        fn fill_classic(&self, out: &mut ClassicHistogram, buckets: &ClassicBuckets) {
+            out.fill_from(self, buckets);
+        }
+        fn fill_snapshot(&self, snapshot: &mut Snapshot, deltas: bool) -> Option<u128> {
+            snapshot.update(self, deltas);
+            None
+        }
+    };
 }
 
 impl<C: LocalCounter> Exported for ThreadLocalHistogram<C> {
-    fn with_read(&self, f: &mut dyn FnMut(&dyn HistogramRead, Option<u128>)) {
-        f(self, None)
-    }
+    exported_by_reading!();
 }
 
 impl<S, L> Exported for AtomicHistogram<S, L>
@@ -50,9 +78,7 @@ where
     S::Item: AtomicCounter,
     L: LayoutSpec + Send + Sync,
 {
-    fn with_read(&self, f: &mut dyn FnMut(&dyn HistogramRead, Option<u128>)) {
-        f(self, None)
-    }
+    exported_by_reading!();
 }
 
 impl<S, L> Exported for ApproxHistogram<S, L>
@@ -60,9 +86,7 @@ where
     S: Storage<Item = ScalableCell> + Send + Sync,
     L: LayoutSpec + Send + Sync,
 {
-    fn with_read(&self, f: &mut dyn FnMut(&dyn HistogramRead, Option<u128>)) {
-        f(self, None)
-    }
+    exported_by_reading!();
 }
 
 impl<S, L> Exported for Histogram<S, L>
@@ -71,37 +95,92 @@ where
     S::Item: Counter,
     L: LayoutSpec + Send + Sync,
 {
-    fn with_read(&self, f: &mut dyn FnMut(&dyn HistogramRead, Option<u128>)) {
-        f(self, None)
-    }
+    exported_by_reading!();
 }
 
 impl Exported for Snapshot {
-    fn with_read(&self, f: &mut dyn FnMut(&dyn HistogramRead, Option<u128>)) {
-        f(self, None)
+    exported_by_reading!();
+}
+
+/// Any other [`HistogramRead`] type, served by reading it (no exact sum).
+///
+/// ```
+/// use std::sync::Arc;
+/// use picollo_alloc::{HistogramBuilder, SnapshotExt};
+/// use picollo_export::{Labels, Readable, Registry};
+///
+/// let h = HistogramBuilder::new().plain().unwrap();
+/// let registry = Registry::new();
+/// registry.register("x", "", &Labels::empty(), Arc::new(Readable(h.snapshot())))?;
+/// # Ok::<(), picollo_export::ExportError>(())
+/// ```
+#[derive(Clone, Debug)]
+pub struct Readable<H>(pub H);
+
+impl<H: HistogramRead + Send + Sync> Exported for Readable<H> {
+    fn fill_native(&self, out: &mut NativeHistogram, schema: Option<Schema>) {
+        out.fill_from(&self.0, mapping_for(&self.0, schema));
+    }
+    fn fill_classic(&self, out: &mut ClassicHistogram, buckets: &ClassicBuckets) {
+        out.fill_from(&self.0, buckets);
+    }
+    fn fill_snapshot(&self, snapshot: &mut Snapshot, deltas: bool) -> Option<u128> {
+        snapshot.update(&self.0, deltas);
+        None
     }
 }
 
 impl<H: HistogramRead + Send + Sync> Exported for Summed<H> {
-    fn with_read(&self, f: &mut dyn FnMut(&dyn HistogramRead, Option<u128>)) {
-        f(&self.histogram, Some(self.sum))
+    fn fill_native(&self, out: &mut NativeHistogram, schema: Option<Schema>) {
+        out.fill_from(&self.histogram, mapping_for(&self.histogram, schema));
+        out.set_exact_sum(self.sum);
+    }
+    fn fill_classic(&self, out: &mut ClassicHistogram, buckets: &ClassicBuckets) {
+        out.fill_from(&self.histogram, buckets);
+        out.set_exact_sum(self.sum);
+    }
+    fn fill_snapshot(&self, snapshot: &mut Snapshot, deltas: bool) -> Option<u128> {
+        snapshot.update(&self.histogram, deltas);
+        Some(self.sum)
     }
 }
 
 /// A plain (single-writer) kind behind a lock: the scrape holds the lock for one pass.
 impl<T: Exported + Send> Exported for Mutex<T> {
-    fn with_read(&self, f: &mut dyn FnMut(&dyn HistogramRead, Option<u128>)) {
+    fn fill_native(&self, out: &mut NativeHistogram, schema: Option<Schema>) {
         // A writer that panicked left whole counts behind: still serve them.
-        let guard = self.lock().unwrap_or_else(|e| e.into_inner());
-        guard.with_read(f)
+        self.lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .fill_native(out, schema)
+    }
+    fn fill_classic(&self, out: &mut ClassicHistogram, buckets: &ClassicBuckets) {
+        self.lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .fill_classic(out, buckets)
+    }
+    fn fill_snapshot(&self, snapshot: &mut Snapshot, deltas: bool) -> Option<u128> {
+        self.lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .fill_snapshot(snapshot, deltas)
     }
 }
 
 /// As for [`Mutex`], with a read lock.
 impl<T: Exported + Send> Exported for RwLock<T> {
-    fn with_read(&self, f: &mut dyn FnMut(&dyn HistogramRead, Option<u128>)) {
-        let guard = self.read().unwrap_or_else(|e| e.into_inner());
-        guard.with_read(f)
+    fn fill_native(&self, out: &mut NativeHistogram, schema: Option<Schema>) {
+        self.read()
+            .unwrap_or_else(|e| e.into_inner())
+            .fill_native(out, schema)
+    }
+    fn fill_classic(&self, out: &mut ClassicHistogram, buckets: &ClassicBuckets) {
+        self.read()
+            .unwrap_or_else(|e| e.into_inner())
+            .fill_classic(out, buckets)
+    }
+    fn fill_snapshot(&self, snapshot: &mut Snapshot, deltas: bool) -> Option<u128> {
+        self.read()
+            .unwrap_or_else(|e| e.into_inner())
+            .fill_snapshot(snapshot, deltas)
     }
 }
 

@@ -55,7 +55,7 @@ fn empty_histograms_are_valid_and_native() {
     let h = heap::plain::<u64>(layout(7), Window::full(layout(7)));
     let n = NativeHistogram::from_histogram(&h);
     assert_eq!((n.count(), n.zero_count(), n.sum()), (0, 0, 0.0));
-    assert!(n.counts().is_empty() && n.sum_is_exact());
+    assert!(n.dense().is_none() && n.sum_is_exact());
     let registry = Registry::new();
     registry
         .register("empty", "nothing yet", &Labels::empty(), Arc::new(h))
@@ -429,8 +429,9 @@ fn otlp_requests_round_trip_and_json_is_valid() {
     assert_eq!((p.count, p.zero_count, p.scale), (5, 1, 8));
     let native = NativeHistogram::from_histogram(&*h);
     let b = p.positive.as_ref().unwrap();
-    assert_eq!(b.offset, native.offset() - 1);
-    assert_eq!(b.bucket_counts, native.counts());
+    let (offset, dense) = native.dense().unwrap();
+    assert_eq!(b.offset, offset - 1);
+    assert_eq!(b.bucket_counts, dense);
     assert!(p.start_time_unix_nano <= p.time_unix_nano && p.start_time_unix_nano > 0);
 
     let json: serde_json::Value = serde_json::from_str(&otlp::to_json(&request)).unwrap();
