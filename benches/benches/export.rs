@@ -66,7 +66,11 @@ fn record_bench() {
     let thread_local = |_: usize| values.iter().for_each(|&v| local.record(black_box(v)));
     let atomic_run = |_: usize| values.iter().for_each(|&v| atomic.record(black_box(v)));
     let pc_run = |_: usize| values.iter().for_each(|&v| pc.observe(black_box(v) as f64));
-    let mep_run = |_: usize| values.iter().for_each(|&v| mep_handle.record(black_box(v) as f64));
+    let mep_run = |_: usize| {
+        values
+            .iter()
+            .for_each(|&v| mep_handle.record(black_box(v) as f64))
+    };
 
     type Case<'a> = (&'a str, usize, &'a (dyn Fn(usize) + Sync));
     let cases: [Case; 8] = [
@@ -154,10 +158,17 @@ fn encode_bench() {
             tl.record(v);
             pc.observe(v as f64);
         }
-        buckets += picollo_export::NativeHistogram::from_histogram(&h).buckets().count();
+        buckets += picollo_export::NativeHistogram::from_histogram(&h)
+            .buckets()
+            .count();
         let labels = Labels::new([("id", i.to_string())]).expect("valid");
         plain
-            .register("latency", "full-range latency", &labels, Arc::new(Mutex::new(h)))
+            .register(
+                "latency",
+                "full-range latency",
+                &labels,
+                Arc::new(Mutex::new(h)),
+            )
             .expect("registers");
         thread_local
             .register("latency", "full-range latency", &labels, tl.clone())

@@ -66,7 +66,9 @@ fn picollo_handle() -> (Vec<u64>, metrics::Histogram) {
 
 #[library_benchmark]
 #[bench::seed(setup = picollo_handle)]
-fn picollo_recorder_handle_record((values, h): (Vec<u64>, metrics::Histogram)) -> metrics::Histogram {
+fn picollo_recorder_handle_record(
+    (values, h): (Vec<u64>, metrics::Histogram),
+) -> metrics::Histogram {
     for &v in values.iter() {
         h.record(black_box(v) as f64);
     }

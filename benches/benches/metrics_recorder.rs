@@ -18,7 +18,10 @@ use picollo_export::Registry;
 const ROUNDS: usize = 10;
 
 fn main() {
-    let values: Vec<f64> = seed_values(SEED_COUNT).into_iter().map(|v| v as f64).collect();
+    let values: Vec<f64> = seed_values(SEED_COUNT)
+        .into_iter()
+        .map(|v| v as f64)
+        .collect();
     let n = values.len();
     let ours_tl = RecorderBuilder::new()
         .layout(LAYOUT)
@@ -52,8 +55,16 @@ fn main() {
         ("Picollo recorder (thread-local), handle", &ours_tl, false),
         ("Picollo recorder (atomic), handle", &ours_atomic, false),
         ("metrics-exporter-prometheus, handle", &theirs, false),
-        ("Picollo recorder (thread-local), macro per call", &ours_tl, true),
-        ("Picollo recorder (atomic), macro per call", &ours_atomic, true),
+        (
+            "Picollo recorder (thread-local), macro per call",
+            &ours_tl,
+            true,
+        ),
+        (
+            "Picollo recorder (atomic), macro per call",
+            &ours_atomic,
+            true,
+        ),
         ("metrics-exporter-prometheus, macro per call", &theirs, true),
     ];
     let mut best = [Duration::MAX; 6];
@@ -81,7 +92,11 @@ fn main() {
     for (i, ((name, _, per_call), b)) in cases.iter().zip(best).enumerate() {
         let peer = ns(best[if *per_call { 5 } else { 2 }]);
         let _ = i;
-        println!("| {name:<48} | {:>7.3} | {:>6.1}x faster |", ns(b), peer / ns(b));
+        println!(
+            "| {name:<48} | {:>7.3} | {:>6.1}x faster |",
+            ns(b),
+            peer / ns(b)
+        );
     }
     println!(
         "memory: Picollo's histograms are fixed arrays whatever the rate; \

@@ -198,8 +198,7 @@ fn openmetrics_backfills_with_promtool() {
     // Cumulative per tag, one sample per interval: the last one holds every value.
     let last_a = text
         .lines()
-        .filter(|l| l.starts_with("hlog_value_count{tag=\"A\"}"))
-        .last()
+        .rfind(|l| l.starts_with("hlog_value_count{tag=\"A\"}"))
         .unwrap();
     let total_a: u64 = intervals
         .iter()

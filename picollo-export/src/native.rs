@@ -166,10 +166,15 @@ impl NativeHistogram {
             sum.add_outside(edge, underflow);
             self.outside = self.outside.saturating_add(underflow);
         }
+        let schema = mapping.schema();
         for_each_recorded(h, |logical, n| {
-            self.add(mapping.native_index(logical), n);
-            sum.add_bucket(layout, logical, n);
-            if layout.width(logical) != 1 && !mapping.is_exact(logical) {
+            let (lo, width) = (layout.lo(logical), layout.width(logical));
+            // Mapping::native_index: the native bucket of the highest value.
+            let index = schema.index_of(lo + (width - 1));
+            self.add(index, n);
+            sum.add(lo, width, n);
+            // Mapping::is_exact, from the index at hand.
+            if width != 1 && schema.index_of(lo) != index {
                 self.straddling = self.straddling.saturating_add(n);
             }
         });
@@ -351,9 +356,15 @@ impl Default for SumEstimate {
 impl SumEstimate {
     /// `n` values in bucket `logical`.
     pub(crate) fn add_bucket(&mut self, layout: Layout, logical: usize, n: u64) {
-        let mid = layout.midpoint(logical) as u128;
+        self.add(layout.lo(logical), layout.width(logical), n);
+    }
+
+    /// `n` values in the bucket `[lo, lo + width)`.
+    #[inline]
+    pub(crate) fn add(&mut self, lo: u64, width: u64, n: u64) {
+        let mid = (lo + width / 2) as u128;
         self.sum = self.sum.saturating_add(mid * n as u128);
-        self.exact &= layout.width(logical) == 1;
+        self.exact &= width == 1;
     }
 
     /// `n` values outside the window, counted at the window's edge `edge`.

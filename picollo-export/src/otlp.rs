@@ -307,9 +307,8 @@ impl OtlpExporter {
                         // to the source's layout and window).
                         let exact = h.fill_snapshot(snapshot, true);
                         let layout = snapshot.layout();
-                        let mapping = schema.map_or(Mapping::for_layout(layout), |s| {
-                            Mapping::new(layout, s)
-                        });
+                        let mapping =
+                            schema.map_or(Mapping::for_layout(layout), |s| Mapping::new(layout, s));
                         native.fill_from(&*snapshot, mapping);
                         if let Some(sum) = exact {
                             let before = prev.exact_sum.unwrap_or(0);

@@ -37,6 +37,7 @@
 //! ```
 
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::io::Write;
 use std::sync::{Arc, Mutex};
 
@@ -147,18 +148,20 @@ impl RecorderBuilder {
     }
 }
 
-/// One histogram of the recorder, of the kind it was built with.
+/// One histogram of the recorder, of the kind it was built with: the handle `metrics` calls
+/// holds the histogram itself (one indirection from the call to the cells), and the
+/// registry serves the same `Arc`.
 #[derive(Clone)]
 enum Kinded {
-    ThreadLocal(Arc<ThreadLocalHistogram<u64>>),
-    Atomic(Arc<HeapAtomicHistogram>),
+    ThreadLocal(Arc<Handle<ThreadLocalHistogram<u64>>>),
+    Atomic(Arc<Handle<HeapAtomicHistogram>>),
 }
 
 impl Kinded {
     fn read(&self) -> &dyn HistogramRead {
         match self {
-            Self::ThreadLocal(h) => &**h,
-            Self::Atomic(h) => &**h,
+            Self::ThreadLocal(h) => &h.histogram,
+            Self::Atomic(h) => &h.histogram,
         }
     }
 
@@ -169,20 +172,12 @@ impl Kinded {
         }
     }
 
-    /// The handle `metrics` calls: typed, so a record is the kind's own record plus the
-    /// conversion, with no dynamic dispatch inside.
-    fn handle(&self, scale: f64, invalid: &Counter) -> metrics::Histogram {
+    /// The handle `metrics` calls: typed, so a record is the conversion plus the kind's own
+    /// record, with no dynamic dispatch inside.
+    fn handle(&self) -> metrics::Histogram {
         match self {
-            Self::ThreadLocal(h) => metrics::Histogram::from_arc(Arc::new(Handle {
-                histogram: h.clone(),
-                scale,
-                invalid: invalid.clone(),
-            })),
-            Self::Atomic(h) => metrics::Histogram::from_arc(Arc::new(Handle {
-                histogram: h.clone(),
-                scale,
-                invalid: invalid.clone(),
-            })),
+            Self::ThreadLocal(h) => metrics::Histogram::from_arc(h.clone()),
+            Self::Atomic(h) => metrics::Histogram::from_arc(h.clone()),
         }
     }
 }
@@ -191,6 +186,8 @@ impl Kinded {
 struct Entry {
     title: String,
     histogram: Kinded,
+    /// What `register_histogram` hands out for the key (a clone of one `Arc`).
+    handle: metrics::Histogram,
     /// Totals at the last `.hlog` interval.
     last: Option<Snapshot>,
 }
@@ -198,8 +195,27 @@ struct Entry {
 #[derive(Default)]
 struct State {
     help: HashMap<String, String>,
-    histograms: HashMap<Key, usize>,
+    histograms: HashMap<Key, usize, BuildHasherDefault<KeyHash>>,
     entries: Vec<Entry>,
+}
+
+/// Hashes a [`Key`] by the hash it already carries (`Key` writes exactly one `u64`).
+#[derive(Default)]
+struct KeyHash(u64);
+
+impl Hasher for KeyHash {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        // Not used by `Key`; fold anything else in rather than ignore it.
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ b as u64).wrapping_mul(0x100_0000_01b3);
+        }
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 ^= n;
+    }
 }
 
 struct Inner {
@@ -242,23 +258,53 @@ impl RecorderHistogram for HeapAtomicHistogram {
     }
 }
 
-/// The handle `metrics::histogram!` returns: converts and records.
+/// The handle `metrics::histogram!` returns, holding the histogram: converts and records.
 struct Handle<H> {
-    histogram: Arc<H>,
+    histogram: H,
     scale: f64,
     invalid: Counter,
 }
+
+/// `2^63` as an `f64`: values below it convert with one signed conversion.
+const TWO_63: f64 = 9_223_372_036_854_775_808.0;
 
 impl<H: RecorderHistogram> metrics::HistogramFn for Handle<H> {
     #[inline]
     fn record(&self, value: f64) {
         let v = value * self.scale;
+        // The range check also turns away NaN (every comparison with it is false).
+        if (0.0..TWO_63).contains(&v) {
+            // SAFETY: `v` is finite and in [0, 2^63), so truncating it fits an i64.
+            self.histogram
+                .record_value(unsafe { v.to_int_unchecked::<i64>() } as u64);
+        } else {
+            self.record_outside(v);
+        }
+    }
+}
+
+impl<H: RecorderHistogram> Handle<H> {
+    /// NaN counts as invalid; negative values as 0; `2^63` and above saturate at `u64::MAX`.
+    #[cold]
+    #[inline(never)]
+    fn record_outside(&self, v: f64) {
         if v.is_nan() {
             self.invalid.inc();
         } else {
-            // Saturating: negative to 0, 2^64 and up to u64::MAX.
             self.histogram.record_value(v as u64);
         }
+    }
+}
+
+impl<H: Exported> Exported for Handle<H> {
+    fn fill_native(&self, out: &mut crate::NativeHistogram, schema: Option<crate::Schema>) {
+        self.histogram.fill_native(out, schema)
+    }
+    fn fill_classic(&self, out: &mut crate::ClassicHistogram, buckets: &crate::ClassicBuckets) {
+        self.histogram.fill_classic(out, buckets)
+    }
+    fn fill_snapshot(&self, snapshot: &mut Snapshot, deltas: bool) -> Option<u128> {
+        self.histogram.fill_snapshot(snapshot, deltas)
     }
 }
 
@@ -457,20 +503,25 @@ impl metrics::Recorder for PicolloRecorder {
         let mut state = self.state();
         let config = &self.inner.config;
         if let Some(&i) = state.histograms.get(key) {
-            return state.entries[i]
-                .histogram
-                .handle(config.scale, &self.inner.invalid);
+            return state.entries[i].handle.clone();
         }
         let name = sanitize(key.name(), true);
         let labels = Self::labels(key, true);
         let help = state.help.get(&name).cloned().unwrap_or_default();
         let window = Window::new(config.layout, 0, config.max_trackable)
             .unwrap_or(Window::full(config.layout));
+        let (scale, invalid) = (config.scale, self.inner.invalid.clone());
         let histogram = match config.kind {
-            HistogramKind::ThreadLocal => Kinded::ThreadLocal(Arc::new(
-                ThreadLocalHistogram::<u64>::new(config.layout, window),
-            )),
-            HistogramKind::Atomic => Kinded::Atomic(Arc::new(heap::atomic(config.layout, window))),
+            HistogramKind::ThreadLocal => Kinded::ThreadLocal(Arc::new(Handle {
+                histogram: ThreadLocalHistogram::<u64>::new(config.layout, window),
+                scale,
+                invalid,
+            })),
+            HistogramKind::Atomic => Kinded::Atomic(Arc::new(Handle {
+                histogram: heap::atomic(config.layout, window),
+                scale,
+                invalid,
+            })),
         };
         let registered =
             self.inner
@@ -480,12 +531,13 @@ impl metrics::Recorder for PicolloRecorder {
             self.inner.invalid.inc();
             return metrics::Histogram::noop();
         }
-        let handle = histogram.handle(config.scale, &self.inner.invalid);
+        let handle = histogram.handle();
         let index = state.entries.len();
         state.histograms.insert(key.clone(), index);
         state.entries.push(Entry {
             title: format!("{name}{labels}"),
             histogram,
+            handle: handle.clone(),
             last: None,
         });
         handle

@@ -16,7 +16,7 @@ use crate::{check_metric_name, ExportError, Labels};
 /// The zero bucket's half-width in Prometheus expositions: `2^-128`, client_golang's default.
 /// Picollo values are integers, so the zero bucket holds exactly the zeros; a positive
 /// threshold makes Prometheus 2.x recognize even an empty histogram as native.
-pub const ZERO_THRESHOLD: f64 = 2.938_735_877_055_718_8e-39;
+pub const ZERO_THRESHOLD: f64 = 1.0 / (1u128 << 127) as f64 / 2.0;
 
 /// How histograms are exported.
 ///
