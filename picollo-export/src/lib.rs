@@ -15,7 +15,7 @@
 //!   do ([`server`], feature `server`, on by default), serving thread-local, atomic,
 //!   approximate and locked plain histograms without stalling their recorders ([`source`]).
 //! - A **`metrics::Recorder`** (feature `metrics`) whose histograms are Picollo histograms
-//!   ([`recorder`]).
+//!   (module `recorder`).
 //!
 //! ```
 //! use std::sync::Arc;

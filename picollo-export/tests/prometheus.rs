@@ -390,8 +390,5 @@ fn classic_text_histograms_arrive_exactly() {
     }
     assert_eq!(prom.scalar("classic_latency_bucket{le=\"+Inf\"}"), 5_001.0);
     assert_eq!(prom.scalar("classic_latency_sum"), ours.sum());
-    assert!(
-        !ours.is_exact(),
-        "100,000 is not a bucket edge at k = 6"
-    );
+    assert!(!ours.is_exact(), "100,000 is not a bucket edge at k = 6");
 }
