@@ -12,7 +12,7 @@
 //! Run: `cargo bench -p picollo-benches --bench export`.
 
 use std::hint::black_box;
-use std::sync::{Arc, Barrier, Mutex};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use metrics::{Key, Metadata, Recorder};
@@ -25,29 +25,6 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::histogram::{Histogram as PcHistogram, NativeHistogramConfig};
 
 const ROUNDS: usize = 15;
-
-/// Runs `f(thread index)` on `threads` threads after a common start; the slowest thread's time.
-fn run(threads: usize, f: &(dyn Fn(usize) + Sync)) -> Duration {
-    let start = Barrier::new(threads);
-    std::thread::scope(|s| {
-        let handles: Vec<_> = (0..threads)
-            .map(|i| {
-                let start = &start;
-                s.spawn(move || {
-                    start.wait();
-                    let t = Instant::now();
-                    f(i);
-                    t.elapsed()
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| h.join().unwrap_or(Duration::MAX))
-            .max()
-            .unwrap_or(Duration::MAX)
-    })
-}
 
 fn record_bench() {
     let values = seed_values(SEED_COUNT);
@@ -86,7 +63,7 @@ fn record_bench() {
     let mut best = [Duration::MAX; 8];
     for _ in 0..ROUNDS {
         for (b, &(_, threads, f)) in best.iter_mut().zip(&cases) {
-            *b = (*b).min(run(threads, f));
+            *b = (*b).min(run_threads(threads, f));
             // metrics-exporter-prometheus keeps every sample until rendered: drain between
             // runs (untimed) so its memory stays bounded here.
             black_box(mep_drain.render().len());

@@ -11,7 +11,9 @@
 //!   collector's `/v1/metrics`.
 //!
 //! Each interval converts exactly into a Picollo histogram (index for index at the log's
-//! precision), then through picollo-export's mapping. Values are exported as logged.
+//! precision), then through picollo-export's mapping. Values are exported as logged, or
+//! divided with `--unit` as `report` does (the log taken to be in nanoseconds). Selection
+//! (`--tag`, `--from`, `--to`) is `report`'s.
 
 use std::fs::File;
 use std::io::BufReader;
@@ -28,6 +30,7 @@ use picollo_export::{
 };
 
 use crate::error::{CliError, Result};
+use crate::hlog::{self, Unit};
 
 /// What `export` writes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -51,15 +54,8 @@ pub struct ExportArgs {
     /// The metric name (Prometheus rules: letters, digits, '_' and ':').
     #[arg(long, default_value = "hlog_value")]
     name: String,
-    /// Only intervals with this tag ('' for the untagged ones).
-    #[arg(long, value_name = "T")]
-    tag: Option<String>,
-    /// Only intervals starting at or after S seconds from the log's start time.
-    #[arg(long, value_name = "S")]
-    from: Option<f64>,
-    /// Only intervals starting at or before S seconds from the log's start time.
-    #[arg(long, value_name = "S")]
-    to: Option<f64>,
+    #[command(flatten)]
+    select: crate::SelectArgs,
     /// Exponential schema for otlp-json, -4..=8 (default: the finest not finer than the
     /// log's precision, 8 for 3 significant digits).
     #[arg(long, allow_negative_numbers = true, value_name = "N")]
@@ -109,22 +105,14 @@ pub fn run(a: &ExportArgs) -> Result<String> {
     })
 }
 
-/// The selected intervals of the log, in log order.
+/// The selected intervals of the log, in log order, in the chosen unit.
 fn read(a: &ExportArgs) -> Result<Vec<Interval>> {
-    for (name, v) in [("--from", a.from), ("--to", a.to)] {
-        if v.is_some_and(|v| !v.is_finite()) {
-            return Err(CliError::new(format!(
-                "{name} must be a finite number of seconds"
-            )));
-        }
-    }
+    let selection = a.select.selection()?;
     let shown = a.file.display();
     let file = File::open(&a.file)
         .map_err(|e| CliError::new(format!("cannot open {shown}: {e}; check the path")))?;
-    let (from, to) = (
-        a.from.unwrap_or(f64::NEG_INFINITY),
-        a.to.unwrap_or(f64::INFINITY),
-    );
+    let from = selection.from.unwrap_or(f64::NEG_INFINITY);
+    let to = selection.to.unwrap_or(f64::INFINITY);
     let mut out = Vec::new();
     let mut seen = 0usize;
     for entry in LogReader::new(BufReader::new(file)) {
@@ -135,14 +123,14 @@ fn read(a: &ExportArgs) -> Result<Vec<Interval>> {
         })?;
         seen += 1;
         let t = entry.offset_start_sec;
-        let tag_matches = a
+        let tag_matches = selection
             .tag
             .as_ref()
             .is_none_or(|want| entry.tag.as_deref().unwrap_or("") == want);
         if t < from || t > to || !tag_matches {
             continue;
         }
-        out.push(convert(&entry, &shown.to_string())?);
+        out.push(convert(&entry, &shown.to_string(), a.select.unit)?);
     }
     if seen == 0 {
         return Err(CliError::new(format!(
@@ -157,13 +145,14 @@ fn read(a: &ExportArgs) -> Result<Vec<Interval>> {
     Ok(out)
 }
 
-fn convert(entry: &LogEntry, shown: &str) -> Result<Interval> {
+fn convert(entry: &LogEntry, shown: &str, unit: Option<Unit>) -> Result<Interval> {
     let counts = entry.decode().map_err(|e| {
         CliError::new(format!(
             "{shown}: line {}: cannot decode the histogram: {e}; the log is corrupt",
             entry.line
         ))
     })?;
+    let counts = hlog::in_unit(&counts, unit)?;
     let histogram = interop::to_picollo(&counts).map_err(|e| {
         CliError::new(format!(
             "{shown}: line {}: cannot convert the histogram: {e}",

@@ -14,7 +14,9 @@
 //! `picollo_recorder_invalid_values_total` instead of a bucket.
 //!
 //! Names and label keys are made valid for Prometheus (every other character becomes `_`, a
-//! leading digit gets a `_` in front; a label called `le` on a histogram becomes `le_`).
+//! leading digit gets a `_` in front; a label called `le` on a histogram becomes `le_`). A key
+//! the registry refuses (its name already holds another kind) gets a no-op handle and is
+//! counted in `picollo_recorder_refused_registrations_total`.
 //!
 //! ```
 //! use std::sync::Arc;
@@ -124,11 +126,19 @@ impl RecorderBuilder {
                 &Labels::empty(),
             )
             .unwrap_or_default();
+        let refused = registry
+            .counter(
+                "picollo_recorder_refused_registrations_total",
+                "metrics keys the registry refused (a name already used by another kind)",
+                &Labels::empty(),
+            )
+            .unwrap_or_default();
         PicolloRecorder {
             inner: Arc::new(Inner {
                 registry,
                 config: self,
                 invalid,
+                refused,
                 state: Mutex::new(State::default()),
             }),
         }
@@ -222,6 +232,7 @@ struct Inner {
     registry: Arc<Registry>,
     config: RecorderBuilder,
     invalid: Counter,
+    refused: Counter,
     state: Mutex<State>,
 }
 
@@ -378,6 +389,24 @@ impl PicolloRecorder {
         Labels::new(pairs).unwrap_or_default()
     }
 
+    /// A counter or gauge of the registry for `key` (`make` is [`Registry::counter`] or
+    /// [`Registry::gauge`]); `None`, counted as refused, when the registry refuses it (its
+    /// name already holds another kind).
+    fn register_number<T>(
+        &self,
+        key: &Key,
+        make: impl FnOnce(&Registry, &str, &str, &Labels) -> Result<T, crate::ExportError>,
+    ) -> Option<T> {
+        let name = sanitize(key.name(), true);
+        let state = self.state();
+        let help = state.help.get(&name).map_or("", String::as_str);
+        let made = make(&self.inner.registry, &name, help, &Self::labels(key, false));
+        if made.is_err() {
+            self.inner.refused.inc();
+        }
+        made.ok()
+    }
+
     fn describe(&self, key: KeyName, description: SharedString) {
         let name = sanitize(key.as_str(), true);
         let mut state = self.state();
@@ -466,37 +495,17 @@ impl metrics::Recorder for PicolloRecorder {
     }
 
     fn register_counter(&self, key: &Key, _metadata: &Metadata<'_>) -> metrics::Counter {
-        let name = sanitize(key.name(), true);
-        let state = self.state();
-        let help = state.help.get(&name).map_or("", String::as_str);
-        match self
-            .inner
-            .registry
-            .counter(&name, help, &Self::labels(key, false))
-        {
-            Ok(c) => metrics::Counter::from_arc(Arc::new(c)),
-            Err(_) => {
-                self.inner.invalid.inc();
-                metrics::Counter::noop()
-            }
-        }
+        self.register_number(key, Registry::counter)
+            .map_or(metrics::Counter::noop(), |c| {
+                metrics::Counter::from_arc(Arc::new(c))
+            })
     }
 
     fn register_gauge(&self, key: &Key, _metadata: &Metadata<'_>) -> metrics::Gauge {
-        let name = sanitize(key.name(), true);
-        let state = self.state();
-        let help = state.help.get(&name).map_or("", String::as_str);
-        match self
-            .inner
-            .registry
-            .gauge(&name, help, &Self::labels(key, false))
-        {
-            Ok(g) => metrics::Gauge::from_arc(Arc::new(g)),
-            Err(_) => {
-                self.inner.invalid.inc();
-                metrics::Gauge::noop()
-            }
-        }
+        self.register_number(key, Registry::gauge)
+            .map_or(metrics::Gauge::noop(), |g| {
+                metrics::Gauge::from_arc(Arc::new(g))
+            })
     }
 
     fn register_histogram(&self, key: &Key, _metadata: &Metadata<'_>) -> metrics::Histogram {
@@ -528,7 +537,7 @@ impl metrics::Recorder for PicolloRecorder {
                 .registry
                 .register_dyn(&name, &help, &labels, histogram.exported());
         if registered.is_err() {
-            self.inner.invalid.inc();
+            self.inner.refused.inc();
             return metrics::Histogram::noop();
         }
         let handle = histogram.handle();

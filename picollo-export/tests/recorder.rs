@@ -42,6 +42,8 @@ fn histograms_counters_and_gauges_arrive_with_labels() {
             g.set(4.0);
             g.increment(1.5);
             g.decrement(0.5);
+            // A histogram name already used by a counter: refused, counted, never a panic.
+            metrics::histogram!("rpc.calls").record(1.0);
         });
         let text = registry.encode_text(TextFormat::Prometheus);
         let series = "rpc_latency_count{method=\"GET\",le_=\"x\"}";
@@ -57,6 +59,10 @@ fn histograms_counters_and_gauges_arrive_with_labels() {
         assert_eq!(sample(&text, "rpc_calls{method=\"GET\"}"), 10.0);
         assert_eq!(sample(&text, "_9queue_depth"), 5.0);
         assert_eq!(sample(&text, "picollo_recorder_invalid_values_total"), 1.0);
+        assert_eq!(
+            sample(&text, "picollo_recorder_refused_registrations_total"),
+            1.0
+        );
         let summaries = recorder.summaries();
         assert!(
             summaries.contains("rpc_latency{method=\"GET\",le_=\"x\"}"),
