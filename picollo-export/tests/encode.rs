@@ -517,3 +517,55 @@ fn straddling_and_exactness_are_reported() {
     assert_eq!(h.total(), n.count());
     let _ = h.layout();
 }
+
+/// A scrape reads every thread's counts without waiting for the recording threads: a thread
+/// that recorded and then blocks (neither exits nor records again) is seen at once, and
+/// recorders keep going while scrapes run (hdrhistogram's `SyncHistogram::refresh` would wait
+/// for the blocked recorder).
+#[test]
+fn scrapes_never_wait_for_recorders() {
+    let l = layout(7);
+    let h = Arc::new(ThreadLocalHistogram::<u64>::new(l, Window::full(l)));
+    let registry = Registry::new();
+    registry
+        .register("live", "", &Labels::empty(), h.clone())
+        .unwrap();
+    let recorded = std::sync::Barrier::new(2);
+    let release = std::sync::Barrier::new(2);
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            (0..1_000).for_each(|v| h.record(v));
+            recorded.wait();
+            release.wait(); // blocked until the scrape below is done
+        });
+        let busy = s.spawn(|| {
+            let mut n = 0u64;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                h.record(5_000);
+                n += 1;
+            }
+            n
+        });
+        recorded.wait();
+        for _ in 0..20 {
+            let mut bytes = Vec::new();
+            registry.encode_protobuf(&mut bytes);
+            let families = decode_families(&bytes);
+            let count = families[0].metric[0]
+                .histogram
+                .as_ref()
+                .unwrap()
+                .sample_count;
+            assert!(
+                count >= 1_000,
+                "the blocked thread's counts are served: {count}"
+            );
+        }
+        release.wait();
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        let busy = busy.join().unwrap();
+        assert!(busy > 0);
+        assert_eq!(h.total(), 1_000 + busy, "nothing lost while scraping");
+    });
+}
