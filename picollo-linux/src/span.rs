@@ -69,6 +69,8 @@ use crate::event::{Event, SoftwareEvent};
 use crate::session::{CounterSession, OnUnsupported};
 use crate::shm::{list_rings, ShmError, ShmReader, ShmWriter};
 
+pub mod raw;
+
 /// The environment variable with the counters spans sample, by perf's names, comma-separated.
 pub const COUNTERS_ENV: &str = "PICOLLO_COUNTERS";
 /// The frame name of span rings.
