@@ -16,6 +16,7 @@
 mod attach;
 mod counters;
 mod error;
+mod export;
 mod hlog;
 mod output;
 mod plot;
@@ -96,6 +97,9 @@ enum Command {
     /// span table of that interval only (deltas) and the totals since start. Stops after
     /// --count refreshes, when the process exits, or on Ctrl-C.
     Top(TopArgs),
+    /// Convert an HdrHistogram interval log for fleet systems: Prometheus text, OpenMetrics
+    /// (promtool backfill) or OTLP/JSON exponential histograms.
+    Export(export::ExportArgs),
 }
 
 #[derive(Debug, Args)]
@@ -278,6 +282,7 @@ fn run(cli: Cli) -> Result<String> {
             None => attach::spans(a.pid, a.duration),
         },
         Command::Top(a) => attach::top(a.pid, a.interval, a.count),
+        Command::Export(a) => export::run(&a),
     }
 }
 
