@@ -209,6 +209,20 @@ impl Layout {
         index_of_scale(self.block_scale, value)
     }
 
+    /// The logical index of a `u32` value, computed in 32-bit arithmetic: equal to
+    /// `index_of(value as u64)`, and on 32-bit cores free of 64-bit shifts and helper calls.
+    ///
+    /// ```
+    /// use picollo_core::Layout;
+    /// let l = Layout::DEFAULT;
+    /// assert_eq!(l.index_of_u32(123_456), l.index_of(123_456));
+    /// assert_eq!(l.index_of_u32(u32::MAX), l.index_of(u32::MAX as u64));
+    /// ```
+    #[inline(always)]
+    pub const fn index_of_u32(self, value: u32) -> usize {
+        index_of_u32_scale(self.block_scale, value)
+    }
+
     /// The lowest value of the bucket at logical `index` (exact: it is a member of the bucket).
     ///
     /// Indices at or past [`Layout::logical_len`] are clamped to the last bucket.
@@ -307,6 +321,57 @@ const fn index_of_scale(k: u32, value: u64) -> usize {
     ((e as usize) << k) + (value >> e) as usize
 }
 
+/// [`index_of_scale`] for a `u32` value, in 32-bit arithmetic only: on a 32-bit core it needs
+/// no 64-bit shifts (no `__aeabi_llsr` / `__aeabi_llsl` on Cortex-M0).
+///
+/// `e = ilog2(v | B) - k` equals the bit length of `v >> (k + 1)`: both are 0 below `2B` and
+/// grow by one per doubling above.
+#[inline(always)]
+const fn index_of_u32_scale(k: u32, value: u32) -> usize {
+    let e = bit_length_u32(value >> (k + 1));
+    ((e as usize) << k) + (value >> e) as usize
+}
+
+/// The number of significant bits of `x` (0 for 0): the count-leading-zeros instruction where
+/// the target has one, else [`bit_length_by_search`].
+#[inline(always)]
+const fn bit_length_u32(x: u32) -> u32 {
+    #[cfg(not(picollo_no_clz))]
+    return u32::BITS - x.leading_zeros();
+    #[cfg(picollo_no_clz)]
+    return bit_length_by_search(x);
+}
+
+/// The number of significant bits of `x` (0 for 0) for targets without a count-leading-zeros
+/// instruction (Cortex-M0, RISC-V without Zbb), where `leading_zeros` is a call to the
+/// `__clzsi2` helper: a five-step binary search keeps the record path free of calls.
+#[cfg_attr(not(any(test, picollo_no_clz)), allow(dead_code))]
+#[inline(always)]
+const fn bit_length_by_search(mut x: u32) -> u32 {
+    let mut n = 0;
+    if x >= 1 << 16 {
+        x >>= 16;
+        n += 16;
+    }
+    if x >= 1 << 8 {
+        x >>= 8;
+        n += 8;
+    }
+    if x >= 1 << 4 {
+        x >>= 4;
+        n += 4;
+    }
+    if x >= 1 << 2 {
+        x >>= 2;
+        n += 2;
+    }
+    if x >= 1 << 1 {
+        x >>= 1;
+        n += 1;
+    }
+    n + x
+}
+
 /// Where a histogram gets its layout: a runtime [`Layout`] field, or a zero-sized
 /// [`ConstLayout`] whose block scale is a compile-time constant.
 ///
@@ -319,6 +384,12 @@ pub trait LayoutSpec: Copy {
     #[inline(always)]
     fn index_of(&self, value: u64) -> usize {
         self.layout().index_of(value)
+    }
+    /// The logical index of a `u32` value in 32-bit arithmetic ([`Layout::index_of_u32`]);
+    /// override only to keep the scale constant.
+    #[inline(always)]
+    fn index_of_u32(&self, value: u32) -> usize {
+        self.layout().index_of_u32(value)
     }
 }
 
@@ -339,6 +410,13 @@ impl LayoutSpec for Layout {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct ConstLayout<const K: u32>;
 
+#[cfg(feature = "defmt")]
+impl<const K: u32> defmt::Format for ConstLayout<K> {
+    fn format(&self, f: defmt::Formatter<'_>) {
+        defmt::write!(f, "ConstLayout<{=u32}>", K)
+    }
+}
+
 impl<const K: u32> ConstLayout<K> {
     /// The layout; a block scale outside the supported range fails to compile.
     pub const fn new() -> Self {
@@ -356,6 +434,10 @@ impl<const K: u32> ConstLayout<K> {
         Self::new();
         Layout { block_scale: K }
     }
+
+    /// The runtime layout equivalent to this one, as a constant (for sizing arrays:
+    /// `storage_len(ConstLayout::<9>::LAYOUT, min, max)`).
+    pub const LAYOUT: Layout = Self::get();
 }
 
 impl<const K: u32> LayoutSpec for ConstLayout<K> {
@@ -366,6 +448,10 @@ impl<const K: u32> LayoutSpec for ConstLayout<K> {
     #[inline(always)]
     fn index_of(&self, value: u64) -> usize {
         index_of_scale(K, value)
+    }
+    #[inline(always)]
+    fn index_of_u32(&self, value: u32) -> usize {
+        index_of_u32_scale(K, value)
     }
 }
 
@@ -469,6 +555,55 @@ mod tests {
             Layout::from_relative_error_clamped(1e-12).block_size(),
             1 << 19
         );
+    }
+
+    #[test]
+    fn bit_length_search_matches_the_instruction() {
+        let mut checks = 0u32;
+        for shift in 0..32 {
+            for x in [1u32 << shift, (1u32 << shift) - 1, (1u32 << shift) + 1] {
+                assert_eq!(
+                    bit_length_by_search(x),
+                    u32::BITS - x.leading_zeros(),
+                    "{x}"
+                );
+                checks += 1;
+            }
+        }
+        assert_eq!(bit_length_by_search(u32::MAX), 32);
+        assert_eq!(bit_length_by_search(0), 0);
+        assert_eq!(checks, 96);
+    }
+
+    #[test]
+    fn u32_index_matches_u64_index() {
+        for k in MIN_BLOCK_SCALE..=MAX_BLOCK_SCALE {
+            let l = Layout::from_block_scale(k).unwrap();
+            for shift in 0..32 {
+                for v in [
+                    1u32 << shift,
+                    (1u32 << shift) - 1,
+                    (1u32 << shift).wrapping_add(1),
+                ] {
+                    assert_eq!(l.index_of_u32(v), l.index_of(v as u64), "k={k} v={v}");
+                    assert_eq!(index_of_u32_by_search(k, v), l.index_of(v as u64));
+                }
+            }
+            assert_eq!(l.index_of_u32(u32::MAX), l.index_of(u32::MAX as u64));
+        }
+        let step = if cfg!(miri) { 9_999_991 } else { 65_537 };
+        for v in (0..=u32::MAX).step_by(step) {
+            assert_eq!(
+                Layout::DEFAULT.index_of_u32(v),
+                Layout::DEFAULT.index_of(v as u64)
+            );
+        }
+    }
+
+    /// The u32 index with the software bit length, as Cortex-M0 computes it.
+    fn index_of_u32_by_search(k: u32, value: u32) -> usize {
+        let e = bit_length_by_search(value >> (k + 1));
+        ((e as usize) << k) + (value >> e) as usize
     }
 
     #[test]
