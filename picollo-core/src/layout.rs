@@ -333,43 +333,36 @@ const fn index_of_u32_scale(k: u32, value: u32) -> usize {
 }
 
 /// The number of significant bits of `x` (0 for 0): the count-leading-zeros instruction where
-/// the target has one, else [`bit_length_by_search`].
+/// the target has one, else [`bit_length_soft`].
 #[inline(always)]
 const fn bit_length_u32(x: u32) -> u32 {
     #[cfg(not(picollo_no_clz))]
     return u32::BITS - x.leading_zeros();
     #[cfg(picollo_no_clz)]
-    return bit_length_by_search(x);
+    return bit_length_soft(x);
 }
 
-/// The number of significant bits of `x` (0 for 0) for targets without a count-leading-zeros
-/// instruction (Cortex-M0, RISC-V without Zbb), where `leading_zeros` is a call to the
-/// `__clzsi2` helper: a five-step binary search keeps the record path free of calls.
+/// The number of significant bits of `x < 2^31` (0 for 0), for targets without a
+/// count-leading-zeros instruction (Cortex-M0, RISC-V without Zbb), where `leading_zeros` is
+/// a call to the `__clzsi2` helper. Branch-free: `ilog2(2x + 1)` by smearing the top bit
+/// down, one multiply by a de Bruijn constant, and a 32-byte table (Leiserson, Prokop and
+/// Randall's method).
 #[cfg_attr(not(any(test, picollo_no_clz)), allow(dead_code))]
 #[inline(always)]
-const fn bit_length_by_search(mut x: u32) -> u32 {
-    let mut n = 0;
-    if x >= 1 << 16 {
-        x >>= 16;
-        n += 16;
-    }
-    if x >= 1 << 8 {
-        x >>= 8;
-        n += 8;
-    }
-    if x >= 1 << 4 {
-        x >>= 4;
-        n += 4;
-    }
-    if x >= 1 << 2 {
-        x >>= 2;
-        n += 2;
-    }
-    if x >= 1 << 1 {
-        x >>= 1;
-        n += 1;
-    }
-    n + x
+const fn bit_length_soft(x: u32) -> u32 {
+    const DE_BRUIJN: u32 = 0x07C4_ACDD;
+    const LOG2: [u8; 32] = [
+        0, 9, 1, 10, 13, 21, 2, 29, 11, 14, 16, 18, 22, 25, 3, 30, 8, 12, 20, 28, 15, 17, 24, 7,
+        19, 27, 23, 6, 26, 5, 4, 31,
+    ];
+    // The bit length of x is ilog2(2x + 1), for x below 2^31.
+    let mut v = (x << 1) | 1;
+    v |= v >> 1;
+    v |= v >> 2;
+    v |= v >> 4;
+    v |= v >> 8;
+    v |= v >> 16;
+    LOG2[(v.wrapping_mul(DE_BRUIJN) >> 27) as usize] as u32
 }
 
 /// Where a histogram gets its layout: a runtime [`Layout`] field, or a zero-sized
@@ -558,21 +551,28 @@ mod tests {
     }
 
     #[test]
-    fn bit_length_search_matches_the_instruction() {
+    fn soft_bit_length_matches_the_instruction() {
+        let hard = |x: u32| u32::BITS - x.leading_zeros();
         let mut checks = 0u32;
-        for shift in 0..32 {
+        for shift in 0..31 {
             for x in [1u32 << shift, (1u32 << shift) - 1, (1u32 << shift) + 1] {
-                assert_eq!(
-                    bit_length_by_search(x),
-                    u32::BITS - x.leading_zeros(),
-                    "{x}"
-                );
+                assert_eq!(bit_length_soft(x), hard(x), "{x}");
                 checks += 1;
             }
         }
-        assert_eq!(bit_length_by_search(u32::MAX), 32);
-        assert_eq!(bit_length_by_search(0), 0);
-        assert_eq!(checks, 96);
+        assert_eq!(bit_length_soft(i32::MAX as u32), 31);
+        assert_eq!(checks, 93);
+        let limit = if cfg!(miri) { 1 << 10 } else { 1 << 22 };
+        for x in 0..limit {
+            assert_eq!(bit_length_soft(x), hard(x), "{x}");
+        }
+        let mut x = 0x9E37_79B9u32;
+        for _ in 0..if cfg!(miri) { 100 } else { 1_000_000 } {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            assert_eq!(bit_length_soft(x >> 1), hard(x >> 1), "{x}");
+        }
     }
 
     #[test]
@@ -586,7 +586,7 @@ mod tests {
                     (1u32 << shift).wrapping_add(1),
                 ] {
                     assert_eq!(l.index_of_u32(v), l.index_of(v as u64), "k={k} v={v}");
-                    assert_eq!(index_of_u32_by_search(k, v), l.index_of(v as u64));
+                    assert_eq!(index_of_u32_soft(k, v), l.index_of(v as u64));
                 }
             }
             assert_eq!(l.index_of_u32(u32::MAX), l.index_of(u32::MAX as u64));
@@ -600,9 +600,9 @@ mod tests {
         }
     }
 
-    /// The u32 index with the software bit length, as Cortex-M0 computes it.
-    fn index_of_u32_by_search(k: u32, value: u32) -> usize {
-        let e = bit_length_by_search(value >> (k + 1));
+    /// The u32 index with the software bit length, as Cortex-M0 and riscv32imc compute it.
+    fn index_of_u32_soft(k: u32, value: u32) -> usize {
+        let e = bit_length_soft(value >> (k + 1));
         ((e as usize) << k) + (value >> e) as usize
     }
 

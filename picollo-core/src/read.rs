@@ -395,11 +395,7 @@ impl Rank {
     /// The count this rank asks for among `total` values: `ceil(rank · total)`, at least 1
     /// and at most `total` (HdrHistogram's rule, computed exactly in integers).
     pub const fn count_of(self, total: u64) -> u64 {
-        const SCALE: u64 = Rank::SCALE as u64;
-        let whole = (total / SCALE) * self.0 as u64;
-        // (total mod 1e9) · rank < 1e18 fits; rounding up adds below 1e9 more.
-        let part = ((total % SCALE) * self.0 as u64).div_ceil(SCALE);
-        let count = whole + part;
+        let count = mul_div_ceil_billion(total, self.0);
         if count < 1 {
             1
         } else if count > total {
@@ -407,6 +403,53 @@ impl Rank {
         } else {
             count
         }
+    }
+}
+
+/// `ceil(total · parts / 10^9)` for `parts <= 10^9`, with 32-bit operations only: no 64-bit
+/// division, which on 32-bit cores is a call to `__aeabi_uldivmod` (and its stack frame).
+///
+/// The product is at most 94 bits, held in three 32-bit limbs. Dividing by
+/// `10^9 = 2^9 · 1,953,125` is a 9-bit shift, then a long division by 1,953,125 (below 2^21)
+/// in 11-bit digits, so every partial dividend fits 32 bits.
+const fn mul_div_ceil_billion(total: u64, parts: u32) -> u64 {
+    const ODD: u32 = 1_953_125; // 10^9 / 2^9
+    let (t0, t1) = (total as u32, (total >> 32) as u32);
+    let a = t0 as u64 * parts as u64;
+    let b = t1 as u64 * parts as u64;
+    let mid = (a >> 32) + (b as u32 as u64);
+    // The product, plus 10^9 - 1 to round the quotient up.
+    let mut limbs = [a as u32, mid as u32, ((b >> 32) + (mid >> 32)) as u32];
+    let mut carry = 999_999_999u64;
+    let mut i = 0;
+    while i < 3 {
+        let sum = limbs[i] as u64 + carry;
+        limbs[i] = sum as u32;
+        carry = sum >> 32;
+        i += 1;
+    }
+    // Divide by 2^9.
+    limbs = [
+        (limbs[0] >> 9) | (limbs[1] << 23),
+        (limbs[1] >> 9) | (limbs[2] << 23),
+        limbs[2] >> 9,
+    ];
+    // Long division of the 85-bit value by ODD, 11 bits at a time from the top (bit 88 down).
+    let (mut quotient, mut rem) = (0u64, 0u32);
+    let mut low_bit = 77;
+    loop {
+        let (word, offset) = ((low_bit / 32) as usize, low_bit % 32);
+        let mut digit = limbs[word] >> offset;
+        if offset > 21 && word < 2 {
+            digit |= limbs[word + 1] << (32 - offset);
+        }
+        let partial = (rem << 11) | (digit & 0x7FF);
+        quotient = (quotient << 11) | (partial / ODD) as u64;
+        rem = partial % ODD;
+        if low_bit == 0 {
+            return quotient;
+        }
+        low_bit -= 11;
     }
 }
 
@@ -808,8 +851,9 @@ const SKIP_CHUNK: usize = 16;
 /// Sections of the window whose sums the `f64` percentile batch keeps on the stack (512 bytes:
 /// big windows on servers).
 const SECTIONS: usize = 64;
-/// Sections for the fixed-point (firmware) batch: 64 bytes of stack.
-const FIXED_SECTIONS: usize = 8;
+/// Sections for the fixed-point (firmware) batch: 32 bytes of stack, which keeps the whole
+/// batch within 256 bytes of stack on a Cortex-M4 (measured under QEMU by `firmware/run.sh`).
+const FIXED_SECTIONS: usize = 4;
 
 fn int_stats_of<H: HistogramRead + ?Sized>(h: &H) -> IntStats {
     let layout = h.layout();

@@ -127,6 +127,43 @@ proptest! {
 }
 
 #[test]
+fn rank_count_edges() {
+    let exact = |total: u64, parts: u32| {
+        let c = (total as u128 * parts as u128).div_ceil(1_000_000_000);
+        c.clamp(1, total.max(1) as u128) as u64
+    };
+    let totals = [
+        0,
+        1,
+        2,
+        999_999_999,
+        1_000_000_000,
+        1_000_000_001,
+        u32::MAX as u64,
+        1 << 32,
+        (1 << 32) + 1,
+        u64::MAX / 3,
+        u64::MAX - 1,
+        u64::MAX,
+    ];
+    let parts = [
+        0,
+        1,
+        2,
+        500_000_000,
+        999_000_000,
+        999_999_999,
+        1_000_000_000,
+    ];
+    for total in totals {
+        for p in parts {
+            let rank = Rank::per_billion(p).unwrap();
+            assert_eq!(rank.count_of(total), exact(total, p), "{total} {p}");
+        }
+    }
+}
+
+#[test]
 fn rank_parsing_and_printing() {
     assert_eq!(Rank::parse("99.9"), Rank::per_billion(999_000_000));
     assert_eq!(Rank::parse("100"), Some(Rank::MAX));
