@@ -9,4 +9,6 @@ for target in thumbv6m-none-eabi riscv32imc-unknown-none-elf; do
   echo "build picollo-core for $target with no cfg and no feature"
   RUSTFLAGS="" cargo build -q -p picollo-core --target "$target"
 done
+# defmt::Format on every public type a firmware logs (a compile-time list).
+cargo test -q -p picollo-core --features defmt --test firmware
 bash firmware/run.sh

@@ -35,6 +35,8 @@ pub enum LayoutError {
     /// The requested precision needs a block scale outside
     /// [`MIN_BLOCK_SCALE`]`..=`[`MAX_BLOCK_SCALE`]; the value is the scale it would need.
     BlockScaleOutOfRange(u32),
+    /// HdrHistogram's significant digits must be within `0..=5`; the value is the request.
+    SignificantDigitsOutOfRange(u32),
 }
 
 impl fmt::Display for LayoutError {
@@ -47,6 +49,10 @@ impl fmt::Display for LayoutError {
                 "block scale {k} is outside {MIN_BLOCK_SCALE}..={MAX_BLOCK_SCALE} \
                  (relative error between {:e} and 0.25)",
                 0.5 / (1u64 << MAX_BLOCK_SCALE) as f64
+            ),
+            Self::SignificantDigitsOutOfRange(d) => write!(
+                f,
+                "{d} significant digits requested; HdrHistogram precision is 0 to 5 digits"
             ),
         }
     }
@@ -152,6 +158,46 @@ impl Layout {
                 k
             },
         })
+    }
+
+    /// The coarsest layout with at least HdrHistogram's precision for `digits` significant
+    /// decimal digits (`0..=5`), or `None` outside that range. HdrHistogram keeps
+    /// `2^ceil(log2(2·10^d))` sub-buckets per magnitude, which is this layout with
+    /// `B = 2^ceil(log2(2·10^d)) / 2` (DESIGN.md, "HdrHistogram equivalence"): 3 digits give
+    /// `B = 1024`, 2 give 128, 1 gives 16. Zero digits would need `B = 1`, below the smallest
+    /// block scale; it gets `B = 2`, which is more precise.
+    ///
+    /// ```
+    /// use picollo_core::Layout;
+    /// const THREE: Layout = Layout::from_significant_digits(3).unwrap();
+    /// assert_eq!(THREE.block_size(), 1024);
+    /// assert!(THREE.relative_error() <= 0.5e-3);
+    /// assert!(Layout::from_significant_digits(6).is_none());
+    /// ```
+    pub const fn from_significant_digits(digits: u32) -> Option<Layout> {
+        match Self::try_from_significant_digits(digits) {
+            Ok(layout) => Some(layout),
+            Err(_) => None,
+        }
+    }
+
+    /// As [`Layout::from_significant_digits`], saying why an input is refused.
+    pub const fn try_from_significant_digits(digits: u32) -> Result<Layout, LayoutError> {
+        if digits > 5 {
+            return Err(LayoutError::SignificantDigitsOutOfRange(digits));
+        }
+        // The smallest n with 2^n >= 2·10^d: HdrHistogram's sub-bucket count is 2^n = 2B.
+        let target = 2 * 10u64.pow(digits);
+        let mut n = 0;
+        while (1u64 << n) < target {
+            n += 1;
+        }
+        let k = if n - 1 < MIN_BLOCK_SCALE {
+            MIN_BLOCK_SCALE
+        } else {
+            n - 1
+        };
+        Ok(Layout { block_scale: k })
     }
 
     /// Seed 000's constructor: never fails. A non-positive or NaN error means the default
@@ -604,6 +650,26 @@ mod tests {
     fn index_of_u32_soft(k: u32, value: u32) -> usize {
         let e = bit_length_soft(value >> (k + 1));
         ((e as usize) << k) + (value >> e) as usize
+    }
+
+    #[test]
+    fn significant_digits_match_hdrhistogram() {
+        // HdrHistogram: sub_bucket_count = 2^ceil(log2(2·10^d)); B is half of it.
+        let expected = [2u64, 16, 128, 1024, 16_384, 131_072];
+        for (d, &b) in expected.iter().enumerate() {
+            let l = Layout::from_significant_digits(d as u32).unwrap();
+            assert_eq!(l.block_size(), b, "{d} digits");
+            // At least the precision asked for: half a bucket over its lowest value in the
+            // second block and up stays within 1 / (2·10^d).
+            assert!(
+                l.relative_error() <= 0.5 / 10f64.powi(d as i32),
+                "{d} digits"
+            );
+        }
+        assert_eq!(
+            Layout::try_from_significant_digits(6),
+            Err(LayoutError::SignificantDigitsOutOfRange(6))
+        );
     }
 
     #[test]

@@ -27,8 +27,8 @@ pub mod histogram;
 pub mod iter;
 pub mod layout;
 pub mod read;
-/// Lossy frame rings over 64-bit atomic words: only on targets with native 64-bit atomics
-/// (never a lock-based emulation, see [`cell`]).
+// Frame rings are made of 64-bit atomic words: only on targets with native 64-bit atomics
+// (never a lock-based emulation, see `cell`).
 #[cfg(target_has_atomic = "64")]
 pub mod ring;
 pub mod scalable;

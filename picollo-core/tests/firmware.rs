@@ -320,3 +320,52 @@ fn u16_counters_saturate_in_plain_and_atomic_kinds() {
     });
     assert_eq!(atomic.count_at(7), 65_535);
 }
+
+/// Every public type a firmware would log implements `defmt::Format` (checked at compile
+/// time: `cargo test -p picollo-core --features defmt --test firmware`).
+#[cfg(feature = "defmt")]
+#[test]
+fn firmware_types_implement_defmt_format() {
+    use picollo_core::atomic::{SharedState, Version};
+    use picollo_core::cell::WideCounter;
+    use picollo_core::iter::IterationValue;
+    use picollo_core::scalable::{ScalableConfig, ScalableCounter};
+    use picollo_core::source::SourceError;
+    use picollo_core::{
+        Bucket, LayoutError, OutOfRange, PercentileError, Rebucketing, Stats, WindowError,
+    };
+    fn format<T: defmt::Format + ?Sized>() -> usize {
+        1
+    }
+    let checked = format::<Plain>()
+        + format::<Shared>()
+        + format::<Histogram<[u64; 4]>>()
+        + format::<AtomicHistogram<[AtomicU16; 4]>>()
+        + format::<ApproxHistogram<[ScalableCell; 4]>>()
+        + format::<ScalableCounter>()
+        + format::<ScalableCell>()
+        + format::<ScalableConfig>()
+        + format::<XorShift>()
+        + format::<WideCounter>()
+        + format::<SharedState>()
+        + format::<Version>()
+        + format::<Layout>()
+        + format::<ConstLayout<9>>()
+        + format::<Window>()
+        + format::<ConstWindow<1, 2>>()
+        + format::<Percentile>()
+        + format::<FixedPercentile>()
+        + format::<Rank>()
+        + format::<Stats>()
+        + format::<IntStats>()
+        + format::<Bucket>()
+        + format::<IterationValue>()
+        + format::<EquivalentValue>()
+        + format::<PercentileError>()
+        + format::<LayoutError>()
+        + format::<WindowError>()
+        + format::<OutOfRange>()
+        + format::<Rebucketing>()
+        + format::<SourceError>();
+    assert_eq!(checked, 30);
+}
