@@ -93,18 +93,24 @@ for target in "${TARGETS[@]}"; do
   TICKS[$target]=$(sed -n 's/^# ticks during thread-mode recording: \([0-9]*\)/\1/p' "$out")
   echo "   report matches the host; ${TICKS[$target]:-?} ticks overlapped thread mode; percentile stack ${STACK[$target]:-?} B"
 
-  # Instruction counts: (record section - baseline section) / 64 from an execution trace.
-  for image in count_const count_runtime count_u64 count_mutex count_atomic; do
+  # Instruction counts from an execution trace: each measurement is a baseline section and a
+  # record section (rt's count_records); (record - baseline) / 64 per measurement, in order.
+  for image in count_const count_runtime count_mutex count_atomic; do
     trace=$WORK/trace.log
     if ! qemu "$target" "$dir/$image" "$WORK/count.txt" -singlestep -d exec,nochain -D "$trace"; then
       fail "$target: $image failed: $(cat "$WORK/count.txt")"
       continue
     fi
-    COUNT[$target/$image]=$(awk '/ picollo_mark_begin$/ {s = 1; n = 0; next}
+    read -r -a per_record <<<"$(awk '/ picollo_mark_begin$/ {s = 1; n = 0; next}
       / picollo_mark_end$/ {if (s) c[++k] = n; s = 0; next}
       s {n++}
-      END {if (k == 2) printf "%.2f", (c[2] - c[1]) / 64; else print "?"}' "$trace")
+      END {for (i = 2; i <= k; i += 2) printf "%.2f ", (c[i] - c[i - 1]) / 64}' "$trace")"
     rm -f "$trace"
+    COUNT[$target/$image]=${per_record[0]:-?}
+    [ "$image" = count_runtime ] && COUNT[$target/count_u64]=${per_record[1]:-?}
+  done
+  for image in count_const count_runtime count_u64 count_mutex count_atomic; do
+    : "${COUNT[$target/$image]:=?}"
   done
   echo "   instructions per in-window record: const ${COUNT[$target/count_const]}, runtime ${COUNT[$target/count_runtime]}, u64 ${COUNT[$target/count_u64]}, atomic ${COUNT[$target/count_atomic]}, mutex ${COUNT[$target/count_mutex]}"
 

@@ -233,28 +233,7 @@ where
     }
 }
 
-impl<S, L, W> core::fmt::Debug for ApproxHistogram<S, L, W>
-where
-    S: Storage<Item = ScalableCell>,
-    L: LayoutSpec,
-    W: WindowSpec,
-{
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        crate::fmt::debug_histogram(f, "ApproxHistogram", self)
-    }
-}
-
-#[cfg(feature = "defmt")]
-impl<S, L, W> defmt::Format for ApproxHistogram<S, L, W>
-where
-    S: Storage<Item = ScalableCell>,
-    L: LayoutSpec,
-    W: WindowSpec,
-{
-    fn format(&self, f: defmt::Formatter<'_>) {
-        crate::fmt::defmt_histogram(f, "ApproxHistogram", self)
-    }
-}
+crate::fmt::histogram_formats!(ApproxHistogram, "ApproxHistogram", S: Storage<Item = ScalableCell>);
 
 /// One thread's handle on an [`ApproxHistogram`]: it implements [`Record`], and
 /// [`HistogramRead`] by reading the histogram.

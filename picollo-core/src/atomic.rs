@@ -463,28 +463,13 @@ where
     /// takes the 32-bit path of [`AtomicHistogram::record_u32`].
     #[inline(always)]
     pub fn record(&self, value: u64) {
-        #[cfg(target_pointer_width = "32")]
-        if value <= u32::MAX as u64 {
-            self.record_u32(value as u32)
-        } else {
-            self.record_wide(value)
-        }
-        #[cfg(not(target_pointer_width = "32"))]
-        self.record_logical(self.spec.index_of(value));
+        self.record_logical(self.spec.index_of_native(value));
     }
 
     /// Records one `u32` value with 32-bit index arithmetic only.
     #[inline(always)]
     pub fn record_u32(&self, value: u32) {
         self.record_logical(self.spec.index_of_u32(value));
-    }
-
-    /// The 64-bit path of [`AtomicHistogram::record`] on 32-bit targets, out of line.
-    #[cfg(target_pointer_width = "32")]
-    #[cold]
-    #[inline(never)]
-    fn record_wide(&self, value: u64) {
-        self.record_logical(self.spec.index_of(value));
     }
 
     #[inline(always)]
@@ -592,27 +577,4 @@ where
     }
 }
 
-impl<S, L, W> core::fmt::Debug for AtomicHistogram<S, L, W>
-where
-    S: Storage,
-    S::Item: AtomicCounter,
-    L: LayoutSpec,
-    W: WindowSpec,
-{
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        crate::fmt::debug_histogram(f, "AtomicHistogram", self)
-    }
-}
-
-#[cfg(feature = "defmt")]
-impl<S, L, W> defmt::Format for AtomicHistogram<S, L, W>
-where
-    S: Storage,
-    S::Item: AtomicCounter,
-    L: LayoutSpec,
-    W: WindowSpec,
-{
-    fn format(&self, f: defmt::Formatter<'_>) {
-        crate::fmt::defmt_histogram(f, "AtomicHistogram", self)
-    }
-}
+crate::fmt::histogram_formats!(AtomicHistogram, "AtomicHistogram", S: Storage, S::Item: AtomicCounter);

@@ -159,6 +159,37 @@ impl<const N: usize> fmt::Write for StackStr<N> {
     }
 }
 
+/// `Debug` (and with the `defmt` feature, `defmt::Format`) for a histogram kind `$kind<S, L,
+/// W>` under the storage bounds given: one line of layout, window bounds and totals, written
+/// once for every kind.
+macro_rules! histogram_formats {
+    ($kind:ident, $name:literal, $($bounds:tt)*) => {
+        impl<S, L, W> core::fmt::Debug for $kind<S, L, W>
+        where
+            $($bounds)*,
+            L: crate::LayoutSpec,
+            W: crate::WindowSpec,
+        {
+            fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+                crate::fmt::debug_histogram(f, $name, self)
+            }
+        }
+
+        #[cfg(feature = "defmt")]
+        impl<S, L, W> defmt::Format for $kind<S, L, W>
+        where
+            $($bounds)*,
+            L: crate::LayoutSpec,
+            W: crate::WindowSpec,
+        {
+            fn format(&self, f: defmt::Formatter<'_>) {
+                crate::fmt::defmt_histogram(f, $name, self)
+            }
+        }
+    };
+}
+pub(crate) use histogram_formats;
+
 /// The `Debug` output every histogram kind shares: layout, window bounds, totals.
 pub(crate) fn debug_histogram<H: crate::HistogramRead + ?Sized>(
     f: &mut fmt::Formatter<'_>,

@@ -275,14 +275,7 @@ where
     /// larger values a separate (cold) 64-bit path.
     #[inline(always)]
     pub fn record(&mut self, value: u64) {
-        #[cfg(target_pointer_width = "32")]
-        if value <= u32::MAX as u64 {
-            self.record_u32(value as u32)
-        } else {
-            self.record_wide(value)
-        }
-        #[cfg(not(target_pointer_width = "32"))]
-        self.record_logical(self.spec.index_of(value));
+        self.record_logical(self.spec.index_of_native(value));
     }
 
     /// Records one `u32` value with 32-bit arithmetic only: on 32-bit cores no 64-bit shift
@@ -290,15 +283,6 @@ where
     #[inline(always)]
     pub fn record_u32(&mut self, value: u32) {
         self.record_logical(self.spec.index_of_u32(value));
-    }
-
-    /// The 64-bit path of [`Histogram::record`] on 32-bit targets: out of line, so the common
-    /// 32-bit path stays small.
-    #[cfg(target_pointer_width = "32")]
-    #[cold]
-    #[inline(never)]
-    fn record_wide(&mut self, value: u64) {
-        self.record_logical(self.spec.index_of(value));
     }
 
     #[inline(always)]
@@ -597,30 +581,7 @@ where
     }
 }
 
-impl<S, L, W> fmt::Debug for Histogram<S, L, W>
-where
-    S: Storage,
-    S::Item: Counter,
-    L: LayoutSpec,
-    W: WindowSpec,
-{
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        crate::fmt::debug_histogram(f, "Histogram", self)
-    }
-}
-
-#[cfg(feature = "defmt")]
-impl<S, L, W> defmt::Format for Histogram<S, L, W>
-where
-    S: Storage,
-    S::Item: Counter,
-    L: LayoutSpec,
-    W: WindowSpec,
-{
-    fn format(&self, f: defmt::Formatter<'_>) {
-        crate::fmt::defmt_histogram(f, "Histogram", self)
-    }
-}
+crate::fmt::histogram_formats!(Histogram, "Histogram", S: Storage, S::Item: Counter);
 
 #[cfg(test)]
 mod tests {

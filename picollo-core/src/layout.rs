@@ -430,6 +430,28 @@ pub trait LayoutSpec: Copy {
     fn index_of_u32(&self, value: u32) -> usize {
         self.layout().index_of_u32(value)
     }
+    /// The logical index of `value` in the target's cheapest arithmetic, as the record paths
+    /// compute it: on 32-bit targets a value below 2^32 takes the 32-bit path
+    /// ([`LayoutSpec::index_of_u32`]) and larger ones an out-of-line 64-bit path, so the
+    /// common path stays small; elsewhere [`LayoutSpec::index_of`].
+    #[inline(always)]
+    fn index_of_native(&self, value: u64) -> usize {
+        #[cfg(target_pointer_width = "32")]
+        return match u32::try_from(value) {
+            Ok(narrow) => self.index_of_u32(narrow),
+            Err(_) => index_of_wide(self.layout(), value),
+        };
+        #[cfg(not(target_pointer_width = "32"))]
+        return self.index_of(value);
+    }
+}
+
+/// The 64-bit index of a value above `u32::MAX` on a 32-bit target: out of line and cold.
+#[cfg(target_pointer_width = "32")]
+#[cold]
+#[inline(never)]
+fn index_of_wide(layout: Layout, value: u64) -> usize {
+    layout.index_of(value)
 }
 
 impl LayoutSpec for Layout {

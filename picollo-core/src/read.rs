@@ -283,18 +283,34 @@ impl Percentile {
 
 impl fmt::Display for Percentile {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
+        write_percentile(
             f,
-            "P{}={} [{} / {}]: [{}, {}) {}",
             Trimmed(self.rank, 4),
-            Grouped(self.value),
+            self.value,
             self.storage_index,
-            self.logical_index,
-            Grouped(self.lo),
-            GroupedWide(self.hi()),
-            Grouped(self.count)
+            self,
         )
     }
+}
+
+/// Seed 000's percentile line, shared by [`Percentile`] and [`FixedPercentile`]:
+/// `P99=24,960 [83 / 609]: [24,832, 25,088) 14,190`.
+fn write_percentile(
+    f: &mut fmt::Formatter<'_>,
+    rank: impl fmt::Display,
+    value: u64,
+    storage_index: usize,
+    bucket: &impl WalkSlot,
+) -> fmt::Result {
+    let (logical_index, lo, highest, count) = bucket.bucket();
+    write!(
+        f,
+        "P{rank}={} [{storage_index} / {logical_index}]: [{}, {}) {}",
+        Grouped(value),
+        Grouped(lo),
+        GroupedWide(highest as u128 + 1),
+        Grouped(count)
+    )
 }
 
 /// A percentile rank in fixed point: parts per billion of the values (`100 %` is
@@ -496,17 +512,7 @@ pub struct FixedPercentile {
 impl fmt::Display for FixedPercentile {
     /// As [`Percentile`]'s: `P99.9=9,992 [2671 / 2672]: [9,984, 10,000) 16`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "P{}={} [{} / {}]: [{}, {}) {}",
-            self.rank,
-            Grouped(self.value),
-            self.storage_index,
-            self.logical_index,
-            Grouped(self.lo),
-            GroupedWide(self.highest as u128 + 1),
-            Grouped(self.count)
-        )
+        write_percentile(f, self.rank, self.value, self.storage_index, self)
     }
 }
 
@@ -961,6 +967,8 @@ trait WalkSlot {
     fn set_target(&mut self, target: u64);
     /// Records the bucket found.
     fn set_bucket(&mut self, value: u64, logical: usize, storage: usize, layout: Layout, n: u64);
+    /// The bucket found: logical index, lowest and highest value, count.
+    fn bucket(&self) -> (usize, u64, u64, u64);
 }
 
 macro_rules! walk_slot {
@@ -989,6 +997,10 @@ macro_rules! walk_slot {
                 self.lo = layout.lo(logical);
                 self.highest = layout.highest(logical);
                 self.count = n;
+            }
+            #[inline]
+            fn bucket(&self) -> (usize, u64, u64, u64) {
+                (self.logical_index, self.lo, self.highest, self.count)
             }
         }
     };

@@ -3,11 +3,6 @@
 use core::arch::asm;
 
 extern "C" {
-    static mut _sbss: u32;
-    static mut _ebss: u32;
-    static mut _sdata: u32;
-    static mut _edata: u32;
-    static _sidata: u32;
     static _stack_top: u32;
 }
 
@@ -49,21 +44,8 @@ static VECTOR_TABLE: VectorTable = VectorTable {
 
 /// Zeroes `.bss`, loads `.data`, enables the FPU where there is one, calls `firmware_main`.
 unsafe extern "C" fn reset() {
-    // SAFETY: the linker script defines these symbols as word-aligned bounds of `.bss`,
-    // `.data` and its load image; nothing has used them yet.
-    unsafe {
-        let mut p = &raw mut _sbss;
-        while p < &raw mut _ebss {
-            p.write_volatile(0);
-            p = p.add(1);
-        }
-        let (mut d, mut s) = (&raw mut _sdata, &raw const _sidata);
-        while d < &raw mut _edata {
-            d.write_volatile(s.read());
-            d = d.add(1);
-            s = s.add(1);
-        }
-    }
+    // SAFETY: nothing has run yet that uses `.bss` or `.data`.
+    unsafe { super::init_memory() };
     #[cfg(target_abi = "eabihf")]
     // SAFETY: CPACR (0xE000ED88) exists on every Cortex-M4F; granting full access to CP10 and
     // CP11 enables the FPU, which the hard-float ABI may use.

@@ -28,6 +28,37 @@ extern "Rust" {
     fn firmware_main() -> !;
 }
 
+extern "C" {
+    static mut _sbss: u32;
+    static mut _ebss: u32;
+    static mut _sdata: u32;
+    static mut _edata: u32;
+    static _sidata: u32;
+}
+
+/// Zeroes `.bss` and copies `.data` from its load image.
+///
+/// # Safety
+///
+/// Only from the reset routine, before anything uses `.bss` or `.data`.
+unsafe fn init_memory() {
+    // SAFETY: the linker script defines these symbols as word-aligned bounds of `.bss`,
+    // `.data` and its load image; the caller guarantees nothing uses them yet.
+    unsafe {
+        let mut p = &raw mut _sbss;
+        while p < &raw mut _ebss {
+            p.write_volatile(0);
+            p = p.add(1);
+        }
+        let (mut d, mut s) = (&raw mut _sdata, &raw const _sidata);
+        while d < &raw mut _edata {
+            d.write_volatile(s.read());
+            d = d.add(1);
+            s = s.add(1);
+        }
+    }
+}
+
 /// Called by the reset routine.
 fn enter_main() -> ! {
     // SAFETY: every binary of this crate defines `firmware_main` with this signature.
@@ -196,7 +227,7 @@ pub fn count_values(min: u32, max: u32) -> [u32; 64] {
 /// baseline), then each passed to `record`. `run.sh` reports
 /// `(record section - baseline section) / 64` instructions per record.
 #[inline(never)]
-pub fn count_records(values: &[u32; 64], mut record: impl FnMut(u32)) {
+pub fn count_records<T: Copy>(values: &[T; 64], mut record: impl FnMut(T)) {
     picollo_mark_begin();
     for &v in values {
         core::hint::black_box(v);

@@ -3,14 +3,6 @@
 
 use core::arch::{asm, global_asm};
 
-extern "C" {
-    static mut _sbss: u32;
-    static mut _ebss: u32;
-    static mut _sdata: u32;
-    static mut _edata: u32;
-    static _sidata: u32;
-}
-
 // Entry: the stack, the trap vector, then Rust. The trap entry saves the caller-saved
 // registers (the Rust handler saves the rest), calls `trap`, restores them and returns.
 global_asm!(
@@ -72,21 +64,8 @@ trap_entry:
 /// Zeroes `.bss`, loads `.data`, calls `firmware_main`.
 #[no_mangle]
 unsafe extern "C" fn reset() -> ! {
-    // SAFETY: the linker script defines these symbols as word-aligned bounds of `.bss`,
-    // `.data` and its load image; nothing has used them yet.
-    unsafe {
-        let mut p = &raw mut _sbss;
-        while p < &raw mut _ebss {
-            p.write_volatile(0);
-            p = p.add(1);
-        }
-        let (mut d, mut s) = (&raw mut _sdata, &raw const _sidata);
-        while d < &raw mut _edata {
-            d.write_volatile(s.read());
-            d = d.add(1);
-            s = s.add(1);
-        }
-    }
+    // SAFETY: nothing has run yet that uses `.bss` or `.data`.
+    unsafe { super::init_memory() };
     super::enter_main()
 }
 

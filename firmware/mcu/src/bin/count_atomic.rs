@@ -6,18 +6,16 @@
 use picollo_core::{storage_len, AtomicHistogram, AtomicU32, ConstLayout, ConstWindow, ReadExt};
 use picollo_firmware_rt::{count_records, count_values, fail, semihosting};
 
-type H = AtomicHistogram<
+static SHARED: AtomicHistogram<
     [AtomicU32; storage_len(ConstLayout::<7>::LAYOUT, 1, 1_000_000)],
     ConstLayout<7>,
     ConstWindow<1, 1_000_000>,
->;
-static SHARED: H = AtomicHistogram::empty();
+> = AtomicHistogram::empty();
 
 /// The entry point the runtime calls after reset.
 #[no_mangle]
 pub fn firmware_main() -> ! {
-    let values = count_values(1, 1_000_000);
-    count_records(&values, |v| SHARED.record_u32(v));
+    count_records(&count_values(1, 1_000_000), |v| SHARED.record_u32(v));
     if SHARED.total() != 64 {
         fail(format_args!("expected 64 values, got {}", SHARED.total()));
     }
