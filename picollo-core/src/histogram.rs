@@ -202,7 +202,7 @@ impl<C: Counter, const N: usize, const K: u32, const MIN: u64, const MAX: u64>
     /// assert_eq!((h.total(), h.overflow()), (1, 1));
     /// ```
     ///
-    /// ```compile_fail
+    /// ```compile_fail,E0080
     /// use picollo_core::{ConstLayout, ConstWindow, Histogram};
     /// // 100 cells, but the window needs more: a compile-time error.
     /// let h = Histogram::<[u32; 100], ConstLayout<9>, ConstWindow<1, 1_000_000>>::empty();
