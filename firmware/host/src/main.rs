@@ -7,7 +7,7 @@ use picollo_firmware_workload::{Histograms, IRQ_BATCHES};
 static HISTOGRAMS: Histograms = Histograms::new();
 
 fn main() {
-    HISTOGRAMS.record_thread_values();
+    HISTOGRAMS.record_thread_values(|| {});
     let mut rng = XorShift::new(0x1A7E);
     for batch in 0..IRQ_BATCHES {
         HISTOGRAMS.record_irq_batch(batch, &mut rng);

@@ -45,6 +45,8 @@ pub const COUNTER_CONFIG: ScalableConfig = ScalableConfig::new().with_threshold(
 
 /// Values thread mode records.
 pub const THREAD_VALUES: u32 = 12_000;
+/// Thread mode pauses for a timer tick before every this many values.
+pub const PAUSE_EVERY: u32 = 400;
 /// Values the timer interrupt records per tick.
 pub const IRQ_BATCH: u32 = 8;
 /// Batches the timer interrupt records in all.
@@ -94,10 +96,15 @@ impl Histograms {
     }
 
     /// Thread mode's share: [`THREAD_VALUES`] values, then one coordinated-omission-corrected
-    /// record.
-    pub fn record_thread_values(&self) {
+    /// record. `pause` runs before every [`PAUSE_EVERY`] values: the firmware waits there for
+    /// a timer tick, so that interrupts record in the middle of thread mode's stream however
+    /// fast the emulator runs (the host passes a no-op; the counts do not depend on it).
+    pub fn record_thread_values(&self, mut pause: impl FnMut()) {
         let mut rng = XorShift::new(THREAD_SEED as u64);
         for i in 0..THREAD_VALUES {
+            if i % PAUSE_EVERY == 0 {
+                pause();
+            }
             self.record(value_at(THREAD_SEED, i), &mut rng);
         }
         // A 50 ms stall while sampling every 10 ms: 50, 40, 30, 20 and 10 ms.

@@ -22,6 +22,8 @@ static BATCHES_DONE: AtomicU32 = AtomicU32::new(0);
 static THREAD_RECORDING: AtomicBool = AtomicBool::new(false);
 /// Ticks that recorded while thread mode was recording (written by the interrupt only).
 static OVERLAPPING_TICKS: AtomicU32 = AtomicU32::new(0);
+/// Every tick (written by the interrupt only).
+static TICKS: AtomicU32 = AtomicU32::new(0);
 
 /// Timer period: SysTick cycles (25 MHz on mps2-an386, 16 MHz on the micro:bit) or `mtime`
 /// ticks (10 MHz on `virt`).
@@ -31,6 +33,7 @@ const PERIOD: u32 = 2_000;
 const PERIOD: u32 = 1_000;
 
 fn tick() {
+    TICKS.store(TICKS.load(Ordering::Relaxed) + 1, Ordering::Release);
     let done = BATCHES_DONE.load(Ordering::Relaxed);
     if done < IRQ_BATCHES {
         let mut rng = XorShift::from_seed_and_thread(0x1A7E, done as u64);
@@ -49,7 +52,13 @@ pub fn firmware_main() -> ! {
     let mut out = Console::new();
     start_timer(PERIOD, tick);
     THREAD_RECORDING.store(true, Ordering::Relaxed);
-    HISTOGRAMS.record_thread_values();
+    HISTOGRAMS.record_thread_values(|| {
+        // Wait for the next tick: interrupts then record in the middle of this stream.
+        let seen = TICKS.load(Ordering::Acquire);
+        while TICKS.load(Ordering::Acquire) == seen {
+            core::hint::spin_loop();
+        }
+    });
     THREAD_RECORDING.store(false, Ordering::Relaxed);
     while BATCHES_DONE.load(Ordering::Acquire) < IRQ_BATCHES {
         core::hint::spin_loop();
