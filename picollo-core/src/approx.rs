@@ -128,7 +128,7 @@ where
     pub fn record<R: RandomSource + ?Sized>(&self, value: u64, rng: &mut R) {
         let slot = self
             .spec
-            .index_of(value)
+            .index_of_native(value)
             .wrapping_sub(self.window().first());
         match self.storage.as_slice().get(slot) {
             Some(cell) => cell.inc(self.config, rng),
@@ -141,7 +141,7 @@ where
     pub fn record_n<R: RandomSource + ?Sized>(&self, value: u64, count: u64, rng: &mut R) {
         let slot = self
             .spec
-            .index_of(value)
+            .index_of_native(value)
             .wrapping_sub(self.window().first());
         match self.storage.as_slice().get(slot) {
             Some(cell) => cell.add(self.config, count, rng),

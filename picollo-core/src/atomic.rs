@@ -486,7 +486,7 @@ where
     pub fn record_n(&self, value: u64, count: u64) {
         let slot = self
             .spec
-            .index_of(value)
+            .index_of_native(value)
             .wrapping_sub(self.window().first());
         match self.storage.as_slice().get(slot) {
             Some(cell) => cell.add(count),

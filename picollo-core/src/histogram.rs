@@ -303,7 +303,7 @@ where
     /// Records `count` occurrences of `value` (saturating).
     #[inline]
     pub fn record_n(&mut self, value: u64, count: u64) {
-        let slot = self.spec.index_of(value).wrapping_sub(self.first());
+        let slot = self.spec.index_of_native(value).wrapping_sub(self.first());
         match self.storage.as_mut_slice().get_mut(slot) {
             Some(cell) => cell.add(count),
             None => self.outside_counter(slot).add(count),
