@@ -5,6 +5,7 @@ use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
 use std::sync::Once;
 
+use picollo_core::ring::{CounterStatus, RequestStatus};
 use picollo_linux::caps::Capabilities;
 use picollo_linux::span::{self, Span, SpanConfig, SpanConsumer};
 
@@ -113,9 +114,12 @@ fn spans_in_process_table() {
     if !caps.has_hardware_pmu() {
         assert_eq!(table.cell("inproc-pages", "Cycles"), Some("n/a"));
         assert_eq!(table.cell("inproc-pages", "IPC p50"), Some("n/a"));
-        assert!(table
-            .to_string()
-            .contains("not measured (n/a): cycles, instructions"));
+        let shown = table.to_string();
+        assert!(
+            shown.contains("not measured (n/a): cycles (ENOENT: not supported here"),
+            "{shown}"
+        );
+        assert!(shown.contains("instructions (ENOENT"), "{shown}");
     }
 }
 
@@ -238,6 +242,169 @@ fn spans_cross_process_table() {
     writeln!(stdin, "exit").unwrap();
     drop(stdin);
     // Read the child's output to the end, so its harness never writes into a closed pipe.
+    lines.for_each(drop);
+    assert!(child.wait().unwrap().success());
+}
+
+// ---------------------------------------------------------------------------------------------
+// Counters chosen at attach time, and counter events
+// ---------------------------------------------------------------------------------------------
+
+const REQUEST_CHILD_ENV: &str = "PICOLLO_SPAN_TEST_REQUEST_CHILD";
+
+/// The child: starts with no counters, and runs spans when told to.
+#[test]
+fn child_request_writer() {
+    if std::env::var_os(REQUEST_CHILD_ENV).is_none() {
+        return;
+    }
+    span::open_thread_ring().unwrap();
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "\nREADY {:?}", span::thread_counters().unwrap()).unwrap();
+    out.flush().unwrap();
+    let mut line = String::new();
+    let mut sum = 0usize;
+    loop {
+        line.clear();
+        std::io::stdin().read_line(&mut line).unwrap();
+        match line.trim() {
+            // Outermost spans until the requested counters are in place (at most 5 s).
+            "ticks" => {
+                for _ in 0..5000 {
+                    {
+                        let _t = picollo_linux::span!("tick");
+                    }
+                    if !span::thread_counters().unwrap().is_empty() {
+                        break;
+                    }
+                    std::thread::sleep(std::time::Duration::from_millis(1));
+                }
+                writeln!(out, "TICKED {:?}", span::thread_counters().unwrap()).unwrap();
+            }
+            "work" => {
+                for round in 0..20 {
+                    let _s = picollo_linux::span!("alloc");
+                    sum += touch_pages(8);
+                    picollo_linux::counter!("queue", round);
+                }
+                picollo_linux::counter!("delta", -3);
+                writeln!(out, "WORKED {}", sum % 7).unwrap();
+            }
+            _ => break,
+        }
+        out.flush().unwrap();
+    }
+}
+
+#[test]
+fn counters_requested_at_attach_time() {
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "child_request_writer",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(REQUEST_CHILD_ENV, "1")
+        .env(span::COUNTERS_ENV, "")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let child_pid = child.id() as i32;
+    let mut stdin = child.stdin.take().unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut wait_for = |prefix: &str| -> String {
+        for line in lines.by_ref() {
+            let line = line.unwrap();
+            if let Some(at) = line.find(prefix) {
+                return line[at..].to_owned();
+            }
+        }
+        panic!("child ended before {prefix}");
+    };
+    assert_eq!(wait_for("READY"), "READY []", "the child starts time-only");
+    let mut consumer = SpanConsumer::attach(child_pid).unwrap();
+    assert_eq!(consumer.rings(), 1);
+
+    // Asked while the child is idle: pending (it applies requests at an outermost span).
+    let spec = "page-faults,cycles,no-such-counter";
+    let request = consumer.request_counters(spec).unwrap();
+    assert_eq!(request.rings(), 1);
+    let pending = consumer
+        .request_outcomes(&request, std::time::Duration::ZERO)
+        .unwrap();
+    assert_eq!(pending[0].status, RequestStatus::Pending);
+    assert!(pending[0]
+        .counters
+        .iter()
+        .all(|c| c.1 == CounterStatus::Unused));
+    writeln!(stdin, "ticks").unwrap();
+    stdin.flush().unwrap();
+    let ticked = wait_for("TICKED");
+    assert!(ticked.contains("page-faults"), "{ticked}");
+    let outcome = consumer
+        .request_outcomes(&request, std::time::Duration::from_secs(5))
+        .unwrap();
+    eprintln!("{outcome:?}");
+    let o = &outcome[0];
+    assert_eq!(o.status, RequestStatus::Applied);
+    // Six counters do not fit the ring's four slots: refused before asking.
+    assert!(consumer.request_counters("a,b,c,d,e,f").is_err());
+    writeln!(stdin, "work").unwrap();
+    stdin.flush().unwrap();
+    wait_for("WORKED");
+    consumer.poll().unwrap();
+    let caps = Capabilities::detect();
+    let by_name = |n: &str| o.counters.iter().find(|c| c.0 == n).cloned();
+    assert_eq!(
+        by_name("page-faults").map(|c| c.1),
+        Some(CounterStatus::Measured)
+    );
+    let invalid = by_name("no-such-counter").unwrap();
+    assert_eq!(
+        (invalid.1, invalid.2),
+        (CounterStatus::Unavailable, libc::EINVAL as u32)
+    );
+    if !caps.has_hardware_pmu() {
+        let cycles = by_name("cycles").unwrap();
+        assert_eq!(
+            (cycles.1, cycles.2),
+            (CounterStatus::Unavailable, libc::ENOENT as u32),
+            "no PMU here: cycles is unavailable with the reason"
+        );
+    }
+
+    let agg = consumer.aggregator();
+    let pf = agg
+        .counters()
+        .iter()
+        .position(|c| c == "page-faults")
+        .unwrap();
+    let alloc = agg.span("alloc").unwrap();
+    assert_eq!(alloc.count(), 20);
+    // Eight fresh pages touched per span: page-faults is exact.
+    let deltas = alloc.counter_deltas(pf).unwrap();
+    use picollo_core::ReadExt;
+    assert_eq!(deltas.total(), 20);
+    assert_eq!(
+        deltas.percentile(50.0).unwrap().value,
+        8,
+        "median page faults"
+    );
+    let table = consumer.table();
+    let events = consumer.aggregator().event_table().unwrap();
+    eprintln!("{table}\n{events}");
+    assert!(table
+        .to_string()
+        .contains("no-such-counter (EINVAL: not a counter name"));
+    assert_eq!(events.cell("queue", "N"), Some("20"));
+    assert_eq!(events.cell("queue", "Last"), Some("19"));
+    assert_eq!(events.cell("queue", "Max"), Some("19"));
+    assert_eq!(events.cell("delta", "Min"), Some("-3"));
+
+    writeln!(stdin, "exit").unwrap();
+    drop(stdin);
     lines.for_each(drop);
     assert!(child.wait().unwrap().success());
 }
