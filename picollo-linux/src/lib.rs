@@ -52,6 +52,7 @@
 #[cfg(not(any(target_os = "linux", target_os = "android")))]
 compile_error!("picollo-linux supports Linux (and Android) only");
 
+pub mod capture;
 pub mod caps;
 pub mod count;
 pub mod error;
