@@ -6,17 +6,23 @@
 //! - `picollo report FILE.hlog`: summary tables of an HdrHistogram interval log;
 //! - `picollo diff A.hlog B.hlog`: diff tables with Δ% and Cohen's d;
 //! - `picollo plot FILES… -o out.svg`: the percentile-distribution plot;
-//! - `picollo attach PID --csv DIR | --spans`: a running process's rings to CSV, or its
-//!   spans to the per-phase table;
-//! - `picollo top PID`: the live span table.
+//! - `picollo attach PID --csv DIR | --spans | --output run.bin`: a running process's rings
+//!   to CSV, its spans to the per-phase table, or its frames to a capture file; `-e` picks
+//!   the counters its spans sample, without restarting it;
+//! - `picollo top PID`: the live span table;
+//! - `picollo convert run.bin --csv DIR | --spans | --format json`: a capture, later, on any
+//!   machine.
 //!
 //! Tables go to standard output, progress and diagnostics to standard error. Errors are one
 //! line naming what to do, with exit status 1 (2 for usage errors).
 
 mod attach;
+mod convert;
 mod counters;
 mod error;
+mod frames;
 mod hlog;
+mod json;
 mod output;
 mod plot;
 mod spawn;
@@ -82,20 +88,45 @@ enum Command {
     /// The classic HdrHistogram plot: value against percentile, with the x axis 1/(1-p) on
     /// a log scale (90%, 99%, 99.9%, …). One line per file, and per tag in tagged logs.
     Plot(PlotArgs),
-    /// Read a running process's shared-memory rings: to CSV files, or spans to a table.
+    /// Read a running process's shared-memory rings: to CSV files, a capture file, or spans
+    /// to tables.
     ///
     /// --csv DIR drains every ring of the process (`/dev/shm/picollo-PID-*`) to `DIR/<ring>.csv`
-    /// (frame number, then the frame's fields), picking up rings created later, and prints
-    /// each file's frame and loss counts. --spans aggregates the span rings into the
-    /// per-phase table (N, time, %, counters). Both run until --duration elapses or the
-    /// process exits. Frames are recorded only while a reader is attached.
+    /// (frame number, then the frame's fields; a ring whose counters change mid-way continues
+    /// in `DIR/<ring>.2.csv`, …), picking up rings created later, and prints each file's frame
+    /// and loss counts. --output FILE writes the same frames, with each ring's schema, clock
+    /// and counter tables, to a capture file for `picollo convert`. --spans aggregates the
+    /// span rings into the per-phase table (N, time, %, counters) and the table of counter
+    /// events (`counter!`). They combine. All run until --duration elapses or the process
+    /// exits. Frames are recorded only while a reader is attached.
+    ///
+    /// -e asks the process's span threads to sample other counters, without restarting it:
+    /// each thread switches at its next outermost span and reports what it could open;
+    /// counters it cannot count are shown unavailable with the reason (no hardware PMU,
+    /// perf_event_paranoid, unknown name). --format json prints one JSON object instead of
+    /// the tables: {"type":"attach","pid","seconds","rings":[{"ring","frames","lost","csv"}],
+    /// "capture","counter_request","spans":{"rings","frames","clock","unavailable","phases",
+    /// "events","notes"}}.
     Attach(AttachArgs),
     /// Live view of a process's spans: the per-phase table of the last interval.
     ///
     /// Every --interval seconds the screen is redrawn (when stdout is a terminal) with the
-    /// span table of that interval only (deltas) and the totals since start. Stops after
-    /// --count refreshes, when the process exits, or on Ctrl-C.
+    /// span tables of that interval only (deltas) and the totals since start; with --format
+    /// json, one JSON object per interval on its own line ({"type":"top","refresh",
+    /// "interval_s","uptime_s","rings","total",…} and the fields of attach's "spans"). -e as
+    /// for attach. Stops after --count refreshes, when the process exits, or on Ctrl-C.
     Top(TopArgs),
+    /// Convert a capture file (from `attach --output`) to CSV files, the span tables or JSON.
+    ///
+    /// Works on any machine: the capture holds every ring's schema, clock record and counter
+    /// tables. --csv DIR writes `DIR/<ring>.csv` as `attach --csv` would have; --spans prints
+    /// the per-phase and counter-event tables (as JSON with --format json); --format json
+    /// alone prints one JSON object per line: {"type":"ring","ring","schema","clock",
+    /// "counters"}, {"type":"frame","ring","frame","fields":{…}}, {"type":"counters","ring",
+    /// "since","counters"}, {"type":"lost","ring","count"}, then {"type":"end","pid",
+    /// "frames","lost","complete"}. A damaged file is an error naming the byte; a file cut
+    /// short converts what it holds, with a warning.
+    Convert(ConvertArgs),
 }
 
 #[derive(Debug, Args)]
@@ -207,7 +238,7 @@ struct PlotArgs {
 }
 
 #[derive(Debug, Args)]
-#[command(group(ArgGroup::new("mode").required(true).args(["csv", "spans"])))]
+#[command(group(ArgGroup::new("mode").required(true).multiple(true).args(["csv", "spans", "output"])))]
 struct AttachArgs {
     /// The process id.
     pid: i32,
@@ -217,9 +248,19 @@ struct AttachArgs {
     /// Aggregate the span rings and print the per-phase table.
     #[arg(long)]
     spans: bool,
+    /// Write every ring's frames to a capture file (for `picollo convert`).
+    #[arg(short = 'o', long, value_name = "FILE")]
+    output: Option<PathBuf>,
     /// Stop after S seconds (default: when the process exits).
     #[arg(long, value_name = "S")]
     duration: Option<f64>,
+    /// Counters for the span threads to sample, comma-separated perf names (cycles,
+    /// instructions, page-faults, task-clock, rNNNN, pmu/…/).
+    #[arg(short = 'e', long = "events", value_name = "EVENTS")]
+    events: Option<String>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = attach::LiveFormat::Markdown)]
+    format: attach::LiveFormat,
 }
 
 #[derive(Debug, Args)]
@@ -232,6 +273,28 @@ struct TopArgs {
     /// Stop after N refreshes (default: when the process exits).
     #[arg(long, value_name = "N")]
     count: Option<u64>,
+    /// Counters for the span threads to sample (as for attach).
+    #[arg(short = 'e', long = "events", value_name = "EVENTS")]
+    events: Option<String>,
+    /// Output format: redrawn tables, or one JSON object per line.
+    #[arg(long, value_enum, default_value_t = attach::LiveFormat::Markdown)]
+    format: attach::LiveFormat,
+}
+
+#[derive(Debug, Args)]
+#[command(group(ArgGroup::new("mode").required(true).multiple(true).args(["csv", "spans", "format"])))]
+struct ConvertArgs {
+    /// The capture file.
+    file: PathBuf,
+    /// Write every ring to `DIR/<ring>.csv`.
+    #[arg(long, value_name = "DIR")]
+    csv: Option<PathBuf>,
+    /// Print the per-phase and counter-event tables of the span rings.
+    #[arg(long)]
+    spans: bool,
+    /// json: every frame as a JSON line (alone), or the span report as JSON (with --spans).
+    #[arg(long, value_enum)]
+    format: Option<attach::LiveFormat>,
 }
 
 fn main() -> ExitCode {
@@ -273,11 +336,28 @@ fn run(cli: Cli) -> Result<String> {
         Command::Report(a) => report(&a),
         Command::Diff(a) => diff(&a),
         Command::Plot(a) => plot(&a),
-        Command::Attach(a) => match &a.csv {
-            Some(dir) => attach::csv(a.pid, dir, a.duration),
-            None => attach::spans(a.pid, a.duration),
-        },
-        Command::Top(a) => attach::top(a.pid, a.interval, a.count),
+        Command::Attach(a) => attach::attach(&attach::AttachOptions {
+            pid: a.pid,
+            csv: a.csv,
+            spans: a.spans,
+            output: a.output,
+            duration: a.duration,
+            events: a.events,
+            format: a.format,
+        }),
+        Command::Top(a) => attach::top(&attach::TopOptions {
+            pid: a.pid,
+            interval: a.interval,
+            count: a.count,
+            events: a.events,
+            format: a.format,
+        }),
+        Command::Convert(a) => convert::run(&convert::ConvertOptions {
+            file: a.file,
+            csv: a.csv,
+            spans: a.spans,
+            format: a.format,
+        }),
     }
 }
 

@@ -224,9 +224,7 @@ impl<W: Write> CaptureWriter<W> {
         let id = u32::try_from(self.rings.len())
             .ok()
             .filter(|id| *id < MAX_RINGS)
-            .ok_or_else(|| {
-                CaptureError::Unrecordable(format!("more than {MAX_RINGS} rings"))
-            })?;
+            .ok_or_else(|| CaptureError::Unrecordable(format!("more than {MAX_RINGS} rings")))?;
         self.flush_frames()?;
         let mut words = [0u64; MAX_HEADER_WORDS];
         let n = info
@@ -466,7 +464,9 @@ impl<R: Read> CaptureReader<R> {
             Ok(true) => {}
             Ok(false) => return Err(invalid("empty file: not a Picollo capture")),
             Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => {
-                return Err(invalid("shorter than a capture header: not a Picollo capture"))
+                return Err(invalid(
+                    "shorter than a capture header: not a Picollo capture",
+                ))
             }
             Err(e) => return Err(e.into()),
         }
@@ -623,8 +623,8 @@ impl<R: Read> CaptureReader<R> {
                         self.rings.len()
                     )));
                 }
-                let name_len = u32_at(p, 0).ok_or_else(|| invalid("empty ring record".into()))?
-                    as usize;
+                let name_len =
+                    u32_at(p, 0).ok_or_else(|| invalid("empty ring record".into()))? as usize;
                 if name_len > MAX_RING_NAME {
                     return Err(invalid(format!("a ring name of {name_len} bytes")));
                 }
@@ -636,10 +636,7 @@ impl<R: Read> CaptureReader<R> {
                     .to_owned();
                 let rest = p.get(4 + name_len..).unwrap_or(&[]);
                 if rest.len() % 8 != 0 || rest.len() / 8 > MAX_HEADER_WORDS {
-                    return Err(invalid(format!(
-                        "a ring header of {} bytes",
-                        rest.len()
-                    )));
+                    return Err(invalid(format!("a ring header of {} bytes", rest.len())));
                 }
                 let words: Vec<u64> = rest
                     .chunks_exact(8)
@@ -695,10 +692,7 @@ impl<R: Read> CaptureReader<R> {
                 };
                 let rest = &p[16..];
                 if rest.len() % 8 != 0 || rest.len() > 32 * MAX_COUNTERS {
-                    return Err(invalid(format!(
-                        "a counter table of {} bytes",
-                        rest.len()
-                    )));
+                    return Err(invalid(format!("a counter table of {} bytes", rest.len())));
                 }
                 let words: Vec<u64> = rest
                     .chunks_exact(8)
@@ -836,7 +830,10 @@ mod tests {
         assert!(text.starts_with("ring 0 a Op\nring 1 b Op\n"), "{text}");
         assert!(text.contains("lost 0:"), "{text}");
         assert!(text.contains("counters 0 since 3"), "{text}");
-        assert!(text.contains("frame 0:9 bytes=9 epoch=2 page-faults"), "{text}");
+        assert!(
+            text.contains("frame 0:9 bytes=9 epoch=2 page-faults"),
+            "{text}"
+        );
         assert!(text.ends_with("frame 1:0 bytes=100 epoch=0 "), "{text}");
     }
 
@@ -937,8 +934,8 @@ mod tests {
         let mut w = CaptureWriter::new(Vec::new(), 1).unwrap();
         let slots = [CounterInfo::unused(); 2];
         let mut a = region(required_words(&Op::SCHEMA, 2, 4));
-        let wa = FrameWriter::<Op>::new(&mut a, &RingOptions::new(4).with_counters(&slots))
-            .unwrap();
+        let wa =
+            FrameWriter::<Op>::new(&mut a, &RingOptions::new(4).with_counters(&slots)).unwrap();
         let info = RingInfo::parse(wa.region()).unwrap();
         assert!(w.add_ring(&"x".repeat(300), &info).is_err());
         let id = w.add_ring("a", &info).unwrap();

@@ -52,8 +52,8 @@
 #[cfg(not(any(target_os = "linux", target_os = "android")))]
 compile_error!("picollo-linux supports Linux (and Android) only");
 
-pub mod capture;
 pub mod caps;
+pub mod capture;
 pub mod count;
 pub mod error;
 pub mod event;
