@@ -71,19 +71,27 @@ enum Command {
     /// With --vs, the two commands run alternately (A, B, A, B, …) and diff tables print the
     /// change of every percentile (Δ%) and Cohen's d of the means.
     Stat(StatArgs),
-    /// Print summary tables of an HdrHistogram interval log (.hlog), one per tag.
+    /// Print summary tables of a histogram file (.hlog, .hgrm, .hist, .histz).
+    ///
+    /// The file is an HdrHistogram interval log (one table per tag), an .hgrm percentile
+    /// file, or one encoded histogram (V2, plain or compressed, binary or base64), told
+    /// apart by content.
     ///
     /// The selected intervals of each tag are added up (at 3 significant digits, or the
     /// log's if finer) and printed as one table. Values are printed as logged; --unit
     /// assumes the log is in nanoseconds and divides (rounding each bucket's midpoint to the
     /// nearest integer), so pick a unit small enough for the precision you need.
     Report(ReportArgs),
-    /// Compare two HdrHistogram interval logs: Δ% per percentile and Cohen's d.
+    /// Compare two histogram files: Δ% per percentile and Cohen's d.
+    ///
+    /// Interval logs, .hgrm files and encoded histograms, in any mix.
     ///
     /// Tags present in both logs are compared (untagged with untagged); tags in only one
     /// log are reported on stderr. Selection and units as for `report`.
     Diff(DiffArgs),
-    /// Plot the percentile distribution of interval logs as SVG.
+    /// Plot the percentile distribution of histogram files as SVG.
+    ///
+    /// Interval logs, .hgrm files and encoded histograms, in any mix.
     ///
     /// The classic HdrHistogram plot: value against percentile, with the x axis 1/(1-p) on
     /// a log scale (90%, 99%, 99.9%, …). One line per file, and per tag in tagged logs.
@@ -155,6 +163,14 @@ struct StatArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Markdown)]
     format: Format,
+    /// Also save every distribution to this HdrHistogram interval log (one interval per
+    /// counter, tagged with its name; `A.`/`B.` prefixes with --vs), for report, diff, plot.
+    #[arg(long, value_name = "FILE")]
+    hlog: Option<PathBuf>,
+    /// Also save every distribution as an .hgrm percentile file: FILE with `.<counter>`
+    /// inserted before `.hgrm` (out.hgrm: out.task-clock.hgrm, out.wall-time.hgrm, …).
+    #[arg(long, value_name = "FILE")]
+    hgrm: Option<PathBuf>,
     /// The command and its arguments (after `--`).
     #[arg(
         value_name = "CMD",
@@ -200,7 +216,7 @@ impl SelectArgs {
 
 #[derive(Debug, Args)]
 struct ReportArgs {
-    /// The interval log.
+    /// The histogram file (.hlog, .hgrm, .hist, .histz).
     file: PathBuf,
     #[command(flatten)]
     select: SelectArgs,
@@ -211,9 +227,9 @@ struct ReportArgs {
 
 #[derive(Debug, Args)]
 struct DiffArgs {
-    /// The baseline log (A).
+    /// The baseline file (A).
     a: PathBuf,
-    /// The log to compare with it (B).
+    /// The file to compare with it (B).
     b: PathBuf,
     #[command(flatten)]
     select: SelectArgs,
@@ -224,7 +240,7 @@ struct DiffArgs {
 
 #[derive(Debug, Args)]
 struct PlotArgs {
-    /// Interval logs to plot.
+    /// Histogram files to plot.
     #[arg(required = true)]
     files: Vec<PathBuf>,
     /// The SVG file to write.
@@ -331,6 +347,8 @@ fn run(cli: Cli) -> Result<String> {
             ignore_failure: a.ignore_failure,
             show_output: a.show_output,
             format: a.format,
+            hlog: a.hlog,
+            hgrm: a.hgrm,
             command: a.command,
         }),
         Command::Report(a) => report(&a),
@@ -391,6 +409,9 @@ fn diff(a: &DiffArgs) -> Result<String> {
         let title = match &ga.tag {
             Some(t) => format!("tag {t}"),
             None if la.has_tags || lb.has_tags => "untagged".to_string(),
+            None if la.source != hlog::Source::Hlog || lb.source != hlog::Source::Hlog => {
+                "histogram".to_string()
+            }
             None => "all intervals".to_string(),
         };
         let title = match unit {
@@ -419,11 +440,7 @@ fn diff(a: &DiffArgs) -> Result<String> {
             la.name, lb.name
         )));
     }
-    let describe = |l: &hlog::Log| {
-        let n: usize = l.groups.iter().map(|g| g.intervals).sum();
-        format!("{} ({n} intervals)", l.name)
-    };
-    let context: Context = vec![("A", describe(&la)), ("B", describe(&lb))];
+    let context: Context = vec![("A", la.describe()), ("B", lb.describe())];
     Ok(output::diffs(a.format, &context, &tables))
 }
 
