@@ -178,8 +178,7 @@ fn stat_saves_hlog_and_hgrm_that_report_reads_back() {
     let text = std::fs::read_to_string(&pf).unwrap();
     let last_value: f64 = text
         .lines()
-        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
-        .next_back()
+        .rfind(|l| !l.starts_with('#') && !l.trim().is_empty())
         .unwrap()
         .split_whitespace()
         .next()
