@@ -248,6 +248,14 @@ impl Sysfs {
         for t in ev.terms() {
             self.apply_term(ev, t.name(), t.value(), &mut words, true)?;
         }
+        if !crate::sys::HAS_CONFIG3 && words[3] != 0 {
+            return Err(PerfError::Pmu {
+                event: ev.to_string(),
+                reason: "it sets config3, which this build's perf_event_attr for this \
+                         architecture does not have"
+                    .to_owned(),
+            });
+        }
         Ok(EventConfig {
             type_,
             config: words[0],
