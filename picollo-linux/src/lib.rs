@@ -61,6 +61,7 @@ pub mod page;
 pub mod pmu;
 pub mod session;
 pub mod shm;
+pub mod skip;
 pub mod span;
 mod sys;
 

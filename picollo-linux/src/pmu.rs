@@ -498,7 +498,10 @@ mod tests {
         }
         let sysfs = Sysfs::system();
         let Some(type_) = sysfs.pmu_type("msr") else {
-            eprintln!("skip: no msr PMU in {SYSFS_EVENT_SOURCES}");
+            crate::skip::hardware(
+                "resolves_real_msr_pmu_when_present",
+                &format!("no msr PMU in {SYSFS_EVENT_SOURCES} (a VM without it)"),
+            );
             return;
         };
         let Event::Pmu(p) = "msr/tsc/".parse::<Event>().unwrap() else {
