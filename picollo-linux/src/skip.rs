@@ -19,7 +19,7 @@
 //!     // … measure with cycles and instructions …
 //! }
 //! # needs_a_pmu();
-//! ```no_run
+//! ```
 
 use std::io::Write;
 use std::path::Path;
