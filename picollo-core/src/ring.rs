@@ -1713,6 +1713,10 @@ pub struct Drained {
     pub lost: u64,
 }
 
+/// Spins before a reader takes over a counter request another reader left half-written
+/// (fewer under miri, which interprets every spin).
+const TAKEOVER_SPINS: u32 = if cfg!(miri) { 1 << 6 } else { 1 << 20 };
+
 /// How many counter-table changes a reader queues ahead of the frames it has delivered.
 const TABLE_QUEUE: usize = 4;
 
@@ -2043,7 +2047,7 @@ impl<'a> RingReader<'a> {
             // Even: free. Odd for too long: a reader died writing; take over (still odd).
             let claim = if s & 1 == 0 {
                 s.wrapping_add(1)
-            } else if spins >= 1 << 20 {
+            } else if spins >= TAKEOVER_SPINS {
                 s.wrapping_add(2)
             } else {
                 spins += 1;

@@ -77,7 +77,7 @@ use std::sync::{Mutex, OnceLock};
 
 use picollo_core::ring::{
     AtomicU64 as RingWord, ClockInfo, ClockKind, CounterInfo, Field, FieldKind, Label, RingOptions,
-    Schema, MAX_COUNTERS, NAME_BYTES, REQUEST_BYTES,
+    Schema, WordArray, MAX_COUNTERS, NAME_BYTES, REQUEST_BYTES,
 };
 
 use crate::event::{Event, SoftwareEvent};
@@ -799,22 +799,24 @@ impl Span {
             };
             t.depth = t.depth.saturating_sub(1);
             let k = t.measured.min(t.slots);
-            let slots = t.slots;
-            let mut ends = [0u64; MAX_COUNTERS];
-            if k > 0 {
-                ThreadRing::sample(&mut t.sessions, &mut ends);
-            }
-            let slot = (depth as usize).saturating_sub(1).min(MAX_DEPTH - 1);
-            let starts = t.starts.get(slot).copied().unwrap_or_default();
             let [n0, n1, n2] = self.name.words;
             let fixed = [n0, n1, n2, u64::from(depth), self.start, end, 0];
-            // Only the measured slots are stored: the header marks the others unused or
-            // unavailable, so their stale words are never read as counts.
-            t.writer.save_with(|data| {
-                store_words(data, 0, &fixed);
-                store_words(data, FIXED_WORDS, &starts[..k]);
-                store_words(data, FIXED_WORDS + slots, &ends[..k]);
-            });
+            if k == 0 {
+                t.writer.save_with(|data| fixed.store_into(data));
+            } else {
+                let mut ends = [0u64; MAX_COUNTERS];
+                ThreadRing::sample(&mut t.sessions, &mut ends);
+                let slot = (depth as usize).saturating_sub(1).min(MAX_DEPTH - 1);
+                let starts = t.starts.get(slot).map_or(&[][..], |s| &s[..k]);
+                let slots = t.slots;
+                // Only the measured slots are stored: the header marks the others unused
+                // or unavailable, so their stale words are never read as counts.
+                t.writer.save_with(|data| {
+                    fixed.store_into(data);
+                    store_words(data, FIXED_WORDS, starts);
+                    store_words(data, FIXED_WORDS + slots, &ends[..k]);
+                });
+            }
             if t.writer.is_disabled() {
                 // A child after fork: its writer turned itself off; stop taking this path.
                 t.publish();
@@ -874,7 +876,7 @@ fn save_counter_event(name: SpanName, value: i64) {
         let at = now();
         let [n0, n1, n2] = name.words;
         let fixed = [n0, n1, n2, 0, at, at, value as u64];
-        t.writer.save_with(|data| store_words(data, 0, &fixed));
+        t.writer.save_with(|data| fixed.store_into(data));
         if t.writer.is_disabled() {
             t.publish();
         }
