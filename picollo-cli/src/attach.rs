@@ -24,7 +24,7 @@ use picollo_linux::shm::{list_rings, ShmError, ShmReader};
 use picollo_linux::span::{unavailable_reason, SpanConfig, SpanDecoder, RING_PREFIX};
 
 use crate::error::{CliError, Result};
-use crate::frames::{csv_summary, spans_json, spans_markdown, Sinks};
+use crate::frames::{counter_json, csv_summary, spans_json, spans_markdown, Sinks};
 use crate::json::{Json, Object};
 
 /// How often rings are drained.
@@ -250,14 +250,7 @@ impl Live {
                     }
                     _ => continue,
                 }
-                let mut o = Object::new()
-                    .field("name", Json::str(c.name))
-                    .field("status", Json::str(c.status.as_str()));
-                if c.status == CounterStatus::Unavailable {
-                    o.push("errno", Json::uint(c.errno));
-                    o.push("reason", Json::str(&unavailable_reason(c.errno)));
-                }
-                slots.push(o.build());
+                slots.push(counter_json(c));
             }
             let status_name = match status {
                 RequestStatus::Applied => "applied",

@@ -18,7 +18,9 @@ use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
-use picollo_core::ring::{write_csv_header, CounterStatus, DynamicFrame, RingInfo, Value};
+use picollo_core::ring::{
+    write_csv_header, CounterInfo, CounterStatus, DynamicFrame, RingInfo, Value,
+};
 use picollo_linux::capture::CaptureWriter;
 use picollo_linux::span::{unavailable_reason, SpanAggregator, SpanDecoder};
 
@@ -376,16 +378,20 @@ pub fn clock_json(info: &RingInfo) -> Json {
 
 /// A ring's counter slots as JSON: `[{"name","status","errno","reason"}]`.
 pub fn counters_json(info: &RingInfo) -> Json {
-    Json::array(info.counters().map(|c| {
-        let mut o = Object::new()
-            .field("name", Json::str(c.name))
-            .field("status", Json::str(c.status.as_str()));
-        if c.status == CounterStatus::Unavailable {
-            o.push("errno", Json::uint(c.errno));
-            o.push("reason", Json::str(&unavailable_reason(c.errno)));
-        }
-        o.build()
-    }))
+    Json::array(info.counters().map(counter_json))
+}
+
+/// One counter slot as JSON: `{"name","status"}`, with `"errno"` and `"reason"` when it is
+/// unavailable.
+pub fn counter_json(c: CounterInfo<'_>) -> Json {
+    let mut o = Object::new()
+        .field("name", Json::str(c.name))
+        .field("status", Json::str(c.status.as_str()));
+    if c.status == CounterStatus::Unavailable {
+        o.push("errno", Json::uint(c.errno));
+        o.push("reason", Json::str(&unavailable_reason(c.errno)));
+    }
+    o.build()
 }
 
 /// One frame as JSON: `{"type":"frame","ring","frame","fields":{…}}`. Counter slots are

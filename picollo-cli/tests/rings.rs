@@ -127,27 +127,7 @@ fn attach_spans_prints_the_phase_table() {
 
 #[test]
 fn attach_csv_drains_a_ring() {
-    let mut writer =
-        ShmFrameWriter::<Request>::create("cli-test-requests", &RingOptions::new(4096))
-            .expect("create a ring");
-    let segment = writer.inner().segment().to_string();
-    let stop = Arc::new(AtomicBool::new(false));
-    let flag = stop.clone();
-    let saver = std::thread::spawn(move || {
-        let mut id = 0u64;
-        while !flag.load(Ordering::Relaxed) {
-            if writer.save(&Request {
-                id,
-                bytes: 512,
-                t: TimeInterval::new(10 * id, 10 * id + 4),
-            }) {
-                id += 1;
-            }
-            std::thread::sleep(Duration::from_micros(100));
-        }
-        drop(writer);
-        id
-    });
+    let (segment, stop, saver) = request_saver("cli-test-requests");
     let dir = tmp("csv");
     let _ = std::fs::remove_dir_all(&dir);
     let out = Command::new(BIN)
@@ -290,10 +270,12 @@ fn run(args: &[&str]) -> (i32, String, String) {
     )
 }
 
-/// A ring of `Request` frames saved on a helper thread while a reader is attached.
-fn request_saver(name: &'static str) -> (Arc<AtomicBool>, JoinHandle<u64>) {
+/// A ring of `Request` frames saved on a helper thread while a reader is attached: its
+/// segment, the flag that stops the thread, and the thread (which returns the frames saved).
+fn request_saver(name: &'static str) -> (String, Arc<AtomicBool>, JoinHandle<u64>) {
     let mut writer =
         ShmFrameWriter::<Request>::create(name, &RingOptions::new(4096)).expect("create a ring");
+    let segment = writer.inner().segment().to_string();
     let stop = Arc::new(AtomicBool::new(false));
     let flag = stop.clone();
     let saver = std::thread::spawn(move || {
@@ -311,13 +293,13 @@ fn request_saver(name: &'static str) -> (Arc<AtomicBool>, JoinHandle<u64>) {
         drop(writer);
         id
     });
-    (stop, saver)
+    (segment, stop, saver)
 }
 
 #[test]
 fn capture_then_convert() {
     let _worker = span_worker();
-    let (stop, saver) = request_saver("cli-test-capture");
+    let (_, stop, saver) = request_saver("cli-test-capture");
     let file = tmp("run.bin");
     let (code, stdout, stderr) = run(&[
         "attach",

@@ -127,6 +127,63 @@ fn spans_in_process_table() {
 // Two processes
 // ---------------------------------------------------------------------------------------------
 
+/// This test binary, run again as a child to execute test `test` (which acts only when
+/// `env`'s first variable is set), with its stdin and stdout piped.
+struct ChildTest {
+    child: std::process::Child,
+    stdin: std::process::ChildStdin,
+    lines: std::io::Lines<BufReader<std::process::ChildStdout>>,
+}
+
+impl ChildTest {
+    fn spawn(test: &str, env: &[(&str, &str)]) -> Self {
+        let mut child = Command::new(std::env::current_exe().unwrap())
+            .args(["--exact", test, "--nocapture", "--test-threads=1"])
+            .envs(env.iter().copied())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stdin = child.stdin.take().unwrap();
+        let lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        Self {
+            child,
+            stdin,
+            lines,
+        }
+    }
+
+    fn pid(&self) -> i32 {
+        self.child.id() as i32
+    }
+
+    /// Sends one line.
+    fn send(&mut self, line: &str) {
+        writeln!(self.stdin, "{line}").unwrap();
+        self.stdin.flush().unwrap();
+    }
+
+    /// The rest of the first line with `prefix`, from `prefix` on.
+    fn wait_for(&mut self, prefix: &str) -> String {
+        for line in self.lines.by_ref() {
+            let line = line.unwrap();
+            if let Some(at) = line.find(prefix) {
+                return line[at..].to_owned();
+            }
+        }
+        panic!("child ended before {prefix}");
+    }
+
+    /// Tells the child to exit and checks that it did, reading its output to the end so its
+    /// harness never writes into a closed pipe.
+    fn finish(mut self) {
+        self.send("exit");
+        drop(self.stdin);
+        self.lines.for_each(drop);
+        assert!(self.child.wait().unwrap().success());
+    }
+}
+
 const CHILD_ENV: &str = "PICOLLO_SPAN_TEST_CHILD";
 
 /// The child: runs phases of a workload inside spans once told to.
@@ -169,42 +226,20 @@ fn child_span_writer() {
 
 #[test]
 fn spans_cross_process_table() {
-    let mut child = Command::new(std::env::current_exe().unwrap())
-        .args([
-            "--exact",
-            "child_span_writer",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env(CHILD_ENV, "1")
-        .env(span::COUNTERS_ENV, COUNTERS)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let child_pid = child.id() as i32;
-    let mut stdin = child.stdin.take().unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let mut wait_for = |prefix: &str| -> String {
-        for line in lines.by_ref() {
-            let line = line.unwrap();
-            if let Some(at) = line.find(prefix) {
-                return line[at..].to_owned();
-            }
-        }
-        panic!("child ended before {prefix}");
-    };
-
-    let ready = wait_for("READY");
+    let mut child = ChildTest::spawn(
+        "child_span_writer",
+        &[(CHILD_ENV, "1"), (span::COUNTERS_ENV, COUNTERS)],
+    );
+    let child_pid = child.pid();
+    let ready = child.wait_for("READY");
     let mut consumer = SpanConsumer::attach(child_pid).unwrap();
     assert_eq!(consumer.rings(), 1, "{consumer:?}");
     assert!(
         ready.contains(&format!("/picollo-{child_pid}-span-")),
         "{ready}"
     );
-    writeln!(stdin, "go").unwrap();
-    stdin.flush().unwrap();
-    wait_for("DONE");
+    child.send("go");
+    child.wait_for("DONE");
 
     let d = consumer.poll().unwrap();
     assert_eq!((d.accepted, d.lost), (50 + 50 + 50 + 5, 0));
@@ -239,11 +274,7 @@ fn spans_cross_process_table() {
         assert!(gc >= 64.0, "gc touched 64 fresh pages per span: {gc}");
     }
 
-    writeln!(stdin, "exit").unwrap();
-    drop(stdin);
-    // Read the child's output to the end, so its harness never writes into a closed pipe.
-    lines.for_each(drop);
-    assert!(child.wait().unwrap().success());
+    child.finish();
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -298,32 +329,16 @@ fn child_request_writer() {
 
 #[test]
 fn counters_requested_at_attach_time() {
-    let mut child = Command::new(std::env::current_exe().unwrap())
-        .args([
-            "--exact",
-            "child_request_writer",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env(REQUEST_CHILD_ENV, "1")
-        .env(span::COUNTERS_ENV, "")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let child_pid = child.id() as i32;
-    let mut stdin = child.stdin.take().unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let mut wait_for = |prefix: &str| -> String {
-        for line in lines.by_ref() {
-            let line = line.unwrap();
-            if let Some(at) = line.find(prefix) {
-                return line[at..].to_owned();
-            }
-        }
-        panic!("child ended before {prefix}");
-    };
-    assert_eq!(wait_for("READY"), "READY []", "the child starts time-only");
+    let mut child = ChildTest::spawn(
+        "child_request_writer",
+        &[(REQUEST_CHILD_ENV, "1"), (span::COUNTERS_ENV, "")],
+    );
+    let child_pid = child.pid();
+    assert_eq!(
+        child.wait_for("READY"),
+        "READY []",
+        "the child starts time-only"
+    );
     let mut consumer = SpanConsumer::attach(child_pid).unwrap();
     assert_eq!(consumer.rings(), 1);
 
@@ -339,9 +354,8 @@ fn counters_requested_at_attach_time() {
         .counters
         .iter()
         .all(|c| c.1 == CounterStatus::Unused));
-    writeln!(stdin, "ticks").unwrap();
-    stdin.flush().unwrap();
-    let ticked = wait_for("TICKED");
+    child.send("ticks");
+    let ticked = child.wait_for("TICKED");
     assert!(ticked.contains("page-faults"), "{ticked}");
     let outcome = consumer
         .request_outcomes(&request, std::time::Duration::from_secs(5))
@@ -351,9 +365,8 @@ fn counters_requested_at_attach_time() {
     assert_eq!(o.status, RequestStatus::Applied);
     // Six counters do not fit the ring's four slots: refused before asking.
     assert!(consumer.request_counters("a,b,c,d,e,f").is_err());
-    writeln!(stdin, "work").unwrap();
-    stdin.flush().unwrap();
-    wait_for("WORKED");
+    child.send("work");
+    child.wait_for("WORKED");
     consumer.poll().unwrap();
     let caps = Capabilities::detect();
     let by_name = |n: &str| o.counters.iter().find(|c| c.0 == n).cloned();
@@ -403,8 +416,5 @@ fn counters_requested_at_attach_time() {
     assert_eq!(events.cell("queue", "Max"), Some("19"));
     assert_eq!(events.cell("delta", "Min"), Some("-3"));
 
-    writeln!(stdin, "exit").unwrap();
-    drop(stdin);
-    lines.for_each(drop);
-    assert!(child.wait().unwrap().success());
+    child.finish();
 }
