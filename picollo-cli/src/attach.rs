@@ -8,7 +8,7 @@
 //!   counter-event table;
 //! - `top PID`: the span tables of the last interval, refreshed every interval;
 //! - `-e cycles,instructions`: asks the process's span threads to count these (see
-//!   [`picollo_linux::span`]), and reports what each thread could open;
+//!   [`picollo_linux::span`](mod@picollo_linux::span)), and reports what each thread could open;
 //! - `--format json`: one JSON object per interval on stdout (one for `attach`, one per
 //!   refresh for `top`), for scripts.
 //!

@@ -19,7 +19,7 @@
 //! # Rings, spans, captures
 //!
 //! - [`shm`]: frame rings in POSIX shared memory, with the `flock` attach protocol.
-//! - [`span`]: spans with counters (`span!`) and user counter events (`counter!`) into each
+//! - [`span`](mod@span): spans with counters (`span!`) and user counter events (`counter!`) into each
 //!   thread's ring; counters chosen at start or at attach time; the consumer that turns the
 //!   frames into the per-phase and counter-event tables.
 //! - [`capture`]: capture files of drained frames (with each ring's schema, clock and

@@ -54,7 +54,19 @@ pub struct HgrmStep {
     pub total_count: u64,
 }
 
-/// A parsed `.hgrm` text.
+/// A parsed `.hgrm` text ([`parse_hgrm`]).
+///
+/// An `.hgrm` file keeps the percentile steps, not the counts, so a histogram rebuilt from
+/// it ([`HgrmFile::to_counts`]) puts each step's count at the step's value (the highest
+/// value of its bucket, as HdrHistogram reports it): percentiles at the steps are exact,
+/// between steps they round up to the next step, and the mean and deviation come out a
+/// little high. The file's own mean, deviation and max are kept ([`HgrmFile::mean`], …).
+/// Values with decimals (an output ratio other than 1) are kept as whole numbers of
+/// `10^-decimals` units ([`HgrmStep::scaled`]).
+///
+/// Untrusted text is fine: every line is checked (numbers, order, the footer against the
+/// steps), lines and steps are bounded ([`MAX_HGRM_LINES`], [`MAX_HGRM_LINE`]), and errors
+/// name the line.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct HgrmFile {
     /// The steps, in file order.
@@ -143,7 +155,7 @@ impl<'a> Decimal<'a> {
     }
 }
 
-/// Parses an `.hgrm` text (see the [module docs](self)).
+/// Parses an `.hgrm` text (see [`HgrmFile`]).
 ///
 /// # Errors
 /// A missing header, a malformed or out-of-order step, a footer that contradicts the steps,
@@ -328,7 +340,7 @@ impl HgrmFile {
     }
 
     /// A histogram rebuilt from the steps (in [`HgrmStep::scaled`] units): each step's new
-    /// count at its value. See the [module docs](self) for what that keeps exactly.
+    /// count at its value. See [`HgrmFile`] for what that keeps exactly.
     ///
     /// # Errors
     /// A value beyond what an HdrHistogram can track (`i64::MAX`).
