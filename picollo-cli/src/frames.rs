@@ -19,7 +19,7 @@ use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 use picollo_core::ring::{
-    write_csv_header, CounterInfo, CounterStatus, DynamicFrame, RingInfo, Value,
+    write_csv_header, ClockKind, CounterInfo, CounterStatus, DynamicFrame, RingInfo, Value,
 };
 use picollo_linux::capture::CaptureWriter;
 use picollo_linux::span::{unavailable_reason, SpanAggregator, SpanDecoder};
@@ -46,7 +46,11 @@ struct Ring {
     name: String,
     frames: u64,
     lost: u64,
+    /// The CSV output, opened at the first frame (its counter table names the columns).
     csv: Option<CsvRing>,
+    /// With CSV output: the header the ring was added with, for a ring that gets no frame
+    /// (its file is written with the header line only).
+    csv_info: Option<Box<RingInfo>>,
     span: Option<SpanDecoder>,
 }
 
@@ -70,6 +74,15 @@ pub struct Sinks {
     capture: Option<(PathBuf, CaptureWriter<BufWriter<File>>)>,
     spans: Option<SpanAggregator>,
     json_lines: Option<Box<dyn Write>>,
+}
+
+/// An error writing standard output. A closed pipe (`| head`) ends the program quietly, as
+/// a successful one: the reader has what it wanted.
+fn stdout_error(e: std::io::Error) -> CliError {
+    if e.kind() == std::io::ErrorKind::BrokenPipe {
+        std::process::exit(0);
+    }
+    CliError::new(format!("cannot write to stdout: {e}"))
 }
 
 fn io_err(what: &Path) -> impl Fn(std::io::Error) -> CliError + '_ {
@@ -135,10 +148,7 @@ impl Sinks {
     /// still goes to CSV, capture and JSON.
     pub fn add_ring(&mut self, name: &str, info: &RingInfo) -> Result<u32> {
         let id = self.rings.len() as u32;
-        let csv = match &self.csv_dir {
-            Some(dir) => Some(CsvRing::open(dir, name, info)?),
-            None => None,
-        };
+        let csv_info = self.csv_dir.as_ref().map(|_| Box::new(info.clone()));
         if let Some((path, w)) = &mut self.capture {
             let cid = w
                 .add_ring(name, info)
@@ -156,14 +166,14 @@ impl Sinks {
                 .field("schema", Json::str(&info.to_string()))
                 .field("clock", clock_json(info))
                 .field("counters", counters_json(info));
-            writeln!(out, "{}", line.build().as_str())
-                .map_err(|e| CliError::new(format!("stdout: {e}")))?;
+            writeln!(out, "{}", line.build().as_str()).map_err(stdout_error)?;
         }
         self.rings.push(Ring {
             name: name.to_owned(),
             frames: 0,
             lost: 0,
-            csv,
+            csv: None,
+            csv_info,
             span,
         });
         Ok(id)
@@ -176,6 +186,9 @@ impl Sinks {
             return Ok(());
         };
         ring.frames += 1;
+        if let (Some(dir), None) = (&self.csv_dir, &ring.csv) {
+            ring.csv = Some(CsvRing::open(dir, &ring.name, info)?);
+        }
         if let Some(c) = &mut ring.csv {
             if info.counters_epoch() != c.epoch {
                 // New columns: a new file.
@@ -204,8 +217,7 @@ impl Sinks {
         }
         if let Some(out) = &mut self.json_lines {
             let line = frame_json(&ring.name, &DynamicFrame::new(info, number, words));
-            writeln!(out, "{}", line.as_str())
-                .map_err(|e| CliError::new(format!("stdout: {e}")))?;
+            writeln!(out, "{}", line.as_str()).map_err(stdout_error)?;
         }
         Ok(())
     }
@@ -222,8 +234,7 @@ impl Sinks {
                 .field("ring", Json::str(&ring.name))
                 .field("since", Json::uint(info.counters_since()))
                 .field("counters", counters_json(info));
-            writeln!(out, "{}", line.build().as_str())
-                .map_err(|e| CliError::new(format!("stdout: {e}")))?;
+            writeln!(out, "{}", line.build().as_str()).map_err(stdout_error)?;
         }
         Ok(())
     }
@@ -254,14 +265,26 @@ impl Sinks {
                 .field("type", Json::str("lost"))
                 .field("ring", Json::str(&ring.name))
                 .field("count", Json::uint(count));
-            writeln!(out, "{}", line.build().as_str())
-                .map_err(|e| CliError::new(format!("stdout: {e}")))?;
+            writeln!(out, "{}", line.build().as_str()).map_err(stdout_error)?;
         }
         Ok(())
     }
 
     /// Writes what is buffered.
     pub fn flush(&mut self) -> Result<()> {
+        self.flush_with(false)
+    }
+
+    /// Writes what is buffered; at the end, rings that got no frame get their CSV file too
+    /// (the header line only).
+    fn flush_with(&mut self, end: bool) -> Result<()> {
+        if let (true, Some(dir)) = (end, &self.csv_dir) {
+            for r in &mut self.rings {
+                if let (None, Some(info)) = (&r.csv, &r.csv_info) {
+                    r.csv = Some(CsvRing::open(dir, &r.name, info)?);
+                }
+            }
+        }
         for r in &mut self.rings {
             if let Some(c) = &mut r.csv {
                 c.out
@@ -274,8 +297,7 @@ impl Sinks {
                 .map_err(|e| CliError::new(format!("{}: {e}", path.display())))?;
         }
         if let Some(out) = &mut self.json_lines {
-            out.flush()
-                .map_err(|e| CliError::new(format!("stdout: {e}")))?;
+            out.flush().map_err(stdout_error)?;
         }
         Ok(())
     }
@@ -313,7 +335,7 @@ impl Sinks {
     /// Flushes everything and finishes the capture file (its end record); returns its path
     /// and frame and loss counts when there is one.
     pub fn finish(&mut self) -> Result<Option<(PathBuf, u64, u64)>> {
-        self.flush()?;
+        self.flush_with(true)?;
         match self.capture.take() {
             Some((path, w)) => {
                 let (frames, lost) = (w.frames(), w.lost_frames());
@@ -365,11 +387,24 @@ impl CsvRing {
     }
 }
 
+/// A clock kind's name in JSON: `tsc`, `monotonic_ns`, …
+fn clock_kind_name(kind: ClockKind) -> &'static str {
+    match kind {
+        ClockKind::MonotonicNs => "monotonic_ns",
+        ClockKind::RealtimeNs => "realtime_ns",
+        ClockKind::ThreadCpuNs => "thread_cpu_ns",
+        ClockKind::Tsc => "tsc",
+        ClockKind::Cycles => "cycles",
+        ClockKind::Unspecified => "unspecified",
+        _ => "other",
+    }
+}
+
 /// The clock record of a ring header as JSON.
 pub fn clock_json(info: &RingInfo) -> Json {
     let c = info.clock();
     Object::new()
-        .field("kind", Json::str(&format!("{:?}", c.kind)))
+        .field("kind", Json::str(clock_kind_name(c.kind)))
         .field("hz", Json::uint(c.hz))
         .field("ref_ticks", Json::uint(c.ref_ticks))
         .field("ref_ns", Json::uint(c.ref_ns))
@@ -480,7 +515,7 @@ pub fn spans_json(agg: &SpanAggregator, head: Object) -> Json {
         Object::new()
             .field(
                 "kind",
-                Json::opt(agg.clock(), |c| Json::str(&format!("{:?}", c.kind))),
+                Json::opt(agg.clock(), |c| Json::str(clock_kind_name(c.kind))),
             )
             .field("hz", Json::opt(agg.clock_hz(), Json::float)),
     );

@@ -434,6 +434,7 @@ fn capture_then_convert() {
 #[test]
 fn attach_spans_json_and_counters_at_attach_time() {
     let _worker = span_worker();
+    let capture = tmp("requested.bin");
     let (code, stdout, stderr) = run(&[
         "attach",
         &pid(),
@@ -442,6 +443,8 @@ fn attach_spans_json_and_counters_at_attach_time() {
         "page-faults,cycles",
         "--duration",
         "1.5",
+        "--output",
+        capture.to_str().unwrap(),
         "--format",
         "json",
     ]);
@@ -496,6 +499,39 @@ fn attach_spans_json_and_counters_at_attach_time() {
         (Some(7), Some(7))
     );
     assert!(spans["frames"]["read"].as_u64().unwrap() > 0);
+
+    assert!(
+        v["capture"]["frames"].as_u64().unwrap() > 0,
+        "{}",
+        v["capture"]
+    );
+
+    // The capture converts to CSV files whose columns follow the counter table: the frames
+    // after the switch have page-faults values, cycles cells empty (unavailable).
+    let dir = tmp("requested-csv");
+    let _ = std::fs::remove_dir_all(&dir);
+    let (code, stdout, stderr) = run(&[
+        "convert",
+        capture.to_str().unwrap(),
+        "--csv",
+        dir.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    let mut counted_rows = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let text = std::fs::read_to_string(entry.unwrap().path()).unwrap();
+        let mut lines = text.lines();
+        let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+        let Some(pf) = header.iter().position(|c| *c == "counters_page-faults_end") else {
+            continue;
+        };
+        for row in lines {
+            let cells: Vec<&str> = row.split(',').collect();
+            assert!(cells[pf].parse::<u64>().is_ok(), "{row}");
+            counted_rows += 1;
+        }
+    }
+    assert!(counted_rows > 0, "no frame with page-faults: {stdout}");
 
     // More counters than the ring's slots: refused with what to do.
     let (code, _, stderr) = run(&[

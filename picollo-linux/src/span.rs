@@ -855,7 +855,8 @@ macro_rules! span {
 
 /// Saves a user counter event (a name and a value: a queue length, bytes in flight, a
 /// cache's size) into this thread's span ring, next to its spans: `depth` 0, the time at
-/// both ends of the interval, and `value`. A no-op (one thread-local load and a branch) when
+/// both ends of the interval, `value`, and 0 in the measured counter slots (an event reads
+/// no counters). A no-op (one thread-local load and a branch) when
 /// no consumer is attached. Use [`counter!`](crate::counter!).
 #[inline(always)]
 pub fn counter_event(name: SpanName, value: i64) {
@@ -876,7 +877,16 @@ fn save_counter_event(name: SpanName, value: i64) {
         let at = now();
         let [n0, n1, n2] = name.words;
         let fixed = [n0, n1, n2, 0, at, at, value as u64];
-        t.writer.save_with(|data| fixed.store_into(data));
+        let (k, slots) = (t.measured.min(t.slots), t.slots);
+        // No counter samples: the measured slots read 0 (not a previous frame's values).
+        const ZEROS: [u64; MAX_COUNTERS] = [0; MAX_COUNTERS];
+        t.writer.save_with(|data| {
+            fixed.store_into(data);
+            if k > 0 {
+                store_words(data, FIXED_WORDS, &ZEROS[..k]);
+                store_words(data, FIXED_WORDS + slots, &ZEROS[..k]);
+            }
+        });
         if t.writer.is_disabled() {
             t.publish();
         }

@@ -10,6 +10,7 @@ use core::fmt;
 use std::collections::{BTreeMap, HashMap};
 
 use picollo_alloc::heap::{self, HeapHistogram};
+use picollo_core::fmt::{Grouped, GroupedFloat};
 use picollo_core::ring::{
     ClockInfo, ClockKind, CounterStatus, CounterTable, Drained, FieldKind, Label, RequestStatus,
     RingInfo, MAX_COUNTERS,
@@ -747,7 +748,7 @@ impl SpanAggregator {
                     group_digits(e.count),
                     signed(e.last),
                     signed(e.min),
-                    format!("{:.1}", e.mean),
+                    GroupedFloat(e.mean, 1).to_string(),
                     signed(e.max),
                     e.p50.map_or_else(|| "n/a".to_owned(), group_digits),
                     e.p99.map_or_else(|| "n/a".to_owned(), group_digits),
@@ -769,16 +770,8 @@ impl SpanAggregator {
 }
 
 /// `10,728`.
-pub(crate) fn group_digits(n: u64) -> String {
-    let s = n.to_string();
-    let mut out = String::with_capacity(s.len() + s.len() / 3);
-    for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
+fn group_digits(n: u64) -> String {
+    Grouped(n).to_string()
 }
 
 /// `4.91B`, `288M`, `85K`, `512` (seed 004's cycle column).
