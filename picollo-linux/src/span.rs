@@ -91,6 +91,8 @@ pub use consumer::{
     RequestOutcome, SpanAggregator, SpanConsumer, SpanDecoder, SpanStats, SpanTable,
 };
 
+pub mod raw;
+
 /// The environment variable with the counters spans sample, by perf's names, comma-separated.
 pub const COUNTERS_ENV: &str = "PICOLLO_COUNTERS";
 /// The frame name of span rings.

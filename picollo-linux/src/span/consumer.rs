@@ -17,6 +17,7 @@ use picollo_core::ring::{
 };
 use picollo_core::{Layout, ReadExt, Window};
 
+use super::raw::AggregatedSpans;
 use super::{clock_hz, COUNTERS_ENV, FIXED_WORDS, RING_PREFIX, SPAN_FIELDS, SPAN_FRAME};
 use crate::caps::Capabilities;
 use crate::shm::{list_rings, ShmError, ShmReader};
@@ -55,7 +56,7 @@ fn layout() -> Layout {
     SPAN_LAYOUT
 }
 
-fn histogram() -> HeapHistogram {
+pub(super) fn histogram() -> HeapHistogram {
     let l = layout();
     heap::plain(l, Window::full(l))
 }
@@ -442,6 +443,32 @@ impl SpanAggregator {
         }
     }
 
+    /// Adds spans of `name` that were aggregated elsewhere (the same statistics as
+    /// [`SpanAggregator::record`] one span at a time, merged bucket by bucket).
+    pub fn record_histograms(&mut self, name: &str, spans: AggregatedSpans<'_>) {
+        let stats = self
+            .spans
+            .entry(name.to_owned())
+            .or_insert_with(SpanStats::new);
+        stats.count += spans.durations.total_with_outside();
+        stats.ticks += spans.total;
+        stats.durations.add(spans.durations);
+        for &(i, sum, deltas) in spans.counters {
+            if stats.counters.len() <= i {
+                stats.counters.resize_with(i + 1, || None);
+            }
+            let c = stats.counters[i].get_or_insert_with(|| CounterStats {
+                sum: 0,
+                deltas: histogram(),
+            });
+            c.sum += sum;
+            c.deltas.add(deltas);
+        }
+        if let Some(ipc) = spans.ipc_micro {
+            stats.ipc_micro.add(ipc);
+        }
+    }
+
     /// The counters seen, by index.
     pub fn counters(&self) -> &[String] {
         &self.counters
@@ -796,7 +823,7 @@ fn fmt_per_span(v: f64) -> String {
 }
 
 /// A duration of `ticks`: in seconds to nanoseconds when `hz` is known, else in ticks.
-fn fmt_ticks(ticks: f64, hz: Option<f64>) -> String {
+pub(super) fn fmt_ticks(ticks: f64, hz: Option<f64>) -> String {
     let Some(hz) = hz.filter(|h| *h > 0.0) else {
         return format!("{} ticks", fmt_si(ticks));
     };

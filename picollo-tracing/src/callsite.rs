@@ -1,0 +1,323 @@
+//! Per-callsite statistics, and the lock-free table that finds them from a span's
+//! `Metadata` address.
+//!
+//! `register_callsite` (once per callsite, rare) creates or finds the statistics of the
+//! callsite's `(name, target)` under a mutex and publishes `metadata address → statistics` in
+//! an open-addressed table of atomic pointers. `on_new_span` finds them with a few relaxed
+//! loads and no lock, so threads creating spans at high rates never contend on a lock.
+//! Entries are never removed; the table is freed with the layer.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+
+use picollo_alloc::ThreadLocalHistogram;
+use picollo_core::{Layout, Window};
+use picollo_linux::span::SpanName;
+use tracing_core::Metadata;
+
+/// The layout of every span histogram: 128 buckets per power of two (0.4% relative error),
+/// the layout of [`picollo_linux::span::SpanAggregator`] and of HdrHistogram with 2
+/// significant digits, so `.hlog` export is bucket for bucket.
+pub(crate) const LAYOUT: Layout = Layout::from_block_scale(7).unwrap();
+/// Busy and wall time in nanoseconds up to 2^45 ns (9.8 hours); longer spans count as
+/// overflow.
+pub(crate) const MAX_TIME_NS: u64 = 1 << 45;
+/// Counter deltas up to 2^48 per span.
+pub(crate) const MAX_COUNTER: u64 = 1 << 48;
+/// Instructions per cycle times 10^6, up to 2^24 (IPC 16.7).
+pub(crate) const MAX_IPC_MICRO: u64 = 1 << 24;
+/// Slots of the lock-free table; callsites beyond it are found under a lock.
+const TABLE_SLOTS: usize = 4096;
+
+/// A thread-local histogram with `u32` shard cells (half the memory of `u64`; a shard's
+/// bucket saturates at 4·10^9 spans, the accumulator of exited threads is 64-bit).
+pub(crate) type SpanHistogram = ThreadLocalHistogram<u32>;
+
+fn histogram(max: u64) -> SpanHistogram {
+    let window = Window::new(LAYOUT, 0, max).unwrap_or(Window::full(LAYOUT));
+    ThreadLocalHistogram::new(LAYOUT, window)
+}
+
+/// Everything recorded for the spans of one `(name, target)`.
+pub(crate) struct CallsiteStats {
+    pub(crate) name: &'static str,
+    pub(crate) target: &'static str,
+    /// The name as frames carry it (cut to 24 bytes).
+    pub(crate) frame_name: SpanName,
+    /// Counters of the layer, and whether it counts IPC.
+    counters: usize,
+    ipc: bool,
+    /// Made when the first span of the callsite closes: an application registers many
+    /// span callsites (its libraries' too) that never close a span, and each set of
+    /// histograms holds tens of kilobytes.
+    histograms: OnceLock<Histograms>,
+}
+
+/// The histograms of one callsite.
+pub(crate) struct Histograms {
+    /// Busy time per span (sum of enter → exit), nanoseconds.
+    pub(crate) busy: SpanHistogram,
+    /// Wall time per span (new → close), nanoseconds.
+    pub(crate) wall: SpanHistogram,
+    /// Per layer counter: the deltas over each span's busy time (spans whose every busy
+    /// interval counted it).
+    pub(crate) counters: Box<[SpanHistogram]>,
+    /// Per layer counter: spans for which it was not counted in some busy interval.
+    pub(crate) not_counted: Box<[AtomicU64]>,
+    /// IPC × 10^6 per span, when the layer counts cycles and instructions.
+    pub(crate) ipc_micro: Option<SpanHistogram>,
+}
+
+impl CallsiteStats {
+    pub(crate) fn new(meta: &'static Metadata<'static>, counters: usize, ipc: bool) -> Self {
+        Self {
+            name: meta.name(),
+            target: meta.target(),
+            frame_name: SpanName::new(meta.name()),
+            counters,
+            ipc,
+            histograms: OnceLock::new(),
+        }
+    }
+
+    /// The histograms, made on first use.
+    #[inline]
+    pub(crate) fn histograms(&self) -> &Histograms {
+        self.histograms.get_or_init(|| Histograms {
+            busy: histogram(MAX_TIME_NS),
+            wall: histogram(MAX_TIME_NS),
+            counters: (0..self.counters).map(|_| histogram(MAX_COUNTER)).collect(),
+            not_counted: (0..self.counters).map(|_| AtomicU64::new(0)).collect(),
+            ipc_micro: self.ipc.then(|| histogram(MAX_IPC_MICRO)),
+        })
+    }
+
+    /// The histograms, if a span of the callsite closed.
+    pub(crate) fn recorded(&self) -> Option<&Histograms> {
+        self.histograms.get()
+    }
+}
+
+/// One published `metadata address → statistics` pair.
+struct Slot {
+    meta: usize,
+    stats: Arc<CallsiteStats>,
+}
+
+/// The callsite table of one layer.
+pub(crate) struct Callsites {
+    slots: Box<[AtomicPtr<Slot>]>,
+    /// Statistics by `(name, target)`, in registration order, and the callsites that did not
+    /// fit the table. Taken only when a callsite registers (and for reports).
+    registry: Mutex<Registry>,
+}
+
+#[derive(Default)]
+struct Registry {
+    by_key: HashMap<(&'static str, &'static str), Arc<CallsiteStats>>,
+    order: Vec<Arc<CallsiteStats>>,
+    overflow: Vec<(usize, Arc<CallsiteStats>)>,
+}
+
+fn slot_of(meta: usize) -> usize {
+    // Fibonacci hashing of the address (metadata are statics, 8-byte aligned at least).
+    ((meta as u64 >> 3).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 52) as usize % TABLE_SLOTS
+}
+
+impl Callsites {
+    pub(crate) fn new() -> Self {
+        Self {
+            slots: (0..TABLE_SLOTS)
+                .map(|_| AtomicPtr::new(core::ptr::null_mut()))
+                .collect(),
+            registry: Mutex::new(Registry::default()),
+        }
+    }
+
+    fn registry(&self) -> std::sync::MutexGuard<'_, Registry> {
+        self.registry.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The statistics of `meta`, without a lock when the table holds it.
+    #[inline]
+    pub(crate) fn get(&self, meta: &'static Metadata<'static>) -> Option<&CallsiteStats> {
+        let key = meta as *const Metadata<'static> as usize;
+        let start = slot_of(key);
+        for i in 0..TABLE_SLOTS {
+            let p = self.slots[(start + i) % TABLE_SLOTS].load(Ordering::Acquire);
+            if p.is_null() {
+                break;
+            }
+            // SAFETY: non-null slots point to `Slot`s published with release ordering by
+            // `insert` and freed only when `self` drops.
+            let slot = unsafe { &*p };
+            if slot.meta == key {
+                return Some(&slot.stats);
+            }
+        }
+        self.get_slow(key)
+    }
+
+    #[cold]
+    fn get_slow(&self, key: usize) -> Option<&CallsiteStats> {
+        let reg = self.registry();
+        let stats = reg.overflow.iter().find(|(m, _)| *m == key)?;
+        let ptr: *const CallsiteStats = Arc::as_ptr(&stats.1);
+        // SAFETY: the registry keeps every `Arc` until `self` drops, so the statistics
+        // outlive the returned borrow of `self`.
+        Some(unsafe { &*ptr })
+    }
+
+    /// Registers `meta` (idempotent): its `(name, target)` statistics, created if new, and
+    /// the table entry for its address.
+    pub(crate) fn register(
+        &self,
+        meta: &'static Metadata<'static>,
+        counters: usize,
+        ipc: bool,
+    ) -> &CallsiteStats {
+        if let Some(s) = self.get(meta) {
+            return s;
+        }
+        let key = meta as *const Metadata<'static> as usize;
+        let mut reg = self.registry();
+        let stats = reg
+            .by_key
+            .entry((meta.name(), meta.target()))
+            .or_insert_with(|| Arc::new(CallsiteStats::new(meta, counters, ipc)))
+            .clone();
+        if !reg.order.iter().any(|s| Arc::ptr_eq(s, &stats)) {
+            reg.order.push(stats.clone());
+        }
+        let ptr: *const CallsiteStats = Arc::as_ptr(&stats);
+        // Insertions are serialized by the registry lock; readers probe without it.
+        let start = slot_of(key);
+        let mut placed = false;
+        for i in 0..TABLE_SLOTS {
+            let slot = &self.slots[(start + i) % TABLE_SLOTS];
+            let p = slot.load(Ordering::Acquire);
+            if p.is_null() {
+                let boxed = Box::into_raw(Box::new(Slot {
+                    meta: key,
+                    stats: stats.clone(),
+                }));
+                slot.store(boxed, Ordering::Release);
+                placed = true;
+                break;
+            }
+            // SAFETY: as in `get`.
+            if unsafe { &*p }.meta == key {
+                placed = true;
+                break;
+            }
+        }
+        if !placed && !reg.overflow.iter().any(|(m, _)| *m == key) {
+            reg.overflow.push((key, stats));
+        }
+        drop(reg);
+        // SAFETY: `ptr` is kept alive by the registry until `self` drops.
+        unsafe { &*ptr }
+    }
+
+    /// Every `(name, target)` registered, in registration order.
+    pub(crate) fn all(&self) -> Vec<Arc<CallsiteStats>> {
+        self.registry().order.clone()
+    }
+}
+
+impl Drop for Callsites {
+    fn drop(&mut self) {
+        for slot in self.slots.iter_mut() {
+            let p = *slot.get_mut();
+            if !p.is_null() {
+                // SAFETY: non-null slots hold pointers from `Box::into_raw` in `register`,
+                // freed only here, once.
+                drop(unsafe { Box::from_raw(p) });
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tracing_core::callsite::{Callsite, Identifier};
+    use tracing_core::field::FieldSet;
+    use tracing_core::metadata::Kind;
+    use tracing_core::subscriber::Interest;
+    use tracing_core::Level;
+
+    struct TestCallsite(&'static Metadata<'static>);
+
+    impl Callsite for TestCallsite {
+        fn set_interest(&self, _: Interest) {}
+        fn metadata(&self) -> &Metadata<'_> {
+            self.0
+        }
+    }
+
+    macro_rules! test_metadata {
+        ($cs:ident, $meta:ident, $name:literal, $target:literal) => {
+            static $cs: TestCallsite = TestCallsite(&$meta);
+            static $meta: Metadata<'static> = Metadata::new(
+                $name,
+                $target,
+                Level::INFO,
+                None,
+                None,
+                None,
+                FieldSet::new(&[], Identifier(&$cs)),
+                Kind::SPAN,
+            );
+        };
+    }
+
+    test_metadata!(CS_A, META_A, "a", "t1");
+    test_metadata!(CS_B, META_B, "b", "t1");
+    test_metadata!(CS_A2, META_A2, "a", "t1"); // same name and target as META_A
+    test_metadata!(CS_A3, META_A3, "a", "t2"); // same name, another target
+
+    fn metas() -> [&'static Metadata<'static>; 4] {
+        [&META_A, &META_B, &META_A2, &META_A3]
+    }
+
+    #[test]
+    fn callsites_by_name_and_target_from_many_threads() {
+        let table = Callsites::new();
+        std::thread::scope(|s| {
+            for t in 0..3 {
+                let table = &table;
+                s.spawn(move || {
+                    for i in 0..4 {
+                        let m = metas()[(i + t) % 4];
+                        let registered: *const CallsiteStats = table.register(m, 1, false);
+                        let found: *const CallsiteStats = table.get(m).unwrap();
+                        assert_eq!(registered, found);
+                    }
+                });
+            }
+        });
+        let ptr = |m| table.get(m).map(|s| s as *const CallsiteStats).unwrap();
+        assert_eq!(
+            ptr(&META_A),
+            ptr(&META_A2),
+            "one statistics per (name, target)"
+        );
+        assert_ne!(ptr(&META_A), ptr(&META_A3));
+        assert_ne!(ptr(&META_A), ptr(&META_B));
+        let all = table.all();
+        assert_eq!(all.len(), 3);
+        assert_eq!(all.iter().filter(|s| s.name == "a").count(), 2);
+        assert_eq!(all[0].histograms().counters.len(), 1);
+    }
+
+    #[test]
+    fn unregistered_callsites_are_not_found() {
+        let table = Callsites::new();
+        assert!(table.get(&META_B).is_none());
+        table.register(&META_A, 0, false);
+        assert!(table.get(&META_B).is_none());
+        assert_eq!(table.get(&META_A).unwrap().name, "a");
+    }
+}

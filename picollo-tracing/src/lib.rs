@@ -1,0 +1,100 @@
+//! # picollo-tracing
+//!
+//! A [`tracing_subscriber::Layer`] that times every span into Picollo histograms, per span
+//! callsite (name and target):
+//!
+//! - **busy time**: the sum of the span's enter → exit intervals, so an async span entered
+//!   at every poll, across `.await` points and threads, counts only the time it ran;
+//! - **wall time**: creation → close;
+//! - optionally **counter deltas over the busy time** (cycles, instructions, cache and
+//!   branch misses, page faults, … by perf's names, as `PICOLLO_COUNTERS` takes them), read
+//!   through the rdpmc fast path where the kernel allows it and one group `read()` otherwise,
+//!   and the instructions per cycle of each span.
+//!
+//! It reports seed 004's per-phase table ([`Handle::table`]: N, time, %, p50, cycles, IPC
+//! p5/p50/p95, misses per 1,000 instructions), on demand or at exit, `.hlog` interval logs per
+//! span ([`Handle::hlog`]), and writes each busy interval as a frame into the thread's
+//! shared-memory span ring, so `picollo attach --spans PID` and `picollo top PID` work on a
+//! program whose only change is installing the layer.
+//!
+//! ```
+//! use picollo_tracing::PicolloLayer;
+//! use tracing_subscriber::layer::SubscriberExt;
+//!
+//! let layer = PicolloLayer::builder().time_only().rings(false).build();
+//! let handle = layer.handle();
+//! let subscriber = tracing_subscriber::registry().with(layer);
+//! tracing::subscriber::with_default(subscriber, || {
+//!     for _ in 0..3 {
+//!         let _s = tracing::info_span!("parse").entered();
+//!     }
+//! });
+//! assert_eq!(handle.span("parse").unwrap().count(), 3);
+//! println!("{}", handle.table());
+//! ```
+//!
+//! In a program: `tracing_subscriber::registry().with(PicolloLayer::builder()
+//! .report_at_exit(true).build()).init()`, and `PICOLLO_COUNTERS=cycles,instructions` to
+//! add counters.
+//!
+//! # What is measured, exactly
+//!
+//! - Each `on_enter` pushes the span's id, the span clock (the TSC on x86_64, converted to
+//!   nanoseconds at the calibrated rate of [`picollo_alloc::clock::ticks_per_second`]) and,
+//!   with counters, the thread's counter samples on a per-thread stack; the matching
+//!   `on_exit` on the same thread pops it and adds the interval to the span's busy time (one
+//!   relaxed `fetch_add`). Counters are read before the clock at enter and after it at exit,
+//!   so reading them is not timed. An exit out of order (spans need not exit in LIFO order)
+//!   is matched by id.
+//! - The span's state is found on exit without a lock or a hash map: a per-thread cache,
+//!   direct-mapped by span id, filled when the span is created on that thread or on its first
+//!   exit there (then from the span's extensions); a callsite's statistics are found in
+//!   `on_new_span` in a lock-free table indexed by the callsite's `Metadata` address, filled
+//!   in `register_callsite`.
+//! - At close, the busy and wall times (and the counter sums) are recorded once per span
+//!   into the callsite's [`picollo_alloc::ThreadLocalHistogram`]s: each thread records into
+//!   its own shard; a thread that exits has its shard folded into the histogram, so nothing
+//!   is lost.
+//! - Histograms have 128 buckets per power of two (0.4% relative error, HdrHistogram's 2
+//!   significant digits, so `.hlog` export is exact); times up to 9.8 hours, counter deltas up
+//!   to 2^48 per span; beyond, values count as overflow. The table's totals are sums of bucket
+//!   midpoints (within 0.4%; exact below 256).
+//! - Memory: a callsite's histograms are made when its first span closes (applications
+//!   register many span callsites, their libraries' included, that never close a span). A
+//!   time histogram's window has 4,993 buckets: 40 KB for the accumulator of exited threads
+//!   and 20 KB (`u32` cells) per thread that closes spans of that callsite; busy and wall make
+//!   80 KB plus 40 KB per thread, and each counter adds about 43 KB plus 21 KB per thread.
+//!
+//! # Counters and threads
+//!
+//! Counters count per thread: each busy interval starts and ends on one thread (tracing
+//! guarantees an enter and its exit happen on the same thread), and its counter deltas are
+//! that thread's. A span that migrates between threads (a tokio task moved by work stealing)
+//! reports the sum over all its intervals, on whichever threads they ran: exact, not an
+//! estimate. A counter that was **not counted** in some interval of a span (the thread's
+//! counters could not open, the machine has no hardware PMU, a multiplexed counter that did
+//! not run) makes that span's value for that counter *not counted*: it is left out of the
+//! histogram and counted in [`CounterReport::not_counted`], never recorded as 0. Time between
+//! intervals (a span waiting at an `.await`) is in the wall time only, and counters do not
+//! run on it.
+//!
+//! When `perf_event_open` is not available (no PMU, `perf_event_paranoid`, a seccomp
+//! filter), the layer prints one clear message on stderr, the table marks the counters `n/a`,
+//! and times are recorded as before.
+//!
+//! # The span rings
+//!
+//! Each thread's first span opens its ring `/dev/shm/picollo-<pid>-span-<tid>` (and its
+//! counters), shared with `picollo_linux::span!` spans. While no consumer is attached, a
+//! span's exit costs one more thread-local load and branch for the ring. With `picollo
+//! attach --spans PID` or `picollo top PID` attached, each busy interval is one frame (name,
+//! nesting depth on the thread, start and end clock, counter samples): those tools count
+//! intervals (polls, for async spans), while the layer's own table counts spans.
+#![doc(test(attr(deny(warnings))))]
+
+mod callsite;
+mod layer;
+mod report;
+
+pub use layer::{Builder, PicolloLayer};
+pub use report::{CounterReport, Handle, SpanLog, SpanReport};

@@ -1,0 +1,450 @@
+//! Reports: per-span statistics, the per-phase table, `.hlog` interval logs, and the table
+//! at exit.
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex, Once, PoisonError};
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+use picollo_alloc::hdr::interop::{export, ExportOptions};
+use picollo_alloc::hdr::{LogError, LogWriter};
+use picollo_alloc::Snapshot;
+use picollo_core::ring::{ClockInfo, ClockKind};
+use picollo_core::{HistogramRead, ReadExt};
+use picollo_linux::span::raw::{format_duration_ns, AggregatedSpans};
+use picollo_linux::span::{SpanAggregator, SpanTable};
+
+use crate::callsite::{CallsiteStats, Histograms, SpanHistogram};
+use crate::layer::Shared;
+
+/// Span clock ticks to nanoseconds: the span clock is the TSC on x86_64 (converted at the
+/// calibrated rate of [`picollo_alloc::clock::ticks_per_second`]) and nanoseconds elsewhere.
+///
+/// A multiply and a shift (`ticks · ⌊10^9 · 2^32 / rate⌋ >> 32`), not a 128-bit division: at
+/// TSC rates of 100 MHz and more the factor has at least 31 significant bits, so the result
+/// is within 10^-9 (relative) of the exact conversion, far inside a histogram bucket.
+#[inline]
+pub(crate) fn ticks_to_ns(ticks: u64) -> u64 {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::sync::OnceLock;
+        static FACTOR: OnceLock<u64> = OnceLock::new();
+        let factor = *FACTOR.get_or_init(|| {
+            let rate = u128::from(picollo_alloc::clock::ticks_per_second().max(1));
+            u64::try_from((1_000_000_000u128 << 32) / rate).unwrap_or(u64::MAX)
+        });
+        u64::try_from((u128::from(ticks) * u128::from(factor)) >> 32).unwrap_or(u64::MAX)
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        ticks
+    }
+}
+
+/// The sum of the values of `h`, from bucket midpoints (each value within half its bucket's
+/// width, 0.4%; exact below 256), plus the overflow counted at the window's top (a lower
+/// bound for them).
+fn midpoint_sum(h: &dyn HistogramRead) -> u128 {
+    let inside: u128 = h
+        .recorded_buckets()
+        .map(|b| u128::from(b.midpoint()) * u128::from(b.count))
+        .sum();
+    let top = u128::from(h.window().max_value(h.layout()));
+    inside + u128::from(h.overflow()) * top
+}
+
+/// One counter of a [`SpanReport`].
+#[derive(Clone, Debug)]
+pub struct CounterReport {
+    /// The counter, by the name it was configured with.
+    pub name: String,
+    /// Its delta over each span's busy time, for the spans that counted it in every busy
+    /// interval.
+    pub deltas: Snapshot,
+    /// Spans that did not count it in some busy interval (no hardware PMU, a thread whose
+    /// counters could not open, a multiplexed counter that never ran): never recorded as 0.
+    pub not_counted: u64,
+}
+
+/// What the layer recorded for one span callsite (name and target), at one moment.
+#[derive(Clone, Debug)]
+pub struct SpanReport {
+    /// The span's name.
+    pub name: &'static str,
+    /// The span's target (module path unless set).
+    pub target: &'static str,
+    /// Busy time per span (the sum of its enter → exit intervals), nanoseconds.
+    pub busy_ns: Snapshot,
+    /// Wall time per span (creation → close), nanoseconds.
+    pub wall_ns: Snapshot,
+    /// The counters, in the layer's order (empty: time only).
+    pub counters: Vec<CounterReport>,
+    /// Instructions per cycle × 10^6, per span, when cycles and instructions are counted.
+    pub ipc_micro: Option<Snapshot>,
+}
+
+impl SpanReport {
+    fn new(stats: &CallsiteStats, h: &Histograms, shared: &Shared) -> Self {
+        Self {
+            name: stats.name,
+            target: stats.target,
+            busy_ns: Snapshot::new(&h.busy),
+            wall_ns: Snapshot::new(&h.wall),
+            counters: shared
+                .counters
+                .iter()
+                .zip(h.counters.iter().zip(h.not_counted.iter()))
+                .map(|(spec, (h, nc))| CounterReport {
+                    name: spec.name.clone(),
+                    deltas: Snapshot::new(h),
+                    not_counted: nc.load(Ordering::Relaxed),
+                })
+                .collect(),
+            ipc_micro: h.ipc_micro.as_ref().map(Snapshot::new),
+        }
+    }
+
+    /// Spans closed.
+    pub fn count(&self) -> u64 {
+        self.busy_ns.total_with_outside()
+    }
+
+    /// The counter named `name`.
+    pub fn counter(&self, name: &str) -> Option<&CounterReport> {
+        self.counters.iter().find(|c| c.name == name)
+    }
+}
+
+/// A handle on a layer's statistics; see [`PicolloLayer::handle`](crate::PicolloLayer::handle).
+/// Cheap to clone, `Send + Sync`.
+#[derive(Clone)]
+pub struct Handle {
+    shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for Handle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Handle")
+            .field("counters", &self.counters())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Handle {
+    pub(crate) fn new(shared: Arc<Shared>) -> Self {
+        Self { shared }
+    }
+
+    /// The counters the layer samples (empty: time only).
+    pub fn counters(&self) -> Vec<String> {
+        self.shared
+            .counters
+            .iter()
+            .map(|c| c.name.clone())
+            .collect()
+    }
+
+    /// Every span callsite (name and target) that closed a span, in registration order.
+    pub fn spans(&self) -> Vec<SpanReport> {
+        self.shared
+            .callsites
+            .all()
+            .iter()
+            .filter_map(|s| Some(SpanReport::new(s, s.recorded()?, &self.shared)))
+            .collect()
+    }
+
+    /// The callsite named `name` (the first, if several targets have one so named), once a
+    /// span of it closed.
+    pub fn span(&self, name: &str) -> Option<SpanReport> {
+        let all = self.shared.callsites.all();
+        let s = all
+            .iter()
+            .find(|s| s.name == name && s.recorded().is_some())?;
+        Some(SpanReport::new(s, s.recorded()?, &self.shared))
+    }
+
+    /// Exits that matched no enter on their thread: enters that happened before the layer
+    /// was installed, or a span exited on another thread than it was entered on (their
+    /// intervals are not timed).
+    pub fn unmatched_exits(&self) -> u64 {
+        self.shared.unmatched_exits.load(Ordering::Relaxed)
+    }
+
+    /// Why some counters are not counted, if they are not (the one-time messages, joined).
+    pub fn counter_problem(&self) -> Option<String> {
+        let problems = self
+            .shared
+            .counter_problems
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        (!problems.is_empty()).then(|| problems.join("; "))
+    }
+
+    /// Busy intervals that ended after their span was closed (not timed; with the
+    /// `Registry`, a span is not closed while entered, so this stays 0).
+    pub fn lost_intervals(&self) -> u64 {
+        self.shared.lost_intervals.load(Ordering::Relaxed)
+    }
+
+    /// Seed 004's per-phase table of the closed spans: N, busy time, % of all busy time (or
+    /// cycles), p50, wall p50, and with counters the cycles, IPC p5/p50/p95 and the other
+    /// counters per 1,000 instructions (per span without instructions). Counters this
+    /// machine does not count read `n/a`, never 0. Rows are named by span name, or
+    /// `target::name` where two targets share a name.
+    pub fn table(&self) -> SpanTable {
+        let reports = self.spans();
+        let mut agg = SpanAggregator::new();
+        agg.set_clock(ClockInfo::nanoseconds(ClockKind::MonotonicNs));
+        let measured = self.shared.measured_somewhere.load(Ordering::Relaxed);
+        let slots: Vec<Option<usize>> = self
+            .shared
+            .counters
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                let canonical = c.event.as_ref().map_or(c.name.clone(), |e| e.to_string());
+                if measured & (1 << i) != 0 {
+                    Some(agg.counter_index(&canonical))
+                } else {
+                    agg.note_unavailable(&canonical);
+                    None
+                }
+            })
+            .collect();
+        let names: Vec<String> = reports
+            .iter()
+            .map(|r| {
+                let shared_name = reports
+                    .iter()
+                    .any(|o| o.name == r.name && o.target != r.target);
+                if shared_name {
+                    format!("{}::{}", r.target, r.name)
+                } else {
+                    r.name.to_owned()
+                }
+            })
+            .collect();
+        let mut not_counted = 0u64;
+        for (r, name) in reports.iter().zip(&names) {
+            let mut counters: Vec<(usize, u128, &dyn HistogramRead)> = Vec::new();
+            for (c, slot) in r.counters.iter().zip(&slots) {
+                if let Some(slot) = slot {
+                    // Counters measured nowhere are noted as such; these were measured on
+                    // some threads but not in every interval of these spans.
+                    not_counted += c.not_counted;
+                    if c.deltas.total_with_outside() > 0 {
+                        counters.push((*slot, midpoint_sum(&c.deltas), &c.deltas));
+                    }
+                }
+            }
+            agg.record_histograms(
+                name,
+                AggregatedSpans {
+                    durations: &r.busy_ns,
+                    total: midpoint_sum(&r.busy_ns),
+                    counters: &counters,
+                    ipc_micro: r.ipc_micro.as_ref().map(|h| h as &dyn HistogramRead),
+                },
+            );
+        }
+        let mut table = agg.table();
+        // The wall time's median next to the busy time's.
+        if let Some(p50) = table.columns.iter().position(|c| c == "p50") {
+            table.columns.insert(p50 + 1, "wall p50".to_owned());
+            for row in &mut table.rows {
+                let wall = row
+                    .first()
+                    .and_then(|n| names.iter().position(|m| m == n))
+                    .and_then(|i| reports[i].wall_ns.percentile(50.0).ok())
+                    .map_or_else(|| "n/a".to_owned(), |p| format_duration_ns(p.value as f64));
+                row.insert(p50 + 1, wall);
+            }
+        }
+        table.notes.retain(|n| !n.starts_with("frames:"));
+        table.notes.insert(
+            0,
+            "Time: busy time (enter → exit, summed over re-entries); wall: creation → close"
+                .to_owned(),
+        );
+        if not_counted > 0 {
+            table.notes.push(format!(
+                "{not_counted} span·counter values not counted (an interval without that \
+                 counter): left out, not recorded as 0"
+            ));
+        }
+        if let Some(p) = self.counter_problem() {
+            // The layer's own message names the counters and the error that kept them from
+            // opening here: more precise than the aggregator's note about the PMU.
+            table
+                .notes
+                .retain(|n| !n.starts_with("not measured (n/a):"));
+            table.notes.push(format!("not measured (n/a): {p}"));
+        }
+        let unmatched = self.unmatched_exits();
+        if unmatched > 0 {
+            table.notes.push(format!(
+                "{unmatched} exits matched no enter on their thread (not timed)"
+            ));
+        }
+        let lost = self.lost_intervals();
+        if lost > 0 {
+            table.notes.push(format!(
+                "{lost} intervals ended after their span closed (not timed)"
+            ));
+        }
+        table
+    }
+
+    /// An `.hlog` interval log of the spans into `out` (see [`SpanLog`]).
+    ///
+    /// # Errors
+    /// An I/O error writing the header.
+    pub fn hlog<W: Write>(&self, out: W) -> Result<SpanLog<W>, LogError> {
+        SpanLog::new(self.clone(), out)
+    }
+}
+
+/// An HdrHistogram interval log (`.hlog`) of a layer's spans: each
+/// [`write_interval`](SpanLog::write_interval) writes, for every span callsite with spans
+/// closed since the previous call, one line per statistic, tagged `<name>.busy`,
+/// `<name>.wall` and `<name>.<counter>` (spaces and commas in names become `_`), times in
+/// nanoseconds. `picollo report` and HdrHistogram's tools read it.
+pub struct SpanLog<W: Write> {
+    handle: Handle,
+    writer: LogWriter<W>,
+    start: Instant,
+    last_sec: f64,
+    /// The snapshot of each callsite statistic at the previous interval.
+    previous: HashMap<(usize, usize), Snapshot>,
+}
+
+impl<W: Write> std::fmt::Debug for SpanLog<W> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SpanLog")
+            .field("last_sec", &self.last_sec)
+            .finish_non_exhaustive()
+    }
+}
+
+fn tag_part(s: &str) -> String {
+    s.chars()
+        .map(|c| {
+            if c == ',' || c.is_whitespace() {
+                '_'
+            } else {
+                c
+            }
+        })
+        .collect()
+}
+
+impl<W: Write> SpanLog<W> {
+    /// Writes the log's header (a comment, the format version, the start time, the legend).
+    ///
+    /// # Errors
+    /// An I/O error.
+    pub fn new(handle: Handle, out: W) -> Result<Self, LogError> {
+        let mut writer = LogWriter::new(out);
+        let now_ms = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
+        writer.write_comment("picollo-tracing span log: busy and wall time in ns, counters")?;
+        writer.write_log_format_version()?;
+        writer.write_start_time(now_ms)?;
+        writer.write_legend()?;
+        Ok(Self {
+            handle,
+            writer,
+            start: Instant::now(),
+            last_sec: 0.0,
+            previous: HashMap::new(),
+        })
+    }
+
+    /// Writes one interval (since the previous call, or the log's start) and returns the
+    /// number of lines written. Values outside a histogram's window (spans over 9.8 hours)
+    /// are left out of the line and named in a comment.
+    ///
+    /// # Errors
+    /// An I/O or encoding error.
+    pub fn write_interval(&mut self) -> Result<usize, LogError> {
+        let now = self.start.elapsed().as_secs_f64();
+        let shared = &self.handle.shared;
+        let mut lines = 0;
+        for stats in shared.callsites.all() {
+            let key = Arc::as_ptr(&stats) as usize;
+            let Some(hists) = stats.recorded() else {
+                continue;
+            };
+            let mut metrics: Vec<(String, &SpanHistogram)> = vec![
+                ("busy".to_owned(), &hists.busy),
+                ("wall".to_owned(), &hists.wall),
+            ];
+            for (spec, h) in shared.counters.iter().zip(hists.counters.iter()) {
+                metrics.push((tag_part(&spec.name), h));
+            }
+            if let Some(h) = &hists.ipc_micro {
+                metrics.push(("ipc_micro".to_owned(), h));
+            }
+            for (m, (metric, h)) in metrics.into_iter().enumerate() {
+                let snap = self
+                    .previous
+                    .entry((key, m))
+                    .or_insert_with(|| Snapshot::empty(h.layout(), h.window()));
+                snap.update(h, true);
+                if snap.total_with_outside() == 0 {
+                    continue;
+                }
+                let ex = export(&*snap, &ExportOptions::new().allow_dropping(true))
+                    .map_err(|e| LogError::Io(std::io::Error::other(e.to_string())))?;
+                let tag = format!("{}.{metric}", tag_part(stats.name));
+                if ex.dropped_overflow > 0 || ex.dropped_underflow > 0 {
+                    self.writer.write_comment(&format!(
+                        "{tag}: {} values above the histogram's range not in the next line",
+                        ex.dropped_overflow + ex.dropped_underflow
+                    ))?;
+                }
+                self.writer
+                    .write_interval(Some(&tag), self.last_sec, now, &ex.counts)?;
+                lines += 1;
+            }
+        }
+        self.last_sec = now;
+        self.writer.flush()?;
+        Ok(lines)
+    }
+
+    /// The underlying writer.
+    pub fn into_inner(self) -> W {
+        self.writer.into_inner()
+    }
+}
+
+/// Handles whose table is printed at exit.
+static AT_EXIT: Mutex<Vec<Handle>> = Mutex::new(Vec::new());
+
+/// Prints `handle`'s table on stderr when the process exits normally.
+pub(crate) fn print_at_exit(handle: Handle) {
+    static INSTALL: Once = Once::new();
+    AT_EXIT
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .push(handle);
+    INSTALL.call_once(|| {
+        extern "C" fn print_tables() {
+            let handles =
+                std::mem::take(&mut *AT_EXIT.lock().unwrap_or_else(PoisonError::into_inner));
+            for h in handles {
+                let _ = writeln!(std::io::stderr(), "\npicollo-tracing spans:\n{}", h.table());
+            }
+        }
+        // SAFETY: `print_tables` is a plain `extern "C" fn()` that takes a lock, formats and
+        // writes to stderr; it is valid for the life of the process.
+        let rc = unsafe { libc::atexit(print_tables) };
+        if rc != 0 {
+            eprintln!("picollo-tracing: atexit failed; the table will not be printed at exit");
+        }
+    });
+}

@@ -1,0 +1,167 @@
+//! A program whose only Picollo code is installing the layer: another process attaches to
+//! its span rings (the `SpanConsumer` API, and the real `picollo attach --spans` when the
+//! CLI is built) and gets the per-phase table.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use picollo_linux::span::SpanConsumer;
+use picollo_tracing::PicolloLayer;
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::util::SubscriberInitExt;
+
+mod common;
+use common::touch_fresh;
+
+const CHILD_ENV: &str = "PICOLLO_TRACING_ATTACH_CHILD";
+const ROUNDS: usize = 30;
+const PAGES: usize = 8;
+
+/// The traced program.
+#[test]
+fn child_traced_program() {
+    if std::env::var_os(CHILD_ENV).is_none() {
+        return;
+    }
+    tracing_subscriber::registry()
+        .with(PicolloLayer::builder().counters(["page-faults"]).build())
+        .init();
+    // The first span opens this thread's ring.
+    drop(tracing::info_span!("start").entered());
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "\nREADY").unwrap();
+    out.flush().unwrap();
+    let mut line = String::new();
+    let mut stdin = std::io::stdin().lock();
+    stdin.read_line(&mut line).unwrap();
+    for _ in 0..ROUNDS {
+        let _request = tracing::info_span!("request").entered();
+        let _alloc = tracing::info_span!("alloc").entered();
+        touch_fresh(PAGES);
+    }
+    // One span entered three times: three intervals, three frames.
+    let polled = tracing::info_span!("polled");
+    for _ in 0..3 {
+        polled.in_scope(|| std::hint::black_box(1));
+    }
+    drop(polled);
+    writeln!(out, "DONE").unwrap();
+    out.flush().unwrap();
+    line.clear();
+    stdin.read_line(&mut line).unwrap();
+}
+
+/// The `picollo` binary of this workspace, if it was built (it is whenever the workspace's
+/// tests are built: the CLI's tests need it).
+fn picollo_bin() -> Option<PathBuf> {
+    let exe = std::env::current_exe().ok()?;
+    let bin = exe.parent()?.parent()?.join("picollo");
+    bin.is_file().then_some(bin)
+}
+
+#[test]
+fn attach_to_a_program_that_only_installs_the_layer() {
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "child_traced_program",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(CHILD_ENV, "1")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id() as i32;
+    let mut stdin = child.stdin.take().unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut wait_for = |what: &str| {
+        for line in lines.by_ref() {
+            if line.unwrap().contains(what) {
+                return;
+            }
+        }
+        panic!("child ended before {what}");
+    };
+    wait_for("READY");
+    let mut consumer = SpanConsumer::attach(pid).unwrap();
+    assert!(consumer.rings() >= 1, "{consumer:?}");
+
+    // The real CLI too, when built: attached until the child exits.
+    let cli = picollo_bin().map(|bin| {
+        let cli = Command::new(bin)
+            .args(["attach", &pid.to_string(), "--spans"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Attached once it maps the child's ring.
+        let maps = format!("/proc/{}/maps", cli.id());
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while !std::fs::read_to_string(&maps)
+            .unwrap_or_default()
+            .contains(&format!("picollo-{pid}-span-"))
+        {
+            assert!(Instant::now() < deadline, "picollo attach did not attach");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        cli
+    });
+    if cli.is_none() {
+        eprintln!("skip (CLI part): target/*/picollo is not built; checked with SpanConsumer only");
+    }
+
+    writeln!(stdin, "go").unwrap();
+    stdin.flush().unwrap();
+    wait_for("DONE");
+    let d = consumer.poll().unwrap();
+    assert_eq!(d.lost, 0);
+    assert_eq!(
+        d.accepted as usize,
+        2 * ROUNDS + 3,
+        "one frame per busy interval"
+    );
+    let table = consumer.table();
+    eprintln!("{table}");
+    assert_eq!(table.cell("request", "N"), Some("30"));
+    assert_eq!(table.cell("alloc", "N"), Some("30"));
+    assert_eq!(table.cell("polled", "N"), Some("3"), "intervals, not spans");
+    let agg = consumer.aggregator();
+    let pf = agg
+        .counters()
+        .iter()
+        .position(|c| c == "page-faults")
+        .unwrap();
+    let alloc = agg.span("alloc").unwrap();
+    // Exact: every alloc interval faulted its 8 fresh pages.
+    assert_eq!(alloc.counter_sum(pf), Some((ROUNDS * PAGES) as u128));
+    assert!(agg.span("request").unwrap().counter_sum(pf).unwrap() >= (ROUNDS * PAGES) as u128);
+
+    writeln!(stdin, "exit").unwrap();
+    drop(stdin);
+    lines.for_each(drop);
+    assert!(child.wait().unwrap().success());
+    if let Some(cli) = cli {
+        let out = cli.wait_with_output().unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        eprintln!(
+            "picollo attach --spans:\n{text}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(out.status.success());
+        let row = |name: &str| {
+            text.lines()
+                .find(|l| l.starts_with(&format!("| {name} ")))
+                .unwrap_or_else(|| panic!("no row {name} in:\n{text}"))
+                .split('|')
+                .map(str::trim)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(row("alloc")[2], "30", "N");
+        assert_eq!(row("request")[2], "30", "N");
+        assert!(text.contains("page-faults"), "{text}");
+    }
+}

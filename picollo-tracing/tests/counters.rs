@@ -1,0 +1,250 @@
+//! The layer with counters: page faults per span checked against known work (exact on fresh
+//! pages), counters summed over a span's intervals on several tokio workers, and hardware
+//! counters reported `n/a` (never 0) where the machine has no PMU.
+
+use std::time::Duration;
+
+mod common;
+use common::FreshPages;
+
+use picollo_core::ReadExt;
+use picollo_linux::caps::Capabilities;
+use picollo_tracing::{Handle, PicolloLayer};
+use tracing::instrument::WithSubscriber;
+use tracing::Instrument;
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::Registry;
+
+/// Two software events that count on any Linux, and two hardware events that need a PMU.
+const COUNTERS: [&str; 4] = ["page-faults", "task-clock", "cycles", "instructions"];
+
+fn subscriber() -> (impl tracing::Subscriber + Send + Sync, Handle) {
+    let layer = PicolloLayer::builder()
+        .counters(COUNTERS)
+        .rings(false)
+        .build();
+    let handle = layer.handle();
+    (Registry::default().with(layer), handle)
+}
+
+#[test]
+fn page_faults_per_span_match_the_pages_touched() {
+    let (sub, h) = subscriber();
+    let rounds = 40;
+    let per_span = 16;
+    let pages = FreshPages::new(rounds * per_span + 8);
+    tracing::subscriber::with_default(sub, || {
+        // The thread's first span opens its counters; it is not part of the check.
+        drop(tracing::info_span!("warm-up").entered());
+        for r in 0..rounds {
+            let _s = tracing::info_span!("touch").entered();
+            pages.touch(r * per_span..(r + 1) * per_span);
+        }
+        for _ in 0..10 {
+            let _s = tracing::info_span!("no-touch").entered();
+            std::hint::black_box(0);
+        }
+    });
+    let touch = h.span("touch").unwrap();
+    let pf = touch.counter("page-faults").unwrap();
+    assert_eq!(pf.not_counted, 0);
+    assert_eq!(pf.deltas.total(), rounds as u64);
+    // Exact: every span saw exactly its 16 first touches.
+    assert_eq!(pf.deltas.min(), Some(per_span as u64), "{:?}", pf.deltas);
+    assert_eq!(pf.deltas.max(), Some(per_span as u64), "{:?}", pf.deltas);
+    let none = h.span("no-touch").unwrap();
+    let none_pf = none.counter("page-faults").unwrap();
+    assert_eq!(
+        none_pf.deltas.max(),
+        Some(0),
+        "a span that touches nothing faults 0 times"
+    );
+    assert_eq!(none.counter("task-clock").unwrap().not_counted, 0);
+
+    let table = h.table();
+    eprintln!("{table}");
+    assert_eq!(table.cell("touch", "N"), Some("40"));
+    let caps = Capabilities::detect();
+    if caps.has_hardware_pmu() {
+        assert_ne!(table.cell("touch", "IPC p50"), Some("n/a"));
+        assert!(touch.ipc_micro.as_ref().unwrap().total() > 0);
+    } else {
+        eprintln!(
+            "no hardware PMU here ({}): cycles and IPC read n/a",
+            caps.pmu
+        );
+        assert_eq!(table.cell("touch", "page-faults/span"), Some("16.0"));
+        assert_eq!(table.cell("touch", "Cycles"), Some("n/a"));
+        assert_eq!(table.cell("touch", "IPC p50"), Some("n/a"));
+        let cycles = touch.counter("cycles").unwrap();
+        assert_eq!(cycles.deltas.total(), 0, "never recorded as 0");
+        assert_eq!(cycles.not_counted, rounds as u64);
+        let problem = h
+            .counter_problem()
+            .expect("a message about the missing counters");
+        assert!(problem.contains("cycles"), "{problem}");
+        let shown = table.to_string();
+        assert!(
+            shown.contains("not measured (n/a): counters not counted here: cycles, instructions"),
+            "{shown}"
+        );
+        assert!(!shown.contains("| 0 |"), "{shown}");
+    }
+}
+
+#[test]
+fn counters_of_a_span_that_migrates_between_workers_are_summed() {
+    let (sub, h) = subscriber();
+    let dispatch = tracing::Dispatch::new(sub);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(3)
+        .enable_all()
+        .build()
+        .unwrap();
+    let tasks = 6usize;
+    let polls = 25usize;
+    let per_poll = 4usize;
+    let pages = std::sync::Arc::new(FreshPages::new(tasks * polls * per_poll));
+    // Where each poll ran, in memory allocated (and touched) before the spans start, so
+    // that noting it faults no page inside a span.
+    let threads: std::sync::Arc<Vec<std::sync::Mutex<Vec<std::thread::ThreadId>>>> =
+        std::sync::Arc::new(
+            (0..tasks)
+                .map(|_| std::sync::Mutex::new(Vec::with_capacity(polls)))
+                .collect(),
+        );
+    rt.block_on({
+        let threads = threads.clone();
+        async move {
+            // Warm every worker up (its first span opens its counters) before measuring.
+            let mut warm = Vec::new();
+            for _ in 0..12 {
+                let d = dispatch.clone();
+                let span = tracing::dispatcher::with_default(&d, || tracing::info_span!("warm"));
+                warm.push(tokio::spawn(
+                    async { tokio::time::sleep(Duration::from_millis(5)).await }
+                        .instrument(span)
+                        .with_subscriber(d),
+                ));
+            }
+            for w in warm {
+                w.await.unwrap();
+            }
+            let mut handles = Vec::new();
+            for t in 0..tasks {
+                let pages = pages.clone();
+                let threads = threads.clone();
+                let d = dispatch.clone();
+                let fut = async move {
+                    for p in 0..polls {
+                        let first = (t * polls + p) * per_poll;
+                        pages.touch(first..first + per_poll);
+                        threads[t].lock().unwrap().push(std::thread::current().id());
+                        // A timer wake-up: the task is scheduled by whichever worker
+                        // drives the timer, so tasks move between workers.
+                        tokio::time::sleep(Duration::from_micros(200)).await;
+                    }
+                };
+                let span =
+                    tracing::dispatcher::with_default(&d, || tracing::info_span!("migrating"));
+                handles.push(tokio::spawn(fut.instrument(span).with_subscriber(d)));
+            }
+            for hd in handles {
+                hd.await.unwrap();
+            }
+        }
+    });
+    drop(rt);
+    let moved = threads
+        .iter()
+        .filter(|t| {
+            let t = t.lock().unwrap();
+            t.iter().any(|id| *id != t[0])
+        })
+        .count();
+    eprintln!("{moved} of {tasks} tasks ran on more than one worker");
+    assert!(moved >= 1, "timer wake-ups move tasks between workers");
+    let r = h.span("migrating").unwrap();
+    assert_eq!(r.count(), tasks as u64);
+    let pf = r.counter("page-faults").unwrap();
+    assert_eq!(
+        pf.not_counted, 0,
+        "every interval started and ended on one thread"
+    );
+    // Each span touched polls × per_poll fresh pages, inside its intervals, on whichever
+    // worker ran them: the sum over the intervals is that, whatever the migration.
+    let expected = (polls * per_poll) as u64;
+    assert_eq!(pf.deltas.min(), Some(expected), "{:?}", pf.deltas);
+    assert_eq!(pf.deltas.max(), Some(expected), "{:?}", pf.deltas);
+}
+
+/// A future that returns `Pending` once, then `Ready`: one more poll, one more interval.
+struct YieldOnce(bool);
+
+impl std::future::Future for YieldOnce {
+    type Output = ();
+    fn poll(
+        mut self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<()> {
+        if self.0 {
+            std::task::Poll::Ready(())
+        } else {
+            self.0 = true;
+            std::task::Poll::Pending
+        }
+    }
+}
+
+/// Polls `fut` `n` times (or until ready) on the calling thread with a no-op waker.
+fn poll_n<F: std::future::Future + Unpin>(fut: &mut F, n: usize) -> bool {
+    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    (0..n).any(|_| std::pin::Pin::new(&mut *fut).poll(&mut cx).is_ready())
+}
+
+#[test]
+fn a_span_polled_on_two_threads_counts_both_threads_intervals() {
+    let (sub, h) = subscriber();
+    let dispatch = tracing::Dispatch::new(sub);
+    let pages = std::sync::Arc::new(FreshPages::new(64));
+    let polls = 8usize;
+    let fut = {
+        let pages = pages.clone();
+        async move {
+            for p in 0..polls {
+                pages.touch(p * 8..p * 8 + 8);
+                YieldOnce(false).await;
+            }
+        }
+    };
+    let span = tracing::dispatcher::with_default(&dispatch, || tracing::info_span!("moved"));
+    let mut fut = Box::pin(fut.instrument(span));
+    // Warm both threads' counters up, then run half the polls on each thread.
+    let warm = |d: &tracing::Dispatch| {
+        tracing::dispatcher::with_default(d, || drop(tracing::info_span!("warm").entered()))
+    };
+    warm(&dispatch);
+    let (first_tid, ready) = std::thread::scope(|s| {
+        s.spawn(|| {
+            warm(&dispatch);
+            let r = poll_n(&mut fut, polls / 2);
+            (std::thread::current().id(), r)
+        })
+        .join()
+        .unwrap()
+    });
+    assert!(!ready);
+    assert_ne!(first_tid, std::thread::current().id());
+    assert!(poll_n(&mut fut, polls + 1), "finished on the second thread");
+    drop(fut); // closes the span
+    let r = h.span("moved").unwrap();
+    assert_eq!(r.count(), 1);
+    let pf = r.counter("page-faults").unwrap();
+    assert_eq!(pf.not_counted, 0);
+    assert_eq!(
+        pf.deltas.max(),
+        Some(64),
+        "8 polls × 8 pages, on two threads"
+    );
+    assert_eq!(pf.deltas.min(), Some(64));
+}

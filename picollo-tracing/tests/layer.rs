@@ -1,0 +1,269 @@
+//! The layer in time-only mode: nesting, re-entry, out-of-order exits, panics, thread exit,
+//! spans moving between tokio worker threads, the table and the `.hlog` log.
+
+use std::time::{Duration, Instant};
+
+use picollo_alloc::hdr::LogReader;
+use picollo_core::ReadExt;
+use picollo_tracing::{Handle, PicolloLayer};
+use tracing::instrument::WithSubscriber;
+use tracing::Instrument;
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::Registry;
+
+/// A fresh time-only layer (no rings: these tests do not attach) and its subscriber.
+fn subscriber() -> (impl tracing::Subscriber + Send + Sync, Handle) {
+    let layer = PicolloLayer::builder().time_only().rings(false).build();
+    let handle = layer.handle();
+    (Registry::default().with(layer), handle)
+}
+
+/// Spins for at least `d` (busy work, unlike a sleep).
+fn spin(d: Duration) {
+    let t = Instant::now();
+    while t.elapsed() < d {
+        std::hint::spin_loop();
+    }
+}
+
+fn ms(ns: u64) -> f64 {
+    ns as f64 / 1e6
+}
+
+#[test]
+fn nested_spans_are_counted_and_contain_their_children() {
+    let (sub, h) = subscriber();
+    tracing::subscriber::with_default(sub, || {
+        for _ in 0..10 {
+            let _outer = tracing::info_span!("outer").entered();
+            for _ in 0..3 {
+                let _inner = tracing::info_span!("inner").entered();
+                spin(Duration::from_micros(200));
+            }
+        }
+    });
+    let outer = h.span("outer").unwrap();
+    let inner = h.span("inner").unwrap();
+    assert_eq!(outer.count(), 10);
+    assert_eq!(inner.count(), 30);
+    assert_eq!(outer.wall_ns.total(), 10);
+    // Each inner span spun at least 200 µs; the outer ones contain three of them.
+    assert!(
+        inner.busy_ns.min().unwrap() >= 199_000,
+        "{:?}",
+        inner.busy_ns.min()
+    );
+    assert!(outer.busy_ns.min().unwrap() >= 3 * 199_000);
+    let inner_sum = inner.busy_ns.mean() * 30.0;
+    let outer_sum = outer.busy_ns.mean() * 10.0;
+    assert!(outer_sum >= inner_sum * 0.99, "{outer_sum} < {inner_sum}");
+    let table = h.table();
+    eprintln!("{table}");
+    assert_eq!(table.cell("outer", "N"), Some("10"));
+    assert_eq!(table.cell("inner", "N"), Some("30"));
+    assert_eq!(table.rows[0][0], "outer", "largest busy time first");
+    assert!(table.to_string().contains("time only"), "{table}");
+    assert_eq!(h.unmatched_exits(), 0);
+    assert_eq!(h.lost_intervals(), 0);
+}
+
+#[test]
+fn reentered_span_sums_busy_intervals_and_wall_includes_idle() {
+    let (sub, h) = subscriber();
+    tracing::subscriber::with_default(sub, || {
+        let span = tracing::info_span!("reentered");
+        for _ in 0..4 {
+            span.in_scope(|| spin(Duration::from_millis(2)));
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        // A nested re-entry of the same span counts once: the inner interval lies inside
+        // the outer one (tracing's registry treats it as one more stack entry).
+        let _a = span.enter();
+        spin(Duration::from_millis(1));
+    });
+    let r = h.span("reentered").unwrap();
+    assert_eq!(r.count(), 1, "one span, however often entered");
+    let busy = r.busy_ns.max().unwrap();
+    let wall = r.wall_ns.max().unwrap();
+    // Busy: at least 4 × 2 ms + 1 ms of spinning. Wall: that plus at least 4 × 5 ms asleep.
+    assert!(ms(busy) >= 8.9, "busy {} ms", ms(busy));
+    assert!(ms(wall) >= 28.9, "wall {} ms", ms(wall));
+    assert!(busy < wall, "busy {busy} >= wall {wall}");
+    assert!(ms(wall) - ms(busy) >= 19.0, "the idle time is not busy");
+}
+
+#[test]
+fn out_of_order_exits_are_matched_by_id() {
+    let (sub, h) = subscriber();
+    tracing::subscriber::with_default(sub, || {
+        let a = tracing::info_span!("first");
+        let b = tracing::info_span!("second");
+        let ga = a.enter();
+        spin(Duration::from_millis(1));
+        let gb = b.enter();
+        spin(Duration::from_millis(1));
+        drop(ga); // `first` exits while `second` is still entered
+        spin(Duration::from_millis(1));
+        drop(gb);
+    });
+    let a = h.span("first").unwrap();
+    let b = h.span("second").unwrap();
+    assert_eq!((a.count(), b.count()), (1, 1));
+    assert!(ms(a.busy_ns.max().unwrap()) >= 1.9);
+    assert!(ms(b.busy_ns.max().unwrap()) >= 1.9);
+    assert_eq!(h.unmatched_exits(), 0);
+}
+
+#[test]
+fn a_panic_inside_a_span_still_closes_it() {
+    let (sub, h) = subscriber();
+    tracing::subscriber::with_default(sub, || {
+        for i in 0..5 {
+            let r = std::panic::catch_unwind(|| {
+                let _s = tracing::info_span!("may_panic").entered();
+                spin(Duration::from_micros(300));
+                if i % 2 == 0 {
+                    panic!("boom {i}");
+                }
+            });
+            assert_eq!(r.is_err(), i % 2 == 0);
+        }
+        // The thread's stack is clean: a later span nests at depth 1 and is timed.
+        let _after = tracing::info_span!("after_panics").entered();
+    });
+    let r = h.span("may_panic").unwrap();
+    assert_eq!(
+        r.count(),
+        5,
+        "panicking spans are exited and closed while unwinding"
+    );
+    assert!(r.busy_ns.min().unwrap() >= 299_000);
+    assert_eq!(h.span("after_panics").unwrap().count(), 1);
+    assert_eq!(h.unmatched_exits(), 0);
+}
+
+#[test]
+fn spans_closed_on_exited_threads_are_not_lost() {
+    let (sub, h) = subscriber();
+    let dispatch = tracing::Dispatch::new(sub);
+    let threads: Vec<_> = (0..8)
+        .map(|t| {
+            let d = dispatch.clone();
+            std::thread::spawn(move || {
+                tracing::dispatcher::with_default(&d, || {
+                    for _ in 0..(100 + t) {
+                        let _s = tracing::info_span!("worker").entered();
+                    }
+                });
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    // Every thread exited: their shards were folded into the histograms.
+    let expected: u64 = (0..8).map(|t| 100 + t).sum();
+    assert_eq!(h.span("worker").unwrap().count(), expected);
+    assert_eq!(h.span("worker").unwrap().wall_ns.total(), expected);
+    assert_eq!(h.table().cell("worker", "N"), Some("828"));
+}
+
+#[test]
+fn spans_moving_between_tokio_workers() {
+    let (sub, h) = subscriber();
+    let dispatch = tracing::Dispatch::new(sub);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(4)
+        .enable_all()
+        .build()
+        .unwrap();
+    let polls = 20u32;
+    let tasks = 16u32;
+    let threads_seen = std::sync::Arc::new(std::sync::Mutex::new(std::collections::HashSet::new()));
+    rt.block_on({
+        let seen = threads_seen.clone();
+        async move {
+            let mut handles = Vec::new();
+            for t in 0..tasks {
+                let seen = seen.clone();
+                let d = dispatch.clone();
+                let fut = async move {
+                    for _ in 0..polls {
+                        seen.lock().unwrap().insert(std::thread::current().id());
+                        spin(Duration::from_micros(100));
+                        tokio::task::yield_now().await;
+                        tokio::time::sleep(Duration::from_micros(50)).await;
+                    }
+                };
+                let span = tracing::dispatcher::with_default(&d, || tracing::info_span!("task", t));
+                let fut = fut.instrument(span).with_subscriber(d);
+                handles.push(tokio::spawn(fut));
+            }
+            for hd in handles {
+                hd.await.unwrap();
+            }
+        }
+    });
+    drop(rt);
+    let r = h.span("task").unwrap();
+    assert_eq!(r.count(), u64::from(tasks));
+    // Each task spun `polls` × 100 µs inside its span, on whatever worker polled it.
+    let min_busy = r.busy_ns.min().unwrap();
+    assert!(min_busy >= u64::from(polls) * 99_000, "busy {min_busy}");
+    // Wall time includes the sleeps (at least `polls` × 50 µs) on top of the busy time.
+    let min_wall = r.wall_ns.min().unwrap();
+    assert!(min_wall > min_busy, "wall {min_wall} busy {min_busy}");
+    assert!(
+        threads_seen.lock().unwrap().len() >= 2,
+        "tasks ran on several workers"
+    );
+    assert_eq!(h.unmatched_exits(), 0);
+}
+
+#[test]
+fn same_name_in_two_targets_gets_two_rows() {
+    let (sub, h) = subscriber();
+    tracing::subscriber::with_default(sub, || {
+        let _a = tracing::info_span!(target: "app::db", "query").entered();
+        drop(_a);
+        for _ in 0..2 {
+            let _b = tracing::info_span!(target: "app::cache", "query").entered();
+        }
+        // Two callsites with the same name and target share one row.
+        let _c = tracing::info_span!(target: "app::cache", "query").entered();
+    });
+    let t = h.table();
+    eprintln!("{t}");
+    assert_eq!(t.cell("app::db::query", "N"), Some("1"));
+    assert_eq!(t.cell("app::cache::query", "N"), Some("3"));
+}
+
+#[test]
+fn hlog_interval_log_round_trips() {
+    let (sub, h) = subscriber();
+    let mut log = h.hlog(Vec::new()).unwrap();
+    tracing::subscriber::with_default(sub, || {
+        for _ in 0..7 {
+            let _s = tracing::info_span!("logged span").entered();
+            spin(Duration::from_micros(50));
+        }
+    });
+    assert_eq!(log.write_interval().unwrap(), 2, "busy and wall lines");
+    // Nothing new: nothing written.
+    assert_eq!(log.write_interval().unwrap(), 0);
+    let text = String::from_utf8(log.into_inner()).unwrap();
+    eprintln!("{text}");
+    let mut tags = Vec::new();
+    for entry in LogReader::new(text.as_bytes()) {
+        let entry = entry.unwrap();
+        let counts = entry.decode().unwrap();
+        assert_eq!(counts.total_count(), 7);
+        assert!(
+            counts.min() >= 49_000,
+            "busy and wall at least 50 µs: {}",
+            counts.min()
+        );
+        tags.push(entry.tag.clone().unwrap());
+    }
+    assert_eq!(tags, ["logged_span.busy", "logged_span.wall"]);
+}
