@@ -11,34 +11,10 @@ use picollo_benches::*;
 use picollo_core::{ReadExt, Window};
 use portable_atomic::AtomicU64;
 use std::hint::black_box;
-use std::sync::{Barrier, Mutex};
-use std::time::{Duration, Instant};
+use std::sync::Mutex;
+use std::time::Duration;
 
 const ROUNDS: usize = 30;
-
-/// One run: `threads` threads each run `f(thread index)` once after a common start. Returns
-/// the slowest thread's time.
-fn run(threads: usize, f: &(dyn Fn(usize) + Sync)) -> Duration {
-    let start = Barrier::new(threads);
-    std::thread::scope(|s| {
-        let handles: Vec<_> = (0..threads)
-            .map(|i| {
-                let start = &start;
-                s.spawn(move || {
-                    start.wait();
-                    let t = Instant::now();
-                    f(i);
-                    t.elapsed()
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| h.join().unwrap_or(Duration::MAX))
-            .max()
-            .unwrap_or(Duration::MAX)
-    })
-}
 
 fn main() {
     let values = seed_values(SEED_COUNT);
@@ -106,7 +82,7 @@ fn main() {
     let mut best = [Duration::MAX; 8];
     for _ in 0..ROUNDS {
         for (b, &(_, threads, _, f)) in best.iter_mut().zip(&cases) {
-            *b = (*b).min(run(threads, f));
+            *b = (*b).min(run_threads(threads, f));
         }
     }
 

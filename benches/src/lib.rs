@@ -113,6 +113,30 @@ pub const SUMMARY_RANKS: [f64; 16] = [
     0.0, 1.0, 5.0, 10.0, 25.0, 50.0, 75.0, 90.0, 92.5, 95.0, 97.5, 99.0, 99.9, 99.99, 99.999, 100.0,
 ];
 
+/// Runs `f(thread index)` on `threads` threads after a common start (a barrier) and returns
+/// the slowest thread's time: the wall-clock harness of the multi-thread benches.
+pub fn run_threads(threads: usize, f: &(dyn Fn(usize) + Sync)) -> std::time::Duration {
+    let start = std::sync::Barrier::new(threads);
+    std::thread::scope(|s| {
+        let handles: Vec<_> = (0..threads)
+            .map(|i| {
+                let start = &start;
+                s.spawn(move || {
+                    start.wait();
+                    let t = std::time::Instant::now();
+                    f(i);
+                    t.elapsed()
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or(std::time::Duration::MAX))
+            .max()
+            .unwrap_or(std::time::Duration::MAX)
+    })
+}
+
 /// Result blocks: every wall-clock or instruction-count table a bench prints for
 /// `benches/RESULTS.md` goes between two marker lines, so one script can rerun every bench
 /// and splice the fresh tables into place. Each block records the load average it ran under.

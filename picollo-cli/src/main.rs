@@ -20,6 +20,7 @@ mod attach;
 mod convert;
 mod counters;
 mod error;
+mod export;
 mod frames;
 mod hlog;
 mod json;
@@ -135,6 +136,9 @@ enum Command {
     /// "frames","lost","complete"}. A damaged file is an error naming the byte; a file cut
     /// short converts what it holds, with a warning.
     Convert(ConvertArgs),
+    /// Convert an HdrHistogram interval log for fleet systems: Prometheus text, OpenMetrics
+    /// (promtool backfill) or OTLP/JSON exponential histograms.
+    Export(export::ExportArgs),
 }
 
 #[derive(Debug, Args)]
@@ -376,6 +380,7 @@ fn run(cli: Cli) -> Result<String> {
             spans: a.spans,
             format: a.format,
         }),
+        Command::Export(a) => export::run(&a),
     }
 }
 
