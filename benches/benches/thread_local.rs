@@ -20,37 +20,13 @@ use picollo_benches::*;
 use picollo_core::{ReadExt, Window};
 use portable_atomic::AtomicU64;
 use std::hint::black_box;
-use std::sync::{Barrier, Mutex};
-use std::time::{Duration, Instant};
+use std::sync::Mutex;
+use std::time::Duration;
 
 /// Measured rounds per case (after one warm-up round).
 const ROUNDS: usize = 31;
 /// Most threads a case runs on.
 const MAX_THREADS: usize = 2;
-
-/// One run: `threads` threads each run `f(thread index)` once after a common start. Returns
-/// the slowest thread's time.
-fn run(threads: usize, f: &(dyn Fn(usize) + Sync)) -> Duration {
-    let start = Barrier::new(threads);
-    std::thread::scope(|s| {
-        let handles: Vec<_> = (0..threads)
-            .map(|i| {
-                let start = &start;
-                s.spawn(move || {
-                    start.wait();
-                    let t = Instant::now();
-                    f(i);
-                    t.elapsed()
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| h.join().unwrap_or(Duration::MAX))
-            .max()
-            .unwrap_or(Duration::MAX)
-    })
-}
 
 /// `MAX_THREADS` recorders of `sync`, one per thread index, made before any timing.
 fn recorders<C: hdrhistogram::Counter>(sync: &SyncHistogram<C>) -> Vec<Mutex<Recorder<C>>> {
@@ -124,7 +100,7 @@ fn main() {
     ];
     let mut timed: Vec<_> = cases
         .iter()
-        .map(|&(_, threads, _, f)| move || run(threads, f))
+        .map(|&(_, threads, _, f)| move || run_threads(threads, f))
         .collect();
     let mut runs: Vec<&mut dyn FnMut() -> Duration> = timed
         .iter_mut()

@@ -193,6 +193,30 @@ pub mod perf {
     }
 }
 
+/// Runs `f(thread index)` on `threads` threads after a common start (a barrier) and returns
+/// the slowest thread's time: the wall-clock harness of the multi-thread benches.
+pub fn run_threads(threads: usize, f: &(dyn Fn(usize) + Sync)) -> std::time::Duration {
+    let start = std::sync::Barrier::new(threads);
+    std::thread::scope(|s| {
+        let handles: Vec<_> = (0..threads)
+            .map(|i| {
+                let start = &start;
+                s.spawn(move || {
+                    start.wait();
+                    let t = std::time::Instant::now();
+                    f(i);
+                    t.elapsed()
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or(std::time::Duration::MAX))
+            .max()
+            .unwrap_or(std::time::Duration::MAX)
+    })
+}
+
 /// Result blocks: every wall-clock or instruction-count table a bench prints for
 /// `benches/RESULTS.md` goes between two marker lines, so one script (`benches/regenerate`) can
 /// rerun every bench and splice the fresh tables into place. Each block records the load

@@ -24,12 +24,16 @@ use picollo_core::approx::ApproxHistogram;
 use picollo_core::atomic::AtomicCounter;
 use picollo_core::scalable::{ScalableCell, ScalableConfig};
 use picollo_core::{Counter, Layout, LayoutError, Window, WindowError};
-use portable_atomic::{AtomicU32, AtomicU64};
+use portable_atomic::{AtomicU16, AtomicU32, AtomicU64};
 
-/// A counter width the builder can store: `u32` or `u64`, with its atomic twin.
+/// A counter width the builder can store: `u16`, `u32` or `u64`, with its atomic twin.
 pub trait StorageWidth: Counter + LocalCounter {
     /// The atomic counter of the same width.
     type Atomic: AtomicCounter;
+}
+
+impl StorageWidth for u16 {
+    type Atomic = AtomicU16;
 }
 
 impl StorageWidth for u32 {
@@ -77,6 +81,21 @@ impl From<WindowError> for BuildError {
 ///
 /// Defaults: relative error 0.001 (block size 512), `u64` counters, the full `u64` range.
 /// Invalid settings are reported by the final `plain`/`atomic`/… call, not silently clamped.
+///
+/// HdrHistogram users can give the precision as significant digits, and see what a
+/// configuration costs before building it:
+///
+/// ```
+/// use picollo_alloc::HistogramBuilder;
+///
+/// let b = HistogramBuilder::new().sigfig(3).max_trackable(3_600_000_000);
+/// let f = b.footprint().unwrap();
+/// assert_eq!(f.block_size, 1024); // HdrHistogram's 2048 sub-buckets for 3 digits
+/// assert_eq!(f.plain_bytes, f.buckets * 8 + f.header_bytes);
+/// let small = b.u16_storage().footprint().unwrap();
+/// assert_eq!(small.buckets, f.buckets);
+/// assert!(small.plain_bytes < f.plain_bytes / 3);
+/// ```
 #[derive(Clone, Copy, Debug)]
 pub struct HistogramBuilder<C = u64> {
     layout: Result<Layout, LayoutError>,
@@ -116,6 +135,21 @@ impl<C: StorageWidth> HistogramBuilder<C> {
         self
     }
 
+    /// HdrHistogram's precision in significant decimal digits (`0..=5`), mapped to the
+    /// coarsest layout with at least that precision ([`Layout::from_significant_digits`]):
+    /// `sigfig(3)` is block size 1024, index-for-index HdrHistogram's layout for 3 digits,
+    /// so V2 logs convert exactly.
+    pub fn sigfig(mut self, digits: u32) -> Self {
+        self.layout = Layout::try_from_significant_digits(digits);
+        self
+    }
+
+    /// `u16` bucket counters (HdrHistogram's `ShortHistogram`): a quarter of the memory of
+    /// `u64`; a bucket saturates at 65,535.
+    pub fn u16_storage(self) -> HistogramBuilder<u16> {
+        self.with_width()
+    }
+
     /// `u32` bucket counters: half the memory; a bucket saturates at `u32::MAX`.
     pub fn u32_storage(self) -> HistogramBuilder<u32> {
         self.with_width()
@@ -153,6 +187,30 @@ impl<C: StorageWidth> HistogramBuilder<C> {
         Ok((layout, Window::new(layout, self.min, self.max)?))
     }
 
+    /// What each kind of this configuration costs in memory, before building it (or the
+    /// configuration error the build would report).
+    pub fn footprint(&self) -> Result<Footprint, BuildError> {
+        let (layout, window) = self.resolve()?;
+        let buckets = window.len();
+        let header_bytes = size_of::<HeapHistogram<C>>();
+        Ok(Footprint {
+            block_size: layout.block_size(),
+            buckets,
+            header_bytes,
+            plain_bytes: header_bytes + buckets * size_of::<C>(),
+            atomic_bytes: size_of::<HeapAtomicHistogram<C::Atomic>>()
+                + buckets * size_of::<C::Atomic>(),
+            approximate_bytes: size_of::<HeapApproxHistogram>()
+                + buckets * size_of::<ScalableCell>(),
+            thread_local_bytes_per_thread: ThreadLocalHistogram::<C>::estimated_footprint(
+                buckets, 1,
+            ) - ThreadLocalHistogram::<C>::estimated_footprint(
+                buckets, 0,
+            ),
+            thread_local_base_bytes: ThreadLocalHistogram::<C>::estimated_footprint(buckets, 0),
+        })
+    }
+
     /// A plain, single-writer histogram.
     pub fn plain(self) -> Result<HeapHistogram<C>, BuildError> {
         let (layout, window) = self.resolve()?;
@@ -186,6 +244,41 @@ impl<C: StorageWidth> HistogramBuilder<C> {
     }
 }
 
+/// The memory a histogram configuration costs, per kind ([`HistogramBuilder::footprint`]).
+///
+/// Bytes of the histogram value plus its bucket storage on the heap; the thread-local kind
+/// also allocates a small node per shard, not counted here.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Footprint {
+    /// Buckets per block (`B`); the relative error is `0.5 / B`.
+    pub block_size: u64,
+    /// Buckets in the window.
+    pub buckets: usize,
+    /// The plain histogram's fixed part (layout, window, outside and reset counts, storage
+    /// pointer).
+    pub header_bytes: usize,
+    /// A plain histogram ([`HistogramBuilder::plain`]).
+    pub plain_bytes: usize,
+    /// An atomic histogram ([`HistogramBuilder::atomic`]).
+    pub atomic_bytes: usize,
+    /// An approximate histogram ([`HistogramBuilder::approximate`]); its cells are 64-bit.
+    pub approximate_bytes: usize,
+    /// A thread-local histogram ([`HistogramBuilder::thread_local`]): the accumulator.
+    pub thread_local_base_bytes: usize,
+    /// A thread-local histogram: each thread that records at the same time as others adds
+    /// a shard, and after the first reset a baseline of the same size.
+    pub thread_local_bytes_per_thread: usize,
+}
+
+impl Footprint {
+    /// The thread-local kind's bucket storage with `threads` concurrent recording threads,
+    /// after a reset.
+    pub fn thread_local_bytes(&self, threads: usize) -> usize {
+        self.thread_local_base_bytes + threads * self.thread_local_bytes_per_thread
+    }
+}
+
 /// An approximate histogram on the heap.
 pub type HeapApproxHistogram = ApproxHistogram<HeapStorage<ScalableCell>, Layout>;
 
@@ -214,6 +307,141 @@ mod tests {
             .plain();
         assert!(matches!(e, Err(BuildError::Window(_))));
         assert!(e.unwrap_err().to_string().contains("above max"));
+    }
+
+    #[test]
+    fn sigfig_maps_to_hdrhistogram_layouts() {
+        for (digits, block) in [
+            (1u32, 16u64),
+            (2, 128),
+            (3, 1024),
+            (4, 16_384),
+            (5, 131_072),
+        ] {
+            let h = HistogramBuilder::new()
+                .sigfig(digits)
+                .max_trackable(1 << 20)
+                .plain()
+                .unwrap();
+            assert_eq!(h.layout().block_size(), block);
+            // The same bucket boundaries as HdrHistogram with these digits.
+            let hdr =
+                hdrhistogram::Histogram::<u64>::new_with_bounds(1, 1 << 20, digits as u8).unwrap();
+            for v in [1u64, 1000, 4097, 123_456, 1 << 20] {
+                assert_eq!(
+                    h.layout().highest_equivalent(v),
+                    hdr.highest_equivalent(v),
+                    "{digits} digits, {v}"
+                );
+            }
+        }
+        let e = HistogramBuilder::new().sigfig(6).plain();
+        assert!(matches!(
+            e,
+            Err(BuildError::Layout(
+                LayoutError::SignificantDigitsOutOfRange(6)
+            ))
+        ));
+        assert!(e.unwrap_err().to_string().contains("0 to 5 digits"));
+    }
+
+    #[test]
+    fn footprint_matches_what_is_built() {
+        let b = HistogramBuilder::new()
+            .sigfig(2)
+            .min_trackable(1000)
+            .max_trackable(1 << 30);
+        let f64b = b.footprint().unwrap();
+        let f16 = b.u16_storage().footprint().unwrap();
+        let buckets = b.resolve().unwrap().1.len();
+        assert_eq!(
+            (f64b.buckets, f16.buckets, f64b.block_size),
+            (buckets, buckets, 128)
+        );
+        assert_eq!(f64b.plain_bytes - f64b.header_bytes, buckets * 8);
+        assert_eq!(f16.plain_bytes - f16.header_bytes, buckets * 2);
+        assert_eq!(
+            f16.atomic_bytes - size_of::<HeapAtomicHistogram<AtomicU16>>(),
+            buckets * 2
+        );
+        assert_eq!(
+            f64b.approximate_bytes - size_of::<HeapApproxHistogram>(),
+            buckets * 8
+        );
+        // The thread-local estimate is what `footprint()` reports once built, used by 3
+        // threads at once, and reset.
+        let t = b.u16_storage().thread_local().unwrap();
+        let barrier = std::sync::Barrier::new(3);
+        std::thread::scope(|s| {
+            for i in 0..3u64 {
+                let (t, barrier) = (&t, &barrier);
+                s.spawn(move || {
+                    t.record(5000 + i);
+                    barrier.wait();
+                    t.reset();
+                    barrier.wait();
+                });
+            }
+        });
+        assert_eq!(t.shard_count(), 3);
+        assert_eq!(f16.thread_local_bytes(3), t.footprint());
+        assert!(b.relative_error(0.0).footprint().is_err());
+    }
+
+    #[test]
+    fn u16_storage_in_every_kind_saturates() {
+        let b = HistogramBuilder::new().max_trackable(1000).u16_storage();
+        let mut plain = b.plain().unwrap();
+        let atomic = b.atomic().unwrap();
+        let local = b.thread_local().unwrap();
+        for _ in 0..70_000 {
+            plain.record(7);
+            atomic.record(7);
+            local.record(7);
+        }
+        plain.record(5000);
+        for h in [&plain as &dyn HistogramRead, &atomic, &local] {
+            assert_eq!(h.count_at(7), 65_535);
+        }
+        assert_eq!(plain.overflow(), 1);
+    }
+
+    #[test]
+    fn reset_counts_and_corrected_records_on_heap_kinds() {
+        let b = HistogramBuilder::new()
+            .min_trackable(100)
+            .max_trackable(10_000);
+        let mut plain = b.plain().unwrap();
+        let atomic = b.atomic().unwrap();
+        let local = b.thread_local().unwrap();
+        let approx = b.approximate().unwrap();
+        let mut rng = picollo_core::scalable::XorShift::new(5);
+        // 20,000 with an expected interval of 1,000: 20,000, 19,000, ..., 1,000.
+        plain.record_corrected(20_000, 1000);
+        atomic.record_corrected(20_000, 1000);
+        local.record_corrected(20_000, 1000);
+        approx.record_corrected(20_000, 1000, &mut rng);
+        for h in [&plain as &dyn HistogramRead, &atomic, &local, &approx] {
+            assert_eq!((h.total(), h.overflow(), h.underflow()), (10, 10, 0));
+            assert_eq!(
+                h.percentile_value(0.0).unwrap(),
+                plain.layout().median_equivalent(1000)
+            );
+            assert_eq!(h.reset_count(), 0);
+        }
+        plain.reset();
+        atomic.reset();
+        local.reset();
+        local.reset();
+        approx.reset();
+        let counts = [
+            plain.reset_count(),
+            atomic.reset_count(),
+            local.reset_count(),
+            approx.reset_count(),
+        ];
+        assert_eq!(counts, [1, 1, 2, 1]);
+        assert_eq!(local.total_with_outside(), 0);
     }
 
     #[test]

@@ -25,6 +25,8 @@
 //!   `medianEquivalentValue`), the max (highest value of the highest non-empty bucket) and
 //!   the total, all scaled like the values, and the HdrHistogram geometry (below).
 //!
+//! [`parse_hgrm`] reads such a text back (see [`HgrmFile`]).
+//!
 //! Numbers are rounded as Java's `Formatter` rounds them: half up, on the shortest decimal
 //! representation of the double (so `20.095` prints as `20.10` with two decimals, where
 //! Rust's `{:.2}` gives `20.09`).
@@ -81,7 +83,13 @@
 
 use core::fmt::{self, Write as _};
 use picollo_core::read::consistent;
+
+mod read;
 use picollo_core::{HistogramRead, Layout, ReadExt, Window};
+pub use read::{
+    looks_like_hgrm, parse_hgrm, HgrmFile, HgrmParseError, HgrmStep, MAX_HGRM_DECIMALS,
+    MAX_HGRM_LINE, MAX_HGRM_LINES,
+};
 use std::io;
 
 /// Why an `.hgrm` text could not be produced.

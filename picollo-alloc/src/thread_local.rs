@@ -97,17 +97,17 @@ use core::marker::PhantomData;
 use core::ptr;
 use picollo_core::atomic::Version;
 use picollo_core::{Counter, HistogramRead, Layout, Window};
-use portable_atomic::{AtomicU32, AtomicU64};
+use portable_atomic::{AtomicU16, AtomicU32, AtomicU64};
 use std::cell::{Cell, RefCell, UnsafeCell};
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU8, AtomicUsize, Ordering};
 use std::sync::Arc;
 
-/// A counter type for the shards of a [`ThreadLocalHistogram`]: `u32` or `u64`.
+/// A counter type for the shards of a [`ThreadLocalHistogram`]: `u16`, `u32` or `u64`.
 ///
 /// The shard cell is the matching atomic, written only by its owner thread with a relaxed
 /// load and store, and saturating like the plain counter ([`Counter`]).
 pub trait LocalCounter: Counter + Send + Sync {
-    /// The shard cell: `portable_atomic::AtomicU32` or `AtomicU64`.
+    /// The shard cell: `portable_atomic::AtomicU16`, `AtomicU32` or `AtomicU64`.
     type Cell: Send + Sync + 'static;
     /// A zero cell.
     #[doc(hidden)]
@@ -158,6 +158,7 @@ macro_rules! local_counter {
     };
 }
 
+local_counter!(u16, AtomicU16);
 local_counter!(u32, AtomicU32);
 local_counter!(u64, AtomicU64);
 
@@ -936,7 +937,28 @@ impl<C: LocalCounter> ThreadLocalHistogram<C> {
             .shards()
             .map(|s| cells + s.baseline().map_or(0, |_| cells))
             .sum();
-        shards + self.window.len() * core::mem::size_of::<AtomicU64>()
+        shards + Self::accumulator_bytes(self.window.len())
+    }
+
+    /// [`ThreadLocalHistogram::footprint`] before building: the bucket storage of a histogram
+    /// over `buckets` buckets once `threads` threads have recorded at the same time and it
+    /// has been reset (a reset gives every shard a baseline of the same size; without resets
+    /// the shards take half of the per-thread part).
+    pub fn estimated_footprint(buckets: usize, threads: usize) -> usize {
+        let cells = buckets * core::mem::size_of::<C::Cell>();
+        threads * 2 * cells + Self::accumulator_bytes(buckets)
+    }
+
+    /// The accumulator: an atomic histogram with `u64` cells.
+    fn accumulator_bytes(buckets: usize) -> usize {
+        buckets * core::mem::size_of::<AtomicU64>()
+    }
+
+    /// Coordinated-omission correction into the calling thread's shard: see
+    /// [`picollo_core::Record::record_corrected`], the one implementation every kind shares.
+    pub fn record_corrected(&self, value: u64, expected_interval: u64) {
+        let mut recorder = self;
+        picollo_core::Record::record_corrected(&mut recorder, value, expected_interval)
     }
 
     /// Sums `acc(accumulator)` and `f` over the shards, retrying if a reset, fold or fork
@@ -998,6 +1020,10 @@ impl<C: LocalCounter> HistogramRead for ThreadLocalHistogram<C> {
     }
     fn read_retry(&self, token: u64) -> bool {
         self.inner.version.read_retry(token)
+    }
+    /// Resets of this histogram: each one clears the accumulator once, which counts it.
+    fn reset_count(&self) -> u64 {
+        self.inner.acc.reset_count()
     }
 }
 

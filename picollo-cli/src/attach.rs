@@ -3,23 +3,65 @@
 //! - `attach PID --csv DIR`: every ring of the process (one per frame kind, one per thread
 //!   for spans) drained to `DIR/<ring>.csv`, with rings created later picked up as they
 //!   appear;
-//! - `attach PID --spans`: the span rings aggregated into the per-phase table;
-//! - `top PID`: the span table of the last interval, refreshed every interval.
+//! - `attach PID --output run.bin`: the same frames into a capture file, for `convert`;
+//! - `attach PID --spans`: the span rings aggregated into the per-phase table and the
+//!   counter-event table;
+//! - `top PID`: the span tables of the last interval, refreshed every interval;
+//! - `-e cycles,instructions`: asks the process's span threads to count these (see
+//!   [`picollo_linux::span`](mod@picollo_linux::span)), and reports what each thread could open;
+//! - `--format json`: one JSON object per interval on stdout (one for `attach`, one per
+//!   refresh for `top`), for scripts.
 //!
 //! All stop after `--duration` (or `--count` refreshes) or when the process exits.
 
-use std::fs::File;
-use std::io::{BufWriter, IsTerminal, Write};
+use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use clap::ValueEnum;
+use picollo_core::ring::{CounterStatus, RequestStatus};
 use picollo_linux::shm::{list_rings, ShmError, ShmReader};
-use picollo_linux::span::{SpanConsumer, RING_PREFIX};
+use picollo_linux::span::{unavailable_reason, SpanConfig, SpanDecoder, RING_PREFIX};
 
 use crate::error::{CliError, Result};
+use crate::frames::{counter_json, csv_summary, spans_json, spans_markdown, Sinks};
+use crate::json::{Json, Object};
 
 /// How often rings are drained.
 const POLL: Duration = Duration::from_millis(20);
+/// How often the process's rings are listed again (threads that began spans since).
+const RESCAN: Duration = Duration::from_millis(500);
+/// How long `-e` waits for the threads to apply the counters.
+const REQUEST_WAIT: Duration = Duration::from_secs(2);
+
+/// The output of `attach` and `top`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
+pub enum LiveFormat {
+    /// Markdown tables and summary lines (the default).
+    #[default]
+    Markdown,
+    /// One JSON object per interval, on one line.
+    Json,
+}
+
+/// What `attach` was asked to do.
+#[derive(Clone, Debug, Default)]
+pub struct AttachOptions {
+    /// The process.
+    pub pid: i32,
+    /// Write every ring to CSV files in this directory.
+    pub csv: Option<PathBuf>,
+    /// Aggregate the span rings.
+    pub spans: bool,
+    /// Write a capture file.
+    pub output: Option<PathBuf>,
+    /// Stop after this many seconds.
+    pub duration: Option<f64>,
+    /// Counters to ask the span threads for.
+    pub events: Option<String>,
+    /// Output format.
+    pub format: LiveFormat,
+}
 
 /// Whether process `pid` is running (it has a `/proc` entry).
 fn alive(pid: i32) -> bool {
@@ -35,10 +77,6 @@ fn check_pid(pid: i32) -> Result<()> {
     Ok(())
 }
 
-fn shm_err(what: &str) -> impl Fn(ShmError) -> CliError + '_ {
-    move |e| CliError::new(format!("{what}: {e}"))
-}
-
 /// When to stop: a deadline, if any.
 fn deadline(duration: Option<f64>) -> Result<Option<Instant>> {
     match duration {
@@ -52,224 +90,476 @@ fn deadline(duration: Option<f64>) -> Result<Option<Instant>> {
     }
 }
 
-/// One ring being written to CSV.
-struct CsvRing {
+/// A counter request sent to one ring.
+struct Requested {
+    ring: usize,
+    seq: u64,
+}
+
+/// One attached ring.
+struct LiveRing {
     reader: ShmReader,
-    out: BufWriter<File>,
-    path: PathBuf,
+    id: u32,
+    name: String,
 }
 
-/// Drains every ring of `pid` to `DIR/<ring>.csv` until the deadline or the process exits;
-/// returns one line per ring: path, frames and frames lost.
-///
-/// # Errors
-/// No such process, no rings, a directory or file that cannot be written.
-pub fn csv(pid: i32, dir: &Path, duration: Option<f64>) -> Result<String> {
-    check_pid(pid)?;
-    let until = deadline(duration)?;
-    std::fs::create_dir_all(dir).map_err(|e| {
-        CliError::new(format!(
-            "cannot create {}: {e}; give a writable directory",
-            dir.display()
-        ))
-    })?;
-    let mut rings: Vec<CsvRing> = Vec::new();
-    let mut skipped: Vec<String> = Vec::new();
-    let mut last_scan: Option<Instant> = None;
-    loop {
-        if last_scan.is_none_or(|t| t.elapsed() >= Duration::from_millis(500)) {
-            last_scan = Some(Instant::now());
-            add_rings(pid, dir, &mut rings, &mut skipped)?;
-            if rings.is_empty() && skipped.is_empty() {
-                return Err(no_rings(pid));
-            }
-        }
-        for r in &mut rings {
-            r.reader
-                .drain_to_csv(&mut r.out, false)
-                .map_err(shm_err(&r.path.display().to_string()))?;
-            r.out
-                .flush()
-                .map_err(|e| CliError::new(format!("{}: {e}", r.path.display())))?;
-        }
-        if until.is_some_and(|t| Instant::now() >= t) || !alive(pid) {
-            break;
-        }
-        std::thread::sleep(POLL);
-    }
-    let mut out = String::new();
-    for r in &rings {
-        out.push_str(&format!(
-            "{}: {} frames, {} lost\n",
-            r.path.display(),
-            r.reader.accepted(),
-            r.reader.lost()
-        ));
-    }
-    if rings.is_empty() {
-        return Err(CliError::new(format!(
-            "no ring of process {pid} could be attached: {}",
-            skipped.join("; ")
-        )));
-    }
-    Ok(out)
-}
-
-/// Attaches to the rings of `pid` not yet attached, creating their CSV files.
-fn add_rings(
+/// The rings of a process being read into sinks.
+struct Live {
     pid: i32,
-    dir: &Path,
-    rings: &mut Vec<CsvRing>,
-    skipped: &mut Vec<String>,
-) -> Result<()> {
-    let entries =
-        list_rings(Some(pid)).map_err(|e| CliError::new(format!("cannot list /dev/shm: {e}")))?;
-    for e in entries {
-        if rings.iter().any(|r| r.reader.segment() == e.segment)
-            || skipped.iter().any(|s| s.starts_with(&e.segment))
-        {
-            continue;
+    rings: Vec<LiveRing>,
+    skipped: Vec<(String, String)>,
+    sinks: Sinks,
+    /// Only span rings are attached (no CSV, capture or JSON lines).
+    spans_only: bool,
+    /// The `-e` list, sent to every span ring attached.
+    request: Option<String>,
+    requested: Vec<Requested>,
+}
+
+impl Live {
+    fn new(pid: i32, sinks: Sinks, request: Option<String>) -> Self {
+        Self {
+            pid,
+            rings: Vec::new(),
+            skipped: Vec::new(),
+            spans_only: sinks.spans_only(),
+            sinks,
+            request,
+            requested: Vec::new(),
         }
-        let reader = match ShmReader::attach_segment(&e.segment) {
-            Ok(r) => r,
-            Err(ShmError::NotFound(_)) => continue,
-            Err(err) => {
-                eprintln!("picollo: skipping {}: {err}", e.segment);
-                skipped.push(format!("{}: {err}", e.segment));
+    }
+
+    /// Attaches to the process's rings not attached yet.
+    fn scan(&mut self) -> Result<()> {
+        let entries = list_rings(Some(self.pid))
+            .map_err(|e| CliError::new(format!("cannot list /dev/shm: {e}")))?;
+        for e in entries {
+            if (self.spans_only && !e.name.starts_with(RING_PREFIX))
+                || self.rings.iter().any(|r| r.reader.segment() == e.segment)
+                || self.skipped.iter().any(|(s, _)| *s == e.segment)
+            {
                 continue;
             }
-        };
-        let path = dir.join(format!("{}.csv", e.name));
-        let file = File::create(&path).map_err(|err| {
-            CliError::new(format!(
-                "cannot create {}: {err}; give a writable directory",
-                path.display()
-            ))
-        })?;
-        let mut out = BufWriter::new(file);
-        out.write_all(reader.csv_header().as_bytes())
-            .map_err(|err| CliError::new(format!("{}: {err}", path.display())))?;
-        eprintln!("picollo: {} -> {}", e.segment, path.display());
-        rings.push(CsvRing { reader, out, path });
+            let reader = match ShmReader::attach_segment(&e.segment) {
+                Ok(r) => r,
+                // The thread exited between listing and attaching.
+                Err(ShmError::NotFound(_)) => continue,
+                Err(err) => {
+                    eprintln!("picollo: skipping {}: {err}", e.segment);
+                    self.skipped.push((e.segment, err.to_string()));
+                    continue;
+                }
+            };
+            let span = SpanDecoder::new(reader.info());
+            if self.spans_only {
+                if let Err(why) = &span {
+                    self.skipped.push((e.segment, why.clone()));
+                    continue;
+                }
+            }
+            if let (Some(list), Ok(decoder)) = (&self.request, &span) {
+                let asked = SpanConfig::parse_counters(list).len();
+                if asked > decoder.counter_slots() {
+                    return Err(CliError::new(format!(
+                        "-e names {asked} counters, but the span ring {} has {} counter \
+                         slots; ask for at most {}, or start the program with more slots \
+                         (SpanConfig::with_counter_slots)",
+                        e.segment,
+                        decoder.counter_slots(),
+                        decoder.counter_slots()
+                    )));
+                }
+                let seq = reader
+                    .request_counters(list)
+                    .map_err(|err| CliError::new(format!("-e: {err}")))?;
+                self.requested.push(Requested {
+                    ring: self.rings.len(),
+                    seq,
+                });
+            }
+            let id = self.sinks.add_ring(&e.name, reader.info())?;
+            if !self.spans_only {
+                eprintln!("picollo: attached to {}", e.segment);
+            }
+            self.rings.push(LiveRing {
+                reader,
+                id,
+                name: e.name,
+            });
+        }
+        Ok(())
     }
-    Ok(())
-}
 
-fn no_rings(pid: i32) -> CliError {
-    CliError::new(format!(
-        "process {pid} has no Picollo rings (no /dev/shm/picollo-{pid}-*); it must create \
-         them (picollo_linux::shm writers, or spans with `span!`) before attaching"
-    ))
-}
+    /// Drains every ring into the sinks.
+    fn drain(&mut self) -> Result<()> {
+        for r in &mut self.rings {
+            let mut failed: Option<CliError> = None;
+            let sinks = &mut self.sinks;
+            let d = r
+                .reader
+                .drain(|f| {
+                    if failed.is_none() {
+                        if let Err(e) = sinks.frame(r.id, f.info(), f.number(), f.words()) {
+                            failed = Some(e);
+                        }
+                    }
+                })
+                .map_err(|e| CliError::new(format!("reading {}: {e}", r.reader.segment())))?;
+            if let Some(e) = failed {
+                return Err(e);
+            }
+            self.sinks.lost(r.id, d.lost)?;
+        }
+        Ok(())
+    }
 
-/// Attaches to the span rings of `pid`, picking up new threads, and waits for one.
-fn span_consumer(pid: i32) -> Result<SpanConsumer> {
-    check_pid(pid)?;
-    let c = SpanConsumer::attach(pid).map_err(shm_err("attaching to the span rings"))?;
-    if c.rings() == 0 {
-        let any_span = list_rings(Some(pid))
-            .unwrap_or_default()
-            .iter()
-            .any(|e| e.name.starts_with(RING_PREFIX));
-        if !any_span {
-            return Err(CliError::new(format!(
+    /// Waits (draining) until every ring asked with `-e` applied it, or `wait` passed, then
+    /// reports per ring on stderr and returns the JSON of the outcome.
+    fn settle_request(&mut self, wait: Duration) -> Result<Option<Json>> {
+        let Some(list) = self.request.clone() else {
+            return Ok(None);
+        };
+        let until = Instant::now() + wait;
+        loop {
+            self.drain()?;
+            let pending = self
+                .requested
+                .iter()
+                .any(|q| self.rings[q.ring].reader.request_status(q.seq) == RequestStatus::Pending);
+            if !pending || Instant::now() >= until || !alive(self.pid) {
+                break;
+            }
+            std::thread::sleep(POLL);
+        }
+        let mut rings = Vec::new();
+        for q in &self.requested {
+            let r = &mut self.rings[q.ring];
+            let status = r.reader.request_status(q.seq);
+            let table = r
+                .reader
+                .latest_counters()
+                .map_err(|e| CliError::new(format!("reading {}: {e}", r.reader.segment())))?;
+            let mut measured = Vec::new();
+            let mut unavailable = Vec::new();
+            let mut slots = Vec::new();
+            for c in table.iter() {
+                match c.status {
+                    CounterStatus::Measured => measured.push(c.name.to_owned()),
+                    CounterStatus::Unavailable => {
+                        unavailable.push(format!("{} ({})", c.name, unavailable_reason(c.errno)))
+                    }
+                    _ => continue,
+                }
+                slots.push(counter_json(c));
+            }
+            let status_name = match status {
+                RequestStatus::Applied => "applied",
+                RequestStatus::Pending => "pending",
+                RequestStatus::Superseded => "superseded",
+            };
+            match status {
+                RequestStatus::Pending => eprintln!(
+                    "picollo: {}: counter request pending: the thread has not begun an \
+                     outermost span since (it applies requests there); still counting: {}",
+                    r.name,
+                    if measured.is_empty() {
+                        "time only".to_owned()
+                    } else {
+                        measured.join(", ")
+                    }
+                ),
+                _ => {
+                    let mut line = format!(
+                        "picollo: {}: counting {}",
+                        r.name,
+                        if measured.is_empty() {
+                            "time only".to_owned()
+                        } else {
+                            measured.join(", ")
+                        }
+                    );
+                    if !unavailable.is_empty() {
+                        line.push_str(&format!("; unavailable: {}", unavailable.join(", ")));
+                    }
+                    if status == RequestStatus::Superseded {
+                        line.push_str(" (another reader asked for counters after this one)");
+                    }
+                    eprintln!("{line}");
+                }
+            }
+            rings.push(
+                Object::new()
+                    .field("ring", Json::str(&r.name))
+                    .field("status", Json::str(status_name))
+                    .field("counters", Json::array(slots))
+                    .build(),
+            );
+        }
+        Ok(Some(
+            Object::new()
+                .field("counters", Json::str(&list))
+                .field("rings", Json::array(rings))
+                .build(),
+        ))
+    }
+
+    fn no_rings_error(&self) -> CliError {
+        let pid = self.pid;
+        if !self.skipped.is_empty() {
+            let why: Vec<String> = self
+                .skipped
+                .iter()
+                .map(|(s, w)| format!("{s}: {w}"))
+                .collect();
+            return CliError::new(format!(
+                "no {}ring of process {pid} could be attached: {}",
+                if self.spans_only { "span " } else { "" },
+                why.join("; ")
+            ));
+        }
+        if self.spans_only {
+            CliError::new(format!(
                 "process {pid} has no span rings (no /dev/shm/picollo-{pid}-span-*); it \
                  records spans with `picollo_linux::span!` once a thread has begun one"
-            )));
+            ))
+        } else {
+            CliError::new(format!(
+                "process {pid} has no Picollo rings (no /dev/shm/picollo-{pid}-*); it must \
+                 create them (picollo_linux::shm writers, or spans with `span!`) before \
+                 attaching"
+            ))
         }
-        let why: Vec<String> = c
-            .skipped()
-            .iter()
-            .map(|(s, w)| format!("{s}: {w}"))
-            .collect();
-        return Err(CliError::new(format!(
-            "no span ring of process {pid} could be attached: {}",
-            why.join("; ")
-        )));
     }
-    Ok(c)
 }
 
-/// Aggregates the spans of `pid` until the deadline or the process exits; returns the span
-/// table.
+fn sinks_for(o: &AttachOptions) -> Result<Sinks> {
+    let mut s = Sinks::new();
+    if let Some(dir) = &o.csv {
+        s = s.csv(dir)?;
+    }
+    if let Some(path) = &o.output {
+        s = s.capture(path, o.pid as u32)?;
+    }
+    if o.spans || o.events.is_some() {
+        s = s.spans();
+    }
+    Ok(s)
+}
+
+/// `attach`: reads the rings of `o.pid` into the chosen sinks until the deadline or the
+/// process exits; returns what goes to stdout.
 ///
 /// # Errors
-/// No such process, no span rings, a ring that fails its checks.
-pub fn spans(pid: i32, duration: Option<f64>) -> Result<String> {
-    let until = deadline(duration)?;
-    let mut c = span_consumer(pid)?;
-    let mut last_refresh = Instant::now();
+/// No such process, no rings, a file that cannot be written, a ring that fails its checks.
+pub fn attach(o: &AttachOptions) -> Result<String> {
+    check_pid(o.pid)?;
+    let until = deadline(o.duration)?;
+    let started = Instant::now();
+    let mut live = Live::new(o.pid, sinks_for(o)?, o.events.clone());
+    live.scan()?;
+    if live.rings.is_empty() {
+        return Err(live.no_rings_error());
+    }
+    let request = live.settle_request(REQUEST_WAIT.min(until.map_or(REQUEST_WAIT, |t| {
+        t.saturating_duration_since(Instant::now())
+    })))?;
+    let mut last_scan = Instant::now();
     loop {
-        c.poll().map_err(shm_err("reading the span rings"))?;
-        if until.is_some_and(|t| Instant::now() >= t) || !alive(pid) {
+        live.drain()?;
+        live.sinks.flush()?;
+        if until.is_some_and(|t| Instant::now() >= t) || !alive(o.pid) {
             break;
         }
-        if last_refresh.elapsed() >= Duration::from_millis(500) {
-            last_refresh = Instant::now();
-            c.refresh().map_err(shm_err("listing the span rings"))?;
+        if last_scan.elapsed() >= RESCAN {
+            last_scan = Instant::now();
+            live.scan()?;
         }
         std::thread::sleep(POLL);
     }
-    let a = c.aggregator();
-    Ok(format!(
-        "- process: {pid}\n- rings: {}\n- frames: {} ({} lost)\n\n{}",
-        c.rings(),
-        a.accepted(),
-        a.lost(),
-        c.table()
-    ))
+    live.drain()?;
+    let capture = live.sinks.finish()?;
+    let seconds = started.elapsed().as_secs_f64();
+    let totals = live.sinks.totals();
+    match o.format {
+        LiveFormat::Json => {
+            let rings = Json::array(totals.iter().map(|t| {
+                Object::new()
+                    .field("ring", Json::str(&t.name))
+                    .field("frames", Json::uint(t.frames))
+                    .field("lost", Json::uint(t.lost))
+                    .field(
+                        "csv",
+                        Json::array(t.csv.iter().map(|(p, n)| {
+                            Object::new()
+                                .field("path", Json::str(&p.display().to_string()))
+                                .field("frames", Json::uint(*n))
+                                .build()
+                        })),
+                    )
+                    .build()
+            }));
+            let mut out = Object::new()
+                .field("type", Json::str("attach"))
+                .field("pid", Json::int(i64::from(o.pid)))
+                .field("seconds", Json::float(seconds))
+                .field("rings", rings)
+                .field(
+                    "capture",
+                    Json::opt(capture.as_ref(), |(p, f, l)| {
+                        Object::new()
+                            .field("path", Json::str(&p.display().to_string()))
+                            .field("frames", Json::uint(*f))
+                            .field("lost", Json::uint(*l))
+                            .build()
+                    }),
+                )
+                .field("counter_request", request.unwrap_or_else(Json::null));
+            let spans = live.sinks.aggregator().map(|agg| {
+                spans_json(
+                    agg,
+                    Object::new().field("rings", Json::uint(live.sinks.span_rings() as u64)),
+                )
+            });
+            out.push("spans", spans.unwrap_or_else(Json::null));
+            Ok(format!("{}\n", out.build().as_str()))
+        }
+        LiveFormat::Markdown => {
+            let mut out = csv_summary(&totals);
+            if let Some((path, frames, lost)) = &capture {
+                out.push_str(&format!(
+                    "{}: {frames} frames, {lost} lost, {} rings\n",
+                    path.display(),
+                    totals.len()
+                ));
+            }
+            if let Some(agg) = live.sinks.aggregator() {
+                if !out.is_empty() {
+                    out.push('\n');
+                }
+                out.push_str(&format!(
+                    "- process: {}\n- rings: {}\n- frames: {} ({} lost)\n\n{}",
+                    o.pid,
+                    live.sinks.span_rings(),
+                    agg.accepted(),
+                    agg.lost(),
+                    spans_markdown(agg)
+                ));
+            }
+            Ok(out)
+        }
+    }
 }
 
-/// The live view: every `interval` seconds, the span table of the last interval (a fresh
-/// consumer per interval, so the figures are deltas), under a header with the totals.
-/// Stops after `count` refreshes, when the process exits, or on Ctrl-C.
+/// What `top` was asked to do.
+#[derive(Clone, Debug)]
+pub struct TopOptions {
+    /// The process.
+    pub pid: i32,
+    /// Seconds between refreshes.
+    pub interval: f64,
+    /// Refreshes before stopping.
+    pub count: Option<u64>,
+    /// Counters to ask the span threads for.
+    pub events: Option<String>,
+    /// Output format.
+    pub format: LiveFormat,
+}
+
+/// The live view: every `interval` seconds, the span tables of the last interval, under a
+/// header with the totals (or one JSON object per line). Stops after `count` refreshes,
+/// when the process exits, or on Ctrl-C.
 ///
 /// # Errors
 /// No such process, no span rings, a bad interval.
-pub fn top(pid: i32, interval: f64, count: Option<u64>) -> Result<String> {
-    if !(interval.is_finite() && interval >= 0.05) {
+pub fn top(o: &TopOptions) -> Result<String> {
+    if !(o.interval.is_finite() && o.interval >= 0.05) {
         return Err(CliError::new(format!(
-            "--interval {interval} is too short; give at least 0.05 seconds"
+            "--interval {} is too short; give at least 0.05 seconds",
+            o.interval
         )));
     }
-    let step = Duration::from_secs_f64(interval);
-    let clear = std::io::stdout().is_terminal();
+    check_pid(o.pid)?;
+    let step = Duration::from_secs_f64(o.interval);
+    let clear = o.format == LiveFormat::Markdown && std::io::stdout().is_terminal();
     let started = Instant::now();
+    let mut live = Live::new(o.pid, Sinks::new().spans(), o.events.clone());
+    live.scan()?;
+    if live.rings.is_empty() {
+        return Err(live.no_rings_error());
+    }
+    let request = live.settle_request(REQUEST_WAIT.min(step))?;
+    // What was drained while settling belongs to no interval.
+    let _ = live.sinks.take_interval();
     let mut totals = (0u64, 0u64);
     let mut shown = 0u64;
-    let mut current = span_consumer(pid)?;
+    let mut last_scan = Instant::now();
     loop {
         let t0 = Instant::now();
         while t0.elapsed() < step {
-            current.poll().map_err(shm_err("reading the span rings"))?;
-            if !alive(pid) {
+            live.drain()?;
+            if !alive(o.pid) {
                 break;
+            }
+            if last_scan.elapsed() >= RESCAN {
+                last_scan = Instant::now();
+                live.scan()?;
             }
             std::thread::sleep(POLL.min(step));
         }
-        // The next interval's consumer attaches before this one is dropped, so the writers
-        // stay attached throughout.
-        let next = alive(pid).then(|| SpanConsumer::attach(pid)).transpose();
-        current.poll().map_err(shm_err("reading the span rings"))?;
-        let a = current.aggregator();
+        live.drain()?;
+        let exited = !alive(o.pid);
+        let Some(a) = live.sinks.take_interval() else {
+            return Ok(String::new());
+        };
         totals.0 += a.accepted();
         totals.1 += a.lost();
         shown += 1;
-        let mut screen = String::new();
-        if clear {
-            screen.push_str("\x1b[H\x1b[2J");
-        }
-        screen.push_str(&format!(
-            "picollo top {pid}: every {interval} s, refresh {shown}, up {:.1} s; last interval: \
-             {} spans ({} lost); total {} spans ({} lost); {} rings\n\n{}\n",
-            started.elapsed().as_secs_f64(),
-            a.accepted(),
-            a.lost(),
-            totals.0,
-            totals.1,
-            current.rings(),
-            current.table()
-        ));
+        let screen = match o.format {
+            LiveFormat::Json => {
+                let head = Object::new()
+                    .field("type", Json::str("top"))
+                    .field("pid", Json::int(i64::from(o.pid)))
+                    .field("refresh", Json::uint(shown))
+                    .field("interval_s", Json::float(o.interval))
+                    .field("uptime_s", Json::float(started.elapsed().as_secs_f64()))
+                    .field("rings", Json::uint(live.sinks.span_rings() as u64))
+                    .field(
+                        "total",
+                        Object::new()
+                            .field("read", Json::uint(totals.0))
+                            .field("lost", Json::uint(totals.1)),
+                    )
+                    .field(
+                        "counter_request",
+                        if shown == 1 {
+                            request.clone().unwrap_or_else(Json::null)
+                        } else {
+                            Json::null()
+                        },
+                    );
+                format!("{}\n", spans_json(&a, head).as_str())
+            }
+            LiveFormat::Markdown => {
+                let mut screen = String::new();
+                if clear {
+                    screen.push_str("\x1b[H\x1b[2J");
+                }
+                screen.push_str(&format!(
+                    "picollo top {}: every {} s, refresh {shown}, up {:.1} s; last interval: \
+                     {} spans ({} lost); total {} spans ({} lost); {} rings\n\n{}\n",
+                    o.pid,
+                    o.interval,
+                    started.elapsed().as_secs_f64(),
+                    a.accepted(),
+                    a.lost(),
+                    totals.0,
+                    totals.1,
+                    live.sinks.span_rings(),
+                    spans_markdown(&a)
+                ));
+                screen
+            }
+        };
         let mut out = std::io::stdout().lock();
         if out
             .write_all(screen.as_bytes())
@@ -279,15 +569,12 @@ pub fn top(pid: i32, interval: f64, count: Option<u64>) -> Result<String> {
             return Ok(String::new()); // stdout closed: stop quietly
         }
         drop(out);
-        if count.is_some_and(|n| shown >= n) {
+        if o.count.is_some_and(|n| shown >= n) {
             return Ok(String::new());
         }
-        match next.map_err(shm_err("attaching to the span rings"))? {
-            Some(n) => current = n,
-            None => {
-                eprintln!("picollo: process {pid} exited");
-                return Ok(String::new());
-            }
+        if exited {
+            eprintln!("picollo: process {} exited", o.pid);
+            return Ok(String::new());
         }
     }
 }

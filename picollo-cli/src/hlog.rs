@@ -1,16 +1,25 @@
-//! Reading HdrHistogram interval logs (`.hlog`) for `report`, `diff` and `plot`.
+//! Reading histogram files for `report`, `diff` and `plot`, told apart by content (not by
+//! name):
 //!
-//! The intervals selected by tag and time are added up per tag, as HdrHistogram's own tools
-//! do: into an HdrHistogram of at least 3 significant digits (the log's finest precision if
-//! finer), each interval's buckets recorded at their lowest equivalent value. That sum
-//! converts exactly (index for index) into a Picollo histogram for the tables.
+//! - HdrHistogram interval logs (`.hlog`): the intervals selected by tag and time are added
+//!   up per tag, as HdrHistogram's own tools do: into an HdrHistogram of at least 3
+//!   significant digits (the log's finest precision if finer), each interval's buckets
+//!   recorded at their lowest equivalent value;
+//! - one encoded histogram (`.hist`, `.histz`): the V2 encoding, plain or compressed, as
+//!   bytes or as base64 text;
+//! - `.hgrm` percentile distributions: the histogram is rebuilt from the percentile steps
+//!   (exact at the steps; the mean and deviation a little high, and said so on stderr);
+//!   values with decimals are scaled to whole numbers (`×1000` in the title).
+//!
+//! Each converts exactly (index for index) into a Picollo histogram for the tables.
 
 use std::fs::File;
-use std::io::BufReader;
+use std::io::{BufReader, Read};
 use std::path::Path;
 
 use clap::ValueEnum;
-use picollo_alloc::hdr::{interop, HdrCounts, LogReader};
+use picollo_alloc::hdr::{decode_blob, interop, BlobForm, HdrCounts, LogReader};
+use picollo_alloc::hgrm::{looks_like_hgrm, parse_hgrm};
 use picollo_alloc::{Summary, SummaryExt};
 
 use crate::error::{CliError, Result};
@@ -72,6 +81,20 @@ pub struct Group {
     pub counts: HdrCounts,
 }
 
+/// What a file holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Source {
+    /// An interval log.
+    Hlog,
+    /// An `.hgrm` percentile distribution; values are the file's times `scale`.
+    Hgrm {
+        /// `10^decimals` of the file's value column (1 for whole numbers).
+        scale: u64,
+    },
+    /// One encoded histogram.
+    Blob(BlobForm),
+}
+
 /// A log's groups, in the order their tags first appear (untagged first when present).
 #[derive(Clone, Debug)]
 pub struct Log {
@@ -81,12 +104,39 @@ pub struct Log {
     pub has_tags: bool,
     /// The groups.
     pub groups: Vec<Group>,
+    /// What the file holds.
+    pub source: Source,
 }
 
 impl Log {
+    /// The file and what it holds, for a diff's context lines.
+    pub fn describe(&self) -> String {
+        match self.source {
+            Source::Hlog => {
+                let n: usize = self.groups.iter().map(|g| g.intervals).sum();
+                format!("{} ({n} intervals)", self.name)
+            }
+            Source::Hgrm { .. } => format!("{} (.hgrm percentile distribution)", self.name),
+            Source::Blob(_) => format!("{} (one histogram)", self.name),
+        }
+    }
+
     /// The title of `group`: the file name, then `, tag T` or `, untagged` in a tagged log,
-    /// then the interval count and the unit.
+    /// then the interval count (or what the file holds) and the unit.
     pub fn title(&self, group: &Group, unit: Option<Unit>) -> String {
+        let unit_text = unit.map_or(String::new(), |u| format!(", {}", u.symbol()));
+        match self.source {
+            Source::Hgrm { scale } => {
+                let scaled = if scale > 1 {
+                    format!(", values ×{scale}")
+                } else {
+                    String::new()
+                };
+                return format!("{} (percentile distribution{scaled}{unit_text})", self.name);
+            }
+            Source::Blob(_) => return format!("{} (one histogram{unit_text})", self.name),
+            Source::Hlog => {}
+        }
         let mut t = self.name.clone();
         match (&group.tag, self.has_tags) {
             (Some(tag), _) => t.push_str(&format!(", tag {tag}")),
@@ -103,15 +153,102 @@ impl Log {
     }
 }
 
-/// Reads the selected intervals of the log at `path`, added up per tag.
+/// Files up to this size are read whole to tell their format by content; larger ones can
+/// only be interval logs (read as a stream).
+const WHOLE_FILE_BYTES: u64 = 64 << 20;
+
+/// Reads the histogram file at `path`: an interval log's selected intervals added up per
+/// tag, an `.hgrm` distribution or one encoded histogram (see the [module docs](self)).
 ///
 /// # Errors
 /// A missing or unreadable file, a malformed line or histogram, a selection that matches no
-/// interval.
+/// interval (or any selection, for a file that is not an interval log).
 pub fn load(path: &Path, selection: &Selection) -> Result<Log> {
     let shown = path.display();
-    let file = File::open(path)
-        .map_err(|e| CliError::new(format!("cannot open {shown}: {e}; check the path")))?;
+    let open = || {
+        File::open(path)
+            .map_err(|e| CliError::new(format!("cannot open {shown}: {e}; check the path")))
+    };
+    let mut file = open()?;
+    let size = file.metadata().map_or(u64::MAX, |m| m.len());
+    let name = path
+        .file_name()
+        .map_or_else(|| shown.to_string(), |n| n.to_string_lossy().into_owned());
+    if size <= WHOLE_FILE_BYTES {
+        let mut bytes = Vec::with_capacity(size as usize);
+        file.read_to_end(&mut bytes)
+            .map_err(|e| CliError::new(format!("cannot read {shown}: {e}")))?;
+        if let Some(log) = load_single(&name, &bytes, selection)? {
+            return Ok(log);
+        }
+        return load_hlog(path, BufReader::new(bytes.as_slice()), selection);
+    }
+    load_hlog(path, BufReader::new(file), selection)
+}
+
+/// An `.hgrm` file or an encoded histogram, or `None` for anything else.
+fn load_single(name: &str, bytes: &[u8], selection: &Selection) -> Result<Option<Log>> {
+    let blob = decode_blob(bytes).map_err(|e| {
+        CliError::new(format!(
+            "{name}: looks like an encoded HdrHistogram but does not decode: {e}"
+        ))
+    })?;
+    let (counts, source) = match blob {
+        Some((counts, form)) => (counts, Source::Blob(form)),
+        None => {
+            let Some(text) = std::str::from_utf8(bytes)
+                .ok()
+                .filter(|t| looks_like_hgrm(t))
+            else {
+                return Ok(None);
+            };
+            let file = parse_hgrm(text).map_err(|e| {
+                CliError::new(format!("{name}: {e}; the .hgrm percentile file is damaged"))
+            })?;
+            let counts = file
+                .to_counts()
+                .map_err(|e| CliError::new(format!("{name}: {e}")))?;
+            let fmt = |v: Option<f64>| v.map_or("?".to_owned(), |v| format!("{v}"));
+            eprintln!(
+                "picollo: {name}: rebuilt from its {} percentile steps: percentiles at the steps \
+                 are exact, the mean and stdev a little high (the file says mean {}, stdev {}{})",
+                file.steps.len(),
+                fmt(file.mean),
+                fmt(file.stdev),
+                if file.scale() > 1 {
+                    format!("; values ×{} to make them whole", file.scale())
+                } else {
+                    String::new()
+                }
+            );
+            (
+                counts,
+                Source::Hgrm {
+                    scale: file.scale(),
+                },
+            )
+        }
+    };
+    if selection.tag.is_some() || selection.from.is_some() || selection.to.is_some() {
+        return Err(CliError::new(format!(
+            "{name} holds one histogram, not an interval log: --tag, --from and --to do not \
+             apply; drop them"
+        )));
+    }
+    Ok(Some(Log {
+        name: name.to_owned(),
+        has_tags: false,
+        groups: vec![Group {
+            tag: None,
+            intervals: 1,
+            counts,
+        }],
+        source,
+    }))
+}
+
+fn load_hlog(path: &Path, input: impl std::io::BufRead, selection: &Selection) -> Result<Log> {
+    let shown = path.display();
     let from = selection.from.unwrap_or(f64::NEG_INFINITY);
     let to = selection.to.unwrap_or(f64::INFINITY);
     if from > to {
@@ -124,7 +261,7 @@ pub fn load(path: &Path, selection: &Selection) -> Result<Log> {
     let mut seen = 0usize;
     let mut span: Option<(f64, f64)> = None;
     let mut tags_seen: Vec<Option<String>> = Vec::new();
-    for entry in LogReader::new(BufReader::new(file)) {
+    for entry in LogReader::new(input) {
         let entry = entry.map_err(|e| {
             CliError::new(format!(
                 "{shown}: {e}; is this an HdrHistogram interval log (.hlog)?"
@@ -158,7 +295,8 @@ pub fn load(path: &Path, selection: &Selection) -> Result<Log> {
     }
     if seen == 0 {
         return Err(CliError::new(format!(
-            "{shown} holds no interval lines; give an HdrHistogram interval log (.hlog)"
+            "{shown} holds no interval lines; give an HdrHistogram interval log (.hlog), an \
+             .hgrm percentile file or an encoded histogram (.hist, .histz)"
         )));
     }
     if decoded.is_empty() {
@@ -216,6 +354,7 @@ pub fn load(path: &Path, selection: &Selection) -> Result<Log> {
         name,
         has_tags,
         groups,
+        source: Source::Hlog,
     })
 }
 

@@ -6,17 +6,24 @@
 //! - `picollo report FILE.hlog`: summary tables of an HdrHistogram interval log;
 //! - `picollo diff A.hlog B.hlog`: diff tables with Δ% and Cohen's d;
 //! - `picollo plot FILES… -o out.svg`: the percentile-distribution plot;
-//! - `picollo attach PID --csv DIR | --spans`: a running process's rings to CSV, or its
-//!   spans to the per-phase table;
-//! - `picollo top PID`: the live span table.
+//! - `picollo attach PID --csv DIR | --spans | --output run.bin`: a running process's rings
+//!   to CSV, its spans to the per-phase table, or its frames to a capture file; `-e` picks
+//!   the counters its spans sample, without restarting it;
+//! - `picollo top PID`: the live span table;
+//! - `picollo convert run.bin --csv DIR | --spans | --format json`: a capture, later, on any
+//!   machine.
 //!
 //! Tables go to standard output, progress and diagnostics to standard error. Errors are one
 //! line naming what to do, with exit status 1 (2 for usage errors).
 
 mod attach;
+mod convert;
 mod counters;
 mod error;
+mod export;
+mod frames;
 mod hlog;
+mod json;
 mod output;
 mod plot;
 mod spawn;
@@ -65,37 +72,73 @@ enum Command {
     /// With --vs, the two commands run alternately (A, B, A, B, …) and diff tables print the
     /// change of every percentile (Δ%) and Cohen's d of the means.
     Stat(StatArgs),
-    /// Print summary tables of an HdrHistogram interval log (.hlog), one per tag.
+    /// Print summary tables of a histogram file (.hlog, .hgrm, .hist, .histz).
+    ///
+    /// The file is an HdrHistogram interval log (one table per tag), an .hgrm percentile
+    /// file, or one encoded histogram (V2, plain or compressed, binary or base64), told
+    /// apart by content.
     ///
     /// The selected intervals of each tag are added up (at 3 significant digits, or the
     /// log's if finer) and printed as one table. Values are printed as logged; --unit
     /// assumes the log is in nanoseconds and divides (rounding each bucket's midpoint to the
     /// nearest integer), so pick a unit small enough for the precision you need.
     Report(ReportArgs),
-    /// Compare two HdrHistogram interval logs: Δ% per percentile and Cohen's d.
+    /// Compare two histogram files: Δ% per percentile and Cohen's d.
+    ///
+    /// Interval logs, .hgrm files and encoded histograms, in any mix.
     ///
     /// Tags present in both logs are compared (untagged with untagged); tags in only one
     /// log are reported on stderr. Selection and units as for `report`.
     Diff(DiffArgs),
-    /// Plot the percentile distribution of interval logs as SVG.
+    /// Plot the percentile distribution of histogram files as SVG.
+    ///
+    /// Interval logs, .hgrm files and encoded histograms, in any mix.
     ///
     /// The classic HdrHistogram plot: value against percentile, with the x axis 1/(1-p) on
     /// a log scale (90%, 99%, 99.9%, …). One line per file, and per tag in tagged logs.
     Plot(PlotArgs),
-    /// Read a running process's shared-memory rings: to CSV files, or spans to a table.
+    /// Read a running process's shared-memory rings: to CSV files, a capture file, or spans
+    /// to tables.
     ///
     /// --csv DIR drains every ring of the process (`/dev/shm/picollo-PID-*`) to `DIR/<ring>.csv`
-    /// (frame number, then the frame's fields), picking up rings created later, and prints
-    /// each file's frame and loss counts. --spans aggregates the span rings into the
-    /// per-phase table (N, time, %, counters). Both run until --duration elapses or the
-    /// process exits. Frames are recorded only while a reader is attached.
+    /// (frame number, then the frame's fields; a ring whose counters change mid-way continues
+    /// in `DIR/<ring>.2.csv`, …), picking up rings created later, and prints each file's frame
+    /// and loss counts. --output FILE writes the same frames, with each ring's schema, clock
+    /// and counter tables, to a capture file for `picollo convert`. --spans aggregates the
+    /// span rings into the per-phase table (N, time, %, counters) and the table of counter
+    /// events (`counter!`). They combine. All run until --duration elapses or the process
+    /// exits. Frames are recorded only while a reader is attached.
+    ///
+    /// -e asks the process's span threads to sample other counters, without restarting it:
+    /// each thread switches at its next outermost span and reports what it could open;
+    /// counters it cannot count are shown unavailable with the reason (no hardware PMU,
+    /// perf_event_paranoid, unknown name). --format json prints one JSON object instead of
+    /// the tables: {"type":"attach","pid","seconds","rings":[{"ring","frames","lost","csv"}],
+    /// "capture","counter_request","spans":{"rings","frames","clock","unavailable","phases",
+    /// "events","notes"}}.
     Attach(AttachArgs),
     /// Live view of a process's spans: the per-phase table of the last interval.
     ///
     /// Every --interval seconds the screen is redrawn (when stdout is a terminal) with the
-    /// span table of that interval only (deltas) and the totals since start. Stops after
-    /// --count refreshes, when the process exits, or on Ctrl-C.
+    /// span tables of that interval only (deltas) and the totals since start; with --format
+    /// json, one JSON object per interval on its own line ({"type":"top","refresh",
+    /// "interval_s","uptime_s","rings","total",…} and the fields of attach's "spans"). -e as
+    /// for attach. Stops after --count refreshes, when the process exits, or on Ctrl-C.
     Top(TopArgs),
+    /// Convert a capture file (from `attach --output`) to CSV files, the span tables or JSON.
+    ///
+    /// Works on any machine: the capture holds every ring's schema, clock record and counter
+    /// tables. --csv DIR writes `DIR/<ring>.csv` as `attach --csv` would have; --spans prints
+    /// the per-phase and counter-event tables (as JSON with --format json); --format json
+    /// alone prints one JSON object per line: {"type":"ring","ring","schema","clock",
+    /// "counters"}, {"type":"frame","ring","frame","fields":{…}}, {"type":"counters","ring",
+    /// "since","counters"}, {"type":"lost","ring","count"}, then {"type":"end","pid",
+    /// "frames","lost","complete"}. A damaged file is an error naming the byte; a file cut
+    /// short converts what it holds, with a warning.
+    Convert(ConvertArgs),
+    /// Convert an HdrHistogram interval log for fleet systems: Prometheus text, OpenMetrics
+    /// (promtool backfill) or OTLP/JSON exponential histograms.
+    Export(export::ExportArgs),
 }
 
 #[derive(Debug, Args)]
@@ -124,6 +167,14 @@ struct StatArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Markdown)]
     format: Format,
+    /// Also save every distribution to this HdrHistogram interval log (one interval per
+    /// counter, tagged with its name; `A.`/`B.` prefixes with --vs), for report, diff, plot.
+    #[arg(long, value_name = "FILE")]
+    hlog: Option<PathBuf>,
+    /// Also save every distribution as an .hgrm percentile file: FILE with `.<counter>`
+    /// inserted before `.hgrm` (out.hgrm: out.task-clock.hgrm, out.wall-time.hgrm, …).
+    #[arg(long, value_name = "FILE")]
+    hgrm: Option<PathBuf>,
     /// The command and its arguments (after `--`).
     #[arg(
         value_name = "CMD",
@@ -169,7 +220,7 @@ impl SelectArgs {
 
 #[derive(Debug, Args)]
 struct ReportArgs {
-    /// The interval log.
+    /// The histogram file (.hlog, .hgrm, .hist, .histz).
     file: PathBuf,
     #[command(flatten)]
     select: SelectArgs,
@@ -180,9 +231,9 @@ struct ReportArgs {
 
 #[derive(Debug, Args)]
 struct DiffArgs {
-    /// The baseline log (A).
+    /// The baseline file (A).
     a: PathBuf,
-    /// The log to compare with it (B).
+    /// The file to compare with it (B).
     b: PathBuf,
     #[command(flatten)]
     select: SelectArgs,
@@ -193,7 +244,7 @@ struct DiffArgs {
 
 #[derive(Debug, Args)]
 struct PlotArgs {
-    /// Interval logs to plot.
+    /// Histogram files to plot.
     #[arg(required = true)]
     files: Vec<PathBuf>,
     /// The SVG file to write.
@@ -207,7 +258,7 @@ struct PlotArgs {
 }
 
 #[derive(Debug, Args)]
-#[command(group(ArgGroup::new("mode").required(true).args(["csv", "spans"])))]
+#[command(group(ArgGroup::new("mode").required(true).multiple(true).args(["csv", "spans", "output"])))]
 struct AttachArgs {
     /// The process id.
     pid: i32,
@@ -217,9 +268,19 @@ struct AttachArgs {
     /// Aggregate the span rings and print the per-phase table.
     #[arg(long)]
     spans: bool,
+    /// Write every ring's frames to a capture file (for `picollo convert`).
+    #[arg(short = 'o', long, value_name = "FILE")]
+    output: Option<PathBuf>,
     /// Stop after S seconds (default: when the process exits).
     #[arg(long, value_name = "S")]
     duration: Option<f64>,
+    /// Counters for the span threads to sample, comma-separated perf names (cycles,
+    /// instructions, page-faults, task-clock, rNNNN, pmu/…/).
+    #[arg(short = 'e', long = "events", value_name = "EVENTS")]
+    events: Option<String>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = attach::LiveFormat::Markdown)]
+    format: attach::LiveFormat,
 }
 
 #[derive(Debug, Args)]
@@ -232,6 +293,28 @@ struct TopArgs {
     /// Stop after N refreshes (default: when the process exits).
     #[arg(long, value_name = "N")]
     count: Option<u64>,
+    /// Counters for the span threads to sample (as for attach).
+    #[arg(short = 'e', long = "events", value_name = "EVENTS")]
+    events: Option<String>,
+    /// Output format: redrawn tables, or one JSON object per line.
+    #[arg(long, value_enum, default_value_t = attach::LiveFormat::Markdown)]
+    format: attach::LiveFormat,
+}
+
+#[derive(Debug, Args)]
+#[command(group(ArgGroup::new("mode").required(true).multiple(true).args(["csv", "spans", "format"])))]
+struct ConvertArgs {
+    /// The capture file.
+    file: PathBuf,
+    /// Write every ring to `DIR/<ring>.csv`.
+    #[arg(long, value_name = "DIR")]
+    csv: Option<PathBuf>,
+    /// Print the per-phase and counter-event tables of the span rings.
+    #[arg(long)]
+    spans: bool,
+    /// json: every frame as a JSON line (alone), or the span report as JSON (with --spans).
+    #[arg(long, value_enum)]
+    format: Option<attach::LiveFormat>,
 }
 
 fn main() -> ExitCode {
@@ -268,16 +351,36 @@ fn run(cli: Cli) -> Result<String> {
             ignore_failure: a.ignore_failure,
             show_output: a.show_output,
             format: a.format,
+            hlog: a.hlog,
+            hgrm: a.hgrm,
             command: a.command,
         }),
         Command::Report(a) => report(&a),
         Command::Diff(a) => diff(&a),
         Command::Plot(a) => plot(&a),
-        Command::Attach(a) => match &a.csv {
-            Some(dir) => attach::csv(a.pid, dir, a.duration),
-            None => attach::spans(a.pid, a.duration),
-        },
-        Command::Top(a) => attach::top(a.pid, a.interval, a.count),
+        Command::Attach(a) => attach::attach(&attach::AttachOptions {
+            pid: a.pid,
+            csv: a.csv,
+            spans: a.spans,
+            output: a.output,
+            duration: a.duration,
+            events: a.events,
+            format: a.format,
+        }),
+        Command::Top(a) => attach::top(&attach::TopOptions {
+            pid: a.pid,
+            interval: a.interval,
+            count: a.count,
+            events: a.events,
+            format: a.format,
+        }),
+        Command::Convert(a) => convert::run(&convert::ConvertOptions {
+            file: a.file,
+            csv: a.csv,
+            spans: a.spans,
+            format: a.format,
+        }),
+        Command::Export(a) => export::run(&a),
     }
 }
 
@@ -311,6 +414,9 @@ fn diff(a: &DiffArgs) -> Result<String> {
         let title = match &ga.tag {
             Some(t) => format!("tag {t}"),
             None if la.has_tags || lb.has_tags => "untagged".to_string(),
+            None if la.source != hlog::Source::Hlog || lb.source != hlog::Source::Hlog => {
+                "histogram".to_string()
+            }
             None => "all intervals".to_string(),
         };
         let title = match unit {
@@ -339,11 +445,7 @@ fn diff(a: &DiffArgs) -> Result<String> {
             la.name, lb.name
         )));
     }
-    let describe = |l: &hlog::Log| {
-        let n: usize = l.groups.iter().map(|g| g.intervals).sum();
-        format!("{} ({n} intervals)", l.name)
-    };
-    let context: Context = vec![("A", describe(&la)), ("B", describe(&lb))];
+    let context: Context = vec![("A", la.describe()), ("B", lb.describe())];
     Ok(output::diffs(a.format, &context, &tables))
 }
 

@@ -2,8 +2,12 @@
 //! each counter and of the wall time, or with `--vs` the diff against another command.
 
 use std::ffi::OsString;
-use std::io::{IsTerminal, Write};
+use std::io::{BufWriter, IsTerminal, Write};
+use std::path::{Path, PathBuf};
 
+use picollo_alloc::hdr::interop::{export, ExportOptions};
+use picollo_alloc::hdr::LogWriter;
+use picollo_alloc::hgrm::write_hgrm;
 use picollo_alloc::{default_histogram, HeapHistogram, SummaryExt};
 use picollo_linux::caps::Capabilities;
 use picollo_linux::count::Count;
@@ -30,6 +34,11 @@ pub struct StatOptions {
     pub show_output: bool,
     /// How to print the tables.
     pub format: Format,
+    /// Save every distribution to this HdrHistogram interval log, one tagged interval each.
+    pub hlog: Option<PathBuf>,
+    /// Save every distribution as an `.hgrm` percentile file, one per counter, named after
+    /// this path.
+    pub hgrm: Option<PathBuf>,
     /// The command and its arguments.
     pub command: Vec<OsString>,
 }
@@ -279,6 +288,14 @@ impl Side {
         }
     }
 
+    /// Each counter's histogram with its name, then the wall time's.
+    fn histograms(&self) -> impl Iterator<Item = (&str, &HeapHistogram<u64>)> {
+        self.counters
+            .iter()
+            .map(|(n, h, _)| (n.as_str(), h))
+            .chain([(WALL_TIME, &self.wall)])
+    }
+
     /// The titled summaries: each counter, then the wall time.
     fn tables(&self) -> Vec<Titled> {
         let mut out: Vec<Titled> = self
@@ -423,6 +440,15 @@ pub fn run(opts: &StatOptions) -> Result<String> {
             );
         }
     }
+    let started_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
+    if let Some(path) = &opts.hlog {
+        save_hlog(path, &sides, started_ms, &show_command(&sides[0].argv))?;
+    }
+    if let Some(path) = &opts.hgrm {
+        save_hgrm(path, &sides)?;
+    }
     let mut context: Context = vec![("command", show_command(&sides[0].argv))];
     if let Some(b) = sides.get(1) {
         context[0].0 = "A";
@@ -448,6 +474,101 @@ pub fn run(opts: &StatOptions) -> Result<String> {
     Ok(output::diffs(opts.format, &context, &compared))
 }
 
+/// A tag for an interval log: the counter's name (prefixed `A.`/`B.` with `--vs`), with the
+/// characters a tag cannot hold (`,`, spaces) replaced by `_`.
+fn log_tag(side: &Side, sides: usize, counter: &str) -> String {
+    let name: String = counter
+        .chars()
+        .map(|c| {
+            if c == ',' || c.is_whitespace() {
+                '_'
+            } else {
+                c
+            }
+        })
+        .collect();
+    if sides > 1 {
+        format!("{}.{name}", side.label)
+    } else {
+        name
+    }
+}
+
+/// The HdrHistogram counts of a stat histogram: 3 significant digits (finer than the
+/// histogram's 0.1%), nothing dropped (per-run totals are far below `i64::MAX`).
+fn hdr_counts(h: &HeapHistogram<u64>, what: &str) -> Result<picollo_alloc::hdr::HdrCounts> {
+    export(h, &ExportOptions::new().significant_digits(3))
+        .map(|e| e.counts)
+        .map_err(|e| CliError::new(format!("cannot save {what}: {e}")))
+}
+
+/// Writes every distribution to an interval log at `path`: one interval per counter (and
+/// side), tagged with its name, spanning the runs.
+fn save_hlog(path: &Path, sides: &[Side], started_ms: i64, command: &str) -> Result<()> {
+    let shown = path.display();
+    let file = std::fs::File::create(path)
+        .map_err(|e| CliError::new(format!("cannot create {shown}: {e}; give a writable path")))?;
+    let mut w = LogWriter::new(BufWriter::new(file));
+    let err = |e: picollo_alloc::hdr::LogError| CliError::new(format!("{shown}: {e}"));
+    w.write_comment(&format!("picollo stat -- {command}"))
+        .map_err(err)?;
+    w.write_log_format_version().map_err(err)?;
+    w.write_start_time(started_ms).map_err(err)?;
+    w.write_legend().map_err(err)?;
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
+    let seconds = (now_ms - started_ms).max(0) as f64 / 1000.0;
+    for side in sides {
+        for (name, h) in side.histograms() {
+            let counts = hdr_counts(h, name)?;
+            w.write_interval(
+                Some(&log_tag(side, sides.len(), name)),
+                0.0,
+                seconds,
+                &counts,
+            )
+            .map_err(err)?;
+        }
+    }
+    w.flush().map_err(err)?;
+    eprintln!("picollo: wrote {shown}");
+    Ok(())
+}
+
+/// The `.hgrm` file of one counter: `PATH` with `.<counter>` inserted before `.hgrm` (and
+/// `.A`/`.B` with `--vs`).
+fn hgrm_path(path: &Path, side: &Side, sides: usize, counter: &str) -> PathBuf {
+    let stem = match path.extension() {
+        Some(e) if e == "hgrm" => path.with_extension(""),
+        _ => path.to_owned(),
+    };
+    let tag = log_tag(side, sides, counter).replace('/', "_");
+    let mut name = stem.into_os_string();
+    name.push(format!(".{tag}.hgrm"));
+    PathBuf::from(name)
+}
+
+/// Writes every distribution as an `.hgrm` percentile file (5 steps per halving, values as
+/// counted), one per counter and side.
+fn save_hgrm(path: &Path, sides: &[Side]) -> Result<()> {
+    for side in sides {
+        for (name, h) in side.histograms() {
+            let p = hgrm_path(path, side, sides.len(), name);
+            let shown = p.display();
+            let file = std::fs::File::create(&p).map_err(|e| {
+                CliError::new(format!("cannot create {shown}: {e}; give a writable path"))
+            })?;
+            let mut out = BufWriter::new(file);
+            write_hgrm(h, &mut out, 5, 1.0)
+                .and_then(|()| out.flush())
+                .map_err(|e| CliError::new(format!("{shown}: {e}")))?;
+            eprintln!("picollo: wrote {shown}");
+        }
+    }
+    Ok(())
+}
+
 /// Whether runs are labelled A/B in the progress line.
 fn sides_len_label(opts: &StatOptions) -> bool {
     opts.vs.is_some()
@@ -462,6 +583,24 @@ mod tests {
         assert_eq!(
             split_events("task-clock, cpu/event=0x3c,umask=0x00/,page-faults,"),
             ["task-clock", "cpu/event=0x3c,umask=0x00/", "page-faults"]
+        );
+    }
+
+    #[test]
+    fn saved_file_names() {
+        let a = Side::new("A", vec![]);
+        assert_eq!(
+            log_tag(&a, 1, "cpu/event=0x3c,umask=0/"),
+            "cpu/event=0x3c_umask=0/"
+        );
+        assert_eq!(log_tag(&a, 2, "cycles"), "A.cycles");
+        assert_eq!(
+            hgrm_path(Path::new("out/run.hgrm"), &a, 1, "task-clock"),
+            Path::new("out/run.task-clock.hgrm")
+        );
+        assert_eq!(
+            hgrm_path(Path::new("run"), &a, 2, "pmu/x/"),
+            Path::new("run.A.pmu_x_.hgrm")
         );
     }
 

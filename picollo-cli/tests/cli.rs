@@ -336,10 +336,30 @@ fn report_time_range_and_unit() {
     ));
 }
 
+/// Java's single encoded histograms (0..100,000 each once), binary and compressed: read by
+/// content, whatever the name.
+#[test]
+fn report_encoded_histograms() {
+    for name in ["seq-nums.hist", "seq-nums.histz"] {
+        let out = ok(&["report", name, "--format", "json"]).stdout;
+        assert!(out.contains("\"total\":100000,"), "{out}");
+        assert!(
+            out.contains(&format!("\"name\":\"{name} (one histogram)\"")),
+            "{out}"
+        );
+    }
+    let d = ok(&["diff", "seq-nums.hist", "seq-nums.histz"]).stdout;
+    assert!(d.contains("- A: seq-nums.hist (one histogram)"), "{d}");
+    assert!(d.contains("| D-value:"), "{d}");
+}
+
 #[test]
 fn report_errors_are_one_line() {
     fails(&["report", "missing.hlog"], "cannot open missing.hlog");
-    fails(&["report", "seq-nums.hist"], "is not valid UTF-8");
+    fails(
+        &["report", "seq-nums.hist", "--tag", "A"],
+        "not an interval log",
+    );
     fails(
         &["report", "README.md"],
         "is this an HdrHistogram interval log",
@@ -500,7 +520,9 @@ fn plot_errors() {
 #[test]
 fn help_documents_every_command() {
     let h = ok(&["--help"]).stdout;
-    for c in ["counters", "stat", "report", "diff", "plot"] {
+    for c in [
+        "counters", "stat", "report", "diff", "plot", "attach", "top", "convert",
+    ] {
         assert!(h.contains(&format!("  {c} ")), "{c} in --help:\n{h}");
     }
     let s = ok(&["stat", "--help"]).stdout;
@@ -511,8 +533,20 @@ fn help_documents_every_command() {
         "--vs",
         "--format",
         "task-clock",
+        "--hlog",
+        "--hgrm",
     ] {
         assert!(s.contains(flag), "{flag} in stat --help");
+    }
+    let a = ok(&["attach", "--help"]).stdout;
+    for flag in [
+        "--csv", "--spans", "--output", "--events", "--format", "json",
+    ] {
+        assert!(a.contains(flag), "{flag} in attach --help");
+    }
+    let c = ok(&["convert", "--help"]).stdout;
+    for flag in ["--csv", "--spans", "--format", "\"type\":\"frame\""] {
+        assert!(c.contains(flag), "{flag} in convert --help");
     }
     let r = ok(&["report", "--help"]).stdout;
     for flag in ["--tag", "--from", "--to", "--unit", "nanoseconds"] {

@@ -80,6 +80,7 @@ fn span_worker() -> Busy {
         },
         || {
             let _w = picollo_linux::span!("work");
+            picollo_linux::counter!("queue", 7);
             {
                 let _s = picollo_linux::span!("step");
                 let mut x = 1u64;
@@ -126,27 +127,7 @@ fn attach_spans_prints_the_phase_table() {
 
 #[test]
 fn attach_csv_drains_a_ring() {
-    let mut writer =
-        ShmFrameWriter::<Request>::create("cli-test-requests", &RingOptions::new(4096))
-            .expect("create a ring");
-    let segment = writer.inner().segment().to_string();
-    let stop = Arc::new(AtomicBool::new(false));
-    let flag = stop.clone();
-    let saver = std::thread::spawn(move || {
-        let mut id = 0u64;
-        while !flag.load(Ordering::Relaxed) {
-            if writer.save(&Request {
-                id,
-                bytes: 512,
-                t: TimeInterval::new(10 * id, 10 * id + 4),
-            }) {
-                id += 1;
-            }
-            std::thread::sleep(Duration::from_micros(100));
-        }
-        drop(writer);
-        id
-    });
+    let (segment, stop, saver) = request_saver("cli-test-requests");
     let dir = tmp("csv");
     let _ = std::fs::remove_dir_all(&dir);
     let out = Command::new(BIN)
@@ -277,4 +258,326 @@ fn top_in_tmux() {
     assert_eq!(screen.matches("picollo top ").count(), 1, "{screen}");
     assert!(screen.contains("| work "), "{screen}");
     assert!(screen.contains("| Phase "), "{screen}");
+}
+
+/// Runs picollo; returns (status code, stdout, stderr).
+fn run(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(BIN).args(args).output().unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8(out.stdout).unwrap(),
+        String::from_utf8(out.stderr).unwrap(),
+    )
+}
+
+/// A ring of `Request` frames saved on a helper thread while a reader is attached: its
+/// segment, the flag that stops the thread, and the thread (which returns the frames saved).
+fn request_saver(name: &'static str) -> (String, Arc<AtomicBool>, JoinHandle<u64>) {
+    let mut writer =
+        ShmFrameWriter::<Request>::create(name, &RingOptions::new(4096)).expect("create a ring");
+    let segment = writer.inner().segment().to_string();
+    let stop = Arc::new(AtomicBool::new(false));
+    let flag = stop.clone();
+    let saver = std::thread::spawn(move || {
+        let mut id = 0u64;
+        while !flag.load(Ordering::Relaxed) {
+            if writer.save(&Request {
+                id,
+                bytes: 512,
+                t: TimeInterval::new(10 * id, 10 * id + 4),
+            }) {
+                id += 1;
+            }
+            std::thread::sleep(Duration::from_micros(100));
+        }
+        drop(writer);
+        id
+    });
+    (segment, stop, saver)
+}
+
+#[test]
+fn capture_then_convert() {
+    let _worker = span_worker();
+    let (_, stop, saver) = request_saver("cli-test-capture");
+    let file = tmp("run.bin");
+    let (code, stdout, stderr) = run(&[
+        "attach",
+        &pid(),
+        "--output",
+        file.to_str().unwrap(),
+        "--duration",
+        "1",
+    ]);
+    stop.store(true, Ordering::Relaxed);
+    saver.join().unwrap();
+    assert_eq!(code, 0, "{stderr}");
+    let line = stdout
+        .lines()
+        .find(|l| l.starts_with(file.to_str().unwrap()))
+        .unwrap_or_else(|| panic!("{stdout}"));
+    assert!(line.ends_with(" rings"), "{line}");
+
+    // CSV: the request ring converts to what attach --csv writes.
+    let dir = tmp("convert-csv");
+    let _ = std::fs::remove_dir_all(&dir);
+    let (code, stdout, stderr) = run(&[
+        "convert",
+        file.to_str().unwrap(),
+        "--csv",
+        dir.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    let csv = std::fs::read_to_string(dir.join("cli-test-capture.csv")).unwrap();
+    let mut lines = csv.lines();
+    assert_eq!(lines.next(), Some("frame,id,bytes,t_start,t_end"));
+    let rows: Vec<Vec<u64>> = lines
+        .map(|l| l.split(',').map(|c| c.parse().unwrap()).collect())
+        .collect();
+    assert!(rows.len() > 10, "{} rows", rows.len());
+    for r in &rows {
+        assert_eq!((r[2], r[3], r[4]), (512, 10 * r[1], 10 * r[1] + 4));
+    }
+    assert!(
+        stdout.contains(&format!("cli-test-capture.csv: {} frames, ", rows.len())),
+        "{stdout}"
+    );
+    let span_csv = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| {
+            p.file_name()
+                .unwrap()
+                .to_str()
+                .unwrap()
+                .starts_with("span-")
+        })
+        .expect("a span ring CSV");
+    let header = std::fs::read_to_string(span_csv).unwrap();
+    assert!(
+        header.starts_with("frame,name,depth,time_start,time_end,value,counters_"),
+        "{}",
+        header.lines().next().unwrap()
+    );
+
+    // Spans: the tables, from the capture alone.
+    let (code, stdout, stderr) = run(&["convert", file.to_str().unwrap(), "--spans"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stdout.contains("| Phase "), "{stdout}");
+    assert!(stdout.contains("\n| work "), "{stdout}");
+    assert!(stdout.contains("| Counter "), "counter events: {stdout}");
+    assert!(stdout.contains("\n| queue "), "{stdout}");
+
+    // JSON lines: every line parses; frames carry their fields.
+    let (code, stdout, stderr) = run(&["convert", file.to_str().unwrap(), "--format", "json"]);
+    assert_eq!(code, 0, "{stderr}");
+    let mut frames = 0;
+    let mut last: Option<serde_json::Value> = None;
+    for l in stdout.lines() {
+        let v: serde_json::Value = serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}"));
+        if v["type"] == "frame" && v["ring"] == "cli-test-capture" {
+            let id = v["fields"]["id"].as_u64().unwrap();
+            assert_eq!(v["fields"]["t"]["end"].as_u64(), Some(10 * id + 4));
+            frames += 1;
+        }
+        last = Some(v);
+    }
+    assert_eq!(frames, rows.len());
+    let end = last.unwrap();
+    assert_eq!(end["type"], "end");
+    assert_eq!(end["complete"], true);
+    assert_eq!(end["pid"].as_u64(), Some(u64::from(std::process::id())));
+
+    // The span report as JSON.
+    let (code, stdout, _) = run(&[
+        "convert",
+        file.to_str().unwrap(),
+        "--spans",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(code, 0);
+    let v: serde_json::Value = serde_json::from_str(stdout.trim()).unwrap();
+    let phases = v["phases"].as_array().unwrap();
+    assert!(phases
+        .iter()
+        .any(|p| p["name"] == "work" && p["n"].as_u64().unwrap() > 10));
+    assert!(v["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|e| e["name"] == "queue" && e["last"] == 7));
+
+    // A damaged capture: one error line naming the byte.
+    let mut bytes = std::fs::read(&file).unwrap();
+    bytes.truncate(bytes.len() / 2);
+    bytes.extend_from_slice(&[0xff; 16]);
+    let bad = tmp("bad.bin");
+    std::fs::write(&bad, &bytes).unwrap();
+    let (code, stdout, stderr) = run(&["convert", bad.to_str().unwrap(), "--spans"]);
+    assert_eq!(code, 1, "{stdout}");
+    assert!(stderr.contains("at byte "), "{stderr}");
+    assert_eq!(
+        stderr.lines().filter(|l| l.contains("error")).count(),
+        1,
+        "{stderr}"
+    );
+    let (code, _, stderr) = run(&["convert", "/nonexistent.bin", "--spans"]);
+    assert_eq!(code, 1);
+    assert!(stderr.contains("cannot open"), "{stderr}");
+    std::fs::write(&bad, b"not a capture at all, just text").unwrap();
+    let (code, _, stderr) = run(&["convert", bad.to_str().unwrap(), "--format", "json"]);
+    assert_eq!(code, 1);
+    assert!(stderr.contains("not a Picollo capture"), "{stderr}");
+}
+
+#[test]
+fn attach_spans_json_and_counters_at_attach_time() {
+    let _worker = span_worker();
+    let capture = tmp("requested.bin");
+    let (code, stdout, stderr) = run(&[
+        "attach",
+        &pid(),
+        "--spans",
+        "-e",
+        "page-faults,cycles",
+        "--duration",
+        "1.5",
+        "--output",
+        capture.to_str().unwrap(),
+        "--format",
+        "json",
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(stdout.lines().count(), 1, "one object: {stdout}");
+    let v: serde_json::Value = serde_json::from_str(stdout.trim()).unwrap();
+    assert_eq!(v["type"], "attach");
+    assert_eq!(v["pid"].as_u64(), Some(u64::from(std::process::id())));
+    // The worker applied the request at its next outermost span.
+    let req = &v["counter_request"];
+    assert_eq!(req["counters"], "page-faults,cycles");
+    let ring = &req["rings"][0];
+    assert_eq!(ring["status"], "applied", "{req}");
+    let slots = ring["counters"].as_array().unwrap();
+    assert!(slots
+        .iter()
+        .any(|c| c["name"] == "page-faults" && c["status"] == "measured"));
+    assert!(stderr.contains("counting page-faults"), "{stderr}");
+    let caps = picollo_linux::caps::Capabilities::detect();
+    if !caps.has_hardware_pmu() {
+        let cycles = slots.iter().find(|c| c["name"] == "cycles").unwrap();
+        assert_eq!(cycles["status"], "unavailable");
+        assert_eq!(cycles["errno"].as_u64(), Some(libc::ENOENT as u64));
+        assert!(cycles["reason"].as_str().unwrap().starts_with("ENOENT"));
+        assert!(stderr.contains("unavailable: cycles (ENOENT"), "{stderr}");
+        assert!(v["spans"]["unavailable"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|u| u["name"] == "cycles"));
+    }
+    let spans = &v["spans"];
+    let work = spans["phases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == "work")
+        .unwrap();
+    assert!(work["n"].as_u64().unwrap() > 10, "{work}");
+    assert!(
+        work["counters"]["page-faults"]["spans"].as_u64().unwrap() > 0,
+        "{work}"
+    );
+    let queue = spans["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["name"] == "queue")
+        .unwrap();
+    assert_eq!(
+        (queue["min"].as_i64(), queue["max"].as_i64()),
+        (Some(7), Some(7))
+    );
+    assert!(spans["frames"]["read"].as_u64().unwrap() > 0);
+
+    assert!(
+        v["capture"]["frames"].as_u64().unwrap() > 0,
+        "{}",
+        v["capture"]
+    );
+
+    // The capture converts to CSV files whose columns follow the counter table: the frames
+    // after the switch have page-faults values, cycles cells empty (unavailable).
+    let dir = tmp("requested-csv");
+    let _ = std::fs::remove_dir_all(&dir);
+    let (code, stdout, stderr) = run(&[
+        "convert",
+        capture.to_str().unwrap(),
+        "--csv",
+        dir.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    let mut counted_rows = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let text = std::fs::read_to_string(entry.unwrap().path()).unwrap();
+        let mut lines = text.lines();
+        let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+        let Some(pf) = header.iter().position(|c| *c == "counters_page-faults_end") else {
+            continue;
+        };
+        for row in lines {
+            let cells: Vec<&str> = row.split(',').collect();
+            assert!(cells[pf].parse::<u64>().is_ok(), "{row}");
+            counted_rows += 1;
+        }
+    }
+    assert!(counted_rows > 0, "no frame with page-faults: {stdout}");
+
+    // More counters than the ring's slots: refused with what to do.
+    let (code, _, stderr) = run(&[
+        "attach",
+        &pid(),
+        "--spans",
+        "-e",
+        "a,b,c,d,e",
+        "--duration",
+        "0.2",
+    ]);
+    assert_eq!(code, 1);
+    assert!(stderr.contains("counter slots"), "{stderr}");
+}
+
+#[test]
+fn top_json_lines() {
+    let _worker = span_worker();
+    let (code, stdout, stderr) = run(&[
+        "top",
+        &pid(),
+        "--interval",
+        "0.3",
+        "--count",
+        "3",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    let objects: Vec<serde_json::Value> = stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect();
+    assert_eq!(objects.len(), 3, "{stdout}");
+    for (i, o) in objects.iter().enumerate() {
+        assert_eq!(o["type"], "top");
+        assert_eq!(o["refresh"].as_u64(), Some(i as u64 + 1));
+        assert!(
+            o["phases"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|p| p["name"] == "work"),
+            "{o}"
+        );
+        assert!(o["total"]["read"].as_u64().unwrap() >= o["frames"]["read"].as_u64().unwrap());
+    }
+    assert!(!stdout.contains("\x1b"), "no terminal codes in JSON");
 }

@@ -18,11 +18,12 @@
 //! atomic kind): they are rare by construction.
 
 use crate::atomic::SharedState;
+use crate::cell::{AtomicWord, RmwAtomic, Word};
 use crate::layout::LayoutSpec;
 use crate::read::HistogramRead;
 use crate::scalable::{RandomSource, ScalableCell, ScalableConfig};
 use crate::storage::Storage;
-use crate::window::{Window, WindowError};
+use crate::window::{Window, WindowError, WindowSpec};
 use crate::{Layout, Record};
 
 /// A shared histogram with scalable approximate bucket counters. Same layout, window and read
@@ -50,9 +51,9 @@ use crate::{Layout, Record};
 /// let total = H.total() as f64;
 /// assert!((total - 100_000.0).abs() / 100_000.0 < 0.05);
 /// ```
-pub struct ApproxHistogram<S, L = Layout> {
+pub struct ApproxHistogram<S, L = Layout, W = Window> {
     spec: L,
-    window: Window,
+    window: W,
     config: ScalableConfig,
     shared: SharedState,
     storage: S,
@@ -90,7 +91,7 @@ impl<const N: usize> ApproxHistogram<[ScalableCell; N], Layout> {
     }
 }
 
-impl<S, L> ApproxHistogram<S, L>
+impl<S, L> ApproxHistogram<S, L, Window>
 where
     S: Storage<Item = ScalableCell>,
     L: LayoutSpec,
@@ -110,14 +111,25 @@ where
             shared: SharedState::new(),
             storage,
         };
-        h.reset();
+        h.storage.as_slice().iter().for_each(ScalableCell::reset);
         Ok(h)
     }
+}
 
+impl<S, L, W> ApproxHistogram<S, L, W>
+where
+    S: Storage<Item = ScalableCell>,
+    L: LayoutSpec,
+    W: WindowSpec,
+    for<'a> AtomicWord: RmwAtomic<Word>,
+{
     /// Records one `value`, drawing from the caller's per-thread random source.
     #[inline]
     pub fn record<R: RandomSource + ?Sized>(&self, value: u64, rng: &mut R) {
-        let slot = self.spec.index_of(value).wrapping_sub(self.window.first());
+        let slot = self
+            .spec
+            .index_of_native(value)
+            .wrapping_sub(self.window().first());
         match self.storage.as_slice().get(slot) {
             Some(cell) => cell.inc(self.config, rng),
             None => self.shared.add_outside(slot, 1),
@@ -127,22 +139,53 @@ where
     /// Records `count` occurrences of `value` (unbiased; see [`ScalableCell::add`]).
     #[inline]
     pub fn record_n<R: RandomSource + ?Sized>(&self, value: u64, count: u64, rng: &mut R) {
-        let slot = self.spec.index_of(value).wrapping_sub(self.window.first());
+        let slot = self
+            .spec
+            .index_of_native(value)
+            .wrapping_sub(self.window().first());
         match self.storage.as_slice().get(slot) {
             Some(cell) => cell.add(self.config, count, rng),
             None => self.shared.add_outside(slot, count),
         }
     }
 
+    /// Coordinated-omission correction: see [`Record::record_corrected`], the one
+    /// implementation every kind shares. Draws from `rng` like [`ApproxHistogram::record_n`].
+    pub fn record_corrected<R: RandomSource + ?Sized>(
+        &self,
+        value: u64,
+        expected_interval: u64,
+        rng: &mut R,
+    ) {
+        let mut recorder = ApproxRecorder {
+            histogram: self,
+            rng,
+        };
+        Record::record_corrected(&mut recorder, value, expected_interval)
+    }
+
     /// Clears every bucket as one structural change (reads retry, as for the atomic kind).
+    /// Counted in [`HistogramRead::reset_count`].
     pub fn reset(&self) {
         self.shared
             .reset(|| self.storage.as_slice().iter().for_each(ScalableCell::reset));
     }
+}
+
+impl<S, L, W> ApproxHistogram<S, L, W>
+where
+    L: LayoutSpec,
+    W: WindowSpec,
+{
+    /// The window of logical buckets.
+    #[inline(always)]
+    pub fn window(&self) -> Window {
+        self.window.window(self.spec.layout())
+    }
 
     /// A recorder for one thread: the histogram plus that thread's random source, usable
     /// wherever a [`Record`] is expected (scopes, spans).
-    pub fn recorder<R: RandomSource>(&self, rng: R) -> ApproxRecorder<'_, S, L, R> {
+    pub fn recorder<R: RandomSource>(&self, rng: R) -> ApproxRecorder<'_, S, L, R, W> {
         ApproxRecorder {
             histogram: self,
             rng,
@@ -155,16 +198,17 @@ where
     }
 }
 
-impl<S, L> HistogramRead for ApproxHistogram<S, L>
+impl<S, L, W> HistogramRead for ApproxHistogram<S, L, W>
 where
     S: Storage<Item = ScalableCell>,
     L: LayoutSpec,
+    W: WindowSpec,
 {
     fn layout(&self) -> Layout {
         self.spec.layout()
     }
     fn window(&self) -> Window {
-        self.window
+        ApproxHistogram::window(self)
     }
     fn count_at(&self, storage_index: usize) -> u64 {
         self.storage
@@ -184,19 +228,27 @@ where
     fn read_retry(&self, token: u64) -> bool {
         self.shared.read_retry(token)
     }
+    fn reset_count(&self) -> u64 {
+        self.shared.reset_count()
+    }
 }
 
-/// One thread's handle on an [`ApproxHistogram`]: it implements [`Record`].
-pub struct ApproxRecorder<'a, S, L, R> {
-    histogram: &'a ApproxHistogram<S, L>,
+crate::fmt::histogram_formats!(ApproxHistogram, "ApproxHistogram", S: Storage<Item = ScalableCell>);
+
+/// One thread's handle on an [`ApproxHistogram`]: it implements [`Record`], and
+/// [`HistogramRead`] by reading the histogram.
+pub struct ApproxRecorder<'a, S, L, R, W = Window> {
+    histogram: &'a ApproxHistogram<S, L, W>,
     rng: R,
 }
 
-impl<S, L, R> Record for ApproxRecorder<'_, S, L, R>
+impl<S, L, R, W> Record for ApproxRecorder<'_, S, L, R, W>
 where
     S: Storage<Item = ScalableCell>,
     L: LayoutSpec,
+    W: WindowSpec,
     R: RandomSource,
+    for<'a> AtomicWord: RmwAtomic<Word>,
 {
     #[inline]
     fn record(&mut self, value: u64) {
@@ -205,6 +257,38 @@ where
     #[inline]
     fn record_n(&mut self, value: u64, count: u64) {
         self.histogram.record_n(value, count, &mut self.rng)
+    }
+}
+
+impl<S, L, R, W> HistogramRead for ApproxRecorder<'_, S, L, R, W>
+where
+    S: Storage<Item = ScalableCell>,
+    L: LayoutSpec,
+    W: WindowSpec,
+{
+    fn layout(&self) -> Layout {
+        self.histogram.layout()
+    }
+    fn window(&self) -> Window {
+        self.histogram.window()
+    }
+    fn count_at(&self, storage_index: usize) -> u64 {
+        self.histogram.count_at(storage_index)
+    }
+    fn underflow(&self) -> u64 {
+        self.histogram.underflow()
+    }
+    fn overflow(&self) -> u64 {
+        self.histogram.overflow()
+    }
+    fn read_begin(&self) -> u64 {
+        self.histogram.read_begin()
+    }
+    fn read_retry(&self, token: u64) -> bool {
+        self.histogram.read_retry(token)
+    }
+    fn reset_count(&self) -> u64 {
+        self.histogram.reset_count()
     }
 }
 

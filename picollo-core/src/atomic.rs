@@ -1,43 +1,57 @@
 //! The atomic histogram: many writers share one storage through `fetch_add(Relaxed)`, and
 //! reads are protected from concurrent resets by a version (seqlock) with optimistic retry.
 //!
+//! Every write is lock-free on every target ([`crate::cell`]): the cells are native atomics,
+//! the underflow and overflow counts are [`WideCounter`]s, and the version is a native
+//! [`AtomicWord`]. So thread mode and interrupt handlers can record into one `static`
+//! histogram without a lock.
+//!
 //! # Targets without compare-and-swap
 //!
-//! The atomics come from [`portable_atomic`], so this builds on `thumbv6m-none-eabi` and
-//! `riscv32imc-unknown-none-elf`, which have no native read-modify-write instructions. On those
-//! targets the final firmware binary must choose how `portable-atomic` makes RMWs atomic:
-//!
-//! - single-core chips: enable `portable-atomic`'s `unsafe-assume-single-core` feature (RMWs
-//!   run with interrupts disabled), or build with
-//!   `RUSTFLAGS="--cfg portable_atomic_unsafe_assume_single_core"`;
-//! - multi-core chips: enable its `critical-section` feature and provide a
-//!   `critical-section` implementation for the platform.
-//!
-//! A library (like this one) must not pick either; the CI builds the atomic histogram for both
-//! targets with `--cfg portable_atomic_unsafe_assume_single_core`.
+//! On `thumbv6m-none-eabi` and `riscv32imc-unknown-none-elf` the writing methods need the
+//! firmware to say how read-modify-writes become atomic (`--cfg
+//! portable_atomic_unsafe_assume_single_core`, or the `critical-section` or
+//! `unsafe-assume-single-core` feature); without that, calling them is a compile error that
+//! names these options ([`RmwAtomic`]). The plain [`crate::Histogram`] needs none of them.
 
+// `Word` is `u64` on targets with 64-bit atomics and `u32` elsewhere: the casts between it
+// and `u64` are needed on 32-bit targets even where they are no-ops.
+#![allow(clippy::unnecessary_cast)]
+
+use crate::cell::{AtomicU16, AtomicU32, AtomicWord, Ordering, RmwAtomic, WideCounter, Word};
 use crate::layout::{ConstLayout, LayoutSpec};
 use crate::read::HistogramRead;
 use crate::storage::Storage;
-use crate::window::{Window, WindowError};
-use crate::Layout;
-use portable_atomic::{AtomicU32, AtomicU64, Ordering};
+use crate::window::{ConstWindow, Window, WindowError, WindowSpec};
+use crate::{Layout, Record};
 
 mod sealed {
     pub trait Sealed {}
-    impl Sealed for portable_atomic::AtomicU32 {}
-    impl Sealed for portable_atomic::AtomicU64 {}
+    impl Sealed for super::AtomicU16 {}
+    impl Sealed for super::AtomicU32 {}
+    #[cfg(target_has_atomic = "64")]
+    impl Sealed for crate::cell::AtomicU64 {}
 }
 
-/// An atomic bucket counter: `portable_atomic::AtomicU32` or `AtomicU64` (sealed).
+/// An atomic bucket counter: [`AtomicU16`], [`AtomicU32`] or, on targets with native 64-bit
+/// atomics, `AtomicU64` (sealed; re-exported in [`crate::cell`], so firmware need not depend
+/// on `portable-atomic`).
 ///
-/// Both saturate like the plain counters ([`crate::Counter`]): `AtomicU64` at `2^63 - 1` in
-/// bulk adds, with single increments unchecked; `AtomicU32` at `u32::MAX`, restored when an
-/// increment wraps (one predictable branch on the hot path).
+/// All saturate like the plain counters ([`crate::Counter`]): `AtomicU16` and `AtomicU32` at
+/// their maximum, restored when an increment wraps (one predictable branch on the hot path);
+/// `AtomicU64` at `2^63 - 1` in bulk adds, with single increments unchecked.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not an atomic bucket counter on this target",
+    label = "the atomic histogram's cells must be `AtomicU16`, `AtomicU32` or (with native 64-bit atomics) `AtomicU64`",
+    note = "on targets without compare-and-swap (thumbv6m, riscv32imc) the atomic counters need read-modify-write support: build with `--cfg portable_atomic_unsafe_assume_single_core` (single-core chips) or enable picollo-core's `critical-section` feature (or its `unsafe-assume-single-core` feature)",
+    note = "the plain `Histogram` needs neither"
+)]
 pub trait AtomicCounter: sealed::Sealed + Sync + Send + 'static {
     /// A zero counter, for building storage in `const` context.
     const ZERO: Self;
-    /// Adds `n` (relaxed), saturating.
+    /// The largest count a cell holds.
+    const MAX: u64;
+    /// Adds `n` (relaxed), saturating at [`AtomicCounter::MAX`].
     fn add(&self, n: u64);
     /// Adds one (relaxed).
     fn increment(&self);
@@ -47,49 +61,60 @@ pub trait AtomicCounter: sealed::Sealed + Sync + Send + 'static {
     fn clear(&self);
 }
 
-impl AtomicCounter for AtomicU32 {
-    #[allow(clippy::declare_interior_mutable_const)] // used only as an array initializer
-    const ZERO: Self = AtomicU32::new(0);
-    #[inline]
-    fn add(&self, n: u64) {
-        let n = n.min(u32::MAX as u64) as u32;
-        let old = self.fetch_add(n, Ordering::Relaxed);
-        if old.checked_add(n).is_none() {
-            self.store(u32::MAX, Ordering::Relaxed);
+/// `AtomicU16` and `AtomicU32`: saturate at the type's maximum.
+macro_rules! narrow_atomic_counter {
+    ($atomic:ty, $value:ty) => {
+        #[cfg(picollo_rmw)]
+        impl AtomicCounter for $atomic {
+            #[allow(clippy::declare_interior_mutable_const)] // used only as an array initializer
+            const ZERO: Self = <$atomic>::new(0);
+            const MAX: u64 = <$value>::MAX as u64;
+            #[inline]
+            fn add(&self, n: u64) {
+                let n = n.min(<$value>::MAX as u64) as $value;
+                let old = self.rmw_add(n, Ordering::Relaxed);
+                if old.checked_add(n).is_none() {
+                    self.store(<$value>::MAX, Ordering::Relaxed);
+                }
+            }
+            #[inline(always)]
+            fn increment(&self) {
+                if self.rmw_add(1, Ordering::Relaxed) == <$value>::MAX {
+                    self.store(<$value>::MAX, Ordering::Relaxed);
+                }
+            }
+            #[inline]
+            fn get(&self) -> u64 {
+                self.load(Ordering::Relaxed) as u64
+            }
+            #[inline]
+            fn clear(&self) {
+                self.store(0, Ordering::Relaxed);
+            }
         }
-    }
-    #[inline(always)]
-    fn increment(&self) {
-        if self.fetch_add(1, Ordering::Relaxed) == u32::MAX {
-            self.store(u32::MAX, Ordering::Relaxed);
-        }
-    }
-    #[inline]
-    fn get(&self) -> u64 {
-        self.load(Ordering::Relaxed) as u64
-    }
-    #[inline]
-    fn clear(&self) {
-        self.store(0, Ordering::Relaxed);
-    }
+    };
 }
 
-impl AtomicCounter for AtomicU64 {
+narrow_atomic_counter!(AtomicU16, u16);
+narrow_atomic_counter!(AtomicU32, u32);
+
+#[cfg(all(picollo_rmw, target_has_atomic = "64"))]
+impl AtomicCounter for crate::cell::AtomicU64 {
     #[allow(clippy::declare_interior_mutable_const)] // used only as an array initializer
-    const ZERO: Self = AtomicU64::new(0);
+    const ZERO: Self = crate::cell::AtomicU64::new(0);
+    const MAX: u64 = i64::MAX as u64;
     #[inline]
     fn add(&self, n: u64) {
         // Saturate at 2^63 - 1 like the plain `u64` counter, leaving single increments room.
-        const MAX: u64 = i64::MAX as u64;
-        let n = n.min(MAX);
-        let old = self.fetch_add(n, Ordering::Relaxed);
-        if old.saturating_add(n) > MAX {
-            self.store(MAX, Ordering::Relaxed);
+        let n = n.min(Self::MAX);
+        let old = self.rmw_add(n, Ordering::Relaxed);
+        if old.saturating_add(n) > Self::MAX {
+            self.store(Self::MAX, Ordering::Relaxed);
         }
     }
     #[inline(always)]
     fn increment(&self) {
-        self.fetch_add(1, Ordering::Relaxed);
+        self.rmw_add(1, Ordering::Relaxed);
     }
     #[inline]
     fn get(&self) -> u64 {
@@ -103,29 +128,37 @@ impl AtomicCounter for AtomicU64 {
 
 /// The version word of a seqlock: even when stable, odd while a writer (a reset) is inside.
 ///
-/// Shared by every kind whose structural changes must not be seen half-done.
+/// Shared by every kind whose structural changes must not be seen half-done. It is a native
+/// [`AtomicWord`]: on 32-bit targets it wraps after 2^31 structural changes, which only matters
+/// to a reader that sleeps across exactly that many resets.
 #[derive(Debug, Default)]
-pub struct Version(AtomicU64);
+pub struct Version(AtomicWord);
 
 impl Version {
     /// A new, stable version.
     pub const fn new() -> Self {
-        Version(AtomicU64::new(0))
+        Version(AtomicWord::new(0))
     }
 
     /// Enters the exclusive section (spins while another is inside); returns the odd version.
-    pub fn lock(&self) -> u64 {
+    ///
+    /// Only resets (and the thread-local kind's folds) enter it, never a record, so an
+    /// interrupt handler that records cannot wait on it.
+    pub fn lock(&self) -> u64
+    where
+        for<'a> AtomicWord: RmwAtomic<Word>,
+    {
         loop {
             let v = self.0.load(Ordering::Relaxed);
             if v & 1 == 0
                 && self
                     .0
-                    .compare_exchange_weak(v, v + 1, Ordering::Acquire, Ordering::Relaxed)
+                    .rmw_cas_weak(v, v.wrapping_add(1), Ordering::Acquire, Ordering::Relaxed)
                     .is_ok()
             {
                 // Order the section's stores after the odd version is visible.
                 portable_atomic::fence(Ordering::Release);
-                return v + 1;
+                return v.wrapping_add(1) as u64;
             }
             core::hint::spin_loop();
         }
@@ -133,7 +166,8 @@ impl Version {
 
     /// Leaves the exclusive section entered with `odd`.
     pub fn unlock(&self, odd: u64) {
-        self.0.store(odd.wrapping_add(1), Ordering::Release);
+        self.0
+            .store((odd as Word).wrapping_add(1), Ordering::Release);
     }
 
     /// Starts an optimistic read: waits for an even version and returns it.
@@ -141,7 +175,7 @@ impl Version {
         loop {
             let v = self.0.load(Ordering::Acquire);
             if v & 1 == 0 {
-                return v;
+                return v as u64;
             }
             core::hint::spin_loop();
         }
@@ -151,19 +185,42 @@ impl Version {
     pub fn read_retry(&self, token: u64) -> bool {
         // Order the data loads before the re-check of the version.
         portable_atomic::fence(Ordering::Acquire);
-        self.0.load(Ordering::Relaxed) != token
+        self.0.load(Ordering::Relaxed) as u64 != token
+    }
+}
+
+#[cfg(feature = "defmt")]
+impl defmt::Format for Version {
+    fn format(&self, f: defmt::Formatter<'_>) {
+        defmt::write!(f, "Version({=u64})", self.0.load(Ordering::Relaxed) as u64)
     }
 }
 
 /// What every shared histogram kind keeps besides its cells: the seqlock version that
-/// sequences resets against reads, and exact underflow and overflow counters. The atomic and
-/// the approximate kinds both hold one, so the reset protocol and the outside-value rule are
-/// written once.
+/// sequences resets against reads, exact underflow and overflow counters, and the number of
+/// resets. The atomic and the approximate kinds both hold one, so the reset protocol and the
+/// outside-value rule are written once. All zero when new, so a `static` holding one stays in
+/// `.bss`.
 #[derive(Debug, Default)]
 pub struct SharedState {
     version: Version,
-    underflow: AtomicU64,
-    overflow: AtomicU64,
+    underflow: WideCounter,
+    overflow: WideCounter,
+    resets: AtomicWord,
+}
+
+#[cfg(feature = "defmt")]
+impl defmt::Format for SharedState {
+    fn format(&self, f: defmt::Formatter<'_>) {
+        defmt::write!(
+            f,
+            "SharedState {{ version: {}, underflow: {=u64}, overflow: {=u64}, resets: {=u64} }}",
+            self.version,
+            self.underflow(),
+            self.overflow(),
+            self.reset_count()
+        )
+    }
 }
 
 impl SharedState {
@@ -171,8 +228,9 @@ impl SharedState {
     pub const fn new() -> Self {
         SharedState {
             version: Version::new(),
-            underflow: AtomicU64::new(0),
-            overflow: AtomicU64::new(0),
+            underflow: WideCounter::new(),
+            overflow: WideCounter::new(),
+            resets: AtomicWord::new(0),
         }
     }
 
@@ -180,33 +238,48 @@ impl SharedState {
     /// `logical.wrapping_sub(first)` ([`Window::slot_is_below`] picks the side). Saturates like
     /// the `u64` bucket counters.
     #[inline(always)]
-    pub fn add_outside(&self, slot: usize, n: u64) {
+    pub fn add_outside(&self, slot: usize, n: u64)
+    where
+        for<'a> AtomicWord: RmwAtomic<Word>,
+    {
         let counter = if Window::slot_is_below(slot) {
             &self.underflow
         } else {
             &self.overflow
         };
-        AtomicCounter::add(counter, n);
+        counter.add(n);
     }
 
     /// Runs `clear_cells` and zeroes the outside counts as one structural change: concurrent
-    /// reads retry instead of seeing a half-cleared histogram.
-    pub fn reset(&self, clear_cells: impl FnOnce()) {
+    /// reads retry instead of seeing a half-cleared histogram. Counts the reset (seed 000's
+    /// `ResetCount`).
+    pub fn reset(&self, clear_cells: impl FnOnce())
+    where
+        for<'a> AtomicWord: RmwAtomic<Word>,
+    {
         let odd = self.version.lock();
         clear_cells();
-        self.underflow.store(0, Ordering::Relaxed);
-        self.overflow.store(0, Ordering::Relaxed);
+        self.underflow.clear();
+        self.overflow.clear();
+        // Resets are serialized by the version lock: a load and a store suffice.
+        let resets = self.resets.load(Ordering::Relaxed);
+        self.resets.store(resets.wrapping_add(1), Ordering::Relaxed);
         self.version.unlock(odd);
     }
 
     /// Values recorded below the window.
     pub fn underflow(&self) -> u64 {
-        self.underflow.load(Ordering::Relaxed)
+        self.underflow.get()
     }
 
     /// Values recorded above the window.
     pub fn overflow(&self) -> u64 {
-        self.overflow.load(Ordering::Relaxed)
+        self.overflow.get()
+    }
+
+    /// How many times [`SharedState::reset`] ran (wrapping at 2^32 on 32-bit targets).
+    pub fn reset_count(&self) -> u64 {
+        self.resets.load(Ordering::Relaxed) as u64
     }
 
     /// See [`Version::read_begin`].
@@ -223,6 +296,9 @@ impl SharedState {
 /// A histogram shared by many writers: every bucket is an atomic counter and `record` is one
 /// `fetch_add(Relaxed)`. Same layout, window and read trait as [`crate::Histogram`].
 ///
+/// Recording is lock-free on every target, so thread mode and interrupt handlers may share
+/// one `static` (see [`AtomicHistogram::empty`] for the all-zero, `.bss` form).
+///
 /// # Reset and the "old+1" race
 ///
 /// `reset` clears the buckets inside a seqlock section. A racing `record` is an atomic RMW on
@@ -231,8 +307,8 @@ impl SharedState {
 /// overlapped them, so no read mixes pre- and post-reset buckets.
 ///
 /// ```
+/// use picollo_core::cell::AtomicU64;
 /// use picollo_core::{storage_len, AtomicHistogram, Layout, ReadExt};
-/// use portable_atomic::AtomicU64;
 ///
 /// const L: Layout = Layout::DEFAULT;
 /// static H: AtomicHistogram<[AtomicU64; storage_len(L, 0, 1 << 20)]> =
@@ -245,9 +321,9 @@ impl SharedState {
 /// });
 /// assert_eq!(H.total(), 2000);
 /// ```
-pub struct AtomicHistogram<S, L = Layout> {
+pub struct AtomicHistogram<S, L = Layout, W = Window> {
     spec: L,
-    window: Window,
+    window: W,
     shared: SharedState,
     storage: S,
 }
@@ -309,7 +385,47 @@ impl<A: AtomicCounter, const N: usize, const K: u32> AtomicHistogram<[A; N], Con
     }
 }
 
-impl<S, L> AtomicHistogram<S, L>
+impl<A: AtomicCounter, const N: usize, const K: u32, const MIN: u64, const MAX: u64>
+    AtomicHistogram<[A; N], ConstLayout<K>, ConstWindow<MIN, MAX>>
+{
+    /// An empty histogram whose layout and window are carried by its type: all zeros, so a
+    /// `static` lands in `.bss`. `N` must be `storage_len(ConstLayout::<K>::LAYOUT, MIN, MAX)`;
+    /// any other length, or `MIN > MAX`, fails to compile.
+    ///
+    /// This is the firmware pattern for a histogram shared by thread mode and interrupt
+    /// handlers: `record` takes `&self` and is lock-free, so no `static mut` and no lock.
+    ///
+    /// ```
+    /// use picollo_core::cell::AtomicU32;
+    /// use picollo_core::{storage_len, AtomicHistogram, ConstLayout, ConstWindow, ReadExt};
+    ///
+    /// type Latency = AtomicHistogram<
+    ///     [AtomicU32; storage_len(ConstLayout::<9>::LAYOUT, 1, 1_000_000)],
+    ///     ConstLayout<9>,
+    ///     ConstWindow<1, 1_000_000>,
+    /// >;
+    /// static LATENCY: Latency = AtomicHistogram::empty();
+    ///
+    /// LATENCY.record_u32(1500); // from thread mode, or from an interrupt handler
+    /// assert_eq!(LATENCY.total(), 1);
+    /// ```
+    pub const fn empty() -> Self {
+        const {
+            assert!(
+                N == crate::storage_len(ConstLayout::<K>::LAYOUT, MIN, MAX),
+                "array length differs from storage_len(ConstLayout::<K>::LAYOUT, MIN, MAX)"
+            )
+        };
+        AtomicHistogram {
+            spec: ConstLayout::<K>::new(),
+            window: ConstWindow::<MIN, MAX>::new(),
+            shared: SharedState::new(),
+            storage: [const { A::ZERO }; N],
+        }
+    }
+}
+
+impl<S, L> AtomicHistogram<S, L, Window>
 where
     S: Storage,
     S::Item: AtomicCounter,
@@ -330,14 +446,35 @@ where
             shared: SharedState::new(),
             storage,
         };
-        h.reset();
+        h.storage.as_slice().iter().for_each(AtomicCounter::clear);
         Ok(h)
     }
+}
 
-    /// Records one `value`: one relaxed `fetch_add`.
+impl<S, L, W> AtomicHistogram<S, L, W>
+where
+    S: Storage,
+    S::Item: AtomicCounter,
+    L: LayoutSpec,
+    W: WindowSpec,
+    for<'a> AtomicWord: RmwAtomic<Word>,
+{
+    /// Records one `value`: one relaxed `fetch_add`. On 32-bit targets a value below 2^32
+    /// takes the 32-bit path of [`AtomicHistogram::record_u32`].
     #[inline(always)]
     pub fn record(&self, value: u64) {
-        let slot = self.spec.index_of(value).wrapping_sub(self.window.first());
+        self.record_logical(self.spec.index_of_native(value));
+    }
+
+    /// Records one `u32` value with 32-bit index arithmetic only.
+    #[inline(always)]
+    pub fn record_u32(&self, value: u32) {
+        self.record_logical(self.spec.index_of_u32(value));
+    }
+
+    #[inline(always)]
+    fn record_logical(&self, logical: usize) {
+        let slot = logical.wrapping_sub(self.window().first());
         match self.storage.as_slice().get(slot) {
             Some(cell) => cell.increment(),
             None => self.shared.add_outside(slot, 1),
@@ -347,37 +484,56 @@ where
     /// Records `count` occurrences of `value` (saturating).
     #[inline]
     pub fn record_n(&self, value: u64, count: u64) {
-        let slot = self.spec.index_of(value).wrapping_sub(self.window.first());
+        let slot = self
+            .spec
+            .index_of_native(value)
+            .wrapping_sub(self.window().first());
         match self.storage.as_slice().get(slot) {
             Some(cell) => cell.add(count),
             None => self.shared.add_outside(slot, count),
         }
     }
 
+    /// Coordinated-omission correction: see [`Record::record_corrected`], the one
+    /// implementation every kind shares.
+    pub fn record_corrected(&self, value: u64, expected_interval: u64) {
+        let mut recorder = self;
+        Record::record_corrected(&mut recorder, value, expected_interval)
+    }
+
     /// Clears every bucket, underflow and overflow, as one structural change: concurrent reads
-    /// through [`HistogramRead`] retry instead of seeing a half-cleared histogram.
+    /// through [`HistogramRead`] retry instead of seeing a half-cleared histogram. Counted in
+    /// [`HistogramRead::reset_count`].
     pub fn reset(&self) {
         self.shared
             .reset(|| self.storage.as_slice().iter().for_each(|c| c.clear()));
     }
+}
 
+impl<S, L, W> AtomicHistogram<S, L, W>
+where
+    L: LayoutSpec,
+    W: WindowSpec,
+{
     /// The window of logical buckets.
+    #[inline(always)]
     pub fn window(&self) -> Window {
-        self.window
+        self.window.window(self.spec.layout())
     }
 }
 
-impl<S, L> HistogramRead for AtomicHistogram<S, L>
+impl<S, L, W> HistogramRead for AtomicHistogram<S, L, W>
 where
     S: Storage,
     S::Item: AtomicCounter,
     L: LayoutSpec,
+    W: WindowSpec,
 {
     fn layout(&self) -> Layout {
         self.spec.layout()
     }
     fn window(&self) -> Window {
-        self.window
+        AtomicHistogram::window(self)
     }
     #[inline]
     fn count_at(&self, storage_index: usize) -> u64 {
@@ -398,13 +554,18 @@ where
     fn read_retry(&self, token: u64) -> bool {
         self.shared.read_retry(token)
     }
+    fn reset_count(&self) -> u64 {
+        self.shared.reset_count()
+    }
 }
 
-impl<S, L> crate::Record for &AtomicHistogram<S, L>
+impl<S, L, W> Record for &AtomicHistogram<S, L, W>
 where
     S: Storage,
     S::Item: AtomicCounter,
     L: LayoutSpec,
+    W: WindowSpec,
+    for<'a> AtomicWord: RmwAtomic<Word>,
 {
     #[inline(always)]
     fn record(&mut self, value: u64) {
@@ -415,3 +576,5 @@ where
         AtomicHistogram::record_n(self, value, count)
     }
 }
+
+crate::fmt::histogram_formats!(AtomicHistogram, "AtomicHistogram", S: Storage, S::Item: AtomicCounter);

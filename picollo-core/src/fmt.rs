@@ -159,6 +159,79 @@ impl<const N: usize> fmt::Write for StackStr<N> {
     }
 }
 
+/// `Debug` (and with the `defmt` feature, `defmt::Format`) for a histogram kind `$kind<S, L,
+/// W>` under the storage bounds given: one line of layout, window bounds and totals, written
+/// once for every kind.
+macro_rules! histogram_formats {
+    ($kind:ident, $name:literal, $($bounds:tt)*) => {
+        impl<S, L, W> core::fmt::Debug for $kind<S, L, W>
+        where
+            $($bounds)*,
+            L: crate::LayoutSpec,
+            W: crate::WindowSpec,
+        {
+            fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+                crate::fmt::debug_histogram(f, $name, self)
+            }
+        }
+
+        #[cfg(feature = "defmt")]
+        impl<S, L, W> defmt::Format for $kind<S, L, W>
+        where
+            $($bounds)*,
+            L: crate::LayoutSpec,
+            W: crate::WindowSpec,
+        {
+            fn format(&self, f: defmt::Formatter<'_>) {
+                crate::fmt::defmt_histogram(f, $name, self)
+            }
+        }
+    };
+}
+pub(crate) use histogram_formats;
+
+/// The `Debug` output every histogram kind shares: layout, window bounds, totals.
+pub(crate) fn debug_histogram<H: crate::HistogramRead + ?Sized>(
+    f: &mut fmt::Formatter<'_>,
+    name: &str,
+    h: &H,
+) -> fmt::Result {
+    use crate::ReadExt;
+    let layout = h.layout();
+    let window = h.window();
+    f.debug_struct(name)
+        .field("layout", &layout)
+        .field("min", &window.min_value(layout))
+        .field("max", &window.max_value(layout))
+        .field("total", &h.total())
+        .field("underflow", &h.underflow())
+        .field("overflow", &h.overflow())
+        .finish()
+}
+
+/// The `defmt::Format` output every histogram kind shares, the `Debug` fields in one line.
+#[cfg(feature = "defmt")]
+pub(crate) fn defmt_histogram<H: crate::HistogramRead + ?Sized>(
+    f: defmt::Formatter<'_>,
+    name: &str,
+    h: &H,
+) {
+    use crate::ReadExt;
+    let layout = h.layout();
+    let window = h.window();
+    defmt::write!(
+        f,
+        "{=str} {{ block_size: {=u64}, min: {=u64}, max: {=u64}, total: {=u64}, underflow: {=u64}, overflow: {=u64} }}",
+        name,
+        layout.block_size(),
+        window.min_value(layout),
+        window.max_value(layout),
+        h.total(),
+        h.underflow(),
+        h.overflow()
+    )
+}
+
 #[cfg(test)]
 mod tests {
     extern crate std;

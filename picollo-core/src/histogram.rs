@@ -3,8 +3,8 @@
 use crate::layout::{ConstLayout, LayoutSpec};
 use crate::read::HistogramRead;
 use crate::storage::{Counter, Storage, StorageMut};
-use crate::window::{Window, WindowError};
-use crate::{Layout, Record};
+use crate::window::{ConstWindow, Window, WindowError, WindowSpec};
+use crate::{storage_len, Layout, Record};
 use core::fmt;
 
 /// A single-writer HDR histogram over storage `S` (an owned array, a borrowed slice, or heap
@@ -39,12 +39,23 @@ use core::fmt;
 /// assert_eq!((h.total(), h.underflow(), h.overflow()), (1000, 1, 1));
 /// assert_eq!(h.percentile_value(50.0).unwrap(), 500);
 /// ```
+///
+/// # In firmware: all zeros at rest
+///
+/// With the layout and the window carried by the type ([`ConstLayout`] and [`ConstWindow`]),
+/// the header is all zeros, so a `static` lands in `.bss` and adds nothing to the flash image;
+/// a storage length that does not match is a compile-time error, even inside a function. See
+/// [`Histogram::empty`].
+///
+/// On 32-bit cores, [`Histogram::record_u32`] records in 32-bit arithmetic only, and
+/// [`Histogram::record`] takes that path for every value below 2^32.
 #[derive(Clone)]
-pub struct Histogram<S, L = Layout> {
+pub struct Histogram<S, L = Layout, W = Window> {
     spec: L,
-    window: Window,
+    window: W,
     underflow: u64,
     overflow: u64,
+    resets: u64,
     storage: S,
 }
 
@@ -133,6 +144,7 @@ impl<C: Counter, const N: usize> Histogram<[C; N], Layout> {
                 window,
                 underflow: 0,
                 overflow: 0,
+                resets: 0,
                 storage: [C::ZERO; N],
             }),
             Ok(window) => Err(WindowError::StorageLength {
@@ -158,6 +170,7 @@ impl<C: Counter, const N: usize, const K: u32> Histogram<[C; N], ConstLayout<K>>
                 window,
                 underflow: 0,
                 overflow: 0,
+                resets: 0,
                 storage: [C::ZERO; N],
             },
             Ok(_) => panic!("array length differs from storage_len(layout, min, max)"),
@@ -166,7 +179,53 @@ impl<C: Counter, const N: usize, const K: u32> Histogram<[C; N], ConstLayout<K>>
     }
 }
 
-impl<S, L> Histogram<S, L>
+impl<C: Counter, const N: usize, const K: u32, const MIN: u64, const MAX: u64>
+    Histogram<[C; N], ConstLayout<K>, ConstWindow<MIN, MAX>>
+{
+    /// An empty histogram whose layout and window are carried by its type: every byte of it
+    /// is zero, so a `static` lands in `.bss` (no flash for its storage). `N` must be
+    /// `storage_len(ConstLayout::<K>::LAYOUT, MIN, MAX)`: any other length, or `MIN > MAX`,
+    /// fails to compile, in a `static` and inside a function alike.
+    ///
+    /// ```
+    /// use picollo_core::{storage_len, ConstLayout, ConstWindow, Histogram, HistogramRead, ReadExt};
+    ///
+    /// const L: picollo_core::Layout = ConstLayout::<9>::LAYOUT;
+    /// type Latency = Histogram<
+    ///     [u32; storage_len(L, 1, 1_000_000)],
+    ///     ConstLayout<9>,
+    ///     ConstWindow<1, 1_000_000>,
+    /// >;
+    /// let mut h = Latency::empty();
+    /// h.record_u32(1500);
+    /// h.record(2_000_000); // overflow
+    /// assert_eq!((h.total(), h.overflow()), (1, 1));
+    /// ```
+    ///
+    /// ```compile_fail,E0080
+    /// use picollo_core::{ConstLayout, ConstWindow, Histogram};
+    /// // 100 cells, but the window needs more: a compile-time error.
+    /// let h = Histogram::<[u32; 100], ConstLayout<9>, ConstWindow<1, 1_000_000>>::empty();
+    /// ```
+    pub const fn empty() -> Self {
+        const {
+            assert!(
+                N == storage_len(ConstLayout::<K>::LAYOUT, MIN, MAX),
+                "array length differs from storage_len(ConstLayout::<K>::LAYOUT, MIN, MAX)"
+            )
+        };
+        Histogram {
+            spec: ConstLayout::<K>::new(),
+            window: ConstWindow::<MIN, MAX>::new(),
+            underflow: 0,
+            overflow: 0,
+            resets: 0,
+            storage: [C::ZERO; N],
+        }
+    }
+}
+
+impl<S, L> Histogram<S, L, Window>
 where
     S: StorageMut,
     S::Item: Counter,
@@ -195,16 +254,40 @@ where
             window,
             underflow: 0,
             overflow: 0,
+            resets: 0,
             storage,
         };
-        h.reset();
+        h.clear();
         Ok(h)
     }
+}
 
+impl<S, L, W> Histogram<S, L, W>
+where
+    S: StorageMut,
+    S::Item: Counter,
+    L: LayoutSpec,
+    W: WindowSpec,
+{
     /// Records one `value`. Values outside the window are counted as underflow or overflow.
+    ///
+    /// On 32-bit targets a value below 2^32 takes [`Histogram::record_u32`]'s 32-bit path, and
+    /// larger values a separate (cold) 64-bit path.
     #[inline(always)]
     pub fn record(&mut self, value: u64) {
-        let slot = self.spec.index_of(value).wrapping_sub(self.window.first());
+        self.record_logical(self.spec.index_of_native(value));
+    }
+
+    /// Records one `u32` value with 32-bit arithmetic only: on 32-bit cores no 64-bit shift
+    /// and no compiler helper call (Cortex-M0 included).
+    #[inline(always)]
+    pub fn record_u32(&mut self, value: u32) {
+        self.record_logical(self.spec.index_of_u32(value));
+    }
+
+    #[inline(always)]
+    fn record_logical(&mut self, logical: usize) {
+        let slot = logical.wrapping_sub(self.first());
         match self.storage.as_mut_slice().get_mut(slot) {
             Some(cell) => cell.increment(),
             // Inline rather than a call: a call in the loop would stop the compiler from
@@ -220,7 +303,7 @@ where
     /// Records `count` occurrences of `value` (saturating).
     #[inline]
     pub fn record_n(&mut self, value: u64, count: u64) {
-        let slot = self.spec.index_of(value).wrapping_sub(self.window.first());
+        let slot = self.spec.index_of_native(value).wrapping_sub(self.first());
         match self.storage.as_mut_slice().get_mut(slot) {
             Some(cell) => cell.add(count),
             None => self.outside_counter(slot).add(count),
@@ -251,8 +334,9 @@ where
     /// ```
     pub fn record_in_range(&mut self, value: u64, min: u64, max: u64) -> Result<(), OutOfRange> {
         let layout = self.spec.layout();
-        let lo = min.max(self.window.min_value(layout));
-        let hi = max.min(self.window.max_value(layout));
+        let window = self.window.window(layout);
+        let lo = min.max(window.min_value(layout));
+        let hi = max.min(window.max_value(layout));
         if value < lo {
             self.underflow.add(1);
             Err(OutOfRange::Below { value, min: lo })
@@ -266,59 +350,21 @@ where
     }
 
     /// Coordinated-omission correction at record time (HdrHistogram's
-    /// `recordValueWithExpectedInterval`): records `value`, then, if `value` exceeds
-    /// `expected_interval`, the values `value - k·interval` for every `k >= 1` that stays at or
-    /// above the interval, as if the samples a stalled measurement missed had been taken.
-    ///
-    /// The synthetic values are added bucket by bucket with arithmetic, so the cost is bounded
-    /// by the window length, not by `value / expected_interval` (a hostile pair such as
-    /// `(u64::MAX, 1)` finishes quickly). An interval of 0 records `value` alone.
+    /// `recordValueWithExpectedInterval`): see [`Record::record_corrected`], the one
+    /// implementation every kind shares.
     pub fn record_corrected(&mut self, value: u64, expected_interval: u64) {
-        self.record(value);
-        let interval = expected_interval;
-        if interval == 0 || value / interval < 2 {
-            return;
-        }
-        // Synthetic values m_k = value - k·interval for k in 1..=steps, all >= interval.
-        let steps = value / interval - 1;
-        let smallest = value - steps * interval;
-        let largest = value - interval;
-        let layout = self.spec.layout();
-        let win_lo = self.window.min_value(layout);
-        let win_hi = self.window.max_value(layout);
-        if smallest < win_lo {
-            let n = progression_count(value, interval, steps, smallest, (win_lo - 1).min(largest));
-            self.underflow.add(n);
-        }
-        if largest > win_hi {
-            let n = progression_count(value, interval, steps, smallest.max(win_hi + 1), largest);
-            self.overflow.add(n);
-        }
-        let first = layout.index_of(smallest.max(win_lo));
-        let last = layout.index_of(largest.min(win_hi));
-        if smallest.max(win_lo) > largest.min(win_hi) {
-            return;
-        }
-        for logical in first..=last {
-            let n = progression_count(
-                value,
-                interval,
-                steps,
-                layout.lo(logical),
-                layout.highest(logical),
-            );
-            if n != 0 {
-                if let Some(slot) = self.window.storage_index(logical) {
-                    if let Some(cell) = self.storage.as_mut_slice().get_mut(slot) {
-                        cell.add(n);
-                    }
-                }
-            }
-        }
+        Record::record_corrected(self, value, expected_interval)
     }
 
-    /// Clears every bucket and the underflow and overflow counts.
+    /// Clears every bucket and the underflow and overflow counts, and counts the reset (seed
+    /// 000's `ResetCount`, see [`HistogramRead::reset_count`]).
     pub fn reset(&mut self) {
+        self.clear();
+        self.resets = self.resets.wrapping_add(1);
+    }
+
+    /// Zeroes the counts without counting a reset.
+    fn clear(&mut self) {
         for cell in self.storage.as_mut_slice() {
             *cell = Counter::ZERO;
         }
@@ -338,6 +384,7 @@ where
     /// snapshot for a consistent result.
     pub fn add<R: HistogramRead + ?Sized>(&mut self, other: &R) -> Rebucketing {
         let target = self.spec.layout();
+        let window = self.window.window(target);
         let source = other.layout();
         let src_window = other.window();
         for s in 0..src_window.len() {
@@ -351,13 +398,13 @@ where
             } else {
                 target.index_of(source.lo(logical))
             };
-            match self.window.storage_index(target_logical) {
+            match window.storage_index(target_logical) {
                 Some(slot) => {
                     if let Some(cell) = self.storage.as_mut_slice().get_mut(slot) {
                         cell.add(n);
                     }
                 }
-                None if target_logical < self.window.first() => self.underflow.add(n),
+                None if target_logical < window.first() => self.underflow.add(n),
                 None => self.overflow.add(n),
             }
         }
@@ -378,6 +425,53 @@ pub fn rebucketing(source: Layout, target: Layout) -> Rebucketing {
     }
 }
 
+/// Coordinated-omission correction for any kind: the body of [`Record::record_corrected`].
+///
+/// Records `value`, then the synthetic values `value - k·interval` (`k >= 1`, all at or
+/// above `interval`) bucket by bucket: each bucket of the window gets its share with one
+/// `record_n`, the values below and above the window one `record_n` each. So the cost is
+/// bounded by the window length, not by `value / interval`.
+pub(crate) fn record_corrected<R>(recorder: &mut R, value: u64, interval: u64)
+where
+    R: Record + HistogramRead + ?Sized,
+{
+    recorder.record(value);
+    if interval == 0 || value / interval < 2 {
+        return;
+    }
+    // Synthetic values m_k = value - k·interval for k in 1..=steps, all >= interval.
+    let steps = value / interval - 1;
+    let smallest = value - steps * interval;
+    let largest = value - interval;
+    let layout = recorder.layout();
+    let window = recorder.window();
+    let win_lo = window.min_value(layout);
+    let win_hi = window.max_value(layout);
+    if smallest < win_lo {
+        // `win_lo > 0` here, so `win_lo - 1` is below the window: underflow.
+        let n = progression_count(value, interval, steps, smallest, (win_lo - 1).min(largest));
+        recorder.record_n(win_lo - 1, n);
+    }
+    if largest > win_hi {
+        // `win_hi < u64::MAX` here, so `win_hi + 1` is above the window: overflow.
+        let n = progression_count(value, interval, steps, smallest.max(win_hi + 1), largest);
+        recorder.record_n(win_hi + 1, n);
+    }
+    if smallest.max(win_lo) > largest.min(win_hi) {
+        return;
+    }
+    let first = layout.index_of(smallest.max(win_lo));
+    let last = layout.index_of(largest.min(win_hi));
+    for logical in first..=last {
+        let lo = layout.lo(logical);
+        let n = progression_count(value, interval, steps, lo, layout.highest(logical));
+        if n != 0 {
+            // A bucket's lowest value records into that bucket.
+            recorder.record_n(lo, n);
+        }
+    }
+}
+
 /// How many `k` in `1..=steps` put `value - k·interval` inside `[a, b]`.
 fn progression_count(value: u64, interval: u64, steps: u64, a: u64, b: u64) -> u64 {
     if a > b || b < value.saturating_sub(steps.saturating_mul(interval)) {
@@ -390,16 +484,23 @@ fn progression_count(value: u64, interval: u64, steps: u64, a: u64, b: u64) -> u
     k_max.saturating_sub(k_min) + (k_max >= k_min) as u64
 }
 
-impl<S, L> Histogram<S, L>
+impl<S, L, W> Histogram<S, L, W>
 where
     S: Storage,
     S::Item: Counter,
     L: LayoutSpec,
+    W: WindowSpec,
 {
     /// The window of logical buckets this histogram stores.
-    #[inline]
+    #[inline(always)]
     pub fn window(&self) -> Window {
-        self.window
+        self.window.window(self.spec.layout())
+    }
+
+    /// The logical index of storage cell 0.
+    #[inline(always)]
+    fn first(&self) -> usize {
+        self.window().first()
     }
 
     /// The storage cells.
@@ -414,11 +515,12 @@ where
     }
 }
 
-impl<S, L> HistogramRead for Histogram<S, L>
+impl<S, L, W> HistogramRead for Histogram<S, L, W>
 where
     S: Storage,
     S::Item: Counter,
     L: LayoutSpec,
+    W: WindowSpec,
 {
     #[inline]
     fn layout(&self) -> Layout {
@@ -426,7 +528,7 @@ where
     }
     #[inline]
     fn window(&self) -> Window {
-        self.window
+        Histogram::window(self)
     }
     #[inline]
     fn count_at(&self, storage_index: usize) -> u64 {
@@ -457,13 +559,17 @@ where
     fn overflow(&self) -> u64 {
         self.overflow
     }
+    fn reset_count(&self) -> u64 {
+        self.resets
+    }
 }
 
-impl<S, L> Record for Histogram<S, L>
+impl<S, L, W> Record for Histogram<S, L, W>
 where
     S: StorageMut,
     S::Item: Counter,
     L: LayoutSpec,
+    W: WindowSpec,
 {
     #[inline(always)]
     fn record(&mut self, value: u64) {
@@ -475,24 +581,7 @@ where
     }
 }
 
-impl<S, L> fmt::Debug for Histogram<S, L>
-where
-    S: Storage,
-    S::Item: Counter,
-    L: LayoutSpec,
-{
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let layout = self.spec.layout();
-        f.debug_struct("Histogram")
-            .field("layout", &layout)
-            .field("min", &self.window.min_value(layout))
-            .field("max", &self.window.max_value(layout))
-            .field("total", &crate::ReadExt::total(self))
-            .field("underflow", &self.underflow)
-            .field("overflow", &self.overflow)
-            .finish()
-    }
-}
+crate::fmt::histogram_formats!(Histogram, "Histogram", S: Storage, S::Item: Counter);
 
 #[cfg(test)]
 mod tests {

@@ -35,6 +35,8 @@ pub enum LayoutError {
     /// The requested precision needs a block scale outside
     /// [`MIN_BLOCK_SCALE`]`..=`[`MAX_BLOCK_SCALE`]; the value is the scale it would need.
     BlockScaleOutOfRange(u32),
+    /// HdrHistogram's significant digits must be within `0..=5`; the value is the request.
+    SignificantDigitsOutOfRange(u32),
 }
 
 impl fmt::Display for LayoutError {
@@ -47,6 +49,10 @@ impl fmt::Display for LayoutError {
                 "block scale {k} is outside {MIN_BLOCK_SCALE}..={MAX_BLOCK_SCALE} \
                  (relative error between {:e} and 0.25)",
                 0.5 / (1u64 << MAX_BLOCK_SCALE) as f64
+            ),
+            Self::SignificantDigitsOutOfRange(d) => write!(
+                f,
+                "{d} significant digits requested; HdrHistogram precision is 0 to 5 digits"
             ),
         }
     }
@@ -154,6 +160,46 @@ impl Layout {
         })
     }
 
+    /// The coarsest layout with at least HdrHistogram's precision for `digits` significant
+    /// decimal digits (`0..=5`), or `None` outside that range. HdrHistogram keeps
+    /// `2^ceil(log2(2·10^d))` sub-buckets per magnitude, which is this layout with
+    /// `B = 2^ceil(log2(2·10^d)) / 2` (DESIGN.md, "HdrHistogram equivalence"): 3 digits give
+    /// `B = 1024`, 2 give 128, 1 gives 16. Zero digits would need `B = 1`, below the smallest
+    /// block scale; it gets `B = 2`, which is more precise.
+    ///
+    /// ```
+    /// use picollo_core::Layout;
+    /// const THREE: Layout = Layout::from_significant_digits(3).unwrap();
+    /// assert_eq!(THREE.block_size(), 1024);
+    /// assert!(THREE.relative_error() <= 0.5e-3);
+    /// assert!(Layout::from_significant_digits(6).is_none());
+    /// ```
+    pub const fn from_significant_digits(digits: u32) -> Option<Layout> {
+        match Self::try_from_significant_digits(digits) {
+            Ok(layout) => Some(layout),
+            Err(_) => None,
+        }
+    }
+
+    /// As [`Layout::from_significant_digits`], saying why an input is refused.
+    pub const fn try_from_significant_digits(digits: u32) -> Result<Layout, LayoutError> {
+        if digits > 5 {
+            return Err(LayoutError::SignificantDigitsOutOfRange(digits));
+        }
+        // The smallest n with 2^n >= 2·10^d: HdrHistogram's sub-bucket count is 2^n = 2B.
+        let target = 2 * 10u64.pow(digits);
+        let mut n = 0;
+        while (1u64 << n) < target {
+            n += 1;
+        }
+        let k = if n - 1 < MIN_BLOCK_SCALE {
+            MIN_BLOCK_SCALE
+        } else {
+            n - 1
+        };
+        Ok(Layout { block_scale: k })
+    }
+
     /// Seed 000's constructor: never fails. A non-positive or NaN error means the default
     /// 0.001; the rest is clamped into `[0.000001, 0.1]` before rounding to a power of two.
     pub const fn from_relative_error_clamped(relative_error: f64) -> Layout {
@@ -207,6 +253,20 @@ impl Layout {
     #[inline(always)]
     pub const fn index_of(self, value: u64) -> usize {
         index_of_scale(self.block_scale, value)
+    }
+
+    /// The logical index of a `u32` value, computed in 32-bit arithmetic: equal to
+    /// `index_of(value as u64)`, and on 32-bit cores free of 64-bit shifts and helper calls.
+    ///
+    /// ```
+    /// use picollo_core::Layout;
+    /// let l = Layout::DEFAULT;
+    /// assert_eq!(l.index_of_u32(123_456), l.index_of(123_456));
+    /// assert_eq!(l.index_of_u32(u32::MAX), l.index_of(u32::MAX as u64));
+    /// ```
+    #[inline(always)]
+    pub const fn index_of_u32(self, value: u32) -> usize {
+        index_of_u32_scale(self.block_scale, value)
     }
 
     /// The lowest value of the bucket at logical `index` (exact: it is a member of the bucket).
@@ -307,6 +367,50 @@ const fn index_of_scale(k: u32, value: u64) -> usize {
     ((e as usize) << k) + (value >> e) as usize
 }
 
+/// [`index_of_scale`] for a `u32` value, in 32-bit arithmetic only: on a 32-bit core it needs
+/// no 64-bit shifts (no `__aeabi_llsr` / `__aeabi_llsl` on Cortex-M0).
+///
+/// `e = ilog2(v | B) - k` equals the bit length of `v >> (k + 1)`: both are 0 below `2B` and
+/// grow by one per doubling above.
+#[inline(always)]
+const fn index_of_u32_scale(k: u32, value: u32) -> usize {
+    let e = bit_length_u32(value >> (k + 1));
+    ((e as usize) << k) + (value >> e) as usize
+}
+
+/// The number of significant bits of `x` (0 for 0): the count-leading-zeros instruction where
+/// the target has one, else [`bit_length_soft`].
+#[inline(always)]
+const fn bit_length_u32(x: u32) -> u32 {
+    #[cfg(not(picollo_no_clz))]
+    return u32::BITS - x.leading_zeros();
+    #[cfg(picollo_no_clz)]
+    return bit_length_soft(x);
+}
+
+/// The number of significant bits of `x < 2^31` (0 for 0), for targets without a
+/// count-leading-zeros instruction (Cortex-M0, RISC-V without Zbb), where `leading_zeros` is
+/// a call to the `__clzsi2` helper. Branch-free: `ilog2(2x + 1)` by smearing the top bit
+/// down, one multiply by a de Bruijn constant, and a 32-byte table (Leiserson, Prokop and
+/// Randall's method).
+#[cfg_attr(not(any(test, picollo_no_clz)), allow(dead_code))]
+#[inline(always)]
+const fn bit_length_soft(x: u32) -> u32 {
+    const DE_BRUIJN: u32 = 0x07C4_ACDD;
+    const LOG2: [u8; 32] = [
+        0, 9, 1, 10, 13, 21, 2, 29, 11, 14, 16, 18, 22, 25, 3, 30, 8, 12, 20, 28, 15, 17, 24, 7,
+        19, 27, 23, 6, 26, 5, 4, 31,
+    ];
+    // The bit length of x is ilog2(2x + 1), for x below 2^31.
+    let mut v = (x << 1) | 1;
+    v |= v >> 1;
+    v |= v >> 2;
+    v |= v >> 4;
+    v |= v >> 8;
+    v |= v >> 16;
+    LOG2[(v.wrapping_mul(DE_BRUIJN) >> 27) as usize] as u32
+}
+
 /// Where a histogram gets its layout: a runtime [`Layout`] field, or a zero-sized
 /// [`ConstLayout`] whose block scale is a compile-time constant.
 ///
@@ -320,6 +424,34 @@ pub trait LayoutSpec: Copy {
     fn index_of(&self, value: u64) -> usize {
         self.layout().index_of(value)
     }
+    /// The logical index of a `u32` value in 32-bit arithmetic ([`Layout::index_of_u32`]);
+    /// override only to keep the scale constant.
+    #[inline(always)]
+    fn index_of_u32(&self, value: u32) -> usize {
+        self.layout().index_of_u32(value)
+    }
+    /// The logical index of `value` in the target's cheapest arithmetic, as the record paths
+    /// compute it: on 32-bit targets a value below 2^32 takes the 32-bit path
+    /// ([`LayoutSpec::index_of_u32`]) and larger ones an out-of-line 64-bit path, so the
+    /// common path stays small; elsewhere [`LayoutSpec::index_of`].
+    #[inline(always)]
+    fn index_of_native(&self, value: u64) -> usize {
+        #[cfg(target_pointer_width = "32")]
+        return match u32::try_from(value) {
+            Ok(narrow) => self.index_of_u32(narrow),
+            Err(_) => index_of_wide(self.layout(), value),
+        };
+        #[cfg(not(target_pointer_width = "32"))]
+        return self.index_of(value);
+    }
+}
+
+/// The 64-bit index of a value above `u32::MAX` on a 32-bit target: out of line and cold.
+#[cfg(target_pointer_width = "32")]
+#[cold]
+#[inline(never)]
+fn index_of_wide(layout: Layout, value: u64) -> usize {
+    layout.index_of(value)
 }
 
 impl LayoutSpec for Layout {
@@ -339,6 +471,13 @@ impl LayoutSpec for Layout {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct ConstLayout<const K: u32>;
 
+#[cfg(feature = "defmt")]
+impl<const K: u32> defmt::Format for ConstLayout<K> {
+    fn format(&self, f: defmt::Formatter<'_>) {
+        defmt::write!(f, "ConstLayout<{=u32}>", K)
+    }
+}
+
 impl<const K: u32> ConstLayout<K> {
     /// The layout; a block scale outside the supported range fails to compile.
     pub const fn new() -> Self {
@@ -356,6 +495,10 @@ impl<const K: u32> ConstLayout<K> {
         Self::new();
         Layout { block_scale: K }
     }
+
+    /// The runtime layout equivalent to this one, as a constant (for sizing arrays:
+    /// `storage_len(ConstLayout::<9>::LAYOUT, min, max)`).
+    pub const LAYOUT: Layout = Self::get();
 }
 
 impl<const K: u32> LayoutSpec for ConstLayout<K> {
@@ -366,6 +509,10 @@ impl<const K: u32> LayoutSpec for ConstLayout<K> {
     #[inline(always)]
     fn index_of(&self, value: u64) -> usize {
         index_of_scale(K, value)
+    }
+    #[inline(always)]
+    fn index_of_u32(&self, value: u32) -> usize {
+        index_of_u32_scale(K, value)
     }
 }
 
@@ -468,6 +615,82 @@ mod tests {
         assert_eq!(
             Layout::from_relative_error_clamped(1e-12).block_size(),
             1 << 19
+        );
+    }
+
+    #[test]
+    fn soft_bit_length_matches_the_instruction() {
+        let hard = |x: u32| u32::BITS - x.leading_zeros();
+        let mut checks = 0u32;
+        for shift in 0..31 {
+            for x in [1u32 << shift, (1u32 << shift) - 1, (1u32 << shift) + 1] {
+                assert_eq!(bit_length_soft(x), hard(x), "{x}");
+                checks += 1;
+            }
+        }
+        assert_eq!(bit_length_soft(i32::MAX as u32), 31);
+        assert_eq!(checks, 93);
+        let limit = if cfg!(miri) { 1 << 10 } else { 1 << 22 };
+        for x in 0..limit {
+            assert_eq!(bit_length_soft(x), hard(x), "{x}");
+        }
+        let mut x = 0x9E37_79B9u32;
+        for _ in 0..if cfg!(miri) { 100 } else { 1_000_000 } {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            assert_eq!(bit_length_soft(x >> 1), hard(x >> 1), "{x}");
+        }
+    }
+
+    #[test]
+    fn u32_index_matches_u64_index() {
+        for k in MIN_BLOCK_SCALE..=MAX_BLOCK_SCALE {
+            let l = Layout::from_block_scale(k).unwrap();
+            for shift in 0..32 {
+                for v in [
+                    1u32 << shift,
+                    (1u32 << shift) - 1,
+                    (1u32 << shift).wrapping_add(1),
+                ] {
+                    assert_eq!(l.index_of_u32(v), l.index_of(v as u64), "k={k} v={v}");
+                    assert_eq!(index_of_u32_soft(k, v), l.index_of(v as u64));
+                }
+            }
+            assert_eq!(l.index_of_u32(u32::MAX), l.index_of(u32::MAX as u64));
+        }
+        let step = if cfg!(miri) { 9_999_991 } else { 65_537 };
+        for v in (0..=u32::MAX).step_by(step) {
+            assert_eq!(
+                Layout::DEFAULT.index_of_u32(v),
+                Layout::DEFAULT.index_of(v as u64)
+            );
+        }
+    }
+
+    /// The u32 index with the software bit length, as Cortex-M0 and riscv32imc compute it.
+    fn index_of_u32_soft(k: u32, value: u32) -> usize {
+        let e = bit_length_soft(value >> (k + 1));
+        ((e as usize) << k) + (value >> e) as usize
+    }
+
+    #[test]
+    fn significant_digits_match_hdrhistogram() {
+        // HdrHistogram: sub_bucket_count = 2^ceil(log2(2·10^d)); B is half of it.
+        let expected = [2u64, 16, 128, 1024, 16_384, 131_072];
+        for (d, &b) in expected.iter().enumerate() {
+            let l = Layout::from_significant_digits(d as u32).unwrap();
+            assert_eq!(l.block_size(), b, "{d} digits");
+            // At least the precision asked for: half a bucket over its lowest value in the
+            // second block and up stays within 1 / (2·10^d).
+            assert!(
+                l.relative_error() <= 0.5 / 10f64.powi(d as i32),
+                "{d} digits"
+            );
+        }
+        assert_eq!(
+            Layout::try_from_significant_digits(6),
+            Err(LayoutError::SignificantDigitsOutOfRange(6))
         );
     }
 

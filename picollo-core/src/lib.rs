@@ -21,11 +21,15 @@
 
 pub mod approx;
 pub mod atomic;
+pub mod cell;
 pub mod fmt;
 pub mod histogram;
 pub mod iter;
 pub mod layout;
 pub mod read;
+// Frame rings are made of 64-bit atomic words: only on targets with native 64-bit atomics
+// (never a lock-based emulation, see `cell`).
+#[cfg(target_has_atomic = "64")]
 pub mod ring;
 pub mod scalable;
 pub mod source;
@@ -34,13 +38,17 @@ pub mod window;
 pub mod workload;
 
 pub use atomic::{AtomicCounter, AtomicHistogram};
+#[cfg(target_has_atomic = "64")]
+pub use cell::AtomicU64;
+pub use cell::{AtomicU16, AtomicU32};
 pub use histogram::{Histogram, OutOfRange, Rebucketing};
 pub use layout::{ConstLayout, Layout, LayoutError, LayoutSpec};
 pub use read::{
-    Bucket, EquivalentValue, HistogramRead, Percentile, PercentileError, ReadExt, Stats,
+    Bucket, EquivalentValue, FixedPercentile, HistogramRead, IntStats, Percentile, PercentileError,
+    Rank, ReadExt, Stats,
 };
 pub use storage::{Counter, Storage, StorageMut};
-pub use window::{storage_len, Window, WindowError};
+pub use window::{storage_len, ConstWindow, Window, WindowError, WindowSpec};
 
 /// Anything a value can be recorded into: every histogram kind implements it, so scopes,
 /// spans and counter sessions are written once for all of them.
@@ -53,6 +61,35 @@ pub trait Record {
     fn record(&mut self, value: u64);
     /// Records `count` occurrences of `value`.
     fn record_n(&mut self, value: u64, count: u64);
+
+    /// Coordinated-omission correction at record time (HdrHistogram's
+    /// `recordValueWithExpectedInterval`): records `value`, then, if `value` exceeds
+    /// `expected_interval`, the values `value - k·interval` for every `k >= 1` that stays at
+    /// or above the interval, as if the samples a stalled measurement missed had been taken.
+    ///
+    /// One implementation serves every kind (plain, atomic, thread-local, approximate): the
+    /// synthetic values are added bucket by bucket with arithmetic, one
+    /// [`Record::record_n`] per bucket of the window they cover, so the cost is bounded by the
+    /// window length, not by `value / expected_interval` (a hostile pair such as
+    /// `(u64::MAX, 1)` finishes quickly). An interval of 0 records `value` alone.
+    ///
+    /// ```
+    /// use picollo_core::prelude::*;
+    /// use picollo_core::cell::AtomicU32;
+    ///
+    /// const L: Layout = Layout::DEFAULT;
+    /// let h = AtomicHistogram::<[AtomicU32; storage_len(L, 1, 10_000)]>::new(L, 1, 10_000);
+    /// // A 1,000 µs stall while sampling every 100 µs: 1000, 900, ..., 100.
+    /// (&h).record_corrected(1000, 100);
+    /// assert_eq!(h.total(), 10);
+    /// assert_eq!(h.percentile_value(50.0).unwrap(), 500);
+    /// ```
+    fn record_corrected(&mut self, value: u64, expected_interval: u64)
+    where
+        Self: HistogramRead + Sized,
+    {
+        histogram::record_corrected(self, value, expected_interval)
+    }
 }
 
 impl<R: Record + ?Sized> Record for &mut R {
@@ -69,7 +106,8 @@ impl<R: Record + ?Sized> Record for &mut R {
 /// The traits and types most code needs: `use picollo_core::prelude::*;`.
 pub mod prelude {
     pub use crate::{
-        storage_len, AtomicHistogram, ConstLayout, EquivalentValue, Histogram, HistogramRead,
-        Layout, OutOfRange, Percentile, ReadExt, Record,
+        storage_len, AtomicHistogram, AtomicU16, AtomicU32, ConstLayout, ConstWindow,
+        EquivalentValue, FixedPercentile, Histogram, HistogramRead, Layout, OutOfRange, Percentile,
+        Rank, ReadExt, Record,
     };
 }

@@ -1,6 +1,7 @@
 //! The one read model: every histogram kind exposes its counts through [`HistogramRead`], and
 //! percentiles, statistics and iterators are written once, in [`ReadExt`], over it.
 
+use crate::cell::{AtomicU8, Ordering};
 use crate::fmt::{Grouped, GroupedWide, Trimmed};
 use crate::{Layout, Window};
 use core::fmt;
@@ -48,6 +49,14 @@ pub trait HistogramRead {
         let _ = token;
         false
     }
+
+    /// How many times the histogram was reset (seed 000's `ResetCount`). Kinds without a
+    /// reset, such as snapshots, report 0. Wraps at 2^32 for the shared kinds on 32-bit
+    /// targets.
+    #[inline]
+    fn reset_count(&self) -> u64 {
+        0
+    }
 }
 
 impl<H: HistogramRead + ?Sized> HistogramRead for &H {
@@ -75,14 +84,20 @@ impl<H: HistogramRead + ?Sized> HistogramRead for &H {
     fn read_retry(&self, token: u64) -> bool {
         (**self).read_retry(token)
     }
+    fn reset_count(&self) -> u64 {
+        (**self).reset_count()
+    }
 }
 
 /// Which value of a bucket stands for the values in it.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+///
+/// The percentile methods that take no selection use the process-wide default
+/// ([`EquivalentValue::process_default`], seed 000's
+/// `Percentile.DefaultEquivalentValueSelection`): the midpoint unless changed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum EquivalentValue {
-    /// The midpoint `lo + width/2`: the smallest worst-case error (the default).
-    #[default]
+    /// The midpoint `lo + width/2`: the smallest worst-case error (the initial default).
     Midpoint,
     /// The lowest value of the bucket, `lo`.
     Lower,
@@ -90,7 +105,49 @@ pub enum EquivalentValue {
     Upper,
 }
 
+/// The process-wide default selection, as its discriminant: one byte read and written with
+/// relaxed atomic loads and stores (lock-free everywhere, no read-modify-write needed).
+static PROCESS_DEFAULT: AtomicU8 = AtomicU8::new(EquivalentValue::Midpoint as u8);
+
+impl Default for EquivalentValue {
+    /// The process-wide default ([`EquivalentValue::process_default`]).
+    fn default() -> Self {
+        Self::process_default()
+    }
+}
+
 impl EquivalentValue {
+    /// The selection used by [`ReadExt::percentiles`], [`ReadExt::percentile`] and the other
+    /// percentile methods that take none: [`EquivalentValue::Midpoint`] unless
+    /// [`EquivalentValue::set_process_default`] changed it.
+    #[inline]
+    pub fn process_default() -> Self {
+        match PROCESS_DEFAULT.load(Ordering::Relaxed) {
+            1 => Self::Lower,
+            2 => Self::Upper,
+            _ => Self::Midpoint,
+        }
+    }
+
+    /// Sets the process-wide default selection (seed 000's
+    /// `Percentile.DefaultEquivalentValueSelection = ...`). Lock-free; takes effect for reads
+    /// that start afterwards, in every thread.
+    ///
+    /// ```
+    /// use picollo_core::prelude::*;
+    ///
+    /// let mut h = Histogram::<[u32; storage_len(Layout::DEFAULT, 0, 100_000)]>::new(
+    ///     Layout::DEFAULT, 0, 100_000);
+    /// h.record(50_000);
+    /// EquivalentValue::set_process_default(EquivalentValue::Upper);
+    /// assert_eq!(h.percentile_value(50.0).unwrap(), 50_047); // HdrHistogram's choice
+    /// EquivalentValue::set_process_default(EquivalentValue::Midpoint);
+    /// assert_eq!(h.percentile_value(50.0).unwrap(), 50_016);
+    /// ```
+    pub fn set_process_default(selection: EquivalentValue) {
+        PROCESS_DEFAULT.store(selection as u8, Ordering::Relaxed);
+    }
+
     /// The equivalent value of logical bucket `index`.
     #[inline]
     pub const fn of(self, layout: Layout, index: usize) -> u64 {
@@ -226,18 +283,255 @@ impl Percentile {
 
 impl fmt::Display for Percentile {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
+        write_percentile(
             f,
-            "P{}={} [{} / {}]: [{}, {}) {}",
             Trimmed(self.rank, 4),
-            Grouped(self.value),
+            self.value,
             self.storage_index,
-            self.logical_index,
-            Grouped(self.lo),
-            GroupedWide(self.hi()),
-            Grouped(self.count)
+            self,
         )
     }
+}
+
+/// Seed 000's percentile line, shared by [`Percentile`] and [`FixedPercentile`]:
+/// `P99=24,960 [83 / 609]: [24,832, 25,088) 14,190`.
+fn write_percentile(
+    f: &mut fmt::Formatter<'_>,
+    rank: impl fmt::Display,
+    value: u64,
+    storage_index: usize,
+    bucket: &impl WalkSlot,
+) -> fmt::Result {
+    let (logical_index, lo, highest, count) = bucket.bucket();
+    write!(
+        f,
+        "P{rank}={} [{storage_index} / {logical_index}]: [{}, {}) {}",
+        Grouped(value),
+        Grouped(lo),
+        GroupedWide(highest as u128 + 1),
+        Grouped(count)
+    )
+}
+
+/// A percentile rank in fixed point: parts per billion of the values (`100 %` is
+/// `1_000_000_000`), so ranks down to `0.0000001 %` steps are exact and no floating point is
+/// needed to use them. `const`-constructible:
+///
+/// ```
+/// use picollo_core::Rank;
+/// const P50: Rank = Rank::percent(50);
+/// const P999: Rank = Rank::parse("99.9").unwrap();
+/// const P99999: Rank = Rank::per_billion(999_990_000).unwrap();
+/// assert_eq!(P999.per_billion_value(), 999_000_000);
+/// assert_eq!(P99999.to_string(), "99.999");
+/// assert_eq!(P50.count_of(1001), 501); // ceil(0.5 · 1001)
+/// assert!(Rank::parse("100.1").is_none() && Rank::parse("9x").is_none());
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct Rank(u32);
+
+impl Rank {
+    /// The denominator: `100 %`.
+    pub const SCALE: u32 = 1_000_000_000;
+    /// `0 %`: the lowest recorded value.
+    pub const MIN: Rank = Rank(0);
+    /// `100 %`: the highest recorded value.
+    pub const MAX: Rank = Rank(Self::SCALE);
+
+    /// `percent %`, clamped to 100.
+    pub const fn percent(percent: u32) -> Rank {
+        if percent >= 100 {
+            Self::MAX
+        } else {
+            Rank(percent * (Self::SCALE / 100))
+        }
+    }
+
+    /// `parts` billionths of the values, or `None` above [`Rank::SCALE`].
+    pub const fn per_billion(parts: u32) -> Option<Rank> {
+        if parts > Self::SCALE {
+            None
+        } else {
+            Some(Rank(parts))
+        }
+    }
+
+    /// A decimal percentage such as `"99"`, `"99.9"` or `"99.9999999"` (at most 7 decimals),
+    /// or `None` for anything else or above 100. A `const fn`, so ranks can be constants.
+    pub const fn parse(text: &str) -> Option<Rank> {
+        let bytes = text.as_bytes();
+        let (mut i, mut value, mut decimals, mut seen_dot, mut digits) =
+            (0, 0u64, 0u32, false, 0u32);
+        while i < bytes.len() {
+            let b = bytes[i];
+            if b == b'.' && !seen_dot {
+                seen_dot = true;
+            } else if b.is_ascii_digit() {
+                if seen_dot {
+                    decimals += 1;
+                    if decimals > 7 {
+                        return None;
+                    }
+                }
+                digits += 1;
+                value = value * 10 + (b - b'0') as u64;
+                if value > 1_000_000_000 {
+                    return None;
+                }
+            } else {
+                return None;
+            }
+            i += 1;
+        }
+        if digits == 0 {
+            return None;
+        }
+        while decimals < 7 {
+            value *= 10;
+            decimals += 1;
+        }
+        if value > Self::SCALE as u64 {
+            None
+        } else {
+            Some(Rank(value as u32))
+        }
+    }
+
+    /// The rank in billionths.
+    pub const fn per_billion_value(self) -> u32 {
+        self.0
+    }
+
+    /// The rank as an `f64` percentage (links floating point; the integer paths never call it).
+    pub fn as_percent(self) -> f64 {
+        self.0 as f64 / (Self::SCALE / 100) as f64
+    }
+
+    /// The count this rank asks for among `total` values: `ceil(rank · total)`, at least 1
+    /// and at most `total` (HdrHistogram's rule, computed exactly in integers).
+    pub const fn count_of(self, total: u64) -> u64 {
+        let count = mul_div_ceil_billion(total, self.0);
+        if count < 1 {
+            1
+        } else if count > total {
+            total
+        } else {
+            count
+        }
+    }
+}
+
+/// `ceil(total · parts / 10^9)` for `parts <= 10^9`, with 32-bit operations only: no 64-bit
+/// division, which on 32-bit cores is a call to `__aeabi_uldivmod` (and its stack frame).
+///
+/// The product is at most 94 bits, held in three 32-bit limbs. Dividing by
+/// `10^9 = 2^9 · 1,953,125` is a 9-bit shift, then a long division by 1,953,125 (below 2^21)
+/// in 11-bit digits, so every partial dividend fits 32 bits.
+const fn mul_div_ceil_billion(total: u64, parts: u32) -> u64 {
+    const ODD: u32 = 1_953_125; // 10^9 / 2^9
+    let (t0, t1) = (total as u32, (total >> 32) as u32);
+    let a = t0 as u64 * parts as u64;
+    let b = t1 as u64 * parts as u64;
+    let mid = (a >> 32) + (b as u32 as u64);
+    // The product, plus 10^9 - 1 to round the quotient up.
+    let mut limbs = [a as u32, mid as u32, ((b >> 32) + (mid >> 32)) as u32];
+    let mut carry = 999_999_999u64;
+    let mut i = 0;
+    while i < 3 {
+        let sum = limbs[i] as u64 + carry;
+        limbs[i] = sum as u32;
+        carry = sum >> 32;
+        i += 1;
+    }
+    // Divide by 2^9.
+    limbs = [
+        (limbs[0] >> 9) | (limbs[1] << 23),
+        (limbs[1] >> 9) | (limbs[2] << 23),
+        limbs[2] >> 9,
+    ];
+    // Long division of the 85-bit value by ODD, 11 bits at a time from the top (bit 88 down).
+    let (mut quotient, mut rem) = (0u64, 0u32);
+    let mut low_bit = 77;
+    loop {
+        let (word, offset) = ((low_bit / 32) as usize, low_bit % 32);
+        let mut digit = limbs[word] >> offset;
+        if offset > 21 && word < 2 {
+            digit |= limbs[word + 1] << (32 - offset);
+        }
+        let partial = (rem << 11) | (digit & 0x7FF);
+        quotient = (quotient << 11) | (partial / ODD) as u64;
+        rem = partial % ODD;
+        if low_bit == 0 {
+            return quotient;
+        }
+        low_bit -= 11;
+    }
+}
+
+impl fmt::Display for Rank {
+    /// The percentage with trailing zeros removed: `99.9`, `50`, `99.9999`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let (int, mut frac) = (self.0 / 10_000_000, self.0 % 10_000_000);
+        let mut width = 7;
+        while width > 0 && frac % 10 == 0 && frac != 0 {
+            frac /= 10;
+            width -= 1;
+        }
+        if frac == 0 {
+            write!(f, "{int}")
+        } else {
+            write!(f, "{int}.{frac:0width$}")
+        }
+    }
+}
+
+/// A percentile computed in integer arithmetic ([`ReadExt::fixed_percentiles`]): the bucket
+/// detail of [`Percentile`], with a fixed-point [`Rank`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct FixedPercentile {
+    /// The rank.
+    pub rank: Rank,
+    /// The equivalent value selected for the bucket.
+    pub value: u64,
+    /// The bucket's logical index in the layout.
+    pub logical_index: usize,
+    /// The bucket's index in storage.
+    pub storage_index: usize,
+    /// The lowest value of the bucket.
+    pub lo: u64,
+    /// The highest value of the bucket (inclusive).
+    pub highest: u64,
+    /// Values in the bucket.
+    pub count: u64,
+    /// The count the rank asked for ([`Rank::count_of`]).
+    pub rank_count: u64,
+}
+
+impl fmt::Display for FixedPercentile {
+    /// As [`Percentile`]'s: `P99.9=9,992 [2671 / 2672]: [9,984, 10,000) 16`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write_percentile(f, self.rank, self.value, self.storage_index, self)
+    }
+}
+
+/// Totals, extremes and the mean in integer arithmetic ([`ReadExt::int_stats`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct IntStats {
+    /// Values inside the window.
+    pub total: u64,
+    /// Values below the window.
+    pub underflow: u64,
+    /// Values above the window.
+    pub overflow: u64,
+    /// Lowest value of the lowest non-empty bucket (`None` when empty).
+    pub min: Option<u64>,
+    /// Highest value of the highest non-empty bucket (`None` when empty).
+    pub max: Option<u64>,
+    /// Mean of the bucket midpoints weighted by count, rounded to nearest (`None` when empty).
+    pub mean: Option<u64>,
 }
 
 /// One stored bucket, as the bucket iterators yield it.
@@ -320,20 +614,111 @@ pub trait ReadExt: HistogramRead {
         self.stats().stdev
     }
 
-    /// Lowest value of the lowest non-empty bucket.
+    /// Lowest value of the lowest non-empty bucket. Integer arithmetic only.
     fn min(&self) -> Option<u64> {
-        self.stats().min
+        consistent(self, |h| {
+            let layout = h.layout();
+            let window = h.window();
+            (0..window.len())
+                .find(|&s| h.count_at(s) != 0)
+                .map(|s| layout.lo(window.first() + s))
+        })
     }
 
-    /// Highest value of the highest non-empty bucket (HdrHistogram's `max`).
+    /// Highest value of the highest non-empty bucket (HdrHistogram's `max`). Integer
+    /// arithmetic only.
     fn max(&self) -> Option<u64> {
-        self.stats().max
+        consistent(self, |h| {
+            let layout = h.layout();
+            let window = h.window();
+            (0..window.len())
+                .rev()
+                .find(|&s| h.count_at(s) != 0)
+                .map(|s| layout.highest(window.first() + s))
+        })
     }
 
-    /// Many percentiles at once, mutually consistent (one total, one walk), with midpoint
-    /// values. `ranks` may come in any order.
+    /// Total, underflow, overflow, min, max and the rounded mean in one consistent pass, in
+    /// integer arithmetic only: no floating point is linked in (on a Cortex-M4F, whose FPU is
+    /// single precision, `f64` is software emulation). [`ReadExt::stats`] adds the standard
+    /// deviation, in `f64`.
+    ///
+    /// ```
+    /// use picollo_core::prelude::*;
+    /// let mut h = Histogram::<[u32; storage_len(Layout::DEFAULT, 0, 1000)]>::new(
+    ///     Layout::DEFAULT, 0, 1000);
+    /// for v in [10, 20, 30, 2000] {
+    ///     h.record(v);
+    /// }
+    /// let s = h.int_stats();
+    /// assert_eq!((s.total, s.overflow, s.min, s.max, s.mean), (3, 1, Some(10), Some(30), Some(20)));
+    /// ```
+    fn int_stats(&self) -> IntStats {
+        consistent(self, |h| int_stats_of(h))
+    }
+
+    /// Many percentiles at once, mutually consistent (one total, one walk), with the
+    /// process-wide default equivalent value ([`EquivalentValue::process_default`], the
+    /// midpoint unless changed). `ranks` may come in any order.
     fn percentiles(&self, ranks: &[f64], out: &mut [Percentile]) -> Result<(), PercentileError> {
-        self.percentiles_with(ranks, EquivalentValue::Midpoint, out)
+        self.percentiles_with(ranks, EquivalentValue::process_default(), out)
+    }
+
+    /// Many percentiles at once with fixed-point [`Rank`]s, in integer arithmetic only: the
+    /// firmware path (no `f64`, a small stack frame). Same walk and same answers as
+    /// [`ReadExt::percentiles`], except that the count a rank asks for is computed exactly
+    /// ([`Rank::count_of`]) where the `f64` path may round. Uses the process-wide default
+    /// equivalent value.
+    ///
+    /// ```
+    /// use picollo_core::prelude::*;
+    /// let mut h = Histogram::<[u32; storage_len(Layout::DEFAULT, 1, 100_000)]>::new(
+    ///     Layout::DEFAULT, 1, 100_000);
+    /// for v in 1..=10_000u32 {
+    ///     h.record_u32(v);
+    /// }
+    /// const RANKS: [Rank; 3] = [Rank::percent(50), Rank::parse("99.9").unwrap(), Rank::MAX];
+    /// let mut out = [FixedPercentile::default(); 3];
+    /// h.fixed_percentiles(&RANKS, &mut out).unwrap();
+    /// assert_eq!(out.map(|p| p.rank_count), [5000, 9990, 10_000]);
+    /// assert_eq!(out[1].to_string(), "P99.9=9,992 [2671 / 2672]: [9,984, 10,000) 16");
+    /// ```
+    fn fixed_percentiles(
+        &self,
+        ranks: &[Rank],
+        out: &mut [FixedPercentile],
+    ) -> Result<(), PercentileError> {
+        self.fixed_percentiles_with(ranks, EquivalentValue::process_default(), out)
+    }
+
+    /// As [`ReadExt::fixed_percentiles`], with a chosen equivalent value.
+    fn fixed_percentiles_with(
+        &self,
+        ranks: &[Rank],
+        selection: EquivalentValue,
+        out: &mut [FixedPercentile],
+    ) -> Result<(), PercentileError> {
+        if out.len() < ranks.len() {
+            return Err(PercentileError::OutputTooShort {
+                ranks: ranks.len(),
+                room: out.len(),
+            });
+        }
+        let out = &mut out[..ranks.len()];
+        for (o, &rank) in out.iter_mut().zip(ranks) {
+            o.rank = rank;
+        }
+        consistent(self, |h| {
+            walk::<_, _, FIXED_SECTIONS>(h, out, selection, |o, total| o.rank.count_of(total))
+        })
+    }
+
+    /// One fixed-point percentile (a batch of one), with the process-wide default equivalent
+    /// value.
+    fn fixed_percentile(&self, rank: Rank) -> Result<FixedPercentile, PercentileError> {
+        let mut out = [FixedPercentile::default()];
+        self.fixed_percentiles(&[rank], &mut out)?;
+        Ok(out[0])
     }
 
     /// As [`ReadExt::percentiles`], with a chosen equivalent value.
@@ -352,10 +737,17 @@ pub trait ReadExt: HistogramRead {
         for &r in ranks {
             check_rank(r)?;
         }
-        consistent(self, |h| percentiles_once(h, ranks, selection, out))
+        let out = &mut out[..ranks.len()];
+        for (o, &rank) in out.iter_mut().zip(ranks) {
+            o.rank = rank;
+        }
+        consistent(self, |h| {
+            walk::<_, _, SECTIONS>(h, out, selection, |o, total| rank_count(o.rank, total))
+        })
     }
 
-    /// Percentile values only, mutually consistent, midpoint values.
+    /// Percentile values only, mutually consistent, with the process-wide default equivalent
+    /// value.
     fn percentile_values(&self, ranks: &[f64], out: &mut [u64]) -> Result<(), PercentileError> {
         if out.len() < ranks.len() {
             return Err(PercentileError::OutputTooShort {
@@ -375,9 +767,9 @@ pub trait ReadExt: HistogramRead {
         Ok(())
     }
 
-    /// One percentile (a batch of one), midpoint value.
+    /// One percentile (a batch of one), with the process-wide default equivalent value.
     fn percentile(&self, rank: f64) -> Result<Percentile, PercentileError> {
-        self.percentile_with(rank, EquivalentValue::Midpoint)
+        self.percentile_with(rank, EquivalentValue::process_default())
     }
 
     /// One percentile with a chosen equivalent value.
@@ -391,7 +783,7 @@ pub trait ReadExt: HistogramRead {
         Ok(out[0])
     }
 
-    /// The midpoint value at `rank`.
+    /// The value at `rank`, with the process-wide default equivalent value.
     fn percentile_value(&self, rank: f64) -> Result<u64, PercentileError> {
         Ok(self.percentile(rank)?.value)
     }
@@ -462,8 +854,67 @@ fn sum_counts<H: HistogramRead + ?Sized>(h: &H) -> u64 {
 
 /// Cells summed at once when a percentile walk skips ahead.
 const SKIP_CHUNK: usize = 16;
-/// Sections of the window whose sums the percentile batch keeps on the stack.
+/// Sections of the window whose sums the `f64` percentile batch keeps on the stack (512 bytes:
+/// big windows on servers).
 const SECTIONS: usize = 64;
+/// Sections for the fixed-point (firmware) batch: 32 bytes of stack, which keeps the whole
+/// batch within 256 bytes of stack on a Cortex-M4 (measured under QEMU by `firmware/run.sh`).
+const FIXED_SECTIONS: usize = 4;
+
+fn int_stats_of<H: HistogramRead + ?Sized>(h: &H) -> IntStats {
+    let layout = h.layout();
+    let window = h.window();
+    let (mut total, mut sum, mut min, mut max) = (0u64, 0u128, None, None);
+    for s in 0..window.len() {
+        let n = h.count_at(s);
+        if n == 0 {
+            continue;
+        }
+        let i = window.first() + s;
+        total = total.saturating_add(n);
+        sum += mul_u64(n, layout.midpoint(i));
+        min.get_or_insert(layout.lo(i));
+        max = Some(layout.highest(i));
+    }
+    IntStats {
+        total,
+        underflow: h.underflow(),
+        overflow: h.overflow(),
+        min,
+        max,
+        // Rounded to nearest; the quotient is at most the largest midpoint, so it fits.
+        mean: (total != 0).then(|| div_u128_u64(sum + (total / 2) as u128, total)),
+    }
+}
+
+/// `a · b` as `u128`, from 32-bit halves: four 32×32→64 multiplies, which 32-bit cores do in
+/// one instruction each (a plain `u128` product calls the `__multi3` helper there).
+#[inline]
+fn mul_u64(a: u64, b: u64) -> u128 {
+    let (a_lo, a_hi) = (a & 0xFFFF_FFFF, a >> 32);
+    let (b_lo, b_hi) = (b & 0xFFFF_FFFF, b >> 32);
+    let low = (a_lo * b_lo) as u128;
+    let mid = (a_lo * b_hi) as u128 + (a_hi * b_lo) as u128;
+    let high = (a_hi * b_hi) as u128;
+    low + (mid << 32) + (high << 64)
+}
+
+/// `n / d` for a quotient known to fit `u64` (`n < d · 2^64`, `d > 0`), by shift-and-subtract:
+/// small code and no `__udivti3` helper on 32-bit cores.
+fn div_u128_u64(n: u128, d: u64) -> u64 {
+    let d = d as u128;
+    let mut rem = n >> 64;
+    let mut quotient = 0u64;
+    for bit in (0..64).rev() {
+        rem = (rem << 1) | ((n >> bit) & 1);
+        quotient <<= 1;
+        if rem >= d {
+            rem -= d;
+            quotient |= 1;
+        }
+    }
+    quotient
+}
 
 fn stats_of<H: HistogramRead + ?Sized>(h: &H) -> Stats {
     let layout = h.layout();
@@ -507,12 +958,69 @@ fn stats_of<H: HistogramRead + ?Sized>(h: &H) -> Stats {
     }
 }
 
-fn percentiles_once<H: HistogramRead + ?Sized>(
+/// What a percentile walk fills in: the `f64` [`Percentile`] and the fixed-point
+/// [`FixedPercentile`] share the walk through this.
+trait WalkSlot {
+    /// The count this slot's rank asks for.
+    fn target(&self) -> u64;
+    /// Sets the count this slot's rank asks for.
+    fn set_target(&mut self, target: u64);
+    /// Records the bucket found.
+    fn set_bucket(&mut self, value: u64, logical: usize, storage: usize, layout: Layout, n: u64);
+    /// The bucket found: logical index, lowest and highest value, count.
+    fn bucket(&self) -> (usize, u64, u64, u64);
+}
+
+macro_rules! walk_slot {
+    ($t:ty) => {
+        impl WalkSlot for $t {
+            #[inline]
+            fn target(&self) -> u64 {
+                self.rank_count
+            }
+            #[inline]
+            fn set_target(&mut self, target: u64) {
+                self.rank_count = target;
+            }
+            #[inline]
+            fn set_bucket(
+                &mut self,
+                value: u64,
+                logical: usize,
+                storage: usize,
+                layout: Layout,
+                n: u64,
+            ) {
+                self.value = value;
+                self.logical_index = logical;
+                self.storage_index = storage;
+                self.lo = layout.lo(logical);
+                self.highest = layout.highest(logical);
+                self.count = n;
+            }
+            #[inline]
+            fn bucket(&self) -> (usize, u64, u64, u64) {
+                (self.logical_index, self.lo, self.highest, self.count)
+            }
+        }
+    };
+}
+
+walk_slot!(Percentile);
+walk_slot!(FixedPercentile);
+
+/// One percentile batch: the total (kept as `SECTIONS` section sums), each slot's target count
+/// from `target(slot, total)`, then one forward walk that fills every slot.
+fn walk<H, P, const SECTIONS: usize>(
     h: &H,
-    ranks: &[f64],
+    out: &mut [P],
     selection: EquivalentValue,
-    out: &mut [Percentile],
-) -> Result<(), PercentileError> {
+    target: impl Fn(&P, u64) -> u64,
+) -> Result<(), PercentileError>
+where
+    H: HistogramRead + ?Sized,
+    P: WalkSlot,
+{
     let layout = h.layout();
     let window = h.window();
     // First pass: the total, kept as per-section sums so that each rank's walk can start at
@@ -531,11 +1039,10 @@ fn percentiles_once<H: HistogramRead + ?Sized>(
     if total == 0 {
         return Err(PercentileError::Empty);
     }
-    for (&rank, o) in ranks.iter().zip(out.iter_mut()) {
-        o.rank = rank;
-        o.rank_count = rank_count(rank, total);
+    for o in out.iter_mut() {
+        let t = target(o, total);
+        o.set_target(t);
     }
-    let out = &mut out[..ranks.len()];
     // One forward walk answers all ranks: they are taken in order of their target count (an
     // O(ranks²) selection, which needs no allocation and is tiny next to the walk). Counts
     // below the walk position are never re-read and the total is fixed for the batch, so the
@@ -548,7 +1055,7 @@ fn percentiles_once<H: HistogramRead + ?Sized>(
     for _ in 0..out.len() {
         let mut next: Option<(u64, usize)> = None;
         for (j, p) in out.iter().enumerate() {
-            let key = (p.rank_count, j);
+            let key = (p.target(), j);
             if previous.is_none_or(|prev| key > prev) && next.is_none_or(|best| key < best) {
                 next = Some(key);
             }
@@ -606,13 +1113,7 @@ fn percentiles_once<H: HistogramRead + ?Sized>(
         };
         let (s_found, n) = found.or_else(fallback).unwrap_or((0, 0));
         let i = window.first() + s_found;
-        let o = &mut out[j];
-        o.value = selection.of(layout, i);
-        o.logical_index = i;
-        o.storage_index = s_found;
-        o.lo = layout.lo(i);
-        o.highest = layout.highest(i);
-        o.count = n;
+        out[j].set_bucket(selection.of(layout, i), i, s_found, layout, n);
     }
     Ok(())
 }

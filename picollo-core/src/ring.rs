@@ -12,16 +12,19 @@
 //! | words | header field |
 //! |---|---|
 //! | 0 | magic `PICORING` (little-endian bytes; a byte-swapped magic means the other endianness) |
-//! | 1, 2 | version (1), header words |
+//! | 1, 2 | version (2), header words |
 //! | 3, 4 | slot words (`1 + payload`), slot count (a power of two, 2..=2^31) |
 //! | 5, 6 | writer identity ([`WriterId`]: pid and process start time on Linux) |
 //! | 7 | flags (0) |
 //! | 8 | `head`: frames saved (its own cache line) |
 //! | 16 | `attached`: how many readers are attached (0 = saving is a no-op) |
 //! | 17..=20 | clock: kind, ticks per second, a reference pair (ticks, ns) |
-//! | 21, 22 | field count, counter count |
+//! | 21, 22 | field count, counter slots |
 //! | 24..=27 | frame name (32 bytes) |
-//! | 28.. | counters (24-byte name + status word each), then fields (24-byte name + a word with kind, size and offset) |
+//! | 32, 33 | counter table epoch (odd while the writer rewrites the table), first frame of the table |
+//! | 40..=42 | counter request: sequence (odd while a reader writes it), acknowledged sequence, length |
+//! | 48..=79 | counter request text (256 bytes) |
+//! | 80.. | counters (24-byte name + status word each), then fields (24-byte name + a word with kind, size and offset) |
 //!
 //! The header is padded to whole cache lines; slot `i` starts at `header_words + i * slot_words`.
 //! Slot word 0 is the sequence word; the payload follows.
@@ -99,7 +102,9 @@ use frame::{check_counter_name, check_name, utf8_prefix};
 /// The magic word: the bytes `PICORING` in little-endian order.
 pub const MAGIC: u64 = u64::from_le_bytes(*b"PICORING");
 /// The header layout version this code writes and reads.
-pub const VERSION: u64 = 1;
+pub const VERSION: u64 = 2;
+/// Longest counter request text, in bytes (see [`RingReader::request_counters`]).
+pub const REQUEST_BYTES: usize = 256;
 /// Fewest slots a ring may have.
 pub const MIN_SLOTS: u32 = 2;
 /// Most slots a ring may have.
@@ -125,7 +130,16 @@ mod w {
     pub const COUNTER_COUNT: usize = 22;
     pub const RESERVED: usize = 23;
     pub const FRAME_NAME: usize = 24;
-    pub const TABLES: usize = 28;
+    /// Written by the writer: the counter table's seqlock.
+    pub const COUNTERS_EPOCH: usize = 32;
+    /// The first frame number the current counter table describes.
+    pub const COUNTERS_SINCE: usize = 33;
+    /// Written by readers (their own cache lines): the counter request.
+    pub const REQUEST_SEQ: usize = 40;
+    pub const REQUEST_ACK: usize = 41;
+    pub const REQUEST_LEN: usize = 42;
+    pub const REQUEST_TEXT: usize = 48;
+    pub const TABLES: usize = 80;
     /// Words of one counter or field entry.
     pub const ENTRY: usize = 4;
 }
@@ -242,24 +256,50 @@ pub enum CounterStatus {
     /// The counter was asked for but cannot be measured here (no hardware PMU, say): its
     /// values are meaningless and must be shown as unavailable, not as 0.
     Unavailable,
+    /// No counter is assigned to this slot (a slot kept free for counters chosen later, at
+    /// attach time): its values are meaningless.
+    Unused,
 }
 
 impl CounterStatus {
     const fn code(self) -> u64 {
         match self {
+            Self::Unused => 0,
             Self::Measured => 1,
             Self::Unavailable => 2,
         }
     }
+
+    const fn from_code(code: u64) -> Option<Self> {
+        match code {
+            0 => Some(Self::Unused),
+            1 => Some(Self::Measured),
+            2 => Some(Self::Unavailable),
+            _ => None,
+        }
+    }
+
+    /// `measured`, `unavailable` or `unused`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Measured => "measured",
+            Self::Unavailable => "unavailable",
+            Self::Unused => "unused",
+        }
+    }
 }
 
-/// One counter the header describes: slot `i` of every counter field holds counter `i`.
+/// One counter slot the header describes: slot `i` of every counter field holds counter `i`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct CounterInfo<'a> {
-    /// Its name (`cycles`, `LLC-load-misses`, `r00c0`; 1..=24 bytes, no control characters).
+    /// Its name (`cycles`, `LLC-load-misses`, `r00c0`; 1..=24 bytes, no control characters;
+    /// empty for an [`Unused`](CounterStatus::Unused) slot).
     pub name: &'a str,
     /// Whether it has values.
     pub status: CounterStatus,
+    /// For an unavailable counter, the OS error number (`errno`) the writer got when it tried
+    /// to open it; 0 when not known (and always 0 for the other statuses).
+    pub errno: u32,
 }
 
 impl<'a> CounterInfo<'a> {
@@ -268,14 +308,48 @@ impl<'a> CounterInfo<'a> {
         Self {
             name,
             status: CounterStatus::Measured,
+            errno: 0,
         }
     }
 
-    /// A counter that was asked for but cannot be measured.
+    /// A counter that was asked for but cannot be measured (reason not known).
     pub const fn unavailable(name: &'a str) -> Self {
+        Self::unavailable_because(name, 0)
+    }
+
+    /// A counter that was asked for but cannot be measured: opening it failed with `errno`.
+    pub const fn unavailable_because(name: &'a str, errno: u32) -> Self {
         Self {
             name,
             status: CounterStatus::Unavailable,
+            errno,
+        }
+    }
+
+    /// A slot with no counter assigned.
+    pub const fn unused() -> Self {
+        Self {
+            name: "",
+            status: CounterStatus::Unused,
+            errno: 0,
+        }
+    }
+
+    /// The header's status word: the status code, the errno in the high half.
+    const fn status_word(&self) -> u64 {
+        self.status.code() | (self.errno as u64) << 32
+    }
+
+    /// Checks the name against the status: a name for a used slot, none for an unused one,
+    /// an errno only for an unavailable one.
+    fn check(&self) -> Result<(), SchemaError> {
+        match self.status {
+            CounterStatus::Unused if !self.name.is_empty() || self.errno != 0 => {
+                Err(SchemaError::BadCounter)
+            }
+            CounterStatus::Unused => Ok(()),
+            CounterStatus::Measured if self.errno != 0 => Err(SchemaError::BadCounter),
+            _ => check_counter_name(self.name),
         }
     }
 }
@@ -334,6 +408,29 @@ impl<'a> RingOptions<'a> {
     }
 }
 
+/// A counter request a writer took ([`RingWriter::take_counter_request`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CounterRequest<'a> {
+    /// Its sequence number, for [`RingWriter::ack_counter_request`].
+    pub seq: u64,
+    /// The counters asked for, as the reader wrote them (comma-separated names, by
+    /// convention; the writer decides how to read it).
+    pub text: &'a str,
+}
+
+/// Where a counter request stands ([`RingReader::request_status`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum RequestStatus {
+    /// The writer has not acknowledged it yet (it checks between frames it chooses, spans
+    /// for example; an idle writer never does).
+    Pending,
+    /// The writer applied it: the header's counter table is its outcome.
+    Applied,
+    /// The writer applied a later request instead (another reader asked after this one).
+    Superseded,
+}
+
 // ---------------------------------------------------------------------------------------------
 // Errors
 // ---------------------------------------------------------------------------------------------
@@ -390,6 +487,11 @@ pub enum RingError {
     SchemaMismatch,
     /// A [`RingBuffer`] already handed out its writer.
     AlreadyClaimed,
+    /// A counter request is longer than [`REQUEST_BYTES`] or holds control characters.
+    BadRequest {
+        /// Its length in bytes.
+        len: usize,
+    },
 }
 
 impl From<SchemaError> for RingError {
@@ -432,6 +534,11 @@ impl fmt::Display for RingError {
             ),
             Self::SchemaMismatch => f.write_str("the ring's schema is not this frame type's"),
             Self::AlreadyClaimed => f.write_str("this ring buffer already has a writer"),
+            Self::BadRequest { len } => write!(
+                f,
+                "counter request of {len} bytes: give at most {REQUEST_BYTES} bytes of names, \
+                 without control characters"
+            ),
         }
     }
 }
@@ -489,20 +596,49 @@ fn word(region: &[AtomicU64], i: usize) -> Result<&AtomicU64, RingError> {
     })
 }
 
-fn load(region: &[AtomicU64], i: usize) -> Result<u64, RingError> {
-    Ok(word(region, i)?.load(Ordering::Relaxed))
+/// Where header words come from: a live region (relaxed atomic loads) or a plain copy (a
+/// capture file).
+trait Words {
+    fn word(&self, i: usize) -> Option<u64>;
+    fn words(&self) -> usize;
 }
 
-fn store_name(region: &[AtomicU64], at: usize, name: &str, words: usize) {
+impl Words for [AtomicU64] {
+    #[inline]
+    fn word(&self, i: usize) -> Option<u64> {
+        self.get(i).map(|w| w.load(Ordering::Relaxed))
+    }
+    fn words(&self) -> usize {
+        self.len()
+    }
+}
+
+impl Words for [u64] {
+    #[inline]
+    fn word(&self, i: usize) -> Option<u64> {
+        self.get(i).copied()
+    }
+    fn words(&self) -> usize {
+        self.len()
+    }
+}
+
+fn load<W: Words + ?Sized>(region: &W, i: usize) -> Result<u64, RingError> {
+    region.word(i).ok_or(RingError::RegionTooSmall {
+        needed: i + 1,
+        words: region.words(),
+    })
+}
+
+/// Encodes `name` into `words` words of NUL-padded little-endian bytes, through `set`.
+fn encode_name(set: &mut dyn FnMut(usize, u64), at: usize, name: &str, words: usize) {
     let b = name.as_bytes();
     for k in 0..words {
         let mut v = [0u8; 8];
         for (j, d) in v.iter_mut().enumerate() {
             *d = b.get(8 * k + j).copied().unwrap_or(0);
         }
-        if let Some(cell) = region.get(at + k) {
-            cell.store(u64::from_le_bytes(v), Ordering::Relaxed);
-        }
+        set(at + k, u64::from_le_bytes(v));
     }
 }
 
@@ -511,7 +647,7 @@ fn store_name(region: &[AtomicU64], at: usize, name: &str, words: usize) {
 // ---------------------------------------------------------------------------------------------
 
 /// A name read from a header: up to `N` bytes, checked on parse.
-#[derive(Clone, Copy, PartialEq, Eq)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
 struct NameBuf<const N: usize> {
     bytes: [u8; N],
 }
@@ -519,7 +655,7 @@ struct NameBuf<const N: usize> {
 impl<const N: usize> NameBuf<N> {
     const EMPTY: Self = Self { bytes: [0; N] };
 
-    fn read(region: &[AtomicU64], at: usize) -> Result<Self, RingError> {
+    fn read<W: Words + ?Sized>(region: &W, at: usize) -> Result<Self, RingError> {
         let mut bytes = [0u8; N];
         for (k, chunk) in bytes.chunks_mut(8).enumerate() {
             let v = load(region, at + k)?.to_le_bytes();
@@ -554,10 +690,157 @@ struct FieldDesc {
     offset: u16,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 struct CounterDesc {
     name: NameBuf<NAME_BYTES>,
     status: CounterStatus,
+    errno: u32,
+}
+
+impl CounterDesc {
+    const UNUSED: Self = Self {
+        name: NameBuf::EMPTY,
+        status: CounterStatus::Unused,
+        errno: 0,
+    };
+
+    fn info(&self) -> CounterInfo<'_> {
+        CounterInfo {
+            name: self.name.as_str(),
+            status: self.status,
+            errno: self.errno,
+        }
+    }
+}
+
+/// The counter slots a header describes: what slot `i` of every counter field holds.
+///
+/// The writer may replace the table while readers are attached (counters chosen at attach
+/// time); readers learn which frames each table describes from the header's epoch and
+/// first-frame words (see [`RingReader`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct CounterTable {
+    entries: [CounterDesc; MAX_COUNTERS],
+    len: usize,
+}
+
+impl CounterTable {
+    /// `slots` slots, none assigned.
+    pub const fn unused(slots: usize) -> Self {
+        Self {
+            entries: [CounterDesc::UNUSED; MAX_COUNTERS],
+            len: if slots < MAX_COUNTERS {
+                slots
+            } else {
+                MAX_COUNTERS
+            },
+        }
+    }
+
+    /// Reads `len` entries of 4 words at `at`, checking each.
+    fn read<W: Words + ?Sized>(region: &W, at: usize, len: usize) -> Result<Self, RingError> {
+        let bad = |field: &'static str, value: u64| RingError::BadHeader { field, value };
+        if len > MAX_COUNTERS {
+            return Err(bad("counter count", len as u64));
+        }
+        let mut t = Self::unused(len);
+        for (i, c) in t.entries.iter_mut().enumerate().take(len) {
+            let at = at + w::ENTRY * i;
+            let name = NameBuf::<NAME_BYTES>::read(region, at)?;
+            let word = load(region, at + 3)?;
+            let status =
+                CounterStatus::from_code(word & 0xffff_ffff).ok_or(bad("counter status", word))?;
+            let d = CounterDesc {
+                name,
+                status,
+                errno: (word >> 32) as u32,
+            };
+            if !name.is_clean() || d.info().check().is_err() {
+                return Err(bad("counter name", i as u64));
+            }
+            *c = d;
+        }
+        Ok(t)
+    }
+
+    /// Decodes a table from its words (4 per slot, as [`CounterTable::encode`] writes them),
+    /// checking every entry: a capture file's record of a table change.
+    pub fn decode(words: &[u64]) -> Result<Self, RingError> {
+        if words.len() % w::ENTRY != 0 {
+            return Err(RingError::BadHeader {
+                field: "counter table words",
+                value: words.len() as u64,
+            });
+        }
+        Self::read(words, 0, words.len() / w::ENTRY)
+    }
+
+    /// The table from counter descriptions (checked).
+    pub fn new(counters: &[CounterInfo<'_>]) -> Result<Self, SchemaError> {
+        if counters.len() > MAX_COUNTERS {
+            return Err(SchemaError::TooManyCounters(counters.len()));
+        }
+        let mut t = Self::unused(counters.len());
+        for (d, c) in t.entries.iter_mut().zip(counters) {
+            c.check()?;
+            let mut name = NameBuf::EMPTY;
+            let b = c.name.as_bytes();
+            name.bytes
+                .get_mut(..b.len())
+                .ok_or(SchemaError::NameTooLong {
+                    len: b.len(),
+                    max: NAME_BYTES,
+                })?
+                .copy_from_slice(b);
+            *d = CounterDesc {
+                name,
+                status: c.status,
+                errno: c.errno,
+            };
+        }
+        Ok(t)
+    }
+
+    /// Slots.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the table has no slots.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The slots, in order.
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = CounterInfo<'_>> + '_ {
+        self.entries.iter().take(self.len).map(CounterDesc::info)
+    }
+
+    /// Words of the encoding: 4 per slot.
+    pub fn encoded_words(&self) -> usize {
+        w::ENTRY * self.len
+    }
+
+    /// Writes the encoding (24-byte name, status word per slot) into `out`; returns the words
+    /// written ([`CounterTable::encoded_words`]; fewer if `out` is shorter).
+    pub fn encode(&self, out: &mut [u64]) -> usize {
+        let n = self.encoded_words().min(out.len());
+        let mut set = |i: usize, v: u64| {
+            if let Some(o) = out.get_mut(i) {
+                *o = v;
+            }
+        };
+        self.write(&mut set, 0);
+        n
+    }
+
+    fn write(&self, set: &mut dyn FnMut(usize, u64), at: usize) {
+        for (i, c) in self.iter().enumerate() {
+            let at = at + w::ENTRY * i;
+            encode_name(set, at, c.name, 3);
+            set(at + 3, c.status_word());
+        }
+    }
 }
 
 /// One field as a reader found it in a header.
@@ -571,10 +854,14 @@ pub struct FieldInfo<'a> {
     pub offset: usize,
 }
 
+/// How often [`RingInfo::parse`] retries while the writer rewrites its counter table.
+const TABLE_RETRIES: u32 = 1 << 16;
+
 /// A validated copy of a ring header: geometry, writer, clock, counters and schema.
 ///
 /// Readers get it from [`RingInfo::parse`] (through [`RingReader`]); it never changes after,
-/// whatever the writer does to the region.
+/// whatever the writer does to the region, except that a [`RingReader`] swaps in the counter
+/// table that describes the frame it delivers.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RingInfo {
     header_words: usize,
@@ -585,12 +872,14 @@ pub struct RingInfo {
     name: NameBuf<FRAME_NAME_BYTES>,
     fields: [FieldDesc; MAX_FIELDS],
     field_count: usize,
-    counters: [CounterDesc; MAX_COUNTERS],
-    counter_count: usize,
+    counters: CounterTable,
+    counters_epoch: u64,
+    counters_since: u64,
 }
 
 impl RingInfo {
-    /// Reads and checks the header of `region`, treating every field as untrusted.
+    /// Reads and checks the header of `region`, treating every field as untrusted. The
+    /// counter table is read under its seqlock (retried while the writer rewrites it).
     pub fn parse(region: &[AtomicU64]) -> Result<Self, RingError> {
         if region.len() < w::TABLES {
             return Err(RingError::RegionTooSmall {
@@ -599,14 +888,43 @@ impl RingInfo {
             });
         }
         // Acquire: the writer stores the magic last, with Release, after the header.
-        let magic = word(region, w::MAGIC)?.load(Ordering::Acquire);
-        if magic != MAGIC {
-            return Err(match magic {
-                0 => RingError::Uninitialized,
-                m if m.swap_bytes() == MAGIC => RingError::WrongEndianness,
-                m => RingError::BadMagic(m),
+        check_magic(word(region, w::MAGIC)?.load(Ordering::Acquire))?;
+        let epoch_word = word(region, w::COUNTERS_EPOCH)?;
+        let mut tries = 0;
+        loop {
+            let epoch = epoch_word.load(Ordering::Acquire);
+            if epoch & 1 == 0 {
+                let info = Self::decode(region, false);
+                fence(Ordering::Acquire);
+                if epoch_word.load(Ordering::Relaxed) == epoch {
+                    return info;
+                }
+            }
+            tries += 1;
+            if tries >= TABLE_RETRIES {
+                return Err(RingError::BadHeader {
+                    field: "counter table epoch",
+                    value: epoch,
+                });
+            }
+            core::hint::spin_loop();
+        }
+    }
+
+    /// Reads and checks a copy of a header (as [`RingInfo::encode_header`] writes it, in a
+    /// capture file): the same checks as [`RingInfo::parse`], without the slots.
+    pub fn from_header_words(words: &[u64]) -> Result<Self, RingError> {
+        if words.len() < w::TABLES {
+            return Err(RingError::RegionTooSmall {
+                needed: w::TABLES,
+                words: words.len(),
             });
         }
+        check_magic(load(words, w::MAGIC)?)?;
+        Self::decode(words, true)
+    }
+
+    fn decode<W: Words + ?Sized>(region: &W, header_only: bool) -> Result<Self, RingError> {
         let version = load(region, w::VERSION)?;
         if version != VERSION {
             return Err(RingError::UnsupportedVersion(version));
@@ -617,6 +935,10 @@ impl RingInfo {
             if v != 0 {
                 return Err(bad(field, v));
             }
+        }
+        let epoch = load(region, w::COUNTERS_EPOCH)?;
+        if epoch & 1 != 0 {
+            return Err(bad("counter table epoch", epoch));
         }
 
         let field_count = load(region, w::FIELD_COUNT)?;
@@ -633,10 +955,10 @@ impl RingInfo {
         if header != expected_header as u64 {
             return Err(bad("header words", header));
         }
-        if region.len() < expected_header {
+        if region.words() < expected_header {
             return Err(RingError::RegionTooSmall {
                 needed: expected_header,
-                words: region.len(),
+                words: region.words(),
             });
         }
 
@@ -657,10 +979,10 @@ impl RingInfo {
             .and_then(|n| n.checked_mul(slot_words))
             .and_then(|n| n.checked_add(expected_header))
             .ok_or(bad("slot count", slot_count))?;
-        if region.len() < total {
+        if !header_only && region.words() < total {
             return Err(RingError::RegionTooSmall {
                 needed: total,
-                words: region.len(),
+                words: region.words(),
             });
         }
 
@@ -677,23 +999,7 @@ impl RingInfo {
             return Err(bad("frame name", 0));
         }
 
-        let mut counters = [CounterDesc {
-            name: NameBuf::EMPTY,
-            status: CounterStatus::Unavailable,
-        }; MAX_COUNTERS];
-        for (i, c) in counters.iter_mut().enumerate().take(counter_count) {
-            let at = w::TABLES + w::ENTRY * i;
-            let name = NameBuf::<NAME_BYTES>::read(region, at)?;
-            if !name.is_clean() || check_counter_name(name.as_str()).is_err() {
-                return Err(bad("counter name", i as u64));
-            }
-            let status = match load(region, at + 3)? {
-                1 => CounterStatus::Measured,
-                2 => CounterStatus::Unavailable,
-                s => return Err(bad("counter status", s)),
-            };
-            *c = CounterDesc { name, status };
-        }
+        let counters = CounterTable::read(region, w::TABLES, counter_count)?;
 
         let mut fields = [FieldDesc {
             name: NameBuf::EMPTY,
@@ -748,8 +1054,45 @@ impl RingInfo {
             fields,
             field_count,
             counters,
-            counter_count,
+            counters_epoch: epoch,
+            counters_since: load(region, w::COUNTERS_SINCE)?,
         })
+    }
+
+    /// Writes this header as a writer would have made it (counter table included; `head`,
+    /// `attached`, the table epoch and the request area zero) into `out`, which must hold
+    /// [`RingInfo::header_words`] words: what a capture file stores so that
+    /// [`RingInfo::from_header_words`] gives this description back.
+    pub fn encode_header(&self, out: &mut [u64]) -> Result<usize, RingError> {
+        let n = self.header_words;
+        let len = out.len();
+        let out = out
+            .get_mut(..n)
+            .ok_or(RingError::BufferTooShort { needed: n, len })?;
+        out.fill(0);
+        let mut fields = [Field::new("", FieldKind::U64); MAX_FIELDS];
+        for (d, f) in fields.iter_mut().zip(self.fields()) {
+            *d = Field::new(f.name, f.kind);
+        }
+        let schema = Schema::new(
+            self.frame_name(),
+            fields.get(..self.field_count).unwrap_or(&[]),
+        );
+        let mut set = |i: usize, v: u64| {
+            if let Some(o) = out.get_mut(i) {
+                *o = v;
+            }
+        };
+        write_header(
+            &mut set,
+            &schema,
+            self.slot_count,
+            self.writer,
+            self.clock,
+            &self.counters,
+        );
+        set(w::MAGIC, MAGIC);
+        Ok(n)
     }
 
     /// Header words (slots start here).
@@ -807,23 +1150,50 @@ impl RingInfo {
 
     /// The counters that counter fields' slots hold, in slot order.
     pub fn counters(&self) -> impl ExactSizeIterator<Item = CounterInfo<'_>> + '_ {
-        self.counters
-            .iter()
-            .take(self.counter_count)
-            .map(|c| CounterInfo {
-                name: c.name.as_str(),
-                status: c.status,
-            })
+        self.counters.iter()
+    }
+
+    /// The counter table.
+    pub fn counter_table(&self) -> &CounterTable {
+        &self.counters
+    }
+
+    /// The counter table's epoch: 0 for the table the writer started with, 2 more for each
+    /// replacement (counters chosen at attach time).
+    pub fn counters_epoch(&self) -> u64 {
+        self.counters_epoch
+    }
+
+    /// The first frame number the counter table describes (frames before it were written
+    /// with an earlier table).
+    pub fn counters_since(&self) -> u64 {
+        self.counters_since
+    }
+
+    /// Replaces the counter table (a capture file's table change): `table` must have as many
+    /// slots as the header describes.
+    pub fn set_counter_table(
+        &mut self,
+        table: CounterTable,
+        epoch: u64,
+        since: u64,
+    ) -> Result<(), RingError> {
+        if table.len() != self.counters.len() {
+            return Err(RingError::BadHeader {
+                field: "counter count",
+                value: table.len() as u64,
+            });
+        }
+        self.counters = table;
+        self.counters_epoch = epoch;
+        self.counters_since = since;
+        Ok(())
     }
 
     /// What the header says about counter slot `slot`: `None` when it describes no counter
     /// there (the values are whatever the writer put in).
     pub fn counter_status(&self, slot: usize) -> Option<CounterStatus> {
-        if slot < self.counter_count {
-            self.counters.get(slot).map(|c| c.status)
-        } else {
-            None
-        }
+        self.counters.iter().nth(slot).map(|c| c.status)
     }
 
     /// Whether counter slot `slot` has values the header vouches for: it names the counter
@@ -843,6 +1213,55 @@ impl RingInfo {
     }
 }
 
+fn check_magic(magic: u64) -> Result<(), RingError> {
+    if magic == MAGIC {
+        return Ok(());
+    }
+    Err(match magic {
+        0 => RingError::Uninitialized,
+        m if m.swap_bytes() == MAGIC => RingError::WrongEndianness,
+        m => RingError::BadMagic(m),
+    })
+}
+
+/// Writes every header word but the magic, `head`, `attached` and the request area: the
+/// geometry, identity, clock, counter table and schema.
+fn write_header(
+    set: &mut dyn FnMut(usize, u64),
+    schema: &Schema<'_>,
+    slots: u64,
+    writer: WriterId,
+    clock: ClockInfo,
+    counters: &CounterTable,
+) {
+    let header = header_words(schema.fields.len(), counters.len());
+    let slot_words = 1 + schema.payload_words();
+    set(w::VERSION, VERSION);
+    set(w::HEADER_WORDS, header as u64);
+    set(w::SLOT_WORDS, slot_words as u64);
+    set(w::SLOT_COUNT, slots);
+    set(w::WRITER_A, writer.0);
+    set(w::WRITER_B, writer.1);
+    set(w::CLOCK_KIND, clock.kind.code());
+    set(w::CLOCK_HZ, clock.hz);
+    set(w::CLOCK_REF_TICKS, clock.ref_ticks);
+    set(w::CLOCK_REF_NS, clock.ref_ns);
+    set(w::FIELD_COUNT, schema.fields.len() as u64);
+    set(w::COUNTER_COUNT, counters.len() as u64);
+    encode_name(set, w::FRAME_NAME, schema.name, 4);
+    counters.write(set, w::TABLES);
+    let mut offset = 0u64;
+    for (i, f) in schema.fields.iter().enumerate() {
+        let at = w::TABLES + w::ENTRY * (counters.len() + i);
+        encode_name(set, at, f.name, 3);
+        let words = f.kind.words() as u64;
+        let meta =
+            u64::from(f.kind.tag()) | u64::from(f.kind.param()) << 8 | words << 16 | offset << 32;
+        set(at + 3, meta);
+        offset += words;
+    }
+}
+
 impl fmt::Display for RingInfo {
     /// `frame Name { a: u64, t: interval time } × 1024 slots, counters: cycles, instructions`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -852,12 +1271,13 @@ impl fmt::Display for RingInfo {
             write!(f, "{sep}{}: {}", field.name, field.kind)?;
         }
         write!(f, " }} × {} slots", self.slot_count)?;
-        if self.counter_count > 0 {
+        if !self.counters.is_empty() {
             f.write_str(", counters:")?;
             for c in self.counters() {
                 match c.status {
                     CounterStatus::Measured => write!(f, " {}", c.name)?,
                     CounterStatus::Unavailable => write!(f, " {} (unavailable)", c.name)?,
+                    CounterStatus::Unused => f.write_str(" (unused)")?,
                 }
             }
         }
@@ -885,6 +1305,12 @@ pub struct RingWriter<'a> {
     mask: u64,
     next: u64,
     region: &'a [AtomicU64],
+    /// The request sequence word (readers write it).
+    request: &'a AtomicU64,
+    /// The last request sequence this writer took.
+    taken: u64,
+    /// Counter slots the header describes.
+    counter_slots: usize,
 }
 
 impl fmt::Debug for RingWriter<'_> {
@@ -935,12 +1361,7 @@ impl<'a> RingWriter<'a> {
         options: &RingOptions<'_>,
     ) -> Result<Self, RingError> {
         schema.check()?;
-        if options.counters.len() > MAX_COUNTERS {
-            return Err(SchemaError::TooManyCounters(options.counters.len()).into());
-        }
-        for c in options.counters {
-            check_counter_name(c.name)?;
-        }
+        let counters = CounterTable::new(options.counters)?;
         let slots = options.slots;
         if !slots.is_power_of_two() || slots < MIN_SLOTS {
             return Err(RingError::BadSlotCount(u64::from(slots)));
@@ -954,7 +1375,7 @@ impl<'a> RingWriter<'a> {
         }
         let header = header_words(schema.fields.len(), options.counters.len());
         let slot_words = 1 + schema.payload_words();
-        let set = |i: usize, v: u64| {
+        let mut set = |i: usize, v: u64| {
             if let Some(cell) = region.get(i) {
                 cell.store(v, Ordering::Relaxed);
             }
@@ -967,36 +1388,14 @@ impl<'a> RingWriter<'a> {
         for i in 1..header {
             set(i, 0);
         }
-        set(w::VERSION, VERSION);
-        set(w::HEADER_WORDS, header as u64);
-        set(w::SLOT_WORDS, slot_words as u64);
-        set(w::SLOT_COUNT, u64::from(slots));
-        set(w::WRITER_A, options.writer.0);
-        set(w::WRITER_B, options.writer.1);
-        set(w::CLOCK_KIND, options.clock.kind.code());
-        set(w::CLOCK_HZ, options.clock.hz);
-        set(w::CLOCK_REF_TICKS, options.clock.ref_ticks);
-        set(w::CLOCK_REF_NS, options.clock.ref_ns);
-        set(w::FIELD_COUNT, schema.fields.len() as u64);
-        set(w::COUNTER_COUNT, options.counters.len() as u64);
-        store_name(region, w::FRAME_NAME, schema.name, 4);
-        for (i, c) in options.counters.iter().enumerate() {
-            let at = w::TABLES + w::ENTRY * i;
-            store_name(region, at, c.name, 3);
-            set(at + 3, c.status.code());
-        }
-        let mut offset = 0u64;
-        for (i, f) in schema.fields.iter().enumerate() {
-            let at = w::TABLES + w::ENTRY * (options.counters.len() + i);
-            store_name(region, at, f.name, 3);
-            let words = f.kind.words() as u64;
-            let meta = u64::from(f.kind.tag())
-                | u64::from(f.kind.param()) << 8
-                | words << 16
-                | offset << 32;
-            set(at + 3, meta);
-            offset += words;
-        }
+        write_header(
+            &mut set,
+            schema,
+            u64::from(slots),
+            options.writer,
+            options.clock,
+            &counters,
+        );
         let slots_region = region.get(header..needed).unwrap_or(&[]);
         for seq in slots_region.iter().step_by(slot_words) {
             seq.store(0, Ordering::Relaxed);
@@ -1011,6 +1410,9 @@ impl<'a> RingWriter<'a> {
             mask: u64::from(slots) - 1,
             next: 0,
             region: region.get(..needed).unwrap_or(region),
+            request: word(region, w::REQUEST_SEQ)?,
+            taken: 0,
+            counter_slots: counters.len(),
         })
     }
 
@@ -1112,7 +1514,103 @@ impl<'a> RingWriter<'a> {
     pub fn disable(&mut self) {
         self.attached = &DETACHED;
         self.head = &DETACHED;
+        self.request = &DETACHED;
+        self.taken = 0;
         self.slots = &[];
+    }
+
+    /// Whether a reader has asked for other counters since the last
+    /// [`RingWriter::take_counter_request`]: one relaxed load of a word only readers write.
+    /// Check it where changing counters is safe (between spans, say).
+    #[inline(always)]
+    pub fn has_counter_request(&self) -> bool {
+        self.request.load(Ordering::Relaxed) != self.taken
+    }
+
+    /// Takes the pending counter request: its text (counter names, comma-separated, as the
+    /// reader wrote it; at most [`REQUEST_BYTES`]) copied into `buf`, and its sequence number
+    /// for [`RingWriter::ack_counter_request`]. `None` when there is none, or when a reader is
+    /// writing one right now (ask again later). A request is taken once.
+    pub fn take_counter_request<'b>(
+        &mut self,
+        buf: &'b mut [u8; REQUEST_BYTES],
+    ) -> Option<CounterRequest<'b>> {
+        if self.is_disabled() {
+            return None;
+        }
+        let seq = self.request.load(Ordering::Acquire);
+        if seq == self.taken || seq & 1 == 1 {
+            return None;
+        }
+        let len = self
+            .region
+            .get(w::REQUEST_LEN)
+            .map_or(0, |l| l.load(Ordering::Relaxed));
+        let len = usize::try_from(len).unwrap_or(0).min(REQUEST_BYTES);
+        for (chunk, cell) in buf
+            .chunks_mut(8)
+            .zip(self.region.iter().skip(w::REQUEST_TEXT))
+        {
+            chunk.copy_from_slice(&cell.load(Ordering::Relaxed).to_le_bytes());
+        }
+        fence(Ordering::Acquire);
+        if self.request.load(Ordering::Relaxed) != seq {
+            return None;
+        }
+        self.taken = seq;
+        let text = utf8_prefix(buf.get(..len).unwrap_or(&[]));
+        Some(CounterRequest { seq, text })
+    }
+
+    /// Tells readers that request `seq` is done: its outcome is the counter table now in the
+    /// header ([`RingWriter::set_counters`]).
+    pub fn ack_counter_request(&mut self, seq: u64) {
+        if let Some(ack) = self.region.get(w::REQUEST_ACK) {
+            if !self.is_disabled() {
+                ack.store(seq, Ordering::Release);
+            }
+        }
+    }
+
+    /// Counter slots the header describes (the most counters [`RingWriter::set_counters`]
+    /// takes).
+    pub fn counter_slots(&self) -> usize {
+        self.counter_slots
+    }
+
+    /// Replaces the header's counter table (counters chosen at attach time): frames from the
+    /// next one on hold `counters` in their counter slots; slots past `counters.len()` become
+    /// unused. Readers switch tables at the right frame (see [`RingReader`]).
+    ///
+    /// The table is rewritten under a seqlock (its epoch word odd meanwhile), with the first
+    /// frame it describes; a reader that finds more than one change since it last looked
+    /// marks the frames in between as not attributable rather than guessing.
+    pub fn set_counters(&mut self, counters: &[CounterInfo<'_>]) -> Result<(), RingError> {
+        if counters.len() > self.counter_slots {
+            return Err(RingError::BadHeader {
+                field: "counter count",
+                value: counters.len() as u64,
+            });
+        }
+        let mut table = CounterTable::new(counters)?;
+        table.len = self.counter_slots;
+        if self.is_disabled() {
+            return Ok(());
+        }
+        let epoch = word(self.region, w::COUNTERS_EPOCH)?;
+        let e = epoch.load(Ordering::Relaxed);
+        epoch.store(e.wrapping_add(1), Ordering::Relaxed);
+        fence(Ordering::Release);
+        let region = self.region;
+        let mut set = |i: usize, v: u64| {
+            if let Some(cell) = region.get(i) {
+                cell.store(v, Ordering::Relaxed);
+            }
+        };
+        table.write(&mut set, w::TABLES);
+        set(w::COUNTERS_SINCE, self.next);
+        epoch.store(e.wrapping_add(2), Ordering::Release);
+        Ok(())
     }
 
     /// Whether [`RingWriter::disable`] was called.
@@ -1215,11 +1713,38 @@ pub struct Drained {
     pub lost: u64,
 }
 
+/// Spins before a reader takes over a counter request another reader left half-written
+/// (fewer under miri, which interprets every spin).
+const TAKEOVER_SPINS: u32 = if cfg!(miri) { 1 << 6 } else { 1 << 20 };
+
+/// How many counter-table changes a reader queues ahead of the frames it has delivered.
+const TABLE_QUEUE: usize = 4;
+
+/// A counter table waiting for its first frame.
+#[derive(Clone, Copy, Debug)]
+struct TableSwitch {
+    since: u64,
+    table: CounterTable,
+    /// The table's epoch; odd for a stretch whose counters are not known.
+    epoch: u64,
+}
+
 /// The reading end of a ring: copies frames out, validates them, counts lost frames.
 ///
 /// Frame numbers start at 0 with the writer's first frame. An attached reader starts at the
 /// `head` it found when it attached; [`RingReader::accepted`] plus [`RingReader::lost`] is
 /// always the number of frames it has passed since [`RingReader::start`].
+///
+/// # Counter tables
+///
+/// A writer may replace its counter table ([`RingWriter::set_counters`], after a reader's
+/// [`RingReader::request_counters`]). The reader checks the table's epoch each time it
+/// looks at `head` and queues the new table with the first frame it describes, so
+/// [`RingReader::info`] (and every [`DynamicFrame`] delivered) always describes the frame at
+/// hand. If the table changed more than once between two looks, the frames between the
+/// last frame known under the old table and the first under the newest one cannot be
+/// attributed: they are delivered with every counter slot unused (an odd
+/// [`RingInfo::counters_epoch`]) and counted in [`RingReader::unattributed`].
 pub struct RingReader<'a> {
     region: &'a [AtomicU64],
     slots: &'a [AtomicU64],
@@ -1234,6 +1759,13 @@ pub struct RingReader<'a> {
     /// The addresses and lengths of the name and fields of the last schema
     /// `next_frame::<F>` matched (a schema with the same ones has the same contents).
     matched: Option<(usize, usize, usize, usize)>,
+    /// Counter tables to switch to, oldest first.
+    switches: [Option<TableSwitch>; TABLE_QUEUE],
+    /// The epoch of the newest table known (queued or in `info`).
+    epoch_seen: u64,
+    /// Frames below this number are known to be under the newest known table or earlier.
+    known_below: u64,
+    unattributed: u64,
 }
 
 impl fmt::Debug for RingReader<'_> {
@@ -1270,11 +1802,10 @@ impl<'a> RingReader<'a> {
         let slots = region.get(header..info.region_words()).unwrap_or(&[]);
         let head = word(region, w::HEAD)?.load(Ordering::Acquire);
         let start = head.saturating_sub(info.slot_count());
-        Ok(Self {
+        let mut r = Self {
             region,
             slots,
             mask: info.slot_count() - 1,
-            info,
             start,
             next: start,
             head_seen: head,
@@ -1282,7 +1813,26 @@ impl<'a> RingReader<'a> {
             lost: 0,
             attached: false,
             matched: None,
-        })
+            switches: [None; TABLE_QUEUE],
+            epoch_seen: info.counters_epoch(),
+            known_below: info.counters_since(),
+            unattributed: 0,
+            info,
+        };
+        // Frames written before the current table (still in the ring) used an earlier one,
+        // which the header no longer holds.
+        if start < r.info.counters_since() {
+            r.push_switch(TableSwitch {
+                since: r.info.counters_since(),
+                table: r.info.counters,
+                epoch: r.info.counters_epoch(),
+            });
+            let unknown = CounterTable::unused(r.info.counters.len());
+            let epoch = r.info.counters_epoch().wrapping_sub(1);
+            let since = r.info.counters_since();
+            let _ = r.info.set_counter_table(unknown, epoch, since);
+        }
+        Ok(r)
     }
 
     /// [`RingReader::attach`] over a raw region.
@@ -1374,6 +1924,12 @@ impl<'a> RingReader<'a> {
         self.lost
     }
 
+    /// Frames delivered with counters that could not be attributed (the counter table
+    /// changed more than once between two looks at the header).
+    pub fn unattributed(&self) -> u64 {
+        self.unattributed
+    }
+
     fn refresh_head(&mut self) -> Result<(), RingError> {
         let head = word(self.region, w::HEAD)?.load(Ordering::Acquire);
         if head < self.head_seen {
@@ -1383,7 +1939,176 @@ impl<'a> RingReader<'a> {
             });
         }
         self.head_seen = head;
+        self.check_counters(head)
+    }
+
+    /// Looks at the counter table's epoch after reading `head` (Acquire): if it did not
+    /// change, every frame below `head` was written under the newest known table (the writer
+    /// changes the table before the frames it describes, and publishes those with `head`).
+    fn check_counters(&mut self, head: u64) -> Result<(), RingError> {
+        let epoch = word(self.region, w::COUNTERS_EPOCH)?.load(Ordering::Relaxed);
+        if epoch == self.epoch_seen {
+            self.known_below = self.known_below.max(head);
+            return Ok(());
+        }
+        let Some((table, since, epoch)) = self.read_counter_table()? else {
+            return Ok(()); // being rewritten: look again next time
+        };
+        if epoch == self.epoch_seen {
+            return Ok(());
+        }
+        if epoch != self.epoch_seen.wrapping_add(2) {
+            // Changes were missed: from the last frame known until this table, unknown.
+            self.push_switch(TableSwitch {
+                since: self.known_below.min(since),
+                table: CounterTable::unused(table.len()),
+                epoch: epoch.wrapping_sub(1),
+            });
+        }
+        self.push_switch(TableSwitch {
+            since,
+            table,
+            epoch,
+        });
+        self.epoch_seen = epoch;
+        self.known_below = head.max(since);
         Ok(())
+    }
+
+    /// Reads the counter table and its first frame under the table's seqlock; `None` if the
+    /// writer kept rewriting it.
+    fn read_counter_table(&self) -> Result<Option<(CounterTable, u64, u64)>, RingError> {
+        let epoch_word = word(self.region, w::COUNTERS_EPOCH)?;
+        for _ in 0..64 {
+            let epoch = epoch_word.load(Ordering::Acquire);
+            if epoch & 1 == 0 {
+                let table = CounterTable::read(self.region, w::TABLES, self.info.counters.len());
+                let since = load(self.region, w::COUNTERS_SINCE);
+                fence(Ordering::Acquire);
+                if epoch_word.load(Ordering::Relaxed) == epoch {
+                    return Ok(Some((table?, since?, epoch)));
+                }
+            }
+            core::hint::spin_loop();
+        }
+        Ok(None)
+    }
+
+    fn push_switch(&mut self, switch: TableSwitch) {
+        if let Some(free) = self.switches.iter_mut().find(|s| s.is_none()) {
+            *free = Some(switch);
+            return;
+        }
+        // Full (the table changed faster than frames were read): everything queued is
+        // unknown, then the new table.
+        let first = self.switches[0].map_or(switch.since, |s| s.since);
+        self.switches = [None; TABLE_QUEUE];
+        self.switches[0] = Some(TableSwitch {
+            since: first,
+            table: CounterTable::unused(switch.table.len()),
+            epoch: switch.epoch.wrapping_sub(1),
+        });
+        self.switches[1] = Some(switch);
+    }
+
+    /// Switches `info` to the tables whose first frame is at or before frame `j`.
+    #[inline]
+    fn apply_switches(&mut self, j: u64) {
+        while let Some(s) = self.switches[0] {
+            if j < s.since {
+                break;
+            }
+            let _ = self.info.set_counter_table(s.table, s.epoch, s.since);
+            self.switches.rotate_left(1);
+            self.switches[TABLE_QUEUE - 1] = None;
+        }
+    }
+
+    /// Asks the writer to count `counters` (by convention comma-separated counter names,
+    /// as the writer's counter configuration takes them; at most [`REQUEST_BYTES`] bytes)
+    /// and returns the request's sequence number for [`RingReader::request_status`].
+    ///
+    /// The request goes into the header's request area under a seqlock that readers take
+    /// with a compare-and-swap; a request left half-written by a reader that died is taken
+    /// over after a while. The writer applies the latest request when it chooses (spans: at
+    /// the next outermost span) and answers with a new counter table, which this reader
+    /// picks up like any table change.
+    pub fn request_counters(&self, counters: &str) -> Result<u64, RingError> {
+        if counters.len() > REQUEST_BYTES || counters.chars().any(char::is_control) {
+            return Err(RingError::BadRequest {
+                len: counters.len(),
+            });
+        }
+        let seq = word(self.region, w::REQUEST_SEQ)?;
+        let len = word(self.region, w::REQUEST_LEN)?;
+        let mut spins = 0u32;
+        let mine = loop {
+            let s = seq.load(Ordering::Relaxed);
+            // Even: free. Odd for too long: a reader died writing; take over (still odd).
+            let claim = if s & 1 == 0 {
+                s.wrapping_add(1)
+            } else if spins >= TAKEOVER_SPINS {
+                s.wrapping_add(2)
+            } else {
+                spins += 1;
+                core::hint::spin_loop();
+                continue;
+            };
+            if seq
+                .compare_exchange(s, claim, Ordering::Acquire, Ordering::Relaxed)
+                .is_ok()
+            {
+                break claim;
+            }
+        };
+        fence(Ordering::Release);
+        len.store(counters.len() as u64, Ordering::Relaxed);
+        let b = counters.as_bytes();
+        for (k, cell) in self
+            .region
+            .iter()
+            .skip(w::REQUEST_TEXT)
+            .take(REQUEST_BYTES / 8)
+            .enumerate()
+        {
+            let mut v = [0u8; 8];
+            for (j, d) in v.iter_mut().enumerate() {
+                *d = b.get(8 * k + j).copied().unwrap_or(0);
+            }
+            cell.store(u64::from_le_bytes(v), Ordering::Relaxed);
+        }
+        let done = mine.wrapping_add(1);
+        // A compare-and-swap, not a store: if another reader took over meanwhile, its
+        // request stands and this one is superseded.
+        let _ = seq.compare_exchange(mine, done, Ordering::Release, Ordering::Relaxed);
+        Ok(done)
+    }
+
+    /// Whether the writer has applied request `seq` ([`RingReader::request_counters`]).
+    pub fn request_status(&self, seq: u64) -> RequestStatus {
+        let ack = self
+            .region
+            .get(w::REQUEST_ACK)
+            .map_or(0, |a| a.load(Ordering::Acquire));
+        match (ack.wrapping_sub(seq) as i64).signum() {
+            0 => RequestStatus::Applied,
+            1 => RequestStatus::Superseded,
+            _ => RequestStatus::Pending,
+        }
+    }
+
+    /// The newest counter table the header holds (after looking at it again): what frames
+    /// from now on will be described by. [`RingReader::info`] describes the frames delivered
+    /// so far.
+    pub fn latest_counters(&mut self) -> Result<CounterTable, RingError> {
+        self.refresh_head()?;
+        Ok(self
+            .switches
+            .iter()
+            .rev()
+            .flatten()
+            .next()
+            .map_or(self.info.counters, |s| s.table))
     }
 
     /// Copies frame `j` into `buf`; whether the copy is frame `j`, whole.
@@ -1443,8 +2168,12 @@ impl<'a> RingReader<'a> {
             }
             let j = self.next;
             self.next = j + 1;
+            self.apply_switches(j);
             if self.read_slot(j, buf) {
                 self.accepted += 1;
+                if self.info.counters_epoch() & 1 == 1 {
+                    self.unattributed += 1;
+                }
                 return Ok(Some(j));
             }
             // Overwritten under us (or a corrupt sequence word): lost. The writer is lapping,

@@ -97,19 +97,23 @@
 //! without the CAS refinement and 2.7–2.9 ns with it, against 1.9 ns for an uncontended
 //! `fetch_add`.
 //!
-//! # Targets without compare-and-swap
+//! # Targets without 64-bit atomics or compare-and-swap
 //!
-//! The counter only uses `portable_atomic::AtomicU64`. On 32-bit targets (`thumbv7em`, and
-//! `thumbv6m-none-eabi` or `riscv32imc-unknown-none-elf`, which also lack CAS) the final binary
-//! must let `portable-atomic` provide 64-bit atomics: enable its `fallback` feature, and on
-//! targets without CAS also choose how atomics are made indivisible: its `critical-section`
-//! feature (with a `critical-section` implementation) or, on a single-core chip, its
-//! `unsafe-assume-single-core` feature (or the `portable_atomic_unsafe_assume_single_core`
-//! cfg). For example:
+//! A cell is one native atomic [`Word`]: 64 bits where the target has 64-bit atomics, 32 bits
+//! elsewhere (all 32-bit microcontrollers), never a lock-based emulation, so an interrupt
+//! handler may count into a cell that the code it interrupted is counting into. A 32-bit cell
+//! holds estimates up to `2^31 - 1` ([`ScalableCell::MAX`]) and saturates there;
+//! [`ScalableConfig::MAX_THRESHOLD`] is 30 there.
+//!
+//! On `thumbv6m-none-eabi` and `riscv32imc-unknown-none-elf`, which have no compare-and-swap,
+//! the writing methods need the firmware to choose how read-modify-writes become atomic:
+//! `--cfg portable_atomic_unsafe_assume_single_core` (single-core chips), or picollo-core's
+//! `critical-section` feature. Without it a call is a compile error naming both
+//! ([`crate::cell::RmwAtomic`]). For example:
 //!
 //! ```text
 //! RUSTFLAGS="--cfg portable_atomic_unsafe_assume_single_core" \
-//!     cargo build -p picollo-core --target thumbv6m-none-eabi --features portable-atomic/fallback
+//!     cargo build -p picollo-core --target thumbv6m-none-eabi
 //! ```
 //!
 //! On such a chip a CAS can only fail when an interrupt handler increments in between, which
@@ -121,8 +125,12 @@
 //! array of cells plus one [`ScalableConfig`] is what an approximate histogram needs.
 //! [`ScalableCounter`] bundles one cell with its configuration.
 
+// `Word` is `u64` on targets with 64-bit atomics and `u32` elsewhere: the casts between it
+// and `u64` are needed on 32-bit targets even where they are no-ops.
+#![allow(clippy::unnecessary_cast)]
+
+use crate::cell::{AtomicWord, Ordering, RmwAtomic, Word};
 use core::fmt;
-use portable_atomic::{AtomicU64, Ordering};
 
 /// A fast source of uniformly distributed random bits, one per thread.
 ///
@@ -163,6 +171,17 @@ pub trait RandomSource {
     fn next_u64(&mut self) -> u64 {
         let hi = u64::from(self.next_u32());
         (hi << 32) | u64::from(self.next_u32())
+    }
+}
+
+impl<R: RandomSource + ?Sized> RandomSource for &mut R {
+    #[inline]
+    fn next_u32(&mut self) -> u32 {
+        (**self).next_u32()
+    }
+    #[inline]
+    fn next_u64(&mut self) -> u64 {
+        (**self).next_u64()
     }
 }
 
@@ -289,7 +308,7 @@ pub struct ScalableConfig {
     /// The value below which increments are a plain `fetch_add(1)`: `2^threshold`, or `GUARD`
     /// when `max_shift == 0` (nothing is ever probabilistic). Precomputed: the hot path
     /// compares the counter word with it directly.
-    exact_limit: u64,
+    exact_limit: Word,
     /// Counts exactly below `2^threshold`. At most `MAX_THRESHOLD`.
     threshold: u8,
     /// The cap `c` on the shift `k`. At most `MAX_MAX_SHIFT`.
@@ -298,18 +317,23 @@ pub struct ScalableConfig {
     exact_while_uncontended: bool,
 }
 
+/// Bits of a cell: the native atomic width ([`Word`]), 64 or 32.
+const BITS: u32 = Word::BITS;
 /// The value bits of a cell.
-const VALUE_MASK: u64 = (1 << 63) - 1;
+const VALUE_MASK: Word = (1 << (BITS - 1)) - 1;
 /// The contended flag of a cell (set once an exact-mode CAS failed).
-const CONTENDED: u64 = 1 << 63;
+const CONTENDED: Word = 1 << (BITS - 1);
 /// `log2` of the value from which writes take the saturating CAS loop instead of `fetch_add`.
-const GUARD_LOG2: u32 = 62;
+const GUARD_LOG2: u32 = BITS - 2;
 /// Values at or above this take the saturating path.
-const GUARD: u64 = 1 << GUARD_LOG2;
-/// The largest delta the `fetch_add` fast path applies; larger ones take the saturating path.
-/// With values below `GUARD`, a carry into the flag bit would need about 2^22 writers racing
-/// with stale observations at once.
-const FAST_DELTA_MAX: u64 = 1 << 40;
+const GUARD: Word = 1 << GUARD_LOG2;
+/// `log2` of the largest delta the `fetch_add` fast path applies; larger ones take the
+/// saturating path. With values below `GUARD`, a carry into the flag bit would need about
+/// 2^22 writers (64-bit cells) or 2^10 nested writers (32-bit cells: thread mode plus
+/// interrupt priorities) racing with stale observations at once.
+const FAST_SHIFT_MAX: u32 = if BITS == 64 { 40 } else { 20 };
+/// The largest delta the `fetch_add` fast path applies.
+const FAST_DELTA_MAX: u64 = 1 << FAST_SHIFT_MAX;
 
 impl ScalableConfig {
     /// The seed's threshold: exact below `2^13 = 8192`.
@@ -407,7 +431,7 @@ impl ScalableConfig {
     /// 2 on the next octave, and so on up to the cap `c`.
     pub const fn shift_for(self, value: u64) -> u32 {
         // Below 2^t the bit length is at most t, so k = 0 there without a separate test.
-        let bit_length = 64 - (value & VALUE_MASK).leading_zeros();
+        let bit_length = 64 - (value & VALUE_MASK as u64).leading_zeros();
         let k = bit_length.saturating_sub(self.threshold as u32);
         if k > self.max_shift as u32 {
             self.max_shift as u32
@@ -434,7 +458,7 @@ impl ScalableConfig {
     /// assert!(sigma_rel > 0.006 && sigma_rel < 0.007);
     /// ```
     pub fn predicted_variance(self, n: u64) -> f64 {
-        let n = if n > VALUE_MASK { VALUE_MASK } else { n };
+        let n = n.min(VALUE_MASK as u64);
         let mut variance = 0.0;
         let mut octave = self.exact_limit.trailing_zeros();
         while octave < 63 {
@@ -455,9 +479,9 @@ impl ScalableConfig {
     /// [`ScalableConfig::shift_for`] for a word whose value is known to be at least
     /// `2^threshold` (so `bit_length - t >= 1`), without the saturating subtraction.
     #[inline]
-    const fn shift_above(self, word: u64) -> u32 {
-        // bit_length - t = (63 - lzcnt) + 1 - t.
-        let log2 = 63u32.wrapping_sub((word & VALUE_MASK).leading_zeros());
+    const fn shift_above(self, word: Word) -> u32 {
+        // bit_length - t = (BITS - 1 - lzcnt) + 1 - t.
+        let log2 = (BITS - 1).wrapping_sub((word & VALUE_MASK).leading_zeros());
         let k = log2.wrapping_add(1).wrapping_sub(self.threshold as u32);
         if k > self.max_shift as u32 {
             self.max_shift as u32
@@ -468,7 +492,7 @@ impl ScalableConfig {
 
     /// The value below which an increment is a plain `fetch_add(1)`.
     #[inline]
-    const fn exact_limit(self) -> u64 {
+    const fn exact_limit(self) -> Word {
         self.exact_limit
     }
 }
@@ -479,8 +503,8 @@ impl Default for ScalableConfig {
     }
 }
 
-/// The 8-byte state of one scalable counter, driven by a [`ScalableConfig`] passed to each
-/// call: the building block for arrays of counters that share one configuration (an
+/// The state of one scalable counter (one native atomic [`Word`]: 8 bytes, or 4 on targets
+/// without 64-bit atomics), driven by a [`ScalableConfig`] passed to each call: the building block for arrays of counters that share one configuration (an
 /// approximate histogram's buckets). [`ScalableCounter`] bundles a cell with its configuration.
 ///
 /// Use one configuration per cell consistently; mixing configurations on one cell keeps the
@@ -501,28 +525,32 @@ impl Default for ScalableConfig {
 #[repr(transparent)]
 #[derive(Default)]
 pub struct ScalableCell {
-    /// Bit 63: contended flag. Bits 0..63: the estimate.
-    word: AtomicU64,
+    /// The top bit: contended flag. The other bits: the estimate.
+    word: AtomicWord,
 }
 
 impl ScalableCell {
-    /// The largest estimate a cell holds: `2^63 - 1`. It saturates there instead of wrapping.
-    pub const MAX: u64 = VALUE_MASK;
+    /// The largest estimate a cell holds: `2^63 - 1` with 64-bit atomics, `2^31 - 1` on
+    /// targets without them (32-bit microcontrollers). It saturates there instead of wrapping.
+    pub const MAX: u64 = VALUE_MASK as u64;
 
     /// A zero cell, not contended.
     pub const fn new() -> Self {
         Self {
-            word: AtomicU64::new(0),
+            word: AtomicWord::new(0),
         }
     }
 
     /// Counts one event (see the [module documentation](self) for the rule).
     #[inline]
-    pub fn inc<R: RandomSource + ?Sized>(&self, config: ScalableConfig, rng: &mut R) {
+    pub fn inc<R: RandomSource + ?Sized>(&self, config: ScalableConfig, rng: &mut R)
+    where
+        for<'a> AtomicWord: RmwAtomic<Word>,
+    {
         let word = self.word.load(Ordering::Relaxed);
         if word < config.exact_limit() {
-            // Below the threshold, not contended (the flag is bit 63) and below GUARD.
-            self.word.fetch_add(1, Ordering::Relaxed);
+            // Below the threshold, not contended (the flag is the top bit) and below GUARD.
+            self.word.rmw_add(1, Ordering::Relaxed);
             return;
         }
         if word < CONTENDED && config.exact_while_uncontended {
@@ -537,10 +565,25 @@ impl ScalableCell {
                 rng.next_u32(),
             );
         }
-        // Here 2^t <= value < 2^62, so 1 <= k <= c.
+        // Here 2^t <= value < GUARD, so 1 <= k <= c.
         let k = config.shift_above(word);
         if rng.next_u32() >> (32 - k) == 0 {
-            self.word.fetch_add(1 << k, Ordering::Relaxed);
+            self.add_step(k);
+        }
+    }
+
+    /// Adds `2^k` to a cell last observed below `GUARD`: `fetch_add`, or the saturating loop
+    /// for steps too large for the fast path (only 32-bit cells with shifts above 20; the test
+    /// folds away on 64-bit cells, where `k <= 32`).
+    #[inline(always)]
+    fn add_step(&self, k: u32)
+    where
+        for<'a> AtomicWord: RmwAtomic<Word>,
+    {
+        if BITS == 64 || k <= FAST_SHIFT_MAX {
+            self.word.rmw_add((1 as Word) << k, Ordering::Relaxed);
+        } else {
+            self.add_saturating(1 << k);
         }
     }
 
@@ -549,17 +592,19 @@ impl ScalableCell {
     #[inline]
     fn inc_uncontended<R: RandomSource + ?Sized>(
         &self,
-        word: u64,
+        word: Word,
         config: ScalableConfig,
         rng: &mut R,
-    ) {
+    ) where
+        for<'a> AtomicWord: RmwAtomic<Word>,
+    {
         if word >= GUARD {
             // Exact, near saturation.
             return self.add_saturating(1);
         }
-        let Err(now) =
-            self.word
-                .compare_exchange(word, word + 1, Ordering::Relaxed, Ordering::Relaxed)
+        let Err(now) = self
+            .word
+            .rmw_cas(word, word + 1, Ordering::Relaxed, Ordering::Relaxed)
         else {
             return;
         };
@@ -567,7 +612,7 @@ impl ScalableCell {
         let value = now & VALUE_MASK;
         if value < config.exact_limit() {
             // A reset raced with this increment: below the threshold counts are exact.
-            self.word.fetch_add(1, Ordering::Relaxed);
+            self.word.rmw_add(1, Ordering::Relaxed);
         } else if value >= GUARD {
             self.inc_saturating(
                 config.threshold,
@@ -578,7 +623,7 @@ impl ScalableCell {
         } else {
             let k = config.shift_above(value);
             if rng.next_u32() >> (32 - k) == 0 {
-                self.word.fetch_add(1 << k, Ordering::Relaxed);
+                self.add_step(k);
             }
         }
     }
@@ -589,13 +634,16 @@ impl ScalableCell {
     /// that the hot loop does not spill it to the stack for this call.
     #[cold]
     #[inline(never)]
-    fn inc_saturating(&self, threshold: u8, max_shift: u8, exact: bool, random: u32) {
+    fn inc_saturating(&self, threshold: u8, max_shift: u8, exact: bool, random: u32)
+    where
+        for<'a> AtomicWord: RmwAtomic<Word>,
+    {
         let config = ScalableConfig::build(threshold as u32, max_shift as u32, exact);
         let word = self.word.load(Ordering::Relaxed);
         if word < CONTENDED && config.exact_while_uncontended {
             return self.add_saturating(1);
         }
-        let k = config.shift_for(word);
+        let k = config.shift_for(word as u64);
         if k == 0 || random >> (32 - k) == 0 {
             self.add_saturating(1 << k);
         }
@@ -605,7 +653,10 @@ impl ScalableCell {
     /// uncontended; otherwise `n` rounded down to a multiple of `2^k`, plus `2^k` with
     /// probability `(n mod 2^k) / 2^k`. At most one write.
     #[inline]
-    pub fn add<R: RandomSource + ?Sized>(&self, config: ScalableConfig, n: u64, rng: &mut R) {
+    pub fn add<R: RandomSource + ?Sized>(&self, config: ScalableConfig, n: u64, rng: &mut R)
+    where
+        for<'a> AtomicWord: RmwAtomic<Word>,
+    {
         if n == 0 {
             return;
         }
@@ -618,9 +669,10 @@ impl ScalableCell {
                 // Exact, but near saturation or huge: a saturating CAS loop.
                 return self.add_saturating(n);
             }
+            // `n <= FAST_DELTA_MAX` fits a word.
             match self
                 .word
-                .compare_exchange(word, word + n, Ordering::Relaxed, Ordering::Relaxed)
+                .rmw_cas(word, word + n as Word, Ordering::Relaxed, Ordering::Relaxed)
             {
                 Ok(_) => return,
                 Err(now) => {
@@ -629,7 +681,7 @@ impl ScalableCell {
                 }
             }
         }
-        let k = config.shift_for(word);
+        let k = config.shift_for(word as u64);
         let mask = (1u64 << k) - 1;
         let remainder = n & mask;
         let mut delta = n & !mask;
@@ -644,9 +696,13 @@ impl ScalableCell {
 
     /// Adds `delta` to a cell last observed as `word`.
     #[inline]
-    fn apply(&self, word: u64, delta: u64) {
+    fn apply(&self, word: Word, delta: u64)
+    where
+        for<'a> AtomicWord: RmwAtomic<Word>,
+    {
         if word & VALUE_MASK < GUARD && delta <= FAST_DELTA_MAX {
-            self.word.fetch_add(delta, Ordering::Relaxed);
+            // `delta <= FAST_DELTA_MAX` fits a word.
+            self.word.rmw_add(delta as Word, Ordering::Relaxed);
         } else {
             self.add_saturating(delta);
         }
@@ -654,26 +710,40 @@ impl ScalableCell {
 
     #[cold]
     #[inline(never)]
-    fn add_saturating(&self, delta: u64) {
-        let _ = self
-            .word
-            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |w| {
-                let value = (w & VALUE_MASK).saturating_add(delta);
-                Some((w & CONTENDED) | value.min(VALUE_MASK))
-            });
+    fn add_saturating(&self, delta: u64)
+    where
+        for<'a> AtomicWord: RmwAtomic<Word>,
+    {
+        let mut w = self.word.load(Ordering::Relaxed);
+        loop {
+            let value = ((w & VALUE_MASK) as u64)
+                .saturating_add(delta)
+                .min(VALUE_MASK as u64);
+            let new = (w & CONTENDED) | value as Word;
+            match self
+                .word
+                .rmw_cas_weak(w, new, Ordering::Relaxed, Ordering::Relaxed)
+            {
+                Ok(_) => return,
+                Err(now) => w = now,
+            }
+        }
     }
 
     #[cold]
     #[inline(never)]
-    fn mark_contended(&self) {
-        self.word.fetch_or(CONTENDED, Ordering::Relaxed);
+    fn mark_contended(&self)
+    where
+        for<'a> AtomicWord: RmwAtomic<Word>,
+    {
+        self.word.rmw_or(CONTENDED, Ordering::Relaxed);
     }
 
     /// The estimate: an unbiased estimate of the number of events counted since the last
     /// reset. One relaxed load.
     #[inline]
     pub fn get(&self) -> u64 {
-        self.word.load(Ordering::Relaxed) & VALUE_MASK
+        (self.word.load(Ordering::Relaxed) & VALUE_MASK) as u64
     }
 
     /// Whether an exact-while-uncontended CAS has failed since the last reset, so that
@@ -692,8 +762,11 @@ impl ScalableCell {
 
     /// Returns the estimate and resets the cell in one atomic swap, so no increment is lost
     /// between reading and resetting.
-    pub fn take(&self) -> u64 {
-        self.word.swap(0, Ordering::Relaxed) & VALUE_MASK
+    pub fn take(&self) -> u64
+    where
+        for<'a> AtomicWord: RmwAtomic<Word>,
+    {
+        (self.word.rmw_swap(0, Ordering::Relaxed) & VALUE_MASK) as u64
     }
 }
 
@@ -773,13 +846,19 @@ impl ScalableCounter {
     /// Counts one event. Most calls above the threshold only load the counter and draw from
     /// `rng`.
     #[inline]
-    pub fn inc<R: RandomSource + ?Sized>(&self, rng: &mut R) {
+    pub fn inc<R: RandomSource + ?Sized>(&self, rng: &mut R)
+    where
+        for<'a> AtomicWord: RmwAtomic<Word>,
+    {
         self.cell.inc(self.config, rng);
     }
 
     /// Counts `n` events at once, unbiased, with at most one write (see [`ScalableCell::add`]).
     #[inline]
-    pub fn add<R: RandomSource + ?Sized>(&self, n: u64, rng: &mut R) {
+    pub fn add<R: RandomSource + ?Sized>(&self, n: u64, rng: &mut R)
+    where
+        for<'a> AtomicWord: RmwAtomic<Word>,
+    {
         self.cell.add(self.config, n, rng);
     }
 
@@ -803,8 +882,36 @@ impl ScalableCounter {
     }
 
     /// Returns the estimate and resets the counter atomically.
-    pub fn take(&self) -> u64 {
+    pub fn take(&self) -> u64
+    where
+        for<'a> AtomicWord: RmwAtomic<Word>,
+    {
         self.cell.take()
+    }
+}
+
+#[cfg(feature = "defmt")]
+impl defmt::Format for ScalableCell {
+    fn format(&self, f: defmt::Formatter<'_>) {
+        defmt::write!(
+            f,
+            "ScalableCell {{ estimate: {=u64}, contended: {=bool} }}",
+            self.get(),
+            self.is_contended()
+        )
+    }
+}
+
+#[cfg(feature = "defmt")]
+impl defmt::Format for ScalableCounter {
+    fn format(&self, f: defmt::Formatter<'_>) {
+        defmt::write!(
+            f,
+            "ScalableCounter {{ estimate: {=u64}, contended: {=bool}, config: {} }}",
+            self.get(),
+            self.is_contended(),
+            self.config
+        )
     }
 }
 

@@ -480,6 +480,7 @@ mod cortex_m {
     /// let a = cycles.sample_first().unwrap();
     /// ```
     #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    #[cfg_attr(feature = "defmt", derive(defmt::Format))]
     pub struct DwtCycCnt {
         _private: (),
     }
@@ -582,6 +583,7 @@ mod riscv {
     /// cores; on the in-order cores of microcontrollers this does not matter. The compiler does
     /// not move memory accesses across a read.
     #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+    #[cfg_attr(feature = "defmt", derive(defmt::Format))]
     pub struct RdCycle {
         _private: (),
     }

@@ -1,17 +1,21 @@
 //! Counter types and the storage a histogram keeps its buckets in.
 
-/// Sealing: only `u32` and `u64` are counters.
+/// Sealing: only `u16`, `u32` and `u64` are counters.
 mod sealed {
     pub trait Sealed {}
+    impl Sealed for u16 {}
     impl Sealed for u32 {}
     impl Sealed for u64 {}
 }
 
-/// A bucket counter: `u32` or `u64` (sealed).
+/// A bucket counter: `u16`, `u32` or `u64` (sealed).
 ///
-/// Overflow rule, chosen once for both widths: **counters saturate** at [`Counter::MAX`].
-/// A `u32` bucket that would pass `u32::MAX` stays at `u32::MAX` (wrapping would silently turn
-/// a hot bucket into a nearly empty one, which corrupts every percentile).
+/// `u16` is HdrHistogram's `ShortHistogram`: a quarter of the memory of `u64`, for
+/// memory-tight firmware where no bucket sees more than 65,535 values between reads.
+///
+/// Overflow rule, chosen once for every width: **counters saturate** at [`Counter::MAX`].
+/// A `u16` or `u32` bucket that would pass its maximum stays there (wrapping would silently
+/// turn a hot bucket into a nearly empty one, which corrupts every percentile).
 ///
 /// A `u64` bucket saturates at `2^63 - 1` in bulk adds ([`Counter::add`], `record_n`, adding
 /// histograms), and its single-step [`Counter::increment`] is a plain add without a check: from
@@ -30,22 +34,30 @@ pub trait Counter: sealed::Sealed + Copy + Default + Eq + core::fmt::Debug + 'st
     fn get(self) -> u64;
 }
 
-impl Counter for u32 {
-    const ZERO: Self = 0;
-    const MAX: u64 = u32::MAX as u64;
-    #[inline(always)]
-    fn increment(&mut self) {
-        *self = self.saturating_add(1);
-    }
-    #[inline]
-    fn add(&mut self, n: u64) {
-        *self = (*self as u64).saturating_add(n).min(u32::MAX as u64) as u32;
-    }
-    #[inline(always)]
-    fn get(self) -> u64 {
-        self as u64
-    }
+/// `u16` and `u32`: saturate at the type's maximum.
+macro_rules! narrow_counter {
+    ($t:ty) => {
+        impl Counter for $t {
+            const ZERO: Self = 0;
+            const MAX: u64 = <$t>::MAX as u64;
+            #[inline(always)]
+            fn increment(&mut self) {
+                *self = self.saturating_add(1);
+            }
+            #[inline]
+            fn add(&mut self, n: u64) {
+                *self = (*self as u64).saturating_add(n).min(<$t>::MAX as u64) as $t;
+            }
+            #[inline(always)]
+            fn get(self) -> u64 {
+                self as u64
+            }
+        }
+    };
 }
+
+narrow_counter!(u16);
+narrow_counter!(u32);
 
 impl Counter for u64 {
     const ZERO: Self = 0;

@@ -167,3 +167,82 @@ pub const fn storage_len(layout: Layout, min: u64, max: u64) -> usize {
         Err(_) => 1,
     }
 }
+
+/// Where a histogram gets its window: a runtime [`Window`] field, or a zero-sized
+/// [`ConstWindow`] whose min and max trackable values are compile-time constants. Mirrors
+/// [`crate::LayoutSpec`].
+///
+/// A constant window, with a [`crate::ConstLayout`], makes a histogram's header all zeros, so
+/// a `static` histogram lands in `.bss` and costs no flash (see [`crate::Histogram::empty`]).
+pub trait WindowSpec: Copy {
+    /// The window under `layout`.
+    fn window(&self, layout: Layout) -> Window;
+}
+
+impl WindowSpec for Window {
+    #[inline(always)]
+    fn window(&self, _layout: Layout) -> Window {
+        *self
+    }
+}
+
+/// A window fixed at compile time: the buckets covering `[MIN, MAX]`. Zero-sized.
+///
+/// Build it with [`ConstWindow::new`] (or `Default`), which rejects `MIN > MAX` at compile
+/// time.
+///
+/// ```
+/// use picollo_core::{ConstLayout, ConstWindow, Layout, WindowSpec};
+/// const W: ConstWindow<1, 1_000_000> = ConstWindow::new();
+/// let w = W.window(ConstLayout::<9>::LAYOUT);
+/// assert_eq!(w.len(), picollo_core::storage_len(Layout::DEFAULT, 1, 1_000_000));
+/// assert_eq!(core::mem::size_of::<ConstWindow<1, 1_000_000>>(), 0);
+/// ```
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct ConstWindow<const MIN: u64, const MAX: u64> {
+    _checked: (),
+}
+
+impl<const MIN: u64, const MAX: u64> ConstWindow<MIN, MAX> {
+    /// The window; `MIN > MAX` fails to compile.
+    pub const fn new() -> Self {
+        const { assert!(MIN <= MAX, "ConstWindow: MIN is above MAX") };
+        ConstWindow { _checked: () }
+    }
+
+    /// The window under `layout`.
+    #[inline(always)]
+    pub const fn get(layout: Layout) -> Window {
+        match Window::new(layout, MIN, MAX) {
+            Ok(w) => w,
+            // Unreachable: `new` checked MIN <= MAX at compile time.
+            Err(_) => Window::from_indices(layout, layout.index_of(MIN), 1),
+        }
+    }
+}
+
+impl<const MIN: u64, const MAX: u64> Default for ConstWindow<MIN, MAX> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<const MIN: u64, const MAX: u64> WindowSpec for ConstWindow<MIN, MAX> {
+    #[inline(always)]
+    fn window(&self, layout: Layout) -> Window {
+        Self::get(layout)
+    }
+}
+
+impl<const MIN: u64, const MAX: u64> fmt::Debug for ConstWindow<MIN, MAX> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "ConstWindow<{MIN}, {MAX}>")
+    }
+}
+
+#[cfg(feature = "defmt")]
+impl<const MIN: u64, const MAX: u64> defmt::Format for ConstWindow<MIN, MAX> {
+    fn format(&self, f: defmt::Formatter<'_>) {
+        defmt::write!(f, "ConstWindow<{=u64}, {=u64}>", MIN, MAX)
+    }
+}

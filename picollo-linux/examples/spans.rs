@@ -1,6 +1,7 @@
-//! Spans with counters, end to end: one process instruments the phases of a workload,
-//! another attaches and shows the per-phase table (seed 004), or drains the rings to CSV
-//! (seed 002's `convert`).
+//! Spans with counters, end to end: one process instruments the phases of a workload (and
+//! reports a batch size with `counter!`), another attaches and shows the per-phase table
+//! (seed 004), or drains the rings to CSV (seed 002's `convert`). `picollo attach PID
+//! --spans -e page-faults` picks the counters while it runs.
 //!
 //! ```text
 //! # terminal 1: the workload (counters by name; unavailable ones are reported, not zeroed)
@@ -97,7 +98,10 @@ fn phases(deadline: Instant, seed: u64) {
         {
             let _s = picollo_linux::span!("sort");
             data.rotate_left(17);
-            data[..10_000].sort_unstable();
+            // A batch size that varies, reported as a counter event next to the spans.
+            let batch = 10_000 + (round % 7) as usize * 1_000;
+            data[..batch].sort_unstable();
+            picollo_linux::counter!("sort-batch", batch);
         }
         if round % 8 == 0 {
             let _s = picollo_linux::span!("alloc");

@@ -245,6 +245,10 @@ impl fmt::Display for RdpmcStatus {
             Self::DisabledInSysfs => {
                 f.write_str("disabled (sysfs rdpmc = 0; write 1 to enable it for perf tasks)")
             }
+            Self::NotAdvertised if cfg!(target_arch = "aarch64") => f.write_str(
+                "not advertised by the kernel (cap_user_rdpmc = 0; on arm64 set \
+                 sysctl kernel.perf_user_access=1)",
+            ),
             Self::NotAdvertised => f.write_str("not advertised by the kernel (cap_user_rdpmc = 0)"),
             Self::NoHardwarePmu => f.write_str("unavailable (no hardware PMU)"),
             Self::UnsupportedArch => f.write_str("unsupported on this architecture"),
@@ -414,6 +418,12 @@ fn probe_cycles(hybrid_type: Option<u32>) -> (PmuStatus, RdpmcStatus) {
     let config = EventConfig {
         type_: TYPE_HARDWARE,
         config: hybrid_type.map_or(0, |t| u64::from(t) << 32),
+        // On arm64 the page advertises user reads only for events that ask for them.
+        config1: if cfg!(target_arch = "aarch64") {
+            crate::session::ARM64_USER_READ
+        } else {
+            0
+        },
         ..EventConfig::default()
     };
     let mut attr = sys::attr(

@@ -11,9 +11,19 @@
 //!   session that reads the group with one `read()` or through the rdpmc fast path, scales
 //!   multiplexed counts and reports "not counted" instead of zeros. It is a
 //!   [`picollo_core::source::CounterSource`].
-//! - [`page`]: the mmap-page seqlock read and RDPMC, behind a trait so tests drive synthetic
-//!   pages.
+//! - [`page`]: the mmap-page seqlock read with RDPMC (x86_64) or MRS of the PMU registers
+//!   (arm64), behind a trait so tests drive synthetic pages.
 //! - [`error`]: one error type with the errno and what to do about it.
+//! - [`skip`]: how a hardware test that cannot run here says so (printed, and counted by CI).
+//!
+//! # Rings, spans, captures
+//!
+//! - [`shm`]: frame rings in POSIX shared memory, with the `flock` attach protocol.
+//! - [`span`](mod@span): spans with counters (`span!`) and user counter events (`counter!`) into each
+//!   thread's ring; counters chosen at start or at attach time; the consumer that turns the
+//!   frames into the per-phase and counter-event tables.
+//! - [`capture`]: capture files of drained frames (with each ring's schema, clock and
+//!   counter tables), read back with full validation for conversion anywhere.
 //!
 //! # What needs a hardware PMU
 //!
@@ -53,6 +63,7 @@
 compile_error!("picollo-linux supports Linux (and Android) only");
 
 pub mod caps;
+pub mod capture;
 pub mod count;
 pub mod error;
 pub mod event;
@@ -60,6 +71,7 @@ pub mod page;
 pub mod pmu;
 pub mod session;
 pub mod shm;
+pub mod skip;
 pub mod span;
 mod sys;
 

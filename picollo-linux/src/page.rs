@@ -12,6 +12,17 @@
 //!    `cap_user_time_short`);
 //! 4. otherwise fall back to `read()` ([`PageRead::Fallback`] says why).
 //!
+//! # x86_64 and arm64
+//!
+//! On x86_64 the counter is read with `RDPMC ecx = index - 1` and the time with `RDTSC`. On
+//! arm64 (Linux 5.17+, with `sysctl kernel.perf_user_access=1` and the event opened with
+//! `config1` bit 1, which [`crate::session`] sets there) the page's `index - 1` names a PMU
+//! register ([`Arm64Counter`]): 0 to 30 are `PMEVCNTR<n>_EL0`, 31 the cycle counter
+//! `PMCCNTR_EL0`, 32 the instruction counter `PMICNTR_EL0`; it is read with `MRS`, and
+//! the time comes from `CNTVCT_EL0`, the counter the kernel's `time_mult`/`time_shift`
+//! describe there. The arithmetic (offset plus the raw value sign-extended from
+//! `pmc_width`, 32 bits for a plain arm64 counter) is the same code on both.
+//!
 //! [`read_page`] takes the page as a pointer and the instructions through
 //! [`CounterInstructions`], so tests drive it with [`SyntheticPage`] and fake instructions.
 //! All page fields are read with atomic loads; the kernel's stores are outside the Rust
@@ -54,17 +65,90 @@ pub trait CounterInstructions {
     /// (SIGSEGV).
     unsafe fn rdpmc(&self, counter: u32) -> u64;
 
-    /// Reads the time-stamp counter.
+    /// Whether [`CounterInstructions::rdpmc`] can read counter `counter` at all (arm64 has
+    /// registers for 0 to 32 only); [`read_page`] falls back to `read()` otherwise.
+    fn can_read(&self, counter: u32) -> bool {
+        let _ = counter;
+        true
+    }
+
+    /// Reads the time-stamp counter (on arm64, the virtual counter `CNTVCT_EL0`).
     fn rdtsc(&self) -> u64;
 }
 
-/// The real RDPMC and RDTSC instructions (x86_64). On other architectures
-/// [`CounterInstructions::HAS_RDPMC`] is false and the fast path always falls back.
+/// The register an arm64 page's `index - 1` names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Arm64Counter {
+    /// `PMEVCNTR<n>_EL0`, a programmable event counter (`n` in 0..=30).
+    Event(u8),
+    /// `PMCCNTR_EL0`, the cycle counter (page index 32).
+    Cycle,
+    /// `PMICNTR_EL0`, the fixed instruction counter of FEAT_PMUv3_ICNTR (page index 33).
+    Instruction,
+}
+
+impl Arm64Counter {
+    /// The register for counter `counter` (the page's `index - 1`); `None` past 32.
+    pub const fn from_counter(counter: u32) -> Option<Self> {
+        match counter {
+            0..=30 => Some(Self::Event(counter as u8)),
+            31 => Some(Self::Cycle),
+            32 => Some(Self::Instruction),
+            _ => None,
+        }
+    }
+}
+
+/// Reads an arm64 system register by name (`MRS`).
+#[cfg(target_arch = "aarch64")]
+macro_rules! mrs {
+    ($reg:literal) => {{
+        let v: u64;
+        // SAFETY: reading a PMU or timer register at EL0; the caller of `rdpmc` guarantees
+        // user access is enabled for it (the page says so), and `CNTVCT_EL0` is always
+        // readable at EL0 on Linux. MRS has no memory effects; no `nomem`, so the read stays
+        // between the seqlock's loads.
+        unsafe {
+            core::arch::asm!(concat!("mrs {}, ", $reg), out(reg) v, options(nostack, preserves_flags));
+        }
+        v
+    }};
+}
+
+/// Reads `PMEVCNTR<n>_EL0` (the register number is part of the instruction).
+#[cfg(target_arch = "aarch64")]
+fn read_pmevcntr(n: u8) -> u64 {
+    macro_rules! arms {
+        ($($n:literal => $reg:literal),* $(,)?) => {
+            match n {
+                $($n => mrs!($reg),)*
+                _ => 0,
+            }
+        };
+    }
+    arms! {
+        0 => "pmevcntr0_el0", 1 => "pmevcntr1_el0", 2 => "pmevcntr2_el0",
+        3 => "pmevcntr3_el0", 4 => "pmevcntr4_el0", 5 => "pmevcntr5_el0",
+        6 => "pmevcntr6_el0", 7 => "pmevcntr7_el0", 8 => "pmevcntr8_el0",
+        9 => "pmevcntr9_el0", 10 => "pmevcntr10_el0", 11 => "pmevcntr11_el0",
+        12 => "pmevcntr12_el0", 13 => "pmevcntr13_el0", 14 => "pmevcntr14_el0",
+        15 => "pmevcntr15_el0", 16 => "pmevcntr16_el0", 17 => "pmevcntr17_el0",
+        18 => "pmevcntr18_el0", 19 => "pmevcntr19_el0", 20 => "pmevcntr20_el0",
+        21 => "pmevcntr21_el0", 22 => "pmevcntr22_el0", 23 => "pmevcntr23_el0",
+        24 => "pmevcntr24_el0", 25 => "pmevcntr25_el0", 26 => "pmevcntr26_el0",
+        27 => "pmevcntr27_el0", 28 => "pmevcntr28_el0", 29 => "pmevcntr29_el0",
+        30 => "pmevcntr30_el0",
+    }
+}
+
+/// The real counter instructions: `RDPMC` and `RDTSC` on x86_64, `MRS` of the PMU
+/// registers and `CNTVCT_EL0` on arm64. Elsewhere [`CounterInstructions::HAS_RDPMC`] is
+/// false and the fast path always falls back.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct NativeInstructions;
 
 impl CounterInstructions for NativeInstructions {
-    const HAS_RDPMC: bool = cfg!(target_arch = "x86_64");
+    const HAS_RDPMC: bool = cfg!(any(target_arch = "x86_64", target_arch = "aarch64"));
 
     #[inline]
     unsafe fn rdpmc(&self, counter: u32) -> u64 {
@@ -86,10 +170,30 @@ impl CounterInstructions for NativeInstructions {
             }
             (u64::from(hi) << 32) | u64::from(lo)
         }
-        #[cfg(not(target_arch = "x86_64"))]
+        #[cfg(target_arch = "aarch64")]
+        {
+            match Arm64Counter::from_counter(counter) {
+                Some(Arm64Counter::Event(n)) => read_pmevcntr(n),
+                Some(Arm64Counter::Cycle) => mrs!("pmccntr_el0"),
+                // PMICNTR_EL0 by its encoding (op0 3, op1 3, CRn 9, CRm 4, op2 0): older
+                // assemblers do not know the name.
+                Some(Arm64Counter::Instruction) => mrs!("s3_3_c9_c4_0"),
+                None => 0,
+            }
+        }
+        #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
         {
             let _ = counter;
             0
+        }
+    }
+
+    #[inline]
+    fn can_read(&self, counter: u32) -> bool {
+        if cfg!(target_arch = "aarch64") {
+            Arm64Counter::from_counter(counter).is_some()
+        } else {
+            true
         }
     }
 
@@ -112,7 +216,11 @@ impl CounterInstructions for NativeInstructions {
             }
             (u64::from(hi) << 32) | u64::from(lo)
         }
-        #[cfg(not(target_arch = "x86_64"))]
+        #[cfg(target_arch = "aarch64")]
+        {
+            mrs!("cntvct_el0")
+        }
+        #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
         {
             0
         }
@@ -145,6 +253,8 @@ pub enum Fallback {
     IndexZero,
     /// `pmc_width` is 0, so the hardware count cannot be sign-extended.
     ZeroWidth,
+    /// `index - 1` names no counter these instructions can read (arm64: past 32).
+    NoSuchCounter,
     /// `cap_user_time` is 0 (or `time_shift` is out of range), so the times cannot be
     /// extrapolated.
     NoUserTime,
@@ -299,6 +409,8 @@ pub unsafe fn read_page<I: CounterInstructions>(page: NonNull<MmapPage>, ins: &I
                 Err(Fallback::IndexZero)
             } else if width == 0 {
                 Err(Fallback::ZeroWidth)
+            } else if !ins.can_read(index - 1) {
+                Err(Fallback::NoSuchCounter)
             } else if caps & CAP_USER_TIME == 0 || conv.time_shift >= 64 {
                 Err(Fallback::NoUserTime)
             } else {
@@ -628,6 +740,117 @@ mod tests {
             let ins = Fake::new(7, 0);
             assert_eq!(read(&page, &ins), PageRead::Fallback(why));
             assert_eq!(ins.calls.get(), 0, "{why:?} must not execute rdpmc");
+        }
+    }
+
+    /// The arm64 register file: 31 event counters, the cycle and instruction counters, each
+    /// 32 bits wide unless opened as 64-bit, read through [`Arm64Counter`] as the native
+    /// arm64 instructions do.
+    struct Arm64Fake {
+        events: [u64; 31],
+        cycle: u64,
+        instruction: u64,
+        reads: Cell<Vec<Arm64Counter>>,
+    }
+
+    impl CounterInstructions for Arm64Fake {
+        const HAS_RDPMC: bool = true;
+        unsafe fn rdpmc(&self, counter: u32) -> u64 {
+            let r = Arm64Counter::from_counter(counter).expect("only readable counters");
+            let mut reads = self.reads.take();
+            reads.push(r);
+            self.reads.set(reads);
+            match r {
+                Arm64Counter::Event(n) => self.events[usize::from(n)],
+                Arm64Counter::Cycle => self.cycle,
+                Arm64Counter::Instruction => self.instruction,
+            }
+        }
+        fn can_read(&self, counter: u32) -> bool {
+            Arm64Counter::from_counter(counter).is_some()
+        }
+        fn rdtsc(&self) -> u64 {
+            0
+        }
+    }
+
+    #[test]
+    fn arm64_index_names_the_register() {
+        assert_eq!(Arm64Counter::from_counter(0), Some(Arm64Counter::Event(0)));
+        assert_eq!(
+            Arm64Counter::from_counter(30),
+            Some(Arm64Counter::Event(30))
+        );
+        assert_eq!(Arm64Counter::from_counter(31), Some(Arm64Counter::Cycle));
+        assert_eq!(
+            Arm64Counter::from_counter(32),
+            Some(Arm64Counter::Instruction)
+        );
+        assert_eq!(Arm64Counter::from_counter(33), None);
+        let mut events = [0u64; 31];
+        events[0] = 111;
+        events[5] = 0xFFFF_FFF0; // a 32-bit counter 16 below wrapping
+        let ins = Arm64Fake {
+            events,
+            cycle: 7_000,
+            instruction: 9_000,
+            reads: Cell::new(Vec::new()),
+        };
+        // (page index, pmc_width, offset) -> value and register read.
+        for (index, width, offset, value, reg) in [
+            (1u32, 32u16, 1000i64, 1111u64, Arm64Counter::Event(0)),
+            // Sign extension by pmc_width: a 32-bit counter's raw 0xFFFF_FFF0 is -16.
+            (6, 32, 1_000_000, 999_984, Arm64Counter::Event(5)),
+            // The same raw bits on a 64-bit counter (FEAT_PMUv3p5, config1 bit 0) count up.
+            (6, 64, 0, 0xFFFF_FFF0, Arm64Counter::Event(5)),
+            (32, 64, 5, 7_005, Arm64Counter::Cycle),
+            (33, 64, 0, 9_000, Arm64Counter::Instruction),
+        ] {
+            let page = SyntheticPage::with(&PageState {
+                index,
+                pmc_width: width,
+                offset,
+                ..base()
+            });
+            // SAFETY: a live synthetic page; the fake's rdpmc reads an array.
+            let c = counted(unsafe { read_page(page.as_ptr(), &ins) });
+            assert_eq!(c.value, value, "index {index}, width {width}");
+            assert_eq!(ins.reads.take(), [reg]);
+        }
+        // Index 34 names no register: read() instead, and no MRS was executed.
+        let page = SyntheticPage::with(&PageState {
+            index: 34,
+            ..base()
+        });
+        // SAFETY: as above.
+        let r = unsafe { read_page(page.as_ptr(), &ins) };
+        assert_eq!(r, PageRead::Fallback(Fallback::NoSuchCounter));
+        assert!(ins.reads.take().is_empty());
+        // perf_user_access = 0 (or the event opened without config1 bit 1): index 0.
+        let page = SyntheticPage::with(&PageState { index: 0, ..base() });
+        // SAFETY: as above.
+        let r = unsafe { read_page(page.as_ptr(), &ins) };
+        assert_eq!(r, PageRead::Fallback(Fallback::IndexZero));
+    }
+
+    #[test]
+    fn native_instructions_know_their_registers() {
+        let n = NativeInstructions;
+        assert!(n.can_read(32));
+        // Only arm64 has a fixed set of registers to name.
+        assert_eq!(n.can_read(33), !cfg!(target_arch = "aarch64"));
+        if cfg!(any(target_arch = "x86_64", target_arch = "aarch64")) && !cfg!(miri) {
+            // The clock of time extrapolation (TSC, or CNTVCT_EL0 on arm64) runs.
+            let t0 = n.rdtsc();
+            let mut t1 = t0;
+            for _ in 0..1_000_000 {
+                t1 = n.rdtsc();
+                if t1 > t0 {
+                    break;
+                }
+                core::hint::spin_loop();
+            }
+            assert!(t1 > t0, "{t0} {t1}");
         }
     }
 

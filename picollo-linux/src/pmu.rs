@@ -248,6 +248,14 @@ impl Sysfs {
         for t in ev.terms() {
             self.apply_term(ev, t.name(), t.value(), &mut words, true)?;
         }
+        if !crate::sys::HAS_CONFIG3 && words[3] != 0 {
+            return Err(PerfError::Pmu {
+                event: ev.to_string(),
+                reason: "it sets config3, which this build's perf_event_attr for this \
+                         architecture does not have"
+                    .to_owned(),
+            });
+        }
         Ok(EventConfig {
             type_,
             config: words[0],
@@ -490,7 +498,10 @@ mod tests {
         }
         let sysfs = Sysfs::system();
         let Some(type_) = sysfs.pmu_type("msr") else {
-            eprintln!("skip: no msr PMU in {SYSFS_EVENT_SOURCES}");
+            crate::skip::hardware(
+                "resolves_real_msr_pmu_when_present",
+                &format!("no msr PMU in {SYSFS_EVENT_SOURCES} (a VM without it)"),
+            );
             return;
         };
         let Event::Pmu(p) = "msr/tsc/".parse::<Event>().unwrap() else {

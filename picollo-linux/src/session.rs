@@ -379,7 +379,8 @@ impl CounterSessionBuilder {
         let mut dropped = Vec::new();
         for event in &self.events {
             let name = event.to_string();
-            match self.open_one(event, &name, counters.first().map(|c| &c.fd), pid, cpu) {
+            let leader = counters.first().map(|c| &c.fd);
+            match self.open_one(event, &name, leader, pid, cpu, fast_path) {
                 Ok((config, fd, id)) => {
                     let page = if fast_path {
                         Mapping::new(fd.as_fd()).ok()
@@ -435,8 +436,12 @@ impl CounterSessionBuilder {
         leader: Option<&OwnedFd>,
         pid: i32,
         cpu: i32,
+        user_read: bool,
     ) -> Result<(EventConfig, OwnedFd, u64), PerfError> {
-        let config = self.config_for(event)?;
+        let mut config = self.config_for(event)?;
+        if user_read {
+            config.config1 |= user_read_config1(event, cfg!(target_arch = "aarch64"));
+        }
         let is_leader = leader.is_none();
         let mut attr = sys::attr(
             &config,
@@ -457,6 +462,22 @@ impl CounterSessionBuilder {
             errno,
         })?;
         Ok((config, fd, id))
+    }
+}
+
+/// arm64's `config1` bit 1 (`rdpmc` in the PMU's `format/`): asks the kernel to let the
+/// thread read the counter from user space (it must also allow it:
+/// `sysctl kernel.perf_user_access=1`). Set for PMU events on arm64 when the fast path is
+/// wanted; x86 needs no bit, and software events have no counter to read.
+pub(crate) const ARM64_USER_READ: u64 = 1 << 1;
+
+/// The `config1` bits that ask for user-space reads of `event` (`aarch64`: the target is
+/// arm64): [`ARM64_USER_READ`] for PMU events on arm64, else none.
+pub(crate) fn user_read_config1(event: &Event, aarch64: bool) -> u64 {
+    if aarch64 && !matches!(event, Event::Software(_)) {
+        ARM64_USER_READ
+    } else {
+        0
     }
 }
 
@@ -751,6 +772,17 @@ impl CounterSource for CounterSession {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn arm64_events_ask_for_user_reads() {
+        let cycles: Event = "cycles".parse().unwrap();
+        let raw: Event = "r0011".parse().unwrap();
+        let faults: Event = "page-faults".parse().unwrap();
+        assert_eq!(user_read_config1(&cycles, true), 2);
+        assert_eq!(user_read_config1(&raw, true), 2);
+        assert_eq!(user_read_config1(&faults, true), 0, "software: no counter");
+        assert_eq!(user_read_config1(&cycles, false), 0, "x86 needs no bit");
+    }
 
     #[test]
     fn group_read_layout() {

@@ -79,8 +79,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, Once};
 
 use picollo_core::ring::{
-    AtomicU64 as RingWord, Drained, DynamicFrame, Frame, RingError, RingInfo, RingOptions,
-    RingReader, RingWriter, Schema, WriterId,
+    AtomicU64 as RingWord, CounterInfo, CounterRequest, CounterTable, Drained, DynamicFrame, Frame,
+    RequestStatus, RingError, RingInfo, RingOptions, RingReader, RingWriter, Schema, WriterId,
+    REQUEST_BYTES,
 };
 
 /// Where Linux keeps POSIX shared-memory segments.
@@ -562,6 +563,49 @@ impl ShmWriter {
         self.save_attached_with(|data| picollo_core::ring::store_payload(data, payload))
     }
 
+    /// Saves a frame if a reader is attached, with `fill` storing the payload into the slot's
+    /// words (see [`RingWriter::write_with`]: words it does not store keep the slot's old
+    /// values); returns whether it saved.
+    #[inline(always)]
+    pub fn save_with(&mut self, fill: impl FnOnce(&[RingWord])) -> bool {
+        if !self.ring.is_attached() {
+            return false;
+        }
+        self.save_attached_with(fill)
+    }
+
+    /// Whether a reader asked for other counters ([`ShmReader::request_counters`]): one
+    /// relaxed load.
+    #[inline(always)]
+    pub fn has_counter_request(&self) -> bool {
+        self.ring.has_counter_request()
+    }
+
+    /// Takes the pending counter request (see [`RingWriter::take_counter_request`]).
+    pub fn take_counter_request<'b>(
+        &mut self,
+        buf: &'b mut [u8; REQUEST_BYTES],
+    ) -> Option<CounterRequest<'b>> {
+        self.ring.take_counter_request(buf)
+    }
+
+    /// Acknowledges counter request `seq` (see [`RingWriter::ack_counter_request`]).
+    pub fn ack_counter_request(&mut self, seq: u64) {
+        self.ring.ack_counter_request(seq);
+    }
+
+    /// Replaces the counter table from the next frame on (see [`RingWriter::set_counters`]).
+    pub fn set_counters(&mut self, counters: &[CounterInfo<'_>]) -> Result<(), ShmError> {
+        self.ring
+            .set_counters(counters)
+            .map_err(|e| ShmError::ring(&self.segment, e))
+    }
+
+    /// Counter slots the header describes.
+    pub fn counter_slots(&self) -> usize {
+        self.ring.counter_slots()
+    }
+
     /// The attached path: the fork check, the write, and the periodic stale-reader check.
     #[inline(always)]
     fn save_attached_with(&mut self, fill: impl FnOnce(&[RingWord])) -> bool {
@@ -841,6 +885,31 @@ impl ShmReader {
     /// The ring's `head`: frames the writer has saved.
     pub fn head(&self) -> u64 {
         self.reader.head()
+    }
+
+    /// Frames delivered whose counters could not be attributed (see [`RingReader`]).
+    pub fn unattributed(&self) -> u64 {
+        self.reader.unattributed()
+    }
+
+    /// Asks the writer to count `counters` (see [`RingReader::request_counters`]); returns
+    /// the request's sequence number.
+    pub fn request_counters(&self, counters: &str) -> Result<u64, ShmError> {
+        self.reader
+            .request_counters(counters)
+            .map_err(|e| ShmError::ring(&self.segment, e))
+    }
+
+    /// Whether the writer applied request `seq`.
+    pub fn request_status(&self, seq: u64) -> RequestStatus {
+        self.reader.request_status(seq)
+    }
+
+    /// The newest counter table in the header (what frames from now on hold).
+    pub fn latest_counters(&mut self) -> Result<CounterTable, ShmError> {
+        self.reader
+            .latest_counters()
+            .map_err(|e| ShmError::ring(&self.segment, e))
     }
 
     /// Copies the next frame's payload into `buf`; see [`RingReader::next_into`].

@@ -35,6 +35,10 @@ pub(crate) struct AttrFlags {
     pub enable_on_exec: bool,
 }
 
+/// Whether `perf_event_attr` has `config3` on this target (the aarch64 bindings of
+/// `perf-event-open-sys` predate it; [`crate::pmu`] refuses events that need it there).
+pub(crate) const HAS_CONFIG3: bool = !cfg!(target_arch = "aarch64");
+
 /// A counting (not sampling) attribute for `config` with the session's read format.
 pub(crate) fn attr(config: &EventConfig, flags: AttrFlags) -> perf_event_attr {
     let mut a = perf_event_attr {
@@ -46,7 +50,10 @@ pub(crate) fn attr(config: &EventConfig, flags: AttrFlags) -> perf_event_attr {
     };
     a.__bindgen_anon_3.config1 = config.config1;
     a.__bindgen_anon_4.config2 = config.config2;
-    a.config3 = config.config3;
+    #[cfg(not(target_arch = "aarch64"))]
+    {
+        a.config3 = config.config3;
+    }
     a.set_disabled(u64::from(flags.disabled));
     a.set_pinned(u64::from(flags.pinned));
     a.set_exclude_kernel(u64::from(flags.exclude_kernel));

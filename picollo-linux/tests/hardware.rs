@@ -1,5 +1,6 @@
 //! Hardware-counter tests. They run where a hardware PMU is exposed; elsewhere (VMs without a
-//! virtual PMU) each one prints the detected reason and returns: never a vacuous pass.
+//! virtual PMU) each one reports the detected reason ([`picollo_linux::skip::hardware`]:
+//! printed, and counted by CI) and returns: never a vacuous pass.
 
 use picollo_linux::caps::{Capabilities, RdpmcStatus};
 use picollo_linux::count::Count;
@@ -14,7 +15,7 @@ fn hardware(test: &str) -> Option<Capabilities> {
     }
     let caps = Capabilities::detect();
     if let Some(why) = caps.no_pmu_reason() {
-        eprintln!("skip {test}: {why}");
+        picollo_linux::skip::hardware(test, &why);
         return None;
     }
     Some(caps)
@@ -74,9 +75,9 @@ fn rdpmc_fast_path_agrees_with_the_group_read() {
         return;
     };
     if caps.rdpmc != RdpmcStatus::Usable {
-        eprintln!(
-            "skip rdpmc_fast_path_agrees_with_the_group_read: rdpmc {}",
-            caps.rdpmc
+        picollo_linux::skip::hardware(
+            "rdpmc_fast_path_agrees_with_the_group_read",
+            &format!("rdpmc {}", caps.rdpmc),
         );
         return;
     }
@@ -114,7 +115,7 @@ fn cache_events_count() {
         .on_unsupported(OnUnsupported::Drop)
         .build();
     let Ok(s) = s.as_mut() else {
-        eprintln!("skip cache_events_count: no generic cache events here");
+        picollo_linux::skip::hardware("cache_events_count", "no generic cache events here");
         return;
     };
     let v = vec![1u8; 64 << 20];

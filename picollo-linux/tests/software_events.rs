@@ -467,7 +467,10 @@ fn pmu_event_errors_are_mapped() {
         .pmu_type("msr")
         .is_none()
     {
-        eprintln!("skip (msr part): no msr PMU in sysfs");
+        picollo_linux::skip::hardware(
+            "pmu_event_errors_are_mapped (msr part)",
+            "no msr PMU in sysfs (a VM without it)",
+        );
         return;
     }
     // The msr PMU resolves through sysfs; whether it opens per task depends on the kernel.

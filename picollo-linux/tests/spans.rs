@@ -5,6 +5,7 @@ use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
 use std::sync::Once;
 
+use picollo_core::ring::{CounterStatus, RequestStatus};
 use picollo_linux::caps::Capabilities;
 use picollo_linux::span::{self, Span, SpanConfig, SpanConsumer};
 
@@ -113,15 +114,75 @@ fn spans_in_process_table() {
     if !caps.has_hardware_pmu() {
         assert_eq!(table.cell("inproc-pages", "Cycles"), Some("n/a"));
         assert_eq!(table.cell("inproc-pages", "IPC p50"), Some("n/a"));
-        assert!(table
-            .to_string()
-            .contains("not measured (n/a): cycles, instructions"));
+        let shown = table.to_string();
+        assert!(
+            shown.contains("not measured (n/a): cycles (ENOENT: not supported here"),
+            "{shown}"
+        );
+        assert!(shown.contains("instructions (ENOENT"), "{shown}");
     }
 }
 
 // ---------------------------------------------------------------------------------------------
 // Two processes
 // ---------------------------------------------------------------------------------------------
+
+/// This test binary, run again as a child to execute test `test` (which acts only when
+/// `env`'s first variable is set), with its stdin and stdout piped.
+struct ChildTest {
+    child: std::process::Child,
+    stdin: std::process::ChildStdin,
+    lines: std::io::Lines<BufReader<std::process::ChildStdout>>,
+}
+
+impl ChildTest {
+    fn spawn(test: &str, env: &[(&str, &str)]) -> Self {
+        let mut child = Command::new(std::env::current_exe().unwrap())
+            .args(["--exact", test, "--nocapture", "--test-threads=1"])
+            .envs(env.iter().copied())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stdin = child.stdin.take().unwrap();
+        let lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        Self {
+            child,
+            stdin,
+            lines,
+        }
+    }
+
+    fn pid(&self) -> i32 {
+        self.child.id() as i32
+    }
+
+    /// Sends one line.
+    fn send(&mut self, line: &str) {
+        writeln!(self.stdin, "{line}").unwrap();
+        self.stdin.flush().unwrap();
+    }
+
+    /// The rest of the first line with `prefix`, from `prefix` on.
+    fn wait_for(&mut self, prefix: &str) -> String {
+        for line in self.lines.by_ref() {
+            let line = line.unwrap();
+            if let Some(at) = line.find(prefix) {
+                return line[at..].to_owned();
+            }
+        }
+        panic!("child ended before {prefix}");
+    }
+
+    /// Tells the child to exit and checks that it did, reading its output to the end so its
+    /// harness never writes into a closed pipe.
+    fn finish(mut self) {
+        self.send("exit");
+        drop(self.stdin);
+        self.lines.for_each(drop);
+        assert!(self.child.wait().unwrap().success());
+    }
+}
 
 const CHILD_ENV: &str = "PICOLLO_SPAN_TEST_CHILD";
 
@@ -165,42 +226,20 @@ fn child_span_writer() {
 
 #[test]
 fn spans_cross_process_table() {
-    let mut child = Command::new(std::env::current_exe().unwrap())
-        .args([
-            "--exact",
-            "child_span_writer",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env(CHILD_ENV, "1")
-        .env(span::COUNTERS_ENV, COUNTERS)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let child_pid = child.id() as i32;
-    let mut stdin = child.stdin.take().unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let mut wait_for = |prefix: &str| -> String {
-        for line in lines.by_ref() {
-            let line = line.unwrap();
-            if let Some(at) = line.find(prefix) {
-                return line[at..].to_owned();
-            }
-        }
-        panic!("child ended before {prefix}");
-    };
-
-    let ready = wait_for("READY");
+    let mut child = ChildTest::spawn(
+        "child_span_writer",
+        &[(CHILD_ENV, "1"), (span::COUNTERS_ENV, COUNTERS)],
+    );
+    let child_pid = child.pid();
+    let ready = child.wait_for("READY");
     let mut consumer = SpanConsumer::attach(child_pid).unwrap();
     assert_eq!(consumer.rings(), 1, "{consumer:?}");
     assert!(
         ready.contains(&format!("/picollo-{child_pid}-span-")),
         "{ready}"
     );
-    writeln!(stdin, "go").unwrap();
-    stdin.flush().unwrap();
-    wait_for("DONE");
+    child.send("go");
+    child.wait_for("DONE");
 
     let d = consumer.poll().unwrap();
     assert_eq!((d.accepted, d.lost), (50 + 50 + 50 + 5, 0));
@@ -235,9 +274,147 @@ fn spans_cross_process_table() {
         assert!(gc >= 64.0, "gc touched 64 fresh pages per span: {gc}");
     }
 
-    writeln!(stdin, "exit").unwrap();
-    drop(stdin);
-    // Read the child's output to the end, so its harness never writes into a closed pipe.
-    lines.for_each(drop);
-    assert!(child.wait().unwrap().success());
+    child.finish();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Counters chosen at attach time, and counter events
+// ---------------------------------------------------------------------------------------------
+
+const REQUEST_CHILD_ENV: &str = "PICOLLO_SPAN_TEST_REQUEST_CHILD";
+
+/// The child: starts with no counters, and runs spans when told to.
+#[test]
+fn child_request_writer() {
+    if std::env::var_os(REQUEST_CHILD_ENV).is_none() {
+        return;
+    }
+    span::open_thread_ring().unwrap();
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "\nREADY {:?}", span::thread_counters().unwrap()).unwrap();
+    out.flush().unwrap();
+    let mut line = String::new();
+    let mut sum = 0usize;
+    loop {
+        line.clear();
+        std::io::stdin().read_line(&mut line).unwrap();
+        match line.trim() {
+            // Outermost spans until the requested counters are in place (at most 5 s).
+            "ticks" => {
+                for _ in 0..5000 {
+                    {
+                        let _t = picollo_linux::span!("tick");
+                    }
+                    if !span::thread_counters().unwrap().is_empty() {
+                        break;
+                    }
+                    std::thread::sleep(std::time::Duration::from_millis(1));
+                }
+                writeln!(out, "TICKED {:?}", span::thread_counters().unwrap()).unwrap();
+            }
+            "work" => {
+                for round in 0..20 {
+                    let _s = picollo_linux::span!("alloc");
+                    sum += touch_pages(8);
+                    picollo_linux::counter!("queue", round);
+                }
+                picollo_linux::counter!("delta", -3);
+                writeln!(out, "WORKED {}", sum % 7).unwrap();
+            }
+            _ => break,
+        }
+        out.flush().unwrap();
+    }
+}
+
+#[test]
+fn counters_requested_at_attach_time() {
+    let mut child = ChildTest::spawn(
+        "child_request_writer",
+        &[(REQUEST_CHILD_ENV, "1"), (span::COUNTERS_ENV, "")],
+    );
+    let child_pid = child.pid();
+    assert_eq!(
+        child.wait_for("READY"),
+        "READY []",
+        "the child starts time-only"
+    );
+    let mut consumer = SpanConsumer::attach(child_pid).unwrap();
+    assert_eq!(consumer.rings(), 1);
+
+    // Asked while the child is idle: pending (it applies requests at an outermost span).
+    let spec = "page-faults,cycles,no-such-counter";
+    let request = consumer.request_counters(spec).unwrap();
+    assert_eq!(request.rings(), 1);
+    let pending = consumer
+        .request_outcomes(&request, std::time::Duration::ZERO)
+        .unwrap();
+    assert_eq!(pending[0].status, RequestStatus::Pending);
+    assert!(pending[0]
+        .counters
+        .iter()
+        .all(|c| c.1 == CounterStatus::Unused));
+    child.send("ticks");
+    let ticked = child.wait_for("TICKED");
+    assert!(ticked.contains("page-faults"), "{ticked}");
+    let outcome = consumer
+        .request_outcomes(&request, std::time::Duration::from_secs(5))
+        .unwrap();
+    eprintln!("{outcome:?}");
+    let o = &outcome[0];
+    assert_eq!(o.status, RequestStatus::Applied);
+    // Six counters do not fit the ring's four slots: refused before asking.
+    assert!(consumer.request_counters("a,b,c,d,e,f").is_err());
+    child.send("work");
+    child.wait_for("WORKED");
+    consumer.poll().unwrap();
+    let caps = Capabilities::detect();
+    let by_name = |n: &str| o.counters.iter().find(|c| c.0 == n).cloned();
+    assert_eq!(
+        by_name("page-faults").map(|c| c.1),
+        Some(CounterStatus::Measured)
+    );
+    let invalid = by_name("no-such-counter").unwrap();
+    assert_eq!(
+        (invalid.1, invalid.2),
+        (CounterStatus::Unavailable, libc::EINVAL as u32)
+    );
+    if !caps.has_hardware_pmu() {
+        let cycles = by_name("cycles").unwrap();
+        assert_eq!(
+            (cycles.1, cycles.2),
+            (CounterStatus::Unavailable, libc::ENOENT as u32),
+            "no PMU here: cycles is unavailable with the reason"
+        );
+    }
+
+    let agg = consumer.aggregator();
+    let pf = agg
+        .counters()
+        .iter()
+        .position(|c| c == "page-faults")
+        .unwrap();
+    let alloc = agg.span("alloc").unwrap();
+    assert_eq!(alloc.count(), 20);
+    // Eight fresh pages touched per span: page-faults is exact.
+    let deltas = alloc.counter_deltas(pf).unwrap();
+    use picollo_core::ReadExt;
+    assert_eq!(deltas.total(), 20);
+    assert_eq!(
+        deltas.percentile(50.0).unwrap().value,
+        8,
+        "median page faults"
+    );
+    let table = consumer.table();
+    let events = consumer.aggregator().event_table().unwrap();
+    eprintln!("{table}\n{events}");
+    assert!(table
+        .to_string()
+        .contains("no-such-counter (EINVAL: not a counter name"));
+    assert_eq!(events.cell("queue", "N"), Some("20"));
+    assert_eq!(events.cell("queue", "Last"), Some("19"));
+    assert_eq!(events.cell("queue", "Max"), Some("19"));
+    assert_eq!(events.cell("delta", "Min"), Some("-3"));
+
+    child.finish();
 }

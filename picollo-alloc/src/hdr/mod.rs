@@ -17,6 +17,8 @@
 //! - **Interval logs**: [`LogReader`] streams entries from any `BufRead`, decoding a histogram
 //!   only when [`LogEntry::decode`] is called; [`LogReader::range`] selects a time range;
 //!   [`LogWriter`] writes HdrHistogram's layout.
+//! - **Single histograms** (`.hist`, `.histz`): [`decode_blob`] tells binary and base64
+//!   encodings apart by content.
 //!
 //! ```
 //! use picollo_alloc::hdr::{HdrCounts, BEST_COMPRESSION};
@@ -32,6 +34,7 @@
 //! # Ok::<(), picollo_alloc::hdr::HdrError>(())
 //! ```
 
+mod blob;
 mod codec;
 mod counts;
 mod error;
@@ -39,6 +42,7 @@ pub mod interop;
 mod log;
 pub mod zigzag;
 
+pub use blob::{decode_blob, BlobForm};
 pub use codec::{
     decode_any, decode_any_with_limits, DecodeLimits, BEST_COMPRESSION, DEFAULT_COMPRESSION,
     MAX_GEOMETRY_COUNTS_LEN, V2_COOKIE, V2_DEFLATE_COOKIE, V2_HEADER_LEN,

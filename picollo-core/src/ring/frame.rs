@@ -281,6 +281,9 @@ pub enum SchemaError {
     BadKind,
     /// More counters than [`MAX_COUNTERS`].
     TooManyCounters(usize),
+    /// A counter description is inconsistent: an unused slot with a name or an errno, or a
+    /// measured counter with an errno.
+    BadCounter,
 }
 
 impl fmt::Display for SchemaError {
@@ -307,6 +310,10 @@ impl fmt::Display for SchemaError {
             Self::TooManyCounters(n) => {
                 write!(f, "{n} counters, more than the {MAX_COUNTERS} allowed")
             }
+            Self::BadCounter => f.write_str(
+                "a counter description is inconsistent (an unused slot with a name or an \
+                 errno, or a measured counter with an errno)",
+            ),
         }
     }
 }
@@ -1171,7 +1178,7 @@ impl<'a> DynamicFrame<'a> {
     }
 
     /// Writes this frame as one CSV line matching [`DynamicFrame::write_csv_header`]. Counter
-    /// slots the header marks unavailable are written as empty cells, never as 0.
+    /// slots the header marks unavailable or unused are written as empty cells, never as 0.
     pub fn write_csv_row(&self, w: &mut dyn fmt::Write) -> fmt::Result {
         write!(w, "{}", self.number)?;
         for f in self.fields() {
@@ -1202,7 +1209,10 @@ impl<'a> DynamicFrame<'a> {
     }
 
     fn counter_cell(&self, w: &mut dyn fmt::Write, slot: usize, v: u64) -> fmt::Result {
-        if self.info.counter_status(slot) == Some(super::CounterStatus::Unavailable) {
+        if matches!(
+            self.info.counter_status(slot),
+            Some(super::CounterStatus::Unavailable | super::CounterStatus::Unused)
+        ) {
             w.write_char(',')
         } else {
             write!(w, ",{v}")
@@ -1253,7 +1263,11 @@ fn write_counter_column(
             }
         }
     }
-    let name = info.counters().nth(slot).map(|c| c.name);
+    let name = info
+        .counters()
+        .nth(slot)
+        .map(|c| c.name)
+        .filter(|n| !n.is_empty());
     let mut buf = FmtBuf::new();
     // A column longer than the buffer cannot happen: 24 + 1 + 24 + 6 bytes.
     if fmt::write(

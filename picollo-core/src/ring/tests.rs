@@ -4,7 +4,7 @@
 extern crate std;
 
 use super::*;
-use std::string::String;
+use std::string::{String, ToString};
 use std::sync::atomic::AtomicBool as StdBool;
 use std::vec::Vec;
 
@@ -59,11 +59,12 @@ fn check_ring(slots: u32) -> Vec<AtomicU64> {
 #[test]
 fn ring_sizes() {
     assert_eq!(Check::WORDS, 7);
-    // 28 fixed words + 7 fields × 4 = 56: seven header lines, then 64-byte slots.
-    assert_eq!(header_words(7, 0), 56);
-    assert_eq!(required_words(&Check::SCHEMA, 0, 16), 56 + 16 * 8);
-    assert_eq!(header_words(0, 0), 32);
-    assert_eq!(header_words(1, 1), 40);
+    // 80 fixed words + 7 fields × 4 = 108, rounded up to whole lines: 112; then 64-byte
+    // slots.
+    assert_eq!(header_words(7, 0), 112);
+    assert_eq!(required_words(&Check::SCHEMA, 0, 16), 112 + 16 * 8);
+    assert_eq!(header_words(0, 0), 80);
+    assert_eq!(header_words(1, 1), 88);
 }
 
 #[test]
@@ -511,8 +512,8 @@ fn ring_corrupt_headers_are_errors() {
     set(&words, w::MAGIC, 42);
     assert_eq!(parse_err(&words), RingError::BadMagic(42));
     reset(&words);
-    set(&words, w::VERSION, 2);
-    assert_eq!(parse_err(&words), RingError::UnsupportedVersion(2));
+    set(&words, w::VERSION, 1);
+    assert_eq!(parse_err(&words), RingError::UnsupportedVersion(1));
     reset(&words);
     for (i, v, field) in [
         (w::SLOT_COUNT, 3, "slot count"),
@@ -539,6 +540,8 @@ fn ring_corrupt_headers_are_errors() {
             "counter name",
         ),
         (w::TABLES + 3, 3, "counter status"),
+        (w::TABLES + 3, 1 | 5 << 32, "counter name"),
+        (w::COUNTERS_EPOCH, 3, "counter table epoch"),
         (w::TABLES + 4, 0, "field name"),
         (
             w::TABLES + 8,
@@ -627,4 +630,240 @@ fn ring_arbitrary_regions_never_panic() {
         }
     }
     assert!(ok > 0 && err > 0, "ok {ok}, err {err}");
+}
+
+fn span(n: u64, start: [u64; 3], end: [u64; 3]) -> Span {
+    Span {
+        name: Label::new("s"),
+        depth: n as u32,
+        ratio: 0.0,
+        t: TimeInterval::new(n, n + 1),
+        pmc: CounterInterval { start, end },
+    }
+}
+
+#[test]
+fn ring_counter_table_switches_at_the_right_frame() {
+    let opts_counters = [
+        CounterInfo::unused(),
+        CounterInfo::unused(),
+        CounterInfo::unused(),
+    ];
+    let opts = RingOptions::new(64).with_counters(&opts_counters);
+    let mut words = region(required_words(&Span::SCHEMA, 3, 64));
+    let mut w = FrameWriter::<Span>::new(&mut words, &opts).unwrap();
+    let mut r = RingReader::attach(w.region()).unwrap();
+    assert_eq!(w.ring().counter_slots(), 3);
+    assert!(r
+        .info()
+        .counters()
+        .all(|c| c.status == CounterStatus::Unused));
+
+    // Two frames with no counters, then the table changes, then two frames more.
+    w.save(&span(0, [0; 3], [0; 3]));
+    w.save(&span(1, [0; 3], [0; 3]));
+    w.ring_mut()
+        .set_counters(&[
+            CounterInfo::measured("page-faults"),
+            CounterInfo::unavailable_because("cycles", 2),
+        ])
+        .unwrap();
+    w.save(&span(2, [10, 0, 0], [13, 0, 0]));
+    w.save(&span(3, [20, 0, 0], [21, 0, 0]));
+    let mut rows: Vec<(u64, u64, String)> = Vec::new();
+    r.drain(|f| {
+        let mut csv = String::new();
+        f.write_csv_row(&mut csv).unwrap();
+        rows.push((f.number(), f.info().counters_epoch(), csv));
+    })
+    .unwrap();
+    assert_eq!(rows.len(), 4);
+    // Frames 0 and 1: every slot unused (empty cells); 2 and 3: page-faults measured,
+    // cycles unavailable (empty), the third slot unused (empty).
+    assert_eq!(rows[0].1, 0);
+    assert!(rows[0].2.ends_with(",0,1,,,,,,\n"), "{}", rows[0].2);
+    assert_eq!(rows[2].1, 2);
+    assert!(rows[2].2.ends_with(",2,3,10,13,,,,\n"), "{}", rows[2].2);
+    let info = r.info();
+    assert_eq!(info.counters_since(), 2);
+    let c: Vec<CounterInfo<'_>> = info.counters().collect();
+    assert_eq!(c[0], CounterInfo::measured("page-faults"));
+    assert_eq!(c[1], CounterInfo::unavailable_because("cycles", 2));
+    assert_eq!(c[2], CounterInfo::unused());
+    assert_eq!(r.unattributed(), 0);
+    let mut header = String::new();
+    write_csv_header(r.info(), &mut header).unwrap();
+    assert!(
+        header.ends_with(
+            "pmc_page-faults_start,pmc_page-faults_end,pmc_cycles_start,pmc_cycles_end,\
+             pmc_2_start,pmc_2_end\n"
+        ),
+        "{header}"
+    );
+    // More counters than slots, or a bad description, are refused.
+    let four = [CounterInfo::measured("a"); 4];
+    assert!(w.ring_mut().set_counters(&four).is_err());
+    assert!(w
+        .ring_mut()
+        .set_counters(&[CounterInfo {
+            name: "x",
+            status: CounterStatus::Unused,
+            errno: 0
+        }])
+        .is_err());
+}
+
+#[test]
+fn ring_counter_table_changes_missed_are_unattributed() {
+    let slots = [CounterInfo::unused(); 3];
+    let opts = RingOptions::new(64).with_counters(&slots);
+    let mut words = region(required_words(&Span::SCHEMA, 3, 64));
+    let mut w = FrameWriter::<Span>::new(&mut words, &opts).unwrap();
+    let mut r = RingReader::attach(w.region()).unwrap();
+    w.save(&span(0, [0; 3], [0; 3]));
+    assert_eq!(r.drain(|_| {}).unwrap().accepted, 1); // frame 0 known under epoch 0
+    w.save(&span(1, [0; 3], [0; 3]));
+    w.ring_mut()
+        .set_counters(&[CounterInfo::measured("a")])
+        .unwrap();
+    w.save(&span(2, [1; 3], [2; 3]));
+    w.ring_mut()
+        .set_counters(&[CounterInfo::measured("b")])
+        .unwrap();
+    w.save(&span(3, [5; 3], [9; 3]));
+    let mut seen: Vec<(u64, u64, Option<String>)> = Vec::new();
+    r.drain(|f| {
+        let first = f.info().counters().next().map(|c| c.name.to_string());
+        seen.push((f.number(), f.info().counters_epoch(), first));
+    })
+    .unwrap();
+    // Frame 1 may have been under epoch 0 or 2, frame 2 under 2: the reader saw epoch 4
+    // only, so frames 1 and 2 are not attributable; frame 3 is under "b".
+    assert_eq!(seen.len(), 3);
+    assert_eq!(seen[0].1 & 1, 1, "{seen:?}");
+    assert_eq!(seen[1].1 & 1, 1, "{seen:?}");
+    assert_eq!(seen[2], (3, 4, Some("b".to_string())));
+    assert_eq!(r.unattributed(), 2);
+}
+
+#[test]
+fn ring_inspect_before_a_table_change_is_unattributed() {
+    let slots = [CounterInfo::unused(); 3];
+    let opts = RingOptions::new(8).with_counters(&slots);
+    let mut words = region(required_words(&Span::SCHEMA, 3, 8));
+    let mut w = FrameWriter::<Span>::new(&mut words, &opts).unwrap();
+    w.write(&span(0, [0; 3], [0; 3]));
+    w.ring_mut()
+        .set_counters(&[CounterInfo::measured("a")])
+        .unwrap();
+    w.write(&span(1, [1; 3], [4; 3]));
+    let mut r = RingReader::inspect(w.region()).unwrap();
+    let mut epochs = Vec::new();
+    r.drain(|f| epochs.push(f.info().counters_epoch())).unwrap();
+    assert_eq!(epochs.len(), 2);
+    assert_eq!(
+        epochs[0] & 1,
+        1,
+        "frame 0 predates the table the header holds"
+    );
+    assert_eq!(epochs[1], 2);
+    assert_eq!(r.unattributed(), 1);
+}
+
+#[test]
+fn ring_counter_requests() {
+    let slots = [CounterInfo::unused(); 3];
+    let opts = RingOptions::new(8).with_counters(&slots);
+    let mut words = region(required_words(&Span::SCHEMA, 3, 8));
+    let mut w = FrameWriter::<Span>::new(&mut words, &opts).unwrap();
+    let mut r = RingReader::attach(w.region()).unwrap();
+    let mut buf = [0u8; REQUEST_BYTES];
+    assert!(!w.ring().has_counter_request());
+    assert!(w.ring_mut().take_counter_request(&mut buf).is_none());
+
+    let seq = r.request_counters("page-faults,cycles").unwrap();
+    assert_eq!(r.request_status(seq), RequestStatus::Pending);
+    assert!(w.ring().has_counter_request());
+    let req = w.ring_mut().take_counter_request(&mut buf).unwrap();
+    assert_eq!((req.seq, req.text), (seq, "page-faults,cycles"));
+    assert!(!w.ring().has_counter_request(), "taken once");
+    w.ring_mut()
+        .set_counters(&[
+            CounterInfo::measured("page-faults"),
+            CounterInfo::unavailable_because("cycles", 2),
+        ])
+        .unwrap();
+    w.ring_mut().ack_counter_request(seq);
+    assert_eq!(r.request_status(seq), RequestStatus::Applied);
+    let latest = r.latest_counters().unwrap();
+    let names: Vec<&str> = latest.iter().map(|c| c.name).collect();
+    assert_eq!(names, ["page-faults", "cycles", ""]);
+
+    // A second request supersedes an unapplied first one.
+    let a = r.request_counters("a").unwrap();
+    let b = r.request_counters("b").unwrap();
+    let req = w.ring_mut().take_counter_request(&mut buf).unwrap();
+    assert_eq!((req.seq, req.text), (b, "b"));
+    w.ring_mut().ack_counter_request(b);
+    assert_eq!(r.request_status(a), RequestStatus::Superseded);
+    assert_eq!(r.request_status(b), RequestStatus::Applied);
+
+    // Too long or control characters: refused.
+    let long = "x".repeat(REQUEST_BYTES + 1);
+    assert_eq!(
+        r.request_counters(&long),
+        Err(RingError::BadRequest { len: long.len() })
+    );
+    assert!(r.request_counters("a\nb").is_err());
+    // A request left half-written (a reader died): taken over after a while.
+    words_set_request_odd(w.region());
+    let c = r.request_counters("c").unwrap();
+    let req = w.ring_mut().take_counter_request(&mut buf).unwrap();
+    assert_eq!((req.seq, req.text), (c, "c"));
+}
+
+fn words_set_request_odd(region: &[AtomicU64]) {
+    let s = region[w::REQUEST_SEQ].load(Ordering::Relaxed);
+    region[w::REQUEST_SEQ].store(s | 1, Ordering::Relaxed);
+}
+
+#[test]
+fn ring_header_encoding_roundtrips() {
+    let counters = [
+        CounterInfo::measured("cycles"),
+        CounterInfo::unavailable_because("instructions", 2),
+        CounterInfo::unused(),
+    ];
+    let clock = ClockInfo {
+        kind: ClockKind::Tsc,
+        hz: 0,
+        ref_ticks: 77,
+        ref_ns: 99,
+    };
+    let opts = RingOptions::new(16)
+        .with_counters(&counters)
+        .with_clock(clock)
+        .with_writer(WriterId(5, 6));
+    let mut words = region(required_words(&Span::SCHEMA, 3, 16));
+    let w = FrameWriter::<Span>::new(&mut words, &opts).unwrap();
+    let info = RingInfo::parse(w.region()).unwrap();
+    let mut copy = [0u64; 256];
+    let n = info.encode_header(&mut copy).unwrap();
+    assert_eq!(n, info.header_words());
+    let back = RingInfo::from_header_words(&copy[..n]).unwrap();
+    assert_eq!(back, info);
+    // The copy has no slots, and a short copy is an error, never a panic.
+    assert!(RingInfo::from_header_words(&copy[..n - 1]).is_err());
+    assert!(info.encode_header(&mut copy[..n - 1]).is_err());
+    // Tables encode and decode alone (a capture's table-change record).
+    let mut t = [0u64; 4 * MAX_COUNTERS];
+    let k = info.counter_table().encode(&mut t);
+    assert_eq!(k, 12);
+    assert_eq!(
+        CounterTable::decode(&t[..k]).unwrap(),
+        *info.counter_table()
+    );
+    assert!(CounterTable::decode(&t[..k - 1]).is_err());
+    t[3] = 7;
+    assert!(CounterTable::decode(&t[..k]).is_err());
 }

@@ -8,17 +8,21 @@
 //!   order as the ring's frames, with their enabled and running times so that the caller can
 //!   tell "not counted" from zero ([`Reading::delta_since`]).
 //! - [`save_frame`]: saves one span frame with explicit start and end samples.
-//! - [`SpanAggregator::record_histograms`]: adds spans already aggregated into histograms
+//! - [`apply_counter_request`]: switches this thread's counters to what a consumer asked
+//!   for at attach time ([`super::SpanConsumer::request_counters`]); [`super::Span`]
+//!   does it at each outermost span begin, a layer with spans of its own calls it when the
+//!   thread has none open.
+//! - [`SpanAggregator::record_histograms`](super::SpanAggregator::record_histograms): adds spans already aggregated into histograms
 //!   (rather than one frame at a time) to the per-phase table; [`format_duration_ns`] writes
 //!   a duration as that table does.
 //!
 //! The ring, its counters and its clock ([`now`](super::now)) are the ones [`super::Span`]
 //! uses, so a consumer sees both kinds of spans alike.
 
-use picollo_core::ring::MAX_COUNTERS;
+use picollo_core::ring::{WordArray, MAX_COUNTERS};
 use picollo_core::{HistogramRead, ReadExt};
 
-use super::{listening, CounterStats, SpanAggregator, SpanName, SpanStats, FIXED_WORDS, THREAD};
+use super::{listening, store_words, SpanName, FIXED_WORDS, THREAD};
 use crate::count::Reading;
 
 /// Whether this thread's ring wants frames: a consumer is attached, or the ring is not open
@@ -86,20 +90,27 @@ pub fn save_frame(
             if !t.writer.is_attached() {
                 return false;
             }
-            let k = t.measured.min(MAX_COUNTERS);
-            let mut words = [0u64; FIXED_WORDS + 2 * MAX_COUNTERS];
+            let k = t.measured.min(t.slots);
             let [n0, n1, n2] = name.words;
-            words[..FIXED_WORDS].copy_from_slice(&[n0, n1, n2, u64::from(depth), start, end]);
+            let fixed = [n0, n1, n2, u64::from(depth), start, end, 0];
+            let (mut s, mut e) = ([0u64; MAX_COUNTERS], [0u64; MAX_COUNTERS]);
             if k > 0 {
-                let Some((s, e)) = counters.filter(|(s, e)| s.len() == k && e.len() == k) else {
+                let Some((cs, ce)) = counters.filter(|(s, e)| s.len() == k && e.len() == k) else {
                     return false;
                 };
                 for i in 0..k {
-                    words[FIXED_WORDS + i] = s[i].value;
-                    words[FIXED_WORDS + k + i] = e[i].value;
+                    s[i] = cs[i].value;
+                    e[i] = ce[i].value;
                 }
             }
-            let saved = t.writer.save_words(&words[..FIXED_WORDS + 2 * k]);
+            let slots = t.slots;
+            let saved = t.writer.save_with(|data| {
+                fixed.store_into(data);
+                if k > 0 {
+                    store_words(data, FIXED_WORDS, &s[..k]);
+                    store_words(data, FIXED_WORDS + slots, &e[..k]);
+                }
+            });
             if t.writer.is_disabled() {
                 // A child after fork: its writer turned itself off; stop taking this path.
                 t.publish();
@@ -109,13 +120,36 @@ pub fn save_frame(
         .unwrap_or(false)
 }
 
+/// Applies a consumer's pending counter request to this thread (see
+/// [`super::SpanConsumer::request_counters`]): closes its counters, opens the requested
+/// ones and publishes the new counter table. Call it only when no span that sampled the old
+/// counters is open on this thread (their end samples would come from other counters).
+/// Returns whether a request was applied; one relaxed load when none is pending.
+pub fn apply_counter_request() -> bool {
+    THREAD
+        .try_with(|cell| {
+            let Ok(mut st) = cell.try_borrow_mut() else {
+                return false;
+            };
+            let Some(t) = st.ring() else {
+                return false;
+            };
+            if !t.writer.has_counter_request() {
+                return false;
+            }
+            t.apply_request();
+            true
+        })
+        .unwrap_or(false)
+}
+
 /// A duration in nanoseconds as the per-phase table writes it (`6.00 ms`, `812 ns`).
 pub fn format_duration_ns(ns: f64) -> String {
-    super::fmt_ticks(ns, Some(1e9))
+    super::consumer::fmt_ticks(ns, Some(1e9))
 }
 
 /// Spans of one name already aggregated into histograms, for
-/// [`SpanAggregator::record_histograms`].
+/// [`SpanAggregator::record_histograms`](super::SpanAggregator::record_histograms).
 #[derive(Clone, Copy)]
 pub struct AggregatedSpans<'a> {
     /// The histogram of durations (in the aggregator's clock unit); its total (underflow and
@@ -139,34 +173,6 @@ impl core::fmt::Debug for AggregatedSpans<'_> {
     }
 }
 
-impl SpanAggregator {
-    /// Adds spans of `name` that were aggregated elsewhere (the same statistics as
-    /// [`SpanAggregator::record`] one span at a time, merged bucket by bucket).
-    pub fn record_histograms(&mut self, name: &str, spans: AggregatedSpans<'_>) {
-        let stats = self
-            .spans
-            .entry(name.to_owned())
-            .or_insert_with(SpanStats::new);
-        stats.count += spans.durations.total_with_outside();
-        stats.ticks += spans.total;
-        stats.durations.add(spans.durations);
-        for &(i, sum, deltas) in spans.counters {
-            if stats.counters.len() <= i {
-                stats.counters.resize_with(i + 1, || None);
-            }
-            let c = stats.counters[i].get_or_insert_with(|| CounterStats {
-                sum: 0,
-                deltas: super::histogram(),
-            });
-            c.sum += sum;
-            c.deltas.add(deltas);
-        }
-        if let Some(ipc) = spans.ipc_micro {
-            stats.ipc_micro.add(ipc);
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -174,14 +180,15 @@ mod tests {
 
     #[test]
     fn aggregated_spans_match_one_by_one() {
+        use crate::span::SpanAggregator;
         let mut one = SpanAggregator::new();
         let mut merged = SpanAggregator::new();
         for a in [&mut one, &mut merged] {
             a.set_clock(ClockInfo::nanoseconds(ClockKind::MonotonicNs));
             assert_eq!(a.counter_index("page-faults"), 0);
         }
-        let mut durations = super::super::histogram();
-        let mut faults = super::super::histogram();
+        let mut durations = crate::span::consumer::histogram();
+        let mut faults = crate::span::consumer::histogram();
         let (mut total, mut sum) = (0u128, 0u128);
         for i in 1..=50u64 {
             one.record("parse", i * 1000, &[(0, i % 7)]);

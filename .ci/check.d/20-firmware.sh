@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# picollo-core on the targets without compare-and-swap with no cfg and no feature (the plain
+# kinds must build there as they are), then the firmware images under QEMU: the interrupt
+# workload against the host, instruction counts, .bss placement, helper-free record path on
+# Cortex-M0, the RMW compile error, and the Cortex-M4 size and stack limits (firmware/run.sh).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+for target in thumbv6m-none-eabi riscv32imc-unknown-none-elf; do
+  echo "build picollo-core for $target with no cfg and no feature"
+  RUSTFLAGS="" cargo build -q -p picollo-core --target "$target"
+done
+# defmt::Format on every public type a firmware logs (a compile-time list).
+cargo test -q -p picollo-core --features defmt --test firmware
+bash firmware/run.sh

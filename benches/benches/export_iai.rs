@@ -1,0 +1,117 @@
+//! Instruction counts (callgrind, via iai-callgrind) of one record into a histogram a
+//! Prometheus exporter serves: Picollo's thread-local histogram and its `metrics` recorder
+//! handle against `prometheus-client`'s native histogram `observe` and
+//! `metrics-exporter-prometheus`'s handle, in the same run.
+//!
+//! Each benchmark walks the same 1,000,000 seed values; `baseline_read` walks them doing
+//! nothing but `black_box`, so `(bench - baseline) / 1e6` is the cost of one record.
+
+#![allow(missing_docs)] // iai-callgrind's macros generate undocumented modules.
+
+use std::hint::black_box;
+use std::sync::Arc;
+
+use iai_callgrind::{library_benchmark, library_benchmark_group, main};
+use metrics::{Key, Metadata, Recorder};
+use picollo_alloc::ThreadLocalHistogram;
+use picollo_benches::*;
+use picollo_core::Window;
+use picollo_export::recorder::RecorderBuilder;
+use picollo_export::Registry;
+use prometheus_client::metrics::histogram::{Histogram as PcHistogram, NativeHistogramConfig};
+
+fn values() -> Vec<u64> {
+    seed_values(SEED_COUNT)
+}
+
+fn metadata() -> Metadata<'static> {
+    Metadata::new(module_path!(), metrics::Level::INFO, None)
+}
+
+#[library_benchmark]
+#[bench::seed(setup = values)]
+fn baseline_read(values: Vec<u64>) -> u64 {
+    let mut acc = 0u64;
+    for &v in values.iter() {
+        acc = acc.wrapping_add(black_box(v));
+    }
+    acc
+}
+
+fn thread_local() -> (Vec<u64>, ThreadLocalHistogram<u64>) {
+    let h = ThreadLocalHistogram::new(LAYOUT, Window::new(LAYOUT, 0, SEED_MAX).expect("valid"));
+    h.record(1); // claim the shard outside the measured loop
+    (values(), h)
+}
+
+#[library_benchmark]
+#[bench::seed(setup = thread_local)]
+fn picollo_thread_local_record(
+    (values, h): (Vec<u64>, ThreadLocalHistogram<u64>),
+) -> ThreadLocalHistogram<u64> {
+    for &v in values.iter() {
+        h.record(black_box(v));
+    }
+    h
+}
+
+fn picollo_handle() -> (Vec<u64>, metrics::Histogram) {
+    let recorder = RecorderBuilder::new()
+        .layout(LAYOUT)
+        .build(Arc::new(Registry::new()));
+    let h = recorder.register_histogram(&Key::from_name("latency"), &metadata());
+    h.record(1.0);
+    (values(), h)
+}
+
+#[library_benchmark]
+#[bench::seed(setup = picollo_handle)]
+fn picollo_recorder_handle_record(
+    (values, h): (Vec<u64>, metrics::Histogram),
+) -> metrics::Histogram {
+    for &v in values.iter() {
+        h.record(black_box(v) as f64);
+    }
+    h
+}
+
+fn prometheus_client() -> (Vec<u64>, PcHistogram) {
+    let h = PcHistogram::new_native(NativeHistogramConfig::with_schema(8));
+    (values(), h)
+}
+
+#[library_benchmark]
+#[bench::seed(setup = prometheus_client)]
+fn prometheus_client_native_observe((values, h): (Vec<u64>, PcHistogram)) -> PcHistogram {
+    for &v in values.iter() {
+        h.observe(black_box(v) as f64);
+    }
+    h
+}
+
+fn mep_handle() -> (Vec<u64>, metrics::Histogram) {
+    let recorder = metrics_exporter_prometheus::PrometheusBuilder::new().build_recorder();
+    let h = recorder.register_histogram(&Key::from_name("latency"), &metadata());
+    // The recorder must outlive the measured loop with the handle: leak it (bench setup).
+    std::mem::forget(recorder);
+    (values(), h)
+}
+
+#[library_benchmark]
+#[bench::seed(setup = mep_handle)]
+fn metrics_exporter_prometheus_handle_record(
+    (values, h): (Vec<u64>, metrics::Histogram),
+) -> metrics::Histogram {
+    for &v in values.iter() {
+        h.record(black_box(v) as f64);
+    }
+    h
+}
+
+library_benchmark_group!(
+    name = export_record;
+    benchmarks = baseline_read, picollo_thread_local_record, picollo_recorder_handle_record,
+        prometheus_client_native_observe, metrics_exporter_prometheus_handle_record
+);
+
+main!(library_benchmark_groups = export_record);

@@ -1,0 +1,469 @@
+//! Reading `.hgrm` percentile distributions back: the text [`write_hgrm`](super::write_hgrm)
+//! and HdrHistogram's `outputPercentileDistribution` print.
+//!
+//! An `.hgrm` file keeps the percentile steps, not the counts, so a histogram rebuilt from
+//! it ([`HgrmFile::to_counts`]) puts each step's count at the step's value (the highest
+//! value of its bucket, as HdrHistogram reports it): percentiles at the steps are exact,
+//! between steps they round up to the next step, and the mean and deviation come out a
+//! little high. The file's own mean, deviation and max are kept ([`HgrmFile::mean`], …).
+//!
+//! Untrusted text is fine: every line is checked (numbers, order, the footer against the
+//! steps), lines and steps are bounded, and errors name the line.
+//!
+//! ```
+//! use picollo_alloc::hgrm::{parse_hgrm, write_hgrm};
+//! use picollo_alloc::HistogramBuilder;
+//! use picollo_core::Layout;
+//!
+//! let layout = Layout::from_block_scale(10).unwrap();
+//! let mut h = HistogramBuilder::new().layout(layout).plain()?;
+//! for v in 1..=1000u64 {
+//!     h.record(v);
+//! }
+//! let mut text = Vec::new();
+//! write_hgrm(&h, &mut text, 5, 1.0)?;
+//! let file = parse_hgrm(std::str::from_utf8(&text)?)?;
+//! assert_eq!(file.total, Some(1000));
+//! let counts = file.to_counts()?;
+//! assert_eq!(counts.total_count(), 1000);
+//! assert_eq!(counts.value_at_percentile(100.0), Some(1000));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+use core::fmt;
+
+use crate::hdr::{HdrCounts, HdrError};
+
+/// Most lines an `.hgrm` text may have (a real one has a few hundred).
+pub const MAX_HGRM_LINES: usize = 1 << 20;
+/// Longest line, in bytes.
+pub const MAX_HGRM_LINE: usize = 4096;
+/// Most decimals kept when values have fractions (values are scaled by `10^decimals`).
+pub const MAX_HGRM_DECIMALS: u32 = 9;
+
+/// One percentile step of an `.hgrm` file.
+#[derive(Clone, Debug, PartialEq)]
+pub struct HgrmStep {
+    /// The value as printed (scaled by the writer's output ratio).
+    pub value: f64,
+    /// The value as an integer of `10^-decimals` units (see [`HgrmFile::scale`]).
+    pub scaled: u64,
+    /// The percentile level, 0 to 1.
+    pub percentile: f64,
+    /// Values at or below `value`.
+    pub total_count: u64,
+}
+
+/// A parsed `.hgrm` text ([`parse_hgrm`]).
+///
+/// An `.hgrm` file keeps the percentile steps, not the counts, so a histogram rebuilt from
+/// it ([`HgrmFile::to_counts`]) puts each step's count at the step's value (the highest
+/// value of its bucket, as HdrHistogram reports it): percentiles at the steps are exact,
+/// between steps they round up to the next step, and the mean and deviation come out a
+/// little high. The file's own mean, deviation and max are kept ([`HgrmFile::mean`], …).
+/// Values with decimals (an output ratio other than 1) are kept as whole numbers of
+/// `10^-decimals` units ([`HgrmStep::scaled`]).
+///
+/// Untrusted text is fine: every line is checked (numbers, order, the footer against the
+/// steps), lines and steps are bounded ([`MAX_HGRM_LINES`], [`MAX_HGRM_LINE`]), and errors
+/// name the line.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct HgrmFile {
+    /// The steps, in file order.
+    pub steps: Vec<HgrmStep>,
+    /// `#[Mean = …]`.
+    pub mean: Option<f64>,
+    /// `StdDeviation = …`.
+    pub stdev: Option<f64>,
+    /// `#[Max = …]`.
+    pub max: Option<f64>,
+    /// `Total count = …`.
+    pub total: Option<u64>,
+    /// `#[Buckets = …]`.
+    pub buckets: Option<u64>,
+    /// `SubBuckets = …`.
+    pub sub_buckets: Option<u64>,
+    /// Decimals of the integer scale: step values are kept as `value × 10^decimals` (0 when
+    /// every value is a whole number, as with an output ratio of 1).
+    pub decimals: u32,
+}
+
+/// Why an `.hgrm` text could not be read.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HgrmParseError {
+    /// The 1-based line (0 for the whole text).
+    pub line: usize,
+    /// What is wrong.
+    pub what: String,
+}
+
+impl fmt::Display for HgrmParseError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.line == 0 {
+            f.write_str(&self.what)
+        } else {
+            write!(f, "line {}: {}", self.line, self.what)
+        }
+    }
+}
+
+impl std::error::Error for HgrmParseError {}
+
+const HEADER: [&str; 4] = ["Value", "Percentile", "TotalCount", "1/(1-Percentile)"];
+
+/// Whether `text` starts like an `.hgrm` file: its first non-blank line is the column
+/// header `Value Percentile TotalCount 1/(1-Percentile)`.
+pub fn looks_like_hgrm(text: &str) -> bool {
+    text.lines()
+        .find(|l| !l.trim().is_empty())
+        .is_some_and(|l| l.split_whitespace().eq(HEADER))
+}
+
+/// A non-negative decimal number, exactly: its integer and fraction digits.
+struct Decimal<'a> {
+    int: &'a str,
+    frac: &'a str,
+}
+
+impl<'a> Decimal<'a> {
+    fn parse(s: &'a str) -> Option<Self> {
+        let (int, frac) = s.split_once('.').unwrap_or((s, ""));
+        let digits = |t: &str| t.bytes().all(|b| b.is_ascii_digit());
+        if int.is_empty() || !digits(int) || !digits(frac) || int.len() > 20 {
+            return None;
+        }
+        Some(Self { int, frac })
+    }
+
+    /// Whether the fraction has a non-zero digit.
+    fn has_fraction(&self) -> bool {
+        self.frac.bytes().any(|b| b != b'0')
+    }
+
+    /// The value times `10^decimals`, rounded half up; `None` on overflow.
+    fn scaled(&self, decimals: u32) -> Option<u64> {
+        let mut v: u128 = self.int.parse().ok()?;
+        let frac = self.frac.as_bytes();
+        for i in 0..decimals as usize {
+            let d = frac.get(i).map_or(0, |b| b - b'0');
+            v = v.checked_mul(10)?.checked_add(u128::from(d))?;
+        }
+        if frac.get(decimals as usize).is_some_and(|b| *b >= b'5') {
+            v = v.checked_add(1)?;
+        }
+        u64::try_from(v).ok()
+    }
+}
+
+/// Parses an `.hgrm` text (see [`HgrmFile`]).
+///
+/// # Errors
+/// A missing header, a malformed or out-of-order step, a footer that contradicts the steps,
+/// or more than [`MAX_HGRM_LINES`] lines.
+pub fn parse_hgrm(text: &str) -> Result<HgrmFile, HgrmParseError> {
+    let err = |line: usize, what: String| HgrmParseError { line, what };
+    let mut lines = text.lines().enumerate().map(|(i, l)| (i + 1, l));
+    let header = lines.by_ref().find(|(_, l)| !l.trim().is_empty());
+    match header {
+        Some((_, l)) if l.split_whitespace().eq(HEADER) => {}
+        Some((n, _)) => {
+            return Err(err(
+                n,
+                "not an .hgrm percentile distribution: the first line is not \
+                 `Value Percentile TotalCount 1/(1-Percentile)`"
+                    .into(),
+            ))
+        }
+        None => return Err(err(0, "empty text: not an .hgrm file".into())),
+    }
+    let mut file = HgrmFile::default();
+    let mut raw: Vec<(usize, &str)> = Vec::new();
+    let mut footer_seen = false;
+    for (n, line) in lines {
+        if n > MAX_HGRM_LINES {
+            return Err(err(n, format!("more than {MAX_HGRM_LINES} lines")));
+        }
+        if line.len() > MAX_HGRM_LINE {
+            return Err(err(n, format!("a line longer than {MAX_HGRM_LINE} bytes")));
+        }
+        let t = line.trim();
+        if t.is_empty() {
+            continue;
+        }
+        if let Some(body) = t.strip_prefix("#[") {
+            footer_seen = true;
+            let body = body
+                .strip_suffix(']')
+                .ok_or_else(|| err(n, "a footer line without its closing `]`".into()))?;
+            for pair in body.split(',') {
+                let (k, v) = pair
+                    .split_once('=')
+                    .ok_or_else(|| err(n, format!("footer item `{}` has no `=`", pair.trim())))?;
+                let v = v.trim();
+                let num = || -> Result<f64, HgrmParseError> {
+                    v.parse::<f64>()
+                        .ok()
+                        .filter(|x| x.is_finite())
+                        .ok_or_else(|| err(n, format!("`{v}` is not a number")))
+                };
+                let int = || -> Result<u64, HgrmParseError> {
+                    v.parse::<u64>()
+                        .map_err(|_| err(n, format!("`{v}` is not a count")))
+                };
+                match k.trim() {
+                    "Mean" => file.mean = Some(num()?),
+                    "StdDeviation" => file.stdev = Some(num()?),
+                    "Max" => file.max = Some(num()?),
+                    "Total count" => file.total = Some(int()?),
+                    "Buckets" => file.buckets = Some(int()?),
+                    "SubBuckets" => file.sub_buckets = Some(int()?),
+                    other => return Err(err(n, format!("unknown footer item `{other}`"))),
+                }
+            }
+            continue;
+        }
+        if footer_seen {
+            return Err(err(n, "a percentile step after the footer".into()));
+        }
+        raw.push((n, t));
+    }
+    // Decimals: those of the value column, when any value has a fraction.
+    let mut decimals = 0u32;
+    let mut parsed = Vec::with_capacity(raw.len());
+    for (n, t) in &raw {
+        let cols: Vec<&str> = t.split_whitespace().collect();
+        if !(3..=4).contains(&cols.len()) {
+            return Err(err(
+                *n,
+                format!("a step has {} columns (3 or 4 expected)", cols.len()),
+            ));
+        }
+        let value = Decimal::parse(cols[0])
+            .ok_or_else(|| err(*n, format!("value `{}` is not a number", cols[0])))?;
+        if value.has_fraction() {
+            decimals = decimals.max((value.frac.len() as u32).min(MAX_HGRM_DECIMALS));
+        }
+        let percentile: f64 = cols[1]
+            .parse()
+            .ok()
+            .filter(|p: &f64| (0.0..=1.0).contains(p))
+            .ok_or_else(|| {
+                err(
+                    *n,
+                    format!("percentile `{}` is not between 0 and 1", cols[1]),
+                )
+            })?;
+        let total: u64 = cols[2]
+            .parse()
+            .map_err(|_| err(*n, format!("total count `{}` is not a count", cols[2])))?;
+        if let Some(c) = cols.get(3) {
+            if c.parse::<f64>().is_err() && *c != "Infinity" {
+                return Err(err(*n, format!("`{c}` is not a number")));
+            }
+        }
+        parsed.push((*n, cols[0], value, percentile, total));
+    }
+    file.decimals = decimals;
+    let mut prev: Option<&HgrmStep> = None;
+    let mut steps = Vec::with_capacity(parsed.len());
+    for (n, text_value, value, percentile, total_count) in parsed {
+        let scaled = value
+            .scaled(decimals)
+            .ok_or_else(|| err(n, format!("value `{text_value}` is too large")))?;
+        let step = HgrmStep {
+            value: text_value.parse().unwrap_or(f64::INFINITY),
+            scaled,
+            percentile,
+            total_count,
+        };
+        if let Some(p) = prev {
+            if step.scaled < p.scaled
+                || step.percentile < p.percentile
+                || step.total_count < p.total_count
+            {
+                return Err(err(
+                    n,
+                    "a step below the one before it (values, percentiles and counts must not \
+                     decrease)"
+                        .into(),
+                ));
+            }
+        }
+        steps.push(step);
+        prev = steps.last();
+    }
+    if let (Some(total), Some(last)) = (file.total, steps.last()) {
+        if last.total_count != total {
+            return Err(err(
+                0,
+                format!(
+                    "the last step counts {} values, the footer's total count is {total}",
+                    last.total_count
+                ),
+            ));
+        }
+    }
+    if steps.is_empty() && file.total.is_some_and(|t| t > 0) {
+        return Err(err(
+            0,
+            "a footer with values but no percentile steps".into(),
+        ));
+    }
+    file.steps = steps;
+    Ok(file)
+}
+
+impl HgrmFile {
+    /// `10^decimals`: the factor between the file's values and [`HgrmStep::scaled`].
+    pub fn scale(&self) -> u64 {
+        10u64.pow(self.decimals)
+    }
+
+    /// Values counted by the steps.
+    pub fn total_count(&self) -> u64 {
+        self.steps.last().map_or(0, |s| s.total_count)
+    }
+
+    /// The significant digits of a histogram at least as precise as the file's: the
+    /// smallest `d` whose HdrHistogram sub-bucket count reaches the footer's `SubBuckets`
+    /// (3 when the file does not say), at most 5.
+    pub fn significant_digits(&self) -> u8 {
+        let Some(sub) = self.sub_buckets else {
+            return 3;
+        };
+        (0..=5u8)
+            .find(|&d| {
+                let needed = 2 * 10u64.pow(u32::from(d));
+                needed.next_power_of_two() >= sub
+            })
+            .unwrap_or(5)
+    }
+
+    /// A histogram rebuilt from the steps (in [`HgrmStep::scaled`] units): each step's new
+    /// count at its value. See [`HgrmFile`] for what that keeps exactly.
+    ///
+    /// # Errors
+    /// A value beyond what an HdrHistogram can track (`i64::MAX`).
+    pub fn to_counts(&self) -> Result<HdrCounts, HdrError> {
+        let mut h = HdrCounts::new(1, i64::MAX as u64, self.significant_digits())?;
+        let mut below = 0u64;
+        for s in &self.steps {
+            let n = s.total_count - below;
+            if n > 0 {
+                h.record(s.scaled, n)?;
+            }
+            below = s.total_count;
+        }
+        Ok(h)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hgrm::write_hgrm;
+    use crate::HistogramBuilder;
+    use picollo_core::Layout;
+
+    fn hgrm_of(values: impl Iterator<Item = u64>, ratio: f64) -> String {
+        let layout = Layout::from_block_scale(10).unwrap();
+        let mut h = HistogramBuilder::new()
+            .layout(layout)
+            .max_trackable(1 << 40)
+            .plain()
+            .unwrap();
+        for v in values {
+            h.record(v);
+        }
+        let mut out = Vec::new();
+        write_hgrm(&h, &mut out, 5, ratio).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn roundtrip_keeps_percentiles_at_the_steps() {
+        let text = hgrm_of(1..=100_000u64, 1.0);
+        assert!(looks_like_hgrm(&text));
+        let f = parse_hgrm(&text).unwrap();
+        assert_eq!(f.decimals, 0);
+        assert_eq!(f.total, Some(100_000));
+        assert_eq!(f.sub_buckets, Some(2048));
+        assert_eq!(f.significant_digits(), 3);
+        let c = f.to_counts().unwrap();
+        assert_eq!(c.total_count(), 100_000);
+        for s in &f.steps {
+            let p = s.percentile * 100.0;
+            assert_eq!(c.value_at_percentile(p), Some(s.scaled), "at {p}");
+        }
+        assert_eq!(c.max(), f.max.unwrap() as u64);
+    }
+
+    #[test]
+    fn fractional_values_are_scaled() {
+        // Microseconds printed as milliseconds: three decimals.
+        let text = hgrm_of((1..=1000u64).map(|v| v * 1013), 1000.0);
+        let f = parse_hgrm(&text).unwrap();
+        assert_eq!(f.decimals, 3);
+        assert_eq!(f.scale(), 1000);
+        let last = f.steps.last().unwrap();
+        assert!((last.value * 1000.0 - last.scaled as f64).abs() < 1.0);
+        assert_eq!(f.to_counts().unwrap().total_count(), 1000);
+    }
+
+    #[test]
+    fn empty_histogram() {
+        let text = hgrm_of(std::iter::empty(), 1.0);
+        let f = parse_hgrm(&text).unwrap();
+        assert!(f.steps.is_empty());
+        assert_eq!(f.to_counts().unwrap().total_count(), 0);
+    }
+
+    #[test]
+    fn bad_texts_name_the_line() {
+        let good = hgrm_of(1..=100u64, 1.0);
+        let e = |t: &str| parse_hgrm(t).unwrap_err().to_string();
+        assert!(e("").contains("empty"));
+        assert!(e("hello\n").contains("line 1: not an .hgrm"));
+        let mut lines: Vec<&str> = good.lines().collect();
+        lines.swap(3, 4);
+        let swapped = e(&lines.join("\n"));
+        assert!(swapped.contains("line 5: a step below"), "{swapped}");
+        let bad = good.replacen(" 0.000000000000 ", " 7.000000000000 ", 1);
+        assert!(e(&bad).contains("is not between 0 and 1"), "{}", e(&bad));
+        let bad = good.replace(
+            "Total count    =          100]",
+            "Total count    =          101]",
+        );
+        assert!(e(&bad).contains("footer's total count is 101"));
+        let bad = format!("{good}       5.000 0.5 3\n");
+        assert!(e(&bad).contains("after the footer"));
+        let bad = good.replace("#[Buckets", "#[Bogus");
+        assert!(e(&bad).contains("unknown footer item"));
+        let huge = format!("{}\n99999999999999999999 0.5 1\n", HEADER.join(" "));
+        assert!(e(&huge).contains("too large"));
+    }
+
+    #[test]
+    fn arbitrary_texts_never_panic() {
+        let good = hgrm_of(1..=1000u64, 1.0);
+        let bytes = good.as_bytes();
+        let mut rng = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = || {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            rng
+        };
+        let alphabet = b"0123456789. \n#[]=,-eInfity";
+        for _ in 0..5000 {
+            let mut v = bytes.to_vec();
+            for _ in 0..1 + next() % 6 {
+                let i = (next() % v.len() as u64) as usize;
+                v[i] = alphabet[(next() % alphabet.len() as u64) as usize];
+            }
+            if let Ok(f) = parse_hgrm(std::str::from_utf8(&v).unwrap()) {
+                let _ = f.to_counts();
+            }
+        }
+    }
+}

@@ -1,0 +1,118 @@
+//! `picollo convert run.bin`: a capture file (from `attach --output`) turned into CSV files,
+//! the span tables, or JSON lines, on any machine: the file carries every ring's schema,
+//! clock record and counter tables.
+
+use std::fs::File;
+use std::io::BufReader;
+use std::path::PathBuf;
+
+use picollo_linux::capture::{CaptureEvent, CaptureReader};
+
+use crate::attach::LiveFormat;
+use crate::error::{CliError, Result};
+use crate::frames::{csv_summary, spans_json, spans_markdown, Sinks};
+use crate::json::{Json, Object};
+
+/// What `convert` was asked to do.
+#[derive(Clone, Debug)]
+pub struct ConvertOptions {
+    /// The capture file.
+    pub file: PathBuf,
+    /// Write CSV files into this directory.
+    pub csv: Option<PathBuf>,
+    /// Print the span tables.
+    pub spans: bool,
+    /// The output format: JSON lines of every frame (without `--csv` or `--spans`), or the
+    /// span report as JSON (with `--spans`).
+    pub format: Option<LiveFormat>,
+}
+
+/// Converts the capture; returns what goes to stdout.
+///
+/// # Errors
+/// A missing, unreadable or damaged file; a directory that cannot be written.
+pub fn run(o: &ConvertOptions) -> Result<String> {
+    let shown = o.file.display().to_string();
+    let file = File::open(&o.file)
+        .map_err(|e| CliError::new(format!("cannot open {shown}: {e}; check the path")))?;
+    let damaged = |e: &dyn std::fmt::Display| {
+        CliError::new(format!(
+            "{shown}: {e}; is this a capture from `picollo attach --output`?"
+        ))
+    };
+    let mut reader = CaptureReader::new(BufReader::new(file)).map_err(|e| damaged(&e))?;
+    let json_lines = o.csv.is_none() && !o.spans && o.format == Some(LiveFormat::Json);
+    let mut sinks = Sinks::new();
+    if let Some(dir) = &o.csv {
+        sinks = sinks.csv(dir)?;
+    }
+    if o.spans {
+        sinks = sinks.spans();
+    }
+    if json_lines {
+        sinks = sinks.json_lines(Box::new(std::io::stdout()));
+    }
+    while let Some(event) = reader.next_event().map_err(|e| damaged(&e))? {
+        match event {
+            CaptureEvent::Ring { name, info, .. } => {
+                sinks.add_ring(name, info)?;
+            }
+            CaptureEvent::Frame {
+                ring,
+                number,
+                info,
+                words,
+            } => sinks.frame(ring, info, number, words)?,
+            CaptureEvent::Lost { ring, count } => sinks.lost(ring, count)?,
+            CaptureEvent::Counters { ring, info } => sinks.counters_changed(ring, info)?,
+            _ => {}
+        }
+    }
+    sinks.finish()?;
+    if !reader.is_complete() {
+        eprintln!(
+            "picollo: {shown} was cut short (no end record: the attach was interrupted); \
+             converted the {} frames it holds",
+            reader.frames()
+        );
+    }
+    let pid = reader.pid();
+    let mut out = String::new();
+    if json_lines {
+        let end = Object::new()
+            .field("type", Json::str("end"))
+            .field("pid", Json::uint(pid))
+            .field("frames", Json::uint(reader.frames()))
+            .field("lost", Json::uint(reader.lost()))
+            .field("complete", Json::bool(reader.is_complete()));
+        out.push_str(end.build().as_str());
+        out.push('\n');
+        return Ok(out);
+    }
+    if o.csv.is_some() {
+        out.push_str(&csv_summary(&sinks.totals()));
+    }
+    if let Some(agg) = sinks.aggregator() {
+        if o.format == Some(LiveFormat::Json) {
+            let head = Object::new()
+                .field("type", Json::str("convert"))
+                .field("file", Json::str(&shown))
+                .field("pid", Json::uint(pid))
+                .field("rings", Json::uint(sinks.span_rings() as u64));
+            out.push_str(spans_json(agg, head).as_str());
+            out.push('\n');
+        } else {
+            if !out.is_empty() {
+                out.push('\n');
+            }
+            out.push_str(&format!(
+                "- capture: {shown}\n- process: {pid}\n- rings: {}\n- frames: {} ({} lost)\n\n{}",
+                sinks.span_rings(),
+                agg.accepted(),
+                agg.lost(),
+                spans_markdown(agg)
+            ));
+        }
+    }
+    Ok(out)
+}

@@ -1,0 +1,554 @@
+//! A [`metrics::Recorder`] (feature `metrics`) whose histograms are Picollo histograms
+//! (thread-local or atomic), counters and gauges plain atomics, all with labels, in a
+//! [`Registry`]: served to Prometheus as native histograms, pushed as OTLP, printed as seed
+//! 000's summary tables, logged as `.hlog` intervals.
+//!
+//! Memory is bounded whatever the record rate: a histogram is a fixed array of buckets (per
+//! recording thread for the thread-local kind), never a buffer of raw samples (the growth of
+//! `metrics-exporter-prometheus` between renders, metrics-rs issue 339).
+//!
+//! `metrics` records `f64`s; Picollo histograms count `u64`s. A value is multiplied by the
+//! recorder's scale ([`RecorderBuilder::scale`]: `1e9` turns the seconds of a `Duration` into
+//! nanoseconds) and truncated: negative values count as 0, values at or above `2^64` as
+//! `u64::MAX`, and NaN, which has no place, is counted in
+//! `picollo_recorder_invalid_values_total` instead of a bucket.
+//!
+//! Names and label keys are made valid for Prometheus (every other character becomes `_`, a
+//! leading digit gets a `_` in front; a label called `le` on a histogram becomes `le_`). A key
+//! the registry refuses (its name already holds another kind) gets a no-op handle and is
+//! counted in `picollo_recorder_refused_registrations_total`.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use picollo_export::recorder::RecorderBuilder;
+//! use picollo_export::text::TextFormat;
+//! use picollo_export::Registry;
+//!
+//! let registry = Arc::new(Registry::new());
+//! let recorder = RecorderBuilder::new().scale(1e9).build(registry.clone());
+//! metrics::with_local_recorder(&recorder, || {
+//!     metrics::describe_histogram!("db.query", "query time in nanoseconds");
+//!     let h = metrics::histogram!("db.query", "table" => "users");
+//!     h.record(std::time::Duration::from_micros(250));
+//!     metrics::counter!("db.queries").increment(1);
+//! });
+//! let text = registry.encode_text(TextFormat::Prometheus);
+//! assert!(text.contains("db_query_count{table=\"users\"} 1"));
+//! assert!(text.contains("db_queries 1"));
+//! assert!(recorder.summaries().contains("db_query{table=\"users\"}"));
+//! ```
+
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+use std::io::Write;
+use std::sync::{Arc, Mutex};
+
+use metrics::{Key, KeyName, Metadata, SharedString, Unit};
+use picollo_alloc::hdr::interop::{self, ExportOptions as HdrOptions};
+use picollo_alloc::hdr::{LogError, LogWriter};
+use picollo_alloc::{heap, HeapAtomicHistogram, Snapshot, Summary, ThreadLocalHistogram};
+use picollo_core::{HistogramRead, Layout, Window};
+
+use crate::registry::{Counter, Gauge};
+use crate::source::Exported;
+use crate::{Labels, Registry};
+
+/// Which Picollo kind the recorder's histograms are.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum HistogramKind {
+    /// One shard per recording thread, written with a relaxed load and store (the fastest
+    /// record; memory grows with the number of threads that record at the same time).
+    #[default]
+    ThreadLocal,
+    /// One shared array, one `fetch_add` per record (fixed memory; slower under contention).
+    Atomic,
+}
+
+/// Configures a [`PicolloRecorder`].
+#[derive(Clone, Copy, Debug)]
+pub struct RecorderBuilder {
+    layout: Layout,
+    max_trackable: u64,
+    kind: HistogramKind,
+    scale: f64,
+}
+
+impl Default for RecorderBuilder {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl RecorderBuilder {
+    /// Defaults: thread-local histograms, block scale 7 (0.39% relative error, native schema
+    /// 7, and an exact HdrHistogram twin at 2 significant digits for `.hlog`), the full `u64`
+    /// range, scale 1.
+    pub fn new() -> Self {
+        RecorderBuilder {
+            layout: Layout::from_block_scale(7).unwrap_or(Layout::DEFAULT),
+            max_trackable: u64::MAX,
+            kind: HistogramKind::ThreadLocal,
+            scale: 1.0,
+        }
+    }
+
+    /// The histograms' layout.
+    pub fn layout(mut self, layout: Layout) -> Self {
+        self.layout = layout;
+        self
+    }
+
+    /// Values above this count as overflow (smaller windows use less memory).
+    pub fn max_trackable(mut self, max: u64) -> Self {
+        self.max_trackable = max;
+        self
+    }
+
+    /// The histogram kind.
+    pub fn kind(mut self, kind: HistogramKind) -> Self {
+        self.kind = kind;
+        self
+    }
+
+    /// What each recorded `f64` is multiplied by before it is counted (`1e9`: seconds to
+    /// nanoseconds).
+    pub fn scale(mut self, scale: f64) -> Self {
+        self.scale = scale;
+        self
+    }
+
+    /// A recorder registering into `registry`.
+    pub fn build(self, registry: Arc<Registry>) -> PicolloRecorder {
+        let invalid = registry
+            .counter(
+                "picollo_recorder_invalid_values_total",
+                "Values recorded into a histogram that could not be counted (NaN)",
+                &Labels::empty(),
+            )
+            .unwrap_or_default();
+        let refused = registry
+            .counter(
+                "picollo_recorder_refused_registrations_total",
+                "metrics keys the registry refused (a name already used by another kind)",
+                &Labels::empty(),
+            )
+            .unwrap_or_default();
+        PicolloRecorder {
+            inner: Arc::new(Inner {
+                registry,
+                config: self,
+                invalid,
+                refused,
+                state: Mutex::new(State::default()),
+            }),
+        }
+    }
+
+    /// Builds the recorder and installs it as the process-wide `metrics` recorder.
+    ///
+    /// # Errors
+    /// When a global recorder is already installed.
+    pub fn install(
+        self,
+        registry: Arc<Registry>,
+    ) -> Result<PicolloRecorder, metrics::SetRecorderError<PicolloRecorder>> {
+        let recorder = self.build(registry);
+        metrics::set_global_recorder(recorder.clone())?;
+        Ok(recorder)
+    }
+}
+
+/// One histogram of the recorder, of the kind it was built with: the handle `metrics` calls
+/// holds the histogram itself (one indirection from the call to the cells), and the
+/// registry serves the same `Arc`.
+#[derive(Clone)]
+enum Kinded {
+    ThreadLocal(Arc<Handle<ThreadLocalHistogram<u64>>>),
+    Atomic(Arc<Handle<HeapAtomicHistogram>>),
+}
+
+impl Kinded {
+    fn read(&self) -> &dyn HistogramRead {
+        match self {
+            Self::ThreadLocal(h) => &h.histogram,
+            Self::Atomic(h) => &h.histogram,
+        }
+    }
+
+    fn exported(&self) -> Arc<dyn Exported> {
+        match self {
+            Self::ThreadLocal(h) => h.clone(),
+            Self::Atomic(h) => h.clone(),
+        }
+    }
+
+    /// The handle `metrics` calls: typed, so a record is the conversion plus the kind's own
+    /// record, with no dynamic dispatch inside.
+    fn handle(&self) -> metrics::Histogram {
+        match self {
+            Self::ThreadLocal(h) => metrics::Histogram::from_arc(h.clone()),
+            Self::Atomic(h) => metrics::Histogram::from_arc(h.clone()),
+        }
+    }
+}
+
+/// One histogram series of the recorder.
+struct Entry {
+    title: String,
+    histogram: Kinded,
+    /// What `register_histogram` hands out for the key (a clone of one `Arc`).
+    handle: metrics::Histogram,
+    /// Totals at the last `.hlog` interval.
+    last: Option<Snapshot>,
+}
+
+#[derive(Default)]
+struct State {
+    help: HashMap<String, String>,
+    histograms: HashMap<Key, usize, BuildHasherDefault<KeyHash>>,
+    entries: Vec<Entry>,
+}
+
+/// Hashes a [`Key`] by the hash it already carries (`Key` writes exactly one `u64`).
+#[derive(Default)]
+struct KeyHash(u64);
+
+impl Hasher for KeyHash {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        // Not used by `Key`; fold anything else in rather than ignore it.
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ b as u64).wrapping_mul(0x100_0000_01b3);
+        }
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 ^= n;
+    }
+}
+
+struct Inner {
+    registry: Arc<Registry>,
+    config: RecorderBuilder,
+    invalid: Counter,
+    refused: Counter,
+    state: Mutex<State>,
+}
+
+/// The `metrics` recorder. Cheap to clone (one `Arc`); see the [module docs](self).
+#[derive(Clone)]
+pub struct PicolloRecorder {
+    inner: Arc<Inner>,
+}
+
+impl core::fmt::Debug for PicolloRecorder {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("PicolloRecorder")
+            .field("config", &self.inner.config)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A histogram kind the recorder can hand to `metrics`.
+trait RecorderHistogram: Send + Sync + 'static {
+    fn record_value(&self, value: u64);
+}
+
+impl RecorderHistogram for ThreadLocalHistogram<u64> {
+    #[inline]
+    fn record_value(&self, value: u64) {
+        self.record(value)
+    }
+}
+
+impl RecorderHistogram for HeapAtomicHistogram {
+    #[inline]
+    fn record_value(&self, value: u64) {
+        self.record(value)
+    }
+}
+
+/// The handle `metrics::histogram!` returns, holding the histogram: converts and records.
+struct Handle<H> {
+    histogram: H,
+    scale: f64,
+    invalid: Counter,
+}
+
+/// `2^63` as an `f64`: values below it convert with one signed conversion.
+const TWO_63: f64 = 9_223_372_036_854_775_808.0;
+
+impl<H: RecorderHistogram> metrics::HistogramFn for Handle<H> {
+    #[inline]
+    fn record(&self, value: f64) {
+        let v = value * self.scale;
+        // The range check also turns away NaN (every comparison with it is false).
+        if (0.0..TWO_63).contains(&v) {
+            // SAFETY: `v` is finite and in [0, 2^63), so truncating it fits an i64.
+            self.histogram
+                .record_value(unsafe { v.to_int_unchecked::<i64>() } as u64);
+        } else {
+            self.record_outside(v);
+        }
+    }
+}
+
+impl<H: RecorderHistogram> Handle<H> {
+    /// NaN counts as invalid; negative values as 0; `2^63` and above saturate at `u64::MAX`.
+    #[cold]
+    #[inline(never)]
+    fn record_outside(&self, v: f64) {
+        if v.is_nan() {
+            self.invalid.inc();
+        } else {
+            self.histogram.record_value(v as u64);
+        }
+    }
+}
+
+impl<H: Exported> Exported for Handle<H> {
+    fn fill_native(&self, out: &mut crate::NativeHistogram, schema: Option<crate::Schema>) {
+        self.histogram.fill_native(out, schema)
+    }
+    fn fill_classic(&self, out: &mut crate::ClassicHistogram, buckets: &crate::ClassicBuckets) {
+        self.histogram.fill_classic(out, buckets)
+    }
+    fn fill_snapshot(&self, snapshot: &mut Snapshot, deltas: bool) -> Option<u128> {
+        self.histogram.fill_snapshot(snapshot, deltas)
+    }
+}
+
+impl metrics::CounterFn for Counter {
+    fn increment(&self, value: u64) {
+        self.add(value);
+    }
+    fn absolute(&self, value: u64) {
+        self.set(value.max(self.get()));
+    }
+}
+
+impl metrics::GaugeFn for Gauge {
+    fn increment(&self, value: f64) {
+        self.add(value);
+    }
+    fn decrement(&self, value: f64) {
+        self.add(-value);
+    }
+    fn set(&self, value: f64) {
+        Gauge::set(self, value);
+    }
+}
+
+/// `name` with every character Prometheus does not allow replaced by `_` (and `_` in front
+/// of a leading digit); `colon` allows `:` (metric names) or not (label names).
+fn sanitize(name: &str, colon: bool) -> String {
+    let mut out: String = name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' || (colon && c == ':') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    if out.is_empty() || out.starts_with(|c: char| c.is_ascii_digit()) {
+        out.insert(0, '_');
+    }
+    if !colon {
+        while out.starts_with("__") {
+            out.remove(0);
+        }
+    }
+    out
+}
+
+impl PicolloRecorder {
+    /// The registry the recorder registers into.
+    pub fn registry(&self) -> &Arc<Registry> {
+        &self.inner.registry
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, State> {
+        self.inner.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn labels(key: &Key, histogram: bool) -> Labels {
+        let mut pairs: Vec<(String, String)> = Vec::new();
+        for l in key.labels() {
+            let mut k = sanitize(l.key(), false);
+            if histogram && k == "le" {
+                k.push('_');
+            }
+            // A later label with the same (sanitized) key replaces the earlier one.
+            pairs.retain(|(existing, _)| *existing != k);
+            pairs.push((k, l.value().to_owned()));
+        }
+        // Sanitized keys are valid and distinct.
+        Labels::new(pairs).unwrap_or_default()
+    }
+
+    /// A counter or gauge of the registry for `key` (`make` is [`Registry::counter`] or
+    /// [`Registry::gauge`]); `None`, counted as refused, when the registry refuses it (its
+    /// name already holds another kind).
+    fn register_number<T>(
+        &self,
+        key: &Key,
+        make: impl FnOnce(&Registry, &str, &str, &Labels) -> Result<T, crate::ExportError>,
+    ) -> Option<T> {
+        let name = sanitize(key.name(), true);
+        let state = self.state();
+        let help = state.help.get(&name).map_or("", String::as_str);
+        let made = make(&self.inner.registry, &name, help, &Self::labels(key, false));
+        if made.is_err() {
+            self.inner.refused.inc();
+        }
+        made.ok()
+    }
+
+    fn describe(&self, key: KeyName, description: SharedString) {
+        let name = sanitize(key.as_str(), true);
+        let mut state = self.state();
+        state.help.insert(name.clone(), description.into_owned());
+        self.inner.registry.set_help(&name, &state.help[&name]);
+    }
+
+    /// The histograms as seed 000's summary tables, one per series, titled
+    /// `name{labels}`.
+    pub fn summaries(&self) -> String {
+        let state = self.state();
+        let mut out = String::new();
+        for e in &state.entries {
+            let table = Summary::from_histogram(e.histogram.read());
+            out.push_str(&table.table(&e.title).to_string());
+            out.push('\n');
+        }
+        out
+    }
+
+    /// Writes one `.hlog` interval line per histogram: what was recorded since the previous
+    /// call (since registration for the first), tagged with the series (`name{labels}` with
+    /// commas and spaces as `_`). Layouts with an HdrHistogram twin (block scales 4, 7, 10,
+    /// 14, 17; the default 7 is one) convert exactly; others at the next finer precision.
+    /// Returns the values HdrHistogram V2 cannot hold (outside the window), which are left
+    /// out of the log and counted here.
+    ///
+    /// # Errors
+    /// An I/O error of the writer.
+    pub fn write_hlog_interval<W: Write>(
+        &self,
+        log: &mut LogWriter<W>,
+        start_sec: f64,
+        end_sec: f64,
+    ) -> Result<u64, LogError> {
+        let mut state = self.state();
+        let mut dropped = 0u64;
+        for e in &mut state.entries {
+            let h = e.histogram.read();
+            let snapshot = e
+                .last
+                .get_or_insert_with(|| Snapshot::empty(h.layout(), h.window()));
+            snapshot.update(h, true);
+            let layout = h.layout();
+            let digits = interop::significant_digits_for(layout)
+                .or_else(|| interop::finer_significant_digits(layout))
+                .unwrap_or(5);
+            let export = interop::export(
+                &*snapshot,
+                &HdrOptions::new()
+                    .significant_digits(digits)
+                    .allow_dropping(true),
+            )
+            .map_err(|e| LogError::Io(std::io::Error::other(e.to_string())))?;
+            dropped = dropped
+                .saturating_add(export.dropped_underflow)
+                .saturating_add(export.dropped_overflow);
+            let tag: String = e
+                .title
+                .chars()
+                .map(|c| {
+                    if c == ',' || c.is_whitespace() {
+                        '_'
+                    } else {
+                        c
+                    }
+                })
+                .collect();
+            log.write_interval(Some(&tag), start_sec, end_sec, &export.counts)?;
+        }
+        Ok(dropped)
+    }
+}
+
+impl metrics::Recorder for PicolloRecorder {
+    fn describe_counter(&self, key: KeyName, _unit: Option<Unit>, description: SharedString) {
+        self.describe(key, description)
+    }
+
+    fn describe_gauge(&self, key: KeyName, _unit: Option<Unit>, description: SharedString) {
+        self.describe(key, description)
+    }
+
+    fn describe_histogram(&self, key: KeyName, _unit: Option<Unit>, description: SharedString) {
+        self.describe(key, description)
+    }
+
+    fn register_counter(&self, key: &Key, _metadata: &Metadata<'_>) -> metrics::Counter {
+        self.register_number(key, Registry::counter)
+            .map_or(metrics::Counter::noop(), |c| {
+                metrics::Counter::from_arc(Arc::new(c))
+            })
+    }
+
+    fn register_gauge(&self, key: &Key, _metadata: &Metadata<'_>) -> metrics::Gauge {
+        self.register_number(key, Registry::gauge)
+            .map_or(metrics::Gauge::noop(), |g| {
+                metrics::Gauge::from_arc(Arc::new(g))
+            })
+    }
+
+    fn register_histogram(&self, key: &Key, _metadata: &Metadata<'_>) -> metrics::Histogram {
+        let mut state = self.state();
+        let config = &self.inner.config;
+        if let Some(&i) = state.histograms.get(key) {
+            return state.entries[i].handle.clone();
+        }
+        let name = sanitize(key.name(), true);
+        let labels = Self::labels(key, true);
+        let help = state.help.get(&name).cloned().unwrap_or_default();
+        let window = Window::new(config.layout, 0, config.max_trackable)
+            .unwrap_or(Window::full(config.layout));
+        let (scale, invalid) = (config.scale, self.inner.invalid.clone());
+        let histogram = match config.kind {
+            HistogramKind::ThreadLocal => Kinded::ThreadLocal(Arc::new(Handle {
+                histogram: ThreadLocalHistogram::<u64>::new(config.layout, window),
+                scale,
+                invalid,
+            })),
+            HistogramKind::Atomic => Kinded::Atomic(Arc::new(Handle {
+                histogram: heap::atomic(config.layout, window),
+                scale,
+                invalid,
+            })),
+        };
+        let registered =
+            self.inner
+                .registry
+                .register_dyn(&name, &help, &labels, histogram.exported());
+        if registered.is_err() {
+            self.inner.refused.inc();
+            return metrics::Histogram::noop();
+        }
+        let handle = histogram.handle();
+        let index = state.entries.len();
+        state.histograms.insert(key.clone(), index);
+        state.entries.push(Entry {
+            title: format!("{name}{labels}"),
+            histogram,
+            handle: handle.clone(),
+            last: None,
+        });
+        handle
+    }
+}

@@ -1,0 +1,596 @@
+//! The registry: named, labelled histograms, counters and gauges, encoded for a scrape.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, RwLock};
+
+use prost::Message as _;
+
+use crate::classic::{ClassicBuckets, ClassicHistogram};
+use crate::native::{Mapping, NativeHistogram};
+use crate::proto::prometheus as pb;
+use crate::schema::Schema;
+use crate::source::Exported;
+use crate::text::{MetricKind, TextEncoder, TextFormat};
+use crate::{check_metric_name, ExportError, Labels};
+
+/// The zero bucket's half-width in Prometheus expositions: `2^-128`, client_golang's default.
+/// Picollo values are integers, so the zero bucket holds exactly the zeros; a positive
+/// threshold makes Prometheus 2.x recognize even an empty histogram as native.
+pub const ZERO_THRESHOLD: f64 = 1.0 / (1u128 << 127) as f64 / 2.0;
+
+/// How histograms are exported.
+///
+/// ```
+/// use picollo_export::{ClassicBuckets, ExportOptions, Schema};
+/// let o = ExportOptions::new()
+///     .schema(Schema::new(3).unwrap()) // coarser than the layouts: fewer buckets
+///     .classic(ClassicBuckets::explicit(vec![1_000, 1_000_000]).unwrap())
+///     .classic_in_protobuf(true);
+/// assert_eq!(o.schema_override(), Schema::new(3));
+/// ```
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ExportOptions {
+    schema: Option<Schema>,
+    classic: ClassicBuckets,
+    classic_in_protobuf: bool,
+}
+
+impl ExportOptions {
+    /// The defaults: each histogram at its layout's schema ([`Mapping::for_layout`]), classic
+    /// buckets at powers of two in the text formats, native buckets only in protobuf.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// One schema for every histogram instead of each layout's own.
+    pub fn schema(mut self, schema: Schema) -> Self {
+        self.schema = Some(schema);
+        self
+    }
+
+    /// The schema set by [`ExportOptions::schema`], if any.
+    pub fn schema_override(&self) -> Option<Schema> {
+        self.schema
+    }
+
+    /// The classic buckets of the text formats (and of protobuf with
+    /// [`ExportOptions::classic_in_protobuf`]).
+    pub fn classic(mut self, buckets: ClassicBuckets) -> Self {
+        self.classic = buckets;
+        self
+    }
+
+    /// The classic buckets in use.
+    pub fn classic_buckets(&self) -> &ClassicBuckets {
+        &self.classic
+    }
+
+    /// Also send classic buckets in protobuf, for servers that scrape protobuf but do not
+    /// ingest native histograms.
+    pub fn classic_in_protobuf(mut self, on: bool) -> Self {
+        self.classic_in_protobuf = on;
+        self
+    }
+
+    /// The mapping for a histogram with `layout`.
+    pub fn mapping(&self, layout: picollo_core::Layout) -> Mapping {
+        match self.schema {
+            Some(s) => Mapping::new(layout, s),
+            None => Mapping::for_layout(layout),
+        }
+    }
+}
+
+/// A counter in a [`Registry`]: a shared `u64`. Cloning gives another handle on the same value.
+#[derive(Clone, Debug, Default)]
+pub struct Counter(Arc<AtomicU64>);
+
+impl Counter {
+    /// Adds one.
+    #[inline]
+    pub fn inc(&self) {
+        self.add(1);
+    }
+
+    /// Adds `n`.
+    #[inline]
+    pub fn add(&self, n: u64) {
+        self.0.fetch_add(n, Ordering::Relaxed);
+    }
+
+    /// Sets the value (for counters mirrored from elsewhere; it should only grow).
+    pub fn set(&self, n: u64) {
+        self.0.store(n, Ordering::Relaxed);
+    }
+
+    /// The value.
+    pub fn get(&self) -> u64 {
+        self.0.load(Ordering::Relaxed)
+    }
+}
+
+/// A gauge in a [`Registry`]: a shared `f64`. Cloning gives another handle on the same value.
+#[derive(Clone, Debug, Default)]
+pub struct Gauge(Arc<AtomicU64>);
+
+impl Gauge {
+    /// Sets the value.
+    #[inline]
+    pub fn set(&self, v: f64) {
+        self.0.store(v.to_bits(), Ordering::Relaxed);
+    }
+
+    /// Adds `d` (negative to subtract).
+    pub fn add(&self, d: f64) {
+        let _ = self
+            .0
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |b| {
+                Some((f64::from_bits(b) + d).to_bits())
+            });
+    }
+
+    /// The value.
+    pub fn get(&self) -> f64 {
+        f64::from_bits(self.0.load(Ordering::Relaxed))
+    }
+}
+
+/// One series' value.
+#[derive(Clone)]
+pub(crate) enum Value {
+    Histogram(Arc<dyn Exported>),
+    Counter(Counter),
+    Gauge(Gauge),
+}
+
+/// One labelled series.
+#[derive(Clone)]
+pub(crate) struct Series {
+    /// Unique in the registry, for per-series state kept elsewhere (OTLP deltas).
+    pub(crate) id: u64,
+    pub(crate) labels: Labels,
+    /// `labels` in name order: the identity of the series.
+    key: Labels,
+    pub(crate) value: Value,
+}
+
+/// One metric family.
+#[derive(Clone)]
+pub(crate) struct Family {
+    pub(crate) name: String,
+    pub(crate) help: String,
+    pub(crate) kind: MetricKind,
+    pub(crate) series: Vec<Series>,
+}
+
+impl Family {
+    /// The sample names the family writes (to catch clashes between families).
+    fn sample_names(&self) -> Vec<String> {
+        let n = &self.name;
+        match self.kind {
+            MetricKind::Histogram => vec![
+                n.clone(),
+                format!("{n}_bucket"),
+                format!("{n}_sum"),
+                format!("{n}_count"),
+            ],
+            MetricKind::Counter => vec![
+                n.clone(),
+                n.strip_suffix("_total").unwrap_or(n).to_owned(),
+                format!("{}_total", n.strip_suffix("_total").unwrap_or(n)),
+            ],
+            MetricKind::Gauge => vec![n.clone()],
+        }
+    }
+}
+
+/// Named, labelled metrics, encoded for a scrape (protobuf or text) or an OTLP export.
+///
+/// A family (one name) has one kind and one help text, and any number of label sets.
+/// Registration checks names and labels against Prometheus' rules and refuses clashes, so
+/// every exposition it writes is valid.
+///
+/// ```
+/// use std::sync::Arc;
+/// use picollo_alloc::ThreadLocalHistogram;
+/// use picollo_core::{Layout, Window};
+/// use picollo_export::{Labels, Registry};
+/// use picollo_export::text::TextFormat;
+///
+/// let registry = Registry::new();
+/// let layout = Layout::from_relative_error(0.01).unwrap();
+/// let latency = Arc::new(ThreadLocalHistogram::<u64>::new(layout, Window::full(layout)));
+/// let labels = Labels::new([("route", "/api")])?;
+/// registry.register("api_latency_nanoseconds", "API latency", &labels, latency.clone())?;
+/// let requests = registry.counter("api_requests_total", "API requests", &labels)?;
+///
+/// latency.record(1_500);
+/// requests.inc();
+///
+/// let mut protobuf = Vec::new();
+/// registry.encode_protobuf(&mut protobuf); // what Prometheus scrapes for native histograms
+/// let text = registry.encode_text(TextFormat::Prometheus);
+/// assert!(text.contains("api_requests_total{route=\"/api\"} 1"));
+/// assert!(text.contains("api_latency_nanoseconds_count{route=\"/api\"} 1"));
+/// # Ok::<(), picollo_export::ExportError>(())
+/// ```
+pub struct Registry {
+    families: RwLock<Vec<Family>>,
+    options: ExportOptions,
+    next_id: AtomicU64,
+}
+
+impl Default for Registry {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl core::fmt::Debug for Registry {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        let families = self.read();
+        f.debug_struct("Registry")
+            .field("families", &families.len())
+            .field(
+                "series",
+                &families.iter().map(|f| f.series.len()).sum::<usize>(),
+            )
+            .field("options", &self.options)
+            .finish()
+    }
+}
+
+impl Registry {
+    /// An empty registry with the default [`ExportOptions`].
+    pub fn new() -> Self {
+        Self::with_options(ExportOptions::new())
+    }
+
+    /// An empty registry.
+    pub fn with_options(options: ExportOptions) -> Self {
+        Registry {
+            families: RwLock::new(Vec::new()),
+            options,
+            next_id: AtomicU64::new(0),
+        }
+    }
+
+    /// The export options.
+    pub fn options(&self) -> &ExportOptions {
+        &self.options
+    }
+
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, Vec<Family>> {
+        // Registration never panics with the lock held; tolerate it anyway.
+        self.families.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Registers histogram `source` (any kind: see [`crate::source`]) as series `labels` of
+    /// family `name`.
+    ///
+    /// # Errors
+    /// An invalid name or label, a label called `le` (reserved for classic buckets), a family
+    /// of that name with another kind or help text or a clashing sample name, or a series with
+    /// the same labels.
+    pub fn register<H: Exported + 'static>(
+        &self,
+        name: &str,
+        help: &str,
+        labels: &Labels,
+        source: Arc<H>,
+    ) -> Result<(), ExportError> {
+        self.register_dyn(name, help, labels, source)
+    }
+
+    /// [`Registry::register`] for a source already behind `dyn` (a mix of kinds).
+    ///
+    /// # Errors
+    /// As [`Registry::register`].
+    pub fn register_dyn(
+        &self,
+        name: &str,
+        help: &str,
+        labels: &Labels,
+        source: Arc<dyn Exported>,
+    ) -> Result<(), ExportError> {
+        if labels.contains("le") {
+            return Err(ExportError::InvalidLabelName {
+                name: "le".into(),
+                reason: "histograms use it for their classic bucket boundaries",
+            });
+        }
+        self.insert(
+            name,
+            help,
+            MetricKind::Histogram,
+            labels,
+            Value::Histogram(source),
+        )
+        .map(|_| ())
+    }
+
+    /// The counter series `labels` of family `name`, registered on first use (later calls
+    /// with the same name, help and labels return the same counter).
+    ///
+    /// # Errors
+    /// As [`Registry::register`], except that an existing counter series is returned.
+    pub fn counter(&self, name: &str, help: &str, labels: &Labels) -> Result<Counter, ExportError> {
+        match self.insert(
+            name,
+            help,
+            MetricKind::Counter,
+            labels,
+            Value::Counter(Counter::default()),
+        )? {
+            Value::Counter(c) => Ok(c),
+            _ => unreachable_kind(),
+        }
+    }
+
+    /// The gauge series `labels` of family `name`, registered on first use.
+    ///
+    /// # Errors
+    /// As [`Registry::counter`].
+    pub fn gauge(&self, name: &str, help: &str, labels: &Labels) -> Result<Gauge, ExportError> {
+        match self.insert(
+            name,
+            help,
+            MetricKind::Gauge,
+            labels,
+            Value::Gauge(Gauge::default()),
+        )? {
+            Value::Gauge(g) => Ok(g),
+            _ => unreachable_kind(),
+        }
+    }
+
+    /// Replaces the help text of family `name`, if registered (for descriptions that arrive
+    /// after the first series, as `metrics::describe_*!` may).
+    pub fn set_help(&self, name: &str, help: &str) {
+        let mut families = self.families.write().unwrap_or_else(|e| e.into_inner());
+        if let Some(f) = families.iter_mut().find(|f| f.name == name) {
+            f.help = help.to_owned();
+        }
+    }
+
+    /// Removes series `labels` of family `name` (the family goes with its last series).
+    /// Returns whether it was registered.
+    pub fn remove(&self, name: &str, labels: &Labels) -> bool {
+        let key = labels.sorted();
+        let mut families = self.families.write().unwrap_or_else(|e| e.into_inner());
+        let Some(fi) = families.iter().position(|f| f.name == name) else {
+            return false;
+        };
+        let before = families[fi].series.len();
+        families[fi].series.retain(|s| s.key != key);
+        let removed = families[fi].series.len() != before;
+        if families[fi].series.is_empty() {
+            families.remove(fi);
+        }
+        removed
+    }
+
+    /// Inserts a series; for counters and gauges, returns the existing value instead of a
+    /// duplicate error.
+    fn insert(
+        &self,
+        name: &str,
+        help: &str,
+        kind: MetricKind,
+        labels: &Labels,
+        value: Value,
+    ) -> Result<Value, ExportError> {
+        check_metric_name(name)?;
+        let key = labels.sorted();
+        let mut families = self.families.write().unwrap_or_else(|e| e.into_inner());
+        let candidate = Family {
+            name: name.to_owned(),
+            help: help.to_owned(),
+            kind,
+            series: Vec::new(),
+        };
+        let index = match families.iter().position(|f| f.name == name) {
+            Some(i) => {
+                let f = &families[i];
+                if f.kind != kind {
+                    return Err(ExportError::Conflict {
+                        name: name.into(),
+                        reason: format!("kind {:?} (asked for {kind:?})", f.kind),
+                    });
+                }
+                if f.help != help {
+                    return Err(ExportError::Conflict {
+                        name: name.into(),
+                        reason: format!("help text {:?} (asked for {help:?})", f.help),
+                    });
+                }
+                i
+            }
+            None => {
+                let mine = candidate.sample_names();
+                for f in families.iter() {
+                    let theirs = f.sample_names();
+                    if let Some(clash) = mine.iter().find(|n| theirs.contains(n)) {
+                        return Err(ExportError::Conflict {
+                            name: name.into(),
+                            reason: format!(
+                                "a sample name ({clash}) that family {:?} also writes",
+                                f.name
+                            ),
+                        });
+                    }
+                }
+                families.push(candidate);
+                families.len() - 1
+            }
+        };
+        let family = &mut families[index];
+        if let Some(s) = family.series.iter().find(|s| s.key == key) {
+            return match (&s.value, kind) {
+                (Value::Counter(_) | Value::Gauge(_), _) => Ok(s.value.clone()),
+                _ => Err(ExportError::DuplicateSeries {
+                    name: name.into(),
+                    labels: labels.to_string(),
+                }),
+            };
+        }
+        family.series.push(Series {
+            id: self.next_id.fetch_add(1, Ordering::Relaxed),
+            labels: labels.clone(),
+            key,
+            value: value.clone(),
+        });
+        Ok(value)
+    }
+
+    /// A copy of the families (cheap: `Arc`s), so that encoding holds no lock while it reads
+    /// histograms and registration is never blocked by a scrape.
+    pub(crate) fn families(&self) -> Vec<Family> {
+        self.read().clone()
+    }
+
+    /// Appends the Prometheus protobuf exposition (`application/vnd.google.protobuf;
+    /// proto=io.prometheus.client.MetricFamily; encoding=delimited`) to `out`: one
+    /// length-delimited `MetricFamily` per family, histograms as native histograms (plus
+    /// classic buckets with [`ExportOptions::classic_in_protobuf`]).
+    pub fn encode_protobuf(&self, out: &mut Vec<u8>) {
+        let mut scratch = Scratch::default();
+        for family in self.families() {
+            let metric = family
+                .series
+                .iter()
+                .map(|s| pb::Metric {
+                    label: s
+                        .labels
+                        .iter()
+                        .map(|(name, value)| pb::LabelPair {
+                            name: name.into(),
+                            value: value.into(),
+                        })
+                        .collect(),
+                    gauge: match &s.value {
+                        Value::Gauge(g) => Some(pb::Gauge { value: g.get() }),
+                        _ => None,
+                    },
+                    counter: match &s.value {
+                        Value::Counter(c) => Some(pb::Counter {
+                            value: c.get() as f64,
+                        }),
+                        _ => None,
+                    },
+                    histogram: match &s.value {
+                        Value::Histogram(h) => Some(self.native_message(&**h, &mut scratch)),
+                        _ => None,
+                    },
+                    timestamp_ms: 0,
+                })
+                .collect();
+            let message = pb::MetricFamily {
+                name: family.name.clone(),
+                help: family.help.clone(),
+                r#type: match family.kind {
+                    MetricKind::Counter => pb::MetricType::Counter,
+                    MetricKind::Gauge => pb::MetricType::Gauge,
+                    MetricKind::Histogram => pb::MetricType::Histogram,
+                } as i32,
+                metric,
+                unit: String::new(),
+            };
+            // Writing into a Vec cannot fail.
+            let _ = message.encode_length_delimited(out);
+        }
+    }
+
+    /// One histogram as a protobuf `Histogram` message.
+    fn native_message(&self, source: &dyn Exported, scratch: &mut Scratch) -> pb::Histogram {
+        let options = &self.options;
+        let Scratch {
+            native,
+            classic,
+            spans,
+            deltas,
+        } = scratch;
+        let with_classic = options.classic_in_protobuf;
+        source.fill_native(native, options.schema);
+        if with_classic {
+            // A second read: the classic buckets may hold values recorded since the first.
+            source.fill_classic(classic, &options.classic);
+        }
+        native.spans_and_deltas(spans, deltas);
+        let mut positive_span: Vec<pb::BucketSpan> = spans
+            .iter()
+            .map(|&(offset, length)| pb::BucketSpan { offset, length })
+            .collect();
+        if positive_span.is_empty() {
+            // The no-op span that marks an empty native histogram.
+            positive_span.push(pb::BucketSpan {
+                offset: 0,
+                length: 0,
+            });
+        }
+        pb::Histogram {
+            sample_count: native.count(),
+            sample_sum: native.sum(),
+            bucket: if with_classic {
+                classic
+                    .buckets()
+                    .map(|(le, n)| pb::Bucket {
+                        cumulative_count: n,
+                        upper_bound: le as f64,
+                    })
+                    .collect()
+            } else {
+                Vec::new()
+            },
+            schema: native.schema().get() as i32,
+            zero_threshold: ZERO_THRESHOLD,
+            zero_count: native.zero_count(),
+            negative_span: Vec::new(),
+            negative_delta: Vec::new(),
+            positive_span,
+            positive_delta: deltas.clone(),
+        }
+    }
+
+    /// The text exposition in `format`, histograms as classic histograms
+    /// ([`ExportOptions::classic`]).
+    pub fn encode_text(&self, format: TextFormat) -> String {
+        let mut text = TextEncoder::new(format);
+        let mut classic = ClassicHistogram::default();
+        for family in self.families() {
+            // Names were checked at registration.
+            if text
+                .family(&family.name, &family.help, family.kind)
+                .is_err()
+            {
+                continue;
+            }
+            for s in &family.series {
+                match &s.value {
+                    Value::Counter(c) => text.counter(&s.labels, c.get(), None),
+                    Value::Gauge(g) => text.gauge(&s.labels, g.get(), None),
+                    Value::Histogram(h) => {
+                        h.fill_classic(&mut classic, &self.options.classic);
+                        text.histogram(&s.labels, &classic, None);
+                    }
+                }
+            }
+        }
+        text.finish()
+    }
+}
+
+/// Buffers reused across the series of one scrape.
+#[derive(Default)]
+struct Scratch {
+    native: NativeHistogram,
+    classic: ClassicHistogram,
+    spans: Vec<(i32, u32)>,
+    deltas: Vec<i64>,
+}
+
+#[cold]
+fn unreachable_kind() -> ! {
+    // `insert` returns a value of the kind it was asked for (families have one kind).
+    unreachable!("a family holds one kind of value")
+}

@@ -1,0 +1,116 @@
+//! The `metrics` recorder: histograms, counters and gauges land in the registry with their
+//! labels, conversions are counted (never silently lost), handles are shared per key, and the
+//! histograms print as summary tables and `.hlog` intervals.
+
+use std::sync::Arc;
+
+use picollo_alloc::hdr::{interop, LogReader, LogWriter};
+use picollo_core::ReadExt;
+use picollo_export::recorder::{HistogramKind, RecorderBuilder};
+use picollo_export::text::TextFormat;
+use picollo_export::Registry;
+
+fn sample(text: &str, series: &str) -> f64 {
+    text.lines()
+        .find_map(|l| l.strip_prefix(series)?.strip_prefix(' '))
+        .unwrap_or_else(|| panic!("no {series} in\n{text}"))
+        .parse()
+        .unwrap()
+}
+
+#[test]
+fn histograms_counters_and_gauges_arrive_with_labels() {
+    for kind in [HistogramKind::ThreadLocal, HistogramKind::Atomic] {
+        let registry = Arc::new(Registry::new());
+        let recorder = RecorderBuilder::new().kind(kind).build(registry.clone());
+        metrics::with_local_recorder(&recorder, || {
+            let h = metrics::histogram!("rpc.latency", "method" => "GET", "le" => "x");
+            let again = metrics::histogram!("rpc.latency", "method" => "GET", "le" => "x");
+            std::thread::scope(|s| {
+                for t in 0..4u64 {
+                    let h = h.clone();
+                    s.spawn(move || (0..10_000u64).for_each(|i| h.record((i * 4 + t) as f64)));
+                }
+            });
+            again.record(-5.0); // counted as 0
+            again.record(f64::INFINITY); // counted as u64::MAX
+            again.record(f64::NAN); // not a value: counted as invalid
+            metrics::describe_histogram!("rpc.latency", "RPC latency"); // after registration
+            metrics::counter!("rpc.calls", "method" => "GET").increment(3);
+            metrics::counter!("rpc.calls", "method" => "GET").absolute(10);
+            let g = metrics::gauge!("9queue-depth");
+            g.set(4.0);
+            g.increment(1.5);
+            g.decrement(0.5);
+            // A histogram name already used by a counter: refused, counted, never a panic.
+            metrics::histogram!("rpc.calls").record(1.0);
+        });
+        let text = registry.encode_text(TextFormat::Prometheus);
+        let series = "rpc_latency_count{method=\"GET\",le_=\"x\"}";
+        assert_eq!(sample(&text, series), 40_002.0, "{kind:?}");
+        assert!(text.contains("# HELP rpc_latency RPC latency\n"), "{text}");
+        assert_eq!(
+            sample(
+                &text,
+                "rpc_latency_bucket{method=\"GET\",le_=\"x\",le=\"0\"}"
+            ),
+            2.0
+        ); // 0 and -5
+        assert_eq!(sample(&text, "rpc_calls{method=\"GET\"}"), 10.0);
+        assert_eq!(sample(&text, "_9queue_depth"), 5.0);
+        assert_eq!(sample(&text, "picollo_recorder_invalid_values_total"), 1.0);
+        assert_eq!(
+            sample(&text, "picollo_recorder_refused_registrations_total"),
+            1.0
+        );
+        let summaries = recorder.summaries();
+        assert!(
+            summaries.contains("rpc_latency{method=\"GET\",le_=\"x\"}"),
+            "{summaries}"
+        );
+        assert!(summaries.contains("40,002"), "{summaries}");
+    }
+}
+
+#[test]
+fn scale_turns_durations_into_nanoseconds() {
+    let registry = Arc::new(Registry::new());
+    let recorder = RecorderBuilder::new().scale(1e9).build(registry.clone());
+    metrics::with_local_recorder(&recorder, || {
+        let h = metrics::histogram!("op");
+        h.record(std::time::Duration::from_micros(1_500));
+        h.record(0.000_002); // 2 µs as f64 seconds
+    });
+    let text = registry.encode_text(TextFormat::Prometheus);
+    assert_eq!(sample(&text, "op_count"), 2.0);
+    // 1.5 ms is at most 0.39% off in its bucket; 2,000 ns too.
+    let sum = sample(&text, "op_sum");
+    assert!((sum - 1_502_000.0).abs() < 1_502_000.0 * 0.004, "{sum}");
+}
+
+#[test]
+fn hlog_intervals_hold_what_each_interval_recorded() {
+    let registry = Arc::new(Registry::new());
+    let recorder = RecorderBuilder::new().build(registry);
+    let mut log = LogWriter::new(Vec::new());
+    log.write_log_format_version().unwrap();
+    metrics::with_local_recorder(&recorder, || {
+        let h = metrics::histogram!("disk_io", "dev" => "sda 1");
+        (1..=100u64).for_each(|v| h.record(v as f64 * 1000.0));
+        assert_eq!(recorder.write_hlog_interval(&mut log, 0.0, 1.0).unwrap(), 0);
+        (1..=10u64).for_each(|v| h.record(v as f64));
+        assert_eq!(recorder.write_hlog_interval(&mut log, 1.0, 2.0).unwrap(), 0);
+    });
+    let text = log.into_inner();
+    let entries: Vec<_> = LogReader::new(&text[..]).map(Result::unwrap).collect();
+    assert_eq!(entries.len(), 2);
+    assert_eq!(entries[0].tag.as_deref(), Some("disk_io{dev=\"sda_1\"}"));
+    let totals: Vec<u64> = entries
+        .iter()
+        .map(|e| interop::to_picollo(&e.decode().unwrap()).unwrap().total())
+        .collect();
+    assert_eq!(totals, [100, 10]);
+    // Block scale 7 has an HdrHistogram twin (2 digits): the values come back exactly.
+    let first = interop::to_picollo(&entries[0].decode().unwrap()).unwrap();
+    assert_eq!(first.max(), Some(100_351)); // 100,000's bucket [99,840, 100,351]
+}
