@@ -30,6 +30,13 @@ fn ms(ns: u64) -> f64 {
     ns as f64 / 1e6
 }
 
+/// Lower bound for a busy time measured in TSC ticks and converted at the calibrated rate,
+/// for work that took at least `ns` by `Instant`: the calibration against the monotonic clock
+/// may be off by a little under load, so allow 2 % (the histogram's own error is 0.4 %).
+fn at_least(ns: u64) -> u64 {
+    ns - ns / 50
+}
+
 #[test]
 fn nested_spans_are_counted_and_contain_their_children() {
     let (sub, h) = subscriber();
@@ -49,11 +56,11 @@ fn nested_spans_are_counted_and_contain_their_children() {
     assert_eq!(outer.wall_ns.total(), 10);
     // Each inner span spun at least 200 µs; the outer ones contain three of them.
     assert!(
-        inner.busy_ns.min().unwrap() >= 199_000,
+        inner.busy_ns.min().unwrap() >= at_least(200_000),
         "{:?}",
         inner.busy_ns.min()
     );
-    assert!(outer.busy_ns.min().unwrap() >= 3 * 199_000);
+    assert!(outer.busy_ns.min().unwrap() >= at_least(3 * 200_000));
     let inner_sum = inner.busy_ns.mean() * 30.0;
     let outer_sum = outer.busy_ns.mean() * 10.0;
     assert!(outer_sum >= inner_sum * 0.99, "{outer_sum} < {inner_sum}");
@@ -86,8 +93,8 @@ fn reentered_span_sums_busy_intervals_and_wall_includes_idle() {
     let busy = r.busy_ns.max().unwrap();
     let wall = r.wall_ns.max().unwrap();
     // Busy: at least 4 × 2 ms + 1 ms of spinning. Wall: that plus at least 4 × 5 ms asleep.
-    assert!(ms(busy) >= 8.9, "busy {} ms", ms(busy));
-    assert!(ms(wall) >= 28.9, "wall {} ms", ms(wall));
+    assert!(busy >= at_least(9_000_000), "busy {} ms", ms(busy));
+    assert!(wall >= at_least(29_000_000), "wall {} ms", ms(wall));
     assert!(busy < wall, "busy {busy} >= wall {wall}");
     assert!(ms(wall) - ms(busy) >= 19.0, "the idle time is not busy");
 }
