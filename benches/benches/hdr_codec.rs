@@ -7,47 +7,60 @@
 //!   trackable `i64::MAX`), so every one of the 55,296 counts entries is in the payload and
 //!   the words range from one byte (small counts, short zero runs) to nine.
 //!
-//! Picollo's side is measured end to end (a Picollo histogram to bytes: [`interop::export`] then
-//! encode; bytes to a Picollo heap histogram: decode then [`interop::to_picollo`]; bytes to
-//! the zero-copy read model: decode, [`interop::view`] and a total) and codec only
-//! (`HdrCounts` to bytes and back). Both sides compress at zlib level 6 with miniz_oxide.
+//! Picollo's side is measured end to end (a Picollo histogram to bytes: the fused
+//! [`interop::export_v2_into`], which reads the histogram's counts in place, and for reference
+//! the two steps [`interop::export`] then encode; bytes to a Picollo heap histogram: decode then
+//! [`interop::to_picollo`]; bytes to the zero-copy read model: decode, [`interop::view`] and a
+//! total) and codec only (`HdrCounts` to bytes and back). Both sides compress at zlib level 6
+//! with miniz_oxide. The peer's serializers and deserializer are made once and reused across
+//! calls (their buffers stay allocated), as its docs advise.
+//!
+//! The cases of each operation run interleaved, round after round; each keeps its best and
+//! median round, and the speed-up (peer time ÷ Picollo time, above 1: Picollo is faster) is
+//! taken within the run. Prints block `hdr-codec`.
 //!
 //! Run: `cargo bench -p picollo-benches --bench hdr_codec`.
 
 use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer, V2Serializer};
 use picollo_alloc::hdr::{interop, ExportOptions, HdrCounts, HdrGeometry, DEFAULT_COMPRESSION};
 use picollo_alloc::heap::{self, HeapHistogram};
+use picollo_benches::report::{header, Block};
+use picollo_benches::timing::{interleaved, time, Timing};
 use picollo_benches::{hdr_histogram, seed_values, SEED_COUNT, SEED_MAX};
 use picollo_core::{ReadExt, Window};
 use std::hint::black_box;
-use std::time::Instant;
 
-/// Runs per measurement (the best one is reported).
-const REPS: usize = 100;
+/// Measured rounds per case (after one warm-up round).
+const ROUNDS: usize = 51;
 /// Values in the full-range histogram.
 const FULL_RANGE_COUNT: usize = 2_000_000;
 const SIGFIG: u8 = 3;
 
-/// Best time of `REPS` runs of `f`, in microseconds.
-fn best_us(mut f: impl FnMut()) -> f64 {
-    let mut best = f64::INFINITY;
-    for _ in 0..REPS {
-        let t = Instant::now();
-        f();
-        best = best.min(t.elapsed().as_nanos() as f64 / 1000.0);
-    }
-    best
-}
-
-/// Speed-ups (anchor time / Picollo time) of the codec-only rows, for the summary.
+/// Speed-ups (peer time / Picollo time, best rounds) of the rows that compare like with like,
+/// for the summary under the tables.
 struct Summary(Vec<(String, f64)>);
 
 impl Summary {
-    fn row(&mut self, case: &str, anchor: f64, ours: f64, codec_only: bool) {
-        let ratio = anchor / ours;
-        println!("| {case:<52} | {anchor:>9.1} | {ours:>9.1} | {ratio:>6.2}x |");
-        if codec_only {
-            self.0.push((case.to_string(), ratio));
+    /// Prints the rows of one operation: the peer first, then Picollo's ways, each with its
+    /// speed-up; `compared` names the Picollo row that goes into the summary.
+    fn rows(&mut self, operation: &str, names: &[&str], t: &[Timing], compared: &[usize]) {
+        let peer = t[0].us_per(1);
+        for (i, (name, timing)) in names.iter().zip(t).enumerate() {
+            let (best, median) = timing.us_per(1);
+            let speed_up = if i == 0 {
+                "—".to_string()
+            } else {
+                format!("{:.2}×", peer.0 / best)
+            };
+            let median_speed_up = if i == 0 {
+                "—".to_string()
+            } else {
+                format!("{:.2}×", peer.1 / median)
+            };
+            println!("| {operation}: {name} | {best:.1} | {median:.1} | {speed_up} | {median_speed_up} |");
+            if compared.contains(&i) {
+                self.0.push((format!("{operation}: {name}"), peer.0 / best));
+            }
         }
     }
 }
@@ -144,8 +157,8 @@ impl Case {
 
         println!();
         println!(
-            "{name}: {} values, {} significant digits, highest trackable {}; {} of {} counts \
-             entries non-empty; best of {REPS} runs",
+            "**{name}**: {} values, {} significant digits, highest trackable {}; {} of {} \
+             counts entries non-empty.",
             counts.total_count(),
             counts.significant_digits,
             counts.highest_trackable,
@@ -153,120 +166,156 @@ impl Case {
             counts.geometry().expect("valid").counts_len(),
         );
         println!(
-            "encoded: {} bytes plain; deflate level 6: {} bytes hdrhistogram, {} bytes Picollo",
+            "Encoded: {} bytes plain; deflate level 6: {} bytes `hdrhistogram`, {} bytes Picollo.",
             ours_plain.len(),
             anchor_z.len(),
             ours_z.len()
         );
-        println!("| case ({name}) | hdrhistogram µs | Picollo µs | speed-up |");
-        println!("| :--- | ---: | ---: | ---: |");
+        println!();
+        header(&[
+            &format!("{name}: operation, way"),
+            "best µs",
+            "median µs",
+            "speed-up (best)",
+            "speed-up (median)",
+        ]);
 
         // Encode, plain.
         let mut ser = V2Serializer::new();
-        let mut buf = Vec::with_capacity(1 << 20);
-        let anchor = best_us(|| {
-            buf.clear();
-            ser.serialize(black_box(hdr), &mut buf).expect("serialize");
-            black_box(&buf);
-        });
-        let end_to_end = best_us(|| {
-            buf.clear();
-            let e = interop::export(black_box(picollo), options).expect("export");
-            e.counts.encode_v2_into(&mut buf).expect("encode");
-            black_box(&buf);
-        });
-        let codec = best_us(|| {
-            buf.clear();
-            black_box(counts).encode_v2_into(&mut buf).expect("encode");
-            black_box(&buf);
-        });
-        let case = |what: &str| format!("{name}: {what}");
-        summary.row(
-            &case("encode V2: Picollo histogram -> bytes"),
-            anchor,
-            end_to_end,
-            false,
+        // One output buffer per case, allocated once (the interleaved cases hold them all).
+        let [mut b0, mut b1, mut b2, mut b3] = [(); 4].map(|()| Vec::<u8>::with_capacity(1 << 20));
+        let t = interleaved(
+            ROUNDS,
+            &mut [
+                &mut || {
+                    b0.clear();
+                    time(|| {
+                        ser.serialize(black_box(hdr), &mut b0).expect("serialize");
+                    })
+                },
+                &mut || {
+                    b1.clear();
+                    time(|| {
+                        interop::export_v2_into(black_box(picollo), options, &mut b1)
+                            .expect("export");
+                    })
+                },
+                &mut || {
+                    b2.clear();
+                    time(|| {
+                        let e = interop::export(black_box(picollo), options).expect("export");
+                        e.counts.encode_v2_into(&mut b2).expect("encode");
+                    })
+                },
+                &mut || {
+                    b3.clear();
+                    time(|| {
+                        black_box(counts).encode_v2_into(&mut b3).expect("encode");
+                    })
+                },
+            ],
         );
-        summary.row(
-            &case("encode V2: HdrCounts -> bytes (codec)"),
-            anchor,
-            codec,
-            true,
+        summary.rows(
+            "encode V2",
+            &[
+                "`hdrhistogram` `V2Serializer`",
+                "Picollo histogram → bytes (`export_v2_into`)",
+                "Picollo histogram → bytes, two steps (`export`, then encode)",
+                "`HdrCounts` → bytes (codec only)",
+            ],
+            &t,
+            &[1, 3],
         );
 
         // Encode, deflate.
         let mut ser = V2DeflateSerializer::new();
-        let anchor = best_us(|| {
-            buf.clear();
-            ser.serialize(black_box(hdr), &mut buf).expect("serialize");
-            black_box(&buf);
-        });
-        let end_to_end = best_us(|| {
-            let e = interop::export(black_box(picollo), options).expect("export");
-            black_box(
-                e.counts
-                    .encode_v2_deflate(DEFAULT_COMPRESSION)
-                    .expect("encode"),
-            );
-        });
-        let codec = best_us(|| {
-            black_box(
-                black_box(counts)
-                    .encode_v2_deflate(DEFAULT_COMPRESSION)
-                    .expect("encode"),
-            );
-        });
-        summary.row(
-            &case("encode V2+deflate: Picollo histogram -> bytes"),
-            anchor,
-            end_to_end,
-            false,
+        let t = interleaved(
+            ROUNDS,
+            &mut [
+                &mut || {
+                    b0.clear();
+                    time(|| {
+                        ser.serialize(black_box(hdr), &mut b0).expect("serialize");
+                    })
+                },
+                &mut || {
+                    time(|| {
+                        black_box(
+                            interop::export_v2_deflate(
+                                black_box(picollo),
+                                options,
+                                DEFAULT_COMPRESSION,
+                            )
+                            .expect("export"),
+                        );
+                    })
+                },
+                &mut || {
+                    time(|| {
+                        black_box(
+                            black_box(counts)
+                                .encode_v2_deflate(DEFAULT_COMPRESSION)
+                                .expect("encode"),
+                        );
+                    })
+                },
+            ],
         );
-        summary.row(
-            &case("encode V2+deflate: HdrCounts -> bytes (codec)"),
-            anchor,
-            codec,
-            true,
+        summary.rows(
+            "encode V2+deflate",
+            &[
+                "`hdrhistogram` `V2DeflateSerializer`",
+                "Picollo histogram → bytes (`export_v2_deflate`)",
+                "`HdrCounts` → bytes (codec only)",
+            ],
+            &t,
+            &[1, 2],
         );
 
         // Decode, both encodings.
         let mut de = Deserializer::new();
-        for (encoding, bytes) in [("V2", &ours_plain), ("V2+deflate", &ours_z)] {
-            let anchor = best_us(|| {
-                let h: hdrhistogram::Histogram<u64> = de
-                    .deserialize(&mut black_box(&bytes[..]))
-                    .expect("deserialize");
-                black_box(h);
-            });
-            let end_to_end = best_us(|| {
-                let c = HdrCounts::decode(black_box(bytes)).expect("decode");
-                black_box(interop::to_picollo(&c).expect("convert"));
-            });
-            let in_place = best_us(|| {
-                let c = HdrCounts::decode(black_box(bytes)).expect("decode");
-                let v = interop::view(&c).expect("index for index");
-                black_box(v.total());
-            });
-            let codec = best_us(|| {
-                black_box(HdrCounts::decode(black_box(bytes)).expect("decode"));
-            });
-            summary.row(
-                &case(&format!("decode {encoding}: bytes -> Picollo histogram")),
-                anchor,
-                end_to_end,
-                false,
+        for (encoding, bytes) in [("decode V2", &ours_plain), ("decode V2+deflate", &ours_z)] {
+            let t = interleaved(
+                ROUNDS,
+                &mut [
+                    &mut || {
+                        time(|| {
+                            let h: hdrhistogram::Histogram<u64> = de
+                                .deserialize(&mut black_box(&bytes[..]))
+                                .expect("deserialize");
+                            black_box(h);
+                        })
+                    },
+                    &mut || {
+                        time(|| {
+                            let c = HdrCounts::decode(black_box(bytes)).expect("decode");
+                            black_box(interop::to_picollo(&c).expect("convert"));
+                        })
+                    },
+                    &mut || {
+                        time(|| {
+                            let c = HdrCounts::decode(black_box(bytes)).expect("decode");
+                            let v = interop::view(&c).expect("index for index");
+                            black_box(v.total());
+                        })
+                    },
+                    &mut || {
+                        time(|| {
+                            black_box(HdrCounts::decode(black_box(bytes)).expect("decode"));
+                        })
+                    },
+                ],
             );
-            summary.row(
-                &case(&format!("decode {encoding}: bytes -> HdrView, in place")),
-                anchor,
-                in_place,
-                false,
-            );
-            summary.row(
-                &case(&format!("decode {encoding}: bytes -> HdrCounts (codec)")),
-                anchor,
-                codec,
-                true,
+            summary.rows(
+                encoding,
+                &[
+                    "`hdrhistogram` `Deserializer`",
+                    "bytes → Picollo histogram",
+                    "bytes → `HdrView`, in place",
+                    "bytes → `HdrCounts` (codec only)",
+                ],
+                &t,
+                &[1, 3],
             );
         }
 
@@ -284,14 +333,19 @@ fn main() {
         i64::MAX as u64,
     );
     let mut summary = Summary(Vec::new());
+    let _block = Block::begin("hdr-codec");
+    println!("{ROUNDS} interleaved rounds per operation; µs per call.");
     seed.run(&mut summary);
     full.run(&mut summary);
 
     println!();
-    println!("speed-up: hdrhistogram time / Picollo time (above 1: Picollo is faster)");
-    println!("codec-only ratios (target: every one >= 1.00x):");
+    println!(
+        "Speed-up = `hdrhistogram` time ÷ Picollo time, best rounds (target: at least 1.00× for \
+         the codec and for a Picollo histogram to bytes and back):"
+    );
+    println!();
     for (case, ratio) in &summary.0 {
         let mark = if *ratio >= 1.0 { "ok" } else { "SLOWER" };
-        println!("  {ratio:>5.2}x  {mark:<6} {case}");
+        println!("- {ratio:.2}× {mark}: {case}");
     }
 }

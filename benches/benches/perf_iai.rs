@@ -1,57 +1,21 @@
 //! Instruction counts (callgrind, via iai-callgrind) for reading perf_event counters: the rdpmc
 //! path's page logic on a synthetic `perf_event_mmap_page` (fake `rdpmc`/`rdtsc`, so it runs
 //! where no PMU exists) against the group `read()` syscall path, and the cost of
-//! `record(deltas)` into per-counter histograms. Kernel work is not counted by callgrind.
+//! `record(deltas)` into per-counter histograms. Kernel work is not counted by callgrind. The
+//! teardown prints block `perf-instructions`.
 //! Run: `cargo bench -p picollo-benches --bench perf_iai`.
 #![allow(missing_docs)] // iai-callgrind's macros generate undocumented modules.
 
 use iai_callgrind::{library_benchmark, library_benchmark_group, main};
-use picollo_linux::event::SoftwareEvent;
-use picollo_linux::page::{
-    read_page, CounterInstructions, PageRead, PageState, SyntheticPage, CAP_USER_RDPMC,
-    CAP_USER_TIME,
-};
+use picollo_benches::iai::{cell, instructions, per_op};
+use picollo_benches::perf::{software_session, synthetic_page, Fake};
+use picollo_benches::report::{header, Block};
+use picollo_linux::page::{read_page, PageRead, SyntheticPage};
 use picollo_linux::session::CounterSession;
 use std::hint::black_box;
 
 /// Reads per bench call.
 const READS: u64 = 10_000;
-
-/// Fake instructions: constant PMC and TSC values.
-struct Fake;
-
-impl CounterInstructions for Fake {
-    const HAS_RDPMC: bool = true;
-    unsafe fn rdpmc(&self, counter: u32) -> u64 {
-        black_box(u64::from(counter))
-    }
-    fn rdtsc(&self) -> u64 {
-        black_box(1_000_000)
-    }
-}
-
-fn synthetic_page() -> SyntheticPage {
-    SyntheticPage::with(&PageState {
-        index: 1,
-        offset: 1000,
-        time_enabled: 10,
-        time_running: 10,
-        capabilities: CAP_USER_RDPMC | CAP_USER_TIME,
-        pmc_width: 48,
-        time_shift: 10,
-        time_mult: 3000,
-        ..PageState::default()
-    })
-}
-
-fn software_session() -> CounterSession {
-    CounterSession::builder()
-        .software(SoftwareEvent::TaskClock)
-        .software(SoftwareEvent::PageFaults)
-        .software(SoftwareEvent::ContextSwitches)
-        .build()
-        .expect("software events open without a PMU")
-}
 
 fn read_twice() -> CounterSession {
     let mut s = software_session();
@@ -108,4 +72,47 @@ library_benchmark_group!(
     benchmarks = loop_baseline, rdpmc_page_reads, group_syscall_reads, record_deltas
 );
 
-main!(library_benchmark_groups = perf);
+fn tables() {
+    let ir = |function: &str, id: &str| instructions("perf_iai", "perf", function, id);
+    let baseline = ir("loop_baseline", "empty");
+    let _block = Block::begin("perf-instructions");
+    println!(
+        "{READS} calls per bench, per call net of `loop_baseline`; callgrind counts user space \
+         only, not the kernel's work."
+    );
+    println!();
+    header(&["bench", "total Ir", "per call"]);
+    for (function, id, label) in [
+        ("loop_baseline", "empty", "`loop_baseline`"),
+        (
+            "rdpmc_page_reads",
+            "page",
+            "`rdpmc_page_reads` (seqlock loop, `pmc_width` sign extension, time \
+             extrapolation; fake `rdpmc`/`rdtsc`)",
+        ),
+        (
+            "group_syscall_reads",
+            "three_software_events",
+            "`group_syscall_reads` (one `read()` of the 3-event group, parse, store; plus the \
+             syscall)",
+        ),
+        (
+            "record_deltas",
+            "three_software_events",
+            "`record_deltas` (`record(true)`: 3 deltas scaled and recorded into 3 histograms)",
+        ),
+    ] {
+        let total = ir(function, id);
+        let each = if function == "loop_baseline" {
+            "—".to_string()
+        } else {
+            per_op(total, baseline, READS).map_or_else(|| "n/a".to_string(), |x| format!("{x:.1}"))
+        };
+        println!("| {label} | {} | {each} |", cell(total));
+    }
+}
+
+main!(
+    teardown = tables();
+    library_benchmark_groups = perf
+);

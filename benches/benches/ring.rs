@@ -16,6 +16,8 @@ use std::hint::black_box;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
+use picollo_benches::report::{header, Block};
+
 /// Saves per run.
 const SAVES: u64 = 20_000_000;
 /// Measured runs per case (after one warm-up); the best is reported.
@@ -228,22 +230,19 @@ const CASES: [(&str, Case); 4] = [
 ];
 
 fn report(frame: &str, case: &str, (best, median, share): (f64, f64, Option<f64>)) {
-    let share = share.map_or_else(|| "-".to_owned(), |s| format!("{:.1}%", s * 100.0));
-    println!(
-        "{:<72} {best:>8.2} {median:>10.2} {share:>9}",
-        format!("{frame}, {case}")
-    );
+    let share = share.map_or_else(|| "—".to_owned(), |s| format!("{:.1}%", s * 100.0));
+    println!("| {frame}, {case} | {best:.2} | {median:.2} | {share} |");
 }
 
 fn main() {
+    let _block = Block::begin("ring");
     println!(
-        "ring: {SAVES} saves per run, best and median of {RUNS} runs, {} slots",
+        "{SAVES} saves per run, best and median of {RUNS} runs, {} slots; accepted = the share \
+         of frames a concurrent reader read intact.",
         slots()
     );
-    println!(
-        "{:<72} {:>8} {:>10} {:>9}",
-        "case", "best ns", "median ns", "accepted"
-    );
+    println!();
+    header(&["case", "best ns per save", "median ns", "accepted"]);
     for (name, case) in CASES {
         report(
             "64-byte slot (7 words), frame in registers",
@@ -266,8 +265,7 @@ fn main() {
         );
     }
     println!(
-        "{:<72} {:>8.2}",
-        "reader drain, 64-byte slot, ns per frame (writer idle)",
+        "| reader drain, 64-byte slot, ns per frame (writer idle) | {:.2} | — | — |",
         drain_rate()
     );
 }

@@ -1,52 +1,51 @@
-//! Wall-clock cost of reading a full-range histogram: `Summary::fill_from` (16 ranks, mean,
-//! standard deviation, total, min and max in one consistent read) against `hdrhistogram`'s
-//! batch `value_at_quantiles` for the same 16 ranks plus `mean()` and `stdev()`, and the cost
-//! of `Snapshot::update` (deltas) for plain and thread-local sources.
+//! Wall-clock cost of reading a full-range histogram (block `summary`): `Summary::fill_from`
+//! (16 ranks, mean, standard deviation, total, min and max in one consistent read) against
+//! `hdrhistogram`'s batch `value_at_quantiles` for the same 16 ranks plus `mean()` and
+//! `stdev()`, and the cost of `Snapshot::update` (deltas and totals) for plain and thread-local
+//! sources. The 16 quantiles alone are in `percentile_wall`.
 //!
 //! Data: seed 000's 1,000,000 values (`picollo_benches::seed_values`). Picollo: the default
-//! histogram (u64 counts, 0.001 relative error, all of `u64`: 28,672 cells). `hdrhistogram`:
-//! `Histogram::new(3)` (3 significant digits, auto-resizing to the data: it covers only up to
-//! the largest value, about 7.7e9, so it walks fewer cells). The cases run interleaved,
-//! round after round; each keeps its best round.
+//! histogram (u64 counts, 0.001 relative error, all of `u64`). `hdrhistogram`: 3 significant
+//! digits with the seed's fixed maximum (the counts array `Histogram::new(3)` auto-resizes to
+//! for this data: it covers only up to the largest value, about 7.7e9, so it walks fewer cells).
+//! Its batch API has one call site in this binary, so LLVM inlines it. The cases run
+//! interleaved, round after round; each keeps its best and median round (`CALLS` calls each).
 //!
 //! Run: `cargo bench -p picollo-benches --bench summary`.
 
 use picollo_alloc::summary::RANKS;
 use picollo_alloc::{default_histogram, SnapshotExt, Summary, ThreadLocalHistogram};
-use picollo_benches::seed_values;
+use picollo_benches::report::{header, Block};
+use picollo_benches::timing::{interleaved, repeat};
+use picollo_benches::{hdr_histogram, seed_values, SEED_COUNT};
 use picollo_core::{Layout, ReadExt, Window};
 use std::hint::black_box;
-use std::time::{Duration, Instant};
 
-const ROUNDS: usize = 30;
-/// Calls per round (the best round's mean is reported).
+/// Measured rounds per case (after one warm-up round).
+const ROUNDS: usize = 31;
+/// Calls per round (the figures are per call).
 const CALLS: u32 = 20;
 
-/// Best-of-`ROUNDS` per-call time, for several cases run interleaved.
-struct Best(Vec<(&'static str, Duration)>);
-
-impl Best {
-    fn time(&mut self, case: usize, mut f: impl FnMut()) {
-        let t = Instant::now();
-        for _ in 0..CALLS {
-            f();
-        }
-        let per_call = t.elapsed() / CALLS;
-        if per_call < self.0[case].1 {
-            self.0[case].1 = per_call;
-        }
-    }
-}
-
 fn main() {
-    let values = seed_values(1_000_000);
+    let values = seed_values(SEED_COUNT);
 
     let mut plain = default_histogram();
-    let mut hdr = hdrhistogram::Histogram::<u64>::new(3).expect("3 digits are valid");
+    let mut hdr = hdr_histogram();
     for &v in &values {
         plain.record(v);
-        hdr.record(v).expect("auto-resizing");
+        hdr.record(v).expect("within the fixed maximum");
     }
+    let quantiles: Vec<f64> = RANKS.iter().map(|r| r / 100.0).collect();
+
+    // Both read the same percentiles (hdrhistogram at its own 3-digit precision). Through
+    // `value_at_quantile`: the batch API keeps its one call site (below), so LLVM inlines it.
+    let mut summary = Summary::new();
+    summary.fill_from(&plain);
+    let theirs: Vec<u64> = quantiles
+        .iter()
+        .map(|&q| hdr.value_at_quantile(q))
+        .collect();
+
     let layout = Layout::DEFAULT;
     let local = ThreadLocalHistogram::<u64>::new(layout, Window::full(layout));
     // Two shards: this thread's and one from a thread that is still alive while we read.
@@ -64,80 +63,88 @@ fn main() {
         let _ = ready_rx.recv();
         assert_eq!(local.total(), plain.total());
 
-        let quantiles: Vec<f64> = RANKS.iter().map(|r| r / 100.0).collect();
-        let mut summary = Summary::new();
         let mut snap_plain = plain.snapshot();
         let mut snap_local = local.snapshot();
-        let mut best = Best(vec![
-            ("Summary::fill_from (plain, full range)", Duration::MAX),
-            ("Summary::fill_from (thread-local, 2 shards)", Duration::MAX),
-            (
-                "hdrhistogram value_at_quantiles(16) + mean + stdev",
-                Duration::MAX,
-            ),
-            ("hdrhistogram value_at_quantiles(16) only", Duration::MAX),
-            ("Snapshot::update deltas (plain)", Duration::MAX),
-            (
-                "Snapshot::update deltas (thread-local, 2 shards)",
-                Duration::MAX,
-            ),
-            ("Snapshot::update totals (plain)", Duration::MAX),
-        ]);
-        let mut sink = 0u64;
-        for _ in 0..ROUNDS {
-            best.time(0, || {
-                summary.fill_from(black_box(&plain));
-                sink ^= summary.p99().value;
-            });
-            best.time(1, || {
-                summary.fill_from(black_box(&local));
-                sink ^= summary.p99().value;
-            });
-            best.time(2, || {
-                let h = black_box(&hdr);
-                sink ^= h.value_at_quantiles(quantiles.iter().copied()).sum::<u64>();
-                sink ^= (h.mean() + h.stdev()) as u64;
-            });
-            best.time(3, || {
-                let h = black_box(&hdr);
-                sink ^= h.value_at_quantiles(quantiles.iter().copied()).sum::<u64>();
-            });
-            best.time(4, || {
-                snap_plain.update(black_box(&plain), true);
-                sink ^= snap_plain.counts()[0];
-            });
-            best.time(5, || {
-                snap_local.update(black_box(&local), true);
-                sink ^= snap_local.counts()[0];
-            });
-            best.time(6, || {
-                snap_plain.update(black_box(&plain), false);
-                sink ^= snap_plain.counts()[0];
-            });
-        }
+        let names = [
+            "`Summary::fill_from`, plain, full range (16 ranks, mean, stdev, totals)",
+            "`Summary::fill_from`, thread-local (2 live shards)",
+            "`hdrhistogram` `value_at_quantiles(16)` + `mean()` + `stdev()`",
+            "`Snapshot::update` with deltas, plain",
+            "`Snapshot::update` with deltas, thread-local (2 shards)",
+            "`Snapshot::update` with totals, plain",
+        ];
+        let mut summary_local = Summary::new();
+        let mut snap_totals = plain.snapshot();
+        let t = interleaved(
+            ROUNDS,
+            &mut [
+                &mut || {
+                    repeat(CALLS, || {
+                        summary.fill_from(black_box(&plain));
+                        black_box(summary.p99().value);
+                    })
+                },
+                &mut || {
+                    repeat(CALLS, || {
+                        summary_local.fill_from(black_box(&local));
+                        black_box(summary_local.p99().value);
+                    })
+                },
+                &mut || {
+                    repeat(CALLS, || {
+                        let h = black_box(&hdr);
+                        black_box(h.value_at_quantiles(quantiles.iter().copied()).sum::<u64>());
+                        black_box((h.mean() + h.stdev()) as u64);
+                    })
+                },
+                &mut || {
+                    repeat(CALLS, || {
+                        snap_plain.update(black_box(&plain), true);
+                        black_box(snap_plain.counts()[0]);
+                    })
+                },
+                &mut || {
+                    repeat(CALLS, || {
+                        snap_local.update(black_box(&local), true);
+                        black_box(snap_local.counts()[0]);
+                    })
+                },
+                &mut || {
+                    repeat(CALLS, || {
+                        snap_totals.update(black_box(&plain), false);
+                        black_box(snap_totals.counts()[0]);
+                    })
+                },
+            ],
+        );
         let _ = stop_tx.send(());
-        black_box(sink);
 
-        // Both read the same percentiles (hdrhistogram at its own 3-digit precision).
-        summary.fill_from(&plain);
-        let theirs: Vec<u64> = hdr.value_at_quantiles(quantiles.iter().copied()).collect();
+        let _block = Block::begin("summary");
         println!(
-            "cells: picollo {} (all of u64), hdrhistogram {} (auto-resized to {})",
+            "Cells: Picollo {} (all of u64), `hdrhistogram` {} (fixed maximum {}). P50: Picollo \
+             {} / `hdrhistogram` {}; P99.9: {} / {}. {ROUNDS} interleaved rounds of {CALLS} \
+             calls.",
             plain.window().len(),
             hdr.distinct_values(),
-            hdr.high()
-        );
-        println!(
-            "P50: picollo {} / hdrhistogram {}; P99.9: {} / {}",
+            hdr.high(),
             summary.p50().value,
             theirs[5],
             summary.percentiles()[12].value,
             theirs[12]
         );
-        println!("| case | best µs per call |");
-        println!("|---|---:|");
-        for (name, d) in &best.0 {
-            println!("| {name} | {:.1} |", d.as_secs_f64() * 1e6);
+        println!();
+        header(&["case", "best µs per call", "median µs per call"]);
+        for (name, t) in names.iter().zip(&t) {
+            let (best, median) = t.us_per(CALLS);
+            println!("| {name} | {best:.1} | {median:.1} |");
         }
+        let (full, _) = t[0].us_per(CALLS);
+        let (peer, _) = t[2].us_per(CALLS);
+        println!();
+        println!(
+            "A full summary (plain) against `hdrhistogram`'s quantiles + mean + stdev: {:.2}× \
+             faster (best rounds).",
+            peer / full
+        );
     });
 }

@@ -34,6 +34,22 @@ pub fn seed_values(count: usize) -> Vec<u64> {
         .collect()
 }
 
+/// The seed's [`SEED_COUNT`] benchmark values (a set-up function for the benches).
+pub fn seed_data() -> Vec<u64> {
+    seed_values(SEED_COUNT)
+}
+
+/// The loop every record benchmark runs, doing nothing but reading each value through
+/// `black_box`: the baseline subtracted from the record benches.
+#[inline(always)]
+pub fn read_loop(values: &[u64]) -> u64 {
+    let mut acc = 0u64;
+    for &v in values {
+        acc = acc.wrapping_add(std::hint::black_box(v));
+    }
+    acc
+}
+
 /// A boxed plain histogram with a runtime layout over the seed's window.
 pub fn runtime_histogram() -> Box<RuntimeHistogram> {
     Box::new(Histogram::new(LAYOUT, 0, SEED_MAX))
@@ -67,10 +83,18 @@ pub fn full_range_histogram() -> Histogram<HeapCells> {
         .expect("full window matches its own length")
 }
 
-/// The `hdrhistogram` anchor, configured as the seed configures its legacy histogram:
-/// 3 significant digits, max 7716549600.
+/// The `hdrhistogram` anchor, configured as the seed configures its legacy histogram and at
+/// its fastest: 3 significant digits, a fixed maximum of 7716549600 (`new_with_bounds`, so
+/// auto-resize is off and `record` never reallocates), `u64` counts.
 pub fn hdr_histogram() -> hdrhistogram::Histogram<u64> {
-    hdrhistogram::Histogram::new_with_bounds(1, SEED_MAX, 3).expect("valid bounds")
+    hdr_histogram_with()
+}
+
+/// [`hdr_histogram`] with counts of type `C` (`u32` halves its footprint).
+pub fn hdr_histogram_with<C: hdrhistogram::Counter>() -> hdrhistogram::Histogram<C> {
+    let h = hdrhistogram::Histogram::new_with_bounds(1, SEED_MAX, 3).expect("valid bounds");
+    debug_assert!(!h.is_auto_resize());
+    h
 }
 
 /// A reference for the cost of separating underflow from overflow: the same record path as
@@ -113,6 +137,62 @@ pub const SUMMARY_RANKS: [f64; 16] = [
     0.0, 1.0, 5.0, 10.0, 25.0, 50.0, 75.0, 90.0, 92.5, 95.0, 97.5, 99.0, 99.9, 99.99, 99.999, 100.0,
 ];
 
+/// perf_event read paths that run without a PMU: a synthetic `perf_event_mmap_page` and fake
+/// `rdpmc`/`rdtsc` instructions, so the rdpmc path's page logic can be measured anywhere.
+pub mod perf {
+    use picollo_linux::event::SoftwareEvent;
+    use picollo_linux::page::{
+        CounterInstructions, PageState, SyntheticPage, CAP_USER_RDPMC, CAP_USER_TIME,
+    };
+    use picollo_linux::session::CounterSession;
+    use std::hint::black_box;
+
+    /// Fake instructions: constant PMC and TSC values (through `black_box`).
+    pub struct Fake;
+
+    impl CounterInstructions for Fake {
+        const HAS_RDPMC: bool = true;
+        unsafe fn rdpmc(&self, counter: u32) -> u64 {
+            black_box(u64::from(counter))
+        }
+        fn rdtsc(&self) -> u64 {
+            black_box(1_000_000)
+        }
+    }
+
+    /// A page that says "counting, rdpmc allowed, time extrapolation on": every read takes the
+    /// full rdpmc path (48-bit counter, scaled time).
+    pub fn synthetic_page() -> SyntheticPage {
+        SyntheticPage::with(&PageState {
+            index: 1,
+            offset: 1000,
+            time_enabled: 10,
+            time_running: 10,
+            capabilities: CAP_USER_RDPMC | CAP_USER_TIME,
+            pmc_width: 48,
+            time_shift: 10,
+            time_mult: 3000,
+            ..PageState::default()
+        })
+    }
+
+    /// The three software events the perf benches read.
+    pub const EVENTS: [SoftwareEvent; 3] = [
+        SoftwareEvent::TaskClock,
+        SoftwareEvent::PageFaults,
+        SoftwareEvent::ContextSwitches,
+    ];
+
+    /// A session of [`EVENTS`] in one group (software events open without a PMU).
+    pub fn software_session() -> CounterSession {
+        EVENTS
+            .iter()
+            .fold(CounterSession::builder(), |b, &e| b.software(e))
+            .build()
+            .expect("software events open without a PMU")
+    }
+}
+
 /// Runs `f(thread index)` on `threads` threads after a common start (a barrier) and returns
 /// the slowest thread's time: the wall-clock harness of the multi-thread benches.
 pub fn run_threads(threads: usize, f: &(dyn Fn(usize) + Sync)) -> std::time::Duration {
@@ -138,12 +218,15 @@ pub fn run_threads(threads: usize, f: &(dyn Fn(usize) + Sync)) -> std::time::Dur
 }
 
 /// Result blocks: every wall-clock or instruction-count table a bench prints for
-/// `benches/RESULTS.md` goes between two marker lines, so one script can rerun every bench
-/// and splice the fresh tables into place. Each block records the load average it ran under.
+/// `benches/RESULTS.md` goes between two marker lines, so one script (`benches/regenerate`) can
+/// rerun every bench and splice the fresh tables into place. Each block records the load
+/// average it ran under. A block marks a missed *repeatable* target (an instruction count) with
+/// `✘`, which fails CI; wall-clock verdicts (noisy) use words instead.
 ///
 /// ```
 /// let block = picollo_benches::report::Block::begin("record-wall");
-/// println!("| case | ns/op |");
+/// picollo_benches::report::header(&["case", "ns/op"]);
+/// println!("| plain | 1.10 |");
 /// drop(block); // prints the closing marker
 /// ```
 pub mod report {
@@ -166,14 +249,205 @@ pub mod report {
         pub fn begin(id: &'static str) -> Block {
             println!("<!-- picollo-results: {id} -->");
             println!("Load average before: {}", load_average());
+            println!();
             Block { id }
         }
     }
 
     impl Drop for Block {
         fn drop(&mut self) {
+            println!();
             println!("Load average after: {}", load_average());
             println!("<!-- /picollo-results: {} -->", self.id);
+        }
+    }
+
+    /// Prints a markdown table header: the first column left-aligned, the others right-aligned
+    /// (figures).
+    pub fn header(columns: &[&str]) {
+        println!("| {} |", columns.join(" | "));
+        let align: Vec<&str> = (0..columns.len())
+            .map(|i| if i == 0 { ":---" } else { "---:" })
+            .collect();
+        println!("| {} |", align.join(" | "));
+    }
+}
+
+/// Wall-clock timing that is fair under noise: the cases of one comparison run interleaved,
+/// round after round, so a noisy moment (another process taking the core) hurts every case
+/// alike, and ratios are taken within one run.
+pub mod timing {
+    use std::time::{Duration, Instant};
+
+    /// The best and the median time of one case over its rounds.
+    #[derive(Clone, Copy, Debug, PartialEq)]
+    pub struct Timing {
+        /// The fastest round: the figure least disturbed by other processes.
+        pub best: Duration,
+        /// The median round.
+        pub median: Duration,
+    }
+
+    impl Timing {
+        /// The best round in nanoseconds per operation, for `ops` operations per round.
+        pub fn best_ns(&self, ops: usize) -> f64 {
+            self.best.as_nanos() as f64 / ops as f64
+        }
+
+        /// The median round in nanoseconds per operation.
+        pub fn median_ns(&self, ops: usize) -> f64 {
+            self.median.as_nanos() as f64 / ops as f64
+        }
+
+        /// The best and the median round in microseconds per call, for `calls` calls per
+        /// round.
+        pub fn us_per(&self, calls: u32) -> (f64, f64) {
+            let per_call = |d: Duration| d.as_secs_f64() * 1e6 / f64::from(calls);
+            (per_call(self.best), per_call(self.median))
+        }
+    }
+
+    /// `calls` calls of `f`, timed together (for operations too short to time one by one).
+    pub fn repeat(calls: u32, mut f: impl FnMut()) -> Duration {
+        time(|| {
+            for _ in 0..calls {
+                f();
+            }
+        })
+    }
+
+    /// The time `f` takes.
+    #[inline(always)]
+    pub fn time(f: impl FnOnce()) -> Duration {
+        let start = Instant::now();
+        f();
+        start.elapsed()
+    }
+
+    /// Runs one warm-up round, then `rounds` rounds; each round calls every case once, in order.
+    /// A case returns the time it took (cases time themselves, so a multi-threaded case can
+    /// report its slowest thread, and set-up outside the measured part stays out). Returns the
+    /// best and median time of each case, in the order given.
+    ///
+    /// # Panics
+    /// If `rounds` is 0.
+    pub fn interleaved(rounds: usize, cases: &mut [&mut dyn FnMut() -> Duration]) -> Vec<Timing> {
+        assert!(rounds > 0, "at least one round");
+        for case in cases.iter_mut() {
+            case();
+        }
+        let mut times: Vec<Vec<Duration>> = vec![Vec::with_capacity(rounds); cases.len()];
+        for _ in 0..rounds {
+            for (case, t) in cases.iter_mut().zip(&mut times) {
+                t.push(case());
+            }
+        }
+        times
+            .into_iter()
+            .map(|mut t| {
+                t.sort_unstable();
+                Timing {
+                    best: t[0],
+                    median: t[t.len() / 2],
+                }
+            })
+            .collect()
+    }
+}
+
+/// Instruction counts that iai-callgrind measured in this run, read back from callgrind's
+/// output files, so an iai-callgrind bench can print its own result table (with the per-call
+/// arithmetic) from its `main!` teardown.
+///
+/// The files live under iai-callgrind's home: `$IAI_CALLGRIND_HOME`, else
+/// `$CARGO_TARGET_DIR/iai`, else the `iai` folder of the target directory the bench binary was
+/// built in. A file older than the running bench binary is ignored (it is from another build).
+pub mod iai {
+    use std::path::{Path, PathBuf};
+
+    /// iai-callgrind's output folder for this package.
+    pub fn home() -> Option<PathBuf> {
+        let base = match std::env::var_os("IAI_CALLGRIND_HOME") {
+            Some(home) => PathBuf::from(home),
+            None => match std::env::var_os("CARGO_TARGET_DIR") {
+                Some(target) => Path::new(&target).join("iai"),
+                None => {
+                    // <target>/[triple/]<profile>/deps/<bench binary>: cargo marks <target>.
+                    let exe = std::env::current_exe().ok()?;
+                    let target = exe
+                        .ancestors()
+                        .find(|d| d.join("CACHEDIR.TAG").is_file())?
+                        .to_path_buf();
+                    target.join("iai")
+                }
+            },
+        };
+        Some(base.join(env!("CARGO_PKG_NAME")))
+    }
+
+    /// Instructions (`Ir`) counted for benchmark `function` with id `id` in `group` of bench
+    /// file `bench` during this build's run, or `None` when there is no such result.
+    pub fn instructions(bench: &str, group: &str, function: &str, id: &str) -> Option<u64> {
+        let path = home()?
+            .join(bench)
+            .join(group)
+            .join(format!("{function}.{id}"))
+            .join(format!("callgrind.{function}.{id}.out"));
+        let built = std::env::current_exe()
+            .and_then(std::fs::metadata)
+            .and_then(|m| m.modified())
+            .ok()?;
+        let written = std::fs::metadata(&path).and_then(|m| m.modified()).ok()?;
+        if written < built {
+            return None;
+        }
+        parse_ir(&std::fs::read_to_string(&path).ok()?)
+    }
+
+    /// The `Ir` total of a callgrind output file (its `events:` and `summary:` lines).
+    pub fn parse_ir(text: &str) -> Option<u64> {
+        let field = |key: &str| {
+            text.lines()
+                .find_map(|l| l.strip_prefix(key))
+                .map(|rest| rest.split_whitespace().collect::<Vec<_>>())
+        };
+        let events = field("events:")?;
+        let column = events.iter().position(|&e| e == "Ir")?;
+        field("summary:")
+            .or_else(|| field("totals:"))?
+            .get(column)?
+            .parse()
+            .ok()
+    }
+
+    /// `total - baseline` per operation, for `ops` operations, or `None` without both counts.
+    pub fn per_op(total: Option<u64>, baseline: Option<u64>, ops: u64) -> Option<f64> {
+        Some((total? as f64 - baseline? as f64) / ops as f64)
+    }
+
+    /// A count formatted for a table, `n/a` when missing.
+    pub fn cell(n: Option<u64>) -> String {
+        n.map_or_else(|| "n/a".to_string(), |n| n.to_string())
+    }
+
+    #[cfg(test)]
+    mod tests {
+        #[test]
+        fn reads_the_ir_column() {
+            let out = "version: 1\nevents: Ir Dr Dw\nsummary: 61000145 18000033 7000040\n";
+            assert_eq!(super::parse_ir(out), Some(61_000_145));
+            let reordered = "events: Dr Ir\ntotals: 5 42\n";
+            assert_eq!(super::parse_ir(reordered), Some(42));
+            assert_eq!(super::parse_ir("events: Ir\n"), None);
+        }
+
+        #[test]
+        fn per_op_needs_both_counts() {
+            assert_eq!(
+                super::per_op(Some(18_000_087), Some(6_000_087), 1_000_000),
+                Some(12.0)
+            );
+            assert_eq!(super::per_op(None, Some(1), 1), None);
         }
     }
 }

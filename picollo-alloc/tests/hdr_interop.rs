@@ -20,8 +20,8 @@ use picollo_alloc::hdr::interop::{
     self, finer_significant_digits, layout_for, significant_digits_for, window_for,
 };
 use picollo_alloc::hdr::{
-    add_hdr, export, from_picollo, to_picollo, to_picollo_in, ExportOptions, HdrCounts,
-    HdrGeometry, Import, BEST_COMPRESSION,
+    add_hdr, export, export_v2_deflate, export_v2_into, from_picollo, to_picollo, to_picollo_in,
+    ExportOptions, HdrCounts, HdrGeometry, Import, BEST_COMPRESSION,
 };
 use picollo_alloc::heap::{self, HeapHistogram};
 use picollo_core::{EquivalentValue, HistogramRead, Layout, ReadExt, Window};
@@ -272,7 +272,70 @@ fn arb_matching_histogram() -> impl Strategy<Value = (Layout, Window, Vec<(u64, 
         })
 }
 
+/// Any layout, window and values (some outside the window), any export options.
+fn arb_export_case() -> impl Strategy<Value = (HeapHistogram<u64>, ExportOptions)> {
+    (
+        prop_oneof![Just(4u32), Just(7), Just(9), Just(10), Just(12), Just(14)],
+        0u32..40,
+        1u32..64,
+        proptest::collection::vec(
+            (
+                prop_oneof![any::<u64>(), 0u64..100_000, Just(0u64)],
+                prop_oneof![Just(1u64), 1u64..1_000_000],
+            ),
+            0..200,
+        ),
+        proptest::option::of(0u8..=5),
+        proptest::option::of(2u64..=i64::MAX as u64),
+        any::<bool>(),
+    )
+        .prop_map(|(k, min_bits, span_bits, values, digits, highest, drop)| {
+            let layout = Layout::from_block_scale(k).unwrap();
+            let min = if min_bits == 0 {
+                0
+            } else {
+                1u64 << (min_bits - 1)
+            };
+            let max = min.saturating_add((1u64 << span_bits) - 1);
+            let mut h = heap::plain::<u64>(layout, Window::new(layout, min, max).unwrap());
+            for (v, n) in values {
+                h.record_n(v, n);
+            }
+            let mut options = ExportOptions::new().allow_dropping(drop);
+            if let Some(d) = digits {
+                options = options.significant_digits(d);
+            }
+            if let Some(highest) = highest {
+                options = options.highest_trackable(highest);
+            }
+            (h, options)
+        })
+}
+
 proptest! {
+    /// The fused encoder writes what `export` then `encode_v2_into` write, reports the same, and
+    /// fails the same way, leaving its output untouched.
+    #[test]
+    fn export_v2_into_is_export_then_encode((h, options) in arb_export_case()) {
+        let mut fused = b"prefix".to_vec();
+        let result = export_v2_into(&h, &options, &mut fused);
+        match export(&h, &options) {
+            Ok(e) => {
+                let mut two_steps = b"prefix".to_vec();
+                e.counts.encode_v2_into(&mut two_steps).unwrap();
+                prop_assert_eq!(&fused, &two_steps);
+                prop_assert_eq!(result.unwrap(), e.report());
+                let (z, report) = export_v2_deflate(&h, &options, BEST_COMPRESSION).unwrap();
+                prop_assert_eq!(report, e.report());
+                prop_assert_eq!(z, e.counts.encode_v2_deflate(BEST_COMPRESSION).unwrap());
+            }
+            Err(err) => {
+                prop_assert_eq!(result.unwrap_err(), err);
+                prop_assert_eq!(&fused, b"prefix");
+            }
+        }
+    }
+
     /// Random values → Picollo → HdrCounts → V2 (plain or deflate) → decode → Picollo:
     /// identical counts.
     #[test]

@@ -92,6 +92,7 @@ use picollo_core::layout::{MAX_BLOCK_SCALE, MIN_BLOCK_SCALE};
 use picollo_core::read::consistent;
 use picollo_core::{HistogramRead, Layout, Record, Window};
 
+use super::codec::{deflate_v2, encode_v2, CountsSource, PayloadWriter, V2Fields};
 use super::{HdrCounts, HdrError, HdrGeometry, MAX_SIGNIFICANT_DIGITS};
 use crate::heap::{self, HeapHistogram};
 
@@ -734,6 +735,37 @@ impl HdrExport {
     /// `true` when every count was carried over, each in the bucket recording the original
     /// value would have chosen.
     pub fn is_exact(&self) -> bool {
+        self.report().is_exact()
+    }
+
+    /// Everything but the counts: how the buckets landed and what was dropped.
+    pub fn report(&self) -> ExportReport {
+        ExportReport {
+            mapping: self.mapping,
+            dropped_underflow: self.dropped_underflow,
+            dropped_overflow: self.dropped_overflow,
+        }
+    }
+}
+
+/// What [`export_v2_into`] and [`export_v2_deflate`] did: how the Picollo buckets landed in the
+/// HdrHistogram buckets, and the counts V2 could not hold (the fields of [`HdrExport`] but the
+/// counts, which went straight into the bytes).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ExportReport {
+    /// How the Picollo buckets landed in the HdrHistogram buckets.
+    pub mapping: BucketMapping,
+    /// The Picollo histogram's underflow: values below its window, not encoded.
+    pub dropped_underflow: u64,
+    /// The Picollo histogram's overflow plus the counts of buckets above the HdrHistogram
+    /// range: not encoded.
+    pub dropped_overflow: u64,
+}
+
+impl ExportReport {
+    /// `true` when every count was carried over, each in the bucket recording the original
+    /// value would have chosen.
+    pub fn is_exact(&self) -> bool {
         self.mapping.is_exact() && self.dropped_underflow == 0 && self.dropped_overflow == 0
     }
 }
@@ -799,21 +831,8 @@ pub fn export<H: HistogramRead + ?Sized>(
     h: &H,
     options: &ExportOptions,
 ) -> Result<HdrExport, InteropError> {
-    let layout = h.layout();
-    let d = match options.significant_digits {
-        Some(d) => d,
-        None => {
-            significant_digits_for(layout).ok_or(InteropError::NoMatchingSignificantDigits {
-                block_scale: layout.block_scale(),
-                finer: finer_significant_digits(layout),
-            })?
-        }
-    };
-    let highest = options
-        .highest_trackable
-        .unwrap_or_else(|| h.window().max_value(layout));
-    let g = HdrGeometry::new(1, clamp_highest(highest), d)?;
-    let alike = indexes_alike(&g, layout);
+    let g = export_geometry(h, options)?;
+    let alike = indexes_alike(&g, h.layout());
 
     let (counts, mapping, underflow, overflow) = consistent(h, |h| {
         let (counts, mapping, beyond) = if alike {
@@ -829,12 +848,7 @@ pub fn export<H: HistogramRead + ?Sized>(
         )
     });
 
-    if !options.allow_dropping && (underflow != 0 || overflow != 0) {
-        return Err(InteropError::OutsideCounts {
-            underflow,
-            overflow,
-        });
-    }
+    check_dropping(options, underflow, overflow)?;
     if let Some((index, &count)) = counts
         .iter()
         .enumerate()
@@ -857,17 +871,190 @@ pub fn export<H: HistogramRead + ?Sized>(
     })
 }
 
+/// The HdrHistogram geometry [`export`] writes `h` into: lowest discernible value 1, the
+/// significant digits of `options` (or the layout's own), and the highest trackable value of
+/// `options` (or the window's highest value).
+fn export_geometry<H: HistogramRead + ?Sized>(
+    h: &H,
+    options: &ExportOptions,
+) -> Result<HdrGeometry, InteropError> {
+    let layout = h.layout();
+    let d = match options.significant_digits {
+        Some(d) => d,
+        None => {
+            significant_digits_for(layout).ok_or(InteropError::NoMatchingSignificantDigits {
+                block_scale: layout.block_scale(),
+                finer: finer_significant_digits(layout),
+            })?
+        }
+    };
+    let highest = options
+        .highest_trackable
+        .unwrap_or_else(|| h.window().max_value(layout));
+    Ok(HdrGeometry::new(1, clamp_highest(highest), d)?)
+}
+
+/// The error for counts V2 cannot hold, unless `options` allows dropping them.
+fn check_dropping(
+    options: &ExportOptions,
+    underflow: u64,
+    overflow: u64,
+) -> Result<(), InteropError> {
+    if !options.allow_dropping && (underflow != 0 || overflow != 0) {
+        return Err(InteropError::OutsideCounts {
+            underflow,
+            overflow,
+        });
+    }
+    Ok(())
+}
+
+/// Storage indices of `h` whose logical index is inside `g`'s counts array (a prefix of the
+/// window, when Picollo logical index `i` is HdrHistogram counts index `i`), and the sum of
+/// the counts beyond it.
+fn alike_prefix<H: HistogramRead + ?Sized>(h: &H, g: &HdrGeometry) -> (usize, u64) {
+    let window = h.window();
+    let inside = g
+        .counts_len()
+        .saturating_sub(window.first())
+        .min(window.len());
+    (inside, h.sum_range(inside, window.len()))
+}
+
+/// Encodes a Picollo histogram as HdrHistogram V2, appending to `out`: the same bytes as
+/// [`export`] followed by [`HdrCounts::encode_v2_into`], without the intermediate counts
+/// array when the layouts index alike (the common case, [`significant_digits_for`]): the
+/// encoder reads the histogram's counts in place. Other precisions go through [`export`].
+///
+/// The read is consistent: if the histogram is reset while being read, it is read again. On
+/// error `out` is left as it was.
+///
+/// ```
+/// use picollo_alloc::hdr::interop::{export, export_v2_into, ExportOptions};
+/// use picollo_alloc::hdr::HdrCounts;
+/// use picollo_alloc::HistogramBuilder;
+/// use picollo_core::Layout;
+///
+/// let mut h = HistogramBuilder::new().layout(Layout::from_block_scale(10).unwrap()).plain()?;
+/// for v in 1..=10_000u64 {
+///     h.record(v * v);
+/// }
+/// let options = ExportOptions::new();
+/// let mut bytes = Vec::new();
+/// let report = export_v2_into(&h, &options, &mut bytes)?;
+/// assert!(report.is_exact());
+/// assert_eq!(bytes, export(&h, &options)?.counts.encode_v2()?);
+/// assert_eq!(HdrCounts::decode(&bytes)?.total_count(), 10_000);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+///
+/// # Errors
+/// As [`export`].
+pub fn export_v2_into<H: HistogramRead + ?Sized>(
+    h: &H,
+    options: &ExportOptions,
+    out: &mut Vec<u8>,
+) -> Result<ExportReport, InteropError> {
+    let g = export_geometry(h, options)?;
+    if !indexes_alike(&g, h.layout()) {
+        let e = export(h, options)?;
+        e.counts.encode_v2_into(out)?;
+        return Ok(e.report());
+    }
+    let fields = V2Fields {
+        normalizing_offset: 0,
+        significant_digits: g.significant_digits(),
+        lowest_discernible: g.lowest_discernible(),
+        highest_trackable: g.highest_trackable(),
+        int_to_double_ratio: 1.0,
+    };
+    consistent(h, |h| {
+        let (inside, beyond) = alike_prefix(h, &g);
+        let underflow = h.underflow();
+        let overflow = h.overflow().saturating_add(beyond);
+        check_dropping(options, underflow, overflow)?;
+        // Counts index i is logical index i: the window's first index is a run of zeros.
+        let (leading, len) = match (0..inside).rev().find(|&s| h.count_at(s) != 0) {
+            Some(last) => (h.window().first(), last + 1),
+            None => (0, 0),
+        };
+        let source = StorageSource { h, leading, len };
+        let buckets = encode_v2(&fields, &source, out)?;
+        Ok(ExportReport {
+            mapping: BucketMapping {
+                buckets,
+                ..BucketMapping::new(true)
+            },
+            dropped_underflow: underflow,
+            dropped_overflow: overflow,
+        })
+    })
+}
+
+/// Storage indices `0..len` of a histogram whose window starts at counts index `leading`, for
+/// the encoder: copied a chunk at a time into a buffer on the stack (the encoder then runs on a
+/// slice, with nothing it writes able to alias what it reads).
+struct StorageSource<'h, H: ?Sized> {
+    h: &'h H,
+    leading: usize,
+    len: usize,
+}
+
+/// Counts copied per chunk: 2 KiB of stack, well inside L1.
+const ENCODE_CHUNK: usize = 256;
+
+impl<H: HistogramRead + ?Sized> CountsSource for StorageSource<'_, H> {
+    fn leading(&self) -> usize {
+        self.leading
+    }
+
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    fn get(&self, index: usize) -> u64 {
+        self.h.count_at(index)
+    }
+
+    fn write_to(&self, writer: &mut PayloadWriter<'_>) {
+        let mut chunk = [0u64; ENCODE_CHUNK];
+        let mut start = 0;
+        while start < self.len {
+            let n = (self.len - start).min(ENCODE_CHUNK);
+            for (i, cell) in chunk[..n].iter_mut().enumerate() {
+                *cell = self.h.count_at(start + i);
+            }
+            writer.counts(&chunk[..n]);
+            start += n;
+        }
+    }
+}
+
+/// [`export_v2_into`], then compressed as V2+deflate at `level` (0 to 10; see
+/// [`BEST_COMPRESSION`](super::BEST_COMPRESSION) and
+/// [`DEFAULT_COMPRESSION`](super::DEFAULT_COMPRESSION)): the bytes
+/// [`HdrCounts::encode_v2_deflate`] writes for the exported counts.
+///
+/// # Errors
+/// As [`export`].
+pub fn export_v2_deflate<H: HistogramRead + ?Sized>(
+    h: &H,
+    options: &ExportOptions,
+    level: u8,
+) -> Result<(Vec<u8>, ExportReport), InteropError> {
+    let mut plain = Vec::new();
+    let report = export_v2_into(h, options, &mut plain)?;
+    Ok((deflate_v2(&plain, level), report))
+}
+
 /// Export when Picollo logical index `i` is HdrHistogram counts index `i`: a copy. Returns the
 /// counts, the mapping and the count of buckets beyond the geometry's counts array.
 fn export_alike<H: HistogramRead + ?Sized>(
     h: &H,
     g: &HdrGeometry,
 ) -> (Vec<u64>, BucketMapping, u64) {
-    let window = h.window();
-    let first = window.first();
-    // Storage indices whose logical index is inside the counts array.
-    let inside = g.counts_len().saturating_sub(first).min(window.len());
-    let beyond = h.sum_range(inside, window.len());
+    let first = h.window().first();
+    let (inside, beyond) = alike_prefix(h, g);
     let mut mapping = BucketMapping::new(true);
     let Some(last) = (0..inside).rev().find(|&s| h.count_at(s) != 0) else {
         return (Vec::new(), mapping, beyond);
@@ -1094,6 +1281,51 @@ mod tests {
             export(&h, &ExportOptions::new().significant_digits(0)),
             Err(InteropError::Hdr(HdrError::CountTooLarge { .. }))
         ));
+    }
+
+    /// The fused encoder reads any kind in place (here the atomic one) and, on error, leaves
+    /// what `out` already held.
+    #[test]
+    fn export_v2_into_reads_any_kind() {
+        let layout = Layout::from_block_scale(7).unwrap();
+        let window = Window::new(layout, 300, 1 << 30).unwrap();
+        let atomic = heap::atomic::<portable_atomic::AtomicU64>(layout, window);
+        let mut plain = heap::plain::<u64>(layout, window);
+        for v in (300..1_000_000u64).step_by(997) {
+            atomic.record(v);
+            plain.record(v);
+        }
+        let options = ExportOptions::new();
+        let mut bytes = vec![7u8];
+        let report = export_v2_into(&atomic, &options, &mut bytes).unwrap();
+        assert!(report.is_exact());
+        assert_eq!(
+            report.mapping.buckets,
+            export(&plain, &options).unwrap().mapping.buckets
+        );
+        assert_eq!(bytes[0], 7);
+        assert_eq!(
+            bytes[1..],
+            from_picollo(&plain).unwrap().encode_v2().unwrap()
+        );
+
+        atomic.record(5); // underflow: refused without allow_dropping
+        let mut kept = vec![1u8, 2, 3];
+        assert_eq!(
+            export_v2_into(&atomic, &options, &mut kept),
+            Err(InteropError::OutsideCounts {
+                underflow: 1,
+                overflow: 0
+            })
+        );
+        assert_eq!(kept, [1, 2, 3]);
+
+        // Nothing recorded: one zero word, like the codec's empty histogram.
+        let empty = heap::plain::<u64>(layout, window);
+        let mut bytes = Vec::new();
+        export_v2_into(&empty, &options, &mut bytes).unwrap();
+        assert_eq!(bytes, from_picollo(&empty).unwrap().encode_v2().unwrap());
+        assert_eq!(bytes.len(), 41);
     }
 
     #[test]

@@ -50,8 +50,8 @@ pub use codec::{
 pub use counts::{HdrBucket, HdrCounts, HdrGeometry, MAX_SIGNIFICANT_DIGITS};
 pub use error::HdrError;
 pub use interop::{
-    add_hdr, export, from_picollo, to_picollo, to_picollo_in, BucketMapping, ExportOptions,
-    HdrExport, HdrView, Import, InteropError,
+    add_hdr, export, export_v2_deflate, export_v2_into, from_picollo, to_picollo, to_picollo_in,
+    BucketMapping, ExportOptions, ExportReport, HdrExport, HdrView, Import, InteropError,
 };
 pub use log::{
     parse_line, IntervalLine, LogEntry, LogError, LogLine, LogRange, LogReader, LogWriter,

@@ -1,0 +1,109 @@
+//! Wall-clock cost of the 16-rank percentile batch of seed 000's summary (block
+//! `percentile-wall`): Picollo's `percentiles` against both of `hdrhistogram`'s multi-quantile
+//! APIs, the one-pass `value_at_quantiles` iterator and a loop of `value_at_quantile` (which
+//! sums eight counts at a time but walks the counts once per rank); the faster one is the
+//! anchor.
+//!
+//! Data: seed 000's 1,000,000 values. Picollo: the full-range histogram (all of `u64` at
+//! `B = 512`) and the seed's window `[0, 7716549600]`. `hdrhistogram`: 3 digits with the seed's
+//! fixed maximum (the counts array `Histogram::new(3)` auto-resizes to for this data). Each of
+//! the peer's APIs has one call site in this binary, so LLVM inlines it (with more call sites,
+//! the iterator's `next` stays out of line and keeps its state in memory: about 1.5× slower).
+//! The cases run interleaved, round after round; each keeps its best and median round.
+//!
+//! Run: `cargo bench -p picollo-benches --bench percentile_wall`.
+
+use picollo_benches::report::{header, Block};
+use picollo_benches::timing::{interleaved, repeat};
+use picollo_benches::*;
+use picollo_core::{Percentile, ReadExt};
+use std::hint::black_box;
+
+/// Measured rounds per case (after one warm-up round).
+const ROUNDS: usize = 31;
+/// Batches per round (the figures are per batch).
+const CALLS: u32 = 20;
+
+fn main() {
+    let values = seed_values(SEED_COUNT);
+    let mut full = full_range_histogram();
+    let mut seed_window = runtime_histogram();
+    let mut hdr = hdr_histogram();
+    for &v in &values {
+        full.record(v);
+        seed_window.record(v);
+        hdr.record(v).expect("within the fixed maximum");
+    }
+    let quantiles = SUMMARY_RANKS.map(|r| r / 100.0);
+
+    let t = interleaved(
+        ROUNDS,
+        &mut [
+            &mut || {
+                repeat(CALLS, || {
+                    let h = black_box(&hdr);
+                    black_box(h.value_at_quantiles(black_box(quantiles)).sum::<u64>());
+                })
+            },
+            &mut || {
+                repeat(CALLS, || {
+                    let h = black_box(&hdr);
+                    let q = black_box(quantiles);
+                    black_box(q.iter().map(|&q| h.value_at_quantile(q)).sum::<u64>());
+                })
+            },
+            &mut || {
+                repeat(CALLS, || {
+                    let mut out = [Percentile::default(); 16];
+                    full.percentiles(black_box(&SUMMARY_RANKS), &mut out)
+                        .expect("not empty");
+                    black_box(out);
+                })
+            },
+            &mut || {
+                repeat(CALLS, || {
+                    let mut out = [Percentile::default(); 16];
+                    seed_window
+                        .percentiles(black_box(&SUMMARY_RANKS), &mut out)
+                        .expect("not empty");
+                    black_box(out);
+                })
+            },
+        ],
+    );
+    let (iter, looped) = (t[0].us_per(CALLS), t[1].us_per(CALLS));
+    let peer = (iter.0.min(looped.0), iter.1.min(looped.1));
+
+    let _block = Block::begin("percentile-wall");
+    println!(
+        "16 ranks of seed 000's summary per batch; cells: Picollo full range {}, seed window \
+         {SEED_LEN}, `hdrhistogram` {}; {ROUNDS} interleaved rounds of {CALLS} batches; \
+         speed-up = the faster `hdrhistogram` API's time ÷ this case's.",
+        full.window().len(),
+        hdr.distinct_values()
+    );
+    println!();
+    header(&[
+        "case",
+        "best µs",
+        "median µs",
+        "speed-up (best)",
+        "speed-up (median)",
+    ]);
+    for (name, t) in [
+        "`hdrhistogram` `value_at_quantiles` (one-pass iterator)",
+        "`hdrhistogram` `value_at_quantile` × 16",
+        "Picollo `percentiles`, full range",
+        "Picollo `percentiles`, seed window",
+    ]
+    .iter()
+    .zip(&t)
+    {
+        let (best, median) = t.us_per(CALLS);
+        println!(
+            "| {name} | {best:.2} | {median:.2} | {:.2}× | {:.2}× |",
+            peer.0 / best,
+            peer.1 / median
+        );
+    }
+}

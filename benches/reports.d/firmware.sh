@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# The firmware figures (issue 11) for benches/RESULTS.md: firmware/run.sh builds the images,
+# runs them under QEMU and checks them; its markdown report (instruction counts from QEMU
+# execution traces, code size, stack) becomes result block `firmware`. Needs what
+# .ci/install.d/20-firmware.sh installs (QEMU, the three targets, llvm-tools).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+report=$(mktemp)
+trap 'rm -f "$report"' EXIT
+REPORT="$report" firmware/run.sh >&2
+cat "$report"
