@@ -13,17 +13,22 @@
 //!   the list grows only to the largest number of threads that recorded at the same time.
 //!   Nodes are freed when the histogram is dropped.
 //! - **Per-thread lookup.** Rust's `thread_local!` is static, so each thread keeps a small
-//!   list of `(histogram, shard)` entries, plus a one-entry cache of the last histogram it
-//!   recorded into (its address, and its shard's cells). The hot path is one TLS compare,
-//!   the index math and the cell's load + store; the layout and window are copied into the
-//!   handle, so that a loop of records keeps them in registers. A miss takes the cold path:
-//!   find or claim the shard and refill the cache.
+//!   list of `(histogram, shard)` entries, plus a direct-mapped cache of
+//!   [`CACHE_SLOTS`] entries `(histogram, shard, cells)`. Each histogram gets its cache slot
+//!   when it is made (round robin over the slots), so a thread that records into up to
+//!   [`CACHE_SLOTS`] histograms made one after another (the busy and wall times of a span
+//!   callsite, the series of a metrics recorder) hits the cache for every one of them. The
+//!   hot path is one TLS compare at the histogram's slot, the index math and the cell's
+//!   load + store; the slot, the layout and the window are copied into the handle, so that
+//!   a loop of records keeps them in registers. A miss (first use on the thread, or two
+//!   histograms sharing a slot) takes the cold path: find or claim the shard and refill the
+//!   slot.
 //! - **Accumulator.** A [`HeapAtomicHistogram`] (the core atomic kind on the heap) receives the
 //!   counts of exiting threads and the records made where no shard can be used (below).
 //!
 //! # Thread exit, and recording after TLS destruction
 //!
-//! The per-thread list has a TLS destructor. It first clears the one-entry cache, then, for
+//! The per-thread list has a TLS destructor. It first clears the cache, then, for
 //! each histogram the thread recorded into, folds the thread's shard into the accumulator and
 //! frees the shard, inside the histogram's version section (readers retry, so no read sees the
 //! counts in both places or in neither). The fold is exact: cell by cell, with no record
@@ -513,7 +518,7 @@ impl<C: LocalCounter> Owner for Inner<C> {
 /// One histogram a thread recorded into.
 struct Entry {
     /// The `Inner`'s address: unique among live histograms, and the entry keeps it alive.
-    key: *const (),
+    key: usize,
     owner: Arc<dyn Owner>,
     shard: *const (),
 }
@@ -526,7 +531,7 @@ struct ThreadShards {
 impl Drop for ThreadShards {
     fn drop(&mut self) {
         // Records from later TLS destructors must not hit a shard that is about to be freed.
-        set_cache(Cached::EMPTY);
+        clear_cache();
         let token = thread_token();
         for e in self.entries.drain(..) {
             // SAFETY: `e.shard` is the shard `e.owner` gave this thread, whose token is
@@ -536,28 +541,35 @@ impl Drop for ThreadShards {
     }
 }
 
-/// The one-entry cache: the histogram (its `Inner`'s address) this thread last recorded
-/// into, its shard there and that shard's cells (so that the hot path loads nothing from the
-/// shard itself).
+/// Entries of the per-thread cache of shards (direct-mapped: each histogram has one slot).
+/// 64 entries of 24 bytes: 1.5 KB of TLS per thread.
+pub const CACHE_SLOTS: usize = 64;
+
+/// One entry of the per-thread cache: a histogram (its `Inner`'s address, 0 for none) this
+/// thread recorded into, its shard there and that shard's cells (so that the hot path loads
+/// nothing from the shard itself).
 #[derive(Clone, Copy)]
 struct Cached {
-    key: *const (),
+    key: usize,
     cells: *const (),
     shard: *const (),
 }
 
 impl Cached {
     const EMPTY: Cached = Cached {
-        key: ptr::null(),
+        key: 0,
         cells: ptr::null(),
         shard: ptr::null(),
     };
 }
 
+/// The cache: entry `s` serves the histograms whose slot is `s`.
+type Cache = [Cell<Cached>; CACHE_SLOTS];
+
 thread_local! {
-    /// The one-entry cache. No destructor, so it can be read at any time, also while TLS is
-    /// being destroyed.
-    static CACHE: Cell<Cached> = const { Cell::new(Cached::EMPTY) };
+    /// The cache. No destructor, so it can be read at any time, also while TLS is being
+    /// destroyed.
+    static CACHE: Cache = const { [const { Cell::new(Cached::EMPTY) }; CACHE_SLOTS] };
     /// This thread's token (0 until first needed).
     static TOKEN: Cell<u64> = const { Cell::new(0) };
     /// Every histogram this thread recorded into.
@@ -565,9 +577,24 @@ thread_local! {
         const { RefCell::new(ThreadShards { entries: Vec::new() }) };
 }
 
+/// The entry at byte offset `offset` of the cache.
+///
+/// # Safety
+///
+/// `offset` is `slot * size_of::<Cell<Cached>>()` for a `slot < CACHE_SLOTS`.
 #[inline(always)]
-fn set_cache(cached: Cached) {
-    let _ = CACHE.try_with(|c| c.set(cached));
+unsafe fn cache_entry(cache: &Cache, offset: usize) -> &Cell<Cached> {
+    debug_assert!(offset < core::mem::size_of::<Cache>());
+    debug_assert_eq!(offset % core::mem::size_of::<Cell<Cached>>(), 0);
+    // SAFETY: by the caller's guarantee the offset lands on the start of an element of the
+    // array (a byte offset rather than an index: the handle stores it pre-scaled, so the hot
+    // path needs no multiply).
+    unsafe { &*cache.as_ptr().cast::<u8>().add(offset).cast::<Cell<Cached>>() }
+}
+
+/// Empties every entry of this thread's cache.
+fn clear_cache() {
+    let _ = CACHE.try_with(|cache| cache.iter().for_each(|c| c.set(Cached::EMPTY)));
 }
 
 /// A process-unique, non-zero token for the calling thread. Survives `fork` in the forking
@@ -753,6 +780,10 @@ mod fork {
 /// ```
 pub struct ThreadLocalHistogram<C: LocalCounter = u64> {
     inner: Arc<Inner<C>>,
+    /// This histogram's key in the per-thread lists and the cache: `inner`'s address.
+    key: usize,
+    /// Byte offset of this histogram's entry in the per-thread cache ([`cache_entry`]).
+    cache_offset: usize,
     /// Copies of `inner`'s layout and window: fields without interior mutability, which the
     /// compiler may keep in registers across a loop of records.
     layout: Layout,
@@ -775,7 +806,12 @@ impl<C: LocalCounter> ThreadLocalHistogram<C> {
             _nodes: PhantomData,
         });
         fork::register(&inner.version);
+        // Round robin: histograms made one after another never share a slot.
+        static NEXT_SLOT: AtomicUsize = AtomicUsize::new(0);
+        let slot = NEXT_SLOT.fetch_add(1, Ordering::Relaxed) % CACHE_SLOTS;
         ThreadLocalHistogram {
+            key: Arc::as_ptr(&inner) as usize,
+            cache_offset: slot * core::mem::size_of::<Cell<Cached>>(),
             inner,
             layout,
             window,
@@ -786,8 +822,8 @@ impl<C: LocalCounter> ThreadLocalHistogram<C> {
     /// outside the window are counted as underflow or overflow.
     #[inline]
     pub fn record(&self, value: u64) {
-        let cached = self.cache();
-        if cached.key == self.key() {
+        let cached = self.cached();
+        if cached.key == self.key {
             let slot = self.slot(value);
             if slot < self.window.len() {
                 // SAFETY: the keys match (see `cache`), so `cells` points to the
@@ -805,19 +841,40 @@ impl<C: LocalCounter> ThreadLocalHistogram<C> {
     /// Records `count` occurrences of `value` (saturating).
     #[inline]
     pub fn record_n(&self, value: u64, count: u64) {
-        let cached = self.cache();
-        if cached.key == self.key() {
-            // SAFETY: the keys match (see `cache`).
+        let cached = self.cached();
+        if cached.key == self.key {
+            // SAFETY: the keys match (see `cached`).
             unsafe { &*cached.shard.cast::<Shard<C>>() }.record_n(self, value, count)
         } else {
             self.record_slow(value, count)
         }
     }
 
-    /// This histogram's key in the per-thread lists and the cache: its `Inner`'s address.
-    #[inline(always)]
-    fn key(&self) -> *const () {
-        Arc::as_ptr(&self.inner).cast::<()>()
+    /// Records one value into the bucket at storage index `slot` (the bucket
+    /// `window().first() + slot`), for callers that map their values to buckets themselves
+    /// (the `metrics` recorder of `picollo-export` maps an `f64` to its bucket from its bits).
+    ///
+    /// # Safety
+    ///
+    /// `slot < self.window().len()`.
+    #[inline]
+    pub unsafe fn record_slot_unchecked(&self, slot: usize) {
+        debug_assert!(slot < self.window.len(), "slot {slot} outside the window");
+        let cached = self.cached();
+        if cached.key == self.key {
+            // SAFETY: the keys match (see `cached`), so `cells` points to the `window.len()`
+            // cells of this thread's shard; the caller guarantees `slot` is below that.
+            C::owner_increment(unsafe { &*cached.cells.cast::<C::Cell>().add(slot) });
+        } else {
+            self.record_slot_slow(slot)
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn record_slot_slow(&self, slot: usize) {
+        // The lowest value of a bucket maps back to that bucket.
+        self.record_slow(self.layout.lo(self.window.first() + slot), 1)
     }
 
     /// The storage slot of `value`; at or past the window length when outside the window.
@@ -828,18 +885,29 @@ impl<C: LocalCounter> ThreadLocalHistogram<C> {
             .wrapping_sub(self.window.first())
     }
 
-    /// The calling thread's one-entry cache.
+    /// The calling thread's cache entry at this histogram's slot.
     ///
-    /// When its key is `self.key()`, its shard and cells may be dereferenced: this thread
-    /// fills the cache only from its own entry for the `Inner` at that address, and the
-    /// entry's `Arc` keeps that `Inner` alive until the entry is removed, which happens only
-    /// after the cache is cleared (pruning, thread exit). So while the cache names an
-    /// address, no other `Inner` can live there: it is `self.inner`, and the shard is this
-    /// thread's node of its list, alive while `self` is. (After a fork, the cache of a thread
-    /// that does not exist in the child is never read again.)
+    /// When its key is `self.key`, its shard and cells may be dereferenced: this thread fills
+    /// its cache only from its own entry (in `THREAD_SHARDS`) for the `Inner` at that
+    /// address, and the entry's `Arc` keeps that `Inner` alive until the entry is removed,
+    /// which happens only after the whole cache is cleared (pruning, thread exit). So while a
+    /// cache entry names an address, no other `Inner` can live there: it is `self.inner`,
+    /// and the shard is this thread's node of its list, alive while `self` is. (After a fork,
+    /// the cache of a thread that does not exist in the child is never read again.)
     #[inline(always)]
-    fn cache(&self) -> Cached {
-        CACHE.try_with(Cell::get).unwrap_or(Cached::EMPTY)
+    fn cached(&self) -> Cached {
+        CACHE
+            // SAFETY: `cache_offset` was made from a slot below `CACHE_SLOTS` in `new`.
+            .try_with(|cache| unsafe { cache_entry(cache, self.cache_offset) }.get())
+            .unwrap_or(Cached::EMPTY)
+    }
+
+    /// Fills this histogram's cache entry.
+    fn set_cached(&self, cached: Cached) {
+        let _ = CACHE.try_with(|cache| {
+            // SAFETY: as in `cached`.
+            unsafe { cache_entry(cache, self.cache_offset) }.set(cached)
+        });
     }
 
     /// Finds or claims this thread's shard and fills the cache, or records into the
@@ -849,8 +917,8 @@ impl<C: LocalCounter> ThreadLocalHistogram<C> {
     fn record_slow(&self, value: u64, count: u64) {
         match self.local_shard() {
             Some(shard) => {
-                set_cache(Cached {
-                    key: self.key(),
+                self.set_cached(Cached {
+                    key: self.key,
                     cells: shard.cells.cells().as_ptr().cast::<()>(),
                     shard: (shard as *const Shard<C>).cast::<()>(),
                 });
@@ -863,15 +931,15 @@ impl<C: LocalCounter> ThreadLocalHistogram<C> {
     /// The calling thread's shard through its entry list, claiming one on first use. `None`
     /// while TLS is destroyed or the list is borrowed (re-entrant recording).
     fn local_shard(&self) -> Option<&Shard<C>> {
-        let key = self.key();
+        let key = self.key;
         let shard = THREAD_SHARDS
             .try_with(|list| {
                 let mut list = list.try_borrow_mut().ok()?;
                 if let Some(e) = list.entries.iter().find(|e| e.key == key) {
                     return Some(e.shard);
                 }
-                // Entries of dropped histograms go; the cache may name one of them.
-                set_cache(Cached::EMPTY);
+                // Entries of dropped histograms go; the cache may name some of them.
+                clear_cache();
                 list.entries.retain(|e| !e.owner.is_closed());
                 self.inner.check_fork();
                 let token = thread_token();

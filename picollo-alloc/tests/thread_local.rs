@@ -250,6 +250,82 @@ fn many_histograms_on_one_thread() {
     assert_eq!(recorder.join().unwrap(), 1);
 }
 
+/// The per-thread cache with more histograms than it has slots (so that some share a slot
+/// and evict each other), histograms dropped while threads still have them cached, new ones
+/// made in their place (the allocator may reuse the address of a freed one), unchecked slot
+/// records, and thread exits: every count lands in its own histogram, exactly.
+#[test]
+fn more_histograms_than_cache_slots() {
+    use picollo_alloc::thread_local::CACHE_SLOTS;
+    let count = CACHE_SLOTS + 5;
+    let rounds = if cfg!(miri) { 2 } else { 20 };
+    let make = || -> Vec<ThreadLocalHistogram<u32>> {
+        (0..count)
+            .map(|_| ThreadLocalHistogram::new(layout(), window()))
+            .collect()
+    };
+    let hs = std::sync::RwLock::new(make());
+    let totals: Vec<AtomicU64> = (0..count).map(|_| AtomicU64::new(0)).collect();
+    let phase = Barrier::new(3);
+    std::thread::scope(|s| {
+        for t in 0..2u64 {
+            let (hs, phase) = (&hs, &phase);
+            s.spawn(move || {
+                for _generation in 0..2 {
+                    phase.wait();
+                    {
+                        let hs = hs.read().unwrap();
+                        for r in 0..rounds {
+                            // Each histogram in turn: consecutive records never hit the same
+                            // one, and histograms `CACHE_SLOTS` apart share a slot.
+                            for (i, h) in hs.iter().enumerate() {
+                                let v = value(t, r * count as u64 + i as u64);
+                                h.record(v);
+                                let slot = (i + r as usize) % h.window().len();
+                                // SAFETY: `slot` is below the window's length.
+                                unsafe { h.record_slot_unchecked(slot) };
+                            }
+                        }
+                    }
+                    phase.wait();
+                    // The main thread checks, drops and replaces the histograms here.
+                    phase.wait();
+                }
+            });
+        }
+        for _ in 0..2 {
+            phase.wait();
+            phase.wait();
+            {
+                let mut hs = hs.write().unwrap();
+                for (h, total) in hs.iter().zip(&totals) {
+                    let n = h.total_with_outside();
+                    assert_eq!(n, 2 * 2 * rounds);
+                    total.fetch_add(n, Ordering::Relaxed);
+                }
+                // Dropped while both threads still hold their shards in cache and list.
+                *hs = make();
+            }
+            phase.wait();
+        }
+    });
+    for total in &totals {
+        assert_eq!(total.load(Ordering::Relaxed), 2 * 2 * 2 * rounds);
+    }
+    // Unchecked slot records land in the bucket of the slot.
+    let h = ThreadLocalHistogram::<u64>::new(layout(), window());
+    let slot = h.window().len() / 2;
+    // SAFETY: `slot` is below the window's length.
+    unsafe { h.record_slot_unchecked(slot) };
+    assert_eq!((h.count_at(slot), h.total_with_outside()), (1, 1));
+    // On another thread (the cold path: no shard yet), and folded when it exits.
+    std::thread::scope(|s| {
+        // SAFETY: as above.
+        s.spawn(|| unsafe { h.record_slot_unchecked(slot) });
+    });
+    assert_eq!((h.count_at(slot), h.total_with_outside()), (2, 2));
+}
+
 #[test]
 fn quiescent_reset_is_exact() {
     let h = ThreadLocalHistogram::<u64>::new(layout(), window());
