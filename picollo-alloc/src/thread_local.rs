@@ -589,7 +589,13 @@ unsafe fn cache_entry(cache: &Cache, offset: usize) -> &Cell<Cached> {
     // SAFETY: by the caller's guarantee the offset lands on the start of an element of the
     // array (a byte offset rather than an index: the handle stores it pre-scaled, so the hot
     // path needs no multiply).
-    unsafe { &*cache.as_ptr().cast::<u8>().add(offset).cast::<Cell<Cached>>() }
+    unsafe {
+        &*cache
+            .as_ptr()
+            .cast::<u8>()
+            .add(offset)
+            .cast::<Cell<Cached>>()
+    }
 }
 
 /// Empties every entry of this thread's cache.
