@@ -25,6 +25,10 @@
 //!   slot.
 //! - **Accumulator.** A [`HeapAtomicHistogram`] (the core atomic kind on the heap) receives the
 //!   counts of exiting threads and the records made where no shard can be used (below).
+//! - **Bulk reads.** [`ThreadLocalHistogram::read_recorded`] reads every non-empty bucket in one
+//!   pass over each shard (skipping runs of empty cells, and the accumulator while it never
+//!   held a count), for exporters that serve many sparse histograms; the [`HistogramRead`]
+//!   methods read bucket by bucket.
 //!
 //! # Thread exit, and recording after TLS destruction
 //!
@@ -331,6 +335,9 @@ struct Inner<C: LocalCounter> {
     head: AtomicPtr<Shard<C>>,
     /// Counts of exited threads and of records made without a shard.
     acc: HeapAtomicHistogram,
+    /// Set before anything is added to `acc` (then kept): bulk reads skip an accumulator
+    /// that never held a count, which is the rule while no recording thread has exited.
+    acc_used: AtomicBool,
     /// The fork generation this histogram's shard set was last checked against.
     fork_gen: AtomicU64,
     /// Set when the handle is dropped: threads prune their entries for it.
@@ -430,6 +437,7 @@ impl<C: LocalCounter> Inner<C> {
         if shard.state.load(Ordering::Relaxed) == OWNED
             && shard.owner.load(Ordering::Relaxed) == token
         {
+            self.acc_used.store(true, Ordering::Relaxed);
             let (layout, first) = (self.layout, self.window.first());
             for s in 0..self.window.len() {
                 let n = shard.count_at(s);
@@ -806,6 +814,7 @@ impl<C: LocalCounter> ThreadLocalHistogram<C> {
             version: Version::new(),
             head: AtomicPtr::new(ptr::null_mut()),
             acc: heap::atomic(layout, window),
+            acc_used: AtomicBool::new(false),
             fork_gen: AtomicU64::new(fork::generation()),
             closed: AtomicBool::new(false),
             allocated: AtomicUsize::new(0),
@@ -930,7 +939,10 @@ impl<C: LocalCounter> ThreadLocalHistogram<C> {
                 });
                 shard.record_n(self, value, count)
             }
-            None => self.inner.acc.record_n(value, count),
+            None => {
+                self.inner.acc_used.store(true, Ordering::Relaxed);
+                self.inner.acc.record_n(value, count)
+            }
         }
     }
 
@@ -1033,6 +1045,85 @@ impl<C: LocalCounter> ThreadLocalHistogram<C> {
     pub fn record_corrected(&self, value: u64, expected_interval: u64) {
         let mut recorder = self;
         picollo_core::Record::record_corrected(&mut recorder, value, expected_interval)
+    }
+
+    /// Reads every bucket that holds a count, in one pass over each shard's cells (and over
+    /// the accumulator, once an exited thread or a record without a shard put counts there):
+    /// `out` receives `(storage index, count)` for each non-empty bucket, in increasing
+    /// order, and the underflow and overflow are returned.
+    ///
+    /// Runs of empty cells are skipped 8 at a time, so a sparse histogram (a full-range one
+    /// holds tens of thousands of cells) costs about two instructions per cell. Recorders never
+    /// wait; the read is retried (as a whole) when a reset, thread-exit fold or fork clean-up
+    /// overlapped it, so it never mixes counts from both sides of one, and it sees each bucket
+    /// at some value it had during the read (as every read of this kind).
+    ///
+    /// ```
+    /// use picollo_alloc::ThreadLocalHistogram;
+    /// use picollo_core::{Layout, Window};
+    ///
+    /// let layout = Layout::DEFAULT;
+    /// let h = ThreadLocalHistogram::<u64>::new(layout, Window::full(layout));
+    /// h.record_n(3, 2);
+    /// std::thread::scope(|s| {
+    ///     s.spawn(|| h.record(1_000_000)); // folded into the accumulator at thread exit
+    /// });
+    /// let mut buckets = Vec::new();
+    /// let (underflow, overflow) = h.read_recorded(&mut buckets);
+    /// assert_eq!(buckets, [(3, 2), (h.window().storage_index(layout.index_of(1_000_000)).unwrap(), 1)]);
+    /// assert_eq!((underflow, overflow), (0, 0));
+    /// ```
+    pub fn read_recorded(&self, out: &mut Vec<(usize, u64)>) -> (u64, u64) {
+        let inner = &*self.inner;
+        inner.check_fork();
+        loop {
+            let token = inner.version.read_begin();
+            out.clear();
+            let acc = inner.acc_used.load(Ordering::Relaxed).then_some(&inner.acc);
+            self.scan_recorded(acc, out);
+            let mut outside = acc.map_or((0, 0), |a| (a.underflow(), a.overflow()));
+            for shard in inner.shards() {
+                outside.0 = outside.0.saturating_add(shard.underflow());
+                outside.1 = outside.1.saturating_add(shard.overflow());
+            }
+            if !inner.version.read_retry(token) {
+                return outside;
+            }
+            core::hint::spin_loop();
+        }
+    }
+
+    /// The pass of [`ThreadLocalHistogram::read_recorded`]: for each run of 8 cells, the OR
+    /// of every owned shard's cells (and the accumulator's) says whether any is non-zero;
+    /// only then are the counts summed cell by cell (less the shards' baselines).
+    fn scan_recorded(&self, acc: Option<&HeapAtomicHistogram>, out: &mut Vec<(usize, u64)>) {
+        const RUN: usize = 8;
+        let len = self.window.len();
+        let owned = || {
+            self.inner
+                .shards()
+                .filter(|s| s.state.load(Ordering::Relaxed) == OWNED)
+        };
+        let any = |cells: &[C::Cell]| cells.iter().fold(0u64, |a, c| a | C::load(c));
+        let mut start = 0;
+        while start < len {
+            let end = (start + RUN).min(len);
+            let mut nonzero = owned().fold(0u64, |a, s| a | any(&s.cells.cells()[start..end]));
+            if let Some(acc) = acc {
+                nonzero |= (start..end).fold(0u64, |a, i| a | acc.count_at(i));
+            }
+            if nonzero != 0 {
+                for i in start..end {
+                    let n = owned().fold(acc.map_or(0, |a| a.count_at(i)), |n, s| {
+                        n.saturating_add(s.count_at(i))
+                    });
+                    if n != 0 {
+                        out.push((i, n));
+                    }
+                }
+            }
+            start = end;
+        }
     }
 
     /// Sums `acc(accumulator)` and `f` over the shards, retrying if a reset, fold or fork
