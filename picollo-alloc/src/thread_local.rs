@@ -171,6 +171,28 @@ local_counter!(u16, AtomicU16);
 local_counter!(u32, AtomicU32);
 local_counter!(u64, AtomicU64);
 
+/// Cells per run of a bulk read: a run of empty cells is skipped with one test.
+const RUN: usize = 8;
+
+/// Calls `take(r)` for each run `r < runs` for which `any(r)` holds, in increasing order, in
+/// two passes: first `any` over 64 runs into a mask, without a branch (whether a run is
+/// empty depends on the data: a branch on it would mispredict about once per recorded bucket
+/// of a sparse histogram), then the mask's runs, found with trailing-zero counts (their
+/// cells, just read, are still in cache).
+#[inline(always)]
+fn for_each_nonempty_run(runs: usize, any: impl Fn(usize) -> bool, mut take: impl FnMut(usize)) {
+    for word in (0..runs).step_by(64) {
+        let mut mask = 0u64;
+        for r in 0..64.min(runs - word) {
+            mask |= u64::from(any(word + r)) << r;
+        }
+        while mask != 0 {
+            take(word + mask.trailing_zeros() as usize);
+            mask &= mask - 1;
+        }
+    }
+}
+
 /// Shard states.
 const FREE: u8 = 0;
 const OWNED: u8 = 1;
@@ -1079,8 +1101,23 @@ impl<C: LocalCounter> ThreadLocalHistogram<C> {
         loop {
             let token = inner.version.read_begin();
             out.clear();
+            self.pass_recorded(|start, counts| {
+                // Branch-free: each count is written, the position moves past non-zero ones
+                // (a data-dependent branch per cell would mispredict). Room for a whole run
+                // (a copy of fixed size), then cut back.
+                let base = out.len();
+                out.extend_from_slice(&[(0, 0); RUN]);
+                if let Ok(run) = <&mut [(usize, u64); RUN]>::try_from(&mut out[base..]) {
+                    let mut at = 0;
+                    for (i, &n) in counts.iter().enumerate() {
+                        // `at <= i < RUN`: the mask spares the bounds check.
+                        run[at & (RUN - 1)] = (start + i, n);
+                        at += usize::from(n != 0);
+                    }
+                    out.truncate(base + at);
+                }
+            });
             let acc = inner.acc_used.load(Ordering::Relaxed).then_some(&inner.acc);
-            self.scan_recorded(acc, out);
             let mut outside = acc.map_or((0, 0), |a| (a.underflow(), a.overflow()));
             for shard in inner.shards() {
                 outside.0 = outside.0.saturating_add(shard.underflow());
@@ -1093,37 +1130,121 @@ impl<C: LocalCounter> ThreadLocalHistogram<C> {
         }
     }
 
-    /// The pass of [`ThreadLocalHistogram::read_recorded`]: for each run of 8 cells, the OR
-    /// of every owned shard's cells (and the accumulator's) says whether any is non-zero;
-    /// only then are the counts summed cell by cell (less the shards' baselines).
-    fn scan_recorded(&self, acc: Option<&HeapAtomicHistogram>, out: &mut Vec<(usize, u64)>) {
-        const RUN: usize = 8;
-        let len = self.window.len();
+    /// The pass of [`ThreadLocalHistogram::read_recorded`] without its retry: calls
+    /// `f(storage index, count)` for each non-empty bucket, in increasing order. A reset,
+    /// thread-exit fold or fork clean-up that overlaps the pass can make it see some counts
+    /// twice or not at all: bracket it with [`HistogramRead::read_begin`] and
+    /// [`HistogramRead::read_retry`] ([`picollo_core::read::consistent`]) and redo it when
+    /// told to, as exporters that read underflow, overflow and buckets together do.
+    pub fn for_each_recorded(&self, mut f: impl FnMut(usize, u64)) {
+        self.inner.check_fork();
+        self.pass_recorded(|start, counts| {
+            for (i, &n) in counts.iter().enumerate() {
+                if n != 0 {
+                    f(start + i, n);
+                }
+            }
+        })
+    }
+
+    /// Calls `run(start, counts)` with the counts of every run of [`RUN`] cells (the last
+    /// may be shorter) that holds a count, in increasing order. For each run, the OR of
+    /// every owned shard's cells (and the accumulator's, once it held a count) says whether
+    /// any is non-zero; only then are the counts summed (less the shards' baselines).
+    fn pass_recorded(&self, mut run: impl FnMut(usize, &[u64])) {
+        /// Shards whose cells the common path reads from an array (more take the general
+        /// path, which walks the shard list per run).
+        const DIRECT: usize = 16;
+        let acc = self
+            .inner
+            .acc_used
+            .load(Ordering::Relaxed)
+            .then_some(&self.inner.acc);
         let owned = || {
             self.inner
                 .shards()
                 .filter(|s| s.state.load(Ordering::Relaxed) == OWNED)
         };
-        let any = |cells: &[C::Cell]| cells.iter().fold(0u64, |a, c| a | C::load(c));
-        let mut start = 0;
-        while start < len {
-            let end = (start + RUN).min(len);
-            let mut nonzero = owned().fold(0u64, |a, s| a | any(&s.cells.cells()[start..end]));
-            if let Some(acc) = acc {
-                nonzero |= (start..end).fold(0u64, |a, i| a | acc.count_at(i));
+        let mut direct: [&[C::Cell]; DIRECT] = [&[]; DIRECT];
+        let mut count = 0;
+        let mut general = acc.is_some();
+        for shard in owned() {
+            general |= count == DIRECT || shard.baseline().is_some();
+            if let Some(slot) = direct.get_mut(count) {
+                *slot = shard.cells.cells();
+                count += 1;
             }
-            if nonzero != 0 {
-                for i in start..end {
-                    let n = owned().fold(acc.map_or(0, |a| a.count_at(i)), |n, s| {
+        }
+        let len = self.window.len();
+        let runs = len.div_ceil(RUN);
+        let range = |r: usize| r * RUN..((r + 1) * RUN).min(len);
+        let or = |cells: &[C::Cell]| cells.iter().fold(0u64, |a, c| a | C::load(c));
+        let mut counts = [0u64; RUN];
+        if !general {
+            // Owned shards without baselines, nothing in the accumulator: the common case.
+            match &direct[..count] {
+                [] => {}
+                [cells] => {
+                    // One recording thread: its cells alone, whole runs as arrays (the loads
+                    // and ORs unroll), then the rest.
+                    let rest = cells.chunks_exact(RUN).remainder();
+                    let full = cells.len() / RUN;
+                    let run_at = |r: usize| {
+                        let start = r * RUN;
+                        cells
+                            .get(start..start + RUN)
+                            .and_then(|run| <&[C::Cell; RUN]>::try_from(run).ok())
+                    };
+                    for_each_nonempty_run(
+                        full,
+                        |r| run_at(r).is_some_and(|run| or(run) != 0),
+                        |r| {
+                            if let Some(cells) = run_at(r) {
+                                for (n, c) in counts.iter_mut().zip(cells) {
+                                    *n = C::load(c);
+                                }
+                                run(r * RUN, &counts);
+                            }
+                        },
+                    );
+                    for (n, c) in counts.iter_mut().zip(rest) {
+                        *n = C::load(c);
+                    }
+                    run(full * RUN, &counts[..rest.len()]);
+                }
+                shards => for_each_nonempty_run(
+                    runs,
+                    |r| shards.iter().fold(0, |a, c| a | or(&c[range(r)])) != 0,
+                    |r| {
+                        for (n, i) in counts.iter_mut().zip(range(r)) {
+                            *n = shards
+                                .iter()
+                                .fold(0u64, |n, c| n.saturating_add(C::load(&c[i])));
+                        }
+                        run(r * RUN, &counts[..range(r).len()]);
+                    },
+                ),
+            }
+            return;
+        }
+        for_each_nonempty_run(
+            runs,
+            |r| {
+                let mut nonzero = owned().fold(0u64, |a, s| a | or(&s.cells.cells()[range(r)]));
+                if let Some(acc) = acc {
+                    nonzero |= range(r).fold(0u64, |a, i| a | acc.count_at(i));
+                }
+                nonzero != 0
+            },
+            |r| {
+                for (n, i) in counts.iter_mut().zip(range(r)) {
+                    *n = owned().fold(acc.map_or(0, |a| a.count_at(i)), |n, s| {
                         n.saturating_add(s.count_at(i))
                     });
-                    if n != 0 {
-                        out.push((i, n));
-                    }
                 }
-            }
-            start = end;
-        }
+                run(r * RUN, &counts[..range(r).len()]);
+            },
+        );
     }
 
     /// Sums `acc(accumulator)` and `f` over the shards, retrying if a reset, fold or fork
