@@ -5,6 +5,12 @@
 //!
 //! Each benchmark walks the same 1,000,000 seed values; `baseline_read` walks them doing
 //! nothing but `black_box`, so `(bench - baseline) / 1e6` is the cost of one record.
+//!
+//! Group `export_record` converts each `u64` seed value to `f64` in the loop for the
+//! `metrics` handles (5 instructions on x86-64, part of both sides' figure); group
+//! `metrics_f64` records the same values already as `f64` (what `metrics_recorder` times),
+//! through the thread-local and atomic Picollo handles and `metrics-exporter-prometheus`'s
+//! handle, against `baseline_read_f64`.
 
 #![allow(missing_docs)] // iai-callgrind's macros generate undocumented modules.
 
@@ -16,7 +22,7 @@ use metrics::{Key, Metadata, Recorder};
 use picollo_alloc::ThreadLocalHistogram;
 use picollo_benches::*;
 use picollo_core::Window;
-use picollo_export::recorder::RecorderBuilder;
+use picollo_export::recorder::{HistogramKind, RecorderBuilder};
 use picollo_export::Registry;
 use prometheus_client::metrics::histogram::{Histogram as PcHistogram, NativeHistogramConfig};
 
@@ -108,10 +114,55 @@ fn metrics_exporter_prometheus_handle_record(
     h
 }
 
+fn values_f64() -> Vec<f64> {
+    values().into_iter().map(|v| v as f64).collect()
+}
+
+#[library_benchmark]
+#[bench::seed(setup = values_f64)]
+fn baseline_read_f64(values: Vec<f64>) -> f64 {
+    let mut acc = 0.0;
+    for &v in values.iter() {
+        acc += black_box(v);
+    }
+    acc
+}
+
+fn picollo_handle_f64(kind: HistogramKind) -> (Vec<f64>, metrics::Histogram) {
+    let recorder = RecorderBuilder::new()
+        .layout(LAYOUT)
+        .kind(kind)
+        .build(Arc::new(Registry::new()));
+    let h = recorder.register_histogram(&Key::from_name("latency"), &metadata());
+    h.record(1.0);
+    (values_f64(), h)
+}
+
+fn mep_handle_f64() -> (Vec<f64>, metrics::Histogram) {
+    let (_, h) = mep_handle();
+    (values_f64(), h)
+}
+
+#[library_benchmark]
+#[bench::picollo_thread_local(setup = picollo_handle_f64, args = (HistogramKind::ThreadLocal))]
+#[bench::picollo_atomic(setup = picollo_handle_f64, args = (HistogramKind::Atomic))]
+#[bench::metrics_exporter_prometheus(setup = mep_handle_f64)]
+fn handle_record_f64((values, h): (Vec<f64>, metrics::Histogram)) -> metrics::Histogram {
+    for &v in values.iter() {
+        h.record(black_box(v));
+    }
+    h
+}
+
+library_benchmark_group!(
+    name = metrics_f64;
+    benchmarks = baseline_read_f64, handle_record_f64
+);
+
 library_benchmark_group!(
     name = export_record;
     benchmarks = baseline_read, picollo_thread_local_record, picollo_recorder_handle_record,
         prometheus_client_native_observe, metrics_exporter_prometheus_handle_record
 );
 
-main!(library_benchmark_groups = export_record);
+main!(library_benchmark_groups = export_record, metrics_f64);

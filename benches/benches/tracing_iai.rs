@@ -40,6 +40,15 @@ fn setup_bare() -> Dispatch {
     warm(Dispatch::new(Registry::default()))
 }
 
+/// A layer with no hook: the floor every layer pays (`tracing-subscriber`'s layering).
+struct EmptyLayer;
+
+impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for EmptyLayer {}
+
+fn setup_empty_layer() -> Dispatch {
+    warm(Dispatch::new(Registry::default().with(EmptyLayer)))
+}
+
 fn setup_picollo_time_only() -> Dispatch {
     warm(Dispatch::new(
         Registry::default().with(PicolloLayer::builder().time_only().build()),
@@ -74,6 +83,7 @@ fn setup_fmt_close() -> Dispatch {
 
 #[library_benchmark]
 #[bench::registry(setup = setup_bare)]
+#[bench::empty_layer(setup = setup_empty_layer)]
 #[bench::picollo_time_only(setup = setup_picollo_time_only)]
 #[bench::picollo_counters_page_faults(setup = setup_picollo_counters)]
 #[bench::tracing_timing(setup = setup_tracing_timing)]
@@ -90,6 +100,7 @@ fn enter_exit(d: Dispatch) -> Dispatch {
 
 #[library_benchmark]
 #[bench::registry(setup = setup_bare)]
+#[bench::empty_layer(setup = setup_empty_layer)]
 #[bench::picollo_time_only(setup = setup_picollo_time_only)]
 #[bench::picollo_counters_page_faults(setup = setup_picollo_counters)]
 #[bench::tracing_timing(setup = setup_tracing_timing)]

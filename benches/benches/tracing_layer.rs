@@ -3,6 +3,9 @@
 //! the same run:
 //!
 //! - `Registry` alone (the bare subscriber every layer sits on);
+//! - `Registry` with a layer whose hooks do nothing: what `tracing-subscriber`'s layering
+//!   itself costs (the context of each hook, and the close guard that defers freeing the
+//!   span until every layer saw the close), which every layer below pays too;
 //! - `picollo-tracing`, time only (span rings on, nobody attached: the one-line default);
 //! - `picollo-tracing` with counters (`PICOLLO_COUNTERS` if set; else `cycles,instructions`
 //!   where the machine has a PMU, read with rdpmc; else `page-faults`, read with `read()`);
@@ -77,6 +80,11 @@ fn whole(d: &Dispatch, n: u64) -> f64 {
     })
 }
 
+/// A layer with no hook: the floor every layer pays.
+struct EmptyLayer;
+
+impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for EmptyLayer {}
+
 fn counters() -> (Vec<String>, &'static str) {
     if let Ok(v) = std::env::var("PICOLLO_COUNTERS") {
         return (
@@ -100,6 +108,11 @@ fn main() {
         case(
             "Registry, no layer",
             Dispatch::new(Registry::default()),
+            SPANS,
+        ),
+        case(
+            "Registry + a layer with empty hooks",
+            Dispatch::new(Registry::default().with(EmptyLayer)),
             SPANS,
         ),
         case(
@@ -155,7 +168,7 @@ fn main() {
     }
     let bare = (cases[0].enter_exit, cases[0].whole);
     let overhead = |c: &Case| (c.enter_exit - bare.0, c.whole - bare.1);
-    let picollo = overhead(&cases[1]);
+    let picollo = overhead(&cases[2]);
 
     let _b = Block::begin("tracing-layer-wall");
     println!(
@@ -169,7 +182,7 @@ fn main() {
     for (i, c) in cases.iter().enumerate() {
         let (oe, ow) = overhead(c);
         let ratio = |p: f64, o: f64| {
-            if i < 2 || p <= 0.0 {
+            if i < 3 || p <= 0.0 {
                 "–".to_owned()
             } else if o < 2.0 {
                 "– (does no work)".to_owned()

@@ -13,17 +13,26 @@
 //!   the list grows only to the largest number of threads that recorded at the same time.
 //!   Nodes are freed when the histogram is dropped.
 //! - **Per-thread lookup.** Rust's `thread_local!` is static, so each thread keeps a small
-//!   list of `(histogram, shard)` entries, plus a one-entry cache of the last histogram it
-//!   recorded into (its address, and its shard's cells). The hot path is one TLS compare,
-//!   the index math and the cell's load + store; the layout and window are copied into the
-//!   handle, so that a loop of records keeps them in registers. A miss takes the cold path:
-//!   find or claim the shard and refill the cache.
+//!   list of `(histogram, shard)` entries, plus a direct-mapped cache of
+//!   [`CACHE_SLOTS`] entries `(histogram, shard, cells)`. Each histogram gets its cache slot
+//!   when it is made (round robin over the slots), so a thread that records into up to
+//!   [`CACHE_SLOTS`] histograms made one after another (the busy and wall times of a span
+//!   callsite, the series of a metrics recorder) hits the cache for every one of them. The
+//!   hot path is one TLS compare at the histogram's slot, the index math and the cell's
+//!   load + store; the slot, the layout and the window are copied into the handle, so that
+//!   a loop of records keeps them in registers. A miss (first use on the thread, or two
+//!   histograms sharing a slot) takes the cold path: find or claim the shard and refill the
+//!   slot.
 //! - **Accumulator.** A [`HeapAtomicHistogram`] (the core atomic kind on the heap) receives the
 //!   counts of exiting threads and the records made where no shard can be used (below).
+//! - **Bulk reads.** [`ThreadLocalHistogram::read_recorded`] reads every non-empty bucket in one
+//!   pass over each shard (skipping runs of empty cells, and the accumulator while it never
+//!   held a count), for exporters that serve many sparse histograms; the [`HistogramRead`]
+//!   methods read bucket by bucket.
 //!
 //! # Thread exit, and recording after TLS destruction
 //!
-//! The per-thread list has a TLS destructor. It first clears the one-entry cache, then, for
+//! The per-thread list has a TLS destructor. It first clears the cache, then, for
 //! each histogram the thread recorded into, folds the thread's shard into the accumulator and
 //! frees the shard, inside the histogram's version section (readers retry, so no read sees the
 //! counts in both places or in neither). The fold is exact: cell by cell, with no record
@@ -161,6 +170,28 @@ macro_rules! local_counter {
 local_counter!(u16, AtomicU16);
 local_counter!(u32, AtomicU32);
 local_counter!(u64, AtomicU64);
+
+/// Cells per run of a bulk read: a run of empty cells is skipped with one test.
+const RUN: usize = 8;
+
+/// Calls `take(r)` for each run `r < runs` for which `any(r)` holds, in increasing order, in
+/// two passes: first `any` over 64 runs into a mask, without a branch (whether a run is
+/// empty depends on the data: a branch on it would mispredict about once per recorded bucket
+/// of a sparse histogram), then the mask's runs, found with trailing-zero counts (their
+/// cells, just read, are still in cache).
+#[inline(always)]
+fn for_each_nonempty_run(runs: usize, any: impl Fn(usize) -> bool, mut take: impl FnMut(usize)) {
+    for word in (0..runs).step_by(64) {
+        let mut mask = 0u64;
+        for r in 0..64.min(runs - word) {
+            mask |= u64::from(any(word + r)) << r;
+        }
+        while mask != 0 {
+            take(word + mask.trailing_zeros() as usize);
+            mask &= mask - 1;
+        }
+    }
+}
 
 /// Shard states.
 const FREE: u8 = 0;
@@ -326,6 +357,9 @@ struct Inner<C: LocalCounter> {
     head: AtomicPtr<Shard<C>>,
     /// Counts of exited threads and of records made without a shard.
     acc: HeapAtomicHistogram,
+    /// Set before anything is added to `acc` (then kept): bulk reads skip an accumulator
+    /// that never held a count, which is the rule while no recording thread has exited.
+    acc_used: AtomicBool,
     /// The fork generation this histogram's shard set was last checked against.
     fork_gen: AtomicU64,
     /// Set when the handle is dropped: threads prune their entries for it.
@@ -425,6 +459,7 @@ impl<C: LocalCounter> Inner<C> {
         if shard.state.load(Ordering::Relaxed) == OWNED
             && shard.owner.load(Ordering::Relaxed) == token
         {
+            self.acc_used.store(true, Ordering::Relaxed);
             let (layout, first) = (self.layout, self.window.first());
             for s in 0..self.window.len() {
                 let n = shard.count_at(s);
@@ -513,7 +548,7 @@ impl<C: LocalCounter> Owner for Inner<C> {
 /// One histogram a thread recorded into.
 struct Entry {
     /// The `Inner`'s address: unique among live histograms, and the entry keeps it alive.
-    key: *const (),
+    key: usize,
     owner: Arc<dyn Owner>,
     shard: *const (),
 }
@@ -526,7 +561,7 @@ struct ThreadShards {
 impl Drop for ThreadShards {
     fn drop(&mut self) {
         // Records from later TLS destructors must not hit a shard that is about to be freed.
-        set_cache(Cached::EMPTY);
+        clear_cache();
         let token = thread_token();
         for e in self.entries.drain(..) {
             // SAFETY: `e.shard` is the shard `e.owner` gave this thread, whose token is
@@ -536,28 +571,35 @@ impl Drop for ThreadShards {
     }
 }
 
-/// The one-entry cache: the histogram (its `Inner`'s address) this thread last recorded
-/// into, its shard there and that shard's cells (so that the hot path loads nothing from the
-/// shard itself).
+/// Entries of the per-thread cache of shards (direct-mapped: each histogram has one slot).
+/// 64 entries of 24 bytes: 1.5 KB of TLS per thread.
+pub const CACHE_SLOTS: usize = 64;
+
+/// One entry of the per-thread cache: a histogram (its `Inner`'s address, 0 for none) this
+/// thread recorded into, its shard there and that shard's cells (so that the hot path loads
+/// nothing from the shard itself).
 #[derive(Clone, Copy)]
 struct Cached {
-    key: *const (),
+    key: usize,
     cells: *const (),
     shard: *const (),
 }
 
 impl Cached {
     const EMPTY: Cached = Cached {
-        key: ptr::null(),
+        key: 0,
         cells: ptr::null(),
         shard: ptr::null(),
     };
 }
 
+/// The cache: entry `s` serves the histograms whose slot is `s`.
+type Cache = [Cell<Cached>; CACHE_SLOTS];
+
 thread_local! {
-    /// The one-entry cache. No destructor, so it can be read at any time, also while TLS is
-    /// being destroyed.
-    static CACHE: Cell<Cached> = const { Cell::new(Cached::EMPTY) };
+    /// The cache. No destructor, so it can be read at any time, also while TLS is being
+    /// destroyed.
+    static CACHE: Cache = const { [const { Cell::new(Cached::EMPTY) }; CACHE_SLOTS] };
     /// This thread's token (0 until first needed).
     static TOKEN: Cell<u64> = const { Cell::new(0) };
     /// Every histogram this thread recorded into.
@@ -565,9 +607,30 @@ thread_local! {
         const { RefCell::new(ThreadShards { entries: Vec::new() }) };
 }
 
+/// The entry at byte offset `offset` of the cache.
+///
+/// # Safety
+///
+/// `offset` is `slot * size_of::<Cell<Cached>>()` for a `slot < CACHE_SLOTS`.
 #[inline(always)]
-fn set_cache(cached: Cached) {
-    let _ = CACHE.try_with(|c| c.set(cached));
+unsafe fn cache_entry(cache: &Cache, offset: usize) -> &Cell<Cached> {
+    debug_assert!(offset < core::mem::size_of::<Cache>());
+    debug_assert_eq!(offset % core::mem::size_of::<Cell<Cached>>(), 0);
+    // SAFETY: by the caller's guarantee the offset lands on the start of an element of the
+    // array (a byte offset rather than an index: the handle stores it pre-scaled, so the hot
+    // path needs no multiply).
+    unsafe {
+        &*cache
+            .as_ptr()
+            .cast::<u8>()
+            .add(offset)
+            .cast::<Cell<Cached>>()
+    }
+}
+
+/// Empties every entry of this thread's cache.
+fn clear_cache() {
+    let _ = CACHE.try_with(|cache| cache.iter().for_each(|c| c.set(Cached::EMPTY)));
 }
 
 /// A process-unique, non-zero token for the calling thread. Survives `fork` in the forking
@@ -753,6 +816,10 @@ mod fork {
 /// ```
 pub struct ThreadLocalHistogram<C: LocalCounter = u64> {
     inner: Arc<Inner<C>>,
+    /// This histogram's key in the per-thread lists and the cache: `inner`'s address.
+    key: usize,
+    /// Byte offset of this histogram's entry in the per-thread cache ([`cache_entry`]).
+    cache_offset: usize,
     /// Copies of `inner`'s layout and window: fields without interior mutability, which the
     /// compiler may keep in registers across a loop of records.
     layout: Layout,
@@ -769,13 +836,19 @@ impl<C: LocalCounter> ThreadLocalHistogram<C> {
             version: Version::new(),
             head: AtomicPtr::new(ptr::null_mut()),
             acc: heap::atomic(layout, window),
+            acc_used: AtomicBool::new(false),
             fork_gen: AtomicU64::new(fork::generation()),
             closed: AtomicBool::new(false),
             allocated: AtomicUsize::new(0),
             _nodes: PhantomData,
         });
         fork::register(&inner.version);
+        // Round robin: histograms made one after another never share a slot.
+        static NEXT_SLOT: AtomicUsize = AtomicUsize::new(0);
+        let slot = NEXT_SLOT.fetch_add(1, Ordering::Relaxed) % CACHE_SLOTS;
         ThreadLocalHistogram {
+            key: Arc::as_ptr(&inner) as usize,
+            cache_offset: slot * core::mem::size_of::<Cell<Cached>>(),
             inner,
             layout,
             window,
@@ -786,8 +859,8 @@ impl<C: LocalCounter> ThreadLocalHistogram<C> {
     /// outside the window are counted as underflow or overflow.
     #[inline]
     pub fn record(&self, value: u64) {
-        let cached = self.cache();
-        if cached.key == self.key() {
+        let cached = self.cached();
+        if cached.key == self.key {
             let slot = self.slot(value);
             if slot < self.window.len() {
                 // SAFETY: the keys match (see `cache`), so `cells` points to the
@@ -805,19 +878,40 @@ impl<C: LocalCounter> ThreadLocalHistogram<C> {
     /// Records `count` occurrences of `value` (saturating).
     #[inline]
     pub fn record_n(&self, value: u64, count: u64) {
-        let cached = self.cache();
-        if cached.key == self.key() {
-            // SAFETY: the keys match (see `cache`).
+        let cached = self.cached();
+        if cached.key == self.key {
+            // SAFETY: the keys match (see `cached`).
             unsafe { &*cached.shard.cast::<Shard<C>>() }.record_n(self, value, count)
         } else {
             self.record_slow(value, count)
         }
     }
 
-    /// This histogram's key in the per-thread lists and the cache: its `Inner`'s address.
-    #[inline(always)]
-    fn key(&self) -> *const () {
-        Arc::as_ptr(&self.inner).cast::<()>()
+    /// Records one value into the bucket at storage index `slot` (the bucket
+    /// `window().first() + slot`), for callers that map their values to buckets themselves
+    /// (the `metrics` recorder of `picollo-export` maps an `f64` to its bucket from its bits).
+    ///
+    /// # Safety
+    ///
+    /// `slot < self.window().len()`.
+    #[inline]
+    pub unsafe fn record_slot_unchecked(&self, slot: usize) {
+        debug_assert!(slot < self.window.len(), "slot {slot} outside the window");
+        let cached = self.cached();
+        if cached.key == self.key {
+            // SAFETY: the keys match (see `cached`), so `cells` points to the `window.len()`
+            // cells of this thread's shard; the caller guarantees `slot` is below that.
+            C::owner_increment(unsafe { &*cached.cells.cast::<C::Cell>().add(slot) });
+        } else {
+            self.record_slot_slow(slot)
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn record_slot_slow(&self, slot: usize) {
+        // The lowest value of a bucket maps back to that bucket.
+        self.record_slow(self.layout.lo(self.window.first() + slot), 1)
     }
 
     /// The storage slot of `value`; at or past the window length when outside the window.
@@ -828,18 +922,29 @@ impl<C: LocalCounter> ThreadLocalHistogram<C> {
             .wrapping_sub(self.window.first())
     }
 
-    /// The calling thread's one-entry cache.
+    /// The calling thread's cache entry at this histogram's slot.
     ///
-    /// When its key is `self.key()`, its shard and cells may be dereferenced: this thread
-    /// fills the cache only from its own entry for the `Inner` at that address, and the
-    /// entry's `Arc` keeps that `Inner` alive until the entry is removed, which happens only
-    /// after the cache is cleared (pruning, thread exit). So while the cache names an
-    /// address, no other `Inner` can live there: it is `self.inner`, and the shard is this
-    /// thread's node of its list, alive while `self` is. (After a fork, the cache of a thread
-    /// that does not exist in the child is never read again.)
+    /// When its key is `self.key`, its shard and cells may be dereferenced: this thread fills
+    /// its cache only from its own entry (in `THREAD_SHARDS`) for the `Inner` at that
+    /// address, and the entry's `Arc` keeps that `Inner` alive until the entry is removed,
+    /// which happens only after the whole cache is cleared (pruning, thread exit). So while a
+    /// cache entry names an address, no other `Inner` can live there: it is `self.inner`,
+    /// and the shard is this thread's node of its list, alive while `self` is. (After a fork,
+    /// the cache of a thread that does not exist in the child is never read again.)
     #[inline(always)]
-    fn cache(&self) -> Cached {
-        CACHE.try_with(Cell::get).unwrap_or(Cached::EMPTY)
+    fn cached(&self) -> Cached {
+        CACHE
+            // SAFETY: `cache_offset` was made from a slot below `CACHE_SLOTS` in `new`.
+            .try_with(|cache| unsafe { cache_entry(cache, self.cache_offset) }.get())
+            .unwrap_or(Cached::EMPTY)
+    }
+
+    /// Fills this histogram's cache entry.
+    fn set_cached(&self, cached: Cached) {
+        let _ = CACHE.try_with(|cache| {
+            // SAFETY: as in `cached`.
+            unsafe { cache_entry(cache, self.cache_offset) }.set(cached)
+        });
     }
 
     /// Finds or claims this thread's shard and fills the cache, or records into the
@@ -849,29 +954,32 @@ impl<C: LocalCounter> ThreadLocalHistogram<C> {
     fn record_slow(&self, value: u64, count: u64) {
         match self.local_shard() {
             Some(shard) => {
-                set_cache(Cached {
-                    key: self.key(),
+                self.set_cached(Cached {
+                    key: self.key,
                     cells: shard.cells.cells().as_ptr().cast::<()>(),
                     shard: (shard as *const Shard<C>).cast::<()>(),
                 });
                 shard.record_n(self, value, count)
             }
-            None => self.inner.acc.record_n(value, count),
+            None => {
+                self.inner.acc_used.store(true, Ordering::Relaxed);
+                self.inner.acc.record_n(value, count)
+            }
         }
     }
 
     /// The calling thread's shard through its entry list, claiming one on first use. `None`
     /// while TLS is destroyed or the list is borrowed (re-entrant recording).
     fn local_shard(&self) -> Option<&Shard<C>> {
-        let key = self.key();
+        let key = self.key;
         let shard = THREAD_SHARDS
             .try_with(|list| {
                 let mut list = list.try_borrow_mut().ok()?;
                 if let Some(e) = list.entries.iter().find(|e| e.key == key) {
                     return Some(e.shard);
                 }
-                // Entries of dropped histograms go; the cache may name one of them.
-                set_cache(Cached::EMPTY);
+                // Entries of dropped histograms go; the cache may name some of them.
+                clear_cache();
                 list.entries.retain(|e| !e.owner.is_closed());
                 self.inner.check_fork();
                 let token = thread_token();
@@ -959,6 +1067,184 @@ impl<C: LocalCounter> ThreadLocalHistogram<C> {
     pub fn record_corrected(&self, value: u64, expected_interval: u64) {
         let mut recorder = self;
         picollo_core::Record::record_corrected(&mut recorder, value, expected_interval)
+    }
+
+    /// Reads every bucket that holds a count, in one pass over each shard's cells (and over
+    /// the accumulator, once an exited thread or a record without a shard put counts there):
+    /// `out` receives `(storage index, count)` for each non-empty bucket, in increasing
+    /// order, and the underflow and overflow are returned.
+    ///
+    /// Runs of empty cells are skipped 8 at a time, so a sparse histogram (a full-range one
+    /// holds tens of thousands of cells) costs about two instructions per cell. Recorders never
+    /// wait; the read is retried (as a whole) when a reset, thread-exit fold or fork clean-up
+    /// overlapped it, so it never mixes counts from both sides of one, and it sees each bucket
+    /// at some value it had during the read (as every read of this kind).
+    ///
+    /// ```
+    /// use picollo_alloc::ThreadLocalHistogram;
+    /// use picollo_core::{Layout, Window};
+    ///
+    /// let layout = Layout::DEFAULT;
+    /// let h = ThreadLocalHistogram::<u64>::new(layout, Window::full(layout));
+    /// h.record_n(3, 2);
+    /// std::thread::scope(|s| {
+    ///     s.spawn(|| h.record(1_000_000)); // folded into the accumulator at thread exit
+    /// });
+    /// let mut buckets = Vec::new();
+    /// let (underflow, overflow) = h.read_recorded(&mut buckets);
+    /// assert_eq!(buckets, [(3, 2), (h.window().storage_index(layout.index_of(1_000_000)).unwrap(), 1)]);
+    /// assert_eq!((underflow, overflow), (0, 0));
+    /// ```
+    pub fn read_recorded(&self, out: &mut Vec<(usize, u64)>) -> (u64, u64) {
+        let inner = &*self.inner;
+        inner.check_fork();
+        loop {
+            let token = inner.version.read_begin();
+            out.clear();
+            self.pass_recorded(|start, counts| {
+                // Branch-free: each count is written, the position moves past non-zero ones
+                // (a data-dependent branch per cell would mispredict). Room for a whole run
+                // (a copy of fixed size), then cut back.
+                let base = out.len();
+                out.extend_from_slice(&[(0, 0); RUN]);
+                if let Ok(run) = <&mut [(usize, u64); RUN]>::try_from(&mut out[base..]) {
+                    let mut at = 0;
+                    for (i, &n) in counts.iter().enumerate() {
+                        // `at <= i < RUN`: the mask spares the bounds check.
+                        run[at & (RUN - 1)] = (start + i, n);
+                        at += usize::from(n != 0);
+                    }
+                    out.truncate(base + at);
+                }
+            });
+            let acc = inner.acc_used.load(Ordering::Relaxed).then_some(&inner.acc);
+            let mut outside = acc.map_or((0, 0), |a| (a.underflow(), a.overflow()));
+            for shard in inner.shards() {
+                outside.0 = outside.0.saturating_add(shard.underflow());
+                outside.1 = outside.1.saturating_add(shard.overflow());
+            }
+            if !inner.version.read_retry(token) {
+                return outside;
+            }
+            core::hint::spin_loop();
+        }
+    }
+
+    /// The pass of [`ThreadLocalHistogram::read_recorded`] without its retry: calls
+    /// `f(storage index, count)` for each non-empty bucket, in increasing order. A reset,
+    /// thread-exit fold or fork clean-up that overlaps the pass can make it see some counts
+    /// twice or not at all: bracket it with [`HistogramRead::read_begin`] and
+    /// [`HistogramRead::read_retry`] ([`picollo_core::read::consistent`]) and redo it when
+    /// told to, as exporters that read underflow, overflow and buckets together do.
+    pub fn for_each_recorded(&self, mut f: impl FnMut(usize, u64)) {
+        self.inner.check_fork();
+        self.pass_recorded(|start, counts| {
+            for (i, &n) in counts.iter().enumerate() {
+                if n != 0 {
+                    f(start + i, n);
+                }
+            }
+        })
+    }
+
+    /// Calls `run(start, counts)` with the counts of every run of [`RUN`] cells (the last
+    /// may be shorter) that holds a count, in increasing order. For each run, the OR of
+    /// every owned shard's cells (and the accumulator's, once it held a count) says whether
+    /// any is non-zero; only then are the counts summed (less the shards' baselines).
+    fn pass_recorded(&self, mut run: impl FnMut(usize, &[u64])) {
+        /// Shards whose cells the common path reads from an array (more take the general
+        /// path, which walks the shard list per run).
+        const DIRECT: usize = 16;
+        let acc = self
+            .inner
+            .acc_used
+            .load(Ordering::Relaxed)
+            .then_some(&self.inner.acc);
+        let owned = || {
+            self.inner
+                .shards()
+                .filter(|s| s.state.load(Ordering::Relaxed) == OWNED)
+        };
+        let mut direct: [&[C::Cell]; DIRECT] = [&[]; DIRECT];
+        let mut count = 0;
+        let mut general = acc.is_some();
+        for shard in owned() {
+            general |= count == DIRECT || shard.baseline().is_some();
+            if let Some(slot) = direct.get_mut(count) {
+                *slot = shard.cells.cells();
+                count += 1;
+            }
+        }
+        let len = self.window.len();
+        let runs = len.div_ceil(RUN);
+        let range = |r: usize| r * RUN..((r + 1) * RUN).min(len);
+        let or = |cells: &[C::Cell]| cells.iter().fold(0u64, |a, c| a | C::load(c));
+        let mut counts = [0u64; RUN];
+        if !general {
+            // Owned shards without baselines, nothing in the accumulator: the common case.
+            match &direct[..count] {
+                [] => {}
+                [cells] => {
+                    // One recording thread: its cells alone, whole runs as arrays (the loads
+                    // and ORs unroll), then the rest.
+                    let rest = cells.chunks_exact(RUN).remainder();
+                    let full = cells.len() / RUN;
+                    let run_at = |r: usize| {
+                        let start = r * RUN;
+                        cells
+                            .get(start..start + RUN)
+                            .and_then(|run| <&[C::Cell; RUN]>::try_from(run).ok())
+                    };
+                    for_each_nonempty_run(
+                        full,
+                        |r| run_at(r).is_some_and(|run| or(run) != 0),
+                        |r| {
+                            if let Some(cells) = run_at(r) {
+                                for (n, c) in counts.iter_mut().zip(cells) {
+                                    *n = C::load(c);
+                                }
+                                run(r * RUN, &counts);
+                            }
+                        },
+                    );
+                    for (n, c) in counts.iter_mut().zip(rest) {
+                        *n = C::load(c);
+                    }
+                    run(full * RUN, &counts[..rest.len()]);
+                }
+                shards => for_each_nonempty_run(
+                    runs,
+                    |r| shards.iter().fold(0, |a, c| a | or(&c[range(r)])) != 0,
+                    |r| {
+                        for (n, i) in counts.iter_mut().zip(range(r)) {
+                            *n = shards
+                                .iter()
+                                .fold(0u64, |n, c| n.saturating_add(C::load(&c[i])));
+                        }
+                        run(r * RUN, &counts[..range(r).len()]);
+                    },
+                ),
+            }
+            return;
+        }
+        for_each_nonempty_run(
+            runs,
+            |r| {
+                let mut nonzero = owned().fold(0u64, |a, s| a | or(&s.cells.cells()[range(r)]));
+                if let Some(acc) = acc {
+                    nonzero |= range(r).fold(0u64, |a, i| a | acc.count_at(i));
+                }
+                nonzero != 0
+            },
+            |r| {
+                for (n, i) in counts.iter_mut().zip(range(r)) {
+                    *n = owned().fold(acc.map_or(0, |a| a.count_at(i)), |n, s| {
+                        n.saturating_add(s.count_at(i))
+                    });
+                }
+                run(r * RUN, &counts[..range(r).len()]);
+            },
+        );
     }
 
     /// Sums `acc(accumulator)` and `f` over the shards, retrying if a reset, fold or fork

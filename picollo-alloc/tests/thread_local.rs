@@ -250,6 +250,190 @@ fn many_histograms_on_one_thread() {
     assert_eq!(recorder.join().unwrap(), 1);
 }
 
+/// The per-thread cache with more histograms than it has slots (so that some share a slot
+/// and evict each other), histograms dropped while threads still have them cached, new ones
+/// made in their place (the allocator may reuse the address of a freed one), unchecked slot
+/// records, and thread exits: every count lands in its own histogram, exactly.
+#[test]
+fn more_histograms_than_cache_slots() {
+    use picollo_alloc::thread_local::CACHE_SLOTS;
+    let count = CACHE_SLOTS + 5;
+    let rounds = if cfg!(miri) { 2 } else { 20 };
+    let make = || -> Vec<ThreadLocalHistogram<u32>> {
+        (0..count)
+            .map(|_| ThreadLocalHistogram::new(layout(), window()))
+            .collect()
+    };
+    let hs = std::sync::RwLock::new(make());
+    let totals: Vec<AtomicU64> = (0..count).map(|_| AtomicU64::new(0)).collect();
+    let phase = Barrier::new(3);
+    std::thread::scope(|s| {
+        for t in 0..2u64 {
+            let (hs, phase) = (&hs, &phase);
+            s.spawn(move || {
+                for _generation in 0..2 {
+                    phase.wait();
+                    {
+                        let hs = hs.read().unwrap();
+                        for r in 0..rounds {
+                            // Each histogram in turn: consecutive records never hit the same
+                            // one, and histograms `CACHE_SLOTS` apart share a slot.
+                            for (i, h) in hs.iter().enumerate() {
+                                let v = value(t, r * count as u64 + i as u64);
+                                h.record(v);
+                                let slot = (i + r as usize) % h.window().len();
+                                // SAFETY: `slot` is below the window's length.
+                                unsafe { h.record_slot_unchecked(slot) };
+                            }
+                        }
+                    }
+                    phase.wait();
+                    // The main thread checks, drops and replaces the histograms here.
+                    phase.wait();
+                }
+            });
+        }
+        for _ in 0..2 {
+            phase.wait();
+            phase.wait();
+            {
+                let mut hs = hs.write().unwrap();
+                for (h, total) in hs.iter().zip(&totals) {
+                    let n = h.total_with_outside();
+                    assert_eq!(n, 2 * 2 * rounds);
+                    total.fetch_add(n, Ordering::Relaxed);
+                }
+                // Dropped while both threads still hold their shards in cache and list.
+                *hs = make();
+            }
+            phase.wait();
+        }
+    });
+    for total in &totals {
+        assert_eq!(total.load(Ordering::Relaxed), 2 * 2 * 2 * rounds);
+    }
+    // Unchecked slot records land in the bucket of the slot.
+    let h = ThreadLocalHistogram::<u64>::new(layout(), window());
+    let slot = h.window().len() / 2;
+    // SAFETY: `slot` is below the window's length.
+    unsafe { h.record_slot_unchecked(slot) };
+    assert_eq!((h.count_at(slot), h.total_with_outside()), (1, 1));
+    // On another thread (the cold path: no shard yet), and folded when it exits.
+    std::thread::scope(|s| {
+        // SAFETY: as above.
+        s.spawn(|| unsafe { h.record_slot_unchecked(slot) });
+    });
+    assert_eq!((h.count_at(slot), h.total_with_outside()), (2, 2));
+}
+
+/// `read_recorded` against bucket-by-bucket reads: live shards, a folded accumulator, a reset
+/// (baselines), underflow and overflow.
+#[test]
+fn read_recorded_matches_bucket_reads() {
+    fn check(h: &ThreadLocalHistogram) {
+        let mut buckets = Vec::new();
+        let (under, over) = h.read_recorded(&mut buckets);
+        let expected: Vec<(usize, u64)> = (0..h.window().len())
+            .map(|s| (s, h.count_at(s)))
+            .filter(|&(_, n)| n != 0)
+            .collect();
+        assert_eq!(buckets, expected);
+        assert_eq!((under, over), (h.underflow(), h.overflow()));
+    }
+    let h = ThreadLocalHistogram::<u64>::new(layout(), window());
+    check(&h);
+    let n = scale(5_000);
+    (0..n).for_each(|i| h.record(value(0, i)));
+    check(&h);
+    // Two live shards besides this thread's, then their exit folds them.
+    let recorded = Barrier::new(3);
+    let checked = Barrier::new(3);
+    std::thread::scope(|s| {
+        for t in 1..3 {
+            let (h, recorded, checked) = (&h, &recorded, &checked);
+            s.spawn(move || {
+                (0..n).for_each(|i| h.record(value(t, i)));
+                recorded.wait();
+                checked.wait();
+            });
+        }
+        recorded.wait();
+        check(&h);
+        checked.wait();
+    });
+    check(&h);
+    assert_eq!(h.total_with_outside(), 3 * n);
+    // A reset leaves baselines; later records count above them.
+    h.reset();
+    check(&h);
+    (0..n).for_each(|i| h.record(value(3, i)));
+    std::thread::scope(|s| {
+        s.spawn(|| (0..n).for_each(|i| h.record(value(4, i))));
+    });
+    check(&h);
+    assert_eq!(h.total_with_outside(), 2 * n);
+}
+
+/// `read_recorded` while threads record, exit and are replaced: every read is bounded by the
+/// final counts and never goes down; the last read is exact.
+#[test]
+fn read_recorded_racing_records_and_exits() {
+    let h = ThreadLocalHistogram::<u32>::new(layout(), window());
+    let per_thread = scale(50_000);
+    let threads = 6u64;
+    let mut expected = heap::plain::<u64>(layout(), window());
+    for t in 0..threads {
+        (0..per_thread).for_each(|i| expected.record(value(t, i)));
+    }
+    let done = AtomicBool::new(false);
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            let (mut now, mut before) = (Vec::new(), Vec::new());
+            let mut last_total = 0;
+            loop {
+                let last = done.load(Ordering::Acquire);
+                h.read_recorded(&mut now);
+                let mut total = 0;
+                for &(i, n) in &now {
+                    assert!(
+                        n <= expected.count_at(i),
+                        "bucket {i} above its final count"
+                    );
+                    if let Ok(at) = before.binary_search_by_key(&i, |&(j, _)| j) {
+                        let (_, m): (usize, u64) = before[at];
+                        assert!(n >= m, "bucket {i} went down: {m} -> {n}");
+                    }
+                    total += n;
+                }
+                assert!(total >= last_total);
+                last_total = total;
+                std::mem::swap(&mut now, &mut before);
+                if last {
+                    break;
+                }
+            }
+        });
+        // Three at a time: the later ones reuse the shards of the exited ones.
+        for wave in [0..3, 3..threads] {
+            std::thread::scope(|w| {
+                for t in wave {
+                    let h = &h;
+                    w.spawn(move || (0..per_thread).for_each(|i| h.record(value(t, i))));
+                }
+            });
+        }
+        done.store(true, Ordering::Release);
+    });
+    let mut buckets = Vec::new();
+    let (under, over) = h.read_recorded(&mut buckets);
+    let exact: Vec<(usize, u64)> = (0..expected.window().len())
+        .map(|s| (s, expected.count_at(s)))
+        .filter(|&(_, n)| n != 0)
+        .collect();
+    assert_eq!(buckets, exact);
+    assert_eq!((under, over), (expected.underflow(), expected.overflow()));
+}
+
 #[test]
 fn quiescent_reset_is_exact() {
     let h = ThreadLocalHistogram::<u64>::new(layout(), window());
@@ -551,6 +735,12 @@ fn child_checks(h: &ThreadLocalHistogram, other: &ThreadLocalHistogram) -> i32 {
     }
     if h.live_shard_count() != 1 {
         return 3;
+    }
+    // The bulk read sees the same: the other threads' shards are gone.
+    let mut buckets = Vec::new();
+    h.read_recorded(&mut buckets);
+    if buckets.iter().map(|b| b.1).sum::<u64>() != 7 + 11 {
+        return 7;
     }
     // Reads and resets of the other histogram do not hang.
     other.reset();

@@ -12,7 +12,7 @@
 use picollo_core::read::consistent;
 use picollo_core::{HistogramRead, Layout, Window};
 
-use crate::native::{for_each_recorded, SumEstimate};
+use crate::native::{with_recorded, ByReading, Recorded, SumEstimate};
 use crate::ExportError;
 
 /// Which `le` boundaries classic histograms get.
@@ -109,6 +109,11 @@ impl ClassicHistogram {
 
     /// Refills from `h` (one consistent read), reusing the buffers.
     pub fn fill_from<H: HistogramRead + ?Sized>(&mut self, h: &H, buckets: &ClassicBuckets) {
+        self.fill_recorded(&ByReading(h), buckets)
+    }
+
+    /// [`ClassicHistogram::fill_from`] with the kind's own scan of its buckets.
+    pub(crate) fn fill_recorded<H: Recorded + ?Sized>(&mut self, h: &H, buckets: &ClassicBuckets) {
         let layout = h.layout();
         let window = h.window();
         buckets.boundaries_into(layout, window, &mut self.bounds);
@@ -119,7 +124,7 @@ impl ClassicHistogram {
         consistent(h, |h| self.fill_once(h, layout, window));
     }
 
-    fn fill_once<H: HistogramRead + ?Sized>(&mut self, h: &H, layout: Layout, window: Window) {
+    fn fill_once<H: Recorded + ?Sized>(&mut self, h: &H, layout: Layout, window: Window) {
         self.cumulative.clear();
         self.cumulative.resize(self.bounds.len(), 0);
         let mut sum = SumEstimate::default();
@@ -144,14 +149,18 @@ impl ClassicHistogram {
         }
         let mut at = 0;
         let (bounds, cumulative) = (&self.bounds, &mut self.cumulative);
-        for_each_recorded(h, |logical, n| {
-            let highest = layout.highest(logical);
-            // Buckets come in increasing order: move the boundary pointer forward only.
-            while at < bounds.len() && bounds[at] < highest {
-                at += 1;
+        let first = window.first();
+        with_recorded(h, |recorded| {
+            for &(slot, n) in recorded {
+                let logical = first + slot;
+                let highest = layout.highest(logical);
+                // Buckets come in increasing order: move the boundary pointer forward only.
+                while at < bounds.len() && bounds[at] < highest {
+                    at += 1;
+                }
+                put(cumulative, at, n);
+                sum.add_bucket(layout, logical, n);
             }
-            put(cumulative, at, n);
-            sum.add_bucket(layout, logical, n);
         });
         let overflow = h.overflow();
         if overflow != 0 {

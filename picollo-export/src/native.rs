@@ -145,6 +145,11 @@ impl NativeHistogram {
     /// if a reset of `h` overlapped it. The dense buffer is reused, so a scrape loop does not
     /// allocate once it has seen its widest histogram.
     pub fn fill_from<H: HistogramRead + ?Sized>(&mut self, h: &H, mapping: Mapping) {
+        self.fill_recorded(&ByReading(h), mapping)
+    }
+
+    /// [`NativeHistogram::fill_from`] with the kind's own scan of its buckets.
+    pub(crate) fn fill_recorded<H: Recorded + ?Sized>(&mut self, h: &H, mapping: Mapping) {
         let layout = h.layout();
         let mapping = if mapping.layout() == layout {
             mapping
@@ -154,7 +159,7 @@ impl NativeHistogram {
         consistent(h, |h| self.fill_once(h, mapping));
     }
 
-    fn fill_once<H: HistogramRead + ?Sized>(&mut self, h: &H, mapping: Mapping) {
+    fn fill_once<H: Recorded + ?Sized>(&mut self, h: &H, mapping: Mapping) {
         self.clear(mapping.schema());
         let layout = mapping.layout();
         let window = h.window();
@@ -166,17 +171,15 @@ impl NativeHistogram {
             sum.add_outside(edge, underflow);
             self.outside = self.outside.saturating_add(underflow);
         }
-        let schema = mapping.schema();
-        for_each_recorded(h, |logical, n| {
-            let (lo, width) = (layout.lo(logical), layout.width(logical));
-            // Mapping::native_index: the native bucket of the highest value.
-            let index = schema.index_of(lo + (width - 1));
-            self.add(index, n);
-            sum.add(lo, width, n);
-            // Mapping::is_exact, from the index at hand.
-            if width != 1 && schema.index_of(lo) != index {
-                self.straddling = self.straddling.saturating_add(n);
-            }
+        // Two passes: the kind's scan collects the non-empty buckets, then one tight loop
+        // maps them.
+        with_recorded(h, |recorded| {
+            self.add_recorded(
+                recorded,
+                window.first(),
+                &OctaveMap::cached(mapping),
+                &mut sum,
+            )
         });
         let overflow = h.overflow();
         if overflow != 0 {
@@ -186,6 +189,135 @@ impl NativeHistogram {
             self.outside = self.outside.saturating_add(overflow);
         }
         (self.sum, self.sum_is_exact) = sum.finish();
+    }
+
+    /// Maps the non-empty buckets `(storage index, count)` of a window starting at logical
+    /// bucket `first`, in increasing order, into this histogram.
+    fn add_recorded(
+        &mut self,
+        recorded: &[(usize, u64)],
+        first: usize,
+        octaves: &OctaveMap,
+        sum: &mut SumEstimate,
+    ) {
+        // Layouts without tables take the general map; with them, everything but the value 0
+        // takes the tight loop.
+        let split = if octaves.table.is_empty() {
+            recorded.len()
+        } else {
+            // Only the value 0 (the zero bucket) is left to the general map.
+            usize::from(recorded.first().is_some_and(|&(slot, _)| first + slot == 0))
+        };
+        let (general, tabled) = recorded.split_at(split);
+        let mut straddling = 0u64;
+        for &(slot, n) in general {
+            let (lo, width, index, exact) = octaves.bucket(first + slot);
+            sum.add(lo, width, n);
+            self.add(index, n);
+            straddling = straddling.saturating_add(if exact { 0 } else { n });
+        }
+        if !tabled.is_empty() {
+            straddling = straddling.saturating_add(self.add_tabled(tabled, first, octaves, sum));
+            let count = tabled.iter().fold(0u64, |c, &(_, n)| c.saturating_add(n));
+            self.count = self.count.saturating_add(count);
+        }
+        self.straddling = self.straddling.saturating_add(straddling);
+    }
+
+    /// The tight loop of [`NativeHistogram::add_recorded`] with the tables: the native buckets are written in place, each bucket either merged into
+    /// the last one or starting a new one without a branch (which of the two happens depends
+    /// on the data and would mispredict); the few values the loop keeps stay in registers.
+    /// Returns the values in straddling buckets.
+    fn add_tabled(
+        &mut self,
+        tabled: &[(usize, u64)],
+        first: usize,
+        octaves: &OctaveMap,
+        sum: &mut SumEstimate,
+    ) -> u64 {
+        let mut sum_exact = true;
+        let k = octaves.mapping.layout().block_scale();
+        let mask = (1usize << k) - 1;
+        let table = &octaves.table[..=mask];
+        let schema = octaves.mapping.schema().get() as u32;
+        let units = &octaves.units[..];
+        // The last bucket so far (underflow or a unit bucket) may merge with the first here.
+        let previous = self.buckets.pop();
+        let base = self.buckets.len();
+        self.buckets.resize(base + tabled.len() + 1, (0, 0));
+        let out = &mut self.buckets[base..];
+        let (mut last, mut at) = match previous {
+            Some(b) => {
+                out[0] = b;
+                (b, 1)
+            }
+            None => ((i32::MIN, 0), 0),
+        };
+        let (mut total, mut straddling, mut overflowed) = (0u128, 0u64, false);
+        for &(slot, n) in tabled {
+            let logical = first + slot;
+            let block = (logical >> k) as u32;
+            let (index, exact, mid) = if block < 2 {
+                // A unit bucket: the value itself (sorted first: a predictable branch).
+                (
+                    units.get(logical).copied().unwrap_or(0),
+                    true,
+                    logical as u64,
+                )
+            } else {
+                let (lo_count, hi_count, e_min) = table[logical & mask];
+                let e = block + k - 1;
+                let (index, exact) = if e >= u32::from(e_min) {
+                    (
+                        ((e as i32) << schema) + i32::from(hi_count),
+                        lo_count == hi_count,
+                    )
+                } else {
+                    let (_, _, index, exact) = octaves.bucket(logical);
+                    (index.unwrap_or(0), exact)
+                };
+                // Midpoint: lo + width / 2, with lo = (B + j) << (block - 1).
+                let lo = (((1usize << k) | (logical & mask)) as u64) << (block - 1);
+                (index, exact, lo + (1u64 << (block - 2)))
+            };
+            sum_exact &= block < 2;
+            let (t, o) = total.overflowing_add(u128::from(mid) * u128::from(n));
+            let (st, so) = straddling.overflowing_add(if exact { 0 } else { n });
+            (total, straddling, overflowed) = (t, st, overflowed | o | so);
+            let merge = index == last.0;
+            let count = if merge { last.1.saturating_add(n) } else { n };
+            at -= usize::from(merge && at > 0);
+            last = (index, count);
+            if let Some(b) = out.get_mut(at) {
+                *b = last;
+            }
+            at += 1;
+        }
+        self.buckets.truncate(base + at);
+        if !self.buckets.is_sorted_by_key(|b| b.0) {
+            // Never: the mapping is monotone and buckets come in order.
+            let mut merged: Vec<(i32, u64)> = Vec::new();
+            let mut all = std::mem::take(&mut self.buckets);
+            all.sort_by_key(|b| b.0);
+            for (i, n) in all {
+                match merged.last_mut() {
+                    Some((l, c)) if *l == i => *c = c.saturating_add(n),
+                    _ => merged.push((i, n)),
+                }
+            }
+            self.buckets = merged;
+        }
+        sum.exact &= sum_exact;
+        sum.sum = if overflowed {
+            u128::MAX
+        } else {
+            sum.sum.saturating_add(total)
+        };
+        if overflowed {
+            u64::MAX
+        } else {
+            straddling
+        }
     }
 
     fn clear(&mut self, schema: Schema) {
@@ -200,6 +332,7 @@ impl NativeHistogram {
     }
 
     /// Adds `n` to native bucket `index` (`None`: the zero bucket).
+    #[inline]
     fn add(&mut self, index: Option<i32>, n: u64) {
         self.count = self.count.saturating_add(n);
         let Some(i) = index else {
@@ -286,8 +419,60 @@ impl NativeHistogram {
     /// of up to two empty buckets stays inside a span (cheaper than a new span). Deltas are
     /// each bucket's count minus the previous bucket's (the first minus 0).
     pub fn spans_and_deltas(&self, spans: &mut Vec<(i32, u32)>, deltas: &mut Vec<i64>) {
-        spans.clear();
         deltas.clear();
+        self.for_each_span_delta(spans, |d| deltas.push(d));
+    }
+
+    /// [`NativeHistogram::spans_and_deltas`] written as protobuf, in one pass: `spans` gets
+    /// the `BucketSpan` fields (field `span_field`, with the no-op span of an empty
+    /// histogram), `packed` the deltas as packed `sint64` (ZigZag varints).
+    #[inline(never)]
+    pub(crate) fn encode_spans_and_deltas(
+        &self,
+        span_field: u32,
+        spans: &mut Vec<u8>,
+        packed: &mut Vec<u8>,
+    ) {
+        use crate::proto::wire::{zigzag, Batch};
+        debug_assert!(span_field < 16, "a one-byte key");
+        spans.clear();
+        packed.clear();
+        let (mut spans, mut packed) = (Batch::new(spans), Batch::new(packed));
+        // The open span: its offset and length.
+        let mut open: Option<(i32, u32)> = None;
+        let mut previous = 0i64;
+        let mut last = 0i32;
+        for &(i, n) in &self.buckets {
+            open = match open {
+                Some((offset, length)) if i - last <= 3 => {
+                    // Extend the span over the (at most two) empty buckets in between.
+                    for _ in last + 1..i {
+                        packed.varint(zigzag(-previous));
+                        previous = 0;
+                    }
+                    Some((offset, length + (i - last) as u32))
+                }
+                Some((offset, length)) => {
+                    spans.pair(span_field, zigzag(i64::from(offset)), u64::from(length));
+                    Some((i - last - 1, 1))
+                }
+                None => Some((i, 1)),
+            };
+            // As in `spans_and_deltas`: counts clamped to i64.
+            let n = n.min(i64::MAX as u64) as i64;
+            packed.varint(zigzag(n - previous));
+            previous = n;
+            last = i;
+        }
+        // The last span, or the no-op span that marks an empty native histogram.
+        let (offset, length) = open.unwrap_or((0, 0));
+        spans.pair(span_field, zigzag(i64::from(offset)), u64::from(length));
+        spans.finish();
+        packed.finish();
+    }
+
+    fn for_each_span_delta(&self, spans: &mut Vec<(i32, u32)>, mut delta: impl FnMut(i64)) {
+        spans.clear();
         let mut previous = 0i64;
         let mut last: Option<i32> = None; // index of the last bucket emitted
         for &(i, n) in &self.buckets {
@@ -295,7 +480,7 @@ impl NativeHistogram {
                 Some(l) if i - l <= 3 => {
                     // Extend the span over the (at most two) empty buckets in between.
                     for _ in l + 1..i {
-                        deltas.push(-previous);
+                        delta(-previous);
                         previous = 0;
                     }
                     if let Some(span) = spans.last_mut() {
@@ -308,31 +493,336 @@ impl NativeHistogram {
             // Prometheus keeps bucket counts as i64: clamp (2^63 values never happen in
             // practice), so that the deltas cannot wrap.
             let n = n.min(i64::MAX as u64) as i64;
-            deltas.push(n - previous);
+            delta(n - previous);
             previous = n;
             last = Some(i);
         }
     }
 }
 
-/// Calls `f(logical index, count)` for every non-empty bucket of `h`, in increasing order.
-/// Empty runs are skipped with one [`HistogramRead::sum_range`] per 16 cells (vectorized for
-/// plain storage, one shard walk for thread-local): full-range histograms are mostly empty.
-pub(crate) fn for_each_recorded<H: HistogramRead + ?Sized>(h: &H, mut f: impl FnMut(usize, u64)) {
-    const CHUNK: usize = 16;
-    let window = h.window();
-    let len = window.len();
-    let mut s = 0;
-    while s < len {
-        if s % CHUNK == 0 && s + CHUNK <= len && h.sum_range(s, s + CHUNK) == 0 {
-            s += CHUNK;
-            continue;
+/// [`Mapping::native_index`] and [`Mapping::is_exact`] from tables over one block of the
+/// layout, for scrapes that map thousands of buckets per histogram.
+///
+/// A Picollo bucket at logical index `L` in block `b >= 2` (width `w = 2^(b-1) >= 2`) is
+/// `[lo, hi]` with `lo = 2^e·(1 + j/B)`, `hi = 2^e·(1 + (j+1)/B) - 1`, `e = b + k - 1`,
+/// `j = L mod B`. A native index at schema `n > 0` is `e·2^n` plus one more than the number
+/// of edges `2^(t/2^n)` below the value's mantissa (`v / 2^e`), or exactly `e·2^n` for a
+/// power of two. The mantissa of `lo` is `1 + j/B`, the same in every block, so its count is
+/// a table entry. The mantissa of `hi` is `R - 2^-e` with `R = 1 + (j+1)/B`: no edge lies in
+/// `[R - 2^-e, R)` once `2^-e` is below `R`'s distance to the nearest edge under it, and then
+/// `hi` counts as `R` does, another table entry. The table keeps, per `j`, the smallest `e`
+/// for which that holds (from the 128-bit edges of [`crate::schema::EDGES`], rounded so the
+/// test is conservative); below it, and for unit buckets and schemas `n <= 0`, the map
+/// computes [`Schema::index_of`] as [`Mapping`] does. The unit tests check it against
+/// [`Mapping`] for every bucket of many layouts.
+pub(crate) struct OctaveMap {
+    mapping: Mapping,
+    /// Per `j`: `(count for lo, count for hi, smallest e for the hi entry)`; empty when the
+    /// tables are not used (schemas `<= 0`, block scales above [`OctaveMap::MAX_SCALE`]).
+    table: Vec<(u16, u16, u8)>,
+    /// With the table: the native index of each unit bucket (blocks 0 and 1, where the
+    /// logical index is the value), 0 for the value 0 (which goes to the zero bucket).
+    units: Vec<i32>,
+}
+
+impl OctaveMap {
+    /// Block scales with tables (16,384 entries at most).
+    const MAX_SCALE: u32 = 14;
+
+    fn new(mapping: Mapping) -> Self {
+        let (layout, schema) = (mapping.layout(), mapping.schema());
+        let (k, n) = (layout.block_scale(), schema.get());
+        if n <= 0 || k > Self::MAX_SCALE {
+            return OctaveMap {
+                mapping,
+                table: Vec::new(),
+                units: Vec::new(),
+            };
         }
-        let n = h.count_at(s);
-        if n != 0 {
-            f(window.first() + s, n);
+        let n = n as u32;
+        let b = 1u128 << k;
+        // Schema-n edges, t = 1..2^n - 1, as 2^127-scaled fixed point rounded down.
+        let edges: Vec<u128> = (1..1usize << n)
+            .map(|t| crate::schema::EDGES[t << (8 - n)])
+            .collect();
+        let table = (0..b)
+            .map(|j| {
+                // lo: mantissa 1 + j/B (exact: a dyadic rational, never an edge).
+                let lo = if j == 0 {
+                    0
+                } else {
+                    let m = (b + j) << (127 - k);
+                    edges.partition_point(|&e| e < m) as u16 + 1
+                };
+                if j + 1 == b {
+                    // R = 2: every edge lies below; the nearest is 2^((2^n-1)/2^n).
+                    let top = *edges.last().unwrap_or(&(1u128 << 127));
+                    let gap = (u128::MAX - top).saturating_add(1); // 2^128 - top
+                    return (lo, edges.len() as u16 + 1, min_exponent(gap));
+                }
+                let r = (b + j + 1) << (127 - k);
+                let below = edges.partition_point(|&e| e < r);
+                let nearest = if below == 0 {
+                    1u128 << 127
+                } else {
+                    edges[below - 1]
+                };
+                (lo, below as u16 + 1, min_exponent(r - nearest))
+            })
+            .collect();
+        let units = (0..2u64 << k)
+            .map(|v| schema.index_of(v).unwrap_or(0))
+            .collect();
+        OctaveMap {
+            mapping,
+            table,
+            units,
         }
-        s += 1;
+    }
+
+    /// The map for `mapping`, from a small per-thread cache (a scrape maps every histogram of
+    /// one layout with the same tables).
+    fn cached(mapping: Mapping) -> std::rc::Rc<OctaveMap> {
+        use std::cell::RefCell;
+        use std::rc::Rc;
+        thread_local! {
+            static MAPS: RefCell<Vec<Rc<OctaveMap>>> = const { RefCell::new(Vec::new()) };
+        }
+        MAPS.with(|maps| {
+            let mut maps = maps.borrow_mut();
+            if let Some(m) = maps.iter().find(|m| m.mapping == mapping) {
+                return m.clone();
+            }
+            let m = Rc::new(OctaveMap::new(mapping));
+            if maps.len() >= 8 {
+                maps.remove(0);
+            }
+            maps.push(m.clone());
+            m
+        })
+    }
+
+    /// Bucket `logical`'s lowest value and width, [`Mapping::native_index`] and
+    /// [`Mapping::is_exact`].
+    #[inline(always)]
+    fn bucket(&self, logical: usize) -> (u64, u64, Option<i32>, bool) {
+        let layout = self.mapping.layout();
+        let schema = self.mapping.schema();
+        let k = layout.block_scale();
+        let block = logical >> k;
+        if block < 2 || logical >= layout.logical_len() {
+            // Unit buckets (and the clamp of the layout's own arithmetic past its end).
+            let (lo, width) = (layout.lo(logical), layout.width(logical));
+            let index = schema.index_of(lo + (width - 1));
+            return (lo, width, index, width == 1 || schema.index_of(lo) == index);
+        }
+        let j = logical & ((1 << k) - 1);
+        let shift = block as u32 - 1;
+        let (lo, width) = (((1u64 << k) | j as u64) << shift, 1u64 << shift);
+        if let Some(&(lo_count, hi_count, e_min)) = self.table.get(j) {
+            let e = block as u32 + k - 1;
+            if e >= u32::from(e_min) {
+                let base = (e as i32) << schema.get();
+                return (
+                    lo,
+                    width,
+                    Some(base + i32::from(hi_count)),
+                    lo_count == hi_count,
+                );
+            }
+        }
+        let index = schema.index_of(lo + (width - 1));
+        (lo, width, index, schema.index_of(lo) == index)
+    }
+
+    /// `(Mapping::native_index(logical), Mapping::is_exact(logical))`.
+    #[cfg(test)]
+    fn map(&self, logical: usize) -> (Option<i32>, bool) {
+        let (lo, width, index, exact) = self.bucket(logical);
+        let layout = self.mapping.layout();
+        assert_eq!((lo, width), (layout.lo(logical), layout.width(logical)));
+        (index, exact)
+    }
+}
+
+/// The smallest octave exponent `e` with `2^-e` below a gap of `gap_units - 1` (in units of
+/// `2^-127`; the `- 1` covers the rounding down of the edge): `2^(127 - e) <= gap_units - 1`.
+fn min_exponent(gap_units: u128) -> u8 {
+    match gap_units.checked_sub(1) {
+        Some(g) if g > 0 => (127 - g.ilog2()) as u8,
+        _ => u8::MAX,
+    }
+}
+
+/// A histogram whose recorded buckets can be read in one pass, each kind with the fastest
+/// scan it allows (see [`crate::source`]): full-range histograms are mostly empty, and a scrape
+/// of a thousand of them reads hundreds of megabytes of cells.
+pub(crate) trait Recorded: HistogramRead {
+    /// Appends `(storage index, count)` for each non-empty bucket to `out`, in increasing
+    /// order. One pass, not retried: readers bracket it with [`consistent`].
+    fn recorded_into(&self, out: &mut Vec<(usize, u64)>);
+}
+
+thread_local! {
+    /// The non-empty buckets of the histogram being read (a scratch buffer per thread).
+    static RECORDED: std::cell::RefCell<Vec<(usize, u64)>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Calls `f` with the non-empty buckets of `h`, read into this thread's scratch buffer.
+pub(crate) fn with_recorded<H: Recorded + ?Sized, R>(
+    h: &H,
+    f: impl FnOnce(&[(usize, u64)]) -> R,
+) -> R {
+    RECORDED.with(|recorded| {
+        // A re-entrant call (none today) would get a buffer of its own.
+        let mut own = Vec::new();
+        let mut borrowed = recorded.try_borrow_mut();
+        let buf = borrowed.as_deref_mut().unwrap_or(&mut own);
+        buf.clear();
+        h.recorded_into(buf);
+        f(buf)
+    })
+}
+
+/// Runs of this many cells are skipped with one test when all are empty.
+const RUN: usize = 8;
+
+/// Appends the non-empty counts of one run, the first at storage index `start`, without a
+/// branch per cell (a data-dependent branch would mispredict about once per count).
+#[inline(always)]
+fn push_run(out: &mut Vec<(usize, u64)>, start: usize, counts: impl Iterator<Item = u64>) {
+    // Room for the whole run, then cut back to the non-empty counts written at its front.
+    let base = out.len();
+    out.extend_from_slice(&[(0, 0); RUN]);
+    if let Ok(run) = <&mut [(usize, u64); RUN]>::try_from(&mut out[base..]) {
+        let mut at = 0;
+        for (i, n) in counts.take(RUN).enumerate() {
+            // `at <= i < RUN`; the mask shows the compiler it needs no bounds check.
+            run[at & (RUN - 1)] = (start + i, n);
+            at += usize::from(n != 0);
+        }
+        out.truncate(base + at);
+    }
+}
+
+/// Runs per word of the mask of non-empty runs.
+const RUNS_PER_WORD: usize = 64;
+
+/// The two passes every scan makes, over runs of [`RUN`] cells: first `any(r)` (whether run
+/// `r` holds a count) into a mask, without a branch (whether a run is empty depends on the
+/// data: a branch on it mispredicts about once per recorded bucket of a sparse histogram);
+/// then the runs of the mask, found with trailing-zero counts, are read again (a few
+/// kilobytes, still in cache) by `take(r, out)`.
+#[inline(always)]
+fn scan_runs(
+    runs: usize,
+    any: impl Fn(usize) -> bool,
+    mut take: impl FnMut(usize, &mut Vec<(usize, u64)>),
+    out: &mut Vec<(usize, u64)>,
+) {
+    for word_start in (0..runs).step_by(RUNS_PER_WORD) {
+        let mut mask = 0u64;
+        for r in 0..RUNS_PER_WORD.min(runs - word_start) {
+            mask |= u64::from(any(word_start + r)) << r;
+        }
+        while mask != 0 {
+            let r = mask.trailing_zeros() as usize;
+            mask &= mask - 1;
+            take(word_start + r, out);
+        }
+    }
+}
+
+/// The scan of a slice of cells ([`scan_runs`]; the ORs of a run unroll and vectorize for
+/// integers).
+#[inline(always)]
+pub(crate) fn scan_cells<T: Copy>(
+    cells: &[T],
+    get: impl Fn(T) -> u64,
+    out: &mut Vec<(usize, u64)>,
+) {
+    let run = |r: usize| {
+        cells
+            .get(r * RUN..((r + 1) * RUN).min(cells.len()))
+            .unwrap_or(&[])
+    };
+    let full = cells.len() / RUN;
+    scan_runs(
+        full,
+        |r| match <&[T; RUN]>::try_from(run(r)) {
+            Ok(cells) => cells.iter().fold(0, |a, &c| a | get(c)) != 0,
+            Err(_) => false,
+        },
+        |r, out| push_run(out, r * RUN, run(r).iter().map(|&c| get(c))),
+        out,
+    );
+    push_run(out, full * RUN, run(full).iter().map(|&c| get(c)));
+}
+
+/// The scan of cells read one by one (`count_at`), for kinds whose cells are not a plain
+/// slice: the same two passes.
+#[inline(always)]
+pub(crate) fn scan_indices(len: usize, count: impl Fn(usize) -> u64, out: &mut Vec<(usize, u64)>) {
+    let range = |r: usize| r * RUN..((r + 1) * RUN).min(len);
+    scan_runs(
+        len.div_ceil(RUN),
+        |r| range(r).fold(0, |a, i| a | count(i)) != 0,
+        |r, out| push_run(out, r * RUN, range(r).map(&count)),
+        out,
+    );
+}
+
+/// Any [`HistogramRead`], visited through its own methods: runs of 16 cells skipped with one
+/// [`HistogramRead::sum_range`] each.
+pub(crate) struct ByReading<'a, H: ?Sized>(pub(crate) &'a H);
+
+impl<H: HistogramRead + ?Sized> HistogramRead for ByReading<'_, H> {
+    fn layout(&self) -> Layout {
+        self.0.layout()
+    }
+    fn window(&self) -> picollo_core::Window {
+        self.0.window()
+    }
+    fn count_at(&self, storage_index: usize) -> u64 {
+        self.0.count_at(storage_index)
+    }
+    fn underflow(&self) -> u64 {
+        self.0.underflow()
+    }
+    fn overflow(&self) -> u64 {
+        self.0.overflow()
+    }
+    fn sum_range(&self, start: usize, end: usize) -> u64 {
+        self.0.sum_range(start, end)
+    }
+    fn read_begin(&self) -> u64 {
+        self.0.read_begin()
+    }
+    fn read_retry(&self, token: u64) -> bool {
+        self.0.read_retry(token)
+    }
+    fn reset_count(&self) -> u64 {
+        self.0.reset_count()
+    }
+}
+
+impl<H: HistogramRead + ?Sized> Recorded for ByReading<'_, H> {
+    fn recorded_into(&self, out: &mut Vec<(usize, u64)>) {
+        const CHUNK: usize = 16;
+        let h = self.0;
+        let len = h.window().len();
+        let mut s = 0;
+        while s < len {
+            if s % CHUNK == 0 && s + CHUNK <= len && h.sum_range(s, s + CHUNK) == 0 {
+                s += CHUNK;
+                continue;
+            }
+            let n = h.count_at(s);
+            if n != 0 {
+                out.push((s, n));
+            }
+            s += 1;
+        }
     }
 }
 
@@ -340,8 +830,8 @@ pub(crate) fn for_each_recorded<H: HistogramRead + ?Sized>(h: &H, mut f: impl Fn
 /// midpoints (exact for single-integer buckets), outside values at the window's edges.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct SumEstimate {
-    sum: u128,
-    exact: bool,
+    pub(crate) sum: u128,
+    pub(crate) exact: bool,
 }
 
 impl Default for SumEstimate {
@@ -383,5 +873,158 @@ impl Default for NativeHistogram {
     /// An empty histogram at schema 8.
     fn default() -> Self {
         Self::new(Schema::for_block_scale(8))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::schema::{MAX_SCHEMA, MIN_SCHEMA};
+    use proptest::prelude::*;
+
+    fn check(map: &OctaveMap, logical: usize) {
+        let m = map.mapping;
+        assert_eq!(
+            map.map(logical),
+            (m.native_index(logical), m.is_exact(logical)),
+            "{m:?}, bucket {logical} [{}, {}]",
+            m.layout().lo(logical),
+            m.layout().highest(logical)
+        );
+    }
+
+    /// Every bucket of every layout up to block scale 10, at every schema.
+    #[test]
+    fn octave_map_matches_mapping_everywhere() {
+        for k in 1..=10 {
+            let layout = Layout::from_block_scale(k).unwrap();
+            for n in MIN_SCHEMA..=MAX_SCHEMA {
+                let map = OctaveMap::new(Mapping::new(layout, Schema::new(n).unwrap()));
+                for logical in 0..layout.logical_len() {
+                    check(&map, logical);
+                }
+            }
+        }
+    }
+
+    /// The fill as the definitions read, bucket by bucket: the oracle of the fast paths.
+    fn reference(h: &dyn HistogramRead, mapping: Mapping) -> NativeHistogram {
+        let (layout, window, schema) = (h.layout(), h.window(), mapping.schema());
+        let mut n = NativeHistogram::new(schema);
+        let mut sum = SumEstimate::default();
+        let add = |n: &mut NativeHistogram, index: Option<i32>, c: u64| {
+            n.count = n.count.saturating_add(c);
+            match index {
+                None => n.zero_count = n.zero_count.saturating_add(c),
+                Some(i) => match n.buckets.iter_mut().find(|b| b.0 == i) {
+                    Some(b) => b.1 = b.1.saturating_add(c),
+                    None => n.buckets.push((i, c)),
+                },
+            }
+        };
+        if h.underflow() != 0 {
+            let edge = window.min_value(layout);
+            add(&mut n, schema.index_of(edge), h.underflow());
+            sum.add_outside(edge, h.underflow());
+            n.outside += h.underflow();
+        }
+        for slot in 0..window.len() {
+            let c = h.count_at(slot);
+            if c == 0 {
+                continue;
+            }
+            let logical = window.first() + slot;
+            add(&mut n, mapping.native_index(logical), c);
+            sum.add_bucket(layout, logical, c);
+            if !mapping.is_exact(logical) {
+                n.straddling = n.straddling.saturating_add(c);
+            }
+        }
+        if h.overflow() != 0 {
+            let edge = window.max_value(layout);
+            add(&mut n, schema.index_of(edge), h.overflow());
+            sum.add_outside(edge, h.overflow());
+            n.outside += h.overflow();
+        }
+        n.buckets.sort_by_key(|b| b.0);
+        (n.sum, n.sum_is_exact) = sum.finish();
+        n
+    }
+
+    /// Every kind's fast fill equals the oracle: plain storage, snapshots, atomic and
+    /// thread-local histograms, and any `HistogramRead` through its own methods.
+    fn check_fill(k: u32, schema: i8, lo: u64, hi: u64, values: &[(u64, u64)]) {
+        use picollo_alloc::{heap, Snapshot, ThreadLocalHistogram};
+        use picollo_core::Window;
+        let layout = Layout::from_block_scale(k).unwrap();
+        let window = Window::new(layout, lo.min(hi), lo.max(hi)).unwrap();
+        let mapping = Mapping::new(layout, Schema::new(schema).unwrap());
+        let mut plain = heap::plain::<u64>(layout, window);
+        let atomic = heap::atomic::<portable_atomic::AtomicU64>(layout, window);
+        let local = ThreadLocalHistogram::<u32>::new(layout, window);
+        for &(v, c) in values {
+            plain.record_n(v, c);
+            atomic.record_n(v, c);
+            local.record_n(v, c);
+        }
+        let expected = reference(&plain, mapping);
+        let mut n = NativeHistogram::default();
+        n.fill_recorded(&plain, mapping);
+        assert_eq!(n, expected, "plain");
+        n.fill_recorded(&Snapshot::new(&plain), mapping);
+        assert_eq!(n, expected, "snapshot");
+        n.fill_recorded(&atomic, mapping);
+        assert_eq!(n, expected, "atomic");
+        n.fill_recorded(&local, mapping);
+        assert_eq!(n, expected, "thread-local");
+        n.fill_from(&plain, mapping);
+        assert_eq!(n, expected, "by reading");
+    }
+
+    #[test]
+    fn fills_match_the_oracle_on_full_range_data() {
+        let mut s = 0x9E37_79B9_7F4A_7C15u64;
+        let values: Vec<(u64, u64)> = (0..3_000)
+            .map(|i| {
+                s ^= s << 13;
+                s ^= s >> 7;
+                s ^= s << 17;
+                (s >> (s % 64), 1 + i % 3)
+            })
+            .chain([(0, 5), (u64::MAX, 2), (1, 1), (2, 1)])
+            .collect();
+        for k in [1, 3, 7, 9, 12, 14, 15] {
+            for schema in [-4, -1, 0, 1, 3, 7, 8] {
+                check_fill(k, schema, 0, u64::MAX, &values);
+                check_fill(k, schema, 1_000, 1 << 40, &values);
+            }
+        }
+    }
+
+    proptest! {
+        /// Random layouts, schemas, windows and values (with outside ones).
+        #[test]
+        fn fills_match_the_oracle(
+            k in 1u32..=16,
+            schema in MIN_SCHEMA..=MAX_SCHEMA,
+            lo in any::<u64>(),
+            hi in any::<u64>(),
+            raw in proptest::collection::vec((any::<u64>(), 0u32..64, 1u64..1_000), 0..200),
+        ) {
+            let values: Vec<(u64, u64)> = raw.into_iter().map(|(v, s, c)| (v >> s, c)).collect();
+            let (lo, hi) = (lo >> (lo % 64), hi >> (hi % 64));
+            check_fill(k, schema, lo, hi, &values);
+        }
+
+        /// Larger block scales (tables up to 14, direct computation above), sampled.
+        #[test]
+        fn octave_map_matches_mapping_sampled(k in 11u32..=20, n in MIN_SCHEMA..=MAX_SCHEMA, x in any::<u64>(), shift in 0u32..64) {
+            let layout = Layout::from_block_scale(k).unwrap();
+            let map = OctaveMap::new(Mapping::new(layout, Schema::new(n).unwrap()));
+            let logical = layout.index_of(x >> shift);
+            for l in logical.saturating_sub(2)..(logical + 2).min(layout.logical_len()) {
+                check(&map, l);
+            }
+        }
     }
 }

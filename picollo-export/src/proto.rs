@@ -5,6 +5,264 @@
 //! resource}/v1/*.proto` of `open-telemetry/opentelemetry-proto`; the tests decode the bytes
 //! with a real Prometheus server and, where installed, with the official Python bindings.
 
+/// Protobuf wire-format writing, for the hot path of a scrape: the Prometheus exposition is
+/// written field by field into the output buffer (no message structs, no allocation per
+/// series), with the bytes `prost` would write for the same messages (fields in tag order,
+/// default scalars left out, packed repeated scalars); `tests/encode.rs` checks that.
+pub(crate) mod wire {
+    /// Wire type of varints.
+    pub(crate) const VARINT: u32 = 0;
+    /// Wire type of 64-bit fixed fields (`double`).
+    pub(crate) const FIXED64: u32 = 1;
+    /// Wire type of length-delimited fields (strings, messages, packed scalars).
+    pub(crate) const LEN: u32 = 2;
+
+    /// Appends `v` as a varint (one push for the common one-byte case).
+    #[inline(always)]
+    pub(crate) fn varint(out: &mut Vec<u8>, v: u64) {
+        if v < 0x80 {
+            out.push(v as u8);
+        } else {
+            varint_long(out, v);
+        }
+    }
+
+    /// [`varint`] of two bytes or more.
+    #[inline(never)]
+    fn varint_long(out: &mut Vec<u8>, v: u64) {
+        let mut bytes = [0u8; 10];
+        let end = out.len() + put_varint(&mut bytes, v);
+        // A copy of fixed size (no call), then cut back.
+        out.extend_from_slice(&bytes);
+        out.truncate(end);
+    }
+
+    /// Writes `v` as a varint at the start of `buf` (at least 10 bytes, or as many as the
+    /// varint needs) and returns its length.
+    #[inline(always)]
+    pub(crate) fn put_varint(buf: &mut [u8], mut v: u64) -> usize {
+        let mut n = 0;
+        while v >= 0x80 {
+            if let Some(b) = buf.get_mut(n) {
+                *b = v as u8 | 0x80;
+            }
+            v >>= 7;
+            n += 1;
+        }
+        if let Some(b) = buf.get_mut(n) {
+            *b = v as u8;
+        }
+        n + 1
+    }
+
+    /// The bytes of `v` as a varint.
+    #[inline]
+    pub(crate) fn varint_len(v: u64) -> usize {
+        // 1 byte per started 7 bits (at least one).
+        (64 - (v | 1).leading_zeros()).div_ceil(7) as usize
+    }
+
+    /// ZigZag encoding of a signed value (`sint32`, `sint64`).
+    #[inline]
+    pub(crate) fn zigzag(v: i64) -> u64 {
+        ((v << 1) ^ (v >> 63)) as u64
+    }
+
+    /// Appends a field key.
+    #[inline]
+    pub(crate) fn key(out: &mut Vec<u8>, field: u32, wire_type: u32) {
+        varint(out, u64::from(field << 3 | wire_type));
+    }
+
+    /// Bytes of a field key.
+    #[inline]
+    pub(crate) fn key_len(field: u32) -> usize {
+        varint_len(u64::from(field << 3))
+    }
+
+    /// A `uint64`/`int64`/`enum` field (left out when 0).
+    #[inline]
+    pub(crate) fn uint64(out: &mut Vec<u8>, field: u32, v: u64) {
+        if v != 0 {
+            key(out, field, VARINT);
+            varint(out, v);
+        }
+    }
+
+    /// Bytes of [`uint64`].
+    #[inline]
+    pub(crate) fn uint64_len(field: u32, v: u64) -> usize {
+        if v == 0 {
+            0
+        } else {
+            key_len(field) + varint_len(v)
+        }
+    }
+
+    /// A `sint32`/`sint64` field (left out when 0).
+    #[inline]
+    pub(crate) fn sint(out: &mut Vec<u8>, field: u32, v: i64) {
+        uint64(out, field, zigzag(v));
+    }
+
+    /// A `double` field (left out when 0, as `prost` does, `-0.0` included).
+    #[inline]
+    pub(crate) fn double(out: &mut Vec<u8>, field: u32, v: f64) {
+        if v != 0.0 {
+            key(out, field, FIXED64);
+            out.extend_from_slice(&v.to_le_bytes());
+        }
+    }
+
+    /// Bytes of [`double`].
+    #[inline]
+    pub(crate) fn double_len(field: u32, v: f64) -> usize {
+        if v == 0.0 {
+            0
+        } else {
+            key_len(field) + 8
+        }
+    }
+
+    /// A `string` field (left out when empty).
+    #[inline]
+    pub(crate) fn string(out: &mut Vec<u8>, field: u32, s: &str) {
+        if !s.is_empty() {
+            key(out, field, LEN);
+            varint(out, s.len() as u64);
+            out.extend_from_slice(s.as_bytes());
+        }
+    }
+
+    /// Bytes of [`string`].
+    #[inline]
+    pub(crate) fn string_len(field: u32, s: &str) -> usize {
+        if s.is_empty() {
+            0
+        } else {
+            key_len(field) + varint_len(s.len() as u64) + s.len()
+        }
+    }
+
+    /// The key and length of an embedded message (or packed field) of `len` bytes, whose
+    /// bytes the caller writes next.
+    #[inline]
+    pub(crate) fn message_header(out: &mut Vec<u8>, field: u32, len: usize) {
+        key(out, field, LEN);
+        varint(out, len as u64);
+    }
+
+    /// Bytes of an embedded message of `len` bytes, header included.
+    #[inline]
+    pub(crate) fn message_len(field: u32, len: usize) -> usize {
+        key_len(field) + varint_len(len as u64) + len
+    }
+
+    /// Appends many small fields to a `Vec<u8>` through a stack buffer, copied over in large
+    /// pieces: each write checks for room once and takes fixed positions, and varints below
+    /// 2^14 (nearly every span and delta of a native histogram) are written without a branch
+    /// on their length (which would mispredict between one and two bytes).
+    pub(crate) struct Batch<'a> {
+        out: &'a mut Vec<u8>,
+        buf: [u8; Batch::SIZE],
+        at: usize,
+    }
+
+    impl<'a> Batch<'a> {
+        const SIZE: usize = 1024;
+        /// Room one write may take (a key, a length and two varints).
+        const WRITE: usize = 24;
+
+        pub(crate) fn new(out: &'a mut Vec<u8>) -> Self {
+            Batch {
+                out,
+                buf: [0; Batch::SIZE],
+                at: 0,
+            }
+        }
+
+        /// [`Batch::WRITE`] bytes of room at the current position.
+        #[inline(always)]
+        fn room(&mut self) -> &mut [u8; Batch::WRITE] {
+            if self.at > Self::SIZE - Self::WRITE {
+                self.flush();
+            }
+            let at = self.at.min(Self::SIZE - Self::WRITE);
+            match <&mut [u8; Batch::WRITE]>::try_from(&mut self.buf[at..at + Self::WRITE]) {
+                Ok(room) => room,
+                Err(_) => unreachable!("a slice of WRITE bytes"),
+            }
+        }
+
+        fn flush(&mut self) {
+            self.out.extend_from_slice(&self.buf[..self.at]);
+            self.at = 0;
+        }
+
+        /// Appends `v` as a varint.
+        #[inline(always)]
+        pub(crate) fn varint(&mut self, v: u64) {
+            let n = small_varint(self.room(), 0, v);
+            self.at += n;
+        }
+
+        /// Appends an embedded message (field `field < 16`) of at most two fields, both
+        /// varints (left out when 0): the shape of `BucketSpan`.
+        #[inline(always)]
+        pub(crate) fn pair(&mut self, field: u32, first: u64, second: u64) {
+            let room = self.room();
+            room[0] = (field << 3 | LEN) as u8;
+            let mut at = 2;
+            for (f, v) in [(1u8, first), (2, second)] {
+                if v != 0 {
+                    room[at] = f << 3; // wire type VARINT
+                    at += 1 + small_varint(room, at + 1, v);
+                }
+            }
+            room[1] = (at - 2) as u8;
+            self.at += at;
+        }
+
+        /// Copies what is left into the `Vec`.
+        pub(crate) fn finish(mut self) {
+            self.flush();
+        }
+    }
+
+    /// Writes `v` as a varint at `room[at..]` (`at + 10 <= room.len()`), returns its length;
+    /// below 2^14 without a branch on the length.
+    #[inline(always)]
+    fn small_varint(room: &mut [u8], at: usize, v: u64) -> usize {
+        if v < 1 << 14 {
+            let two = u8::from(v >= 0x80);
+            if let Some([b0, b1]) = room.get_mut(at..at + 2) {
+                *b0 = (v as u8 & 0x7F) | (two << 7);
+                *b1 = (v >> 7) as u8;
+            }
+            1 + usize::from(two)
+        } else {
+            room.get_mut(at..).map_or(0, |r| put_varint(r, v))
+        }
+    }
+
+    /// Appends a length-delimited message whose body `body` writes, when its length is not
+    /// known in advance: one byte is reserved for the length, and the body moves when the
+    /// length needs more.
+    pub(crate) fn delimited(out: &mut Vec<u8>, body: impl FnOnce(&mut Vec<u8>)) {
+        let at = out.len();
+        out.push(0);
+        body(out);
+        let len = out.len() - at - 1;
+        if len < 0x80 {
+            out[at] = len as u8;
+        } else {
+            let mut header = Vec::with_capacity(10);
+            varint(&mut header, len as u64);
+            out.splice(at..at + 1, header);
+        }
+    }
+}
+
 /// `io.prometheus.client`: the Prometheus protobuf exposition format.
 pub mod prometheus {
     /// `MetricType`.

@@ -13,6 +13,12 @@
 //! `u64::MAX`, and NaN, which has no place, is counted in
 //! `picollo_recorder_invalid_values_total` instead of a bucket.
 //!
+//! A thread-local handle's `record` maps the scaled `f64` to its bucket straight from the
+//! float's bits (one shift and one subtraction, no integer conversion: see `FloatBuckets` in
+//! the source) and adds one to the calling thread's cell: about 15 instructions behind the
+//! `metrics` facade's dynamic call, where `metrics-exporter-prometheus` appends each sample
+//! to a shared buffer (`cargo bench -p picollo-benches --bench metrics_recorder`).
+//!
 //! Names and label keys are made valid for Prometheus (every other character becomes `_`, a
 //! leading digit gets a `_` in front; a label called `le` on a histogram becomes `le_`). A key
 //! the registry refuses (its name already holds another kind) gets a no-op handle and is
@@ -273,13 +279,87 @@ impl RecorderHistogram for HeapAtomicHistogram {
 struct Handle<H> {
     histogram: H,
     scale: f64,
+    /// The bucket of a scaled value from its bits (the thread-local kind's fast path).
+    buckets: FloatBuckets,
     invalid: Counter,
+}
+
+impl<H: RecorderHistogram + HistogramRead> Handle<H> {
+    fn new(histogram: H, scale: f64, invalid: Counter) -> Self {
+        Handle {
+            buckets: FloatBuckets::new(histogram.layout(), histogram.window()),
+            histogram,
+            scale,
+            invalid,
+        }
+    }
 }
 
 /// `2^63` as an `f64`: values below it convert with one signed conversion.
 const TWO_63: f64 = 9_223_372_036_854_775_808.0;
 
-impl<H: RecorderHistogram> metrics::HistogramFn for Handle<H> {
+/// The storage slot of a (scaled) `f64` value, read from its bits without converting it to
+/// an integer first.
+///
+/// For a value `v >= 2^k` (`k` the layout's block scale, `B = 2^k`) with binary exponent `m`,
+/// Picollo's bucket is `(m - k + 1)·B + j`, where `j` is the top `k` bits of the mantissa
+/// below the leading one (`Layout::index_of`). An `f64`'s bits shifted right by `52 - k`
+/// are `(m + 1023)·B + j`: the same number plus the constant `(1022 + k)·B`. The bucket of a
+/// real `v` is that of its integer part (bucket edges at and above `B` are integers), which
+/// is what converting first would record. So one shift and one subtraction give the slot,
+/// and one unsigned comparison keeps the path to values in `[2^k, 2^64)` that fall inside
+/// the window: everything else (values below `B`, whose buckets are not spaced this way;
+/// outside the window; negative; infinite; NaN, whose bits all land far above the window)
+/// takes [`Handle::record_converted`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct FloatBuckets {
+    shift: u32,
+    /// The shifted bits of the first value of the fast range.
+    base: u64,
+    /// Buckets in the fast range.
+    limit: u64,
+    /// The slot of the fast range's first bucket.
+    offset: usize,
+}
+
+impl FloatBuckets {
+    fn new(layout: Layout, window: Window) -> Self {
+        let k = layout.block_scale();
+        let b = 1usize << k;
+        let (first, end) = (window.first(), window.first() + window.len());
+        // The fast range: buckets at or above B's, inside the window.
+        let lo = first.max(b);
+        FloatBuckets {
+            shift: 52 - k,
+            base: ((1022 + u64::from(k)) << k) + lo as u64,
+            limit: end.saturating_sub(lo) as u64,
+            offset: lo - first,
+        }
+    }
+
+    /// The storage slot of `v`, when `v` is in the fast range; then `slot < window.len()`
+    /// (`limit + offset` is the window's length).
+    #[inline(always)]
+    fn slot(&self, v: f64) -> Option<usize> {
+        let t = (v.to_bits() >> self.shift).wrapping_sub(self.base);
+        (t < self.limit).then(|| t as usize + self.offset)
+    }
+}
+
+impl metrics::HistogramFn for Handle<ThreadLocalHistogram<u64>> {
+    #[inline]
+    fn record(&self, value: f64) {
+        let v = value * self.scale;
+        match self.buckets.slot(v) {
+            // SAFETY: `FloatBuckets::slot` returns slots below the window's length (the
+            // buckets were made from this histogram's layout and window).
+            Some(slot) => unsafe { self.histogram.record_slot_unchecked(slot) },
+            None => self.record_converted(v),
+        }
+    }
+}
+
+impl metrics::HistogramFn for Handle<HeapAtomicHistogram> {
     #[inline]
     fn record(&self, value: f64) {
         let v = value * self.scale;
@@ -289,16 +369,17 @@ impl<H: RecorderHistogram> metrics::HistogramFn for Handle<H> {
             self.histogram
                 .record_value(unsafe { v.to_int_unchecked::<i64>() } as u64);
         } else {
-            self.record_outside(v);
+            self.record_converted(v);
         }
     }
 }
 
 impl<H: RecorderHistogram> Handle<H> {
-    /// NaN counts as invalid; negative values as 0; `2^63` and above saturate at `u64::MAX`.
+    /// Converts and records: NaN counts as invalid; negative values as 0; `2^64` and above
+    /// saturate at `u64::MAX`.
     #[cold]
     #[inline(never)]
-    fn record_outside(&self, v: f64) {
+    fn record_converted(&self, v: f64) {
         if v.is_nan() {
             self.invalid.inc();
         } else {
@@ -520,17 +601,18 @@ impl metrics::Recorder for PicolloRecorder {
         let window = Window::new(config.layout, 0, config.max_trackable)
             .unwrap_or(Window::full(config.layout));
         let (scale, invalid) = (config.scale, self.inner.invalid.clone());
+        let layout = config.layout;
         let histogram = match config.kind {
-            HistogramKind::ThreadLocal => Kinded::ThreadLocal(Arc::new(Handle {
-                histogram: ThreadLocalHistogram::<u64>::new(config.layout, window),
+            HistogramKind::ThreadLocal => Kinded::ThreadLocal(Arc::new(Handle::new(
+                ThreadLocalHistogram::<u64>::new(layout, window),
                 scale,
                 invalid,
-            })),
-            HistogramKind::Atomic => Kinded::Atomic(Arc::new(Handle {
-                histogram: heap::atomic(config.layout, window),
+            ))),
+            HistogramKind::Atomic => Kinded::Atomic(Arc::new(Handle::new(
+                heap::atomic(layout, window),
                 scale,
                 invalid,
-            })),
+            ))),
         };
         let registered =
             self.inner
@@ -550,5 +632,107 @@ impl metrics::Recorder for PicolloRecorder {
             last: None,
         });
         handle
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// The slot recording through the integer conversion gives `v`, if inside the window.
+    fn converted_slot(layout: Layout, window: Window, v: f64) -> Option<usize> {
+        if v.is_nan() {
+            return None;
+        }
+        window.storage_index(layout.index_of(v as u64))
+    }
+
+    fn check(layout: Layout, window: Window, v: f64) -> Result<(), TestCaseError> {
+        let buckets = FloatBuckets::new(layout, window);
+        if let Some(slot) = buckets.slot(v) {
+            prop_assert!(slot < window.len());
+            prop_assert_eq!(Some(slot), converted_slot(layout, window, v), "value {}", v);
+        } else if v >= (1u64 << layout.block_scale()) as f64 && v < TWO_63 * 2.0 {
+            // Every in-window value from B up takes the fast path.
+            prop_assert_eq!(converted_slot(layout, window, v), None, "value {}", v);
+        }
+        Ok(())
+    }
+
+    fn windows() -> impl Strategy<Value = (Layout, Window)> {
+        (1u32..=20, any::<u64>(), any::<u64>()).prop_map(|(k, a, b)| {
+            let layout = Layout::from_block_scale(k).unwrap();
+            let (lo, hi) = (a.min(b), a.max(b));
+            // Half full windows from 0 (the recorder's), half arbitrary.
+            let lo = if a % 2 == 0 { 0 } else { lo };
+            (layout, Window::new(layout, lo, hi).unwrap())
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(20_000))]
+
+        /// Any bit pattern: NaNs, infinities, negatives, subnormals, everything.
+        #[test]
+        fn float_slot_matches_conversion_for_any_bits((layout, window) in windows(), bits in any::<u64>()) {
+            check(layout, window, f64::from_bits(bits))?;
+        }
+
+        /// Values spread over every power of two of u64, and integers exactly.
+        #[test]
+        fn float_slot_matches_conversion_for_u64_range(
+            (layout, window) in windows(),
+            x in any::<u64>(),
+            shift in 0u32..64,
+            frac in 0.0f64..1.0,
+        ) {
+            let int = x >> shift;
+            check(layout, window, int as f64)?;
+            check(layout, window, int as f64 + frac)?;
+            check(layout, window, (int as f64) * (1.0 - f64::EPSILON))?;
+        }
+    }
+
+    #[test]
+    fn float_slot_edges() {
+        let layout = Layout::from_block_scale(7).unwrap();
+        let full = Window::full(layout);
+        for w in [full, Window::new(layout, 1_000, 1_000_000).unwrap()] {
+            for v in [
+                0.0,
+                -0.0,
+                1.0,
+                127.0,
+                127.999,
+                128.0,
+                255.5,
+                256.0,
+                999.0,
+                1_000.0,
+                1_000_000.0,
+                1_000_001.0,
+                1e18,
+                TWO_63,
+                TWO_63 * 2.0,
+                f64::MAX,
+                f64::INFINITY,
+                -1.0,
+                -1e300,
+                f64::NEG_INFINITY,
+                f64::NAN,
+                -f64::NAN,
+                f64::MIN_POSITIVE,
+                5e-324,
+            ] {
+                check(layout, w, v).unwrap();
+            }
+        }
+        // The last bucket of u64 is fast; 2^64 is not.
+        let b = FloatBuckets::new(layout, full);
+        assert_eq!(b.slot(18_446_744_073_709_549_568.0), Some(full.len() - 1));
+        assert_eq!(b.slot(TWO_63 * 2.0), None);
+        assert_eq!(b.slot(127.0), None);
+        assert_eq!(b.slot(128.0), Some(128));
     }
 }

@@ -3,11 +3,10 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 
-use prost::Message as _;
-
 use crate::classic::{ClassicBuckets, ClassicHistogram};
 use crate::native::{Mapping, NativeHistogram};
 use crate::proto::prometheus as pb;
+use crate::proto::wire;
 use crate::schema::Schema;
 use crate::source::Exported;
 use crate::text::{MetricKind, TextEncoder, TextFormat};
@@ -456,99 +455,117 @@ impl Registry {
     pub fn encode_protobuf(&self, out: &mut Vec<u8>) {
         let mut scratch = Scratch::default();
         for family in self.families() {
-            let metric = family
-                .series
-                .iter()
-                .map(|s| pb::Metric {
-                    label: s
-                        .labels
-                        .iter()
-                        .map(|(name, value)| pb::LabelPair {
-                            name: name.into(),
-                            value: value.into(),
-                        })
-                        .collect(),
-                    gauge: match &s.value {
-                        Value::Gauge(g) => Some(pb::Gauge { value: g.get() }),
-                        _ => None,
-                    },
-                    counter: match &s.value {
-                        Value::Counter(c) => Some(pb::Counter {
-                            value: c.get() as f64,
-                        }),
-                        _ => None,
-                    },
-                    histogram: match &s.value {
-                        Value::Histogram(h) => Some(self.native_message(&**h, &mut scratch)),
-                        _ => None,
-                    },
-                    timestamp_ms: 0,
-                })
-                .collect();
-            let message = pb::MetricFamily {
-                name: family.name.clone(),
-                help: family.help.clone(),
-                r#type: match family.kind {
-                    MetricKind::Counter => pb::MetricType::Counter,
-                    MetricKind::Gauge => pb::MetricType::Gauge,
-                    MetricKind::Histogram => pb::MetricType::Histogram,
-                } as i32,
-                metric,
-                unit: String::new(),
+            let kind = match family.kind {
+                MetricKind::Counter => pb::MetricType::Counter,
+                MetricKind::Gauge => pb::MetricType::Gauge,
+                MetricKind::Histogram => pb::MetricType::Histogram,
             };
-            // Writing into a Vec cannot fail.
-            let _ = message.encode_length_delimited(out);
+            // `MetricFamily` (fields in tag order, as prost writes them).
+            wire::delimited(out, |out| {
+                wire::string(out, 1, &family.name);
+                wire::string(out, 2, &family.help);
+                wire::uint64(out, 3, kind as u64);
+                for series in &family.series {
+                    self.write_metric(out, series, &mut scratch);
+                }
+            });
         }
     }
 
-    /// One histogram as a protobuf `Histogram` message.
-    fn native_message(&self, source: &dyn Exported, scratch: &mut Scratch) -> pb::Histogram {
+    /// One series as a `Metric` message (field 4 of `MetricFamily`).
+    fn write_metric(&self, out: &mut Vec<u8>, series: &Series, scratch: &mut Scratch) {
+        let label_len =
+            |name: &str, value: &str| wire::string_len(1, name) + wire::string_len(2, value);
+        let labels: usize = series
+            .labels
+            .iter()
+            .map(|(n, v)| wire::message_len(1, label_len(n, v)))
+            .sum();
+        // The value's field and body length; a histogram is read into `scratch` first.
+        let (field, value_len) = match &series.value {
+            Value::Gauge(g) => (2, wire::double_len(1, g.get())),
+            Value::Counter(c) => (3, wire::double_len(1, c.get() as f64)),
+            Value::Histogram(h) => (7, self.read_histogram(&**h, scratch)),
+        };
+        let value = match &series.value {
+            Value::Gauge(g) => g.get(),
+            Value::Counter(c) => c.get() as f64,
+            Value::Histogram(_) => 0.0,
+        };
+        wire::message_header(out, 4, labels + wire::message_len(field, value_len));
+        for (name, v) in series.labels.iter() {
+            wire::message_header(out, 1, label_len(name, v));
+            wire::string(out, 1, name);
+            wire::string(out, 2, v);
+        }
+        wire::message_header(out, field, value_len);
+        match &series.value {
+            Value::Gauge(_) | Value::Counter(_) => wire::double(out, 1, value),
+            Value::Histogram(_) => self.write_histogram(out, scratch),
+        }
+    }
+
+    /// Reads `source` into `scratch` (native buckets, spans and deltas, classic buckets when
+    /// asked for) and returns the length of its `Histogram` message.
+    fn read_histogram(&self, source: &dyn Exported, scratch: &mut Scratch) -> usize {
         let options = &self.options;
         let Scratch {
             native,
             classic,
-            spans,
+            span_bytes,
             deltas,
         } = scratch;
-        let with_classic = options.classic_in_protobuf;
         source.fill_native(native, options.schema);
-        if with_classic {
+        if options.classic_in_protobuf {
             // A second read: the classic buckets may hold values recorded since the first.
             source.fill_classic(classic, &options.classic);
         }
-        native.spans_and_deltas(spans, deltas);
-        let mut positive_span: Vec<pb::BucketSpan> = spans
-            .iter()
-            .map(|&(offset, length)| pb::BucketSpan { offset, length })
-            .collect();
-        if positive_span.is_empty() {
-            // The no-op span that marks an empty native histogram.
-            positive_span.push(pb::BucketSpan {
-                offset: 0,
-                length: 0,
-            });
+        // The `BucketSpan` messages (field 12) and packed deltas, written once here (a
+        // sparse histogram has nearly a span per bucket) and copied into the output.
+        native.encode_spans_and_deltas(12, span_bytes, deltas);
+        let mut len = wire::uint64_len(1, native.count())
+            + wire::double_len(2, native.sum())
+            + wire::uint64_len(5, wire::zigzag(i64::from(native.schema().get())))
+            + wire::double_len(6, ZERO_THRESHOLD)
+            + wire::uint64_len(7, native.zero_count());
+        if options.classic_in_protobuf {
+            len += classic
+                .buckets()
+                .map(|(le, n)| wire::message_len(3, classic_bucket_len(le, n)))
+                .sum::<usize>();
         }
-        pb::Histogram {
-            sample_count: native.count(),
-            sample_sum: native.sum(),
-            bucket: if with_classic {
-                classic
-                    .buckets()
-                    .map(|(le, n)| pb::Bucket {
-                        cumulative_count: n,
-                        upper_bound: le as f64,
-                    })
-                    .collect()
-            } else {
-                Vec::new()
-            },
-            schema: native.schema().get() as i32,
-            zero_threshold: ZERO_THRESHOLD,
-            zero_count: native.zero_count(),
-            negative_span: Vec::new(),
-            negative_delta: Vec::new(),
-            positive_span,
-            positive_delta: deltas.clone(),
+        len += span_bytes.len();
+        if !deltas.is_empty() {
+            len += wire::message_len(13, deltas.len());
+        }
+        len
+    }
+
+    /// Writes the `Histogram` message read by [`Registry::read_histogram`].
+    fn write_histogram(&self, out: &mut Vec<u8>, scratch: &Scratch) {
+        let Scratch {
+            native,
+            classic,
+            span_bytes,
+            deltas,
+            ..
+        } = scratch;
+        wire::uint64(out, 1, native.count());
+        wire::double(out, 2, native.sum());
+        if self.options.classic_in_protobuf {
+            for (le, n) in classic.buckets() {
+                wire::message_header(out, 3, classic_bucket_len(le, n));
+                wire::uint64(out, 1, n);
+                wire::double(out, 2, le as f64);
+            }
+        }
+        wire::sint(out, 5, i64::from(native.schema().get()));
+        wire::double(out, 6, ZERO_THRESHOLD);
+        wire::uint64(out, 7, native.zero_count());
+        out.extend_from_slice(span_bytes);
+        if !deltas.is_empty() {
+            wire::message_header(out, 13, deltas.len());
+            out.extend_from_slice(deltas);
         }
     }
 
@@ -585,8 +602,15 @@ impl Registry {
 struct Scratch {
     native: NativeHistogram,
     classic: ClassicHistogram,
-    spans: Vec<(i32, u32)>,
-    deltas: Vec<i64>,
+    /// The spans as encoded `BucketSpan` fields.
+    span_bytes: Vec<u8>,
+    /// The deltas as packed `sint64` bytes.
+    deltas: Vec<u8>,
+}
+
+/// Bytes of a classic `Bucket` message.
+fn classic_bucket_len(le: u64, n: u64) -> usize {
+    wire::uint64_len(1, n) + wire::double_len(2, le as f64)
 }
 
 #[cold]

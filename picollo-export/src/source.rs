@@ -28,6 +28,7 @@ use picollo_core::{
     StorageMut, Window,
 };
 
+use crate::native::{scan_cells, scan_indices, ByReading, Recorded};
 use crate::{ClassicBuckets, ClassicHistogram, Mapping, NativeHistogram, Schema};
 
 /// A histogram a [`crate::Registry`] serves: it fills the exporter's forms from itself in one
@@ -52,14 +53,15 @@ fn mapping_for<H: HistogramRead + ?Sized>(h: &H, schema: Option<Schema>) -> Mapp
     schema.map_or(Mapping::for_layout(layout), |s| Mapping::new(layout, s))
 }
 
-/// Implements [`Exported`] for a kind that is itself a [`HistogramRead`] keeping no sum.
+/// Implements [`Exported`] for a kind that is itself a [`HistogramRead`] keeping no sum, and
+/// visits its buckets with its own [`Recorded`] scan.
 macro_rules! exported_by_reading {
     () => {
         fn fill_native(&self, out: &mut NativeHistogram, schema: Option<Schema>) {
-            out.fill_from(self, mapping_for(self, schema));
+            out.fill_recorded(self, mapping_for(self, schema));
         }
         fn fill_classic(&self, out: &mut ClassicHistogram, buckets: &ClassicBuckets) {
-            out.fill_from(self, buckets);
+            out.fill_recorded(self, buckets);
         }
         fn fill_snapshot(&self, snapshot: &mut Snapshot, deltas: bool) -> Option<u128> {
             snapshot.update(self, deltas);
@@ -70,6 +72,56 @@ macro_rules! exported_by_reading {
 
 impl<C: LocalCounter> Exported for ThreadLocalHistogram<C> {
     exported_by_reading!();
+}
+
+/// One pass per shard, runs of empty cells skipped ([`ThreadLocalHistogram::read_recorded`]).
+impl<C: LocalCounter> Recorded for ThreadLocalHistogram<C> {
+    fn recorded_into(&self, out: &mut Vec<(usize, u64)>) {
+        // Underflow and overflow are read with the rest of the fill.
+        let _outside = self.read_recorded(out);
+    }
+}
+
+/// Relaxed loads, runs of empty cells skipped.
+impl<S, L> Recorded for AtomicHistogram<S, L>
+where
+    S: Storage + Send + Sync,
+    S::Item: AtomicCounter,
+    L: LayoutSpec + Send + Sync,
+{
+    fn recorded_into(&self, out: &mut Vec<(usize, u64)>) {
+        scan_indices(self.window().len(), |i| self.count_at(i), out)
+    }
+}
+
+/// Sum-of-runs skipping through the kind's own reads.
+impl<S, L> Recorded for ApproxHistogram<S, L>
+where
+    S: Storage<Item = ScalableCell> + Send + Sync,
+    L: LayoutSpec + Send + Sync,
+{
+    fn recorded_into(&self, out: &mut Vec<(usize, u64)>) {
+        ByReading(self).recorded_into(out)
+    }
+}
+
+/// The cells as a slice: one vectorized OR per run of empty cells.
+impl<S, L> Recorded for Histogram<S, L>
+where
+    S: Storage + Send + Sync,
+    S::Item: Counter,
+    L: LayoutSpec + Send + Sync,
+{
+    fn recorded_into(&self, out: &mut Vec<(usize, u64)>) {
+        scan_cells(self.storage().as_slice(), Counter::get, out)
+    }
+}
+
+/// The counts as a slice.
+impl Recorded for Snapshot {
+    fn recorded_into(&self, out: &mut Vec<(usize, u64)>) {
+        scan_cells(self.counts(), |n| n, out)
+    }
 }
 
 impl<S, L> Exported for AtomicHistogram<S, L>

@@ -533,6 +533,7 @@ fn scrapes_never_wait_for_recorders() {
     let recorded = std::sync::Barrier::new(2);
     let release = std::sync::Barrier::new(2);
     let stop = std::sync::atomic::AtomicBool::new(false);
+    let busy_started = std::sync::atomic::AtomicBool::new(false);
     std::thread::scope(|s| {
         s.spawn(|| {
             (0..1_000).for_each(|v| h.record(v));
@@ -544,10 +545,15 @@ fn scrapes_never_wait_for_recorders() {
             while !stop.load(std::sync::atomic::Ordering::Relaxed) {
                 h.record(5_000);
                 n += 1;
+                busy_started.store(true, std::sync::atomic::Ordering::Relaxed);
             }
             n
         });
         recorded.wait();
+        // Scrape while the busy thread records (a scrape takes microseconds: wait for it).
+        while !busy_started.load(std::sync::atomic::Ordering::Relaxed) {
+            std::thread::yield_now();
+        }
         for _ in 0..20 {
             let mut bytes = Vec::new();
             registry.encode_protobuf(&mut bytes);
@@ -568,4 +574,91 @@ fn scrapes_never_wait_for_recorders() {
         assert!(busy > 0);
         assert_eq!(h.total(), 1_000 + busy, "nothing lost while scraping");
     });
+}
+
+/// The exposition is written field by field, without prost's message structs: it must be
+/// exactly what prost writes for the same messages (decode it, re-encode it, same bytes),
+/// for every kind of series, empty or full, with classic buckets or without, big enough that
+/// every length needs a multi-byte varint.
+#[test]
+fn protobuf_bytes_are_prosts_own() {
+    for classic in [false, true] {
+        let options = ExportOptions::new()
+            .classic(ClassicBuckets::explicit(vec![0, 10, 1_000, 1 << 40]).unwrap())
+            .classic_in_protobuf(classic);
+        let registry = Registry::with_options(options);
+        let c = registry
+            .counter(
+                "requests_total",
+                "",
+                &Labels::new([("code", "200")]).unwrap(),
+            )
+            .unwrap();
+        c.add(12_345_678_901);
+        registry
+            .counter("zero_total", "never counted", &Labels::empty())
+            .unwrap();
+        let g = registry
+            .gauge(
+                "temperature",
+                "in °C",
+                &Labels::new([("room", ""), ("b", "x")]).unwrap(),
+            )
+            .unwrap();
+        g.set(-273.15);
+        registry
+            .gauge("zero_gauge", "", &Labels::empty())
+            .unwrap()
+            .set(-0.0);
+        let full = Window::full(layout(9));
+        let empty = Arc::new(ThreadLocalHistogram::<u64>::new(layout(9), full));
+        registry
+            .register("empty_seconds", "", &Labels::empty(), empty)
+            .unwrap();
+        for i in 0..40u64 {
+            let h = Arc::new(ThreadLocalHistogram::<u64>::new(layout(9), full));
+            let mut s = i.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+            for _ in 0..1_000 {
+                s ^= s << 13;
+                s ^= s >> 7;
+                s ^= s << 17;
+                h.record(s >> (s % 64));
+            }
+            h.record_n(0, i);
+            registry
+                .register(
+                    "latency_nanoseconds",
+                    "full-range latency",
+                    &Labels::new([("id", i.to_string())]).unwrap(),
+                    h,
+                )
+                .unwrap();
+        }
+        let mut plain = heap::plain::<u64>(layout(3), Window::new(layout(3), 100, 10_000).unwrap());
+        plain.record_n(5, u64::MAX / 4); // underflow, huge counts
+        plain.record_n(500, 3);
+        registry
+            .register("small", "", &Labels::empty(), Arc::new(Mutex::new(plain)))
+            .unwrap();
+
+        let mut ours = Vec::new();
+        registry.encode_protobuf(&mut ours);
+        let families = decode_families(&ours);
+        assert_eq!(families.len(), 7);
+        let mut prosts = Vec::new();
+        for f in &families {
+            f.encode_length_delimited(&mut prosts).unwrap();
+        }
+        assert_eq!(ours.len(), prosts.len());
+        assert!(ours == prosts, "bytes differ from prost's encoding");
+        let latency = families
+            .iter()
+            .find(|f| f.name == "latency_nanoseconds")
+            .unwrap();
+        assert_eq!(latency.metric.len(), 40);
+        assert!(latency.metric.iter().all(|m| {
+            let h = m.histogram.as_ref().unwrap();
+            h.positive_delta.len() > 500 && (h.bucket.len() == 4) == classic
+        }));
+    }
 }

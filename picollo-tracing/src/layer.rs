@@ -1,7 +1,7 @@
 //! The layer: span hooks, per-span state and the per-thread stack of open intervals.
 
 use std::cell::RefCell;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use picollo_core::ring::MAX_COUNTERS;
@@ -15,11 +15,10 @@ use tracing_core::{Metadata, Subscriber};
 use tracing_subscriber::layer::Context;
 use tracing_subscriber::registry::LookupSpan;
 
-use crate::callsite::{CallsiteStats, Callsites};
+use crate::callsite::Callsites;
 use crate::report::{self, Handle};
+use crate::spans::{Span, SpanTable};
 
-/// Entries of the per-thread span cache (direct-mapped by span id).
-const CACHE_SLOTS: usize = 64;
 /// `slot_to_counter` value of a ring slot the layer does not count.
 const NO_COUNTER: u8 = u8::MAX;
 
@@ -37,6 +36,8 @@ pub(crate) struct Shared {
     /// Unique per layer (never 0): tags the per-thread state of this layer.
     pub(crate) id: u64,
     pub(crate) callsites: Callsites,
+    /// The live spans' states.
+    pub(crate) spans: SpanTable,
     /// The counters spans sample (empty: time only).
     pub(crate) counters: Vec<CounterSpec>,
     /// Indices of `cycles` and `instructions` in `counters`, when both are there.
@@ -72,42 +73,6 @@ impl Shared {
     }
 }
 
-/// The state of one span: created in `on_new_span`, kept in the span's extensions (and in
-/// threads' span caches), read out in `on_close`.
-pub(crate) struct SpanState {
-    stats: *const CallsiteStats,
-    /// Span clock at `on_new_span`.
-    created: u64,
-    /// Sum of the span's enter → exit intervals, span clock ticks.
-    busy: AtomicU64,
-    /// Set by `on_close`: a thread's cache entry naming this state is stale from then on.
-    closed: AtomicBool,
-    /// Set when an interval ended (counters mode).
-    entered: AtomicBool,
-    /// Bit `i`: counter `i` was counted in every interval so far.
-    counted: AtomicU32,
-    /// Per counter, the sum of its deltas over the intervals.
-    sums: [AtomicU64; MAX_COUNTERS],
-}
-
-// SAFETY: `stats` points to statistics owned by the layer's `Callsites` (behind an `Arc`
-// that lives until the layer drops) and is only dereferenced inside the layer's hooks, while
-// the layer lives; `CallsiteStats` is `Sync`. Every other field is an atomic.
-unsafe impl Send for SpanState {}
-// SAFETY: as above.
-unsafe impl Sync for SpanState {}
-
-impl SpanState {
-    /// The span's callsite statistics.
-    ///
-    /// # Safety
-    /// Only while the layer that created this state lives (inside its hooks).
-    unsafe fn stats(&self) -> &CallsiteStats {
-        // SAFETY: the caller guarantees the layer, which owns the statistics, is alive.
-        unsafe { &*self.stats }
-    }
-}
-
 /// An enter that has not exited yet, on this thread.
 #[derive(Clone, Copy)]
 struct Open {
@@ -117,12 +82,6 @@ struct Open {
     /// Counter samples were taken at the start (they are in `Local::samples` at the same
     /// index).
     sampled: bool,
-}
-
-struct CacheEntry {
-    layer: u64,
-    id: u64,
-    state: Arc<SpanState>,
 }
 
 /// Which layer counters this thread's ring slots hold.
@@ -142,8 +101,10 @@ struct Local {
     stack: Vec<Open>,
     /// `samples[i]`: the counter samples at the start of `stack[i]`, when it has them.
     samples: Vec<[Reading; MAX_COUNTERS]>,
-    cache: [Option<CacheEntry>; CACHE_SLOTS],
     counters: ThreadCounters,
+    /// The thread's counters were switched at a consumer's request: the next mapping does
+    /// not warn about the layer's counters that the consumer did not ask for.
+    switched: bool,
 }
 
 impl Local {
@@ -151,7 +112,7 @@ impl Local {
         Self {
             stack: Vec::new(),
             samples: Vec::new(),
-            cache: [const { None }; CACHE_SLOTS],
+            switched: false,
             counters: ThreadCounters {
                 layer: 0,
                 slots: 0,
@@ -189,56 +150,33 @@ impl Local {
         }
     }
 
-    #[inline(always)]
-    fn cache_slot(id: u64) -> usize {
-        // Registry ids are slab indices plus one: the low bits vary between live spans.
-        (id as usize) % CACHE_SLOTS
-    }
-
-    /// The state of span `id` of layer `layer`, if this thread has it cached and the span
-    /// has not closed.
-    #[inline(always)]
-    fn cached(&self, layer: u64, id: u64) -> Option<&Arc<SpanState>> {
-        match &self.cache[Self::cache_slot(id)] {
-            Some(e)
-                if e.id == id && e.layer == layer && !e.state.closed.load(Ordering::Acquire) =>
-            {
-                Some(&e.state)
-            }
-            _ => None,
-        }
-    }
-
-    fn cache_insert(&mut self, layer: u64, id: u64, state: Arc<SpanState>) {
-        self.cache[Self::cache_slot(id)] = Some(CacheEntry { layer, id, state });
-    }
-
-    /// Takes span `id` of `layer` out of the cache, if there.
-    fn cache_take(&mut self, layer: u64, id: u64) -> Option<Arc<SpanState>> {
-        let slot = &mut self.cache[Self::cache_slot(id)];
-        if slot
-            .as_ref()
-            .is_some_and(|e| e.id == id && e.layer == layer)
-        {
-            return slot.take().map(|e| e.state);
-        }
-        None
-    }
-
     /// This thread's counter mapping for `shared`, made on first use (which opens the
     /// thread's span ring and counters).
     fn counters_for(&mut self, shared: &Shared) -> ThreadCounters {
         if self.counters.layer != shared.id {
-            self.counters = map_thread_counters(shared);
+            self.counters = map_thread_counters(shared, !self.switched);
+            self.switched = false;
         }
         self.counters
     }
+
+    /// Applies the counters a consumer asked for at attach time (`picollo attach PID -e
+    /// page-faults`), if a request is pending: called when no span is open on this thread,
+    /// so no open interval has start samples of the old counters. The layer's counters are
+    /// then mapped anew to the thread's slots.
+    #[inline(never)]
+    fn apply_counter_request(&mut self) {
+        if raw::apply_counter_request() {
+            self.counters.layer = 0;
+            self.switched = true;
+        }
+    }
 }
 
-/// Maps this thread's ring slots to the layer's counters, and reports counters that are
-/// not measured here.
+/// Maps this thread's ring slots to the layer's counters, and (with `warn`) reports counters
+/// that are not measured here.
 #[cold]
-fn map_thread_counters(shared: &Shared) -> ThreadCounters {
+fn map_thread_counters(shared: &Shared, warn: bool) -> ThreadCounters {
     let mut tc = ThreadCounters {
         layer: shared.id,
         slots: 0,
@@ -259,7 +197,7 @@ fn map_thread_counters(shared: &Shared) -> ThreadCounters {
                     tc.mask |= 1 << i;
                 }
             }
-            if tc.mask != shared.all_counters_mask() {
+            if warn && tc.mask != shared.all_counters_mask() {
                 let missing: Vec<&str> = shared
                     .counters
                     .iter()
@@ -423,6 +361,7 @@ impl Builder {
         let shared = Arc::new(Shared {
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             callsites: Callsites::new(),
+            spans: SpanTable::new(counters.len()),
             counters,
             ipc,
             measured_somewhere: AtomicU32::new(0),
@@ -478,65 +417,48 @@ impl PicolloLayer {
             .collect()
     }
 
-    /// The state of span `id` for an exit on this thread: from the thread's cache, else from
-    /// the span's extensions (then cached). `None` when the span is gone.
+    /// The live span `id`, for an interval that ends. `None` when the span is gone (or
+    /// untracked).
     #[inline(always)]
-    fn state<'l, S>(&self, l: &'l mut Local, id: &Id, ctx: &Context<'_, S>) -> Option<&'l SpanState>
-    where
-        S: Subscriber + for<'a> LookupSpan<'a>,
-    {
-        let (layer, raw_id) = (self.shared.id, id.into_u64());
-        if l.cached(layer, raw_id).is_none() && self.state_slow(l, id, ctx).is_none() {
+    fn span(&self, id: &Id) -> Option<Span<'_>> {
+        let span = self.shared.spans.find(id.into_u64());
+        if span.is_none() {
             self.shared.lost_intervals.fetch_add(1, Ordering::Relaxed);
-            return None;
         }
-        l.cached(layer, raw_id).map(|s| &**s)
+        span
     }
 
     /// Ends an interval whose start has counter samples (at `samples[index]`): samples the
     /// end, adds the deltas.
     #[inline(never)]
-    fn end_sampled<S>(
-        &self,
-        l: &mut Local,
-        id: &Id,
-        ctx: &Context<'_, S>,
-        open: Open,
-        index: usize,
-        end: u64,
-    ) where
-        S: Subscriber + for<'a> LookupSpan<'a>,
-    {
+    fn end_sampled(&self, l: &mut Local, id: &Id, open: Open, index: usize, end: u64) {
         let Some(&start) = l.samples.get(index) else {
             return;
         };
         let mut end_samples = [Reading::default(); MAX_COUNTERS];
         let n = raw::sample_thread_counters(&mut end_samples);
         let samples = Some((&start[..n], &end_samples[..n]));
-        self.end_interval(l, id, ctx, open, index + 1, end, samples);
+        self.end_interval(l, id, open, index + 1, end, samples);
     }
 
     /// Adds the interval `open.start..end` to the span's busy time and, with `samples` (the
     /// thread's counters at both ends), its counter deltas; saves the interval's frame when a
     /// consumer is attached.
     #[inline(always)]
-    #[allow(clippy::too_many_arguments)]
-    fn end_interval<S>(
+    fn end_interval(
         &self,
-        l: &mut Local,
+        l: &Local,
         id: &Id,
-        ctx: &Context<'_, S>,
         open: Open,
         depth: usize,
         end: u64,
         samples: Option<(&[Reading], &[Reading])>,
-    ) where
-        S: Subscriber + for<'a> LookupSpan<'a>,
-    {
+    ) {
         let tc = l.counters;
-        let Some(state) = self.state(l, id, ctx) else {
+        let Some(span) = self.span(id) else {
             return;
         };
+        let state = span.state();
         state
             .busy
             .fetch_add(end.wrapping_sub(open.start), Ordering::Relaxed);
@@ -557,7 +479,7 @@ impl PicolloLayer {
                     }
                     match e.delta_since(s).value() {
                         Some(v) => {
-                            state.sums[usize::from(c)].fetch_add(v, Ordering::Relaxed);
+                            span.sums()[usize::from(c)].fetch_add(v, Ordering::Relaxed);
                         }
                         None => counted &= !(1 << c),
                     }
@@ -567,26 +489,10 @@ impl PicolloLayer {
             state.entered.store(true, Ordering::Relaxed);
         }
         if self.rings && raw::thread_listening() {
-            // SAFETY: inside a hook of the layer that owns the statistics.
-            let name = unsafe { state.stats() }.frame_name;
+            let name = state.stats().frame_name;
             let counters = samples.filter(|(s, _)| !s.is_empty());
             raw::save_frame(name, frame_depth(depth), open.start, end, counters);
         }
-    }
-
-    #[cold]
-    #[inline(never)]
-    fn state_slow<S>(&self, local: &mut Local, id: &Id, ctx: &Context<'_, S>) -> Option<()>
-    where
-        S: Subscriber + for<'a> LookupSpan<'a>,
-    {
-        let span = ctx.span(id)?;
-        let state = span.extensions().get::<Arc<SpanState>>()?.clone();
-        if state.closed.load(Ordering::Acquire) {
-            return None;
-        }
-        local.cache_insert(self.shared.id, id.into_u64(), state);
-        Some(())
     }
 }
 
@@ -606,34 +512,19 @@ where
         Interest::always()
     }
 
-    fn on_new_span(&self, attrs: &Attributes<'_>, id: &Id, ctx: Context<'_, S>) {
+    fn on_new_span(&self, attrs: &Attributes<'_>, id: &Id, _ctx: Context<'_, S>) {
         let meta = attrs.metadata();
-        let stats = match self.shared.callsites.get(meta) {
+        let shared = &*self.shared;
+        let stats = match shared.callsites.get(meta) {
             Some(s) => s,
-            None => self.shared.callsites.register(
-                meta,
-                self.shared.counters.len(),
-                self.shared.ipc.is_some(),
-            ),
+            None => shared
+                .callsites
+                .register(meta, shared.counters.len(), shared.ipc.is_some()),
         };
-        let state = Arc::new(SpanState {
-            stats: stats as *const CallsiteStats,
-            created: span::now(),
-            busy: AtomicU64::new(0),
-            closed: AtomicBool::new(false),
-            entered: AtomicBool::new(false),
-            counted: AtomicU32::new(self.shared.all_counters_mask()),
-            sums: [const { AtomicU64::new(0) }; MAX_COUNTERS],
-        });
-        let Some(span) = ctx.span(id) else {
-            return;
-        };
-        span.extensions_mut().insert(state.clone());
-        let _ = LOCAL.try_with(|l| {
-            if let Ok(mut l) = l.try_borrow_mut() {
-                l.cache_insert(self.shared.id, id.into_u64(), state);
-            }
-        });
+        let created = span::now();
+        let _ = shared
+            .spans
+            .start(id.into_u64(), stats, created, shared.all_counters_mask());
     }
 
     #[inline]
@@ -644,8 +535,12 @@ where
             };
             let l = &mut *l;
             let index = l.stack.len();
-            let sample = (self.counters && l.counters_for(&self.shared).slots > 0)
-                || (self.rings && raw::thread_listening());
+            let listening = self.rings && raw::thread_listening();
+            if listening && index == 0 {
+                // Between spans, with a consumer attached: the moment to switch counters.
+                l.apply_counter_request();
+            }
+            let sample = (self.counters && l.counters_for(&self.shared).slots > 0) || listening;
             if sample {
                 if l.samples.len() <= index {
                     l.samples
@@ -664,7 +559,7 @@ where
     }
 
     #[inline]
-    fn on_exit(&self, id: &Id, ctx: Context<'_, S>) {
+    fn on_exit(&self, id: &Id, _ctx: Context<'_, S>) {
         // The clock first, then the counters: reading counters is not timed.
         let end = span::now();
         let _ = LOCAL.try_with(|l| {
@@ -677,10 +572,10 @@ where
                 return;
             };
             if open.sampled {
-                self.end_sampled(l, id, &ctx, open, index, end);
+                self.end_sampled(l, id, open, index, end);
             } else {
                 // Time only, or no counters on this thread.
-                self.end_interval(l, id, &ctx, open, index + 1, end, None);
+                self.end_interval(l, id, open, index + 1, end, None);
             }
             if index < l.stack.len() {
                 l.forget_samples(index);
@@ -688,35 +583,15 @@ where
         });
     }
 
-    fn on_close(&self, id: Id, ctx: Context<'_, S>) {
+    fn on_close(&self, id: Id, _ctx: Context<'_, S>) {
         let end = span::now();
-        // The span's state: from this thread's cache when it has it (a span closed where it
-        // was created or last exited, the common case), else from the span's extensions.
-        let cached = LOCAL
-            .try_with(|l| {
-                l.try_borrow_mut()
-                    .ok()
-                    .and_then(|mut l| l.cache_take(self.shared.id, id.into_u64()))
-            })
-            .ok()
-            .flatten();
-        let state = match cached {
-            Some(s) => s,
-            None => {
-                let Some(span) = ctx.span(&id) else {
-                    return;
-                };
-                let Some(state) = span.extensions().get::<Arc<SpanState>>().cloned() else {
-                    return;
-                };
-                state
-            }
+        let Some(span) = self.shared.spans.find(id.into_u64()) else {
+            return;
         };
-        state.closed.store(true, Ordering::Release);
-        // SAFETY: inside a hook of the layer that owns the statistics.
-        let stats = unsafe { state.stats() };
+        let state = span.state();
+        let stats = state.stats();
         let busy = report::ticks_to_ns(state.busy.load(Ordering::Relaxed));
-        let wall = report::ticks_to_ns(end.wrapping_sub(state.created));
+        let wall = report::ticks_to_ns(end.wrapping_sub(state.created.load(Ordering::Relaxed)));
         let hists = stats.histograms();
         hists.busy.record(busy);
         hists.wall.record(wall);
@@ -726,8 +601,9 @@ where
             } else {
                 0
             };
-            let value =
-                |i: usize| (counted & (1 << i) != 0).then(|| state.sums[i].load(Ordering::Relaxed));
+            let value = |i: usize| {
+                (counted & (1 << i) != 0).then(|| span.sums()[i].load(Ordering::Relaxed))
+            };
             for (i, h) in hists.counters.iter().enumerate() {
                 match value(i) {
                     Some(v) => h.record(v),
@@ -745,5 +621,6 @@ where
                 }
             }
         }
+        span.release();
     }
 }

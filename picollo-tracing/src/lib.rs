@@ -46,15 +46,19 @@
 //!   relaxed `fetch_add`). Counters are read before the clock at enter and after it at exit,
 //!   so reading them is not timed. An exit out of order (spans need not exit in LIFO order)
 //!   is matched by id.
-//! - The span's state is found on exit without a lock or a hash map: a per-thread cache,
-//!   direct-mapped by span id, filled when the span is created on that thread or on its first
-//!   exit there (then from the span's extensions); a callsite's statistics are found in
-//!   `on_new_span` in a lock-free table indexed by the callsite's `Metadata` address, filled
-//!   in `register_callsite`.
+//! - The span's state lives in the layer's own lock-free table of live spans, not in the
+//!   span's `tracing-subscriber` extensions (whose lookup, lock, hash-map insert and two
+//!   allocations per span cost more than the rest of the layer): `on_new_span` claims a state
+//!   at the span id's hash with one compare-and-swap, exits and the close find it there from
+//!   any thread, and the close frees it for reuse. The table grows (rarely, under a lock)
+//!   when it crowds; states are never freed while the layer lives, so a lookup never reads
+//!   freed memory. A callsite's statistics are found in `on_new_span` in a lock-free table
+//!   indexed by the callsite's `Metadata` address, filled in `register_callsite`.
 //! - At close, the busy and wall times (and the counter sums) are recorded once per span
 //!   into the callsite's [`picollo_alloc::ThreadLocalHistogram`]s: each thread records into
-//!   its own shard; a thread that exits has its shard folded into the histogram, so nothing
-//!   is lost.
+//!   its own shard (each histogram has its own entry in the thread's cache of shards, so
+//!   recording busy then wall costs two cache hits); a thread that exits has its shard folded
+//!   into the histogram, so nothing is lost.
 //! - Histograms have 128 buckets per power of two (0.4% relative error, HdrHistogram's 2
 //!   significant digits, so `.hlog` export is exact); times up to 9.8 hours, counter deltas up
 //!   to 2^48 per span; beyond, values count as overflow. The table's totals are sums of bucket
@@ -90,11 +94,19 @@
 //! attach --spans PID` or `picollo top PID` attached, each busy interval is one frame (name,
 //! nesting depth on the thread, start and end clock, counter samples): those tools count
 //! intervals (polls, for async spans), while the layer's own table counts spans.
+//!
+//! Counters asked for at attach time (`picollo attach PID -e page-faults`, or
+//! `SpanConsumer::request_counters`) are applied by the thread at its next outermost span
+//! (when none of its spans is open, so no interval mixes two counter sets): a time-only
+//! program's frames then carry those counters. With counters configured, the layer's own
+//! histograms keep the configured counters that are still measured; the others are *not
+//! counted* from then on.
 #![doc(test(attr(deny(warnings))))]
 
 mod callsite;
 mod layer;
 mod report;
+mod spans;
 
 pub use layer::{Builder, PicolloLayer};
 pub use report::{CounterReport, Handle, SpanLog, SpanReport};

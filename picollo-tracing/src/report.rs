@@ -188,6 +188,12 @@ impl Handle {
         self.shared.lost_intervals.load(Ordering::Relaxed)
     }
 
+    /// Spans that were not timed because the layer's tables of live spans were full (more
+    /// than a million spans live at once; see the crate docs).
+    pub fn untracked_spans(&self) -> u64 {
+        self.shared.spans.untracked()
+    }
+
     /// Seed 004's per-phase table of the closed spans: N, busy time, % of all busy time (or
     /// cycles), p50, wall p50, and with counters the cycles, IPC p5/p50/p95 and the other
     /// counters per 1,000 instructions (per span without instructions). Counters this
@@ -292,6 +298,12 @@ impl Handle {
         if lost > 0 {
             table.notes.push(format!(
                 "{lost} intervals ended after their span closed (not timed)"
+            ));
+        }
+        let untracked = self.untracked_spans();
+        if untracked > 0 {
+            table.notes.push(format!(
+                "{untracked} spans were not timed: too many spans live at once"
             ));
         }
         table

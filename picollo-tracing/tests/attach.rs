@@ -165,3 +165,151 @@ fn attach_to_a_program_that_only_installs_the_layer() {
         assert!(text.contains("page-faults"), "{text}");
     }
 }
+
+const TIME_ONLY_CHILD_ENV: &str = "PICOLLO_TRACING_TIME_ONLY_CHILD";
+
+/// A traced program that installs the default layer with no counters configured: it starts
+/// time only, and counts what a consumer asks for at attach time.
+#[test]
+fn child_time_only_program() {
+    if std::env::var_os(TIME_ONLY_CHILD_ENV).is_none() {
+        return;
+    }
+    let layer = PicolloLayer::new();
+    assert!(
+        layer.counters().is_empty(),
+        "PICOLLO_COUNTERS is empty: time only"
+    );
+    tracing_subscriber::registry().with(layer).init();
+    // The first span opens this thread's ring.
+    drop(tracing::info_span!("start").entered());
+    let counters = || picollo_linux::span::thread_counters().unwrap();
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "\nREADY {:?}", counters()).unwrap();
+    out.flush().unwrap();
+    let mut line = String::new();
+    let mut stdin = std::io::stdin().lock();
+    loop {
+        line.clear();
+        stdin.read_line(&mut line).unwrap();
+        match line.trim() {
+            // Outermost spans until the requested counters are in place (at most 5 s).
+            "ticks" => {
+                for _ in 0..5000 {
+                    drop(tracing::info_span!("tick").entered());
+                    if !counters().is_empty() {
+                        break;
+                    }
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+                writeln!(out, "TICKED {:?}", counters()).unwrap();
+            }
+            "work" => {
+                for _ in 0..ROUNDS {
+                    let _alloc = tracing::info_span!("alloc").entered();
+                    touch_fresh(PAGES);
+                }
+                writeln!(out, "WORKED").unwrap();
+            }
+            _ => break,
+        }
+        out.flush().unwrap();
+    }
+}
+
+/// `picollo attach PID -e page-faults` on a program whose layer runs time only: the request
+/// stays pending while the program is idle, is applied at its next outermost span, and from
+/// then on every span frame carries the page faults, exactly.
+#[test]
+fn counters_requested_at_attach_time_reach_a_time_only_layer() {
+    use picollo_core::ring::{CounterStatus, RequestStatus};
+    use picollo_core::ReadExt;
+
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "child_time_only_program",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(TIME_ONLY_CHILD_ENV, "1")
+        .env(picollo_linux::span::COUNTERS_ENV, "")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id() as i32;
+    let mut stdin = child.stdin.take().unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut wait_for = |what: &str| -> String {
+        for line in lines.by_ref() {
+            let line = line.unwrap();
+            if line.starts_with(what) {
+                return line;
+            }
+        }
+        panic!("child ended before {what}");
+    };
+    let mut send = |what: &str| {
+        writeln!(stdin, "{what}").unwrap();
+        stdin.flush().unwrap();
+    };
+    assert_eq!(
+        wait_for("READY"),
+        "READY []",
+        "the program starts time only"
+    );
+    let mut consumer = SpanConsumer::attach(pid).unwrap();
+    assert_eq!(consumer.rings(), 1, "{consumer:?}");
+
+    let request = consumer.request_counters("page-faults").unwrap();
+    let pending = consumer.request_outcomes(&request, Duration::ZERO).unwrap();
+    assert_eq!(
+        pending[0].status,
+        RequestStatus::Pending,
+        "idle: not applied yet"
+    );
+
+    send("ticks");
+    let ticked = wait_for("TICKED");
+    assert_eq!(ticked, "TICKED [\"page-faults\"]");
+    let outcome = consumer
+        .request_outcomes(&request, Duration::from_secs(5))
+        .unwrap();
+    assert_eq!(outcome[0].status, RequestStatus::Applied);
+    assert_eq!(
+        outcome[0]
+            .counters
+            .iter()
+            .find(|c| c.0 == "page-faults")
+            .map(|c| c.1),
+        Some(CounterStatus::Measured)
+    );
+
+    send("work");
+    wait_for("WORKED");
+    let polled = consumer.poll().unwrap();
+    assert_eq!(polled.lost, 0);
+    let agg = consumer.aggregator();
+    let pf = agg
+        .counters()
+        .iter()
+        .position(|c| c == "page-faults")
+        .expect("the frames carry page-faults");
+    let alloc = agg.span("alloc").unwrap();
+    assert_eq!(alloc.count(), ROUNDS as u64);
+    // Exact: every span faulted its fresh pages, no more, no less.
+    let deltas = alloc.counter_deltas(pf).unwrap();
+    assert_eq!(deltas.total(), ROUNDS as u64);
+    assert_eq!(
+        (deltas.min(), deltas.max()),
+        (Some(PAGES as u64), Some(PAGES as u64))
+    );
+    assert_eq!(alloc.counter_sum(pf), Some((ROUNDS * PAGES) as u128));
+    eprintln!("{}", consumer.table());
+
+    send("exit");
+    drop(stdin);
+    lines.for_each(drop);
+    assert!(child.wait().unwrap().success());
+}

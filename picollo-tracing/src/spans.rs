@@ -1,0 +1,449 @@
+//! The layer's live spans: span id → span state, found from any thread without a lock, an
+//! allocation or the span's extensions.
+//!
+//! Storing a span's state in its `tracing-subscriber` extensions costs, per span, a lookup of
+//! the span in the registry, a write lock, a hash-map insert and two allocations (the state and
+//! its box), then their drops at close: more than everything else the layer does. Instead the
+//! layer keeps its live spans in open-addressed tables of states that it owns:
+//!
+//! - **Insert** (`on_new_span`): hash the span id (Fibonacci hashing), claim the first free
+//!   state of a window of [`WINDOW`] states from there with one compare-and-swap of its `id`
+//!   (0 → the span's id), and fill it in.
+//! - **Find** (`on_exit`, `on_close`, on any thread): scan the same window for the id. A span
+//!   sits at its home state unless its window was crowded.
+//! - **Release** (`on_close`): store 0 into `id`. States are reused, never freed while the
+//!   layer lives (type-stable memory), so a find scanning past a state that is being released
+//!   or claimed reads an atomic of a live object, never freed memory.
+//! - **Growth**: when the window of a new span is full in the newest table, a table twice as
+//!   large is added (rare, under a mutex) and new spans go there; finds look in every table,
+//!   newest first; old tables drain as their spans close. Tables are freed with the layer.
+//!   After [`MAX_TABLES`] tables (about a million live spans), a span that finds no free
+//!   state is not timed and is counted (`SpanTable::untracked`).
+//!
+//! Why a state is never written by two spans at once: `tracing` gives each live span a
+//! distinct id and calls `on_close` once, when the last handle to the span is dropped, so no
+//! enter, exit or close of that span can still be running (each needs a handle); the state is
+//! released after everything was read from it, and the next span that claims it (acquire,
+//! after the release store) starts from fresh values.
+
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Mutex, PoisonError};
+
+use crate::callsite::CallsiteStats;
+
+/// States scanned from a span's home state: a claim looks for a free one among them, a find
+/// for the span's id.
+pub(crate) const WINDOW: usize = 16;
+/// States of the first table (more come when it crowds).
+const FIRST_TABLE: usize = 1024;
+/// Tables at most: `FIRST_TABLE · (2^MAX_TABLES - 1)` states in all.
+pub(crate) const MAX_TABLES: usize = 10;
+
+/// The state of one live span.
+pub(crate) struct SpanState {
+    /// The span's id while it is live; 0 when the state is free.
+    id: AtomicU64,
+    /// The span's callsite statistics (owned by the layer's callsite table, which lives as
+    /// long as the layer).
+    stats: AtomicPtr<CallsiteStats>,
+    /// Span clock at `on_new_span`.
+    pub(crate) created: AtomicU64,
+    /// Sum of the span's enter → exit intervals, span clock ticks.
+    pub(crate) busy: AtomicU64,
+    /// Set when an interval ended (counters mode).
+    pub(crate) entered: AtomicBool,
+    /// Bit `i`: counter `i` was counted in every interval so far.
+    pub(crate) counted: AtomicU32,
+}
+
+impl SpanState {
+    /// A free state.
+    fn free() -> Self {
+        SpanState {
+            id: AtomicU64::new(0),
+            stats: AtomicPtr::new(core::ptr::null_mut()),
+            created: AtomicU64::new(0),
+            busy: AtomicU64::new(0),
+            entered: AtomicBool::new(false),
+            counted: AtomicU32::new(0),
+        }
+    }
+
+    /// The span's callsite statistics.
+    pub(crate) fn stats(&self) -> &CallsiteStats {
+        // SAFETY: set by `Span::start` to statistics that the layer's callsite table keeps
+        // until the layer, which owns this table, drops; `self` is borrowed from the table.
+        unsafe { &*self.stats.load(Ordering::Relaxed) }
+    }
+}
+
+/// A live span: its state and its counter sums.
+#[derive(Clone, Copy)]
+pub(crate) struct Span<'a> {
+    table: &'a Table,
+    at: usize,
+}
+
+impl<'a> Span<'a> {
+    /// The span's state.
+    #[inline(always)]
+    pub(crate) fn state(&self) -> &'a SpanState {
+        &self.table.states[self.at]
+    }
+
+    /// Per counter of the layer, the sum of its deltas over the span's intervals.
+    #[inline]
+    pub(crate) fn sums(&self) -> &'a [AtomicU64] {
+        let n = self.table.counters;
+        &self.table.sums[self.at * n..self.at * n + n]
+    }
+
+    /// Fills a just-claimed state.
+    fn start(&self, stats: &CallsiteStats, created: u64, all_counters: u32) {
+        let s = self.state();
+        s.stats.store(
+            (stats as *const CallsiteStats).cast_mut(),
+            Ordering::Relaxed,
+        );
+        s.created.store(created, Ordering::Relaxed);
+        s.busy.store(0, Ordering::Relaxed);
+        s.entered.store(false, Ordering::Relaxed);
+        s.counted.store(all_counters, Ordering::Relaxed);
+        for sum in self.sums() {
+            sum.store(0, Ordering::Relaxed);
+        }
+    }
+
+    /// Frees the state, once everything was read from it.
+    pub(crate) fn release(&self) {
+        self.state().id.store(0, Ordering::Release);
+    }
+}
+
+/// One table: `states.len()` (a power of two) states, and `counters` sums per state.
+struct Table {
+    states: Box<[SpanState]>,
+    sums: Box<[AtomicU64]>,
+    counters: usize,
+    /// `states.len() - 1`.
+    mask: usize,
+    /// `64 - log2(states.len())`: the home state is the top bits of the hash.
+    shift: u32,
+}
+
+impl Table {
+    fn new(len: usize, counters: usize) -> Self {
+        debug_assert!(len.is_power_of_two());
+        Table {
+            states: (0..len).map(|_| SpanState::free()).collect(),
+            sums: (0..len * counters).map(|_| AtomicU64::new(0)).collect(),
+            counters,
+            mask: len - 1,
+            shift: 64 - len.trailing_zeros(),
+        }
+    }
+
+    /// The index of `id`'s home state (Fibonacci hashing: span ids that differ in any bits
+    /// spread over the table).
+    #[inline(always)]
+    fn home(&self, id: u64) -> usize {
+        (id.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> self.shift) as usize
+    }
+
+    /// The index of the first state of `id`'s window for which `hit` holds.
+    #[inline(always)]
+    fn scan(&self, id: u64, mut hit: impl FnMut(&SpanState) -> bool) -> Option<usize> {
+        let mut at = self.home(id);
+        for _ in 0..WINDOW {
+            if hit(&self.states[at]) {
+                return Some(at);
+            }
+            at = (at + 1) & self.mask;
+        }
+        None
+    }
+
+    #[inline(always)]
+    fn find(&self, id: u64) -> Option<Span<'_>> {
+        let at = self.scan(id, |s| s.id.load(Ordering::Acquire) == id)?;
+        Some(Span { table: self, at })
+    }
+
+    #[inline(always)]
+    fn claim(&self, id: u64) -> Option<Span<'_>> {
+        let at = self.scan(id, |s| {
+            s.id.load(Ordering::Relaxed) == 0
+                && s.id
+                    .compare_exchange(0, id, Ordering::Acquire, Ordering::Relaxed)
+                    .is_ok()
+        })?;
+        Some(Span { table: self, at })
+    }
+}
+
+/// The live spans of one layer.
+pub(crate) struct SpanTable {
+    /// The newest table; null before the first span.
+    newest: AtomicPtr<Table>,
+    /// The tables made so far, oldest first (`tables[made - 1]` is `newest`), each from
+    /// `Box::into_raw`, freed when `self` drops.
+    tables: [AtomicPtr<Table>; MAX_TABLES],
+    made: AtomicUsize,
+    /// Serializes growth.
+    grow: Mutex<()>,
+    counters: usize,
+    /// Spans that found no free state (not timed).
+    untracked: AtomicU64,
+}
+
+impl SpanTable {
+    /// An empty table for spans with `counters` counter sums each (no memory until the first
+    /// span).
+    pub(crate) fn new(counters: usize) -> Self {
+        SpanTable {
+            newest: AtomicPtr::new(core::ptr::null_mut()),
+            tables: [const { AtomicPtr::new(core::ptr::null_mut()) }; MAX_TABLES],
+            made: AtomicUsize::new(0),
+            grow: Mutex::new(()),
+            counters,
+            untracked: AtomicU64::new(0),
+        }
+    }
+
+    /// Table `i` (below `made`), or the newest.
+    #[inline(always)]
+    fn table(p: &AtomicPtr<Table>) -> Option<&Table> {
+        // SAFETY: null or a table published (release) by `start_slow` from `Box::into_raw`
+        // and freed only when `self` drops, so it lives as long as the borrow of `self`.
+        unsafe { p.load(Ordering::Acquire).as_ref() }
+    }
+
+    /// Starts span `id` (a span id is never 0): claims a free state and fills it. `None`
+    /// when no state is free (counted in [`SpanTable::untracked`]).
+    #[inline]
+    pub(crate) fn start(
+        &self,
+        id: u64,
+        stats: &CallsiteStats,
+        created: u64,
+        all_counters: u32,
+    ) -> Option<Span<'_>> {
+        let span = match Self::table(&self.newest).and_then(|t| t.claim(id)) {
+            Some(span) => span,
+            None => self.start_slow(id)?,
+        };
+        span.start(stats, created, all_counters);
+        Some(span)
+    }
+
+    /// Adds a table (the first one, or a larger one when the newest crowds) and claims there.
+    #[cold]
+    #[inline(never)]
+    fn start_slow(&self, id: u64) -> Option<Span<'_>> {
+        let _grow = self.grow.lock().unwrap_or_else(PoisonError::into_inner);
+        // Another thread may have added a table since this one looked.
+        if let Some(span) = Self::table(&self.newest).and_then(|t| t.claim(id)) {
+            return Some(span);
+        }
+        let made = self.made.load(Ordering::Relaxed);
+        if made == MAX_TABLES {
+            self.untracked.fetch_add(1, Ordering::Relaxed);
+            return None;
+        }
+        let table = Box::into_raw(Box::new(Table::new(FIRST_TABLE << made, self.counters)));
+        self.tables[made].store(table, Ordering::Release);
+        self.made.store(made + 1, Ordering::Release);
+        self.newest.store(table, Ordering::Release);
+        Self::table(&self.newest).and_then(|t| t.claim(id))
+    }
+
+    /// The live span `id`, from any thread.
+    #[inline(always)]
+    pub(crate) fn find(&self, id: u64) -> Option<Span<'_>> {
+        match Self::table(&self.newest)?.find(id) {
+            Some(span) => Some(span),
+            None => self.find_older(id),
+        }
+    }
+
+    /// [`SpanTable::find`] in the tables before the newest.
+    #[cold]
+    #[inline(never)]
+    fn find_older(&self, id: u64) -> Option<Span<'_>> {
+        let made = self.made.load(Ordering::Acquire);
+        self.tables[..made.saturating_sub(1)]
+            .iter()
+            .rev()
+            .find_map(|p| Self::table(p)?.find(id))
+    }
+
+    /// Spans that were not timed because no state was free.
+    pub(crate) fn untracked(&self) -> u64 {
+        self.untracked.load(Ordering::Relaxed)
+    }
+
+    /// States in all tables (memory: each is 40 bytes plus 8 per counter).
+    #[cfg(test)]
+    fn capacity(&self) -> usize {
+        self.tables
+            .iter()
+            .filter_map(Self::table)
+            .map(|t| t.states.len())
+            .sum()
+    }
+}
+
+impl Drop for SpanTable {
+    fn drop(&mut self) {
+        for p in &mut self.tables {
+            let t = *p.get_mut();
+            if !t.is_null() {
+                // SAFETY: made by `Box::into_raw` in `start_slow`, stored once, freed only
+                // here; with `&mut self` no span of the table can be borrowed.
+                drop(unsafe { Box::from_raw(t) });
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tracing_core::callsite::{Callsite, Identifier};
+    use tracing_core::field::FieldSet;
+    use tracing_core::metadata::Kind;
+    use tracing_core::subscriber::Interest;
+    use tracing_core::{Level, Metadata};
+
+    struct TestCallsite;
+    impl Callsite for TestCallsite {
+        fn set_interest(&self, _: Interest) {}
+        fn metadata(&self) -> &Metadata<'_> {
+            &META
+        }
+    }
+    static CS: TestCallsite = TestCallsite;
+    static META: Metadata<'static> = Metadata::new(
+        "s",
+        "t",
+        Level::INFO,
+        None,
+        None,
+        None,
+        FieldSet::new(&[], Identifier(&CS)),
+        Kind::SPAN,
+    );
+
+    fn stats() -> CallsiteStats {
+        CallsiteStats::new(&META, 2, false)
+    }
+
+    #[test]
+    fn start_find_release_reuse() {
+        let stats = stats();
+        let table = SpanTable::new(2);
+        assert!(table.find(1).is_none());
+        let ids: Vec<u64> = (1..=500).map(|i| i * 7919).collect();
+        for (n, &id) in ids.iter().enumerate() {
+            let s = table.start(id, &stats, n as u64, 0b11).unwrap();
+            s.state().busy.fetch_add(id, Ordering::Relaxed);
+            s.sums()[1].fetch_add(id, Ordering::Relaxed);
+        }
+        for (n, &id) in ids.iter().enumerate() {
+            let s = table.find(id).unwrap();
+            assert_eq!(s.state().created.load(Ordering::Relaxed), n as u64);
+            assert_eq!(s.state().busy.load(Ordering::Relaxed), id);
+            assert_eq!(
+                (
+                    s.sums()[0].load(Ordering::Relaxed),
+                    s.sums()[1].load(Ordering::Relaxed)
+                ),
+                (0, id)
+            );
+            assert!(core::ptr::eq(s.state().stats(), &stats));
+        }
+        for &id in &ids[..250] {
+            table.find(id).unwrap().release();
+            assert!(table.find(id).is_none());
+        }
+        // A reused state starts from fresh values.
+        for &id in &ids[..250] {
+            let s = table.start(id + 1, &stats, 0, 0b11).unwrap();
+            assert_eq!(s.state().busy.load(Ordering::Relaxed), 0);
+            assert_eq!(s.sums()[1].load(Ordering::Relaxed), 0);
+        }
+        assert_eq!(table.capacity(), FIRST_TABLE);
+        assert_eq!(table.untracked(), 0);
+    }
+
+    /// More live spans than the first table holds: tables are added, every span is found.
+    #[test]
+    fn crowded_tables_grow() {
+        let stats = stats();
+        let table = SpanTable::new(0);
+        let n = if cfg!(miri) {
+            3 * FIRST_TABLE
+        } else {
+            20 * FIRST_TABLE
+        } as u64;
+        for id in 1..=n {
+            table.start(id, &stats, id, 0).unwrap();
+        }
+        assert!(table.capacity() > FIRST_TABLE);
+        for id in 1..=n {
+            assert_eq!(
+                table
+                    .find(id)
+                    .unwrap()
+                    .state()
+                    .created
+                    .load(Ordering::Relaxed),
+                id
+            );
+        }
+        assert_eq!(table.untracked(), 0);
+    }
+
+    /// Threads starting spans and handing them to the next thread, which finds, updates and
+    /// releases them, all at once (ids unique per thread).
+    #[test]
+    fn concurrent_spans_across_threads() {
+        use std::sync::mpsc;
+        let stats = stats();
+        let table = SpanTable::new(1);
+        let per_thread = if cfg!(miri) { 150 } else { 20_000u64 };
+        let threads = 4usize;
+        let (senders, receivers): (Vec<_>, Vec<_>) =
+            (0..threads).map(|_| mpsc::channel::<u64>()).unzip();
+        std::thread::scope(|s| {
+            for (t, rx) in receivers.into_iter().enumerate() {
+                let (table, stats) = (&table, &stats);
+                let next = senders[(t + 1) % threads].clone();
+                s.spawn(move || {
+                    let mut received = 0;
+                    for i in 0..per_thread {
+                        let id = (i << 8) | (t as u64 + 1);
+                        let span = table.start(id, stats, id, 1).unwrap();
+                        span.sums()[0].store(id, Ordering::Relaxed);
+                        next.send(id).unwrap();
+                        // Take what the previous thread handed over.
+                        while let Ok(theirs) = rx.try_recv() {
+                            let span = table.find(theirs).unwrap();
+                            assert_eq!(span.state().created.load(Ordering::Relaxed), theirs);
+                            assert_eq!(span.sums()[0].load(Ordering::Relaxed), theirs);
+                            span.state().busy.fetch_add(1, Ordering::Relaxed);
+                            span.release();
+                            received += 1;
+                        }
+                    }
+                    drop(next);
+                    for theirs in rx.iter().take((per_thread - received) as usize) {
+                        table.find(theirs).unwrap().release();
+                    }
+                });
+            }
+            drop(senders);
+        });
+        assert_eq!(table.untracked(), 0);
+    }
+}
