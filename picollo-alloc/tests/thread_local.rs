@@ -602,6 +602,12 @@ fn reads_never_mix_pre_and_post_reset() {
             });
         }
         s.spawn(|| {
+            // Start once the readers read: on a loaded machine the writer could otherwise
+            // finish before either reader was scheduled, and nothing would be tested.
+            while reads.load(Ordering::Relaxed) < 2 {
+                std::thread::yield_now();
+            }
+            let before = reads.load(Ordering::Relaxed);
             let lay = layout();
             let first = window().first();
             for k in 0..rounds as usize {
@@ -610,10 +616,14 @@ fn reads_never_mix_pre_and_post_reset() {
                     h.record_n(lay.lo(first + i), 1 + (k as u64 % 5));
                 }
             }
+            // Keep writing until a read overlapped the resets.
+            while reads.load(Ordering::Relaxed) == before {
+                h.reset();
+                h.record_n(lay.lo(first), 1);
+            }
             stop.store(true, Ordering::Relaxed);
         });
     });
-    assert!(reads.load(Ordering::Relaxed) > 0);
 }
 
 /// Counts recorded from a TLS destructor, before or after the histogram's own per-thread
