@@ -474,19 +474,10 @@ pub fn run(opts: &StatOptions) -> Result<String> {
     Ok(output::diffs(opts.format, &context, &compared))
 }
 
-/// A tag for an interval log: the counter's name (prefixed `A.`/`B.` with `--vs`), with the
-/// characters a tag cannot hold (`,`, spaces) replaced by `_`.
+/// A tag for an interval log: the counter's name (prefixed `A.`/`B.` with `--vs`), made a
+/// valid tag by [`picollo_alloc::hdr::sanitize_tag`].
 fn log_tag(side: &Side, sides: usize, counter: &str) -> String {
-    let name: String = counter
-        .chars()
-        .map(|c| {
-            if c == ',' || c.is_whitespace() {
-                '_'
-            } else {
-                c
-            }
-        })
-        .collect();
+    let name = picollo_alloc::hdr::sanitize_tag(counter);
     if sides > 1 {
         format!("{}.{name}", side.label)
     } else {

@@ -545,17 +545,7 @@ impl PicolloRecorder {
             dropped = dropped
                 .saturating_add(export.dropped_underflow)
                 .saturating_add(export.dropped_overflow);
-            let tag: String = e
-                .title
-                .chars()
-                .map(|c| {
-                    if c == ',' || c.is_whitespace() {
-                        '_'
-                    } else {
-                        c
-                    }
-                })
-                .collect();
+            let tag = picollo_alloc::hdr::sanitize_tag(&e.title);
             log.write_interval(Some(&tag), start_sec, end_sec, &export.counts)?;
         }
         Ok(dropped)

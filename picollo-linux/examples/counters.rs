@@ -12,6 +12,7 @@ use picollo_alloc::SummaryExt;
 use picollo_linux::caps::Capabilities;
 use picollo_linux::event::{CacheEvent, HardwareEvent, SoftwareEvent};
 use picollo_linux::session::{CounterSession, OnUnsupported};
+use picollo_linux::workload::FreshPages;
 use picollo_linux::PerfError;
 
 const ITERATIONS: usize = 10_000;
@@ -34,55 +35,6 @@ fn add_chain_256(n: u64) -> u64 {
         }
     }
     x
-}
-
-/// Fresh anonymous pages without transparent huge pages: touching page `i` faults once.
-struct FreshPages {
-    ptr: *mut u8,
-    len: usize,
-    page: usize,
-}
-
-impl FreshPages {
-    fn new(pages: usize) -> Option<Self> {
-        // SAFETY: sysconf has no preconditions.
-        let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).ok()?;
-        let len = pages * page;
-        // SAFETY: a new private anonymous mapping; no existing memory is affected.
-        let p = unsafe {
-            libc::mmap(
-                core::ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-                -1,
-                0,
-            )
-        };
-        if p == libc::MAP_FAILED {
-            return None;
-        }
-        // SAFETY: the mapping just created.
-        unsafe { libc::madvise(p, len, libc::MADV_NOHUGEPAGE) };
-        Some(Self {
-            ptr: p.cast(),
-            len,
-            page,
-        })
-    }
-
-    fn touch(&self, i: usize) {
-        let off = (i * self.page) % self.len;
-        // SAFETY: `off < len`, inside the writable mapping.
-        unsafe { self.ptr.add(off).write_volatile(1) };
-    }
-}
-
-impl Drop for FreshPages {
-    fn drop(&mut self) {
-        // SAFETY: exactly the mapping created in `new`.
-        unsafe { libc::munmap(self.ptr.cast(), self.len) };
-    }
 }
 
 fn main() -> Result<(), PerfError> {
@@ -123,14 +75,14 @@ fn main() -> Result<(), PerfError> {
         println!("dropped {}: {}", d.event, d.error);
     }
 
-    let pages = FreshPages::new(ITERATIONS);
+    let pages = FreshPages::new(ITERATIONS).ok();
     let mut sink = 0u64;
     for i in 0..ITERATIONS {
         // force_syscall: one read() of the whole group, atomic for the group.
         session.read(true)?;
         sink = sink.wrapping_add(add_chain_256(1000));
         if let Some(p) = &pages {
-            p.touch(i);
+            p.touch(i..i + 1);
         }
         session.read(true)?;
         // Each counter's delta goes into its own HDR histogram (the seed's Record(deltas)).

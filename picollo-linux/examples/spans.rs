@@ -105,42 +105,11 @@ fn phases(deadline: Instant, seed: u64) {
         }
         if round % 8 == 0 {
             let _s = picollo_linux::span!("alloc");
-            std::hint::black_box(touch_fresh_pages(1024));
+            // Fresh pages (malloc would reuse memory): 1,024 page faults.
+            let _ = picollo_linux::workload::touch_fresh_pages(1024);
         }
         round += 1;
     }
-}
-
-/// Maps `pages` fresh pages (malloc would reuse memory), touches each once (a page fault
-/// each), unmaps them.
-fn touch_fresh_pages(pages: usize) -> u64 {
-    let len = pages * 4096;
-    // SAFETY: a new private anonymous mapping; no existing memory is affected.
-    let p = unsafe {
-        libc::mmap(
-            std::ptr::null_mut(),
-            len,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-            -1,
-            0,
-        )
-    };
-    if p == libc::MAP_FAILED {
-        return 0;
-    }
-    let base = p.cast::<u8>();
-    let mut sum = 0u64;
-    for i in 0..pages {
-        // SAFETY: `i * 4096 < len`: inside the read-write mapping created above.
-        unsafe {
-            base.add(i * 4096).write_volatile(1);
-            sum += u64::from(base.add(i * 4096).read_volatile());
-        }
-    }
-    // SAFETY: unmaps exactly the mapping created above; nothing refers to it any more.
-    unsafe { libc::munmap(p, len) };
-    sum
 }
 
 fn table(pid: i32, interval: f64, count: u32) {

@@ -15,6 +15,8 @@
 //!   (arm64), behind a trait so tests drive synthetic pages.
 //! - [`error`]: one error type with the errno and what to do about it.
 //! - [`skip`]: how a hardware test that cannot run here says so (printed, and counted by CI).
+//! - [`workload`]: known work for checking counters without a PMU (fresh pages: one page
+//!   fault each).
 //!
 //! # Rings, spans, captures
 //!
@@ -74,6 +76,7 @@ pub mod shm;
 pub mod skip;
 pub mod span;
 mod sys;
+pub mod workload;
 
 pub use caps::Capabilities;
 pub use count::{Count, Reading};

@@ -7,6 +7,7 @@ use picollo_linux::count::Count;
 use picollo_linux::event::{Event, HardwareEvent, SoftwareEvent};
 use picollo_linux::page::Fallback;
 use picollo_linux::session::{CounterSession, OnUnsupported, ReadPath, Target};
+use picollo_linux::workload::FreshPages;
 use picollo_linux::{thread_cpu_time_ns, PerfError};
 
 /// Skips (returns true, with the reason printed) under miri, which cannot make syscalls.
@@ -24,56 +25,6 @@ fn exact(c: Option<Count>) -> u64 {
     }
 }
 
-/// Maps `pages` fresh anonymous pages without transparent huge pages.
-struct FreshPages {
-    ptr: *mut u8,
-    len: usize,
-    page: usize,
-}
-
-impl FreshPages {
-    fn new(pages: usize) -> Self {
-        // SAFETY: sysconf has no preconditions.
-        let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap();
-        let len = pages * page;
-        // SAFETY: a new private anonymous mapping; no existing memory is affected.
-        let p = unsafe {
-            libc::mmap(
-                core::ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-                -1,
-                0,
-            )
-        };
-        assert_ne!(p, libc::MAP_FAILED);
-        // SAFETY: `p..p+len` is the mapping just created.
-        let r = unsafe { libc::madvise(p, len, libc::MADV_NOHUGEPAGE) };
-        assert_eq!(r, 0, "madvise(MADV_NOHUGEPAGE)");
-        Self {
-            ptr: p.cast(),
-            len,
-            page,
-        }
-    }
-
-    /// Writes one byte to each page: one minor fault each.
-    fn touch(&self) {
-        for off in (0..self.len).step_by(self.page) {
-            // SAFETY: `off < len`, inside the writable mapping.
-            unsafe { self.ptr.add(off).write_volatile(1) };
-        }
-    }
-}
-
-impl Drop for FreshPages {
-    fn drop(&mut self) {
-        // SAFETY: exactly the mapping created in `new`.
-        unsafe { libc::munmap(self.ptr.cast(), self.len) };
-    }
-}
-
 #[test]
 fn page_faults_are_exact_on_fresh_pages() {
     if skip_under_miri() {
@@ -85,10 +36,10 @@ fn page_faults_are_exact_on_fresh_pages() {
         .build()
         .unwrap();
     for (pages, force_syscall) in [(64usize, true), (257, false), (1000, true)] {
-        let mem = FreshPages::new(pages);
+        let mem = FreshPages::new(pages).unwrap();
         s.reset();
         s.read(force_syscall).unwrap();
-        mem.touch();
+        mem.touch_all();
         s.read(force_syscall).unwrap();
         let faults = exact(s.counters()[0].delta());
         let minor = exact(s.counters()[1].delta());
@@ -96,7 +47,7 @@ fn page_faults_are_exact_on_fresh_pages() {
         assert_eq!(minor, pages as u64, "minor-faults for {pages} fresh pages");
         // Touching again faults nothing.
         s.read(force_syscall).unwrap();
-        mem.touch();
+        mem.touch_all();
         s.read(force_syscall).unwrap();
         assert_eq!(exact(s.counters()[0].delta()), 0);
     }
@@ -115,9 +66,9 @@ fn record_fills_per_counter_histograms_and_reset_clears_them() {
     assert_eq!(s.record(true), None, "no reads yet: nothing to record");
     // Warm-up rounds touch 10 pages; measured rounds touch 2..=21 pages, once each.
     for pages in 0..10usize {
-        let mem = FreshPages::new(10);
+        let mem = FreshPages::new(10).unwrap();
         s.read(true).unwrap();
-        mem.touch();
+        mem.touch_all();
         s.read(true).unwrap();
         assert_eq!(s.record(true), Some(1));
         if pages == 4 {
@@ -127,9 +78,9 @@ fn record_fills_per_counter_histograms_and_reset_clears_them() {
     }
     s.reset();
     for pages in 2..=21usize {
-        let mem = FreshPages::new(pages);
+        let mem = FreshPages::new(pages).unwrap();
         s.read(true).unwrap();
-        mem.touch();
+        mem.touch_all();
         s.read(true).unwrap();
         s.record(true).unwrap();
     }

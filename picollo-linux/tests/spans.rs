@@ -27,36 +27,9 @@ fn pid() -> i32 {
     std::process::id() as i32
 }
 
-/// Touches `pages` fresh pages of a new mapping without transparent huge pages: exactly one
-/// page fault each (malloc'd memory may already be mapped).
+/// Touches `pages` fresh pages: exactly one page fault each.
 fn touch_pages(pages: usize) -> usize {
-    let len = pages * 4096;
-    // SAFETY: a new private anonymous mapping; no existing memory is affected.
-    let p = unsafe {
-        libc::mmap(
-            core::ptr::null_mut(),
-            len,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-            -1,
-            0,
-        )
-    };
-    assert_ne!(p, libc::MAP_FAILED);
-    // SAFETY: `p..p+len` is the mapping just created.
-    unsafe { libc::madvise(p, len, libc::MADV_NOHUGEPAGE) };
-    let base = p.cast::<u8>();
-    let mut sum = 0;
-    for i in 0..pages {
-        // SAFETY: `i * 4096 < len`, inside the mapping, which is readable and writable.
-        unsafe {
-            base.add(i * 4096).write_volatile(1);
-            sum += usize::from(base.add(i * 4096).read_volatile());
-        }
-    }
-    // SAFETY: unmaps exactly the mapping created above; nothing refers to it any more.
-    unsafe { libc::munmap(p, len) };
-    sum
+    picollo_linux::workload::touch_fresh_pages(pages).unwrap()
 }
 
 #[test]

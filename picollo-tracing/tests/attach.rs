@@ -12,8 +12,7 @@ use picollo_tracing::PicolloLayer;
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
 
-mod common;
-use common::touch_fresh;
+use picollo_linux::workload::touch_fresh_pages;
 
 const CHILD_ENV: &str = "PICOLLO_TRACING_ATTACH_CHILD";
 const ROUNDS: usize = 30;
@@ -39,7 +38,7 @@ fn child_traced_program() {
     for _ in 0..ROUNDS {
         let _request = tracing::info_span!("request").entered();
         let _alloc = tracing::info_span!("alloc").entered();
-        touch_fresh(PAGES);
+        touch_fresh_pages(PAGES).expect("mmap fresh pages");
     }
     // One span entered three times: three intervals, three frames.
     let polled = tracing::info_span!("polled");
@@ -207,7 +206,7 @@ fn child_time_only_program() {
             "work" => {
                 for _ in 0..ROUNDS {
                     let _alloc = tracing::info_span!("alloc").entered();
-                    touch_fresh(PAGES);
+                    touch_fresh_pages(PAGES).expect("mmap fresh pages");
                 }
                 writeln!(out, "WORKED").unwrap();
             }

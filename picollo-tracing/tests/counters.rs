@@ -4,8 +4,7 @@
 
 use std::time::Duration;
 
-mod common;
-use common::FreshPages;
+use picollo_linux::workload::FreshPages;
 
 use picollo_core::ReadExt;
 use picollo_linux::caps::Capabilities;
@@ -32,7 +31,7 @@ fn page_faults_per_span_match_the_pages_touched() {
     let (sub, h) = subscriber();
     let rounds = 40;
     let per_span = 16;
-    let pages = FreshPages::new(rounds * per_span + 8);
+    let pages = FreshPages::new(rounds * per_span + 8).expect("mmap fresh pages");
     tracing::subscriber::with_default(sub, || {
         // The thread's first span opens its counters; it is not part of the check.
         drop(tracing::info_span!("warm-up").entered());
@@ -104,7 +103,8 @@ fn counters_of_a_span_that_migrates_between_workers_are_summed() {
     let tasks = 6usize;
     let polls = 25usize;
     let per_poll = 4usize;
-    let pages = std::sync::Arc::new(FreshPages::new(tasks * polls * per_poll));
+    let pages =
+        std::sync::Arc::new(FreshPages::new(tasks * polls * per_poll).expect("mmap fresh pages"));
     // Where each poll ran, in memory allocated (and touched) before the spans start, so
     // that noting it faults no page inside a span.
     let threads: std::sync::Arc<Vec<std::sync::Mutex<Vec<std::thread::ThreadId>>>> =
@@ -206,7 +206,7 @@ fn poll_n<F: std::future::Future + Unpin>(fut: &mut F, n: usize) -> bool {
 fn a_span_polled_on_two_threads_counts_both_threads_intervals() {
     let (sub, h) = subscriber();
     let dispatch = tracing::Dispatch::new(sub);
-    let pages = std::sync::Arc::new(FreshPages::new(64));
+    let pages = std::sync::Arc::new(FreshPages::new(64).expect("mmap fresh pages"));
     let polls = 8usize;
     let fut = {
         let pages = pages.clone();

@@ -600,6 +600,29 @@ fn java_date_utc(msec: i64) -> String {
     )
 }
 
+/// `name` as an interval tag: the characters a tag cannot hold (`,` and whitespace, which
+/// end a tag when the log is read back) replaced by `_`, and an empty name as `_`; a valid
+/// tag is returned unchanged.
+///
+/// ```
+/// assert_eq!(picollo_alloc::hdr::sanitize_tag("rpc{code=\"a b\",x}"), "rpc{code=\"a_b\"_x}");
+/// assert_eq!(picollo_alloc::hdr::sanitize_tag(""), "_");
+/// ```
+pub fn sanitize_tag(name: &str) -> String {
+    if name.is_empty() {
+        return "_".to_owned();
+    }
+    name.chars()
+        .map(|c| {
+            if c == ',' || c.is_whitespace() {
+                '_'
+            } else {
+                c
+            }
+        })
+        .collect()
+}
+
 fn check_tag(tag: &str) -> Result<(), LogError> {
     if tag.is_empty() || tag.contains([',', ' ', '\r', '\n']) {
         return Err(LogError::InvalidTag(tag.to_owned()));

@@ -54,7 +54,7 @@ pub use interop::{
     BucketMapping, ExportOptions, ExportReport, HdrExport, HdrView, Import, InteropError,
 };
 pub use log::{
-    parse_line, IntervalLine, LogEntry, LogError, LogLine, LogRange, LogReader, LogWriter,
-    RangeMode, DEFAULT_MAX_LINE_LEN, DEFAULT_MAX_VALUE_UNIT_RATIO, LEGEND, LOG_FORMAT_VERSION,
-    RELATIVE_TIMESTAMP_THRESHOLD_SEC,
+    parse_line, sanitize_tag, IntervalLine, LogEntry, LogError, LogLine, LogRange, LogReader,
+    LogWriter, RangeMode, DEFAULT_MAX_LINE_LEN, DEFAULT_MAX_VALUE_UNIT_RATIO, LEGEND,
+    LOG_FORMAT_VERSION, RELATIVE_TIMESTAMP_THRESHOLD_SEC,
 };
