@@ -1,7 +1,14 @@
 # Shared helpers for .ci/run and the drop-in steps in .ci/install.d and .ci/check.d.
 # Sourced, not executed.
 
-step() { printf '\n==> %s\n' "$*"; }
+# Starts a step, saying how long the previous one took (CI must stay under about 25 minutes:
+# the log shows where the time goes).
+step() {
+  local now; now=$(date +%s)
+  [ -n "${PICOLLO_STEP_START:-}" ] && printf '(%s s)\n' "$(( now - PICOLLO_STEP_START ))"
+  PICOLLO_STEP_START=$now
+  printf '\n==> %s\n' "$*"
+}
 
 # Runs a command as root: directly when we are root, else through sudo when it exists.
 as_root() {
