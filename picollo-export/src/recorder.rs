@@ -44,9 +44,11 @@
 //! assert!(recorder.summaries().contains("db_query{table=\"users\"}"));
 //! ```
 
+use std::cell::RefCell;
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::io::Write;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use metrics::{Key, KeyName, Metadata, SharedString, Unit};
@@ -141,6 +143,7 @@ impl RecorderBuilder {
             .unwrap_or_default();
         PicolloRecorder {
             inner: Arc::new(Inner {
+                id: NEXT_RECORDER_ID.fetch_add(1, Ordering::Relaxed),
                 registry,
                 config: self,
                 invalid,
@@ -235,6 +238,9 @@ impl Hasher for KeyHash {
 }
 
 struct Inner {
+    /// Unique per recorder (never reused): tags this recorder's entries in the per-thread
+    /// handle caches.
+    id: u64,
     registry: Arc<Registry>,
     config: RecorderBuilder,
     invalid: Counter,
@@ -580,10 +586,18 @@ impl metrics::Recorder for PicolloRecorder {
     }
 
     fn register_histogram(&self, key: &Key, _metadata: &Metadata<'_>) -> metrics::Histogram {
+        // `histogram!(…)` registers on every call: a handle this thread already got for the
+        // key comes from its cache, without the recorder's lock.
+        if let Some(handle) = cached_handle(self.inner.id, key) {
+            return handle;
+        }
         let mut state = self.state();
         let config = &self.inner.config;
         if let Some(&i) = state.histograms.get(key) {
-            return state.entries[i].handle.clone();
+            let handle = state.entries[i].handle.clone();
+            drop(state);
+            remember_handle(self.inner.id, key, &handle);
+            return handle;
         }
         let name = sanitize(key.name(), true);
         let labels = Self::labels(key, true);
@@ -621,8 +635,64 @@ impl metrics::Recorder for PicolloRecorder {
             handle: handle.clone(),
             last: None,
         });
+        drop(state);
+        remember_handle(self.inner.id, key, &handle);
         handle
     }
+}
+
+/// Source of [`Inner::id`].
+static NEXT_RECORDER_ID: AtomicU64 = AtomicU64::new(1);
+
+/// Entries of each thread's histogram handle cache (direct-mapped by the key's hash).
+const HANDLE_SLOTS: usize = 16;
+
+/// A cached handle: the recorder's id, the key, the handle `register_histogram` gave out.
+type HandleSlot = Option<(u64, Key, metrics::Histogram)>;
+
+thread_local! {
+    /// The histogram handles this thread registered last, per key hash. Entries are never
+    /// stale: a recorder never removes a histogram, and ids are not reused. A cached handle
+    /// keeps its histogram alive until its slot is reused or the thread exits (at most
+    /// [`HANDLE_SLOTS`] per thread).
+    static HANDLES: RefCell<[HandleSlot; HANDLE_SLOTS]> =
+        const { RefCell::new([const { None }; HANDLE_SLOTS]) };
+}
+
+fn handle_slot(key: &Key) -> usize {
+    (key.get_hash() % HANDLE_SLOTS as u64) as usize
+}
+
+/// The handle this thread cached for `key` of recorder `recorder`, if any.
+fn cached_handle(recorder: u64, key: &Key) -> Option<metrics::Histogram> {
+    HANDLES
+        .try_with(|slots| {
+            let slots = slots.try_borrow().ok()?;
+            match &slots[handle_slot(key)] {
+                Some((id, cached, handle)) if *id == recorder && cached == key => {
+                    Some(handle.clone())
+                }
+                _ => None,
+            }
+        })
+        .ok()
+        .flatten()
+}
+
+/// Caches `handle` for `key` of recorder `recorder` on this thread (nothing during thread
+/// exit, or if the cache is in use: a handle dropped here may run a destructor that
+/// registers again).
+fn remember_handle(recorder: u64, key: &Key, handle: &metrics::Histogram) {
+    let _ = HANDLES.try_with(|slots| {
+        let old = match slots.try_borrow_mut() {
+            Ok(mut slots) => {
+                slots[handle_slot(key)].replace((recorder, key.clone(), handle.clone()))
+            }
+            Err(_) => None,
+        };
+        // Dropped after the borrow ends.
+        drop(old);
+    });
 }
 
 #[cfg(test)]

@@ -114,3 +114,40 @@ fn hlog_intervals_hold_what_each_interval_recorded() {
     let first = interop::to_picollo(&entries[0].decode().unwrap()).unwrap();
     assert_eq!(first.max(), Some(100_351)); // 100,000's bucket [99,840, 100,351]
 }
+
+/// `histogram!` registers on every call, and each thread caches the handles it got (16
+/// slots by key hash). The cache never mixes recorders (two recorders, same keys, same
+/// thread, alternating) or keys (more keys than slots, so slots are shared and reused),
+/// and every record lands in its own recorder's series.
+#[test]
+fn cached_handles_never_mix_recorders_or_keys() {
+    let registries = [Arc::new(Registry::new()), Arc::new(Registry::new())];
+    let recorders = registries
+        .clone()
+        .map(|r| RecorderBuilder::new().kind(HistogramKind::Atomic).build(r));
+    const KEYS: usize = 40;
+    for round in 0..3 {
+        for k in 0..KEYS {
+            for (r, recorder) in recorders.iter().enumerate() {
+                metrics::with_local_recorder(recorder, || {
+                    // Recorder r, key k: record the value 100·r + k (below 1,024: an exact bucket), (k + 1) times.
+                    let h = metrics::histogram!("op", "key" => k.to_string());
+                    (0..=k).for_each(|_| h.record((100 * r + k) as f64));
+                });
+            }
+        }
+        for (r, registry) in registries.iter().enumerate() {
+            let text = registry.encode_text(TextFormat::Prometheus);
+            for k in 0..KEYS {
+                let count = sample(&text, &format!("op_count{{key=\"{k}\"}}"));
+                assert_eq!(
+                    count,
+                    ((k + 1) * (round + 1)) as f64,
+                    "recorder {r} key {k}"
+                );
+                let sum = sample(&text, &format!("op_sum{{key=\"{k}\"}}"));
+                assert_eq!(sum, count * (100 * r + k) as f64, "recorder {r} key {k}");
+            }
+        }
+    }
+}
