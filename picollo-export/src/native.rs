@@ -588,7 +588,8 @@ impl OctaveMap {
         thread_local! {
             static MAPS: RefCell<Vec<Rc<OctaveMap>>> = const { RefCell::new(Vec::new()) };
         }
-        MAPS.with(|maps| {
+        // A scrape from a thread-local destructor (the cache already gone) builds its map.
+        MAPS.try_with(|maps| {
             let mut maps = maps.borrow_mut();
             if let Some(m) = maps.iter().find(|m| m.mapping == mapping) {
                 return m.clone();
@@ -600,6 +601,7 @@ impl OctaveMap {
             maps.push(m.clone());
             m
         })
+        .unwrap_or_else(|_| Rc::new(OctaveMap::new(mapping)))
     }
 
     /// Bucket `logical`'s lowest value and width, [`Mapping::native_index`] and
