@@ -7,6 +7,7 @@
 #![doc(test(attr(deny(warnings))))]
 
 pub mod builder;
+pub mod bulk;
 pub mod clock;
 pub mod hdr;
 pub mod heap;

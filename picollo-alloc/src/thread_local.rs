@@ -100,11 +100,13 @@
 //! [`ThreadLocalHistogram`] frees the shards only once every such thread has exited or taken
 //! its cold path again (which prunes entries of dropped histograms).
 
+use crate::bulk::{push_nonzero_run, RUN};
 use crate::heap::{self, HeapAtomicHistogram, HeapStorage};
 use core::fmt;
 use core::marker::PhantomData;
 use core::ptr;
 use picollo_core::atomic::Version;
+use picollo_core::read::for_each_nonempty_run;
 use picollo_core::{Counter, HistogramRead, Layout, Window};
 use portable_atomic::{AtomicU16, AtomicU32, AtomicU64};
 use std::cell::{Cell, RefCell, UnsafeCell};
@@ -170,28 +172,6 @@ macro_rules! local_counter {
 local_counter!(u16, AtomicU16);
 local_counter!(u32, AtomicU32);
 local_counter!(u64, AtomicU64);
-
-/// Cells per run of a bulk read: a run of empty cells is skipped with one test.
-const RUN: usize = 8;
-
-/// Calls `take(r)` for each run `r < runs` for which `any(r)` holds, in increasing order, in
-/// two passes: first `any` over 64 runs into a mask, without a branch (whether a run is
-/// empty depends on the data: a branch on it would mispredict about once per recorded bucket
-/// of a sparse histogram), then the mask's runs, found with trailing-zero counts (their
-/// cells, just read, are still in cache).
-#[inline(always)]
-fn for_each_nonempty_run(runs: usize, any: impl Fn(usize) -> bool, mut take: impl FnMut(usize)) {
-    for word in (0..runs).step_by(64) {
-        let mut mask = 0u64;
-        for r in 0..64.min(runs - word) {
-            mask |= u64::from(any(word + r)) << r;
-        }
-        while mask != 0 {
-            take(word + mask.trailing_zeros() as usize);
-            mask &= mask - 1;
-        }
-    }
-}
 
 /// Shard states.
 const FREE: u8 = 0;
@@ -1102,20 +1082,7 @@ impl<C: LocalCounter> ThreadLocalHistogram<C> {
             let token = inner.version.read_begin();
             out.clear();
             self.pass_recorded(|start, counts| {
-                // Branch-free: each count is written, the position moves past non-zero ones
-                // (a data-dependent branch per cell would mispredict). Room for a whole run
-                // (a copy of fixed size), then cut back.
-                let base = out.len();
-                out.extend_from_slice(&[(0, 0); RUN]);
-                if let Ok(run) = <&mut [(usize, u64); RUN]>::try_from(&mut out[base..]) {
-                    let mut at = 0;
-                    for (i, &n) in counts.iter().enumerate() {
-                        // `at <= i < RUN`: the mask spares the bounds check.
-                        run[at & (RUN - 1)] = (start + i, n);
-                        at += usize::from(n != 0);
-                    }
-                    out.truncate(base + at);
-                }
+                push_nonzero_run(out, start, counts.iter().copied())
             });
             let acc = inner.acc_used.load(Ordering::Relaxed).then_some(&inner.acc);
             let mut outside = acc.map_or((0, 0), |a| (a.underflow(), a.overflow()));

@@ -836,6 +836,40 @@ pub trait ReadExt: HistogramRead {
 
 impl<H: HistogramRead + ?Sized> ReadExt for H {}
 
+/// Calls `take(r)` for each run `r < runs` for which `any(r)` holds, in increasing order:
+/// the scan bulk readers use to skip runs of empty cells.
+///
+/// Two passes per 64 runs: first `any` over them into a mask, without a branch (whether a
+/// run is empty depends on the data: a branch on it would mispredict about once per recorded
+/// bucket of a sparse histogram), then the mask's runs, found with trailing-zero counts
+/// (their cells, just read, are still in cache).
+///
+/// ```
+/// let cells = [0u64, 0, 3, 0, 0, 0, 7, 1];
+/// let mut seen = Vec::new();
+/// picollo_core::read::for_each_nonempty_run(4, |r| cells[2 * r] | cells[2 * r + 1] != 0, |r| {
+///     seen.push(r)
+/// });
+/// assert_eq!(seen, [1, 3]);
+/// ```
+#[inline(always)]
+pub fn for_each_nonempty_run(
+    runs: usize,
+    any: impl Fn(usize) -> bool,
+    mut take: impl FnMut(usize),
+) {
+    for word in (0..runs).step_by(64) {
+        let mut mask = 0u64;
+        for r in 0..64.min(runs - word) {
+            mask |= u64::from(any(word + r)) << r;
+        }
+        while mask != 0 {
+            take(word + mask.trailing_zeros() as usize);
+            mask &= mask - 1;
+        }
+    }
+}
+
 /// Runs `f` until it completes without a concurrent structural change (seqlock retry).
 pub fn consistent<H: HistogramRead + ?Sized, R>(h: &H, mut f: impl FnMut(&H) -> R) -> R {
     loop {

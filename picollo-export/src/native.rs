@@ -11,7 +11,8 @@
 //!   the window, and otherwise estimated from bucket midpoints (relative error at most
 //!   `0.5 / B`); a source that keeps an exact sum replaces it ([`NativeHistogram::set_exact_sum`]).
 
-use picollo_core::read::consistent;
+use picollo_alloc::bulk::{push_nonzero_run, RUN};
+use picollo_core::read::{consistent, for_each_nonempty_run};
 use picollo_core::{HistogramRead, Layout};
 
 use crate::schema::Schema;
@@ -686,57 +687,8 @@ pub(crate) fn with_recorded<H: Recorded + ?Sized, R>(
     })
 }
 
-/// Runs of this many cells are skipped with one test when all are empty.
-const RUN: usize = 8;
-
-/// Appends the non-empty counts of one run, the first at storage index `start`, without a
-/// branch per cell (a data-dependent branch would mispredict about once per count).
-#[inline(always)]
-fn push_run(out: &mut Vec<(usize, u64)>, start: usize, counts: impl Iterator<Item = u64>) {
-    // Room for the whole run, then cut back to the non-empty counts written at its front.
-    let base = out.len();
-    out.extend_from_slice(&[(0, 0); RUN]);
-    if let Ok(run) = <&mut [(usize, u64); RUN]>::try_from(&mut out[base..]) {
-        let mut at = 0;
-        for (i, n) in counts.take(RUN).enumerate() {
-            // `at <= i < RUN`; the mask shows the compiler it needs no bounds check.
-            run[at & (RUN - 1)] = (start + i, n);
-            at += usize::from(n != 0);
-        }
-        out.truncate(base + at);
-    }
-}
-
-/// Runs per word of the mask of non-empty runs.
-const RUNS_PER_WORD: usize = 64;
-
-/// The two passes every scan makes, over runs of [`RUN`] cells: first `any(r)` (whether run
-/// `r` holds a count) into a mask, without a branch (whether a run is empty depends on the
-/// data: a branch on it mispredicts about once per recorded bucket of a sparse histogram);
-/// then the runs of the mask, found with trailing-zero counts, are read again (a few
-/// kilobytes, still in cache) by `take(r, out)`.
-#[inline(always)]
-fn scan_runs(
-    runs: usize,
-    any: impl Fn(usize) -> bool,
-    mut take: impl FnMut(usize, &mut Vec<(usize, u64)>),
-    out: &mut Vec<(usize, u64)>,
-) {
-    for word_start in (0..runs).step_by(RUNS_PER_WORD) {
-        let mut mask = 0u64;
-        for r in 0..RUNS_PER_WORD.min(runs - word_start) {
-            mask |= u64::from(any(word_start + r)) << r;
-        }
-        while mask != 0 {
-            let r = mask.trailing_zeros() as usize;
-            mask &= mask - 1;
-            take(word_start + r, out);
-        }
-    }
-}
-
-/// The scan of a slice of cells ([`scan_runs`]; the ORs of a run unroll and vectorize for
-/// integers).
+/// The scan of a slice of cells ([`for_each_nonempty_run`]; the ORs of a run unroll and
+/// vectorize for integers).
 #[inline(always)]
 pub(crate) fn scan_cells<T: Copy>(
     cells: &[T],
@@ -749,16 +701,15 @@ pub(crate) fn scan_cells<T: Copy>(
             .unwrap_or(&[])
     };
     let full = cells.len() / RUN;
-    scan_runs(
+    for_each_nonempty_run(
         full,
         |r| match <&[T; RUN]>::try_from(run(r)) {
             Ok(cells) => cells.iter().fold(0, |a, &c| a | get(c)) != 0,
             Err(_) => false,
         },
-        |r, out| push_run(out, r * RUN, run(r).iter().map(|&c| get(c))),
-        out,
+        |r| push_nonzero_run(out, r * RUN, run(r).iter().map(|&c| get(c))),
     );
-    push_run(out, full * RUN, run(full).iter().map(|&c| get(c)));
+    push_nonzero_run(out, full * RUN, run(full).iter().map(|&c| get(c)));
 }
 
 /// The scan of cells read one by one (`count_at`), for kinds whose cells are not a plain
@@ -766,11 +717,10 @@ pub(crate) fn scan_cells<T: Copy>(
 #[inline(always)]
 pub(crate) fn scan_indices(len: usize, count: impl Fn(usize) -> u64, out: &mut Vec<(usize, u64)>) {
     let range = |r: usize| r * RUN..((r + 1) * RUN).min(len);
-    scan_runs(
+    for_each_nonempty_run(
         len.div_ceil(RUN),
         |r| range(r).fold(0, |a, i| a | count(i)) != 0,
-        |r, out| push_run(out, r * RUN, range(r).map(&count)),
-        out,
+        |r| push_nonzero_run(out, r * RUN, range(r).map(&count)),
     );
 }
 
