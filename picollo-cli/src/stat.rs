@@ -1,29 +1,62 @@
-//! `picollo stat`: runs a command N times with counters on it and prints the distribution of
-//! each counter and of the wall time, or with `--vs` the diff against another command.
+//! `picollo stat`: runs commands N times with counters on them and prints, per command, each
+//! counter's mean ± σ, median, range and percentiles, then every command against the
+//! baseline with a verdict; or the percentile tables (`--table`), exports, gates and plots.
+//!
+//! - [`runner`] plans the commands (`:::`, parameter scans, the shell) and runs them;
+//! - [`stats`] holds the statistics (bootstrap interval of the ratio of means, Mann–Whitney U,
+//!   outliers), [`model`] the per-run values and comparisons;
+//! - [`human`] prints the default report, [`export`] the JSON/Markdown/CSV forms, [`gate`]
+//!   checks `--fail-if-slower`, [`plot`] draws `--plot`.
+
+pub mod export;
+pub mod gate;
+pub mod human;
+pub mod model;
+pub mod plot;
+pub mod runner;
+pub mod stats;
 
 use std::ffi::OsString;
 use std::io::{BufWriter, IsTerminal, Write};
 use std::path::{Path, PathBuf};
+
+use clap::ValueEnum;
 
 use picollo_alloc::hdr::interop::{export, ExportOptions};
 use picollo_alloc::hdr::LogWriter;
 use picollo_alloc::hgrm::write_hgrm;
 use picollo_alloc::{default_histogram, HeapHistogram, SummaryExt};
 use picollo_linux::caps::Capabilities;
-use picollo_linux::count::Count;
 use picollo_linux::event::{Event, SoftwareEvent};
 
 use crate::error::{CliError, Result};
 use crate::output::{self, Compared, Context, Format, Titled};
-use crate::spawn::{self, ChildOutput};
+
+use self::model::{Comparison, Saved};
+
+/// When to colour the human output.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
+pub enum ColorWhen {
+    /// When standard output is a terminal and `NO_COLOR` is not set.
+    #[default]
+    Auto,
+    /// Always.
+    Always,
+    /// Never.
+    Never,
+}
 
 /// What `stat` was asked to do.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub struct StatOptions {
     /// `-e` values, each a comma-separated list of perf event names.
     pub events: Vec<String>,
-    /// Measured runs per command.
-    pub repeat: u32,
+    /// Measured runs per command; `None`: automatic (at least `min_runs`, about 3 s).
+    pub repeat: Option<u32>,
+    /// Lower bound of the automatic run count.
+    pub min_runs: u32,
+    /// Upper bound of the automatic run count.
+    pub max_runs: Option<u32>,
     /// Runs per command before the measured ones, not recorded.
     pub warmup: u32,
     /// The command to compare with, as one shell-like string.
@@ -32,15 +65,53 @@ pub struct StatOptions {
     pub ignore_failure: bool,
     /// Send the command's standard output to standard error instead of discarding it.
     pub show_output: bool,
-    /// How to print the tables.
-    pub format: Format,
+    /// Print the percentile tables in this format instead of the human report.
+    pub format: Option<Format>,
+    /// Print seed 000's percentile tables instead of the human report.
+    pub table: bool,
+    /// When to colour the human report.
+    pub color: ColorWhen,
     /// Save every distribution to this HdrHistogram interval log, one tagged interval each.
     pub hlog: Option<PathBuf>,
     /// Save every distribution as an `.hgrm` percentile file, one per counter, named after
     /// this path.
     pub hgrm: Option<PathBuf>,
-    /// The command and its arguments.
+    /// The commands and their arguments, separated by `:::`.
     pub command: Vec<OsString>,
+    /// Run command strings without a shell (split like a shell would).
+    pub no_shell: bool,
+    /// The shell for command strings.
+    pub shell: String,
+    /// `-P NAME MIN MAX`.
+    pub scan: Option<Vec<String>>,
+    /// `-D STEP` of the scan.
+    pub scan_step: Option<String>,
+    /// `-L NAME VALUES` pairs, flattened.
+    pub lists: Vec<String>,
+    /// Commands run once before each command's runs.
+    pub setup: Vec<String>,
+    /// Commands run before each run.
+    pub prepare: Vec<String>,
+    /// Commands run once after each command's runs.
+    pub cleanup: Vec<String>,
+    /// Run each command's runs in a block rather than interleaved.
+    pub no_interleave: bool,
+    /// `--fail-if-slower` thresholds.
+    pub fail_if_slower: Vec<String>,
+    /// Save the run (JSON) here.
+    pub save: Option<PathBuf>,
+    /// Compare with this saved run.
+    pub baseline: Option<PathBuf>,
+    /// Print this saved run instead of measuring.
+    pub load: Option<PathBuf>,
+    /// `--export-json` path.
+    pub export_json: Option<PathBuf>,
+    /// `--export-markdown` path.
+    pub export_markdown: Option<PathBuf>,
+    /// `--export-csv` path.
+    pub export_csv: Option<PathBuf>,
+    /// `--plot` path.
+    pub plot: Option<PathBuf>,
 }
 
 /// The name of the wall-time row.
@@ -245,47 +316,39 @@ pub fn show_command(argv: &[OsString]) -> String {
         .join(" ")
 }
 
-/// One command's measurements.
+/// One command's distributions, for the percentile tables and the saved logs.
 struct Side {
-    label: &'static str,
-    argv: Vec<OsString>,
+    label: String,
     /// Per counter, in order of first appearance; wall time is kept apart.
     counters: Vec<(String, HeapHistogram<u64>, u64)>,
     wall: HeapHistogram<u64>,
-    scaled: bool,
 }
 
 impl Side {
-    fn new(label: &'static str, argv: Vec<OsString>) -> Self {
-        Side {
+    /// The histograms of `bench`'s per-run values; `label` is `A`, `B`, … `Z`, then `C27`, ….
+    fn from_bench(i: usize, bench: &model::Bench) -> Self {
+        let label = if i < 26 {
+            char::from(b'A' + i as u8).to_string()
+        } else {
+            format!("C{}", i + 1)
+        };
+        let mut side = Side {
             label,
-            argv,
             counters: Vec::new(),
             wall: default_histogram(),
-            scaled: false,
-        }
-    }
-
-    fn record(&mut self, run: &spawn::Run) {
-        self.wall.record(run.wall_ns);
-        for (name, count) in &run.counts {
-            let i = match self.counters.iter().position(|(n, _, _)| n == name) {
-                Some(i) => i,
-                None => {
-                    self.counters.push((name.clone(), default_histogram(), 0));
-                    self.counters.len() - 1
-                }
-            };
-            let slot = &mut self.counters[i];
-            match count {
-                Count::Exact(v) => slot.1.record(*v),
-                Count::Scaled { value, .. } => {
-                    slot.1.record(*value);
-                    self.scaled = true;
-                }
-                Count::NotCounted => slot.2 += 1,
+        };
+        for s in &bench.series {
+            let mut h = default_histogram();
+            for v in s.values.iter().flatten() {
+                h.record(*v);
+            }
+            if s.name == WALL_TIME {
+                side.wall = h;
+            } else {
+                side.counters.push((s.name.clone(), h, s.missed() as u64));
             }
         }
+        side
     }
 
     /// Each counter's histogram with its name, then the wall time's.
@@ -316,29 +379,21 @@ impl Side {
 
 /// A counter's title with its unit.
 fn title(name: &str) -> String {
-    match name {
-        "task-clock" | "cpu-clock" | WALL_TIME => format!("{name} (ns)"),
-        other => other.to_string(),
+    match model::Kind::of(name) {
+        model::Kind::Time => format!("{name} (ns)"),
+        model::Kind::Count => name.to_string(),
     }
 }
 
-/// The progress line, shown only when standard error is a terminal.
-struct Progress {
-    on: bool,
-}
-
-impl Progress {
-    fn show(&self, text: &str) {
-        if self.on {
-            let mut e = std::io::stderr().lock();
-            let _ = write!(e, "\r\x1b[2K{text}");
-            let _ = e.flush();
-        }
-    }
-
-    fn clear(&self) {
-        self.show("");
-    }
+/// Reads a saved run.
+fn load(path: &Path) -> Result<Saved> {
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        CliError::new(format!(
+            "cannot read {}: {e}; give a file from `picollo stat --save`",
+            path.display()
+        ))
+    })?;
+    export::from_json(&text, &path.display().to_string())
 }
 
 /// Runs `stat` and returns what to print on standard output; diagnostics go to standard
@@ -346,8 +401,111 @@ impl Progress {
 ///
 /// # Errors
 /// A bad event or command, counters that cannot be opened, a failing command (unless
-/// ignored).
+/// ignored), a file that cannot be read or written, or a regression past a
+/// `--fail-if-slower` threshold (the report is printed first).
 pub fn run(opts: &StatOptions) -> Result<String> {
+    let thresholds = opts
+        .fail_if_slower
+        .iter()
+        .map(|t| gate::parse(t))
+        .collect::<Result<Vec<_>>>()?;
+    let saved = match &opts.load {
+        Some(path) => load(path)?,
+        None => measure(opts)?,
+    };
+    let baseline = match &opts.baseline {
+        Some(p) => Some((p.display().to_string(), load(p)?)),
+        None => None,
+    };
+    let comparisons = model::compare(&saved, baseline.as_ref().map(|(n, s)| (n.as_str(), s)));
+    if let Some((name, b)) = &baseline {
+        for bench in &saved.benches {
+            if !comparisons
+                .iter()
+                .any(|c| c.baseline_label == bench.command)
+                && b.benches.len() > 1
+                && !b.benches.iter().any(|x| x.command == bench.command)
+            {
+                eprintln!(
+                    "picollo: `{}` is not in {name}: not compared",
+                    bench.label()
+                );
+            }
+        }
+    }
+    if !thresholds.is_empty() && comparisons.is_empty() {
+        return Err(CliError::new(
+            "--fail-if-slower needs something to compare: a second command (-- A ::: B) or \
+             --baseline FILE",
+        ));
+    }
+    for w in human::outlier_warnings(&saved) {
+        eprintln!("picollo: {w}");
+    }
+    let mut replaced: Option<String> = None;
+    let json = || export::to_json(&saved, &comparisons);
+    if let Some(p) = &opts.save {
+        replaced = replaced.or(export::write(p, &json(), "--save")?);
+    }
+    if let Some(p) = &opts.export_json {
+        replaced = replaced.or(export::write(p, &json(), "--export-json")?);
+    }
+    if let Some(p) = &opts.export_markdown {
+        let md = export::to_markdown(&saved, &comparisons);
+        replaced = replaced.or(export::write(p, &md, "--export-markdown")?);
+    }
+    if let Some(p) = &opts.export_csv {
+        let csv = export::to_csv(&saved, &comparisons);
+        replaced = replaced.or(export::write(p, &csv, "--export-csv")?);
+    }
+    let sides: Vec<Side> = saved
+        .benches
+        .iter()
+        .enumerate()
+        .map(|(i, b)| Side::from_bench(i, b))
+        .collect();
+    let commands: Vec<String> = saved.benches.iter().map(model::Bench::label).collect();
+    if let Some(path) = &opts.hlog {
+        save_hlog(path, &sides, saved.started_unix_ms, &commands.join(" ::: "))?;
+    }
+    if let Some(path) = &opts.hgrm {
+        save_hgrm(path, &sides)?;
+    }
+    if let Some(path) = &opts.plot {
+        let svg = plot::render(&saved, &comparisons, "picollo stat")?;
+        crate::plot::write(path, &svg)?;
+        eprintln!("picollo: wrote {}", path.display());
+    }
+    let text = match replaced {
+        Some(t) => t,
+        None if opts.table || opts.format.is_some() => {
+            tables(&saved, &sides, opts.format.unwrap_or_default())
+        }
+        None => {
+            let color = match opts.color {
+                ColorWhen::Always => true,
+                ColorWhen::Never => false,
+                ColorWhen::Auto => {
+                    std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none()
+                }
+            };
+            human::render(&saved, &comparisons, human::Style { color })
+        }
+    };
+    let failures = gate::check(&thresholds, &comparisons, |i| saved.benches[i].label())?;
+    if failures.is_empty() {
+        return Ok(text);
+    }
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(text.as_bytes()).and_then(|()| out.flush());
+    Err(CliError::new(format!(
+        "regression: {}",
+        failures.join("; ")
+    )))
+}
+
+/// Runs the commands.
+fn measure(opts: &StatOptions) -> Result<Saved> {
     if opts.command.is_empty() {
         return Err(CliError::new(
             "no command given; put it after `--`: picollo stat -- sleep 0.1",
@@ -359,119 +517,120 @@ pub fn run(opts: &StatOptions) -> Result<String> {
     for n in &notes {
         eprintln!("picollo: {n}");
     }
-    let mut sides = vec![Side::new("A", opts.command.clone())];
-    if let Some(vs) = &opts.vs {
-        sides.push(Side::new("B", split_command(vs)?));
-    }
-    let output = if opts.show_output {
-        ChildOutput::ToStderr
-    } else {
-        ChildOutput::Discard
-    };
-    let progress = Progress {
-        on: std::io::stderr().is_terminal(),
-    };
-    let rounds = opts.warmup + opts.repeat;
-    let total = u64::from(rounds) * sides.len() as u64;
-    let mut done = 0u64;
-    let mut dropped_reported = false;
-    for round in 0..rounds {
-        let warm = round < opts.warmup;
-        for side in &mut sides {
-            done += 1;
-            progress.show(&format!(
-                "picollo: run {done}/{total}{}{}",
-                if sides_len_label(opts) {
-                    format!(" ({})", side.label)
-                } else {
-                    String::new()
-                },
-                if warm { " warm-up" } else { "" }
-            ));
-            let result = spawn::run(&side.argv, &events, output);
-            let run = match result {
-                Ok(r) => r,
-                Err(e) => {
-                    progress.clear();
-                    return Err(e);
-                }
-            };
-            if !dropped_reported {
-                for d in &run.dropped {
-                    progress.clear();
-                    eprintln!(
-                        "picollo: not counting `{}`: {}",
-                        d.event,
-                        crate::counters::short_reason(&d.error)
-                    );
-                }
-                dropped_reported = true;
-            }
-            if !run.status.success() && !opts.ignore_failure {
-                progress.clear();
-                return Err(CliError::new(format!(
-                    "`{}` failed ({}) on run {}; fix the command, or pass --ignore-failure (-i) \
-                     to measure it anyway",
-                    show_command(&side.argv),
-                    run.status,
-                    round + 1
-                )));
-            }
-            if !warm {
-                side.record(&run);
-            }
+    let mut params = Vec::new();
+    if let Some(scan) = &opts.scan {
+        if let [name, min, max] = scan.as_slice() {
+            params.push(runner::scan(name, min, max, opts.scan_step.as_deref())?);
         }
     }
-    progress.clear();
-    for side in &sides {
-        for (name, _, missed) in &side.counters {
-            if *missed > 0 {
+    for pair in opts.lists.chunks(2) {
+        if let [name, values] = pair {
+            params.push(runner::Parameter {
+                name: name.clone(),
+                values: values.split(',').map(String::from).collect(),
+            });
+        }
+    }
+    let shell = runner::Shell {
+        shell: (!opts.no_shell).then(|| opts.shell.clone()),
+    };
+    let planned = runner::plan(
+        &opts.command,
+        opts.vs.as_deref(),
+        &params,
+        &shell,
+        &opts.setup,
+        &opts.prepare,
+        &opts.cleanup,
+    )?;
+    let saved = runner::run(
+        &planned,
+        &events,
+        &runner::RunOptions {
+            repeat: opts.repeat,
+            min_runs: opts.min_runs,
+            max_runs: opts.max_runs,
+            warmup: opts.warmup,
+            interleave: !opts.no_interleave,
+            ignore_failure: opts.ignore_failure,
+            show_output: opts.show_output,
+        },
+    )?;
+    for b in &saved.benches {
+        for s in &b.series {
+            let missed = s.missed();
+            if missed > 0 {
                 eprintln!(
-                    "picollo: {name} was not counted in {missed} of {} runs of {} (no counter \
+                    "picollo: {} was not counted in {missed} of {} runs of `{}` (no counter \
                      was free)",
-                    opts.repeat, side.label
+                    s.name,
+                    s.values.len(),
+                    b.label()
+                );
+            }
+            if s.scaled_runs > 0 {
+                eprintln!(
+                    "picollo: {} of `{}` was multiplexed in {} runs: those values are scaled \
+                     estimates",
+                    s.name,
+                    b.label(),
+                    s.scaled_runs
                 );
             }
         }
-        if side.scaled {
-            eprintln!(
-                "picollo: some counts of {} were multiplexed: the values are scaled estimates",
-                side.label
-            );
-        }
     }
-    let started_ms = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
-    if let Some(path) = &opts.hlog {
-        save_hlog(path, &sides, started_ms, &show_command(&sides[0].argv))?;
-    }
-    if let Some(path) = &opts.hgrm {
-        save_hgrm(path, &sides)?;
-    }
-    let mut context: Context = vec![("command", show_command(&sides[0].argv))];
-    if let Some(b) = sides.get(1) {
-        context[0].0 = "A";
-        context.push(("B", show_command(&b.argv)));
-    }
-    context.push(("runs", opts.repeat.to_string()));
-    context.push(("warmup", opts.warmup.to_string()));
+    Ok(saved)
+}
+
+/// Seed 000's tables: one command's summaries, or for several the diff of each against the
+/// first (one document per pair; CSV and JSON print one per line).
+fn tables(saved: &Saved, sides: &[Side], format: Format) -> String {
+    let mut context: Context = Vec::new();
     if sides.len() == 1 {
-        return Ok(output::summaries(opts.format, &context, &sides[0].tables()));
+        context.push(("command", saved.benches[0].label()));
     }
-    let (a, b) = (sides[0].tables(), sides[1].tables());
-    let compared: Vec<Compared> = a
-        .into_iter()
-        .filter_map(|ta| {
-            let tb = b.iter().find(|tb| tb.title == ta.title)?;
-            Some(Compared {
-                title: ta.title,
-                before: ta.summary,
-                after: tb.summary.clone(),
+    let runs = saved.benches.first().map_or(0, model::Bench::runs);
+    if sides.len() == 1 {
+        context.push(("runs", runs.to_string()));
+        context.push(("warmup", saved.warmup.to_string()));
+        return output::summaries(format, &context, &sides[0].tables());
+    }
+    let mut out = String::new();
+    for (i, side) in sides.iter().enumerate().skip(1) {
+        let context: Context = vec![
+            ("A", saved.benches[0].label()),
+            ("B", saved.benches[i].label()),
+            ("runs", runs.to_string()),
+            ("warmup", saved.warmup.to_string()),
+        ];
+        let (a, b) = (sides[0].tables(), side.tables());
+        let compared: Vec<Compared> = a
+            .into_iter()
+            .filter_map(|ta| {
+                let tb = b.iter().find(|tb| tb.title == ta.title)?;
+                Some(Compared {
+                    title: ta.title,
+                    before: ta.summary,
+                    after: tb.summary.clone(),
+                })
             })
-        })
-        .collect();
-    Ok(output::diffs(opts.format, &context, &compared))
+            .collect();
+        if i > 1 && matches!(format, Format::Markdown | Format::Text) {
+            out.push('\n');
+        }
+        out.push_str(&output::diffs(format, &context, &compared));
+    }
+    out
+}
+
+/// Comparisons of a saved run, for `picollo plot run.json`.
+pub fn plot_saved(path: &Path, out: &Path, title: &str) -> Result<()> {
+    let saved = load(path)?;
+    let comparisons: Vec<Comparison> = model::compare(&saved, None);
+    let svg = plot::render(&saved, &comparisons, title)?;
+    crate::plot::write(out, &svg)?;
+    eprintln!("picollo: wrote {}", out.display());
+    Ok(())
 }
 
 /// A tag for an interval log: the counter's name (prefixed `A.`/`B.` with `--vs`), made a
@@ -560,11 +719,6 @@ fn save_hgrm(path: &Path, sides: &[Side]) -> Result<()> {
     Ok(())
 }
 
-/// Whether runs are labelled A/B in the progress line.
-fn sides_len_label(opts: &StatOptions) -> bool {
-    opts.vs.is_some()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -579,7 +733,7 @@ mod tests {
 
     #[test]
     fn saved_file_names() {
-        let a = Side::new("A", vec![]);
+        let a = Side::from_bench(0, &model::Bench::new(String::new(), vec![], vec![]));
         assert_eq!(
             log_tag(&a, 1, "cpu/event=0x3c,umask=0/"),
             "cpu/event=0x3c_umask=0/"
