@@ -141,7 +141,7 @@ fn counters_lists_capabilities_and_events() {
 
 #[test]
 fn stat_runs_the_command_n_times() {
-    let r = ok(&["stat", "-r", "5", "--", "true"]);
+    let r = ok(&["stat", "-r", "5", "--table", "--", "true"]);
     let tables: Vec<&str> = r
         .stdout
         .lines()
@@ -222,7 +222,16 @@ fn stat_vs_alternates_and_diffs() {
         );
         assert!(r.stdout.contains(&format!("{name},cohens_d,,,")));
     }
-    let md = ok(&["stat", "-r", "2", "--vs", "sh -c 'exit 0'", "--", "true"]);
+    let md = ok(&[
+        "stat",
+        "-r",
+        "2",
+        "--table",
+        "--vs",
+        "sh -c 'exit 0'",
+        "--",
+        "true",
+    ]);
     assert!(md
         .stdout
         .starts_with("- A: true\n- B: sh -c 'exit 0'\n- runs: 2\n"));
@@ -254,7 +263,16 @@ fn stat_errors_are_one_line() {
             "none of the events can be counted here",
         );
         // A mix: the hardware event is dropped with a note, the software one is counted.
-        let r = ok(&["stat", "-r", "2", "-e", "cycles,page-faults", "--", "true"]);
+        let r = ok(&[
+            "stat",
+            "-r",
+            "2",
+            "--table",
+            "-e",
+            "cycles,page-faults",
+            "--",
+            "true",
+        ]);
         assert!(r.stderr.contains("not counting `cycles`"), "{}", r.stderr);
         assert!(r.stdout.contains("##### page-faults"));
         assert!(!r.stdout.contains("##### cycles"));

@@ -13,7 +13,7 @@ use core::fmt::Write as _;
 
 use serde_json::Value;
 
-use super::human::{ratio, Scale};
+use super::human::{ratio, ratio_in, Scale};
 use super::model::{BaselineRef, Bench, Comparison, Kind, Saved, Series, WALL_TIME};
 use super::stats::{self, Summary};
 use crate::error::{CliError, Result};
@@ -375,7 +375,13 @@ pub fn to_markdown(saved: &Saved, comparisons: &[Comparison]) -> String {
             "| Command | Mean{unit} | Min{unit} | Max{unit} | Relative |"
         );
         out.push_str("|:---|---:|---:|---:|---:|\n");
-        let num = |v: f64| format!("{:.*}", sc.decimals, v / sc.divisor);
+        let num = |v: f64| {
+            if sc.divisor == 1.0 && v.fract() == 0.0 {
+                format!("{v:.0}")
+            } else {
+                format!("{:.*}", sc.decimals, v / sc.divisor)
+            }
+        };
         for (i, b) in saved.benches.iter().enumerate() {
             let Some(s) = b.series(name).and_then(Series::summary) else {
                 let _ = writeln!(out, "| `{}` | not counted | | | |", md_code(&b.label()));
@@ -386,8 +392,8 @@ pub fn to_markdown(saved: &Saved, comparisons: &[Comparison]) -> String {
                     Some(r) => format!(
                         "{} ({}–{}){}",
                         ratio(r.ratio),
-                        ratio(r.low),
-                        ratio(r.high),
+                        ratio_in(r.low, r.ratio),
+                        ratio_in(r.high, r.ratio),
                         match c.verdict() {
                             super::model::Verdict::Same => "",
                             _ => " *",

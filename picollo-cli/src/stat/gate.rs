@@ -2,7 +2,7 @@
 //! than its baseline by more than `PCT` on the lower bound of the ratio's interval — the
 //! most favourable reading of the data still shows the regression.
 
-use super::human::ratio;
+use super::human::{ratio, ratio_in};
 use super::model::Comparison;
 use crate::error::{CliError, Result};
 
@@ -79,8 +79,8 @@ pub fn check(
                 c.counter,
                 ratio(r.ratio),
                 c.baseline_label,
-                ratio(r.low),
-                ratio(r.high)
+                ratio_in(r.low, r.ratio),
+                ratio_in(r.high, r.ratio)
             ));
         }
     }

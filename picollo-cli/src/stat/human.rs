@@ -4,7 +4,7 @@
 
 use core::fmt::Write as _;
 
-use super::model::{Comparison, Kind, Saved, Verdict};
+use super::model::{BaselineRef, Comparison, Kind, Saved, Verdict};
 use super::stats::{self, runs_for, Summary};
 
 /// ANSI colours, or none.
@@ -106,16 +106,30 @@ pub fn show(kind: Kind, v: f64) -> String {
     Scale::for_value(kind, v).show(v)
 }
 
-/// A ratio: `1.31`, `12.4`, `152`.
-pub fn ratio(r: f64) -> String {
-    if !r.is_finite() {
-        "∞".into()
+/// Decimals for a ratio near `r`: three near 1 (1.003), two below 10, one below 100.
+fn ratio_decimals(r: f64) -> usize {
+    if (0.9..1.1).contains(&r) {
+        3
     } else if r < 10.0 {
-        format!("{r:.2}")
+        2
     } else if r < 100.0 {
-        format!("{r:.1}")
+        1
     } else {
-        format!("{r:.0}")
+        0
+    }
+}
+
+/// A ratio: `1.31`, `1.003`, `12.4`, `152`.
+pub fn ratio(r: f64) -> String {
+    ratio_in(r, r)
+}
+
+/// `v` with the decimals of the ratio `of` (an interval's bounds printed like its ratio).
+pub fn ratio_in(v: f64, of: f64) -> String {
+    if v.is_finite() {
+        format!("{v:.*}", ratio_decimals(of))
+    } else {
+        "∞".into()
     }
 }
 
@@ -163,8 +177,8 @@ pub fn sentence(c: &Comparison, command: &str, kind: Kind, st: Style) -> String 
             format!(
                 "`{command}` {verb} {head}{what} than `{}` ({ci:.0}% CI {}–{}, {})",
                 c.baseline_label,
-                ratio(lo),
-                ratio(hi),
+                ratio_in(lo, x),
+                ratio_in(hi, x),
                 p_value(t.p)
             )
         }
@@ -173,8 +187,8 @@ pub fn sentence(c: &Comparison, command: &str, kind: Kind, st: Style) -> String 
             st.dim("no significant difference"),
             c.baseline_label,
             ratio(r.ratio),
-            ratio(r.low),
-            ratio(r.high),
+            ratio_in(r.low, r.ratio),
+            ratio_in(r.high, r.ratio),
             p_value(t.p)
         ),
     }
@@ -296,7 +310,11 @@ pub fn render(saved: &Saved, comparisons: &[Comparison], st: Style) -> String {
             }
             let missed = s.missed();
             if missed > 0 && missed < s.values.len() {
-                facts.push(format!("{} not counted in {missed} runs", s.name));
+                facts.push(format!(
+                    "{} not counted in {missed} run{}",
+                    s.name,
+                    if missed == 1 { "" } else { "s" }
+                ));
             }
         }
         let _ = writeln!(out, "  {}", st.dim(&facts.join("; ")));
@@ -320,11 +338,15 @@ pub fn render(saved: &Saved, comparisons: &[Comparison], st: Style) -> String {
             ))
         );
     }
-    if !comparisons.is_empty() {
+    if let Some(first) = comparisons.first() {
+        let base = match &first.baseline {
+            BaselineRef::Here(_) => format!("`{}`", first.baseline_label),
+            BaselineRef::File(f, _) => format!("the saved run {f}"),
+        };
         let _ = writeln!(
             out,
             "\n{} {}",
-            st.bold("Comparison"),
+            st.bold(&format!("Comparison with {base}")),
             st.dim(&format!(
                 "(ratio of means, bootstrap {:.0}% CI; Mann–Whitney U test, α = {})",
                 stats::CONFIDENCE * 100.0,
@@ -336,17 +358,19 @@ pub fn render(saved: &Saved, comparisons: &[Comparison], st: Style) -> String {
             .map(|c| c.counter.chars().count())
             .max()
             .unwrap_or(0);
+        let grouped = comparisons.iter().any(|c| c.command != first.command);
         let mut last = usize::MAX;
         for c in comparisons {
             let b = &saved.benches[c.command];
-            if c.command != last && saved.benches.len() > 2 {
-                let _ = writeln!(out, "  {}", st.bold(&format!("`{}`", b.label())));
+            if c.command != last && grouped {
+                let _ = writeln!(out, "  {}", st.bold(&b.label()));
             }
             last = c.command;
             let kind = Kind::of(&c.counter);
             let _ = writeln!(
                 out,
-                "  {}  {}",
+                "{}{}  {}",
+                if grouped { "    " } else { "  " },
                 pad(&format!("{}:", c.counter), width + 1, false),
                 sentence(c, &b.label(), kind, st)
             );
@@ -453,6 +477,7 @@ mod tests {
             "1.234 G"
         );
         assert_eq!(ratio(1.3149), "1.31");
+        assert_eq!(ratio(1.0033), "1.003");
         assert_eq!(ratio(12.34), "12.3");
         assert_eq!(p_value(0.0123), "p = 0.012");
         assert_eq!(p_value(1e-5), "p < 0.001");

@@ -5,7 +5,7 @@
 use plotters::prelude::*;
 
 use super::export::counter_names;
-use super::human::{ratio, Scale};
+use super::human::{ratio, ratio_in, Scale};
 use super::model::{Comparison, Kind, Saved, Verdict};
 use super::stats;
 use crate::error::{CliError, Result};
@@ -49,8 +49,8 @@ fn legend(label: &str, c: Option<&Comparison>) -> String {
                 "{short}: {}× ({:.0}% CI {}–{}){}",
                 ratio(r.ratio),
                 stats::CONFIDENCE * 100.0,
-                ratio(r.low),
-                ratio(r.high),
+                ratio_in(r.low, r.ratio),
+                ratio_in(r.high, r.ratio),
                 if c.verdict() == Verdict::Same {
                     ", no significant difference"
                 } else {
