@@ -1,8 +1,9 @@
 //! `picollo`: distributions, not averages, from the command line.
 //!
 //! - `picollo counters`: what this machine can count, and what is missing and why;
-//! - `picollo stat -- CMD`: runs a command N times with counters on it and prints the
-//!   percentile table of each counter and of the wall time (`--vs` compares two commands);
+//! - `picollo stat -- A ::: B`: benchmarks commands with counters on them: mean ± σ, median,
+//!   range and percentiles per counter, verdicts against the first command (bootstrap
+//!   interval of the ratio of means, Mann–Whitney U), regression gates, exports and plots;
 //! - `picollo report FILE.hlog`: summary tables of an HdrHistogram interval log;
 //! - `picollo diff A.hlog B.hlog`: diff tables with Δ% and Cohen's d;
 //! - `picollo plot FILES… -o out.svg`: the percentile-distribution plot;
@@ -47,7 +48,8 @@ use crate::output::{Compared, Context, Format, Titled};
     after_help = "Tables go to stdout; progress and diagnostics to stderr. \
     Errors are one line with exit status 1.\n\
     Examples:\n  picollo counters\n  picollo stat -r 20 -- gzip -k -f big.txt\n  \
-    picollo stat -r 20 --vs 'zstd -k -f big.txt' -- gzip -k -f big.txt\n  \
+    picollo stat -- 'gzip -k -f big.txt' ::: 'zstd -k -f big.txt'\n  \
+    picollo stat --fail-if-slower 5% --baseline main.json -- ./bench\n  \
     picollo report latency.hlog --unit us\n  picollo diff before.hlog after.hlog\n  \
     picollo plot before.hlog after.hlog -o latency.svg"
 )]
@@ -60,17 +62,34 @@ struct Cli {
 enum Command {
     /// List the capabilities and the events available here, and what is missing and why.
     Counters,
-    /// Run a command N times with counters on it; print each counter's distribution.
+    /// Benchmark commands with counters on them: mean ± σ, median, range, percentiles, and
+    /// a verdict for every command against the first.
     ///
-    /// Counters are opened on the child process from its exec, and follow its children
-    /// (inherit). Each run's total of every counter, and its wall time (from exec to exit,
-    /// in ns), goes into an HDR histogram (0.1% precision); the tables show the percentiles
-    /// of those per-run figures. Without a hardware PMU the default events are task-clock and
-    /// page-faults (a note on stderr says so). The command's stdout is discarded unless
-    /// --show-output; its stderr is passed through.
+    /// Counters are opened on each child from its exec and follow its children (inherit);
+    /// wall time runs from the exec to the exit. Without a hardware PMU the default events are
+    /// task-clock and page-faults (a note on stderr says so). The command's stdout is
+    /// discarded unless --show-output, its stderr passed through, its stdin empty.
     ///
-    /// With --vs, the two commands run alternately (A, B, A, B, …) and diff tables print the
-    /// change of every percentile (Δ%) and Cohen's d of the means.
+    /// Commands are separated by `:::` (-- 'gzip -k f' ::: 'zstd -k f'); a single quoted
+    /// string runs in the shell (--shell, or -N for none), several words run as they are.
+    /// -P/-L scan parameters into `{NAME}`. Runs are interleaved (ABCABC…) so drift hits every
+    /// command alike (--no-interleave for blocks), after --warmup runs (3 by default). Without
+    /// -r, each command runs at least --min-runs times and about 3 s.
+    ///
+    /// The report shows, per command and counter, mean ± σ, median, min … max, and p90/p99
+    /// when the run count resolves them (10 and 100 runs), in ns/µs/ms/s or k/M/G. Each other
+    /// command is compared with the first (or with --baseline FILE) per counter: the ratio of
+    /// means with a 95% percentile-bootstrap interval (10,000 resamples, fixed seed), and a
+    /// two-sided Mann–Whitney U test (SciPy's method): "B is 1.31× faster than A (95% CI
+    /// 1.22–1.40, p = 0.002)" when p < 0.05 and the interval excludes 1, else "no significant
+    /// difference". Statistical outliers (modified Z-score > 14, as hyperfine) are flagged on
+    /// stderr.
+    ///
+    /// --fail-if-slower 5% exits with status 1 and a one-line reason when the lower bound of
+    /// a ratio's interval is above 1.05. --save FILE keeps the run (the JSON of
+    /// --export-json), --baseline FILE compares with it (or with hyperfine's JSON), --load FILE
+    /// prints it again. --table prints seed 000's percentile tables instead (--format
+    /// markdown|text|csv|json; with --vs or several commands, Δ% and Cohen's d per rank).
     Stat(Box<StatArgs>),
     /// Print summary tables of a histogram file (.hlog, .hgrm, .hist, .histz).
     ///

@@ -430,7 +430,7 @@ pub fn outlier_warnings(saved: &Saved) -> Vec<String> {
                     format!(
                         "run {} at {}",
                         i + 1,
-                        sc.show(s.values[i].unwrap_or(0) as f64)
+                        show(s.kind(), s.values[i].unwrap_or(0) as f64)
                     )
                 })
                 .collect();
