@@ -5,8 +5,8 @@
 //! - [`runner`] plans the commands (`:::`, parameter scans, the shell) and runs them;
 //! - [`stats`] holds the statistics (bootstrap interval of the ratio of means, Mann–Whitney U,
 //!   outliers), [`model`] the per-run values and comparisons;
-//! - [`human`] prints the default report, [`export`] the JSON/Markdown/CSV forms, [`gate`]
-//!   checks `--fail-if-slower`, [`plot`] draws `--plot`.
+//! - [`human`] prints the default report, [`export`](mod@export) the JSON/Markdown/CSV
+//!   forms, [`gate`] checks `--fail-if-slower`, [`plot`] draws `--plot`.
 
 pub mod export;
 pub mod gate;

@@ -302,3 +302,28 @@ pub fn compare(here: &Saved, baselines: Option<(&str, &Saved)>) -> Vec<Compariso
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kinds_and_runs_stay_aligned() {
+        assert_eq!(Kind::of("wall-time"), Kind::Time);
+        assert_eq!(Kind::of("task-clock:u"), Kind::Time);
+        assert_eq!(Kind::of("instructions"), Kind::Count);
+        let mut b = Bench::new("x".into(), vec![], vec![]);
+        b.record(10, &[("task-clock".into(), Some(5), false)], Some(0), 1, 2);
+        // A counter first seen on the second run, one missing on it.
+        b.record(12, &[("cycles".into(), Some(7), true)], None, 1, 2);
+        assert_eq!(b.runs(), 2);
+        assert_eq!(b.series("wall-time").unwrap().values, [Some(10), Some(12)]);
+        assert_eq!(b.series("task-clock").unwrap().values, [Some(5), None]);
+        let cycles = b.series("cycles").unwrap();
+        assert_eq!(
+            (cycles.values.clone(), cycles.scaled_runs),
+            (vec![None, Some(7)], 1)
+        );
+        assert_eq!(b.series("task-clock").unwrap().missed(), 1);
+    }
+}

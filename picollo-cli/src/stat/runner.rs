@@ -588,6 +588,28 @@ mod tests {
     }
 
     #[test]
+    fn automatic_run_count() {
+        let o = RunOptions {
+            repeat: None,
+            min_runs: 10,
+            max_runs: None,
+            warmup: 0,
+            interleave: true,
+            ignore_failure: false,
+            show_output: false,
+        };
+        // 3 s of a 10 ms command; two commands in a 20 ms round are 10 ms each.
+        assert_eq!(auto_runs(Duration::from_millis(10), 1, &o), 300);
+        assert_eq!(auto_runs(Duration::from_millis(20), 2, &o), 300);
+        assert_eq!(auto_runs(Duration::from_secs(2), 1, &o), 10, "--min-runs");
+        let capped = RunOptions {
+            max_runs: Some(50),
+            ..o
+        };
+        assert_eq!(auto_runs(Duration::from_millis(1), 1, &capped), 50);
+    }
+
+    #[test]
     fn scans_and_substitution() {
         assert_eq!(
             scan("N", "1", "4", None).unwrap().values,
