@@ -67,9 +67,10 @@ fn human_report_golden() {
     assert_eq!(r.stdout, golden("stat_human.txt"));
     // The cold first run of the baseline is flagged, with the likely cause.
     assert!(
-        r.stderr
-            .contains("1 of 12 runs are statistical outliers in wall-time")
-            && r.stderr.contains("run 1 at 85.40 ms")
+        r.stderr.contains(
+            "`sort -n data.txt`: statistical outliers (modified Z-score > 14): 1 of 12 runs in \
+             wall-time"
+        ) && r.stderr.contains("run 1 at 85.40 ms")
             && r.stderr.contains("--warmup"),
         "{}",
         r.stderr

@@ -412,20 +412,23 @@ fn row(name: &str, kind: Kind, s: &Summary, st: Style) -> [String; 6] {
     ]
 }
 
-/// Warnings about statistical outliers, hyperfine's way: which runs, and the likely cause.
+/// Warnings about statistical outliers, hyperfine's way: one line per command, which runs
+/// of which counters, and the likely cause.
 pub fn outlier_warnings(saved: &Saved) -> Vec<String> {
     let mut out = Vec::new();
     for b in &saved.benches {
+        let mut parts = Vec::new();
+        let mut first_run = false;
         for s in &b.series {
             let o = s.outliers();
+            let Some(sum) = s.summary() else { continue };
             if o.is_empty() {
                 continue;
             }
-            let Some(sum) = s.summary() else { continue };
-            let sc = Scale::for_value(s.kind(), sum.median);
+            first_run |= o.first() == Some(&0);
             let list: Vec<String> = o
                 .iter()
-                .take(5)
+                .take(4)
                 .map(|&i| {
                     format!(
                         "run {} at {}",
@@ -434,24 +437,30 @@ pub fn outlier_warnings(saved: &Saved) -> Vec<String> {
                     )
                 })
                 .collect();
-            let hint = if o.first() == Some(&0) {
-                "the first run stands out: a cold cache? Try --warmup or --prepare"
-            } else {
-                "other programs may have interfered; re-run on a quiet system"
-            };
-            out.push(format!(
-                "warning: `{}`: {} of {} runs are statistical outliers in {} (modified Z-score \
-                 > {}; median {}): {}{}; {hint}",
-                b.label(),
+            parts.push(format!(
+                "{} of {} runs in {} (median {}: {}{})",
                 o.len(),
                 s.values.len(),
                 s.name,
-                stats::OUTLIER_Z,
-                sc.show(sum.median),
+                show(s.kind(), sum.median),
                 list.join(", "),
-                if o.len() > 5 { ", …" } else { "" }
+                if o.len() > 4 { ", …" } else { "" }
             ));
         }
+        if parts.is_empty() {
+            continue;
+        }
+        let hint = if first_run {
+            "the first run stands out: a cold cache? Try more --warmup, or --prepare"
+        } else {
+            "other programs may have interfered; re-run on a quiet system"
+        };
+        out.push(format!(
+            "warning: `{}`: statistical outliers (modified Z-score > {}): {}; {hint}",
+            b.label(),
+            stats::OUTLIER_Z,
+            parts.join("; ")
+        ));
     }
     out
 }
