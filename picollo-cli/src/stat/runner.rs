@@ -421,7 +421,6 @@ pub fn run(planned: &[Planned], events: &[Event], o: &RunOptions) -> Result<Save
                 }
             }
             let mut round = 0u32;
-            let mut round_time = Duration::ZERO;
             loop {
                 let warm = round < o.warmup;
                 let measured_round = round.saturating_sub(o.warmup);
@@ -435,11 +434,10 @@ pub fn run(planned: &[Planned], events: &[Event], o: &RunOptions) -> Result<Save
                 for (i, p) in planned.iter().enumerate() {
                     state.one(p, &mut benches[i], warm, total, measured_round)?;
                 }
-                if round == 0 {
-                    round_time = t0.elapsed();
-                }
-                if repeat.is_none() {
-                    repeat = Some(auto_runs(round_time, k, o));
+                // The first measured round sets the automatic run count (warm-up rounds are
+                // the slow, cold ones).
+                if repeat.is_none() && round == o.warmup {
+                    repeat = Some(auto_runs(t0.elapsed(), k, o));
                 }
                 round += 1;
             }
@@ -468,7 +466,7 @@ pub fn run(planned: &[Planned], events: &[Event], o: &RunOptions) -> Result<Save
                         total + u64::from(o.warmup + this.unwrap_or(o.min_runs)) * (k - i as u64);
                     let t0 = Instant::now();
                     state.one(p, &mut benches[i], warm, guess, measured)?;
-                    if this.is_none() {
+                    if this.is_none() && round == o.warmup {
                         this = Some(auto_runs(t0.elapsed(), 1, o));
                     }
                     round += 1;
