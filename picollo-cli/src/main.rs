@@ -197,6 +197,10 @@ struct StatArgs {
     /// Send the commands' stdout (and the hooks') to stderr instead of discarding it.
     #[arg(long)]
     show_output: bool,
+    /// A name for a command, shown and exported instead of its text (repeatable, in order of
+    /// the commands; `{VAR}` takes parameter values).
+    #[arg(short = 'n', long, value_name = "NAME")]
+    command_name: Vec<String>,
     /// Run command strings without a shell: split them like a shell would, no expansion.
     #[arg(short = 'N', long)]
     no_shell: bool,
@@ -459,6 +463,7 @@ fn run(cli: Cli) -> Result<String> {
             hgrm: a.hgrm,
             command: a.command,
             no_shell: a.no_shell,
+            names: a.command_name,
             shell: a.shell,
             scan: a.parameter_scan,
             scan_step: a.parameter_step_size,

@@ -80,6 +80,8 @@ pub struct StatOptions {
     pub command: Vec<OsString>,
     /// Run command strings without a shell (split like a shell would).
     pub no_shell: bool,
+    /// `-n` names of the commands, in order.
+    pub names: Vec<String>,
     /// The shell for command strings.
     pub shell: String,
     /// `-P NAME MIN MAX`.
@@ -534,7 +536,7 @@ fn measure(opts: &StatOptions) -> Result<Saved> {
     let shell = runner::Shell {
         shell: (!opts.no_shell).then(|| opts.shell.clone()),
     };
-    let planned = runner::plan(
+    let mut planned = runner::plan(
         &opts.command,
         opts.vs.as_deref(),
         &params,
@@ -543,6 +545,7 @@ fn measure(opts: &StatOptions) -> Result<Saved> {
         &opts.prepare,
         &opts.cleanup,
     )?;
+    runner::name(&mut planned, &opts.names)?;
     let saved = runner::run(
         &planned,
         &events,

@@ -126,6 +126,7 @@ mod tests {
                 high: low + 0.2,
             }),
             test: None,
+            runs: (10, 10),
         };
         let all = [parse("5%").unwrap()];
         let label = |_| "b".to_string();

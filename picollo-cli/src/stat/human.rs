@@ -183,13 +183,18 @@ pub fn sentence(c: &Comparison, command: &str, kind: Kind, st: Style) -> String 
             )
         }
         _ => format!(
-            "{} between `{command}` and `{}` ({}×, {ci:.0}% CI {}–{}, {})",
+            "{} between `{command}` and `{}` ({}×, {ci:.0}% CI {}–{}, {}{})",
             st.dim("no significant difference"),
             c.baseline_label,
             ratio(r.ratio),
             ratio_in(r.low, r.ratio),
             ratio_in(r.high, r.ratio),
-            p_value(t.p)
+            p_value(t.p),
+            if c.too_few_runs() {
+                "; too few runs to tell: use -r 4 or more"
+            } else {
+                ""
+            }
         ),
     }
 }

@@ -209,6 +209,8 @@ pub struct Comparison {
     pub ratio: Option<Ratio>,
     /// The Mann–Whitney test of the baseline's values against the command's.
     pub test: Option<MannWhitney>,
+    /// Values on each side: the baseline's, the command's.
+    pub runs: (usize, usize),
 }
 
 /// The verdict of a comparison.
@@ -256,7 +258,18 @@ impl Comparison {
             counter: counter.to_string(),
             ratio: stats::ratio_of_means(&a, &b),
             test: stats::mann_whitney(&a, &b),
+            runs: (a.len(), b.len()),
         })
+    }
+
+    /// Whether the runs are too few for any difference to be significant: the smallest
+    /// two-sided p-value of the test, 2 / C(n₁ + n₂, n₁), is not below α.
+    pub fn too_few_runs(&self) -> bool {
+        let (n1, n2) = self.runs;
+        let arrangements: f64 = (1..=n1.min(n2))
+            .map(|i| (n1.max(n2) + i) as f64 / i as f64)
+            .product();
+        2.0 / arrangements >= stats::ALPHA
     }
 
     /// Significant: the Mann–Whitney p-value is below α and the interval excludes 1.
@@ -325,5 +338,11 @@ mod tests {
             (vec![None, Some(7)], 1)
         );
         assert_eq!(b.series("task-clock").unwrap().missed(), 1);
+        let mut c = Comparison::new(BaselineRef::Here(0), &b, 1, &b, "wall-time").unwrap();
+        assert!(c.too_few_runs(), "2 and 2 runs");
+        c.runs = (4, 4);
+        assert!(!c.too_few_runs(), "2/70 < 0.05");
+        c.runs = (3, 3);
+        assert!(c.too_few_runs(), "2/20 = 0.1");
     }
 }

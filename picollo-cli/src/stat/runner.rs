@@ -280,6 +280,39 @@ pub fn plan(
         .collect()
 }
 
+/// Gives the commands the `-n` names, in order (`{VAR}` replaced by the command's parameter
+/// values; one name for a scanned command template names each of its expansions).
+///
+/// # Errors
+/// More names than commands.
+pub fn name(planned: &mut [Planned], names: &[String]) -> Result<()> {
+    if names.len() > planned.len() {
+        return Err(CliError::new(format!(
+            "{} names (-n) for {} commands; give at most one per command",
+            names.len(),
+            planned.len()
+        )));
+    }
+    // A name with `{VAR}` names a template: all its parameter combinations.
+    let mut combos: Vec<&Vec<(String, String)>> = Vec::new();
+    for p in planned.iter() {
+        if !combos.contains(&&p.parameters) {
+            combos.push(&p.parameters);
+        }
+    }
+    let group = if names.iter().any(|n| n.contains('{')) {
+        combos.len().max(1)
+    } else {
+        1
+    };
+    for (i, p) in planned.iter_mut().enumerate() {
+        if let Some(n) = names.get(i / group) {
+            p.name = substitute(n, &p.parameters);
+        }
+    }
+    Ok(())
+}
+
 /// The progress bar on standard error (a terminal only): done/total, the command, an ETA.
 struct Progress {
     on: bool,
@@ -641,6 +674,14 @@ mod tests {
         assert_eq!(p[0].argv, os(&["sleep", "0.1"]));
         assert_eq!(p[3].argv, os(&["sh", "-c", "echo 2 | cat"]));
         assert_eq!(p[1].prepare, Some(os(&["sh", "-c", "echo prep 2"])));
+        let mut named = p.clone();
+        name(&mut named, &["n={N}".into()]).unwrap();
+        let names: Vec<&str> = named.iter().map(|p| p.name.as_str()).collect();
+        assert_eq!(names, ["n=1", "n=2", "echo 1 | cat", "echo 2 | cat"]);
+        name(&mut named, &["a {N}".into(), "b {N}".into()]).unwrap();
+        let names: Vec<&str> = named.iter().map(|p| p.name.as_str()).collect();
+        assert_eq!(names, ["a 1", "a 2", "b 1", "b 2"]);
+        assert!(name(&mut named, &vec!["x".to_string(); 5]).is_err());
         let no_shell = Shell { shell: None };
         let p = plan(
             &os(&["sleep 0.1"]),
