@@ -647,3 +647,37 @@ fn plot_of_a_run_and_of_a_saved_run() {
     let b = std::fs::read_to_string(t.join("b.svg")).unwrap();
     assert!(b.starts_with("<svg") && b.contains("(baseline)"), "{b}");
 }
+
+#[test]
+fn help_documents_the_benchmark_options() {
+    let r = ok_in(&golden_dir(), &["stat", "--help"]);
+    for needle in [
+        ":::",
+        "--runs",
+        "--warmup",
+        "3 by default",
+        "--no-interleave",
+        "--setup",
+        "--prepare",
+        "--cleanup",
+        "--parameter-scan",
+        "--parameter-list",
+        "--no-shell",
+        "--show-output",
+        "--command-name",
+        "--fail-if-slower",
+        "--save",
+        "--baseline",
+        "--load",
+        "--export-json",
+        "--export-markdown",
+        "--export-csv",
+        "--plot",
+        "--table",
+        "Mann–Whitney U",
+        "bootstrap",
+        "outliers",
+    ] {
+        assert!(r.stdout.contains(needle), "{needle} in stat --help");
+    }
+}
