@@ -332,6 +332,12 @@ impl Progress {
             let left = self.start.elapsed().as_secs_f64() / done as f64 * (total - done) as f64;
             format!(" ETA {}", eta_text(left))
         };
+        // One terminal line: a long command is cut, so that `\r` redraws it in place.
+        let label: String = if label.chars().count() > 40 {
+            format!("{}…", label.chars().take(39).collect::<String>())
+        } else {
+            label.to_string()
+        };
         let mut e = std::io::stderr().lock();
         let _ = write!(
             e,
