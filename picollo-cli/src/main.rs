@@ -100,7 +100,7 @@ enum Command {
     /// Read a running process's shared-memory rings: to CSV files, a capture file, or spans
     /// to tables.
     ///
-    /// --csv DIR drains every ring of the process (`/dev/shm/picollo-PID-*`) to `DIR/<ring>.csv`
+    /// --csv DIR drains every ring of the process (its `picollo-*` memfds in /proc/PID/fd) to `DIR/<ring>.csv`
     /// (frame number, then the frame's fields; a ring whose counters change mid-way continues
     /// in `DIR/<ring>.2.csv`, …), picking up rings created later, and prints each file's frame
     /// and loss counts. --output FILE writes the same frames, with each ring's schema, clock
