@@ -29,6 +29,7 @@ mod plot;
 mod spawn;
 mod stat;
 
+use std::collections::{HashMap, HashSet};
 use std::ffi::OsString;
 use std::io::Write;
 use std::path::PathBuf;
@@ -199,6 +200,10 @@ struct SelectArgs {
     /// Convert values, taking the log to be in nanoseconds (values as logged when absent).
     #[arg(long, value_enum)]
     unit: Option<Unit>,
+    /// The most tags an interval log may have: each tag is summed (and exported) on its own,
+    /// so a log with more is refused rather than filling memory.
+    #[arg(long, value_name = "N", default_value_t = hlog::MAX_TAGS)]
+    max_tags: usize,
 }
 
 impl SelectArgs {
@@ -210,10 +215,16 @@ impl SelectArgs {
                 )));
             }
         }
+        if self.max_tags == 0 {
+            return Err(CliError::new(
+                "--max-tags 0 would refuse every log; give at least 1".to_owned(),
+            ));
+        }
         Ok(Selection {
             tag: self.tag.clone(),
             from: self.from,
             to: self.to,
+            max_tags: self.max_tags,
         })
     }
 }
@@ -402,8 +413,11 @@ fn diff(a: &DiffArgs) -> Result<String> {
     let lb = hlog::load(&a.b, &selection)?;
     let unit = a.select.unit;
     let mut tables = Vec::new();
+    let in_a: HashSet<&Option<String>> = la.groups.iter().map(|g| &g.tag).collect();
+    let in_b: HashMap<&Option<String>, &hlog::Group> =
+        lb.groups.iter().map(|g| (&g.tag, g)).collect();
     for ga in &la.groups {
-        let Some(gb) = lb.groups.iter().find(|g| g.tag == ga.tag) else {
+        let Some(&gb) = in_b.get(&ga.tag) else {
             eprintln!(
                 "picollo: {} is only in {}: not compared",
                 tag_name(&ga.tag),
@@ -430,7 +444,7 @@ fn diff(a: &DiffArgs) -> Result<String> {
         });
     }
     for gb in &lb.groups {
-        if !la.groups.iter().any(|g| g.tag == gb.tag) {
+        if !in_a.contains(&gb.tag) {
             eprintln!(
                 "picollo: {} is only in {}: not compared",
                 tag_name(&gb.tag),
@@ -469,7 +483,7 @@ fn plot(a: &PlotArgs) -> Result<String> {
                 (None, true) => format!("{}, untagged", log.name),
                 (None, false) => log.name.clone(),
             };
-            series.push(plot::Series::from_counts(label, &g.counts, divisor));
+            series.push(plot::Series::from_counts(label, &g.counts()?, divisor));
         }
     }
     let y_desc = match unit {
