@@ -139,6 +139,11 @@ enum Command {
     Convert(ConvertArgs),
     /// Convert an HdrHistogram interval log for fleet systems: Prometheus text, OpenMetrics
     /// (promtool backfill) or OTLP/JSON exponential histograms.
+    ///
+    /// Logs of any length are read as a stream (one interval at a time, plus a sparse sum per
+    /// tag); openmetrics and otlp-json output is staged in an unlinked file in $TMPDIR and
+    /// written once the whole log has converted, so an error leaves stdout empty. Logs with
+    /// more tags than --max-tags (100,000) are refused.
     Export(export::ExportArgs),
 }
 

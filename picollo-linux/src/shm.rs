@@ -25,7 +25,9 @@
 //! link reads `/memfd:picollo-<name> (deleted)` ([`list_rings`]), and opening
 //! `/proc/PID/fd/N` opens the segment itself (its *segment path*). The kernel lets only a
 //! process that may inspect `PID` (the same user, or root; see `ptrace(2)`, "ptrace access
-//! mode checking") read that directory, so only those can attach.
+//! mode checking") read that directory, so only those can attach. A process that makes itself
+//! non-dumpable (`prctl(PR_SET_DUMPABLE, 0)`, or a set-user-ID program) hands its
+//! `/proc/PID/fd` to root: only root can attach to it then.
 //!
 //! # Attaching
 //!
