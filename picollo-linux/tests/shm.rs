@@ -849,3 +849,59 @@ fn truncation_and_scribbling_by_another_process_do_not_stop_the_writer() {
     let _ = w.inner_mut().check_readers();
     assert!(w.save(&sample(0)) || !w.inner().is_attached());
 }
+
+/// Truncation attempts from other processes while the writer saves flat out on its own
+/// thread and a reader drains: every attempt is refused, the writer never faults, and every
+/// frame is read intact or counted lost (read + lost = written).
+#[test]
+fn writer_saves_through_concurrent_truncation_attempts() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+
+    let mut w = ShmFrameWriter::<Sample>::create("stress", &RingOptions::new(1024)).unwrap();
+    let segment = w.inner().segment().to_owned();
+    let mut r = ShmReader::attach_segment(&segment).unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let flag = stop.clone();
+    let writer = std::thread::spawn(move || {
+        let mut n = 0u64;
+        while !flag.load(Ordering::Relaxed) {
+            if w.save(&sample(n)) {
+                n += 1;
+            }
+        }
+        n
+    });
+    // Made before forking: the children only make system calls.
+    let path = CString::new(segment.as_str()).unwrap();
+    let mut read = 0u64;
+    let mut check = |r: &mut ShmReader| {
+        while let Some((n, f)) = r.next_frame::<Sample>().unwrap() {
+            assert_eq!(f, sample(n), "torn or foreign frame {n}");
+            read += 1;
+        }
+    };
+    for round in 0..200 {
+        let code = in_child(|| {
+            // SAFETY: `path` is a NUL-terminated string that outlives the calls; `fd` is ours.
+            unsafe {
+                let fd = libc::open(path.as_ptr(), libc::O_RDWR | libc::O_CLOEXEC);
+                if fd < 0 {
+                    return 1;
+                }
+                let size = [0, 8, 4096][round % 3];
+                let refused = libc::ftruncate(fd, size) != 0 && errno() == libc::EPERM;
+                libc::close(fd);
+                i32::from(!refused) * 2
+            }
+        });
+        assert_eq!(code, 0, "round {round}: the truncation was not refused");
+        check(&mut r);
+    }
+    stop.store(true, Ordering::Relaxed);
+    let written = writer.join().unwrap();
+    check(&mut r);
+    assert!(written > 0 && read > 0, "written {written}, read {read}");
+    assert_eq!(r.accepted(), read);
+    assert_eq!(r.accepted() + r.lost(), written);
+}
