@@ -350,8 +350,8 @@ impl Log {
     }
 }
 
-/// Files up to this size are read whole to tell their format by content; larger ones can
-/// only be interval logs (read as a stream).
+/// Files that do not start like an interval log, up to this size, are read whole to tell
+/// their format by content; larger ones can only be interval logs (read as a stream).
 const WHOLE_FILE_BYTES: u64 = 64 << 20;
 
 /// Reads the histogram file at `path`: an interval log's selected intervals added up per
@@ -371,8 +371,26 @@ pub fn load(path: &Path, selection: &Selection) -> Result<Log> {
     let name = path
         .file_name()
         .map_or_else(|| shown.to_string(), |n| n.to_string_lossy().into_owned());
+    // An interval log says so on its first line: streamed from there, never read whole.
+    let mut head = Vec::with_capacity(SNIFF_BYTES as usize);
+    (&mut file)
+        .take(SNIFF_BYTES)
+        .read_to_end(&mut head)
+        .map_err(|e| CliError::new(format!("cannot read {shown}: {e}")))?;
+    if looks_like_hlog(&head) {
+        return load_hlog(
+            path,
+            BufReader::new(std::io::Cursor::new(head).chain(file)),
+            selection,
+        );
+    }
     if size <= WHOLE_FILE_BYTES {
-        let mut bytes = Vec::with_capacity(size as usize);
+        let mut bytes = head;
+        bytes.reserve(
+            usize::try_from(size)
+                .unwrap_or(0)
+                .saturating_sub(bytes.len()),
+        );
         file.read_to_end(&mut bytes)
             .map_err(|e| CliError::new(format!("cannot read {shown}: {e}")))?;
         if let Some(log) = load_single(&name, &bytes, selection)? {
@@ -380,7 +398,35 @@ pub fn load(path: &Path, selection: &Selection) -> Result<Log> {
         }
         return load_hlog(path, BufReader::new(bytes.as_slice()), selection);
     }
-    load_hlog(path, BufReader::new(file), selection)
+    load_hlog(
+        path,
+        BufReader::new(std::io::Cursor::new(head).chain(file)),
+        selection,
+    )
+}
+
+/// How much of a file is read to tell an interval log from the other formats.
+const SNIFF_BYTES: u64 = 4096;
+
+/// Whether `head` (a file's first bytes) starts like an HdrHistogram interval log: its first
+/// non-empty line is a `#[…]` header, the column legend, or an interval line (tagged, or four
+/// comma-separated columns ending in an encoded histogram).
+fn looks_like_hlog(head: &[u8]) -> bool {
+    let text = match std::str::from_utf8(head) {
+        Ok(t) => t,
+        // Cut in the middle of a character: what comes before it.
+        Err(e) => std::str::from_utf8(&head[..e.valid_up_to()]).unwrap_or(""),
+    };
+    let Some(first) = text.lines().map(str::trim).find(|l| !l.is_empty()) else {
+        return false;
+    };
+    first.starts_with("#[")
+        || first.starts_with("\"StartTimestamp\"")
+        || first.starts_with("Tag=")
+        || first
+            .split(',')
+            .nth(3)
+            .is_some_and(|h| h.starts_with("HIST") || h.starts_with("DHIS"))
 }
 
 /// An `.hgrm` file or an encoded histogram, or `None` for anything else.
@@ -625,4 +671,80 @@ pub fn summary(group: &Group, unit: Option<Unit>) -> Result<Summary> {
     let h = interop::to_picollo(&counts)
         .map_err(|e| CliError::new(format!("cannot convert the histogram: {e}")))?;
     Ok(h.summary())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn counts(digits: u8, values: &[(u64, u64)]) -> HdrCounts {
+        let mut c = HdrCounts::new(1, 1 << 40, digits).unwrap();
+        for &(v, n) in values {
+            c.record(v, n).unwrap();
+        }
+        c
+    }
+
+    /// The sparse sum, rebuilt, equals HdrHistogram's `add` of the same intervals, at equal
+    /// and at different precisions.
+    #[test]
+    fn sparse_sum_is_hdr_add() {
+        let intervals = [
+            counts(3, &[(1, 2), (1000, 1), (5_000_000, 7)]),
+            counts(3, &[(1, 1), (999, 4), (123_456_789, 1)]),
+            counts(2, &[(7, 1), (1000, 3), (5_000_001, 2)]),
+            counts(3, &[]),
+        ];
+        let mut dense = HdrCounts::new(1, i64::MAX as u64, 3).unwrap();
+        let mut sparse = SparseCounts::default();
+        let mut scratch = Vec::new();
+        for c in &intervals {
+            dense.add(c).unwrap();
+            sparse.add(c, &mut scratch).unwrap();
+        }
+        let rebuilt = sparse.to_counts(1, i64::MAX as u64, 3).unwrap();
+        assert!(rebuilt.same_content(&dense));
+        assert_eq!(rebuilt.total_count(), 2 + 1 + 7 + 1 + 4 + 1 + 1 + 3 + 2);
+        // Overflow is an error, and leaves the sum as it was.
+        let mut big = SparseCounts::default();
+        big.add(&counts(3, &[(5, u64::MAX)]), &mut scratch).unwrap();
+        let before = big.clone();
+        assert!(big.add(&counts(3, &[(5, 1)]), &mut scratch).is_err());
+        assert_eq!(big, before);
+    }
+
+    #[test]
+    fn tag_limit() {
+        let mut tags: Tags<u32> = Tags::new(2);
+        *tags.entry(&Some("a".into()), || 0).unwrap() += 1;
+        *tags.entry(&None, || 0).unwrap() += 1;
+        *tags.entry(&Some("a".into()), || 0).unwrap() += 1;
+        let e = tags.entry(&Some("b".into()), || 0).unwrap_err();
+        assert!(e.to_string().contains("more than 2 tags"), "{e}");
+        assert_eq!(
+            tags.into_ordered(),
+            [(None, 1), (Some("a".to_owned()), 2)],
+            "untagged first"
+        );
+    }
+
+    #[test]
+    fn sniffing() {
+        for hlog in [
+            "#[Logged with jHiccup]\n",
+            "\n\"StartTimestamp\",\"Interval_Length\",\"Interval_Max\",\"Interval_Compressed_Histogram\"\n",
+            "Tag=a,0.1,1.0,2.0,HISTFAAA\n",
+            "0.127,1.007,2.769,HISTFAAAAEV42pNp\n",
+        ] {
+            assert!(looks_like_hlog(hlog.as_bytes()), "{hlog:?}");
+        }
+        for other in [
+            "       Value     Percentile TotalCount 1/(1-Percentile)\n",
+            "HISTFAAAACl42pNpmSzMwMDAxAABzFCaEUKLQ2gmCM0HoQUhNDOEZoHSAEc5Ask=",
+            "",
+            "\u{1c}\u{84}\u{93}\u{14}\0\0",
+        ] {
+            assert!(!looks_like_hlog(other.as_bytes()), "{other:?}");
+        }
+    }
 }
