@@ -43,12 +43,21 @@ fn vector(name: &str) -> PathBuf {
     dir.join(name)
 }
 
-/// A fresh path (the tests run in parallel).
+/// A fresh path in the temporary directory (the tests run in parallel).
 fn tmp(name: &str) -> PathBuf {
     static NEXT: AtomicUsize = AtomicUsize::new(0);
-    let dir = std::env::temp_dir().join(format!("picollo-memory-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join(format!("{}-{name}", NEXT.fetch_add(1, Ordering::Relaxed)))
+    std::env::temp_dir().join(format!(
+        "picollo-memory-{}-{}-{name}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    ))
+}
+
+/// Removes a test's files.
+fn cleanup(files: &[&Path]) {
+    for f in files {
+        let _ = std::fs::remove_file(f);
+    }
 }
 
 /// The vector's header lines and interval lines.
@@ -283,7 +292,7 @@ fn a_100x_log_exports_and_reports_in_bounded_memory() {
         LONG_LOG_MAX_RSS,
     );
     assert!(diff.stdout.lines().count() > 5, "{}", diff.stdout);
-    let _ = std::fs::remove_file(log);
+    cleanup(&[&log]);
 }
 
 #[test]
@@ -313,7 +322,7 @@ fn twenty_thousand_tags_in_bounded_memory() {
     let report = ok(&["report", s(&log), "--format", "csv"], MANY_TAGS_MAX_RSS);
     assert!(report.stdout.contains("tag t19999 (1 interval)"));
     assert!(report.stdout.contains("tag t0 (1 interval)"));
-    let _ = std::fs::remove_file(log);
+    cleanup(&[&log]);
 }
 
 /// Past the tag limit: a clear error, and nothing on stdout.
@@ -355,7 +364,7 @@ fn too_many_tags_is_a_clear_error() {
         MANY_TAGS_MAX_RSS,
     );
     assert!(one.stdout.contains("tag t7 (1 interval)"), "{}", one.stdout);
-    let _ = std::fs::remove_file(log);
+    cleanup(&[&log]);
 }
 
 /// A corrupt line after thousands of good ones: an error, and none of the output (it is
@@ -373,6 +382,5 @@ fn a_corrupt_line_late_in_a_long_log_writes_nothing() {
         assert!(r.stdout.is_empty(), "{format}: partial output");
         assert!(r.stderr.contains("line 6205"), "{format}: {}", r.stderr);
     }
-    let _ = std::fs::remove_file(log);
-    let _ = std::fs::remove_file(bad);
+    cleanup(&[&log, &bad]);
 }
