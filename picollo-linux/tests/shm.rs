@@ -698,8 +698,16 @@ fn squatted_names_do_not_stop_ring_creation() {
         println!("squatting as another user: skipped (needs root to own a file as another user); squatting as this user only");
     }
     // What the attacker pre-creates: the names of the child's rings, and of its span rings
-    // (the main thread's tid is its pid), plus the next pids.
-    let mut squatted = Vec::new();
+    // (the main thread's tid is its pid), plus the next pids. Removed however the test ends.
+    struct Squatted(Vec<String>);
+    impl Drop for Squatted {
+        fn drop(&mut self) {
+            for path in &self.0 {
+                let _ = std::fs::remove_file(path);
+            }
+        }
+    }
+    let mut squatted = Squatted(Vec::new());
     for (i, pid) in (child_pid..child_pid + 32).enumerate() {
         for name in ["xproc", "other", &format!("span-{pid}")] {
             let path = format!("/dev/shm/picollo-{pid}-{name}");
@@ -711,10 +719,10 @@ fn squatted_names_do_not_stop_ring_creation() {
                 std::os::unix::fs::chown(&path, Some(65534), Some(65534)).unwrap();
                 std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
             }
-            squatted.push(path);
+            squatted.0.push(path);
         }
     }
-    assert!(!squatted.is_empty(), "could not write to /dev/shm");
+    assert!(!squatted.0.is_empty(), "could not write to /dev/shm");
     let span_segment = child.create();
     let names: Vec<String> = list_rings(Some(child_pid))
         .unwrap()
@@ -728,7 +736,7 @@ fn squatted_names_do_not_stop_ring_creation() {
     for n in &spans {
         let tid: i32 = n["span-".len()..].parse().unwrap();
         if (child_pid..child_pid + 32).contains(&tid) {
-            assert!(squatted.iter().any(|p| p.ends_with(&format!("-{n}"))));
+            assert!(squatted.0.iter().any(|p| p.ends_with(&format!("-{n}"))));
         }
     }
     let span = ShmReader::attach_segment(&span_segment).unwrap();
@@ -738,10 +746,9 @@ fn squatted_names_do_not_stop_ring_creation() {
     assert_eq!(child.wait_for("DONE"), format!("DONE {CHILD_FRAMES}"));
     assert_eq!(r.drain(|_| {}).unwrap().accepted, CHILD_FRAMES);
     child.finish();
-    for path in &squatted {
+    for path in &squatted.0 {
         let meta = std::fs::metadata(path).expect("the squatter's file is left alone");
         assert_eq!(meta.len(), 4096);
-        let _ = std::fs::remove_file(path);
     }
 }
 
