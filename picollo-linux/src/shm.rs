@@ -3,8 +3,8 @@
 //!
 //! # Segments
 //!
-//! One segment per ring: an anonymous `memfd_create("picollo-<name>")` file (`MFD_CLOEXEC`,
-//! mode 0600) holding a [`picollo_core::ring`] header and slots, sized once and then sealed
+//! One segment per ring (Linux 3.17 or later): an anonymous `memfd_create("picollo-<name>")`
+//! file (`MFD_CLOEXEC`, `MFD_NOEXEC_SEAL` where the kernel has it, mode 0600) holding a [`picollo_core::ring`] header and slots, sized once and then sealed
 //! with `F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL`. Such a segment
 //!
 //! - **cannot be truncated** by anyone, the writer included (`ftruncate` fails with `EPERM`),
@@ -381,12 +381,19 @@ pub fn writer_alive(id: WriterId) -> bool {
 
 use crate::sys::last_errno as errno;
 
-/// Creates the sealable, close-on-exec memfd of segment `name` (`picollo-<name>`).
+/// Creates the sealable, close-on-exec, never-executable memfd of segment `name`
+/// (`picollo-<name>`). `MFD_NOEXEC_SEAL` (Linux 6.3) is asked for first: hosts that set
+/// `vm.memfd_noexec = 2` refuse memfds without it; older kernels refuse the flag (`EINVAL`),
+/// and get the plain sealable memfd.
 fn memfd_create(memfd: &str) -> Result<OwnedFd, i32> {
     let name = CString::new(memfd).map_err(|_| libc::EINVAL)?;
-    // SAFETY: `name` is a NUL-terminated string that outlives the call.
-    let fd =
-        unsafe { libc::memfd_create(name.as_ptr(), libc::MFD_CLOEXEC | libc::MFD_ALLOW_SEALING) };
+    let flags = libc::MFD_CLOEXEC | libc::MFD_ALLOW_SEALING;
+    // SAFETY: `name` is a NUL-terminated string that outlives the calls.
+    let mut fd = unsafe { libc::memfd_create(name.as_ptr(), flags | libc::MFD_NOEXEC_SEAL) };
+    if fd < 0 && errno() == libc::EINVAL {
+        // SAFETY: as above.
+        fd = unsafe { libc::memfd_create(name.as_ptr(), flags) };
+    }
     if fd < 0 {
         return Err(errno());
     }
@@ -581,7 +588,8 @@ impl ShmWriter {
 
         let fd = memfd_create(memfd).map_err(|e| ShmError::os("memfd_create", memfd, e))?;
         let segment = segment_path(pid as i32, fd.as_raw_fd());
-        // memfds are created 0777; only the owner (and root) may open it.
+        // memfds are created 0777 (0666 with MFD_NOEXEC_SEAL); only the owner (and root) may
+        // open this one.
         // SAFETY: `fd` is open; fchmod has no memory effects.
         if unsafe { libc::fchmod(fd.as_raw_fd(), 0o600) } != 0 {
             return Err(ShmError::os("fchmod", &segment, errno()));

@@ -107,6 +107,12 @@ fn attach_drain_and_csv_in_process() {
     assert_eq!(meta.permissions().mode() & 0o777, 0o600);
     assert_eq!(meta.len() as usize, w.inner().bytes());
     assert!(shm_files_of(pid()).is_empty());
+    // Sealed: its size can never change, nor its seals.
+    let f = std::fs::File::open(&segment).unwrap();
+    // SAFETY: `f` is open; `F_GET_SEALS` takes no argument.
+    let seals = unsafe { libc::fcntl(f.as_raw_fd(), libc::F_GET_SEALS) };
+    assert_eq!(seals & SEALED, SEALED, "seals {seals:#x}");
+    drop(f);
 
     assert!(matches!(
         ShmFrameWriter::<Sample>::create("inproc", &opts),
