@@ -226,7 +226,7 @@ fn forked_child_does_not_write_into_parent_ring() {
             }
         }
         let disabled = w.inner().is_disabled();
-        drop(w); // must not unlink the parent's segment
+        drop(w); // must leave the parent's segment alone
         if wrote == 0 && disabled {
             0
         } else {
