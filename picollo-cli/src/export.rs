@@ -386,6 +386,19 @@ struct Spill {
 impl Spill {
     fn new() -> Result<Self> {
         let dir = std::env::temp_dir();
+        // A file with no name at all (`O_TMPFILE`), where the file system has them.
+        if let Ok(file) = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .custom_flags(libc::O_TMPFILE)
+            .mode(0o600)
+            .open(&dir)
+        {
+            return Ok(Self {
+                file: std::io::BufWriter::with_capacity(64 << 10, file),
+                len: 0,
+            });
+        }
         let nanos = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.subsec_nanos());
