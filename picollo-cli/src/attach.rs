@@ -108,6 +108,8 @@ struct Live {
     pid: i32,
     rings: Vec<LiveRing>,
     skipped: Vec<(String, String)>,
+    /// Inodes of the rings skipped, so they are not tried again.
+    skipped_inodes: Vec<u64>,
     sinks: Sinks,
     /// Only span rings are attached (no CSV, capture or JSON lines).
     spans_only: bool,
@@ -122,6 +124,7 @@ impl Live {
             pid,
             rings: Vec::new(),
             skipped: Vec::new(),
+            skipped_inodes: Vec::new(),
             spans_only: sinks.spans_only(),
             sinks,
             request,
@@ -131,21 +134,32 @@ impl Live {
 
     /// Attaches to the process's rings not attached yet.
     fn scan(&mut self) -> Result<()> {
-        let entries = list_rings(Some(self.pid))
-            .map_err(|e| CliError::new(format!("cannot list /dev/shm: {e}")))?;
+        let entries = list_rings(Some(self.pid)).map_err(|e| {
+            CliError::new(format!(
+                "cannot list the rings of process {}: {e}; attach as the user the \
+                     process runs as (or root)",
+                self.pid
+            ))
+        })?;
         for e in entries {
             if (self.spans_only && !e.name.starts_with(RING_PREFIX))
-                || self.rings.iter().any(|r| r.reader.segment() == e.segment)
-                || self.skipped.iter().any(|(s, _)| *s == e.segment)
+                || self.rings.iter().any(|r| r.reader.inode() == e.inode)
+                || self.skipped_inodes.contains(&e.inode)
             {
                 continue;
             }
-            let reader = match ShmReader::attach_segment(&e.segment) {
+            let reader = match ShmReader::attach_entry(&e) {
                 Ok(r) => r,
                 // The thread exited between listing and attaching.
                 Err(ShmError::NotFound(_)) => continue,
+                // A ring inherited from the parent (a forked child that has not exec'd).
+                Err(ShmError::WrongWriter { .. }) => {
+                    self.skipped_inodes.push(e.inode);
+                    continue;
+                }
                 Err(err) => {
                     eprintln!("picollo: skipping {}: {err}", e.segment);
+                    self.skipped_inodes.push(e.inode);
                     self.skipped.push((e.segment, err.to_string()));
                     continue;
                 }
@@ -153,6 +167,7 @@ impl Live {
             let span = SpanDecoder::new(reader.info());
             if self.spans_only {
                 if let Err(why) = &span {
+                    self.skipped_inodes.push(e.inode);
                     self.skipped.push((e.segment, why.clone()));
                     continue;
                 }
@@ -319,12 +334,12 @@ impl Live {
         }
         if self.spans_only {
             CliError::new(format!(
-                "process {pid} has no span rings (no /dev/shm/picollo-{pid}-span-*); it \
+                "process {pid} has no span rings (no picollo-span-* memfd in /proc/{pid}/fd); it \
                  records spans with `picollo_linux::span!` once a thread has begun one"
             ))
         } else {
             CliError::new(format!(
-                "process {pid} has no Picollo rings (no /dev/shm/picollo-{pid}-*); it must \
+                "process {pid} has no Picollo rings (no picollo-* memfd in /proc/{pid}/fd); it must \
                  create them (picollo_linux::shm writers, or spans with `span!`) before \
                  attaching"
             ))

@@ -30,6 +30,7 @@ mod plot;
 mod spawn;
 mod stat;
 
+use std::collections::{HashMap, HashSet};
 use std::ffi::OsString;
 use std::io::Write;
 use std::path::PathBuf;
@@ -119,7 +120,7 @@ enum Command {
     /// Read a running process's shared-memory rings: to CSV files, a capture file, or spans
     /// to tables.
     ///
-    /// --csv DIR drains every ring of the process (`/dev/shm/picollo-PID-*`) to `DIR/<ring>.csv`
+    /// --csv DIR drains every ring of the process (its `picollo-*` memfds in /proc/PID/fd) to `DIR/<ring>.csv`
     /// (frame number, then the frame's fields; a ring whose counters change mid-way continues
     /// in `DIR/<ring>.2.csv`, …), picking up rings created later, and prints each file's frame
     /// and loss counts. --output FILE writes the same frames, with each ring's schema, clock
@@ -157,6 +158,11 @@ enum Command {
     Convert(ConvertArgs),
     /// Convert an HdrHistogram interval log for fleet systems: Prometheus text, OpenMetrics
     /// (promtool backfill) or OTLP/JSON exponential histograms.
+    ///
+    /// Logs of any length are read as a stream (one interval at a time, plus a sparse sum per
+    /// tag); openmetrics and otlp-json output is staged in an unlinked file in $TMPDIR and
+    /// written once the whole log has converted, so an error leaves stdout empty. Logs with
+    /// more tags than --max-tags (100,000) are refused.
     Export(export::ExportArgs),
 }
 
@@ -303,6 +309,10 @@ struct SelectArgs {
     /// Convert values, taking the log to be in nanoseconds (values as logged when absent).
     #[arg(long, value_enum)]
     unit: Option<Unit>,
+    /// The most tags an interval log may have: each tag is summed (and exported) on its own,
+    /// so a log with more is refused rather than filling memory.
+    #[arg(long, value_name = "N", default_value_t = hlog::MAX_TAGS)]
+    max_tags: usize,
 }
 
 impl SelectArgs {
@@ -314,10 +324,16 @@ impl SelectArgs {
                 )));
             }
         }
+        if self.max_tags == 0 {
+            return Err(CliError::new(
+                "--max-tags 0 would refuse every log; give at least 1".to_owned(),
+            ));
+        }
         Ok(Selection {
             tag: self.tag.clone(),
             from: self.from,
             to: self.to,
+            max_tags: self.max_tags,
         })
     }
 }
@@ -528,8 +544,11 @@ fn diff(a: &DiffArgs) -> Result<String> {
     let lb = hlog::load(&a.b, &selection)?;
     let unit = a.select.unit;
     let mut tables = Vec::new();
+    let in_a: HashSet<&Option<String>> = la.groups.iter().map(|g| &g.tag).collect();
+    let in_b: HashMap<&Option<String>, &hlog::Group> =
+        lb.groups.iter().map(|g| (&g.tag, g)).collect();
     for ga in &la.groups {
-        let Some(gb) = lb.groups.iter().find(|g| g.tag == ga.tag) else {
+        let Some(&gb) = in_b.get(&ga.tag) else {
             eprintln!(
                 "picollo: {} is only in {}: not compared",
                 tag_name(&ga.tag),
@@ -556,7 +575,7 @@ fn diff(a: &DiffArgs) -> Result<String> {
         });
     }
     for gb in &lb.groups {
-        if !la.groups.iter().any(|g| g.tag == gb.tag) {
+        if !in_a.contains(&gb.tag) {
             eprintln!(
                 "picollo: {} is only in {}: not compared",
                 tag_name(&gb.tag),
@@ -601,7 +620,7 @@ fn plot(a: &PlotArgs) -> Result<String> {
                 (None, true) => format!("{}, untagged", log.name),
                 (None, false) => log.name.clone(),
             };
-            series.push(plot::Series::from_counts(label, &g.counts, divisor));
+            series.push(plot::Series::from_counts(label, &g.counts()?, divisor));
         }
     }
     let y_desc = match unit {

@@ -20,7 +20,8 @@
 //!
 //! # Rings, spans, captures
 //!
-//! - [`shm`]: frame rings in POSIX shared memory, with the `flock` attach protocol.
+//! - [`shm`]: frame rings in sealed shared memory (`memfd`), found through `/proc/PID/fd`, with
+//!   the `flock` attach protocol.
 //! - [`span`](mod@span): spans with counters (`span!`) and user counter events (`counter!`) into each
 //!   thread's ring; counters chosen at start or at attach time; the consumer that turns the
 //!   frames into the per-phase and counter-event tables.

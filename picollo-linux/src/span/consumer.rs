@@ -1014,6 +1014,8 @@ pub struct SpanConsumer {
     pid: i32,
     rings: Vec<SpanRing>,
     skipped: Vec<(String, String)>,
+    /// Inodes of the rings skipped (listed or not), so they are not tried again.
+    skipped_inodes: Vec<u64>,
     agg: SpanAggregator,
 }
 
@@ -1031,8 +1033,8 @@ impl fmt::Debug for SpanConsumer {
 /// Counter requests sent to the rings of a process ([`SpanConsumer::request_counters`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CounterRequests {
-    /// Per ring: its segment and the request's sequence number.
-    seqs: Vec<(String, u64)>,
+    /// Per ring: its segment, its inode and the request's sequence number.
+    seqs: Vec<(String, u64, u64)>,
 }
 
 impl CounterRequests {
@@ -1062,6 +1064,7 @@ impl SpanConsumer {
             pid,
             rings: Vec::new(),
             skipped: Vec::new(),
+            skipped_inodes: Vec::new(),
             agg: SpanAggregator::new(),
         };
         c.refresh()?;
@@ -1079,22 +1082,30 @@ impl SpanConsumer {
         let mut added = 0;
         for e in entries {
             if !e.name.starts_with(RING_PREFIX)
-                || self.rings.iter().any(|r| r.reader.segment() == e.segment)
-                || self.skipped.iter().any(|(s, _)| *s == e.segment)
+                || self.rings.iter().any(|r| r.reader.inode() == e.inode)
+                || self.skipped_inodes.contains(&e.inode)
             {
                 continue;
             }
-            match ShmReader::attach_segment(&e.segment) {
+            match ShmReader::attach_entry(&e) {
                 Ok(reader) => match SpanDecoder::new(reader.info()) {
                     Ok(decoder) => {
                         self.rings.push(SpanRing { reader, decoder });
                         added += 1;
                     }
-                    Err(why) => self.skipped.push((e.segment, why)),
+                    Err(why) => {
+                        self.skipped_inodes.push(e.inode);
+                        self.skipped.push((e.segment, why));
+                    }
                 },
                 // The thread exited between listing and attaching.
                 Err(ShmError::NotFound(_)) => {}
-                Err(err) => self.skipped.push((e.segment, err.to_string())),
+                // A ring the process inherited from its parent (forked, not exec'd yet).
+                Err(ShmError::WrongWriter { .. }) => self.skipped_inodes.push(e.inode),
+                Err(err) => {
+                    self.skipped_inodes.push(e.inode);
+                    self.skipped.push((e.segment, err.to_string()));
+                }
             }
         }
         Ok(added)
@@ -1138,6 +1149,7 @@ impl SpanConsumer {
         for ring in &self.rings {
             seqs.push((
                 ring.reader.segment().to_owned(),
+                ring.reader.inode(),
                 ring.reader.request_counters(counters)?,
             ));
         }
@@ -1153,10 +1165,10 @@ impl SpanConsumer {
         wait: std::time::Duration,
     ) -> Result<Vec<RequestOutcome>, ShmError> {
         let until = std::time::Instant::now() + wait;
-        let status = |rings: &[SpanRing], segment: &str, seq: u64| {
+        let status = |rings: &[SpanRing], inode: u64, seq: u64| {
             rings
                 .iter()
-                .find(|r| r.reader.segment() == segment)
+                .find(|r| r.reader.inode() == inode)
                 .map(|r| r.reader.request_status(seq))
         };
         loop {
@@ -1164,19 +1176,15 @@ impl SpanConsumer {
             let pending = requests
                 .seqs
                 .iter()
-                .any(|(s, q)| status(&self.rings, s, *q) == Some(RequestStatus::Pending));
+                .any(|(_, i, q)| status(&self.rings, *i, *q) == Some(RequestStatus::Pending));
             if !pending || std::time::Instant::now() >= until {
                 break;
             }
             std::thread::sleep(std::time::Duration::from_millis(5));
         }
         let mut out = Vec::with_capacity(requests.seqs.len());
-        for (segment, seq) in &requests.seqs {
-            let Some(ring) = self
-                .rings
-                .iter_mut()
-                .find(|r| r.reader.segment() == segment)
-            else {
+        for (segment, inode, seq) in &requests.seqs {
+            let Some(ring) = self.rings.iter_mut().find(|r| r.reader.inode() == *inode) else {
                 continue;
             };
             let status = ring.reader.request_status(*seq);
