@@ -201,32 +201,98 @@ pub fn check_rank(rank: f64) -> Result<f64, PercentileError> {
     }
 }
 
-/// The count a rank asks for among `total` values: `ceil(rank / 100 · total)`, at least 1.
-/// This is HdrHistogram's rule, and the `Count` column of seed 000's tables.
+/// The count a rank asks for among `total` values: Picollo's one rank rule, shared by every
+/// percentile path (`f64` and fixed-point ranks, [`Rank::count_of`], `HdrCounts`, summaries,
+/// exporters).
+///
+/// The rank is read as the decimal it prints as (the shortest decimal that parses back to
+/// the same `f64`: `99.9`, not the binary `99.900000000000005684…`), and the count is
+/// `ceil(decimal / 100 · total)` computed exactly in integers, then kept within `1..=total`
+/// (1 when `total` is 0). No floating-point product decides a count, so `p99.9` of 20,000
+/// values asks for the 19,980th, as HdrHistogram Java's `getValueAtPercentile(99.9)` and the
+/// `hdrhistogram` crate's `value_at_quantile(0.999)` do. (The crate's
+/// `value_at_percentile(99.9)` computes `99.9 / 100.0 · total` in `f64` and asks for the
+/// 19,981st.) `rank` must be within `0..=100` ([`check_rank`]); NaN asks for 1.
+///
+/// ```
+/// use picollo_core::read::rank_count;
+/// assert_eq!(rank_count(99.9, 20_000), 19_980);
+/// assert_eq!(rank_count(50.0, 1001), 501);
+/// assert_eq!(rank_count(0.0, 10), 1);
+/// assert_eq!(rank_count(100.0, u64::MAX), u64::MAX);
+/// assert_eq!(rank_count(99.999_999_999, 1_000_000_000_000), 999_999_999_990);
+/// ```
 #[inline]
 pub fn rank_count(rank: f64, total: u64) -> u64 {
-    let c = libm_ceil(rank / 100.0 * total as f64);
-    if c < 1.0 {
-        1
-    } else if c >= total as f64 {
-        total
-    } else {
-        c as u64
+    if rank.is_nan() || rank <= 0.0 || total == 0 {
+        return 1;
     }
+    if rank >= 100.0 {
+        return total;
+    }
+    // Fast path: ranks with at most 7 decimals (every rank people write) are a whole number
+    // of billionths, which `Rank::count_of` already computes exactly. `n / 10^7` is the
+    // shortest decimal of `rank` when it parses back to `rank`: two decimals of at most 7
+    // decimals differ by at least 10^-7, far more than the width of the values that round
+    // to one f64 below 100.
+    let n = (rank * 1e7 + 0.5) as u64;
+    if n >= 1 && n <= Rank::SCALE as u64 && n as f64 / 1e7 == rank {
+        return Rank(n as u32).count_of(total);
+    }
+    let (digits, exp) = shortest_decimal(rank);
+    // rank / 100 = digits · 10^(exp - 2), with exp - 2 < 0 below 100.
+    let shift = (2 - exp) as u32;
+    // digits < 10^17 < 2^57 and total < 2^64: the product fits in u128; a divisor beyond
+    // 10^38 exceeds it, so the count is then 1.
+    let product = digits as u128 * total as u128;
+    let count = match 10u128.checked_pow(shift) {
+        Some(divisor) => product.div_ceil(divisor),
+        None => 1,
+    };
+    count.clamp(1, total as u128) as u64
 }
 
-#[inline]
-fn libm_ceil(x: f64) -> f64 {
-    // core has no f64::ceil in no_std on stable; x is finite, >= 0 and below 2^64 here.
-    if x >= 18_446_744_073_709_551_616.0 {
-        return x;
+/// The shortest decimal that reads back as `x` (finite, positive): `(digits, exp)` with
+/// `x ≈ digits · 10^exp`, as `core::fmt` prints it (`{:e}`), without allocating.
+fn shortest_decimal(x: f64) -> (u64, i32) {
+    struct Buf {
+        bytes: [u8; 40],
+        len: usize,
     }
-    let t = x as u64 as f64;
-    if t < x {
-        t + 1.0
-    } else {
-        t
+    impl fmt::Write for Buf {
+        fn write_str(&mut self, s: &str) -> fmt::Result {
+            let end = self.len + s.len();
+            let room = self.bytes.get_mut(self.len..end).ok_or(fmt::Error)?;
+            room.copy_from_slice(s.as_bytes());
+            self.len = end;
+            Ok(())
+        }
     }
+    let mut buf = Buf {
+        bytes: [0; 40],
+        len: 0,
+    };
+    // `{:e}` of a finite f64 is at most 17 digits, a dot, `e` and a 4-character exponent.
+    let _ = fmt::write(&mut buf, format_args!("{x:e}"));
+    let (mut digits, mut exp, mut frac_digits) = (0u64, 0i32, 0i32);
+    let (mut in_frac, mut in_exp, mut exp_negative) = (false, false, false);
+    for &b in &buf.bytes[..buf.len] {
+        match b {
+            b'.' => in_frac = true,
+            b'e' => in_exp = true,
+            b'-' if in_exp => exp_negative = true,
+            b'0'..=b'9' if in_exp => exp = exp * 10 + (b - b'0') as i32,
+            b'0'..=b'9' => {
+                digits = digits * 10 + (b - b'0') as u64;
+                frac_digits += in_frac as i32;
+            }
+            _ => {}
+        }
+    }
+    if exp_negative {
+        exp = -exp;
+    }
+    (digits, exp - frac_digits)
 }
 
 /// Square root by Newton's method (core has no `f64::sqrt` without std).
@@ -265,7 +331,8 @@ pub struct Percentile {
     pub highest: u64,
     /// Values in the bucket.
     pub count: u64,
-    /// The count the rank asked for (`ceil(rank/100 · total)`): the `Count` column of seed 000.
+    /// The count the rank asked for ([`rank_count`]: `ceil(rank/100 · total)`, exactly): the
+    /// `Count` column of seed 000.
     pub rank_count: u64,
 }
 
@@ -409,7 +476,8 @@ impl Rank {
     }
 
     /// The count this rank asks for among `total` values: `ceil(rank · total)`, at least 1
-    /// and at most `total` (HdrHistogram's rule, computed exactly in integers).
+    /// and at most `total` (HdrHistogram's rule, computed exactly in integers; the `f64`
+    /// paths use the same rule, [`rank_count`]).
     pub const fn count_of(self, total: u64) -> u64 {
         let count = mul_div_ceil_billion(total, self.0);
         if count < 1 {
@@ -665,10 +733,9 @@ pub trait ReadExt: HistogramRead {
     }
 
     /// Many percentiles at once with fixed-point [`Rank`]s, in integer arithmetic only: the
-    /// firmware path (no `f64`, a small stack frame). Same walk and same answers as
-    /// [`ReadExt::percentiles`], except that the count a rank asks for is computed exactly
-    /// ([`Rank::count_of`]) where the `f64` path may round. Uses the process-wide default
-    /// equivalent value.
+    /// firmware path (no `f64`, a small stack frame). Same walk, same rank rule ([`rank_count`])
+    /// and same answers as [`ReadExt::percentiles`] given the same ranks. Uses the process-wide
+    /// default equivalent value.
     ///
     /// ```
     /// use picollo_core::prelude::*;
