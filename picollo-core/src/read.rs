@@ -203,16 +203,18 @@ pub fn check_rank(rank: f64) -> Result<f64, PercentileError> {
 
 /// The count a rank asks for among `total` values: Picollo's one rank rule, shared by every
 /// percentile path (`f64` and fixed-point ranks, [`Rank::count_of`], `HdrCounts`, summaries,
-/// exporters).
+/// `stat`, `report` and `diff`).
 ///
-/// The rank is read as the decimal it prints as (the shortest decimal that parses back to
-/// the same `f64`: `99.9`, not the binary `99.900000000000005684…`), and the count is
-/// `ceil(decimal / 100 · total)` computed exactly in integers, then kept within `1..=total`
-/// (1 when `total` is 0). No floating-point product decides a count, so `p99.9` of 20,000
-/// values asks for the 19,980th, as HdrHistogram Java's `getValueAtPercentile(99.9)` and the
-/// `hdrhistogram` crate's `value_at_quantile(0.999)` do. (The crate's
-/// `value_at_percentile(99.9)` computes `99.9 / 100.0 · total` in `f64` and asks for the
-/// 19,981st.) `rank` must be within `0..=100` ([`check_rank`]); NaN asks for 1.
+/// The rank is read as the decimal it was written as: the one with the fewest decimals (at
+/// most 13) that parses back to the same `f64`, which is what `{}` prints (`99.9`, not the
+/// binary `99.900000000000005684…`). The count is `ceil(decimal / 100 · total)` computed
+/// exactly in integers, then kept within `1..=total` (1 when `total` is 0). No floating-point
+/// product decides a count, so `p99.9` of 20,000 values asks for the 19,980th, as HdrHistogram
+/// Java's `getValueAtPercentile(99.9)` and the `hdrhistogram` crate's
+/// `value_at_quantile(0.999)` do. (The crate's `value_at_percentile(99.9)` computes
+/// `99.9 / 100.0 · total` in `f64` and asks for the 19,981st.) A rank with no such decimal
+/// (more than 13 decimals, as in `100 · (1 - 2^-40)`) is taken at its exact binary value.
+/// `rank` must be within `0..=100` ([`check_rank`]); NaN asks for 1.
 ///
 /// ```
 /// use picollo_core::read::rank_count;
@@ -230,69 +232,54 @@ pub fn rank_count(rank: f64, total: u64) -> u64 {
     if rank >= 100.0 {
         return total;
     }
-    // Fast path: ranks with at most 7 decimals (every rank people write) are a whole number
-    // of billionths, which `Rank::count_of` already computes exactly. `n / 10^7` is the
-    // shortest decimal of `rank` when it parses back to `rank`: two decimals of at most 7
-    // decimals differ by at least 10^-7, far more than the width of the values that round
-    // to one f64 below 100.
-    let n = (rank * 1e7 + 0.5) as u64;
-    if n >= 1 && n <= Rank::SCALE as u64 && n as f64 / 1e7 == rank {
-        return Rank(n as u32).count_of(total);
-    }
-    let (digits, exp) = shortest_decimal(rank);
-    // rank / 100 = digits · 10^(exp - 2), with exp - 2 < 0 below 100.
-    let shift = (2 - exp) as u32;
-    // digits < 10^17 < 2^57 and total < 2^64: the product fits in u128; a divisor beyond
-    // 10^38 exceeds it, so the count is then 1.
-    let product = digits as u128 * total as u128;
-    let count = match 10u128.checked_pow(shift) {
-        Some(divisor) => product.div_ceil(divisor),
-        None => 1,
+    let count = match written_decimal(rank) {
+        // At most 7 decimals (every rank people write): a whole number of billionths, which
+        // `Rank::count_of` computes in 32-bit operations (no 128-bit division helper).
+        Some((n, decimals)) if decimals <= 7 => {
+            let parts = n * 10u64.pow(7 - decimals);
+            return Rank(parts as u32).count_of(total);
+        }
+        // n < 10^15 and total < 2^64: the product fits in u128.
+        Some((n, decimals)) => (n as u128 * total as u128).div_ceil(10u128.pow(decimals + 2)),
+        None => {
+            // The exact binary value m · 2^-shift (rank is normal or subnormal, below 100).
+            let bits = rank.to_bits();
+            let exp = ((bits >> 52) & 0x7FF) as i32;
+            let (m, shift) = if exp == 0 {
+                (bits & ((1 << 52) - 1), 1074)
+            } else {
+                ((bits & ((1 << 52) - 1)) | (1 << 52), 1075 - exp)
+            };
+            // m < 2^53 and total < 2^64: the product is below 2^117 < 100 · 2^121.
+            match u32::try_from(shift).ok().filter(|&s| s <= 120) {
+                Some(s) => (m as u128 * total as u128).div_ceil(100u128 << s),
+                None => 1,
+            }
+        }
     };
     count.clamp(1, total as u128) as u64
 }
 
-/// The shortest decimal that reads back as `x` (finite, positive): `(digits, exp)` with
-/// `x ≈ digits · 10^exp`, as `core::fmt` prints it (`{:e}`), without allocating.
-fn shortest_decimal(x: f64) -> (u64, i32) {
-    struct Buf {
-        bytes: [u8; 40],
-        len: usize,
-    }
-    impl fmt::Write for Buf {
-        fn write_str(&mut self, s: &str) -> fmt::Result {
-            let end = self.len + s.len();
-            let room = self.bytes.get_mut(self.len..end).ok_or(fmt::Error)?;
-            room.copy_from_slice(s.as_bytes());
-            self.len = end;
-            Ok(())
-        }
-    }
-    let mut buf = Buf {
-        bytes: [0; 40],
-        len: 0,
-    };
-    // `{:e}` of a finite f64 is at most 17 digits, a dot, `e` and a 4-character exponent.
-    let _ = fmt::write(&mut buf, format_args!("{x:e}"));
-    let (mut digits, mut exp, mut frac_digits) = (0u64, 0i32, 0i32);
-    let (mut in_frac, mut in_exp, mut exp_negative) = (false, false, false);
-    for &b in &buf.bytes[..buf.len] {
-        match b {
-            b'.' => in_frac = true,
-            b'e' => in_exp = true,
-            b'-' if in_exp => exp_negative = true,
-            b'0'..=b'9' if in_exp => exp = exp * 10 + (b - b'0') as i32,
-            b'0'..=b'9' => {
-                digits = digits * 10 + (b - b'0') as u64;
-                frac_digits += in_frac as i32;
+/// The decimal `n / 10^decimals` with the fewest decimals (at most 13) that reads back as
+/// `rank` (finite, within `(0, 100)`), or `None`.
+///
+/// Below 100 an `f64`'s rounding interval is narrower than 10^-13, so it holds at most one
+/// multiple of 10^-k for each `k <= 13`: the first `k` found gives the shortest decimal, the
+/// one `{}` prints. `n as f64 / 10^k` is correctly rounded (`n < 2^53`, `10^k` exact), so it
+/// equals `rank` exactly when the decimal parses back to `rank`.
+fn written_decimal(rank: f64) -> Option<(u64, u32)> {
+    let mut scale = 1.0f64;
+    for decimals in 0..=13u32 {
+        let x = rank * scale;
+        let n = (x + 0.5) as u64;
+        for candidate in [n, n.wrapping_sub(1), n + 1] {
+            if candidate != 0 && candidate != u64::MAX && candidate as f64 / scale == rank {
+                return Some((candidate, decimals));
             }
-            _ => {}
         }
+        scale *= 10.0;
     }
-    if exp_negative {
-        exp = -exp;
-    }
-    (digits, exp - frac_digits)
+    None
 }
 
 /// Square root by Newton's method (core has no `f64::sqrt` without std).

@@ -42,18 +42,29 @@ fn crate_count(quantile: f64, total: u64) -> u64 {
     ((quantile * total as f64).ceil() as u64).max(1)
 }
 
-/// `ceil(decimal / 100 · total)` from `rank`'s `Display` text (a different formatter path from
-/// the rule's `{:e}`), kept within `1..=total`; `None` when the reference cannot hold it.
-fn reference_count(rank: f64, total: u64) -> Option<u64> {
+/// The rule from `rank`'s `Display` text (the shortest decimal, a different code path from the
+/// rule's): `ceil(decimal / 100 · total)` when it has at most 13 decimals, else from the exact
+/// binary value; kept within `1..=total`.
+fn reference_count(rank: f64, total: u64) -> u64 {
     let text = rank.to_string();
     let (int, frac) = text.split_once('.').unwrap_or((&text, ""));
-    let digits: u128 = format!("{int}{frac}")
-        .trim_start_matches('0')
-        .parse()
-        .unwrap_or(0);
-    let divisor = 10u128.checked_pow(frac.len() as u32 + 2)?;
-    let count = (digits.checked_mul(total as u128)?).div_ceil(divisor);
-    Some(count.clamp(1, total.max(1) as u128) as u64)
+    let count = if frac.len() <= 13 {
+        let digits: u128 = format!("{int}{frac}").parse().unwrap();
+        (digits * total as u128).div_ceil(10u128.pow(frac.len() as u32 + 2))
+    } else {
+        // rank · 2^s is a whole number below 2^53 for the first s where it is whole.
+        let (mut x, mut s) = (rank, 0u32);
+        while x.fract() != 0.0 {
+            x *= 2.0;
+            s += 1;
+        }
+        if s > 120 {
+            1
+        } else {
+            (x as u128 * total as u128).div_ceil(100u128 << s)
+        }
+    };
+    count.clamp(1, total.max(1) as u128) as u64
 }
 
 #[test]
@@ -100,10 +111,11 @@ fn edges() {
         assert_eq!(rank_count(f64::NAN, total), 1);
     }
     let below_100 = f64::from_bits(100f64.to_bits() - 1);
-    // The decimal 99.99999999999999: 1,845 values of 2^64 - 1 lie above it.
-    assert_eq!(rank_count(below_100, u64::MAX), u64::MAX - 1844);
-    assert_eq!(reference_count(below_100, u64::MAX), Some(u64::MAX - 1844));
-    assert_eq!(rank_count(below_100, 1 << 53), 1 << 53);
+    // 100 - 2^-46 has no decimal of at most 13 decimals: taken exactly, 2^64 - 1 values
+    // less a 2^-46 / 100 share of them.
+    assert_eq!(rank_count(below_100, u64::MAX), u64::MAX - 2_621);
+    assert_eq!(reference_count(below_100, u64::MAX), u64::MAX - 2_621);
+    assert_eq!(rank_count(below_100, 1 << 53), (1 << 53) - 1);
     assert_eq!(rank_count(1e-300, u64::MAX), 1);
     assert_eq!(rank_count(50.0, u64::MAX), u64::MAX / 2 + 1);
     assert_eq!(
@@ -223,17 +235,22 @@ proptest! {
         prop_assert_eq!(rank_count(rank.as_percent(), total), rank.count_of(total));
     }
 
-    /// Any `f64` rank: the decimal it prints as, exactly.
+    /// Any `f64` rank, however written: the reference rule.
     #[test]
-    fn any_rank_is_its_decimal(bits in any::<u64>(), total in any::<u64>()) {
+    fn any_rank_follows_the_rule(bits in any::<u64>(), total in any::<u64>()) {
         let rank = (f64::from_bits(bits >> 1) % 100.0).abs();
         prop_assume!(rank.is_finite());
-        let ours = rank_count(rank, total);
-        match reference_count(rank, total) {
-            Some(want) => prop_assert_eq!(ours, want, "p{} of {}", rank, total),
-            // Below 10^-19 % no total reaches a second value.
-            None => prop_assert!(rank < 1e-17 && ours <= 2, "p{} of {}: {}", rank, total, ours),
-        }
+        prop_assert_eq!(rank_count(rank, total), reference_count(rank, total), "p{} of {}", rank, total);
+    }
+
+    /// Ranks written with up to 13 decimals: exactly their decimal.
+    #[test]
+    fn written_ranks_are_their_decimal(n in 0u64..100_000_000_000_000, decimals in 0u32..=13, total in any::<u64>()) {
+        let n = n % (100 * 10u64.pow(decimals));
+        let text = format!("{}.{:0w$}", n / 10u64.pow(decimals), n % 10u64.pow(decimals), w = decimals as usize);
+        let rank: f64 = text.parse().unwrap();
+        let want = (n as u128 * total as u128).div_ceil(10u128.pow(decimals + 2)).clamp(1, total.max(1) as u128) as u64;
+        prop_assert_eq!(rank_count(rank, total), want, "p{} of {}", text, total);
     }
 
     /// Random data and random ranks of up to 7 decimals: the crate's `value_at_quantile` lands
