@@ -8,7 +8,8 @@
 //!   and its core histogram (HdrHistogram's layout, highest equivalent values) give the same
 //!   value at every rank and every total;
 //! - **Picollo's `.hlog` → Java**: Java's `HistogramLogProcessor` reads an interval log Picollo
-//!   wrote; its `.hgrm` (read back by Picollo) matches Picollo's counts row by row, and its
+//!   wrote; its `.hgrm` (read back by Picollo) matches Picollo's counts and Picollo's own
+//!   `.hgrm` row by row, and its
 //!   interval percentiles (`getValueAtPercentile` of each interval and of the running sum) are
 //!   Picollo's;
 //! - **Java's `.hlog` → Picollo**: an interval log Java's `HistogramLogWriter` wrote decodes in
@@ -23,8 +24,8 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use picollo_alloc::hdr::{HdrCounts, LogReader, LogWriter};
-use picollo_alloc::hgrm::parse_hgrm;
+use picollo_alloc::hdr::{interop, HdrCounts, LogReader, LogWriter};
+use picollo_alloc::hgrm::{parse_hgrm, write_hgrm};
 use picollo_core::prelude::*;
 use picollo_core::Window;
 
@@ -336,6 +337,19 @@ fn java_reads_picollo_hlog() {
         }
     }
     assert!(file.steps.len() > 60, "{} steps", file.steps.len());
+    // Picollo's own `.hgrm` of the same counts (read in place, index for index): Java's rows.
+    let mut ours = Vec::new();
+    write_hgrm(&interop::view(&sum).unwrap(), &mut ours, 5, 1.0).unwrap();
+    let ours = parse_hgrm(std::str::from_utf8(&ours).unwrap()).unwrap();
+    assert_eq!(ours.steps.len(), file.steps.len());
+    for (a, b) in ours.steps.iter().zip(&file.steps) {
+        assert_eq!(
+            (a.scaled, a.total_count),
+            (b.scaled, b.total_count),
+            "{a:?} {b:?}"
+        );
+        assert!((a.percentile - b.percentile).abs() < 1e-12, "{a:?} {b:?}");
+    }
 
     // The interval file: `t: I:n ( p50 p90 max ) T:n ( p50 p90 p99 p99.9 p99.99 max )`.
     let text = std::fs::read_to_string(&out).unwrap();

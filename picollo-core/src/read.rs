@@ -1,5 +1,28 @@
 //! The one read model: every histogram kind exposes its counts through [`HistogramRead`], and
 //! percentiles, statistics and iterators are written once, in [`ReadExt`], over it.
+//!
+//! # Which percentile each path reports
+//!
+//! Every percentile path asks for a count with one rule, [`rank_count`]: `ceil(p/100 · total)`,
+//! exactly, for the decimal `p` is written as (HdrHistogram Java's `getValueAtPercentile` and
+//! the `hdrhistogram` crate's `value_at_quantile(p / 100)` with the decimal quantile get the
+//! same counts; `tests/rank_rule.rs` and picollo-alloc's `tests/java_differential.rs` check
+//! every total up to 100,000 at the standard ranks). The paths differ only in which value of
+//! the bucket they report:
+//!
+//! | path | count asked for | value reported | same as HdrHistogram |
+//! |---|---|---|---|
+//! | `percentile`, `percentiles`, `percentile_value(s)` (`f64` ranks) | [`rank_count`] | the process-wide [`EquivalentValue`]: the bucket midpoint unless changed | the bucket of `getValueAtPercentile`; the midpoint is its `medianEquivalentValue` |
+//! | `percentile_with(p, EquivalentValue::Upper)` | [`rank_count`] | highest equivalent value, `hi - 1` | `getValueAtPercentile(p)`, `value_at_quantile(p / 100)` for `p > 0`; at `p = 0` HdrHistogram reports the lowest value, [`Percentile::lo`] |
+//! | `percentile_with(p, EquivalentValue::Lower)` | [`rank_count`] | lowest equivalent value, `lo` | `lowestEquivalentValue` of that bucket |
+//! | `fixed_percentile(s)` ([`Rank`], integers only) | [`Rank::count_of`]: the same counts | as `percentiles` | as `percentiles` |
+//! | `picollo_alloc::hdr::HdrCounts::value_at_percentile` | [`rank_count`] | highest equivalent value; lowest at `p = 0` | `getValueAtPercentile`, value for value |
+//! | `min()`, `max()` | none | lowest value of the lowest non-empty bucket, highest of the highest | `getMaxValue`; `getMinValue` except that HdrHistogram says 0 when bucket 0 holds values |
+//! | `picollo_alloc::Summary`, `picollo stat`, `report`, `diff` tables | [`rank_count`] | as `percentiles` (midpoint, with `±` half the bucket width) | the bucket of `getValueAtPercentile` |
+//! | `percentile_ticks`, `.hgrm` output (`write_hgrm`, `stat --hgrm`) | the first bucket whose running share reaches each level | highest equivalent value | `outputPercentileDistribution`, row for row |
+//! | `bucket_percentiles` | none: one report per bucket at `(below + count / 2) / total` | the chosen equivalent value | no counterpart (seed 000) |
+//! | `.hgrm` input (`HgrmFile::to_counts`) | the file's steps | each step's value as printed | exact at the steps; between steps, the next step |
+//! | `picollo-export` (Prometheus, OTLP) | none: buckets and counts are exported | the server computes quantiles (`histogram_quantile` interpolates within a bucket) | no counterpart |
 
 use crate::cell::{AtomicU8, Ordering};
 use crate::fmt::{Grouped, GroupedWide, Trimmed};
