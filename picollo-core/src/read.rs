@@ -258,10 +258,7 @@ pub fn rank_count(rank: f64, total: u64) -> u64 {
     let count = match written_decimal(rank) {
         // At most 7 decimals (every rank people write): a whole number of billionths, which
         // `Rank::count_of` computes in 32-bit operations (no 128-bit division helper).
-        Some((n, decimals)) if decimals <= 7 => {
-            let parts = n * 10u64.pow(7 - decimals);
-            return Rank(parts as u32).count_of(total);
-        }
+        Some((parts, 7)) => return Rank(parts as u32).count_of(total),
         // n < 10^15 and total < 2^64: the product fits in u128.
         Some((n, decimals)) => (n as u128 * total as u128).div_ceil(10u128.pow(decimals + 2)),
         None => {
@@ -284,17 +281,24 @@ pub fn rank_count(rank: f64, total: u64) -> u64 {
 }
 
 /// The decimal `n / 10^decimals` with the fewest decimals (at most 13) that reads back as
-/// `rank` (finite, within `(0, 100)`), or `None`.
+/// `rank` (finite, within `(0, 100)`), or `None`; with at most 7 decimals it is given as
+/// `(billionths of 100 %, 7)`, trailing zeros kept.
 ///
 /// Below 100 an `f64`'s rounding interval is narrower than 10^-13, so it holds at most one
 /// multiple of 10^-k for each `k <= 13`: the first `k` found gives the shortest decimal, the
 /// one `{}` prints. `n as f64 / 10^k` is correctly rounded (`n < 2^53`, `10^k` exact), so it
-/// equals `rank` exactly when the decimal parses back to `rank`.
+/// equals `rank` exactly when the decimal parses back to `rank`. Every rank people write has
+/// at most 7 decimals, and is found with one multiplication and one division.
 fn written_decimal(rank: f64) -> Option<(u64, u32)> {
-    let mut scale = 1.0f64;
-    for decimals in 0..=13u32 {
-        let x = rank * scale;
-        let n = (x + 0.5) as u64;
+    // A decimal of at most 7 decimals is m / 10^7, and rank · 10^7 (below 10^9) is within
+    // 10^-6 of m.
+    let n = (rank * 1e7 + 0.5) as u64;
+    if n != 0 && n as f64 / 1e7 == rank {
+        return Some((n, 7));
+    }
+    let mut scale = 1e8f64;
+    for decimals in 8..=13u32 {
+        let n = (rank * scale + 0.5) as u64;
         for candidate in [n, n.wrapping_sub(1), n + 1] {
             if candidate != 0 && candidate != u64::MAX && candidate as f64 / scale == rank {
                 return Some((candidate, decimals));
