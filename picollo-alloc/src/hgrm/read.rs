@@ -233,18 +233,16 @@ pub fn parse_hgrm(text: &str) -> Result<HgrmFile, HgrmParseError> {
     let mut lines = text.lines().enumerate().map(|(i, l)| (i + 1, l));
     let header = lines.by_ref().find(|(_, l)| !is_comment(l, false));
     let columns = match header {
-        Some((_, l)) if Columns::of_header(l).is_some() => Columns::of_header(l),
-        Some((n, _)) => {
-            return Err(err(
+        Some((n, l)) => Columns::of_header(l).ok_or_else(|| {
+            err(
                 n,
                 "not an .hgrm percentile distribution: the first line after the comments is \
                  not `Value Percentile TotalCount 1/(1-Percentile)`"
                     .into(),
-            ))
-        }
+            )
+        })?,
         None => return Err(err(0, "empty text: not an .hgrm file".into())),
     };
-    let columns = columns.unwrap_or(Columns::Plain);
     let mut file = HgrmFile::default();
     let mut raw: Vec<(usize, &str)> = Vec::new();
     let mut footer_seen = false;
