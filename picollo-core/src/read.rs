@@ -17,7 +17,7 @@
 //! | `percentile_with(p, EquivalentValue::Lower)` | [`rank_count`] | lowest equivalent value, `lo` | `lowestEquivalentValue` of that bucket |
 //! | `fixed_percentile(s)` ([`Rank`], integers only) | [`Rank::count_of`]: the same counts | as `percentiles` | as `percentiles` |
 //! | `picollo_alloc::hdr::HdrCounts::value_at_percentile` | [`rank_count`] | highest equivalent value; lowest at `p = 0` | `getValueAtPercentile`, value for value |
-//! | `min()`, `max()` | none | lowest value of the lowest non-empty bucket, highest of the highest | `getMaxValue`; `getMinValue` except that HdrHistogram says 0 when bucket 0 holds values |
+//! | `min()`, `max()` | none | lowest value of the lowest non-empty bucket, highest of the highest | `getMinValue`, `getMaxValue` |
 //! | `picollo_alloc::Summary`, `picollo stat`, `report`, `diff` tables | [`rank_count`] | as `percentiles` (midpoint, with `±` half the bucket width) | the bucket of `getValueAtPercentile` |
 //! | `percentile_ticks`, `.hgrm` output (`write_hgrm`, `stat --hgrm`) | the first bucket whose running share reaches each level | highest equivalent value | `outputPercentileDistribution`, row for row |
 //! | `bucket_percentiles` | none: one report per bucket at `(below + count / 2) / total` | the chosen equivalent value | no counterpart (seed 000) |
