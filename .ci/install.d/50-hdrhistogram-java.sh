@@ -3,7 +3,7 @@
 # here wrote (tests/java_differential.rs: every total 1..100,000 at the standard ranks,
 # .hlog both ways through HistogramLogProcessor and HistogramLogWriter). The headless JRE is
 # enough: the test's Java side runs in source-file mode, with the JRE's own compiler module.
-# The install takes about 30 s; the tests about 15 s of the test step (a JVM start per test,
+# The install takes about 30 s; the tests 15 to 30 s of the test step (a JVM start per test,
 # 4.8 million getValueAtPercentile calls).
 apt_install default-jre-headless libhdrhistogram-java
 jar=/usr/share/java/hdrhistogram.jar
