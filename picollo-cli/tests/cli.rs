@@ -1,5 +1,5 @@
 //! Runs the `picollo` binary: every command on real input, golden tables for the
-//! deterministic ones (report and diff on the shared HdrHistogram vectors), and the error
+//! deterministic ones (report and diff on the HdrHistogram vectors), and the error
 //! paths (one line, exit status 1, never a panic).
 
 use std::path::PathBuf;
@@ -9,15 +9,15 @@ const BIN: &str = env!("CARGO_BIN_EXE_picollo");
 const JHICCUP: &str = "jHiccup-2.0.7S.logV2.hlog";
 const TAGGED: &str = "tagged-Log.logV2.hlog";
 
-/// The shared vectors: `<repo>/../shared/vectors/hdrhistogram`.
+/// The HdrHistogram vectors, in the repository: `picollo-alloc/tests/vectors/hdrhistogram`.
 fn vectors() -> PathBuf {
     let dir = PathBuf::from(concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/../../shared/vectors/hdrhistogram"
+        "/../picollo-alloc/tests/vectors/hdrhistogram"
     ));
     assert!(
         dir.is_dir(),
-        "HdrHistogram vectors not found at {}: shared/ must sit beside the checkout",
+        "HdrHistogram vectors not found at {}: they are part of the repository",
         dir.display()
     );
     dir
