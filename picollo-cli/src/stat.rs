@@ -11,7 +11,7 @@ use picollo_alloc::hgrm::write_hgrm;
 use picollo_alloc::{default_histogram, HeapHistogram, SummaryExt};
 use picollo_linux::caps::Capabilities;
 use picollo_linux::count::Count;
-use picollo_linux::event::{Event, SoftwareEvent};
+use picollo_linux::event::{Event, EventSpec, SoftwareEvent};
 
 use crate::error::{CliError, Result};
 use crate::output::{self, Compared, Context, Format, Titled};
@@ -69,11 +69,28 @@ pub fn split_events(spec: &str) -> Vec<String> {
 }
 
 /// Whether `e` is a clock event, which must lead its group to be read up to date.
-fn is_clock(e: &Event) -> bool {
+fn is_clock(e: &EventSpec) -> bool {
     matches!(
-        e,
+        e.event,
         Event::Software(SoftwareEvent::TaskClock | SoftwareEvent::CpuClock)
     )
+}
+
+/// What events without modifiers count, as `perf stat` decides: user space and the kernel
+/// where this process may count the kernel (`Ok`), else user space only with the reason
+/// (`Err`). Events written with modifiers (`page-faults:u`) count what they say.
+pub fn counting_domain(caps: &Capabilities) -> std::result::Result<(), String> {
+    caps.kernel_counting()
+}
+
+/// The header line saying what events without modifiers count.
+pub fn domain_note(domain: &std::result::Result<(), String>) -> String {
+    match domain {
+        Ok(()) => {
+            "user space and the kernel (as perf stat; :u or :k after an event chooses)".to_string()
+        }
+        Err(why) => why.trim_start_matches("counting ").to_string(),
+    }
 }
 
 /// The events to count: the `-e` lists parsed (a clock moved first, duplicates removed), or
@@ -85,8 +102,8 @@ pub fn choose_events(
     specs: &[String],
     caps: &Capabilities,
     notes: &mut Vec<String>,
-) -> Result<Vec<Event>> {
-    let mut events: Vec<Event> = Vec::new();
+) -> Result<Vec<EventSpec>> {
+    let mut events: Vec<EventSpec> = Vec::new();
     if specs.is_empty() {
         let names: &[&str] = if caps.has_hardware_pmu() {
             &[
@@ -114,7 +131,7 @@ pub fn choose_events(
     }
     for spec in specs {
         for name in split_events(spec) {
-            let e: Event = name.parse().map_err(|e| {
+            let e: EventSpec = name.parse().map_err(|e| {
                 CliError::new(format!(
                     "unknown event `{name}`: {e}; run `picollo counters` for the events \
                      available here"
@@ -144,7 +161,7 @@ pub fn choose_events(
             );
         }
     }
-    if !caps.has_hardware_pmu() && events.iter().any(Event::needs_hardware_pmu) {
+    if !caps.has_hardware_pmu() && events.iter().any(|e| e.event.needs_hardware_pmu()) {
         let reason = caps.no_pmu_reason().unwrap_or_default();
         notes.push(format!(
             "{}; hardware, cache and raw events are dropped",
@@ -356,6 +373,10 @@ pub fn run(opts: &StatOptions) -> Result<String> {
     let caps = Capabilities::detect();
     let mut notes = Vec::new();
     let events = choose_events(&opts.events, &caps, &mut notes)?;
+    let domain = counting_domain(&caps);
+    if let Err(why) = &domain {
+        notes.push(why.clone());
+    }
     for n in &notes {
         eprintln!("picollo: {n}");
     }
@@ -388,7 +409,7 @@ pub fn run(opts: &StatOptions) -> Result<String> {
                 },
                 if warm { " warm-up" } else { "" }
             ));
-            let result = spawn::run(&side.argv, &events, output);
+            let result = spawn::run(&side.argv, &events, domain.is_ok(), output);
             let run = match result {
                 Ok(r) => r,
                 Err(e) => {
@@ -454,6 +475,7 @@ pub fn run(opts: &StatOptions) -> Result<String> {
         context[0].0 = "A";
         context.push(("B", show_command(&b.argv)));
     }
+    context.push(("counting", domain_note(&domain)));
     context.push(("runs", opts.repeat.to_string()));
     context.push(("warmup", opts.warmup.to_string()));
     if sides.len() == 1 {
