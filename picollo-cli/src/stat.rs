@@ -7,8 +7,9 @@ use std::path::{Path, PathBuf};
 
 use picollo_alloc::hdr::interop::{export, ExportOptions};
 use picollo_alloc::hdr::LogWriter;
+use picollo_alloc::hdr::{interop as hdr_interop, HdrGeometry};
 use picollo_alloc::hgrm::write_hgrm;
-use picollo_alloc::{default_histogram, HeapHistogram, SummaryExt};
+use picollo_alloc::{heap, HeapHistogram, SummaryExt};
 use picollo_linux::caps::Capabilities;
 use picollo_linux::count::Count;
 use picollo_linux::event::{Event, EventSpec, SoftwareEvent};
@@ -278,7 +279,7 @@ impl Side {
             label,
             argv,
             counters: Vec::new(),
-            wall: default_histogram(),
+            wall: run_histogram(),
             scaled: false,
         }
     }
@@ -289,7 +290,7 @@ impl Side {
             let i = match self.counters.iter().position(|(n, _, _)| n == name) {
                 Some(i) => i,
                 None => {
-                    self.counters.push((name.clone(), default_histogram(), 0));
+                    self.counters.push((name.clone(), run_histogram(), 0));
                     self.counters.len() - 1
                 }
             };
@@ -329,6 +330,21 @@ impl Side {
         });
         out
     }
+}
+
+/// HdrHistogram's `new Histogram(3)`: 1 ..= 2^63 - 1 at 3 significant digits.
+fn log_geometry() -> HdrGeometry {
+    HdrGeometry::new(1, i64::MAX as u64, 3).expect("a valid HdrHistogram geometry")
+}
+
+/// The histogram of one figure over the runs: the layout and window of HdrHistogram's
+/// `new Histogram(3)` (0.0488 % precision), so that `--hlog` writes it index for index and
+/// `report`, `diff`, `plot` and `export` read back the same buckets: the same values, `±`,
+/// precision and min/max as printed here. (Values above 2^63 - 1, which no counter reaches,
+/// would be counted as overflow, as a log could not hold them.)
+fn run_histogram() -> HeapHistogram<u64> {
+    let g = log_geometry();
+    heap::plain(hdr_interop::layout_for(&g), hdr_interop::window_for(&g))
 }
 
 /// A counter's title with its unit.
@@ -507,8 +523,9 @@ fn log_tag(side: &Side, sides: usize, counter: &str) -> String {
     }
 }
 
-/// The HdrHistogram counts of a stat histogram: 3 significant digits (finer than the
-/// histogram's 0.1%), nothing dropped (per-run totals are far below `i64::MAX`).
+/// The HdrHistogram counts of a stat histogram: 3 significant digits, the histogram's own
+/// geometry ([`run_histogram`]), so index for index; nothing dropped (per-run totals are far
+/// below `i64::MAX`).
 fn hdr_counts(h: &HeapHistogram<u64>, what: &str) -> Result<picollo_alloc::hdr::HdrCounts> {
     export(h, &ExportOptions::new().significant_digits(3))
         .map(|e| e.counts)
