@@ -187,12 +187,38 @@ impl Summary {
         &self.percentiles
     }
 
-    /// The percentile at `rank` if it is one of [`RANKS`].
+    /// The percentile at `rank` if it is one of [`RANKS`], else `None`; for any other rank
+    /// ask the histogram (`h.percentile(99.95)`, [`crate::ReadExt`]), or use
+    /// [`Summary::try_percentile`], whose error says so.
     pub fn percentile(&self, rank: f64) -> Option<&Percentile> {
         RANKS
             .iter()
             .position(|&r| r == rank)
             .map(|i| &self.percentiles[i])
+    }
+
+    /// The percentile at `rank`, or an error saying that a summary keeps only [`RANKS`] and
+    /// that the histogram answers any rank:
+    ///
+    /// ```
+    /// use picollo_alloc::{default_histogram, ReadExt, SummaryExt};
+    ///
+    /// let mut h = default_histogram();
+    /// (1..=10_000).for_each(|v| h.record(v));
+    /// let s = h.summary();
+    /// assert_eq!(s.try_percentile(99.9)?.value, s.p99_9().value);
+    /// let e = s.try_percentile(99.95).unwrap_err();
+    /// assert!(e.to_string().contains("h.percentile(99.95)"));
+    /// // Any rank, from the histogram the summary was taken of:
+    /// let p = h.percentile(99.95)?;
+    /// assert!(p.lo <= 9_995 && 9_995 <= p.highest);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`NotASummaryRank`] when `rank` is not one of [`RANKS`].
+    pub fn try_percentile(&self, rank: f64) -> Result<&Percentile, NotASummaryRank> {
+        self.percentile(rank).ok_or(NotASummaryRank { rank })
     }
 
     rank_accessors! {
@@ -396,6 +422,30 @@ impl fmt::Display for Summary {
         self.table("Histogram summary").fmt(f)
     }
 }
+
+/// A rank asked of a [`Summary`] that is not one of its 16 [`RANKS`]
+/// ([`Summary::try_percentile`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct NotASummaryRank {
+    /// The rank asked for.
+    pub rank: f64,
+}
+
+impl fmt::Display for NotASummaryRank {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "rank {} is not one of a summary's ranks (", self.rank)?;
+        for (i, r) in RANKS.iter().enumerate() {
+            write!(f, "{}{r}", if i > 0 { ", " } else { "" })?;
+        }
+        write!(
+            f,
+            "); ask the histogram for any rank: h.percentile({}) (picollo_alloc::ReadExt)",
+            self.rank
+        )
+    }
+}
+
+impl std::error::Error for NotASummaryRank {}
 
 /// Summaries of any histogram: `h.summary()` and `h.summary_into(&mut reused)`.
 pub trait SummaryExt: HistogramRead {
