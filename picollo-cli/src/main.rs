@@ -247,12 +247,16 @@ struct PlotArgs {
     /// Histogram files to plot.
     #[arg(required = true)]
     files: Vec<PathBuf>,
-    /// The SVG file to write.
+    /// The SVG file to write (SVG only: another extension, such as .png, is refused).
     #[arg(short = 'o', long = "output", value_name = "OUT.svg")]
     output: PathBuf,
     /// The plot's title.
     #[arg(long, default_value = "Percentile distribution")]
     title: String,
+    /// The value axis: log where a panel's values span two decades or more (auto), or
+    /// always linear or log.
+    #[arg(long, value_enum, default_value_t = plot::YScale::Auto)]
+    y_scale: plot::YScale,
     #[command(flatten)]
     select: SelectArgs,
 }
@@ -456,10 +460,33 @@ fn tag_name(tag: &Option<String>) -> String {
     }
 }
 
+/// The counter a tag of `picollo stat`'s logs names when it counts events rather than time
+/// (`page-faults`, `A.context-switches:u`, a PMU event), or `None` for times (`task-clock`,
+/// `wall-time`) and tags of other logs, whose values are taken to be nanoseconds.
+fn counted_event(tag: Option<&str>) -> Option<String> {
+    let tag = tag?;
+    let name = tag
+        .strip_prefix("A.")
+        .or_else(|| tag.strip_prefix("B."))
+        .unwrap_or(tag);
+    if name.contains('/') {
+        return Some(name.to_string());
+    }
+    let spec: picollo_linux::EventSpec = name.parse().ok()?;
+    let clock = matches!(
+        spec.event,
+        picollo_linux::Event::Software(
+            picollo_linux::event::SoftwareEvent::TaskClock
+                | picollo_linux::event::SoftwareEvent::CpuClock
+        )
+    );
+    (!clock).then(|| name.to_string())
+}
+
 fn plot(a: &PlotArgs) -> Result<String> {
+    plot::check_output(&a.output)?;
     let selection = a.select.selection()?;
     let unit = a.select.unit;
-    let divisor = unit.map_or(1.0, |u| u.divisor() as f64);
     let mut series = Vec::new();
     for f in &a.files {
         let log = hlog::load(f, &selection)?;
@@ -469,14 +496,18 @@ fn plot(a: &PlotArgs) -> Result<String> {
                 (None, true) => format!("{}, untagged", log.name),
                 (None, false) => log.name.clone(),
             };
-            series.push(plot::Series::from_counts(label, &g.counts, divisor));
+            // Counts keep their own axis and are never converted; times take --unit.
+            let (y_desc, divisor) = match counted_event(g.tag.as_deref()) {
+                Some(event) => (format!("{event} (count)"), 1.0),
+                None => match unit {
+                    Some(u) => (format!("Value ({})", u.symbol()), u.divisor() as f64),
+                    None => ("Value (as logged)".to_string(), 1.0),
+                },
+            };
+            series.push(plot::Series::from_counts(label, y_desc, &g.counts, divisor));
         }
     }
-    let y_desc = match unit {
-        Some(u) => format!("Value ({})", u.symbol()),
-        None => "Value (as logged)".to_string(),
-    };
-    let svg = plot::render(&series, &a.title, &y_desc)?;
+    let svg = plot::render(&series, &a.title, a.y_scale)?;
     plot::write(&a.output, &svg)?;
     eprintln!(
         "picollo: wrote {} ({} line{})",

@@ -498,10 +498,68 @@ fn plot_writes_an_svg_with_a_line_per_series() {
         "99.9%",
         "99.99%",
         "Percentile",
-        "Value (ms)",
+        // jHiccup's values span five decades: the value axis is logarithmic by default.
+        "Value (ms) (log scale)",
+        "1",
+        "10",
+        "100",
+        "1,000",
     ] {
         assert!(svg.contains(&format!("\n{label}\n")), "label {label:?}");
     }
+    // --y-scale linear keeps the linear axis.
+    ok(&[
+        "plot",
+        JHICCUP,
+        "-o",
+        out.to_str().unwrap(),
+        "--unit",
+        "ms",
+        "--y-scale",
+        "linear",
+    ]);
+    let svg = std::fs::read_to_string(&out).unwrap();
+    assert!(svg.contains("\nValue (ms)\n"));
+    assert!(!svg.contains("log scale"));
+}
+
+#[test]
+fn plot_gives_each_unit_its_own_axis() {
+    // A stat log: a time (task-clock), a count (page-faults) and the wall time.
+    let log = tmp("units.hlog");
+    ok(&[
+        "stat",
+        "-r",
+        "3",
+        "-e",
+        "task-clock,page-faults",
+        "--hlog",
+        log.to_str().unwrap(),
+        "--",
+        "true",
+    ]);
+    let out = tmp("units.svg");
+    let r = ok(&[
+        "plot",
+        log.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+        "--unit",
+        "us",
+        "--y-scale",
+        "linear",
+    ]);
+    assert!(r.stderr.contains("(3 lines)"), "{}", r.stderr);
+    let svg = std::fs::read_to_string(&out).unwrap();
+    // Two panels: times in µs (task-clock and wall time), page faults as counted.
+    assert_eq!(
+        svg.matches("\nPercentile\n").count(),
+        2,
+        "one x axis per panel"
+    );
+    assert_eq!(svg.matches("\nValue (us)\n").count(), 1);
+    assert_eq!(svg.matches("\npage-faults (count)\n").count(), 1);
+    let _ = std::fs::remove_file(&log);
 }
 
 #[test]
@@ -515,6 +573,17 @@ fn plot_errors() {
         "cannot write /no/such/dir/x.svg",
     );
     assert_eq!(run(&["plot", JHICCUP]).code, 2, "-o is required");
+    // SVG only: a .png name is refused before anything is written, with the way to a PNG.
+    let png = tmp("refused.png");
+    let _ = std::fs::remove_file(&png);
+    let r = run(&["plot", JHICCUP, "-o", png.to_str().unwrap()]);
+    assert_eq!(r.code, 1);
+    assert!(
+        r.stderr.contains("plot writes SVG only, not .png") && r.stderr.contains("rsvg-convert"),
+        "{}",
+        r.stderr
+    );
+    assert!(!png.exists(), "nothing written under a PNG name");
 }
 
 #[test]
