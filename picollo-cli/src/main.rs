@@ -123,7 +123,10 @@ enum Command {
     /// span tables of that interval only (deltas) and the totals since start; with --format
     /// json, one JSON object per interval on its own line ({"type":"top","refresh",
     /// "interval_s","uptime_s","rings","total",…} and the fields of attach's "spans"). -e as
-    /// for attach. Stops after --count refreshes, when the process exits, or on Ctrl-C.
+    /// for attach. Time is what the spans spent inside the interval (a span that began
+    /// earlier counts from the interval's start); % is the share of the outermost spans, so
+    /// nested spans are part of their parent's, not added to it. Stops after --count
+    /// refreshes, when the process exits, when q is typed, or on Ctrl-C.
     Top(TopArgs),
     /// Convert a capture file (from `attach --output`) to CSV files, the span tables or JSON.
     ///
