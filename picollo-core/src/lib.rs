@@ -135,3 +135,8 @@ pub mod prelude {
         Rank, ReadExt, Record,
     };
 }
+
+/// The README's examples, compiled and run as doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
