@@ -22,7 +22,9 @@ pub use builder::{
 pub use heap::{HeapAtomicHistogram, HeapHistogram, HeapStorage};
 pub use hgrm::{write_hgrm, Hgrm, HgrmError};
 pub use snapshot::{Snapshot, SnapshotExt};
-pub use summary::{NotASummaryRank, Summary, SummaryDiff, SummaryExt, SummaryLine, SummaryTable};
+pub use summary::{
+    NotASummaryRank, Scaled, Summary, SummaryDiff, SummaryExt, SummaryLine, SummaryTable,
+};
 pub use thread_local::{LocalCounter, ThreadLocalHistogram};
 
 // The common path from one crate: what reading, recording and formatting a histogram needs

@@ -383,13 +383,15 @@ pub fn in_unit(counts: &HdrCounts, unit: Option<Unit>) -> Result<HdrCounts> {
     Ok(out)
 }
 
-/// The summary of `group` in `unit`, through an exact conversion to a Picollo histogram.
+/// The summary of `group`, through an exact conversion to a Picollo histogram, printed in
+/// `unit`: the buckets stay as logged and values are divided when printed, with the decimals
+/// the unit needs ([`Summary::in_unit`]), so `--unit us` shows `16.384` where nanoseconds
+/// show `16,384`, and nothing is re-bucketed or rounded.
 ///
 /// # Errors
-/// As [`in_unit`], or a conversion error.
+/// A conversion error (not for what [`load`] produces).
 pub fn summary(group: &Group, unit: Option<Unit>) -> Result<Summary> {
-    let counts = in_unit(&group.counts, unit)?;
-    let h = interop::to_picollo(&counts)
+    let h = interop::to_picollo(&group.counts)
         .map_err(|e| CliError::new(format!("cannot convert the histogram: {e}")))?;
-    Ok(h.summary())
+    Ok(h.summary().in_unit(unit.map_or(1, Unit::divisor)))
 }

@@ -80,8 +80,8 @@ enum Command {
     ///
     /// The selected intervals of each tag are added up (at 3 significant digits, or the
     /// log's if finer) and printed as one table. Values are printed as logged; --unit
-    /// assumes the log is in nanoseconds and divides (rounding each bucket's midpoint to the
-    /// nearest integer), so pick a unit small enough for the precision you need.
+    /// assumes the log is in nanoseconds and prints the same buckets divided, with the
+    /// decimals the unit needs (16,384 ns is 16.384 us: nothing is rounded).
     Report(ReportArgs),
     /// Compare two histogram files: Δ% per percentile and Cohen's d.
     ///
