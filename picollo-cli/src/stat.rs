@@ -579,6 +579,18 @@ fn hgrm_path(path: &Path, side: &Side, sides: usize, counter: &str) -> PathBuf {
     PathBuf::from(name)
 }
 
+/// Percentile steps per halving of an `.hgrm` file: enough that every recorded bucket is a
+/// step of its own (one run in `total` moves the percentile by `100 / total`, and the steps
+/// near 0 are `ln 2 / ticks` apart), so the file read back holds every bucket the run had;
+/// at least HdrHistogram's usual 5, at most 1,000 (the rows grow with the runs).
+fn hgrm_ticks(h: &HeapHistogram<u64>) -> u32 {
+    use picollo_core::ReadExt;
+    let total = h.total();
+    u32::try_from(total.saturating_mul(2))
+        .unwrap_or(u32::MAX)
+        .clamp(5, 1_000)
+}
+
 /// Writes every distribution as an `.hgrm` percentile file (5 steps per halving, values as
 /// counted), one per counter and side.
 fn save_hgrm(path: &Path, sides: &[Side]) -> Result<()> {
@@ -590,7 +602,7 @@ fn save_hgrm(path: &Path, sides: &[Side]) -> Result<()> {
                 CliError::new(format!("cannot create {shown}: {e}; give a writable path"))
             })?;
             let mut out = BufWriter::new(file);
-            write_hgrm(h, &mut out, 5, 1.0)
+            write_hgrm(h, &mut out, hgrm_ticks(h), 1.0)
                 .and_then(|()| out.flush())
                 .map_err(|e| CliError::new(format!("{shown}: {e}")))?;
             eprintln!("picollo: wrote {shown}");

@@ -1,5 +1,6 @@
-//! A log is the run: what `stat --hlog` saves, `report` reads back with the same values, `±`,
-//! precision, counts, mean, standard deviation and maximum as `stat` printed, in every format.
+//! A log is the run: what `stat --hlog` (and `--hgrm`) saves, `report` reads back with the
+//! same values, `±`, precision, counts, mean, standard deviation and maximum as `stat`
+//! printed, in every format.
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -65,6 +66,8 @@ fn json_extremes(json: &str) -> Vec<(u64, f64)> {
 fn stat_hlog_reads_back_as_printed() {
     let log = tmp("run.hlog");
     let log_s = log.to_str().unwrap();
+    let hgrm = tmp("run.hgrm");
+    let hgrm_s = hgrm.to_str().unwrap();
     let mut args = vec![
         "stat",
         "-r",
@@ -73,6 +76,8 @@ fn stat_hlog_reads_back_as_printed() {
         "task-clock,page-faults",
         "--hlog",
         log_s,
+        "--hgrm",
+        hgrm_s,
         "--format",
         "csv",
         "--",
@@ -87,9 +92,23 @@ fn stat_hlog_reads_back_as_printed() {
         assert!(rn.contains(&format!("tag {tag}")), "{rn} is {pn}");
         assert_eq!(prows, rrows, "{pn}: stat printed, report read back");
     }
+    // The .hgrm files have a step per recorded bucket: read back, the same tables too.
+    for (pn, prows) in &printed {
+        let tag = pn.split(" (").next().unwrap();
+        let file = tmp(&format!("run.{tag}.hgrm"));
+        let read = csv_tables(&picollo(&[
+            "report",
+            file.to_str().unwrap(),
+            "--format",
+            "csv",
+        ]));
+        assert_eq!(read.len(), 1);
+        assert_eq!(prows, &read[0].1, "{pn}: stat printed, its .hgrm read back");
+        let _ = std::fs::remove_file(&file);
+    }
     // The same maximum and precision (JSON carries both), in a second run: the log must
     // match its own run, whatever the values.
-    args[8] = "json";
+    args[10] = "json";
     let printed = json_extremes(&picollo(&args));
     let read = json_extremes(&picollo(&["report", log_s, "--format", "json"]));
     assert_eq!(printed, read);
