@@ -81,7 +81,21 @@ fn is_clock(e: &EventSpec) -> bool {
 /// where this process may count the kernel (`Ok`), else user space only with the reason
 /// (`Err`). Events written with modifiers (`page-faults:u`) count what they say.
 pub fn counting_domain(caps: &Capabilities) -> std::result::Result<(), String> {
-    caps.kernel_counting()
+    caps.kernel_counting()?;
+    // The rule allows it; a security module (seccomp, SELinux) may still refuse: ask the
+    // kernel once, with a software event on this thread.
+    let probe = picollo_linux::CounterSession::builder()
+        .exclude_kernel(false)
+        .exclude_hv(false)
+        .software(SoftwareEvent::TaskClock)
+        .build();
+    match probe {
+        Err(picollo_linux::PerfError::PermissionDenied { errno, .. }) => Err(format!(
+            "counting user space only: the kernel refused to count itself (errno {errno}) \
+             although perf_event_paranoid allows it; a security policy limits perf events"
+        )),
+        _ => Ok(()),
+    }
 }
 
 /// The header line saying what events without modifiers count.
