@@ -1,5 +1,11 @@
 //! `picollo stat`: runs a command N times with counters on it and prints the distribution of
 //! each counter and of the wall time, or with `--vs` the diff against another command.
+//!
+//! What is counted follows `perf stat`: user space and the kernel where this process may count
+//! the kernel ([`counting_domain`]: privileged, or `perf_event_paranoid` ≤ 1, and no security
+//! policy refusing it), else user space only with the reason on stderr; the header's
+//! `counting:` line says which. perf's modifiers choose per event (`page-faults:u`, `cs:k`).
+//! Every figure is kept in HdrHistogram(3)'s buckets, so `--hlog`/`--hgrm` read back as printed.
 
 use std::ffi::OsString;
 use std::io::{BufWriter, IsTerminal, Write};
