@@ -608,6 +608,7 @@ impl FromStr for Event {
 /// use picollo_linux::event::{EventSpec, Modifiers};
 ///
 /// let spec: EventSpec = "page-faults:uk".parse()?;
+/// assert_eq!(spec.modifiers, Some(Modifiers::USER_KERNEL));
 /// let m = spec.modifiers.unwrap();
 /// assert!(m.counts_user() && m.counts_kernel() && !m.counts_hv());
 /// assert_eq!(spec.to_string(), "page-faults:uk");
