@@ -34,6 +34,98 @@ const RESCAN: Duration = Duration::from_millis(500);
 /// How long `-e` waits for the threads to apply the counters.
 const REQUEST_WAIT: Duration = Duration::from_secs(2);
 
+/// Keys typed to `top`: `q` quits. On a terminal, standard input is switched to
+/// character-at-a-time input without echo (restored on drop, and on Ctrl-C, which quits
+/// the same way); from a pipe, a `q` in what arrives quits too. End of input (such as
+/// `/dev/null`) just stops the watching.
+struct Keys {
+    /// The terminal settings to restore, when standard input is a terminal.
+    saved: Option<libc::termios>,
+    open: bool,
+}
+
+/// Set by the SIGINT handler while `top` watches its keys.
+static INTERRUPTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+extern "C" fn on_interrupt(_: libc::c_int) {
+    INTERRUPTED.store(true, std::sync::atomic::Ordering::Relaxed);
+}
+
+impl Keys {
+    fn watch() -> Self {
+        let mut saved = None;
+        if std::io::stdin().is_terminal() {
+            // SAFETY: an all-zero termios is a valid value for tcgetattr to overwrite.
+            let mut t: libc::termios = unsafe { core::mem::zeroed() };
+            // SAFETY: fd 0 is open (a terminal) and `t` is a valid termios to write.
+            if unsafe { libc::tcgetattr(0, &mut t) } == 0 {
+                let mut raw = t;
+                raw.c_lflag &= !(libc::ICANON | libc::ECHO);
+                raw.c_cc[libc::VMIN] = 0;
+                raw.c_cc[libc::VTIME] = 0;
+                // SAFETY: fd 0 is a terminal and `raw` a termios read from it, modified.
+                if unsafe { libc::tcsetattr(0, libc::TCSANOW, &raw) } == 0 {
+                    saved = Some(t);
+                    // Ctrl-C must restore the terminal too: it sets a flag the loop reads.
+                    INTERRUPTED.store(false, std::sync::atomic::Ordering::Relaxed);
+                    // SAFETY: the handler only stores to an atomic (async-signal-safe).
+                    unsafe {
+                        libc::signal(
+                            libc::SIGINT,
+                            on_interrupt as extern "C" fn(libc::c_int) as libc::sighandler_t,
+                        )
+                    };
+                }
+            }
+        }
+        Keys { saved, open: true }
+    }
+
+    /// Whether `q` was typed (or Ctrl-C pressed) since the last call; never blocks.
+    fn quit(&mut self) -> bool {
+        if INTERRUPTED.load(std::sync::atomic::Ordering::Relaxed) {
+            return true;
+        }
+        let mut buf = [0u8; 64];
+        while self.open {
+            let mut fds = libc::pollfd {
+                fd: 0,
+                events: libc::POLLIN,
+                revents: 0,
+            };
+            // SAFETY: one valid pollfd, no wait.
+            if unsafe { libc::poll(&mut fds, 1, 0) } <= 0 {
+                return false;
+            }
+            if fds.revents & (libc::POLLIN | libc::POLLHUP) == 0 {
+                self.open = false; // POLLERR/POLLNVAL: stop watching
+                return false;
+            }
+            // SAFETY: `buf` is valid for `buf.len()` bytes; fd 0 is readable now.
+            let n = unsafe { libc::read(0, buf.as_mut_ptr().cast(), buf.len()) };
+            if n <= 0 {
+                self.open = false; // end of input, or an error: stop watching
+                return false;
+            }
+            if buf[..n as usize].iter().any(|&b| b == b'q' || b == b'Q') {
+                return true;
+            }
+        }
+        false
+    }
+}
+
+impl Drop for Keys {
+    fn drop(&mut self) {
+        if let Some(t) = self.saved.take() {
+            // SAFETY: restores the settings read from the same terminal in `watch`.
+            unsafe { libc::tcsetattr(0, libc::TCSANOW, &t) };
+            // SAFETY: restores the default action for SIGINT.
+            unsafe { libc::signal(libc::SIGINT, libc::SIG_DFL) };
+        }
+    }
+}
+
 /// The output of `attach` and `top`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
 pub enum LiveFormat {
@@ -508,10 +600,14 @@ pub fn top(o: &TopOptions) -> Result<String> {
     let mut totals = (0u64, 0u64);
     let mut shown = 0u64;
     let mut last_scan = Instant::now();
+    let mut keys = Keys::watch();
     loop {
         let t0 = Instant::now();
         while t0.elapsed() < step {
             live.drain()?;
+            if keys.quit() {
+                return Ok(String::new());
+            }
             if !alive(o.pid) {
                 break;
             }

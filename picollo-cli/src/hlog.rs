@@ -417,16 +417,23 @@ fn looks_like_hlog(head: &[u8]) -> bool {
         // Cut in the middle of a character: what comes before it.
         Err(e) => std::str::from_utf8(&head[..e.valid_up_to()]).unwrap_or(""),
     };
-    let Some(first) = text.lines().map(str::trim).find(|l| !l.is_empty()) else {
-        return false;
-    };
-    first.starts_with("#[")
-        || first.starts_with("\"StartTimestamp\"")
-        || first.starts_with("Tag=")
-        || first
-            .split(',')
-            .nth(3)
-            .is_some_and(|h| h.starts_with("HIST") || h.starts_with("DHIS"))
+    // Comment lines (`#[…]`) start interval logs and HdrHistogram Java's `.hgrm` files alike
+    // (both may carry `#[StartTime: …]`): the first line that is not a comment decides. A head
+    // of comments only is taken for a log (a log with no interval yet).
+    let mut comments = false;
+    for line in text.lines().map(str::trim).filter(|l| !l.is_empty()) {
+        if line.starts_with('#') {
+            comments = true;
+            continue;
+        }
+        return line.starts_with("\"StartTimestamp\"")
+            || line.starts_with("Tag=")
+            || line
+                .split(',')
+                .nth(3)
+                .is_some_and(|h| h.starts_with("HIST") || h.starts_with("DHIS"));
+    }
+    comments
 }
 
 /// An `.hgrm` file or an encoded histogram, or `None` for anything else.
@@ -662,15 +669,17 @@ pub fn in_unit(counts: &HdrCounts, unit: Option<Unit>) -> Result<HdrCounts> {
     Ok(out)
 }
 
-/// The summary of `group` in `unit`, through an exact conversion to a Picollo histogram.
+/// The summary of `group`, through an exact conversion to a Picollo histogram, printed in
+/// `unit`: the buckets stay as logged and values are divided when printed, with the decimals
+/// the unit needs ([`Summary::in_unit`]), so `--unit us` shows `16.384` where nanoseconds
+/// show `16,384`, and nothing is re-bucketed or rounded.
 ///
 /// # Errors
-/// As [`in_unit`], or a conversion error.
+/// A conversion error (not for what [`load`] produces).
 pub fn summary(group: &Group, unit: Option<Unit>) -> Result<Summary> {
-    let counts = in_unit(&group.counts()?, unit)?;
-    let h = interop::to_picollo(&counts)
+    let h = interop::to_picollo(&group.counts()?)
         .map_err(|e| CliError::new(format!("cannot convert the histogram: {e}")))?;
-    Ok(h.summary())
+    Ok(h.summary().in_unit(unit.map_or(1, Unit::divisor)))
 }
 
 #[cfg(test)]
@@ -735,11 +744,16 @@ mod tests {
             "\n\"StartTimestamp\",\"Interval_Length\",\"Interval_Max\",\"Interval_Compressed_Histogram\"\n",
             "Tag=a,0.1,1.0,2.0,HISTFAAA\n",
             "0.127,1.007,2.769,HISTFAAAAEV42pNp\n",
+            "#[StartTime: 1441812279.474 (seconds since epoch)]\n0.127,1.007,2.769,HISTFAAAAEV42pNp\n",
         ] {
             assert!(looks_like_hlog(hlog.as_bytes()), "{hlog:?}");
         }
         for other in [
             "       Value     Percentile TotalCount 1/(1-Percentile)\n",
+            // HdrHistogram Java's HistogramLogProcessor: two comment lines, then the header.
+            "#[Overall percentile distribution between 0.000 and <Infinite> seconds]\n\
+             #[StartTime: 1441812279.474 (seconds since epoch)]\n\
+             \x20      Value     Percentile TotalCount 1/(1-Percentile)\n",
             "HISTFAAAACl42pNpmSzMwMDAxAABzFCaEUKLQ2gmCM0HoQUhNDOEZoHSAEc5Ask=",
             "",
             "\u{1c}\u{84}\u{93}\u{14}\0\0",

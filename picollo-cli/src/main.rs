@@ -100,8 +100,8 @@ enum Command {
     ///
     /// The selected intervals of each tag are added up (at 3 significant digits, or the
     /// log's if finer) and printed as one table. Values are printed as logged; --unit
-    /// assumes the log is in nanoseconds and divides (rounding each bucket's midpoint to the
-    /// nearest integer), so pick a unit small enough for the precision you need.
+    /// assumes the log is in nanoseconds and prints the same buckets divided, with the
+    /// decimals the unit needs (16,384 ns is 16.384 us: nothing is rounded).
     Report(ReportArgs),
     /// Compare two histogram files: Δ% per percentile and Cohen's d.
     ///
@@ -143,7 +143,10 @@ enum Command {
     /// span tables of that interval only (deltas) and the totals since start; with --format
     /// json, one JSON object per interval on its own line ({"type":"top","refresh",
     /// "interval_s","uptime_s","rings","total",…} and the fields of attach's "spans"). -e as
-    /// for attach. Stops after --count refreshes, when the process exits, or on Ctrl-C.
+    /// for attach. Time is what the spans spent inside the interval (a span that began
+    /// earlier counts from the interval's start); % is the share of the outermost spans, so
+    /// nested spans are part of their parent's, not added to it. Stops after --count
+    /// refreshes, when the process exits, when q is typed, or on Ctrl-C.
     Top(TopArgs),
     /// Convert a capture file (from `attach --output`) to CSV files, the span tables or JSON.
     ///
@@ -367,12 +370,16 @@ struct PlotArgs {
     /// Histogram files to plot.
     #[arg(required = true)]
     files: Vec<PathBuf>,
-    /// The SVG file to write.
+    /// The SVG file to write (SVG only: another extension, such as .png, is refused).
     #[arg(short = 'o', long = "output", value_name = "OUT.svg")]
     output: PathBuf,
     /// The plot's title.
     #[arg(long, default_value = "Percentile distribution")]
     title: String,
+    /// The value axis: log where a panel's values span two decades or more (auto), or
+    /// always linear or log.
+    #[arg(long, value_enum, default_value_t = plot::YScale::Auto)]
+    y_scale: plot::YScale,
     #[command(flatten)]
     select: SelectArgs,
 }
@@ -601,6 +608,29 @@ fn tag_name(tag: &Option<String>) -> String {
     }
 }
 
+/// The counter a tag of `picollo stat`'s logs names when it counts events rather than time
+/// (`page-faults`, `A.context-switches:u`, a PMU event), or `None` for times (`task-clock`,
+/// `wall-time`) and tags of other logs, whose values are taken to be nanoseconds.
+fn counted_event(tag: Option<&str>) -> Option<String> {
+    let tag = tag?;
+    let name = tag
+        .strip_prefix("A.")
+        .or_else(|| tag.strip_prefix("B."))
+        .unwrap_or(tag);
+    if name.contains('/') {
+        return Some(name.to_string());
+    }
+    let spec: picollo_linux::EventSpec = name.parse().ok()?;
+    let clock = matches!(
+        spec.event,
+        picollo_linux::Event::Software(
+            picollo_linux::event::SoftwareEvent::TaskClock
+                | picollo_linux::event::SoftwareEvent::CpuClock
+        )
+    );
+    (!clock).then(|| name.to_string())
+}
+
 fn plot(a: &PlotArgs) -> Result<String> {
     if let [file] = a.files.as_slice() {
         if stat_json(file) {
@@ -608,9 +638,9 @@ fn plot(a: &PlotArgs) -> Result<String> {
             return Ok(String::new());
         }
     }
+    plot::check_output(&a.output)?;
     let selection = a.select.selection()?;
     let unit = a.select.unit;
-    let divisor = unit.map_or(1.0, |u| u.divisor() as f64);
     let mut series = Vec::new();
     for f in &a.files {
         let log = hlog::load(f, &selection)?;
@@ -620,14 +650,23 @@ fn plot(a: &PlotArgs) -> Result<String> {
                 (None, true) => format!("{}, untagged", log.name),
                 (None, false) => log.name.clone(),
             };
-            series.push(plot::Series::from_counts(label, &g.counts()?, divisor));
+            // Counts keep their own axis and are never converted; times take --unit.
+            let (y_desc, divisor) = match counted_event(g.tag.as_deref()) {
+                Some(event) => (format!("{event} (count)"), 1.0),
+                None => match unit {
+                    Some(u) => (format!("Value ({})", u.symbol()), u.divisor() as f64),
+                    None => ("Value (as logged)".to_string(), 1.0),
+                },
+            };
+            series.push(plot::Series::from_counts(
+                label,
+                y_desc,
+                &g.counts()?,
+                divisor,
+            ));
         }
     }
-    let y_desc = match unit {
-        Some(u) => format!("Value ({})", u.symbol()),
-        None => "Value (as logged)".to_string(),
-    };
-    let svg = plot::render(&series, &a.title, &y_desc)?;
+    let svg = plot::render(&series, &a.title, a.y_scale)?;
     plot::write(&a.output, &svg)?;
     eprintln!(
         "picollo: wrote {} ({} line{})",

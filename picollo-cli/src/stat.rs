@@ -7,6 +7,12 @@
 //!   outliers), [`model`] the per-run values and comparisons;
 //! - [`human`] prints the default report, [`export`](mod@export) the JSON/Markdown/CSV
 //!   forms, [`gate`] checks `--fail-if-slower`, [`plot`] draws `--plot`.
+//!
+//! What is counted follows `perf stat`: user space and the kernel where this process may count
+//! the kernel ([`counting_domain`]: privileged, or `perf_event_paranoid` ≤ 1, and no security
+//! policy refusing it), else user space only with the reason on stderr; the header's
+//! `counting:` line says which. perf's modifiers choose per event (`page-faults:u`, `cs:k`).
+//! Every figure is kept in HdrHistogram(3)'s buckets, so `--hlog`/`--hgrm` read back as printed.
 
 pub mod export;
 pub mod gate;
@@ -24,10 +30,11 @@ use clap::ValueEnum;
 
 use picollo_alloc::hdr::interop::{export, ExportOptions};
 use picollo_alloc::hdr::LogWriter;
+use picollo_alloc::hdr::{interop as hdr_interop, HdrGeometry};
 use picollo_alloc::hgrm::write_hgrm;
-use picollo_alloc::{default_histogram, HeapHistogram, SummaryExt};
+use picollo_alloc::{heap, HeapHistogram, SummaryExt};
 use picollo_linux::caps::Capabilities;
-use picollo_linux::event::{Event, SoftwareEvent};
+use picollo_linux::event::{Event, EventSpec, SoftwareEvent};
 
 use crate::error::{CliError, Result};
 use crate::output::{self, Compared, Context, Format, Titled};
@@ -142,11 +149,42 @@ pub fn split_events(spec: &str) -> Vec<String> {
 }
 
 /// Whether `e` is a clock event, which must lead its group to be read up to date.
-fn is_clock(e: &Event) -> bool {
+fn is_clock(e: &EventSpec) -> bool {
     matches!(
-        e,
+        e.event,
         Event::Software(SoftwareEvent::TaskClock | SoftwareEvent::CpuClock)
     )
+}
+
+/// What events without modifiers count, as `perf stat` decides: user space and the kernel
+/// where this process may count the kernel (`Ok`), else user space only with the reason
+/// (`Err`). Events written with modifiers (`page-faults:u`) count what they say.
+pub fn counting_domain(caps: &Capabilities) -> std::result::Result<(), String> {
+    caps.kernel_counting()?;
+    // The rule allows it; a security module (seccomp, SELinux) may still refuse: ask the
+    // kernel once, with a software event on this thread.
+    let probe = picollo_linux::CounterSession::builder()
+        .exclude_kernel(false)
+        .exclude_hv(false)
+        .software(SoftwareEvent::TaskClock)
+        .build();
+    match probe {
+        Err(picollo_linux::PerfError::PermissionDenied { errno, .. }) => Err(format!(
+            "counting user space only: the kernel refused to count itself (errno {errno}) \
+             although perf_event_paranoid allows it; a security policy limits perf events"
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// The header line saying what events without modifiers count.
+pub fn domain_note(domain: &std::result::Result<(), String>) -> String {
+    match domain {
+        Ok(()) => {
+            "user space and the kernel (as perf stat; :u or :k after an event chooses)".to_string()
+        }
+        Err(why) => why.trim_start_matches("counting ").to_string(),
+    }
 }
 
 /// The events to count: the `-e` lists parsed (a clock moved first, duplicates removed), or
@@ -158,8 +196,8 @@ pub fn choose_events(
     specs: &[String],
     caps: &Capabilities,
     notes: &mut Vec<String>,
-) -> Result<Vec<Event>> {
-    let mut events: Vec<Event> = Vec::new();
+) -> Result<Vec<EventSpec>> {
+    let mut events: Vec<EventSpec> = Vec::new();
     if specs.is_empty() {
         let names: &[&str] = if caps.has_hardware_pmu() {
             &[
@@ -187,7 +225,7 @@ pub fn choose_events(
     }
     for spec in specs {
         for name in split_events(spec) {
-            let e: Event = name.parse().map_err(|e| {
+            let e: EventSpec = name.parse().map_err(|e| {
                 CliError::new(format!(
                     "unknown event `{name}`: {e}; run `picollo counters` for the events \
                      available here"
@@ -217,7 +255,7 @@ pub fn choose_events(
             );
         }
     }
-    if !caps.has_hardware_pmu() && events.iter().any(Event::needs_hardware_pmu) {
+    if !caps.has_hardware_pmu() && events.iter().any(|e| e.event.needs_hardware_pmu()) {
         let reason = caps.no_pmu_reason().unwrap_or_default();
         notes.push(format!(
             "{}; hardware, cache and raw events are dropped",
@@ -337,10 +375,10 @@ impl Side {
         let mut side = Side {
             label,
             counters: Vec::new(),
-            wall: default_histogram(),
+            wall: run_histogram(),
         };
         for s in &bench.series {
-            let mut h = default_histogram();
+            let mut h = run_histogram();
             for v in s.values.iter().flatten() {
                 h.record(*v);
             }
@@ -379,6 +417,21 @@ impl Side {
     }
 }
 
+/// HdrHistogram's `new Histogram(3)`: 1 ..= 2^63 - 1 at 3 significant digits.
+fn log_geometry() -> HdrGeometry {
+    HdrGeometry::new(1, i64::MAX as u64, 3).expect("a valid HdrHistogram geometry")
+}
+
+/// The histogram of one figure over the runs: the layout and window of HdrHistogram's
+/// `new Histogram(3)` (0.0488 % precision), so that `--hlog` writes it index for index and
+/// `report`, `diff`, `plot` and `export` read back the same buckets: the same values, `±`,
+/// precision and min/max as printed here. (Values above 2^63 - 1, which no counter reaches,
+/// would be counted as overflow, as a log could not hold them.)
+fn run_histogram() -> HeapHistogram<u64> {
+    let g = log_geometry();
+    heap::plain(hdr_interop::layout_for(&g), hdr_interop::window_for(&g))
+}
+
 /// A counter's title with its unit.
 fn title(name: &str) -> String {
     match model::Kind::of(name) {
@@ -411,9 +464,13 @@ pub fn run(opts: &StatOptions) -> Result<String> {
         .iter()
         .map(|t| gate::parse(t))
         .collect::<Result<Vec<_>>>()?;
-    let saved = match &opts.load {
-        Some(path) => load(path)?,
-        None => measure(opts)?,
+    // What was counted is known for a live run only (a saved run does not record it).
+    let (saved, counting) = match &opts.load {
+        Some(path) => (load(path)?, None),
+        None => {
+            let (saved, note) = measure(opts)?;
+            (saved, Some(note))
+        }
     };
     let baseline = match &opts.baseline {
         Some(p) => Some((p.display().to_string(), load(p)?)),
@@ -480,9 +537,12 @@ pub fn run(opts: &StatOptions) -> Result<String> {
     }
     let text = match replaced {
         Some(t) => t,
-        None if opts.table || opts.format.is_some() => {
-            tables(&saved, &sides, opts.format.unwrap_or_default())
-        }
+        None if opts.table || opts.format.is_some() => tables(
+            &saved,
+            &sides,
+            opts.format.unwrap_or_default(),
+            counting.as_deref(),
+        ),
         None => {
             let color = match opts.color {
                 ColorWhen::Always => true,
@@ -491,7 +551,11 @@ pub fn run(opts: &StatOptions) -> Result<String> {
                     std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none()
                 }
             };
-            human::render(&saved, &comparisons, human::Style { color })
+            let report = human::render(&saved, &comparisons, human::Style { color });
+            match &counting {
+                Some(c) => format!("Counting: {c}\n{report}"),
+                None => report,
+            }
         }
     };
     let failures = gate::check(&thresholds, &comparisons, |i| saved.benches[i].label())?;
@@ -506,8 +570,8 @@ pub fn run(opts: &StatOptions) -> Result<String> {
     )))
 }
 
-/// Runs the commands.
-fn measure(opts: &StatOptions) -> Result<Saved> {
+/// Runs the commands; returns the run and what its events without modifiers counted.
+fn measure(opts: &StatOptions) -> Result<(Saved, String)> {
     if opts.command.is_empty() {
         return Err(CliError::new(
             "no command given; put it after `--`: picollo stat -- sleep 0.1",
@@ -516,6 +580,10 @@ fn measure(opts: &StatOptions) -> Result<Saved> {
     let caps = Capabilities::detect();
     let mut notes = Vec::new();
     let events = choose_events(&opts.events, &caps, &mut notes)?;
+    let domain = counting_domain(&caps);
+    if let Err(why) = &domain {
+        notes.push(why.clone());
+    }
     for n in &notes {
         eprintln!("picollo: {n}");
     }
@@ -557,6 +625,7 @@ fn measure(opts: &StatOptions) -> Result<Saved> {
             interleave: !opts.no_interleave,
             ignore_failure: opts.ignore_failure,
             show_output: opts.show_output,
+            kernel: domain.is_ok(),
         },
     )?;
     for b in &saved.benches {
@@ -582,15 +651,18 @@ fn measure(opts: &StatOptions) -> Result<Saved> {
             }
         }
     }
-    Ok(saved)
+    Ok((saved, domain_note(&domain)))
 }
 
 /// Seed 000's tables: one command's summaries, or for several the diff of each against the
 /// first (one document per pair; CSV and JSON print one per line).
-fn tables(saved: &Saved, sides: &[Side], format: Format) -> String {
+fn tables(saved: &Saved, sides: &[Side], format: Format, counting: Option<&str>) -> String {
     let mut context: Context = Vec::new();
     if sides.len() == 1 {
         context.push(("command", saved.benches[0].label()));
+        if let Some(c) = counting {
+            context.push(("counting", c.to_string()));
+        }
     }
     let runs = saved.benches.first().map_or(0, model::Bench::runs);
     if sides.len() == 1 {
@@ -600,12 +672,15 @@ fn tables(saved: &Saved, sides: &[Side], format: Format) -> String {
     }
     let mut out = String::new();
     for (i, side) in sides.iter().enumerate().skip(1) {
-        let context: Context = vec![
+        let mut context: Context = vec![
             ("A", saved.benches[0].label()),
             ("B", saved.benches[i].label()),
             ("runs", runs.to_string()),
             ("warmup", saved.warmup.to_string()),
         ];
+        if let Some(c) = counting {
+            context.insert(2, ("counting", c.to_string()));
+        }
         let (a, b) = (sides[0].tables(), side.tables());
         let compared: Vec<Compared> = a
             .into_iter()
@@ -702,6 +777,18 @@ fn hgrm_path(path: &Path, side: &Side, sides: usize, counter: &str) -> PathBuf {
     PathBuf::from(name)
 }
 
+/// Percentile steps per halving of an `.hgrm` file: enough that every recorded bucket is a
+/// step of its own (one run in `total` moves the percentile by `100 / total`, and the steps
+/// near 0 are `ln 2 / ticks` apart), so the file read back holds every bucket the run had;
+/// at least HdrHistogram's usual 5, at most 1,000 (the rows grow with the runs).
+fn hgrm_ticks(h: &HeapHistogram<u64>) -> u32 {
+    use picollo_core::ReadExt;
+    let total = h.total();
+    u32::try_from(total.saturating_mul(2))
+        .unwrap_or(u32::MAX)
+        .clamp(5, 1_000)
+}
+
 /// Writes every distribution as an `.hgrm` percentile file (5 steps per halving, values as
 /// counted), one per counter and side.
 fn save_hgrm(path: &Path, sides: &[Side]) -> Result<()> {
@@ -713,7 +800,7 @@ fn save_hgrm(path: &Path, sides: &[Side]) -> Result<()> {
                 CliError::new(format!("cannot create {shown}: {e}; give a writable path"))
             })?;
             let mut out = BufWriter::new(file);
-            write_hgrm(h, &mut out, 5, 1.0)
+            write_hgrm(h, &mut out, hgrm_ticks(h), 1.0)
                 .and_then(|()| out.flush())
                 .map_err(|e| CliError::new(format!("{shown}: {e}")))?;
             eprintln!("picollo: wrote {shown}");

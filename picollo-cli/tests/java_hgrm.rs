@@ -82,12 +82,12 @@ fn report_reads_java_files_with_the_same_steps() {
 fn diff_of_java_hgrm_and_its_hlog() {
     let vectors = PathBuf::from(concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/../../shared/vectors/hdrhistogram"
+        "/../picollo-alloc/tests/vectors/hdrhistogram"
     ));
     let hlog = vectors.join("jHiccup-2.0.7S.logV2.hlog");
     assert!(
         hlog.is_file(),
-        "shared vectors missing at {}",
+        "HdrHistogram vectors missing at {}",
         hlog.display()
     );
     let file = parsed("java-jhiccup-raw.hgrm");

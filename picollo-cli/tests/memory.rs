@@ -24,13 +24,14 @@ const LONG_LOG_MAX_RSS: u64 = 48 << 20;
 /// a few kB per tag); the old code passed 4 GiB.
 const MANY_TAGS_MAX_RSS: u64 = 192 << 20;
 
-/// The shared vectors: `<repo>/../shared/vectors/hdrhistogram`, or `$PICOLLO_VECTORS`.
+/// The HdrHistogram vectors, in the repository (`picollo-alloc/tests/vectors/hdrhistogram`),
+/// or `$PICOLLO_VECTORS`.
 fn vector(name: &str) -> PathBuf {
     let dir = std::env::var_os("PICOLLO_VECTORS").map_or_else(
         || {
             PathBuf::from(concat!(
                 env!("CARGO_MANIFEST_DIR"),
-                "/../../shared/vectors/hdrhistogram"
+                "/../picollo-alloc/tests/vectors/hdrhistogram"
             ))
         },
         PathBuf::from,

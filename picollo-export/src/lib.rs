@@ -129,3 +129,8 @@ pub use native::{Mapping, NativeHistogram};
 pub use registry::{Counter, ExportOptions, Gauge, Registry, ZERO_THRESHOLD};
 pub use schema::{Schema, MAX_SCHEMA, MIN_SCHEMA};
 pub use source::{Exported, Readable, Summed};
+
+/// The README's examples, compiled and run as doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

@@ -82,6 +82,6 @@ pub mod workload;
 pub use caps::Capabilities;
 pub use count::{Count, Reading};
 pub use error::PerfError;
-pub use event::Event;
+pub use event::{Event, EventSpec, Modifiers};
 pub use session::{CounterSession, CounterSessionBuilder};
 pub use sys::thread_cpu_time_ns;

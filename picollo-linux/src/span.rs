@@ -266,6 +266,15 @@ pub fn now() -> u64 {
     }
 }
 
+/// What [`now`] reads: the TSC on x86_64, `CLOCK_MONOTONIC` nanoseconds elsewhere.
+pub fn clock_kind() -> ClockKind {
+    if cfg!(target_arch = "x86_64") {
+        ClockKind::Tsc
+    } else {
+        ClockKind::MonotonicNs
+    }
+}
+
 /// The ring header's description of the span clock, with a reference pair for calibration.
 fn clock_info() -> ClockInfo {
     #[cfg(target_arch = "x86_64")]

@@ -8,7 +8,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use picollo_linux::count::Count;
-use picollo_linux::event::Event;
+use picollo_linux::event::EventSpec;
 
 use super::model::{Bench, Saved};
 use super::{show_command, split_command};
@@ -37,6 +37,8 @@ pub struct RunOptions {
     pub ignore_failure: bool,
     /// The measured commands' stdout to stderr (else discarded).
     pub show_output: bool,
+    /// Events without modifiers count the kernel too (perf stat's default where permitted).
+    pub kernel: bool,
 }
 
 /// A command to benchmark, ready to run.
@@ -415,7 +417,7 @@ fn children_times() -> (u64, u64) {
 /// # Errors
 /// A command or hook that cannot run or fails (unless `ignore_failure`), counters that
 /// cannot be opened.
-pub fn run(planned: &[Planned], events: &[Event], o: &RunOptions) -> Result<Saved> {
+pub fn run(planned: &[Planned], events: &[EventSpec], o: &RunOptions) -> Result<Saved> {
     let started_unix_ms = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
@@ -542,7 +544,7 @@ fn auto_runs(round: Duration, k: u64, o: &RunOptions) -> u32 {
 
 /// What every run needs.
 struct RunState<'a> {
-    events: &'a [Event],
+    events: &'a [EventSpec],
     o: &'a RunOptions,
     output: ChildOutput,
     progress: &'a Progress,
@@ -570,7 +572,7 @@ impl RunState<'_> {
             run_hook(prep, "--prepare", self.o.show_output)?;
         }
         let (u0, s0) = children_times();
-        let run = spawn::run(&p.argv, self.events, self.output)?;
+        let run = spawn::run(&p.argv, self.events, self.o.kernel, self.output)?;
         let (u1, s1) = children_times();
         if !self.dropped_reported {
             for d in &run.dropped {
@@ -634,6 +636,7 @@ mod tests {
             interleave: true,
             ignore_failure: false,
             show_output: false,
+            kernel: false,
         };
         // 3 s of a 10 ms command; two commands in a 20 ms round are 10 ms each.
         assert_eq!(auto_runs(Duration::from_millis(10), 1, &o), 300);
