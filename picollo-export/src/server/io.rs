@@ -24,9 +24,9 @@ use super::{negotiate, render, stopping, Exposition, ServerOptions, ServerStats}
 use crate::{ExportError, Registry};
 
 /// Bytes a closing connection may still send (discarded) before it is reset.
-const LINGER_BYTES: usize = 256 << 10;
+pub(super) const LINGER_BYTES: usize = 256 << 10;
 /// How long a closing connection is given to stop sending.
-const LINGER_TIME: Duration = Duration::from_secs(2);
+pub(super) const LINGER_TIME: Duration = Duration::from_secs(2);
 /// Connections accepted per poll round, so that accepting cannot starve the others.
 const ACCEPT_BURST: usize = 256;
 /// How long accepting pauses when the process is out of file descriptors.
@@ -101,10 +101,27 @@ impl Stream {
         }
     }
 
+    /// `writev` without the signal: `sendmsg` with `MSG_NOSIGNAL`, so that a client that
+    /// hung up gets `EPIPE` here instead of killing a process that has not ignored SIGPIPE
+    /// (a C or Python host, or a Rust program that restored the default).
     fn write_vectored(&mut self, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
-        match self {
-            Self::Tcp(s) => s.write_vectored(bufs),
-            Self::Unix(s) => s.write_vectored(bufs),
+        // SAFETY: msghdr is plain data; all-zero is a valid empty header.
+        let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+        // IoSlice is ABI-compatible with iovec on Unix (std guarantees it); sendmsg only
+        // reads through the pointer.
+        msg.msg_iov = bufs.as_ptr() as *mut libc::iovec;
+        msg.msg_iovlen = bufs.len() as _;
+        loop {
+            // SAFETY: `msg` points at `bufs.len()` valid iovecs that outlive the call; the
+            // descriptor is this stream's own.
+            let n = unsafe { libc::sendmsg(self.fd(), &msg, libc::MSG_NOSIGNAL) };
+            if n >= 0 {
+                return Ok(n as usize);
+            }
+            let e = io::Error::last_os_error();
+            if e.kind() != io::ErrorKind::Interrupted {
+                return Err(e);
+            }
         }
     }
 }

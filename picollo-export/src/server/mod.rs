@@ -35,9 +35,17 @@
 //! authentication through a reverse proxy; the server speaks plain HTTP/1.1.
 //!
 //! [`MetricsServer::stats`] counts what the server refused, evicted and timed out.
+//!
+//! With the feature `server-hyper`, the module `hyper` serves the same endpoint with the same
+//! [`ServerOptions`] on hyper 1 and tokio, in the caller's runtime or on a thread of its own
+//! (what the peer `metrics-exporter-prometheus` does). The default build has no async
+//! runtime: a scrape endpoint needs one poll loop, not a runtime (`benches/RESULTS.md`,
+//! block `metrics-server`, compares the two under load).
 
 mod allow;
 mod http;
+#[cfg(feature = "server-hyper")]
+pub mod hyper;
 mod io;
 
 use std::net::{SocketAddr, TcpListener, ToSocketAddrs};
