@@ -7,7 +7,7 @@
 //! [`MetricsServer`] is built to face clients that misbehave, on purpose or not:
 //!
 //! - **No thread per connection.** One I/O thread polls every socket (non-blocking); a fixed
-//!   pool of [`ServerOptions::workers`] threads renders scrapes. 10,000 idle sockets cost file
+//!   pool of [`ServerOptions::workers`] threads renders scrapes. Idle sockets cost file
 //!   descriptors, not threads.
 //! - **Bounded input.** The request line ([`ServerOptions::max_request_line`]) and the whole
 //!   head ([`ServerOptions::max_head`], [`ServerOptions::max_headers`]) are bounded; past a
