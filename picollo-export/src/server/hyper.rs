@@ -23,14 +23,16 @@
 //! use picollo_export::server::{hyper::serve_tcp, ServerOptions};
 //! use picollo_export::Registry;
 //!
-//! # async fn run() -> std::io::Result<()> {
 //! let registry = Arc::new(Registry::new());
-//! let listener = tokio::net::TcpListener::bind("127.0.0.1:9464").await?;
-//! let (_stop, stopped) = tokio::sync::oneshot::channel::<()>();
-//! serve_tcp(listener, registry, ServerOptions::new(), stopped).await?; // until `_stop` is used
-
-//! # Ok(())
-//! # }
+//! // In a program that runs tokio already, only the `block_on` body is needed.
+//! let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+//! runtime.block_on(async {
+//!     let listener = tokio::net::TcpListener::bind("127.0.0.1:9464").await?;
+//!     let (_stop, stopped) = tokio::sync::oneshot::channel::<()>();
+//!     // Serves until `_stop` is sent to or dropped.
+//!     serve_tcp(listener, registry, ServerOptions::new(), stopped).await
+//! })?;
+//! # Ok::<(), std::io::Error>(())
 //! ```
 
 use std::collections::HashMap;

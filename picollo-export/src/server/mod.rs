@@ -192,7 +192,7 @@ pub fn render(registry: &Registry, exposition: Exposition) -> Vec<u8> {
 ///     .allow(["10.0.0.0/8".parse()?, "127.0.0.1".parse()?])
 ///     .write_timeout(Duration::from_secs(5));
 /// // Reachable from the 10/8 network; other clients get 403.
-/// let server = MetricsServer::bind_with("0.0.0.0:9464", registry, options)?;
+/// let _server = MetricsServer::bind_with("0.0.0.0:9464", registry, options)?;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Clone, Debug)]
