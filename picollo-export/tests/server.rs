@@ -114,6 +114,44 @@ fn requests_per_connection_are_bounded() {
 }
 
 #[test]
+fn slow_readers_cannot_make_the_server_hold_a_response_each() {
+    // A text scrape of about 0.85 MB (20,000 classic buckets), 50 of them asked for by each
+    // of 5 clients that never read; the server keeps no more than one response waiting (a
+    // limit of 1 byte), so each slow reader is disconnected when a newer one stalls.
+    let bounds = (1..=20_000u64).map(|i| i * 1_000).collect();
+    let registry = Arc::new(Registry::with_options(
+        picollo_export::ExportOptions::new().classic(ClassicBuckets::explicit(bounds).unwrap()),
+    ));
+    let h = Arc::new(HistogramBuilder::new().thread_local().unwrap());
+    registry
+        .register("test_latency", "test", &Labels::empty(), h.clone())
+        .unwrap();
+    (0..50_000u64).for_each(|v| h.record(v * 400));
+    let options = ServerOptions::new().max_pending_bytes(1);
+    let server = MetricsServer::bind_with("127.0.0.1:0", registry, options).unwrap();
+    let pipelined = "GET /metrics HTTP/1.1\r\nAccept: text/plain\r\n\r\n".repeat(50);
+    let mut slow: Vec<_> = (0..5)
+        .map(|_| {
+            let mut s = connect(addr(&server));
+            s.write_all(pipelined.as_bytes()).unwrap();
+            s
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(500));
+    let (r, _) = scrape(addr(&server));
+    assert_eq!(r.status, 200);
+    assert_eq!(sample(&r.text(), "test_latency_count"), Some(50_000));
+    let stats = server.stats();
+    assert!(stats.evicted >= 4, "{stats:?}");
+    let closed = slow
+        .iter_mut()
+        .map(|s| closed_by_server(s).0)
+        .filter(|&c| c)
+        .count();
+    assert!(closed >= 4, "{closed} of 5 slow readers disconnected");
+}
+
+#[test]
 fn the_allow_list_refuses_other_addresses() {
     let (registry, _h) = registry_with(10);
     let elsewhere = ServerOptions::new().allow(["10.0.0.0/8".parse::<IpNet>().unwrap()]);

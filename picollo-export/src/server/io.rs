@@ -490,6 +490,41 @@ impl IoLoop {
             c.since = Instant::now();
             self.on_event(done.conn);
         }
+        self.bound_pending_bytes();
+    }
+
+    /// Keeps the responses still to be sent under [`ServerOptions::max_pending_bytes`] by
+    /// closing the connections that have been taking theirs longest (the slowest readers),
+    /// so that slow clients cannot make the server hold a response each.
+    fn bound_pending_bytes(&mut self) {
+        let pending = |c: &Conn| match &c.state {
+            State::Writing {
+                head, body, sent, ..
+            } => head.len() + body.len() - sent,
+            _ => 0,
+        };
+        let mut total: usize = self.conns.values().map(pending).sum();
+        while total > self.options.max_pending_bytes {
+            let mut writing = self
+                .conns
+                .iter()
+                .filter(|(_, c)| matches!(c.state, State::Writing { .. }));
+            let (Some(first), Some(_)) = (writing.next(), writing.next()) else {
+                return; // the last response is always kept
+            };
+            let slowest = self
+                .conns
+                .iter()
+                .filter(|(_, c)| matches!(c.state, State::Writing { .. }))
+                .min_by_key(|(_, c)| c.since)
+                .map_or(*first.0, |(&id, _)| id);
+            let Some(c) = self.conns.remove(&slowest) else {
+                return;
+            };
+            total -= pending(&c);
+            bump(&self.shared.evicted);
+            self.close(c);
+        }
     }
 
     /// Runs a connection as far as it can go without blocking; closes it when it is done.

@@ -21,7 +21,9 @@
 //!   idle for [`ServerOptions::idle_timeout`] is closed.
 //! - **Bounded connections.** At [`ServerOptions::max_connections`], a new connection evicts
 //!   the one that has waited longest for a complete request (an idle or trickling client);
-//!   when every connection is busy, the newcomer gets 503.
+//!   when every connection is busy, the newcomer gets 503. Responses waiting for their
+//!   readers are bounded too ([`ServerOptions::max_pending_bytes`]): past the bound, the
+//!   slowest readers are disconnected.
 //! - **No request can stop the process or the server.** A panic while rendering (in an
 //!   [`crate::Exported`] implementation, say) answers 500 and the worker lives on; parsing
 //!   errors answer 4xx. Nothing allocates from a size a client sent.
@@ -179,7 +181,8 @@ pub fn render(registry: &Registry, exposition: Exposition) -> Vec<u8> {
 /// any other client can take: 2 workers, 512 connections, heads of at most 16 KiB (request
 /// line 8 KiB, 100 fields), 10 s to send a head or take a response (Prometheus' default
 /// scrape timeout), 75 s idle keep-alive (above the default 60 s scrape interval, so the
-/// scraper keeps its connection), 1,000 requests per connection, every client address.
+/// scraper keeps its connection), 1,000 requests per connection, 256 MiB of responses
+/// waiting to be sent, every client address.
 ///
 /// ```no_run
 /// use std::sync::Arc;
@@ -206,6 +209,7 @@ pub struct ServerOptions {
     write_timeout: Duration,
     idle_timeout: Duration,
     max_requests_per_connection: u64,
+    max_pending_bytes: usize,
     allow: Option<Vec<IpNet>>,
 }
 
@@ -228,6 +232,7 @@ impl ServerOptions {
             write_timeout: Duration::from_secs(10),
             idle_timeout: Duration::from_secs(75),
             max_requests_per_connection: 1_000,
+            max_pending_bytes: 256 << 20,
             allow: None,
         }
     }
@@ -290,6 +295,16 @@ impl ServerOptions {
     /// 1,000).
     pub fn max_requests_per_connection(mut self, n: u64) -> Self {
         self.max_requests_per_connection = n.max(1);
+        self
+    }
+
+    /// The most bytes of responses waiting to be sent, all connections together (default
+    /// 256 MiB; at least one response is always kept). Past it, the connections that have
+    /// been taking their response longest (the slowest readers) are closed: many clients
+    /// that ask and never read cannot make the server hold a scrape for each.
+    /// (`HyperMetricsServer` does not apply it: hyper holds each connection's response.)
+    pub fn max_pending_bytes(mut self, bytes: usize) -> Self {
+        self.max_pending_bytes = bytes;
         self
     }
 
