@@ -15,7 +15,11 @@
 //! most 256 KiB, for at most 2 s, so that the close does not reset the response), the
 //! response says `Connection: close` and the connection is closed; a response not taken within
 //! [`ServerOptions::write_timeout`] of the first stalled write, or a connection that reads
-//! nothing for [`ServerOptions::idle_timeout`], is closed. Renders run on tokio's blocking
+//! nothing for [`ServerOptions::idle_timeout`], is closed. (hyper's head timer also runs
+//! while a kept-alive connection waits for its next request: such a connection is closed
+//! after [`ServerOptions::header_timeout`]; the scraper reconnects.)
+//! [`ServerOptions::max_pending_bytes`] does not apply: each connection holds at most its
+//! own response, and at most [`ServerOptions::max_connections`] are open. Renders run on tokio's blocking
 //! pool, at most [`ServerOptions::workers`] at once; one that panics answers 500.
 //!
 //! ```no_run
