@@ -1271,6 +1271,10 @@ impl<C: LocalCounter> HistogramRead for ThreadLocalHistogram<C> {
         self.inner.check_fork();
         self.inner.version.read_begin()
     }
+    fn try_read_begin(&self) -> Option<u64> {
+        self.inner.check_fork();
+        self.inner.version.try_read_begin()
+    }
     fn read_retry(&self, token: u64) -> bool {
         self.inner.version.read_retry(token)
     }
