@@ -638,6 +638,8 @@ pub struct Stats {
 ///   [`PercentileError::ResetInProgress`]) when a reset is in progress or overlapped every
 ///   pass. This is the read for an interrupt handler: if it landed inside a thread-mode reset,
 ///   that reset cannot go on until the handler returns, so the handler must not wait for it.
+///   (On 32-bit targets the underflow and overflow counts are two halves, read again only if
+///   the high half changed between two loads: nothing the interrupted context can do.)
 /// - The other reads (`total`, `fixed_percentiles`, ...) are **blocking** while a reset is in
 ///   progress: they wait for it to end, then redo the read until no reset overlapped it
 ///   (lock-free otherwise). From a context that may have interrupted a reset of the same
