@@ -203,9 +203,9 @@ impl Version {
     }
 
     /// Enters a shared section. **Lock-free**: it never waits for another section, only
-    /// retries its compare-and-swap when another context changed the word in between (and,
-    /// on the impossible side of 255 sections in progress at once on a 32-bit target, 65,535
-    /// on a 64-bit one, waits for one of them to end). Pair it with [`Version::leave`].
+    /// retries its compare-and-swap when another context changed the word in between. (It
+    /// waits only when 255 sections are already in progress at once, 65,535 with a 64-bit
+    /// word: more contexts than any firmware has.) Pair it with [`Version::leave`].
     pub fn enter(&self)
     where
         for<'a> AtomicWord: RmwAtomic<Word>,
@@ -635,8 +635,9 @@ where
         self.window.window(self.spec.layout())
     }
 
-    /// Whether a reset is in progress (in this context's past or in one it interrupted), so
-    /// that the `try_` reads would report `ResetInProgress` now. Wait-free.
+    /// Whether a reset is in progress (in another thread or core, or in the context this
+    /// interrupt handler interrupted), so that the `try_` reads would report
+    /// `ResetInProgress` now. Wait-free.
     pub fn reset_in_progress(&self) -> bool {
         self.shared.reset_in_progress()
     }
