@@ -232,7 +232,7 @@ for target in "${TARGETS[@]}"; do
   report "| ${CORE[$target]} | $base | $rec (+$((rec - base))) | $pct (+$((pct - rec))) | $sts (+$((sts - pct))) | $flt (+$((flt - rec))) | ${DATA[$target/size_record]} | ${BSS[$target/size_record]} |"
 done
 report ""
-report "The README's pattern on the Cortex-M4 (\`readme/\`: its \`static\` \`AtomicHistogram\`, block scale 9, window \`[1, 10^6]\`, 6,096 \`AtomicU32\` cells): \`try_fixed_percentiles\` (seven ranks), \`try_int_stats\`, \`try_min\` and \`try_max\` add $README_READ_TEXT B of \`.text\` to the image that only records (${TEXT[$m4/readme_record]} → ${TEXT[$m4/readme_read]} B); the seven-rank batch uses ${STACK[$m4/readme]} B of stack (its 336 B output array is the caller's). By function (\`llvm-nm -S\`, bytes; inlined code is counted in its caller): $README_READ_FUNCTIONS."
+report "The README's pattern on the Cortex-M4 (\`readme/\`: its \`static\` \`AtomicHistogram\`, block scale 9, window \`[1, 10^6]\`, 6,096 \`AtomicU32\` cells): \`try_fixed_percentiles\` (seven ranks), \`try_int_stats\`, \`try_min\` and \`try_max\` add $README_READ_TEXT B of \`.text\` to the image that only records (${TEXT[$m4/readme_record]} → ${TEXT[$m4/readme_read]} B); the seven-rank batch uses ${STACK[$m4/readme]} B of stack (its output array, 7 × 56 = 392 B, is the caller's). By function (\`llvm-nm -S\`, bytes; inlined code is counted in its caller): $README_READ_FUNCTIONS."
 report ""
 report "Stack depth of one \`fixed_percentiles\` batch of seven ranks (stack painted below the caller's frame, then scanned): $(for t in "${TARGETS[@]}"; do printf '%s %s B; ' "${CORE[$t]}" "${STACK[$t]}"; done)"
 report ""
