@@ -21,7 +21,7 @@ use std::process::{Command, ExitStatus, Stdio};
 use std::time::Instant;
 
 use picollo_linux::count::Count;
-use picollo_linux::event::Event;
+use picollo_linux::event::EventSpec;
 use picollo_linux::session::{CounterSession, DroppedEvent, OnUnsupported, Target};
 use picollo_linux::PerfError;
 
@@ -65,12 +65,18 @@ fn pipe() -> Result<(File, File)> {
     Ok((File::from(r), File::from(w)))
 }
 
-/// Runs `argv` once, counting `events` on it from its exec.
+/// Runs `argv` once, counting `events` on it from its exec; events without modifiers count the
+/// kernel too when `kernel` is set (perf stat's default where permitted), else user space.
 ///
 /// # Errors
 /// The command cannot be started, or the counters cannot be opened (unsupported events are
 /// dropped and reported in [`Run::dropped`], unless every event is unsupported).
-pub fn run(argv: &[OsString], events: &[Event], output: ChildOutput) -> Result<Run> {
+pub fn run(
+    argv: &[OsString],
+    events: &[EventSpec],
+    kernel: bool,
+    output: ChildOutput,
+) -> Result<Run> {
     let (program, args) = argv
         .split_first()
         .ok_or_else(|| CliError::new("no command given; put it after `--`"))?;
@@ -122,7 +128,7 @@ pub fn run(argv: &[OsString], events: &[Event], output: ChildOutput) -> Result<R
         let mut pid = [0u8; 4];
         let got_pid = pid_r.read_exact(&mut pid).is_ok();
         let opened = if got_pid {
-            open_on(i32::from_ne_bytes(pid), events)
+            open_on(i32::from_ne_bytes(pid), events, kernel)
         } else {
             Err(CliError::new("the command did not start"))
         };
@@ -170,15 +176,17 @@ pub fn run(argv: &[OsString], events: &[Event], output: ChildOutput) -> Result<R
 }
 
 /// Opens `events` on `pid` and its future children, enabled at its exec.
-fn open_on(pid: i32, events: &[Event]) -> Result<CounterSession> {
+fn open_on(pid: i32, events: &[EventSpec], kernel: bool) -> Result<CounterSession> {
     let mut b = CounterSession::builder()
         .target(Target::Pid(pid))
+        .exclude_kernel(!kernel)
+        .exclude_hv(!kernel)
         .enabled(false)
         .enable_on_exec(true)
         .inherit(true)
         .on_unsupported(OnUnsupported::Drop);
     for e in events {
-        b = b.event(e.clone());
+        b = b.event_spec(e.clone());
     }
     b.build().map_err(|e| match e {
         PerfError::AllEventsDropped(d) => {
