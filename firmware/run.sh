@@ -3,13 +3,20 @@
 # (virt), runs them under QEMU, and checks, failing on any miss:
 #   - the interrupt workload's report equals the host's, byte for byte, and no image hangs
 #     (time limit) or records without a timer interrupt overlapping thread mode;
+#   - on the atomic and approximate kinds, an interrupt that reads or resets inside a
+#     thread-mode reset, or reads inside a thread-mode percentile batch, never waits and gets
+#     the documented result (interrupt_reset), and thread-mode reads that an interrupt's
+#     reset overlaps complete consistent;
 #   - the plain images build with no cfg and no feature on every target, and the
 #     read-modify-write kinds used without support fail to compile with a message naming the
 #     cfg and the features;
 #   - the recommended `static` histogram is in .bss (no flash for its storage);
 #   - the 32-bit record path calls no compiler helper on Cortex-M0;
 #   - the Cortex-M4 record-only and percentile .text stay within size-limits.txt, and an integer
-#     percentile batch stays within 256 bytes of stack there.
+#     percentile batch stays within 256 bytes of stack there;
+#   - the README's figures for its own pattern (the integer read path's .text over recording
+#     alone, and the stack of a seven-rank batch) are measured on exactly that code (readme/),
+#     stay within size-limits.txt, and are the figures README.md prints.
 # It prints the figures as markdown (instruction counts from QEMU execution traces, .text per
 # image, stack depth); with REPORT=path it also writes them there.
 #
@@ -60,7 +67,7 @@ report "### Firmware under QEMU (\`firmware/run.sh\`)"
 report ""
 report "QEMU $(qemu-system-arm --version | sed -n '1s/.*version \([^ ]*\).*/\1/p'), $(rustc --version), release profile \`opt-level = \"s\"\`, fat LTO."
 
-declare -A COUNT TEXT DATA BSS STACK TICKS
+declare -A COUNT TEXT DATA BSS STACK TICKS SCENARIOS
 for target in "${TARGETS[@]}"; do
   echo "== $target on ${MACHINE[$target]}"
   # Plain images first, alone, so that no feature of the RMW images leaks into them.
@@ -93,6 +100,18 @@ for target in "${TARGETS[@]}"; do
   TICKS[$target]=$(sed -n 's/^# ticks during thread-mode recording: \([0-9]*\)/\1/p' "$out")
   echo "   report matches the host; ${TICKS[$target]:-?} ticks overlapped thread mode; percentile stack ${STACK[$target]:-?} B"
 
+  # Interrupts that read and reset inside thread mode's resets and reads, on the atomic and
+  # the approximate kinds (issue 26): each scenario checks its documented result and fails
+  # the image (exit 1) on a miss; a wait that never ends hits the time limit.
+  out=$WORK/$target-interrupt-reset.txt
+  if ! qemu "$target" "$dir/interrupt_reset" "$out"; then
+    fail "$target: interrupt_reset failed or hung (limit ${TIME_LIMIT}s): $(cat "$out" 2>/dev/null)"
+  elif [ "$(grep -c ': ok$' "$out")" -ne 8 ]; then
+    fail "$target: interrupt_reset reported $(grep -c ': ok$' "$out") of 8 scenarios: $(cat "$out")"
+  fi
+  sed 's/^/   /' "$out"
+  SCENARIOS[$target]=$(cat "$out")
+
   # Instruction counts from an execution trace: each measurement is a baseline section and a
   # record section (rt's count_records); (record - baseline) / 64 per measurement, in order.
   for image in count_const count_runtime count_mutex count_atomic; do
@@ -124,6 +143,31 @@ for target in "${TARGETS[@]}"; do
     fi
   done
 
+  # The README's pattern (Cortex-M4 only: its figures are Cortex-M4 figures, and its static
+  # does not fit the micro:bit): recording alone, then with the integer read path it names.
+  if [[ $target == thumbv7em* ]]; then
+    cargo build -q --release -p picollo-firmware-readme --target "$target"
+    for image in readme_record readme_read; do
+      if ! qemu "$target" "$dir/$image" "$WORK/$image.txt"; then
+        fail "$target: $image failed: $(cat "$WORK/$image.txt" 2>/dev/null)"
+      fi
+      TEXT[$target/$image]=$("$LLVM_BIN/llvm-size" -A "$dir/$image" | awk '$1 == ".text" {print $2}')
+      # Function sizes, by name without the hash, for the list of what the reads add.
+      "$LLVM_BIN/llvm-nm" -C -S --radix=d "$dir/$image" | awk '$3 ~ /^[tTW]$/ {
+          name = $4; for (i = 5; i <= NF; i++) name = name " " $i
+          sub(/::h[0-9a-f]+$/, "", name); print name "\t" $2 + 0}' \
+        | sort >"$WORK/$image.syms"
+    done
+    STACK[$target/readme]=$(sed -n 's/^# stack try_fixed_percentiles: \([0-9]*\) bytes/\1/p' "$WORK/readme_read.txt")
+    README_READ_TEXT=$((TEXT[$target/readme_read] - TEXT[$target/readme_record]))
+    # What the reads add, function by function (new functions, and growth of the others).
+    README_READ_FUNCTIONS=$(join -t $'\t' -a 2 -e 0 -o 0,1.2,2.2 "$WORK/readme_record.syms" \
+      "$WORK/readme_read.syms" | awk -F '\t' '$3 != $2 {d = $3 - $2; printf "%s\t%d\n", $1, d}' \
+      | sort -t $'\t' -k2,2nr | awk -F '\t' '{printf "%s`%s` %+d", sep, $1, $2; sep = ", "}')
+    echo "   README read path: +$README_READ_TEXT B .text, seven-rank batch ${STACK[$target/readme]:-?} B of stack"
+    echo "   by function: $README_READ_FUNCTIONS"
+  fi
+
   # Code size per image, and .bss placement of the recommended static.
   for image in size_base size_record size_percentiles size_stats size_float; do
     sizes=$("$LLVM_BIN/llvm-size" -A "$dir/$image")
@@ -148,9 +192,19 @@ while read -r target what limit; do
   case $what in
     record) value=$((TEXT[$target/size_record] - TEXT[$target/size_base])) ;;
     percentiles) value=$((TEXT[$target/size_percentiles] - TEXT[$target/size_record])) ;;
+    readme-read) value=$((TEXT[$target/readme_read] - TEXT[$target/readme_record])) ;;
+    readme-stack) value=${STACK[$target/readme]:-999999} ;;
     *) fail "size-limits.txt: unknown item '$what'"; continue ;;
   esac
-  [ "$value" -le "$limit" ] || fail "$target: $what .text is $value bytes, above the limit of $limit (size-limits.txt)"
+  [ "$value" -le "$limit" ] || fail "$target: $what is $value bytes, above the limit of $limit (size-limits.txt)"
+  # The README states these two limits: they must be the figures it prints.
+  case $what in
+    readme-read | readme-stack)
+      figure=$(sed ':a;s/\B[0-9]\{3\}\>/,&/;ta' <<<"$limit")
+      [ "$what" = readme-read ] && needle="$figure B of \`.text\`" || needle="$figure B of stack"
+      grep -qF -- "$needle" ../README.md \
+        || fail "README.md does not say '$needle' (size-limits.txt: $target $what $limit)" ;;
+  esac
 done <size-limits.txt
 [ "${STACK[$m4]:-9999}" -le "$STACK_LIMIT" ] \
   || fail "$m4: integer percentile batch uses ${STACK[$m4]:-?} bytes of stack (limit $STACK_LIMIT)"
@@ -178,9 +232,20 @@ for target in "${TARGETS[@]}"; do
   report "| ${CORE[$target]} | $base | $rec (+$((rec - base))) | $pct (+$((pct - rec))) | $sts (+$((sts - pct))) | $flt (+$((flt - rec))) | ${DATA[$target/size_record]} | ${BSS[$target/size_record]} |"
 done
 report ""
+report "The README's pattern on the Cortex-M4 (\`readme/\`: its \`static\` \`AtomicHistogram\`, block scale 9, window \`[1, 10^6]\`, 6,096 \`AtomicU32\` cells): \`try_fixed_percentiles\` (seven ranks), \`try_int_stats\`, \`try_min\` and \`try_max\` add $README_READ_TEXT B of \`.text\` to the image that only records (${TEXT[$m4/readme_record]} → ${TEXT[$m4/readme_read]} B); the seven-rank batch uses ${STACK[$m4/readme]} B of stack (its output array, 7 × 56 = 392 B, is the caller's). By function (\`llvm-nm -S\`, bytes; inlined code is counted in its caller): $README_READ_FUNCTIONS."
+report ""
 report "Stack depth of one \`fixed_percentiles\` batch of seven ranks (stack painted below the caller's frame, then scanned): $(for t in "${TARGETS[@]}"; do printf '%s %s B; ' "${CORE[$t]}" "${STACK[$t]}"; done)"
 report ""
 report "Interrupt workload: 12,000 values from thread mode (which waits for a timer tick every 400 values, so interrupts always land inside its stream) and 4,000 from the timer interrupt (SysTick / CLINT) into a lock-free \`static\` \`AtomicHistogram\`, a \`Mutex<RefCell<Histogram<[u16; N]>>>\`, an \`ApproxHistogram\` and a \`ScalableCounter\`, three values in sixteen below or above the window (one in sixteen above 2^32); reports identical to the host on all three cores; timer ticks that recorded while thread mode was recording: $(for t in "${TARGETS[@]}"; do printf '%s %s; ' "${CORE[$t]}" "${TICKS[$t]}"; done)"
+
+report ""
+report "Interrupts inside thread mode's resets and reads (\`mcu/src/bin/interrupt_reset.rs\`, 100 timer ticks per scenario; the interrupt uses the wait-free \`try_\` reads, thread mode the blocking ones; how many ticks land inside varies from run to run):"
+for target in "${TARGETS[@]}"; do
+  report ""
+  report "${CORE[$target]}:"
+  report ""
+  while IFS= read -r line; do report "- $line"; done <<<"${SCENARIOS[$target]:-(not run)}"
+done
 
 echo
 cat "$WORK/report.md"

@@ -2,7 +2,10 @@
 # picollo-core on the targets without compare-and-swap with no cfg and no feature (the plain
 # kinds must build there as they are), then the firmware images under QEMU: the interrupt
 # workload against the host, instruction counts, .bss placement, helper-free record path on
-# Cortex-M0, the RMW compile error, and the Cortex-M4 size and stack limits (firmware/run.sh).
+# Cortex-M0, the RMW compile error, interrupts that read and reset inside thread-mode resets
+# and reads (atomic and approximate kinds, each core: about 1 s of QEMU each), and the
+# Cortex-M4 size and stack limits, the README's figures among them (firmware/run.sh; about
+# 70 s in all on 2 cores, builds included).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 for target in thumbv6m-none-eabi riscv32imc-unknown-none-elf; do

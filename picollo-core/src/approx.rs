@@ -164,8 +164,14 @@ where
         Record::record_corrected(&mut recorder, value, expected_interval)
     }
 
-    /// Clears every bucket as one structural change (reads retry, as for the atomic kind).
-    /// Counted in [`HistogramRead::reset_count`].
+    /// Clears every bucket as one structural change (reads retry, or the `try_` ones report
+    /// `ResetInProgress`, as for the atomic kind). Counted in [`HistogramRead::reset_count`].
+    ///
+    /// **Lock-free**, like [`crate::AtomicHistogram::reset`]: safe from an interrupt handler,
+    /// including one that landed inside a thread-mode reset or read of the same histogram.
+    /// Progress of the other methods: `record` and `record_n` are wait-free, the `try_` reads
+    /// wait-free, the other reads blocking while a reset is in progress (see
+    /// [`crate::AtomicHistogram`]'s "Progress").
     pub fn reset(&self) {
         self.shared
             .reset(|| self.storage.as_slice().iter().for_each(ScalableCell::reset));
@@ -196,6 +202,12 @@ where
     pub fn config(&self) -> ScalableConfig {
         self.config
     }
+
+    /// Whether a reset is in progress, so that the `try_` reads would report
+    /// `ResetInProgress` now. Wait-free.
+    pub fn reset_in_progress(&self) -> bool {
+        self.shared.reset_in_progress()
+    }
 }
 
 impl<S, L, W> HistogramRead for ApproxHistogram<S, L, W>
@@ -224,6 +236,9 @@ where
     }
     fn read_begin(&self) -> u64 {
         self.shared.read_begin()
+    }
+    fn try_read_begin(&self) -> Option<u64> {
+        self.shared.try_read_begin()
     }
     fn read_retry(&self, token: u64) -> bool {
         self.shared.read_retry(token)
@@ -284,6 +299,9 @@ where
     fn read_begin(&self) -> u64 {
         self.histogram.read_begin()
     }
+    fn try_read_begin(&self) -> Option<u64> {
+        self.histogram.try_read_begin()
+    }
     fn read_retry(&self, token: u64) -> bool {
         self.histogram.read_retry(token)
     }
@@ -315,6 +333,43 @@ mod tests {
         assert_eq!(h.percentile_value(50.0).unwrap(), 499);
         h.reset();
         assert_eq!(h.total_with_outside(), 0);
+    }
+
+    #[test]
+    fn an_interrupt_inside_a_reset_never_waits() {
+        use crate::read::ResetInProgress;
+        use crate::{FixedPercentile, PercentileError, Rank};
+        // 16 buckets per block: a small window, so that miri runs this in seconds.
+        const SMALL: Layout = Layout::from_block_scale(4).unwrap();
+        const LEN: usize = storage_len(SMALL, 0, 1 << 12);
+        let h: ApproxHistogram<[ScalableCell; LEN]> = ApproxHistogram::new(SMALL, 0, 1 << 12);
+        let mut rng = XorShift::new(3);
+        for v in 0..1000u64 {
+            h.record(v, &mut rng);
+        }
+        let mut out = [FixedPercentile::default(); 1];
+        // An interrupt handler landing halfway through thread mode's reset.
+        h.shared.reset(|| {
+            let cells = h.storage.as_slice();
+            cells[..LEN / 2].iter().for_each(ScalableCell::reset);
+            assert!(h.reset_in_progress());
+            assert_eq!(h.try_total(), Err(ResetInProgress));
+            assert_eq!(h.try_int_stats(), Err(ResetInProgress));
+            assert_eq!(
+                h.try_fixed_percentiles(&[Rank::MAX], &mut out),
+                Err(PercentileError::ResetInProgress)
+            );
+            let mut r = h.recorder(XorShift::new(4));
+            assert_eq!(r.try_total(), Err(ResetInProgress));
+            // The handler's own reset and record: no wait.
+            h.reset();
+            r.record(5);
+            cells[LEN / 2..].iter().for_each(ScalableCell::reset);
+        });
+        assert_eq!(h.reset_count(), 2);
+        assert_eq!((h.try_total(), h.total()), (Ok(1), 1));
+        h.try_fixed_percentiles(&[Rank::MAX], &mut out).unwrap();
+        assert_eq!(out[0].value, 5);
     }
 
     #[test]

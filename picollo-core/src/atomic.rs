@@ -126,11 +126,39 @@ impl AtomicCounter for crate::cell::AtomicU64 {
     }
 }
 
-/// The version word of a seqlock: even when stable, odd while a writer (a reset) is inside.
+/// Bits of the version word that count the sections in progress; the bits above count the
+/// sections ended (the generation). 8 on targets whose [`Word`] is 32 bits (a generation wraps
+/// after 2^24 sections), 16 where it is 64 bits.
+const ACTIVE_BITS: u32 = if Word::BITS == 64 { 16 } else { 8 };
+/// The in-progress count of a version word.
+const ACTIVE_MASK: Word = (1 << ACTIVE_BITS) - 1;
+/// One ended section, in the version word.
+const GENERATION: Word = 1 << ACTIVE_BITS;
+
+/// The version word of a seqlock: how many sections (resets, folds) are in progress, in its low
+/// bits, and how many have ended (the generation), above them. Stable when none is in
+/// progress; every section that starts or ends changes it, which is what makes an optimistic
+/// read retry.
 ///
-/// Shared by every kind whose structural changes must not be seen half-done. It is a native
-/// [`AtomicWord`]: on 32-bit targets it wraps after 2^31 structural changes, which only matters
-/// to a reader that sleeps across exactly that many resets.
+/// A version is used in one of two modes, never both:
+///
+/// - **shared** ([`Version::enter`] / [`Version::leave`]): sections may overlap and nest, and
+///   none waits for another. The atomic and approximate kinds' resets use it: a reset clears
+///   cells, so two overlapping resets are two resets, in either order; and a reset from an
+///   interrupt handler that landed inside a thread-mode reset must not wait for it (the
+///   interrupted reset cannot run until the handler returns).
+/// - **exclusive** ([`Version::lock`] / [`Version::unlock`]): one section at a time, the
+///   others wait (blocking). For sections that move counts rather than clear them, such as
+///   the thread-local kind's folds, which run on threads, never in interrupt handlers.
+///
+/// Readers never make a section wait. They either wait for the sections in progress to end
+/// ([`Version::read_begin`], blocking) or are told that one is ([`Version::try_read_begin`],
+/// wait-free): a reader in an interrupt handler must use the second, since the section it
+/// waits for may be the one it interrupted.
+///
+/// The word is a native [`AtomicWord`]: on 32-bit targets the generation wraps after 2^24
+/// sections, which only matters to a reader that is suspended across exactly a multiple of
+/// that many resets.
 #[derive(Debug, Default)]
 pub struct Version(AtomicWord);
 
@@ -140,9 +168,11 @@ impl Version {
         Version(AtomicWord::new(0))
     }
 
-    /// Enters the exclusive section (spins while another is inside); returns the odd version.
+    /// Enters an exclusive section, waiting (spinning) while any section is in progress;
+    /// returns the token [`Version::unlock`] takes. **Blocking**: never call it from a context
+    /// that may have interrupted a section of the same version.
     ///
-    /// Only resets (and the thread-local kind's folds) enter it, never a record, so an
+    /// Only the thread-local kind's resets and folds enter it, never a record, so an
     /// interrupt handler that records cannot wait on it.
     pub fn lock(&self) -> u64
     where
@@ -150,13 +180,13 @@ impl Version {
     {
         loop {
             let v = self.0.load(Ordering::Relaxed);
-            if v & 1 == 0
+            if v & ACTIVE_MASK == 0
                 && self
                     .0
                     .rmw_cas_weak(v, v.wrapping_add(1), Ordering::Acquire, Ordering::Relaxed)
                     .is_ok()
             {
-                // Order the section's stores after the odd version is visible.
+                // Order the section's stores after the changed version is visible.
                 portable_atomic::fence(Ordering::Release);
                 return v.wrapping_add(1) as u64;
             }
@@ -164,24 +194,74 @@ impl Version {
         }
     }
 
-    /// Leaves the exclusive section entered with `odd`.
-    pub fn unlock(&self, odd: u64) {
-        self.0
-            .store((odd as Word).wrapping_add(1), Ordering::Release);
+    /// Leaves the exclusive section entered with the token `locked` (one store).
+    pub fn unlock(&self, locked: u64) {
+        // Alone in the section: the word is `locked`; one section in progress becomes one
+        // more ended.
+        let ended = (locked as Word).wrapping_sub(1).wrapping_add(GENERATION);
+        self.0.store(ended, Ordering::Release);
     }
 
-    /// Starts an optimistic read: waits for an even version and returns it.
-    pub fn read_begin(&self) -> u64 {
+    /// Enters a shared section. **Lock-free**: it never waits for another section, only
+    /// retries its compare-and-swap when another context changed the word in between. (It
+    /// waits only when 255 sections are already in progress at once, 65,535 with a 64-bit
+    /// word: more contexts than any firmware has.) Pair it with [`Version::leave`].
+    pub fn enter(&self)
+    where
+        for<'a> AtomicWord: RmwAtomic<Word>,
+    {
         loop {
-            let v = self.0.load(Ordering::Acquire);
-            if v & 1 == 0 {
-                return v as u64;
+            let v = self.0.load(Ordering::Relaxed);
+            if v & ACTIVE_MASK != ACTIVE_MASK
+                && self
+                    .0
+                    .rmw_cas_weak(v, v.wrapping_add(1), Ordering::Acquire, Ordering::Relaxed)
+                    .is_ok()
+            {
+                // Order the section's stores after the changed version is visible.
+                portable_atomic::fence(Ordering::Release);
+                return;
             }
             core::hint::spin_loop();
         }
     }
 
-    /// Whether the section was entered since `read_begin` returned `token`.
+    /// Leaves a shared section entered with [`Version::enter`]. Wait-free (one `fetch_add`).
+    pub fn leave(&self)
+    where
+        for<'a> AtomicWord: RmwAtomic<Word>,
+    {
+        self.0
+            .rmw_add(GENERATION.wrapping_sub(1), Ordering::Release);
+    }
+
+    /// Whether a section is in progress: what makes [`Version::try_read_begin`] refuse.
+    pub fn in_progress(&self) -> bool {
+        self.0.load(Ordering::Relaxed) & ACTIVE_MASK != 0
+    }
+
+    /// Starts an optimistic read: waits (spins) until no section is in progress and returns
+    /// the version. **Blocking** while a section is in progress: never call it from a context
+    /// that may have interrupted one (use [`Version::try_read_begin`]).
+    pub fn read_begin(&self) -> u64 {
+        loop {
+            if let Some(token) = self.try_read_begin() {
+                return token;
+            }
+            core::hint::spin_loop();
+        }
+    }
+
+    /// Starts an optimistic read without waiting: the version, or `None` while a section is in
+    /// progress. Wait-free (one load).
+    #[inline]
+    pub fn try_read_begin(&self) -> Option<u64> {
+        let v = self.0.load(Ordering::Acquire);
+        (v & ACTIVE_MASK == 0).then_some(v as u64)
+    }
+
+    /// Whether a section started or ended since `read_begin` (or `try_read_begin`) returned
+    /// `token`, so that what was read in between must be read again. Wait-free.
     pub fn read_retry(&self, token: u64) -> bool {
         // Order the data loads before the re-check of the version.
         portable_atomic::fence(Ordering::Acquire);
@@ -251,20 +331,30 @@ impl SharedState {
     }
 
     /// Runs `clear_cells` and zeroes the outside counts as one structural change: concurrent
-    /// reads retry instead of seeing a half-cleared histogram. Counts the reset (seed 000's
-    /// `ResetCount`).
+    /// reads retry, or are told a reset is in progress, instead of seeing a half-cleared
+    /// histogram. Counts the reset (seed 000's `ResetCount`).
+    ///
+    /// **Lock-free**: it waits for no reset and no read. A reset that starts while another is
+    /// in progress (an interrupt handler's reset inside thread mode's, or a reset on another
+    /// core) clears the cells itself and ends without waiting for the other: the two are two
+    /// resets, both counted, and records that race with either land before it (cleared) or
+    /// after it (kept).
     pub fn reset(&self, clear_cells: impl FnOnce())
     where
         for<'a> AtomicWord: RmwAtomic<Word>,
     {
-        let odd = self.version.lock();
+        self.version.enter();
         clear_cells();
         self.underflow.clear();
         self.overflow.clear();
-        // Resets are serialized by the version lock: a load and a store suffice.
-        let resets = self.resets.load(Ordering::Relaxed);
-        self.resets.store(resets.wrapping_add(1), Ordering::Relaxed);
-        self.version.unlock(odd);
+        self.resets.rmw_add(1, Ordering::Relaxed);
+        self.version.leave();
+    }
+
+    /// Whether a reset is in progress, so that a `try_` read
+    /// ([`crate::ReadExt::try_total`] and the others) would be refused now.
+    pub fn reset_in_progress(&self) -> bool {
+        self.version.in_progress()
     }
 
     /// Values recorded below the window.
@@ -287,6 +377,11 @@ impl SharedState {
         self.version.read_begin()
     }
 
+    /// See [`Version::try_read_begin`].
+    pub fn try_read_begin(&self) -> Option<u64> {
+        self.version.try_read_begin()
+    }
+
     /// See [`Version::read_retry`].
     pub fn read_retry(&self, token: u64) -> bool {
         self.version.read_retry(token)
@@ -305,6 +400,22 @@ impl SharedState {
 /// its bucket, so it lands either before the clearing store (and is reset) or after it (and is
 /// counted): the plain kind's stale `old + 1` store cannot happen. Reads retry when a reset
 /// overlapped them, so no read mixes pre- and post-reset buckets.
+///
+/// # Progress: what may run in an interrupt handler
+///
+/// - `record`, `record_u32`, `record_n`: **wait-free** (one atomic add; on the targets without
+///   compare-and-swap, the few instructions the chosen read-modify-write route masks).
+/// - [`AtomicHistogram::reset`]: **lock-free**; it never waits for a read or another reset,
+///   so an interrupt handler may reset while thread mode resets or reads.
+/// - the `try_` reads of [`ReadExt`](crate::ReadExt) (`try_total`, `try_int_stats`,
+///   `try_fixed_percentiles`, ...): **wait-free**: at most
+///   [`TRY_READ_ATTEMPTS`](crate::read::TRY_READ_ATTEMPTS) passes over the cells, and
+///   `ResetInProgress` instead of waiting when a reset is in progress (from an interrupt
+///   handler that landed inside a thread-mode reset: ask again at the next interrupt).
+/// - the other reads (`total`, `fixed_percentiles`, ...): **blocking** while a reset is in
+///   progress (they wait for it to end, then read a consistent histogram). Call them from
+///   thread mode or from contexts that cannot interrupt a reset of the same histogram;
+///   an interrupt handler that reads a histogram thread mode resets must use the `try_` reads.
 ///
 /// ```
 /// use picollo_core::cell::AtomicU64;
@@ -509,8 +620,11 @@ where
     }
 
     /// Clears every bucket, underflow and overflow, as one structural change: concurrent reads
-    /// through [`HistogramRead`] retry instead of seeing a half-cleared histogram. Counted in
-    /// [`HistogramRead::reset_count`].
+    /// through [`HistogramRead`] retry (or, the `try_` ones, report `ResetInProgress`) instead
+    /// of seeing a half-cleared histogram. Counted in [`HistogramRead::reset_count`].
+    ///
+    /// **Lock-free** (see [`SharedState::reset`]): safe from an interrupt handler, including
+    /// one that landed inside a thread-mode reset or read of the same histogram.
     pub fn reset(&self) {
         self.shared
             .reset(|| self.storage.as_slice().iter().for_each(|c| c.clear()));
@@ -526,6 +640,13 @@ where
     #[inline(always)]
     pub fn window(&self) -> Window {
         self.window.window(self.spec.layout())
+    }
+
+    /// Whether a reset is in progress (in another thread or core, or in the context this
+    /// interrupt handler interrupted), so that the `try_` reads would report
+    /// `ResetInProgress` now. Wait-free.
+    pub fn reset_in_progress(&self) -> bool {
+        self.shared.reset_in_progress()
     }
 }
 
@@ -558,6 +679,9 @@ where
     fn read_begin(&self) -> u64 {
         self.shared.read_begin()
     }
+    fn try_read_begin(&self) -> Option<u64> {
+        self.shared.try_read_begin()
+    }
     fn read_retry(&self, token: u64) -> bool {
         self.shared.read_retry(token)
     }
@@ -585,3 +709,207 @@ where
 }
 
 crate::fmt::histogram_formats!(AtomicHistogram, "AtomicHistogram", S: Storage, S::Item: AtomicCounter);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::read::{try_consistent, ResetInProgress, TRY_READ_ATTEMPTS};
+    use crate::{storage_len, FixedPercentile, PercentileError, Rank, ReadExt};
+    use core::cell::Cell;
+
+    // 16 buckets per block: a small window, so that miri runs these in seconds.
+    const L: Layout = Layout::from_block_scale(4).unwrap();
+    const LEN: usize = storage_len(L, 1, 1 << 12);
+    type H = AtomicHistogram<[AtomicU32; LEN]>;
+
+    fn filled() -> H {
+        let h = H::new(L, 1, 1 << 12);
+        for v in 1..=100u32 {
+            h.record_u32(v);
+        }
+        h.record(1 << 20);
+        h
+    }
+
+    #[test]
+    fn version_sections_nest_and_change_the_word() {
+        let v = Version::new();
+        let t0 = v.try_read_begin().unwrap();
+        v.enter();
+        assert!(v.in_progress());
+        assert_eq!(v.try_read_begin(), None);
+        // A second shared section inside the first (an interrupt's reset) does not wait.
+        v.enter();
+        v.leave();
+        assert!(v.in_progress(), "the outer section is still in progress");
+        assert_eq!(v.try_read_begin(), None);
+        v.leave();
+        let t1 = v.try_read_begin().unwrap();
+        assert_ne!(t0, t1);
+        assert!(v.read_retry(t0));
+        assert!(!v.read_retry(t1));
+        assert_eq!(v.read_begin(), t1);
+        // Exclusive sections: the same word, the same readers.
+        let locked = v.lock();
+        assert_eq!(v.try_read_begin(), None);
+        v.unlock(locked);
+        let t2 = v.try_read_begin().unwrap();
+        assert!(t2 != t1 && v.read_retry(t1) && !v.read_retry(t2));
+        // Two sections ended in the generation, none in progress.
+        assert_eq!(t1 - t0, GENERATION as u64 * 2);
+        assert_eq!(t2 - t1, GENERATION as u64);
+    }
+
+    #[test]
+    fn an_interrupt_inside_a_reset_never_waits() {
+        let h = filled();
+        let ranks = [Rank::percent(50), Rank::MAX];
+        let mut out = [FixedPercentile::default(); 2];
+        // What an interrupt handler sees when it lands in the middle of thread mode's reset:
+        // the clearing closure stops halfway and runs the handler.
+        h.shared.reset(|| {
+            let cells = h.storage.as_slice();
+            cells[..LEN / 2].iter().for_each(AtomicCounter::clear);
+            assert!(h.reset_in_progress());
+            assert_eq!(h.try_total(), Err(ResetInProgress));
+            assert_eq!(h.try_total_with_outside(), Err(ResetInProgress));
+            assert_eq!(h.try_min(), Err(ResetInProgress));
+            assert_eq!(h.try_max(), Err(ResetInProgress));
+            assert_eq!(h.try_int_stats(), Err(ResetInProgress));
+            assert!(h.try_stats().is_err());
+            assert_eq!(
+                h.try_fixed_percentiles(&ranks, &mut out),
+                Err(PercentileError::ResetInProgress)
+            );
+            assert_eq!(
+                h.try_fixed_percentile(Rank::MAX),
+                Err(PercentileError::ResetInProgress)
+            );
+            assert_eq!(
+                h.try_percentile(99.0),
+                Err(PercentileError::ResetInProgress)
+            );
+            // The handler resets too: it clears everything and returns, without waiting.
+            h.reset();
+            assert_eq!(h.reset_count(), 1);
+            assert!(
+                h.reset_in_progress(),
+                "thread mode's reset is still in progress"
+            );
+            // Records keep working inside a reset.
+            h.record_u32(7);
+            cells[LEN / 2..].iter().for_each(AtomicCounter::clear);
+        });
+        assert!(!h.reset_in_progress());
+        assert_eq!(h.reset_count(), 2);
+        // The record landed in a cell thread mode had already cleared: it stays.
+        assert_eq!((h.total(), h.try_total()), (1, Ok(1)));
+        assert_eq!(h.try_min(), Ok(Some(7)));
+        h.try_fixed_percentiles(&ranks, &mut out).unwrap();
+        assert_eq!(out.map(|p| p.value), [7, 7]);
+    }
+
+    /// A reader whose passes a reset overlaps: `resets` of them, from "an interrupt" that
+    /// fires during the read.
+    struct Overlapped<'a> {
+        h: &'a H,
+        resets: Cell<usize>,
+    }
+
+    impl HistogramRead for Overlapped<'_> {
+        fn layout(&self) -> Layout {
+            self.h.layout()
+        }
+        fn window(&self) -> Window {
+            HistogramRead::window(self.h)
+        }
+        fn count_at(&self, s: usize) -> u64 {
+            if s == 0 && self.resets.get() > 0 {
+                self.resets.set(self.resets.get() - 1);
+                self.h.reset();
+                self.h.record_u32(3);
+            }
+            self.h.count_at(s)
+        }
+        fn underflow(&self) -> u64 {
+            self.h.underflow()
+        }
+        fn overflow(&self) -> u64 {
+            self.h.overflow()
+        }
+        fn read_begin(&self) -> u64 {
+            self.h.read_begin()
+        }
+        fn try_read_begin(&self) -> Option<u64> {
+            self.h.try_read_begin()
+        }
+        fn read_retry(&self, token: u64) -> bool {
+            self.h.read_retry(token)
+        }
+    }
+
+    #[test]
+    fn try_reads_redo_overlapped_passes_a_bounded_number_of_times() {
+        let h = filled();
+        // One reset overlaps the first pass: the second pass sees the reset histogram.
+        let r = Overlapped {
+            h: &h,
+            resets: Cell::new(1),
+        };
+        assert_eq!(r.try_total(), Ok(1));
+        assert_eq!(r.try_min(), Ok(Some(3)));
+        // Resets overlapping every pass: a bounded number of passes, then the error.
+        let r = Overlapped {
+            h: &h,
+            resets: Cell::new(usize::MAX),
+        };
+        let passes = Cell::new(0);
+        let got = try_consistent(&r, |r| {
+            passes.set(passes.get() + 1);
+            r.count_at(0)
+        });
+        assert_eq!(got, Err(ResetInProgress));
+        assert_eq!(passes.get(), TRY_READ_ATTEMPTS);
+        // The blocking read in thread mode, reset by "an interrupt" during its first pass,
+        // completes with the histogram after the reset.
+        let r = Overlapped {
+            h: &h,
+            resets: Cell::new(1),
+        };
+        assert_eq!((r.total(), r.max()), (1, Some(3)));
+    }
+
+    #[test]
+    fn try_reads_equal_the_blocking_reads_without_resets() {
+        let h = filled();
+        assert_eq!(h.try_total(), Ok(h.total()));
+        assert_eq!(h.try_total_with_outside(), Ok(h.total_with_outside()));
+        assert_eq!(h.try_min(), Ok(h.min()));
+        assert_eq!(h.try_max(), Ok(h.max()));
+        assert_eq!(h.try_int_stats(), Ok(h.int_stats()));
+        assert_eq!(h.try_stats(), Ok(h.stats()));
+        let ranks = [Rank::MIN, Rank::percent(50), Rank::parse("99.9").unwrap()];
+        let (mut a, mut b) = (
+            [FixedPercentile::default(); 3],
+            [FixedPercentile::default(); 3],
+        );
+        h.fixed_percentiles(&ranks, &mut a).unwrap();
+        h.try_fixed_percentiles(&ranks, &mut b).unwrap();
+        assert_eq!(a, b);
+        assert_eq!(h.try_percentile(90.0), h.percentile(90.0));
+        // The batch's own errors come first, as for the blocking read.
+        assert_eq!(
+            h.try_fixed_percentiles(&ranks, &mut a[..1]),
+            Err(PercentileError::OutputTooShort { ranks: 3, room: 1 })
+        );
+        assert!(matches!(
+            h.try_percentile(f64::NAN),
+            Err(PercentileError::InvalidRank(_))
+        ));
+        let empty = H::new(L, 1, 1 << 12);
+        assert_eq!(
+            empty.try_fixed_percentile(Rank::MAX),
+            Err(PercentileError::Empty)
+        );
+    }
+}

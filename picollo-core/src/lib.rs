@@ -45,7 +45,7 @@ pub use histogram::{Histogram, OutOfRange, Rebucketing};
 pub use layout::{ConstLayout, Layout, LayoutError, LayoutSpec};
 pub use read::{
     Bucket, EquivalentValue, FixedPercentile, HistogramRead, IntStats, Percentile, PercentileError,
-    Rank, ReadExt, Stats,
+    Rank, ReadExt, ResetInProgress, Stats,
 };
 pub use storage::{Counter, Storage, StorageMut};
 pub use window::{storage_len, ConstWindow, Window, WindowError, WindowSpec};

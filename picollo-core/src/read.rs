@@ -59,10 +59,20 @@ pub trait HistogramRead {
 
     /// Starts an optimistic read (seqlock, seed 000 "Optimistic retry"): returns a token to pass
     /// to [`HistogramRead::read_retry`]. Kinds that can be reset concurrently wait here while a
-    /// reset is in progress. The default, for kinds that cannot be, returns 0.
+    /// reset is in progress (**blocking**: see [`HistogramRead::try_read_begin`] for contexts
+    /// that may have interrupted the reset). The default, for kinds that cannot be, returns 0.
     #[inline]
     fn read_begin(&self) -> u64 {
         0
+    }
+
+    /// As [`HistogramRead::read_begin`], without waiting: `None` while a reset is in progress.
+    /// The `try_` reads of [`ReadExt`] start here, which is what makes them safe in an
+    /// interrupt handler that may have landed inside a reset. The default calls
+    /// [`HistogramRead::read_begin`]: kinds whose `read_begin` can wait override both.
+    #[inline]
+    fn try_read_begin(&self) -> Option<u64> {
+        Some(self.read_begin())
     }
 
     /// Whether a structural change (a reset) happened since `read_begin` returned `token`, so the
@@ -103,6 +113,9 @@ impl<H: HistogramRead + ?Sized> HistogramRead for &H {
     }
     fn read_begin(&self) -> u64 {
         (**self).read_begin()
+    }
+    fn try_read_begin(&self) -> Option<u64> {
+        (**self).try_read_begin()
     }
     fn read_retry(&self, token: u64) -> bool {
         (**self).read_retry(token)
@@ -198,6 +211,9 @@ pub enum PercentileError {
         /// Room in the output.
         room: usize,
     },
+    /// A `try_` read found a reset in progress (see [`ResetInProgress`]); nothing was lost,
+    /// ask again later.
+    ResetInProgress,
 }
 
 impl fmt::Display for PercentileError {
@@ -208,11 +224,36 @@ impl fmt::Display for PercentileError {
             Self::OutputTooShort { ranks, room } => {
                 write!(f, "{ranks} ranks requested but the output holds {room}")
             }
+            Self::ResetInProgress => ResetInProgress.fmt(f),
         }
     }
 }
 
 impl core::error::Error for PercentileError {}
+
+impl From<ResetInProgress> for PercentileError {
+    fn from(_: ResetInProgress) -> Self {
+        PercentileError::ResetInProgress
+    }
+}
+
+/// What a `try_` read of [`ReadExt`] returns instead of waiting: a reset of the histogram was
+/// in progress when it started, or resets overlapped all its
+/// [`TRY_READ_ATTEMPTS`] passes. Nothing was lost: the histogram is being cleared, and a
+/// later read sees the result. An interrupt handler that gets it has landed inside a reset
+/// it must not wait for (the reset cannot go on until the handler returns): it asks again at
+/// its next interrupt.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct ResetInProgress;
+
+impl fmt::Display for ResetInProgress {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a reset of the histogram is in progress: read again later")
+    }
+}
+
+impl core::error::Error for ResetInProgress {}
 
 /// Checks a percentile rank: finite and within `0..=100`.
 #[inline]
@@ -666,22 +707,44 @@ pub struct Stats {
 }
 
 /// Percentiles, statistics and iterators for every [`HistogramRead`]; blanket-implemented.
+///
+/// # Progress: which reads may run in an interrupt handler
+///
+/// Records never make a read wait, and reads never make anything wait. Only a reset can: the
+/// shared kinds ([`crate::AtomicHistogram`], [`crate::approx::ApproxHistogram`]) clear their
+/// cells in place, so a read that overlaps a reset must not use what it saw.
+///
+/// - The `try_` reads ([`ReadExt::try_total`], [`ReadExt::try_int_stats`],
+///   [`ReadExt::try_fixed_percentiles`], ...) are **wait-free**: at most
+///   [`TRY_READ_ATTEMPTS`] passes, and [`ResetInProgress`] (or
+///   [`PercentileError::ResetInProgress`]) when a reset is in progress or overlapped every
+///   pass. This is the read for an interrupt handler: if it landed inside a thread-mode reset,
+///   that reset cannot go on until the handler returns, so the handler must not wait for it.
+///   (On 32-bit targets the underflow and overflow counts are two halves, read again only if
+///   the high half changed between two loads: nothing the interrupted context can do.)
+/// - The other reads (`total`, `fixed_percentiles`, ...) are **blocking** while a reset is in
+///   progress: they wait for it to end, then redo the read until no reset overlapped it
+///   (lock-free otherwise). From a context that may have interrupted a reset of the same
+///   histogram they wait forever: use the `try_` reads there.
+///
+/// On kinds that cannot be reset concurrently (the plain [`crate::Histogram`], behind `&mut`
+/// or a lock, and snapshots) both are wait-free and the `try_` reads never fail for a reset.
+/// The iterators ([`ReadExt::buckets`] and the others) read cell by cell and never wait.
 pub trait ReadExt: HistogramRead {
-    /// Values recorded inside the window (derived on read).
+    /// Values recorded inside the window (derived on read). Blocking while a reset is in
+    /// progress; [`ReadExt::try_total`] never waits.
     fn total(&self) -> u64 {
         consistent(self, |h| sum_counts(h))
     }
 
-    /// Values inside the window plus underflow and overflow.
+    /// Values inside the window plus underflow and overflow. Blocking while a reset is in
+    /// progress; [`ReadExt::try_total_with_outside`] never waits.
     fn total_with_outside(&self) -> u64 {
-        consistent(self, |h| {
-            sum_counts(h)
-                .saturating_add(h.underflow())
-                .saturating_add(h.overflow())
-        })
+        consistent(self, |h| total_with_outside_of(h))
     }
 
-    /// Total, mean, standard deviation, min and max in one consistent pass pair.
+    /// Total, mean, standard deviation, min and max in one consistent pass pair. Blocking
+    /// while a reset is in progress; [`ReadExt::try_stats`] never waits.
     fn stats(&self) -> Stats {
         consistent(self, |h| stats_of(h))
     }
@@ -696,28 +759,17 @@ pub trait ReadExt: HistogramRead {
         self.stats().stdev
     }
 
-    /// Lowest value of the lowest non-empty bucket. Integer arithmetic only.
+    /// Lowest value of the lowest non-empty bucket. Integer arithmetic only. Blocking while a
+    /// reset is in progress; [`ReadExt::try_min`] never waits.
     fn min(&self) -> Option<u64> {
-        consistent(self, |h| {
-            let layout = h.layout();
-            let window = h.window();
-            (0..window.len())
-                .find(|&s| h.count_at(s) != 0)
-                .map(|s| layout.lo(window.first() + s))
-        })
+        consistent(self, |h| min_of(h))
     }
 
     /// Highest value of the highest non-empty bucket (HdrHistogram's `max`). Integer
-    /// arithmetic only.
+    /// arithmetic only. Blocking while a reset is in progress; [`ReadExt::try_max`] never
+    /// waits.
     fn max(&self) -> Option<u64> {
-        consistent(self, |h| {
-            let layout = h.layout();
-            let window = h.window();
-            (0..window.len())
-                .rev()
-                .find(|&s| h.count_at(s) != 0)
-                .map(|s| layout.highest(window.first() + s))
-        })
+        consistent(self, |h| max_of(h))
     }
 
     /// Total, underflow, overflow, min, max and the rounded mean in one consistent pass, in
@@ -735,13 +787,16 @@ pub trait ReadExt: HistogramRead {
     /// let s = h.int_stats();
     /// assert_eq!((s.total, s.overflow, s.min, s.max, s.mean), (3, 1, Some(10), Some(30), Some(20)));
     /// ```
+    ///
+    /// Blocking while a reset is in progress; [`ReadExt::try_int_stats`] never waits.
     fn int_stats(&self) -> IntStats {
         consistent(self, |h| int_stats_of(h))
     }
 
     /// Many percentiles at once, mutually consistent (one total, one walk), with the
     /// process-wide default equivalent value ([`EquivalentValue::process_default`], the
-    /// midpoint unless changed). `ranks` may come in any order.
+    /// midpoint unless changed). `ranks` may come in any order. Blocking while a reset is in
+    /// progress; [`ReadExt::try_percentiles`] never waits.
     fn percentiles(&self, ranks: &[f64], out: &mut [Percentile]) -> Result<(), PercentileError> {
         self.percentiles_with(ranks, EquivalentValue::process_default(), out)
     }
@@ -764,6 +819,8 @@ pub trait ReadExt: HistogramRead {
     /// assert_eq!(out.map(|p| p.rank_count), [5000, 9990, 10_000]);
     /// assert_eq!(out[1].to_string(), "P99.9=9,992 [2671 / 2672]: [9,984, 10,000) 16");
     /// ```
+    ///
+    /// Blocking while a reset is in progress; [`ReadExt::try_fixed_percentiles`] never waits.
     fn fixed_percentiles(
         &self,
         ranks: &[Rank],
@@ -772,63 +829,41 @@ pub trait ReadExt: HistogramRead {
         self.fixed_percentiles_with(ranks, EquivalentValue::process_default(), out)
     }
 
-    /// As [`ReadExt::fixed_percentiles`], with a chosen equivalent value.
+    /// As [`ReadExt::fixed_percentiles`], with a chosen equivalent value. Blocking while a reset
+    /// is in progress; [`ReadExt::try_fixed_percentiles_with`] never waits.
     fn fixed_percentiles_with(
         &self,
         ranks: &[Rank],
         selection: EquivalentValue,
         out: &mut [FixedPercentile],
     ) -> Result<(), PercentileError> {
-        if out.len() < ranks.len() {
-            return Err(PercentileError::OutputTooShort {
-                ranks: ranks.len(),
-                room: out.len(),
-            });
-        }
-        let out = &mut out[..ranks.len()];
-        for (o, &rank) in out.iter_mut().zip(ranks) {
-            o.rank = rank;
-        }
-        consistent(self, |h| {
-            walk::<_, _, FIXED_SECTIONS>(h, out, selection, |o, total| o.rank.count_of(total))
-        })
+        let out = fixed_batch(ranks, out)?;
+        consistent(self, |h| fixed_walk(h, out, selection))
     }
 
     /// One fixed-point percentile (a batch of one), with the process-wide default equivalent
-    /// value.
+    /// value. Blocking while a reset is in progress; [`ReadExt::try_fixed_percentile`] never
+    /// waits.
     fn fixed_percentile(&self, rank: Rank) -> Result<FixedPercentile, PercentileError> {
         let mut out = [FixedPercentile::default()];
         self.fixed_percentiles(&[rank], &mut out)?;
         Ok(out[0])
     }
 
-    /// As [`ReadExt::percentiles`], with a chosen equivalent value.
+    /// As [`ReadExt::percentiles`], with a chosen equivalent value. Blocking while a reset is
+    /// in progress; [`ReadExt::try_percentiles_with`] never waits.
     fn percentiles_with(
         &self,
         ranks: &[f64],
         selection: EquivalentValue,
         out: &mut [Percentile],
     ) -> Result<(), PercentileError> {
-        if out.len() < ranks.len() {
-            return Err(PercentileError::OutputTooShort {
-                ranks: ranks.len(),
-                room: out.len(),
-            });
-        }
-        for &r in ranks {
-            check_rank(r)?;
-        }
-        let out = &mut out[..ranks.len()];
-        for (o, &rank) in out.iter_mut().zip(ranks) {
-            o.rank = rank;
-        }
-        consistent(self, |h| {
-            walk::<_, _, SECTIONS>(h, out, selection, |o, total| rank_count(o.rank, total))
-        })
+        let out = f64_batch(ranks, out)?;
+        consistent(self, |h| f64_walk(h, out, selection))
     }
 
     /// Percentile values only, mutually consistent, with the process-wide default equivalent
-    /// value.
+    /// value. Blocking while a reset is in progress.
     fn percentile_values(&self, ranks: &[f64], out: &mut [u64]) -> Result<(), PercentileError> {
         if out.len() < ranks.len() {
             return Err(PercentileError::OutputTooShort {
@@ -849,11 +884,12 @@ pub trait ReadExt: HistogramRead {
     }
 
     /// One percentile (a batch of one), with the process-wide default equivalent value.
+    /// Blocking while a reset is in progress; [`ReadExt::try_percentile`] never waits.
     fn percentile(&self, rank: f64) -> Result<Percentile, PercentileError> {
         self.percentile_with(rank, EquivalentValue::process_default())
     }
 
-    /// One percentile with a chosen equivalent value.
+    /// One percentile with a chosen equivalent value. Blocking while a reset is in progress.
     fn percentile_with(
         &self,
         rank: f64,
@@ -864,7 +900,8 @@ pub trait ReadExt: HistogramRead {
         Ok(out[0])
     }
 
-    /// The value at `rank`, with the process-wide default equivalent value.
+    /// The value at `rank`, with the process-wide default equivalent value. Blocking while a
+    /// reset is in progress.
     fn percentile_value(&self, rank: f64) -> Result<u64, PercentileError> {
         Ok(self.percentile(rank)?.value)
     }
@@ -913,9 +950,192 @@ pub trait ReadExt: HistogramRead {
     ) -> Option<crate::iter::PercentileTicks<'_, Self>> {
         crate::iter::PercentileTicks::new(self, ticks_per_half_distance)
     }
+
+    /// As [`ReadExt::total`], **wait-free**: [`ResetInProgress`] instead of waiting for a
+    /// reset. The read for an interrupt handler.
+    ///
+    /// ```
+    /// use picollo_core::prelude::*;
+    /// use picollo_core::read::ResetInProgress;
+    /// let h = AtomicHistogram::<[AtomicU32; storage_len(Layout::DEFAULT, 1, 1000)]>::new(
+    ///     Layout::DEFAULT, 1, 1000);
+    /// h.record(7);
+    /// // No reset in progress: the same answer as `total()`.
+    /// assert_eq!(h.try_total(), Ok(1));
+    /// // In an interrupt handler: skip this tick's read if it landed inside a reset.
+    /// match h.try_total() {
+    ///     Ok(total) => assert_eq!(total, 1),
+    ///     Err(ResetInProgress) => {} // read again at the next interrupt
+    /// }
+    /// ```
+    fn try_total(&self) -> Result<u64, ResetInProgress> {
+        try_consistent(self, |h| sum_counts(h))
+    }
+
+    /// As [`ReadExt::total_with_outside`], wait-free ([`ReadExt::try_total`]).
+    fn try_total_with_outside(&self) -> Result<u64, ResetInProgress> {
+        try_consistent(self, |h| total_with_outside_of(h))
+    }
+
+    /// As [`ReadExt::min`], wait-free ([`ReadExt::try_total`]).
+    fn try_min(&self) -> Result<Option<u64>, ResetInProgress> {
+        try_consistent(self, |h| min_of(h))
+    }
+
+    /// As [`ReadExt::max`], wait-free ([`ReadExt::try_total`]).
+    fn try_max(&self) -> Result<Option<u64>, ResetInProgress> {
+        try_consistent(self, |h| max_of(h))
+    }
+
+    /// As [`ReadExt::int_stats`], wait-free ([`ReadExt::try_total`]).
+    fn try_int_stats(&self) -> Result<IntStats, ResetInProgress> {
+        try_consistent(self, |h| int_stats_of(h))
+    }
+
+    /// As [`ReadExt::stats`], wait-free ([`ReadExt::try_total`]).
+    fn try_stats(&self) -> Result<Stats, ResetInProgress> {
+        try_consistent(self, |h| stats_of(h))
+    }
+
+    /// As [`ReadExt::fixed_percentiles`], **wait-free**:
+    /// [`PercentileError::ResetInProgress`] instead of waiting for a reset (then `out` holds
+    /// nothing to use). The percentile read for an interrupt handler.
+    fn try_fixed_percentiles(
+        &self,
+        ranks: &[Rank],
+        out: &mut [FixedPercentile],
+    ) -> Result<(), PercentileError> {
+        self.try_fixed_percentiles_with(ranks, EquivalentValue::process_default(), out)
+    }
+
+    /// As [`ReadExt::fixed_percentiles_with`], wait-free
+    /// ([`ReadExt::try_fixed_percentiles`]).
+    fn try_fixed_percentiles_with(
+        &self,
+        ranks: &[Rank],
+        selection: EquivalentValue,
+        out: &mut [FixedPercentile],
+    ) -> Result<(), PercentileError> {
+        let out = fixed_batch(ranks, out)?;
+        try_consistent(self, |h| fixed_walk(h, out, selection))?
+    }
+
+    /// As [`ReadExt::fixed_percentile`], wait-free ([`ReadExt::try_fixed_percentiles`]).
+    fn try_fixed_percentile(&self, rank: Rank) -> Result<FixedPercentile, PercentileError> {
+        let mut out = [FixedPercentile::default()];
+        self.try_fixed_percentiles(&[rank], &mut out)?;
+        Ok(out[0])
+    }
+
+    /// As [`ReadExt::percentiles`], wait-free ([`ReadExt::try_fixed_percentiles`]).
+    fn try_percentiles(
+        &self,
+        ranks: &[f64],
+        out: &mut [Percentile],
+    ) -> Result<(), PercentileError> {
+        self.try_percentiles_with(ranks, EquivalentValue::process_default(), out)
+    }
+
+    /// As [`ReadExt::percentiles_with`], wait-free ([`ReadExt::try_fixed_percentiles`]).
+    fn try_percentiles_with(
+        &self,
+        ranks: &[f64],
+        selection: EquivalentValue,
+        out: &mut [Percentile],
+    ) -> Result<(), PercentileError> {
+        let out = f64_batch(ranks, out)?;
+        try_consistent(self, |h| f64_walk(h, out, selection))?
+    }
+
+    /// As [`ReadExt::percentile`], wait-free ([`ReadExt::try_fixed_percentiles`]).
+    fn try_percentile(&self, rank: f64) -> Result<Percentile, PercentileError> {
+        let mut out = [Percentile::default()];
+        self.try_percentiles(&[rank], &mut out)?;
+        Ok(out[0])
+    }
 }
 
 impl<H: HistogramRead + ?Sized> ReadExt for H {}
+
+/// Checks a fixed-point batch's output room and writes the ranks into it.
+fn fixed_batch<'o>(
+    ranks: &[Rank],
+    out: &'o mut [FixedPercentile],
+) -> Result<&'o mut [FixedPercentile], PercentileError> {
+    if out.len() < ranks.len() {
+        return Err(PercentileError::OutputTooShort {
+            ranks: ranks.len(),
+            room: out.len(),
+        });
+    }
+    let out = &mut out[..ranks.len()];
+    for (o, &rank) in out.iter_mut().zip(ranks) {
+        o.rank = rank;
+    }
+    Ok(out)
+}
+
+/// One pass of a fixed-point batch.
+fn fixed_walk<H: HistogramRead + ?Sized>(
+    h: &H,
+    out: &mut [FixedPercentile],
+    selection: EquivalentValue,
+) -> Result<(), PercentileError> {
+    walk::<_, _, FIXED_SECTIONS>(h, out, selection, |o, total| o.rank.count_of(total))
+}
+
+/// Checks an `f64` batch's ranks and output room and writes the ranks into it.
+fn f64_batch<'o>(
+    ranks: &[f64],
+    out: &'o mut [Percentile],
+) -> Result<&'o mut [Percentile], PercentileError> {
+    if out.len() < ranks.len() {
+        return Err(PercentileError::OutputTooShort {
+            ranks: ranks.len(),
+            room: out.len(),
+        });
+    }
+    for &r in ranks {
+        check_rank(r)?;
+    }
+    let out = &mut out[..ranks.len()];
+    for (o, &rank) in out.iter_mut().zip(ranks) {
+        o.rank = rank;
+    }
+    Ok(out)
+}
+
+/// One pass of an `f64` batch.
+fn f64_walk<H: HistogramRead + ?Sized>(
+    h: &H,
+    out: &mut [Percentile],
+    selection: EquivalentValue,
+) -> Result<(), PercentileError> {
+    walk::<_, _, SECTIONS>(h, out, selection, |o, total| rank_count(o.rank, total))
+}
+
+fn total_with_outside_of<H: HistogramRead + ?Sized>(h: &H) -> u64 {
+    sum_counts(h)
+        .saturating_add(h.underflow())
+        .saturating_add(h.overflow())
+}
+
+fn min_of<H: HistogramRead + ?Sized>(h: &H) -> Option<u64> {
+    let layout = h.layout();
+    let window = h.window();
+    (0..window.len())
+        .find(|&s| h.count_at(s) != 0)
+        .map(|s| layout.lo(window.first() + s))
+}
+
+fn max_of<H: HistogramRead + ?Sized>(h: &H) -> Option<u64> {
+    let layout = h.layout();
+    let window = h.window();
+    (0..window.len())
+        .rev()
+        .find(|&s| h.count_at(s) != 0)
+        .map(|s| layout.highest(window.first() + s))
+}
 
 /// Calls `take(r)` for each run `r < runs` for which `any(r)` holds, in increasing order:
 /// the scan bulk readers use to skip runs of empty cells.
@@ -952,6 +1172,8 @@ pub fn for_each_nonempty_run(
 }
 
 /// Runs `f` until it completes without a concurrent structural change (seqlock retry).
+/// **Blocking** while a reset is in progress (see [`ReadExt`]'s "Progress");
+/// [`try_consistent`] never waits.
 pub fn consistent<H: HistogramRead + ?Sized, R>(h: &H, mut f: impl FnMut(&H) -> R) -> R {
     loop {
         let token = h.read_begin();
@@ -961,6 +1183,41 @@ pub fn consistent<H: HistogramRead + ?Sized, R>(h: &H, mut f: impl FnMut(&H) -> 
         }
         core::hint::spin_loop();
     }
+}
+
+/// Passes a `try_` read makes before it reports [`ResetInProgress`]: a pass is redone only
+/// when a reset started or ended during it, so four passes fail only when resets keep
+/// overlapping the read (a resetting thread in a loop, or an interrupt that resets at every
+/// tick while the read runs in thread mode).
+pub const TRY_READ_ATTEMPTS: usize = 4;
+
+/// Runs `f` without waiting: [`ResetInProgress`] when a reset is in progress as it starts, or
+/// when resets overlapped each of [`TRY_READ_ATTEMPTS`] passes (seqlock, optimistic retry,
+/// bounded). **Wait-free**: at most that many calls of `f`. What the `try_` reads of
+/// [`ReadExt`] are built on; use it for a consistent read of your own.
+///
+/// ```
+/// use picollo_core::prelude::*;
+/// use picollo_core::read::try_consistent;
+/// let h = AtomicHistogram::<[AtomicU32; storage_len(Layout::DEFAULT, 1, 1000)]>::new(
+///     Layout::DEFAULT, 1, 1000);
+/// h.record(7);
+/// h.record(2000);
+/// let both = try_consistent(&h, |h| (h.count_at(0), h.overflow()));
+/// assert_eq!(both, Ok((0, 1)));
+/// ```
+pub fn try_consistent<H: HistogramRead + ?Sized, R>(
+    h: &H,
+    mut f: impl FnMut(&H) -> R,
+) -> Result<R, ResetInProgress> {
+    for _ in 0..TRY_READ_ATTEMPTS {
+        let token = h.try_read_begin().ok_or(ResetInProgress)?;
+        let r = f(h);
+        if !h.read_retry(token) {
+            return Ok(r);
+        }
+    }
+    Err(ResetInProgress)
 }
 
 fn sum_counts<H: HistogramRead + ?Sized>(h: &H) -> u64 {

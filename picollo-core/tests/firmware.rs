@@ -329,7 +329,8 @@ fn firmware_types_implement_defmt_format() {
     use picollo_core::scalable::{ScalableConfig, ScalableCounter};
     use picollo_core::source::SourceError;
     use picollo_core::{
-        Bucket, LayoutError, OutOfRange, PercentileError, Rebucketing, Stats, WindowError,
+        Bucket, LayoutError, OutOfRange, PercentileError, Rebucketing, ResetInProgress, Stats,
+        WindowError,
     };
     fn format<T: defmt::Format + ?Sized>() -> usize {
         1
@@ -359,10 +360,11 @@ fn firmware_types_implement_defmt_format() {
         + format::<IterationValue>()
         + format::<EquivalentValue>()
         + format::<PercentileError>()
+        + format::<ResetInProgress>()
         + format::<LayoutError>()
         + format::<WindowError>()
         + format::<OutOfRange>()
         + format::<Rebucketing>()
         + format::<SourceError>();
-    assert_eq!(checked, 30);
+    assert_eq!(checked, 31);
 }

@@ -750,6 +750,9 @@ impl<H: HistogramRead + ?Sized> HistogramRead for ByReading<'_, H> {
     fn read_begin(&self) -> u64 {
         self.0.read_begin()
     }
+    fn try_read_begin(&self) -> Option<u64> {
+        self.0.try_read_begin()
+    }
     fn read_retry(&self, token: u64) -> bool {
         self.0.read_retry(token)
     }

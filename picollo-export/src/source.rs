@@ -332,6 +332,9 @@ impl<H: HistogramRead> HistogramRead for Summed<H> {
     fn read_begin(&self) -> u64 {
         self.histogram.read_begin()
     }
+    fn try_read_begin(&self) -> Option<u64> {
+        self.histogram.try_read_begin()
+    }
     fn read_retry(&self, token: u64) -> bool {
         self.histogram.read_retry(token)
     }
