@@ -1,0 +1,817 @@
+//! `picollo-guest`: Picollo's hardware-counter paths checked against a real kernel PMU
+//! driver. `guest/run.sh` boots Debian's arm64 kernel under `qemu-system-aarch64 -cpu max
+//! -icount shift=0` (one instruction is one nanosecond of guest time and one cycle, so counts
+//! are exact) with this program and `picollo` in the initramfs, and reads what this program
+//! prints on the serial console:
+//!
+//! ```text
+//! PASS <check>: <detail>
+//! FAIL <check>: <detail>
+//! FIGURE <key> <value>            (guest/run.sh turns these into the RESULTS.md table)
+//! PICOLLO-GUEST DONE passed=<n> failed=<m>
+//! ```
+//!
+//! Subcommands:
+//!
+//! - `picollo-guest check PICOLLO`: every check (run as root in the guest; it sets
+//!   `kernel.perf_user_access` itself); `PICOLLO` is the `picollo` binary to test;
+//! - `picollo-guest chain N`: runs `add_chain_256(N)` and exits (the workload of
+//!   `picollo stat`);
+//! - `picollo-guest spans SECONDS`: a program with `span!`s around `add_chain_256(1000)`, for
+//!   `picollo attach -e instructions PID`.
+//!
+//! # The model
+//!
+//! `picollo_core::workload::add_chain_256(n)` on aarch64 retires exactly [`PER_UNIT`] = 258
+//! instructions per unit (256 adds, `subs`, `b.ne`) plus a constant per call. Every counted
+//! interval here is `258·n + C`, where `C` (the call, the loop set-up and the part of the
+//! counter reads inside the window) depends on the read path but not on `n`. The checks
+//! measure each interval for several `n` and require the slope to be exactly 258 and `C` to
+//! be the same for every `n` and every repetition, and within [`MAX_CONSTANT`]: an off-by-one
+//! anywhere (a lost or doubled count, a wrong sign extension, a stale offset) breaks one of
+//! the two.
+
+use std::fmt::Display;
+use std::hint::black_box;
+use std::io::{BufRead, BufReader, Read};
+use std::process::{Command, ExitCode, Stdio};
+use std::time::{Duration, Instant};
+
+use picollo_core::workload::add_chain_256;
+use picollo_linux::caps::{Capabilities, RdpmcStatus};
+use picollo_linux::count::Count;
+use picollo_linux::event::HardwareEvent;
+use picollo_linux::page::Fallback;
+use picollo_linux::session::{CounterSession, ReadPath};
+use picollo_linux::span::{self, SpanConfig, SpanConsumer};
+
+/// Instructions per unit of `add_chain_256` on aarch64: 256 adds, `subs`, `b.ne`.
+const PER_UNIT: u64 = 258;
+
+/// The largest constant `C` any checked interval may have: the call of `add_chain_256`, its
+/// loop set-up and the instructions of the reads inside the window. The measured values are
+/// printed (a few dozen to a few hundred); a constant above this means counting something
+/// that is not the workload.
+const MAX_CONSTANT: u64 = 2_000;
+
+/// The `n`s of the exact-count checks.
+const UNITS: [u64; 5] = [1, 10, 100, 1_000, 4_000];
+
+/// Scaled totals of multiplexed counters must be within this many parts per thousand of the
+/// exact count (the workload is uniform, so the estimate is good; the bound leaves room for
+/// the rotation's edges).
+const MUX_BOUND_PERMILLE: u64 = 20;
+
+/// The sysctl that lets user space read arm64 PMU counters.
+const USER_ACCESS: &str = "/proc/sys/kernel/perf_user_access";
+
+/// Collects results and prints them in the format `guest/run.sh` parses.
+#[derive(Default)]
+struct Report {
+    passed: u32,
+    failed: u32,
+}
+
+impl Report {
+    fn check(&mut self, name: &str, ok: bool, detail: impl Display) {
+        if ok {
+            self.passed += 1;
+            println!("PASS {name}: {detail}");
+        } else {
+            self.failed += 1;
+            println!("FAIL {name}: {detail}");
+        }
+    }
+
+    fn error(&mut self, name: &str, e: impl Display) {
+        self.check(name, false, format!("error: {e}"));
+    }
+
+    fn figure(&self, key: &str, value: impl Display) {
+        println!("FIGURE {key} {value}");
+    }
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match args.first().map(String::as_str) {
+        Some("chain") => {
+            let n = args.get(1).and_then(|s| s.parse().ok()).unwrap_or(1000);
+            black_box(add_chain_256(black_box(n)));
+            ExitCode::SUCCESS
+        }
+        Some("spans") => {
+            let secs = args.get(1).and_then(|s| s.parse().ok()).unwrap_or(5.0);
+            spans_program(secs);
+            ExitCode::SUCCESS
+        }
+        Some("check") if args.len() == 2 => {
+            let mut r = Report::default();
+            checks(&mut r, &args[1]);
+            println!(
+                "PICOLLO-GUEST DONE passed={} failed={}",
+                r.passed, r.failed
+            );
+            if r.failed == 0 {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            }
+        }
+        _ => {
+            eprintln!(
+                "usage: picollo-guest check PICOLLO | chain N | spans SECONDS\n\
+                 (runs inside the arm64 guest of guest/run.sh)"
+            );
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn set_user_access(on: bool) -> std::io::Result<()> {
+    std::fs::write(USER_ACCESS, if on { "1\n" } else { "0\n" })
+}
+
+fn checks(r: &mut Report, picollo: &str) {
+    // Deterministic process counts for `picollo stat`: without address randomisation the
+    // same binary with the same arguments retires the same instructions every run (string
+    // and copy routines branch on alignment).
+    let _ = std::fs::write("/proc/sys/kernel/randomize_va_space", "0\n");
+    capabilities(r);
+    if let Err(e) = set_user_access(true) {
+        r.error("user-access", e);
+        return;
+    }
+    exact_counts(r);
+    read_cost(r);
+    groups(r);
+    multiplexing(r);
+    spans_and_tracing(r, picollo);
+    cli(r, picollo);
+}
+
+/// The counter count the kernel logged at boot: `hw perfevents: enabled with armv8_pmuv3 PMU
+/// driver, 7 counters available`.
+fn kernel_counter_count() -> Option<u32> {
+    let out = Command::new("dmesg").output().ok()?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let line = text.lines().find(|l| l.contains("counters available"))?;
+    let before = line.split(" counters available").next()?;
+    before.rsplit([' ', ',']).next()?.parse().ok()
+}
+
+fn capabilities(r: &mut Report) {
+    let kernel_paranoid: Option<i32> = std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
+        .ok()
+        .and_then(|s| s.trim().parse().ok());
+    for on in [false, true] {
+        if let Err(e) = set_user_access(on) {
+            r.error("caps", e);
+            return;
+        }
+        let caps = Capabilities::detect();
+        let tag = if on { "on" } else { "off" };
+        r.check(
+            &format!("caps-pmu-{tag}"),
+            caps.has_hardware_pmu(),
+            format!("hardware PMU {}", caps.pmu),
+        );
+        r.check(
+            &format!("caps-paranoid-{tag}"),
+            caps.paranoid == kernel_paranoid && kernel_paranoid.is_some(),
+            format!("caps {:?}, kernel {:?}", caps.paranoid, kernel_paranoid),
+        );
+        let want_usable = on;
+        r.check(
+            &format!("caps-user-access-{tag}"),
+            (caps.rdpmc == RdpmcStatus::Usable) == want_usable,
+            format!("perf_user_access={} → rdpmc: {}", u8::from(on), caps.rdpmc),
+        );
+        if on {
+            let kernel = kernel_counter_count();
+            let ours = caps.counter_counts();
+            r.check(
+                "caps-counters",
+                kernel.is_some() && ours.map(|c| c.fixed + c.programmable) == kernel,
+                format!("caps {ours:?}, kernel log {kernel:?} counters"),
+            );
+        }
+    }
+}
+
+/// One interval's `(instructions, cycles)` deltas and the path of its closing read.
+fn interval(
+    s: &mut CounterSession,
+    force_syscall: bool,
+    n: u64,
+) -> Result<(u64, Option<u64>, ReadPath), String> {
+    s.read(force_syscall).map_err(|e| e.to_string())?;
+    black_box(add_chain_256(black_box(n)));
+    let path = s.read(force_syscall).map_err(|e| e.to_string())?;
+    let deltas: Vec<(String, Count)> = s
+        .deltas()
+        .ok_or("no deltas after two reads")?
+        .map(|(c, d)| (c.name().to_owned(), d))
+        .collect();
+    let get = |name: &str| {
+        deltas
+            .iter()
+            .find(|(n, _)| n == name)
+            .and_then(|(_, d)| match d {
+                Count::Exact(v) => Some(*v),
+                _ => None,
+            })
+    };
+    let instructions = get("instructions").ok_or_else(|| format!("not exact: {deltas:?}"))?;
+    Ok((instructions, get("cycles"), path))
+}
+
+/// Checks `258·n + C` over [`UNITS`] (three repetitions each) for one read path; returns `C`.
+fn model_check(
+    r: &mut Report,
+    name: &str,
+    s: &mut CounterSession,
+    force_syscall: bool,
+    want: ReadPath,
+) -> Option<u64> {
+    let mut constants = Vec::new();
+    let mut detail = Vec::new();
+    let mut cycles_equal = true;
+    for &n in &UNITS {
+        for _ in 0..3 {
+            match interval(s, force_syscall, n) {
+                Ok((instr, cycles, path)) => {
+                    if path != want {
+                        r.check(
+                            name,
+                            false,
+                            format!(
+                                "read took {path:?}, expected {want:?} (fallback {:?})",
+                                s.last_fallback()
+                            ),
+                        );
+                        return None;
+                    }
+                    constants.push(instr.wrapping_sub(PER_UNIT * n));
+                    cycles_equal &= cycles.is_none_or(|c| c == instr);
+                    detail.push(format!("n={n}: {instr}"));
+                }
+                Err(e) => {
+                    r.error(name, e);
+                    return None;
+                }
+            }
+        }
+    }
+    let c = constants[0];
+    let same = constants.iter().all(|&x| x == c);
+    let shown: Vec<&String> = detail.iter().step_by(3).collect();
+    r.check(
+        name,
+        same && c <= MAX_CONSTANT,
+        format!(
+            "instructions = 258·n + {c} for every n and repetition ({}); constants {:?}",
+            shown
+                .iter()
+                .map(|s| s.as_str())
+                .collect::<Vec<_>>()
+                .join(", "),
+            dedup(&constants)
+        ),
+    );
+    if s.counter_by_name("cycles").is_some() {
+        r.check(
+            &format!("{name}-cycles"),
+            cycles_equal,
+            "cycles = instructions in every interval (-icount shift=0)",
+        );
+    }
+    same.then_some(c)
+}
+
+fn dedup(v: &[u64]) -> Vec<u64> {
+    let mut out: Vec<u64> = v.to_vec();
+    out.sort_unstable();
+    out.dedup();
+    out
+}
+
+fn session(events: &[HardwareEvent]) -> Result<CounterSession, String> {
+    let mut b = CounterSession::builder();
+    for &e in events {
+        b = b.hardware(e);
+    }
+    b.build().map_err(|e| e.to_string())
+}
+
+fn exact_counts(r: &mut Report) {
+    let both = [HardwareEvent::Instructions, HardwareEvent::Cycles];
+    // read(): the group read, with user access on.
+    let mut s = match session(&both) {
+        Ok(s) => s,
+        Err(e) => return r.error("exact-read-syscall", e),
+    };
+    let syscall = model_check(r, "exact-read-syscall", &mut s, true, ReadPath::Syscall);
+    // The user-space read: the mmap page's seqlock, index, pmc_width and offset, and MRS.
+    let user = model_check(r, "exact-read-user", &mut s, false, ReadPath::Rdpmc);
+    // Both paths on the same counter at the same moment: the value the page gives, then the
+    // value read() gives, differ by the instructions between the two reads only.
+    if let (Ok(_), Ok(_)) = (s.read(false), s.read(true)) {
+        let d = s.counters()[0].delta().and_then(Count::value);
+        r.check(
+            "exact-paths-agree",
+            d.is_some_and(|d| d <= MAX_CONSTANT),
+            format!("read() right after the page read counts {d:?} more instructions"),
+        );
+    }
+    drop(s);
+    // Turning user access off: the page's index becomes 0 and reads fall back to read().
+    if let Err(e) = set_user_access(false) {
+        return r.error("exact-user-access-off", e);
+    }
+    match session(&both) {
+        Ok(mut s) => {
+            let fallback = model_check(r, "exact-user-access-off", &mut s, false, ReadPath::Syscall);
+            r.check(
+                "user-access-off-fallback",
+                s.last_fallback() == Some(Fallback::IndexZero),
+                format!(
+                    "with perf_user_access=0 the page says {:?}; the read() path gives C = {fallback:?} \
+                     (forced read(): C = {syscall:?})",
+                    s.last_fallback()
+                ),
+            );
+            r.check(
+                "user-access-off-agrees",
+                fallback.is_some() && fallback == syscall,
+                format!("fallback C {fallback:?} = read() C {syscall:?}"),
+            );
+        }
+        Err(e) => r.error("exact-user-access-off", e),
+    }
+    if let Err(e) = set_user_access(true) {
+        r.error("user-access", e);
+    }
+    if let (Some(u), Some(s)) = (user, syscall) {
+        r.figure("constant_user_read", u);
+        r.figure("constant_syscall_read", s);
+    }
+}
+
+/// Instructions (user and kernel) per `CounterSession::read` on each path, measured by a
+/// second session that counts the kernel too.
+fn read_cost(r: &mut Report) {
+    const READS: u64 = 1_000;
+    let meter = CounterSession::builder()
+        .hardware(HardwareEvent::Instructions)
+        .exclude_kernel(false)
+        .rdpmc(false)
+        .build();
+    let mut meter = match meter {
+        Ok(m) => m,
+        Err(e) => return r.error("read-cost", e),
+    };
+    let mut measure = |events: &[HardwareEvent], force: bool| -> Result<(u64, ReadPath), String> {
+        let mut s = session(events)?;
+        let mut per_read = Vec::new();
+        let mut path = ReadPath::Syscall;
+        for _ in 0..5 {
+            meter.read(true).map_err(|e| e.to_string())?;
+            for _ in 0..READS {
+                path = black_box(&mut s).read(force).map_err(|e| e.to_string())?;
+            }
+            meter.read(true).map_err(|e| e.to_string())?;
+            let d = meter.counters()[0]
+                .delta()
+                .and_then(Count::value)
+                .ok_or("meter not counted")?;
+            per_read.push(d / READS);
+        }
+        per_read.sort_unstable();
+        Ok((per_read[per_read.len() / 2], path))
+    };
+    for (label, events) in [
+        ("1", &[HardwareEvent::Instructions][..]),
+        ("2", &[HardwareEvent::Instructions, HardwareEvent::Cycles][..]),
+    ] {
+        match (measure(events, false), measure(events, true)) {
+            (Ok((user, up)), Ok((sys, sp))) => {
+                r.check(
+                    &format!("read-cost-{label}"),
+                    up == ReadPath::Rdpmc && sp == ReadPath::Syscall && user < sys,
+                    format!(
+                        "{label} counter(s): user-space read {user} instructions, read() {sys} \
+                         instructions (user + kernel, median of 5 × {READS})"
+                    ),
+                );
+                r.figure(&format!("read_user_{label}"), user);
+                r.figure(&format!("read_syscall_{label}"), sys);
+            }
+            (Err(e), _) | (_, Err(e)) => r.error(&format!("read-cost-{label}"), e),
+        }
+    }
+}
+
+fn groups(r: &mut Report) {
+    // Seven hardware events in one group: the cycle counter and the six event counters.
+    let seven = [
+        HardwareEvent::Cycles,
+        HardwareEvent::Instructions,
+        HardwareEvent::Instructions,
+        HardwareEvent::Instructions,
+        HardwareEvent::Instructions,
+        HardwareEvent::Instructions,
+        HardwareEvent::Instructions,
+    ];
+    match session(&seven) {
+        Ok(mut s) => {
+            let mut ok = true;
+            let mut detail = String::new();
+            for force in [true, false] {
+                let _ = s.read(force);
+                black_box(add_chain_256(black_box(1000)));
+                let path = s.read(force);
+                let deltas: Vec<Count> = s.deltas().map(|d| d.map(|(_, c)| c).collect()).unwrap_or_default();
+                let exact = deltas.iter().all(|c| matches!(c, Count::Exact(v) if v / PER_UNIT == 1000));
+                ok &= exact && deltas.len() == 7 && path.is_ok();
+                detail.push_str(&format!("{path:?}: {deltas:?}; "));
+            }
+            r.check("group-of-7", ok, format!("all seven exact, 258,000 + C each: {detail}"));
+        }
+        Err(e) => r.error("group-of-7", e),
+    }
+    // Eight cannot be scheduled together: every counter is "not counted", never a zero.
+    let mut eight = seven.to_vec();
+    eight.push(HardwareEvent::Instructions);
+    match session(&eight) {
+        Ok(mut s) => {
+            let a = s.read(true);
+            black_box(add_chain_256(black_box(1000)));
+            let b = s.read(false);
+            let counts: Vec<Count> = s.counters().iter().map(|c| c.value().unwrap_or(Count::Exact(0))).collect();
+            r.check(
+                "group-of-8",
+                a.is_ok() && b.is_ok() && counts.iter().all(|c| *c == Count::NotCounted),
+                format!("a group larger than the PMU never runs: {counts:?} (reads {a:?}, {b:?})"),
+            );
+        }
+        Err(e) => r.error("group-of-8", e),
+    }
+}
+
+fn multiplexing(r: &mut Report) {
+    const N: u64 = 200_000; // 51.6 M instructions: about a dozen rotations of 4 ms
+    for sessions in [8usize, 12] {
+        let name = format!("multiplex-{sessions}");
+        let opened: Result<Vec<CounterSession>, String> =
+            (0..sessions).map(|_| session(&[HardwareEvent::Instructions])).collect();
+        let mut all = match opened {
+            Ok(v) => v,
+            Err(e) => {
+                r.error(&name, e);
+                continue;
+            }
+        };
+        let mut ok = true;
+        for s in &mut all {
+            ok &= s.read(true).is_ok();
+        }
+        black_box(add_chain_256(black_box(N)));
+        for s in &mut all {
+            ok &= s.read(true).is_ok();
+        }
+        let exact = PER_UNIT * N;
+        let mut scaled = 0;
+        let mut worst = 0u64;
+        let mut shown = Vec::new();
+        for s in &all {
+            match s.counters()[0].delta() {
+                Some(Count::Scaled { value, time_enabled, time_running, .. }) => {
+                    scaled += 1;
+                    let err = value.abs_diff(exact) * 1000 / exact;
+                    worst = worst.max(err);
+                    shown.push(format!("{value} ({}%)", time_running * 100 / time_enabled.max(1)));
+                }
+                Some(Count::Exact(v)) => {
+                    worst = worst.max(v.abs_diff(exact) * 1000 / exact);
+                    shown.push(format!("{v} (exact)"));
+                }
+                other => {
+                    ok = false;
+                    shown.push(format!("{other:?}"));
+                }
+            }
+        }
+        r.check(
+            &name,
+            ok && scaled > 0 && worst <= MUX_BOUND_PERMILLE,
+            format!(
+                "{sessions} instruction counters on 6 event counters: {scaled} scaled by \
+                 time_enabled/time_running; worst {worst}‰ from the exact {exact} (bound \
+                 {MUX_BOUND_PERMILLE}‰): {}",
+                shown.join(", ")
+            ),
+        );
+        r.figure(&format!("mux_worst_permille_{sessions}"), worst);
+    }
+}
+
+/// `span!`s around `add_chain_256(n)`, with `instructions` sampled at each span's ends, read
+/// back by a consumer in this process; then the same through the `tracing` layer.
+fn spans_and_tracing(r: &mut Report, _picollo: &str) {
+    if span::configure(SpanConfig::new().with_counters(["instructions"])).is_err() {
+        return r.error("spans", "span counters configured already");
+    }
+    let _ = span::open_thread_ring();
+    let pid = std::process::id() as i32;
+    let mut consumer = match SpanConsumer::attach(pid) {
+        Ok(c) => c,
+        Err(e) => return r.error("spans", e),
+    };
+    const K: u64 = 20;
+    for _ in 0..K {
+        {
+            let _s = picollo_linux::span!("chain1000");
+            black_box(add_chain_256(black_box(1000)));
+        }
+        {
+            let _s = picollo_linux::span!("chain3000");
+            black_box(add_chain_256(black_box(3000)));
+        }
+    }
+    if let Err(e) = consumer.poll() {
+        return r.error("spans", e);
+    }
+    let agg = consumer.aggregator();
+    let idx = agg.counters().iter().position(|c| c == "instructions");
+    let per_span = |name: &str| -> Option<(u64, u128)> {
+        let st = agg.span(name)?;
+        let i = idx?;
+        Some((st.counter_count(i), st.counter_sum(i)?))
+    };
+    match (per_span("chain1000"), per_span("chain3000")) {
+        (Some((n1, s1)), Some((n3, s3))) => {
+            let c1 = s1 as i128 - i128::from(n1 * PER_UNIT * 1000);
+            let c3 = s3 as i128 - i128::from(n3 * PER_UNIT * 3000);
+            let ok = n1 == K
+                && n3 == K
+                && c1 == c3
+                && c1 % i128::from(K) == 0
+                && (0..=i128::from(MAX_CONSTANT * K)).contains(&c1);
+            r.check(
+                "span-instructions",
+                ok,
+                format!(
+                    "{n1} + {n3} spans: sums {s1} and {s3} = spans × (258·n + {}) exactly",
+                    c1 / i128::from(K.max(1))
+                ),
+            );
+            if ok {
+                r.figure("constant_span", c1 / i128::from(K));
+            }
+        }
+        other => r.check("span-instructions", false, format!("no span counts: {other:?}")),
+    }
+    tracing_layer(r);
+}
+
+fn tracing_layer(r: &mut Report) {
+    use picollo_core::read::ReadExt;
+    use tracing_subscriber::layer::SubscriberExt;
+    let layer = picollo_tracing::PicolloLayer::builder()
+        .counters(["instructions"])
+        .rings(false)
+        .build();
+    let handle = layer.handle();
+    let subscriber = tracing_subscriber::registry().with(layer);
+    const K: u64 = 20;
+    tracing::subscriber::with_default(subscriber, || {
+        for _ in 0..K {
+            let s = tracing::info_span!("traced1000");
+            s.in_scope(|| black_box(add_chain_256(black_box(1000))));
+            let s = tracing::info_span!("traced3000");
+            s.in_scope(|| black_box(add_chain_256(black_box(3000))));
+        }
+    });
+    let range = |name: &str| -> Option<(u64, u64, u64, u64)> {
+        let report = handle.span(name)?;
+        let c = report.counter("instructions")?;
+        Some((report.count(), c.not_counted, c.deltas.min()?, c.deltas.max()?))
+    };
+    for (name, n) in [("traced1000", 1000u64), ("traced3000", 3000)] {
+        match range(name) {
+            Some((count, not_counted, min, max)) => {
+                let exact = PER_UNIT * n;
+                // The layer's histograms have 128 buckets per power of two (0.4%): min and
+                // max are bucket bounds around 258·n + C.
+                let tol = exact / 128 + MAX_CONSTANT;
+                let ok = count == K
+                    && not_counted == 0
+                    && min <= max
+                    && min + tol >= exact
+                    && max <= exact + tol;
+                r.check(
+                    &format!("tracing-{name}"),
+                    ok,
+                    format!(
+                        "{count} spans, not counted {not_counted}; instructions per span in \
+                         [{min}, {max}] (exact 258·{n} = {exact} + C, histogram 0.4%)"
+                    ),
+                );
+            }
+            None => r.check(&format!("tracing-{name}"), false, "no report"),
+        }
+    }
+    if let Some(p) = handle.counter_problem() {
+        r.check("tracing-counters", false, p);
+    }
+}
+
+/// A spans program for `picollo attach`: `span!("attached")` around `add_chain_256(1000)`,
+/// with a short sleep between, for `secs` seconds. Prints its pid when its ring is open.
+fn spans_program(secs: f64) {
+    let _ = span::open_thread_ring();
+    println!("ready {}", std::process::id());
+    let deadline = Instant::now() + Duration::from_secs_f64(secs);
+    while Instant::now() < deadline {
+        {
+            let _s = picollo_linux::span!("attached");
+            black_box(add_chain_256(black_box(1000)));
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+/// The CLI's machine-readable output, parsed in one place (the human formats may change).
+mod cli_json {
+    use serde_json::Value;
+
+    /// `picollo stat --format json`: `(runs, p0 value, p100 value, half width of p100)` of
+    /// the table whose name starts with `counter`.
+    pub fn stat_min_max(json: &str, counter: &str) -> Option<(u64, u64, u64, u64)> {
+        let v: Value = serde_json::from_str(json).ok()?;
+        let table = v["tables"]
+            .as_array()?
+            .iter()
+            .find(|t| t["name"].as_str().is_some_and(|n| n.starts_with(counter)))?;
+        let ps = table["percentiles"].as_array()?;
+        let first = ps.first()?;
+        let last = ps.last()?;
+        Some((
+            table["total"].as_u64()?,
+            first["value"].as_u64()?,
+            last["value"].as_u64()?,
+            last["half_width"].as_u64()?,
+        ))
+    }
+
+    /// `picollo attach --spans --format json`: `(spans, sum)` of `counter` in phase `phase`
+    /// of the last line that has it.
+    pub fn attach_sum(out: &str, phase: &str, counter: &str) -> Option<(u64, u64)> {
+        out.lines().rev().find_map(|line| {
+            let v: Value = serde_json::from_str(line).ok()?;
+            let p = v["spans"]["phases"]
+                .as_array()?
+                .iter()
+                .find(|p| p["name"] == phase)?
+                .clone();
+            let c = &p["counters"][counter];
+            Some((c["spans"].as_u64()?, c["sum"].as_u64()?))
+        })
+    }
+}
+
+fn run(cmd: &mut Command) -> Result<String, String> {
+    let out = cmd.output().map_err(|e| format!("{cmd:?}: {e}"))?;
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    if !out.status.success() {
+        return Err(format!(
+            "{cmd:?}: {}: {}{}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr),
+            stdout
+        ));
+    }
+    Ok(stdout)
+}
+
+fn cli(r: &mut Report, picollo: &str) {
+    let me = std::env::current_exe().map_or_else(|_| "/bin/picollo-guest".into(), |p| p.display().to_string());
+    // `picollo counters`: the capabilities and the PMU's own events from sysfs.
+    match run(Command::new(picollo).arg("counters")) {
+        Ok(out) => {
+            let sysfs = std::fs::read_dir("/sys/bus/event_source/devices/armv8_pmuv3/events")
+                .map(|d| d.filter_map(|e| Some(e.ok()?.file_name().into_string().ok()?)).collect::<Vec<_>>())
+                .unwrap_or_default();
+            let listed = sysfs.iter().filter(|e| out.contains(&format!("armv8_pmuv3/{e}/"))).count();
+            r.check(
+                "cli-counters",
+                out.contains("hardware PMU: available")
+                    && out.contains("rdpmc: usable")
+                    && !sysfs.is_empty()
+                    && listed == sysfs.len(),
+                format!("lists {listed} of the {} events in sysfs", sysfs.len()),
+            );
+        }
+        Err(e) => r.error("cli-counters", e),
+    }
+    // `picollo stat -e instructions,cycles -r 10`: every run of the same command counts the
+    // same, and the difference between two sizes is exactly the model's.
+    let events = "instructions,cycles";
+    let mut values = Vec::new();
+    for n in [1_000u64, 5_000] {
+        let out = run(Command::new(picollo)
+            .args(["stat", "-e", events, "-r", "10", "--format", "json", "--"])
+            .arg(&me)
+            .args(["chain", &n.to_string()]));
+        match out.map(|o| {
+            (
+                cli_json::stat_min_max(&o, "instructions"),
+                cli_json::stat_min_max(&o, "cycles"),
+                o,
+            )
+        }) {
+            Ok((Some((runs, min, max, half)), cycles, o)) => {
+                let cycles_ok = cycles.is_some_and(|(_, cmin, cmax, _)| cmin == min && cmax == max);
+                r.check(
+                    &format!("cli-stat-{n}"),
+                    runs == 10 && min == max && cycles_ok,
+                    format!("10 runs: instructions min = max = {max} (± {half}, the histogram's 0.1%); cycles {cycles:?}"),
+                );
+                if runs != 10 || min != max {
+                    println!("{o}");
+                }
+                values.push((n, max, half));
+            }
+            Ok((None, _, o)) => r.check(&format!("cli-stat-{n}"), false, format!("no instructions table: {o}")),
+            Err(e) => r.error(&format!("cli-stat-{n}"), e),
+        }
+    }
+    if let [(n1, v1, h1), (n2, v2, h2)] = values[..] {
+        let model = PER_UNIT * (n2 - n1);
+        let diff = v2.abs_diff(v1);
+        r.check(
+            "cli-stat-model",
+            diff.abs_diff(model) <= h1 + h2,
+            format!("stat({n2}) − stat({n1}) = {diff}, model 258·{} = {model}, within the two half widths", n2 - n1),
+        );
+    }
+    attach(r, picollo, &me);
+}
+
+fn attach(r: &mut Report, picollo: &str, me: &str) {
+    let child = Command::new(me)
+        .args(["spans", "6"])
+        .stdout(Stdio::piped())
+        .spawn();
+    let mut child = match child {
+        Ok(c) => c,
+        Err(e) => return r.error("cli-attach", e),
+    };
+    let mut line = String::new();
+    let pid = child.stdout.take().and_then(|out| {
+        let mut reader = BufReader::new(out);
+        reader.read_line(&mut line).ok()?;
+        // Keep draining so the child never blocks on a full pipe.
+        std::thread::spawn(move || {
+            let mut sink = Vec::new();
+            let _ = reader.read_to_end(&mut sink);
+        });
+        line.trim().strip_prefix("ready ")?.parse::<i32>().ok()
+    });
+    let Some(pid) = pid else {
+        let _ = child.kill();
+        return r.error("cli-attach", format!("the spans program did not start: {line:?}"));
+    };
+    let out = run(Command::new(picollo).args([
+        "attach",
+        &pid.to_string(),
+        "--spans",
+        "-e",
+        "instructions",
+        "--duration",
+        "2",
+        "--format",
+        "json",
+    ]));
+    let _ = child.kill();
+    let _ = child.wait();
+    match out {
+        Ok(o) => match cli_json::attach_sum(&o, "attached", "instructions") {
+            Some((spans, sum)) if spans > 0 => {
+                let c = sum as i128 - i128::from(spans * PER_UNIT * 1000);
+                let ok = c % i128::from(spans) == 0 && (0..=i128::from(MAX_CONSTANT * spans)).contains(&c);
+                r.check(
+                    "cli-attach",
+                    ok,
+                    format!(
+                        "attach -e instructions on pid {pid}: {spans} spans, sum {sum} = spans × (258,000 + {})",
+                        c / i128::from(spans)
+                    ),
+                );
+            }
+            other => r.check("cli-attach", false, format!("no instructions in the span table ({other:?}): {o}")),
+        },
+        Err(e) => r.error("cli-attach", e),
+    }
+}
