@@ -92,7 +92,7 @@ timeout "$TIME_LIMIT" qemu-system-aarch64 -machine virt -cpu max -icount shift=0
   -kernel "$kernel" -initrd "$WORK/initramfs.cpio.gz" \
   -append "console=ttyAMA0 panic=-1 quiet" </dev/null >"$log" 2>&1 || status=$?
 elapsed=$(( $(date +%s) - start ))
-tr -d '\r' <"$log" | grep -E '^(guest:|PASS|FAIL|FIGURE|PICOLLO-GUEST|thread .* panicked)' || true
+tr -d '\r' <"$log" | grep -E '^(guest:|PASS|FAIL|INFO|FIGURE|PICOLLO-GUEST|thread .* panicked)' || true
 echo "   guest ran ${elapsed} s"
 
 failures=0

@@ -54,6 +54,9 @@ const PER_UNIT: u64 = 258;
 /// that is not the workload.
 const MAX_CONSTANT: u64 = 2_000;
 
+/// The most instructions a page check that falls back (index 0) may add to a `read()`.
+const MAX_PAGE_CHECK: u64 = 100;
+
 /// The `n`s of the exact-count checks.
 const UNITS: [u64; 5] = [1, 10, 100, 1_000, 4_000];
 
@@ -108,10 +111,7 @@ fn main() -> ExitCode {
         Some("check") if args.len() == 2 => {
             let mut r = Report::default();
             checks(&mut r, &args[1]);
-            println!(
-                "PICOLLO-GUEST DONE passed={} failed={}",
-                r.passed, r.failed
-            );
+            println!("PICOLLO-GUEST DONE passed={} failed={}", r.passed, r.failed);
             if r.failed == 0 {
                 ExitCode::SUCCESS
             } else {
@@ -146,8 +146,8 @@ fn checks(r: &mut Report, picollo: &str) {
     read_cost(r);
     groups(r);
     multiplexing(r);
-    spans_and_tracing(r, picollo);
-    cli(r, picollo);
+    let span_constant = spans_and_tracing(r);
+    cli(r, picollo, span_constant);
 }
 
 /// The counter count the kernel logged at boot: `hw perfevents: enabled with armv8_pmuv3 PMU
@@ -161,9 +161,10 @@ fn kernel_counter_count() -> Option<u32> {
 }
 
 fn capabilities(r: &mut Report) {
-    let kernel_paranoid: Option<i32> = std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
-        .ok()
-        .and_then(|s| s.trim().parse().ok());
+    let kernel_paranoid: Option<i32> =
+        std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
+            .ok()
+            .and_then(|s| s.trim().parse().ok());
     for on in [false, true] {
         if let Err(e) = set_user_access(on) {
             r.error("caps", e);
@@ -190,9 +191,12 @@ fn capabilities(r: &mut Report) {
         if on {
             let kernel = kernel_counter_count();
             let ours = caps.counter_counts();
+            // The kernel's count includes the cycle counter, which counts only cycles.
             r.check(
                 "caps-counters",
-                kernel.is_some() && ours.map(|c| c.fixed + c.programmable) == kernel,
+                kernel.is_some()
+                    && ours.map(|c| c.fixed + c.programmable) == kernel
+                    && ours.is_some_and(|c| c.fixed == 1),
                 format!("caps {ours:?}, kernel log {kernel:?} counters"),
             );
         }
@@ -331,7 +335,8 @@ fn exact_counts(r: &mut Report) {
     }
     match session(&both) {
         Ok(mut s) => {
-            let fallback = model_check(r, "exact-user-access-off", &mut s, false, ReadPath::Syscall);
+            let fallback =
+                model_check(r, "exact-user-access-off", &mut s, false, ReadPath::Syscall);
             r.check(
                 "user-access-off-fallback",
                 s.last_fallback() == Some(Fallback::IndexZero),
@@ -341,10 +346,16 @@ fn exact_counts(r: &mut Report) {
                     s.last_fallback()
                 ),
             );
+            // Same slope (exactly 258 per unit) on both; the fallback's constant is the forced
+            // read()'s plus the page check that finds index 0.
+            let extra = fallback.zip(syscall).map(|(f, s)| f.wrapping_sub(s));
             r.check(
                 "user-access-off-agrees",
-                fallback.is_some() && fallback == syscall,
-                format!("fallback C {fallback:?} = read() C {syscall:?}"),
+                extra.is_some_and(|e| e <= MAX_PAGE_CHECK),
+                format!(
+                    "fallback C {fallback:?} = read() C {syscall:?} + {extra:?} instructions of \
+                     the page check (bound {MAX_PAGE_CHECK})"
+                ),
             );
         }
         Err(e) => r.error("exact-user-access-off", e),
@@ -392,7 +403,10 @@ fn read_cost(r: &mut Report) {
     };
     for (label, events) in [
         ("1", &[HardwareEvent::Instructions][..]),
-        ("2", &[HardwareEvent::Instructions, HardwareEvent::Cycles][..]),
+        (
+            "2",
+            &[HardwareEvent::Instructions, HardwareEvent::Cycles][..],
+        ),
     ] {
         match (measure(events, false), measure(events, true)) {
             (Ok((user, up)), Ok((sys, sp))) => {
@@ -431,31 +445,36 @@ fn groups(r: &mut Report) {
                 let _ = s.read(force);
                 black_box(add_chain_256(black_box(1000)));
                 let path = s.read(force);
-                let deltas: Vec<Count> = s.deltas().map(|d| d.map(|(_, c)| c).collect()).unwrap_or_default();
-                let exact = deltas.iter().all(|c| matches!(c, Count::Exact(v) if v / PER_UNIT == 1000));
+                let deltas: Vec<Count> = s
+                    .deltas()
+                    .map(|d| d.map(|(_, c)| c).collect())
+                    .unwrap_or_default();
+                let exact = deltas.iter().all(
+                    |c| matches!(c, Count::Exact(v) if (0..=MAX_CONSTANT).contains(&v.wrapping_sub(PER_UNIT * 1000))),
+                );
                 ok &= exact && deltas.len() == 7 && path.is_ok();
                 detail.push_str(&format!("{path:?}: {deltas:?}; "));
             }
-            r.check("group-of-7", ok, format!("all seven exact, 258,000 + C each: {detail}"));
+            r.check(
+                "group-of-7",
+                ok,
+                format!("all seven exact, 258,000 + C each: {detail}"),
+            );
         }
         Err(e) => r.error("group-of-7", e),
     }
     // Eight cannot be scheduled together: every counter is "not counted", never a zero.
     let mut eight = seven.to_vec();
     eight.push(HardwareEvent::Instructions);
+    // Eight do not fit: the kernel refuses the group when it is opened, and the error says
+    // what to do.
     match session(&eight) {
-        Ok(mut s) => {
-            let a = s.read(true);
-            black_box(add_chain_256(black_box(1000)));
-            let b = s.read(false);
-            let counts: Vec<Count> = s.counters().iter().map(|c| c.value().unwrap_or(Count::Exact(0))).collect();
-            r.check(
-                "group-of-8",
-                a.is_ok() && b.is_ok() && counts.iter().all(|c| *c == Count::NotCounted),
-                format!("a group larger than the PMU never runs: {counts:?} (reads {a:?}, {b:?})"),
-            );
-        }
-        Err(e) => r.error("group-of-8", e),
+        Ok(s) => r.check("group-of-8", false, format!("a group of 8 opened: {s:?}")),
+        Err(e) => r.check(
+            "group-of-8",
+            e.contains("cannot be scheduled") && e.contains("open fewer events"),
+            format!("refused at open: {e}"),
+        ),
     }
 }
 
@@ -463,8 +482,9 @@ fn multiplexing(r: &mut Report) {
     const N: u64 = 200_000; // 51.6 M instructions: about a dozen rotations of 4 ms
     for sessions in [8usize, 12] {
         let name = format!("multiplex-{sessions}");
-        let opened: Result<Vec<CounterSession>, String> =
-            (0..sessions).map(|_| session(&[HardwareEvent::Instructions])).collect();
+        let opened: Result<Vec<CounterSession>, String> = (0..sessions)
+            .map(|_| session(&[HardwareEvent::Instructions]))
+            .collect();
         let mut all = match opened {
             Ok(v) => v,
             Err(e) => {
@@ -486,11 +506,19 @@ fn multiplexing(r: &mut Report) {
         let mut shown = Vec::new();
         for s in &all {
             match s.counters()[0].delta() {
-                Some(Count::Scaled { value, time_enabled, time_running, .. }) => {
+                Some(Count::Scaled {
+                    value,
+                    time_enabled,
+                    time_running,
+                    ..
+                }) => {
                     scaled += 1;
                     let err = value.abs_diff(exact) * 1000 / exact;
                     worst = worst.max(err);
-                    shown.push(format!("{value} ({}%)", time_running * 100 / time_enabled.max(1)));
+                    shown.push(format!(
+                        "{value} ({}%)",
+                        time_running * 100 / time_enabled.max(1)
+                    ));
                 }
                 Some(Count::Exact(v)) => {
                     worst = worst.max(v.abs_diff(exact) * 1000 / exact);
@@ -518,18 +546,31 @@ fn multiplexing(r: &mut Report) {
 
 /// `span!`s around `add_chain_256(n)`, with `instructions` sampled at each span's ends, read
 /// back by a consumer in this process; then the same through the `tracing` layer.
-fn spans_and_tracing(r: &mut Report, _picollo: &str) {
+fn spans_and_tracing(r: &mut Report) -> Option<u64> {
+    let mut span_constant = None;
     if span::configure(SpanConfig::new().with_counters(["instructions"])).is_err() {
-        return r.error("spans", "span counters configured already");
+        r.error("spans", "span counters configured already");
+        return None;
     }
     let _ = span::open_thread_ring();
     let pid = std::process::id() as i32;
     let mut consumer = match SpanConsumer::attach(pid) {
         Ok(c) => c,
-        Err(e) => return r.error("spans", e),
+        Err(e) => {
+            r.error("spans", e);
+            return None;
+        }
     };
     const K: u64 = 20;
-    for _ in 0..K {
+    for round in 0..=K {
+        if round == 1 {
+            // The first round (the ring's and the counters' first use) is not measured.
+            if let Err(e) = consumer.poll() {
+                r.error("spans", e);
+                return None;
+            }
+            let _ = consumer.take_interval();
+        }
         {
             let _s = picollo_linux::span!("chain1000");
             black_box(add_chain_256(black_box(1000)));
@@ -540,13 +581,21 @@ fn spans_and_tracing(r: &mut Report, _picollo: &str) {
         }
     }
     if let Err(e) = consumer.poll() {
-        return r.error("spans", e);
+        r.error("spans", e);
+        return None;
     }
     let agg = consumer.aggregator();
     let idx = agg.counters().iter().position(|c| c == "instructions");
     let per_span = |name: &str| -> Option<(u64, u128)> {
+        use picollo_core::read::ReadExt;
         let st = agg.span(name)?;
         let i = idx?;
+        let h = st.counter_deltas(i)?;
+        println!(
+            "INFO {name}: instructions per span in [{:?}, {:?}]",
+            h.min(),
+            h.max()
+        );
         Some((st.counter_count(i), st.counter_sum(i)?))
     };
     match (per_span("chain1000"), per_span("chain3000")) {
@@ -567,12 +616,19 @@ fn spans_and_tracing(r: &mut Report, _picollo: &str) {
                 ),
             );
             if ok {
-                r.figure("constant_span", c1 / i128::from(K));
+                let c = u64::try_from(c1 / i128::from(K)).unwrap_or(u64::MAX);
+                r.figure("constant_span", c);
+                span_constant = Some(c);
             }
         }
-        other => r.check("span-instructions", false, format!("no span counts: {other:?}")),
+        other => r.check(
+            "span-instructions",
+            false,
+            format!("no span counts: {other:?}"),
+        ),
     }
     tracing_layer(r);
+    span_constant
 }
 
 fn tracing_layer(r: &mut Report) {
@@ -596,7 +652,12 @@ fn tracing_layer(r: &mut Report) {
     let range = |name: &str| -> Option<(u64, u64, u64, u64)> {
         let report = handle.span(name)?;
         let c = report.counter("instructions")?;
-        Some((report.count(), c.not_counted, c.deltas.min()?, c.deltas.max()?))
+        Some((
+            report.count(),
+            c.not_counted,
+            c.deltas.min()?,
+            c.deltas.max()?,
+        ))
     };
     for (name, n) in [("traced1000", 1000u64), ("traced3000", 3000)] {
         match range(name) {
@@ -675,8 +736,15 @@ mod cli_json {
                 .iter()
                 .find(|p| p["name"] == phase)?
                 .clone();
-            let c = &p["counters"][counter];
-            Some((c["spans"].as_u64()?, c["sum"].as_u64()?))
+            // cycles and instructions are columns of their own; other counters are in
+            // `counters` with their own span counts.
+            match counter {
+                "instructions" | "cycles" => Some((p["n"].as_u64()?, p[counter].as_u64()?)),
+                _ => {
+                    let c = &p["counters"][counter];
+                    Some((c["spans"].as_u64()?, c["sum"].as_u64()?))
+                }
+            }
         })
     }
 }
@@ -695,15 +763,22 @@ fn run(cmd: &mut Command) -> Result<String, String> {
     Ok(stdout)
 }
 
-fn cli(r: &mut Report, picollo: &str) {
-    let me = std::env::current_exe().map_or_else(|_| "/bin/picollo-guest".into(), |p| p.display().to_string());
+fn cli(r: &mut Report, picollo: &str, span_constant: Option<u64>) {
+    let me = std::env::current_exe()
+        .map_or_else(|_| "/bin/picollo-guest".into(), |p| p.display().to_string());
     // `picollo counters`: the capabilities and the PMU's own events from sysfs.
     match run(Command::new(picollo).arg("counters")) {
         Ok(out) => {
             let sysfs = std::fs::read_dir("/sys/bus/event_source/devices/armv8_pmuv3/events")
-                .map(|d| d.filter_map(|e| Some(e.ok()?.file_name().into_string().ok()?)).collect::<Vec<_>>())
+                .map(|d| {
+                    d.filter_map(|e| e.ok()?.file_name().into_string().ok())
+                        .collect::<Vec<_>>()
+                })
                 .unwrap_or_default();
-            let listed = sysfs.iter().filter(|e| out.contains(&format!("armv8_pmuv3/{e}/"))).count();
+            let listed = sysfs
+                .iter()
+                .filter(|e| out.contains(&format!("armv8_pmuv3/{e}/")))
+                .count();
             r.check(
                 "cli-counters",
                 out.contains("hardware PMU: available")
@@ -743,7 +818,11 @@ fn cli(r: &mut Report, picollo: &str) {
                 }
                 values.push((n, max, half));
             }
-            Ok((None, _, o)) => r.check(&format!("cli-stat-{n}"), false, format!("no instructions table: {o}")),
+            Ok((None, _, o)) => r.check(
+                &format!("cli-stat-{n}"),
+                false,
+                format!("no instructions table: {o}"),
+            ),
             Err(e) => r.error(&format!("cli-stat-{n}"), e),
         }
     }
@@ -756,10 +835,14 @@ fn cli(r: &mut Report, picollo: &str) {
             format!("stat({n2}) − stat({n1}) = {diff}, model 258·{} = {model}, within the two half widths", n2 - n1),
         );
     }
-    attach(r, picollo, &me);
+    attach(r, picollo, &me, span_constant);
 }
 
-fn attach(r: &mut Report, picollo: &str, me: &str) {
+/// `picollo attach PID --spans -e instructions` on a running spans program: its spans of
+/// `add_chain_256(1000)` count `258,000 + C` each, `C` as the in-process span check measured
+/// (`span_constant`), except for at most [`MAX_CONSTANT`] instructions in all (the first span
+/// after the counters are switched on reads its start through a path of its own).
+fn attach(r: &mut Report, picollo: &str, me: &str, span_constant: Option<u64>) {
     let child = Command::new(me)
         .args(["spans", "6"])
         .stdout(Stdio::piped())
@@ -781,7 +864,10 @@ fn attach(r: &mut Report, picollo: &str, me: &str) {
     });
     let Some(pid) = pid else {
         let _ = child.kill();
-        return r.error("cli-attach", format!("the spans program did not start: {line:?}"));
+        return r.error(
+            "cli-attach",
+            format!("the spans program did not start: {line:?}"),
+        );
     };
     let out = run(Command::new(picollo).args([
         "attach",
@@ -799,18 +885,23 @@ fn attach(r: &mut Report, picollo: &str, me: &str) {
     match out {
         Ok(o) => match cli_json::attach_sum(&o, "attached", "instructions") {
             Some((spans, sum)) if spans > 0 => {
-                let c = sum as i128 - i128::from(spans * PER_UNIT * 1000);
-                let ok = c % i128::from(spans) == 0 && (0..=i128::from(MAX_CONSTANT * spans)).contains(&c);
+                let c = span_constant.unwrap_or(0);
+                let model = spans * (PER_UNIT * 1000 + c);
+                let excess = sum.wrapping_sub(model);
                 r.check(
                     "cli-attach",
-                    ok,
+                    span_constant.is_some() && spans >= 100 && excess <= MAX_CONSTANT,
                     format!(
-                        "attach -e instructions on pid {pid}: {spans} spans, sum {sum} = spans × (258,000 + {})",
-                        c / i128::from(spans)
+                        "attach -e instructions on pid {pid}: {spans} spans, sum {sum} = spans × \
+                         (258,000 + {c}) + {excess}"
                     ),
                 );
             }
-            other => r.check("cli-attach", false, format!("no instructions in the span table ({other:?}): {o}")),
+            other => r.check(
+                "cli-attach",
+                false,
+                format!("no instructions in the span table ({other:?}): {o}"),
+            ),
         },
         Err(e) => r.error("cli-attach", e),
     }
