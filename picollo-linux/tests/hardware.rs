@@ -50,7 +50,10 @@ fn add_chain(n: u64) -> u64 {
 
 #[test]
 fn counter_counts_are_reported() {
-    let Some(caps) = covered("counter_counts_are_reported", "caps-counters") else {
+    let Some(caps) = covered(
+        "counter_counts_are_reported",
+        "caps-counters; this test runs in the guest",
+    ) else {
         return;
     };
     eprintln!("{caps}");
@@ -64,7 +67,7 @@ fn counter_counts_are_reported() {
 fn fixed_counters_count_a_known_workload() {
     let Some(_) = covered(
         "fixed_counters_count_a_known_workload",
-        "exact-read-syscall, group-of-7",
+        "exact-read-syscall, group-of-7; this test runs in the guest",
     ) else {
         return;
     };
