@@ -17,7 +17,7 @@
 //!   `kernel.perf_user_access` itself); `PICOLLO` is the `picollo` binary to test;
 //! - `picollo-guest chain N`: runs `add_chain_256(N)` and exits (the workload of
 //!   `picollo stat`);
-//! - `picollo-guest spans SECONDS`: a program with `span!`s around `add_chain_256(1000)`, for
+//! - `picollo-guest spans SECONDS`: a program with spans around `add_chain_256(1000)`, for
 //!   `picollo attach -e instructions PID`.
 //!
 //! # The model
@@ -43,7 +43,7 @@ use picollo_linux::count::Count;
 use picollo_linux::event::HardwareEvent;
 use picollo_linux::page::Fallback;
 use picollo_linux::session::{CounterSession, ReadPath};
-use picollo_linux::span::{self, SpanConfig, SpanConsumer};
+use picollo_linux::span::{self, Span, SpanConfig, SpanConsumer, SpanName};
 
 /// Instructions per unit of `add_chain_256` on aarch64: 256 adds, `subs`, `b.ne`.
 const PER_UNIT: u64 = 258;
@@ -363,10 +363,52 @@ fn exact_counts(r: &mut Report) {
     if let Err(e) = set_user_access(true) {
         r.error("user-access", e);
     }
+    fresh_pages(r);
     if let (Some(u), Some(s)) = (user, syscall) {
         r.figure("constant_user_read", u);
         r.figure("constant_syscall_read", s);
     }
+}
+
+/// The other calibrated workload, `picollo_linux::workload::FreshPages`: writing `k` fresh
+/// pages is exactly `k` page faults, counted in the same group as `instructions`.
+fn fresh_pages(r: &mut Report) {
+    use picollo_linux::event::SoftwareEvent;
+    let s = CounterSession::builder()
+        .software(SoftwareEvent::PageFaults)
+        .hardware(HardwareEvent::Instructions)
+        .build();
+    let mut s = match s {
+        Ok(s) => s,
+        Err(e) => return r.error("exact-page-faults", e),
+    };
+    let mut shown = Vec::new();
+    let mut ok = true;
+    for k in [1usize, 16, 256] {
+        let pages = match picollo_linux::workload::FreshPages::new(k) {
+            Ok(p) => p,
+            Err(e) => return r.error("exact-page-faults", e),
+        };
+        let (a, touched, b) = (s.read(false), pages.touch_all(), s.read(false));
+        let d: Vec<Option<u64>> = s
+            .deltas()
+            .map(|d| d.map(|(_, c)| c.value()).collect())
+            .unwrap_or_default();
+        ok &= a.is_ok() && b.is_ok() && touched == k && d.first() == Some(&Some(k as u64));
+        ok &= d.get(1).is_some_and(Option::is_some);
+        shown.push(format!(
+            "{k} pages: {:?} faults",
+            d.first().copied().flatten()
+        ));
+    }
+    r.check(
+        "exact-page-faults",
+        ok,
+        format!(
+            "page-faults = pages written, beside instructions in one group: {}",
+            shown.join(", ")
+        ),
+    );
 }
 
 /// Instructions (user and kernel) per `CounterSession::read` on each path, measured by a
@@ -544,7 +586,7 @@ fn multiplexing(r: &mut Report) {
     }
 }
 
-/// `span!`s around `add_chain_256(n)`, with `instructions` sampled at each span's ends, read
+/// Spans around `add_chain_256(n)`, with `instructions` sampled at each span's ends, read
 /// back by a consumer in this process; then the same through the `tracing` layer.
 fn spans_and_tracing(r: &mut Report) -> Option<u64> {
     let mut span_constant = None;
@@ -571,14 +613,8 @@ fn spans_and_tracing(r: &mut Report) -> Option<u64> {
             }
             let _ = consumer.take_interval();
         }
-        {
-            let _s = picollo_linux::span!("chain1000");
-            black_box(add_chain_256(black_box(1000)));
-        }
-        {
-            let _s = picollo_linux::span!("chain3000");
-            black_box(add_chain_256(black_box(3000)));
-        }
+        chain_span(CHAIN_1000, 1000);
+        chain_span(SpanName::new("chain3000"), 3000);
     }
     if let Err(e) = consumer.poll() {
         r.error("spans", e);
@@ -688,17 +724,26 @@ fn tracing_layer(r: &mut Report) {
     }
 }
 
-/// A spans program for `picollo attach`: `span!("attached")` around `add_chain_256(1000)`,
+/// The span of [`chain_span`] around `add_chain_256(1000)`, in this process and in the
+/// spans program `picollo attach` attaches to.
+const CHAIN_1000: SpanName = SpanName::new("chain1000");
+
+/// A span around `add_chain_256(n)`: one function for the in-process check and the spans
+/// program, so both count the same constant.
+#[inline(never)]
+fn chain_span(name: SpanName, n: u64) {
+    let _s = Span::enter(name);
+    black_box(add_chain_256(black_box(n)));
+}
+
+/// A spans program for `picollo attach`: [`chain_span`]s of `add_chain_256(1000)`,
 /// with a short sleep between, for `secs` seconds. Prints its pid when its ring is open.
 fn spans_program(secs: f64) {
     let _ = span::open_thread_ring();
     println!("ready {}", std::process::id());
     let deadline = Instant::now() + Duration::from_secs_f64(secs);
     while Instant::now() < deadline {
-        {
-            let _s = picollo_linux::span!("attached");
-            black_box(add_chain_256(black_box(1000)));
-        }
+        chain_span(CHAIN_1000, 1000);
         std::thread::sleep(Duration::from_millis(1));
     }
 }
@@ -789,6 +834,27 @@ fn cli(r: &mut Report, picollo: &str, span_constant: Option<u64>) {
             );
         }
         Err(e) => r.error("cli-counters", e),
+    }
+    // With user access off, `picollo counters` says so and how to turn it on.
+    if set_user_access(false).is_ok() {
+        let out = run(Command::new(picollo).arg("counters"));
+        let _ = set_user_access(true);
+        match out {
+            Ok(o) => {
+                let line = o
+                    .lines()
+                    .find(|l| l.contains("rdpmc:"))
+                    .unwrap_or("")
+                    .trim();
+                r.check(
+                    "cli-counters-user-access-off",
+                    line.contains("kernel.perf_user_access = 0")
+                        && line.contains("sysctl kernel.perf_user_access=1"),
+                    line,
+                );
+            }
+            Err(e) => r.error("cli-counters-user-access-off", e),
+        }
     }
     // `picollo stat -e instructions,cycles -r 10`: every run of the same command counts the
     // same, and the difference between two sizes is exactly the model's.
@@ -946,7 +1012,7 @@ fn attach(r: &mut Report, picollo: &str, me: &str, span_constant: Option<u64>) {
     let _ = child.kill();
     let _ = child.wait();
     match out {
-        Ok(o) => match cli_json::attach_sum(&o, "attached", "instructions") {
+        Ok(o) => match cli_json::attach_sum(&o, "chain1000", "instructions") {
             Some((spans, sum)) if spans > 0 => {
                 let c = span_constant.unwrap_or(0);
                 let model = spans * (PER_UNIT * 1000 + c);
