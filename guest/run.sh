@@ -36,12 +36,19 @@ done
 echo "== build picollo and picollo-guest for $TARGET"
 export CARGO_TARGET_AARCH64_UNKNOWN_LINUX_MUSL_LINKER=aarch64-linux-gnu-gcc
 cargo build -q --release -p picollo-cli -p picollo-guest --target "$TARGET"
-# picollo-linux's hardware tests (tests/hardware.rs), which skip on CI's VM, run in the
-# guest too (release: the dependencies are the ones just built).
-hardware_tests=$(cargo test -q --release -p picollo-linux --test hardware --target "$TARGET" \
+# picollo-linux's tests that take another branch with a PMU run in the guest too: the
+# hardware tests, which skip on CI's VM, and the span and software-event tests (release:
+# the dependencies are the ones just built).
+GUEST_TESTS=(hardware spans software_events)
+declare -A test_bin
+while IFS=$'\t' read -r name exe; do
+  test_bin[$name]=$exe
+done < <(cargo test -q --release -p picollo-linux "${GUEST_TESTS[@]/#/--test=}" --target "$TARGET" \
   --no-run --message-format=json |
-  sed -n 's/.*"executable":"\([^"]*\)".*/\1/p' | tail -1)
-[ -x "$hardware_tests" ] || { echo "error: no hardware test binary built" >&2; exit 1; }
+  sed -n 's/.*"target":{[^}]*"name":"\([^"]*\)".*"executable":"\([^"]*\)".*/\1\t\2/p')
+for t in "${GUEST_TESTS[@]}"; do
+  [ -x "${test_bin[$t]:-}" ] || { echo "error: no test binary for picollo-linux/tests/$t.rs" >&2; exit 1; }
+done
 
 echo "== kernel and busybox from Debian (arm64)"
 kernel_pkg=$(apt-cache depends linux-image-arm64:arm64 2>/dev/null |
@@ -71,8 +78,10 @@ for b in picollo picollo-guest; do
   cp "target/$TARGET/release/$b" "$root/bin/"
   aarch64-linux-gnu-strip "$root/bin/$b"
 done
-cp "$hardware_tests" "$root/bin/hardware-tests"
-aarch64-linux-gnu-strip "$root/bin/hardware-tests"
+for t in "${GUEST_TESTS[@]}"; do
+  cp "${test_bin[$t]}" "$root/bin/test-$t"
+  aarch64-linux-gnu-strip "$root/bin/test-$t"
+done
 cat >"$root/init" <<'EOF'
 #!/bin/busybox sh
 /bin/busybox --install -s /bin
@@ -86,24 +95,27 @@ mount -t tmpfs tmp /tmp
 echo "guest: $(uname -r), $(dmesg | grep -o 'enabled with .* counters available')"
 picollo-guest check /bin/picollo
 echo "guest: picollo-guest exited with status $?"
-# The host's hardware tests, on this PMU (user access left on by the checks). A test may
-# still skip for an event QEMU's PMU lacks (generic cache events), never for want of a PMU.
-if PICOLLO_SKIP_LOG=/tmp/skips hardware-tests --test-threads=1 >/tmp/hw.log 2>&1; then
-  echo "PASS hardware-tests: picollo-linux/tests/hardware.rs: $(grep -o '[0-9]* passed; [0-9]* failed' /tmp/hw.log)"
-else
-  echo "FAIL hardware-tests: picollo-linux/tests/hardware.rs failed:"
-  cat /tmp/hw.log
-fi
+# picollo-linux's tests on this PMU (user access left on by the checks). A test may still
+# skip for an event QEMU's PMU lacks (generic cache events), never for want of a PMU.
+for t in @GUEST_TESTS@; do
+  if PICOLLO_SKIP_LOG=/tmp/skips /bin/test-$t --test-threads=1 >/tmp/$t.log 2>&1; then
+    echo "PASS tests-$t: picollo-linux/tests/$t.rs: $(grep -o '[0-9]* passed; [0-9]* failed' /tmp/$t.log)"
+  else
+    echo "FAIL tests-$t: picollo-linux/tests/$t.rs failed:"
+    sed "s/^/INFO   /" /tmp/$t.log
+  fi
+done
 if [ -e /tmp/skips ]; then
   while IFS="$(printf '\t')" read -r kind test reason; do
     case "$reason" in
-      "no hardware PMU"*) echo "FAIL hardware-tests: $test skipped in the guest: $reason" ;;
-      *) echo "INFO hardware-tests: $test skipped in the guest: $reason" ;;
+      "no hardware PMU"*) echo "FAIL tests: $test skipped in the guest: $reason" ;;
+      *) echo "INFO tests: $test skipped in the guest: $reason" ;;
     esac
   done </tmp/skips
 fi
 poweroff -f
 EOF
+sed -i "s/@GUEST_TESTS@/${GUEST_TESTS[*]}/" "$root/init"
 chmod +x "$root/init"
 (cd "$root" && find . | cpio -o -H newc --quiet | gzip -1) >"$WORK/initramfs.cpio.gz"
 
