@@ -860,6 +860,7 @@ fn cli(r: &mut Report, picollo: &str, span_constant: Option<u64>) {
     // same, and the difference between two sizes is exactly the model's.
     let events = "instructions,cycles";
     let mut values = Vec::new();
+    let mut exacts = Vec::new();
     for n in [1_000u64, 5_000] {
         let out = run(Command::new(picollo)
             .args(["stat", "-e", events, "-r", "10", "--format", "json", "--"])
@@ -874,11 +875,21 @@ fn cli(r: &mut Report, picollo: &str, span_constant: Option<u64>) {
         }) {
             Ok((Some((runs, min, max, half)), cycles, o)) => {
                 let cycles_ok = cycles.is_some_and(|(_, cmin, cmax, _)| cmin == min && cmax == max);
+                let exact = exact_process_count(&me, n);
+                let within = exact
+                    .as_ref()
+                    .is_ok_and(|&e| min.abs_diff(e) <= half && max.abs_diff(e) <= half);
                 r.check(
                     &format!("cli-stat-{n}"),
-                    runs == 10 && min == max && cycles_ok,
-                    format!("10 runs: instructions min = max = {max} (± {half}, the histogram's 0.1%); cycles {cycles:?}"),
+                    runs == 10 && min == max && cycles_ok && within,
+                    format!(
+                        "10 runs: instructions min = max = {max} ± {half} (the histogram's \
+                         0.1%), the exact count {exact:?}; cycles {cycles:?}"
+                    ),
                 );
+                if let Ok(e) = exact {
+                    exacts.push((n, e));
+                }
                 if runs != 10 || min != max {
                     println!("{o}");
                 }
@@ -901,21 +912,57 @@ fn cli(r: &mut Report, picollo: &str, span_constant: Option<u64>) {
             format!("stat({n2}) − stat({n1}) = {diff}, model 258·{} = {model}, within the two half widths", n2 - n1),
         );
     }
-    if let Some(&(n, v, h)) = values.last() {
-        stat_multiplexed(r, picollo, &me, (n, v, h));
+    if let [(n1, e1), (n2, e2)] = exacts[..] {
+        r.check(
+            "exact-process",
+            e2 - e1 == PER_UNIT * (n2 - n1),
+            format!(
+                "the whole `chain` process from exec to exit (inherit, enable_on_exec): \
+                 {e1} and {e2}, exactly 258·{} apart",
+                n2 - n1
+            ),
+        );
     }
+    stat_multiplexed(r, picollo, &me);
     attach(r, picollo, &me, span_constant);
+}
+
+/// The exact user-space instructions of `picollo-guest chain n` from its exec to its exit, as
+/// `picollo stat` counts a command, through the library: a disabled `instructions` counter on
+/// this thread with `inherit` and `enable_on_exec`, which the child inherits and which starts
+/// counting at the child's exec (this thread never execs, so its own copy stays off).
+fn exact_process_count(me: &str, n: u64) -> Result<u64, String> {
+    let mut s = CounterSession::builder()
+        .hardware(HardwareEvent::Instructions)
+        .enabled(false)
+        .enable_on_exec(true)
+        .inherit(true)
+        .build()
+        .map_err(|e| e.to_string())?;
+    let status = Command::new(me)
+        .args(["chain", &n.to_string()])
+        .status()
+        .map_err(|e| e.to_string())?;
+    if !status.success() {
+        return Err(format!("chain {n}: {status}"));
+    }
+    s.read(true).map_err(|e| e.to_string())?;
+    match s.counters()[0].value() {
+        Some(Count::Exact(v)) => Ok(v),
+        other => Err(format!("chain {n}: counted {other:?}")),
+    }
 }
 
 /// `picollo stat` with more hardware events than the PMU has counters (cycles, instructions
 /// and six raw events for six event counters): the kernel refuses them as one group, so stat
 /// opens one group per event and they multiplex; the scaled instructions must stay within
-/// [`MUX_BOUND_PERMILLE`] of the exact count, which `base` (`n`, value, half width, from a
-/// stat run that was not multiplexed) and the model give.
-fn stat_multiplexed(r: &mut Report, picollo: &str, me: &str, base: (u64, u64, u64)) {
+/// [`MUX_BOUND_PERMILLE`] of the exact count ([`exact_process_count`]).
+fn stat_multiplexed(r: &mut Report, picollo: &str, me: &str) {
     const N: u64 = 400_000; // 103 M instructions: about 25 rotations of 4 ms
-    let (n0, v0, h0) = base;
-    let exact = v0 + PER_UNIT * (N - n0);
+    let exact = match exact_process_count(me, N) {
+        Ok(e) => e,
+        Err(e) => return r.error("cli-stat-multiplexed", e),
+    };
     let out = Command::new(picollo)
         .args([
             "stat",
@@ -950,7 +997,7 @@ fn stat_multiplexed(r: &mut Report, picollo: &str, me: &str, base: (u64, u64, u6
                 runs == 3
                     && tables
                     && stderr.contains("multiplexed")
-                    && worst + h0 * 1000 / exact <= MUX_BOUND_PERMILLE,
+                    && worst <= MUX_BOUND_PERMILLE,
                 format!(
                     "8 events for 7 counters: one group each, multiplexed ({}); instructions \
                      in [{min}, {max}], {worst}‰ from {exact} (bound {MUX_BOUND_PERMILLE}‰); \
