@@ -65,6 +65,14 @@ const UNITS: [u64; 5] = [1, 10, 100, 1_000, 4_000];
 /// the rotation's edges).
 const MUX_BOUND_PERMILLE: u64 = 20;
 
+/// The events of the exact `picollo stat` checks. User-space counts only: the exact counts
+/// they are compared with exclude the kernel. (If `stat` comes to count the kernel by
+/// default, spell them `instructions:u,cycles:u` here and in [`STAT_MUX_EVENTS`].)
+const STAT_EVENTS: &str = "instructions,cycles";
+
+/// More hardware events than QEMU's PMU has counters (1 cycle counter, 6 event counters).
+const STAT_MUX_EVENTS: &str = "cycles,instructions,r0000,r0001,r0002,r0003,r0004,r0005";
+
 /// The sysctl that lets user space read arm64 PMU counters.
 const USER_ACCESS: &str = "/proc/sys/kernel/perf_user_access";
 
@@ -858,7 +866,7 @@ fn cli(r: &mut Report, picollo: &str, span_constant: Option<u64>) {
     }
     // `picollo stat -e instructions,cycles -r 10`: every run of the same command counts the
     // same, and the difference between two sizes is exactly the model's.
-    let events = "instructions,cycles";
+    let events = STAT_EVENTS;
     let mut values = Vec::new();
     let mut exacts = Vec::new();
     for n in [1_000u64, 5_000] {
@@ -964,11 +972,7 @@ fn stat_multiplexed(r: &mut Report, picollo: &str, me: &str) {
         Err(e) => return r.error("cli-stat-multiplexed", e),
     };
     let out = Command::new(picollo)
-        .args([
-            "stat",
-            "-e",
-            "cycles,instructions,r0000,r0001,r0002,r0003,r0004,r0005",
-        ])
+        .args(["stat", "-e", STAT_MUX_EVENTS])
         .args(["-r", "3", "--format", "json", "--"])
         .arg(me)
         .args(["chain", &N.to_string()])
