@@ -67,7 +67,7 @@ for pkg in "$kernel_pkg" busybox-static; do
   fi
 done
 kernel=$(ls "$WORK"/extracted/boot/vmlinuz-*-arm64 | sort -V | tail -1)
-echo "   $(basename "$kernel"), busybox $(ls "$WORK"/debs/busybox-static_*_arm64.deb | sed 's/.*busybox-static_\([^_]*\)_.*/\1/')"
+echo "   $(basename "$kernel"), busybox $(ls "$WORK"/debs/busybox-static_*_arm64.deb | sed 's/.*busybox-static_\([^_]*\)_.*/\1/; s/%3a/:/')"
 
 echo "== initramfs"
 root="$WORK/root"

@@ -932,6 +932,7 @@ fn cli(r: &mut Report, picollo: &str, span_constant: Option<u64>) {
         );
     }
     stat_multiplexed(r, picollo, &me);
+    stat_defaults(r, picollo, &me);
     attach(r, picollo, &me, span_constant);
 }
 
@@ -958,6 +959,36 @@ fn exact_process_count(me: &str, n: u64) -> Result<u64, String> {
     match s.counters()[0].value() {
         Some(Count::Exact(v)) => Ok(v),
         other => Err(format!("chain {n}: counted {other:?}")),
+    }
+}
+
+/// `picollo stat -- CMD` with no `-e`, what a user runs first: the defaults for a machine
+/// with a PMU, the ones QEMU's PMU lacks (`branch-misses`) left out with a note, the others
+/// counted.
+fn stat_defaults(r: &mut Report, picollo: &str, me: &str) {
+    let out = Command::new(picollo)
+        .args(["stat", "-r", "3", "--format", "json", "--"])
+        .arg(me)
+        .args(["chain", "1000"])
+        .output();
+    match out {
+        Ok(o) => {
+            let json = String::from_utf8_lossy(&o.stdout);
+            let stderr = String::from_utf8_lossy(&o.stderr);
+            let counted: Vec<&str> = ["task-clock", "cycles", "instructions", "page-faults"]
+                .into_iter()
+                .filter(|t| cli_json::stat_min_max(&json, t).is_some_and(|(runs, ..)| runs == 3))
+                .collect();
+            r.check(
+                "cli-stat-defaults",
+                o.status.success() && counted.len() == 4 && stderr.contains("`branch-misses`"),
+                format!(
+                    "counted {counted:?}; notes: {}",
+                    stderr.trim().replace('\n', " | ")
+                ),
+            );
+        }
+        Err(e) => r.error("cli-stat-defaults", e),
     }
 }
 
