@@ -671,61 +671,108 @@ fn spans_and_tracing(r: &mut Report) -> Option<u64> {
             format!("no span counts: {other:?}"),
         ),
     }
-    tracing_layer(r);
+    tracing_layer(r, &mut consumer);
     span_constant
 }
 
-fn tracing_layer(r: &mut Report) {
+/// One `tracing` span callsite around `add_chain_256(n)` (one callsite: the layer's own
+/// instructions inside the window depend on the callsite's place in its tables).
+#[inline(never)]
+fn traced(n: u64) {
+    let s = tracing::info_span!("traced");
+    s.in_scope(|| black_box(add_chain_256(black_box(n))));
+}
+
+/// The `tracing` layer's counter deltas: the frames it writes to the thread's ring (read by
+/// `consumer`, exact sums) are exactly `258·n + C` per span for every `n`, as for `span!`,
+/// and its own histograms (0.4% buckets) hold every span around that count.
+fn tracing_layer(r: &mut Report, consumer: &mut SpanConsumer) {
     use picollo_core::read::ReadExt;
     use tracing_subscriber::layer::SubscriberExt;
     let layer = picollo_tracing::PicolloLayer::builder()
         .counters(["instructions"])
-        .rings(false)
         .build();
     let handle = layer.handle();
     let subscriber = tracing_subscriber::registry().with(layer);
     const K: u64 = 20;
+    // (n, spans, sum) of each interval of K spans.
+    let mut intervals: Vec<Result<(u64, u64, u128), String>> = Vec::new();
     tracing::subscriber::with_default(subscriber, || {
-        for _ in 0..K {
-            let s = tracing::info_span!("traced1000");
-            s.in_scope(|| black_box(add_chain_256(black_box(1000))));
-            let s = tracing::info_span!("traced3000");
-            s.in_scope(|| black_box(add_chain_256(black_box(3000))));
+        // The callsite's first span is not measured.
+        traced(1000);
+        let _ = consumer.poll();
+        let _ = consumer.take_interval();
+        for n in [1000u64, 3000] {
+            for _ in 0..K {
+                traced(n);
+            }
+            let sum = consumer.poll().map_err(|e| e.to_string()).and_then(|_| {
+                let agg = consumer.take_interval();
+                let i = agg
+                    .counters()
+                    .iter()
+                    .position(|c| c == "instructions")
+                    .ok_or("no instructions in the frames")?;
+                let st = agg.span("traced").ok_or("no traced frames")?;
+                Ok((n, st.counter_count(i), st.counter_sum(i).unwrap_or(0)))
+            });
+            intervals.push(sum);
         }
     });
-    let range = |name: &str| -> Option<(u64, u64, u64, u64)> {
-        let report = handle.span(name)?;
-        let c = report.counter("instructions")?;
-        Some((
-            report.count(),
-            c.not_counted,
-            c.deltas.min()?,
-            c.deltas.max()?,
-        ))
-    };
-    for (name, n) in [("traced1000", 1000u64), ("traced3000", 3000)] {
-        match range(name) {
-            Some((count, not_counted, min, max)) => {
-                let exact = PER_UNIT * n;
-                // The layer's histograms have 128 buckets per power of two (0.4%): min and
-                // max are bucket bounds around 258·n + C.
-                let tol = exact / 128 + MAX_CONSTANT;
-                let ok = count == K
-                    && not_counted == 0
-                    && min <= max
-                    && min + tol >= exact
-                    && max <= exact + tol;
-                r.check(
-                    &format!("tracing-{name}"),
-                    ok,
-                    format!(
-                        "{count} spans, not counted {not_counted}; instructions per span in \
-                         [{min}, {max}] (exact 258·{n} = {exact} + C, histogram 0.4%)"
-                    ),
-                );
+    match intervals[..] {
+        [Ok((n1, k1, s1)), Ok((n3, k3, s3))] => {
+            let c1 = s1 as i128 - i128::from(k1 * PER_UNIT * n1);
+            let c3 = s3 as i128 - i128::from(k3 * PER_UNIT * n3);
+            let ok = k1 == K
+                && k3 == K
+                && c1 == c3
+                && c1 % i128::from(K) == 0
+                && (0..=i128::from(MAX_CONSTANT * K)).contains(&c1);
+            r.check(
+                "tracing-frames",
+                ok,
+                format!(
+                    "the layer's frames: {k1} + {k3} spans, sums {s1} and {s3} = spans × \
+                     (258·n + {})",
+                    c1 / i128::from(K)
+                ),
+            );
+            if ok {
+                r.figure("constant_tracing", c1 / i128::from(K));
             }
-            None => r.check(&format!("tracing-{name}"), false, "no report"),
         }
+        ref other => r.check("tracing-frames", false, format!("{other:?}")),
+    }
+    let report = handle.span("traced");
+    let c = report.as_ref().and_then(|s| s.counter("instructions"));
+    match (
+        report.as_ref(),
+        c,
+        c.and_then(|c| c.deltas.min()),
+        c.and_then(|c| c.deltas.max()),
+    ) {
+        (Some(report), Some(c), Some(min), Some(max)) => {
+            // 128 buckets per power of two: min and max are bucket bounds around
+            // 258·1000 + C and 258·3000 + C.
+            let (lo, hi) = (PER_UNIT * 1000, PER_UNIT * 3000);
+            let ok = report.count() == 2 * K + 1
+                && c.not_counted == 0
+                && min + lo / 128 >= lo
+                && min <= lo + lo / 128 + MAX_CONSTANT
+                && max + hi / 128 >= hi
+                && max <= hi + hi / 128 + MAX_CONSTANT;
+            r.check(
+                "tracing-histograms",
+                ok,
+                format!(
+                    "{} spans, not counted {}; instructions per span from {min} to {max} \
+                     (258,000 + C and 774,000 + C, in 0.4% buckets)",
+                    report.count(),
+                    c.not_counted
+                ),
+            );
+        }
+        _ => r.check("tracing-histograms", false, "no report"),
     }
     if let Some(p) = handle.counter_problem() {
         r.check("tracing-counters", false, p);
