@@ -163,7 +163,7 @@ if [ -n "${REPORT:-}" ]; then
       echo "| $n | ${u:-?} | ${s:-?} | $ratio |"
     done
     echo
-    echo "Instructions inside a measured interval besides the workload (\`258·n + C\`, exact for every n): user-space reads C = $(fig constant_user_read), \`read()\` C = $(fig constant_syscall_read), \`span!\` C = $(fig constant_span)."
+    echo "Instructions inside a measured interval besides the workload (\`258·n + C\`, exact for every n): user-space reads C = $(fig constant_user_read), \`read()\` C = $(fig constant_syscall_read), \`span!\` C = $(fig constant_span), a span of the \`tracing\` layer C = $(fig constant_tracing)."
   } >"$REPORT"
 fi
 
