@@ -9,7 +9,8 @@
 //! HdrHistogram's own tools accumulate logs. Each tag then gets its total, the percentiles the
 //! way HdrHistogram reports them (upper equivalent values), and Picollo's summary table
 //! (midpoint values, with the `±` of each bucket). Without arguments it reads the jHiccup
-//! vector `../shared/vectors/hdrhistogram/jHiccup-2.0.7S.logV2.hlog` beside the workspace.
+//! vector `picollo-alloc/tests/vectors/hdrhistogram/jHiccup-2.0.7S.logV2.hlog` (in the
+//! repository).
 //!
 //! Malformed lines and undecodable intervals are reported on stderr and skipped.
 
@@ -36,7 +37,7 @@ struct Group {
 fn default_log() -> PathBuf {
     PathBuf::from(concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/../../shared/vectors/hdrhistogram/jHiccup-2.0.7S.logV2.hlog"
+        "/tests/vectors/hdrhistogram/jHiccup-2.0.7S.logV2.hlog"
     ))
 }
 

@@ -22,5 +22,31 @@ pub use builder::{
 pub use heap::{HeapAtomicHistogram, HeapHistogram, HeapStorage};
 pub use hgrm::{write_hgrm, Hgrm, HgrmError};
 pub use snapshot::{Snapshot, SnapshotExt};
-pub use summary::{Summary, SummaryDiff, SummaryExt, SummaryLine, SummaryTable};
+pub use summary::{
+    NotASummaryRank, Scaled, Summary, SummaryDiff, SummaryExt, SummaryLine, SummaryTable,
+};
 pub use thread_local::{LocalCounter, ThreadLocalHistogram};
+
+// The common path from one crate: what reading, recording and formatting a histogram needs
+// from `picollo-core`, so users of the heap and thread-local kinds need no second dependency.
+// The whole core stays reachable as `picollo_alloc::picollo_core`.
+pub use picollo_core;
+pub use picollo_core::{
+    duration_ns, Bucket, EquivalentValue, FixedPercentile, HistogramRead, IntStats, Layout,
+    Percentile, PercentileError, Rank, ReadExt, Record, Stats, Window,
+};
+
+/// The traits and types most code needs: `use picollo_alloc::prelude::*;` (the histogram
+/// kinds, the builder, the read and record traits, summaries and their extension traits).
+pub mod prelude {
+    pub use crate::{
+        default_histogram, EquivalentValue, HeapHistogram, HistogramBuilder, HistogramRead, Layout,
+        Percentile, Rank, ReadExt, Record, SnapshotExt, Summary, SummaryExt, ThreadLocalHistogram,
+        Window,
+    };
+}
+
+/// The README's examples, compiled and run as doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

@@ -85,6 +85,9 @@ pub struct Summary {
     window: Window,
     requested: Option<(u64, u64)>,
     timestamp: SystemTime,
+    /// What values are divided by when printed ([`Summary::in_unit`]); 1 prints them as
+    /// recorded.
+    divisor: u64,
 }
 
 impl Default for Summary {
@@ -106,6 +109,7 @@ impl Default for Summary {
             window: Window::full(Layout::DEFAULT),
             requested: None,
             timestamp: SystemTime::UNIX_EPOCH,
+            divisor: 1,
         }
     }
 }
@@ -170,6 +174,49 @@ impl Summary {
         self.timestamp = SystemTime::now();
     }
 
+    /// Prints values divided by `divisor` (1,000 for nanoseconds as microseconds), with the
+    /// decimals that keep them exact: `16,384.512` rather than a rounded `16,385`. The
+    /// percentiles, `±`, mean, standard deviation and range are divided; counts and the
+    /// precision are not; the recorded values stay as they are. A divisor of 0 is taken as 1.
+    ///
+    /// ```
+    /// use picollo_alloc::{default_histogram, SummaryExt};
+    ///
+    /// let mut h = default_histogram();
+    /// h.record(16_384_512); // ns
+    /// let s = h.summary().in_unit(1_000_000); // ms
+    /// assert_eq!(s.scaled(16_384_512).to_string(), "16.384512");
+    /// // The table prints the bucket's midpoint in ms, with the decimals that keep it exact.
+    /// let mid = s.p50().value;
+    /// assert!(s.table("t (ms)").to_string().contains(&format!(" {} ", s.scaled(mid))));
+    /// assert!(s.scaled(mid).to_string().starts_with("16.3"));
+    /// ```
+    pub fn in_unit(mut self, divisor: u64) -> Self {
+        self.divisor = divisor.max(1);
+        self
+    }
+
+    /// What printed values are divided by (1 unless [`Summary::in_unit`] was called).
+    pub fn unit_divisor(&self) -> u64 {
+        self.divisor
+    }
+
+    /// `value` as printed: divided by [`Summary::unit_divisor`], digits grouped, with the
+    /// decimals the divisor needs ([`Scaled`]).
+    pub fn scaled(&self, value: u64) -> Scaled {
+        Scaled::new(value, self.divisor)
+    }
+
+    /// A statistic (mean, deviation) in the printed unit.
+    pub fn scaled_stat(&self, v: f64) -> f64 {
+        v / self.divisor as f64
+    }
+
+    /// Decimals for a statistic in the printed unit: 2, or the divisor's when more.
+    pub fn stat_decimals(&self) -> usize {
+        Scaled::decimals_of(self.divisor).max(2)
+    }
+
     /// Sets the requested trackable range printed in the `Range` row (see the type's docs).
     pub fn with_range(mut self, min: u64, max: u64) -> Self {
         self.requested = Some((min, max));
@@ -187,12 +234,38 @@ impl Summary {
         &self.percentiles
     }
 
-    /// The percentile at `rank` if it is one of [`RANKS`].
+    /// The percentile at `rank` if it is one of [`RANKS`], else `None`; for any other rank
+    /// ask the histogram (`h.percentile(99.95)`, [`crate::ReadExt`]), or use
+    /// [`Summary::try_percentile`], whose error says so.
     pub fn percentile(&self, rank: f64) -> Option<&Percentile> {
         RANKS
             .iter()
             .position(|&r| r == rank)
             .map(|i| &self.percentiles[i])
+    }
+
+    /// The percentile at `rank`, or an error saying that a summary keeps only [`RANKS`] and
+    /// that the histogram answers any rank:
+    ///
+    /// ```
+    /// use picollo_alloc::{default_histogram, ReadExt, SummaryExt};
+    ///
+    /// let mut h = default_histogram();
+    /// (1..=10_000).for_each(|v| h.record(v));
+    /// let s = h.summary();
+    /// assert_eq!(s.try_percentile(99.9)?.value, s.p99_9().value);
+    /// let e = s.try_percentile(99.95).unwrap_err();
+    /// assert!(e.to_string().contains("h.percentile(99.95)"));
+    /// // Any rank, from the histogram the summary was taken of:
+    /// let p = h.percentile(99.95)?;
+    /// assert!(p.lo <= 9_995 && 9_995 <= p.highest);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`NotASummaryRank`] when `rank` is not one of [`RANKS`].
+    pub fn try_percentile(&self, rank: f64) -> Result<&Percentile, NotASummaryRank> {
+        self.percentile(rank).ok_or(NotASummaryRank { rank })
     }
 
     rank_accessors! {
@@ -397,6 +470,30 @@ impl fmt::Display for Summary {
     }
 }
 
+/// A rank asked of a [`Summary`] that is not one of its 16 [`RANKS`]
+/// ([`Summary::try_percentile`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct NotASummaryRank {
+    /// The rank asked for.
+    pub rank: f64,
+}
+
+impl fmt::Display for NotASummaryRank {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "rank {} is not one of a summary's ranks (", self.rank)?;
+        for (i, r) in RANKS.iter().enumerate() {
+            write!(f, "{}{r}", if i > 0 { ", " } else { "" })?;
+        }
+        write!(
+            f,
+            "); ask the histogram for any rank: h.percentile({}) (picollo_alloc::ReadExt)",
+            self.rank
+        )
+    }
+}
+
+impl std::error::Error for NotASummaryRank {}
+
 /// Summaries of any histogram: `h.summary()` and `h.summary_into(&mut reused)`.
 pub trait SummaryExt: HistogramRead {
     /// The summary of this histogram, taken now (see [`Summary::from_histogram`]).
@@ -464,8 +561,8 @@ impl fmt::Display for SummaryTable<'_> {
             } else {
                 [
                     rank(p),
-                    Grouped(p.value).to_string(),
-                    format!("±{}", Grouped(p.half_width())),
+                    s.scaled(p.value).to_string(),
+                    format!("±{}", s.scaled(p.half_width())),
                     Grouped(p.rank_count).to_string(),
                 ]
             });
@@ -481,9 +578,9 @@ impl fmt::Display for SummaryTable<'_> {
         rows.push(Default::default());
         rows.push(cells([
             "Mean:",
-            &stat(s.mean, empty, 2),
+            &stat(s.scaled_stat(s.mean), empty, s.stat_decimals()),
             "StDev:",
-            &stat(s.stdev, empty, 2),
+            &stat(s.scaled_stat(s.stdev), empty, s.stat_decimals()),
         ]));
         rows.push(cells([
             "Precision:",
@@ -494,9 +591,9 @@ impl fmt::Display for SummaryTable<'_> {
         if s.underflow != 0 || s.overflow != 0 {
             rows.push(cells([
                 "Range Min:",
-                &Grouped(s.range_min()).to_string(),
+                &s.scaled(s.range_min()).to_string(),
                 "Max:",
-                &Grouped(s.range_max()).to_string(),
+                &s.scaled(s.range_max()).to_string(),
             ]));
         }
         write_table(
@@ -545,9 +642,14 @@ impl fmt::Display for SummaryLine<'_> {
                 write!(f, ", {label}=-")?;
             }
         } else {
-            write!(f, ", Mean={}", GroupedFloat(s.mean, 1))?;
+            let decimals = if s.divisor > 1 { s.stat_decimals() } else { 1 };
+            write!(
+                f,
+                ", Mean={}",
+                GroupedFloat(s.scaled_stat(s.mean), decimals)
+            )?;
             for (i, label) in ONE_LINE {
-                write!(f, ", {label}={}", Grouped(s.percentiles[i].value))?;
+                write!(f, ", {label}={}", s.scaled(s.percentiles[i].value))?;
             }
         }
         Ok(())
@@ -595,7 +697,7 @@ impl fmt::Display for SummaryDiff<'_> {
             if s.is_empty() {
                 "-".to_string()
             } else {
-                Grouped(v).to_string()
+                s.scaled(v).to_string()
             }
         };
         let change = |before: f64, after: f64| {
@@ -605,6 +707,7 @@ impl fmt::Display for SummaryDiff<'_> {
                 format_change(before, after)
             }
         };
+        let st = |s: &Summary, v: f64| stat(s.scaled_stat(v), s.is_empty(), s.stat_decimals());
         let mut rows: Vec<[String; 4]> = Vec::with_capacity(22);
         for (pb, pa) in b.percentiles.iter().zip(a.percentiles.iter()) {
             rows.push([
@@ -617,14 +720,14 @@ impl fmt::Display for SummaryDiff<'_> {
         rows.push(Default::default());
         rows.push([
             "Mean:".to_string(),
-            stat(b.mean, b.is_empty(), 2),
-            stat(a.mean, a.is_empty(), 2),
+            st(b, b.mean),
+            st(a, a.mean),
             change(b.mean, a.mean),
         ]);
         rows.push([
             "StDev:".to_string(),
-            stat(b.stdev, b.is_empty(), 2),
-            stat(a.stdev, a.is_empty(), 2),
+            st(b, b.stdev),
+            st(a, a.stdev),
             change(b.stdev, a.stdev),
         ]);
         rows.push([
@@ -667,6 +770,78 @@ fn cells(c: [&str; 4]) -> [String; 4] {
 
 fn rank(p: &Percentile) -> String {
     Trimmed(p.rank, 4).to_string()
+}
+
+/// A recorded value divided by a unit's divisor, exactly: the integer part with its digits
+/// grouped, then as many decimals as the divisor has digits after the first (3 for 1,000),
+/// so nothing is rounded when the divisor is a power of ten. `plain()` leaves the digits
+/// ungrouped (CSV, JSON).
+///
+/// ```
+/// use picollo_alloc::summary::Scaled;
+/// assert_eq!(Scaled::new(16_384_512, 1_000).to_string(), "16,384.512");
+/// assert_eq!(Scaled::new(16_384_512, 1_000).plain(), "16384.512");
+/// assert_eq!(Scaled::new(7, 1_000_000).to_string(), "0.000007");
+/// assert_eq!(Scaled::new(1_234, 1).to_string(), "1,234");
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Scaled {
+    value: u64,
+    divisor: u64,
+}
+
+impl Scaled {
+    /// `value / divisor` (a divisor of 0 is taken as 1).
+    pub const fn new(value: u64, divisor: u64) -> Self {
+        Self {
+            value,
+            divisor: if divisor == 0 { 1 } else { divisor },
+        }
+    }
+
+    /// The decimals printed for `divisor`: the digits of `divisor - 1` (3 for 1,000, 0 for 1).
+    pub const fn decimals_of(divisor: u64) -> usize {
+        let mut d = 0;
+        let mut x = divisor.saturating_sub(1);
+        while x > 0 {
+            d += 1;
+            x /= 10;
+        }
+        d
+    }
+
+    /// The whole part and the fraction's digits (rounded down when the divisor is not a
+    /// power of ten).
+    fn parts(&self) -> (u64, String) {
+        let whole = self.value / self.divisor;
+        let decimals = Self::decimals_of(self.divisor);
+        if decimals == 0 {
+            return (whole, String::new());
+        }
+        let rest = u128::from(self.value % self.divisor) * 10u128.pow(decimals as u32)
+            / u128::from(self.divisor);
+        (whole, format!("{rest:0decimals$}"))
+    }
+
+    /// Without digit grouping: `16384.512`.
+    pub fn plain(&self) -> String {
+        match self.parts() {
+            (w, f) if f.is_empty() => w.to_string(),
+            (w, f) => format!("{w}.{f}"),
+        }
+    }
+}
+
+impl fmt::Display for Scaled {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let (whole, frac) = self.parts();
+        let text = if frac.is_empty() {
+            Grouped(whole).to_string()
+        } else {
+            format!("{}.{frac}", Grouped(whole))
+        };
+        f.pad(&text)
+    }
 }
 
 /// A statistic with `decimals` decimals, or `-` for an empty histogram.

@@ -835,6 +835,14 @@ impl<C: LocalCounter> ThreadLocalHistogram<C> {
         }
     }
 
+    /// Records a duration in nanoseconds into the calling thread's shard (whole nanoseconds,
+    /// saturating at `u64::MAX`; see [`picollo_core::duration_ns`]):
+    /// `h.record_duration(start.elapsed())`.
+    #[inline]
+    pub fn record_duration(&self, duration: std::time::Duration) {
+        self.record(picollo_core::duration_ns(duration));
+    }
+
     /// Records one `value` into the calling thread's shard: a relaxed load and store. Values
     /// outside the window are counted as underflow or overflow.
     #[inline]

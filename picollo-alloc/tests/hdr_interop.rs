@@ -1,5 +1,5 @@
-//! HdrHistogram data through Picollo histograms, on the shared vectors
-//! (`../shared/vectors/hdrhistogram/`, whose README lists the values the reference
+//! HdrHistogram data through Picollo histograms, on the public vectors
+//! (`tests/vectors/hdrhistogram/`, whose README lists the values the reference
 //! implementations assert), plus round-trip and bound properties.
 //!
 //! # Picollo's mapping and its agreement with HdrHistogram

@@ -1,4 +1,4 @@
-//! HdrHistogram interop against the shared test vectors (`../shared/vectors/hdrhistogram/`),
+//! HdrHistogram interop against the public test vectors (`tests/vectors/hdrhistogram/`),
 //! plus property tests of the codec and the log parser.
 //!
 //! Expected values come from the vectors' README, which lists what HdrHistogram (Java, C and

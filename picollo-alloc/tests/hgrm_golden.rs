@@ -1,6 +1,8 @@
 //! The `.hgrm` percentile distribution: a pinned golden text, its column layout, the parse the
-//! HdrHistogram plotter does, and agreement with the `hdrhistogram` crate on the same data
-//! (its quantile iteration, max, mean and deviation; the crate has no `.hgrm` writer).
+//! HdrHistogram plotter does, and agreement with HdrHistogram on the same data: Java's
+//! percentile iteration (which `.hgrm` files come from; written out below over the crate's
+//! buckets, and run for real in `tests/java_differential.rs`), the crate's max, mean and
+//! deviation.
 
 use hdrhistogram::Histogram as Hdr;
 use picollo_alloc::hgrm::{hdr_bucket_count, significant_digits, write_hgrm, Hgrm};
@@ -222,23 +224,74 @@ fn golden_text() {
     check_structure(&text, 3);
 }
 
+/// One step of HdrHistogram Java's percentile iteration.
+struct Step {
+    /// The level, a fraction.
+    level: f64,
+    value: u64,
+    cumulative: u64,
+}
+
+/// HdrHistogram Java's `PercentileIterator` (2.1.11) over the crate's recorded buckets: levels
+/// in percent, `level += 100 / ticks`, a level is reached when `100 · cumulative / total >=
+/// level`; at the last bucket, straight to 100%. (The crate's `iter_quantiles` sums fractions
+/// instead and misses levels that a running share reaches exactly.)
+fn java_steps(hdr: &Hdr<u64>, ticks: u32) -> Vec<Step> {
+    let buckets: Vec<(u64, u64)> = hdr
+        .iter_recorded()
+        .map(|v| {
+            (
+                hdr.highest_equivalent(v.value_iterated_to()),
+                v.count_at_value(),
+            )
+        })
+        .collect();
+    let total = hdr.len();
+    let (mut level, mut cumulative, mut out) = (0.0f64, 0u64, Vec::new());
+    for (i, &(value, count)) in buckets.iter().enumerate() {
+        cumulative += count;
+        while (100.0 * cumulative as f64) / total as f64 >= level {
+            out.push(Step {
+                level: level / 100.0,
+                value,
+                cumulative,
+            });
+            if i + 1 == buckets.len() {
+                if level != 100.0 {
+                    out.push(Step {
+                        level: 1.0,
+                        value,
+                        cumulative,
+                    });
+                }
+                return out;
+            }
+            let halvings = (100.0 / (100.0 - level)).log2().floor() as u32;
+            level += 100.0 / (u64::from(ticks) << (halvings + 1)) as f64;
+        }
+    }
+    out
+}
+
 #[test]
 fn matches_hdrhistogram_iteration() {
     let (h, hdr) = both(200_000);
     for (ticks, ratio) in [(5u32, 1.0f64), (1, 1.0), (3, 1000.0), (10, 1e6)] {
         let text = hgrm(&h, ticks, ratio);
         let lines = check_structure(&text, 3);
-        let steps: Vec<_> = hdr.iter_quantiles(ticks).collect();
+        let steps = java_steps(&hdr, ticks);
         assert_eq!(lines.len(), steps.len(), "one line per step, ticks {ticks}");
-        let mut cumulative = 0u64;
         for (line, step) in lines.iter().zip(&steps) {
-            cumulative += step.count_since_last_iteration();
-            let value = format!("{:.3}", step.value_iterated_to() as f64 / ratio);
+            let value = format!("{:.3}", step.value as f64 / ratio);
             assert_eq!(format!("{:.3}", line.value), value);
-            assert_eq!(format!("{:.12}", step.quantile_iterated_to()), {
-                format!("{:.12}", line.level)
-            });
-            assert_eq!(line.count, cumulative);
+            // Printed with 12 decimals, half up as Java does.
+            assert!(
+                (step.level - line.level).abs() <= 1e-12,
+                "{} {}",
+                step.level,
+                line.level
+            );
+            assert_eq!(line.count, step.cumulative);
         }
         assert_eq!(lines.last().map(|l| l.count), Some(hdr.len()));
 
@@ -277,15 +330,12 @@ fn plotter_accepts_it() {
     let (h, hdr) = both(50_000);
     let text = hgrm(&h, 5, 1000.0);
     let points = plotter_points(&text);
-    let steps: Vec<_> = hdr.iter_quantiles(5).collect();
+    let steps = java_steps(&hdr, 5);
     // Every line but the header, the 100% line and the footer is a point.
     assert_eq!(points.len(), steps.len() - 1);
     for (i, ((value, inverse), step)) in points.iter().zip(&steps).enumerate() {
-        assert!(
-            (value - step.value_iterated_to() as f64 / 1000.0).abs() < 0.0006,
-            "{i}"
-        );
-        let expected = 1.0 / (1.0 - step.quantile_iterated_to());
+        assert!((value - step.value as f64 / 1000.0).abs() < 0.0006, "{i}");
+        let expected = 1.0 / (1.0 - step.level);
         assert!(
             (inverse - expected).abs() <= 0.006,
             "{i}: {inverse} vs {expected}"
@@ -325,7 +375,9 @@ fn every_histogram_kind_and_layout() {
     let text = Hgrm::new(&full, 5, 1.0).unwrap().to_string();
     // Values wider than 12 characters push the columns right, as Java's `%12.2f` does.
     assert_eq!(significant_digits(Layout::DEFAULT), 2);
-    assert_eq!(plotter_points(&text).len(), 11);
+    // Levels 0, 10, 20 (share 25%), 30, 40, 50 (50%, reached exactly), 55 … 75 (75%), 77.5
+    // (the last bucket), then 100%, which is no point.
+    assert_eq!(plotter_points(&text).len(), 12);
     assert!(text.contains("#[Buckets =           55, SubBuckets     =         1024]"));
     assert!(text.contains("18446744073709552000.00 1.000000000000          4\n"));
     assert_eq!(hdr_bucket_count(Layout::DEFAULT, u64::MAX), 55);

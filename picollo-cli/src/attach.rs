@@ -34,6 +34,98 @@ const RESCAN: Duration = Duration::from_millis(500);
 /// How long `-e` waits for the threads to apply the counters.
 const REQUEST_WAIT: Duration = Duration::from_secs(2);
 
+/// Keys typed to `top`: `q` quits. On a terminal, standard input is switched to
+/// character-at-a-time input without echo (restored on drop, and on Ctrl-C, which quits
+/// the same way); from a pipe, a `q` in what arrives quits too. End of input (such as
+/// `/dev/null`) just stops the watching.
+struct Keys {
+    /// The terminal settings to restore, when standard input is a terminal.
+    saved: Option<libc::termios>,
+    open: bool,
+}
+
+/// Set by the SIGINT handler while `top` watches its keys.
+static INTERRUPTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+extern "C" fn on_interrupt(_: libc::c_int) {
+    INTERRUPTED.store(true, std::sync::atomic::Ordering::Relaxed);
+}
+
+impl Keys {
+    fn watch() -> Self {
+        let mut saved = None;
+        if std::io::stdin().is_terminal() {
+            // SAFETY: an all-zero termios is a valid value for tcgetattr to overwrite.
+            let mut t: libc::termios = unsafe { core::mem::zeroed() };
+            // SAFETY: fd 0 is open (a terminal) and `t` is a valid termios to write.
+            if unsafe { libc::tcgetattr(0, &mut t) } == 0 {
+                let mut raw = t;
+                raw.c_lflag &= !(libc::ICANON | libc::ECHO);
+                raw.c_cc[libc::VMIN] = 0;
+                raw.c_cc[libc::VTIME] = 0;
+                // SAFETY: fd 0 is a terminal and `raw` a termios read from it, modified.
+                if unsafe { libc::tcsetattr(0, libc::TCSANOW, &raw) } == 0 {
+                    saved = Some(t);
+                    // Ctrl-C must restore the terminal too: it sets a flag the loop reads.
+                    INTERRUPTED.store(false, std::sync::atomic::Ordering::Relaxed);
+                    // SAFETY: the handler only stores to an atomic (async-signal-safe).
+                    unsafe {
+                        libc::signal(
+                            libc::SIGINT,
+                            on_interrupt as extern "C" fn(libc::c_int) as libc::sighandler_t,
+                        )
+                    };
+                }
+            }
+        }
+        Keys { saved, open: true }
+    }
+
+    /// Whether `q` was typed (or Ctrl-C pressed) since the last call; never blocks.
+    fn quit(&mut self) -> bool {
+        if INTERRUPTED.load(std::sync::atomic::Ordering::Relaxed) {
+            return true;
+        }
+        let mut buf = [0u8; 64];
+        while self.open {
+            let mut fds = libc::pollfd {
+                fd: 0,
+                events: libc::POLLIN,
+                revents: 0,
+            };
+            // SAFETY: one valid pollfd, no wait.
+            if unsafe { libc::poll(&mut fds, 1, 0) } <= 0 {
+                return false;
+            }
+            if fds.revents & (libc::POLLIN | libc::POLLHUP) == 0 {
+                self.open = false; // POLLERR/POLLNVAL: stop watching
+                return false;
+            }
+            // SAFETY: `buf` is valid for `buf.len()` bytes; fd 0 is readable now.
+            let n = unsafe { libc::read(0, buf.as_mut_ptr().cast(), buf.len()) };
+            if n <= 0 {
+                self.open = false; // end of input, or an error: stop watching
+                return false;
+            }
+            if buf[..n as usize].iter().any(|&b| b == b'q' || b == b'Q') {
+                return true;
+            }
+        }
+        false
+    }
+}
+
+impl Drop for Keys {
+    fn drop(&mut self) {
+        if let Some(t) = self.saved.take() {
+            // SAFETY: restores the settings read from the same terminal in `watch`.
+            unsafe { libc::tcsetattr(0, libc::TCSANOW, &t) };
+            // SAFETY: restores the default action for SIGINT.
+            unsafe { libc::signal(libc::SIGINT, libc::SIG_DFL) };
+        }
+    }
+}
+
 /// The output of `attach` and `top`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
 pub enum LiveFormat {
@@ -108,6 +200,8 @@ struct Live {
     pid: i32,
     rings: Vec<LiveRing>,
     skipped: Vec<(String, String)>,
+    /// Inodes of the rings skipped, so they are not tried again.
+    skipped_inodes: Vec<u64>,
     sinks: Sinks,
     /// Only span rings are attached (no CSV, capture or JSON lines).
     spans_only: bool,
@@ -122,6 +216,7 @@ impl Live {
             pid,
             rings: Vec::new(),
             skipped: Vec::new(),
+            skipped_inodes: Vec::new(),
             spans_only: sinks.spans_only(),
             sinks,
             request,
@@ -131,21 +226,32 @@ impl Live {
 
     /// Attaches to the process's rings not attached yet.
     fn scan(&mut self) -> Result<()> {
-        let entries = list_rings(Some(self.pid))
-            .map_err(|e| CliError::new(format!("cannot list /dev/shm: {e}")))?;
+        let entries = list_rings(Some(self.pid)).map_err(|e| {
+            CliError::new(format!(
+                "cannot list the rings of process {}: {e}; attach as the user the \
+                     process runs as (or root)",
+                self.pid
+            ))
+        })?;
         for e in entries {
             if (self.spans_only && !e.name.starts_with(RING_PREFIX))
-                || self.rings.iter().any(|r| r.reader.segment() == e.segment)
-                || self.skipped.iter().any(|(s, _)| *s == e.segment)
+                || self.rings.iter().any(|r| r.reader.inode() == e.inode)
+                || self.skipped_inodes.contains(&e.inode)
             {
                 continue;
             }
-            let reader = match ShmReader::attach_segment(&e.segment) {
+            let reader = match ShmReader::attach_entry(&e) {
                 Ok(r) => r,
                 // The thread exited between listing and attaching.
                 Err(ShmError::NotFound(_)) => continue,
+                // A ring inherited from the parent (a forked child that has not exec'd).
+                Err(ShmError::WrongWriter { .. }) => {
+                    self.skipped_inodes.push(e.inode);
+                    continue;
+                }
                 Err(err) => {
                     eprintln!("picollo: skipping {}: {err}", e.segment);
+                    self.skipped_inodes.push(e.inode);
                     self.skipped.push((e.segment, err.to_string()));
                     continue;
                 }
@@ -153,6 +259,7 @@ impl Live {
             let span = SpanDecoder::new(reader.info());
             if self.spans_only {
                 if let Err(why) = &span {
+                    self.skipped_inodes.push(e.inode);
                     self.skipped.push((e.segment, why.clone()));
                     continue;
                 }
@@ -319,12 +426,12 @@ impl Live {
         }
         if self.spans_only {
             CliError::new(format!(
-                "process {pid} has no span rings (no /dev/shm/picollo-{pid}-span-*); it \
+                "process {pid} has no span rings (no picollo-span-* memfd in /proc/{pid}/fd); it \
                  records spans with `picollo_linux::span!` once a thread has begun one"
             ))
         } else {
             CliError::new(format!(
-                "process {pid} has no Picollo rings (no /dev/shm/picollo-{pid}-*); it must \
+                "process {pid} has no Picollo rings (no picollo-* memfd in /proc/{pid}/fd); it must \
                  create them (picollo_linux::shm writers, or spans with `span!`) before \
                  attaching"
             ))
@@ -493,10 +600,14 @@ pub fn top(o: &TopOptions) -> Result<String> {
     let mut totals = (0u64, 0u64);
     let mut shown = 0u64;
     let mut last_scan = Instant::now();
+    let mut keys = Keys::watch();
     loop {
         let t0 = Instant::now();
         while t0.elapsed() < step {
             live.drain()?;
+            if keys.quit() {
+                return Ok(String::new());
+            }
             if !alive(o.pid) {
                 break;
             }

@@ -16,11 +16,12 @@
 //! (`--tag`, `--from`, `--to`) is `report`'s.
 
 use std::fs::File;
-use std::io::BufReader;
+use std::io::{BufReader, Write};
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
-use picollo_alloc::hdr::{interop, LogEntry, LogReader};
+use picollo_alloc::hdr::{interop, HdrCounts, LogEntry, LogReader};
 use picollo_alloc::HeapHistogram;
 use picollo_core::{HistogramRead, Window};
 use picollo_export::text::{MetricKind, TextEncoder, TextFormat};
@@ -30,7 +31,7 @@ use picollo_export::{
 };
 
 use crate::error::{CliError, Result};
-use crate::hlog::{self, Unit};
+use crate::hlog::{self, Scan, SparseCounts, Tags, Unit};
 
 /// What `export` writes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -71,11 +72,32 @@ struct Interval {
     tag: Option<String>,
     start_ms: i64,
     end_ms: i64,
+    /// The counts in the chosen unit.
+    counts: HdrCounts,
+    /// The same, as a Picollo histogram.
     histogram: HeapHistogram<u64>,
 }
 
-/// Runs `export` and returns what goes to stdout.
+/// Runs `export`, writing to stdout; returns nothing more to print.
+///
+/// The log is read as a stream: memory holds one interval plus, per tag, a sparse sum (see
+/// [`hlog`]'s docs). Nothing is written unless the whole log converts: `openmetrics` and
+/// `otlp-json`, whose output grows with the log, are staged in an unlinked temporary file
+/// (in `$TMPDIR`), then copied out.
 pub fn run(a: &ExportArgs) -> Result<String> {
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::with_capacity(64 << 10, stdout.lock());
+    match write(a, &mut out).and_then(|()| {
+        out.flush()
+            .map_err(|e| CliError::new(format!("cannot write to stdout: {e}")))
+    }) {
+        Err(e) if e.to_string().contains("Broken pipe") => Ok(String::new()),
+        other => other.map(|()| String::new()),
+    }
+}
+
+/// Runs `export` into `out`.
+fn write(a: &ExportArgs, out: &mut dyn Write) -> Result<()> {
     check_metric_name(&a.name).map_err(|e| CliError::new(format!("--name: {e}")))?;
     let schema = match a.schema {
         None => None,
@@ -90,7 +112,6 @@ pub fn run(a: &ExportArgs) -> Result<String> {
         Some(b) => ClassicBuckets::explicit(b.clone())
             .map_err(|e| CliError::new(format!("--buckets: {e}")))?,
     };
-    let intervals = read(a)?;
     let help = format!(
         "from {}",
         a.file.file_name().map_or_else(
@@ -98,51 +119,338 @@ pub fn run(a: &ExportArgs) -> Result<String> {
             |n| n.to_string_lossy().into_owned()
         )
     );
-    Ok(match a.format {
-        ExportFormat::PromText => prom_text(&a.name, &help, &intervals, &buckets),
-        ExportFormat::Openmetrics => openmetrics(&a.name, &help, &intervals, &buckets),
-        ExportFormat::OtlpJson => otlp_json(&a.name, &help, &intervals, schema),
-    })
-}
-
-/// The selected intervals of the log, in log order, in the chosen unit.
-fn read(a: &ExportArgs) -> Result<Vec<Interval>> {
     let selection = a.select.selection()?;
-    let shown = a.file.display();
+    hlog::check_range(&selection)?;
+    let mut sink = match a.format {
+        ExportFormat::PromText => Sink::PromText(Tags::new(selection.max_tags)),
+        ExportFormat::Openmetrics => Sink::OpenMetrics {
+            tags: Tags::new(selection.max_tags),
+            spill: Spill::new()?,
+        },
+        ExportFormat::OtlpJson => Sink::Otlp {
+            tags: Tags::new(selection.max_tags),
+            spill: Spill::new()?,
+            points: 0,
+            frame: otlp_frame(&a.name, ""),
+        },
+    };
+    let shown = a.file.display().to_string();
     let file = File::open(&a.file)
         .map_err(|e| CliError::new(format!("cannot open {shown}: {e}; check the path")))?;
-    let from = selection.from.unwrap_or(f64::NEG_INFINITY);
-    let to = selection.to.unwrap_or(f64::INFINITY);
-    let mut out = Vec::new();
-    let mut seen = 0usize;
+    let mut scan = Scan::default();
+    let mut scratch = Vec::new();
+    let mut selected = 0usize;
     for entry in LogReader::new(BufReader::new(file)) {
         let entry = entry.map_err(|e| {
             CliError::new(format!(
                 "{shown}: {e}; is this an HdrHistogram interval log (.hlog)?"
             ))
         })?;
-        seen += 1;
-        let t = entry.offset_start_sec;
-        let tag_matches = selection
-            .tag
-            .as_ref()
-            .is_none_or(|want| entry.tag.as_deref().unwrap_or("") == want);
-        if t < from || t > to || !tag_matches {
+        scan.saw(&entry, selection.max_tags);
+        if !selection.takes(entry.offset_start_sec, entry.tag.as_deref()) {
             continue;
         }
-        out.push(convert(&entry, &shown.to_string(), a.select.unit)?);
+        selected += 1;
+        let interval = convert(&entry, &shown, a.select.unit)?;
+        sink.interval(interval, &buckets, &a.name, schema, &mut scratch)
+            .map_err(|e| CliError::new(format!("{shown}: line {}: {e}", entry.line)))?;
     }
-    if seen == 0 {
+    if scan.seen == 0 {
         return Err(CliError::new(format!(
             "{shown} holds no interval lines; give an HdrHistogram interval log (.hlog)"
         )));
     }
-    if out.is_empty() {
+    if selected == 0 {
         return Err(CliError::new(format!(
             "no interval of {shown} matches the selection (--tag, --from, --to); change it"
         )));
     }
-    Ok(out)
+    sink.finish(&a.name, &help, &buckets, out)
+}
+
+/// Where the converted intervals go.
+enum Sink {
+    /// Per tag, the sum of its intervals (written at the end).
+    PromText(Tags<TagSum>),
+    /// Per tag, the running sum; each interval's sample staged in `spill`, in chunks per tag
+    /// (OpenMetrics wants each series' samples together).
+    OpenMetrics { tags: Tags<Running>, spill: Spill },
+    /// Each interval's data point staged in `spill`, in log order.
+    Otlp {
+        /// The tags seen (for the limit only).
+        tags: Tags<()>,
+        spill: Spill,
+        points: u64,
+        /// The request around one point, to cut each point's text out of.
+        frame: (String, String),
+    },
+}
+
+/// A tag's intervals added up, sparse, with what rebuilds them: the first interval's
+/// geometry and the largest highest trackable value.
+#[derive(Debug)]
+struct TagSum {
+    lowest: u64,
+    highest: u64,
+    digits: u8,
+    sum: SparseCounts,
+}
+
+impl TagSum {
+    fn new(first: &HdrCounts) -> Self {
+        Self {
+            lowest: first.lowest_discernible,
+            highest: first.highest_trackable,
+            digits: first.significant_digits,
+            sum: SparseCounts::default(),
+        }
+    }
+
+    fn add(&mut self, counts: &HdrCounts, scratch: &mut Vec<(u64, u64)>) -> Result<()> {
+        self.highest = self.highest.max(counts.highest_trackable);
+        self.sum.add(counts, scratch)
+    }
+
+    /// The sum as a Picollo histogram over its layout's full window (as the sums of
+    /// intervals have always been exported: the power-of-two buckets run to 2^64 - 1).
+    fn histogram(&self) -> Result<HeapHistogram<u64>> {
+        let counts = self
+            .sum
+            .to_counts(self.lowest, self.highest, self.digits)
+            .map_err(|e| CliError::new(format!("cannot add up the intervals: {e}")))?;
+        let geometry = counts
+            .geometry()
+            .map_err(|e| CliError::new(format!("cannot add up the intervals: {e}")))?;
+        let layout = interop::layout_for(&geometry);
+        let (h, _) = interop::to_picollo_in(&counts, layout, Window::full(layout))
+            .map_err(|e| CliError::new(format!("cannot add up the intervals: {e}")))?;
+        Ok(h)
+    }
+}
+
+/// A tag's running sum and where its samples are staged.
+#[derive(Debug)]
+struct Running {
+    sum: TagSum,
+    last_ms: i64,
+    chunks: Vec<(u64, u64)>,
+}
+
+impl Sink {
+    fn interval(
+        &mut self,
+        i: Interval,
+        buckets: &ClassicBuckets,
+        name: &str,
+        schema: Option<Schema>,
+        scratch: &mut Vec<(u64, u64)>,
+    ) -> Result<()> {
+        match self {
+            Self::PromText(tags) => tags
+                .entry(&i.tag, || TagSum::new(&i.counts))?
+                .add(&i.counts, scratch),
+            Self::OpenMetrics { tags, spill } => {
+                let r = tags.entry(&i.tag, || Running {
+                    sum: TagSum::new(&i.counts),
+                    last_ms: i64::MIN,
+                    chunks: Vec::new(),
+                })?;
+                r.sum.add(&i.counts, scratch)?;
+                // OpenMetrics wants strictly increasing timestamps per series: a repeated
+                // end time keeps the first sum only.
+                if i.end_ms <= r.last_ms {
+                    return Ok(());
+                }
+                r.last_ms = i.end_ms;
+                let classic = ClassicHistogram::from_histogram(&r.sum.histogram()?, buckets);
+                let mut text = TextEncoder::new(TextFormat::OpenMetrics);
+                let _ = text.family(name, "", MetricKind::Histogram);
+                let _ = text.take_text(); // the family lines, written once at the end
+                text.histogram(&labels(&i.tag), &classic, Some(i.end_ms));
+                let sample = text.take_text();
+                let at = spill.append(sample.as_bytes())?;
+                match r.chunks.last_mut() {
+                    // Consecutive intervals of one tag make one chunk.
+                    Some((start, len)) if *start + *len == at => *len += sample.len() as u64,
+                    _ => r.chunks.push((at, sample.len() as u64)),
+                }
+                Ok(())
+            }
+            Self::Otlp {
+                tags,
+                spill,
+                points,
+                frame,
+            } => {
+                tags.entry(&i.tag, || ())?;
+                let ns = |ms: i64| (ms.max(0) as u64).saturating_mul(1_000_000);
+                let layout = i.histogram.layout();
+                let mapping =
+                    schema.map_or(Mapping::for_layout(layout), |s| Mapping::new(layout, s));
+                let mut native = NativeHistogram::new(mapping.schema());
+                native.fill_from(&i.histogram, mapping);
+                let attributes = otlp::attributes(&labels(&i.tag));
+                let point =
+                    otlp::exponential_point(&native, attributes, ns(i.start_ms), ns(i.end_ms));
+                let json = point_json(name, point, frame);
+                if *points > 0 {
+                    spill.append(b",")?;
+                }
+                spill.append(json.as_bytes())?;
+                *points += 1;
+                Ok(())
+            }
+        }
+    }
+
+    fn finish(
+        self,
+        name: &str,
+        help: &str,
+        buckets: &ClassicBuckets,
+        out: &mut dyn Write,
+    ) -> Result<()> {
+        let w = |out: &mut dyn Write, bytes: &[u8]| {
+            out.write_all(bytes)
+                .map_err(|e| CliError::new(format!("cannot write to stdout: {e}")))
+        };
+        match self {
+            Self::PromText(tags) => {
+                let mut text = TextEncoder::new(TextFormat::Prometheus);
+                // The name was checked in `write`.
+                let _ = text.family(name, help, MetricKind::Histogram);
+                for (tag, sum) in tags.into_ordered() {
+                    let classic = ClassicHistogram::from_histogram(&sum.histogram()?, buckets);
+                    text.histogram(&labels(&tag), &classic, None);
+                    w(out, text.take_text().as_bytes())?;
+                }
+                w(out, text.finish().as_bytes())
+            }
+            Self::OpenMetrics { tags, mut spill } => {
+                let mut text = TextEncoder::new(TextFormat::OpenMetrics);
+                let _ = text.family(name, help, MetricKind::Histogram);
+                w(out, text.take_text().as_bytes())?;
+                for (_, r) in tags.into_ordered() {
+                    for (at, len) in r.chunks {
+                        spill.copy(at, len, out)?;
+                    }
+                }
+                w(out, text.finish().as_bytes())
+            }
+            Self::Otlp {
+                mut spill, points, ..
+            } => {
+                let (head, tail) = otlp_frame(name, help);
+                w(out, head.as_bytes())?;
+                spill.copy(0, spill.len, out)?;
+                debug_assert!(points > 0);
+                w(out, tail.as_bytes())
+            }
+        }
+    }
+}
+
+/// The OTLP/JSON request around the data points: the text before and after them (the
+/// request with no point, cut at its empty `dataPoints` list).
+fn otlp_frame(name: &str, help: &str) -> (String, String) {
+    let metric = otlp::exponential_metric(name, help, "", otlp::Temporality::Delta, Vec::new());
+    let json = otlp::to_json(&otlp::request(Vec::new(), vec![metric]));
+    const EMPTY: &str = "\"dataPoints\":[]";
+    // The key is written by the encoder (a name or help text cannot hold an unescaped `"`).
+    let at = json.find(EMPTY).map_or(json.len(), |i| i + EMPTY.len() - 1);
+    let (head, tail) = json.split_at(at);
+    (head.to_owned(), format!("{tail}\n"))
+}
+
+/// The OTLP/JSON text of one data point: the request with that point alone, less `frame`
+/// ([`otlp_frame`] with no help text).
+fn point_json(
+    name: &str,
+    point: picollo_export::proto::otlp::ExponentialHistogramDataPoint,
+    (head, tail): &(String, String),
+) -> String {
+    let metric = otlp::exponential_metric(name, "", "", otlp::Temporality::Delta, vec![point]);
+    let json = otlp::to_json(&otlp::request(Vec::new(), vec![metric]));
+    let tail = tail.trim_end_matches('\n');
+    json.strip_prefix(head.as_str())
+        .and_then(|j| j.strip_suffix(tail))
+        .map_or(json.clone(), str::to_owned)
+}
+
+/// An unlinked temporary file that output is staged in (freed when closed, even on a crash).
+struct Spill {
+    file: std::io::BufWriter<File>,
+    len: u64,
+}
+
+impl Spill {
+    fn new() -> Result<Self> {
+        let dir = std::env::temp_dir();
+        // A file with no name at all (`O_TMPFILE`), where the file system has them.
+        if let Ok(file) = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .custom_flags(libc::O_TMPFILE)
+            .mode(0o600)
+            .open(&dir)
+        {
+            return Ok(Self {
+                file: std::io::BufWriter::with_capacity(64 << 10, file),
+                len: 0,
+            });
+        }
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos());
+        let path = dir.join(format!(".picollo-export-{}-{nanos}", std::process::id()));
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&path)
+            .map_err(|e| {
+                CliError::new(format!(
+                    "cannot create a temporary file in {} to stage the output: {e}; set TMPDIR \
+                     to a writable directory",
+                    dir.display()
+                ))
+            })?;
+        let _ = std::fs::remove_file(&path);
+        Ok(Self {
+            file: std::io::BufWriter::with_capacity(64 << 10, file),
+            len: 0,
+        })
+    }
+
+    /// Appends `bytes`; returns where they start.
+    fn append(&mut self, bytes: &[u8]) -> Result<u64> {
+        self.file
+            .write_all(bytes)
+            .map_err(|e| CliError::new(format!("cannot stage the output in $TMPDIR: {e}")))?;
+        let at = self.len;
+        self.len += bytes.len() as u64;
+        Ok(at)
+    }
+
+    /// Copies `len` bytes from `at` to `out`.
+    fn copy(&mut self, at: u64, len: u64, out: &mut dyn Write) -> Result<()> {
+        self.file
+            .flush()
+            .map_err(|e| CliError::new(format!("cannot stage the output in $TMPDIR: {e}")))?;
+        let file = self.file.get_ref();
+        let mut buf = vec![0u8; (64 << 10).min(len as usize).max(1)];
+        let mut done = 0u64;
+        while done < len {
+            let n = buf.len().min((len - done) as usize);
+            file.read_exact_at(&mut buf[..n], at + done)
+                .map_err(|e| CliError::new(format!("cannot read the staged output: {e}")))?;
+            out.write_all(&buf[..n])
+                .map_err(|e| CliError::new(format!("cannot write to stdout: {e}")))?;
+            done += n as u64;
+        }
+        Ok(())
+    }
 }
 
 fn convert(entry: &LogEntry, shown: &str, unit: Option<Unit>) -> Result<Interval> {
@@ -174,6 +482,7 @@ fn convert(entry: &LogEntry, shown: &str, unit: Option<Unit>) -> Result<Interval
         tag: entry.tag.clone(),
         start_ms: ms(entry.absolute_start_sec)?,
         end_ms: ms(entry.absolute_end_sec())?,
+        counts,
         histogram,
     })
 }
@@ -185,84 +494,4 @@ fn labels(tag: &Option<String>) -> Labels {
     tag.as_ref()
         .and_then(|t| Labels::new([("tag", t.as_str())]).ok())
         .unwrap_or_default()
-}
-
-/// The tags in order of first appearance (untagged first).
-fn tags(intervals: &[Interval]) -> Vec<Option<String>> {
-    let mut tags: Vec<Option<String>> = Vec::new();
-    for i in intervals {
-        if !tags.contains(&i.tag) {
-            tags.push(i.tag.clone());
-        }
-    }
-    tags.sort_by_key(Option::is_some);
-    tags
-}
-
-/// Per tag, the running sum of its intervals: `(end of interval in ms, sum so far)`.
-fn running_sums(intervals: &[Interval], tag: &Option<String>) -> Vec<(i64, HeapHistogram<u64>)> {
-    let mut out: Vec<(i64, HeapHistogram<u64>)> = Vec::new();
-    for i in intervals.iter().filter(|i| &i.tag == tag) {
-        let mut sum = match out.last() {
-            Some((_, s)) => s.clone(),
-            None => {
-                let layout = i.histogram.layout();
-                picollo_alloc::heap::plain::<u64>(layout, Window::full(layout))
-            }
-        };
-        sum.add(&i.histogram);
-        out.push((i.end_ms, sum));
-    }
-    out
-}
-
-fn prom_text(name: &str, help: &str, intervals: &[Interval], buckets: &ClassicBuckets) -> String {
-    let mut text = TextEncoder::new(TextFormat::Prometheus);
-    // The name was checked in `run`.
-    let _ = text.family(name, help, MetricKind::Histogram);
-    for tag in tags(intervals) {
-        if let Some((_, total)) = running_sums(intervals, &tag).pop() {
-            let classic = ClassicHistogram::from_histogram(&total, buckets);
-            text.histogram(&labels(&tag), &classic, None);
-        }
-    }
-    text.finish()
-}
-
-fn openmetrics(name: &str, help: &str, intervals: &[Interval], buckets: &ClassicBuckets) -> String {
-    let mut text = TextEncoder::new(TextFormat::OpenMetrics);
-    let _ = text.family(name, help, MetricKind::Histogram);
-    for tag in tags(intervals) {
-        let mut last = i64::MIN;
-        for (end_ms, sum) in running_sums(intervals, &tag) {
-            // OpenMetrics wants strictly increasing timestamps per series: a repeated
-            // end time keeps the later (larger) sum only.
-            if end_ms <= last {
-                continue;
-            }
-            last = end_ms;
-            let classic = ClassicHistogram::from_histogram(&sum, buckets);
-            text.histogram(&labels(&tag), &classic, Some(end_ms));
-        }
-    }
-    text.finish()
-}
-
-fn otlp_json(name: &str, help: &str, intervals: &[Interval], schema: Option<Schema>) -> String {
-    let ns = |ms: i64| (ms.max(0) as u64).saturating_mul(1_000_000);
-    let points = intervals
-        .iter()
-        .map(|i| {
-            let layout = i.histogram.layout();
-            let mapping = schema.map_or(Mapping::for_layout(layout), |s| Mapping::new(layout, s));
-            let mut native = NativeHistogram::new(mapping.schema());
-            native.fill_from(&i.histogram, mapping);
-            let attributes = otlp::attributes(&labels(&i.tag));
-            otlp::exponential_point(&native, attributes, ns(i.start_ms), ns(i.end_ms))
-        })
-        .collect();
-    let metric = otlp::exponential_metric(name, help, "", otlp::Temporality::Delta, points);
-    let mut json = otlp::to_json(&otlp::request(Vec::new(), vec![metric]));
-    json.push('\n');
-    json
 }

@@ -1,8 +1,9 @@
 //! `picollo`: distributions, not averages, from the command line.
 //!
 //! - `picollo counters`: what this machine can count, and what is missing and why;
-//! - `picollo stat -- CMD`: runs a command N times with counters on it and prints the
-//!   percentile table of each counter and of the wall time (`--vs` compares two commands);
+//! - `picollo stat -- A ::: B`: benchmarks commands with counters on them: mean ± σ, median,
+//!   range and percentiles per counter, verdicts against the first command (bootstrap
+//!   interval of the ratio of means, Mann–Whitney U), regression gates, exports and plots;
 //! - `picollo report FILE.hlog`: summary tables of an HdrHistogram interval log;
 //! - `picollo diff A.hlog B.hlog`: diff tables with Δ% and Cohen's d;
 //! - `picollo plot FILES… -o out.svg`: the percentile-distribution plot;
@@ -29,6 +30,7 @@ mod plot;
 mod spawn;
 mod stat;
 
+use std::collections::{HashMap, HashSet};
 use std::ffi::OsString;
 use std::io::Write;
 use std::path::PathBuf;
@@ -47,7 +49,8 @@ use crate::output::{Compared, Context, Format, Titled};
     after_help = "Tables go to stdout; progress and diagnostics to stderr. \
     Errors are one line with exit status 1.\n\
     Examples:\n  picollo counters\n  picollo stat -r 20 -- gzip -k -f big.txt\n  \
-    picollo stat -r 20 --vs 'zstd -k -f big.txt' -- gzip -k -f big.txt\n  \
+    picollo stat -- 'gzip -k -f big.txt' ::: 'zstd -k -f big.txt'\n  \
+    picollo stat --fail-if-slower 5% --baseline main.json -- ./bench\n  \
     picollo report latency.hlog --unit us\n  picollo diff before.hlog after.hlog\n  \
     picollo plot before.hlog after.hlog -o latency.svg"
 )]
@@ -60,18 +63,35 @@ struct Cli {
 enum Command {
     /// List the capabilities and the events available here, and what is missing and why.
     Counters,
-    /// Run a command N times with counters on it; print each counter's distribution.
+    /// Benchmark commands with counters on them: mean ± σ, median, range, percentiles, and
+    /// a verdict for every command against the first.
     ///
-    /// Counters are opened on the child process from its exec, and follow its children
-    /// (inherit). Each run's total of every counter, and its wall time (from exec to exit,
-    /// in ns), goes into an HDR histogram (0.1% precision); the tables show the percentiles
-    /// of those per-run figures. Without a hardware PMU the default events are task-clock and
-    /// page-faults (a note on stderr says so). The command's stdout is discarded unless
-    /// --show-output; its stderr is passed through.
+    /// Counters are opened on each child from its exec and follow its children (inherit);
+    /// wall time runs from the exec to the exit. Without a hardware PMU the default events are
+    /// task-clock and page-faults (a note on stderr says so). The command's stdout is
+    /// discarded unless --show-output, its stderr passed through, its stdin empty.
     ///
-    /// With --vs, the two commands run alternately (A, B, A, B, …) and diff tables print the
-    /// change of every percentile (Δ%) and Cohen's d of the means.
-    Stat(StatArgs),
+    /// Commands are separated by `:::` (-- 'gzip -k f' ::: 'zstd -k f'); a single quoted
+    /// string runs in the shell (--shell, or -N for none), several words run as they are.
+    /// -P/-L scan parameters into `{NAME}`. Runs are interleaved (ABCABC…) so drift hits every
+    /// command alike (--no-interleave for blocks), after --warmup runs (3 by default). Without
+    /// -r, each command runs at least --min-runs times and about 3 s.
+    ///
+    /// The report shows, per command and counter, mean ± σ, median, min … max, and p90/p99
+    /// when the run count resolves them (10 and 100 runs), in ns/µs/ms/s or k/M/G. Each other
+    /// command is compared with the first (or with --baseline FILE) per counter: the ratio of
+    /// means with a 95% percentile-bootstrap interval (10,000 resamples, fixed seed), and a
+    /// two-sided Mann–Whitney U test (SciPy's method): "B is 1.31× faster than A (95% CI
+    /// 1.22–1.40, p = 0.002)" when p < 0.05 and the interval excludes 1, else "no significant
+    /// difference". Statistical outliers (modified Z-score > 14, as hyperfine) are flagged on
+    /// stderr.
+    ///
+    /// --fail-if-slower 5% exits with status 1 and a one-line reason when the lower bound of
+    /// a ratio's interval is above 1.05. --save FILE keeps the run (the JSON of
+    /// --export-json), --baseline FILE compares with it (or with hyperfine's JSON), --load FILE
+    /// prints it again. --table prints seed 000's percentile tables instead (--format
+    /// markdown|text|csv|json; with --vs or several commands, Δ% and Cohen's d per rank).
+    Stat(Box<StatArgs>),
     /// Print summary tables of a histogram file (.hlog, .hgrm, .hist, .histz).
     ///
     /// The file is an HdrHistogram interval log (one table per tag), an .hgrm percentile
@@ -80,8 +100,8 @@ enum Command {
     ///
     /// The selected intervals of each tag are added up (at 3 significant digits, or the
     /// log's if finer) and printed as one table. Values are printed as logged; --unit
-    /// assumes the log is in nanoseconds and divides (rounding each bucket's midpoint to the
-    /// nearest integer), so pick a unit small enough for the precision you need.
+    /// assumes the log is in nanoseconds and prints the same buckets divided, with the
+    /// decimals the unit needs (16,384 ns is 16.384 us: nothing is rounded).
     Report(ReportArgs),
     /// Compare two histogram files: Δ% per percentile and Cohen's d.
     ///
@@ -100,7 +120,7 @@ enum Command {
     /// Read a running process's shared-memory rings: to CSV files, a capture file, or spans
     /// to tables.
     ///
-    /// --csv DIR drains every ring of the process (`/dev/shm/picollo-PID-*`) to `DIR/<ring>.csv`
+    /// --csv DIR drains every ring of the process (its `picollo-*` memfds in /proc/PID/fd) to `DIR/<ring>.csv`
     /// (frame number, then the frame's fields; a ring whose counters change mid-way continues
     /// in `DIR/<ring>.2.csv`, …), picking up rings created later, and prints each file's frame
     /// and loss counts. --output FILE writes the same frames, with each ring's schema, clock
@@ -123,7 +143,10 @@ enum Command {
     /// span tables of that interval only (deltas) and the totals since start; with --format
     /// json, one JSON object per interval on its own line ({"type":"top","refresh",
     /// "interval_s","uptime_s","rings","total",…} and the fields of attach's "spans"). -e as
-    /// for attach. Stops after --count refreshes, when the process exits, or on Ctrl-C.
+    /// for attach. Time is what the spans spent inside the interval (a span that began
+    /// earlier counts from the interval's start); % is the share of the outermost spans, so
+    /// nested spans are part of their parent's, not added to it. Stops after --count
+    /// refreshes, when the process exits, when q is typed, or on Ctrl-C.
     Top(TopArgs),
     /// Convert a capture file (from `attach --output`) to CSV files, the span tables or JSON.
     ///
@@ -138,47 +161,137 @@ enum Command {
     Convert(ConvertArgs),
     /// Convert an HdrHistogram interval log for fleet systems: Prometheus text, OpenMetrics
     /// (promtool backfill) or OTLP/JSON exponential histograms.
+    ///
+    /// Logs of any length are read as a stream (one interval at a time, plus a sparse sum per
+    /// tag); openmetrics and otlp-json output is staged in an unlinked file in $TMPDIR and
+    /// written once the whole log has converted, so an error leaves stdout empty. Logs with
+    /// more tags than --max-tags (100,000) are refused.
     Export(export::ExportArgs),
 }
 
 #[derive(Debug, Args)]
+#[allow(clippy::struct_excessive_bools)]
 struct StatArgs {
     /// Events to count, comma-separated perf names (repeatable): task-clock, page-faults,
     /// cycles, instructions, L1-dcache-load-misses, rNNNN, pmu/event=0x3c/…
     #[arg(short = 'e', long = "events", value_name = "EVENTS")]
     events: Vec<String>,
-    /// Measured runs of each command.
-    #[arg(short = 'r', long = "repeat", value_name = "N", default_value_t = 10,
+    /// Measured runs of each command [default: automatic, at least --min-runs and about 3 s
+    /// of each command].
+    #[arg(short = 'r', long = "runs", visible_alias = "repeat", value_name = "N",
           value_parser = clap::value_parser!(u32).range(1..))]
-    repeat: u32,
-    /// Runs of each command before the measured ones (not recorded).
-    #[arg(long, value_name = "K", default_value_t = 0)]
+    repeat: Option<u32>,
+    /// The fewest runs the automatic run count makes.
+    #[arg(short = 'm', long, value_name = "N", default_value_t = 10,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    min_runs: u32,
+    /// The most runs the automatic run count makes.
+    #[arg(short = 'M', long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    max_runs: Option<u32>,
+    /// Runs of each command before the measured ones, not recorded: they fill the page
+    /// cache, load the binaries and libraries, and train the branch predictors (3 by
+    /// default; 0 to measure cold runs).
+    #[arg(short = 'w', long, value_name = "K", default_value_t = 3)]
     warmup: u32,
     /// Another command to compare with, as one quoted string (split like a shell would,
-    /// without expansion): --vs 'gzip -9 -k -f big.txt'.
+    /// without expansion): --vs 'gzip -9 -k -f big.txt'. Same as `-- A ::: B`.
     #[arg(long, value_name = "OTHER CMD")]
     vs: Option<String>,
+    /// Run every command's runs in one block (AAA…BBB…) rather than interleaved (ABAB…).
+    #[arg(long)]
+    no_interleave: bool,
     /// Keep measuring when a command exits with a failure status.
     #[arg(short = 'i', long)]
     ignore_failure: bool,
-    /// Send the command's stdout to stderr instead of discarding it.
+    /// Send the commands' stdout (and the hooks') to stderr instead of discarding it.
     #[arg(long)]
     show_output: bool,
-    /// Output format.
-    #[arg(long, value_enum, default_value_t = Format::Markdown)]
-    format: Format,
+    /// A name for a command, shown and exported instead of its text (repeatable, in order of
+    /// the commands; `{VAR}` takes parameter values).
+    #[arg(short = 'n', long, value_name = "NAME")]
+    command_name: Vec<String>,
+    /// Run command strings without a shell: split them like a shell would, no expansion.
+    #[arg(short = 'N', long)]
+    no_shell: bool,
+    /// The shell that runs command strings (a single quoted word with spaces or shell
+    /// syntax) and the --setup/--prepare/--cleanup commands.
+    #[arg(short = 'S', long, value_name = "SHELL", default_value = "sh")]
+    shell: String,
+    /// A command run once before each command's first run (once for all, or once per
+    /// command, in order).
+    #[arg(short = 's', long, value_name = "CMD")]
+    setup: Vec<String>,
+    /// A command run before every run of each command, warm-up included, not measured
+    /// (once for all, or once per command): clear a cache, reset a file.
+    #[arg(short = 'p', long, value_name = "CMD")]
+    prepare: Vec<String>,
+    /// A command run once after each command's last run (once for all, or once per
+    /// command).
+    #[arg(short = 'c', long, value_name = "CMD")]
+    cleanup: Vec<String>,
+    /// Scan a parameter: one command per value from MIN to MAX, `{VAR}` in the commands
+    /// replaced by it (-P threads 1 8 -- 'make -j {threads}').
+    #[arg(short = 'P', long, num_args = 3, value_names = ["VAR", "MIN", "MAX"])]
+    parameter_scan: Option<Vec<String>>,
+    /// The step of --parameter-scan [default: 1].
+    #[arg(short = 'D', long, value_name = "STEP", requires = "parameter_scan")]
+    parameter_step_size: Option<String>,
+    /// A parameter with a list of values, comma-separated (-L cc gcc,clang); repeatable,
+    /// every combination is run.
+    #[arg(short = 'L', long, num_args = 2, value_names = ["VAR", "VALUES"], action = clap::ArgAction::Append)]
+    parameter_list: Vec<String>,
+    /// Fail (exit status 1, one line naming the regression) when a command is worse than the
+    /// baseline by more than PCT on the lower bound of the ratio's 95% interval: on every
+    /// counter (5%), or on one (wall-time=5%); repeatable.
+    #[arg(long, value_name = "[COUNTER=]PCT")]
+    fail_if_slower: Vec<String>,
+    /// Save the run (the JSON of --export-json) for a later --baseline, --load or plot.
+    #[arg(long, value_name = "FILE")]
+    save: Option<PathBuf>,
+    /// Compare every command with a saved run (--save, or hyperfine's --export-json): the
+    /// saved command with the same text, or the saved run's only command, is its baseline.
+    #[arg(long, value_name = "FILE")]
+    baseline: Option<PathBuf>,
+    /// Print a saved run (from --save) instead of measuring: the report, comparisons,
+    /// exports, gates and plot, as if it had just run.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["command", "vs"])]
+    load: Option<PathBuf>,
+    /// Write the run as JSON (schema picollo-stat version 1: hyperfine's fields plus every
+    /// counter's per-run values); `-` for stdout.
+    #[arg(long, value_name = "FILE")]
+    export_json: Option<PathBuf>,
+    /// Write hyperfine-style Markdown tables, one per counter, with the ratio's interval.
+    #[arg(long, value_name = "FILE")]
+    export_markdown: Option<PathBuf>,
+    /// Write one CSV row per command and counter (summary, ratio, interval, p-value).
+    #[arg(long, value_name = "FILE")]
+    export_csv: Option<PathBuf>,
+    /// Draw each counter's distribution per command, with the ratio's interval, as SVG.
+    #[arg(long, value_name = "OUT.svg")]
+    plot: Option<PathBuf>,
+    /// Print seed 000's percentile tables (every rank, --format) instead of the report.
+    #[arg(long)]
+    table: bool,
+    /// Print the percentile tables in this format (implies --table).
+    #[arg(long, value_enum)]
+    format: Option<Format>,
+    /// Colour the report: auto (a terminal, and NO_COLOR unset), always, never.
+    #[arg(long, value_enum, default_value_t = stat::ColorWhen::Auto)]
+    color: stat::ColorWhen,
     /// Also save every distribution to this HdrHistogram interval log (one interval per
-    /// counter, tagged with its name; `A.`/`B.` prefixes with --vs), for report, diff, plot.
+    /// counter, tagged with its name; `A.`/`B.`/… prefixes with several commands), for
+    /// report, diff, plot.
     #[arg(long, value_name = "FILE")]
     hlog: Option<PathBuf>,
     /// Also save every distribution as an .hgrm percentile file: FILE with `.<counter>`
     /// inserted before `.hgrm` (out.hgrm: out.task-clock.hgrm, out.wall-time.hgrm, …).
     #[arg(long, value_name = "FILE")]
     hgrm: Option<PathBuf>,
-    /// The command and its arguments (after `--`).
+    /// The commands (after `--`), separated by `:::`: each is a program and its arguments,
+    /// or one quoted string run by the shell ('seq 100 | sort').
     #[arg(
         value_name = "CMD",
-        required = true,
+        required_unless_present = "load",
         trailing_var_arg = true,
         allow_hyphen_values = true
     )]
@@ -199,6 +312,10 @@ struct SelectArgs {
     /// Convert values, taking the log to be in nanoseconds (values as logged when absent).
     #[arg(long, value_enum)]
     unit: Option<Unit>,
+    /// The most tags an interval log may have: each tag is summed (and exported) on its own,
+    /// so a log with more is refused rather than filling memory.
+    #[arg(long, value_name = "N", default_value_t = hlog::MAX_TAGS)]
+    max_tags: usize,
 }
 
 impl SelectArgs {
@@ -210,10 +327,16 @@ impl SelectArgs {
                 )));
             }
         }
+        if self.max_tags == 0 {
+            return Err(CliError::new(
+                "--max-tags 0 would refuse every log; give at least 1".to_owned(),
+            ));
+        }
         Ok(Selection {
             tag: self.tag.clone(),
             from: self.from,
             to: self.to,
+            max_tags: self.max_tags,
         })
     }
 }
@@ -247,12 +370,16 @@ struct PlotArgs {
     /// Histogram files to plot.
     #[arg(required = true)]
     files: Vec<PathBuf>,
-    /// The SVG file to write.
+    /// The SVG file to write (SVG only: another extension, such as .png, is refused).
     #[arg(short = 'o', long = "output", value_name = "OUT.svg")]
     output: PathBuf,
     /// The plot's title.
     #[arg(long, default_value = "Percentile distribution")]
     title: String,
+    /// The value axis: log where a panel's values span two decades or more (auto), or
+    /// always linear or log.
+    #[arg(long, value_enum, default_value_t = plot::YScale::Auto)]
+    y_scale: plot::YScale,
     #[command(flatten)]
     select: SelectArgs,
 }
@@ -346,14 +473,36 @@ fn run(cli: Cli) -> Result<String> {
         Command::Stat(a) => stat::run(&stat::StatOptions {
             events: a.events,
             repeat: a.repeat,
+            min_runs: a.min_runs,
+            max_runs: a.max_runs,
             warmup: a.warmup,
             vs: a.vs,
             ignore_failure: a.ignore_failure,
             show_output: a.show_output,
             format: a.format,
+            table: a.table,
+            color: a.color,
             hlog: a.hlog,
             hgrm: a.hgrm,
             command: a.command,
+            no_shell: a.no_shell,
+            names: a.command_name,
+            shell: a.shell,
+            scan: a.parameter_scan,
+            scan_step: a.parameter_step_size,
+            lists: a.parameter_list,
+            setup: a.setup,
+            prepare: a.prepare,
+            cleanup: a.cleanup,
+            no_interleave: a.no_interleave,
+            fail_if_slower: a.fail_if_slower,
+            save: a.save,
+            baseline: a.baseline,
+            load: a.load,
+            export_json: a.export_json,
+            export_markdown: a.export_markdown,
+            export_csv: a.export_csv,
+            plot: a.plot,
         }),
         Command::Report(a) => report(&a),
         Command::Diff(a) => diff(&a),
@@ -402,8 +551,11 @@ fn diff(a: &DiffArgs) -> Result<String> {
     let lb = hlog::load(&a.b, &selection)?;
     let unit = a.select.unit;
     let mut tables = Vec::new();
+    let in_a: HashSet<&Option<String>> = la.groups.iter().map(|g| &g.tag).collect();
+    let in_b: HashMap<&Option<String>, &hlog::Group> =
+        lb.groups.iter().map(|g| (&g.tag, g)).collect();
     for ga in &la.groups {
-        let Some(gb) = lb.groups.iter().find(|g| g.tag == ga.tag) else {
+        let Some(&gb) = in_b.get(&ga.tag) else {
             eprintln!(
                 "picollo: {} is only in {}: not compared",
                 tag_name(&ga.tag),
@@ -430,7 +582,7 @@ fn diff(a: &DiffArgs) -> Result<String> {
         });
     }
     for gb in &lb.groups {
-        if !la.groups.iter().any(|g| g.tag == gb.tag) {
+        if !in_a.contains(&gb.tag) {
             eprintln!(
                 "picollo: {} is only in {}: not compared",
                 tag_name(&gb.tag),
@@ -456,10 +608,39 @@ fn tag_name(tag: &Option<String>) -> String {
     }
 }
 
+/// The counter a tag of `picollo stat`'s logs names when it counts events rather than time
+/// (`page-faults`, `A.context-switches:u`, a PMU event), or `None` for times (`task-clock`,
+/// `wall-time`) and tags of other logs, whose values are taken to be nanoseconds.
+fn counted_event(tag: Option<&str>) -> Option<String> {
+    let tag = tag?;
+    let name = tag
+        .strip_prefix("A.")
+        .or_else(|| tag.strip_prefix("B."))
+        .unwrap_or(tag);
+    if name.contains('/') {
+        return Some(name.to_string());
+    }
+    let spec: picollo_linux::EventSpec = name.parse().ok()?;
+    let clock = matches!(
+        spec.event,
+        picollo_linux::Event::Software(
+            picollo_linux::event::SoftwareEvent::TaskClock
+                | picollo_linux::event::SoftwareEvent::CpuClock
+        )
+    );
+    (!clock).then(|| name.to_string())
+}
+
 fn plot(a: &PlotArgs) -> Result<String> {
+    if let [file] = a.files.as_slice() {
+        if stat_json(file) {
+            stat::plot_saved(file, &a.output, &a.title)?;
+            return Ok(String::new());
+        }
+    }
+    plot::check_output(&a.output)?;
     let selection = a.select.selection()?;
     let unit = a.select.unit;
-    let divisor = unit.map_or(1.0, |u| u.divisor() as f64);
     let mut series = Vec::new();
     for f in &a.files {
         let log = hlog::load(f, &selection)?;
@@ -469,14 +650,23 @@ fn plot(a: &PlotArgs) -> Result<String> {
                 (None, true) => format!("{}, untagged", log.name),
                 (None, false) => log.name.clone(),
             };
-            series.push(plot::Series::from_counts(label, &g.counts, divisor));
+            // Counts keep their own axis and are never converted; times take --unit.
+            let (y_desc, divisor) = match counted_event(g.tag.as_deref()) {
+                Some(event) => (format!("{event} (count)"), 1.0),
+                None => match unit {
+                    Some(u) => (format!("Value ({})", u.symbol()), u.divisor() as f64),
+                    None => ("Value (as logged)".to_string(), 1.0),
+                },
+            };
+            series.push(plot::Series::from_counts(
+                label,
+                y_desc,
+                &g.counts()?,
+                divisor,
+            ));
         }
     }
-    let y_desc = match unit {
-        Some(u) => format!("Value ({})", u.symbol()),
-        None => "Value (as logged)".to_string(),
-    };
-    let svg = plot::render(&series, &a.title, &y_desc)?;
+    let svg = plot::render(&series, &a.title, a.y_scale)?;
     plot::write(&a.output, &svg)?;
     eprintln!(
         "picollo: wrote {} ({} line{})",
@@ -485,4 +675,17 @@ fn plot(a: &PlotArgs) -> Result<String> {
         if series.len() == 1 { "" } else { "s" }
     );
     Ok(String::new())
+}
+
+/// Whether `path` is a saved `stat` run (JSON) rather than a histogram file.
+fn stat_json(path: &std::path::Path) -> bool {
+    use std::io::Read as _;
+    let mut head = [0u8; 64];
+    let n = std::fs::File::open(path)
+        .and_then(|mut f| f.read(&mut head))
+        .unwrap_or(0);
+    head[..n]
+        .iter()
+        .find(|b| !b.is_ascii_whitespace())
+        .is_some_and(|&b| b == b'{')
 }

@@ -79,7 +79,7 @@ pub fn summaries(format: Format, context: &Context, tables: &[Titled]) -> String
                     let (value, half) = if s.is_empty() {
                         (String::new(), String::new())
                     } else {
-                        (p.value.to_string(), p.half_width().to_string())
+                        (s.scaled(p.value).plain(), s.scaled(p.half_width()).plain())
                     };
                     let _ = writeln!(
                         out,
@@ -90,8 +90,8 @@ pub fn summaries(format: Format, context: &Context, tables: &[Titled]) -> String
                         s.total(),
                         s.underflow(),
                         s.overflow(),
-                        plain_float(s.mean(), s.is_empty()),
-                        plain_float(s.stdev(), s.is_empty()),
+                        plain_float(s.scaled_stat(s.mean()), s.is_empty()),
+                        plain_float(s.scaled_stat(s.stdev()), s.is_empty()),
                     );
                 }
             }
@@ -195,7 +195,7 @@ fn diff_rows(t: &Compared) -> Vec<(String, String, String, String)> {
         if s.is_empty() {
             String::new()
         } else {
-            v.to_string()
+            s.scaled(v).plain()
         }
     };
     let pct = |x: f64, y: f64| {
@@ -216,14 +216,14 @@ fn diff_rows(t: &Compared) -> Vec<(String, String, String, String)> {
     }
     rows.push((
         "mean".into(),
-        plain_float(b.mean(), b.is_empty()),
-        plain_float(a.mean(), a.is_empty()),
+        plain_float(b.scaled_stat(b.mean()), b.is_empty()),
+        plain_float(a.scaled_stat(a.mean()), a.is_empty()),
         pct(b.mean(), a.mean()),
     ));
     rows.push((
         "stdev".into(),
-        plain_float(b.stdev(), b.is_empty()),
-        plain_float(a.stdev(), a.is_empty()),
+        plain_float(b.scaled_stat(b.stdev()), b.is_empty()),
+        plain_float(a.scaled_stat(a.stdev()), a.is_empty()),
         pct(b.stdev(), a.stdev()),
     ));
     rows.push((
@@ -301,8 +301,8 @@ fn text_table(out: &mut String, t: &Titled) {
         } else {
             vec![
                 Trimmed(p.rank, 4).to_string(),
-                Grouped(p.value).to_string(),
-                Grouped(p.half_width()).to_string(),
+                s.scaled(p.value).to_string(),
+                s.scaled(p.half_width()).to_string(),
                 Grouped(p.rank_count).to_string(),
             ]
         });
@@ -311,8 +311,8 @@ fn text_table(out: &mut String, t: &Titled) {
     let _ = write!(
         out,
         "  mean {}  stdev {}  total {}",
-        stat(s.mean(), s.is_empty()),
-        stat(s.stdev(), s.is_empty()),
+        stat_in(s, s.mean()),
+        stat_in(s, s.stdev()),
         Grouped(s.total())
     );
     if s.underflow() != 0 {
@@ -335,7 +335,7 @@ fn text_diff(out: &mut String, t: &Compared) {
         if s.is_empty() {
             "-".to_string()
         } else {
-            Grouped(v).to_string()
+            s.scaled(v).to_string()
         }
     };
     let change = |x: f64, y: f64| {
@@ -362,14 +362,14 @@ fn text_diff(out: &mut String, t: &Compared) {
     }
     rows.push(vec![
         "mean".into(),
-        stat(b.mean(), b.is_empty()),
-        stat(a.mean(), a.is_empty()),
+        stat_in(b, b.mean()),
+        stat_in(a, a.mean()),
         change(b.mean(), a.mean()),
     ]);
     rows.push(vec![
         "stdev".into(),
-        stat(b.stdev(), b.is_empty()),
-        stat(a.stdev(), a.is_empty()),
+        stat_in(b, b.stdev()),
+        stat_in(a, a.stdev()),
         change(b.stdev(), a.stdev()),
     ]);
     rows.push(vec![
@@ -387,12 +387,13 @@ fn text_diff(out: &mut String, t: &Compared) {
     columns(out, &rows);
 }
 
-/// A grouped statistic with 2 decimals, `-` when empty.
-fn stat(v: f64, empty: bool) -> String {
-    if empty {
+/// A grouped statistic of `s` in its printed unit (2 decimals, more when the unit needs
+/// them), `-` when empty.
+fn stat_in(s: &Summary, v: f64) -> String {
+    if s.is_empty() {
         "-".into()
     } else {
-        GroupedFloat(v, 2).to_string()
+        GroupedFloat(s.scaled_stat(v), s.stat_decimals()).to_string()
     }
 }
 
@@ -460,7 +461,7 @@ fn json_context(out: &mut String, context: &Context) {
 
 fn json_summary(out: &mut String, name: &str, s: &Summary) {
     let empty = s.is_empty();
-    let stat = |v: f64| json_number((!empty).then_some(v));
+    let stat = |v: f64| json_number((!empty).then_some(s.scaled_stat(v)));
     let _ = write!(
         out,
         "{{\"name\":{},\"total\":{},\"underflow\":{},\"overflow\":{},\"mean\":{},\"stdev\":{},\
@@ -475,7 +476,7 @@ fn json_summary(out: &mut String, name: &str, s: &Summary) {
         if empty {
             "null".to_string()
         } else {
-            s.p100().highest.to_string()
+            s.scaled(s.p100().highest).plain()
         },
     );
     for (i, p) in s.percentiles().iter().enumerate() {
@@ -493,8 +494,8 @@ fn json_summary(out: &mut String, name: &str, s: &Summary) {
                 out,
                 "{{\"rank\":{},\"value\":{},\"half_width\":{},\"count\":{}}}",
                 p.rank,
-                p.value,
-                p.half_width(),
+                s.scaled(p.value).plain(),
+                s.scaled(p.half_width()).plain(),
                 p.rank_count
             );
         }

@@ -21,7 +21,7 @@ use std::process::{Command, ExitStatus, Stdio};
 use std::time::Instant;
 
 use picollo_linux::count::Count;
-use picollo_linux::event::Event;
+use picollo_linux::event::EventSpec;
 use picollo_linux::session::{
     CounterSession, CounterSessionBuilder, DroppedEvent, OnUnsupported, Target,
 };
@@ -67,12 +67,18 @@ fn pipe() -> Result<(File, File)> {
     Ok((File::from(r), File::from(w)))
 }
 
-/// Runs `argv` once, counting `events` on it from its exec.
+/// Runs `argv` once, counting `events` on it from its exec; events without modifiers count the
+/// kernel too when `kernel` is set (perf stat's default where permitted), else user space.
 ///
 /// # Errors
 /// The command cannot be started, or the counters cannot be opened (unsupported events are
 /// dropped and reported in [`Run::dropped`], unless every event is unsupported).
-pub fn run(argv: &[OsString], events: &[Event], output: ChildOutput) -> Result<Run> {
+pub fn run(
+    argv: &[OsString],
+    events: &[EventSpec],
+    kernel: bool,
+    output: ChildOutput,
+) -> Result<Run> {
     let (program, args) = argv
         .split_first()
         .ok_or_else(|| CliError::new("no command given; put it after `--`"))?;
@@ -124,7 +130,7 @@ pub fn run(argv: &[OsString], events: &[Event], output: ChildOutput) -> Result<R
         let mut pid = [0u8; 4];
         let got_pid = pid_r.read_exact(&mut pid).is_ok();
         let opened = if got_pid {
-            open_on(i32::from_ne_bytes(pid), events)
+            open_on(i32::from_ne_bytes(pid), events, kernel)
         } else {
             Err(CliError::new("the command did not start"))
         };
@@ -179,8 +185,12 @@ pub fn run(argv: &[OsString], events: &[Event], output: ChildOutput) -> Result<R
 /// the group with EINVAL) one group per event, as `perf stat` does, so that the kernel
 /// multiplexes them and the counts are scaled estimates instead of missing. Returns the
 /// sessions and the events that could not be opened.
-fn open_on(pid: i32, events: &[Event]) -> Result<(Vec<CounterSession>, Vec<DroppedEvent>)> {
-    let group = open_group(pid, events)?;
+fn open_on(
+    pid: i32,
+    events: &[EventSpec],
+    kernel: bool,
+) -> Result<(Vec<CounterSession>, Vec<DroppedEvent>)> {
+    let group = open_group(pid, events, kernel)?;
     if !needs_split(events, group.dropped()) {
         let dropped = group.dropped().to_vec();
         return Ok((vec![group], dropped));
@@ -189,7 +199,7 @@ fn open_on(pid: i32, events: &[Event]) -> Result<(Vec<CounterSession>, Vec<Dropp
     let mut sessions = Vec::new();
     let mut dropped = Vec::new();
     for event in events {
-        match builder(pid).event(event.clone()).build() {
+        match builder(pid, kernel).event_spec(event.clone()).build() {
             Ok(s) => sessions.push(s),
             Err(PerfError::AllEventsDropped(d)) => dropped.extend(d),
             Err(other) => return Err(CliError::new(format!("cannot open the counters: {other}"))),
@@ -204,16 +214,20 @@ fn open_on(pid: i32, events: &[Event]) -> Result<(Vec<CounterSession>, Vec<Dropp
 /// Whether a group whose open dropped `dropped` must be split: an event refused as
 /// unschedulable or invalid (EINVAL; one group per event tells the two apart), with more than
 /// one event asked for.
-fn needs_split(events: &[Event], dropped: &[DroppedEvent]) -> bool {
+fn needs_split(events: &[EventSpec], dropped: &[DroppedEvent]) -> bool {
     events.len() > 1
         && dropped
             .iter()
             .any(|d| matches!(d.error, PerfError::CannotSchedule { .. }))
 }
 
-fn builder(pid: i32) -> CounterSessionBuilder {
+/// The session builder for `pid`: user space only unless `kernel` (events with modifiers
+/// count what they say).
+fn builder(pid: i32, kernel: bool) -> CounterSessionBuilder {
     CounterSession::builder()
         .target(Target::Pid(pid))
+        .exclude_kernel(!kernel)
+        .exclude_hv(!kernel)
         .enabled(false)
         .enable_on_exec(true)
         .inherit(true)
@@ -232,10 +246,10 @@ fn none_countable(dropped: &[DroppedEvent]) -> CliError {
     ))
 }
 
-fn open_group(pid: i32, events: &[Event]) -> Result<CounterSession> {
-    let mut b = builder(pid);
+fn open_group(pid: i32, events: &[EventSpec], kernel: bool) -> Result<CounterSession> {
+    let mut b = builder(pid, kernel);
     for e in events {
-        b = b.event(e.clone());
+        b = b.event_spec(e.clone());
     }
     b.build().map_err(|e| match e {
         PerfError::AllEventsDropped(d) => none_countable(&d),
@@ -259,7 +273,7 @@ mod tests {
         // Found on the arm64 guest (guest/run.sh): eight hardware events on a PMU with seven
         // counters were one group, the kernel refused the eighth with EINVAL, and stat
         // silently counted seven instead of multiplexing eight.
-        let events: Vec<Event> = ["cycles", "instructions", "r0003"]
+        let events: Vec<EventSpec> = ["cycles", "instructions", "r0003"]
             .iter()
             .map(|n| n.parse().unwrap())
             .collect();

@@ -1,29 +1,69 @@
-//! `picollo stat`: runs a command N times with counters on it and prints the distribution of
-//! each counter and of the wall time, or with `--vs` the diff against another command.
+//! `picollo stat`: runs commands N times with counters on them and prints, per command, each
+//! counter's mean ± σ, median, range and percentiles, then every command against the
+//! baseline with a verdict; or the percentile tables (`--table`), exports, gates and plots.
+//!
+//! - [`runner`] plans the commands (`:::`, parameter scans, the shell) and runs them;
+//! - [`stats`] holds the statistics (bootstrap interval of the ratio of means, Mann–Whitney U,
+//!   outliers), [`model`] the per-run values and comparisons;
+//! - [`human`] prints the default report, [`export`](mod@export) the JSON/Markdown/CSV
+//!   forms, [`gate`] checks `--fail-if-slower`, [`plot`] draws `--plot`.
+//!
+//! What is counted follows `perf stat`: user space and the kernel where this process may count
+//! the kernel ([`counting_domain`]: privileged, or `perf_event_paranoid` ≤ 1, and no security
+//! policy refusing it), else user space only with the reason on stderr; the header's
+//! `counting:` line says which. perf's modifiers choose per event (`page-faults:u`, `cs:k`).
+//! Every figure is kept in HdrHistogram(3)'s buckets, so `--hlog`/`--hgrm` read back as printed.
+
+pub mod export;
+pub mod gate;
+pub mod human;
+pub mod model;
+pub mod plot;
+pub mod runner;
+pub mod stats;
 
 use std::ffi::OsString;
 use std::io::{BufWriter, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 
+use clap::ValueEnum;
+
 use picollo_alloc::hdr::interop::{export, ExportOptions};
 use picollo_alloc::hdr::LogWriter;
+use picollo_alloc::hdr::{interop as hdr_interop, HdrGeometry};
 use picollo_alloc::hgrm::write_hgrm;
-use picollo_alloc::{default_histogram, HeapHistogram, SummaryExt};
+use picollo_alloc::{heap, HeapHistogram, SummaryExt};
 use picollo_linux::caps::Capabilities;
-use picollo_linux::count::Count;
-use picollo_linux::event::{Event, SoftwareEvent};
+use picollo_linux::event::{Event, EventSpec, SoftwareEvent};
 
 use crate::error::{CliError, Result};
 use crate::output::{self, Compared, Context, Format, Titled};
-use crate::spawn::{self, ChildOutput};
+
+use self::model::{Comparison, Saved};
+
+/// When to colour the human output.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
+pub enum ColorWhen {
+    /// When standard output is a terminal and `NO_COLOR` is not set.
+    #[default]
+    Auto,
+    /// Always.
+    Always,
+    /// Never.
+    Never,
+}
 
 /// What `stat` was asked to do.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub struct StatOptions {
     /// `-e` values, each a comma-separated list of perf event names.
     pub events: Vec<String>,
-    /// Measured runs per command.
-    pub repeat: u32,
+    /// Measured runs per command; `None`: automatic (at least `min_runs`, about 3 s).
+    pub repeat: Option<u32>,
+    /// Lower bound of the automatic run count.
+    pub min_runs: u32,
+    /// Upper bound of the automatic run count.
+    pub max_runs: Option<u32>,
     /// Runs per command before the measured ones, not recorded.
     pub warmup: u32,
     /// The command to compare with, as one shell-like string.
@@ -32,15 +72,55 @@ pub struct StatOptions {
     pub ignore_failure: bool,
     /// Send the command's standard output to standard error instead of discarding it.
     pub show_output: bool,
-    /// How to print the tables.
-    pub format: Format,
+    /// Print the percentile tables in this format instead of the human report.
+    pub format: Option<Format>,
+    /// Print seed 000's percentile tables instead of the human report.
+    pub table: bool,
+    /// When to colour the human report.
+    pub color: ColorWhen,
     /// Save every distribution to this HdrHistogram interval log, one tagged interval each.
     pub hlog: Option<PathBuf>,
     /// Save every distribution as an `.hgrm` percentile file, one per counter, named after
     /// this path.
     pub hgrm: Option<PathBuf>,
-    /// The command and its arguments.
+    /// The commands and their arguments, separated by `:::`.
     pub command: Vec<OsString>,
+    /// Run command strings without a shell (split like a shell would).
+    pub no_shell: bool,
+    /// `-n` names of the commands, in order.
+    pub names: Vec<String>,
+    /// The shell for command strings.
+    pub shell: String,
+    /// `-P NAME MIN MAX`.
+    pub scan: Option<Vec<String>>,
+    /// `-D STEP` of the scan.
+    pub scan_step: Option<String>,
+    /// `-L NAME VALUES` pairs, flattened.
+    pub lists: Vec<String>,
+    /// Commands run once before each command's runs.
+    pub setup: Vec<String>,
+    /// Commands run before each run.
+    pub prepare: Vec<String>,
+    /// Commands run once after each command's runs.
+    pub cleanup: Vec<String>,
+    /// Run each command's runs in a block rather than interleaved.
+    pub no_interleave: bool,
+    /// `--fail-if-slower` thresholds.
+    pub fail_if_slower: Vec<String>,
+    /// Save the run (JSON) here.
+    pub save: Option<PathBuf>,
+    /// Compare with this saved run.
+    pub baseline: Option<PathBuf>,
+    /// Print this saved run instead of measuring.
+    pub load: Option<PathBuf>,
+    /// `--export-json` path.
+    pub export_json: Option<PathBuf>,
+    /// `--export-markdown` path.
+    pub export_markdown: Option<PathBuf>,
+    /// `--export-csv` path.
+    pub export_csv: Option<PathBuf>,
+    /// `--plot` path.
+    pub plot: Option<PathBuf>,
 }
 
 /// The name of the wall-time row.
@@ -69,11 +149,42 @@ pub fn split_events(spec: &str) -> Vec<String> {
 }
 
 /// Whether `e` is a clock event, which must lead its group to be read up to date.
-fn is_clock(e: &Event) -> bool {
+fn is_clock(e: &EventSpec) -> bool {
     matches!(
-        e,
+        e.event,
         Event::Software(SoftwareEvent::TaskClock | SoftwareEvent::CpuClock)
     )
+}
+
+/// What events without modifiers count, as `perf stat` decides: user space and the kernel
+/// where this process may count the kernel (`Ok`), else user space only with the reason
+/// (`Err`). Events written with modifiers (`page-faults:u`) count what they say.
+pub fn counting_domain(caps: &Capabilities) -> std::result::Result<(), String> {
+    caps.kernel_counting()?;
+    // The rule allows it; a security module (seccomp, SELinux) may still refuse: ask the
+    // kernel once, with a software event on this thread.
+    let probe = picollo_linux::CounterSession::builder()
+        .exclude_kernel(false)
+        .exclude_hv(false)
+        .software(SoftwareEvent::TaskClock)
+        .build();
+    match probe {
+        Err(picollo_linux::PerfError::PermissionDenied { errno, .. }) => Err(format!(
+            "counting user space only: the kernel refused to count itself (errno {errno}) \
+             although perf_event_paranoid allows it; a security policy limits perf events"
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// The header line saying what events without modifiers count.
+pub fn domain_note(domain: &std::result::Result<(), String>) -> String {
+    match domain {
+        Ok(()) => {
+            "user space and the kernel (as perf stat; :u or :k after an event chooses)".to_string()
+        }
+        Err(why) => why.trim_start_matches("counting ").to_string(),
+    }
 }
 
 /// The events to count: the `-e` lists parsed (a clock moved first, duplicates removed), or
@@ -85,8 +196,8 @@ pub fn choose_events(
     specs: &[String],
     caps: &Capabilities,
     notes: &mut Vec<String>,
-) -> Result<Vec<Event>> {
-    let mut events: Vec<Event> = Vec::new();
+) -> Result<Vec<EventSpec>> {
+    let mut events: Vec<EventSpec> = Vec::new();
     if specs.is_empty() {
         let names: &[&str] = if caps.has_hardware_pmu() {
             &[
@@ -114,7 +225,7 @@ pub fn choose_events(
     }
     for spec in specs {
         for name in split_events(spec) {
-            let e: Event = name.parse().map_err(|e| {
+            let e: EventSpec = name.parse().map_err(|e| {
                 CliError::new(format!(
                     "unknown event `{name}`: {e}; run `picollo counters` for the events \
                      available here"
@@ -144,7 +255,7 @@ pub fn choose_events(
             );
         }
     }
-    if !caps.has_hardware_pmu() && events.iter().any(Event::needs_hardware_pmu) {
+    if !caps.has_hardware_pmu() && events.iter().any(|e| e.event.needs_hardware_pmu()) {
         let reason = caps.no_pmu_reason().unwrap_or_default();
         notes.push(format!(
             "{}; hardware, cache and raw events are dropped",
@@ -245,47 +356,39 @@ pub fn show_command(argv: &[OsString]) -> String {
         .join(" ")
 }
 
-/// One command's measurements.
+/// One command's distributions, for the percentile tables and the saved logs.
 struct Side {
-    label: &'static str,
-    argv: Vec<OsString>,
+    label: String,
     /// Per counter, in order of first appearance; wall time is kept apart.
     counters: Vec<(String, HeapHistogram<u64>, u64)>,
     wall: HeapHistogram<u64>,
-    scaled: bool,
 }
 
 impl Side {
-    fn new(label: &'static str, argv: Vec<OsString>) -> Self {
-        Side {
+    /// The histograms of `bench`'s per-run values; `label` is `A`, `B`, … `Z`, then `C27`, ….
+    fn from_bench(i: usize, bench: &model::Bench) -> Self {
+        let label = if i < 26 {
+            char::from(b'A' + i as u8).to_string()
+        } else {
+            format!("C{}", i + 1)
+        };
+        let mut side = Side {
             label,
-            argv,
             counters: Vec::new(),
-            wall: default_histogram(),
-            scaled: false,
-        }
-    }
-
-    fn record(&mut self, run: &spawn::Run) {
-        self.wall.record(run.wall_ns);
-        for (name, count) in &run.counts {
-            let i = match self.counters.iter().position(|(n, _, _)| n == name) {
-                Some(i) => i,
-                None => {
-                    self.counters.push((name.clone(), default_histogram(), 0));
-                    self.counters.len() - 1
-                }
-            };
-            let slot = &mut self.counters[i];
-            match count {
-                Count::Exact(v) => slot.1.record(*v),
-                Count::Scaled { value, .. } => {
-                    slot.1.record(*value);
-                    self.scaled = true;
-                }
-                Count::NotCounted => slot.2 += 1,
+            wall: run_histogram(),
+        };
+        for s in &bench.series {
+            let mut h = run_histogram();
+            for v in s.values.iter().flatten() {
+                h.record(*v);
+            }
+            if s.name == WALL_TIME {
+                side.wall = h;
+            } else {
+                side.counters.push((s.name.clone(), h, s.missed() as u64));
             }
         }
+        side
     }
 
     /// Each counter's histogram with its name, then the wall time's.
@@ -314,31 +417,38 @@ impl Side {
     }
 }
 
+/// HdrHistogram's `new Histogram(3)`: 1 ..= 2^63 - 1 at 3 significant digits.
+fn log_geometry() -> HdrGeometry {
+    HdrGeometry::new(1, i64::MAX as u64, 3).expect("a valid HdrHistogram geometry")
+}
+
+/// The histogram of one figure over the runs: the layout and window of HdrHistogram's
+/// `new Histogram(3)` (0.0488 % precision), so that `--hlog` writes it index for index and
+/// `report`, `diff`, `plot` and `export` read back the same buckets: the same values, `±`,
+/// precision and min/max as printed here. (Values above 2^63 - 1, which no counter reaches,
+/// would be counted as overflow, as a log could not hold them.)
+fn run_histogram() -> HeapHistogram<u64> {
+    let g = log_geometry();
+    heap::plain(hdr_interop::layout_for(&g), hdr_interop::window_for(&g))
+}
+
 /// A counter's title with its unit.
 fn title(name: &str) -> String {
-    match name {
-        "task-clock" | "cpu-clock" | WALL_TIME => format!("{name} (ns)"),
-        other => other.to_string(),
+    match model::Kind::of(name) {
+        model::Kind::Time => format!("{name} (ns)"),
+        model::Kind::Count => name.to_string(),
     }
 }
 
-/// The progress line, shown only when standard error is a terminal.
-struct Progress {
-    on: bool,
-}
-
-impl Progress {
-    fn show(&self, text: &str) {
-        if self.on {
-            let mut e = std::io::stderr().lock();
-            let _ = write!(e, "\r\x1b[2K{text}");
-            let _ = e.flush();
-        }
-    }
-
-    fn clear(&self) {
-        self.show("");
-    }
+/// Reads a saved run.
+fn load(path: &Path) -> Result<Saved> {
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        CliError::new(format!(
+            "cannot read {}: {e}; give a file from `picollo stat --save`",
+            path.display()
+        ))
+    })?;
+    export::from_json(&text, &path.display().to_string())
 }
 
 /// Runs `stat` and returns what to print on standard output; diagnostics go to standard
@@ -346,8 +456,122 @@ impl Progress {
 ///
 /// # Errors
 /// A bad event or command, counters that cannot be opened, a failing command (unless
-/// ignored).
+/// ignored), a file that cannot be read or written, or a regression past a
+/// `--fail-if-slower` threshold (the report is printed first).
 pub fn run(opts: &StatOptions) -> Result<String> {
+    let thresholds = opts
+        .fail_if_slower
+        .iter()
+        .map(|t| gate::parse(t))
+        .collect::<Result<Vec<_>>>()?;
+    // What was counted is known for a live run only (a saved run does not record it).
+    let (saved, counting) = match &opts.load {
+        Some(path) => (load(path)?, None),
+        None => {
+            let (saved, note) = measure(opts)?;
+            (saved, Some(note))
+        }
+    };
+    let baseline = match &opts.baseline {
+        Some(p) => Some((p.display().to_string(), load(p)?)),
+        None => None,
+    };
+    let comparisons = model::compare(&saved, baseline.as_ref().map(|(n, s)| (n.as_str(), s)));
+    if let Some((name, b)) = &baseline {
+        for bench in &saved.benches {
+            if !comparisons
+                .iter()
+                .any(|c| c.baseline_label == bench.command)
+                && b.benches.len() > 1
+                && !b.benches.iter().any(|x| x.command == bench.command)
+            {
+                eprintln!(
+                    "picollo: `{}` is not in {name}: not compared",
+                    bench.label()
+                );
+            }
+        }
+    }
+    if !thresholds.is_empty() && comparisons.is_empty() {
+        return Err(CliError::new(
+            "--fail-if-slower needs something to compare: a second command (-- A ::: B) or \
+             --baseline FILE",
+        ));
+    }
+    for w in human::outlier_warnings(&saved) {
+        eprintln!("picollo: {w}");
+    }
+    let mut replaced: Option<String> = None;
+    let json = || export::to_json(&saved, &comparisons);
+    if let Some(p) = &opts.save {
+        replaced = replaced.or(export::write(p, &json(), "--save")?);
+    }
+    if let Some(p) = &opts.export_json {
+        replaced = replaced.or(export::write(p, &json(), "--export-json")?);
+    }
+    if let Some(p) = &opts.export_markdown {
+        let md = export::to_markdown(&saved, &comparisons);
+        replaced = replaced.or(export::write(p, &md, "--export-markdown")?);
+    }
+    if let Some(p) = &opts.export_csv {
+        let csv = export::to_csv(&saved, &comparisons);
+        replaced = replaced.or(export::write(p, &csv, "--export-csv")?);
+    }
+    let sides: Vec<Side> = saved
+        .benches
+        .iter()
+        .enumerate()
+        .map(|(i, b)| Side::from_bench(i, b))
+        .collect();
+    let commands: Vec<String> = saved.benches.iter().map(model::Bench::label).collect();
+    if let Some(path) = &opts.hlog {
+        save_hlog(path, &sides, saved.started_unix_ms, &commands.join(" ::: "))?;
+    }
+    if let Some(path) = &opts.hgrm {
+        save_hgrm(path, &sides)?;
+    }
+    if let Some(path) = &opts.plot {
+        let svg = plot::render(&saved, &comparisons, "picollo stat")?;
+        crate::plot::write(path, &svg)?;
+        eprintln!("picollo: wrote {}", path.display());
+    }
+    let text = match replaced {
+        Some(t) => t,
+        None if opts.table || opts.format.is_some() => tables(
+            &saved,
+            &sides,
+            opts.format.unwrap_or_default(),
+            counting.as_deref(),
+        ),
+        None => {
+            let color = match opts.color {
+                ColorWhen::Always => true,
+                ColorWhen::Never => false,
+                ColorWhen::Auto => {
+                    std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none()
+                }
+            };
+            let report = human::render(&saved, &comparisons, human::Style { color });
+            match &counting {
+                Some(c) => format!("Counting: {c}\n{report}"),
+                None => report,
+            }
+        }
+    };
+    let failures = gate::check(&thresholds, &comparisons, |i| saved.benches[i].label())?;
+    if failures.is_empty() {
+        return Ok(text);
+    }
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(text.as_bytes()).and_then(|()| out.flush());
+    Err(CliError::new(format!(
+        "regression: {}",
+        failures.join("; ")
+    )))
+}
+
+/// Runs the commands; returns the run and what its events without modifiers counted.
+fn measure(opts: &StatOptions) -> Result<(Saved, String)> {
     if opts.command.is_empty() {
         return Err(CliError::new(
             "no command given; put it after `--`: picollo stat -- sleep 0.1",
@@ -356,122 +580,135 @@ pub fn run(opts: &StatOptions) -> Result<String> {
     let caps = Capabilities::detect();
     let mut notes = Vec::new();
     let events = choose_events(&opts.events, &caps, &mut notes)?;
+    let domain = counting_domain(&caps);
+    if let Err(why) = &domain {
+        notes.push(why.clone());
+    }
     for n in &notes {
         eprintln!("picollo: {n}");
     }
-    let mut sides = vec![Side::new("A", opts.command.clone())];
-    if let Some(vs) = &opts.vs {
-        sides.push(Side::new("B", split_command(vs)?));
-    }
-    let output = if opts.show_output {
-        ChildOutput::ToStderr
-    } else {
-        ChildOutput::Discard
-    };
-    let progress = Progress {
-        on: std::io::stderr().is_terminal(),
-    };
-    let rounds = opts.warmup + opts.repeat;
-    let total = u64::from(rounds) * sides.len() as u64;
-    let mut done = 0u64;
-    let mut dropped_reported = false;
-    for round in 0..rounds {
-        let warm = round < opts.warmup;
-        for side in &mut sides {
-            done += 1;
-            progress.show(&format!(
-                "picollo: run {done}/{total}{}{}",
-                if sides_len_label(opts) {
-                    format!(" ({})", side.label)
-                } else {
-                    String::new()
-                },
-                if warm { " warm-up" } else { "" }
-            ));
-            let result = spawn::run(&side.argv, &events, output);
-            let run = match result {
-                Ok(r) => r,
-                Err(e) => {
-                    progress.clear();
-                    return Err(e);
-                }
-            };
-            if !dropped_reported {
-                for d in &run.dropped {
-                    progress.clear();
-                    eprintln!(
-                        "picollo: not counting `{}`: {}",
-                        d.event,
-                        crate::counters::short_reason(&d.error)
-                    );
-                }
-                dropped_reported = true;
-            }
-            if !run.status.success() && !opts.ignore_failure {
-                progress.clear();
-                return Err(CliError::new(format!(
-                    "`{}` failed ({}) on run {}; fix the command, or pass --ignore-failure (-i) \
-                     to measure it anyway",
-                    show_command(&side.argv),
-                    run.status,
-                    round + 1
-                )));
-            }
-            if !warm {
-                side.record(&run);
-            }
+    let mut params = Vec::new();
+    if let Some(scan) = &opts.scan {
+        if let [name, min, max] = scan.as_slice() {
+            params.push(runner::scan(name, min, max, opts.scan_step.as_deref())?);
         }
     }
-    progress.clear();
-    for side in &sides {
-        for (name, _, missed) in &side.counters {
-            if *missed > 0 {
+    for pair in opts.lists.chunks(2) {
+        if let [name, values] = pair {
+            params.push(runner::Parameter {
+                name: name.clone(),
+                values: values.split(',').map(String::from).collect(),
+            });
+        }
+    }
+    let shell = runner::Shell {
+        shell: (!opts.no_shell).then(|| opts.shell.clone()),
+    };
+    let mut planned = runner::plan(
+        &opts.command,
+        opts.vs.as_deref(),
+        &params,
+        &shell,
+        &opts.setup,
+        &opts.prepare,
+        &opts.cleanup,
+    )?;
+    runner::name(&mut planned, &opts.names)?;
+    let saved = runner::run(
+        &planned,
+        &events,
+        &runner::RunOptions {
+            repeat: opts.repeat,
+            min_runs: opts.min_runs,
+            max_runs: opts.max_runs,
+            warmup: opts.warmup,
+            interleave: !opts.no_interleave,
+            ignore_failure: opts.ignore_failure,
+            show_output: opts.show_output,
+            kernel: domain.is_ok(),
+        },
+    )?;
+    for b in &saved.benches {
+        for s in &b.series {
+            let missed = s.missed();
+            if missed > 0 {
                 eprintln!(
-                    "picollo: {name} was not counted in {missed} of {} runs of {} (no counter \
+                    "picollo: {} was not counted in {missed} of {} runs of `{}` (no counter \
                      was free)",
-                    opts.repeat, side.label
+                    s.name,
+                    s.values.len(),
+                    b.label()
+                );
+            }
+            if s.scaled_runs > 0 {
+                eprintln!(
+                    "picollo: {} of `{}` was multiplexed in {} runs: those values are scaled \
+                     estimates",
+                    s.name,
+                    b.label(),
+                    s.scaled_runs
                 );
             }
         }
-        if side.scaled {
-            eprintln!(
-                "picollo: some counts of {} were multiplexed: the values are scaled estimates",
-                side.label
-            );
+    }
+    Ok((saved, domain_note(&domain)))
+}
+
+/// Seed 000's tables: one command's summaries, or for several the diff of each against the
+/// first (one document per pair; CSV and JSON print one per line).
+fn tables(saved: &Saved, sides: &[Side], format: Format, counting: Option<&str>) -> String {
+    let mut context: Context = Vec::new();
+    if sides.len() == 1 {
+        context.push(("command", saved.benches[0].label()));
+        if let Some(c) = counting {
+            context.push(("counting", c.to_string()));
         }
     }
-    let started_ms = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
-    if let Some(path) = &opts.hlog {
-        save_hlog(path, &sides, started_ms, &show_command(&sides[0].argv))?;
-    }
-    if let Some(path) = &opts.hgrm {
-        save_hgrm(path, &sides)?;
-    }
-    let mut context: Context = vec![("command", show_command(&sides[0].argv))];
-    if let Some(b) = sides.get(1) {
-        context[0].0 = "A";
-        context.push(("B", show_command(&b.argv)));
-    }
-    context.push(("runs", opts.repeat.to_string()));
-    context.push(("warmup", opts.warmup.to_string()));
+    let runs = saved.benches.first().map_or(0, model::Bench::runs);
     if sides.len() == 1 {
-        return Ok(output::summaries(opts.format, &context, &sides[0].tables()));
+        context.push(("runs", runs.to_string()));
+        context.push(("warmup", saved.warmup.to_string()));
+        return output::summaries(format, &context, &sides[0].tables());
     }
-    let (a, b) = (sides[0].tables(), sides[1].tables());
-    let compared: Vec<Compared> = a
-        .into_iter()
-        .filter_map(|ta| {
-            let tb = b.iter().find(|tb| tb.title == ta.title)?;
-            Some(Compared {
-                title: ta.title,
-                before: ta.summary,
-                after: tb.summary.clone(),
+    let mut out = String::new();
+    for (i, side) in sides.iter().enumerate().skip(1) {
+        let mut context: Context = vec![
+            ("A", saved.benches[0].label()),
+            ("B", saved.benches[i].label()),
+            ("runs", runs.to_string()),
+            ("warmup", saved.warmup.to_string()),
+        ];
+        if let Some(c) = counting {
+            context.insert(2, ("counting", c.to_string()));
+        }
+        let (a, b) = (sides[0].tables(), side.tables());
+        let compared: Vec<Compared> = a
+            .into_iter()
+            .filter_map(|ta| {
+                let tb = b.iter().find(|tb| tb.title == ta.title)?;
+                Some(Compared {
+                    title: ta.title,
+                    before: ta.summary,
+                    after: tb.summary.clone(),
+                })
             })
-        })
-        .collect();
-    Ok(output::diffs(opts.format, &context, &compared))
+            .collect();
+        if i > 1 && matches!(format, Format::Markdown | Format::Text) {
+            out.push('\n');
+        }
+        out.push_str(&output::diffs(format, &context, &compared));
+    }
+    out
+}
+
+/// Comparisons of a saved run, for `picollo plot run.json`.
+pub fn plot_saved(path: &Path, out: &Path, title: &str) -> Result<()> {
+    let saved = load(path)?;
+    let comparisons: Vec<Comparison> = model::compare(&saved, None);
+    let svg = plot::render(&saved, &comparisons, title)?;
+    crate::plot::write(out, &svg)?;
+    eprintln!("picollo: wrote {}", out.display());
+    Ok(())
 }
 
 /// A tag for an interval log: the counter's name (prefixed `A.`/`B.` with `--vs`), made a
@@ -540,6 +777,18 @@ fn hgrm_path(path: &Path, side: &Side, sides: usize, counter: &str) -> PathBuf {
     PathBuf::from(name)
 }
 
+/// Percentile steps per halving of an `.hgrm` file: enough that every recorded bucket is a
+/// step of its own (one run in `total` moves the percentile by `100 / total`, and the steps
+/// near 0 are `ln 2 / ticks` apart), so the file read back holds every bucket the run had;
+/// at least HdrHistogram's usual 5, at most 1,000 (the rows grow with the runs).
+fn hgrm_ticks(h: &HeapHistogram<u64>) -> u32 {
+    use picollo_core::ReadExt;
+    let total = h.total();
+    u32::try_from(total.saturating_mul(2))
+        .unwrap_or(u32::MAX)
+        .clamp(5, 1_000)
+}
+
 /// Writes every distribution as an `.hgrm` percentile file (5 steps per halving, values as
 /// counted), one per counter and side.
 fn save_hgrm(path: &Path, sides: &[Side]) -> Result<()> {
@@ -551,18 +800,13 @@ fn save_hgrm(path: &Path, sides: &[Side]) -> Result<()> {
                 CliError::new(format!("cannot create {shown}: {e}; give a writable path"))
             })?;
             let mut out = BufWriter::new(file);
-            write_hgrm(h, &mut out, 5, 1.0)
+            write_hgrm(h, &mut out, hgrm_ticks(h), 1.0)
                 .and_then(|()| out.flush())
                 .map_err(|e| CliError::new(format!("{shown}: {e}")))?;
             eprintln!("picollo: wrote {shown}");
         }
     }
     Ok(())
-}
-
-/// Whether runs are labelled A/B in the progress line.
-fn sides_len_label(opts: &StatOptions) -> bool {
-    opts.vs.is_some()
 }
 
 #[cfg(test)]
@@ -579,7 +823,7 @@ mod tests {
 
     #[test]
     fn saved_file_names() {
-        let a = Side::new("A", vec![]);
+        let a = Side::from_bench(0, &model::Bench::new(String::new(), vec![], vec![]));
         assert_eq!(
             log_tag(&a, 1, "cpu/event=0x3c,umask=0/"),
             "cpu/event=0x3c_umask=0/"

@@ -1,5 +1,5 @@
 //! Runs the `picollo` binary: every command on real input, golden tables for the
-//! deterministic ones (report and diff on the shared HdrHistogram vectors), and the error
+//! deterministic ones (report and diff on the HdrHistogram vectors), and the error
 //! paths (one line, exit status 1, never a panic).
 
 use std::path::PathBuf;
@@ -9,15 +9,15 @@ const BIN: &str = env!("CARGO_BIN_EXE_picollo");
 const JHICCUP: &str = "jHiccup-2.0.7S.logV2.hlog";
 const TAGGED: &str = "tagged-Log.logV2.hlog";
 
-/// The shared vectors: `<repo>/../shared/vectors/hdrhistogram`.
+/// The HdrHistogram vectors, in the repository: `picollo-alloc/tests/vectors/hdrhistogram`.
 fn vectors() -> PathBuf {
     let dir = PathBuf::from(concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/../../shared/vectors/hdrhistogram"
+        "/../picollo-alloc/tests/vectors/hdrhistogram"
     ));
     assert!(
         dir.is_dir(),
-        "HdrHistogram vectors not found at {}: shared/ must sit beside the checkout",
+        "HdrHistogram vectors not found at {}: they are part of the repository",
         dir.display()
     );
     dir
@@ -141,7 +141,7 @@ fn counters_lists_capabilities_and_events() {
 
 #[test]
 fn stat_runs_the_command_n_times() {
-    let r = ok(&["stat", "-r", "5", "--", "true"]);
+    let r = ok(&["stat", "-r", "5", "--table", "--", "true"]);
     let tables: Vec<&str> = r
         .stdout
         .lines()
@@ -150,7 +150,8 @@ fn stat_runs_the_command_n_times() {
     assert!(tables.contains(&"task-clock (ns)"), "{}", r.stdout);
     assert!(tables.contains(&"page-faults"), "{}", r.stdout);
     assert_eq!(tables.last(), Some(&"wall-time (ns)"));
-    assert!(r.stdout.starts_with("- command: true\n- runs: 5\n"));
+    assert!(r.stdout.starts_with("- command: true\n- counting: "));
+    assert!(r.stdout.contains("\n- runs: 5\n"));
     assert_eq!(totals(&r.stdout), vec!["5"; tables.len()]);
     if no_pmu() {
         assert!(
@@ -222,10 +223,20 @@ fn stat_vs_alternates_and_diffs() {
         );
         assert!(r.stdout.contains(&format!("{name},cohens_d,,,")));
     }
-    let md = ok(&["stat", "-r", "2", "--vs", "sh -c 'exit 0'", "--", "true"]);
+    let md = ok(&[
+        "stat",
+        "-r",
+        "2",
+        "--table",
+        "--vs",
+        "sh -c 'exit 0'",
+        "--",
+        "true",
+    ]);
     assert!(md
         .stdout
-        .starts_with("- A: true\n- B: sh -c 'exit 0'\n- runs: 2\n"));
+        .starts_with("- A: true\n- B: sh -c 'exit 0'\n- counting: "));
+    assert!(md.stdout.contains("\n- runs: 2\n"));
     assert!(md.stdout.contains("| Percentile | "), "{}", md.stdout);
     assert!(md.stdout.contains(" Δ% |"));
     assert!(md.stdout.contains("| D-value:"));
@@ -254,7 +265,16 @@ fn stat_errors_are_one_line() {
             "none of the events can be counted here",
         );
         // A mix: the hardware event is dropped with a note, the software one is counted.
-        let r = ok(&["stat", "-r", "2", "-e", "cycles,page-faults", "--", "true"]);
+        let r = ok(&[
+            "stat",
+            "-r",
+            "2",
+            "--table",
+            "-e",
+            "cycles,page-faults",
+            "--",
+            "true",
+        ]);
         assert!(r.stderr.contains("not counting `cycles`"), "{}", r.stderr);
         assert!(r.stdout.contains("##### page-faults"));
         assert!(!r.stdout.contains("##### cycles"));
@@ -323,7 +343,9 @@ fn report_time_range_and_unit() {
     ])
     .stdout;
     assert_eq!(ms, golden("report_jhiccup_5_20_ms.json"));
-    assert!(ms.contains("\"max\":1544,"));
+    // Milliseconds with the decimals they need: the same buckets, divided, not rounded.
+    assert!(ms.contains("\"max\":1544.552447,"), "{ms}");
+    assert!(ms.contains("{\"rank\":50,\"value\":0.360576,\"half_width\":0.000128,"));
     let csv = ok(&["report", JHICCUP, "--format", "csv"]).stdout;
     let mut lines = csv.lines();
     assert_eq!(
@@ -498,10 +520,68 @@ fn plot_writes_an_svg_with_a_line_per_series() {
         "99.9%",
         "99.99%",
         "Percentile",
-        "Value (ms)",
+        // jHiccup's values span five decades: the value axis is logarithmic by default.
+        "Value (ms) (log scale)",
+        "1",
+        "10",
+        "100",
+        "1,000",
     ] {
         assert!(svg.contains(&format!("\n{label}\n")), "label {label:?}");
     }
+    // --y-scale linear keeps the linear axis.
+    ok(&[
+        "plot",
+        JHICCUP,
+        "-o",
+        out.to_str().unwrap(),
+        "--unit",
+        "ms",
+        "--y-scale",
+        "linear",
+    ]);
+    let svg = std::fs::read_to_string(&out).unwrap();
+    assert!(svg.contains("\nValue (ms)\n"));
+    assert!(!svg.contains("log scale"));
+}
+
+#[test]
+fn plot_gives_each_unit_its_own_axis() {
+    // A stat log: a time (task-clock), a count (page-faults) and the wall time.
+    let log = tmp("units.hlog");
+    ok(&[
+        "stat",
+        "-r",
+        "3",
+        "-e",
+        "task-clock,page-faults",
+        "--hlog",
+        log.to_str().unwrap(),
+        "--",
+        "true",
+    ]);
+    let out = tmp("units.svg");
+    let r = ok(&[
+        "plot",
+        log.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+        "--unit",
+        "us",
+        "--y-scale",
+        "linear",
+    ]);
+    assert!(r.stderr.contains("(3 lines)"), "{}", r.stderr);
+    let svg = std::fs::read_to_string(&out).unwrap();
+    // Two panels: times in µs (task-clock and wall time), page faults as counted.
+    assert_eq!(
+        svg.matches("\nPercentile\n").count(),
+        2,
+        "one x axis per panel"
+    );
+    assert_eq!(svg.matches("\nValue (us)\n").count(), 1);
+    assert_eq!(svg.matches("\npage-faults (count)\n").count(), 1);
+    let _ = std::fs::remove_file(&log);
 }
 
 #[test]
@@ -515,6 +595,17 @@ fn plot_errors() {
         "cannot write /no/such/dir/x.svg",
     );
     assert_eq!(run(&["plot", JHICCUP]).code, 2, "-o is required");
+    // SVG only: a .png name is refused before anything is written, with the way to a PNG.
+    let png = tmp("refused.png");
+    let _ = std::fs::remove_file(&png);
+    let r = run(&["plot", JHICCUP, "-o", png.to_str().unwrap()]);
+    assert_eq!(r.code, 1);
+    assert!(
+        r.stderr.contains("plot writes SVG only, not .png") && r.stderr.contains("rsvg-convert"),
+        "{}",
+        r.stderr
+    );
+    assert!(!png.exists(), "nothing written under a PNG name");
 }
 
 #[test]

@@ -1,4 +1,4 @@
-//! `picollo export`: the three formats on the shared HdrHistogram logs (counts checked against
+//! `picollo export`: the three formats on the HdrHistogram vector logs (counts checked against
 //! the logs themselves, the OpenMetrics output backfilled by a real `promtool`), and hostile
 //! input (one-line errors, exit status 1, never a panic).
 
@@ -12,18 +12,12 @@ const BIN: &str = env!("CARGO_BIN_EXE_picollo");
 const JHICCUP: &str = "jHiccup-2.0.7S.logV2.hlog";
 const TAGGED: &str = "tagged-Log.logV2.hlog";
 
-/// The shared vectors: `<repo>/../shared/vectors/hdrhistogram`, or `$PICOLLO_VECTORS` (for a
-/// checkout that does not sit beside `shared/`, such as a git worktree).
+/// The HdrHistogram vectors, in the repository: `picollo-alloc/tests/vectors/hdrhistogram`.
 fn vector(name: &str) -> PathBuf {
-    let dir = std::env::var_os("PICOLLO_VECTORS").map_or_else(
-        || {
-            PathBuf::from(concat!(
-                env!("CARGO_MANIFEST_DIR"),
-                "/../../shared/vectors/hdrhistogram"
-            ))
-        },
-        PathBuf::from,
-    );
+    let dir = PathBuf::from(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../picollo-alloc/tests/vectors/hdrhistogram"
+    ));
     assert!(
         dir.is_dir(),
         "HdrHistogram vectors not found at {}",

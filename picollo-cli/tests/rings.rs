@@ -221,6 +221,56 @@ fn top_refreshes_the_table() {
     );
 }
 
+/// Waits up to `limit` for `child` to exit; kills it and fails the test otherwise.
+fn exits_within(child: &mut std::process::Child, limit: Duration, what: &str) -> i32 {
+    let t0 = std::time::Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status.code().expect("exited by a signal");
+        }
+        if t0.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{what}: still running after {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// `q` on standard input quits `top` (here through a pipe; on a terminal in `top_in_tmux`).
+#[test]
+fn q_quits_top() {
+    use std::io::Write as _;
+    use std::process::Stdio;
+    let _worker = span_worker();
+    let mut child = Command::new(BIN)
+        .args(["top", &pid(), "--interval", "0.2"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(child.try_wait().unwrap().is_none(), "top runs until told");
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(b"q").unwrap();
+    stdin.flush().unwrap();
+    let code = exits_within(&mut child, Duration::from_secs(5), "top after q");
+    assert_eq!(code, 0);
+    drop(stdin);
+    // End of input alone does not stop it (stdin of /dev/null, as under nohup).
+    let mut child = Command::new(BIN)
+        .args(["top", &pid(), "--interval", "0.2"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(700));
+    assert!(child.try_wait().unwrap().is_none(), "EOF is not q");
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
 /// `top` on a terminal, in tmux: the screen is redrawn in place and shows the table.
 #[test]
 fn top_in_tmux() {
@@ -237,7 +287,10 @@ fn top_in_tmux() {
             .output()
             .unwrap()
     };
-    let cmd = format!("{BIN} top {} --interval 0.3; sleep 30", pid());
+    let cmd = format!(
+        "{BIN} top {} --interval 0.3; echo top-exited-$?; sleep 30",
+        pid()
+    );
     let started = tmux(&["new-session", "-d", "-x", "200", "-y", "50", &cmd]);
     assert!(
         started.status.success(),
@@ -252,12 +305,27 @@ fn top_in_tmux() {
             break;
         }
     }
+    // Redrawn in place: one header on screen, the latest.
+    let one_header = screen.matches("picollo top ").count() == 1;
+    let table = screen.contains("| work ") && screen.contains("| Phase ");
+    // `q` typed on the terminal quits, with status 0, and the terminal is given back.
+    let _ = tmux(&["send-keys", "q"]);
+    let mut after = String::new();
+    for _ in 0..50 {
+        std::thread::sleep(Duration::from_millis(100));
+        after = String::from_utf8(tmux(&["capture-pane", "-p"]).stdout).unwrap();
+        if after.contains("top-exited-") {
+            break;
+        }
+    }
     let _ = tmux(&["kill-server"]);
     assert!(screen.contains("refresh 3,"), "{screen}");
-    // Redrawn in place: one header on screen, the latest.
-    assert_eq!(screen.matches("picollo top ").count(), 1, "{screen}");
-    assert!(screen.contains("| work "), "{screen}");
-    assert!(screen.contains("| Phase "), "{screen}");
+    assert!(one_header, "{screen}");
+    assert!(table, "{screen}");
+    assert!(
+        after.contains("top-exited-0"),
+        "q did not quit top: {after}"
+    );
 }
 
 /// Runs picollo; returns (status code, stdout, stderr).

@@ -466,6 +466,13 @@ where
         self.record_logical(self.spec.index_of_native(value));
     }
 
+    /// Records a duration in nanoseconds (whole nanoseconds, saturating at `u64::MAX`; see
+    /// [`crate::duration_ns`]), from any thread or interrupt handler.
+    #[inline(always)]
+    pub fn record_duration(&self, duration: core::time::Duration) {
+        self.record(crate::duration_ns(duration));
+    }
+
     /// Records one `u32` value with 32-bit index arithmetic only.
     #[inline(always)]
     pub fn record_u32(&self, value: u32) {

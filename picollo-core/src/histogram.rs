@@ -278,6 +278,23 @@ where
         self.record_logical(self.spec.index_of_native(value));
     }
 
+    /// Records a duration in nanoseconds (whole nanoseconds, saturating at `u64::MAX`; see
+    /// [`crate::duration_ns`]): `h.record_duration(start.elapsed())`.
+    ///
+    /// ```
+    /// use core::time::Duration;
+    /// use picollo_core::{storage_len, Histogram, Layout, ReadExt};
+    ///
+    /// const L: Layout = Layout::DEFAULT;
+    /// let mut h = Histogram::<[u32; storage_len(L, 1, 1_000_000)]>::new(L, 1, 1_000_000);
+    /// h.record_duration(Duration::from_nanos(900)); // below 2^10: exact buckets
+    /// assert_eq!(h.percentile_value(50.0).unwrap(), 900);
+    /// ```
+    #[inline(always)]
+    pub fn record_duration(&mut self, duration: core::time::Duration) {
+        self.record(crate::duration_ns(duration));
+    }
+
     /// Records one `u32` value with 32-bit arithmetic only: on 32-bit cores no 64-bit shift
     /// and no compiler helper call (Cortex-M0 included).
     #[inline(always)]

@@ -201,12 +201,15 @@ impl<H: HistogramRead + ?Sized, R: StepRule> Iterator for ValueSteps<'_, H, R> {
 /// Reports at levels that get denser towards 100%: `ticks_per_half_distance` levels between
 /// 0% and 50%, as many between 50% and 75%, and so on. Each report gives the highest value of
 /// the bucket where the cumulative share first reaches the level. Once the last non-empty
-/// bucket is reached, one more report at 100% ends the iteration (HdrHistogram's rule; the
-/// levels are computed as fractions exactly as HdrHistogram does, so both visit the same ones).
+/// bucket is reached, one more report at 100% ends the iteration (HdrHistogram's rule). Levels
+/// and shares are computed in percent, in the same `f64` operations as HdrHistogram Java's
+/// `PercentileIterator` (`level += 100 / ticks`, share `100 · cumulative / total`), so both
+/// visit the same levels and stop at the same buckets, ties included: a share of exactly 75%
+/// reaches the 75% level (`tests/java_differential.rs` in picollo-alloc compares the rows).
 pub struct PercentileTicks<'a, H: ?Sized> {
     walk: Walk<'a, H>,
     ticks: u64,
-    /// The level as a fraction in `0..=1`.
+    /// The level in percent, `0..=100`.
     level: f64,
     /// Storage index of the bucket currently reached (its count already consumed).
     current: Option<usize>,
@@ -232,15 +235,16 @@ impl<'a, H: HistogramRead + ?Sized> PercentileTicks<'a, H> {
     }
 
     fn advance_level(&mut self) {
-        // floor(log2(1 / (1 - level))): the halvings of the distance to 100% so far, read from
-        // the float's exponent (exact, and available without std).
-        let x = 1.0 / (1.0 - self.level);
+        // floor(log2(100 / (100 - level))): the halvings of the distance to 100% so far, read
+        // from the float's exponent (exact, and available without std; Java's
+        // `log(x) / log(2)` floors to the same count, powers of two included).
+        let x = 100.0 / (100.0 - self.level);
         let halvings = (((x.to_bits() >> 52) & 0x7ff) as i64 - 1023).clamp(0, 61) as u32;
         let ticks = self.ticks.saturating_mul(1u64 << (halvings + 1));
-        let next = self.level + 1.0 / ticks as f64;
+        let next = self.level + 100.0 / ticks as f64;
         // Once the increment is lost to rounding, jump to 100%.
-        self.level = if next == self.level || next >= 1.0 {
-            1.0
+        self.level = if next == self.level || next >= 100.0 {
+            100.0
         } else {
             next
         };
@@ -248,8 +252,8 @@ impl<'a, H: HistogramRead + ?Sized> PercentileTicks<'a, H> {
 
     fn emit(&mut self, s: usize) -> IterationValue {
         let i = self.walk.window.first() + s;
-        let level = self.level * 100.0;
-        self.walk.report(self.walk.layout.highest(i), Some(level))
+        self.walk
+            .report(self.walk.layout.highest(i), Some(self.level))
     }
 }
 
@@ -261,15 +265,15 @@ impl<H: HistogramRead + ?Sized> Iterator for PercentileTicks<'_, H> {
                 return None;
             }
             if let Some(s) = self.current {
-                let share = self.walk.cumulative as f64 / self.walk.total as f64;
+                let share = (100.0 * self.walk.cumulative as f64) / self.walk.total as f64;
                 if share >= self.level && !self.reached_end {
                     let item = self.emit(s);
-                    if self.level == 1.0 {
+                    if self.level == 100.0 {
                         self.reached_end = true;
                     } else if self.walk.window.first() + s >= self.walk.last_recorded {
                         // At the last non-empty bucket the intermediate levels would all
                         // report the same value: go straight to 100%.
-                        self.level = 1.0;
+                        self.level = 100.0;
                     } else {
                         self.advance_level();
                     }
@@ -294,7 +298,7 @@ impl<H: HistogramRead + ?Sized> Iterator for PercentileTicks<'_, H> {
                 // Past the last non-empty bucket without having reported 100%: report it once.
                 return match self.current {
                     Some(s) if !self.reached_end => {
-                        self.level = 1.0;
+                        self.level = 100.0;
                         self.reached_end = true;
                         Some(self.emit(s))
                     }

@@ -50,6 +50,24 @@ pub use read::{
 pub use storage::{Counter, Storage, StorageMut};
 pub use window::{storage_len, ConstWindow, Window, WindowError, WindowSpec};
 
+/// A duration as the value a histogram records: whole nanoseconds, saturating at `u64::MAX`
+/// (about 584 years). What every `record_duration` records.
+///
+/// ```
+/// use core::time::Duration;
+/// assert_eq!(picollo_core::duration_ns(Duration::from_micros(16)), 16_000);
+/// assert_eq!(picollo_core::duration_ns(Duration::MAX), u64::MAX);
+/// ```
+#[inline(always)]
+pub const fn duration_ns(d: core::time::Duration) -> u64 {
+    let ns = d.as_nanos();
+    if ns > u64::MAX as u128 {
+        u64::MAX
+    } else {
+        ns as u64
+    }
+}
+
 /// Anything a value can be recorded into: every histogram kind implements it, so scopes,
 /// spans and counter sessions are written once for all of them.
 ///
@@ -61,6 +79,12 @@ pub trait Record {
     fn record(&mut self, value: u64);
     /// Records `count` occurrences of `value`.
     fn record_n(&mut self, value: u64, count: u64);
+
+    /// Records a duration in nanoseconds ([`duration_ns`]: whole nanoseconds, saturating).
+    #[inline(always)]
+    fn record_duration(&mut self, duration: core::time::Duration) {
+        self.record(duration_ns(duration));
+    }
 
     /// Coordinated-omission correction at record time (HdrHistogram's
     /// `recordValueWithExpectedInterval`): records `value`, then, if `value` exceeds
@@ -111,3 +135,8 @@ pub mod prelude {
         Rank, ReadExt, Record,
     };
 }
+
+/// The README's examples, compiled and run as doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

@@ -1,5 +1,28 @@
 //! The one read model: every histogram kind exposes its counts through [`HistogramRead`], and
 //! percentiles, statistics and iterators are written once, in [`ReadExt`], over it.
+//!
+//! # Which percentile each path reports
+//!
+//! Every percentile path asks for a count with one rule, [`rank_count`]: `ceil(p/100 · total)`,
+//! exactly, for the decimal `p` is written as (HdrHistogram Java's `getValueAtPercentile` and
+//! the `hdrhistogram` crate's `value_at_quantile(p / 100)` with the decimal quantile get the
+//! same counts; `tests/rank_rule.rs` and picollo-alloc's `tests/java_differential.rs` check
+//! every total up to 100,000 at the standard ranks). The paths differ only in which value of
+//! the bucket they report:
+//!
+//! | path | count asked for | value reported | same as HdrHistogram |
+//! |---|---|---|---|
+//! | `percentile`, `percentiles`, `percentile_value(s)` (`f64` ranks) | [`rank_count`] | the process-wide [`EquivalentValue`]: the bucket midpoint unless changed | the bucket of `getValueAtPercentile`; the midpoint is its `medianEquivalentValue` |
+//! | `percentile_with(p, EquivalentValue::Upper)` | [`rank_count`] | highest equivalent value, `hi - 1` | `getValueAtPercentile(p)`, `value_at_quantile(p / 100)` for `p > 0`; at `p = 0` HdrHistogram reports the lowest value, [`Percentile::lo`] |
+//! | `percentile_with(p, EquivalentValue::Lower)` | [`rank_count`] | lowest equivalent value, `lo` | `lowestEquivalentValue` of that bucket |
+//! | `fixed_percentile(s)` ([`Rank`], integers only) | [`Rank::count_of`]: the same counts | as `percentiles` | as `percentiles` |
+//! | `picollo_alloc::hdr::HdrCounts::value_at_percentile` | [`rank_count`] | highest equivalent value; lowest at `p = 0` | `getValueAtPercentile`, value for value |
+//! | `min()`, `max()` | none | lowest value of the lowest non-empty bucket, highest of the highest | `getMinValue`, `getMaxValue` |
+//! | `picollo_alloc::Summary`, `picollo stat`, `report`, `diff` tables | [`rank_count`] | as `percentiles` (midpoint, with `±` half the bucket width) | the bucket of `getValueAtPercentile` |
+//! | `percentile_ticks`, `.hgrm` output (`write_hgrm`, `stat --hgrm`) | the first bucket whose running share reaches each level | highest equivalent value | `outputPercentileDistribution`, row for row |
+//! | `bucket_percentiles` | none: one report per bucket at `(below + count / 2) / total` | the chosen equivalent value | no counterpart (seed 000) |
+//! | `.hgrm` input (`HgrmFile::to_counts`) | the file's steps | each step's value as printed | exact at the steps; between steps, the next step |
+//! | `picollo-export` (Prometheus, OTLP) | none: buckets and counts are exported | the server computes quantiles (`histogram_quantile` interpolates within a bucket) | no counterpart |
 
 use crate::cell::{AtomicU8, Ordering};
 use crate::fmt::{Grouped, GroupedWide, Trimmed};
@@ -201,32 +224,89 @@ pub fn check_rank(rank: f64) -> Result<f64, PercentileError> {
     }
 }
 
-/// The count a rank asks for among `total` values: `ceil(rank / 100 · total)`, at least 1.
-/// This is HdrHistogram's rule, and the `Count` column of seed 000's tables.
+/// The count a rank asks for among `total` values: Picollo's one rank rule, shared by every
+/// percentile path (`f64` and fixed-point ranks, [`Rank::count_of`], `HdrCounts`, summaries,
+/// `stat`, `report` and `diff`).
+///
+/// The rank is read as the decimal it was written as: the one with the fewest decimals (at
+/// most 13) that parses back to the same `f64`, which is what `{}` prints (`99.9`, not the
+/// binary `99.900000000000005684…`). The count is `ceil(decimal / 100 · total)` computed
+/// exactly in integers, then kept within `1..=total` (1 when `total` is 0). No floating-point
+/// product decides a count, so `p99.9` of 20,000 values asks for the 19,980th, as HdrHistogram
+/// Java's `getValueAtPercentile(99.9)` and the `hdrhistogram` crate's
+/// `value_at_quantile(0.999)` do. (The crate's `value_at_percentile(99.9)` computes
+/// `99.9 / 100.0 · total` in `f64` and asks for the 19,981st.) A rank with no such decimal
+/// (more than 13 decimals, as in `100 · (1 - 2^-40)`) is taken at its exact binary value.
+/// `rank` must be within `0..=100` ([`check_rank`]); NaN asks for 1.
+///
+/// ```
+/// use picollo_core::read::rank_count;
+/// assert_eq!(rank_count(99.9, 20_000), 19_980);
+/// assert_eq!(rank_count(50.0, 1001), 501);
+/// assert_eq!(rank_count(0.0, 10), 1);
+/// assert_eq!(rank_count(100.0, u64::MAX), u64::MAX);
+/// assert_eq!(rank_count(99.999_999_999, 1_000_000_000_000), 999_999_999_990);
+/// ```
 #[inline]
 pub fn rank_count(rank: f64, total: u64) -> u64 {
-    let c = libm_ceil(rank / 100.0 * total as f64);
-    if c < 1.0 {
-        1
-    } else if c >= total as f64 {
-        total
-    } else {
-        c as u64
+    if rank.is_nan() || rank <= 0.0 || total == 0 {
+        return 1;
     }
+    if rank >= 100.0 {
+        return total;
+    }
+    let count = match written_decimal(rank) {
+        // At most 7 decimals (every rank people write): a whole number of billionths, which
+        // `Rank::count_of` computes in 32-bit operations (no 128-bit division helper).
+        Some((parts, 7)) => return Rank(parts as u32).count_of(total),
+        // n < 10^15 and total < 2^64: the product fits in u128.
+        Some((n, decimals)) => (n as u128 * total as u128).div_ceil(10u128.pow(decimals + 2)),
+        None => {
+            // The exact binary value m · 2^-shift (rank is normal or subnormal, below 100).
+            let bits = rank.to_bits();
+            let exp = ((bits >> 52) & 0x7FF) as i32;
+            let (m, shift) = if exp == 0 {
+                (bits & ((1 << 52) - 1), 1074)
+            } else {
+                ((bits & ((1 << 52) - 1)) | (1 << 52), 1075 - exp)
+            };
+            // m < 2^53 and total < 2^64: the product is below 2^117 < 100 · 2^121.
+            match u32::try_from(shift).ok().filter(|&s| s <= 120) {
+                Some(s) => (m as u128 * total as u128).div_ceil(100u128 << s),
+                None => 1,
+            }
+        }
+    };
+    count.clamp(1, total as u128) as u64
 }
 
-#[inline]
-fn libm_ceil(x: f64) -> f64 {
-    // core has no f64::ceil in no_std on stable; x is finite, >= 0 and below 2^64 here.
-    if x >= 18_446_744_073_709_551_616.0 {
-        return x;
+/// The decimal `n / 10^decimals` with the fewest decimals (at most 13) that reads back as
+/// `rank` (finite, within `(0, 100)`), or `None`; with at most 7 decimals it is given as
+/// `(billionths of 100 %, 7)`, trailing zeros kept.
+///
+/// Below 100 an `f64`'s rounding interval is narrower than 10^-13, so it holds at most one
+/// multiple of 10^-k for each `k <= 13`: the first `k` found gives the shortest decimal, the
+/// one `{}` prints. `n as f64 / 10^k` is correctly rounded (`n < 2^53`, `10^k` exact), so it
+/// equals `rank` exactly when the decimal parses back to `rank`. Every rank people write has
+/// at most 7 decimals, and is found with one multiplication and one division.
+fn written_decimal(rank: f64) -> Option<(u64, u32)> {
+    // A decimal of at most 7 decimals is m / 10^7, and rank · 10^7 (below 10^9) is within
+    // 10^-6 of m.
+    let n = (rank * 1e7 + 0.5) as u64;
+    if n != 0 && n as f64 / 1e7 == rank {
+        return Some((n, 7));
     }
-    let t = x as u64 as f64;
-    if t < x {
-        t + 1.0
-    } else {
-        t
+    let mut scale = 1e8f64;
+    for decimals in 8..=13u32 {
+        let n = (rank * scale + 0.5) as u64;
+        for candidate in [n, n.wrapping_sub(1), n + 1] {
+            if candidate != 0 && candidate != u64::MAX && candidate as f64 / scale == rank {
+                return Some((candidate, decimals));
+            }
+        }
+        scale *= 10.0;
     }
+    None
 }
 
 /// Square root by Newton's method (core has no `f64::sqrt` without std).
@@ -265,7 +345,8 @@ pub struct Percentile {
     pub highest: u64,
     /// Values in the bucket.
     pub count: u64,
-    /// The count the rank asked for (`ceil(rank/100 · total)`): the `Count` column of seed 000.
+    /// The count the rank asked for ([`rank_count`]: `ceil(rank/100 · total)`, exactly): the
+    /// `Count` column of seed 000.
     pub rank_count: u64,
 }
 
@@ -409,7 +490,8 @@ impl Rank {
     }
 
     /// The count this rank asks for among `total` values: `ceil(rank · total)`, at least 1
-    /// and at most `total` (HdrHistogram's rule, computed exactly in integers).
+    /// and at most `total` (HdrHistogram's rule, computed exactly in integers; the `f64`
+    /// paths use the same rule, [`rank_count`]).
     pub const fn count_of(self, total: u64) -> u64 {
         let count = mul_div_ceil_billion(total, self.0);
         if count < 1 {
@@ -665,10 +747,9 @@ pub trait ReadExt: HistogramRead {
     }
 
     /// Many percentiles at once with fixed-point [`Rank`]s, in integer arithmetic only: the
-    /// firmware path (no `f64`, a small stack frame). Same walk and same answers as
-    /// [`ReadExt::percentiles`], except that the count a rank asks for is computed exactly
-    /// ([`Rank::count_of`]) where the `f64` path may round. Uses the process-wide default
-    /// equivalent value.
+    /// firmware path (no `f64`, a small stack frame). Same walk, same rank rule ([`rank_count`])
+    /// and same answers as [`ReadExt::percentiles`] given the same ranks. Uses the process-wide
+    /// default equivalent value.
     ///
     /// ```
     /// use picollo_core::prelude::*;

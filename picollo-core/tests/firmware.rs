@@ -109,13 +109,10 @@ proptest! {
         h.fixed_percentiles(&ranks, &mut fixed).unwrap();
         h.percentiles(&floats, &mut float).unwrap();
         for (f, p) in fixed.iter().zip(&float) {
-            // Both use HdrHistogram's ceil rule; the integer one is exact, so wherever the f64
-            // product rounded to the same count, the buckets agree.
-            if f.rank_count == p.rank_count {
-                prop_assert_eq!((f.value, f.lo, f.highest, f.count), (p.value, p.lo, p.highest, p.count));
-            } else {
-                prop_assert!(f.rank_count.abs_diff(p.rank_count) == 1);
-            }
+            // One rank rule (`read::rank_count`), exact on both paths: the same count, the
+            // same bucket.
+            prop_assert_eq!(f.rank_count, p.rank_count);
+            prop_assert_eq!((f.value, f.lo, f.highest, f.count), (p.value, p.lo, p.highest, p.count));
         }
         let s = h.stats();
         let i = h.int_stats();

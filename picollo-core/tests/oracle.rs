@@ -8,6 +8,16 @@ const RANKS: [f64; 16] = [
     0.0, 1.0, 5.0, 10.0, 25.0, 50.0, 75.0, 90.0, 92.5, 95.0, 97.5, 99.0, 99.9, 99.99, 99.999, 100.0,
 ];
 
+/// The quantile a user of the crate writes for `rank` percent: `0.999` for 99.9, not
+/// `99.9 / 100.0` (`0.9990000000000001`, whose `f64` product can ask for one value more).
+fn decimal_quantile(rank: f64) -> f64 {
+    let text = format!("{rank:e}");
+    let (mantissa, exp) = text.split_once('e').unwrap();
+    format!("{mantissa}e{}", exp.parse::<i32>().unwrap() - 2)
+        .parse()
+        .unwrap()
+}
+
 fn full(layout: Layout) -> (Vec<u64>, Window) {
     let w = Window::full(layout);
     (vec![0; w.len()], w)
@@ -64,7 +74,7 @@ proptest! {
         let mut out = [Percentile::default(); 16];
         h.percentiles_with(&RANKS, EquivalentValue::Upper, &mut out).unwrap();
         for p in out {
-            let theirs = hdr.value_at_quantile(p.rank / 100.0);
+            let theirs = hdr.value_at_quantile(decimal_quantile(p.rank));
             // Same layout and the same rank rule: identical answers. HdrHistogram reports the
             // highest equivalent value, except at quantile 0 where it reports the lowest.
             let ours = if p.rank == 0.0 { p.lo } else { p.value };
@@ -105,7 +115,7 @@ fn seed_benchmark_distribution_vs_hdrhistogram() {
     let combined = layout.relative_error() + 0.5 / 1024.0;
     for rank in RANKS {
         let ours = h.percentile_value(rank).unwrap() as f64;
-        let theirs = hdr.value_at_quantile(rank / 100.0) as f64;
+        let theirs = hdr.value_at_quantile(decimal_quantile(rank)) as f64;
         let rel = (ours - theirs).abs() / theirs.max(1.0);
         assert!(
             rel <= combined * 2.0 || (ours - theirs).abs() <= 1.0,

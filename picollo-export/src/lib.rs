@@ -12,7 +12,8 @@
 //! - **OpenTelemetry exponential histograms** over OTLP/HTTP protobuf, or OTLP/JSON, with delta
 //!   or cumulative temporality ([`otlp`]).
 //! - A **`/metrics` endpoint** that negotiates protobuf or text as Prometheus' client libraries
-//!   do ([`server`], feature `server`, on by default), serving thread-local, atomic,
+//!   do ([`server`], feature `server`, on by default, Unix), hardened against hostile
+//!   clients and free of any async runtime, serving thread-local, atomic,
 //!   approximate and locked plain histograms without stalling their recorders ([`source`]).
 //! - A **`metrics::Recorder`** (feature `metrics`) whose histograms are Picollo histograms
 //!   (module `recorder`).
@@ -26,7 +27,8 @@
 //! let latency = Arc::new(HistogramBuilder::new().thread_local().unwrap()); // 0.1%, all of u64
 //! registry.register("rpc_latency_nanoseconds", "RPC latency", &Labels::empty(), latency.clone())?;
 //! latency.record(48_000); // from any thread, about a nanosecond
-//! // Serve it: picollo_export::server::MetricsServer::bind("0.0.0.0:9464", registry.clone())?;
+//! // Serve it to local scrapers (see `server` to expose it):
+//! // picollo_export::server::MetricsServer::bind("127.0.0.1:9464", registry.clone())?;
 //! # Ok::<(), picollo_export::ExportError>(())
 //! ```
 //!
@@ -117,7 +119,7 @@ pub mod proto;
 pub mod recorder;
 pub mod registry;
 pub mod schema;
-#[cfg(feature = "server")]
+#[cfg(all(feature = "server", unix))]
 pub mod server;
 pub mod source;
 pub mod text;
@@ -129,3 +131,8 @@ pub use native::{Mapping, NativeHistogram};
 pub use registry::{Counter, ExportOptions, Gauge, Registry, ZERO_THRESHOLD};
 pub use schema::{Schema, MAX_SCHEMA, MIN_SCHEMA};
 pub use source::{Exported, Readable, Summed};
+
+/// The README's examples, compiled and run as doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

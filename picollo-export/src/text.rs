@@ -191,6 +191,12 @@ impl TextEncoder {
         out.push('\n');
     }
 
+    /// Takes the text written so far, leaving the encoder empty but in the same family: a
+    /// large exposition can be written out piece by piece (then [`TextEncoder::finish`]).
+    pub fn take_text(&mut self) -> String {
+        std::mem::take(&mut self.out)
+    }
+
     /// The exposition (with `# EOF` for OpenMetrics).
     pub fn finish(mut self) -> String {
         if self.format == TextFormat::OpenMetrics {

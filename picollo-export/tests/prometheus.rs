@@ -266,7 +266,7 @@ fn native_histograms_arrive_exactly() {
         )
         .unwrap();
     let server = MetricsServer::bind("127.0.0.1:0", registry.clone()).unwrap();
-    let prom = Prometheus::start(version, &[server.local_addr()], true);
+    let prom = Prometheus::start(version, &[server.local_addr().expect("TCP")], true);
 
     for (k, h, n) in [
         ("fine", &*tl as &dyn HistogramRead, 20_000u64),
@@ -348,7 +348,10 @@ fn fleet_sum_equals_picollo_merge() {
             values,
         ));
     }
-    let addrs: Vec<_> = servers.iter().map(|(s, _)| s.local_addr()).collect();
+    let addrs: Vec<_> = servers
+        .iter()
+        .map(|(s, _)| s.local_addr().expect("TCP"))
+        .collect();
     let prom = Prometheus::start(version, &addrs, true);
     // Every target scraped: three series, then their sum.
     prom.wait_until(Duration::from_secs(30), "scraping three targets", || {
@@ -381,7 +384,7 @@ fn classic_text_histograms_arrive_exactly() {
         .unwrap();
     let server = MetricsServer::bind("127.0.0.1:0", registry).unwrap();
     // Without native histograms Prometheus asks for text (OpenMetrics first).
-    let prom = Prometheus::start(version, &[server.local_addr()], false);
+    let prom = Prometheus::start(version, &[server.local_addr().expect("TCP")], false);
     prom.wait_for_count("classic_latency_count", 5_001.0);
     let ours = ClassicHistogram::from_histogram(&*h, &buckets);
     for (le, n) in ours.buckets() {

@@ -13,7 +13,7 @@ fn readme_export() -> Result<(), Box<dyn std::error::Error>> {
         &Labels::new([("route", "/pay")])?,
         latency.clone(),
     )?;
-    let _server = MetricsServer::bind("127.0.0.1:0", registry.clone())?; // GET /metrics
+    let _server = MetricsServer::bind("127.0.0.1:0", registry.clone())?; // README: 127.0.0.1:9464
     latency.record(48_213); // about 1.5 ns, from any thread
     Ok(())
 }

@@ -18,7 +18,7 @@
 use std::io::Write;
 use std::time::{Duration, Instant};
 
-use picollo_linux::shm::{list_rings, reclaim_stale, ShmReader};
+use picollo_linux::shm::{list_rings, ShmReader};
 use picollo_linux::span::{self, Span, SpanConsumer};
 
 fn usage() -> ! {
@@ -57,10 +57,6 @@ fn main() {
 
 /// A workload with phases of different characters, on two threads.
 fn run(seconds: f64) {
-    match reclaim_stale() {
-        Ok(r) if !r.is_empty() => eprintln!("reclaimed stale rings: {r:?}"),
-        _ => {}
-    }
     let deadline = Instant::now() + Duration::from_secs_f64(seconds);
     println!("pid {} running for {seconds} s", std::process::id());
     println!(
@@ -141,7 +137,7 @@ fn csv(pid: i32, dir: String, seconds: f64) {
     std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{dir}: {e}"));
     let mut outs = Vec::new();
     for e in list_rings(Some(pid)).unwrap_or_default() {
-        match ShmReader::attach_segment(&e.segment) {
+        match ShmReader::attach_entry(&e) {
             Ok(r) => {
                 let path = format!("{dir}/{}.csv", e.name);
                 let mut f = std::io::BufWriter::new(

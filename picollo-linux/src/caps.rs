@@ -316,6 +316,25 @@ fn is_core_pmu(name: &str) -> bool {
         || name.starts_with("arm_cortex")
 }
 
+/// [`Capabilities::kernel_counting`] from its two inputs: the kernel's rule for
+/// `exclude_kernel = 0` (kernel/events/core.c: paranoid above 1 needs CAP_PERFMON).
+fn kernel_counting(privileged: bool, paranoid: Option<i32>) -> Result<(), String> {
+    match paranoid {
+        _ if privileged => Ok(()),
+        Some(p) if p <= 1 => Ok(()),
+        Some(p) => Err(format!(
+            "counting user space only: perf_event_paranoid is {p} and this process has \
+             neither CAP_PERFMON nor CAP_SYS_ADMIN (set it to 1 or less, or run as root, to \
+             count the kernel as well)"
+        )),
+        None => Err(
+            "counting user space only: perf_event_paranoid is unreadable (no \
+             /proc/sys/kernel/perf_event_paranoid) and this process is not privileged"
+                .into(),
+        ),
+    }
+}
+
 /// Whether this process has CAP_PERFMON (38) or CAP_SYS_ADMIN (21) in its effective set.
 fn privileged() -> bool {
     let Ok(status) = std::fs::read_to_string("/proc/self/status") else {
@@ -420,6 +439,18 @@ impl Capabilities {
         self.cpuid_counters
             .or(self.sysfs_counters)
             .or(self.probed_counters)
+    }
+
+    /// Whether the kernel may be counted for another process or this one, as `perf stat`
+    /// decides its default: `Ok` when this process is privileged (root, CAP_PERFMON or
+    /// CAP_SYS_ADMIN) or `perf_event_paranoid` is 1 or less; else the one-line reason why
+    /// counting falls back to user space (what `perf stat` does too, silently, and its counts
+    /// then read as `page-faults:u`).
+    ///
+    /// # Errors
+    /// The reason kernel counting is refused.
+    pub fn kernel_counting(&self) -> Result<(), String> {
+        kernel_counting(self.privileged, self.paranoid)
     }
 
     /// Why hardware counters cannot be used, for skip messages and reports; `None` when they
@@ -621,6 +652,19 @@ impl fmt::Display for Capabilities {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn kernel_counting_follows_the_kernels_rule() {
+        assert!(kernel_counting(true, Some(3)).is_ok(), "privileged: always");
+        assert!(kernel_counting(false, Some(1)).is_ok());
+        assert!(kernel_counting(false, Some(-1)).is_ok());
+        let why = kernel_counting(false, Some(2)).unwrap_err();
+        assert!(why.contains("perf_event_paranoid is 2"), "{why}");
+        assert!(why.contains("user space only"), "{why}");
+        assert!(kernel_counting(false, None)
+            .unwrap_err()
+            .contains("unreadable"));
+    }
 
     #[test]
     fn intel_leaf_a() {

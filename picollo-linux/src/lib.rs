@@ -20,7 +20,8 @@
 //!
 //! # Rings, spans, captures
 //!
-//! - [`shm`]: frame rings in POSIX shared memory, with the `flock` attach protocol.
+//! - [`shm`]: frame rings in sealed shared memory (`memfd`), found through `/proc/PID/fd`, with
+//!   the `flock` attach protocol.
 //! - [`span`](mod@span): spans with counters (`span!`) and user counter events (`counter!`) into each
 //!   thread's ring; counters chosen at start or at attach time; the consumer that turns the
 //!   frames into the per-phase and counter-event tables.
@@ -81,6 +82,6 @@ pub mod workload;
 pub use caps::Capabilities;
 pub use count::{Count, Reading};
 pub use error::PerfError;
-pub use event::Event;
+pub use event::{Event, EventSpec, Modifiers};
 pub use session::{CounterSession, CounterSessionBuilder};
 pub use sys::thread_cpu_time_ns;

@@ -60,7 +60,9 @@ use picollo_core::source::{CounterSource, SourceError};
 
 use crate::count::{Count, Reading};
 use crate::error::PerfError;
-use crate::event::{CacheEvent, Event, EventConfig, HardwareEvent, SoftwareEvent};
+use crate::event::{
+    CacheEvent, Event, EventConfig, EventSpec, HardwareEvent, Modifiers, SoftwareEvent,
+};
 use crate::page::{read_page, CounterInstructions, Fallback, NativeInstructions, PageRead};
 use crate::pmu::Sysfs;
 use crate::sys::{self, AttrFlags, Ioctl, Mapping};
@@ -132,6 +134,7 @@ pub enum ReadPath {
 pub struct Counter {
     name: String,
     event: Event,
+    modifiers: Modifiers,
     config: EventConfig,
     id: u64,
     fd: OwnedFd,
@@ -155,9 +158,16 @@ impl Counter {
         self.not_counted
     }
 
-    /// The event's perf name (`cycles`, `task-clock`, …).
+    /// The event's perf name (`cycles`, `task-clock`, …), with the modifiers it was added
+    /// with (`page-faults:u`).
     pub fn name(&self) -> &str {
         &self.name
+    }
+
+    /// What it counts: the modifiers it was added with, or the session's exclusions
+    /// ([`CounterSessionBuilder::exclude_kernel`], [`CounterSessionBuilder::exclude_hv`]).
+    pub fn modifiers(&self) -> Modifiers {
+        self.modifiers
     }
 
     /// The event.
@@ -214,6 +224,8 @@ pub struct CounterSessionBuilder {
     on_unsupported: OnUnsupported,
     sysfs: Sysfs,
     events: Vec<Event>,
+    /// Per event, the modifiers it was added with (`None`: the session's exclusions).
+    modifiers: Vec<Option<Modifiers>>,
 }
 
 impl Default for CounterSessionBuilder {
@@ -231,6 +243,7 @@ impl Default for CounterSessionBuilder {
             on_unsupported: OnUnsupported::Fail,
             sysfs: Sysfs::system(),
             events: Vec::new(),
+            modifiers: Vec::new(),
         }
     }
 }
@@ -311,17 +324,39 @@ impl CounterSessionBuilder {
         self
     }
 
-    /// Adds an event.
+    /// Adds an event, counted as the session's exclusions say.
     pub fn event(mut self, event: impl Into<Event>) -> Self {
         self.events.push(event.into());
+        self.modifiers.push(None);
+        self
+    }
+
+    /// Adds an event with its own modifiers when it has any (`page-faults:u` counts user space
+    /// whatever [`Self::exclude_kernel`] says), else counted as the session's exclusions say.
+    pub fn event_spec(mut self, spec: EventSpec) -> Self {
+        self.events.push(spec.event);
+        self.modifiers.push(spec.modifiers);
         self
     }
 
     /// Adds an event by perf's name (`cycles`, `L1-dcache-load-misses`, `r00c0`,
-    /// `cpu/event=0x3c,umask=0x00/`).
+    /// `cpu/event=0x3c,umask=0x00/`), with perf's modifiers if written (`page-faults:uk`,
+    /// `cycles:u`, `cpu/event=0x3c/k`; see [`Modifiers`]).
     pub fn event_name(self, name: &str) -> Result<Self, PerfError> {
-        let e: Event = name.parse()?;
-        Ok(self.event(e))
+        let spec: EventSpec = name.parse()?;
+        Ok(self.event_spec(spec))
+    }
+
+    /// What an event added without modifiers counts: the session's exclusions as
+    /// [`Modifiers`].
+    pub fn default_modifiers(&self) -> Modifiers {
+        let letters = match (self.exclude_kernel, self.exclude_hv) {
+            (true, true) => "u",
+            (true, false) => "uh",
+            (false, true) => "uk",
+            (false, false) => "ukh",
+        };
+        Modifiers::parse(letters).unwrap_or_default()
     }
 
     /// Adds a generic hardware event.
@@ -377,10 +412,15 @@ impl CounterSessionBuilder {
             && !self.inherit;
         let mut counters: Vec<Counter> = Vec::with_capacity(self.events.len());
         let mut dropped = Vec::new();
-        for event in &self.events {
-            let name = event.to_string();
+        for (event, given) in self.events.iter().zip(&self.modifiers) {
+            let name = EventSpec {
+                event: event.clone(),
+                modifiers: *given,
+            }
+            .to_string();
+            let modifiers = given.unwrap_or_else(|| self.default_modifiers());
             let leader = counters.first().map(|c| &c.fd);
-            match self.open_one(event, &name, leader, pid, cpu, fast_path) {
+            match self.open_one(event, modifiers, &name, leader, pid, cpu, fast_path) {
                 Ok((config, fd, id)) => {
                     let page = if fast_path {
                         Mapping::new(fd.as_fd()).ok()
@@ -390,6 +430,7 @@ impl CounterSessionBuilder {
                     counters.push(Counter {
                         name,
                         event: event.clone(),
+                        modifiers,
                         config,
                         id,
                         fd,
@@ -429,9 +470,11 @@ impl CounterSessionBuilder {
         .with_ids())
     }
 
+    #[allow(clippy::too_many_arguments)] // one call site; a struct would only rename them
     fn open_one(
         &self,
         event: &Event,
+        m: Modifiers,
         name: &str,
         leader: Option<&OwnedFd>,
         pid: i32,
@@ -448,14 +491,17 @@ impl CounterSessionBuilder {
             AttrFlags {
                 disabled: is_leader && !self.enabled,
                 pinned: is_leader && self.pinned,
-                exclude_kernel: self.exclude_kernel,
-                exclude_hv: self.exclude_hv,
+                exclude_user: m.exclude_user(),
+                exclude_kernel: m.exclude_kernel(),
+                exclude_hv: m.exclude_hv(),
+                exclude_host: m.exclude_host(),
+                exclude_guest: m.exclude_guest(),
                 inherit: self.inherit,
                 enable_on_exec: is_leader && self.enable_on_exec,
             },
         );
         let fd = sys::open(&mut attr, pid, cpu, leader.map(AsFd::as_fd))
-            .map_err(|errno| PerfError::from_open_errno(errno, name, self.exclude_kernel))?;
+            .map_err(|errno| PerfError::from_open_errno(errno, name, m.exclude_kernel()))?;
         let id = sys::event_id(fd.as_fd()).map_err(|errno| PerfError::Os {
             op: "ioctl(PERF_EVENT_IOC_ID)",
             event: Some(name.to_owned()),

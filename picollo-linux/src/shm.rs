@@ -1,18 +1,33 @@
-//! Frame rings in POSIX shared memory: a program saves frames, another process attaches,
-//! drains them and converts them to CSV (seed 002, ppt), with no ptrace.
+//! Frame rings in shared memory: a program saves frames, another process attaches, drains
+//! them and converts them to CSV (seed 002, ppt), with no ptrace.
 //!
 //! # Segments
 //!
-//! One segment per ring, `shm_open("/picollo-<pid>-<name>")` (a file in `/dev/shm`), mode
-//! 0600, `O_CLOEXEC`, holding a [`picollo_core::ring`] header and slots. Its header carries the
-//! writer's identity: the pid and the process start time (field 22 of `/proc/<pid>/stat`), so
-//! a reader can tell a live writer from a dead one whose pid was reused.
+//! One segment per ring (Linux 3.17 or later): an anonymous `memfd_create("picollo-<name>")`
+//! file (`MFD_CLOEXEC`, `MFD_NOEXEC_SEAL` where the kernel has it, mode 0600) holding a [`picollo_core::ring`] header and slots, sized once and then sealed
+//! with `F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL`. Such a segment
 //!
-//! - The writer ([`ShmWriter`], typed [`ShmFrameWriter`]) unlinks the segment when it is
-//!   dropped in the process that created it.
-//! - After a crash the segment stays; [`reclaim_stale`] unlinks every segment of this user
-//!   whose writer is gone (no such pid, or a different start time).
-//! - [`list_rings`] lists the rings of a pid (for `picollo attach PID`).
+//! - **cannot be truncated** by anyone, the writer included (`ftruncate` fails with `EPERM`),
+//!   so no other process can make the writer or a reader fault (`SIGBUS`) on the mapping;
+//! - **has no name in a shared namespace**, so no other user can squat it (a file in
+//!   `/dev/shm` could be pre-created for the next pids);
+//! - **is freed by the kernel** when the writer exits, however it exits (`SIGTERM`,
+//!   `SIGKILL`, a crash): nothing is left behind to reclaim. A reader still attached keeps it
+//!   until it detaches.
+//!
+//! Its header carries the writer's identity: the pid and the process start time (field 22 of
+//! `/proc/<pid>/stat`), so a reader can tell a live writer from a dead one whose pid was
+//! reused.
+//!
+//! # Finding a ring
+//!
+//! A reader finds the rings of process `PID` in `/proc/PID/fd`: each is a descriptor whose
+//! link reads `/memfd:picollo-<name> (deleted)` ([`list_rings`]), and opening
+//! `/proc/PID/fd/N` opens the segment itself (its *segment path*). The kernel lets only a
+//! process that may inspect `PID` (the same user, or root; see `ptrace(2)`, "ptrace access
+//! mode checking") read that directory, so only those can attach. A process that makes itself
+//! non-dumpable (`prctl(PR_SET_DUMPABLE, 0)`, or a set-user-ID program) hands its
+//! `/proc/PID/fd` to root: only root can attach to it then.
 //!
 //! # Attaching
 //!
@@ -26,20 +41,20 @@
 //!
 //! # Untrusted segments
 //!
-//! A reader checks that the segment belongs to its own user and is not accessible to others,
-//! that its size is sane, and then every header field ([`RingInfo::parse`]); a corrupt or
-//! hostile segment gets an error, never a crash. One thing no reader of a shared mapping can
-//! defend against is the owner truncating the file after it is mapped: accesses past the new
-//! end raise `SIGBUS`. Only the same user can do that, and that user can also ptrace the
-//! reader.
+//! A reader checks that what it opened is a Picollo memfd, that it belongs to its own user
+//! and is not accessible to others, that it is sealed against shrinking (so its mapping can
+//! never fault), that its size is sane, and then every header field ([`RingInfo::parse`]); a
+//! corrupt or hostile segment gets an error, never a crash.
 //!
 //! # fork
 //!
 //! A child process must not write into its parent's ring. A `pthread_atfork` child handler
 //! bumps a fork generation; an attached save compares it (one relaxed load, on the attached
 //! path only) and a writer that finds itself in a child turns into a no-op for good
-//! ([`RingWriter::disable`]). The child's drop does not unlink the parent's segment. A child
-//! that wants frames creates its own ring.
+//! ([`RingWriter::disable`]). The child's drop leaves the parent's segment alone. A child
+//! that wants frames creates its own ring. The child inherits the parent's descriptors until
+//! it `exec`s, so its `/proc/PID/fd` lists them: a reader refuses them
+//! ([`ShmError::WrongWriter`]: the header names the parent).
 //!
 //! ```
 //! use picollo_core::ring::{RingOptions, TimeInterval};
@@ -84,10 +99,12 @@ use picollo_core::ring::{
     REQUEST_BYTES,
 };
 
-/// Where Linux keeps POSIX shared-memory segments.
-pub const SHM_DIR: &str = "/dev/shm";
-/// The prefix of every Picollo segment (after the `/`).
+/// Where a reader finds the rings of process `PID`: `/proc/PID/fd`.
+pub const PROC_DIR: &str = "/proc";
+/// The prefix of every Picollo segment's memfd name (`picollo-<name>`).
 pub const SEGMENT_PREFIX: &str = "picollo-";
+/// Seals every Picollo segment carries: its size can never change (and the seals neither).
+pub const SEALS: i32 = libc::F_SEAL_SHRINK | libc::F_SEAL_GROW | libc::F_SEAL_SEAL;
 /// The largest segment a reader maps (1 GiB).
 pub const MAX_SEGMENT_BYTES: u64 = 1 << 30;
 /// Longest ring name, in bytes.
@@ -109,6 +126,22 @@ pub enum ShmError {
     BadName(String),
     /// No such segment: the writer has not created it, or has exited.
     NotFound(String),
+    /// The segment path leads to something that is not a Picollo ring (another file, a
+    /// memfd of another name).
+    NotARing {
+        /// The segment path.
+        segment: String,
+        /// What it leads to (the `/proc` link's target).
+        target: String,
+    },
+    /// The segment is not sealed against shrinking and growing: its owner could truncate it
+    /// under the mapping (not a segment Picollo created; refused).
+    NotSealed {
+        /// The segment.
+        segment: String,
+        /// Its seals (`F_GET_SEALS`).
+        seals: i32,
+    },
     /// This process already has a ring of that name.
     AlreadyExists(String),
     /// A system call failed.
@@ -208,6 +241,14 @@ impl fmt::Display for ShmError {
                 "no ring segment {s}: the writer has not created it yet, or has exited \
                  (see `list_rings`)"
             ),
+            Self::NotARing { segment, target } => {
+                write!(f, "{segment} is not a Picollo ring (it is {target:?})")
+            }
+            Self::NotSealed { segment, seals } => write!(
+                f,
+                "ring segment {segment} is not sealed against resizing (seals {seals:#x}): \
+                 not a segment Picollo created; refusing it"
+            ),
             Self::AlreadyExists(s) => write!(f, "this process already has a ring {s}"),
             Self::Os { op, segment, errno } => write!(
                 f,
@@ -268,21 +309,41 @@ fn check_ring_name(name: &str) -> Result<(), ShmError> {
     }
 }
 
-/// The segment name of ring `name` of process `pid`: `/picollo-<pid>-<name>`.
-pub fn segment_name(pid: i32, name: &str) -> Result<String, ShmError> {
+/// The memfd name of ring `name`: `picollo-<name>` (its `/proc/PID/fd` link reads
+/// `/memfd:picollo-<name> (deleted)`).
+pub fn memfd_name(name: &str) -> Result<String, ShmError> {
     check_ring_name(name)?;
-    Ok(format!("/{SEGMENT_PREFIX}{pid}-{name}"))
+    Ok(format!("{SEGMENT_PREFIX}{name}"))
 }
 
-/// Splits a segment name (`/picollo-<pid>-<name>`, with or without the `/`) into the pid and
-/// the ring name; `None` if it is not a Picollo segment name.
-pub fn parse_segment_name(segment: &str) -> Option<(i32, &str)> {
-    let s = segment.strip_prefix('/').unwrap_or(segment);
-    let rest = s.strip_prefix(SEGMENT_PREFIX)?;
-    let (pid, name) = rest.split_once('-')?;
-    let pid: i32 = pid.parse().ok().filter(|p| *p > 0)?;
+/// The ring name in the target of a `/proc/PID/fd/N` link (`/memfd:picollo-<name> (deleted)`,
+/// the ` (deleted)` optional); `None` if it is not a Picollo segment.
+pub fn parse_memfd_target(target: &str) -> Option<&str> {
+    let rest = target.strip_prefix("/memfd:")?;
+    let rest = rest.strip_suffix(" (deleted)").unwrap_or(rest);
+    let name = rest.strip_prefix(SEGMENT_PREFIX)?;
     check_ring_name(name).ok()?;
-    Some((pid, name))
+    Some(name)
+}
+
+/// The segment path of descriptor `fd` of process `pid`: `/proc/<pid>/fd/<fd>`.
+pub fn segment_path(pid: i32, fd: i32) -> String {
+    format!("{PROC_DIR}/{pid}/fd/{fd}")
+}
+
+/// Splits a segment path (`/proc/<pid>/fd/<fd>`) into the pid and the descriptor; `None` if
+/// it is not one.
+pub fn parse_segment_path(segment: &str) -> Option<(i32, i32)> {
+    let rest = segment.strip_prefix(PROC_DIR)?.strip_prefix('/')?;
+    let (pid, rest) = rest.split_once('/')?;
+    let fd = rest.strip_prefix("fd/")?;
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    if !digits(pid) || !digits(fd) {
+        return None;
+    }
+    let pid: i32 = pid.parse().ok().filter(|p| *p > 0)?;
+    let fd: i32 = fd.parse().ok()?;
+    Some((pid, fd))
 }
 
 /// The start time of process `pid`, in clock ticks since boot (field 22 of
@@ -320,28 +381,51 @@ pub fn writer_alive(id: WriterId) -> bool {
 
 use crate::sys::last_errno as errno;
 
-fn c_name(segment: &str) -> Result<CString, ShmError> {
-    CString::new(segment).map_err(|_| ShmError::BadName(segment.to_owned()))
-}
-
-fn shm_open(segment: &str, flags: i32, mode: libc::mode_t) -> Result<OwnedFd, i32> {
-    let name = CString::new(segment).map_err(|_| libc::EINVAL)?;
-    // SAFETY: `name` is a NUL-terminated string that outlives the call.
-    let fd = unsafe { libc::shm_open(name.as_ptr(), flags | libc::O_CLOEXEC, mode) };
+/// Creates the sealable, close-on-exec, never-executable memfd of segment `name`
+/// (`picollo-<name>`). `MFD_NOEXEC_SEAL` (Linux 6.3) is asked for first: hosts that set
+/// `vm.memfd_noexec = 2` refuse memfds without it; older kernels refuse the flag (`EINVAL`),
+/// and get the plain sealable memfd.
+fn memfd_create(memfd: &str) -> Result<OwnedFd, i32> {
+    let name = CString::new(memfd).map_err(|_| libc::EINVAL)?;
+    let flags = libc::MFD_CLOEXEC | libc::MFD_ALLOW_SEALING;
+    // SAFETY: `name` is a NUL-terminated string that outlives the calls.
+    let mut fd = unsafe { libc::memfd_create(name.as_ptr(), flags | libc::MFD_NOEXEC_SEAL) };
+    if fd < 0 && errno() == libc::EINVAL {
+        // SAFETY: as above.
+        fd = unsafe { libc::memfd_create(name.as_ptr(), flags) };
+    }
     if fd < 0 {
         return Err(errno());
     }
-    // SAFETY: `shm_open` just returned `fd`; nothing else owns it.
+    // SAFETY: `memfd_create` just returned `fd`; nothing else owns it.
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
-fn shm_unlink(segment: &str) -> Result<(), i32> {
-    let name = CString::new(segment).map_err(|_| libc::EINVAL)?;
+/// Opens `path` read-write, close-on-exec (following the `/proc/PID/fd/N` magic link).
+fn open_rw(path: &str) -> Result<OwnedFd, i32> {
+    let name = CString::new(path).map_err(|_| libc::EINVAL)?;
     // SAFETY: `name` is a NUL-terminated string that outlives the call.
-    if unsafe { libc::shm_unlink(name.as_ptr()) } != 0 {
+    let fd = unsafe { libc::open(name.as_ptr(), libc::O_RDWR | libc::O_CLOEXEC) };
+    if fd < 0 {
         return Err(errno());
     }
-    Ok(())
+    // SAFETY: `open` just returned `fd`; nothing else owns it.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// The seals of `fd` (`F_GET_SEALS`).
+fn get_seals(fd: &OwnedFd) -> Result<i32, i32> {
+    // SAFETY: `fd` is open; `F_GET_SEALS` takes no argument and has no memory effects.
+    let seals = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_GET_SEALS) };
+    if seals < 0 {
+        return Err(errno());
+    }
+    Ok(seals)
+}
+
+/// What the link `path` (a `/proc/PID/fd/N`) points to.
+fn read_link(path: &str) -> io::Result<String> {
+    Ok(std::fs::read_link(path)?.to_string_lossy().into_owned())
 }
 
 fn fstat(fd: &OwnedFd) -> Result<libc::stat, i32> {
@@ -401,7 +485,7 @@ fn fork_generation() -> u64 {
     FORK_GENERATION.load(Ordering::Relaxed)
 }
 
-/// Ring names this process has open, so two threads never create (or reclaim) the same one.
+/// Ring names this process has open, so two threads never create the same one.
 static OPEN_NAMES: Mutex<Option<HashSet<String>>> = Mutex::new(None);
 
 fn claim_name(segment: &str) -> Result<(), ShmError> {
@@ -422,11 +506,6 @@ fn release_name(segment: &str) {
     }
 }
 
-fn name_is_open(segment: &str) -> bool {
-    let names = OPEN_NAMES.lock().unwrap_or_else(|p| p.into_inner());
-    names.as_ref().is_some_and(|s| s.contains(segment))
-}
-
 // ---------------------------------------------------------------------------------------------
 // Writer
 // ---------------------------------------------------------------------------------------------
@@ -440,7 +519,10 @@ pub struct ShmWriter {
     ring: RingWriter<'static>,
     map: Map,
     fd: OwnedFd,
+    /// `/proc/<pid>/fd/<fd>`.
     segment: String,
+    /// `picollo-<name>`, claimed in this process.
+    memfd: String,
     pid: u32,
     fork_generation: u64,
 }
@@ -460,11 +542,12 @@ impl fmt::Debug for ShmWriter {
 }
 
 impl ShmWriter {
-    /// Creates ring `name` of this process (`/picollo-<pid>-<name>`, mode 0600) for `schema`
-    /// frames. `options.writer` is replaced by this process's identity.
+    /// Creates ring `name` of this process (a sealed memfd `picollo-<name>`, mode 0600) for
+    /// `schema` frames. `options.writer` is replaced by this process's identity.
     ///
-    /// A segment of the same name left by a dead process whose pid this process reuses is
-    /// replaced; [`ShmError::AlreadyExists`] if this process already has the ring.
+    /// [`ShmError::AlreadyExists`] if this process already has the ring. Nothing another
+    /// process does can make this fail (there is no shared name to take) short of exhausting
+    /// memory or descriptors.
     pub fn create(
         name: &str,
         schema: &Schema<'_>,
@@ -472,17 +555,17 @@ impl ShmWriter {
     ) -> Result<Self, ShmError> {
         let id = this_writer_id();
         let pid = std::process::id();
-        let segment = segment_name(pid as i32, name)?;
-        claim_name(&segment)?;
-        let result = Self::create_claimed(&segment, schema, options, id, pid);
+        let memfd = memfd_name(name)?;
+        claim_name(&memfd)?;
+        let result = Self::create_claimed(&memfd, schema, options, id, pid);
         if result.is_err() {
-            release_name(&segment);
+            release_name(&memfd);
         }
         result
     }
 
     fn create_claimed(
-        segment: &str,
+        memfd: &str,
         schema: &Schema<'_>,
         options: &RingOptions<'_>,
         id: WriterId,
@@ -495,48 +578,46 @@ impl ShmWriter {
             .checked_mul(8)
             .filter(|b| *b as u64 <= MAX_SEGMENT_BYTES)
             .ok_or(ShmError::BadSize {
-                segment: segment.to_owned(),
+                segment: memfd.to_owned(),
                 bytes: u64::MAX,
             })?;
-        // Check the schema and options before touching the file system.
+        // Check the schema and options before making the segment.
         schema
             .check()
-            .map_err(|e| ShmError::ring(segment, e.into()))?;
+            .map_err(|e| ShmError::ring(memfd, e.into()))?;
 
-        let flags = libc::O_RDWR | libc::O_CREAT | libc::O_EXCL;
-        let fd = match shm_open(segment, flags, 0o600) {
-            Ok(fd) => fd,
-            Err(libc::EEXIST) => {
-                // Not ours (the name is claimed in this process), so left by a dead process
-                // whose pid we now have: replace it.
-                shm_unlink(segment).map_err(|e| ShmError::os("shm_unlink", segment, e))?;
-                shm_open(segment, flags, 0o600).map_err(|e| ShmError::os("shm_open", segment, e))?
-            }
-            Err(e) => return Err(ShmError::os("shm_open", segment, e)),
-        };
-        let unlink_on_error = |e: ShmError| {
-            let _ = shm_unlink(segment);
-            e
-        };
+        let fd = memfd_create(memfd).map_err(|e| ShmError::os("memfd_create", memfd, e))?;
+        let segment = segment_path(pid as i32, fd.as_raw_fd());
+        // memfds are created 0777 (0666 with MFD_NOEXEC_SEAL); only the owner (and root) may
+        // open this one.
+        // SAFETY: `fd` is open; fchmod has no memory effects.
+        if unsafe { libc::fchmod(fd.as_raw_fd(), 0o600) } != 0 {
+            return Err(ShmError::os("fchmod", &segment, errno()));
+        }
         // SAFETY: `fd` is open; ftruncate has no memory effects.
         if unsafe { libc::ftruncate(fd.as_raw_fd(), bytes as libc::off_t) } != 0 {
-            return Err(unlink_on_error(ShmError::os("ftruncate", segment, errno())));
+            return Err(ShmError::os("ftruncate", &segment, errno()));
         }
-        let map = Map::new(fd.as_fd(), bytes)
-            .map_err(|e| unlink_on_error(ShmError::os("mmap", segment, e)))?;
+        // From here on, nobody can change the size: the mapping never faults.
+        // SAFETY: `fd` is open; `F_ADD_SEALS` takes an int and has no memory effects.
+        if unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_ADD_SEALS, SEALS) } != 0 {
+            return Err(ShmError::os("fcntl(F_ADD_SEALS)", &segment, errno()));
+        }
+        let map = Map::new(fd.as_fd(), bytes).map_err(|e| ShmError::os("mmap", &segment, e))?;
         // SAFETY: `map` is a live, page-aligned, read-write shared mapping of `bytes` bytes
-        // that `Self` owns and unmaps only after dropping `ring` (field order). Every process
-        // accesses it through 64-bit atomics only (this crate's readers and writers). The
-        // `'static` lifetime never escapes `Self`: no method returns a reference derived from
-        // it. This is the only writer: the name is claimed in this process and the segment
-        // was created with O_EXCL.
+        // of a segment sealed at that size, which `Self` owns and unmaps only after dropping
+        // `ring` (field order). Every process accesses it through 64-bit atomics only (this
+        // crate's readers and writers). The `'static` lifetime never escapes `Self`: no
+        // method returns a reference derived from it. This is the only writer: the memfd was
+        // just created, and the name is claimed in this process.
         let ring = unsafe { RingWriter::from_raw(map.ptr.as_ptr(), map.len, schema, &options) }
-            .map_err(|e| unlink_on_error(ShmError::ring(segment, e)))?;
+            .map_err(|e| ShmError::ring(&segment, e))?;
         Ok(Self {
             ring,
             map,
             fd,
-            segment: segment.to_owned(),
+            segment,
+            memfd: memfd.to_owned(),
             pid,
             fork_generation: fork_generation(),
         })
@@ -652,9 +733,14 @@ impl ShmWriter {
         }
     }
 
-    /// The segment's name, `/picollo-<pid>-<name>`.
+    /// The segment path readers open, `/proc/<pid>/fd/<fd>`.
     pub fn segment(&self) -> &str {
         &self.segment
+    }
+
+    /// The ring's name (without the `picollo-` prefix).
+    pub fn name(&self) -> &str {
+        &self.memfd[SEGMENT_PREFIX.len()..]
     }
 
     /// The ring's `attached` word (in the mapping, or a static zero once the writer is
@@ -681,13 +767,13 @@ impl ShmWriter {
 
 impl Drop for ShmWriter {
     fn drop(&mut self) {
-        // In a child after fork the segment is the parent's: leave it (and the name registry,
-        // whose lock another parent thread may have held at the fork).
+        // In a child after fork the name registry is the parent's copy, whose lock another
+        // parent thread may have held at the fork: leave it.
         if std::process::id() == self.pid {
-            let _ = shm_unlink(&self.segment);
-            release_name(&self.segment);
+            release_name(&self.memfd);
         }
-        // `ring`, then `map` (munmap), then `fd` drop in field order.
+        // `ring`, then `map` (munmap), then `fd` drop in field order; the kernel frees the
+        // segment once no process maps it or holds it open.
     }
 }
 
@@ -746,6 +832,8 @@ pub struct ShmReader {
     /// Closed last, releasing `flock(LOCK_SH)`.
     fd: OwnedFd,
     segment: String,
+    name: String,
+    inode: u64,
 }
 
 // SAFETY: the reader's ring views a mapping it owns, accessed only through atomics; nothing
@@ -762,14 +850,28 @@ impl fmt::Debug for ShmReader {
 }
 
 impl ShmReader {
-    /// Attaches to ring `name` of process `pid`.
+    /// Attaches to ring `name` of process `pid` (found with [`list_rings`]).
     pub fn attach(pid: i32, name: &str) -> Result<Self, ShmError> {
-        Self::attach_segment(&segment_name(pid, name)?)
+        let want = memfd_name(name)?;
+        let entries = list_rings(Some(pid)).map_err(|e| ShmError::io("listing rings", &e))?;
+        match entries.iter().find(|e| e.name == name) {
+            Some(e) => Self::attach_entry(e),
+            None => Err(ShmError::NotFound(format!("{want} of process {pid}"))),
+        }
     }
 
-    /// Attaches to a segment by its name (`/picollo-<pid>-<name>`): opens and checks it,
-    /// takes `flock(LOCK_SH)`, then increments `attached`. Frames saved from now on can be
-    /// read.
+    /// Attaches to a ring [`list_rings`] found; [`ShmError::NotFound`] if that ring is gone
+    /// (its descriptor closed, even if since reused for another ring).
+    pub fn attach_entry(entry: &RingEntry) -> Result<Self, ShmError> {
+        let r = Self::attach_segment(&entry.segment)?;
+        if r.inode != entry.inode || r.name != entry.name {
+            return Err(ShmError::NotFound(entry.segment.clone()));
+        }
+        Ok(r)
+    }
+
+    /// Attaches to a segment by its path (`/proc/<pid>/fd/<fd>`): opens and checks it, takes
+    /// `flock(LOCK_SH)`, then increments `attached`. Frames saved from now on can be read.
     pub fn attach_segment(segment: &str) -> Result<Self, ShmError> {
         let mut r = Self::open(segment)?;
         let mut tries = 0;
@@ -791,21 +893,30 @@ impl ShmReader {
         Ok(r)
     }
 
-    /// Opens a segment without attaching (post-mortem, or a writer that uses unconditional
-    /// writes): reads the frames that are in the ring, oldest first.
+    /// Opens a segment without attaching (a writer that uses unconditional writes, or one
+    /// that stopped saving): reads the frames that are in the ring, oldest first.
     pub fn inspect_segment(segment: &str) -> Result<Self, ShmError> {
         Self::open(segment)
     }
 
     fn open(segment: &str) -> Result<Self, ShmError> {
-        let Some((pid, _)) = parse_segment_name(segment) else {
+        let Some((pid, _)) = parse_segment_path(segment) else {
             return Err(ShmError::BadName(segment.to_owned()));
         };
-        c_name(segment)?;
-        let fd = shm_open(segment, libc::O_RDWR, 0).map_err(|e| match e {
+        let fd = open_rw(segment).map_err(|e| match e {
             libc::ENOENT => ShmError::NotFound(segment.to_owned()),
-            e => ShmError::os("shm_open", segment, e),
+            e => ShmError::os("open", segment, e),
         })?;
+        // What was opened, whatever the link pointed to when it was listed.
+        let target = read_link(&format!("/proc/self/fd/{}", fd.as_raw_fd()))
+            .map_err(|e| ShmError::io("reading the segment's link", &e))?;
+        let Some(name) = parse_memfd_target(&target) else {
+            return Err(ShmError::NotARing {
+                segment: segment.to_owned(),
+                target,
+            });
+        };
+        let name = name.to_owned();
         let st = fstat(&fd).map_err(|e| ShmError::os("fstat", segment, e))?;
         if st.st_uid != euid() {
             return Err(ShmError::NotOwner {
@@ -819,6 +930,15 @@ impl ShmReader {
                 mode: st.st_mode & 0o7777,
             });
         }
+        let seals = get_seals(&fd).map_err(|e| ShmError::os("fcntl(F_GET_SEALS)", segment, e))?;
+        if seals & (libc::F_SEAL_SHRINK | libc::F_SEAL_GROW)
+            != libc::F_SEAL_SHRINK | libc::F_SEAL_GROW
+        {
+            return Err(ShmError::NotSealed {
+                segment: segment.to_owned(),
+                seals,
+            });
+        }
         let bytes = u64::try_from(st.st_size).unwrap_or(0);
         if bytes == 0 || bytes % 8 != 0 || bytes > MAX_SEGMENT_BYTES {
             return Err(ShmError::BadSize {
@@ -829,11 +949,11 @@ impl ShmReader {
         let map =
             Map::new(fd.as_fd(), bytes as usize).map_err(|e| ShmError::os("mmap", segment, e))?;
         // SAFETY: `map` is a live, page-aligned, read-write shared mapping of `map.len` bytes
-        // (the file's size, checked above) that `Self` owns and unmaps only after dropping
+        // (the file's size, checked above, which the seals checked above keep from ever
+        // changing, so no access faults) that `Self` owns and unmaps only after dropping
         // `reader` (field order). All Picollo processes access it through 64-bit atomics
         // only; the contents are untrusted and validated by `inspect`. The `'static` lifetime
-        // never escapes `Self`. (A truncation by the owner after mapping would fault; see the
-        // module docs.)
+        // never escapes `Self`.
         let reader = unsafe { RingReader::inspect_raw(map.ptr.as_ptr(), map.len) }
             .map_err(|e| ShmError::ring(segment, e))?;
         let header_pid = reader.info().writer().0;
@@ -849,10 +969,24 @@ impl ShmReader {
             map,
             fd,
             segment: segment.to_owned(),
+            name,
+            inode: st.st_ino,
         })
     }
 
-    /// The segment's name.
+    /// The ring's name (without the `picollo-` prefix).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The segment's inode number: with [`RingEntry::inode`], tells whether a listed ring is
+    /// this one (a descriptor number can be reused once a ring is gone; an inode cannot
+    /// while this reader holds it).
+    pub fn inode(&self) -> u64 {
+        self.inode
+    }
+
+    /// The segment path it was opened by, `/proc/<pid>/fd/<fd>`.
     pub fn segment(&self) -> &str {
         &self.segment
     }
@@ -990,72 +1124,98 @@ impl ShmReader {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Listing and reclaiming
+// Listing
 // ---------------------------------------------------------------------------------------------
 
-/// A ring segment found in [`SHM_DIR`].
+/// A ring found in a process's `/proc/PID/fd`.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct RingEntry {
-    /// The writer's pid (from the name).
+    /// The writer's pid.
     pub pid: i32,
     /// The ring's name.
     pub name: String,
-    /// The segment name, `/picollo-<pid>-<name>`.
+    /// The segment path, `/proc/<pid>/fd/<fd>`.
     pub segment: String,
+    /// The segment's inode number (see [`ShmReader::inode`]).
+    pub inode: u64,
 }
 
-/// The ring segments in [`SHM_DIR`], of process `pid` or of every process (`None`), sorted.
-/// Only names are read; attach to check the headers.
+/// The rings of process `pid` (sorted by name), or of every process this user may inspect
+/// (`None`; sorted by pid, then name). Only links are read; attach to check the headers.
+///
+/// A process's rings are its descriptors that lead to a `picollo-<name>` memfd. One seen
+/// through several descriptors (`dup`) is listed once. A child forked by a writer lists its
+/// parent's rings until it `exec`s; attaching to them fails with
+/// [`ShmError::WrongWriter`].
+///
+/// # Errors
+/// `pid`'s `/proc/PID/fd` cannot be read: no permission (another user's process, or one that
+/// is not dumpable). No such process is not an error (no rings).
 pub fn list_rings(pid: Option<i32>) -> io::Result<Vec<RingEntry>> {
     let mut out = Vec::new();
-    for entry in std::fs::read_dir(SHM_DIR)? {
-        let entry = entry?;
-        let file = entry.file_name();
-        let Some(file) = file.to_str() else { continue };
-        let Some((p, name)) = parse_segment_name(file) else {
-            continue;
-        };
-        if pid.is_none_or(|want| want == p) {
-            out.push(RingEntry {
-                pid: p,
-                name: name.to_owned(),
-                segment: format!("/{file}"),
-            });
+    match pid {
+        Some(p) => rings_of(p, &mut out)?,
+        None => {
+            for entry in std::fs::read_dir(PROC_DIR)? {
+                let Ok(entry) = entry else { continue };
+                let Some(p) = entry
+                    .file_name()
+                    .to_str()
+                    .and_then(|s| s.parse::<i32>().ok())
+                else {
+                    continue;
+                };
+                // Other users' processes, and processes that exit meanwhile, are skipped.
+                let _ = rings_of(p, &mut out);
+            }
         }
     }
     out.sort();
     Ok(out)
 }
 
-/// Unlinks the ring segments of this user whose writer is gone: no process has the pid in
-/// the name, or the one that has it started at another time than the header says. Returns
-/// the segments removed. Segments that cannot be read are left alone while a process with
-/// their pid runs (it may be creating them).
-pub fn reclaim_stale() -> io::Result<Vec<String>> {
-    let mut removed = Vec::new();
-    for entry in list_rings(None)? {
-        if name_is_open(&entry.segment) {
-            continue;
-        }
-        let Ok(fd) = shm_open(&entry.segment, libc::O_RDWR, 0) else {
-            continue;
-        };
-        if fstat(&fd).map_or(true, |st| st.st_uid != euid()) {
-            continue;
-        }
-        drop(fd);
-        let stale = match process_start_time(entry.pid) {
-            None => true,
-            Some(start) => match ShmReader::inspect_segment(&entry.segment) {
-                Ok(r) => r.info().writer() != WriterId(entry.pid as u64, start),
-                Err(_) => false,
-            },
-        };
-        if stale && shm_unlink(&entry.segment).is_ok() {
-            removed.push(entry.segment);
-        }
+fn rings_of(pid: i32, out: &mut Vec<RingEntry>) -> io::Result<()> {
+    if pid <= 0 {
+        return Ok(());
     }
-    Ok(removed)
+    let dir = format!("{PROC_DIR}/{pid}/fd");
+    let entries = match std::fs::read_dir(&dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(io::Error::new(e.kind(), format!("reading {dir}: {e}"))),
+    };
+    let first = out.len();
+    for entry in entries {
+        let Ok(entry) = entry else { continue };
+        let Some(fd) = entry
+            .file_name()
+            .to_str()
+            .and_then(|s| s.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        let segment = segment_path(pid, fd);
+        let Ok(target) = read_link(&segment) else {
+            continue;
+        };
+        let Some(name) = parse_memfd_target(&target) else {
+            continue;
+        };
+        if out[first..].iter().any(|e| e.name == name) {
+            continue;
+        }
+        // The inode of the memfd itself (`stat` follows the link); gone: closed meanwhile.
+        let Ok(meta) = std::fs::metadata(&segment) else {
+            continue;
+        };
+        out.push(RingEntry {
+            pid,
+            name: name.to_owned(),
+            segment,
+            inode: std::os::unix::fs::MetadataExt::ino(&meta),
+        });
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -1064,27 +1224,41 @@ mod tests {
 
     #[test]
     fn names() {
-        assert_eq!(segment_name(42, "spans").unwrap(), "/picollo-42-spans");
+        assert_eq!(memfd_name("spans").unwrap(), "picollo-spans");
+        assert_eq!(segment_path(42, 7), "/proc/42/fd/7");
+        assert_eq!(parse_segment_path("/proc/42/fd/7"), Some((42, 7)));
+        for bad in [
+            "/proc/0/fd/7",
+            "/proc/-1/fd/7",
+            "/proc/42/fd/",
+            "/proc/42/fd/+7",
+            "/proc/self/fd/7",
+            "/dev/shm/picollo-42-x",
+            "/proc/42/fdinfo/7",
+        ] {
+            assert_eq!(parse_segment_path(bad), None, "{bad}");
+        }
         assert_eq!(
-            parse_segment_name("/picollo-42-span-7"),
-            Some((42, "span-7"))
+            parse_memfd_target("/memfd:picollo-span-7 (deleted)"),
+            Some("span-7")
         );
-        assert_eq!(parse_segment_name("picollo-42-a.b_c"), Some((42, "a.b_c")));
+        assert_eq!(parse_memfd_target("/memfd:picollo-a.b_c"), Some("a.b_c"));
         for bad in ["", ".x", "a/b", "a b", "é"] {
             assert!(
-                matches!(segment_name(1, bad), Err(ShmError::BadName(_))),
+                matches!(memfd_name(bad), Err(ShmError::BadName(_))),
                 "{bad:?}"
             );
         }
-        assert!(segment_name(1, &"x".repeat(101)).is_err());
+        assert!(memfd_name(&"x".repeat(101)).is_err());
         for bad in [
-            "/picollo--1-x",
-            "/picollo-0-x",
-            "/picollo-x-y",
-            "/other-1-x",
-            "/picollo-1-",
+            "/dev/shm/picollo-x",
+            "/memfd:other-x (deleted)",
+            "/memfd:picollo- (deleted)",
+            "/memfd:picollo-a b (deleted)",
+            "socket:[1234]",
+            "/memfd:picollo-.x",
         ] {
-            assert_eq!(parse_segment_name(bad), None, "{bad}");
+            assert_eq!(parse_memfd_target(bad), None, "{bad}");
         }
     }
 

@@ -266,6 +266,15 @@ pub fn now() -> u64 {
     }
 }
 
+/// What [`now`] reads: the TSC on x86_64, `CLOCK_MONOTONIC` nanoseconds elsewhere.
+pub fn clock_kind() -> ClockKind {
+    if cfg!(target_arch = "x86_64") {
+        ClockKind::Tsc
+    } else {
+        ClockKind::MonotonicNs
+    }
+}
+
 /// The ring header's description of the span clock, with a reference pair for calibration.
 fn clock_info() -> ClockInfo {
     #[cfg(target_arch = "x86_64")]
@@ -606,6 +615,7 @@ impl ThreadState {
                 }
                 Err(e) => {
                     let _ = ATTACHED.try_with(|a| a.set(&raw const NEVER));
+                    report_ring_failure(&e);
                     Self::Failed(e)
                 }
             };
@@ -615,6 +625,35 @@ impl ThreadState {
             _ => None,
         }
     }
+}
+
+/// Threads whose span ring could not be created.
+static RING_FAILURES: core::sync::atomic::AtomicU64 = core::sync::atomic::AtomicU64::new(0);
+/// The first such failure.
+static FIRST_RING_FAILURE: OnceLock<ShmError> = OnceLock::new();
+
+/// Counts a thread whose ring could not be created and, the first time in this process, says
+/// so on stderr (once: a program with a thousand threads gets one line, not a thousand).
+#[cold]
+fn report_ring_failure(e: &ShmError) {
+    RING_FAILURES.fetch_add(1, core::sync::atomic::Ordering::Relaxed);
+    if FIRST_RING_FAILURE.set(e.clone()).is_ok() {
+        eprintln!(
+            "picollo: thread {} could not create its span ring: {e}; its spans are not \
+             recorded (reported once; see picollo_linux::span::ring_failures)",
+            gettid()
+        );
+    }
+}
+
+/// How many threads of this process could not create their span ring (their spans cost
+/// nothing and are not recorded), and the first such error. The first failure is also
+/// printed on stderr, once per process.
+pub fn ring_failures() -> (u64, Option<ShmError>) {
+    (
+        RING_FAILURES.load(core::sync::atomic::Ordering::Relaxed),
+        FIRST_RING_FAILURE.get().cloned(),
+    )
 }
 
 /// What the fast check reads before the thread's ring is open: not 0, so the first span takes
@@ -647,7 +686,7 @@ fn listening() -> bool {
         .unwrap_or(false)
 }
 
-/// Opens this thread's span ring now (spans do it on first use) and returns its segment name,
+/// Opens this thread's span ring now (spans do it on first use) and returns its segment path,
 /// so a consumer can attach before the first span.
 pub fn open_thread_ring() -> Result<String, ShmError> {
     THREAD
@@ -666,7 +705,8 @@ pub fn open_thread_ring() -> Result<String, ShmError> {
         .unwrap_or_else(|_| Err(ShmError::BadName("thread is exiting".to_owned())))
 }
 
-/// Closes this thread's span ring (unlinking its segment); the next span opens a new one.
+/// Closes this thread's span ring (the kernel frees its segment once no reader holds it); the
+/// next span opens a new one.
 /// Call it in a child after `fork` to give the thread a ring of its own.
 pub fn reset_thread() {
     let _ = THREAD.try_with(|cell| {

@@ -29,8 +29,11 @@ pub(crate) fn last_errno() -> i32 {
 pub(crate) struct AttrFlags {
     pub disabled: bool,
     pub pinned: bool,
+    pub exclude_user: bool,
     pub exclude_kernel: bool,
     pub exclude_hv: bool,
+    pub exclude_host: bool,
+    pub exclude_guest: bool,
     pub inherit: bool,
     pub enable_on_exec: bool,
 }
@@ -56,8 +59,11 @@ pub(crate) fn attr(config: &EventConfig, flags: AttrFlags) -> perf_event_attr {
     }
     a.set_disabled(u64::from(flags.disabled));
     a.set_pinned(u64::from(flags.pinned));
+    a.set_exclude_user(u64::from(flags.exclude_user));
     a.set_exclude_kernel(u64::from(flags.exclude_kernel));
     a.set_exclude_hv(u64::from(flags.exclude_hv));
+    a.set_exclude_host(u64::from(flags.exclude_host));
+    a.set_exclude_guest(u64::from(flags.exclude_guest));
     a.set_inherit(u64::from(flags.inherit));
     a.set_enable_on_exec(u64::from(flags.enable_on_exec));
     a

@@ -1,17 +1,20 @@
 //! Shared-memory rings: attach in-process and from another process, stale readers, fork,
-//! corrupt segments, crash reclaim.
+//! corrupt segments, and what other processes can do to a ring (truncate it, scribble on it,
+//! squat names, kill its writer).
 
+use std::ffi::CString;
 use std::io::{BufRead, BufReader, Write};
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
-use std::process::{Command, Stdio};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::process::{Child, ChildStdin, Command, Stdio};
 
 use picollo_core::ring::{
     ClockInfo, ClockKind, CounterInfo, CounterInterval, Frame, Label, RingError, RingOptions,
     TimeInterval, Value,
 };
 use picollo_linux::shm::{
-    list_rings, reclaim_stale, segment_name, writer_alive, ShmError, ShmFrameWriter, ShmReader,
-    ShmWriter, SHM_DIR, STALE_CHECK_INTERVAL,
+    list_rings, segment_path, writer_alive, ShmError, ShmFrameWriter, ShmReader, ShmWriter,
+    STALE_CHECK_INTERVAL,
 };
 
 picollo_core::frame! {
@@ -43,8 +46,8 @@ fn pid() -> i32 {
     std::process::id() as i32
 }
 
-fn shm_path(segment: &str) -> String {
-    format!("{SHM_DIR}{segment}")
+fn errno() -> i32 {
+    std::io::Error::last_os_error().raw_os_error().unwrap_or(0)
 }
 
 /// Runs `f` in a forked child and returns its exit status. The child leaves with `_exit`, so
@@ -89,12 +92,27 @@ fn attach_drain_and_csv_in_process() {
         .with_counters(&counters);
     let mut w = ShmFrameWriter::<Sample>::create("inproc", &opts).unwrap();
     let segment = w.inner().segment().to_owned();
-    assert_eq!(segment, segment_name(pid(), "inproc").unwrap());
+    assert!(
+        segment.starts_with(&format!("/proc/{}/fd/", pid())),
+        "{segment}"
+    );
+    assert_eq!(w.inner().name(), "inproc");
+    assert_eq!(
+        std::fs::read_link(&segment).unwrap().to_str().unwrap(),
+        "/memfd:picollo-inproc (deleted)"
+    );
 
-    // Mode 0600, owned by us, sized for the ring.
-    let meta = std::fs::metadata(shm_path(&segment)).unwrap();
+    // Mode 0600, owned by us, sized for the ring; nothing in /dev/shm.
+    let meta = std::fs::metadata(&segment).unwrap();
     assert_eq!(meta.permissions().mode() & 0o777, 0o600);
     assert_eq!(meta.len() as usize, w.inner().bytes());
+    assert!(shm_files_of(pid()).is_empty());
+    // Sealed: its size can never change, nor its seals.
+    let f = std::fs::File::open(&segment).unwrap();
+    // SAFETY: `f` is open; `F_GET_SEALS` takes no argument.
+    let seals = unsafe { libc::fcntl(f.as_raw_fd(), libc::F_GET_SEALS) };
+    assert_eq!(seals & SEALED, SEALED, "seals {seals:#x}");
+    drop(f);
 
     assert!(matches!(
         ShmFrameWriter::<Sample>::create("inproc", &opts),
@@ -107,6 +125,8 @@ fn attach_drain_and_csv_in_process() {
         .any(|e| e.segment == segment && e.name == "inproc"));
 
     let mut r = ShmReader::attach(pid(), "inproc").unwrap();
+    assert_eq!((r.name(), r.segment()), ("inproc", segment.as_str()));
+    assert_eq!(r.inode(), meta.ino());
     assert!(r.writer_alive());
     assert_eq!(r.info().writer().0, u64::from(std::process::id()));
     assert!(r.info().matches(&Sample::SCHEMA));
@@ -133,10 +153,11 @@ fn attach_drain_and_csv_in_process() {
     drop(r);
     assert!(!w.inner().is_attached());
     drop(w);
-    assert!(
-        std::fs::metadata(shm_path(&segment)).is_err(),
-        "unlinked on drop"
-    );
+    assert!(std::fs::read_link(&segment).is_err(), "closed on drop");
+    assert!(!list_rings(Some(pid()))
+        .unwrap()
+        .iter()
+        .any(|e| e.name == "inproc"));
     assert!(matches!(
         ShmReader::attach(pid(), "inproc"),
         Err(ShmError::NotFound(_))
@@ -205,7 +226,7 @@ fn forked_child_does_not_write_into_parent_ring() {
             }
         }
         let disabled = w.inner().is_disabled();
-        drop(w); // must not unlink the parent's segment
+        drop(w); // must leave the parent's segment alone
         if wrote == 0 && disabled {
             0
         } else {
@@ -219,7 +240,7 @@ fn forked_child_does_not_write_into_parent_ring() {
     );
     assert_eq!(r.head(), 0, "no frames from the child");
     assert!(
-        std::fs::metadata(shm_path(&segment)).is_ok(),
+        ShmReader::inspect_segment(&segment).is_ok(),
         "child's drop left the segment"
     );
     // The parent's writer still works.
@@ -227,50 +248,94 @@ fn forked_child_does_not_write_into_parent_ring() {
     assert_eq!(r.next_frame::<Sample>().unwrap(), Some((0, sample(1))));
 }
 
-/// Writes `bytes` as segment `/picollo-<pid>-<name>` with `mode`, bypassing the writer.
-fn plant(name: &str, bytes: &[u8], mode: u32) -> String {
-    let segment = segment_name(pid(), name).unwrap();
-    let path = shm_path(&segment);
-    let _ = std::fs::remove_file(&path);
-    let mut f = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(mode)
-        .open(&path)
-        .unwrap();
-    f.write_all(bytes).unwrap();
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode)).unwrap();
-    segment
+/// A memfd made by hand, as a hostile process of the same user could.
+struct Planted {
+    _fd: OwnedFd,
+    segment: String,
 }
 
-fn attach_err(segment: &str) -> ShmError {
-    let e = ShmReader::attach_segment(segment).unwrap_err();
-    let _ = std::fs::remove_file(shm_path(segment));
-    e
+/// Makes memfd `memfd` holding `bytes` with `mode`, sealed with `seals`, bypassing the
+/// writer; its segment path is in this process's `/proc/PID/fd`.
+fn plant_memfd(memfd: &str, bytes: &[u8], mode: u32, seals: i32) -> Planted {
+    let name = CString::new(memfd).unwrap();
+    // SAFETY: `name` is a NUL-terminated string that outlives the call.
+    let fd =
+        unsafe { libc::memfd_create(name.as_ptr(), libc::MFD_CLOEXEC | libc::MFD_ALLOW_SEALING) };
+    assert!(fd >= 0, "memfd_create: {}", errno());
+    // SAFETY: `memfd_create` just returned `fd`; nothing else owns it.
+    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    let segment = segment_path(pid(), fd.as_raw_fd());
+    std::fs::write(&segment, bytes).unwrap();
+    std::fs::set_permissions(&segment, std::fs::Permissions::from_mode(mode)).unwrap();
+    if seals != 0 {
+        // SAFETY: `fd` is open; `F_ADD_SEALS` takes an int.
+        let r = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_ADD_SEALS, seals) };
+        assert_eq!(r, 0);
+    }
+    Planted { _fd: fd, segment }
+}
+
+const SEALED: i32 = libc::F_SEAL_SHRINK | libc::F_SEAL_GROW | libc::F_SEAL_SEAL;
+
+/// A ring-named memfd, sealed like the writer's.
+fn plant(name: &str, bytes: &[u8], mode: u32) -> Planted {
+    plant_memfd(&format!("picollo-{name}"), bytes, mode, SEALED)
+}
+
+fn attach_err(p: Planted) -> ShmError {
+    ShmReader::attach_segment(&p.segment).unwrap_err()
 }
 
 #[test]
 fn corrupt_segments_are_errors_not_crashes() {
     let w = ShmFrameWriter::<Sample>::create("template", &RingOptions::new(8)).unwrap();
-    let good = std::fs::read(shm_path(w.inner().segment())).unwrap();
+    let good = std::fs::read(w.inner().segment()).unwrap();
+    assert_eq!(good.len(), w.inner().bytes());
     let word = |bytes: &mut Vec<u8>, i: usize, v: u64| {
         bytes[8 * i..8 * i + 8].copy_from_slice(&v.to_ne_bytes());
     };
 
     assert!(matches!(
-        attach_err(&plant("empty", &[], 0o600)),
+        attach_err(plant("empty", &[], 0o600)),
         ShmError::BadSize { bytes: 0, .. }
     ));
     assert!(matches!(
-        attach_err(&plant("odd", &[1, 2, 3], 0o600)),
+        attach_err(plant("odd", &[1, 2, 3], 0o600)),
         ShmError::BadSize { bytes: 3, .. }
     ));
     assert!(matches!(
-        attach_err(&plant("open", &good, 0o644)),
+        attach_err(plant("open", &good, 0o644)),
         ShmError::BadMode { mode: 0o644, .. }
     ));
+    // Not sealed: its owner could shrink it under a reader's mapping.
     assert!(matches!(
-        attach_err(&plant("zeros", &vec![0; 4096], 0o600)),
+        attach_err(plant_memfd("picollo-unsealed", &good, 0o600, 0)),
+        ShmError::NotSealed { seals: 0, .. }
+    ));
+    assert!(matches!(
+        attach_err(plant_memfd("picollo-half", &good, 0o600, libc::F_SEAL_GROW)),
+        ShmError::NotSealed { .. }
+    ));
+    // Not a Picollo memfd, not a memfd at all.
+    assert!(matches!(
+        attach_err(plant_memfd("other-ring", &good, 0o600, SEALED)),
+        ShmError::NotARing { .. }
+    ));
+    let file = std::fs::File::open("/proc/self/stat").unwrap();
+    assert!(matches!(
+        ShmReader::attach_segment(&segment_path(pid(), file.as_raw_fd())),
+        Err(ShmError::NotARing { .. })
+    ));
+    assert!(matches!(
+        ShmReader::attach_segment("/dev/shm/picollo-1-x"),
+        Err(ShmError::BadName(_))
+    ));
+    assert!(matches!(
+        ShmReader::attach_segment(&segment_path(pid(), 1 << 20)),
+        Err(ShmError::NotFound(_))
+    ));
+    assert!(matches!(
+        attach_err(plant("zeros", &vec![0; 4096], 0o600)),
         ShmError::Ring {
             error: RingError::Uninitialized,
             ..
@@ -279,7 +344,7 @@ fn corrupt_segments_are_errors_not_crashes() {
     let mut b = good.clone();
     word(&mut b, 4, 1 << 40); // slot count
     assert!(matches!(
-        attach_err(&plant("slots", &b, 0o600)),
+        attach_err(plant("slots", &b, 0o600)),
         ShmError::Ring {
             error: RingError::BadHeader { .. },
             ..
@@ -288,21 +353,21 @@ fn corrupt_segments_are_errors_not_crashes() {
     let mut b = good.clone();
     word(&mut b, 4, 1 << 20); // fits the checks but not the segment
     assert!(matches!(
-        attach_err(&plant("big", &b, 0o600)),
+        attach_err(plant("big", &b, 0o600)),
         ShmError::Ring {
             error: RingError::RegionTooSmall { .. },
             ..
         }
     ));
     let mut b = good.clone();
-    word(&mut b, 5, 1); // writer pid 1 in a segment named for us
+    word(&mut b, 5, 1); // writer pid 1 in a segment of this process
     assert!(matches!(
-        attach_err(&plant("pid", &b, 0o600)),
+        attach_err(plant("pid", &b, 0o600)),
         ShmError::WrongWriter { header_pid: 1, .. }
     ));
     // Truncated after the header.
     assert!(matches!(
-        attach_err(&plant("short", &good[..good.len() / 2 / 8 * 8], 0o600)),
+        attach_err(plant("short", &good[..good.len() / 2 / 8 * 8], 0o600)),
         ShmError::Ring {
             error: RingError::RegionTooSmall { .. },
             ..
@@ -329,8 +394,8 @@ fn corrupt_segments_are_errors_not_crashes() {
             let i = (rand() % 64) as usize;
             word(&mut b, i, rand() >> (rand() % 64));
         }
-        let segment = plant(&format!("fuzz{round}"), &b, 0o600);
-        match ShmReader::attach_segment(&segment) {
+        let planted = plant(&format!("fuzz{round}"), &b, 0o600);
+        match ShmReader::attach_segment(&planted.segment) {
             Ok(mut r) => {
                 ok += 1;
                 let mut out = Vec::new();
@@ -338,13 +403,25 @@ fn corrupt_segments_are_errors_not_crashes() {
             }
             Err(_) => err += 1,
         }
-        let _ = std::fs::remove_file(shm_path(&segment));
     }
     assert!(ok > 0 && err > 0, "ok {ok}, err {err}");
 }
 
+/// Files in `/dev/shm` named for process `pid` (Picollo's segments before memfds).
+fn shm_files_of(pid: i32) -> Vec<String> {
+    let prefix = format!("picollo-{pid}-");
+    std::fs::read_dir("/dev/shm")
+        .map(|d| {
+            d.filter_map(|e| e.ok())
+                .filter_map(|e| e.file_name().into_string().ok())
+                .filter(|n| n.starts_with(&prefix))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 #[test]
-fn crashed_writer_segment_is_reclaimed() {
+fn crashed_writer_leaves_nothing() {
     // A child creates a ring and dies without dropping it; it sends its pid through a pipe.
     let pipe = {
         let mut fds = [0; 2];
@@ -376,18 +453,12 @@ fn crashed_writer_segment_is_reclaimed() {
         libc::close(pipe[1]);
     }
     let child_pid = i32::from_ne_bytes(buf);
-    let segment = segment_name(child_pid, "crash").unwrap();
-    assert!(std::fs::metadata(shm_path(&segment)).is_ok(), "left behind");
-    let r = ShmReader::inspect_segment(&segment).unwrap();
-    assert!(!r.writer_alive());
-    drop(r);
-
-    // A live writer's ring is kept.
-    let live = ShmFrameWriter::<Sample>::create("live", &RingOptions::new(8)).unwrap();
-    let removed = reclaim_stale().unwrap();
-    assert!(removed.contains(&segment), "{removed:?}");
-    assert!(!removed.iter().any(|s| s == live.inner().segment()));
-    assert!(std::fs::metadata(shm_path(&segment)).is_err());
+    assert!(list_rings(Some(child_pid)).unwrap().is_empty());
+    assert!(shm_files_of(child_pid).is_empty());
+    assert!(matches!(
+        ShmReader::attach(child_pid, "crash"),
+        Err(ShmError::NotFound(_))
+    ));
     assert!(writer_alive(picollo_linux::shm::this_writer_id()));
 }
 
@@ -422,19 +493,34 @@ fn untyped_writer_and_reader() {
 const CHILD_ENV: &str = "PICOLLO_SHM_TEST_CHILD";
 const CHILD_FRAMES: u64 = 1000;
 
-/// The writer process: only does something when started by
-/// `frames_cross_process_attach_drain_csv` (the variable is set).
+/// The writer process: only does something when started by [`spawn_writer`] (the variable
+/// is set). It creates its rings when told `create` (so a test can first squat names for its
+/// pid), saves `CHILD_FRAMES` frames when told `go`, and exits when told `exit`.
 #[test]
 fn child_frame_writer() {
     if std::env::var_os(CHILD_ENV).is_none() {
         return;
     }
-    let mut w = ShmFrameWriter::<Sample>::create("xproc", &RingOptions::new(4096)).unwrap();
     let mut out = std::io::stdout().lock();
-    writeln!(out, "\nREADY").unwrap();
-    out.flush().unwrap();
     let mut stdin = std::io::stdin().lock();
     let mut line = String::new();
+    stdin.read_line(&mut line).unwrap(); // "create"
+    let mut w = ShmFrameWriter::<Sample>::create("xproc", &RingOptions::new(4096)).unwrap();
+    let span = picollo_linux::span::open_thread_ring().unwrap();
+    // Two more threads with span rings, and a second frame ring, for the leftovers check.
+    let threads: Vec<_> = (0..2)
+        .map(|_| {
+            std::thread::spawn(|| {
+                picollo_linux::span::open_thread_ring().unwrap();
+                std::thread::park();
+            })
+        })
+        .collect();
+    let _other = ShmFrameWriter::<Sample>::create("other", &RingOptions::new(64)).unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    writeln!(out, "\nREADY {span}").unwrap();
+    out.flush().unwrap();
+    line.clear();
     stdin.read_line(&mut line).unwrap(); // "go": the reader is attached
     let mut saved = 0;
     for i in 0..CHILD_FRAMES {
@@ -446,28 +532,47 @@ fn child_frame_writer() {
     out.flush().unwrap();
     line.clear();
     stdin.read_line(&mut line).unwrap(); // "exit"
-    drop(w); // a normal exit unlinks the segment
+    drop(w);
+    drop(threads);
 }
 
-#[test]
-fn frames_cross_process_attach_drain_csv() {
-    let mut child = Command::new(std::env::current_exe().unwrap())
-        .args([
-            "--exact",
-            "child_frame_writer",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env(CHILD_ENV, "1")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let child_pid = child.id() as i32;
-    let mut stdin = child.stdin.take().unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let mut wait_for = |prefix: &str| -> String {
-        for line in lines.by_ref() {
+/// A running [`child_frame_writer`].
+struct WriterChild {
+    child: Child,
+    pid: i32,
+    stdin: ChildStdin,
+    lines: std::io::Lines<BufReader<std::process::ChildStdout>>,
+}
+
+impl WriterChild {
+    fn spawn() -> Self {
+        let mut child = Command::new(std::env::current_exe().unwrap())
+            .args([
+                "--exact",
+                "child_frame_writer",
+                "--nocapture",
+                "--test-threads=1",
+            ])
+            .env(CHILD_ENV, "1")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        Self {
+            pid: child.id() as i32,
+            stdin: child.stdin.take().unwrap(),
+            lines: BufReader::new(child.stdout.take().unwrap()).lines(),
+            child,
+        }
+    }
+
+    fn tell(&mut self, what: &str) {
+        writeln!(self.stdin, "{what}").unwrap();
+        self.stdin.flush().unwrap();
+    }
+
+    fn wait_for(&mut self, prefix: &str) -> String {
+        for line in self.lines.by_ref() {
             let line = line.unwrap();
             // libtest prints `test NAME ... ` without a newline before the test's output.
             if let Some(at) = line.find(prefix) {
@@ -475,13 +580,40 @@ fn frames_cross_process_attach_drain_csv() {
             }
         }
         panic!("child ended before {prefix}");
-    };
+    }
 
-    wait_for("READY");
+    /// Creates the rings; returns the main thread's span ring's segment path.
+    fn create(&mut self) -> String {
+        self.tell("create");
+        let ready = self.wait_for("READY");
+        ready["READY ".len()..].to_owned()
+    }
+
+    /// Lets the child exit normally and reaps it.
+    fn finish(mut self) {
+        self.tell("exit");
+        // Read the child's output to the end, so its harness never writes into a closed pipe.
+        self.lines.by_ref().for_each(drop);
+        assert!(self.child.wait().unwrap().success());
+    }
+}
+
+#[test]
+fn frames_cross_process_attach_drain_csv() {
+    let mut child = WriterChild::spawn();
+    let child_pid = child.pid;
+    let span_segment = child.create();
     let rings = list_rings(Some(child_pid)).unwrap();
-    assert_eq!(rings.len(), 1, "{rings:?}");
-    assert_eq!(rings[0].name, "xproc");
-    let mut r = ShmReader::attach_segment(&rings[0].segment).unwrap();
+    let names: Vec<&str> = rings.iter().map(|e| e.name.as_str()).collect();
+    assert_eq!(names.len(), 5, "{rings:?}");
+    assert!(
+        names.contains(&"xproc") && names.contains(&"other"),
+        "{names:?}"
+    );
+    assert_eq!(names.iter().filter(|n| n.starts_with("span-")).count(), 3);
+    assert!(rings.iter().any(|e| e.segment == span_segment));
+    let entry = rings.iter().find(|e| e.name == "xproc").unwrap();
+    let mut r = ShmReader::attach_entry(entry).unwrap();
     assert!(r.writer_alive());
     // The schema came from the other process's header.
     assert_eq!(
@@ -489,9 +621,8 @@ fn frames_cross_process_attach_drain_csv() {
         "frame Sample { a: i32, b: u64, phase: str[24], duration: interval time, \
          events: interval counter[2] } × 4096 slots"
     );
-    writeln!(stdin, "go").unwrap();
-    stdin.flush().unwrap();
-    assert_eq!(wait_for("DONE"), format!("DONE {CHILD_FRAMES}"));
+    child.tell("go");
+    assert_eq!(child.wait_for("DONE"), format!("DONE {CHILD_FRAMES}"));
 
     let mut csv = Vec::new();
     let d = r.drain_to_csv(&mut csv, true).unwrap();
@@ -521,13 +652,269 @@ fn frames_cross_process_attach_drain_csv() {
         assert_eq!(*row, expect);
     }
 
-    writeln!(stdin, "exit").unwrap();
-    drop(stdin);
-    // Read the child's output to the end, so its harness never writes into a closed pipe.
-    lines.for_each(drop);
-    assert!(child.wait().unwrap().success());
-    // The writer exited normally: its segment is gone; our mapping still reads.
+    child.finish();
+    // The writer exited normally: its rings are gone; our mapping still reads.
     assert!(list_rings(Some(child_pid)).unwrap().is_empty());
     assert!(!r.writer_alive());
     assert_eq!(r.head(), CHILD_FRAMES);
+}
+
+/// Defect 6 of issue 23: a writer killed by SIGTERM left its segments (about 2 MB per span
+/// thread) in /dev/shm. Now the kernel frees them with the process.
+#[test]
+fn sigterm_leaves_nothing_behind() {
+    let mut child = WriterChild::spawn();
+    let child_pid = child.pid;
+    child.create();
+    assert_eq!(list_rings(Some(child_pid)).unwrap().len(), 5);
+    let mut r = ShmReader::attach(child_pid, "xproc").unwrap();
+    child.tell("go");
+    assert_eq!(child.wait_for("DONE"), format!("DONE {CHILD_FRAMES}"));
+    // SAFETY: sends a signal to our own child, which has not been reaped.
+    assert_eq!(unsafe { libc::kill(child_pid, libc::SIGTERM) }, 0);
+    let status = child.child.wait().unwrap();
+    assert_eq!(
+        std::os::unix::process::ExitStatusExt::signal(&status),
+        Some(libc::SIGTERM)
+    );
+    assert!(list_rings(Some(child_pid)).unwrap().is_empty());
+    assert!(shm_files_of(child_pid).is_empty(), "nothing in /dev/shm");
+    assert!(
+        list_rings(None).unwrap().iter().all(|e| e.pid != child_pid),
+        "no process holds the dead writer's rings"
+    );
+    // A reader attached at the time keeps its mapping (freed when it detaches).
+    assert!(!r.writer_alive());
+    let d = r.drain(|_| {}).unwrap();
+    assert_eq!((d.accepted, d.lost), (CHILD_FRAMES, 0));
+}
+
+/// Defect 5 of issue 23: pre-creating `/dev/shm/picollo-<pid>-<name>` for a pid (as another
+/// user, or the same one) made ring creation fail. Rings no longer use names in a shared
+/// namespace: the squatted files are ignored (and left alone: they are not ours).
+#[test]
+fn squatted_names_do_not_stop_ring_creation() {
+    let mut child = WriterChild::spawn();
+    let child_pid = child.pid;
+    let root = {
+        // SAFETY: geteuid has no preconditions.
+        unsafe { libc::geteuid() == 0 }
+    };
+    if !root {
+        println!("squatting as another user: skipped (needs root to own a file as another user); squatting as this user only");
+    }
+    // What the attacker pre-creates: the names of the child's rings, and of its span rings
+    // (the main thread's tid is its pid), plus the next pids. Removed however the test ends.
+    struct Squatted(Vec<String>);
+    impl Drop for Squatted {
+        fn drop(&mut self) {
+            for path in &self.0 {
+                let _ = std::fs::remove_file(path);
+            }
+        }
+    }
+    let mut squatted = Squatted(Vec::new());
+    for (i, pid) in (child_pid..child_pid + 32).enumerate() {
+        for name in ["xproc", "other", &format!("span-{pid}")] {
+            let path = format!("/dev/shm/picollo-{pid}-{name}");
+            if std::fs::write(&path, vec![0xA5u8; 4096]).is_err() {
+                continue;
+            }
+            // Half as another user (nobody), mode 0644, when we can.
+            if root && i % 2 == 0 {
+                std::os::unix::fs::chown(&path, Some(65534), Some(65534)).unwrap();
+                std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+            }
+            squatted.0.push(path);
+        }
+    }
+    assert!(!squatted.0.is_empty(), "could not write to /dev/shm");
+    let span_segment = child.create();
+    let names: Vec<String> = list_rings(Some(child_pid))
+        .unwrap()
+        .into_iter()
+        .map(|e| e.name)
+        .collect();
+    assert!(names.iter().any(|n| n == "xproc"), "{names:?}");
+    // The span rings are named for the child's threads, whose tids follow its pid.
+    let spans: Vec<&String> = names.iter().filter(|n| n.starts_with("span-")).collect();
+    assert_eq!(spans.len(), 3, "{names:?}");
+    for n in &spans {
+        let tid: i32 = n["span-".len()..].parse().unwrap();
+        if (child_pid..child_pid + 32).contains(&tid) {
+            assert!(squatted.0.iter().any(|p| p.ends_with(&format!("-{n}"))));
+        }
+    }
+    let span = ShmReader::attach_segment(&span_segment).unwrap();
+    assert!(spans.contains(&&span.name().to_owned()));
+    let mut r = ShmReader::attach(child_pid, "xproc").unwrap();
+    child.tell("go");
+    assert_eq!(child.wait_for("DONE"), format!("DONE {CHILD_FRAMES}"));
+    assert_eq!(r.drain(|_| {}).unwrap().accepted, CHILD_FRAMES);
+    child.finish();
+    for path in &squatted.0 {
+        let meta = std::fs::metadata(path).expect("the squatter's file is left alone");
+        assert_eq!(meta.len(), 4096);
+    }
+}
+
+/// Defect 4 of issue 23: truncating a ring's segment made the writer die of SIGBUS. Another
+/// process (a forked child) now tries every way of resizing the segment, and all fail; then
+/// it scribbles on every byte, and the writer keeps saving without faulting.
+#[test]
+fn truncation_and_scribbling_by_another_process_do_not_stop_the_writer() {
+    let mut w = ShmFrameWriter::<Sample>::create("hostile", &RingOptions::new(256)).unwrap();
+    let segment = w.inner().segment().to_owned();
+    let bytes = w.inner().bytes();
+    let mut r = ShmReader::attach_segment(&segment).unwrap();
+    for i in 0..100 {
+        assert!(w.save(&sample(i)));
+    }
+
+    // Each resize attempt: 0 when refused with EPERM, else a distinct exit code.
+    let seg = segment.clone();
+    let code = in_child(move || {
+        let path = CString::new(seg.as_str()).unwrap();
+        // SAFETY: `path` is a NUL-terminated string that outlives the call.
+        let fd = unsafe { libc::open(path.as_ptr(), libc::O_RDWR | libc::O_CLOEXEC) };
+        if fd < 0 {
+            return 10;
+        }
+        let eperm = |r: i32| r != 0 && errno() == libc::EPERM;
+        // SAFETY: `fd` is open; none of these calls touches this process's memory.
+        unsafe {
+            if !eperm(libc::ftruncate(fd, 0)) {
+                return 11;
+            }
+            if !eperm(libc::ftruncate(fd, (bytes / 2) as libc::off_t)) {
+                return 12;
+            }
+            if !eperm(libc::ftruncate(fd, (bytes * 2) as libc::off_t)) {
+                return 13;
+            }
+            if !eperm(libc::fallocate(fd, 0, 0, (bytes * 2) as libc::off_t)) {
+                return 14;
+            }
+            // Removing seals is impossible, adding them too (F_SEAL_SEAL).
+            if !eperm(libc::fcntl(fd, libc::F_ADD_SEALS, libc::F_SEAL_WRITE)) {
+                return 15;
+            }
+            let t = libc::open(
+                path.as_ptr(),
+                libc::O_RDWR | libc::O_TRUNC | libc::O_CLOEXEC,
+            );
+            if t >= 0 || errno() != libc::EPERM {
+                return 16;
+            }
+            libc::close(fd);
+        }
+        0
+    });
+    assert_eq!(code, 0, "a resize attempt did not fail with EPERM");
+    assert_eq!(std::fs::metadata(&segment).unwrap().len() as usize, bytes);
+    for i in 100..200 {
+        assert!(w.save(&sample(i)));
+    }
+    let mut got = Vec::new();
+    while let Some((n, f)) = r.next_frame::<Sample>().unwrap() {
+        got.push((n, f));
+    }
+    assert_eq!(got.len(), 200);
+    assert!(got.iter().all(|(n, f)| *f == sample(*n)));
+
+    // Scribbling over the segment (and punching a hole in it) from another process costs
+    // the frames, never the writer.
+    let seg = segment.clone();
+    let code = in_child(move || {
+        let Ok(f) = std::fs::OpenOptions::new().write(true).open(&seg) else {
+            return 20;
+        };
+        let mut x = 0x9E37_79B9_7F4A_7C15u64;
+        let garbage: Vec<u8> = (0..bytes)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x as u8
+            })
+            .collect();
+        if std::os::unix::fs::FileExt::write_all_at(&f, &garbage, 0).is_err() {
+            return 21;
+        }
+        let mode = libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE;
+        // SAFETY: `f` is open; fallocate does not touch this process's memory.
+        if unsafe { libc::fallocate(f.as_raw_fd(), mode, 4096, 4096) } != 0 {
+            return 22;
+        }
+        0
+    });
+    assert_eq!(code, 0);
+    let mut saved = 0;
+    for i in 0..100_000 {
+        saved += u64::from(w.save(&sample(i)));
+    }
+    // The writer went on (whatever the scribbled `attached` word says), keeping count.
+    assert!(!w.inner().is_disabled());
+    assert_eq!(w.inner().frames_written(), 200 + saved);
+    // The reader of a scribbled ring gets frames or errors, never a crash.
+    let _ = r.drain(|_| {});
+    drop(r);
+    let _ = w.inner_mut().check_readers();
+    assert!(w.save(&sample(0)) || !w.inner().is_attached());
+}
+
+/// Truncation attempts from other processes while the writer saves flat out on its own
+/// thread and a reader drains: every attempt is refused, the writer never faults, and every
+/// frame is read intact or counted lost (read + lost = written).
+#[test]
+fn writer_saves_through_concurrent_truncation_attempts() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+
+    let mut w = ShmFrameWriter::<Sample>::create("stress", &RingOptions::new(1024)).unwrap();
+    let segment = w.inner().segment().to_owned();
+    let mut r = ShmReader::attach_segment(&segment).unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let flag = stop.clone();
+    let writer = std::thread::spawn(move || {
+        let mut n = 0u64;
+        while !flag.load(Ordering::Relaxed) {
+            if w.save(&sample(n)) {
+                n += 1;
+            }
+        }
+        n
+    });
+    // Made before forking: the children only make system calls.
+    let path = CString::new(segment.as_str()).unwrap();
+    let mut read = 0u64;
+    let mut check = |r: &mut ShmReader| {
+        while let Some((n, f)) = r.next_frame::<Sample>().unwrap() {
+            assert_eq!(f, sample(n), "torn or foreign frame {n}");
+            read += 1;
+        }
+    };
+    for round in 0..200 {
+        let code = in_child(|| {
+            // SAFETY: `path` is a NUL-terminated string that outlives the calls; `fd` is ours.
+            unsafe {
+                let fd = libc::open(path.as_ptr(), libc::O_RDWR | libc::O_CLOEXEC);
+                if fd < 0 {
+                    return 1;
+                }
+                let size = [0, 8, 4096][round % 3];
+                let refused = libc::ftruncate(fd, size) != 0 && errno() == libc::EPERM;
+                libc::close(fd);
+                i32::from(!refused) * 2
+            }
+        });
+        assert_eq!(code, 0, "round {round}: the truncation was not refused");
+        check(&mut r);
+    }
+    stop.store(true, Ordering::Relaxed);
+    let written = writer.join().unwrap();
+    check(&mut r);
+    assert!(written > 0 && read > 0, "written {written}, read {read}");
+    assert_eq!(r.accepted(), read);
+    assert_eq!(r.accepted() + r.lost(), written);
 }

@@ -594,3 +594,65 @@ fn counts_a_child_from_exec_with_inherit() {
     assert!(task_ns > 100_000, "the shell loop ran: {task_ns}");
     assert!(faults > 10, "exec faults pages in: {faults}");
 }
+
+/// perf's modifiers reach the kernel: page faults taken in user space count under `:u` and
+/// not under `:k`; context switches happen in the kernel, so `:u` reads 0 and `:uk` (and the
+/// session counting the kernel) reads every switch. Skips, saying why, where the kernel may
+/// not be counted (perf_event_paranoid 2 or more without CAP_PERFMON).
+#[test]
+fn modifiers_choose_what_is_counted() {
+    if skip_under_miri() {
+        return;
+    }
+    if let Err(why) = Capabilities::detect().kernel_counting() {
+        eprintln!("skip modifiers_choose_what_is_counted: {why}");
+        return;
+    }
+    let mut s = CounterSession::builder()
+        .exclude_kernel(false)
+        .event_name("page-faults:u")
+        .and_then(|b| b.event_name("page-faults:k"))
+        .and_then(|b| b.event_name("cs:u"))
+        .and_then(|b| b.event_name("cs:uk"))
+        .unwrap()
+        .software(SoftwareEvent::ContextSwitches)
+        .build()
+        .unwrap();
+    let names: Vec<&str> = s.counters().iter().map(|c| c.name()).collect();
+    assert_eq!(
+        names,
+        [
+            "page-faults:u",
+            "page-faults:k",
+            "context-switches:u",
+            "context-switches:uk",
+            "context-switches"
+        ]
+    );
+    assert!(s.counters()[4].modifiers().counts_kernel());
+    assert!(!s.counters()[0].modifiers().counts_kernel());
+    let pages = 200;
+    let mem = FreshPages::new(pages).unwrap();
+    s.read(true).unwrap();
+    mem.touch_all();
+    for _ in 0..5 {
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    s.read(true).unwrap();
+    let d: Vec<u64> = s.counters().iter().map(|c| exact(c.delta())).collect();
+    assert_eq!(d[0], pages as u64, "page-faults:u: the user-space touches");
+    // The kernel may fault on a buffer it writes for us (at most a few pages), but none of
+    // the 200 user-space touches is counted.
+    assert!(
+        d[1] < 10,
+        "page-faults:k: the user-space touches are not counted, read {}",
+        d[1]
+    );
+    assert_eq!(d[2], 0, "context-switches:u: switches happen in the kernel");
+    assert!(d[3] >= 5, "context-switches:uk: 5 sleeps, read {}", d[3]);
+    assert!(
+        d[4] >= 5,
+        "context-switches (kernel counted): read {}",
+        d[4]
+    );
+}

@@ -46,7 +46,14 @@ fn spans_are_inactive_without_a_consumer() {
 fn spans_in_process_table() {
     setup();
     let segment = span::open_thread_ring().unwrap();
-    assert!(segment.starts_with(&format!("/picollo-{}-span-", pid())));
+    assert!(
+        segment.starts_with(&format!("/proc/{}/fd/", pid())),
+        "{segment}"
+    );
+    assert!(std::fs::read_link(&segment)
+        .unwrap()
+        .to_string_lossy()
+        .starts_with("/memfd:picollo-span-"));
     let measured = span::thread_counters().unwrap();
     let caps = Capabilities::detect();
     eprintln!("measured counters here: {measured:?}; PMU: {}", caps.pmu);
@@ -158,6 +165,71 @@ impl ChildTest {
 }
 
 const CHILD_ENV: &str = "PICOLLO_SPAN_TEST_CHILD";
+const FAIL_ENV: &str = "PICOLLO_SPAN_TEST_RING_FAILURE";
+/// Threads of the child that cannot create their rings.
+const FAILING_THREADS: usize = 4;
+
+/// The child of `ring_creation_failure_is_reported_once`: uses up its descriptors, so no
+/// thread can create its span ring, then begins spans on several threads.
+#[test]
+fn child_ring_failure() {
+    if std::env::var_os(FAIL_ENV).is_none() {
+        return;
+    }
+    let limit = libc::rlimit {
+        rlim_cur: 64,
+        rlim_max: 64,
+    };
+    // SAFETY: `limit` is a valid rlimit to read.
+    assert_eq!(unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &limit) }, 0);
+    // SAFETY: dup has no memory effects; the descriptors are left open on purpose.
+    while unsafe { libc::dup(2) } >= 0 {}
+    let threads: Vec<_> = (0..FAILING_THREADS)
+        .map(|_| {
+            std::thread::spawn(|| {
+                for _ in 0..3 {
+                    let _s = picollo_linux::span!("work");
+                }
+                span::open_thread_ring().unwrap_err()
+            })
+        })
+        .collect();
+    for t in threads {
+        let e = t.join().unwrap();
+        assert!(e.to_string().contains("memfd_create"), "{e}");
+    }
+    let (n, first) = span::ring_failures();
+    println!("\nFAILURES {n} {}", first.unwrap());
+}
+
+/// A thread that cannot create its span ring (here: no descriptor left) says so on stderr
+/// once per process, and through `span::ring_failures`, never silently.
+#[test]
+fn ring_creation_failure_is_reported_once() {
+    let out = Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "child_ring_failure",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(FAIL_ENV, "1")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains(&format!("FAILURES {FAILING_THREADS} memfd_create")),
+        "{stdout}"
+    );
+    let reports: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.contains("could not create its span ring"))
+        .collect();
+    assert_eq!(reports.len(), 1, "{stderr}");
+    assert!(reports[0].contains("Too many open files"), "{}", reports[0]);
+}
 
 /// The child: runs phases of a workload inside spans once told to.
 #[test]
@@ -207,10 +279,7 @@ fn spans_cross_process_table() {
     let ready = child.wait_for("READY");
     let mut consumer = SpanConsumer::attach(child_pid).unwrap();
     assert_eq!(consumer.rings(), 1, "{consumer:?}");
-    assert!(
-        ready.contains(&format!("/picollo-{child_pid}-span-")),
-        "{ready}"
-    );
+    assert!(ready.contains(&format!("/proc/{child_pid}/fd/")), "{ready}");
     child.send("go");
     child.wait_for("DONE");
 

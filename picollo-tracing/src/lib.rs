@@ -88,8 +88,8 @@
 //!
 //! # The span rings
 //!
-//! Each thread's first span opens its ring `/dev/shm/picollo-<pid>-span-<tid>` (and its
-//! counters), shared with `picollo_linux::span!` spans. While no consumer is attached, a
+//! Each thread's first span opens its ring, a sealed memfd `picollo-span-<tid>` that
+//! `picollo attach` finds in `/proc/<pid>/fd` (and its counters), shared with `picollo_linux::span!` spans. While no consumer is attached, a
 //! span's exit costs one more thread-local load and branch for the ring. With `picollo
 //! attach --spans PID` or `picollo top PID` attached, each busy interval is one frame (name,
 //! nesting depth on the thread, start and end clock, counter samples): those tools count

@@ -97,12 +97,12 @@ fn attach_to_a_program_that_only_installs_the_layer() {
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-        // Attached once it maps the child's ring.
+        // Attached once it maps the child's ring (a memfd `picollo-span-<tid>`).
         let maps = format!("/proc/{}/maps", cli.id());
         let deadline = Instant::now() + Duration::from_secs(20);
         while !std::fs::read_to_string(&maps)
             .unwrap_or_default()
-            .contains(&format!("picollo-{pid}-span-"))
+            .contains("/memfd:picollo-span-")
         {
             assert!(Instant::now() < deadline, "picollo attach did not attach");
             std::thread::sleep(Duration::from_millis(20));

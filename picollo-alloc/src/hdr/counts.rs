@@ -444,13 +444,16 @@ impl HdrCounts {
         self.max() as f64 * self.int_to_double_ratio
     }
 
-    /// The value at `percentile` (0 to 100) with HdrHistogram's `getValueAtPercentile` rule.
+    /// The value at `percentile` (0 to 100) as HdrHistogram's `getValueAtPercentile` reports
+    /// it.
     ///
-    /// The percentile is lowered by one ulp and clamped to `[0, 100]`; the target count is
-    /// `max(1, ceil(p / 100 * total))`; the result is the highest equivalent value of the first
-    /// entry where the running count reaches the target (the lowest equivalent value when
-    /// `percentile == 0`). `None` for a NaN percentile, an empty histogram or an invalid
-    /// geometry.
+    /// The percentile is clamped to `[0, 100]`; the target count is Picollo's one rank rule,
+    /// [`picollo_core::read::rank_count`]: `ceil(p / 100 · total)` for the decimal `p` prints
+    /// as, exactly, at least 1 (Java gets the same counts by lowering `p` one ulp before its
+    /// `double` product; exact arithmetic also holds beyond 2^53 values). The result is the
+    /// highest equivalent value of the first entry where the running count reaches the target
+    /// (the lowest equivalent value when `percentile == 0`). `None` for a NaN percentile, an
+    /// empty histogram or an invalid geometry.
     pub fn value_at_percentile(&self, percentile: f64) -> Option<u64> {
         if percentile.is_nan() {
             return None;
@@ -460,10 +463,7 @@ impl HdrCounts {
         if total == 0 {
             return None;
         }
-        let requested = next_down(percentile).clamp(0.0, 100.0);
-        // f64 -> u64 `as` saturates, like Java's (long) cast for non-negative values.
-        let target = ((requested * total as f64) / 100.0).ceil() as u64;
-        let target = target.max(1);
+        let target = picollo_core::read::rank_count(percentile.clamp(0.0, 100.0), total);
         let mut running = 0u64;
         for (index, &count) in self.counts.iter().enumerate() {
             running = running.saturating_add(count);
@@ -510,22 +510,6 @@ impl HdrCounts {
             && self.normalizing_offset == other.normalizing_offset
             && self.int_to_double_ratio.to_bits() == other.int_to_double_ratio.to_bits()
             && trimmed(&self.counts) == trimmed(&other.counts)
-    }
-}
-
-/// Java's `Math.nextAfter(x, -inf)` for a non-NaN `x`.
-fn next_down(x: f64) -> f64 {
-    if x.is_infinite() && x < 0.0 {
-        return x;
-    }
-    if x == 0.0 {
-        return -f64::from_bits(1);
-    }
-    let bits = x.to_bits();
-    if x > 0.0 {
-        f64::from_bits(bits - 1)
-    } else {
-        f64::from_bits(bits + 1)
     }
 }
 

@@ -23,9 +23,11 @@
 //!   block `b + 1`). Conversion copies counts (or reads them in place: [`view`]).
 //!   HdrHistogram's `getValueAtPercentile` is Picollo's percentile with
 //!   [`EquivalentValue::Upper`](picollo_core::EquivalentValue::Upper) (both ask for the count
-//!   `ceil(p/100 · total)`; HdrHistogram first lowers `p` by one ulp, which matters only when
-//!   `p/100 · total` rounds to just above an integer), and HdrHistogram's `getMaxValue` is
-//!   [`ReadExt::max`](picollo_core::ReadExt::max).
+//!   `ceil(p/100 · total)`: Picollo exactly, for the decimal `p` is written as
+//!   ([`rank_count`](picollo_core::read::rank_count)), Java in doubles after lowering `p` by one
+//!   ulp, which gives the same counts up to 2^36 values and more), except at `p = 0`, where
+//!   HdrHistogram reports the bucket's lowest value ([`Percentile::lo`](picollo_core::Percentile::lo));
+//!   HdrHistogram's `getMaxValue` is [`ReadExt::max`](picollo_core::ReadExt::max).
 //! - **Re-bucketing** (every other case: `m > 0` or another precision). Each
 //!   non-empty source bucket's count goes into the target bucket holding the source bucket's
 //!   *lowest* equivalent value. This is what HdrHistogram's own `add` does across geometries, and

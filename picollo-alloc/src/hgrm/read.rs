@@ -1,5 +1,14 @@
 //! Reading `.hgrm` percentile distributions back: the text [`write_hgrm`](super::write_hgrm)
-//! and HdrHistogram's `outputPercentileDistribution` print.
+//! and HdrHistogram's `outputPercentileDistribution` print, in every form the HdrHistogram
+//! tools write it:
+//!
+//! | writer | what differs |
+//! |---|---|
+//! | Java `HistogramLogProcessor` | two `#[…]` comment lines (time range, `StartTime`) before the header |
+//! | Java `-csv` | comma-separated, quoted header, `Infinity` in the last row, no footer |
+//! | Java, .NET `outputPercentileDistribution` | last row without `1/(1-Percentile)`; .NET files may have CRLF ends and a byte-order mark |
+//! | `hdrhistogram` crate, `cli quantiles` | five columns (`QuantileValue`, `QuantileIteration`), `∞`, its counts length as `SubBuckets` |
+//! | any | blank lines, `#` comments (`# Histogram counts indicate OVERFLOW values`), a `----` rule |
 //!
 //! An `.hgrm` file keeps the percentile steps, not the counts, so a histogram rebuilt from
 //! it ([`HgrmFile::to_counts`]) puts each step's count at the step's value (the highest
@@ -110,13 +119,63 @@ impl fmt::Display for HgrmParseError {
 impl std::error::Error for HgrmParseError {}
 
 const HEADER: [&str; 4] = ["Value", "Percentile", "TotalCount", "1/(1-Percentile)"];
+/// The header of the `hdrhistogram` crate's `cli quantiles` example.
+const RUST_HEADER: [&str; 5] = [
+    "Value",
+    "QuantileValue",
+    "QuantileIteration",
+    "TotalCount",
+    "1/(1-Quantile)",
+];
+/// HdrHistogram Java's `-csv` header.
+const CSV_HEADER: &str = r#""Value","Percentile","TotalCount","1/(1-Percentile)""#;
 
-/// Whether `text` starts like an `.hgrm` file: its first non-blank line is the column
-/// header `Value Percentile TotalCount 1/(1-Percentile)`.
+/// Which writer's columns a text has.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Columns {
+    /// HdrHistogram Java's and .NET's `outputPercentileDistribution`, Picollo's
+    /// [`write_hgrm`](super::write_hgrm): value, percentile, total count, `1/(1-p)`.
+    Plain,
+    /// HdrHistogram Java's `-csv`: the same columns, comma-separated.
+    Csv,
+    /// The `hdrhistogram` crate's `cli quantiles`: value, the quantile of the value, the
+    /// quantile iterated to, total count, `1/(1-q)`.
+    Rust,
+}
+
+impl Columns {
+    fn of_header(line: &str) -> Option<Self> {
+        let line = line.trim();
+        if line.split_whitespace().eq(HEADER) {
+            Some(Self::Plain)
+        } else if line.split_whitespace().eq(RUST_HEADER) {
+            Some(Self::Rust)
+        } else if line == CSV_HEADER {
+            Some(Self::Csv)
+        } else {
+            None
+        }
+    }
+}
+
+/// Whether a line says nothing: blank, or a comment before the header (`#[Overall percentile
+/// distribution …]`, `#[StartTime: …]`), or a plain `#` comment anywhere (`# Histogram counts
+/// indicate OVERFLOW values`), or a `----` rule (wrk2 prints one under its distribution).
+fn is_comment(line: &str, header_seen: bool) -> bool {
+    let t = line.trim();
+    t.is_empty()
+        || (t.starts_with('#') && !(header_seen && t.starts_with("#[")))
+        || (t.len() >= 3 && t.bytes().all(|b| b == b'-'))
+}
+
+/// Whether `text` starts like an `.hgrm` file: after blank and `#` comment lines, its first
+/// line is a column header (`Value Percentile TotalCount 1/(1-Percentile)`, Java's `-csv`
+/// header, or the `hdrhistogram` crate's `Value QuantileValue QuantileIteration …`).
 pub fn looks_like_hgrm(text: &str) -> bool {
-    text.lines()
-        .find(|l| !l.trim().is_empty())
-        .is_some_and(|l| l.split_whitespace().eq(HEADER))
+    text.trim_start_matches('\u{feff}')
+        .lines()
+        .find(|l| !is_comment(l, false))
+        .is_some_and(|l| Columns::of_header(l).is_some())
 }
 
 /// A non-negative decimal number, exactly: its integer and fraction digits.
@@ -155,27 +214,35 @@ impl<'a> Decimal<'a> {
     }
 }
 
-/// Parses an `.hgrm` text (see [`HgrmFile`]).
+/// Whether `c` is a `1/(1-Percentile)` cell: a number, or infinity as Java (`Infinity`), the
+/// crate (`∞`) or others (`inf`) print it.
+fn is_inverse(c: &str) -> bool {
+    matches!(c, "Infinity" | "∞" | "inf" | "Inf") || c.parse::<f64>().is_ok()
+}
+
+/// Parses an `.hgrm` text (see [`HgrmFile`]): what HdrHistogram Java (plain and `-csv`), .NET,
+/// the `hdrhistogram` crate's `cli quantiles` and Picollo write, with comment lines before
+/// the header, `#[Mean …]` footer lines, blank lines, CRLF line ends and a byte-order mark.
 ///
 /// # Errors
 /// A missing header, a malformed or out-of-order step, a footer that contradicts the steps,
 /// or more than [`MAX_HGRM_LINES`] lines.
 pub fn parse_hgrm(text: &str) -> Result<HgrmFile, HgrmParseError> {
     let err = |line: usize, what: String| HgrmParseError { line, what };
+    let text = text.trim_start_matches('\u{feff}');
     let mut lines = text.lines().enumerate().map(|(i, l)| (i + 1, l));
-    let header = lines.by_ref().find(|(_, l)| !l.trim().is_empty());
-    match header {
-        Some((_, l)) if l.split_whitespace().eq(HEADER) => {}
-        Some((n, _)) => {
-            return Err(err(
+    let header = lines.by_ref().find(|(_, l)| !is_comment(l, false));
+    let columns = match header {
+        Some((n, l)) => Columns::of_header(l).ok_or_else(|| {
+            err(
                 n,
-                "not an .hgrm percentile distribution: the first line is not \
-                 `Value Percentile TotalCount 1/(1-Percentile)`"
+                "not an .hgrm percentile distribution: the first line after the comments is \
+                 not `Value Percentile TotalCount 1/(1-Percentile)`"
                     .into(),
-            ))
-        }
+            )
+        })?,
         None => return Err(err(0, "empty text: not an .hgrm file".into())),
-    }
+    };
     let mut file = HgrmFile::default();
     let mut raw: Vec<(usize, &str)> = Vec::new();
     let mut footer_seen = false;
@@ -187,7 +254,7 @@ pub fn parse_hgrm(text: &str) -> Result<HgrmFile, HgrmParseError> {
             return Err(err(n, format!("a line longer than {MAX_HGRM_LINE} bytes")));
         }
         let t = line.trim();
-        if t.is_empty() {
+        if is_comment(t, true) {
             continue;
         }
         if let Some(body) = t.strip_prefix("#[") {
@@ -227,41 +294,73 @@ pub fn parse_hgrm(text: &str) -> Result<HgrmFile, HgrmParseError> {
         }
         raw.push((n, t));
     }
+    if columns == Columns::Rust {
+        // The crate's `SubBuckets` is its counts length, `(buckets + 1) · sub_buckets / 2`.
+        if let (Some(b), Some(len)) = (file.buckets, file.sub_buckets) {
+            let sub = (len / (b + 1)).saturating_mul(2);
+            if sub.is_power_of_two() && (b + 1).saturating_mul(sub / 2) == len {
+                file.sub_buckets = Some(sub);
+            }
+        }
+    }
     // Decimals: those of the value column, when any value has a fraction.
     let mut decimals = 0u32;
     let mut parsed = Vec::with_capacity(raw.len());
     for (n, t) in &raw {
-        let cols: Vec<&str> = t.split_whitespace().collect();
-        if !(3..=4).contains(&cols.len()) {
+        let cols: Vec<&str> = match columns {
+            Columns::Csv => t.split(',').map(str::trim).collect(),
+            _ => t.split_whitespace().collect(),
+        };
+        // Value, percentile, total count and the optional `1/(1-p)`, by column index.
+        let (at, expected) = match columns {
+            Columns::Rust => ([0, 2, 3, 4], 4..=5),
+            _ => ([0, 1, 2, 3], 3..=4),
+        };
+        if !expected.contains(&cols.len()) {
             return Err(err(
                 *n,
-                format!("a step has {} columns (3 or 4 expected)", cols.len()),
+                format!(
+                    "a step has {} columns ({} or {} expected)",
+                    cols.len(),
+                    expected.start(),
+                    expected.end()
+                ),
             ));
         }
-        let value = Decimal::parse(cols[0])
-            .ok_or_else(|| err(*n, format!("value `{}` is not a number", cols[0])))?;
+        let value = Decimal::parse(cols[at[0]])
+            .ok_or_else(|| err(*n, format!("value `{}` is not a number", cols[at[0]])))?;
         if value.has_fraction() {
             decimals = decimals.max((value.frac.len() as u32).min(MAX_HGRM_DECIMALS));
         }
-        let percentile: f64 = cols[1]
+        let percentile: f64 = cols[at[1]]
             .parse()
             .ok()
             .filter(|p: &f64| (0.0..=1.0).contains(p))
             .ok_or_else(|| {
                 err(
                     *n,
-                    format!("percentile `{}` is not between 0 and 1", cols[1]),
+                    format!("percentile `{}` is not between 0 and 1", cols[at[1]]),
                 )
             })?;
-        let total: u64 = cols[2]
+        let total: u64 = cols[at[2]]
             .parse()
-            .map_err(|_| err(*n, format!("total count `{}` is not a count", cols[2])))?;
-        if let Some(c) = cols.get(3) {
-            if c.parse::<f64>().is_err() && *c != "Infinity" {
+            .map_err(|_| err(*n, format!("total count `{}` is not a count", cols[at[2]])))?;
+        if columns == Columns::Rust
+            && !cols[1]
+                .parse::<f64>()
+                .is_ok_and(|q| (0.0..=1.0).contains(&q))
+        {
+            return Err(err(
+                *n,
+                format!("quantile `{}` is not between 0 and 1", cols[1]),
+            ));
+        }
+        if let Some(c) = cols.get(at[3]) {
+            if !is_inverse(c) {
                 return Err(err(*n, format!("`{c}` is not a number")));
             }
         }
-        parsed.push((*n, cols[0], value, percentile, total));
+        parsed.push((*n, cols[at[0]], value, percentile, total));
     }
     file.decimals = decimals;
     let mut prev: Option<&HgrmStep> = None;
@@ -345,7 +444,10 @@ impl HgrmFile {
     /// # Errors
     /// A value beyond what an HdrHistogram can track (`i64::MAX`).
     pub fn to_counts(&self) -> Result<HdrCounts, HdrError> {
-        let mut h = HdrCounts::new(1, i64::MAX as u64, self.significant_digits())?;
+        // Tracking up to the highest step only, not to `i64::MAX`, keeps the counts small
+        // (a 5-digit histogram to `i64::MAX` would take 48 MiB).
+        let highest = self.steps.last().map_or(2, |s| s.scaled).max(2);
+        let mut h = HdrCounts::new(1, highest, self.significant_digits())?;
         let mut below = 0u64;
         for s in &self.steps {
             let n = s.total_count - below;

@@ -1,4 +1,4 @@
-//! Access to the shared HdrHistogram test vectors, for every test file that reads them.
+//! Access to the HdrHistogram test vectors, for every test file that reads them.
 #![allow(dead_code)] // each test crate uses its own subset
 
 use picollo_alloc::hdr::LogReader;
@@ -11,17 +11,16 @@ pub const JHICCUP: &str = "jHiccup-2.0.7S.logV2.hlog";
 /// The tagged V2 interval log (21 untagged + 21 `Tag=A` intervals).
 pub const TAGGED: &str = "tagged-Log.logV2.hlog";
 
-/// The vectors directory: `<repo>/../shared/vectors/hdrhistogram`. It is part of the repository
-/// layout, so a missing directory fails the test instead of skipping it.
+/// The vectors directory: `picollo-alloc/tests/vectors/hdrhistogram` (in the repository, with
+/// their provenance in its README), so a missing directory fails the test instead of skipping it.
 pub fn vectors_dir() -> PathBuf {
     let dir = PathBuf::from(concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/../../shared/vectors/hdrhistogram"
+        "/tests/vectors/hdrhistogram"
     ));
     assert!(
         dir.is_dir(),
-        "HdrHistogram test vectors not found at {}: the shared/ directory must sit beside the \
-         repository checkout (see shared/vectors/hdrhistogram/README.md)",
+        "HdrHistogram test vectors not found at {}: they are part of the repository",
         dir.display()
     );
     dir

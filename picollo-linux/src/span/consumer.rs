@@ -244,7 +244,8 @@ pub struct PhaseRow {
     pub ticks: u128,
     /// Total time in nanoseconds, when the clock rate is known.
     pub time_ns: Option<f64>,
-    /// Share of all spans' cycles (or time without cycles), 0..=1.
+    /// Share of the outermost spans' cycles (or time without cycles), 0..=1: the outermost
+    /// rows add up to 1, a nested row is the part of them spent in it.
     pub share: f64,
     /// Median duration in ticks.
     pub p50_ticks: Option<u64>,
@@ -292,6 +293,12 @@ pub struct SpanAggregator {
     clock: Option<ClockInfo>,
     accepted: u64,
     lost: u64,
+    /// Time before this clock reading is not counted in the `Time` of spans that started
+    /// earlier (set by [`SpanAggregator::take_interval`]).
+    since: Option<u64>,
+    /// Ticks and cycles of the outermost spans (depth 1): the whole that `%` divides.
+    outer_ticks: u128,
+    outer_cycles: u128,
 }
 
 impl fmt::Debug for SpanAggregator {
@@ -328,20 +335,39 @@ impl SpanAggregator {
             clock: None,
             accepted: 0,
             lost: 0,
+            since: None,
+            outer_ticks: 0,
+            outer_cycles: 0,
         }
     }
 
     /// Hands back what was aggregated so far and starts again from nothing, keeping the
     /// counter indices, the unavailable counters and the clock (for per-interval tables:
     /// [`SpanDecoder`]s keep working across the call).
+    ///
+    /// The new interval starts now: a span that began before and ends in it counts only its
+    /// time from now in `Time` (its duration still goes whole into the percentiles), so no
+    /// row's time exceeds the interval times the threads recording. (This needs the writer's
+    /// span clock to be this machine's: the TSC, or `CLOCK_MONOTONIC`; otherwise spans count
+    /// whole, as before.)
     pub fn take_interval(&mut self) -> SpanAggregator {
+        let same_clock = self
+            .clock
+            .is_some_and(|c| c.kind == crate::span::clock_kind());
         let fresh = SpanAggregator {
             counters: self.counters.clone(),
             unavailable: self.unavailable.clone(),
             clock: self.clock,
+            since: same_clock.then(crate::span::now),
             ..SpanAggregator::new()
         };
         core::mem::replace(self, fresh)
+    }
+
+    /// Counts span time from clock reading `ticks` on: a span that started earlier counts
+    /// only `end - ticks` in `Time` ([`SpanAggregator::take_interval`] sets it to now).
+    pub fn count_from(&mut self, ticks: u64) {
+        self.since = Some(ticks);
     }
 
     /// The index of counter `name`, adding it.
@@ -394,8 +420,44 @@ impl SpanAggregator {
         self.lost += d.lost;
     }
 
-    /// Records one span: its name, duration in ticks, and `(counter index, delta)` pairs.
+    /// Records one span: its name, duration in ticks, and `(counter index, delta)` pairs; an
+    /// outermost span (see [`SpanAggregator::record_span`] for nested ones).
     pub fn record(&mut self, name: &str, ticks: u64, deltas: &[(usize, u64)]) {
+        self.record_counted(name, 1, ticks, ticks, deltas);
+    }
+
+    /// Records one span as its frame gives it: its name, nesting depth (1 for the outermost),
+    /// start and end clock readings, and `(counter index, delta)` pairs. Its duration goes
+    /// into the percentiles; its `Time` is counted from [`SpanAggregator::count_from`] when it
+    /// started earlier; outermost spans make the whole that `%` divides, so nested spans are
+    /// a part of it rather than added to it.
+    pub fn record_span(
+        &mut self,
+        name: &str,
+        depth: u32,
+        start: u64,
+        end: u64,
+        deltas: &[(usize, u64)],
+    ) {
+        let duration = end.wrapping_sub(start);
+        let counted = match self.since {
+            // Started before the interval (and ended after its start): the part inside.
+            Some(since) if since.wrapping_sub(start) < duration => end.wrapping_sub(since),
+            // Ended before the interval began (a frame read late): nothing of it is inside.
+            Some(since) if since.wrapping_sub(start) <= u64::MAX / 2 => 0,
+            _ => duration,
+        };
+        self.record_counted(name, depth, duration, counted, deltas);
+    }
+
+    fn record_counted(
+        &mut self,
+        name: &str,
+        depth: u32,
+        ticks: u64,
+        counted: u64,
+        deltas: &[(usize, u64)],
+    ) {
         let stats = match self.spans.get_mut(name) {
             Some(s) => s,
             None => self
@@ -404,8 +466,11 @@ impl SpanAggregator {
                 .or_insert_with(SpanStats::new),
         };
         stats.count += 1;
-        stats.ticks += u128::from(ticks);
+        stats.ticks += u128::from(counted);
         stats.durations.record(ticks);
+        if depth == 1 {
+            self.outer_ticks += u128::from(counted);
+        }
         let (mut cycles, mut instructions) = (None, None);
         for &(i, d) in deltas {
             if stats.counters.len() <= i {
@@ -422,6 +487,9 @@ impl SpanAggregator {
                 Some("instructions") => instructions = Some(d),
                 _ => {}
             }
+        }
+        if let (Some(c), 1) = (cycles, depth) {
+            self.outer_cycles += u128::from(c);
         }
         if let (Some(c), Some(i)) = (cycles, instructions) {
             if c > 0 {
@@ -515,10 +583,21 @@ impl SpanAggregator {
         let ns = |ticks: f64| hz.map(|hz| ticks * 1e9 / hz);
         let cycles = self.cycles_index();
         let instructions = self.instructions_index();
-        let total_ticks: u128 = self.spans.values().map(|s| s.ticks).sum();
-        let total_cycles: u128 = cycles
-            .map(|c| self.spans.values().filter_map(|s| s.counter_sum(c)).sum())
-            .unwrap_or(0);
+        // `%` divides by the outermost spans' time (or cycles): nested spans are part of
+        // their parents', not added to them. Spans added without a depth
+        // (`record_histograms`) make the whole when no outermost span was seen.
+        let total_ticks: u128 = if self.outer_ticks > 0 {
+            self.outer_ticks
+        } else {
+            self.spans.values().map(|s| s.ticks).sum()
+        };
+        let total_cycles: u128 = if self.outer_cycles > 0 {
+            self.outer_cycles
+        } else {
+            cycles
+                .map(|c| self.spans.values().filter_map(|s| s.counter_sum(c)).sum())
+                .unwrap_or(0)
+        };
         let mut names: Vec<&String> = self.spans.keys().collect();
         names.sort_by(|a, b| {
             let key = |n: &String| {
@@ -630,9 +709,11 @@ impl SpanAggregator {
         });
         notes.push(
             if cycles.is_some() {
-                "%: share of all spans' cycles (a nested span counts in its parent too)"
+                "%: share of the outermost spans' cycles (outermost rows add up to 100 %; a \
+                 nested span's row is the part of them spent in it)"
             } else {
-                "%: share of all spans' time (a nested span counts in its parent too)"
+                "%: share of the outermost spans' time (outermost rows add up to 100 %; a \
+                 nested span's row is the part of them spent in it)"
             }
             .to_owned(),
         );
@@ -1010,7 +1091,8 @@ impl SpanDecoder {
             deltas[n] = (*index, e.wrapping_sub(s));
             n += 1;
         }
-        agg.record(name.as_str(), end.wrapping_sub(start), &deltas[..n]);
+        let depth = u32::try_from(depth).unwrap_or(u32::MAX);
+        agg.record_span(name.as_str(), depth, start, end, &deltas[..n]);
     }
 }
 
@@ -1025,6 +1107,8 @@ pub struct SpanConsumer {
     pid: i32,
     rings: Vec<SpanRing>,
     skipped: Vec<(String, String)>,
+    /// Inodes of the rings skipped (listed or not), so they are not tried again.
+    skipped_inodes: Vec<u64>,
     agg: SpanAggregator,
 }
 
@@ -1042,8 +1126,8 @@ impl fmt::Debug for SpanConsumer {
 /// Counter requests sent to the rings of a process ([`SpanConsumer::request_counters`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CounterRequests {
-    /// Per ring: its segment and the request's sequence number.
-    seqs: Vec<(String, u64)>,
+    /// Per ring: its segment, its inode and the request's sequence number.
+    seqs: Vec<(String, u64, u64)>,
 }
 
 impl CounterRequests {
@@ -1073,6 +1157,7 @@ impl SpanConsumer {
             pid,
             rings: Vec::new(),
             skipped: Vec::new(),
+            skipped_inodes: Vec::new(),
             agg: SpanAggregator::new(),
         };
         c.refresh()?;
@@ -1090,22 +1175,30 @@ impl SpanConsumer {
         let mut added = 0;
         for e in entries {
             if !e.name.starts_with(RING_PREFIX)
-                || self.rings.iter().any(|r| r.reader.segment() == e.segment)
-                || self.skipped.iter().any(|(s, _)| *s == e.segment)
+                || self.rings.iter().any(|r| r.reader.inode() == e.inode)
+                || self.skipped_inodes.contains(&e.inode)
             {
                 continue;
             }
-            match ShmReader::attach_segment(&e.segment) {
+            match ShmReader::attach_entry(&e) {
                 Ok(reader) => match SpanDecoder::new(reader.info()) {
                     Ok(decoder) => {
                         self.rings.push(SpanRing { reader, decoder });
                         added += 1;
                     }
-                    Err(why) => self.skipped.push((e.segment, why)),
+                    Err(why) => {
+                        self.skipped_inodes.push(e.inode);
+                        self.skipped.push((e.segment, why));
+                    }
                 },
                 // The thread exited between listing and attaching.
                 Err(ShmError::NotFound(_)) => {}
-                Err(err) => self.skipped.push((e.segment, err.to_string())),
+                // A ring the process inherited from its parent (forked, not exec'd yet).
+                Err(ShmError::WrongWriter { .. }) => self.skipped_inodes.push(e.inode),
+                Err(err) => {
+                    self.skipped_inodes.push(e.inode);
+                    self.skipped.push((e.segment, err.to_string()));
+                }
             }
         }
         Ok(added)
@@ -1149,6 +1242,7 @@ impl SpanConsumer {
         for ring in &self.rings {
             seqs.push((
                 ring.reader.segment().to_owned(),
+                ring.reader.inode(),
                 ring.reader.request_counters(counters)?,
             ));
         }
@@ -1164,10 +1258,10 @@ impl SpanConsumer {
         wait: std::time::Duration,
     ) -> Result<Vec<RequestOutcome>, ShmError> {
         let until = std::time::Instant::now() + wait;
-        let status = |rings: &[SpanRing], segment: &str, seq: u64| {
+        let status = |rings: &[SpanRing], inode: u64, seq: u64| {
             rings
                 .iter()
-                .find(|r| r.reader.segment() == segment)
+                .find(|r| r.reader.inode() == inode)
                 .map(|r| r.reader.request_status(seq))
         };
         loop {
@@ -1175,19 +1269,15 @@ impl SpanConsumer {
             let pending = requests
                 .seqs
                 .iter()
-                .any(|(s, q)| status(&self.rings, s, *q) == Some(RequestStatus::Pending));
+                .any(|(_, i, q)| status(&self.rings, *i, *q) == Some(RequestStatus::Pending));
             if !pending || std::time::Instant::now() >= until {
                 break;
             }
             std::thread::sleep(std::time::Duration::from_millis(5));
         }
         let mut out = Vec::with_capacity(requests.seqs.len());
-        for (segment, seq) in &requests.seqs {
-            let Some(ring) = self
-                .rings
-                .iter_mut()
-                .find(|r| r.reader.segment() == segment)
-            else {
+        for (segment, inode, seq) in &requests.seqs {
+            let Some(ring) = self.rings.iter_mut().find(|r| r.reader.inode() == *inode) else {
                 continue;
             };
             let status = ring.reader.request_status(*seq);
@@ -1235,6 +1325,59 @@ impl SpanConsumer {
 mod tests {
     use super::super::{header_name, SpanConfig};
     use super::*;
+
+    fn row<'a>(rows: &'a [PhaseRow], name: &str) -> &'a PhaseRow {
+        rows.iter().find(|r| r.name == name).unwrap()
+    }
+
+    #[test]
+    fn nested_spans_are_a_part_of_the_whole_not_added_to_it() {
+        let mut a = SpanAggregator::new();
+        // Two outermost `work` spans of 100 ticks, each with a nested `step` of 60, and one
+        // outermost `idle` of 200.
+        for t in [0u64, 1_000] {
+            a.record_span("step", 2, t + 10, t + 70, &[]);
+            a.record_span("work", 1, t, t + 100, &[]);
+        }
+        a.record_span("idle", 1, 5_000, 5_200, &[]);
+        let rows = a.phases();
+        let share = |n| row(&rows, n).share;
+        assert!((share("work") - 0.5).abs() < 1e-12, "{}", share("work"));
+        assert!((share("idle") - 0.5).abs() < 1e-12);
+        assert!(
+            (share("step") - 0.3).abs() < 1e-12,
+            "60 of every 200 outermost ticks"
+        );
+        assert_eq!(row(&rows, "step").ticks, 120);
+        // `record` (no depth) is an outermost span.
+        let mut b = SpanAggregator::new();
+        b.record("x", 30, &[]);
+        b.record("y", 10, &[]);
+        assert!((row(&b.phases(), "x").share - 0.75).abs() < 1e-12);
+    }
+
+    #[test]
+    fn time_is_counted_from_the_interval_start() {
+        let mut a = SpanAggregator::new();
+        a.count_from(1_000);
+        a.record_span("long", 1, 200, 1_500, &[]); // began before: 500 of its 1,300 ticks
+        a.record_span("inside", 1, 1_100, 1_400, &[]);
+        a.record_span("stale", 1, 100, 900, &[]); // ended before: none of it
+        let rows = a.phases();
+        assert_eq!(row(&rows, "long").ticks, 500);
+        assert_eq!(row(&rows, "inside").ticks, 300);
+        assert_eq!(row(&rows, "stale").ticks, 0);
+        // The durations keep the whole spans.
+        let p50 = row(&rows, "long").p50_ticks.unwrap();
+        assert!(p50.abs_diff(1_300) <= 2, "{p50}");
+        assert_eq!(row(&rows, "long").count, 1);
+        // take_interval starts the next interval at this machine's clock, now.
+        a.set_clock(ClockInfo::nanoseconds(crate::span::clock_kind()));
+        let before = crate::span::now();
+        let _ = a.take_interval();
+        let since = a.since.unwrap();
+        assert!(since >= before && since <= crate::span::now());
+    }
 
     #[test]
     fn counter_lists() {

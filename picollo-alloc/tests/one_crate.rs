@@ -1,0 +1,69 @@
+//! The common path from one crate: a user who depends on `picollo-alloc` alone records
+//! values and durations, reads any rank and prints a summary (no `picollo-core` import here).
+
+use std::time::Duration;
+
+use picollo_alloc::prelude::*;
+use picollo_alloc::{duration_ns, NotASummaryRank};
+
+#[test]
+fn record_durations_in_every_kind() {
+    let mut h = default_histogram();
+    h.record_duration(Duration::from_micros(16));
+    h.record_duration(Duration::from_millis(12));
+    assert_eq!(h.total(), 2);
+    let p0 = h.percentile(0.0).unwrap();
+    assert!(p0.lo <= 16_000 && 16_000 <= p0.highest, "{p0:?}");
+    let p100 = h.percentile(100.0).unwrap();
+    assert!(
+        p100.lo <= 12_000_000 && 12_000_000 <= p100.highest,
+        "{p100:?}"
+    );
+    // Saturating, never wrapping: Duration::MAX is u64::MAX ns, counted (here as the top).
+    h.record_duration(Duration::MAX);
+    assert_eq!(h.total() + h.overflow(), 3);
+    assert_eq!(duration_ns(Duration::MAX), u64::MAX);
+    assert_eq!(duration_ns(Duration::from_nanos(7)), 7);
+
+    // Through the Record trait (generic code), into a thread-local histogram.
+    fn record_all(r: &mut impl Record, ds: &[Duration]) {
+        ds.iter().for_each(|&d| r.record_duration(d));
+    }
+    let mut g = default_histogram();
+    record_all(&mut g, &[Duration::from_nanos(5), Duration::from_nanos(9)]);
+    assert_eq!(g.percentile_value(100.0).unwrap(), 9);
+
+    let t = HistogramBuilder::new()
+        .relative_error(0.01)
+        .u32_storage()
+        .thread_local()
+        .unwrap();
+    t.record_duration(Duration::from_micros(3));
+    std::thread::scope(|s| {
+        s.spawn(|| t.record_duration(Duration::from_micros(3)));
+    });
+    let snap = t.snapshot();
+    assert_eq!(snap.total(), 2);
+    let v = snap.percentile_value(50.0).unwrap();
+    assert!(v.abs_diff(3_000) <= 30, "3 µs at 1 %: {v}");
+}
+
+#[test]
+fn any_rank_and_a_clear_error_for_ranks_a_summary_lacks() {
+    let mut h = default_histogram();
+    (1..=100_000u64).for_each(|v| h.record(v));
+    let s = h.summary();
+    assert_eq!(s.try_percentile(50.0).unwrap(), s.p50());
+    let e: NotASummaryRank = s.try_percentile(99.95).unwrap_err();
+    assert_eq!(e.rank, 99.95);
+    let text = e.to_string();
+    assert!(
+        text.contains("99.999") && text.contains("h.percentile(99.95)"),
+        "{text}"
+    );
+    assert!(s.percentile(99.95).is_none());
+    // Any rank from the histogram, with the ReadExt re-exported here.
+    let p = h.percentile(99.95).unwrap();
+    assert!(p.lo <= 99_950 && 99_950 <= p.highest, "{p:?}");
+    assert_eq!(h.percentile(33.3).unwrap().rank, 33.3);
+}
