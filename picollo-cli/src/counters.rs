@@ -4,6 +4,7 @@ use core::fmt::Write as _;
 
 use picollo_linux::caps::Capabilities;
 use picollo_linux::event::{Event, HardwareEvent, SoftwareEvent};
+use picollo_linux::pmu::Sysfs;
 use picollo_linux::session::CounterSession;
 use picollo_linux::PerfError;
 
@@ -16,7 +17,8 @@ const CACHE_EVENTS: [&str; 4] = [
 ];
 
 /// The report: the capabilities, then every generic event opened alone on this thread (user
-/// space only), then a conclusion naming what `picollo stat` counts here.
+/// space only), then the core PMUs' own events from sysfs, then a conclusion naming what
+/// `picollo stat` counts here.
 pub fn report() -> String {
     let caps = Capabilities::detect();
     let mut out = String::from("Capabilities\n");
@@ -56,25 +58,60 @@ pub fn report() -> String {
         };
         let _ = writeln!(out, "  {kind:<8}  {name:<width$}  {status}");
     }
+    let mut probed = events.len();
+    // The core PMUs' own events, as the kernel lists them in sysfs (`pmu/alias/`): on arm64
+    // the PMUv3 events the CPU implements, on x86 the kernel's aliases of the CPU PMU.
+    let sysfs = Sysfs::system();
+    for pmu in &caps.core_pmus {
+        let names = sysfs.event_names(&pmu.name);
+        let _ = writeln!(
+            out,
+            "\nEvents of the {} PMU ({} in {}/{}/events, each opened alone)",
+            pmu.name,
+            names.len(),
+            sysfs.root().display(),
+            pmu.name
+        );
+        let spelled: Vec<String> = names.iter().map(|n| format!("{}/{n}/", pmu.name)).collect();
+        let width = spelled.iter().map(String::len).max().unwrap_or(0);
+        for name in &spelled {
+            let opened = name
+                .parse::<Event>()
+                .map_err(|e| e.to_string())
+                .and_then(|e| {
+                    CounterSession::builder()
+                        .event(e)
+                        .build()
+                        .map_err(|e| short_reason(&e))
+                });
+            let status = match opened {
+                Ok(_) => "available".to_string(),
+                Err(why) => {
+                    missing += 1;
+                    format!("missing: {why}")
+                }
+            };
+            let _ = writeln!(out, "  {name:<width$}  {status}");
+        }
+        probed += names.len();
+    }
     out.push('\n');
     if caps.has_hardware_pmu() {
         let _ = writeln!(
             out,
-            "Summary: hardware PMU available; {missing} of {} probed events missing.",
-            events.len()
+            "Summary: hardware PMU available; {missing} of {probed} probed events missing."
         );
     } else {
         let _ = writeln!(
             out,
             "Summary: no hardware PMU here ({}), so hardware, cache and raw events cannot be \
-             counted ({missing} of {} probed events missing); software events work.\n\
+             counted ({missing} of {probed} probed events missing); software events work.\n\
              `picollo stat` counts task-clock, page-faults and wall time on this machine.",
             caps.pmu
                 .to_string()
                 .split(';')
                 .next()
                 .unwrap_or("no hardware PMU"),
-            events.len()
         );
     }
     out

@@ -555,6 +555,7 @@ pub fn spans_json(agg: &SpanAggregator, head: Object) -> Json {
                 .field("p50_ticks", Json::opt(p.p50_ticks, Json::uint))
                 .field("p50_ns", Json::opt(p.p50_ns, Json::float))
                 .field("cycles", Json::opt(p.cycles, Json::uint))
+                .field("instructions", Json::opt(p.instructions, Json::uint))
                 .field(
                     "ipc",
                     Json::opt(p.ipc, |[p5, p50, p95]| {

@@ -22,7 +22,9 @@ use std::time::Instant;
 
 use picollo_linux::count::Count;
 use picollo_linux::event::EventSpec;
-use picollo_linux::session::{CounterSession, DroppedEvent, OnUnsupported, Target};
+use picollo_linux::session::{
+    CounterSession, CounterSessionBuilder, DroppedEvent, OnUnsupported, Target,
+};
 use picollo_linux::PerfError;
 
 use crate::error::{CliError, Result};
@@ -132,7 +134,7 @@ pub fn run(
         } else {
             Err(CliError::new("the command did not start"))
         };
-        let session = match opened {
+        let (sessions, dropped) = match opened {
             Ok(s) => s,
             Err(e) => {
                 drop(go_w); // the child's hook fails and it exits without running
@@ -157,49 +159,141 @@ pub fn run(
             .wait()
             .map_err(|e| CliError::new(format!("cannot wait for the command: {e}")))?;
         let wall_ns = u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX);
-        let mut session = session;
-        session
-            .read(true)
-            .map_err(|e| CliError::new(format!("cannot read the counters: {e}")))?;
-        let counts = session
-            .counters()
-            .iter()
-            .map(|c| (c.name().to_string(), c.value().unwrap_or(Count::NotCounted)))
-            .collect();
+        let mut counts = Vec::new();
+        for mut session in sessions {
+            session
+                .read(true)
+                .map_err(|e| CliError::new(format!("cannot read the counters: {e}")))?;
+            counts.extend(
+                session
+                    .counters()
+                    .iter()
+                    .map(|c| (c.name().to_string(), c.value().unwrap_or(Count::NotCounted))),
+            );
+        }
         Ok(Run {
             wall_ns,
             status,
             counts,
-            dropped: session.dropped().to_vec(),
+            dropped,
         })
     })
 }
 
-/// Opens `events` on `pid` and its future children, enabled at its exec.
-fn open_on(pid: i32, events: &[EventSpec], kernel: bool) -> Result<CounterSession> {
-    let mut b = CounterSession::builder()
+/// Opens `events` on `pid` and its future children, enabled at its exec: as one group when
+/// the PMU takes them together, else (more hardware events than counters: the kernel refuses
+/// the group with EINVAL) one group per event, as `perf stat` does, so that the kernel
+/// multiplexes them and the counts are scaled estimates instead of missing. Returns the
+/// sessions and the events that could not be opened.
+fn open_on(
+    pid: i32,
+    events: &[EventSpec],
+    kernel: bool,
+) -> Result<(Vec<CounterSession>, Vec<DroppedEvent>)> {
+    let group = open_group(pid, events, kernel)?;
+    if !needs_split(events, group.dropped()) {
+        let dropped = group.dropped().to_vec();
+        return Ok((vec![group], dropped));
+    }
+    drop(group);
+    let mut sessions = Vec::new();
+    let mut dropped = Vec::new();
+    for event in events {
+        match builder(pid, kernel).event_spec(event.clone()).build() {
+            Ok(s) => sessions.push(s),
+            Err(PerfError::AllEventsDropped(d)) => dropped.extend(d),
+            Err(other) => return Err(CliError::new(format!("cannot open the counters: {other}"))),
+        }
+    }
+    if sessions.is_empty() {
+        return Err(none_countable(&dropped));
+    }
+    Ok((sessions, dropped))
+}
+
+/// Whether a group whose open dropped `dropped` must be split: an event refused as
+/// unschedulable or invalid (EINVAL; one group per event tells the two apart), with more than
+/// one event asked for.
+fn needs_split(events: &[EventSpec], dropped: &[DroppedEvent]) -> bool {
+    events.len() > 1
+        && dropped
+            .iter()
+            .any(|d| matches!(d.error, PerfError::CannotSchedule { .. }))
+}
+
+/// The session builder for `pid`: user space only unless `kernel` (events with modifiers
+/// count what they say).
+fn builder(pid: i32, kernel: bool) -> CounterSessionBuilder {
+    CounterSession::builder()
         .target(Target::Pid(pid))
         .exclude_kernel(!kernel)
         .exclude_hv(!kernel)
         .enabled(false)
         .enable_on_exec(true)
         .inherit(true)
-        .on_unsupported(OnUnsupported::Drop);
+        .on_unsupported(OnUnsupported::Drop)
+}
+
+fn none_countable(dropped: &[DroppedEvent]) -> CliError {
+    let list: Vec<String> = dropped
+        .iter()
+        .map(|x| format!("{} ({})", x.event, crate::counters::short_reason(&x.error)))
+        .collect();
+    CliError::new(format!(
+        "none of the events can be counted here: {}; run `picollo counters` to see what is \
+         available, or use software events (-e task-clock,page-faults)",
+        list.join(", ")
+    ))
+}
+
+fn open_group(pid: i32, events: &[EventSpec], kernel: bool) -> Result<CounterSession> {
+    let mut b = builder(pid, kernel);
     for e in events {
         b = b.event_spec(e.clone());
     }
     b.build().map_err(|e| match e {
-        PerfError::AllEventsDropped(d) => {
-            let list: Vec<String> = d
-                .iter()
-                .map(|x| format!("{} ({})", x.event, crate::counters::short_reason(&x.error)))
-                .collect();
-            CliError::new(format!(
-                "none of the events can be counted here: {}; run `picollo counters` to see \
-                 what is available, or use software events (-e task-clock,page-faults)",
-                list.join(", ")
-            ))
-        }
+        PerfError::AllEventsDropped(d) => none_countable(&d),
         other => CliError::new(format!("cannot open the counters: {other}")),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dropped(name: &str, error: PerfError) -> DroppedEvent {
+        DroppedEvent {
+            event: name.parse().unwrap(),
+            error,
+        }
+    }
+
+    #[test]
+    fn groups_split_only_when_refused_as_unschedulable() {
+        // Found on the arm64 guest (guest/run.sh): eight hardware events on a PMU with seven
+        // counters were one group, the kernel refused the eighth with EINVAL, and stat
+        // silently counted seven instead of multiplexing eight.
+        let events: Vec<EventSpec> = ["cycles", "instructions", "r0003"]
+            .iter()
+            .map(|n| n.parse().unwrap())
+            .collect();
+        let einval = PerfError::CannotSchedule {
+            event: "r0003".into(),
+            errno: libc::EINVAL,
+        };
+        let enoent = PerfError::Unsupported {
+            event: "r0003".into(),
+            errno: libc::ENOENT,
+        };
+        assert!(needs_split(&events, &[dropped("r0003", einval.clone())]));
+        assert!(
+            !needs_split(&events, &[dropped("r0003", enoent)]),
+            "missing, not too many"
+        );
+        assert!(!needs_split(&events, &[]));
+        assert!(
+            !needs_split(&events[..1], &[dropped("cycles", einval)]),
+            "one event: nothing to split"
+        );
+    }
 }

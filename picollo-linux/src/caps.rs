@@ -50,6 +50,11 @@ pub enum CountSource {
     /// `caps/num_counters` and `caps/num_counters_fixed` of the core PMU in sysfs, where the
     /// kernel provides them.
     Sysfs,
+    /// Asked of the kernel where neither CPUID nor sysfs says (arm64): the largest group of
+    /// `instructions` events it accepts is the number of programmable counters, and one more
+    /// `cycles` fits when the PMU has a dedicated cycle counter (arm64's `PMCCNTR_EL0`). The
+    /// kernel checks that a group fits the PMU when it is opened, so nothing is counted.
+    Probe,
 }
 
 /// How many counters the core PMU has (per logical CPU).
@@ -231,6 +236,9 @@ pub enum RdpmcStatus {
     NoHardwarePmu,
     /// Not x86_64: no RDPMC path in this crate.
     UnsupportedArch,
+    /// arm64: `kernel.perf_user_access` is 0, so the kernel gives the counters' pages no
+    /// index and user-space reads fall back to `read()`.
+    DisabledBySysctl,
     /// The page could not be mapped.
     MmapFailed {
         /// The errno from `mmap`.
@@ -252,6 +260,10 @@ impl fmt::Display for RdpmcStatus {
             Self::NotAdvertised => f.write_str("not advertised by the kernel (cap_user_rdpmc = 0)"),
             Self::NoHardwarePmu => f.write_str("unavailable (no hardware PMU)"),
             Self::UnsupportedArch => f.write_str("unsupported on this architecture"),
+            Self::DisabledBySysctl => f.write_str(
+                "disabled (kernel.perf_user_access = 0: reads fall back to read(); \
+                 sysctl kernel.perf_user_access=1 enables user-space reads)",
+            ),
             Self::MmapFailed { errno } => write!(
                 f,
                 "unknown: mmap of the event page failed with {}",
@@ -273,6 +285,12 @@ pub struct Capabilities {
     pub cpuid_counters: Option<CounterCounts>,
     /// What sysfs says, where the kernel exposes `caps/num_counters`.
     pub sysfs_counters: Option<CounterCounts>,
+    /// What the kernel accepts, asked only where a hardware PMU is available and neither
+    /// CPUID nor sysfs reports counts (arm64); see [`CountSource::Probe`].
+    pub probed_counters: Option<CounterCounts>,
+    /// `/proc/sys/kernel/perf_user_access` (arm64, Linux 5.17+): 1 lets user space read the
+    /// counters of its own events.
+    pub perf_user_access: Option<u32>,
     /// Whether a hardware event opens.
     pub pmu: PmuStatus,
     /// Whether RDPMC works.
@@ -365,17 +383,29 @@ impl Capabilities {
             .iter()
             .find(|p| p.name == "cpu_core" || p.name == "cpu_atom")
             .map(|p| p.type_);
+        let perf_user_access = std::fs::read_to_string("/proc/sys/kernel/perf_user_access")
+            .ok()
+            .and_then(|s| s.trim().parse().ok());
         let (pmu, rdpmc) = probe_cycles(hybrid_type);
-        let rdpmc = match (rdpmc, sysfs_rdpmc) {
-            (RdpmcStatus::NotAdvertised, Some(0)) => RdpmcStatus::DisabledInSysfs,
-            (r, _) => r,
-        };
+        let rdpmc = rdpmc_status(
+            rdpmc,
+            sysfs_rdpmc,
+            perf_user_access,
+            cfg!(target_arch = "aarch64"),
+        );
+        let cpuid_counters = cpuid_counter_counts();
+        let probed_counters =
+            (pmu == PmuStatus::Available && cpuid_counters.is_none() && sysfs_counters.is_none())
+                .then(probe_counter_counts)
+                .flatten();
         let (vendor, _) = cpu_vendor();
         Self {
             vendor,
             hypervisor: under_hypervisor(),
-            cpuid_counters: cpuid_counter_counts(),
+            cpuid_counters,
             sysfs_counters,
+            probed_counters,
+            perf_user_access,
             pmu,
             rdpmc,
             sysfs_rdpmc,
@@ -406,7 +436,9 @@ impl Capabilities {
         if !self.has_hardware_pmu() {
             return None;
         }
-        self.cpuid_counters.or(self.sysfs_counters)
+        self.cpuid_counters
+            .or(self.sysfs_counters)
+            .or(self.probed_counters)
     }
 
     /// Whether the kernel may be counted for another process or this one, as `perf stat`
@@ -434,6 +466,57 @@ pub fn try_number_of_counters() -> Option<(u32, u32)> {
     Capabilities::detect()
         .counter_counts()
         .map(|c| (c.fixed, c.programmable))
+}
+
+/// The user-read status from what the `cycles` probe's page said (`probed`), sysfs's `rdpmc`
+/// attribute and arm64's `kernel.perf_user_access`. On arm64 the kernel sets
+/// `cap_user_rdpmc` on the page of every event that asks for user reads, whatever the sysctl
+/// says; with the sysctl at 0 it leaves the page's index at 0, so reads fall back to `read()`
+/// (found on Debian's 6.1 kernel under QEMU: the probe said "usable" with user access off).
+pub fn rdpmc_status(
+    probed: RdpmcStatus,
+    sysfs_rdpmc: Option<u32>,
+    perf_user_access: Option<u32>,
+    aarch64: bool,
+) -> RdpmcStatus {
+    match (probed, sysfs_rdpmc) {
+        (RdpmcStatus::NotAdvertised, Some(0)) => RdpmcStatus::DisabledInSysfs,
+        (RdpmcStatus::Usable | RdpmcStatus::NotAdvertised, _)
+            if aarch64 && perf_user_access == Some(0) =>
+        {
+            RdpmcStatus::DisabledBySysctl
+        }
+        (r, _) => r,
+    }
+}
+
+/// Asks the kernel how many counters its PMU has (see [`CountSource::Probe`]): opens ever
+/// larger groups of `instructions` (user space, enabled and closed at once) until one is
+/// refused. `None` when
+/// not even one opens, or when the largest group is implausibly large (64 or more).
+fn probe_counter_counts() -> Option<CounterCounts> {
+    use crate::event::HardwareEvent;
+    use crate::session::CounterSession;
+    let fits = |cycles: bool, n: usize| {
+        // Enabled: the kernel leaves a disabled leader out of the group's check.
+        let mut b = CounterSession::builder().rdpmc(false);
+        if cycles {
+            b = b.hardware(HardwareEvent::Cycles);
+        }
+        for _ in 0..n {
+            b = b.hardware(HardwareEvent::Instructions);
+        }
+        b.build().is_ok()
+    };
+    let programmable = (1..64).take_while(|&n| fits(false, n)).last()?;
+    if programmable >= 63 {
+        return None;
+    }
+    Some(CounterCounts {
+        fixed: u32::from(fits(true, programmable)),
+        programmable: programmable as u32,
+        source: CountSource::Probe,
+    })
 }
 
 /// Opens `cycles` for this thread (user space only) and checks its page.
@@ -533,6 +616,9 @@ impl fmt::Display for Capabilities {
         if let Some(r) = self.sysfs_rdpmc {
             write!(f, " (sysfs rdpmc = {r})")?;
         }
+        if let Some(u) = self.perf_user_access {
+            write!(f, " (kernel.perf_user_access = {u})")?;
+        }
         writeln!(f)?;
         match self.paranoid {
             Some(p) => write!(f, "perf_event_paranoid: {p}")?,
@@ -600,6 +686,31 @@ mod tests {
         assert_eq!((c.programmable, c.source), (6, CountSource::AmdPerfMonV2));
         // Leaf present, PerfMonV2 bit clear: the old rules.
         assert_eq!(amd_counts(0, Some((0, 0xf))).programmable, 4);
+    }
+
+    #[test]
+    fn arm64_user_access_off_is_not_usable() {
+        use RdpmcStatus::*;
+        // Found on the arm64 guest (guest/run.sh): the page advertises user reads with the
+        // sysctl at 0, and only the index (0) says otherwise.
+        assert_eq!(rdpmc_status(Usable, None, Some(0), true), DisabledBySysctl);
+        assert_eq!(
+            rdpmc_status(NotAdvertised, None, Some(0), true),
+            DisabledBySysctl
+        );
+        assert_eq!(rdpmc_status(Usable, None, Some(1), true), Usable);
+        assert_eq!(rdpmc_status(Usable, None, None, true), Usable);
+        // x86 has no such sysctl: unchanged.
+        assert_eq!(rdpmc_status(Usable, Some(1), Some(0), false), Usable);
+        assert_eq!(
+            rdpmc_status(NotAdvertised, Some(0), None, false),
+            DisabledInSysfs
+        );
+        assert_eq!(
+            rdpmc_status(NoHardwarePmu, None, Some(0), true),
+            NoHardwarePmu
+        );
+        assert!(DisabledBySysctl.to_string().contains("perf_user_access=1"));
     }
 
     #[test]

@@ -27,6 +27,19 @@ use std::path::Path;
 /// The environment variable naming the file skipped tests are appended to.
 pub const SKIP_LOG_ENV: &str = "PICOLLO_SKIP_LOG";
 
+/// Reports that hardware test `test` did not run here, and that its path is checked on a real
+/// kernel PMU driver by the arm64 guest instead (`guest/run.sh`, CI's
+/// `.ci/check.d/35-guest.sh`): prints `skip <test>: <reason>; covered by <check>` and appends
+/// `guest<TAB><test><TAB><reason>; covered by <check>` to the file named by [`SKIP_LOG_ENV`],
+/// which CI counts apart from the hardware skips. `check` names the guest check(s).
+pub fn covered_by_guest(test: &str, reason: &str, check: &str) {
+    record(
+        "guest",
+        test,
+        &format!("{reason}; covered by guest/run.sh ({check})"),
+    );
+}
+
 /// Reports that hardware test `test` did not run, and why: prints `skip <test>: <reason>` to
 /// standard error and appends `hardware<TAB><test><TAB><reason>` to the file named by
 /// [`SKIP_LOG_ENV`], if set (one `write` of one line in append mode, so parallel tests and

@@ -96,10 +96,19 @@ impl FreshPages {
         let range = range.start.min(self.pages)..range.end.min(self.pages);
         let mut first = 0;
         for i in range {
-            // SAFETY: `i < pages`, so the byte is inside the mapping, which is readable and
-            // writable, lives as long as `self`, and is only ever accessed atomically (an
-            // `AtomicU8` has the alignment of a `u8`).
-            let byte = unsafe { AtomicU8::from_ptr(self.base.add(i * self.page_size)) };
+            // SAFETY: `i < pages` and pages are at least 2 bytes, so both bytes are inside the
+            // mapping, which is readable and writable, lives as long as `self`, and is only
+            // ever accessed atomically (an `AtomicU8` has the alignment of a `u8`).
+            let (byte, fault) = unsafe {
+                let p = self.base.add(i * self.page_size);
+                (AtomicU8::from_ptr(p), AtomicU8::from_ptr(p.add(1)))
+            };
+            // A plain store first: the page's one write fault. Where the swap below is a
+            // load-exclusive/store-exclusive loop (arm64 without LSE atomics, the baseline of
+            // the aarch64 Linux targets), swapping on an untouched page faults twice: the
+            // load maps the zero page, the store copies it (found on the arm64 guest,
+            // guest/run.sh: 2 page faults per page).
+            fault.store(1, Ordering::Relaxed);
             first += usize::from(byte.swap(1, Ordering::Relaxed) == 0);
         }
         first

@@ -253,6 +253,8 @@ pub struct PhaseRow {
     pub p50_ns: Option<f64>,
     /// Total cycles, when cycles were counted.
     pub cycles: Option<u128>,
+    /// Total instructions, when instructions were counted.
+    pub instructions: Option<u128>,
     /// Instructions per cycle at the 5th, 50th and 95th percentiles of spans, when both
     /// cycles and instructions were counted.
     pub ipc: Option<[f64; 3]>,
@@ -653,6 +655,7 @@ impl SpanAggregator {
                     p50_ticks: p50,
                     p50_ns: p50.and_then(|p| ns(p as f64)),
                     cycles: cycles.and_then(|c| s.counter_sum(c)),
+                    instructions: instr,
                     ipc,
                     counters,
                 }
@@ -769,11 +772,16 @@ impl SpanAggregator {
             .map(|(_, n)| n)
             .collect();
         let show_cycles = cycles.is_some() || self.unavailable.keys().any(|n| is_cycles(n));
+        let show_instructions =
+            instructions.is_some() || self.unavailable.contains_key("instructions");
         let mut columns: Vec<String> = ["Phase", "N", "Time", "%", "p50"]
             .map(str::to_owned)
             .to_vec();
         if show_cycles {
             columns.push("Cycles".to_owned());
+        }
+        if show_instructions {
+            columns.push("Instructions".to_owned());
         }
         if requested_ipc {
             columns.extend(["IPC p5", "IPC p50", "IPC p95"].map(str::to_owned));
@@ -806,6 +814,9 @@ impl SpanAggregator {
                 row.push(p.p50_ticks.map_or_else(na, |t| fmt_ticks(t as f64, hz)));
                 if show_cycles {
                     row.push(p.cycles.map_or_else(na, |c| fmt_si(c as f64)));
+                }
+                if show_instructions {
+                    row.push(p.instructions.map_or_else(na, |c| fmt_si(c as f64)));
                 }
                 if requested_ipc {
                     match p.ipc {
@@ -1476,6 +1487,32 @@ mod tests {
         assert_eq!(t.columns, ["Phase", "N", "Time", "%", "p50"]);
         assert!(t.to_string().contains("time only"));
         assert!(o.event_table().is_none());
+    }
+
+    #[test]
+    fn instructions_alone_are_shown() {
+        // `picollo attach -e instructions PID`: found on the arm64 guest (guest/run.sh), where
+        // the table and the JSON showed nothing of the only counter asked for, because the
+        // instructions column existed only as the denominator of IPC and of misses per
+        // 1,000 instructions.
+        let mut a = SpanAggregator::new();
+        a.set_clock(ClockInfo::nanoseconds(ClockKind::MonotonicNs));
+        let ins = a.counter_index("instructions");
+        for _ in 0..3 {
+            a.record("chain", 1000, &[(ins, 258_235)]);
+        }
+        let p = a.phases();
+        assert_eq!(p[0].instructions, Some(3 * 258_235));
+        assert_eq!(p[0].cycles, None);
+        let t = a.table();
+        assert_eq!(t.cell("chain", "Instructions"), Some("775K"));
+        assert_eq!(t.cell("chain", "IPC p50"), Some("n/a"));
+        assert!(!t.columns.iter().any(|c| c == "Cycles"), "{:?}", t.columns);
+        // Asked for but unavailable: the column says so.
+        let mut b = SpanAggregator::new();
+        b.note_unavailable_because("instructions", libc::ENOENT as u32);
+        b.record("chain", 1000, &[]);
+        assert_eq!(b.table().cell("chain", "Instructions"), Some("n/a"));
     }
 
     #[test]
