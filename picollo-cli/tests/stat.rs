@@ -597,7 +597,14 @@ fn gate_fails_a_slower_command_and_passes_an_equal_one() {
     // The same command twice: passes. The allowance is wide (the lower bound of the ratio's
     // interval must pass 2×) because six runs of a 10 ms sleep on a loaded 2-core machine can
     // differ by 1.7× between two commands that are the same; the slower command above is 5×.
-    let r = gate(&["--fail-if-slower", "wall-time=100%", "--", fast, ":::", fast]);
+    let r = gate(&[
+        "--fail-if-slower",
+        "wall-time=100%",
+        "--",
+        fast,
+        ":::",
+        fast,
+    ]);
     assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
     // Against a saved run: save the fast one, gate the slow one on it.
     let r = gate(&["--save", "base.json", "--", fast]);
