@@ -90,8 +90,9 @@
 //! # Cost
 //!
 //! Above the threshold, an increment that does not write is one relaxed load, a bit scan, a
-//! random draw and a few compares: about 40 instructions with a run-time configuration (38
-//! with [`WyRand`], 40 with [`XorShift`]: `benches/benches/counters_iai.rs`). What an
+//! random draw and a few compares: about 40 instructions with a run-time configuration (with
+//! the release defaults 38 with [`WyRand`] and 40 with [`XorShift`], under fat LTO 36 and 39:
+//! `benches/benches/counters_iai.rs`). What an
 //! increment carries to the next one is the generator's state: one add for [`WyRand`], three
 //! serial shift-xor pairs for [`XorShift`], so on 64-bit hosts prefer [`WyRand`].
 //! On the 2-core development VM (`cargo bench -p picollo-benches --bench counters`), with
