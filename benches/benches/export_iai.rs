@@ -10,7 +10,9 @@
 //! `metrics` handles (5 instructions on x86-64, part of both sides' figure); group
 //! `metrics_f64` records the same values already as `f64` (what `metrics_recorder` times),
 //! through the thread-local and atomic Picollo handles and `metrics-exporter-prometheus`'s
-//! handle, against `baseline_read_f64`.
+//! handle, against `baseline_read_f64`; and `histogram!(…).record(v)` per call through each
+//! recorder and through the facade's floor (a recorder that hands out one kept handle whose
+//! `record` does nothing: the least the `metrics` API lets a recorder cost per call).
 
 #![allow(missing_docs)] // iai-callgrind's macros generate undocumented modules.
 
@@ -154,9 +156,92 @@ fn handle_record_f64((values, h): (Vec<f64>, metrics::Histogram)) -> metrics::Hi
     h
 }
 
+/// The `metrics` facade's own floor for `histogram!(…).record(v)` per call: a recorder that
+/// keeps one handle (no key lookup at all) whose `record` does nothing. What remains is what
+/// the facade's API costs any recorder that records: the local-recorder lookup, the macro's
+/// key, the `Arc` clone and drop of the returned `Histogram`, and the dynamic `record` call.
+struct FloorRecorder(Arc<FloorHandle>);
+
+struct FloorHandle;
+
+impl metrics::HistogramFn for FloorHandle {
+    fn record(&self, value: f64) {
+        black_box(value);
+    }
+}
+
+impl Recorder for FloorRecorder {
+    fn describe_counter(
+        &self,
+        _: metrics::KeyName,
+        _: Option<metrics::Unit>,
+        _: metrics::SharedString,
+    ) {
+    }
+    fn describe_gauge(
+        &self,
+        _: metrics::KeyName,
+        _: Option<metrics::Unit>,
+        _: metrics::SharedString,
+    ) {
+    }
+    fn describe_histogram(
+        &self,
+        _: metrics::KeyName,
+        _: Option<metrics::Unit>,
+        _: metrics::SharedString,
+    ) {
+    }
+    fn register_counter(&self, _: &Key, _: &Metadata<'_>) -> metrics::Counter {
+        metrics::Counter::noop()
+    }
+    fn register_gauge(&self, _: &Key, _: &Metadata<'_>) -> metrics::Gauge {
+        metrics::Gauge::noop()
+    }
+    fn register_histogram(&self, _: &Key, _: &Metadata<'_>) -> metrics::Histogram {
+        metrics::Histogram::from_arc(self.0.clone())
+    }
+}
+
+type BoxedRecorder = Box<dyn Recorder + Send + Sync>;
+
+fn picollo_recorder(kind: HistogramKind) -> (Vec<f64>, BoxedRecorder) {
+    let recorder = RecorderBuilder::new()
+        .layout(LAYOUT)
+        .kind(kind)
+        .build(Arc::new(Registry::new()));
+    (values_f64(), Box::new(recorder))
+}
+
+fn floor_recorder() -> (Vec<f64>, BoxedRecorder) {
+    (values_f64(), Box::new(FloorRecorder(Arc::new(FloorHandle))))
+}
+
+fn mep_recorder() -> (Vec<f64>, BoxedRecorder) {
+    let recorder = metrics_exporter_prometheus::PrometheusBuilder::new().build_recorder();
+    (values_f64(), Box::new(recorder))
+}
+
+// `histogram!(…).record(v)` in the loop, as `metrics_recorder`'s "macro per call" rows: the
+// recorder registers (looks up) the key on every call. The first call (registration) is
+// part of the count: one in 10^6.
+#[library_benchmark]
+#[bench::picollo_thread_local(setup = picollo_recorder, args = (HistogramKind::ThreadLocal))]
+#[bench::picollo_atomic(setup = picollo_recorder, args = (HistogramKind::Atomic))]
+#[bench::facade_floor(setup = floor_recorder)]
+#[bench::metrics_exporter_prometheus(setup = mep_recorder)]
+fn macro_record_f64((values, recorder): (Vec<f64>, BoxedRecorder)) -> BoxedRecorder {
+    metrics::with_local_recorder(&*recorder, || {
+        for &v in values.iter() {
+            metrics::histogram!("latency", "route" => "/api").record(black_box(v));
+        }
+    });
+    recorder
+}
+
 library_benchmark_group!(
     name = metrics_f64;
-    benchmarks = baseline_read_f64, handle_record_f64
+    benchmarks = baseline_read_f64, handle_record_f64, macro_record_f64
 );
 
 library_benchmark_group!(

@@ -2,7 +2,9 @@
 //! thread), thread-local and shared atomic kinds against `hdrhistogram`'s `SyncHistogram` with
 //! one `Recorder` per thread (its per-thread pattern, the like-for-like peer of the
 //! thread-local kind): nanoseconds per record per thread, every thread recording all of seed
-//! 000's data (max trackable 7716549600, 0.001 relative error).
+//! 000's data (max trackable 7716549600, 0.001 relative error). The thread-local kind with
+//! `u32` and `u16` cells (the builder's `.u32_storage().thread_local()`) is compared with the
+//! plain kind of the same width.
 //!
 //! Fair to the peer: its recorders are created before the timing and kept by their threads
 //! across rounds (as a server keeps one per worker), with the seed's fixed maximum, `u64` and
@@ -13,7 +15,7 @@
 //! Run: `cargo bench -p picollo-benches --bench thread_local`.
 
 use hdrhistogram::sync::{Recorder, SyncHistogram};
-use picollo_alloc::{heap, HeapHistogram, ThreadLocalHistogram};
+use picollo_alloc::{heap, HeapHistogram, HistogramBuilder, ThreadLocalHistogram};
 use picollo_benches::report::{header, Block};
 use picollo_benches::timing::{interleaved, Timing};
 use picollo_benches::*;
@@ -56,10 +58,52 @@ fn main() {
             *slot = Some(h);
         }
     };
+    let own_u32: Vec<Mutex<Option<HeapHistogram<u32>>>> = (0..MAX_THREADS)
+        .map(|_| Mutex::new(Some(heap::plain::<u32>(LAYOUT, window))))
+        .collect();
+    let plain_u32 = |i: usize| {
+        let mut slot = own_u32[i].lock().expect("not poisoned");
+        if let Some(mut h) = slot.take() {
+            for &v in &values {
+                h.record(black_box(v));
+            }
+            black_box(h.total());
+            *slot = Some(h);
+        }
+    };
+    let own_u16: Vec<Mutex<Option<HeapHistogram<u16>>>> = (0..MAX_THREADS)
+        .map(|_| Mutex::new(Some(heap::plain::<u16>(LAYOUT, window))))
+        .collect();
+    let plain_u16 = |i: usize| {
+        let mut slot = own_u16[i].lock().expect("not poisoned");
+        if let Some(mut h) = slot.take() {
+            for &v in &values {
+                h.record(black_box(v));
+            }
+            black_box(h.total());
+            *slot = Some(h);
+        }
+    };
     let local = ThreadLocalHistogram::<u64>::new(LAYOUT, window);
     let thread_local = |_: usize| {
         for &v in &values {
             local.record(black_box(v));
+        }
+    };
+    // The builder's `.u32_storage().thread_local()` and `.u16_storage().thread_local()`.
+    let builder = HistogramBuilder::new()
+        .layout(LAYOUT)
+        .max_trackable(SEED_MAX);
+    let local_u32 = builder.u32_storage().thread_local().expect("valid");
+    let thread_local_u32 = |_: usize| {
+        for &v in &values {
+            local_u32.record(black_box(v));
+        }
+    };
+    let local_u16 = builder.u16_storage().thread_local().expect("valid");
+    let thread_local_u16 = |_: usize| {
+        for &v in &values {
+            local_u16.record(black_box(v));
         }
     };
     let atomic_h = heap::atomic::<AtomicU64>(LAYOUT, window);
@@ -85,33 +129,95 @@ fn main() {
         }
     };
 
-    type Case<'a> = (&'static str, usize, usize, &'a (dyn Fn(usize) + Sync));
-    let cases: [Case; 10] = [
-        ("plain, 1 thread", 1, cells * 8, &plain),
-        ("thread-local, 1 thread", 1, 2 * cells * 8, &thread_local),
-        ("atomic, 1 thread", 1, cells * 8, &atomic),
-        ("`hdrhistogram` `Recorder`, u64, 1 thread", 1, 0, &hdr),
-        ("`hdrhistogram` `Recorder`, u32, 1 thread", 1, 0, &hdr_u32),
-        ("plain, one per thread, 2 threads", 2, 2 * cells * 8, &plain),
-        ("thread-local, 2 threads", 2, 3 * cells * 8, &thread_local),
-        ("atomic, shared, 2 threads", 2, cells * 8, &atomic),
-        ("`hdrhistogram` `Recorder`s, u64, 2 threads", 2, 0, &hdr),
-        ("`hdrhistogram` `Recorder`s, u32, 2 threads", 2, 0, &hdr_u32),
+    // (label, threads, footprint in bytes (0: not comparable), the run, the index of the
+    // plain case of the same width and threads). The two `hdrhistogram` cases of each thread
+    // count are the peers.
+    type Case<'a> = (
+        &'static str,
+        usize,
+        usize,
+        &'a (dyn Fn(usize) + Sync),
+        usize,
+    );
+    let (c64, c32, c16) = (cells * 8, cells * 4, cells * 2);
+    let cases: [Case; 16] = [
+        ("plain, 1 thread", 1, c64, &plain, 0),
+        ("thread-local, 1 thread", 1, 2 * c64, &thread_local, 0),
+        ("atomic, 1 thread", 1, c64, &atomic, 0),
+        ("`hdrhistogram` `Recorder`, u64, 1 thread", 1, 0, &hdr, 0),
+        (
+            "`hdrhistogram` `Recorder`, u32, 1 thread",
+            1,
+            0,
+            &hdr_u32,
+            0,
+        ),
+        ("plain, u32, 1 thread", 1, c32, &plain_u32, 5),
+        (
+            "thread-local, u32, 1 thread",
+            1,
+            c32 + c64,
+            &thread_local_u32,
+            5,
+        ),
+        ("plain, u16, 1 thread", 1, c16, &plain_u16, 7),
+        (
+            "thread-local, u16, 1 thread",
+            1,
+            c16 + c64,
+            &thread_local_u16,
+            7,
+        ),
+        ("plain, one per thread, 2 threads", 2, 2 * c64, &plain, 9),
+        ("thread-local, 2 threads", 2, 3 * c64, &thread_local, 9),
+        ("atomic, shared, 2 threads", 2, c64, &atomic, 9),
+        ("`hdrhistogram` `Recorder`s, u64, 2 threads", 2, 0, &hdr, 9),
+        (
+            "`hdrhistogram` `Recorder`s, u32, 2 threads",
+            2,
+            0,
+            &hdr_u32,
+            9,
+        ),
+        (
+            "plain, u32, one per thread, 2 threads",
+            2,
+            2 * c32,
+            &plain_u32,
+            14,
+        ),
+        (
+            "thread-local, u32, 2 threads",
+            2,
+            2 * c32 + c64,
+            &thread_local_u32,
+            14,
+        ),
     ];
+    /// The indices of the two `hdrhistogram` cases on 1 and on 2 threads.
+    const PEERS: [(usize, usize); 2] = [(3, 4), (12, 13)];
     let mut timed: Vec<_> = cases
         .iter()
-        .map(|&(_, threads, _, f)| move || run_threads(threads, f))
+        .map(|&(_, threads, _, f, _)| move || run_threads(threads, f))
         .collect();
     let mut runs: Vec<&mut dyn FnMut() -> Duration> = timed
         .iter_mut()
         .map(|c| c as &mut dyn FnMut() -> Duration)
         .collect();
     let t = interleaved(ROUNDS, &mut runs);
-    let labels: Vec<(&'static str, usize, usize)> = cases.iter().map(|c| (c.0, c.1, c.2)).collect();
+    let labels: Vec<(&'static str, usize, usize, usize)> =
+        cases.iter().map(|c| (c.0, c.1, c.2, c.4)).collect();
 
     // Each thread-local run recorded every value: nothing lost.
     let runs = (ROUNDS as u64 + 1) * 3;
     assert_eq!(local.total(), runs * n as u64, "thread-local lost counts");
+    assert_eq!(
+        local_u32.total(),
+        runs * n as u64,
+        "thread-local u32 lost counts"
+    );
+    // u16 cells saturate at 65535 in the busiest buckets: only the total of the others holds.
+    assert!(local_u16.total() > 0, "thread-local u16 recorded nothing");
     drop(hdr_recorders);
     drop(hdr_u32_recorders);
     sync.refresh();
@@ -131,17 +237,16 @@ fn main() {
         "footprint (bytes)",
         "best ns",
         "median ns",
-        "vs plain, same threads (best)",
+        "vs plain, same width and threads (best)",
         "speed-up vs `hdrhistogram` (best)",
         "speed-up (median)",
     ]);
     let ns = |t: &Timing| (t.best_ns(n), t.median_ns(n));
-    for ((name, threads, footprint), timing) in labels.iter().zip(&t) {
-        // Cases 0-4 run on one thread, 5-9 on two, in the same order.
-        let first = if *threads == 1 { 0 } else { 5 };
-        let plain = ns(&t[first]).0;
+    for ((name, threads, footprint, plain), timing) in labels.iter().zip(&t) {
+        let plain = ns(&t[*plain]).0;
         let (peer_best, peer_median) = {
-            let (a, b) = (ns(&t[first + 3]), ns(&t[first + 4]));
+            let (a, b) = PEERS[*threads - 1];
+            let (a, b) = (ns(&t[a]), ns(&t[b]));
             (a.0.min(b.0), a.1.min(b.1))
         };
         let (best, median) = ns(timing);

@@ -769,3 +769,28 @@ fn child_checks(h: &ThreadLocalHistogram, other: &ThreadLocalHistogram) -> i32 {
     }
     0
 }
+
+/// `u16` shard cells saturate at 65535 through `record` (the owner's wrap check), and the
+/// next bucket and the thread's later records are unaffected.
+#[test]
+fn narrow_cells_saturate_through_record() {
+    let h = ThreadLocalHistogram::<u16>::new(layout(), window());
+    // Under Miri a shorter run: the wrap is reached from a `record_n` close to the maximum.
+    let direct = if cfg!(miri) { 3 } else { 70_000 };
+    h.record_n(1000, 65_535 - 2);
+    for _ in 0..direct {
+        h.record(1000);
+    }
+    h.record(2000);
+    h.record(2000);
+    let slot = |v: u64| window().storage_index(layout().index_of(v)).unwrap();
+    let count = |v: u64| h.count_at(slot(v));
+    assert_eq!(count(1000), 65_535);
+    assert_eq!(count(2000), 2);
+    let h32 = ThreadLocalHistogram::<u32>::new(layout(), window());
+    h32.record_n(1000, u64::from(u32::MAX) - 1);
+    for _ in 0..3 {
+        h32.record(1000);
+    }
+    assert_eq!(h32.count_at(slot(1000)), u64::from(u32::MAX));
+}

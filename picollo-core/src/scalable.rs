@@ -57,7 +57,8 @@
 //! Interleaving changes which `k` each increment uses, hence the variance, never the mean.
 //! Threads must use *independent* random streams: two threads with the same seed make the same
 //! decisions, which leaves the mean alone but inflates the variance. Seed each thread with
-//! [`XorShift::from_seed_and_thread`].
+//! [`WyRand::from_seed_and_thread`] (64-bit hosts) or [`XorShift::from_seed_and_thread`]
+//! (32-bit microcontrollers).
 //!
 //! # Error
 //!
@@ -89,7 +90,11 @@
 //! # Cost
 //!
 //! Above the threshold, an increment that does not write is one relaxed load, a bit scan, a
-//! xorshift64* draw and a few compares: about 40 instructions with a run-time configuration.
+//! random draw and a few compares: about 40 instructions with a run-time configuration (with
+//! the release defaults 38 with [`WyRand`] and 40 with [`XorShift`], under fat LTO 36 and 39:
+//! `benches/benches/counters_iai.rs`). What an
+//! increment carries to the next one is the generator's state: one add for [`WyRand`], three
+//! serial shift-xor pairs for [`XorShift`], so on 64-bit hosts prefer [`WyRand`].
 //! On the 2-core development VM (`cargo bench -p picollo-benches --bench counters`), with
 //! 2 threads × 10^7 increments it cost about 2.4 ns per increment per thread, against about
 //! 9.5 ns for `fetch_add` on one shared word and 0.27 ns for per-thread padded shards (which
@@ -279,6 +284,89 @@ impl RandomSource for XorShift {
         x ^= x >> 27;
         self.state = x;
         x.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+}
+
+/// wyrand (Wang Yi's generator): a Weyl sequence (`state += 0xA0761D6478BD642F`) whose output
+/// is the folded 128-bit product of the state and a masked copy of it. Period `2^64`, one
+/// 64-bit state word, passes BigCrush and PractRand.
+///
+/// # When to prefer it over [`XorShift`]
+///
+/// On 64-bit hosts. The only value carried from one draw to the next is the state, updated by
+/// one add: a one-cycle dependency chain, against xorshift64*'s three serial shift-xor pairs
+/// (about six cycles). In a loop of [`ScalableCounter::inc`] most increments write nothing,
+/// so that chain is what limits the loop; the multiply and the fold hang off it and overlap
+/// with the next increment. On 32-bit microcontrollers the 64 × 64 → 128-bit multiply is a
+/// library call of dozens of instructions (no 64-bit multiplier; `thumbv6m` has no 32 × 32 →
+/// 64 either), so keep [`XorShift`] there (or the `XorShift32` of [`RandomSource`]).
+///
+/// It is not cryptographic. Seeding works as for [`XorShift`] (splitmix64 of the seed; every
+/// state is valid, 0 included).
+///
+/// ```
+/// use picollo_core::scalable::{RandomSource, ScalableCounter, WyRand};
+///
+/// static HITS: ScalableCounter = ScalableCounter::new();
+///
+/// std::thread::scope(|s| {
+///     for thread in 0..2 {
+///         s.spawn(move || {
+///             let mut rng = WyRand::from_seed_and_thread(0x5eed, thread);
+///             for _ in 0..10_000 {
+///                 HITS.inc(&mut rng);
+///             }
+///         });
+///     }
+/// });
+/// let estimate = HITS.get() as f64;
+/// assert!((estimate - 20_000.0).abs() < 0.1 * 20_000.0);
+///
+/// let mut a = WyRand::from_seed_and_thread(0, 0);
+/// let mut b = WyRand::from_seed_and_thread(0, 1);
+/// assert_ne!(a.next_u64(), b.next_u64());
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct WyRand {
+    state: u64,
+}
+
+/// wyrand's Weyl increment (odd: the state visits all `2^64` values).
+const WY_ADD: u64 = 0xA076_1D64_78BD_642F;
+/// wyrand's output mask.
+const WY_XOR: u64 = 0xE703_7ED1_A0B4_28DB;
+
+impl WyRand {
+    /// A generator seeded from `seed` (mixed by splitmix64, so nearby seeds give unrelated
+    /// streams).
+    pub const fn new(seed: u64) -> Self {
+        Self {
+            state: splitmix64(seed),
+        }
+    }
+
+    /// A generator for thread number `thread_index` of a family sharing `seed`: the state is
+    /// `splitmix64(seed ^ splitmix64(thread_index))`, as for
+    /// [`XorShift::from_seed_and_thread`]. All streams are windows of the one Weyl sequence;
+    /// two windows of 2^40 draws from such well-spread starts overlap with probability about
+    /// 2^-23.
+    pub const fn from_seed_and_thread(seed: u64, thread_index: u64) -> Self {
+        Self::new(seed ^ splitmix64(thread_index))
+    }
+}
+
+impl RandomSource for WyRand {
+    #[inline]
+    fn next_u32(&mut self) -> u32 {
+        (self.next_u64() >> 32) as u32
+    }
+
+    #[inline]
+    fn next_u64(&mut self) -> u64 {
+        self.state = self.state.wrapping_add(WY_ADD);
+        let t = u128::from(self.state) * u128::from(self.state ^ WY_XOR);
+        ((t >> 64) as u64) ^ (t as u64)
     }
 }
 
@@ -982,6 +1070,46 @@ mod tests {
     }
 
     #[test]
+    fn scalable_wyrand_matches_reference() {
+        // wyrand by hand, from the state splitmix64(0).
+        let mut x = splitmix64(0);
+        let mut rng = WyRand::new(0);
+        for _ in 0..4 {
+            x = x.wrapping_add(0xA076_1D64_78BD_642F);
+            let t = (x as u128) * ((x ^ 0xE703_7ED1_A0B4_28DB) as u128);
+            assert_eq!(rng.next_u64(), ((t >> 64) as u64) ^ (t as u64));
+        }
+        let mut a = WyRand::from_seed_and_thread(SEED, 0);
+        let mut b = WyRand::from_seed_and_thread(SEED, 1);
+        assert_ne!(a.next_u64(), b.next_u64());
+    }
+
+    #[test]
+    fn scalable_wyrand_high_bits_are_uniform() {
+        // As for xorshift below: the top 4 bits of next_u32 hit each of 16 values about
+        // equally, and so do the top 10 (what the default cap tests) over 1024 values.
+        let n = if cfg!(miri) { 1 << 10 } else { 1 << 20 };
+        let mut rng = WyRand::from_seed_and_thread(SEED, 3);
+        let mut hist = [0u32; 1024];
+        for _ in 0..n {
+            hist[(rng.next_u32() >> 22) as usize] += 1;
+        }
+        let chi2 = |hist: &[u32]| {
+            let expected = f64::from(n) / hist.len() as f64;
+            hist.iter()
+                .map(|&h| (f64::from(h) - expected).powi(2) / expected)
+                .sum::<f64>()
+        };
+        let top4: Vec<u32> = hist.chunks(64).map(|c| c.iter().sum()).collect();
+        // 15 degrees of freedom: the 99.9 % quantile is 37.7.
+        assert!(chi2(&top4) < 37.7, "chi2 {}, {top4:?}", chi2(&top4));
+        if !cfg!(miri) {
+            // 1023 degrees of freedom: the 99.9 % quantile is about 1168.
+            assert!(chi2(&hist) < 1168.0, "chi2 {}", chi2(&hist));
+        }
+    }
+
+    #[test]
     fn scalable_xorshift_high_bits_are_uniform() {
         // The top 4 bits of next_u32 (what k = 4 tests) hit each of 16 values about equally.
         let n = if cfg!(miri) { 1 << 10 } else { 1 << 16 };
@@ -1223,8 +1351,14 @@ mod tests {
         }
     }
 
-    /// 2 threads × `per_thread` increments on one counter, per trial; returns relative errors.
-    fn two_thread_trials(config: ScalableConfig, trials: usize, per_thread: u64) -> Vec<f64> {
+    /// 2 threads × `per_thread` increments on one counter, per trial, each thread drawing
+    /// from `rng(seed, thread)`; returns relative errors.
+    fn two_thread_trials<R: RandomSource>(
+        config: ScalableConfig,
+        trials: usize,
+        per_thread: u64,
+        rng: fn(u64, u64) -> R,
+    ) -> Vec<f64> {
         let counter = ScalableCounter::with_config(config);
         let expected = (2 * per_thread) as f64;
         (0..trials as u64)
@@ -1235,7 +1369,7 @@ mod tests {
                     for t in 0..2u64 {
                         let (counter, barrier) = (&counter, &barrier);
                         s.spawn(move || {
-                            let mut rng = XorShift::from_seed_and_thread(SEED ^ trial, t);
+                            let mut rng = rng(SEED ^ trial, t);
                             barrier.wait();
                             for _ in 0..per_thread {
                                 counter.inc(&mut rng);
@@ -1249,7 +1383,21 @@ mod tests {
     }
 
     fn check_accuracy(name: &str, config: ScalableConfig, (trials, per_thread): (usize, u64)) {
-        let st = stats(two_thread_trials(config, trials, per_thread));
+        check_accuracy_with(
+            name,
+            config,
+            (trials, per_thread),
+            XorShift::from_seed_and_thread,
+        )
+    }
+
+    fn check_accuracy_with<R: RandomSource>(
+        name: &str,
+        config: ScalableConfig,
+        (trials, per_thread): (usize, u64),
+        rng: fn(u64, u64) -> R,
+    ) {
+        let st = stats(two_thread_trials(config, trials, per_thread, rng));
         let predicted = config.predicted_variance(2 * per_thread).sqrt() / (2 * per_thread) as f64;
         std::println!(
             "{name}: {trials} trials x 2 threads x {per_thread}: mean {:+.3}%, sigma {:.3}% \
@@ -1283,6 +1431,20 @@ mod tests {
             config = config.with_threshold(10);
         }
         check_accuracy("default (t=13, cap 10)", config, accuracy_sizes());
+    }
+
+    #[test]
+    fn scalable_accuracy_two_threads_default_wyrand() {
+        let mut config = ScalableConfig::new();
+        if cfg!(miri) {
+            config = config.with_threshold(10);
+        }
+        check_accuracy_with(
+            "default (t=13, cap 10), wyrand",
+            config,
+            accuracy_sizes(),
+            WyRand::from_seed_and_thread,
+        );
     }
 
     #[test]
