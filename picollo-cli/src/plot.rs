@@ -25,8 +25,9 @@ pub struct Series {
     pub points: Vec<(f64, f64)>,
 }
 
-/// Line colors (matplotlib's tab10): distinct on white, none too light.
-const COLORS: [RGBColor; 10] = [
+/// Line colors (matplotlib's tab10): distinct on white, none too light. `stat --plot` uses
+/// them too.
+pub(crate) const COLORS: [RGBColor; 10] = [
     RGBColor(31, 119, 180),
     RGBColor(214, 39, 40),
     RGBColor(44, 160, 44),

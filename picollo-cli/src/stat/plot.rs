@@ -9,20 +9,7 @@ use super::human::{ratio, ratio_in, Scale};
 use super::model::{Comparison, Kind, Saved, Verdict};
 use super::stats;
 use crate::error::{CliError, Result};
-
-/// Line colours (matplotlib's tab10), as `picollo plot` uses.
-const COLORS: [RGBColor; 10] = [
-    RGBColor(31, 119, 180),
-    RGBColor(214, 39, 40),
-    RGBColor(44, 160, 44),
-    RGBColor(255, 127, 14),
-    RGBColor(148, 103, 189),
-    RGBColor(140, 86, 75),
-    RGBColor(227, 119, 194),
-    RGBColor(127, 127, 127),
-    RGBColor(188, 189, 34),
-    RGBColor(23, 190, 207),
-];
+use crate::plot::COLORS;
 
 /// The empirical percentile curve of `values`: the i-th smallest of n at 100·(i + ½)/n.
 pub fn curve(values: &[f64]) -> Vec<(f64, f64)> {
