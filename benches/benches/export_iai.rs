@@ -156,52 +156,9 @@ fn handle_record_f64((values, h): (Vec<f64>, metrics::Histogram)) -> metrics::Hi
     h
 }
 
-/// The `metrics` facade's own floor for `histogram!(…).record(v)` per call: a recorder that
-/// keeps one handle (no key lookup at all) whose `record` does nothing. What remains is what
-/// the facade's API costs any recorder that records: the local-recorder lookup, the macro's
-/// key, the `Arc` clone and drop of the returned `Histogram`, and the dynamic `record` call.
-struct FloorRecorder(Arc<FloorHandle>);
-
-struct FloorHandle;
-
-impl metrics::HistogramFn for FloorHandle {
-    fn record(&self, value: f64) {
-        black_box(value);
-    }
-}
-
-impl Recorder for FloorRecorder {
-    fn describe_counter(
-        &self,
-        _: metrics::KeyName,
-        _: Option<metrics::Unit>,
-        _: metrics::SharedString,
-    ) {
-    }
-    fn describe_gauge(
-        &self,
-        _: metrics::KeyName,
-        _: Option<metrics::Unit>,
-        _: metrics::SharedString,
-    ) {
-    }
-    fn describe_histogram(
-        &self,
-        _: metrics::KeyName,
-        _: Option<metrics::Unit>,
-        _: metrics::SharedString,
-    ) {
-    }
-    fn register_counter(&self, _: &Key, _: &Metadata<'_>) -> metrics::Counter {
-        metrics::Counter::noop()
-    }
-    fn register_gauge(&self, _: &Key, _: &Metadata<'_>) -> metrics::Gauge {
-        metrics::Gauge::noop()
-    }
-    fn register_histogram(&self, _: &Key, _: &Metadata<'_>) -> metrics::Histogram {
-        metrics::Histogram::from_arc(self.0.clone())
-    }
-}
+#[path = "common/metrics_floor.rs"]
+mod metrics_floor;
+use metrics_floor::FloorRecorder;
 
 type BoxedRecorder = Box<dyn Recorder + Send + Sync>;
 
@@ -214,7 +171,7 @@ fn picollo_recorder(kind: HistogramKind) -> (Vec<f64>, BoxedRecorder) {
 }
 
 fn floor_recorder() -> (Vec<f64>, BoxedRecorder) {
-    (values_f64(), Box::new(FloorRecorder(Arc::new(FloorHandle))))
+    (values_f64(), Box::new(FloorRecorder::new()))
 }
 
 fn mep_recorder() -> (Vec<f64>, BoxedRecorder) {

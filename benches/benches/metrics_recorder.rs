@@ -22,53 +22,9 @@ use picollo_export::Registry;
 
 const ROUNDS: usize = 10;
 
-/// The facade's floor: one kept handle, returned for every key, recording nothing.
-struct FloorRecorder(Arc<FloorHandle>);
-
-struct FloorHandle;
-
-impl metrics::HistogramFn for FloorHandle {
-    fn record(&self, value: f64) {
-        black_box(value);
-    }
-}
-
-impl metrics::Recorder for FloorRecorder {
-    fn describe_counter(
-        &self,
-        _: metrics::KeyName,
-        _: Option<metrics::Unit>,
-        _: metrics::SharedString,
-    ) {
-    }
-    fn describe_gauge(
-        &self,
-        _: metrics::KeyName,
-        _: Option<metrics::Unit>,
-        _: metrics::SharedString,
-    ) {
-    }
-    fn describe_histogram(
-        &self,
-        _: metrics::KeyName,
-        _: Option<metrics::Unit>,
-        _: metrics::SharedString,
-    ) {
-    }
-    fn register_counter(&self, _: &metrics::Key, _: &metrics::Metadata<'_>) -> metrics::Counter {
-        metrics::Counter::noop()
-    }
-    fn register_gauge(&self, _: &metrics::Key, _: &metrics::Metadata<'_>) -> metrics::Gauge {
-        metrics::Gauge::noop()
-    }
-    fn register_histogram(
-        &self,
-        _: &metrics::Key,
-        _: &metrics::Metadata<'_>,
-    ) -> metrics::Histogram {
-        metrics::Histogram::from_arc(self.0.clone())
-    }
-}
+#[path = "common/metrics_floor.rs"]
+mod metrics_floor;
+use metrics_floor::FloorRecorder;
 
 fn main() {
     let values: Vec<f64> = seed_values(SEED_COUNT)
@@ -85,7 +41,7 @@ fn main() {
         .build(Arc::new(Registry::new()));
     let theirs = metrics_exporter_prometheus::PrometheusBuilder::new().build_recorder();
     let drain = theirs.handle();
-    let floor = FloorRecorder(Arc::new(FloorHandle));
+    let floor = FloorRecorder::new();
 
     let handle = |r: &dyn metrics::Recorder| {
         let values = &values;
