@@ -5,8 +5,9 @@
 //! Rust) assert on the same files.
 
 use picollo_alloc::hdr::{
-    decode_any, decode_any_with_limits, parse_line, zigzag, DecodeLimits, HdrCounts, HdrGeometry,
-    LogEntry, LogReader, LogWriter, RangeMode, BEST_COMPRESSION, V2_HEADER_LEN,
+    decode_any, decode_any_with_limits, parse_line, zigzag, DecodeLimits, HdrCounts, HdrError,
+    HdrGeometry, LogEntry, LogReader, LogWriter, RangeMode, BEST_COMPRESSION, V2_COOKIE,
+    V2_DEFLATE_COOKIE, V2_HEADER_LEN,
 };
 use proptest::prelude::*;
 
@@ -481,22 +482,6 @@ proptest! {
     }
 
     #[test]
-    fn header_fields_are_validated(
-        d in any::<i32>(), lowest in any::<i64>(), highest in any::<i64>(), payload in any::<i32>(),
-    ) {
-        let mut bytes = Vec::with_capacity(V2_HEADER_LEN + 1);
-        bytes.extend_from_slice(&0x1C84_9313u32.to_be_bytes());
-        bytes.extend_from_slice(&payload.to_be_bytes());
-        bytes.extend_from_slice(&0i32.to_be_bytes());
-        bytes.extend_from_slice(&d.to_be_bytes());
-        bytes.extend_from_slice(&lowest.to_be_bytes());
-        bytes.extend_from_slice(&highest.to_be_bytes());
-        bytes.extend_from_slice(&1.0f64.to_bits().to_be_bytes());
-        bytes.push(2);
-        let _ = decode_any_with_limits(&bytes, &small_limits());
-    }
-
-    #[test]
     fn log_parser_never_panics(line in "\\PC{0,80}") {
         let _ = parse_line(&line);
     }
@@ -531,5 +516,383 @@ proptest! {
         prop_assert_eq!(e.start_timestamp, start_sec);
         prop_assert!((e.interval_length - f64::from(len) / 1000.0).abs() < 1e-9);
         prop_assert!(e.decode().unwrap().same_content(&h));
+    }
+}
+
+/// The fields of a V2 header, and the one-byte payload that follows it in [`HeaderCase::bytes`]
+/// (the word `2`: one count at counts index 0).
+#[derive(Debug, Clone, Copy)]
+struct HeaderCase {
+    cookie: u32,
+    payload_len: i32,
+    normalizing_offset: i32,
+    significant_digits: i32,
+    lowest: i64,
+    highest: i64,
+    ratio_bits: u64,
+}
+
+impl HeaderCase {
+    /// A valid header: `new Histogram(1, 3_600_000_000, 3)`, payload length 1.
+    fn valid() -> Self {
+        Self {
+            cookie: V2_COOKIE,
+            payload_len: 1,
+            normalizing_offset: 0,
+            significant_digits: 3,
+            lowest: 1,
+            highest: 3_600_000_000,
+            ratio_bits: 1.0f64.to_bits(),
+        }
+    }
+
+    fn bytes(&self) -> Vec<u8> {
+        let mut bytes = Vec::with_capacity(V2_HEADER_LEN + 1);
+        bytes.extend_from_slice(&self.cookie.to_be_bytes());
+        bytes.extend_from_slice(&self.payload_len.to_be_bytes());
+        bytes.extend_from_slice(&self.normalizing_offset.to_be_bytes());
+        bytes.extend_from_slice(&self.significant_digits.to_be_bytes());
+        bytes.extend_from_slice(&self.lowest.to_be_bytes());
+        bytes.extend_from_slice(&self.highest.to_be_bytes());
+        bytes.extend_from_slice(&self.ratio_bits.to_be_bytes());
+        bytes.push(2);
+        bytes
+    }
+}
+
+/// Messages of [`HdrError::InvalidGeometry`], one per rule of HdrHistogram's constructor.
+const BAD_DIGITS: &str = "significant digits must be between 0 and 5";
+const LOWEST_BELOW_1: &str = "lowest discernible value must be >= 1";
+const LOWEST_ABOVE_HALF: &str = "lowest discernible value must be <= i64::MAX / 2";
+const HIGHEST_BELOW_2_LOWEST: &str =
+    "highest trackable value must be >= 2 * lowest discernible value";
+const MAGNITUDE_ABOVE_62: &str = "significant digits cannot be represented beyond the lowest discernible value (log2(sub_bucket_count) + unit_magnitude > 62)";
+
+/// The geometry rules of HdrHistogram's `AbstractHistogram` constructor, written here from its
+/// source and apart from the decoder: the counts-array length of a valid geometry, or every
+/// rule the fields break (the decoder names one of them, which one depends on its order).
+fn hdr_geometry_rules(d: i32, lowest: i64, highest: i64) -> Result<usize, Vec<&'static str>> {
+    let mut broken = Vec::new();
+    if !(0..=5).contains(&d) {
+        broken.push(BAD_DIGITS);
+    }
+    if lowest < 1 {
+        broken.push(LOWEST_BELOW_1);
+    }
+    if lowest > i64::MAX / 2 {
+        broken.push(LOWEST_ABOVE_HALF);
+    }
+    if i128::from(highest) < 2 * i128::from(lowest) {
+        broken.push(HIGHEST_BELOW_2_LOWEST);
+    }
+    if !broken.is_empty() {
+        return Err(broken);
+    }
+    // largestValueWithSingleUnitResolution = 2 * 10^d; its magnitude is ceil(log2(...)).
+    let largest_single_unit = 2 * 10u64.pow(d as u32);
+    let sub_bucket_count_magnitude = (0..64).find(|&m| 1u64 << m >= largest_single_unit).unwrap();
+    let unit_magnitude = (0..63).rev().find(|&m| 1i64 << m <= lowest).unwrap();
+    if sub_bucket_count_magnitude + unit_magnitude > 62 {
+        return Err(vec![MAGNITUDE_ABOVE_62]);
+    }
+    let sub_bucket_half_count_magnitude = sub_bucket_count_magnitude.max(1) - 1;
+    let sub_bucket_count = 1u128 << (sub_bucket_half_count_magnitude + 1);
+    // getBucketsNeededToCoverValue, then getLengthForNumberOfBuckets.
+    let mut smallest_untrackable = sub_bucket_count << unit_magnitude;
+    let mut buckets = 1u128;
+    while smallest_untrackable <= highest as u128 {
+        if smallest_untrackable > (i64::MAX / 2) as u128 {
+            buckets += 1;
+            break;
+        }
+        smallest_untrackable <<= 1;
+        buckets += 1;
+    }
+    Ok(((buckets + 1) * (sub_bucket_count / 2)) as usize)
+}
+
+/// What decoding [`HeaderCase::bytes`] under [`small_limits`] must give, field by field.
+fn check_header_case(case: &HeaderCase) -> Result<(), TestCaseError> {
+    let limits = small_limits();
+    let got = decode_any_with_limits(&case.bytes(), &limits);
+    // The cookie: the word-size nibble (bits 4 to 7) is ignored; V0/V1 cookies are known but
+    // refused; anything else is not HdrHistogram. (A deflate cookie is another decoder.)
+    match case.cookie & !0xf0 {
+        0x1C84_9303 => {}
+        0x1C84_9304 => {
+            prop_assert!(got.is_err(), "a V2 header read as deflate: {got:?}");
+            return Ok(());
+        }
+        0x1C84_9301 | 0x1C84_9302 | 0x1C84_9308 | 0x1C84_9309 => {
+            prop_assert_eq!(got, Err(HdrError::UnsupportedEncoding(case.cookie)));
+            return Ok(());
+        }
+        _ => {
+            prop_assert_eq!(got, Err(HdrError::UnknownCookie(case.cookie)));
+            return Ok(());
+        }
+    }
+    // The geometry fields.
+    let counts_len = match hdr_geometry_rules(case.significant_digits, case.lowest, case.highest) {
+        Ok(len) => len,
+        Err(broken) => {
+            let Err(HdrError::InvalidGeometry(why)) = got else {
+                return Err(TestCaseError::fail(format!(
+                    "{case:?} breaks {broken:?}, decoded to {got:?}"
+                )));
+            };
+            prop_assert!(broken.contains(&why), "{case:?}: {why} not in {broken:?}");
+            return Ok(());
+        }
+    };
+    if counts_len > limits.max_counts_len {
+        prop_assert_eq!(
+            got,
+            Err(HdrError::CountsTooLong {
+                len: counts_len,
+                limit: limits.max_counts_len
+            })
+        );
+        return Ok(());
+    }
+    // The payload length, against the geometry (9 bytes a word), the limit and the input.
+    let max_payload = (counts_len * zigzag::MAX_ENCODED_LEN).min(limits.max_payload_len);
+    let declared = case.payload_len;
+    if declared < 0 || declared as usize > max_payload {
+        prop_assert_eq!(
+            got,
+            Err(HdrError::BadPayloadLength {
+                declared: i64::from(declared),
+                max: max_payload
+            })
+        );
+    } else if declared > 1 {
+        prop_assert_eq!(
+            got,
+            Err(HdrError::Truncated {
+                what: "payload",
+                needed: declared as usize,
+                available: 1
+            })
+        );
+    } else if declared == 0 {
+        prop_assert_eq!(got, Err(HdrError::TrailingBytes(1)));
+    } else {
+        // Valid: every field carried over as written, one count at index 0.
+        let h = got.map_err(|e| TestCaseError::fail(format!("{case:?}: {e}")))?;
+        prop_assert_eq!(h.significant_digits as i32, case.significant_digits);
+        prop_assert_eq!(h.lowest_discernible as i64, case.lowest);
+        prop_assert_eq!(h.highest_trackable as i64, case.highest);
+        prop_assert_eq!(h.normalizing_offset, case.normalizing_offset);
+        prop_assert_eq!(h.int_to_double_ratio.to_bits(), case.ratio_bits);
+        prop_assert_eq!(&h.counts, &vec![1]);
+        prop_assert_eq!(h.geometry().unwrap().counts_len(), counts_len);
+        // And it encodes back to the same bytes, with the cookie's nibble normalised.
+        let mut again = case.bytes();
+        again[..4].copy_from_slice(&V2_COOKIE.to_be_bytes());
+        prop_assert_eq!(h.encode_v2().unwrap(), again);
+    }
+    Ok(())
+}
+
+/// One mutation of a valid header per field and rule, with the outcome HdrHistogram's rules
+/// give (the property test below mixes them at random).
+#[test]
+fn header_fields_by_rule() {
+    let ok = HeaderCase::valid();
+    let with = |f: &dyn Fn(&mut HeaderCase)| {
+        let mut c = ok;
+        f(&mut c);
+        decode_any_with_limits(&c.bytes(), &small_limits())
+    };
+    let geometry = |why| Err(HdrError::InvalidGeometry(why));
+
+    // Valid, as written (the counts-array length HdrHistogram gives this geometry is 23 552).
+    let h = with(&|_| {}).unwrap();
+    assert_eq!(h.geometry().unwrap().counts_len(), 23_552);
+    assert_eq!((h.total_count(), h.max()), (1, 0));
+    let h = with(&|c| {
+        c.cookie = 0x1C84_9323; // another word size: same encoding
+        c.normalizing_offset = -7;
+        c.ratio_bits = 2.5f64.to_bits();
+    })
+    .unwrap();
+    assert_eq!((h.normalizing_offset, h.int_to_double_ratio), (-7, 2.5));
+
+    // The cookie.
+    assert_eq!(
+        with(&|c| c.cookie = 0x1C84_9301),
+        Err(HdrError::UnsupportedEncoding(0x1C84_9301))
+    );
+    assert_eq!(
+        with(&|c| c.cookie = 0x1C84_9308),
+        Err(HdrError::UnsupportedEncoding(0x1C84_9308))
+    );
+    assert_eq!(
+        with(&|c| c.cookie = 0xDEAD_BEEF),
+        Err(HdrError::UnknownCookie(0xDEAD_BEEF))
+    );
+    assert!(with(&|c| c.cookie = V2_DEFLATE_COOKIE).is_err());
+
+    // Significant digits: 0 to 5.
+    for d in [-1, 6, 256, i32::MIN, i32::MAX] {
+        assert_eq!(
+            with(&|c| c.significant_digits = d),
+            geometry(BAD_DIGITS),
+            "d = {d}"
+        );
+    }
+    for d in 0..=3 {
+        assert!(with(&|c| c.significant_digits = d).is_ok(), "d = {d}");
+    }
+    // Lowest discernible value: 1 to i64::MAX / 2.
+    for lowest in [0, -1, i64::MIN] {
+        assert_eq!(with(&|c| c.lowest = lowest), geometry(LOWEST_BELOW_1));
+    }
+    assert_eq!(
+        with(&|c| {
+            c.lowest = i64::MAX / 2 + 1;
+            c.highest = i64::MAX;
+        }),
+        geometry(LOWEST_ABOVE_HALF)
+    );
+    // Highest trackable value: at least twice the lowest.
+    for highest in [-1, 0, 1, i64::MIN] {
+        assert_eq!(
+            with(&|c| c.highest = highest),
+            geometry(HIGHEST_BELOW_2_LOWEST)
+        );
+    }
+    assert_eq!(
+        with(&|c| {
+            c.lowest = 1000;
+            c.highest = 1999;
+        }),
+        geometry(HIGHEST_BELOW_2_LOWEST)
+    );
+    assert!(with(&|c| {
+        c.lowest = 1000;
+        c.highest = 2000;
+    })
+    .is_ok());
+    // Digits and the unit magnitude together: log2(sub_bucket_count) + unit_magnitude <= 62
+    // (d = 2: 256 sub-buckets, magnitude 8).
+    let big_unit = |unit: u32| {
+        with(&|c| {
+            c.significant_digits = 2;
+            c.lowest = 1 << unit;
+            c.highest = i64::MAX;
+        })
+    };
+    assert!(big_unit(54).is_ok());
+    assert_eq!(big_unit(55), geometry(MAGNITUDE_ABOVE_62));
+    // The counts-array length the geometry implies, against the limit.
+    assert_eq!(
+        with(&|c| {
+            c.significant_digits = 5;
+            c.highest = i64::MAX;
+        }),
+        Err(HdrError::CountsTooLong {
+            len: 6_160_384,
+            limit: 1 << 16
+        })
+    );
+    // The payload length: 0 to 9 bytes per counts entry, and exactly what follows the header.
+    for declared in [-1, i32::MIN, 23_552 * 9 + 1, i32::MAX] {
+        assert_eq!(
+            with(&|c| c.payload_len = declared),
+            Err(HdrError::BadPayloadLength {
+                declared: i64::from(declared),
+                max: 23_552 * 9
+            })
+        );
+    }
+    assert_eq!(
+        with(&|c| c.payload_len = 2),
+        Err(HdrError::Truncated {
+            what: "payload",
+            needed: 2,
+            available: 1
+        })
+    );
+    assert_eq!(
+        with(&|c| c.payload_len = 0),
+        Err(HdrError::TrailingBytes(1))
+    );
+}
+
+/// A cookie: mostly V2 (any word-size nibble), sometimes V0/V1, V2+deflate or anything.
+fn arb_cookie() -> impl Strategy<Value = u32> {
+    prop_oneof![
+        6 => (0u32..16).prop_map(|n| 0x1C84_9303 | n << 4),
+        1 => prop::sample::select(vec![
+            0x1C84_9301u32, 0x1C84_9302, 0x1C84_9308, 0x1C84_9309, V2_DEFLATE_COOKIE,
+        ]),
+        1 => any::<u32>(),
+    ]
+}
+
+/// Header fields near every boundary of the rules, and sometimes anything.
+fn arb_header_case() -> impl Strategy<Value = HeaderCase> {
+    let digits = prop_oneof![4 => 0i32..=5, 1 => -2i32..=8, 1 => any::<i32>()];
+    let lowest = prop_oneof![
+        3 => 1i64..=4096,
+        3 => (0u32..63, -1i64..=1).prop_map(|(k, e)| (1i64 << k).saturating_add(e)),
+        1 => prop::sample::select(vec![i64::MAX / 2, i64::MAX / 2 + 1, i64::MAX, 0, -1]),
+        1 => any::<i64>(),
+    ];
+    let lowest_and_highest = lowest.prop_flat_map(|lo| {
+        let twice = lo.saturating_mul(2);
+        (
+            Just(lo),
+            prop_oneof![
+                2 => Just(twice),
+                2 => Just(twice.saturating_sub(1)),
+                3 => (2i64..1 << 24).prop_map(move |m| lo.saturating_mul(m)),
+                2 => Just(i64::MAX),
+                1 => any::<i64>(),
+            ],
+        )
+    });
+    let payload_len = prop_oneof![6 => Just(1i32), 2 => -1i32..=3, 1 => any::<i32>()];
+    (
+        arb_cookie(),
+        payload_len,
+        any::<i32>(),
+        digits,
+        lowest_and_highest,
+        any::<u64>(),
+    )
+        .prop_map(
+            |(
+                cookie,
+                payload_len,
+                normalizing_offset,
+                significant_digits,
+                (lowest, highest),
+                ratio_bits,
+            )| {
+                HeaderCase {
+                    cookie,
+                    payload_len,
+                    normalizing_offset,
+                    significant_digits,
+                    lowest,
+                    highest,
+                    ratio_bits,
+                }
+            },
+        )
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(2048))]
+
+    /// Each header field, mutated at random around the rules' boundaries, decodes to the error
+    /// HdrHistogram's rules give for it, or (when every field is valid) to the histogram the
+    /// header describes.
+    #[test]
+    fn header_fields_are_validated(case in arb_header_case()) {
+        check_header_case(&case)?;
     }
 }
