@@ -4,7 +4,7 @@
 use super::stats::{self, MannWhitney, Ratio, Summary};
 
 /// The name of the wall-time series (from the exec to the exit, in ns).
-pub use super::WALL_TIME;
+pub const WALL_TIME: &str = "wall-time";
 
 /// What a counter measures, for units and wording.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

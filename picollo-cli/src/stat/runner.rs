@@ -11,7 +11,7 @@ use picollo_linux::count::Count;
 use picollo_linux::event::EventSpec;
 
 use super::model::{Bench, Saved};
-use super::{show_command, split_command};
+use super::words::{show_command, split_command};
 use crate::error::{CliError, Result};
 use crate::spawn::{self, ChildOutput};
 
