@@ -39,6 +39,7 @@ mod codec;
 mod counts;
 mod error;
 pub mod interop;
+pub(crate) mod java_fmt;
 mod log;
 pub mod zigzag;
 

@@ -9,6 +9,7 @@ use super::error::LogError;
 use super::line::{LEGEND, LOG_FORMAT_VERSION};
 use crate::hdr::codec::BEST_COMPRESSION;
 use crate::hdr::counts::HdrCounts;
+use crate::hdr::java_fmt::java_fixed;
 
 /// Default divisor of the `Interval_Max` column (HdrHistogram's: nanoseconds to milliseconds).
 pub const DEFAULT_MAX_VALUE_UNIT_RATIO: f64 = 1_000_000.0;
@@ -18,7 +19,7 @@ const BASE64_ENCODE: base64::engine::GeneralPurpose = base64::engine::general_pu
 /// Formats like Java's `String.format(Locale.US, "%.3f", x)`: the shortest decimal
 /// representation of `x`, rounded half-up to 3 decimals.
 pub(crate) fn push_fixed3(out: &mut String, x: f64) {
-    crate::hgrm::java_fixed(out, x, 0, 3);
+    java_fixed(out, x, 0, 3);
 }
 
 /// `"EEE MMM dd HH:mm:ss zzz yyyy"` in UTC, as Java's `Date.toString()` in a UTC zone.
