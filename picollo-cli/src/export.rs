@@ -56,7 +56,7 @@ pub struct ExportArgs {
     #[arg(long, default_value = "hlog_value")]
     name: String,
     #[command(flatten)]
-    select: crate::SelectArgs,
+    select: hlog::SelectArgs,
     /// Exponential schema for otlp-json, -4..=8 (default: the finest not finer than the
     /// log's precision, 8 for 3 significant digits).
     #[arg(long, allow_negative_numbers = true, value_name = "N")]

@@ -18,14 +18,14 @@
 //! An interval log is read as a stream: one interval is decoded at a time and added into its
 //! tag's sum, kept sparse (one `(value, count)` pair per non-empty bucket), so a log of any
 //! length takes the memory of one interval plus the sums, however many tags it has. A log
-//! with more than [`MAX_TAGS`] tags (or `--max-tags`) is refused with an error that says so.
+//! with more than [`MAX_TAGS`](select::MAX_TAGS) tags (or `--max-tags`) is refused with an error that says so.
 
 // The parts: `select` (which intervals, and why none) and `sum` (adding them up), both
 // leaves.
 mod select;
 mod sum;
 
-pub use select::{check_range, Scan, Selection, Unit, MAX_TAGS};
+pub use select::{check_range, Scan, SelectArgs, Selection, Unit};
 pub use sum::{SparseCounts, Tags};
 
 use std::fs::File;

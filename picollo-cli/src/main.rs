@@ -39,7 +39,7 @@ use std::process::ExitCode;
 use clap::{ArgGroup, Args, Parser, Subcommand};
 
 use crate::error::{CliError, Result};
-use crate::hlog::{Selection, Unit};
+use crate::hlog::SelectArgs;
 use crate::output::{Compared, Context, Format, Titled};
 
 /// Cycle-precise measurement from the command line: distributions, not averages.
@@ -296,49 +296,6 @@ struct StatArgs {
         allow_hyphen_values = true
     )]
     command: Vec<OsString>,
-}
-
-#[derive(Debug, Args, Clone)]
-struct SelectArgs {
-    /// Only intervals with this tag ('' for the untagged ones).
-    #[arg(long, value_name = "T")]
-    tag: Option<String>,
-    /// Only intervals starting at or after S seconds from the log's start time.
-    #[arg(long, value_name = "S")]
-    from: Option<f64>,
-    /// Only intervals starting at or before S seconds from the log's start time.
-    #[arg(long, value_name = "S")]
-    to: Option<f64>,
-    /// Convert values, taking the log to be in nanoseconds (values as logged when absent).
-    #[arg(long, value_enum)]
-    unit: Option<Unit>,
-    /// The most tags an interval log may have: each tag is summed (and exported) on its own,
-    /// so a log with more is refused rather than filling memory.
-    #[arg(long, value_name = "N", default_value_t = hlog::MAX_TAGS)]
-    max_tags: usize,
-}
-
-impl SelectArgs {
-    fn selection(&self) -> Result<Selection> {
-        for (name, v) in [("--from", self.from), ("--to", self.to)] {
-            if v.is_some_and(|v| !v.is_finite()) {
-                return Err(CliError::new(format!(
-                    "{name} must be a finite number of seconds"
-                )));
-            }
-        }
-        if self.max_tags == 0 {
-            return Err(CliError::new(
-                "--max-tags 0 would refuse every log; give at least 1".to_owned(),
-            ));
-        }
-        Ok(Selection {
-            tag: self.tag.clone(),
-            from: self.from,
-            to: self.to,
-            max_tags: self.max_tags,
-        })
-    }
 }
 
 #[derive(Debug, Args)]

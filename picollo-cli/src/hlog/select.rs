@@ -4,7 +4,7 @@
 
 use std::collections::HashSet;
 
-use clap::ValueEnum;
+use clap::{Args, ValueEnum};
 
 use crate::error::{CliError, Result};
 
@@ -176,5 +176,54 @@ impl Scan {
             "no interval of {shown} matches {}; change the selection",
             why.join(" and ")
         )))
+    }
+}
+
+// The interval selection options of `report`, `diff`, `plot` and `export` (flattened into
+// each; a doc comment here would become their `about`).
+#[derive(Debug, Args, Clone)]
+pub struct SelectArgs {
+    /// Only intervals with this tag ('' for the untagged ones).
+    #[arg(long, value_name = "T")]
+    tag: Option<String>,
+    /// Only intervals starting at or after S seconds from the log's start time.
+    #[arg(long, value_name = "S")]
+    from: Option<f64>,
+    /// Only intervals starting at or before S seconds from the log's start time.
+    #[arg(long, value_name = "S")]
+    to: Option<f64>,
+    /// Convert values, taking the log to be in nanoseconds (values as logged when absent).
+    #[arg(long, value_enum)]
+    pub unit: Option<Unit>,
+    /// The most tags an interval log may have: each tag is summed (and exported) on its own,
+    /// so a log with more is refused rather than filling memory.
+    #[arg(long, value_name = "N", default_value_t = MAX_TAGS)]
+    max_tags: usize,
+}
+
+impl SelectArgs {
+    /// The selection these options ask for.
+    ///
+    /// # Errors
+    /// A `--from` or `--to` that is not finite, or `--max-tags 0`.
+    pub fn selection(&self) -> Result<Selection> {
+        for (name, v) in [("--from", self.from), ("--to", self.to)] {
+            if v.is_some_and(|v| !v.is_finite()) {
+                return Err(CliError::new(format!(
+                    "{name} must be a finite number of seconds"
+                )));
+            }
+        }
+        if self.max_tags == 0 {
+            return Err(CliError::new(
+                "--max-tags 0 would refuse every log; give at least 1".to_owned(),
+            ));
+        }
+        Ok(Selection {
+            tag: self.tag.clone(),
+            from: self.from,
+            to: self.to,
+            max_tags: self.max_tags,
+        })
     }
 }
