@@ -71,6 +71,22 @@ pub fn atomic<A: AtomicCounter>(layout: Layout, window: Window) -> HeapAtomicHis
     }
 }
 
+/// The sum of `counts[start..end]` (the range clamped to the slice), saturating at
+/// `u64::MAX`: the `sum_range` of the kinds that hold plain `u64` counts (snapshots,
+/// HdrHistogram counts read in place).
+#[inline]
+pub(crate) fn sum_counts(counts: &[u64], start: usize, end: usize) -> u64 {
+    let end = end.min(counts.len());
+    // Low and high halves apart: no overflow below 2^32 cells, and the loop vectorizes.
+    let (mut low, mut high) = (0u64, 0u64);
+    for &c in &counts[start.min(end)..end] {
+        low += c & 0xFFFF_FFFF;
+        high += c >> 32;
+    }
+    let sum = ((high as u128) << 32) + low as u128;
+    sum.min(u64::MAX as u128) as u64
+}
+
 #[cold]
 fn unreachable_window(e: WindowError) -> ! {
     // Storage built from `window.len()` always matches the window.

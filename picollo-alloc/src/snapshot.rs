@@ -29,6 +29,8 @@ use picollo_core::read::consistent;
 use picollo_core::{HistogramRead, Layout, Window};
 use std::time::{Duration, SystemTime};
 
+use crate::heap;
+
 /// A copy of a histogram's counts at one moment, or of the counts between two moments.
 ///
 /// Made by [`Snapshot::new`] (or [`SnapshotExt::snapshot`]) and refreshed in place by
@@ -201,14 +203,7 @@ impl HistogramRead for Snapshot {
         self.overflow
     }
     fn sum_range(&self, start: usize, end: usize) -> u64 {
-        let end = end.min(self.counts.len());
-        // Low and high halves apart: no overflow below 2^32 cells, and the loop vectorizes.
-        let (mut low, mut high) = (0u64, 0u64);
-        for &c in &self.counts[start.min(end)..end] {
-            low += c & 0xFFFF_FFFF;
-            high += c >> 32;
-        }
-        (((high as u128) << 32) + low as u128).min(u64::MAX as u128) as u64
+        heap::sum_counts(&self.counts, start, end)
     }
 }
 

@@ -279,15 +279,7 @@ impl HistogramRead for HdrView<'_> {
     }
 
     fn sum_range(&self, start: usize, end: usize) -> u64 {
-        let end = end.min(self.counts.len());
-        // Low and high halves apart: no overflow below 2^32 cells, and the loop vectorizes.
-        let (mut low, mut high) = (0u64, 0u64);
-        for &c in &self.counts[start.min(end)..end] {
-            low += c & 0xFFFF_FFFF;
-            high += c >> 32;
-        }
-        let sum = ((high as u128) << 32) + low as u128;
-        sum.min(u64::MAX as u128) as u64
+        heap::sum_counts(self.counts, start, end)
     }
 }
 
