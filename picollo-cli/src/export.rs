@@ -140,16 +140,8 @@ fn write(a: &ExportArgs, out: &mut dyn Write) -> Result<()> {
     let mut scan = Scan::default();
     let mut scratch = Vec::new();
     let mut selected = 0usize;
-    for entry in LogReader::new(BufReader::new(file)) {
-        let entry = entry.map_err(|e| {
-            CliError::new(format!(
-                "{shown}: {e}; is this an HdrHistogram interval log (.hlog)?"
-            ))
-        })?;
-        scan.saw(&entry, selection.max_tags);
-        if !selection.takes(entry.offset_start_sec, entry.tag.as_deref()) {
-            continue;
-        }
+    for entry in selection.intervals(LogReader::new(BufReader::new(file)), &shown, &mut scan) {
+        let entry = entry?;
         selected += 1;
         let interval = convert(&entry, &shown, a.select.unit)?;
         sink.interval(interval, &buckets, &a.name, schema, &mut scratch)

@@ -307,16 +307,8 @@ fn load_hlog(path: &Path, input: impl std::io::BufRead, selection: &Selection) -
     let mut sums: Tags<Summing> = Tags::new(selection.max_tags);
     let mut scan = Scan::default();
     let mut scratch = Vec::new();
-    for entry in LogReader::new(input) {
-        let entry = entry.map_err(|e| {
-            CliError::new(format!(
-                "{shown}: {e}; is this an HdrHistogram interval log (.hlog)?"
-            ))
-        })?;
-        scan.saw(&entry, selection.max_tags);
-        if !selection.takes(entry.offset_start_sec, entry.tag.as_deref()) {
-            continue;
-        }
+    for entry in selection.intervals(LogReader::new(input), &shown, &mut scan) {
+        let entry = entry?;
         let counts = entry.decode().map_err(|e| {
             CliError::new(format!(
                 "{shown}: line {}: cannot decode the histogram: {e}; the log is corrupt",

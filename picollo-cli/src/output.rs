@@ -10,6 +10,7 @@
 use core::fmt::Write as _;
 
 use clap::ValueEnum;
+use picollo_alloc::summary::format_change;
 use picollo_alloc::Summary;
 use picollo_core::fmt::{Grouped, GroupedFloat, Trimmed};
 
@@ -252,11 +253,6 @@ fn change_pct(before: f64, after: f64) -> Option<f64> {
     Some((after - before) / before.abs() * 100.0)
 }
 
-/// The markdown diff's `Δ%` cell: `+1.1%`, `-5.1%`, `0.0%` or `n/a`.
-fn delta_cell(before: f64, after: f64) -> String {
-    picollo_alloc::summary::format_change(before, after)
-}
-
 /// Columns padded to their widest cell, separated by two spaces; the first column
 /// left-aligned, the others right-aligned; every line indented by two spaces.
 fn columns(out: &mut String, rows: &[Vec<String>]) {
@@ -342,7 +338,7 @@ fn text_diff(out: &mut String, t: &Compared) {
         if either_empty {
             "n/a".to_string()
         } else {
-            delta_cell(x, y)
+            format_change(x, y)
         }
     };
     let _ = writeln!(out, "{}", t.title);
@@ -376,7 +372,7 @@ fn text_diff(out: &mut String, t: &Compared) {
         "total".into(),
         Grouped(b.total()).to_string(),
         Grouped(a.total()).to_string(),
-        delta_cell(b.total() as f64, a.total() as f64),
+        format_change(b.total() as f64, a.total() as f64),
     ]);
     let d = match b.cohens_d(a) {
         None => "n/a".to_string(),
@@ -506,14 +502,6 @@ fn json_summary(out: &mut String, name: &str, s: &Summary) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn deltas_match_the_markdown_diff() {
-        assert_eq!(delta_cell(20_096.0, 19_072.0), "-5.1%");
-        assert_eq!(delta_cell(22_912.0, 23_168.0), "+1.1%");
-        assert_eq!(delta_cell(100_000.0, 100_001.0), "0.0%");
-        assert_eq!(delta_cell(0.0, 3.0), "n/a");
-    }
 
     #[test]
     fn escaping() {

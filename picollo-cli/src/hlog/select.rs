@@ -3,8 +3,11 @@
 //! that matched nothing. A leaf.
 
 use std::collections::HashSet;
+use std::fmt;
+use std::io::BufRead;
 
 use clap::{Args, ValueEnum};
+use picollo_alloc::hdr::{LogEntry, LogReader};
 
 use crate::error::{CliError, Result};
 
@@ -85,6 +88,32 @@ impl Selection {
     }
 }
 
+impl Selection {
+    /// The intervals of an interval log this selection takes, in order. Every interval read
+    /// is noted in `scan` first (for the error when none is taken); a line that cannot be read
+    /// is an error naming the file as `shown`.
+    pub fn intervals<'a, R: BufRead + 'a>(
+        &'a self,
+        log: LogReader<R>,
+        shown: &'a dyn fmt::Display,
+        scan: &'a mut Scan,
+    ) -> impl Iterator<Item = Result<LogEntry>> + 'a {
+        log.filter_map(move |entry| {
+            let entry = match entry {
+                Ok(entry) => entry,
+                Err(e) => {
+                    return Some(Err(CliError::new(format!(
+                        "{shown}: {e}; is this an HdrHistogram interval log (.hlog)?"
+                    ))))
+                }
+            };
+            scan.saw(&entry, self.max_tags);
+            self.takes(entry.offset_start_sec, entry.tag.as_deref())
+                .then_some(Ok(entry))
+        })
+    }
+}
+
 /// Refuses `--from` after `--to`.
 pub fn check_range(selection: &Selection) -> Result<()> {
     let from = selection.from.unwrap_or(f64::NEG_INFINITY);
@@ -114,7 +143,7 @@ pub struct Scan {
 
 impl Scan {
     /// Notes an interval.
-    pub fn saw(&mut self, entry: &picollo_alloc::hdr::LogEntry, max_tags: usize) {
+    pub fn saw(&mut self, entry: &LogEntry, max_tags: usize) {
         self.seen += 1;
         self.has_tags |= entry.tag.is_some();
         if !self.known.contains(&entry.tag) {
