@@ -1,4 +1,4 @@
-//! The histogram builder (seed 000's `Factory`) and the default histogram.
+//! The histogram builder (Picollo for .NET's `Factory`) and the default histogram.
 //!
 //! ```
 //! use picollo_alloc::HistogramBuilder;
@@ -229,9 +229,9 @@ impl<C: StorageWidth> HistogramBuilder<C> {
         Ok(ThreadLocalHistogram::new(layout, window))
     }
 
-    /// An approximate histogram: shared buckets that count with the scalable scheme of
-    /// seed 003 (default threshold 13), for hot shared histograms where contention dominates.
-    /// The counter width does not apply (scalable cells are 64-bit).
+    /// An approximate histogram: shared buckets that count with the scalable scheme of "Scalable
+    /// Approximate Counting" (Andy Ayers, 2023; default threshold 13), for hot shared histograms
+    /// where contention dominates. The counter width does not apply (scalable cells are 64-bit).
     pub fn approximate(self) -> Result<HeapApproxHistogram, BuildError> {
         let (layout, window) = self.resolve()?;
         let cells = HeapStorage::with_len(window.len(), ScalableCell::new);

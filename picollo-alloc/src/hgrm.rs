@@ -1,4 +1,4 @@
-//! HdrHistogram's percentile distribution text, the `.hgrm` format (seed 001), over any
+//! HdrHistogram's percentile distribution text, the `.hgrm` format, over any
 //! [`HistogramRead`].
 //!
 //! The output is what Java's `AbstractHistogram.outputPercentileDistribution` prints:

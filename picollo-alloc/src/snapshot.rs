@@ -1,4 +1,4 @@
-//! Snapshots (seed 000, "Snapshots"): a self-consistent copy of a live histogram that a
+//! Snapshots (as in Picollo for .NET): a self-consistent copy of a live histogram that a
 //! monitoring thread updates in place, with no allocation in steady state.
 //!
 //! [`Snapshot::update`] copies the source through the optimistic retry of

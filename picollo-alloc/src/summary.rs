@@ -1,8 +1,8 @@
-//! Histogram summaries and their printed forms (seed 000, "Summary").
+//! Histogram summaries and their printed forms (as Picollo for .NET prints them).
 //!
-//! A [`Summary`] holds the 16 fixed percentile ranks of seed 000 (each with the detail of its
-//! bucket), the total, the values outside the window, the mean and standard deviation, the
-//! precision, the trackable range and the time it was taken. It prints three ways:
+//! A [`Summary`] holds the 16 fixed percentile ranks of Picollo for .NET's summaries (each with the
+//! detail of its bucket), the total, the values outside the window, the mean and standard
+//! deviation, the precision, the trackable range and the time it was taken. It prints three ways:
 //!
 //! - [`Summary::table`]: the markdown table (`Percentile | Value | ± | Count`);
 //! - [`Summary::one_line`]: one log line (`Name: Total=…, Overflow=…, Mean=…, P0=…, …`);
@@ -11,7 +11,7 @@
 //! Filling an existing summary with [`Summary::fill_from`] allocates nothing, so a monitoring
 //! thread can reuse one instance forever. Printing allocates (it measures the columns first).
 //!
-//! Values have no units (seed 000, "Units and scopes"): the tables print plain integers.
+//! Values have no units (as in Picollo for .NET): the tables print plain integers.
 //!
 //! ```
 //! use picollo_alloc::{HistogramBuilder, Summary};

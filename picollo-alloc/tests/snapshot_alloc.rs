@@ -73,7 +73,7 @@ fn steady_state_updates_from_an_atomic_histogram_allocate_nothing() {
     assert_eq!(allocations() - before, 0);
 }
 
-/// The monitoring pattern of seed 000: a writer thread records into a thread-local
+/// The monitoring pattern of Picollo for .NET: a writer thread records into a thread-local
 /// histogram while this thread updates a snapshot with deltas. After the first update (and
 /// this thread's own first record, which claims its shard, and the first reset, which
 /// allocates the shards' baselines), nothing allocates here, resets included.

@@ -1,14 +1,14 @@
-//! Golden outputs: the printed forms of [`Summary`] compared as whole strings against seed
-//! 000's sample outputs, from histograms built bucket by bucket to reproduce the seed's
-//! numbers exactly (counts, percentiles, mean, deviation).
+//! Golden outputs: the printed forms of [`Summary`] compared as whole strings against the sample
+//! outputs of the article introducing Picollo for .NET, from histograms built bucket by bucket to
+//! reproduce the article's numbers exactly (counts, percentiles, mean, deviation).
 //!
-//! Seed 000's pages collapse runs of spaces; the expected tables here are the seed's rows
+//! The article's pages collapse runs of spaces; the expected tables here are the article's rows
 //! padded to the column widths its alignment rows show.
 
 use picollo_alloc::{HistogramBuilder, Summary, SummaryExt};
 use picollo_core::Record;
 
-/// Seed 000's first `GettingStarted` distribution, bucket by bucket: the counts its
+/// The .NET article's first `GettingStarted` distribution, bucket by bucket: the counts its
 /// `GettingStartedPercentiles` output prints (`P9.1914=20,096 [64 / 590]: [19,968, 20,224) 183,827`, …).
 const BEFORE: &[(u64, u64)] = &[
     (19968, 183827),
@@ -34,8 +34,9 @@ const BEFORE: &[(u64, u64)] = &[
     (25088, 7413),
     (25344, 1173),
 ];
-/// 2,000,000 values of seed 000's second distribution (`19_000 + (0.5 - r)·500 + r2³·10_000`),
-/// adjusted so that the percentiles, mean and deviation print as in the seed's diff.
+/// 2,000,000 values of the .NET article's second distribution (`19_000 + (0.5 - r)·500 +
+/// r2³·10_000`), adjusted so that the percentiles, mean and deviation print as in the article's
+/// diff.
 const AFTER: &[(u64, u64)] = &[
     (18944, 480774),
     (19200, 225544),
@@ -79,7 +80,7 @@ const AFTER: &[(u64, u64)] = &[
     (28928, 6590),
     (29184, 346),
 ];
-/// Counts that reproduce seed 000's `Aggregate` table (u64 counters; 2,627,864 overflow).
+/// Counts that reproduce the .NET article's `Aggregate` table (u64 counters; 2,627,864 overflow).
 const AGGREGATE: &[(u64, u64)] = &[
     (19968, 17954046),
     (20224, 6276602),
@@ -117,7 +118,8 @@ const AGGREGATE: &[(u64, u64)] = &[
     (29440, 813474),
     (29952, 177900),
 ];
-/// Counts that reproduce seed 000's `Hardware:BranchMisses` table (default layout, full range).
+/// Counts that reproduce the .NET article's `Hardware:BranchMisses` table (default layout, full
+/// range).
 const BRANCH_MISSES: &[(u64, u64)] = &[
     (8, 1170),
     (9, 1485),
@@ -146,7 +148,7 @@ const BRANCH_MISSES: &[(u64, u64)] = &[
     (52, 1),
     (109, 1),
 ];
-/// Counts that reproduce the first line of seed 000's monitoring output.
+/// Counts that reproduce the first line of the .NET article's monitoring output.
 const MONITORING_1: &[(u64, u64)] = &[
     (19968, 1171319),
     (20224, 3722212),
@@ -166,7 +168,8 @@ const MONITORING_1: &[(u64, u64)] = &[
     (24832, 10195),
     (25088, 1),
 ];
-/// Counts that reproduce the seventh line of seed 000's monitoring output (115,673 overflow).
+/// Counts that reproduce the seventh line of the .NET article's monitoring output (115,673
+/// overflow).
 const MONITORING_7: &[(u64, u64)] = &[
     (19968, 1335444),
     (20224, 1041816),
@@ -225,7 +228,7 @@ fn fill(h: &mut impl Record, buckets: &[(u64, u64)]) {
 #[test]
 fn histogram_before_table() {
     let summary = getting_started(BEFORE, 1);
-    // Seed 000's table, except one count: it printed 999,001 for p99.9 of 1,000,000 values,
+    // The .NET article's table, except one count: it printed 999,001 for p99.9 of 1,000,000 values,
     // the `f64` product `99.9 / 100 · 10^6 = 999000.0000000001` rounded up. HdrHistogram
     // (Java's getValueAtPercentile, the crate's value_at_quantile(0.999)) asks for the
     // 999,000th, as Picollo's exact rank rule does (`picollo_core::read::rank_count`); the
@@ -347,7 +350,7 @@ fn aggregate_table() {
 
 #[test]
 fn branch_misses_table() {
-    // Seed 000's PerfEvent histograms: the default layout over the full range, so no value
+    // The .NET article's PerfEvent histograms: the default layout over the full range, so no value
     // can fall outside the window and there is no Overflow or Range row.
     let mut h = picollo_alloc::default_histogram();
     fill(&mut h, BRANCH_MISSES);

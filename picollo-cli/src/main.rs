@@ -89,7 +89,7 @@ enum Command {
     /// --fail-if-slower 5% exits with status 1 and a one-line reason when the lower bound of
     /// a ratio's interval is above 1.05. --save FILE keeps the run (the JSON of
     /// --export-json), --baseline FILE compares with it (or with hyperfine's JSON), --load FILE
-    /// prints it again. --table prints seed 000's percentile tables instead (--format
+    /// prints it again. --table prints the percentile summary tables instead (--format
     /// markdown|text|csv|json; with --vs or several commands, Δ% and Cohen's d per rank).
     Stat(Box<StatArgs>),
     /// Print summary tables of a histogram file (.hlog, .hgrm, .hist, .histz).
@@ -269,7 +269,7 @@ struct StatArgs {
     /// Draw each counter's distribution per command, with the ratio's interval, as SVG.
     #[arg(long, value_name = "OUT.svg")]
     plot: Option<PathBuf>,
-    /// Print seed 000's percentile tables (every rank, --format) instead of the report.
+    /// Print the percentile summary tables (every rank, --format) instead of the report.
     #[arg(long)]
     table: bool,
     /// Print the percentile tables in this format (implies --table).

@@ -1,7 +1,7 @@
 //! The printed forms of summaries and diffs: `--format markdown|text|csv|json`.
 //!
-//! - `markdown` is seed 000's table, printed by `picollo_alloc`'s [`Summary::table`] and
-//!   [`Summary::diff`] unchanged.
+//! - `markdown` is the summary table of Picollo for .NET, printed by `picollo_alloc`'s
+//!   [`Summary::table`] and [`Summary::diff`] unchanged.
 //! - `text`, `csv` and `json` are built here from the [`Summary`] accessors, with the same
 //!   values: bucket midpoints, half bucket widths, rank counts, mean and standard deviation.
 //!
@@ -17,7 +17,7 @@ use picollo_core::fmt::{Grouped, GroupedFloat, Trimmed};
 /// How tables are printed.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
 pub enum Format {
-    /// Seed 000's markdown tables (the default).
+    /// The markdown summary tables of Picollo for .NET (the default).
     #[default]
     Markdown,
     /// Aligned plain-text columns, no markup.

@@ -75,7 +75,7 @@ pub struct StatOptions {
     pub show_output: bool,
     /// Print the percentile tables in this format instead of the human report.
     pub format: Option<Format>,
-    /// Print seed 000's percentile tables instead of the human report.
+    /// Print the percentile summary tables instead of the human report.
     pub table: bool,
     /// When to colour the human report.
     pub color: ColorWhen,
@@ -338,7 +338,7 @@ fn measure(opts: &StatOptions) -> Result<(Saved, String)> {
     Ok((saved, domain_note(&domain)))
 }
 
-/// Seed 000's tables: one command's summaries, or for several the diff of each against the
+/// The summary tables: one command's summaries, or for several the diff of each against the
 /// first (one document per pair; CSV and JSON print one per line).
 fn tables(saved: &Saved, sides: &[Side], format: Format, counting: Option<&str>) -> String {
     let mut context: Context = Vec::new();

@@ -8,8 +8,8 @@ use picollo_core::Percentile;
 
 use super::values::Summary;
 
-/// The ranks printed by [`Summary::one_line`] (seed 000's monitoring line), as positions in
-/// [`RANKS`] and labels.
+/// The ranks printed by [`Summary::one_line`] (the monitoring line of Picollo for .NET), as
+/// positions in [`RANKS`] and labels.
 const ONE_LINE: [(usize, &str); 8] = [
     (0, "P0"),
     (4, "P25"),
@@ -22,8 +22,8 @@ const ONE_LINE: [(usize, &str); 8] = [
 ];
 
 impl Summary {
-    /// The markdown table of seed 000 under a `##### title` heading (no heading when `title`
-    /// is empty). See [`SummaryTable`] for the layout.
+    /// The markdown summary table (Picollo for .NET's `PrettyPrint`) under a `##### title` heading
+    /// (no heading when `title` is empty). See [`SummaryTable`] for the layout.
     pub fn table<'a>(&'a self, title: &'a str) -> SummaryTable<'a> {
         SummaryTable {
             summary: self,
@@ -31,7 +31,7 @@ impl Summary {
         }
     }
 
-    /// The one-line form of seed 000's monitoring example. See [`SummaryLine`].
+    /// The one-line form of Picollo for .NET's monitoring example. See [`SummaryLine`].
     pub fn one_line<'a>(&'a self, name: &'a str) -> SummaryLine<'a> {
         SummaryLine {
             summary: self,
@@ -59,7 +59,7 @@ impl Summary {
 }
 
 impl fmt::Display for Summary {
-    /// The markdown table titled `Histogram summary`, as seed 000's `PrettyPrint()`.
+    /// The markdown table titled `Histogram summary`, as Picollo for .NET's `PrettyPrint()`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         self.table("Histogram summary").fmt(f)
     }
@@ -88,10 +88,10 @@ impl fmt::Display for Summary {
 /// - Mean and StDev have 2 decimals, Precision 4 decimals as a percentage.
 /// - The `Underflow` row (before rank 0) and the `Overflow` row (after rank 100) appear only
 ///   when not zero; the `Range` row appears when any value fell outside the window (as in
-///   every seed 000 table: the range explains the out-of-range rows).
+///   every table Picollo for .NET prints: the range explains the out-of-range rows).
 /// - An empty histogram prints `-` for the values, the mean and the deviation.
 /// - Every line, the last included, ends with `\n`: `println!` leaves a blank line after the
-///   table, as seed 000 prints them.
+///   table, as Picollo for .NET prints them.
 #[derive(Clone, Copy, Debug)]
 pub struct SummaryTable<'a> {
     summary: &'a Summary,
@@ -165,7 +165,7 @@ impl fmt::Display for SummaryTable<'_> {
 /// The one-line form of a [`Summary`]; from [`Summary::one_line`].
 ///
 /// `Name: Total=1,000,000, Overflow=1, Mean=21,696.5, P0=20,096, P25=20,352, P50=21,376,
-/// P90=23,936, P95=24,448, P99=24,960, P999=25,472, P100=25,472` (one line), as seed 000's
+/// P90=23,936, P95=24,448, P99=24,960, P999=25,472, P100=25,472` (one line), as Picollo for .NET's
 /// monitoring example prints it: grouped integers, the mean with 1 decimal, bucket midpoints.
 ///
 /// `, Underflow=…` follows `Overflow` only when not zero; the `Name: ` prefix is left out when
@@ -233,7 +233,7 @@ impl fmt::Display for SummaryLine<'_> {
 ///   either side is empty (the empty side's values print as `-`).
 /// - `D-value` is Cohen's d with 2 decimals ([`Summary::cohens_d`]): `n/a` when either side
 ///   is empty, `-inf`/`+inf` when both sides have zero deviation and different means.
-/// - Out-of-window counts are not compared (as in seed 000); print each summary's
+/// - Out-of-window counts are not compared (as in Picollo for .NET); print each summary's
 ///   [`Summary::table`] to see them.
 /// - Columns, alignment and the trailing newline are as in [`SummaryTable`].
 #[derive(Clone, Copy, Debug)]

@@ -9,7 +9,7 @@ use std::time::SystemTime;
 
 use super::scaled::Scaled;
 
-/// The ranks of every summary, in order: seed 000's
+/// The ranks of every summary, in order (those of Picollo for .NET's summaries):
 /// `0, 1, 5, 10, 25, 50, 75, 90, 92.5, 95, 97.5, 99, 99.9, 99.99, 99.999, 100`.
 pub const RANKS: [f64; 16] = [
     0.0, 1.0, 5.0, 10.0, 25.0, 50.0, 75.0, 90.0, 92.5, 95.0, 97.5, 99.0, 99.9, 99.99, 99.999, 100.0,
@@ -109,10 +109,10 @@ impl Summary {
     /// Refills this summary from `h` in place, allocating nothing; the requested range (if
     /// any) is kept.
     ///
-    /// All ranks and statistics come from one optimistic read: if a reset of `h` starts or
-    /// ends while reading, everything is read again (seed 000, "Optimistic retry"). Values
-    /// recorded concurrently (atomic or thread-local kinds) may land between the statistics
-    /// pass and the percentile pass; take a snapshot first when that matters.
+    /// All ranks and statistics come from one optimistic read: if a reset of `h` starts or ends
+    /// while reading, everything is read again (the optimistic retry of Picollo for .NET). Values
+    /// recorded concurrently (atomic or thread-local kinds) may land between the statistics pass
+    /// and the percentile pass; take a snapshot first when that matters.
     pub fn fill_from<H: HistogramRead + ?Sized>(&mut self, h: &H) {
         let percentiles = &mut self.percentiles;
         let (stats, recorded) = consistent(h, |h| {
