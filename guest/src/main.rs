@@ -37,7 +37,7 @@
 //! - [`model`]: the `258·n + C` model and the measurement every check shares;
 //! - [`counters`]: the library's counters (capabilities, read paths, groups, multiplexing);
 //! - [`spans`]: spans with counters and the `tracing` layer, and the spans program;
-//! - [`cli`]: the `picollo` binary (`stat`, `attach`) against the library's exact counts.
+//! - [`cli`](mod@cli): the `picollo` binary (`stat`, `attach`) against the library's exact counts.
 
 mod cli;
 mod counters;
