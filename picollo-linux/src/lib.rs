@@ -65,6 +65,19 @@
 #[cfg(not(any(target_os = "linux", target_os = "android")))]
 compile_error!("picollo-linux supports Linux (and Android) only");
 
+// Layering: a module imports only modules listed before it here (leaves first), so imports
+// run one way and there are no circles:
+//   count, skip, workload, capture, page, event   import nothing from this crate
+//   error    ← event                (PerfError, DroppedEvent)
+//   sys      ← event, page          (the perf system calls)
+//   pmu      ← error, event, sys    (the sysfs resolver of `pmu/…/` events)
+//   shm      ← sys
+//   caps     ← error, event, page, pmu, sys
+//   session  ← count, error, event, page, pmu, sys
+//   span     ← count, caps, event, error, session, shm
+// `event` never calls `pmu`: `Event::config_with` takes any `event::ResolvePmu`, and `pmu`
+// implements it for `Sysfs`. Inside a module split over files, the parent file is the map
+// (docs and `pub use`) and its children import each other one way too.
 pub mod caps;
 pub mod capture;
 pub mod count;

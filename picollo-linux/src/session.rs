@@ -59,6 +59,7 @@ use picollo_alloc::HeapHistogram;
 use picollo_core::source::{CounterSource, SourceError};
 
 use crate::count::{Count, Reading};
+pub use crate::error::DroppedEvent;
 use crate::error::PerfError;
 use crate::event::{
     CacheEvent, Event, EventConfig, EventSpec, HardwareEvent, Modifiers, SoftwareEvent,
@@ -108,15 +109,6 @@ pub enum OnUnsupported {
     Fail,
     /// Leave the event out and report it in [`CounterSession::dropped`].
     Drop,
-}
-
-/// An event left out of a session, and why.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct DroppedEvent {
-    /// The event.
-    pub event: Event,
-    /// Why it could not be opened.
-    pub error: PerfError,
 }
 
 /// Which path a [`CounterSession::read`] took.
