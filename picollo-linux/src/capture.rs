@@ -1,6 +1,6 @@
 //! Capture files: frames as a reader drained them, with each ring's schema, clock and
-//! counter tables, so they can be converted later, on another machine (seed 002's
-//! `ppt attach -o output.bin`, then `ppt convert`).
+//! counter tables, so they can be converted later, on another machine (as ppt, the
+//! Portable Performance Tool, does with `ppt attach -o output.bin`, then `ppt convert`).
 //!
 //! # Format (version 1, little-endian)
 //!

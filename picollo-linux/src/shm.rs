@@ -1,5 +1,6 @@
-//! Frame rings in shared memory: a program saves frames, another process attaches, drains
-//! them and converts them to CSV (seed 002, ppt), with no ptrace.
+//! Frame rings in shared memory: a program saves frames, another process attaches, drains them and
+//! converts them to CSV (the frame ring design of ppt, the Portable Performance Tool), with no
+//! ptrace.
 //!
 //! # Segments
 //!

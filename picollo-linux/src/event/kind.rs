@@ -271,13 +271,13 @@ pub struct CacheEvent {
 }
 
 impl CacheEvent {
-    /// L1 data cache load misses (the seed's `L1DReadMiss`).
+    /// L1 data cache load misses (Picollo for .NET's `L1DReadMiss`).
     pub const L1D_READ_MISS: Self = Self::new(CacheId::L1d, CacheOp::Load, CacheResult::Miss);
-    /// L1 instruction cache load misses (the seed's `L1IReadMiss`).
+    /// L1 instruction cache load misses (Picollo for .NET's `L1IReadMiss`).
     pub const L1I_READ_MISS: Self = Self::new(CacheId::L1i, CacheOp::Load, CacheResult::Miss);
-    /// Last-level cache loads (the seed's `LLReadAccess`).
+    /// Last-level cache loads (Picollo for .NET's `LLReadAccess`).
     pub const LL_READ_ACCESS: Self = Self::new(CacheId::Ll, CacheOp::Load, CacheResult::Access);
-    /// Last-level cache load misses (the seed's `LLReadMiss`).
+    /// Last-level cache load misses (Picollo for .NET's `LLReadMiss`).
     pub const LL_READ_MISS: Self = Self::new(CacheId::Ll, CacheOp::Load, CacheResult::Miss);
     /// Data TLB load misses.
     pub const DTLB_READ_MISS: Self = Self::new(CacheId::Dtlb, CacheOp::Load, CacheResult::Miss);
