@@ -14,9 +14,10 @@
 //! - [`page`]: the mmap-page seqlock read with RDPMC (x86_64) or MRS of the PMU registers
 //!   (arm64), behind a trait so tests drive synthetic pages.
 //! - [`error`]: one error type with the errno and what to do about it.
-//! - [`skip`]: how a hardware test that cannot run here says so (printed, and counted by CI).
-//! - [`workload`]: known work for checking counters without a PMU (fresh pages: one page
-//!   fault each).
+//! - `skip` (feature `testing`): how a hardware test that cannot run here says so (printed,
+//!   and counted by CI).
+//! - `workload` (feature `testing`): known work for checking counters without a PMU (fresh
+//!   pages: one page fault each).
 //!
 //! # Rings, spans, captures
 //!
@@ -87,9 +88,11 @@ pub mod page;
 pub mod pmu;
 pub mod session;
 pub mod shm;
+#[cfg(any(test, feature = "testing"))]
 pub mod skip;
 pub mod span;
 mod sys;
+#[cfg(any(test, feature = "testing"))]
 pub mod workload;
 
 pub use caps::Capabilities;
