@@ -495,6 +495,24 @@ mod tests {
             "{e}"
         );
 
+        // Through the resolver seam: `Event::config_with` hands `pmu/…/` events to the
+        // `Sysfs`, and the other kinds need no resolver.
+        let event: Event = "cpu/mem-loads/".parse().unwrap();
+        let c = event.config_with(&sysfs).unwrap();
+        assert_eq!((c.type_, c.config, c.config1), (4, 0xcd | 0x100, 3));
+        let event: Event = "nopmu/event=1/".parse().unwrap();
+        assert!(matches!(
+            event.config_with(&sysfs),
+            Err(PerfError::Unsupported { .. })
+        ));
+        let cycles: Event = "cycles".parse().unwrap();
+        assert_eq!(
+            cycles.config_with(&sysfs).unwrap(),
+            cycles
+                .config_with(&|_: &PmuEvent| Err::<EventConfig, ()>(()))
+                .unwrap()
+        );
+
         assert_eq!(
             sysfs.pmus(),
             vec![PmuInfo {
