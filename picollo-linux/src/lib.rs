@@ -73,8 +73,8 @@ compile_error!("picollo-linux supports Linux (and Android) only");
 //   sys      ← event, page          (the perf system calls)
 //   pmu      ← error, event, sys    (the sysfs resolver of `pmu/…/` events)
 //   shm      ← sys
-//   caps     ← error, event, page, pmu, sys
 //   session  ← count, error, event, page, pmu, sys
+//   caps     ← error, event, page, pmu, session, sys   (session: the counter-count probe)
 //   span     ← count, caps, event, error, session, shm
 // `event` never calls `pmu`: `Event::config_with` takes any `event::ResolvePmu`, and `pmu`
 // implements it for `Sysfs`. Inside a module split over files, the parent file is the map

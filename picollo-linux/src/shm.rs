@@ -95,7 +95,8 @@
 //! - `reader`: [`ShmReader`];
 //! - `list`: [`list_rings`].
 //!
-//! Imports run one way: `error` ← `segment` ← `names` ← `writer`, `reader`, `list`.
+//! Imports run one way: `segment` ← `error` ← `names` ← `list` ← `reader`, and `names` ←
+//! `writer`.
 
 mod error;
 mod list;
