@@ -312,10 +312,11 @@ fn top_in_tmux() {
         String::from_utf8_lossy(&started.stderr)
     );
     let mut screen = String::new();
+    let mut captured = true;
     for _ in 0..50 {
         std::thread::sleep(Duration::from_millis(100));
         let pane = tmux(&["capture-pane", "-p"]);
-        assert!(pane.status.success(), "capture-pane: {pane:?}");
+        captured &= pane.status.success();
         screen = String::from_utf8(pane.stdout).unwrap();
         if screen.contains("refresh 3,") {
             break;
@@ -335,6 +336,7 @@ fn top_in_tmux() {
         }
     }
     let _ = tmux(&["kill-server"]);
+    assert!(captured, "tmux capture-pane failed");
     assert!(screen.contains("refresh 3,"), "{screen}");
     assert!(one_header, "{screen}");
     assert!(table, "{screen}");
