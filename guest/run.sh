@@ -8,7 +8,7 @@
 # seqlock, index, pmc_width, MRS) and its read() fallback (perf_user_access=0), groups of 7
 # and 8, multiplexing of 8 and 12 counters, spans, the tracing layer, `picollo counters`,
 # `picollo stat` and `picollo attach -e instructions PID`, and capability detection. See
-# guest/src/main.rs for the checks and their model.
+# guest/src/ (main.rs: the map; model.rs: the model) for the checks and their model.
 #
 # The guest prints `PASS name: …` / `FAIL name: …` lines and a final
 # `PICOLLO-GUEST DONE passed=N failed=M`; this script prints them and exits non-zero on any

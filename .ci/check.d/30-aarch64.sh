@@ -8,4 +8,4 @@ export CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_LINKER=aarch64-linux-gnu-gcc
 export CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_RUNNER="qemu-aarch64 -L /usr/aarch64-linux-gnu"
 cargo build -q -p picollo-linux --lib --examples --target aarch64-unknown-linux-gnu
 # perf_event_open is not emulated by qemu user mode: only the tests that make no syscall.
-cargo test -q -p picollo-linux --lib --target aarch64-unknown-linux-gnu -- page:: session::tests::arm64
+cargo test -q -p picollo-linux --lib --target aarch64-unknown-linux-gnu -- page:: session::builder::tests::arm64

@@ -271,11 +271,21 @@ fn q_quits_top() {
     let _ = child.wait();
 }
 
-/// `top` on a terminal, in tmux: the screen is redrawn in place and shows the table.
+/// `top` on a terminal, in tmux: the screen is redrawn in place and shows the table; `q` typed
+/// on the terminal quits with status 0 and gives the terminal back in its cooked mode. Under
+/// `CI` a missing tmux fails the test (CI installs it: `.ci/install.d/60-tmux.sh`).
 #[test]
 fn top_in_tmux() {
-    if Command::new("tmux").arg("-V").output().is_err() {
-        eprintln!("skip: tmux is not installed");
+    if !Command::new("tmux")
+        .arg("-V")
+        .output()
+        .is_ok_and(|o| o.status.success())
+    {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "tmux is missing or does not run (CI installs it: .ci/install.d/60-tmux.sh)"
+        );
+        eprintln!("skip top_in_tmux: tmux is not installed (apt-get install tmux)");
         return;
     }
     let _worker = span_worker();
@@ -287,8 +297,12 @@ fn top_in_tmux() {
             .output()
             .unwrap()
     };
+    // After top: its exit status, then whether the terminal is back in canonical mode with
+    // echo (top turns both off to read single keys, and must restore them).
     let cmd = format!(
-        "{BIN} top {} --interval 0.3; echo top-exited-$?; sleep 30",
+        "{BIN} top {} --interval 0.3; echo top-exited-$?; \
+         if stty -a | tr ' ;' '\\n\\n' | grep -qx -e -icanon -e -echo; \
+         then echo tty-raw; else echo tty-cooked; fi; sleep 30",
         pid()
     );
     let started = tmux(&["new-session", "-d", "-x", "200", "-y", "50", &cmd]);
@@ -298,9 +312,12 @@ fn top_in_tmux() {
         String::from_utf8_lossy(&started.stderr)
     );
     let mut screen = String::new();
+    let mut captured = true;
     for _ in 0..50 {
         std::thread::sleep(Duration::from_millis(100));
-        screen = String::from_utf8(tmux(&["capture-pane", "-p"]).stdout).unwrap();
+        let pane = tmux(&["capture-pane", "-p"]);
+        captured &= pane.status.success();
+        screen = String::from_utf8(pane.stdout).unwrap();
         if screen.contains("refresh 3,") {
             break;
         }
@@ -314,17 +331,22 @@ fn top_in_tmux() {
     for _ in 0..50 {
         std::thread::sleep(Duration::from_millis(100));
         after = String::from_utf8(tmux(&["capture-pane", "-p"]).stdout).unwrap();
-        if after.contains("top-exited-") {
+        if after.contains("tty-") {
             break;
         }
     }
     let _ = tmux(&["kill-server"]);
+    assert!(captured, "tmux capture-pane failed");
     assert!(screen.contains("refresh 3,"), "{screen}");
     assert!(one_header, "{screen}");
     assert!(table, "{screen}");
     assert!(
         after.contains("top-exited-0"),
         "q did not quit top: {after}"
+    );
+    assert!(
+        after.contains("tty-cooked"),
+        "the terminal was not given back: {after}"
     );
 }
 

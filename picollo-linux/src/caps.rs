@@ -429,7 +429,7 @@ impl Capabilities {
             .any(|p| p.name == "cpu_core" || p.name == "cpu_atom")
     }
 
-    /// The seed's `TryGetNumberOfCounters`: `(fixed, programmable)` counter counts when a
+    /// Picollo for .NET's `TryGetNumberOfCounters`: `(fixed, programmable)` counter counts when a
     /// hardware PMU is available, from CPUID (Intel leaf 0xA, AMD rules) or else sysfs;
     /// `None` without a PMU, or when nothing reports counts.
     pub fn counter_counts(&self) -> Option<CounterCounts> {

@@ -4,8 +4,7 @@
 use core::fmt;
 use std::path::PathBuf;
 
-use crate::event::ParseEventError;
-use crate::session::DroppedEvent;
+use crate::event::{Event, ParseEventError};
 
 /// Where the kernel's `perf_event_paranoid` setting lives.
 pub const PARANOID_PATH: &str = "/proc/sys/kernel/perf_event_paranoid";
@@ -20,6 +19,15 @@ pub fn perf_event_paranoid() -> Option<i32> {
         .trim()
         .parse()
         .ok()
+}
+
+/// An event left out of a session, and why.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DroppedEvent {
+    /// The event.
+    pub event: Event,
+    /// Why it could not be opened.
+    pub error: PerfError,
 }
 
 /// Everything that can go wrong opening, reading or resolving counters.

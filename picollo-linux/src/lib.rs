@@ -14,9 +14,10 @@
 //! - [`page`]: the mmap-page seqlock read with RDPMC (x86_64) or MRS of the PMU registers
 //!   (arm64), behind a trait so tests drive synthetic pages.
 //! - [`error`]: one error type with the errno and what to do about it.
-//! - [`skip`]: how a hardware test that cannot run here says so (printed, and counted by CI).
-//! - [`workload`]: known work for checking counters without a PMU (fresh pages: one page
-//!   fault each).
+//! - `skip` (feature `testing`): how a hardware test that cannot run here says so (printed,
+//!   and counted by CI).
+//! - `workload` (feature `testing`): known work for checking counters without a PMU (fresh
+//!   pages: one page fault each).
 //!
 //! # Rings, spans, captures
 //!
@@ -65,6 +66,19 @@
 #[cfg(not(any(target_os = "linux", target_os = "android")))]
 compile_error!("picollo-linux supports Linux (and Android) only");
 
+// Layering: a module imports only modules listed before it here (leaves first), so imports
+// run one way and there are no circles:
+//   count, skip, workload, capture, page, event   import nothing from this crate
+//   error    ← event                (PerfError, DroppedEvent)
+//   sys      ← event, page          (the perf system calls)
+//   pmu      ← error, event, sys    (the sysfs resolver of `pmu/…/` events)
+//   shm      ← sys
+//   session  ← count, error, event, page, pmu, sys
+//   caps     ← error, event, page, pmu, session, sys   (session: the counter-count probe)
+//   span     ← count, caps, event, error, session, shm
+// `event` never calls `pmu`: `Event::config_with` takes any `event::ResolvePmu`, and `pmu`
+// implements it for `Sysfs`. Inside a module split over files, the parent file is the map
+// (docs and `pub use`) and its children import each other one way too.
 pub mod caps;
 pub mod capture;
 pub mod count;
@@ -74,9 +88,11 @@ pub mod page;
 pub mod pmu;
 pub mod session;
 pub mod shm;
+#[cfg(any(test, feature = "testing"))]
 pub mod skip;
 pub mod span;
 mod sys;
+#[cfg(any(test, feature = "testing"))]
 pub mod workload;
 
 pub use caps::Capabilities;

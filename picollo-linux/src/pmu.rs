@@ -22,7 +22,7 @@ use core::str::FromStr;
 use std::path::{Path, PathBuf};
 
 use crate::error::PerfError;
-use crate::event::{self, EventConfig, PmuEvent};
+use crate::event::{self, Event, EventConfig, PmuEvent, ResolvePmu};
 
 /// Where the kernel lists event sources.
 pub const SYSFS_EVENT_SOURCES: &str = "/sys/bus/event_source/devices";
@@ -349,6 +349,22 @@ impl Sysfs {
     }
 }
 
+/// The resolver sessions use: [`Sysfs::resolve`].
+impl ResolvePmu for Sysfs {
+    type Error = PerfError;
+
+    fn resolve_pmu(&self, event: &PmuEvent) -> Result<EventConfig, PerfError> {
+        self.resolve(event)
+    }
+}
+
+impl Event {
+    /// [`Event::config_with`] the system's sysfs ([`Sysfs::system`]).
+    pub fn config(&self) -> Result<EventConfig, PerfError> {
+        self.config_with(&Sysfs::system())
+    }
+}
+
 fn read_trimmed(path: &Path) -> std::io::Result<String> {
     std::fs::read_to_string(path).map(|s| s.trim().to_owned())
 }
@@ -356,7 +372,6 @@ fn read_trimmed(path: &Path) -> std::io::Result<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::event::Event;
 
     #[test]
     fn format_parsing() {
@@ -478,6 +493,24 @@ mod tests {
                 }
             ),
             "{e}"
+        );
+
+        // Through the resolver seam: `Event::config_with` hands `pmu/…/` events to the
+        // `Sysfs`, and the other kinds need no resolver.
+        let event: Event = "cpu/mem-loads/".parse().unwrap();
+        let c = event.config_with(&sysfs).unwrap();
+        assert_eq!((c.type_, c.config, c.config1), (4, 0xcd | 0x100, 3));
+        let event: Event = "nopmu/event=1/".parse().unwrap();
+        assert!(matches!(
+            event.config_with(&sysfs),
+            Err(PerfError::Unsupported { .. })
+        ));
+        let cycles: Event = "cycles".parse().unwrap();
+        assert_eq!(
+            cycles.config_with(&sysfs).unwrap(),
+            cycles
+                .config_with(&|_: &PmuEvent| Err::<EventConfig, ()>(()))
+                .unwrap()
         );
 
         assert_eq!(

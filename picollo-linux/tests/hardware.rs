@@ -17,7 +17,7 @@ fn hardware(test: &str) -> Option<Capabilities> {
 }
 
 /// As [`hardware`], for a test whose path the arm64 guest checks (`guest_check` names the
-/// check in guest/src/main.rs): skipping here is reported as covered there.
+/// check in guest/src/, by topic): skipping here is reported as covered there.
 fn covered(test: &str, guest_check: &str) -> Option<Capabilities> {
     detect(test, Some(guest_check))
 }

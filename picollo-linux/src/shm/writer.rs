@@ -1,0 +1,333 @@
+//! The writing end: [`ShmWriter`] (untyped) and [`ShmFrameWriter`] (typed) create, seal and
+//! save into a segment, and notice attached readers through the `flock` protocol.
+
+use core::fmt;
+use core::marker::PhantomData;
+
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::sync::atomic::Ordering;
+
+use picollo_core::ring::{
+    AtomicU64 as RingWord, CounterInfo, CounterRequest, Frame, RingOptions, RingWriter, Schema,
+    WriterId, REQUEST_BYTES,
+};
+
+use crate::sys::last_errno as errno;
+use crate::sys::SharedMapping as Map;
+
+use super::error::ShmError;
+use super::names::{claim_name, memfd_name, release_name, segment_path, this_writer_id};
+use super::segment::{
+    flock, fork_generation, memfd_create, FORK_GENERATION, MAX_SEGMENT_BYTES, SEALS,
+    SEGMENT_PREFIX, STALE_CHECK_INTERVAL,
+};
+
+/// The writing end of a shared-memory ring, untyped (payload word slices); see the
+/// [module docs](crate::shm). [`ShmFrameWriter`] is the typed one.
+///
+/// Not `Sync`: one thread saves. It is `Send`, so a ring can be handed to another thread.
+pub struct ShmWriter {
+    /// Views `map`; declared first so it is dropped before the mapping.
+    ring: RingWriter<'static>,
+    map: Map,
+    fd: OwnedFd,
+    /// `/proc/<pid>/fd/<fd>`.
+    segment: String,
+    /// `picollo-<name>`, claimed in this process.
+    memfd: String,
+    pid: u32,
+    fork_generation: u64,
+}
+
+// SAFETY: the writer's ring views a mapping the writer owns, accessed only through atomics;
+// nothing in it is tied to the creating thread.
+unsafe impl Send for ShmWriter {}
+
+impl fmt::Debug for ShmWriter {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ShmWriter")
+            .field("segment", &self.segment)
+            .field("ring", &self.ring)
+            .field("bytes", &self.map.len)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ShmWriter {
+    /// Creates ring `name` of this process (a sealed memfd `picollo-<name>`, mode 0600) for
+    /// `schema` frames. `options.writer` is replaced by this process's identity.
+    ///
+    /// [`ShmError::AlreadyExists`] if this process already has the ring. Nothing another
+    /// process does can make this fail (there is no shared name to take) short of exhausting
+    /// memory or descriptors.
+    pub fn create(
+        name: &str,
+        schema: &Schema<'_>,
+        options: &RingOptions<'_>,
+    ) -> Result<Self, ShmError> {
+        let id = this_writer_id();
+        let pid = std::process::id();
+        let memfd = memfd_name(name)?;
+        claim_name(&memfd)?;
+        let result = Self::create_claimed(&memfd, schema, options, id, pid);
+        if result.is_err() {
+            release_name(&memfd);
+        }
+        result
+    }
+
+    fn create_claimed(
+        memfd: &str,
+        schema: &Schema<'_>,
+        options: &RingOptions<'_>,
+        id: WriterId,
+        pid: u32,
+    ) -> Result<Self, ShmError> {
+        let options = options.with_writer(id);
+        let words =
+            picollo_core::ring::required_words(schema, options.counters.len(), options.slots);
+        let bytes = words
+            .checked_mul(8)
+            .filter(|b| *b as u64 <= MAX_SEGMENT_BYTES)
+            .ok_or(ShmError::BadSize {
+                segment: memfd.to_owned(),
+                bytes: u64::MAX,
+            })?;
+        // Check the schema and options before making the segment.
+        schema
+            .check()
+            .map_err(|e| ShmError::ring(memfd, e.into()))?;
+
+        let fd = memfd_create(memfd).map_err(|e| ShmError::os("memfd_create", memfd, e))?;
+        let segment = segment_path(pid as i32, fd.as_raw_fd());
+        // memfds are created 0777 (0666 with MFD_NOEXEC_SEAL); only the owner (and root) may
+        // open this one.
+        // SAFETY: `fd` is open; fchmod has no memory effects.
+        if unsafe { libc::fchmod(fd.as_raw_fd(), 0o600) } != 0 {
+            return Err(ShmError::os("fchmod", &segment, errno()));
+        }
+        // SAFETY: `fd` is open; ftruncate has no memory effects.
+        if unsafe { libc::ftruncate(fd.as_raw_fd(), bytes as libc::off_t) } != 0 {
+            return Err(ShmError::os("ftruncate", &segment, errno()));
+        }
+        // From here on, nobody can change the size: the mapping never faults.
+        // SAFETY: `fd` is open; `F_ADD_SEALS` takes an int and has no memory effects.
+        if unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_ADD_SEALS, SEALS) } != 0 {
+            return Err(ShmError::os("fcntl(F_ADD_SEALS)", &segment, errno()));
+        }
+        let map = Map::new(fd.as_fd(), bytes).map_err(|e| ShmError::os("mmap", &segment, e))?;
+        // SAFETY: `map` is a live, page-aligned, read-write shared mapping of `bytes` bytes
+        // of a segment sealed at that size, which `Self` owns and unmaps only after dropping
+        // `ring` (field order). Every process accesses it through 64-bit atomics only (this
+        // crate's readers and writers). The `'static` lifetime never escapes `Self`: no
+        // method returns a reference derived from it. This is the only writer: the memfd was
+        // just created, and the name is claimed in this process.
+        let ring = unsafe { RingWriter::from_raw(map.ptr.as_ptr(), map.len, schema, &options) }
+            .map_err(|e| ShmError::ring(&segment, e))?;
+        Ok(Self {
+            ring,
+            map,
+            fd,
+            segment,
+            memfd: memfd.to_owned(),
+            pid,
+            fork_generation: fork_generation(),
+        })
+    }
+
+    /// Whether a reader is attached: one relaxed load.
+    #[inline(always)]
+    pub fn is_attached(&self) -> bool {
+        self.ring.is_attached()
+    }
+
+    /// Saves a frame if a reader is attached; returns whether it did. Without a reader this is
+    /// one relaxed load and a branch. A shorter `payload` is padded with zeros.
+    #[inline(always)]
+    pub fn save_words(&mut self, payload: &[u64]) -> bool {
+        if !self.ring.is_attached() {
+            return false;
+        }
+        self.save_attached(payload)
+    }
+
+    #[inline]
+    fn save_attached(&mut self, payload: &[u64]) -> bool {
+        self.save_attached_with(|data| picollo_core::ring::store_payload(data, payload))
+    }
+
+    /// Saves a frame if a reader is attached, with `fill` storing the payload into the slot's
+    /// words (see [`RingWriter::write_with`]: words it does not store keep the slot's old
+    /// values); returns whether it saved.
+    #[inline(always)]
+    pub fn save_with(&mut self, fill: impl FnOnce(&[RingWord])) -> bool {
+        if !self.ring.is_attached() {
+            return false;
+        }
+        self.save_attached_with(fill)
+    }
+
+    /// Whether a reader asked for other counters
+    /// ([`ShmReader::request_counters`](crate::shm::ShmReader::request_counters)): one relaxed
+    /// load.
+    #[inline(always)]
+    pub fn has_counter_request(&self) -> bool {
+        self.ring.has_counter_request()
+    }
+
+    /// Takes the pending counter request (see [`RingWriter::take_counter_request`]).
+    pub fn take_counter_request<'b>(
+        &mut self,
+        buf: &'b mut [u8; REQUEST_BYTES],
+    ) -> Option<CounterRequest<'b>> {
+        self.ring.take_counter_request(buf)
+    }
+
+    /// Acknowledges counter request `seq` (see [`RingWriter::ack_counter_request`]).
+    pub fn ack_counter_request(&mut self, seq: u64) {
+        self.ring.ack_counter_request(seq);
+    }
+
+    /// Replaces the counter table from the next frame on (see [`RingWriter::set_counters`]).
+    pub fn set_counters(&mut self, counters: &[CounterInfo<'_>]) -> Result<(), ShmError> {
+        self.ring
+            .set_counters(counters)
+            .map_err(|e| ShmError::ring(&self.segment, e))
+    }
+
+    /// Counter slots the header describes.
+    pub fn counter_slots(&self) -> usize {
+        self.ring.counter_slots()
+    }
+
+    /// The attached path: the fork check, the write, and the periodic stale-reader check.
+    #[inline(always)]
+    fn save_attached_with(&mut self, fill: impl FnOnce(&[RingWord])) -> bool {
+        if FORK_GENERATION.load(Ordering::Relaxed) != self.fork_generation {
+            self.forked();
+            return false;
+        }
+        self.ring.write_with(fill);
+        if self.ring.frames_written() & (STALE_CHECK_INTERVAL - 1) == 0 {
+            self.stale_check();
+        }
+        true
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn forked(&mut self) {
+        self.ring.disable();
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn stale_check(&mut self) {
+        let _ = self.check_readers();
+    }
+
+    /// Clears a stale `attached` flag: if `flock(LOCK_EX | LOCK_NB)` succeeds, no reader holds
+    /// the segment, so `attached` is set to 0 (and saves become no-ops again). Returns whether
+    /// readers remain. Call it on a timer if saves are rare; saving also calls it every
+    /// [`STALE_CHECK_INTERVAL`] attached frames.
+    pub fn check_readers(&mut self) -> Result<bool, ShmError> {
+        if !self.ring.is_attached() {
+            return Ok(false);
+        }
+        match flock(&self.fd, libc::LOCK_EX | libc::LOCK_NB) {
+            Ok(true) => {
+                self.ring.clear_attached();
+                flock(&self.fd, libc::LOCK_UN)
+                    .map_err(|e| ShmError::os("flock(LOCK_UN)", &self.segment, e))?;
+                Ok(false)
+            }
+            Ok(false) => Ok(true),
+            Err(e) => Err(ShmError::os("flock(LOCK_EX)", &self.segment, e)),
+        }
+    }
+
+    /// The segment path readers open, `/proc/<pid>/fd/<fd>`.
+    pub fn segment(&self) -> &str {
+        &self.segment
+    }
+
+    /// The ring's name (without the `picollo-` prefix).
+    pub fn name(&self) -> &str {
+        &self.memfd[SEGMENT_PREFIX.len()..]
+    }
+
+    /// The ring's `attached` word (in the mapping, or a static zero once the writer is
+    /// disabled): valid while `self` lives, wherever `self` moves.
+    pub(crate) fn attached_word(&self) -> *const RingWord {
+        self.ring.attached_word()
+    }
+
+    /// Frames written since creation.
+    pub fn frames_written(&self) -> u64 {
+        self.ring.frames_written()
+    }
+
+    /// Whether the writer turned itself off (it found itself in a child after `fork`).
+    pub fn is_disabled(&self) -> bool {
+        self.ring.is_disabled()
+    }
+
+    /// The segment's size in bytes.
+    pub fn bytes(&self) -> usize {
+        self.map.len
+    }
+}
+
+impl Drop for ShmWriter {
+    fn drop(&mut self) {
+        // In a child after fork the name registry is the parent's copy, whose lock another
+        // parent thread may have held at the fork: leave it.
+        if std::process::id() == self.pid {
+            release_name(&self.memfd);
+        }
+        // `ring`, then `map` (munmap), then `fd` drop in field order; the kernel frees the
+        // segment once no process maps it or holds it open.
+    }
+}
+
+/// A typed shared-memory writer: saves `F` frames.
+pub struct ShmFrameWriter<F> {
+    inner: ShmWriter,
+    _frame: PhantomData<fn(&F)>,
+}
+
+impl<F> fmt::Debug for ShmFrameWriter<F> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("ShmFrameWriter").field(&self.inner).finish()
+    }
+}
+
+impl<F: Frame> ShmFrameWriter<F> {
+    /// Creates ring `name` for `F` frames (see [`ShmWriter::create`]).
+    pub fn create(name: &str, options: &RingOptions<'_>) -> Result<Self, ShmError> {
+        Ok(Self {
+            inner: ShmWriter::create(name, &F::SCHEMA, options)?,
+            _frame: PhantomData,
+        })
+    }
+
+    /// Saves `frame` if a reader is attached; returns whether it did. Without a reader this is
+    /// one relaxed load and a branch.
+    #[inline(always)]
+    pub fn save(&mut self, frame: &F) -> bool {
+        if !self.inner.is_attached() {
+            return false;
+        }
+        self.inner.save_attached_with(|data| frame.store(data))
+    }
+
+    /// The untyped writer.
+    pub fn inner(&self) -> &ShmWriter {
+        &self.inner
+    }
+
+    /// The untyped writer, mutably.
+    pub fn inner_mut(&mut self) -> &mut ShmWriter {
+        &mut self.inner
+    }
+}
