@@ -1,18 +1,20 @@
 //! Shared workload data and histogram set-ups for the Picollo benchmarks.
 //!
-//! The data is seed 000's benchmark distribution: `r^3 · 7716549600` for `r` uniform in
-//! `[0, 1)` from a fixed-seed generator, 1,000,000 values, max trackable 7716549600 (the
-//! legacy implementation's default in its own tests).
+//! The data is the benchmark distribution of Picollo for .NET (the library this one ports):
+//! `r^3 · 7716549600` for `r` uniform in `[0, 1)` from a fixed-seed generator, 1,000,000
+//! values, max trackable 7716549600 (the legacy implementation's default in its own tests).
+//! The `SEED_*` constants and `seed_*` functions below, and the "seed data" of
+//! `benches/RESULTS.md`, name this data set and its window `[0, 7716549600]`.
 
 use picollo_core::{storage_len, ConstLayout, Histogram, Layout, Storage, StorageMut};
 
-/// The seed's max trackable value.
+/// The max trackable value of the benchmark data set.
 pub const SEED_MAX: u64 = 7_716_549_600;
 /// Values in one benchmark pass.
 pub const SEED_COUNT: usize = 1_000_000;
 /// Picollo's default layout (0.001 relative error, `B = 512`).
 pub const LAYOUT: Layout = Layout::DEFAULT;
-/// Cells for the seed's window `[0, SEED_MAX]`.
+/// Cells for the benchmark window `[0, SEED_MAX]`.
 pub const SEED_LEN: usize = storage_len(LAYOUT, 0, SEED_MAX);
 
 /// Plain histogram, runtime layout, owned array.
@@ -20,7 +22,7 @@ pub type RuntimeHistogram = Histogram<[u64; SEED_LEN], Layout>;
 /// Plain histogram, compile-time block scale 9, owned array.
 pub type ConstHistogram = Histogram<[u64; SEED_LEN], ConstLayout<9>>;
 
-/// The seed's benchmark values, from a fixed-seed xorshift64* generator.
+/// The benchmark values, from a fixed-seed xorshift64* generator.
 pub fn seed_values(count: usize) -> Vec<u64> {
     let mut state = 0x9E37_79B9_7F4A_7C15u64;
     (0..count)
@@ -34,7 +36,7 @@ pub fn seed_values(count: usize) -> Vec<u64> {
         .collect()
 }
 
-/// The seed's [`SEED_COUNT`] benchmark values (a set-up function for the benches).
+/// The [`SEED_COUNT`] benchmark values (a set-up function for the benches).
 pub fn seed_data() -> Vec<u64> {
     seed_values(SEED_COUNT)
 }
@@ -50,12 +52,12 @@ pub fn read_loop(values: &[u64]) -> u64 {
     acc
 }
 
-/// A boxed plain histogram with a runtime layout over the seed's window.
+/// A boxed plain histogram with a runtime layout over the benchmark window.
 pub fn runtime_histogram() -> Box<RuntimeHistogram> {
     Box::new(Histogram::new(LAYOUT, 0, SEED_MAX))
 }
 
-/// A boxed plain histogram with a compile-time layout over the seed's window.
+/// A boxed plain histogram with a compile-time layout over the benchmark window.
 pub fn const_histogram() -> Box<ConstHistogram> {
     Box::new(Histogram::new_const(0, SEED_MAX))
 }
@@ -83,7 +85,7 @@ pub fn full_range_histogram() -> Histogram<HeapCells> {
         .expect("full window matches its own length")
 }
 
-/// The `hdrhistogram` anchor, configured as the seed configures its legacy histogram and at
+/// The `hdrhistogram` anchor, configured as Picollo for .NET configures its legacy histogram and at
 /// its fastest: 3 significant digits, a fixed maximum of 7716549600 (`new_with_bounds`, so
 /// auto-resize is off and `record` never reallocates), `u64` counts.
 pub fn hdr_histogram() -> hdrhistogram::Histogram<u64> {
@@ -98,7 +100,7 @@ pub fn hdr_histogram_with<C: hdrhistogram::Counter>() -> hdrhistogram::Histogram
 }
 
 /// A reference for the cost of separating underflow from overflow: the same record path as
-/// [`Histogram::record`], with seed 000's single out-of-range slot.
+/// [`Histogram::record`], with Picollo for .NET's single out-of-range slot.
 pub struct SingleSlotHistogram {
     first: usize,
     cells: Box<[u64]>,
@@ -132,7 +134,7 @@ impl SingleSlotHistogram {
     }
 }
 
-/// The 16 fixed ranks of seed 000's summary, in percent.
+/// The 16 fixed ranks of Picollo for .NET's summary, in percent.
 pub const SUMMARY_RANKS: [f64; 16] = [
     0.0, 1.0, 5.0, 10.0, 25.0, 50.0, 75.0, 90.0, 92.5, 95.0, 97.5, 99.0, 99.9, 99.99, 99.999, 100.0,
 ];

@@ -1,4 +1,4 @@
-//! Seed 000's `GettingStartedClockResolution`: the smallest increment that can actually be
+//! `GettingStartedClockResolution` of Picollo for .NET: the smallest increment that can actually be
 //! observed, for the monotonic clock (`Instant`, `clock_gettime(CLOCK_MONOTONIC)` on Linux)
 //! and for the CPU timestamp counter ([`Ticks`]). Each probe spins until the clock changes,
 //! records the change, and does so 1,000,000 times.
@@ -7,8 +7,8 @@
 //! cargo run --release -p picollo-alloc --example clock_resolution
 //! ```
 //!
-//! As the seed explains, the observable increment is bounded by the cost of reading the
-//! clock, not only by its advertised frequency.
+//! As Picollo for .NET's article explains, the observable increment is bounded by the cost of
+//! reading the clock, not only by its advertised frequency.
 
 use picollo_alloc::clock::{now_nanos, ticks_per_second, ticks_to_nanos, Ticks};
 use picollo_alloc::{default_histogram, Summary, SummaryExt};

@@ -1,4 +1,4 @@
-//! Seed 000's `GettingStarted`: record two distributions into a 1% histogram over
+//! `GettingStarted` of Picollo for .NET: record two distributions into a 1% histogram over
 //! `10_000..=30_000`, print a percentile with its bucket, the summary table of the first and
 //! the diff of the two.
 //!
@@ -6,7 +6,7 @@
 //! cargo run --release -p picollo-alloc --example getting_started
 //! ```
 //!
-//! The numbers differ a little from the seed's, which come from .NET's `Random(0)`; this
+//! The numbers differ a little from the article's, which come from .NET's `Random(0)`; this
 //! example uses a fixed-seed SplitMix64, so its output is the same on every run.
 
 use picollo_alloc::{HistogramBuilder, SummaryExt};
@@ -27,7 +27,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     for _ in 0..1_000_000 {
         let noise = (0.5 - rng.next_f64()) * 1000.0 + rng.next_f64().powi(2) * 5000.0;
-        // `as u64` saturates a negative offset at 0, as the seed's `(ulong)` cast does.
+        // `as u64` saturates a negative offset at 0, as .NET's `(ulong)` cast does.
         h.record(20_000 + noise as u64);
     }
 

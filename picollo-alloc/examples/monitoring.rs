@@ -1,4 +1,4 @@
-//! Seed 000's `GettingStartedMonitoring`: a writer thread records into a live thread-local
+//! `GettingStartedMonitoring` of Picollo for .NET: a writer thread records into a live thread-local
 //! histogram as fast as it can, while a monitoring thread prints a one-line summary of the
 //! last second every second, from snapshot deltas (no allocation in steady state apart from
 //! the printed line). At the end it prints the aggregate table.
@@ -7,7 +7,7 @@
 //! cargo run --release -p picollo-alloc --example monitoring -- [seconds]   # default 3
 //! ```
 //!
-//! As in the seed, the values drift with the time of day, so the distribution moves and may
+//! As in the .NET example, the values drift with the time of day, so the distribution moves and may
 //! overflow the `10_000..=30_000` range.
 
 use picollo_alloc::{HistogramBuilder, SnapshotExt, Summary, SummaryExt, ThreadLocalHistogram};
@@ -51,7 +51,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 // Reading the clock per record would dominate; draw a batch per clock read.
                 for _ in 0..1024 {
                     let noise = (0.5 - rng.next_f64()) * 1000.0 + rng.next_f64().powi(2) * drift;
-                    // `as u64` saturates a negative offset at 0, like the seed's `(ulong)`.
+                    // `as u64` saturates a negative offset at 0, like .NET's `(ulong)`.
                     h.record(20_000 + noise as u64);
                 }
             }
@@ -94,7 +94,7 @@ fn millis_of_day(t: SystemTime) -> u64 {
         .map_or(0, |d| (d.as_millis() % 86_400_000) as u64)
 }
 
-/// `HH:MM:SS.mmm` (UTC), as the seed prints `TimestampUtc`.
+/// `HH:MM:SS.mmm` (UTC), as the .NET example prints `TimestampUtc`.
 struct TimeOfDay(SystemTime);
 
 impl std::fmt::Display for TimeOfDay {

@@ -1,5 +1,5 @@
-//! Seed 000's `GettingStartedPercentiles` and `GettingStartedCustomPercentiles`: every
-//! non-empty bucket as a percentile with its bucket detail, then custom ranks through the
+//! `GettingStartedPercentiles` and `GettingStartedCustomPercentiles` of Picollo for .NET:
+//! every non-empty bucket as a percentile with its bucket detail, then custom ranks through the
 //! batch methods (one consistent read for all ranks) and the scalar ones (a batch of one per
 //! call, so not faster, and each may see a different moment of a live histogram).
 //!

@@ -1,14 +1,15 @@
-//! Seed 000's `GettingStartedScopes`: tick, nano, micro and milli scopes around sleeps, all
-//! recorded into one histogram (max trackable 2 s in nanoseconds), then its summary table.
+//! `GettingStartedScopes` of Picollo for .NET: tick, nano, micro and milli scopes around
+//! sleeps, all recorded into one histogram (max trackable 2 s in nanoseconds), then its
+//! summary table.
 //! The histogram has no units: each scope records in its own, which is the point of the
-//! seed's example.
+//! .NET example.
 //!
 //! ```text
 //! cargo run --release -p picollo-alloc --example scopes -- [sleep_ms]   # default 250
 //! ```
 //!
-//! The seed sleeps 1000 ms per scope; the default here is 250 ms so that the example runs in
-//! about a second. Ticks are the CPU timestamp counter (several GHz on x86), so with
+//! The .NET example sleeps 1000 ms per scope; the default here is 250 ms so that the example
+//! runs in about a second. Ticks are the CPU timestamp counter (several GHz on x86), so with
 //! 1000 ms sleeps the tick scope can exceed the 2 s range and count as overflow.
 
 use picollo_alloc::clock::{
@@ -19,7 +20,7 @@ use picollo_core::fmt::Grouped;
 use std::thread::sleep;
 use std::time::Duration;
 
-/// One second in nanoseconds (the seed's `NanoScope.OneSecondValue`).
+/// One second in nanoseconds (Picollo for .NET's `NanoScope.OneSecondValue`).
 const ONE_SECOND: u64 = 1_000_000_000;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {

@@ -1,5 +1,5 @@
-//! Seed 000's `GettingStartedSnapshot`: the same output as `getting_started`, but the second
-//! distribution is read as a snapshot delta instead of after a reset, so the histogram keeps
+//! `GettingStartedSnapshot` of Picollo for .NET: the same output as `getting_started`, but the
+//! second distribution is read as a snapshot delta instead of after a reset, so the histogram keeps
 //! its totals (useful to monitor live and still have the totals of a day).
 //!
 //! ```text
@@ -28,7 +28,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     for _ in 0..1_000_000 {
         let noise = (0.5 - rng.next_f64()) * 1000.0 + rng.next_f64().powi(2) * 5000.0;
-        // `as u64` saturates a negative offset at 0, as the seed's `(ulong)` cast does.
+        // `as u64` saturates a negative offset at 0, as .NET's `(ulong)` cast does.
         h.record(20_000 + noise as u64);
     }
 

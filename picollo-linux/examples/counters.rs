@@ -1,4 +1,4 @@
-//! Getting started (seed 000, "PerfEvent"): print what the PMU offers, then measure a known
+//! Getting started (Picollo for .NET, "PerfEvent"): print what the PMU offers, then measure a known
 //! workload 10,000 times and summarize the per-iteration counter deltas.
 //!
 //! With a hardware PMU it counts cycles, instructions, ref-cycles, branch misses and L1 misses
@@ -85,7 +85,8 @@ fn main() -> Result<(), PerfError> {
             p.touch(i..i + 1);
         }
         session.read(true)?;
-        // Each counter's delta goes into its own HDR histogram (the seed's Record(deltas)).
+        // Each counter's delta goes into its own HDR histogram (Picollo for .NET's
+        // `Record(deltas)`).
         session.record(true);
         if i == WARMUP {
             session.reset(); // warm-up done: readings and histograms start over

@@ -1,6 +1,6 @@
-//! Sorted versus unsorted (seed 000, "Sorted vs unsorted aggregation"): why is processing a
+//! Sorted versus unsorted (Picollo for .NET, "Sorted vs unsorted aggregation"): why is processing a
 //! sorted array faster? Branch misses. Counts cycles and branch misses per pass over
-//! 1,000,000 random bytes, 1,000 passes unsorted then 1,000 sorted, and prints seed 000's
+//! 1,000,000 random bytes, 1,000 passes unsorted then 1,000 sorted, and prints Picollo for .NET's
 //! side-by-side tables: every percentile of both, the change (Δ%), mean, standard deviation,
 //! precision, total and Cohen's d (the D-value), with thousands separators.
 //!
@@ -130,10 +130,10 @@ fn main() -> Result<(), PerfError> {
 mod tests {
     use super::*;
 
-    /// The seed's table, at a tenth of the size: every row, Δ%, the D-value, and thousands
+    /// Picollo for .NET's table, at a tenth of the size: every row, Δ%, the D-value, and thousands
     /// separators in the values.
     #[test]
-    fn prints_the_seed_table() {
+    fn prints_the_dotnet_table() {
         let out = sorted_vs_unsorted(LEN / 10, 50).unwrap();
         eprintln!("{out}");
         assert!(out.starts_with("CPU PMU: "), "{out}");

@@ -1,6 +1,7 @@
 //! Spans with counters, end to end: one process instruments the phases of a workload (and
 //! reports a batch size with `counter!`), another attaches and shows the per-phase table
-//! (seed 004), or drains the rings to CSV (seed 002's `convert`). `picollo attach PID
+//! (counters sampled at span boundaries, as in OCaml's runtime events), or drains the rings
+//! to CSV (`convert`, as in ppt, the frame ring design these rings follow). `picollo attach PID
 //! --spans -e page-faults` picks the counters while it runs.
 //!
 //! ```text
