@@ -11,7 +11,7 @@
 //!   through the rdpmc fast path where the kernel allows it and one group `read()` otherwise,
 //!   and the instructions per cycle of each span.
 //!
-//! It reports seed 004's per-phase table ([`Handle::table`]: N, time, %, p50, cycles, IPC
+//! It reports the per-phase table ([`Handle::table`]: N, time, %, p50, cycles, IPC
 //! p5/p50/p95, misses per 1,000 instructions), on demand or at exit, `.hlog` interval logs per
 //! span ([`Handle::hlog`]), and writes each busy interval as a frame into the thread's
 //! shared-memory span ring, so `picollo attach --spans PID` and `picollo top PID` work on a
@@ -104,9 +104,17 @@
 #![doc(test(attr(deny(warnings))))]
 
 mod callsite;
+#[cfg(all(feature = "counters", target_os = "linux"))]
+mod counters;
+#[cfg(not(all(feature = "counters", target_os = "linux")))]
+#[path = "time_only.rs"]
+mod counters;
 mod layer;
 mod report;
+mod shared;
 mod spans;
 
+#[cfg(all(feature = "counters", target_os = "linux"))]
+pub use counters::SpanCounters;
 pub use layer::{Builder, PicolloLayer};
 pub use report::{CounterReport, Handle, SpanLog, SpanReport};
