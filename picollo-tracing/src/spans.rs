@@ -476,11 +476,12 @@ mod tests {
 
     /// The publication order under stress: a writer thread starts spans and hands each id to
     /// reader threads through a *relaxed* atomic (no synchronisation of its own), while
-    /// another thread claims, fills and releases states of its own spans in the same table. A reader that finds an id must see the whole state
-    /// the writer filled in (its statistics pointer, its creation time, its sums): the id is
-    /// published last, with release. Run under miri (`cargo +nightly miri test -p
-    /// picollo-tracing --lib spans`), which explores weak-memory outcomes and reports any
-    /// read of a half-filled state as a dangling or null dereference or a failed assertion.
+    /// another thread claims, fills and releases states of its own spans in the same table.
+    /// A reader that finds an id must see the whole state the writer filled in (its
+    /// statistics pointer, its creation time, its counter mask): the id is published last,
+    /// with release. Run under miri (`cargo +nightly miri test -p picollo-tracing --lib
+    /// spans`, a CI step), which explores weak-memory outcomes and reports a read of a
+    /// half-filled state as a null dereference or a failed assertion.
     #[test]
     fn readers_never_see_a_half_filled_state() {
         use std::sync::atomic::AtomicBool;

@@ -10,7 +10,9 @@ use crate::shared::{Shared, ThreadCounters, NO_COUNTER};
 
 /// A counter sample; there are none here.
 #[derive(Clone, Copy, Debug, Default)]
-pub(crate) struct Reading;
+pub(crate) struct Reading {
+    _none: (),
+}
 
 /// A counter of the layer; there are none here (no value of this type exists).
 #[derive(Clone, Debug)]
