@@ -35,7 +35,16 @@
 //!
 //! In a program: `tracing_subscriber::registry().with(PicolloLayer::builder()
 //! .report_at_exit(true).build()).init()`, and `PICOLLO_COUNTERS=cycles,instructions` to
-//! add counters.
+//! add counters (or, typed, `Builder::counters(SpanCounters::new().with(HardwareEvent::Cycles))`
+//! with `picollo_linux::event::HardwareEvent`).
+//!
+//! # Platforms
+//!
+//! Counters and span rings need Linux (`picollo-linux`, the default-on `counters` feature).
+//! On macOS, Windows, or with `default-features = false`, the layer builds and records busy
+//! and wall times, the per-phase table and `.hlog` logs the same way, with no counters and
+//! no rings (CI checks the Windows and macOS builds). The span clock is
+//! `picollo_alloc::span::clock` on every platform.
 //!
 //! # What is measured, exactly
 //!

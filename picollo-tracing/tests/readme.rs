@@ -44,10 +44,15 @@ fn cell<'a>(header: &[String], row: &'a [String], column: &str) -> &'a str {
 
 #[test]
 fn readme_tracing() {
+    // Never in the child (it would start itself again).
+    assert!(
+        std::env::var_os(CHILD_ENV).is_none(),
+        "the child runs child_readme_example"
+    );
     let out = Command::new(std::env::current_exe().unwrap())
         .args([
             "--exact",
-            "readme_tracing",
+            "child_readme_example",
             "--nocapture",
             "--test-threads=1",
         ])
