@@ -248,7 +248,7 @@ impl SpanAggregator {
 
     /// Hands back what was aggregated so far and starts again from nothing, keeping the
     /// counter indices, the unavailable counters and the clock (for per-interval tables:
-    /// [`SpanDecoder`]s keep working across the call).
+    /// [`SpanDecoder`](super::SpanDecoder)s keep working across the call).
     ///
     /// The new interval starts now: a span that began before and ends in it counts only its
     /// time from now in `Time` (its duration still goes whole into the percentiles), so no

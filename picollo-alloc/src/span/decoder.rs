@@ -22,7 +22,7 @@ pub struct SpanDecoder {
 
 impl SpanDecoder {
     /// A decoder for frames described by `info`, or why they are not span frames (rings of
-    /// an earlier frame layout included: see [`picollo_alloc::span::LayoutError`]).
+    /// an earlier frame layout included: see [`super::LayoutError`]).
     pub fn new(info: &RingInfo) -> Result<Self, String> {
         let layout = SpanLayout::from_info(info).map_err(|e| e.to_string())?;
         Ok(Self {

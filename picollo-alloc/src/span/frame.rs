@@ -1,6 +1,6 @@
 //! The span frame codec: the one definition of what a span ring's slot holds, used by every
 //! writer (`picollo_linux::span!`, `counter!`, the tracing layer) and by the reader
-//! (`SpanDecoder`).
+//! ([`super::SpanDecoder`]).
 //!
 //! A frame is a [`SpanHead`] (seven words, a [`frame!`](picollo_core::frame) of the core's
 //! frame machinery) followed by the counter samples of the ring's counter slots (a
