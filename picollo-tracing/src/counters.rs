@@ -14,7 +14,7 @@ pub(crate) use picollo_linux::span::raw::{
 };
 pub use picollo_linux::span::SpanCounters;
 
-use crate::shared::{Shared, ThreadCounters, NO_COUNTER};
+use crate::slots::{ThreadCounters, NO_COUNTER};
 
 /// One counter the layer samples.
 #[derive(Clone, Debug)]
@@ -89,12 +89,17 @@ pub(crate) fn ipc_pair(counters: &[CounterSpec]) -> Option<(usize, usize)> {
     find(HardwareEvent::Cycles).zip(find(HardwareEvent::Instructions))
 }
 
-/// Maps this thread's ring slots to the layer's counters by event, and (with `warn`)
-/// reports counters that are not measured here.
+/// Maps this thread's ring slots to the `counters` of layer `layer` by event, and (with
+/// `warn`) says which counters are not measured here, and why.
 #[cold]
-pub(crate) fn map_thread_counters(shared: &Shared, warn: bool) -> ThreadCounters {
+pub(crate) fn map_thread_counters(
+    layer: u64,
+    counters: &[CounterSpec],
+    warn: bool,
+) -> (ThreadCounters, Option<String>) {
+    let mut problem = None;
     let mut tc = ThreadCounters {
-        layer: shared.id,
+        layer,
         slots: 0,
         slot_to_counter: [NO_COUNTER; MAX_COUNTERS],
         mask: 0,
@@ -103,8 +108,7 @@ pub(crate) fn map_thread_counters(shared: &Shared, warn: bool) -> ThreadCounters
         Ok(events) => {
             tc.slots = events.len().min(MAX_COUNTERS);
             for (slot, event) in events.iter().take(MAX_COUNTERS).enumerate() {
-                let found = shared
-                    .counters
+                let found = counters
                     .iter()
                     .position(|c| c.event.as_ref() == Some(event));
                 if let Some(i) = found {
@@ -112,15 +116,15 @@ pub(crate) fn map_thread_counters(shared: &Shared, warn: bool) -> ThreadCounters
                     tc.mask |= 1 << i;
                 }
             }
-            if warn && tc.mask != shared.all_counters_mask() {
-                let missing: Vec<&str> = shared
-                    .counters
+            let all = (1u32 << counters.len()) - 1;
+            if warn && tc.mask != all {
+                let missing: Vec<&str> = counters
                     .iter()
                     .enumerate()
                     .filter(|(i, _)| tc.mask & (1 << i) == 0)
                     .map(|(_, c)| c.name())
                     .collect();
-                shared.warn_once(format!(
+                problem = Some(format!(
                     "counters not counted here: {} ({}); their columns read n/a",
                     missing.join(", "),
                     why_not_counted(missing.first().copied().unwrap_or_default())
@@ -129,16 +133,13 @@ pub(crate) fn map_thread_counters(shared: &Shared, warn: bool) -> ThreadCounters
         }
         Err(e) => {
             tc.slots = 0;
-            shared.warn_once(format!(
+            problem = Some(format!(
                 "this thread's counters and span ring could not be opened ({e}); its spans are \
                  not counted"
             ));
         }
     }
-    shared
-        .measured_somewhere
-        .fetch_or(tc.mask, std::sync::atomic::Ordering::Relaxed);
-    tc
+    (tc, problem)
 }
 
 /// Why `name` does not count on this thread: the error of opening it alone (which says

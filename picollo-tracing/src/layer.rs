@@ -17,7 +17,8 @@ use crate::callsite::Callsites;
 use crate::counters::SpanCounters;
 use crate::counters::{self as raw, Reading};
 use crate::report::{self, Handle};
-use crate::shared::{Shared, ThreadCounters, NO_COUNTER};
+use crate::shared::Shared;
+use crate::slots::{ThreadCounters, NO_COUNTER};
 use crate::spans::{Span, SpanTable};
 
 /// An enter that has not exited yet, on this thread.
@@ -89,7 +90,15 @@ impl Local {
     /// thread's span ring and counters).
     fn counters_for(&mut self, shared: &Shared) -> ThreadCounters {
         if self.counters.layer != shared.id {
-            self.counters = raw::map_thread_counters(shared, !self.switched);
+            let (tc, problem) =
+                raw::map_thread_counters(shared.id, &shared.counters, !self.switched);
+            if let Some(p) = problem {
+                shared.warn_once(p);
+            }
+            shared
+                .measured_somewhere
+                .fetch_or(tc.mask, Ordering::Relaxed);
+            self.counters = tc;
             self.switched = false;
         }
         self.counters

@@ -121,6 +121,7 @@ mod counters;
 mod layer;
 mod report;
 mod shared;
+mod slots;
 mod spans;
 
 #[cfg(all(feature = "counters", target_os = "linux"))]

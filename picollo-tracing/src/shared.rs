@@ -3,26 +3,9 @@
 
 use std::sync::atomic::{AtomicU32, AtomicU64};
 
-use picollo_core::ring::MAX_COUNTERS;
-
 use crate::callsite::Callsites;
 use crate::counters::CounterSpec;
 use crate::spans::SpanTable;
-
-/// `slot_to_counter` value of a ring slot the layer does not count.
-pub(crate) const NO_COUNTER: u8 = u8::MAX;
-
-/// Which layer counters this thread's ring slots hold.
-#[derive(Clone, Copy)]
-pub(crate) struct ThreadCounters {
-    /// The layer this mapping was made for (0: none yet).
-    pub(crate) layer: u64,
-    /// Ring slots (counters the thread samples).
-    pub(crate) slots: usize,
-    pub(crate) slot_to_counter: [u8; MAX_COUNTERS],
-    /// Bit `i`: layer counter `i` is one of this thread's slots.
-    pub(crate) mask: u32,
-}
 
 /// The state a layer shares with its [`Handle`](crate::Handle)s.
 pub(crate) struct Shared {

@@ -6,7 +6,7 @@
 use picollo_alloc::span::{SpanAggregator, SpanName};
 use picollo_core::ring::MAX_COUNTERS;
 
-use crate::shared::{Shared, ThreadCounters, NO_COUNTER};
+use crate::slots::{ThreadCounters, NO_COUNTER};
 
 /// A counter sample; there are none here.
 #[derive(Clone, Copy, Debug, Default)]
@@ -74,13 +74,18 @@ pub(crate) fn ipc_pair(_counters: &[CounterSpec]) -> Option<(usize, usize)> {
 }
 
 /// No counter slots on this thread.
-pub(crate) fn map_thread_counters(shared: &Shared, _warn: bool) -> ThreadCounters {
-    ThreadCounters {
-        layer: shared.id,
+pub(crate) fn map_thread_counters(
+    layer: u64,
+    _counters: &[CounterSpec],
+    _warn: bool,
+) -> (ThreadCounters, Option<String>) {
+    let tc = ThreadCounters {
+        layer,
         slots: 0,
         slot_to_counter: [NO_COUNTER; MAX_COUNTERS],
         mask: 0,
-    }
+    };
+    (tc, None)
 }
 
 /// An empty aggregator (no PMU to describe).
