@@ -56,9 +56,13 @@ fn setup_picollo_time_only() -> Dispatch {
 }
 
 fn setup_picollo_counters() -> Dispatch {
-    warm(Dispatch::new(Registry::default().with(
-        PicolloLayer::builder().counters(["page-faults"]).build(),
-    )))
+    warm(Dispatch::new(
+        Registry::default().with(
+            PicolloLayer::builder()
+                .counters(picollo_tracing::SpanCounters::parse("page-faults").expect("an event"))
+                .build(),
+        ),
+    ))
 }
 
 fn setup_tracing_timing() -> Dispatch {

@@ -102,7 +102,8 @@ fn counters() -> (Vec<String>, &'static str) {
 fn main() {
     let (names, how) = counters();
     let timed = PicolloLayer::builder().time_only().build();
-    let counted = PicolloLayer::builder().counters(&names).build();
+    let typed = picollo_tracing::SpanCounters::parse(&names.join(",")).expect("perf event names");
+    let counted = PicolloLayer::builder().counters(typed).build();
     let counters_label = format!("picollo, counters {} via {how}", names.join(","));
     let mut cases = vec![
         case(

@@ -106,7 +106,7 @@ pub(crate) fn tracing_layer(r: &mut Report, consumer: &mut SpanConsumer) {
     use picollo_core::read::ReadExt;
     use tracing_subscriber::layer::SubscriberExt;
     let layer = picollo_tracing::PicolloLayer::builder()
-        .counters(["instructions"])
+        .counters(picollo_tracing::SpanCounters::parse("instructions").expect("a perf event"))
         .build();
     let handle = layer.handle();
     let subscriber = tracing_subscriber::registry().with(layer);

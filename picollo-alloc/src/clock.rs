@@ -1,15 +1,16 @@
-//! std clocks as counter sources, for the nano/micro/milli/tick scopes of seed 000 ("Units and
-//! scopes"). Values are raw integers: the histogram has no units, the source picks them.
+//! std clocks as counter sources, for the nano/micro/milli/tick scopes of Picollo for .NET
+//! (its "Units and scopes"). Values are raw integers: the histogram has no units, the source
+//! picks them.
 //!
 //! - [`Nanos`], [`Micros`], [`Millis`]: the monotonic clock (`Instant`) in whole units.
 //! - [`Ticks`]: the CPU's timestamp counter where the core has a source for it (`rdtsc` on
 //!   x86 and x86_64, `cntvct_el0` on aarch64), elsewhere the monotonic clock in nanoseconds.
 //!   [`ticks_per_second`] gives its rate and [`ticks_to_nanos`] converts exactly.
-//! - [`nano_scope`], [`micro_scope`], [`milli_scope`], [`tick_scope`]: the seed's
-//!   `GetNanoScope()` and friends, for any recorder: `&mut` a plain histogram, `&` an atomic
+//! - [`nano_scope`], [`micro_scope`], [`milli_scope`], [`tick_scope`]: Picollo for
+//!   .NET's `GetNanoScope()` and friends, for any recorder: `&mut` a plain histogram, `&` an atomic
 //!   or thread-local one.
 //! - [`elapsed_nanos`]: nanoseconds since an `Instant`, as an integer, without the 100 ns
-//!   rounding of .NET's `TimeSpan` that the seed warns about.
+//!   rounding of .NET's `TimeSpan` that Picollo for .NET warns about.
 //!
 //! ```
 //! use picollo_alloc::clock::{nano_scope, Nanos};
@@ -88,7 +89,8 @@ clock_source!(
 /// 584 years).
 ///
 /// This is `start.elapsed().as_nanos()` without a float or a coarser tick in between: the
-/// seed's advice against `Stopwatch.Elapsed.TotalNanoseconds`, which .NET rounds to 100 ns.
+/// advice of Picollo for .NET against `Stopwatch.Elapsed.TotalNanoseconds`, which .NET
+/// rounds to 100 ns.
 ///
 /// ```
 /// use picollo_alloc::clock::elapsed_nanos;
@@ -111,7 +113,7 @@ pub fn duration_nanos(d: Duration) -> u64 {
 /// `cntvct_el0` on aarch64 (`picollo_core::source::CntVct`); on other targets the monotonic
 /// clock in nanoseconds ([`now_nanos`]).
 ///
-/// Ticks are the finest and cheapest time unit the process can read (the seed's
+/// Ticks are the finest and cheapest time unit the process can read (Picollo for .NET's
 /// `GetTickScope()`). Record them raw and convert when reporting, with [`ticks_to_nanos`] or
 /// an `.hgrm` scaling ratio of `ticks_per_second() / 1e9`.
 ///
@@ -283,8 +285,8 @@ pub const fn nanos_to_ticks_at(nanos: u64, ticks_per_second: u64) -> u64 {
     }
 }
 
-/// A scope that records the nanoseconds it lasts into `recorder` when dropped (the seed's
-/// `GetNanoScope()`). `recorder` is `&mut h` for a plain histogram, `&h` for an atomic or
+/// A scope that records the nanoseconds it lasts into `recorder` when dropped (Picollo for
+/// .NET's `GetNanoScope()`). `recorder` is `&mut h` for a plain histogram, `&h` for an atomic or
 /// thread-local one. See [`Scope`] for `finish` and `cancel`.
 #[inline]
 pub fn nano_scope<R: Record>(recorder: R) -> Scope<R, Nanos> {

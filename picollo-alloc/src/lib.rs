@@ -13,6 +13,7 @@ pub mod hdr;
 pub mod heap;
 pub mod hgrm;
 pub mod snapshot;
+pub mod span;
 pub mod summary;
 pub mod thread_local;
 

@@ -129,7 +129,7 @@ impl Sinks {
 
     /// Span rings aggregated into the per-phase and counter-event tables.
     pub fn spans(mut self) -> Self {
-        self.spans = Some(SpanAggregator::new());
+        self.spans = Some(picollo_linux::span::new_aggregator());
         self
     }
 

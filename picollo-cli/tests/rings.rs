@@ -445,7 +445,7 @@ fn capture_then_convert() {
         .expect("a span ring CSV");
     let header = std::fs::read_to_string(span_csv).unwrap();
     assert!(
-        header.starts_with("frame,name,depth,time_start,time_end,value,counters_"),
+        header.starts_with("frame,name,kind,time_start,time_end,value,counters_"),
         "{}",
         header.lines().next().unwrap()
     );

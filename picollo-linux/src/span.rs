@@ -1,4 +1,4 @@
-//! Spans with counters (seed 004): span begin and end sample a timestamp and the configured
+//! Spans with counters (the per-phase table of spans): span begin and end sample a timestamp and the configured
 //! counters, and the span's frame goes into this thread's shared-memory ring. Another
 //! process attaches ([`SpanConsumer`]) and turns the frames into a per-phase table:
 //! N, time, %, cycles, IPC p5/p50/p95, misses per 1000 instructions.
@@ -23,13 +23,16 @@
 //!   branch at the start, and a branch at the end: no clock or counter is read.
 //! - Attached, a span reads the counters and the clock at the start, the clock and the
 //!   counters at the end (so reading counters is not timed), and saves one frame:
-//!   `name` (24 bytes), `depth` (nesting, 1 for the outermost span), `time` (an interval),
-//!   `value` (0 for spans) and `counters` (an interval of each counter slot).
+//!   `name` (24 bytes), `kind` (span), `time` (an interval), `value` (the nesting depth, 1
+//!   for the outermost span) and `counters` (an interval of each counter slot). The frame
+//!   layout is [`picollo_alloc::span::frame`]'s, the one codec of every writer and reader.
 //! - [`counter!`](crate::counter!) saves a user counter event into the same ring: its name,
-//!   `depth` 0, the time (start = end) and its `value`. Consumers show counter events in a
-//!   table of their own next to the phase table.
-//! - The clock is the TSC on x86_64 (the consumer calibrates it against `CLOCK_MONOTONIC`
-//!   from a reference pair in the ring header), `CLOCK_MONOTONIC` nanoseconds elsewhere.
+//!   `kind` counter event, the time (start = end) and its `value`. Consumers show counter
+//!   events in a table of their own next to the phase table.
+//! - The clock is [`picollo_alloc::span::clock`]'s: the TSC on x86 and x86_64 (the consumer
+//!   calibrates it against `CLOCK_MONOTONIC` from a reference pair in the ring header),
+//!   `cntvct_el0` on aarch64 (its rate is in the header), `CLOCK_MONOTONIC` nanoseconds
+//!   elsewhere.
 //!
 //! # Counters
 //!
@@ -75,28 +78,29 @@ use core::marker::PhantomData;
 use std::cell::{Cell, RefCell};
 use std::sync::{Mutex, OnceLock};
 
+use picollo_alloc::span::frame::{self, event_head, span_head, store_counter_samples};
 use picollo_core::ring::{
-    AtomicU64 as RingWord, ClockInfo, ClockKind, CounterInfo, Field, FieldKind, Label, RingOptions,
-    Schema, WordArray, MAX_COUNTERS, NAME_BYTES, REQUEST_BYTES,
+    AtomicU64 as RingWord, CounterInfo, RingOptions, WordArray, MAX_COUNTERS, NAME_BYTES,
+    REQUEST_BYTES,
 };
 
-use crate::event::{Event, SoftwareEvent};
+use crate::event::{Event, EventSpec, ParseEventError, SoftwareEvent};
 use crate::session::{CounterSession, OnUnsupported};
 use crate::shm::{ShmError, ShmWriter};
 
-mod consumer;
+mod live;
 
-pub use consumer::{
-    unavailable_reason, CounterRequests, EventRow, EventStats, PhaseCounter, PhaseRow,
-    RequestOutcome, SpanAggregator, SpanConsumer, SpanDecoder, SpanStats, SpanTable,
+pub use live::{CounterRequests, RequestOutcome, SpanConsumer};
+pub use picollo_alloc::span::{
+    unavailable_reason, EventRow, EventStats, PhaseCounter, PhaseRow, SpanAggregator, SpanDecoder,
+    SpanStats, SpanTable, COUNTERS_ENV,
 };
 
 pub mod raw;
 
-/// The environment variable with the counters spans sample, by perf's names, comma-separated.
-pub const COUNTERS_ENV: &str = "PICOLLO_COUNTERS";
-/// The frame name of span rings.
-pub const SPAN_FRAME: &str = "span";
+pub use picollo_alloc::span::clock::{clock_hz, clock_kind, monotonic_ns, now};
+pub use picollo_alloc::span::{FrameKind, SpanName, SPAN_FRAME};
+
 /// Span rings are named `span-<tid>`.
 pub const RING_PREFIX: &str = "span-";
 /// Slots of a thread's span ring unless configured (16,384 frames, 1.9 MiB with 4 counter
@@ -105,17 +109,6 @@ pub const DEFAULT_SLOTS: u32 = 1 << 14;
 /// Counter slots of a span ring unless configured (or more counters are configured): room
 /// for counters chosen at attach time.
 pub const DEFAULT_COUNTER_SLOTS: usize = 4;
-
-/// Payload words before the counters: name (3), depth, time start, time end, value.
-const FIXED_WORDS: usize = 7;
-
-/// The fields of a span frame before the counters, as consumers check them.
-pub(crate) const SPAN_FIELDS: [(&str, FieldKind); 4] = [
-    ("name", FieldKind::Str { words: 3 }),
-    ("depth", FieldKind::U32),
-    ("time", FieldKind::TimeInterval),
-    ("value", FieldKind::I64),
-];
 
 // ---------------------------------------------------------------------------------------------
 // Configuration
@@ -183,6 +176,11 @@ impl SpanConfig {
         out
     }
 
+    /// With these counters (typed).
+    pub fn with_span_counters(self, counters: &SpanCounters) -> Self {
+        self.with_counters(counters.names())
+    }
+
     /// With these counters (perf names).
     pub fn with_counters<S: AsRef<str>>(mut self, names: impl IntoIterator<Item = S>) -> Self {
         self.counters = names.into_iter().map(|s| s.as_ref().to_owned()).collect();
@@ -221,6 +219,81 @@ impl SpanConfig {
     }
 }
 
+/// The counters spans sample, as typed perf events: what a span layer's builder takes
+/// (`picollo_tracing::Builder::counters`), so that the layer knows each counter by its event
+/// rather than matching names back.
+///
+/// ```
+/// use picollo_linux::event::{HardwareEvent, SoftwareEvent};
+/// use picollo_linux::span::SpanCounters;
+///
+/// let typed = SpanCounters::new()
+///     .with(HardwareEvent::Cycles)
+///     .with(SoftwareEvent::PageFaults);
+/// let parsed = SpanCounters::parse("cycles, page-faults").unwrap();
+/// assert_eq!(typed, parsed);
+/// assert_eq!(typed.names(), ["cycles", "page-faults"]);
+/// assert!(SpanCounters::parse("cycles,no-such-counter").is_err());
+/// ```
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SpanCounters {
+    events: Vec<EventSpec>,
+}
+
+impl SpanCounters {
+    /// No counters: time only.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// With `event` too (counted as the session's exclusions say).
+    pub fn with(self, event: impl Into<Event>) -> Self {
+        self.with_spec(EventSpec::from(event.into()))
+    }
+
+    /// With `spec` too (an event with its own modifiers, `page-faults:u`).
+    pub fn with_spec(mut self, spec: EventSpec) -> Self {
+        self.events.push(spec);
+        self
+    }
+
+    /// The counters of a comma-separated list of perf names (`cycles,instructions`, raw
+    /// `r00c0`, `pmu/…/` events, modifiers: the names [`COUNTERS_ENV`] takes); the first
+    /// name that is not an event is the error.
+    pub fn parse(list: &str) -> Result<Self, ParseEventError> {
+        let events = SpanConfig::parse_counters(list)
+            .iter()
+            .map(|n| n.parse::<EventSpec>())
+            .collect::<Result<_, _>>()?;
+        Ok(Self { events })
+    }
+
+    /// The counters named in [`COUNTERS_ENV`] (none when unset).
+    pub fn from_env() -> Result<Self, ParseEventError> {
+        std::env::var(COUNTERS_ENV).map_or_else(|_| Ok(Self::new()), |v| Self::parse(&v))
+    }
+
+    /// The events, in order.
+    pub fn events(&self) -> &[EventSpec] {
+        &self.events
+    }
+
+    /// Their perf names, in order (as the span rings' headers list them).
+    pub fn names(&self) -> Vec<String> {
+        self.events.iter().map(ToString::to_string).collect()
+    }
+
+    /// How many.
+    pub fn len(&self) -> usize {
+        self.events.len()
+    }
+
+    /// Whether there are none (time only).
+    pub fn is_empty(&self) -> bool {
+        self.events.is_empty()
+    }
+}
+
 static CONFIG: OnceLock<SpanConfig> = OnceLock::new();
 
 /// Sets the process's span configuration; only before the first span opens a ring (else the
@@ -236,111 +309,17 @@ pub fn config() -> &'static SpanConfig {
     CONFIG.get_or_init(SpanConfig::from_env)
 }
 
-// ---------------------------------------------------------------------------------------------
-// Clocks
-// ---------------------------------------------------------------------------------------------
-
-/// `CLOCK_MONOTONIC` in nanoseconds.
-pub fn monotonic_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid timespec to write.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    let s = u64::try_from(ts.tv_sec).unwrap_or(0);
-    let ns = u64::try_from(ts.tv_nsec).unwrap_or(0);
-    s.saturating_mul(1_000_000_000).saturating_add(ns)
-}
-
-/// The span clock: the TSC on x86_64, `CLOCK_MONOTONIC` nanoseconds elsewhere.
-#[inline(always)]
-pub fn now() -> u64 {
-    #[cfg(target_arch = "x86_64")]
-    {
-        picollo_core::source::Rdtsc::new().read()
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        monotonic_ns()
-    }
-}
-
-/// What [`now`] reads: the TSC on x86_64, `CLOCK_MONOTONIC` nanoseconds elsewhere.
-pub fn clock_kind() -> ClockKind {
-    if cfg!(target_arch = "x86_64") {
-        ClockKind::Tsc
-    } else {
-        ClockKind::MonotonicNs
-    }
-}
-
-/// The ring header's description of the span clock, with a reference pair for calibration.
-fn clock_info() -> ClockInfo {
-    #[cfg(target_arch = "x86_64")]
-    {
-        let a = now();
-        let ns = monotonic_ns();
-        let b = now();
-        ClockInfo {
-            kind: ClockKind::Tsc,
-            hz: 0,
-            ref_ticks: a / 2 + b / 2,
-            ref_ns: ns,
-        }
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        ClockInfo::nanoseconds(ClockKind::MonotonicNs)
-    }
-}
-
-/// Ticks per second of a ring's clock: `hz` if the header says, else (a TSC) calibrated from
-/// the header's reference pair against this process's clocks now (same machine). `None`
-/// when neither works (less than a millisecond since the reference).
-pub fn clock_hz(clock: &ClockInfo) -> Option<f64> {
-    if clock.hz != 0 {
-        return Some(clock.hz as f64);
-    }
-    if clock.kind == ClockKind::Tsc && clock.ref_ns != 0 {
-        let ns = monotonic_ns().checked_sub(clock.ref_ns)?;
-        let ticks = now().checked_sub(clock.ref_ticks)?;
-        if ns >= 1_000_000 {
-            return Some(ticks as f64 * 1e9 / ns as f64);
-        }
-    }
-    None
+/// An empty [`SpanAggregator`] whose table notes describe this machine's PMU (what
+/// `SpanAggregator::new` cannot know off Linux): use it for tables read on this machine.
+pub fn new_aggregator() -> SpanAggregator {
+    let mut agg = SpanAggregator::new();
+    agg.set_pmu_description(crate::Capabilities::detect().pmu.to_string());
+    agg
 }
 
 // ---------------------------------------------------------------------------------------------
 // The thread's ring
 // ---------------------------------------------------------------------------------------------
-
-/// A span name: up to 24 bytes, encoded once (at compile time with [`span!`](crate::span!)).
-#[derive(Clone, Copy, PartialEq, Eq, Hash)]
-pub struct SpanName {
-    words: [u64; 3],
-}
-
-impl SpanName {
-    /// The name `s`, cut to 24 bytes at a character boundary.
-    pub const fn new(s: &str) -> Self {
-        Self {
-            words: Label::new(s).to_words(),
-        }
-    }
-
-    /// The name as a label.
-    pub fn label(&self) -> Label {
-        Label::from_words(self.words)
-    }
-}
-
-impl fmt::Debug for SpanName {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Debug::fmt(&self.label(), f)
-    }
-}
 
 /// Nesting depth up to which spans keep their own start samples (deeper spans share the
 /// last slot, so their counter deltas are wrong, but never out of bounds).
@@ -492,17 +471,10 @@ impl ThreadRing {
         let slots = cfg.counter_slots().max(names.len()).min(MAX_COUNTERS);
         let opened = OpenedCounters::open(&names, slots);
         let counters = opened.infos(slots);
-        let mut fields: Vec<Field<'_>> =
-            SPAN_FIELDS.iter().map(|(n, k)| Field::new(n, *k)).collect();
-        if slots > 0 {
-            fields.push(Field::new(
-                "counters",
-                FieldKind::CounterInterval { count: slots as u8 },
-            ));
-        }
-        let schema = Schema::new(SPAN_FRAME, &fields);
+        let fields = frame::fields(slots);
+        let schema = frame::schema(&fields);
         let options = RingOptions::new(cfg.slots)
-            .with_clock(clock_info())
+            .with_clock(picollo_alloc::span::clock::clock_info())
             .with_counters(&counters);
         let writer = ShmWriter::create(&format!("{RING_PREFIX}{}", gettid()), &schema, &options)?;
         Ok(Self {
@@ -736,6 +708,26 @@ pub fn thread_counters() -> Result<Vec<String>, ShmError> {
         .map_err(|_| ShmError::BadName("thread is exiting".to_owned()))
 }
 
+/// What this thread's ring samples, typed: the event of each measured counter slot (in slot
+/// order), or the error that kept the ring from opening. What a span layer matches its
+/// configured [`SpanCounters`] against.
+pub fn thread_counter_events() -> Result<Vec<Event>, ShmError> {
+    open_thread_ring()?;
+    THREAD
+        .try_with(|cell| {
+            let st = cell.borrow();
+            match &*st {
+                ThreadState::Open(t) => t
+                    .sessions
+                    .iter()
+                    .flat_map(|s| s.counters().iter().map(|c| c.event().clone()))
+                    .collect(),
+                _ => Vec::new(),
+            }
+        })
+        .map_err(|_| ShmError::BadName("thread is exiting".to_owned()))
+}
+
 /// A span guard: ends (and saves its frame) when dropped. Not `Send`: it belongs to the
 /// thread's ring. Create it with [`span!`](crate::span!), [`Span::enter`] or
 /// [`Span::enter_str`].
@@ -841,10 +833,9 @@ impl Span {
             };
             t.depth = t.depth.saturating_sub(1);
             let k = t.measured.min(t.slots);
-            let [n0, n1, n2] = self.name.words;
-            let fixed = [n0, n1, n2, u64::from(depth), self.start, end, 0];
+            let head = span_head(self.name, depth, self.start, end);
             if k == 0 {
-                t.writer.save_with(|data| fixed.store_into(data));
+                t.writer.save_with(|data| head.store_into(data));
             } else {
                 let mut ends = [0u64; MAX_COUNTERS];
                 ThreadRing::sample(&mut t.sessions, &mut ends);
@@ -854,9 +845,8 @@ impl Span {
                 // Only the measured slots are stored: the header marks the others unused
                 // or unavailable, so their stale words are never read as counts.
                 t.writer.save_with(|data| {
-                    fixed.store_into(data);
-                    store_words(data, FIXED_WORDS, starts);
-                    store_words(data, FIXED_WORDS + slots, &ends[..k]);
+                    head.store_into(data);
+                    store_counter_samples(data, slots, starts, &ends[..k]);
                 });
             }
             if t.writer.is_disabled() {
@@ -864,14 +854,6 @@ impl Span {
                 t.publish();
             }
         });
-    }
-}
-
-/// Stores `values` into `data[at..]` (relaxed; what does not fit is dropped).
-#[inline(always)]
-fn store_words(data: &[RingWord], at: usize, values: &[u64]) {
-    for (d, v) in data.iter().skip(at).zip(values) {
-        d.store(*v, core::sync::atomic::Ordering::Relaxed);
     }
 }
 
@@ -896,9 +878,9 @@ macro_rules! span {
 }
 
 /// Saves a user counter event (a name and a value: a queue length, bytes in flight, a
-/// cache's size) into this thread's span ring, next to its spans: `depth` 0, the time at
-/// both ends of the interval, `value`, and 0 in the measured counter slots (an event reads
-/// no counters). A no-op (one thread-local load and a branch) when
+/// cache's size) into this thread's span ring, next to its spans: a frame of kind
+/// [`FrameKind::CounterEvent`], the time at both ends of the interval, `value`, and 0 in the
+/// measured counter slots (an event reads no counters). A no-op (one thread-local load and a branch) when
 /// no consumer is attached. Use [`counter!`](crate::counter!).
 #[inline(always)]
 pub fn counter_event(name: SpanName, value: i64) {
@@ -917,16 +899,14 @@ fn save_counter_event(name: SpanName, value: i64) {
             return;
         };
         let at = now();
-        let [n0, n1, n2] = name.words;
-        let fixed = [n0, n1, n2, 0, at, at, value as u64];
+        let head = event_head(name, at, value);
         let (k, slots) = (t.measured.min(t.slots), t.slots);
         // No counter samples: the measured slots read 0 (not a previous frame's values).
         const ZEROS: [u64; MAX_COUNTERS] = [0; MAX_COUNTERS];
         t.writer.save_with(|data| {
-            fixed.store_into(data);
+            head.store_into(data);
             if k > 0 {
-                store_words(data, FIXED_WORDS, &ZEROS[..k]);
-                store_words(data, FIXED_WORDS + slots, &ZEROS[..k]);
+                store_counter_samples(data, slots, &ZEROS[..k], &ZEROS[..k]);
             }
         });
         if t.writer.is_disabled() {
@@ -939,7 +919,7 @@ fn save_counter_event(name: SpanName, value: i64) {
 /// encoded at compile time, any other `&str` at run time) and an `i64` value (anything that
 /// converts with `as i64`). Consumers (`picollo attach --spans`, `top`, `convert --spans`)
 /// show each name's count, last value, minimum, mean, maximum and percentiles next to the
-/// phase table; CSV rows have `depth` 0 and the value in `value`.
+/// phase table; CSV rows have `kind` 2 (a counter event) and the value in `value`.
 ///
 /// ```
 /// let queue: Vec<u32> = vec![1, 2, 3];
@@ -956,4 +936,31 @@ macro_rules! counter {
     ($name:expr, $value:expr) => {
         $crate::span::counter_event($crate::span::SpanName::new($name), ($value) as i64)
     };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counter_lists() {
+        assert_eq!(
+            SpanConfig::parse_counters(" cycles,instructions, ,LLC-load-misses "),
+            ["cycles", "instructions", "LLC-load-misses"]
+        );
+        assert_eq!(
+            SpanConfig::parse_counters("cpu/event=0x3c,umask=0x00/,r00c0"),
+            ["cpu/event=0x3c,umask=0x00/", "r00c0"]
+        );
+        assert!(SpanConfig::parse_counters("").is_empty());
+        assert_eq!(SpanConfig::new().with_slots(1000).slots(), 1024);
+        assert_eq!(
+            header_name("cpu/event=0x3c,umask=0x00/"),
+            "cpu/event=0x3c,umask=0x0"
+        );
+        assert_eq!(SpanConfig::new().counter_slots(), 4);
+        assert_eq!(SpanConfig::new().with_counter_slots(20).counter_slots(), 8);
+        let six = SpanConfig::new().with_counters(["a", "b", "c", "d", "e", "f"]);
+        assert_eq!(six.counter_slots(), 6);
+    }
 }

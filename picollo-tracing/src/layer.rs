@@ -4,11 +4,8 @@ use std::cell::RefCell;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 
+use picollo_alloc::span::clock::{now, ticks_to_ns};
 use picollo_core::ring::MAX_COUNTERS;
-use picollo_linux::count::Reading;
-use picollo_linux::event::{Event, HardwareEvent};
-use picollo_linux::session::CounterSession;
-use picollo_linux::span::{self, raw, SpanConfig};
 use tracing_core::span::{Attributes, Id};
 use tracing_core::subscriber::Interest;
 use tracing_core::{Metadata, Subscriber};
@@ -16,62 +13,13 @@ use tracing_subscriber::layer::Context;
 use tracing_subscriber::registry::LookupSpan;
 
 use crate::callsite::Callsites;
+#[cfg(all(feature = "counters", target_os = "linux"))]
+use crate::counters::SpanCounters;
+use crate::counters::{self as raw, Reading};
 use crate::report::{self, Handle};
+use crate::shared::Shared;
+use crate::slots::{ThreadCounters, NO_COUNTER};
 use crate::spans::{Span, SpanTable};
-
-/// `slot_to_counter` value of a ring slot the layer does not count.
-const NO_COUNTER: u8 = u8::MAX;
-
-/// One counter the layer asked for.
-#[derive(Clone, Debug)]
-pub(crate) struct CounterSpec {
-    /// The name as configured.
-    pub(crate) name: String,
-    /// The event, if the name parses.
-    pub(crate) event: Option<Event>,
-}
-
-/// The state a layer shares with its [`Handle`]s.
-pub(crate) struct Shared {
-    /// Unique per layer (never 0): tags the per-thread state of this layer.
-    pub(crate) id: u64,
-    pub(crate) callsites: Callsites,
-    /// The live spans' states.
-    pub(crate) spans: SpanTable,
-    /// The counters spans sample (empty: time only).
-    pub(crate) counters: Vec<CounterSpec>,
-    /// Indices of `cycles` and `instructions` in `counters`, when both are there.
-    pub(crate) ipc: Option<(usize, usize)>,
-    /// Bit `i` set: counter `i` was measured on at least one thread.
-    pub(crate) measured_somewhere: AtomicU32,
-    /// Why counters are missing, for the one-time messages and the table's notes: each
-    /// distinct problem once.
-    pub(crate) counter_problems: std::sync::Mutex<Vec<String>>,
-    /// Exits that matched no enter of this layer on the thread (an enter before the layer
-    /// was installed, or a span exited on another thread than it was entered on).
-    pub(crate) unmatched_exits: AtomicU64,
-    /// Intervals whose span was gone (closed) when they ended.
-    pub(crate) lost_intervals: AtomicU64,
-}
-
-impl Shared {
-    /// Prints `problem` on stderr, once per layer (never through `tracing`: this is the
-    /// tracing subscriber). Rare: at most once per thread, when its counters open.
-    fn warn_once(&self, problem: String) {
-        let mut seen = self
-            .counter_problems
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if !seen.contains(&problem) {
-            eprintln!("picollo-tracing: {problem}; span times are still recorded");
-            seen.push(problem);
-        }
-    }
-
-    fn all_counters_mask(&self) -> u32 {
-        (1u32 << self.counters.len()) - 1
-    }
-}
 
 /// An enter that has not exited yet, on this thread.
 #[derive(Clone, Copy)]
@@ -82,18 +30,6 @@ struct Open {
     /// Counter samples were taken at the start (they are in `Local::samples` at the same
     /// index).
     sampled: bool,
-}
-
-/// Which layer counters this thread's ring slots hold.
-#[derive(Clone, Copy)]
-struct ThreadCounters {
-    /// The layer this mapping was made for (0: none yet).
-    layer: u64,
-    /// Ring slots (counters the thread samples).
-    slots: usize,
-    slot_to_counter: [u8; MAX_COUNTERS],
-    /// Bit `i`: layer counter `i` is one of this thread's slots.
-    mask: u32,
 }
 
 /// The per-thread state of every layer.
@@ -154,7 +90,15 @@ impl Local {
     /// thread's span ring and counters).
     fn counters_for(&mut self, shared: &Shared) -> ThreadCounters {
         if self.counters.layer != shared.id {
-            self.counters = map_thread_counters(shared, !self.switched);
+            let (tc, problem) =
+                raw::map_thread_counters(shared.id, &shared.counters, !self.switched);
+            if let Some(p) = problem {
+                shared.warn_once(p);
+            }
+            shared
+                .measured_somewhere
+                .fetch_or(tc.mask, Ordering::Relaxed);
+            self.counters = tc;
             self.switched = false;
         }
         self.counters
@@ -170,75 +114,6 @@ impl Local {
             self.counters.layer = 0;
             self.switched = true;
         }
-    }
-}
-
-/// Maps this thread's ring slots to the layer's counters, and (with `warn`) reports counters
-/// that are not measured here.
-#[cold]
-fn map_thread_counters(shared: &Shared, warn: bool) -> ThreadCounters {
-    let mut tc = ThreadCounters {
-        layer: shared.id,
-        slots: 0,
-        slot_to_counter: [NO_COUNTER; MAX_COUNTERS],
-        mask: 0,
-    };
-    match span::thread_counters() {
-        Ok(names) => {
-            tc.slots = names.len().min(MAX_COUNTERS);
-            for (slot, name) in names.iter().take(MAX_COUNTERS).enumerate() {
-                let event = name.parse::<Event>().ok();
-                let found = shared
-                    .counters
-                    .iter()
-                    .position(|c| c.name == *name || (c.event.is_some() && c.event == event));
-                if let Some(i) = found {
-                    tc.slot_to_counter[slot] = i as u8;
-                    tc.mask |= 1 << i;
-                }
-            }
-            if warn && tc.mask != shared.all_counters_mask() {
-                let missing: Vec<&str> = shared
-                    .counters
-                    .iter()
-                    .enumerate()
-                    .filter(|(i, _)| tc.mask & (1 << i) == 0)
-                    .map(|(_, c)| c.name.as_str())
-                    .collect();
-                shared.warn_once(format!(
-                    "counters not counted here: {} ({}); their columns read n/a",
-                    missing.join(", "),
-                    why_not_counted(missing.first().copied().unwrap_or_default())
-                ));
-            }
-        }
-        Err(e) => {
-            tc.slots = 0;
-            shared.warn_once(format!(
-                "this thread's counters and span ring could not be opened ({e}); its spans are \
-                 not counted"
-            ));
-        }
-    }
-    shared
-        .measured_somewhere
-        .fetch_or(tc.mask, Ordering::Relaxed);
-    tc
-}
-
-/// Why `name` does not count on this thread: the error of opening it alone (which says
-/// what to do about it), or the PMU's state.
-#[cold]
-fn why_not_counted(name: &str) -> String {
-    let opened = CounterSession::builder()
-        .event_name(name)
-        .and_then(|b| b.build());
-    match opened {
-        Err(e) => e.to_string(),
-        Ok(_) => format!(
-            "it opens alone but not in the group; {}",
-            picollo_linux::Capabilities::detect().pmu
-        ),
     }
 }
 
@@ -274,21 +149,25 @@ impl std::fmt::Debug for PicolloLayer {
 #[derive(Clone, Debug, Default)]
 #[must_use]
 pub struct Builder {
-    counters: Option<Vec<String>>,
+    #[cfg(all(feature = "counters", target_os = "linux"))]
+    counters: Option<SpanCounters>,
     time_only: bool,
     no_rings: bool,
     report_at_exit: bool,
 }
 
 impl Builder {
-    /// Counters to sample at span boundaries, by perf's names (`cycles`, `instructions`,
-    /// `LLC-load-misses`, `page-faults`, raw `r00c0`, …; at most 8). They are the
-    /// process's span counters ([`picollo_linux::span::configure`]), shared with the span
-    /// rings; when something configured them already (an earlier layer, a span, or
+    /// Counters to sample at span boundaries, typed (at most 8):
+    /// `SpanCounters::new().with(HardwareEvent::Cycles)`, or
+    /// `SpanCounters::parse("cycles,instructions,LLC-load-misses")?` for perf's names. They
+    /// are the process's span counters ([`picollo_linux::span::configure`]), shared with the
+    /// span rings; when something configured them already (an earlier layer, a span, or
     /// `PICOLLO_COUNTERS` read by one), the counters in force are used and a message says so.
-    /// Without this call: the counters of `PICOLLO_COUNTERS`, if set.
-    pub fn counters<S: AsRef<str>>(mut self, names: impl IntoIterator<Item = S>) -> Self {
-        self.counters = Some(names.into_iter().map(|s| s.as_ref().to_owned()).collect());
+    /// The layer knows each counter by its event. Without this call: the counters of
+    /// `PICOLLO_COUNTERS`, if set. Linux only (the `counters` feature, on by default).
+    #[cfg(all(feature = "counters", target_os = "linux"))]
+    pub fn counters(mut self, counters: SpanCounters) -> Self {
+        self.counters = Some(counters);
         self.time_only = false;
         self
     }
@@ -296,7 +175,10 @@ impl Builder {
     /// Time only: no counters, whatever `PICOLLO_COUNTERS` says.
     pub fn time_only(mut self) -> Self {
         self.time_only = true;
-        self.counters = None;
+        #[cfg(all(feature = "counters", target_os = "linux"))]
+        {
+            self.counters = None;
+        }
         self
     }
 
@@ -319,45 +201,18 @@ impl Builder {
     /// The layer.
     pub fn build(self) -> PicolloLayer {
         static NEXT_ID: AtomicU64 = AtomicU64::new(1);
-        let mut problem = None;
-        let names: Vec<String> = if self.time_only {
-            Vec::new()
+        let (counters, problem) = if self.time_only {
+            (Vec::new(), None)
         } else {
-            if let Some(wanted) = &self.counters {
-                let wanted = wanted.clone();
-                if let Err(cfg) = span::configure(SpanConfig::from_env().with_counters(&wanted)) {
-                    let in_force = span::config().counters();
-                    if in_force != cfg.counters() {
-                        problem = Some(format!(
-                            "span counters were configured before this layer as {in_force:?}; \
-                             counting those instead of {wanted:?}"
-                        ));
-                    }
-                }
-            }
-            span::config().counters().to_vec()
+            #[cfg(all(feature = "counters", target_os = "linux"))]
+            let configured = raw::configure(self.counters.as_ref());
+            #[cfg(not(all(feature = "counters", target_os = "linux")))]
+            let configured = raw::configure();
+            configured
         };
-        if names.len() > MAX_COUNTERS {
-            problem = Some(format!(
-                "at most {MAX_COUNTERS} counters; counting the first {MAX_COUNTERS} of {names:?}"
-            ));
-        }
-        let counters: Vec<CounterSpec> = names
-            .into_iter()
-            .take(MAX_COUNTERS)
-            .map(|name| CounterSpec {
-                event: name.parse::<Event>().ok(),
-                name,
-            })
-            .collect();
-        let find = |e: HardwareEvent| {
-            counters
-                .iter()
-                .position(|c| c.event == Some(Event::Hardware(e)))
-        };
-        let ipc = find(HardwareEvent::Cycles).zip(find(HardwareEvent::Instructions));
+        let ipc = raw::ipc_pair(&counters);
         // Calibrate the tick rate now rather than in the first span's close.
-        let _ = report::ticks_to_ns(1);
+        let _ = ticks_to_ns(1);
         let shared = Arc::new(Shared {
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             callsites: Callsites::new(),
@@ -410,11 +265,7 @@ impl PicolloLayer {
 
     /// The counters spans sample, by name (empty: time only).
     pub fn counters(&self) -> Vec<&str> {
-        self.shared
-            .counters
-            .iter()
-            .map(|c| c.name.as_str())
-            .collect()
+        self.shared.counters.iter().map(|c| c.name()).collect()
     }
 
     /// The live span `id`, for an interval that ends. `None` when the span is gone (or
@@ -477,7 +328,7 @@ impl PicolloLayer {
                     if c == NO_COUNTER || counted & (1 << c) == 0 {
                         continue;
                     }
-                    match e.delta_since(s).value() {
+                    match raw::delta(e, s) {
                         Some(v) => {
                             span.sums()[usize::from(c)].fetch_add(v, Ordering::Relaxed);
                         }
@@ -521,7 +372,7 @@ where
                 .callsites
                 .register(meta, shared.counters.len(), shared.ipc.is_some()),
         };
-        let created = span::now();
+        let created = now();
         let _ = shared
             .spans
             .start(id.into_u64(), stats, created, shared.all_counters_mask());
@@ -552,7 +403,7 @@ where
             l.stack.push(Open {
                 layer: self.shared.id,
                 id: id.into_u64(),
-                start: span::now(),
+                start: now(),
                 sampled: sample,
             });
         });
@@ -561,7 +412,7 @@ where
     #[inline]
     fn on_exit(&self, id: &Id, _ctx: Context<'_, S>) {
         // The clock first, then the counters: reading counters is not timed.
-        let end = span::now();
+        let end = now();
         let _ = LOCAL.try_with(|l| {
             let Ok(mut l) = l.try_borrow_mut() else {
                 return;
@@ -584,14 +435,14 @@ where
     }
 
     fn on_close(&self, id: Id, _ctx: Context<'_, S>) {
-        let end = span::now();
+        let end = now();
         let Some(span) = self.shared.spans.find(id.into_u64()) else {
             return;
         };
         let state = span.state();
         let stats = state.stats();
-        let busy = report::ticks_to_ns(state.busy.load(Ordering::Relaxed));
-        let wall = report::ticks_to_ns(end.wrapping_sub(state.created.load(Ordering::Relaxed)));
+        let busy = ticks_to_ns(state.busy.load(Ordering::Relaxed));
+        let wall = ticks_to_ns(end.wrapping_sub(state.created.load(Ordering::Relaxed)));
         let hists = stats.histograms();
         hists.busy.record(busy);
         hists.wall.record(wall);

@@ -11,7 +11,7 @@
 //!   through the rdpmc fast path where the kernel allows it and one group `read()` otherwise,
 //!   and the instructions per cycle of each span.
 //!
-//! It reports seed 004's per-phase table ([`Handle::table`]: N, time, %, p50, cycles, IPC
+//! It reports the per-phase table ([`Handle::table`]: N, time, %, p50, cycles, IPC
 //! p5/p50/p95, misses per 1,000 instructions), on demand or at exit, `.hlog` interval logs per
 //! span ([`Handle::hlog`]), and writes each busy interval as a frame into the thread's
 //! shared-memory span ring, so `picollo attach --spans PID` and `picollo top PID` work on a
@@ -35,7 +35,16 @@
 //!
 //! In a program: `tracing_subscriber::registry().with(PicolloLayer::builder()
 //! .report_at_exit(true).build()).init()`, and `PICOLLO_COUNTERS=cycles,instructions` to
-//! add counters.
+//! add counters (or, typed, `Builder::counters(SpanCounters::new().with(HardwareEvent::Cycles))`
+//! with `picollo_linux::event::HardwareEvent`).
+//!
+//! # Platforms
+//!
+//! Counters and span rings need Linux (`picollo-linux`, the default-on `counters` feature).
+//! On macOS, Windows, or with `default-features = false`, the layer builds and records busy
+//! and wall times, the per-phase table and `.hlog` logs the same way, with no counters and
+//! no rings (CI checks the Windows and macOS builds). The span clock is
+//! `picollo_alloc::span::clock` on every platform.
 //!
 //! # What is measured, exactly
 //!
@@ -104,9 +113,18 @@
 #![doc(test(attr(deny(warnings))))]
 
 mod callsite;
+#[cfg(all(feature = "counters", target_os = "linux"))]
+mod counters;
+#[cfg(not(all(feature = "counters", target_os = "linux")))]
+#[path = "time_only.rs"]
+mod counters;
 mod layer;
 mod report;
+mod shared;
+mod slots;
 mod spans;
 
+#[cfg(all(feature = "counters", target_os = "linux"))]
+pub use counters::SpanCounters;
 pub use layer::{Builder, PicolloLayer};
 pub use report::{CounterReport, Handle, SpanLog, SpanReport};

@@ -9,38 +9,13 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use picollo_alloc::hdr::interop::{export, ExportOptions};
 use picollo_alloc::hdr::{LogError, LogWriter};
+use picollo_alloc::span::{format_duration_ns, AggregatedSpans, SpanTable};
 use picollo_alloc::Snapshot;
 use picollo_core::ring::{ClockInfo, ClockKind};
 use picollo_core::{HistogramRead, ReadExt};
-use picollo_linux::span::raw::{format_duration_ns, AggregatedSpans};
-use picollo_linux::span::{SpanAggregator, SpanTable};
 
 use crate::callsite::{CallsiteStats, Histograms, SpanHistogram};
-use crate::layer::Shared;
-
-/// Span clock ticks to nanoseconds: the span clock is the TSC on x86_64 (converted at the
-/// calibrated rate of [`picollo_alloc::clock::ticks_per_second`]) and nanoseconds elsewhere.
-///
-/// A multiply and a shift (`ticks · ⌊10^9 · 2^32 / rate⌋ >> 32`), not a 128-bit division: at
-/// TSC rates of 100 MHz and more the factor has at least 31 significant bits, so the result
-/// is within 10^-9 (relative) of the exact conversion, far inside a histogram bucket.
-#[inline]
-pub(crate) fn ticks_to_ns(ticks: u64) -> u64 {
-    #[cfg(target_arch = "x86_64")]
-    {
-        use std::sync::OnceLock;
-        static FACTOR: OnceLock<u64> = OnceLock::new();
-        let factor = *FACTOR.get_or_init(|| {
-            let rate = u128::from(picollo_alloc::clock::ticks_per_second().max(1));
-            u64::try_from((1_000_000_000u128 << 32) / rate).unwrap_or(u64::MAX)
-        });
-        u64::try_from((u128::from(ticks) * u128::from(factor)) >> 32).unwrap_or(u64::MAX)
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        ticks
-    }
-}
+use crate::shared::Shared;
 
 /// The sum of the values of `h`, from bucket midpoints (each value within half its bucket's
 /// width, 0.4%; exact below 256), plus the overflow counted at the window's top (a lower
@@ -96,7 +71,7 @@ impl SpanReport {
                 .iter()
                 .zip(h.counters.iter().zip(h.not_counted.iter()))
                 .map(|(spec, (h, nc))| CounterReport {
-                    name: spec.name.clone(),
+                    name: spec.name().to_owned(),
                     deltas: Snapshot::new(h),
                     not_counted: nc.load(Ordering::Relaxed),
                 })
@@ -141,7 +116,7 @@ impl Handle {
         self.shared
             .counters
             .iter()
-            .map(|c| c.name.clone())
+            .map(|c| c.name().to_owned())
             .collect()
     }
 
@@ -194,14 +169,14 @@ impl Handle {
         self.shared.spans.untracked()
     }
 
-    /// Seed 004's per-phase table of the closed spans: N, busy time, % of all busy time (or
+    /// The per-phase table of the closed spans: N, busy time, % of all busy time (or
     /// cycles), p50, wall p50, and with counters the cycles, IPC p5/p50/p95 and the other
     /// counters per 1,000 instructions (per span without instructions). Counters this
     /// machine does not count read `n/a`, never 0. Rows are named by span name, or
     /// `target::name` where two targets share a name.
     pub fn table(&self) -> SpanTable {
         let reports = self.spans();
-        let mut agg = SpanAggregator::new();
+        let mut agg = crate::counters::new_aggregator();
         agg.set_clock(ClockInfo::nanoseconds(ClockKind::MonotonicNs));
         let measured = self.shared.measured_somewhere.load(Ordering::Relaxed);
         let slots: Vec<Option<usize>> = self
@@ -210,7 +185,7 @@ impl Handle {
             .iter()
             .enumerate()
             .map(|(i, c)| {
-                let canonical = c.event.as_ref().map_or(c.name.clone(), |e| e.to_string());
+                let canonical = c.canonical();
                 if measured & (1 << i) != 0 {
                     Some(agg.counter_index(&canonical))
                 } else {
@@ -395,7 +370,7 @@ impl<W: Write> SpanLog<W> {
                 ("wall".to_owned(), &hists.wall),
             ];
             for (spec, h) in shared.counters.iter().zip(hists.counters.iter()) {
-                metrics.push((tag_part(&spec.name), h));
+                metrics.push((tag_part(spec.name()), h));
             }
             if let Some(h) = &hists.ipc_micro {
                 metrics.push(("ipc_micro".to_owned(), h));

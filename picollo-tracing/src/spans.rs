@@ -8,9 +8,11 @@
 //!
 //! - **Insert** (`on_new_span`): hash the span id (Fibonacci hashing), claim the first free
 //!   state of a window of [`WINDOW`] states from there with one compare-and-swap of its `id`
-//!   (0 → the span's id), and fill it in.
-//! - **Find** (`on_exit`, `on_close`, on any thread): scan the same window for the id. A span
-//!   sits at its home state unless its window was crowded.
+//!   (0 → [`CLAIMED`]), fill it in, then publish the span's id (a release store). A span id
+//!   is published only after the state it names is complete.
+//! - **Find** (`on_exit`, `on_close`, on any thread): scan the same window for the id (an
+//!   acquire load: a find that sees the id sees the filled-in state). A span sits at its home
+//!   state unless its window was crowded.
 //! - **Release** (`on_close`): store 0 into `id`. States are reused, never freed while the
 //!   layer lives (type-stable memory), so a find scanning past a state that is being released
 //!   or claimed reads an atomic of a live object, never freed memory.
@@ -19,6 +21,12 @@
 //!   newest first; old tables drain as their spans close. Tables are freed with the layer.
 //!   After [`MAX_TABLES`] tables (about a million live spans), a span that finds no free
 //!   state is not timed and is counted (`SpanTable::untracked`).
+//!
+//! So a find never reads a state half filled in, whatever other thread runs it and however
+//! it learnt the id. (`tracing` returns a span's id only after `on_new_span` returned, so a
+//! thread could not look the id up earlier anyway; the order above does not rely on it.)
+//! The one id that cannot be published is [`CLAIMED`] itself (`u64::MAX`): such a span is
+//! not timed and is counted as untracked.
 //!
 //! Why a state is never written by two spans at once: `tracing` gives each live span a
 //! distinct id and calls `on_close` once, when the last handle to the span is dropped, so no
@@ -38,10 +46,13 @@ pub(crate) const WINDOW: usize = 16;
 const FIRST_TABLE: usize = 1024;
 /// Tables at most: `FIRST_TABLE · (2^MAX_TABLES - 1)` states in all.
 pub(crate) const MAX_TABLES: usize = 10;
+/// The `id` of a state being filled in: claimed, not yet findable.
+pub(crate) const CLAIMED: u64 = u64::MAX;
 
 /// The state of one live span.
 pub(crate) struct SpanState {
-    /// The span's id while it is live; 0 when the state is free.
+    /// The span's id while it is live (published after the other fields are filled in);
+    /// [`CLAIMED`] while it is being filled in; 0 when the state is free.
     id: AtomicU64,
     /// The span's callsite statistics (owned by the layer's callsite table, which lives as
     /// long as the layer).
@@ -71,8 +82,11 @@ impl SpanState {
 
     /// The span's callsite statistics.
     pub(crate) fn stats(&self) -> &CallsiteStats {
-        // SAFETY: set by `Span::start` to statistics that the layer's callsite table keeps
-        // until the layer, which owns this table, drops; `self` is borrowed from the table.
+        // SAFETY: `self` was found by its id (`Table::find`, an acquire load of the id that
+        // `Span::start` published with a release store after storing `stats`), so the load
+        // below sees the pointer `Span::start` stored: statistics that the layer's callsite
+        // table keeps until the layer, which owns this table, drops; `self` is borrowed from
+        // the table, so the layer has not dropped.
         unsafe { &*self.stats.load(Ordering::Relaxed) }
     }
 }
@@ -98,8 +112,8 @@ impl<'a> Span<'a> {
         &self.table.sums[self.at * n..self.at * n + n]
     }
 
-    /// Fills a just-claimed state.
-    fn start(&self, stats: &CallsiteStats, created: u64, all_counters: u32) {
+    /// Fills a just-claimed state, then publishes it under `id`.
+    fn start(&self, id: u64, stats: &CallsiteStats, created: u64, all_counters: u32) {
         let s = self.state();
         s.stats.store(
             (stats as *const CallsiteStats).cast_mut(),
@@ -112,6 +126,8 @@ impl<'a> Span<'a> {
         for sum in self.sums() {
             sum.store(0, Ordering::Relaxed);
         }
+        // Last: a find that sees the id (acquire) sees every store above.
+        s.id.store(id, Ordering::Release);
     }
 
     /// Frees the state, once everything was read from it.
@@ -169,12 +185,14 @@ impl Table {
         Some(Span { table: self, at })
     }
 
+    /// Claims a free state of `id`'s window (its `id` becomes [`CLAIMED`]: not findable
+    /// until [`Span::start`] publishes it).
     #[inline(always)]
     fn claim(&self, id: u64) -> Option<Span<'_>> {
         let at = self.scan(id, |s| {
             s.id.load(Ordering::Relaxed) == 0
                 && s.id
-                    .compare_exchange(0, id, Ordering::Acquire, Ordering::Relaxed)
+                    .compare_exchange(0, CLAIMED, Ordering::Acquire, Ordering::Relaxed)
                     .is_ok()
         })?;
         Some(Span { table: self, at })
@@ -218,8 +236,9 @@ impl SpanTable {
         unsafe { p.load(Ordering::Acquire).as_ref() }
     }
 
-    /// Starts span `id` (a span id is never 0): claims a free state and fills it. `None`
-    /// when no state is free (counted in [`SpanTable::untracked`]).
+    /// Starts span `id` (a span id is never 0): claims a free state, fills it and publishes
+    /// it. `None` when no state is free, or for the id [`CLAIMED`] (both counted in
+    /// [`SpanTable::untracked`]).
     #[inline]
     pub(crate) fn start(
         &self,
@@ -228,11 +247,15 @@ impl SpanTable {
         created: u64,
         all_counters: u32,
     ) -> Option<Span<'_>> {
+        if id == CLAIMED {
+            self.untracked.fetch_add(1, Ordering::Relaxed);
+            return None;
+        }
         let span = match Self::table(&self.newest).and_then(|t| t.claim(id)) {
             Some(span) => span,
             None => self.start_slow(id)?,
         };
-        span.start(stats, created, all_counters);
+        span.start(id, stats, created, all_counters);
         Some(span)
     }
 
@@ -260,6 +283,10 @@ impl SpanTable {
     /// The live span `id`, from any thread.
     #[inline(always)]
     pub(crate) fn find(&self, id: u64) -> Option<Span<'_>> {
+        if id == CLAIMED {
+            // Never started (untracked), and states being filled in carry this id.
+            return None;
+        }
         match Self::table(&self.newest)?.find(id) {
             Some(span) => Some(span),
             None => self.find_older(id),
@@ -445,5 +472,73 @@ mod tests {
             drop(senders);
         });
         assert_eq!(table.untracked(), 0);
+    }
+
+    /// The publication order under stress: a writer thread starts spans and hands each id to
+    /// reader threads through a *relaxed* atomic (no synchronisation of its own), while
+    /// another thread claims, fills and releases states of its own spans in the same table.
+    /// A reader that finds an id must see the whole state the writer filled in (its
+    /// statistics pointer, its creation time, its counter mask): the id is published last,
+    /// with release. Run under miri (`cargo +nightly miri test -p picollo-tracing --lib
+    /// spans`, a CI step), which explores weak-memory outcomes and reports a read of a
+    /// half-filled state as a null dereference or a failed assertion.
+    #[test]
+    fn readers_never_see_a_half_filled_state() {
+        use std::sync::atomic::AtomicBool;
+        let stats = stats();
+        let other = CallsiteStats::new(&META, 2, false);
+        let table = SpanTable::new(2);
+        let rounds: u64 = if cfg!(miri) { 40 } else { 20_000 };
+        let latest = AtomicU64::new(0);
+        let done = AtomicBool::new(false);
+        std::thread::scope(|s| {
+            let (table, stats, latest, done) = (&table, &stats, &latest, &done);
+            s.spawn(move || {
+                for id in 1..=rounds {
+                    table.start(id, stats, id, 0b11).unwrap();
+                    latest.store(id, Ordering::Relaxed);
+                }
+                done.store(true, Ordering::Release);
+            });
+            for _ in 0..2 {
+                s.spawn(move || {
+                    let mut seen = 0u64;
+                    while !done.load(Ordering::Acquire) || seen < rounds {
+                        let id = latest.load(Ordering::Relaxed);
+                        if id == 0 {
+                            std::hint::spin_loop();
+                            continue;
+                        }
+                        if let Some(span) = table.find(id) {
+                            let state = span.state();
+                            assert!(core::ptr::eq(state.stats(), stats));
+                            assert_eq!(state.created.load(Ordering::Relaxed), id);
+                            assert_eq!(state.counted.load(Ordering::Relaxed), 0b11);
+                        }
+                        seen = seen.max(id);
+                        if done.load(Ordering::Acquire) {
+                            break;
+                        }
+                    }
+                });
+            }
+            // A second callsite starting and closing spans of its own meanwhile.
+            s.spawn(move || {
+                for i in 1..=rounds / 4 {
+                    let id = (1 << 40) + i;
+                    let span = table.start(id, &other, id, 0).unwrap();
+                    assert!(core::ptr::eq(span.state().stats(), &other));
+                    span.release();
+                }
+            });
+        });
+        assert_eq!(table.untracked(), 0);
+        for id in 1..=rounds {
+            table.find(id).unwrap().release();
+        }
+        // The sentinel id is never tracked, never found.
+        assert!(table.start(CLAIMED, &stats, 0, 0).is_none());
+        assert!(table.find(CLAIMED).is_none());
+        assert_eq!(table.untracked(), 1);
     }
 }

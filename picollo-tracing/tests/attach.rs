@@ -1,6 +1,7 @@
 //! A program whose only Picollo code is installing the layer: another process attaches to
 //! its span rings (the `SpanConsumer` API, and the real `picollo attach --spans` when the
 //! CLI is built) and gets the per-phase table.
+#![cfg(all(feature = "counters", target_os = "linux"))] // counters and span rings: Linux
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
@@ -25,7 +26,11 @@ fn child_traced_program() {
         return;
     }
     tracing_subscriber::registry()
-        .with(PicolloLayer::builder().counters(["page-faults"]).build())
+        .with(
+            PicolloLayer::builder()
+                .counters(picollo_tracing::SpanCounters::parse("page-faults").expect("an event"))
+                .build(),
+        )
         .init();
     // The first span opens this thread's ring.
     drop(tracing::info_span!("start").entered());

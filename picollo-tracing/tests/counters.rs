@@ -1,6 +1,7 @@
 //! The layer with counters: page faults per span checked against known work (exact on fresh
 //! pages), counters summed over a span's intervals on several tokio workers, and hardware
 //! counters reported `n/a` (never 0) where the machine has no PMU.
+#![cfg(all(feature = "counters", target_os = "linux"))] // counters and span rings: Linux
 
 use std::time::Duration;
 
@@ -8,7 +9,7 @@ use picollo_linux::workload::FreshPages;
 
 use picollo_core::ReadExt;
 use picollo_linux::caps::Capabilities;
-use picollo_tracing::{Handle, PicolloLayer};
+use picollo_tracing::{Handle, PicolloLayer, SpanCounters};
 use tracing::instrument::WithSubscriber;
 use tracing::Instrument;
 use tracing_subscriber::layer::SubscriberExt;
@@ -19,7 +20,7 @@ const COUNTERS: [&str; 4] = ["page-faults", "task-clock", "cycles", "instruction
 
 fn subscriber() -> (impl tracing::Subscriber + Send + Sync, Handle) {
     let layer = PicolloLayer::builder()
-        .counters(COUNTERS)
+        .counters(SpanCounters::parse(&COUNTERS.join(",")).expect("perf event names"))
         .rings(false)
         .build();
     let handle = layer.handle();

@@ -1,11 +1,12 @@
 //! The layer where `perf_event_open` is refused (a seccomp filter, as in many containers):
 //! one clear message, counters reported as not counted, span times recorded as usual.
+#![cfg(all(feature = "counters", target_os = "linux"))] // counters and span rings: Linux
 
 use std::process::Command;
 use std::time::{Duration, Instant};
 
 use picollo_core::ReadExt;
-use picollo_tracing::PicolloLayer;
+use picollo_tracing::{PicolloLayer, SpanCounters};
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::Registry;
 
@@ -87,7 +88,7 @@ fn child_without_perf() {
     }
     deny_perf_event_open();
     let layer = PicolloLayer::builder()
-        .counters(["page-faults", "task-clock"])
+        .counters(SpanCounters::parse("page-faults,task-clock").expect("perf event names"))
         .build();
     let h = layer.handle();
     tracing::subscriber::with_default(Registry::default().with(layer), || {

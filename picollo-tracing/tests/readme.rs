@@ -1,10 +1,96 @@
 //! The README's `picollo-tracing` example, compiled and run: keep it in sync with README.md.
+//! A child process installs the layer exactly as the README does, runs spans of the README's
+//! server (`connection` → `request` → `lookup`) and exits; the test checks what the README
+//! promises: the per-phase table on stderr at exit, with a row per span, its count, and the
+//! columns shown (time only: no `PICOLLO_COUNTERS`).
+
+use std::process::Command;
 
 use picollo_tracing::PicolloLayer;
 use tracing_subscriber::prelude::*;
+
+const CHILD_ENV: &str = "PICOLLO_TRACING_README_CHILD";
+const REQUESTS: usize = 25;
+
+/// The child: the README's example, then the spans of a small server, then exit (which prints the
+/// table, as returning from `main` would).
 #[test]
-fn readme_tracing() {
+fn child_readme_example() {
+    if std::env::var_os(CHILD_ENV).is_none() {
+        return;
+    }
     tracing_subscriber::registry()
         .with(PicolloLayer::builder().report_at_exit(true).build())
         .init();
+    for _ in 0..2 {
+        let _connection = tracing::info_span!("connection").entered();
+        for i in 0..REQUESTS {
+            let _request = tracing::info_span!("request").entered();
+            let _lookup = tracing::info_span!("lookup").entered();
+            std::hint::black_box(i);
+        }
+    }
+    std::process::exit(0);
+}
+
+/// One row's cell, by the table's column name.
+fn cell<'a>(header: &[String], row: &'a [String], column: &str) -> &'a str {
+    let i = header
+        .iter()
+        .position(|c| *c == column)
+        .unwrap_or_else(|| panic!("no column {column} in {header:?}"));
+    &row[i]
+}
+
+#[test]
+fn readme_tracing() {
+    // Never in the child (it would start itself again).
+    assert!(
+        std::env::var_os(CHILD_ENV).is_none(),
+        "the child runs child_readme_example"
+    );
+    let out = Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "child_readme_example",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(CHILD_ENV, "1")
+        .env_remove("PICOLLO_COUNTERS")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    eprintln!("{stderr}");
+    assert!(out.status.success(), "{stderr}");
+    let split = |l: &str| -> Vec<String> { l.split('|').map(|c| c.trim().to_owned()).collect() };
+    let lines: Vec<&str> = stderr.lines().collect();
+    let header = lines
+        .iter()
+        .find(|l| l.starts_with("| Phase"))
+        .map(|l| split(l))
+        .expect("the per-phase table's header");
+    // The README's time-only columns.
+    for column in ["Phase", "N", "Time", "%", "p50", "wall p50"] {
+        assert!(header.iter().any(|c| c == column), "{column} in {header:?}");
+    }
+    let row = |name: &str| {
+        let row = lines
+            .iter()
+            .find(|l| l.starts_with(&format!("| {name} ")))
+            .map(|l| split(l))
+            .unwrap_or_else(|| panic!("a row for {name}: {stderr}"));
+        assert_eq!(row.len(), header.len(), "{row:?}");
+        row
+    };
+    let (connection, request, lookup) = (row("connection"), row("request"), row("lookup"));
+    assert_eq!(cell(&header, &connection, "N"), "2");
+    assert_eq!(cell(&header, &request, "N"), (2 * REQUESTS).to_string());
+    assert_eq!(cell(&header, &lookup, "N"), (2 * REQUESTS).to_string());
+    for row in [&connection, &request, &lookup] {
+        let time = cell(&header, row, "Time");
+        assert!(time.ends_with('s') && time != "n/a", "a duration: {time}");
+        let share = cell(&header, row, "%");
+        assert!(share.ends_with('%'), "a share: {share}");
+    }
 }

@@ -19,11 +19,13 @@
 //! The ring, its counters and its clock ([`now`](super::now)) are the ones [`super::Span`]
 //! uses, so a consumer sees both kinds of spans alike.
 
+use picollo_alloc::span::frame::{span_head, store_counter_samples};
 use picollo_core::ring::{WordArray, MAX_COUNTERS};
-use picollo_core::{HistogramRead, ReadExt};
 
-use super::{listening, store_words, SpanName, FIXED_WORDS, THREAD};
+use super::{listening, SpanName, THREAD};
 use crate::count::Reading;
+
+pub use picollo_alloc::span::{format_duration_ns, AggregatedSpans};
 
 /// Whether this thread's ring wants frames: a consumer is attached, or the ring is not open
 /// yet (then [`save_frame`] or [`sample_thread_counters`] opens it). One thread-local load, a
@@ -91,8 +93,7 @@ pub fn save_frame(
                 return false;
             }
             let k = t.measured.min(t.slots);
-            let [n0, n1, n2] = name.words;
-            let fixed = [n0, n1, n2, u64::from(depth), start, end, 0];
+            let head = span_head(name, depth, start, end);
             let (mut s, mut e) = ([0u64; MAX_COUNTERS], [0u64; MAX_COUNTERS]);
             if k > 0 {
                 let Some((cs, ce)) = counters.filter(|(s, e)| s.len() == k && e.len() == k) else {
@@ -105,10 +106,9 @@ pub fn save_frame(
             }
             let slots = t.slots;
             let saved = t.writer.save_with(|data| {
-                fixed.store_into(data);
+                head.store_into(data);
                 if k > 0 {
-                    store_words(data, FIXED_WORDS, &s[..k]);
-                    store_words(data, FIXED_WORDS + slots, &e[..k]);
+                    store_counter_samples(data, slots, &s[..k], &e[..k]);
                 }
             });
             if t.writer.is_disabled() {
@@ -141,73 +141,4 @@ pub fn apply_counter_request() -> bool {
             true
         })
         .unwrap_or(false)
-}
-
-/// A duration in nanoseconds as the per-phase table writes it (`6.00 ms`, `812 ns`).
-pub fn format_duration_ns(ns: f64) -> String {
-    super::consumer::fmt_ticks(ns, Some(1e9))
-}
-
-/// Spans of one name already aggregated into histograms, for
-/// [`SpanAggregator::record_histograms`](super::SpanAggregator::record_histograms).
-#[derive(Clone, Copy)]
-pub struct AggregatedSpans<'a> {
-    /// The histogram of durations (in the aggregator's clock unit); its total (underflow and
-    /// overflow included) is the number of spans.
-    pub durations: &'a dyn HistogramRead,
-    /// The sum of the durations.
-    pub total: u128,
-    /// `(counter index, sum of deltas, histogram of deltas)` per counter that was counted.
-    pub counters: &'a [(usize, u128, &'a dyn HistogramRead)],
-    /// Instructions per cycle times 10^6, one value per span, when both were counted.
-    pub ipc_micro: Option<&'a dyn HistogramRead>,
-}
-
-impl core::fmt::Debug for AggregatedSpans<'_> {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("AggregatedSpans")
-            .field("spans", &self.durations.total_with_outside())
-            .field("total", &self.total)
-            .field("counters", &self.counters.len())
-            .finish_non_exhaustive()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use picollo_core::ring::{ClockInfo, ClockKind};
-
-    #[test]
-    fn aggregated_spans_match_one_by_one() {
-        use crate::span::SpanAggregator;
-        let mut one = SpanAggregator::new();
-        let mut merged = SpanAggregator::new();
-        for a in [&mut one, &mut merged] {
-            a.set_clock(ClockInfo::nanoseconds(ClockKind::MonotonicNs));
-            assert_eq!(a.counter_index("page-faults"), 0);
-        }
-        let mut durations = crate::span::consumer::histogram();
-        let mut faults = crate::span::consumer::histogram();
-        let (mut total, mut sum) = (0u128, 0u128);
-        for i in 1..=50u64 {
-            one.record("parse", i * 1000, &[(0, i % 7)]);
-            durations.record(i * 1000);
-            faults.record(i % 7);
-            total += u128::from(i * 1000);
-            sum += u128::from(i % 7);
-        }
-        merged.record_histograms(
-            "parse",
-            AggregatedSpans {
-                durations: &durations,
-                total,
-                counters: &[(0, sum, &faults)],
-                ipc_micro: None,
-            },
-        );
-        assert_eq!(one.table(), merged.table());
-        assert_eq!(merged.span("parse").unwrap().count(), 50);
-        assert_eq!(merged.span("parse").unwrap().counter_sum(0), Some(sum));
-    }
 }

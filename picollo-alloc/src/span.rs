@@ -1,0 +1,32 @@
+//! Spans, the platform-neutral half: what a span frame holds, the span clock, and (on the
+//! reading side) turning frames into per-phase statistics and tables. The Linux half
+//! (`picollo_linux::span`: the thread's shared-memory ring, its perf counters, attaching to
+//! a live process) and `picollo-tracing` build on this module, which builds on every
+//! platform.
+//!
+//! - [`clock`]: the span clock ([`clock::now`]) and its conversion to nanoseconds.
+//! - [`frame`]: the span frame codec, one definition for every writer and reader, with an
+//!   explicit [`FrameKind`] (span or counter event).
+//! - [`decoder`]: [`SpanDecoder`], the frames of one ring into a [`SpanAggregator`].
+//! - [`aggregate`]: [`SpanAggregator`], per-name statistics of spans and counter events.
+//! - [`table`]: the per-phase and counter-event tables ([`SpanTable`], [`PhaseRow`]).
+//!
+//! Imports run one way: `frame` and `clock` are leaves, `aggregate` uses `clock`, `table`
+//! renders `aggregate`, `decoder` feeds `aggregate` through `frame`.
+
+pub mod aggregate;
+pub mod clock;
+pub mod decoder;
+pub mod frame;
+pub mod table;
+
+pub use aggregate::{AggregatedSpans, EventStats, SpanAggregator, SpanStats};
+pub use decoder::SpanDecoder;
+pub use frame::{FrameKind, LayoutError, SpanFrame, SpanLayout, SpanName, SPAN_FRAME};
+pub use table::{
+    format_duration_ns, unavailable_reason, EventRow, PhaseCounter, PhaseRow, SpanTable,
+};
+
+/// The environment variable with the counters spans sample, by perf's names, comma-separated
+/// (read by `picollo_linux::span`; the tables name it when no counter is configured).
+pub const COUNTERS_ENV: &str = "PICOLLO_COUNTERS";

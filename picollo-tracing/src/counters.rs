@@ -1,0 +1,164 @@
+//! Counters and span rings on Linux (`picollo-linux`, the default-on `counters` feature):
+//! the process's span counters, the thread's ring and its counter samples, and the mapping
+//! of the thread's counter slots to the layer's counters, by event.
+
+use picollo_alloc::span::SpanAggregator;
+use picollo_core::ring::MAX_COUNTERS;
+use picollo_linux::event::{Event, EventSpec, HardwareEvent};
+use picollo_linux::session::CounterSession;
+use picollo_linux::span::{self, SpanConfig};
+
+pub(crate) use picollo_linux::count::Reading;
+pub(crate) use picollo_linux::span::raw::{
+    apply_counter_request, sample_thread_counters, save_frame, thread_listening,
+};
+pub use picollo_linux::span::SpanCounters;
+
+use crate::slots::{ThreadCounters, NO_COUNTER};
+
+/// One counter the layer samples.
+#[derive(Clone, Debug)]
+pub(crate) struct CounterSpec {
+    /// The name as configured.
+    name: String,
+    /// The event, if the name is one (else the counter is never counted, and says why).
+    event: Option<Event>,
+}
+
+impl CounterSpec {
+    /// The name as configured.
+    pub(crate) fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The name the per-phase table uses: the event's perf name.
+    pub(crate) fn canonical(&self) -> String {
+        self.event
+            .as_ref()
+            .map_or_else(|| self.name.clone(), ToString::to_string)
+    }
+}
+
+/// `end - start` of one counter, `None` when it was not counted in between.
+#[inline(always)]
+pub(crate) fn delta(end: &Reading, start: &Reading) -> Option<u64> {
+    end.delta_since(start).value()
+}
+
+/// The layer's counters: `wanted` (else what the process's span counters are,
+/// `PICOLLO_COUNTERS` unless configured), made the process's span counters when nothing
+/// configured them yet; and the problem to report once, if any.
+pub(crate) fn configure(wanted: Option<&SpanCounters>) -> (Vec<CounterSpec>, Option<String>) {
+    let mut problem = None;
+    if let Some(wanted) = wanted {
+        if let Err(cfg) = span::configure(SpanConfig::from_env().with_span_counters(wanted)) {
+            let in_force = span::config().counters();
+            if in_force != cfg.counters() {
+                problem = Some(format!(
+                    "span counters were configured before this layer as {in_force:?}; \
+                     counting those instead of {:?}",
+                    wanted.names()
+                ));
+            }
+        }
+    }
+    let names = span::config().counters();
+    if names.len() > MAX_COUNTERS {
+        problem = Some(format!(
+            "at most {MAX_COUNTERS} counters; counting the first {MAX_COUNTERS} of {names:?}"
+        ));
+    }
+    let specs = names
+        .iter()
+        .take(MAX_COUNTERS)
+        .map(|name| CounterSpec {
+            event: name.parse::<EventSpec>().ok().map(|s| s.event),
+            name: name.clone(),
+        })
+        .collect();
+    (specs, problem)
+}
+
+/// Indices of `cycles` and `instructions` among `counters`, when both are there.
+pub(crate) fn ipc_pair(counters: &[CounterSpec]) -> Option<(usize, usize)> {
+    let find = |e: HardwareEvent| {
+        counters
+            .iter()
+            .position(|c| c.event == Some(Event::Hardware(e)))
+    };
+    find(HardwareEvent::Cycles).zip(find(HardwareEvent::Instructions))
+}
+
+/// Maps this thread's ring slots to the `counters` of layer `layer` by event, and (with
+/// `warn`) says which counters are not measured here, and why.
+#[cold]
+pub(crate) fn map_thread_counters(
+    layer: u64,
+    counters: &[CounterSpec],
+    warn: bool,
+) -> (ThreadCounters, Option<String>) {
+    let mut problem = None;
+    let mut tc = ThreadCounters {
+        layer,
+        slots: 0,
+        slot_to_counter: [NO_COUNTER; MAX_COUNTERS],
+        mask: 0,
+    };
+    match span::thread_counter_events() {
+        Ok(events) => {
+            tc.slots = events.len().min(MAX_COUNTERS);
+            for (slot, event) in events.iter().take(MAX_COUNTERS).enumerate() {
+                let found = counters
+                    .iter()
+                    .position(|c| c.event.as_ref() == Some(event));
+                if let Some(i) = found {
+                    tc.slot_to_counter[slot] = i as u8;
+                    tc.mask |= 1 << i;
+                }
+            }
+            let all = (1u32 << counters.len()) - 1;
+            if warn && tc.mask != all {
+                let missing: Vec<&str> = counters
+                    .iter()
+                    .enumerate()
+                    .filter(|(i, _)| tc.mask & (1 << i) == 0)
+                    .map(|(_, c)| c.name())
+                    .collect();
+                problem = Some(format!(
+                    "counters not counted here: {} ({}); their columns read n/a",
+                    missing.join(", "),
+                    why_not_counted(missing.first().copied().unwrap_or_default())
+                ));
+            }
+        }
+        Err(e) => {
+            tc.slots = 0;
+            problem = Some(format!(
+                "this thread's counters and span ring could not be opened ({e}); its spans are \
+                 not counted"
+            ));
+        }
+    }
+    (tc, problem)
+}
+
+/// Why `name` does not count on this thread: the error of opening it alone (which says
+/// what to do about it), or the PMU's state.
+#[cold]
+fn why_not_counted(name: &str) -> String {
+    let opened = CounterSession::builder()
+        .event_name(name)
+        .and_then(|b| b.build());
+    match opened {
+        Err(e) => e.to_string(),
+        Ok(_) => format!(
+            "it opens alone but not in the group; {}",
+            picollo_linux::Capabilities::detect().pmu
+        ),
+    }
+}
+
+/// An empty aggregator whose notes describe this machine's PMU.
+pub(crate) fn new_aggregator() -> SpanAggregator {
+    span::new_aggregator()
+}

@@ -1,0 +1,50 @@
+//! The state a layer shares with its [`Handle`](crate::Handle)s: a leaf module, so the layer
+//! (which writes it) and the reports (which read it) import it, and not each other.
+
+use std::sync::atomic::{AtomicU32, AtomicU64};
+
+use crate::callsite::Callsites;
+use crate::counters::CounterSpec;
+use crate::spans::SpanTable;
+
+/// The state a layer shares with its [`Handle`](crate::Handle)s.
+pub(crate) struct Shared {
+    /// Unique per layer (never 0): tags the per-thread state of this layer.
+    pub(crate) id: u64,
+    pub(crate) callsites: Callsites,
+    /// The live spans' states.
+    pub(crate) spans: SpanTable,
+    /// The counters spans sample (empty: time only).
+    pub(crate) counters: Vec<CounterSpec>,
+    /// Indices of `cycles` and `instructions` in `counters`, when both are there.
+    pub(crate) ipc: Option<(usize, usize)>,
+    /// Bit `i` set: counter `i` was measured on at least one thread.
+    pub(crate) measured_somewhere: AtomicU32,
+    /// Why counters are missing, for the one-time messages and the table's notes: each
+    /// distinct problem once.
+    pub(crate) counter_problems: std::sync::Mutex<Vec<String>>,
+    /// Exits that matched no enter of this layer on the thread (an enter before the layer
+    /// was installed, or a span exited on another thread than it was entered on).
+    pub(crate) unmatched_exits: AtomicU64,
+    /// Intervals whose span was gone (closed) when they ended.
+    pub(crate) lost_intervals: AtomicU64,
+}
+
+impl Shared {
+    /// Prints `problem` on stderr, once per layer (never through `tracing`: this is the
+    /// tracing subscriber). Rare: at most once per thread, when its counters open.
+    pub(crate) fn warn_once(&self, problem: String) {
+        let mut seen = self
+            .counter_problems
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if !seen.contains(&problem) {
+            eprintln!("picollo-tracing: {problem}; span times are still recorded");
+            seen.push(problem);
+        }
+    }
+
+    pub(crate) fn all_counters_mask(&self) -> u32 {
+        (1u32 << self.counters.len()) - 1
+    }
+}
