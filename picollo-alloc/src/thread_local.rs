@@ -1325,6 +1325,11 @@ impl<C: LocalCounter> HistogramRead for ThreadLocalHistogram<C> {
     fn sum_range(&self, start: usize, end: usize) -> u64 {
         self.sum_shards(|acc| acc.sum_range(start, end), |s| s.sum_range(start, end))
     }
+    /// One pass over the shards' cells ([`ThreadLocalHistogram::for_each_recorded`]).
+    fn recorded_runs(&self, f: &mut dyn FnMut(usize, &[u64])) {
+        self.inner.check_fork();
+        self.pass_recorded(f)
+    }
     fn read_begin(&self) -> u64 {
         self.inner.check_fork();
         self.inner.version.read_begin()

@@ -153,3 +153,51 @@ impl<T> Storage for &[T] {
         self
     }
 }
+
+/// Cells per run of [`cell_runs`]: a run of empty cells is skipped with one test.
+pub const CELL_RUN: usize = 8;
+
+/// The [`HistogramRead::recorded_runs`](crate::HistogramRead::recorded_runs) of a kind whose
+/// cells are a slice, `get` reading one cell: runs of [`CELL_RUN`] cells, each tested with
+/// one OR of its cells (they unroll and vectorize for integers), the non-empty ones copied
+/// out and passed to `f`; the runs are found without a branch per run
+/// ([`for_each_nonempty_run`](crate::read::for_each_nonempty_run)).
+///
+/// ```
+/// let cells = [0u32, 0, 0, 0, 0, 0, 0, 0, 0, 5, 0, 0, 0, 0, 0, 0, 0, 2];
+/// let mut runs = Vec::new();
+/// picollo_core::storage::cell_runs(&cells, |&c| c.into(), &mut |start, counts| {
+///     runs.push((start, counts.to_vec()))
+/// });
+/// assert_eq!(runs, [(8, vec![0, 5, 0, 0, 0, 0, 0, 0]), (16, vec![0, 2])]);
+/// ```
+#[inline(always)]
+pub fn cell_runs<T>(cells: &[T], get: impl Fn(&T) -> u64, f: &mut dyn FnMut(usize, &[u64])) {
+    let full = cells.len() / CELL_RUN;
+    let run_at = |r: usize| {
+        cells
+            .get(r * CELL_RUN..(r + 1) * CELL_RUN)
+            .and_then(|run| <&[T; CELL_RUN]>::try_from(run).ok())
+    };
+    let or = |run: &[T]| run.iter().fold(0, |a, c| a | get(c));
+    let mut counts = [0u64; CELL_RUN];
+    crate::read::for_each_nonempty_run(
+        full,
+        |r| run_at(r).is_some_and(|run| or(run) != 0),
+        |r| {
+            if let Some(run) = run_at(r) {
+                for (n, c) in counts.iter_mut().zip(run) {
+                    *n = get(c);
+                }
+                f(r * CELL_RUN, &counts);
+            }
+        },
+    );
+    let rest = cells.get(full * CELL_RUN..).unwrap_or(&[]);
+    if or(rest) != 0 {
+        for (n, c) in counts.iter_mut().zip(rest) {
+            *n = get(c);
+        }
+        f(full * CELL_RUN, &counts[..rest.len()]);
+    }
+}

@@ -11,8 +11,7 @@
 //!   the window, and otherwise estimated from bucket midpoints (relative error at most
 //!   `0.5 / B`); a source that keeps an exact sum replaces it ([`NativeHistogram::set_exact_sum`]).
 
-use picollo_alloc::bulk::{push_nonzero_run, RUN};
-use picollo_core::read::{consistent, for_each_nonempty_run};
+use picollo_core::read::consistent;
 use picollo_core::{HistogramRead, Layout};
 
 use crate::schema::Schema;
@@ -146,11 +145,6 @@ impl NativeHistogram {
     /// if a reset of `h` overlapped it. The dense buffer is reused, so a scrape loop does not
     /// allocate once it has seen its widest histogram.
     pub fn fill_from<H: HistogramRead + ?Sized>(&mut self, h: &H, mapping: Mapping) {
-        self.fill_recorded(&ByReading(h), mapping)
-    }
-
-    /// [`NativeHistogram::fill_from`] with the kind's own scan of its buckets.
-    pub(crate) fn fill_recorded<H: Recorded + ?Sized>(&mut self, h: &H, mapping: Mapping) {
         let layout = h.layout();
         let mapping = if mapping.layout() == layout {
             mapping
@@ -160,7 +154,7 @@ impl NativeHistogram {
         consistent(h, |h| self.fill_once(h, mapping));
     }
 
-    fn fill_once<H: Recorded + ?Sized>(&mut self, h: &H, mapping: Mapping) {
+    fn fill_once<H: HistogramRead + ?Sized>(&mut self, h: &H, mapping: Mapping) {
         self.clear(mapping.schema());
         let layout = mapping.layout();
         let window = h.window();
@@ -172,8 +166,8 @@ impl NativeHistogram {
             sum.add_outside(edge, underflow);
             self.outside = self.outside.saturating_add(underflow);
         }
-        // Two passes: the kind's scan collects the non-empty buckets, then one tight loop
-        // maps them.
+        // Two passes: the kind's bulk read ([`HistogramRead::recorded_runs`]) collects the
+        // non-empty buckets, then one tight loop maps them.
         with_recorded(h, |recorded| {
             self.add_recorded(
                 recorded,
@@ -657,22 +651,17 @@ fn min_exponent(gap_units: u128) -> u8 {
     }
 }
 
-/// A histogram whose recorded buckets can be read in one pass, each kind with the fastest
-/// scan it allows (see [`crate::source`]): full-range histograms are mostly empty, and a scrape
-/// of a thousand of them reads hundreds of megabytes of cells.
-pub(crate) trait Recorded: HistogramRead {
-    /// Appends `(storage index, count)` for each non-empty bucket to `out`, in increasing
-    /// order. One pass, not retried: readers bracket it with [`consistent`].
-    fn recorded_into(&self, out: &mut Vec<(usize, u64)>);
-}
-
 thread_local! {
     /// The non-empty buckets of the histogram being read (a scratch buffer per thread).
     static RECORDED: std::cell::RefCell<Vec<(usize, u64)>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
-/// Calls `f` with the non-empty buckets of `h`, read into this thread's scratch buffer.
-pub(crate) fn with_recorded<H: Recorded + ?Sized, R>(
+/// Calls `f` with the non-empty buckets of `h` (`(storage index, count)`, increasing), read
+/// with its own bulk read ([`picollo_alloc::bulk::recorded_into`]) into this thread's scratch
+/// buffer: full-range histograms are mostly empty, and a scrape of a thousand of them reads
+/// hundreds of megabytes of cells. One pass, not retried: readers bracket it with
+/// [`consistent`].
+pub(crate) fn with_recorded<H: HistogramRead + ?Sized, R>(
     h: &H,
     f: impl FnOnce(&[(usize, u64)]) -> R,
 ) -> R {
@@ -682,103 +671,9 @@ pub(crate) fn with_recorded<H: Recorded + ?Sized, R>(
         let mut borrowed = recorded.try_borrow_mut();
         let buf = borrowed.as_deref_mut().unwrap_or(&mut own);
         buf.clear();
-        h.recorded_into(buf);
+        picollo_alloc::bulk::recorded_into(h, buf);
         f(buf)
     })
-}
-
-/// The scan of a slice of cells ([`for_each_nonempty_run`]; the ORs of a run unroll and
-/// vectorize for integers).
-#[inline(always)]
-pub(crate) fn scan_cells<T: Copy>(
-    cells: &[T],
-    get: impl Fn(T) -> u64,
-    out: &mut Vec<(usize, u64)>,
-) {
-    let run = |r: usize| {
-        cells
-            .get(r * RUN..((r + 1) * RUN).min(cells.len()))
-            .unwrap_or(&[])
-    };
-    let full = cells.len() / RUN;
-    for_each_nonempty_run(
-        full,
-        |r| match <&[T; RUN]>::try_from(run(r)) {
-            Ok(cells) => cells.iter().fold(0, |a, &c| a | get(c)) != 0,
-            Err(_) => false,
-        },
-        |r| push_nonzero_run(out, r * RUN, run(r).iter().map(|&c| get(c))),
-    );
-    push_nonzero_run(out, full * RUN, run(full).iter().map(|&c| get(c)));
-}
-
-/// The scan of cells read one by one (`count_at`), for kinds whose cells are not a plain
-/// slice: the same two passes.
-#[inline(always)]
-pub(crate) fn scan_indices(len: usize, count: impl Fn(usize) -> u64, out: &mut Vec<(usize, u64)>) {
-    let range = |r: usize| r * RUN..((r + 1) * RUN).min(len);
-    for_each_nonempty_run(
-        len.div_ceil(RUN),
-        |r| range(r).fold(0, |a, i| a | count(i)) != 0,
-        |r| push_nonzero_run(out, r * RUN, range(r).map(&count)),
-    );
-}
-
-/// Any [`HistogramRead`], visited through its own methods: runs of 16 cells skipped with one
-/// [`HistogramRead::sum_range`] each.
-pub(crate) struct ByReading<'a, H: ?Sized>(pub(crate) &'a H);
-
-impl<H: HistogramRead + ?Sized> HistogramRead for ByReading<'_, H> {
-    fn layout(&self) -> Layout {
-        self.0.layout()
-    }
-    fn window(&self) -> picollo_core::Window {
-        self.0.window()
-    }
-    fn count_at(&self, storage_index: usize) -> u64 {
-        self.0.count_at(storage_index)
-    }
-    fn underflow(&self) -> u64 {
-        self.0.underflow()
-    }
-    fn overflow(&self) -> u64 {
-        self.0.overflow()
-    }
-    fn sum_range(&self, start: usize, end: usize) -> u64 {
-        self.0.sum_range(start, end)
-    }
-    fn read_begin(&self) -> u64 {
-        self.0.read_begin()
-    }
-    fn try_read_begin(&self) -> Option<u64> {
-        self.0.try_read_begin()
-    }
-    fn read_retry(&self, token: u64) -> bool {
-        self.0.read_retry(token)
-    }
-    fn reset_count(&self) -> u64 {
-        self.0.reset_count()
-    }
-}
-
-impl<H: HistogramRead + ?Sized> Recorded for ByReading<'_, H> {
-    fn recorded_into(&self, out: &mut Vec<(usize, u64)>) {
-        const CHUNK: usize = 16;
-        let h = self.0;
-        let len = h.window().len();
-        let mut s = 0;
-        while s < len {
-            if s % CHUNK == 0 && s + CHUNK <= len && h.sum_range(s, s + CHUNK) == 0 {
-                s += CHUNK;
-                continue;
-            }
-            let n = h.count_at(s);
-            if n != 0 {
-                out.push((s, n));
-            }
-            s += 1;
-        }
-    }
 }
 
 /// The sum of a histogram's values as its buckets know it: exact integer arithmetic over bucket
@@ -906,8 +801,33 @@ mod tests {
         n
     }
 
-    /// Every kind's fast fill equals the oracle: plain storage, snapshots, atomic and
-    /// thread-local histograms, and any `HistogramRead` through its own methods.
+    /// A `HistogramRead` with only the required methods and `sum_range`: it reads through
+    /// the trait's default `recorded_runs`.
+    struct Defaults<'a, H>(&'a H);
+
+    impl<H: HistogramRead> HistogramRead for Defaults<'_, H> {
+        fn layout(&self) -> Layout {
+            self.0.layout()
+        }
+        fn window(&self) -> picollo_core::Window {
+            self.0.window()
+        }
+        fn count_at(&self, storage_index: usize) -> u64 {
+            self.0.count_at(storage_index)
+        }
+        fn underflow(&self) -> u64 {
+            self.0.underflow()
+        }
+        fn overflow(&self) -> u64 {
+            self.0.overflow()
+        }
+        fn sum_range(&self, start: usize, end: usize) -> u64 {
+            self.0.sum_range(start, end)
+        }
+    }
+
+    /// Every kind's bulk read fills as the oracle: plain storage, snapshots, atomic,
+    /// approximate and thread-local histograms, wrappers, and the trait's default.
     fn check_fill(k: u32, schema: i8, lo: u64, hi: u64, values: &[(u64, u64)]) {
         use picollo_alloc::{heap, Snapshot, ThreadLocalHistogram};
         use picollo_core::Window;
@@ -924,16 +844,39 @@ mod tests {
         }
         let expected = reference(&plain, mapping);
         let mut n = NativeHistogram::default();
-        n.fill_recorded(&plain, mapping);
-        assert_eq!(n, expected, "plain");
-        n.fill_recorded(&Snapshot::new(&plain), mapping);
-        assert_eq!(n, expected, "snapshot");
-        n.fill_recorded(&atomic, mapping);
-        assert_eq!(n, expected, "atomic");
-        n.fill_recorded(&local, mapping);
-        assert_eq!(n, expected, "thread-local");
         n.fill_from(&plain, mapping);
-        assert_eq!(n, expected, "by reading");
+        assert_eq!(n, expected, "plain");
+        n.fill_from(&Snapshot::new(&plain), mapping);
+        assert_eq!(n, expected, "snapshot");
+        n.fill_from(&atomic, mapping);
+        assert_eq!(n, expected, "atomic");
+        n.fill_from(&local, mapping);
+        assert_eq!(n, expected, "thread-local");
+        n.fill_from(&crate::Summed::new(&local), mapping);
+        assert_eq!(n, expected, "summed");
+        n.fill_from(&Defaults(&plain), mapping);
+        assert_eq!(n, expected, "the default bulk read");
+        n.fill_from(&(&plain as &dyn HistogramRead), mapping);
+        assert_eq!(n, expected, "dyn");
+        // Counts below the approximate kind's exact threshold are exact.
+        let approx = picollo_core::approx::ApproxHistogram::with_storage(
+            layout,
+            picollo_alloc::heap::HeapStorage::with_len(
+                window.len(),
+                picollo_core::scalable::ScalableCell::new,
+            ),
+            window,
+            picollo_core::scalable::ScalableConfig::new(),
+        )
+        .unwrap();
+        let mut rng = picollo_core::scalable::XorShift::new(1);
+        let mut capped = heap::plain::<u64>(layout, window);
+        for &(v, c) in values {
+            approx.record_n(v, c.min(8), &mut rng);
+            capped.record_n(v, c.min(8));
+        }
+        n.fill_from(&approx, mapping);
+        assert_eq!(n, reference(&capped, mapping), "approximate");
     }
 
     #[test]
