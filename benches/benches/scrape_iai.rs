@@ -172,9 +172,7 @@ fn atomic() -> (Vec<u64>, HeapAtomicHistogram) {
 
 #[library_benchmark]
 #[bench::seed(setup = atomic)]
-fn atomic_record(
-    (values, h): (Vec<u64>, HeapAtomicHistogram),
-) -> HeapAtomicHistogram {
+fn atomic_record((values, h): (Vec<u64>, HeapAtomicHistogram)) -> HeapAtomicHistogram {
     for &v in values.iter() {
         h.record(black_box(v));
     }
@@ -274,9 +272,8 @@ library_benchmark_group!(
 );
 
 fn tables() {
-    let count = |group: &str, function: &str, id: &str| {
-        instructions("scrape_iai", group, function, id)
-    };
+    let count =
+        |group: &str, function: &str, id: &str| instructions("scrape_iai", group, function, id);
     let scrape = |function: &str| count("scrape", function, "fleet");
     let peer = scrape("peer_prometheus_client");
     let _block = Block::begin("scrape-instructions");
@@ -309,7 +306,11 @@ fn tables() {
             "Picollo registry, atomic histograms",
             Some(ATOMIC_TARGET),
         ),
-        ("peer_prometheus_client", "prometheus-client encode_to_vec", None),
+        (
+            "peer_prometheus_client",
+            "prometheus-client encode_to_vec",
+            None,
+        ),
     ] {
         let ir = scrape(function);
         let per = ir.map(|n| n / SERIES as u64);
