@@ -25,6 +25,10 @@ pub const RUN: usize = picollo_core::storage::CELL_RUN;
 /// ```
 pub fn recorded_into<H: HistogramRead + ?Sized>(h: &H, out: &mut Vec<(usize, u64)>) {
     h.recorded_runs(&mut |start, counts| {
+        // The slice scans pass whole runs: an array, whose copy unrolls.
+        if let Ok(run) = <&[u64; RUN]>::try_from(counts) {
+            return push_nonzero_run(out, start, *run);
+        }
         for (k, run) in counts.chunks(RUN).enumerate() {
             push_nonzero_run(out, start + k * RUN, run.iter().copied());
         }
