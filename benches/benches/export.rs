@@ -15,16 +15,14 @@
 //! Run: `cargo bench -p picollo-benches --bench export`.
 
 use std::hint::black_box;
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use metrics::{Key, Metadata, Recorder};
-use picollo_alloc::{heap, HeapHistogram, ThreadLocalHistogram};
+use picollo_alloc::{heap, ThreadLocalHistogram};
 use picollo_benches::*;
 use picollo_core::{ReadExt, Window};
-use picollo_export::{Exported, Labels, NativeHistogram, Registry};
+use picollo_export::{Exported, NativeHistogram, Registry};
 use portable_atomic::AtomicU64;
-use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::histogram::{Histogram as PcHistogram, NativeHistogramConfig};
 
 const ROUNDS: usize = 15;
@@ -97,63 +95,23 @@ fn record_bench() {
     assert_eq!(local.total(), runs * n as u64, "thread-local lost counts");
 }
 
-/// 1,000 values spread over every power of two of u64, different per histogram.
-fn full_range_values(seed: u64) -> Vec<u64> {
-    let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    (0..1_000)
-        .map(|_| {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            s >> (s % 64)
-        })
-        .collect()
-}
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, prometheus_client::encoding::EncodeLabelSet)]
-struct Id {
-    id: String,
-}
+#[path = "common/scrape.rs"]
+mod scrape;
 
 fn encode_bench() {
     const SERIES: usize = 1_000;
-    let full = Window::full(LAYOUT);
-    // Picollo: plain histograms behind a lock (recorded, then served), and thread-local ones.
-    let plain = Registry::new();
-    let thread_local = Registry::new();
-    let mut pc_registry = prometheus_client::registry::Registry::default();
-    let family = Family::<Id, PcHistogram>::new_with_constructor(|| {
-        PcHistogram::new_native(NativeHistogramConfig::with_schema(8))
-    });
-    pc_registry.register("latency", "full-range latency", family.clone());
-    let mut buckets = 0usize;
-    let mut locals = Vec::new();
-    let mut plains = Vec::new();
-    for i in 0..SERIES {
-        let values = full_range_values(i as u64 + 1);
-        let mut h: HeapHistogram = heap::plain(LAYOUT, full);
-        let tl = Arc::new(ThreadLocalHistogram::<u64>::new(LAYOUT, full));
-        let pc = family.get_or_create(&Id { id: i.to_string() });
-        for &v in &values {
-            h.record(v);
-            tl.record(v);
-            pc.observe(v as f64);
-        }
-        buckets += picollo_export::NativeHistogram::from_histogram(&h)
-            .buckets()
-            .count();
-        let labels = Labels::new([("id", i.to_string())]).expect("valid");
-        let h = Arc::new(Mutex::new(h));
-        plain
-            .register("latency", "full-range latency", &labels, h.clone())
-            .expect("registers");
-        plains.push(h);
-        thread_local
-            .register("latency", "full-range latency", &labels, tl.clone())
-            .expect("registers");
-        locals.push(tl);
-    }
-    drop(family);
+    // Picollo: plain histograms behind a lock (recorded, then served), and thread-local ones;
+    // prometheus-client's native histograms with the same values.
+    let fleet = scrape::Fleet::new(SERIES);
+    let (plain, thread_local, pc_registry) = (&fleet.plain, &fleet.thread_local, &fleet.pc);
+    let (plains, locals) = (&fleet.plains, &fleet.locals);
+    let buckets: usize = plains
+        .iter()
+        .map(|h| {
+            let h = h.lock().expect("not poisoned");
+            NativeHistogram::from_histogram(&*h).buckets().count()
+        })
+        .sum();
 
     let mut out = Vec::new();
     let mut ours = |r: &Registry| {
@@ -166,13 +124,13 @@ fn encode_bench() {
     let mut native = NativeHistogram::default();
     for _ in 0..5 {
         let t = Instant::now();
-        bytes[0] = black_box(ours(&plain));
+        bytes[0] = black_box(ours(plain));
         best[0] = best[0].min(t.elapsed());
         let t = Instant::now();
-        bytes[1] = black_box(ours(&thread_local));
+        bytes[1] = black_box(ours(thread_local));
         best[1] = best[1].min(t.elapsed());
         let t = Instant::now();
-        let encoded = prometheus_client::encoding::prometheus_protobuf::encode_to_vec(&pc_registry)
+        let encoded = prometheus_client::encoding::prometheus_protobuf::encode_to_vec(pc_registry)
             .expect("encodes");
         bytes[2] = black_box(encoded.len());
         best[2] = best[2].min(t.elapsed());
@@ -180,7 +138,7 @@ fn encode_bench() {
         // then the native buckets without encoding.
         let t = Instant::now();
         let mut runs = 0usize;
-        for h in &plains {
+        for h in plains {
             let h = h.lock().expect("not poisoned");
             for run in h.storage().cells().chunks_exact(8) {
                 runs += usize::from(run.iter().fold(0, |a, &c| a | c) != 0);
@@ -189,13 +147,13 @@ fn encode_bench() {
         bytes[3] = black_box(runs);
         best[3] = best[3].min(t.elapsed());
         let t = Instant::now();
-        for h in &plains {
+        for h in plains {
             h.fill_native(&mut native, None);
             bytes[4] += native.buckets().count();
         }
         best[4] = best[4].min(t.elapsed());
         let t = Instant::now();
-        for h in &locals {
+        for h in locals {
             h.fill_native(&mut native, None);
             bytes[5] += native.buckets().count();
         }
@@ -243,7 +201,7 @@ fn encode_bench() {
             100.0 * ms(best[i]) / ms(best[0])
         );
     }
-    drop(locals);
+    drop(fleet);
 }
 
 fn main() {

@@ -1,11 +1,39 @@
-//! Bulk reads of the non-empty buckets, in runs of [`RUN`] cells: the pieces
-//! [`ThreadLocalHistogram::read_recorded`](crate::ThreadLocalHistogram::read_recorded) and
-//! exporters' scans share. Runs that hold no count are skipped with
-//! [`picollo_core::read::for_each_nonempty_run`]; the counts of the others are appended with
-//! [`push_nonzero_run`].
+//! Bulk reads of the non-empty buckets into a list: [`recorded_into`] collects the runs of any
+//! [`HistogramRead::recorded_runs`] (the one bulk-read method every kind implements, with its
+//! own fastest scan) as `(storage index, count)` pairs, which exporters map in one tight loop;
+//! [`push_nonzero_run`] is its branch-free step, shared with
+//! [`ThreadLocalHistogram::read_recorded`](crate::ThreadLocalHistogram::read_recorded).
+
+use picollo_core::HistogramRead;
 
 /// Cells per run of a bulk read: a run of empty cells is skipped with one test.
-pub const RUN: usize = 8;
+pub const RUN: usize = picollo_core::storage::CELL_RUN;
+
+/// Appends `(storage index, count)` for each non-empty bucket of `h` to `out`, in increasing
+/// order: one pass of [`HistogramRead::recorded_runs`], not retried (bracket it with
+/// [`picollo_core::read::consistent`] to read it with the underflow and overflow).
+///
+/// ```
+/// use picollo_alloc::HistogramBuilder;
+///
+/// let mut h = HistogramBuilder::new().plain().unwrap();
+/// h.record(3);
+/// h.record_n(5, 2);
+/// let mut out = vec![(0, 9)];
+/// picollo_alloc::bulk::recorded_into(&h, &mut out);
+/// assert_eq!(out, [(0, 9), (3, 1), (5, 2)]);
+/// ```
+pub fn recorded_into<H: HistogramRead + ?Sized>(h: &H, out: &mut Vec<(usize, u64)>) {
+    h.recorded_runs(&mut |start, counts| {
+        // The slice scans pass whole runs: an array, whose copy unrolls.
+        if let Ok(run) = <&[u64; RUN]>::try_from(counts) {
+            return push_nonzero_run(out, start, *run);
+        }
+        for (k, run) in counts.chunks(RUN).enumerate() {
+            push_nonzero_run(out, start + k * RUN, run.iter().copied());
+        }
+    });
+}
 
 /// Appends `(start + i, n)` for each non-zero `n` of the first [`RUN`] `counts`, without a
 /// branch per cell (a data-dependent branch would mispredict about once per count).

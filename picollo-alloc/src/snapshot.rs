@@ -106,9 +106,13 @@ impl Snapshot {
         }
         let counts = &mut self.counts;
         let (underflow, overflow) = consistent(source, |h| {
-            for (s, c) in counts.iter_mut().enumerate() {
-                *c = h.count_at(s);
-            }
+            // The source's bulk read: runs of empty buckets are skipped, not read one by one.
+            counts.fill(0);
+            h.recorded_runs(&mut |start, run| {
+                if let Some(to) = counts.get_mut(start..start + run.len()) {
+                    to.copy_from_slice(run);
+                }
+            });
             (h.underflow(), h.overflow())
         });
         if deltas {
@@ -204,6 +208,10 @@ impl HistogramRead for Snapshot {
     }
     fn sum_range(&self, start: usize, end: usize) -> u64 {
         heap::sum_counts(&self.counts, start, end)
+    }
+    /// The counts as a slice ([`picollo_core::storage::cell_runs`]).
+    fn recorded_runs(&self, f: &mut dyn FnMut(usize, &[u64])) {
+        picollo_core::storage::cell_runs(&self.counts, |&n| n, f)
     }
 }
 

@@ -1209,34 +1209,8 @@ impl<C: LocalCounter> ThreadLocalHistogram<C> {
             // Owned shards without baselines, nothing in the accumulator: the common case.
             match &direct[..count] {
                 [] => {}
-                [cells] => {
-                    // One recording thread: its cells alone, whole runs as arrays (the loads
-                    // and ORs unroll), then the rest.
-                    let rest = cells.chunks_exact(RUN).remainder();
-                    let full = cells.len() / RUN;
-                    let run_at = |r: usize| {
-                        let start = r * RUN;
-                        cells
-                            .get(start..start + RUN)
-                            .and_then(|run| <&[C::Cell; RUN]>::try_from(run).ok())
-                    };
-                    for_each_nonempty_run(
-                        full,
-                        |r| run_at(r).is_some_and(|run| or(run) != 0),
-                        |r| {
-                            if let Some(cells) = run_at(r) {
-                                for (n, c) in counts.iter_mut().zip(cells) {
-                                    *n = C::load(c);
-                                }
-                                run(r * RUN, &counts);
-                            }
-                        },
-                    );
-                    for (n, c) in counts.iter_mut().zip(rest) {
-                        *n = C::load(c);
-                    }
-                    run(full * RUN, &counts[..rest.len()]);
-                }
+                // One recording thread: its cells alone, the scan of a slice of cells.
+                [cells] => picollo_core::storage::cell_runs(cells, |c| C::load(c), &mut run),
                 shards => for_each_nonempty_run(
                     runs,
                     |r| shards.iter().fold(0, |a, c| a | or(&c[range(r)])) != 0,
@@ -1324,6 +1298,11 @@ impl<C: LocalCounter> HistogramRead for ThreadLocalHistogram<C> {
     }
     fn sum_range(&self, start: usize, end: usize) -> u64 {
         self.sum_shards(|acc| acc.sum_range(start, end), |s| s.sum_range(start, end))
+    }
+    /// One pass over the shards' cells ([`ThreadLocalHistogram::for_each_recorded`]).
+    fn recorded_runs(&self, f: &mut dyn FnMut(usize, &[u64])) {
+        self.inner.check_fork();
+        self.pass_recorded(f)
     }
     fn read_begin(&self) -> u64 {
         self.inner.check_fork();

@@ -228,24 +228,11 @@ where
             .get(storage_index)
             .map_or(0, ScalableCell::get)
     }
-    fn underflow(&self) -> u64 {
-        self.shared.underflow()
+    /// Relaxed loads of the cells as a slice ([`crate::storage::cell_runs`]).
+    fn recorded_runs(&self, f: &mut dyn FnMut(usize, &[u64])) {
+        crate::storage::cell_runs(self.storage.as_slice(), ScalableCell::get, f)
     }
-    fn overflow(&self) -> u64 {
-        self.shared.overflow()
-    }
-    fn read_begin(&self) -> u64 {
-        self.shared.read_begin()
-    }
-    fn try_read_begin(&self) -> Option<u64> {
-        self.shared.try_read_begin()
-    }
-    fn read_retry(&self, token: u64) -> bool {
-        self.shared.read_retry(token)
-    }
-    fn reset_count(&self) -> u64 {
-        self.shared.reset_count()
-    }
+    crate::forward_histogram_read!(shared: |h| h.shared);
 }
 
 crate::fmt::histogram_formats!(ApproxHistogram, "ApproxHistogram", S: Storage<Item = ScalableCell>);
@@ -281,33 +268,7 @@ where
     L: LayoutSpec,
     W: WindowSpec,
 {
-    fn layout(&self) -> Layout {
-        self.histogram.layout()
-    }
-    fn window(&self) -> Window {
-        self.histogram.window()
-    }
-    fn count_at(&self, storage_index: usize) -> u64 {
-        self.histogram.count_at(storage_index)
-    }
-    fn underflow(&self) -> u64 {
-        self.histogram.underflow()
-    }
-    fn overflow(&self) -> u64 {
-        self.histogram.overflow()
-    }
-    fn read_begin(&self) -> u64 {
-        self.histogram.read_begin()
-    }
-    fn try_read_begin(&self) -> Option<u64> {
-        self.histogram.try_read_begin()
-    }
-    fn read_retry(&self, token: u64) -> bool {
-        self.histogram.read_retry(token)
-    }
-    fn reset_count(&self) -> u64 {
-        self.histogram.reset_count()
-    }
+    crate::forward_histogram_read!(|r| *r.histogram);
 }
 
 #[cfg(test)]

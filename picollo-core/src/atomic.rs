@@ -670,24 +670,11 @@ where
             .get(storage_index)
             .map_or(0, |c| c.get())
     }
-    fn underflow(&self) -> u64 {
-        self.shared.underflow()
+    /// Relaxed loads of the cells as a slice ([`crate::storage::cell_runs`]).
+    fn recorded_runs(&self, f: &mut dyn FnMut(usize, &[u64])) {
+        crate::storage::cell_runs(self.storage.as_slice(), |c| c.get(), f)
     }
-    fn overflow(&self) -> u64 {
-        self.shared.overflow()
-    }
-    fn read_begin(&self) -> u64 {
-        self.shared.read_begin()
-    }
-    fn try_read_begin(&self) -> Option<u64> {
-        self.shared.try_read_begin()
-    }
-    fn read_retry(&self, token: u64) -> bool {
-        self.shared.read_retry(token)
-    }
-    fn reset_count(&self) -> u64 {
-        self.shared.reset_count()
-    }
+    crate::forward_histogram_read!(shared: |h| h.shared);
 }
 
 impl<S, L, W> Record for &AtomicHistogram<S, L, W>

@@ -568,6 +568,10 @@ where
         let sum = ((high as u128) << 32) + low as u128;
         sum.min(u64::MAX as u128) as u64
     }
+    /// The cells as a slice ([`crate::storage::cell_runs`]).
+    fn recorded_runs(&self, f: &mut dyn FnMut(usize, &[u64])) {
+        crate::storage::cell_runs(self.storage.as_slice(), |c| c.get(), f)
+    }
     #[inline]
     fn underflow(&self) -> u64 {
         self.underflow

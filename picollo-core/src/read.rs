@@ -57,6 +57,54 @@ pub trait HistogramRead {
         total
     }
 
+    /// The bulk read every "list the non-empty buckets" path goes through (exporters, codecs,
+    /// snapshots): calls `f(start, counts)` for runs of consecutive storage indices, in
+    /// increasing order and without overlap, where `counts[i]` is the count at storage index
+    /// `start + i`. Together the runs hold every non-empty bucket; a run may hold empty ones
+    /// too (readers skip its zeros), and runs of empty buckets are left out, which is what
+    /// makes a sparse full-range histogram (tens of thousands of cells) cheap to read.
+    ///
+    /// One pass, not retried: a reader that needs the buckets consistent with
+    /// [`HistogramRead::underflow`] and [`HistogramRead::overflow`] brackets it with
+    /// [`HistogramRead::read_begin`] and [`HistogramRead::read_retry`]
+    /// ([`consistent`]). Each count is one that bucket held during the pass, as for
+    /// [`HistogramRead::count_at`].
+    ///
+    /// The default skips each run of 16 empty buckets with one [`HistogramRead::sum_range`]
+    /// and reads the others with [`HistogramRead::count_at`]. Kinds whose cells are a slice
+    /// override it with [`crate::storage::cell_runs`] (one vectorized OR per run of 8 empty
+    /// cells, no branch per cell); the thread-local kind ORs its shards' cells.
+    ///
+    /// ```
+    /// use picollo_core::prelude::*;
+    /// let mut h = Histogram::<[u32; storage_len(Layout::DEFAULT, 0, 1000)]>::new(
+    ///     Layout::DEFAULT, 0, 1000);
+    /// h.record(3);
+    /// h.record_n(900, 2);
+    /// let mut recorded = Vec::new();
+    /// h.recorded_runs(&mut |start, counts| {
+    ///     let nonzero = counts.iter().enumerate().filter(|&(_, &n)| n != 0);
+    ///     recorded.extend(nonzero.map(|(i, &n)| (start + i, n)));
+    /// });
+    /// let at = |v| h.window().storage_index(h.layout().index_of(v)).unwrap();
+    /// assert_eq!(recorded, [(at(3), 1), (at(900), 2)]);
+    /// ```
+    fn recorded_runs(&self, f: &mut dyn FnMut(usize, &[u64])) {
+        const CHUNK: usize = 16;
+        let len = self.window().len();
+        let mut counts = [0u64; CHUNK];
+        for start in (0..len).step_by(CHUNK) {
+            let end = (start + CHUNK).min(len);
+            if self.sum_range(start, end) == 0 {
+                continue;
+            }
+            for (n, s) in counts.iter_mut().zip(start..end) {
+                *n = self.count_at(s);
+            }
+            f(start, &counts[..end - start]);
+        }
+    }
+
     /// Starts an optimistic read (seqlock, seed 000 "Optimistic retry"): returns a token to pass
     /// to [`HistogramRead::read_retry`]. Kinds that can be reset concurrently wait here while a
     /// reset is in progress (**blocking**: see [`HistogramRead::try_read_begin`] for contexts
@@ -93,36 +141,112 @@ pub trait HistogramRead {
 }
 
 impl<H: HistogramRead + ?Sized> HistogramRead for &H {
-    fn layout(&self) -> Layout {
-        (**self).layout()
-    }
-    fn window(&self) -> Window {
-        (**self).window()
-    }
-    fn count_at(&self, storage_index: usize) -> u64 {
-        (**self).count_at(storage_index)
-    }
-    fn underflow(&self) -> u64 {
-        (**self).underflow()
-    }
-    fn overflow(&self) -> u64 {
-        (**self).overflow()
-    }
-    fn sum_range(&self, start: usize, end: usize) -> u64 {
-        (**self).sum_range(start, end)
-    }
-    fn read_begin(&self) -> u64 {
-        (**self).read_begin()
-    }
-    fn try_read_begin(&self) -> Option<u64> {
-        (**self).try_read_begin()
-    }
-    fn read_retry(&self, token: u64) -> bool {
-        (**self).read_retry(token)
-    }
-    fn reset_count(&self) -> u64 {
-        (**self).reset_count()
-    }
+    crate::forward_histogram_read!(|h| **h);
+}
+
+/// Implements every [`HistogramRead`] method of a wrapper by forwarding it to the histogram
+/// the wrapper holds: the one mechanism for wrappers (`&H`, recorder handles, sum-keeping
+/// wrappers), so that a method added to the trait reaches every wrapper at once and none
+/// silently falls back to a default (a wrapper that forgot `recorded_runs` would read cell by
+/// cell; one that forgot `reset_count` would report 0).
+///
+/// Written inside an `impl HistogramRead for …` block: `forward_histogram_read!(|w| w.inner)`
+/// forwards all methods to the place `w.inner` (`w` names `self`); `forward_histogram_read!(
+/// shared: |w| w.state)` forwards only the outside counts and the seqlock (`underflow`,
+/// `overflow`, `read_begin`, `try_read_begin`, `read_retry`, `reset_count`) to a
+/// [`SharedState`](crate::atomic::SharedState), for the shared kinds, which read their own
+/// cells. A macro rather than a blanket impl over an "inner histogram" accessor trait: such a
+/// blanket impl would overlap the kinds' own impls (and `&H`'s) under coherence.
+///
+/// ```
+/// use picollo_core::prelude::*;
+///
+/// /// A histogram with a name.
+/// struct Named<H> { name: &'static str, histogram: H }
+///
+/// impl<H: HistogramRead> HistogramRead for Named<H> {
+///     picollo_core::forward_histogram_read!(|n| n.histogram);
+/// }
+///
+/// let mut h = Histogram::<[u32; storage_len(Layout::DEFAULT, 0, 100)]>::new(Layout::DEFAULT, 0, 100);
+/// h.record(7);
+/// let named = Named { name: "x", histogram: h };
+/// assert_eq!((named.name, named.total()), ("x", 1));
+/// ```
+#[macro_export]
+macro_rules! forward_histogram_read {
+    (|$w:ident| $inner:expr) => {
+        fn layout(&self) -> $crate::Layout {
+            let $w = self;
+            $crate::HistogramRead::layout(&$inner)
+        }
+        fn window(&self) -> $crate::Window {
+            let $w = self;
+            $crate::HistogramRead::window(&$inner)
+        }
+        fn count_at(&self, storage_index: usize) -> u64 {
+            let $w = self;
+            $crate::HistogramRead::count_at(&$inner, storage_index)
+        }
+        fn sum_range(&self, start: usize, end: usize) -> u64 {
+            let $w = self;
+            $crate::HistogramRead::sum_range(&$inner, start, end)
+        }
+        fn recorded_runs(&self, f: &mut dyn FnMut(usize, &[u64])) {
+            let $w = self;
+            $crate::HistogramRead::recorded_runs(&$inner, f)
+        }
+        fn underflow(&self) -> u64 {
+            let $w = self;
+            $crate::HistogramRead::underflow(&$inner)
+        }
+        fn overflow(&self) -> u64 {
+            let $w = self;
+            $crate::HistogramRead::overflow(&$inner)
+        }
+        fn read_begin(&self) -> u64 {
+            let $w = self;
+            $crate::HistogramRead::read_begin(&$inner)
+        }
+        fn try_read_begin(&self) -> Option<u64> {
+            let $w = self;
+            $crate::HistogramRead::try_read_begin(&$inner)
+        }
+        fn read_retry(&self, token: u64) -> bool {
+            let $w = self;
+            $crate::HistogramRead::read_retry(&$inner, token)
+        }
+        fn reset_count(&self) -> u64 {
+            let $w = self;
+            $crate::HistogramRead::reset_count(&$inner)
+        }
+    };
+    (shared: |$w:ident| $shared:expr) => {
+        fn underflow(&self) -> u64 {
+            let $w = self;
+            $shared.underflow()
+        }
+        fn overflow(&self) -> u64 {
+            let $w = self;
+            $shared.overflow()
+        }
+        fn read_begin(&self) -> u64 {
+            let $w = self;
+            $shared.read_begin()
+        }
+        fn try_read_begin(&self) -> Option<u64> {
+            let $w = self;
+            $shared.try_read_begin()
+        }
+        fn read_retry(&self, token: u64) -> bool {
+            let $w = self;
+            $shared.read_retry(token)
+        }
+        fn reset_count(&self) -> u64 {
+            let $w = self;
+            $shared.reset_count()
+        }
+    };
 }
 
 /// Which value of a bucket stands for the values in it.

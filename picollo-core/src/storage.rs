@@ -153,3 +153,58 @@ impl<T> Storage for &[T] {
         self
     }
 }
+
+/// Cells per run of [`cell_runs`]: a run of empty cells is skipped with one test.
+pub const CELL_RUN: usize = 8;
+
+/// The [`HistogramRead::recorded_runs`](crate::HistogramRead::recorded_runs) of a kind whose
+/// cells are a slice, `get` reading one cell: runs of [`CELL_RUN`] cells, each tested with
+/// one OR of its cells (they unroll and vectorize for integers), the non-empty ones copied
+/// out and passed to `f`.
+///
+/// Blocks of 64 runs: first the test of each run into a mask, without a branch (whether a
+/// run is empty depends on the data: a branch on it would mispredict about once per recorded
+/// bucket of a sparse histogram) and without bounds checks (exact chunks), then the mask's runs, found with trailing-zero counts (their cells, just read,
+/// are still in cache). A sparse full-range histogram costs about two instructions per cell.
+///
+/// ```
+/// let cells = [0u32, 0, 0, 0, 0, 0, 0, 0, 0, 5, 0, 0, 0, 0, 0, 0, 0, 2];
+/// let mut runs = Vec::new();
+/// picollo_core::storage::cell_runs(&cells, |&c| c.into(), &mut |start, counts| {
+///     runs.push((start, counts.to_vec()))
+/// });
+/// assert_eq!(runs, [(8, vec![0, 5, 0, 0, 0, 0, 0, 0]), (16, vec![0, 2])]);
+/// ```
+#[inline(always)]
+pub fn cell_runs<T>(cells: &[T], get: impl Fn(&T) -> u64, f: &mut dyn FnMut(usize, &[u64])) {
+    const BLOCK: usize = 64 * CELL_RUN;
+    let or = |run: &[T]| run.iter().fold(0, |a, c| a | get(c));
+    let mut counts = [0u64; CELL_RUN];
+    let mut emit = |start: usize, run: &[T]| {
+        for (n, c) in counts.iter_mut().zip(run) {
+            *n = get(c);
+        }
+        f(start, counts.get(..run.len()).unwrap_or(&counts));
+    };
+    let blocks = cells.chunks_exact(BLOCK);
+    let rest = blocks.remainder();
+    for (b, block) in blocks.enumerate() {
+        let mut mask = 0u64;
+        for (r, run) in block.chunks_exact(CELL_RUN).enumerate() {
+            mask |= u64::from(or(run) != 0) << r;
+        }
+        while mask != 0 {
+            let r = mask.trailing_zeros() as usize;
+            if let Some(run) = block.get(r * CELL_RUN..(r + 1) * CELL_RUN) {
+                emit(b * BLOCK + r * CELL_RUN, run);
+            }
+            mask &= mask - 1;
+        }
+    }
+    let base = cells.len() - rest.len();
+    for (r, run) in rest.chunks(CELL_RUN).enumerate() {
+        if or(run) != 0 {
+            emit(base + r * CELL_RUN, run);
+        }
+    }
+}

@@ -12,7 +12,7 @@
 use picollo_core::read::consistent;
 use picollo_core::{HistogramRead, Layout, Window};
 
-use crate::native::{with_recorded, ByReading, Recorded, SumEstimate};
+use crate::native::{with_recorded, SumEstimate};
 use crate::ExportError;
 
 /// Which `le` boundaries classic histograms get.
@@ -109,11 +109,6 @@ impl ClassicHistogram {
 
     /// Refills from `h` (one consistent read), reusing the buffers.
     pub fn fill_from<H: HistogramRead + ?Sized>(&mut self, h: &H, buckets: &ClassicBuckets) {
-        self.fill_recorded(&ByReading(h), buckets)
-    }
-
-    /// [`ClassicHistogram::fill_from`] with the kind's own scan of its buckets.
-    pub(crate) fn fill_recorded<H: Recorded + ?Sized>(&mut self, h: &H, buckets: &ClassicBuckets) {
         let layout = h.layout();
         let window = h.window();
         buckets.boundaries_into(layout, window, &mut self.bounds);
@@ -124,7 +119,7 @@ impl ClassicHistogram {
         consistent(h, |h| self.fill_once(h, layout, window));
     }
 
-    fn fill_once<H: Recorded + ?Sized>(&mut self, h: &H, layout: Layout, window: Window) {
+    fn fill_once<H: HistogramRead + ?Sized>(&mut self, h: &H, layout: Layout, window: Window) {
         self.cumulative.clear();
         self.cumulative.resize(self.bounds.len(), 0);
         let mut sum = SumEstimate::default();

@@ -24,11 +24,9 @@ use picollo_core::approx::ApproxHistogram;
 use picollo_core::atomic::AtomicCounter;
 use picollo_core::scalable::ScalableCell;
 use picollo_core::{
-    AtomicHistogram, Counter, Histogram, HistogramRead, Layout, LayoutSpec, Record, Storage,
-    StorageMut, Window,
+    AtomicHistogram, Counter, Histogram, HistogramRead, LayoutSpec, Record, Storage, StorageMut,
 };
 
-use crate::native::{scan_cells, scan_indices, ByReading, Recorded};
 use crate::{ClassicBuckets, ClassicHistogram, Mapping, NativeHistogram, Schema};
 
 /// A histogram a [`crate::Registry`] serves: it fills the exporter's forms from itself in one
@@ -53,15 +51,15 @@ fn mapping_for<H: HistogramRead + ?Sized>(h: &H, schema: Option<Schema>) -> Mapp
     schema.map_or(Mapping::for_layout(layout), |s| Mapping::new(layout, s))
 }
 
-/// Implements [`Exported`] for a kind that is itself a [`HistogramRead`] keeping no sum, and
-/// visits its buckets with its own [`Recorded`] scan.
+/// Implements [`Exported`] for a kind that is itself a [`HistogramRead`] keeping no sum: its
+/// buckets are read with its own bulk read ([`HistogramRead::recorded_runs`]).
 macro_rules! exported_by_reading {
     () => {
         fn fill_native(&self, out: &mut NativeHistogram, schema: Option<Schema>) {
-            out.fill_recorded(self, mapping_for(self, schema));
+            out.fill_from(self, mapping_for(self, schema));
         }
         fn fill_classic(&self, out: &mut ClassicHistogram, buckets: &ClassicBuckets) {
-            out.fill_recorded(self, buckets);
+            out.fill_from(self, buckets);
         }
         fn fill_snapshot(&self, snapshot: &mut Snapshot, deltas: bool) -> Option<u128> {
             snapshot.update(self, deltas);
@@ -72,56 +70,6 @@ macro_rules! exported_by_reading {
 
 impl<C: LocalCounter> Exported for ThreadLocalHistogram<C> {
     exported_by_reading!();
-}
-
-/// One pass per shard, runs of empty cells skipped ([`ThreadLocalHistogram::read_recorded`]).
-impl<C: LocalCounter> Recorded for ThreadLocalHistogram<C> {
-    fn recorded_into(&self, out: &mut Vec<(usize, u64)>) {
-        // Underflow and overflow are read with the rest of the fill.
-        let _outside = self.read_recorded(out);
-    }
-}
-
-/// Relaxed loads, runs of empty cells skipped.
-impl<S, L> Recorded for AtomicHistogram<S, L>
-where
-    S: Storage + Send + Sync,
-    S::Item: AtomicCounter,
-    L: LayoutSpec + Send + Sync,
-{
-    fn recorded_into(&self, out: &mut Vec<(usize, u64)>) {
-        scan_indices(self.window().len(), |i| self.count_at(i), out)
-    }
-}
-
-/// Sum-of-runs skipping through the kind's own reads.
-impl<S, L> Recorded for ApproxHistogram<S, L>
-where
-    S: Storage<Item = ScalableCell> + Send + Sync,
-    L: LayoutSpec + Send + Sync,
-{
-    fn recorded_into(&self, out: &mut Vec<(usize, u64)>) {
-        ByReading(self).recorded_into(out)
-    }
-}
-
-/// The cells as a slice: one vectorized OR per run of empty cells.
-impl<S, L> Recorded for Histogram<S, L>
-where
-    S: Storage + Send + Sync,
-    S::Item: Counter,
-    L: LayoutSpec + Send + Sync,
-{
-    fn recorded_into(&self, out: &mut Vec<(usize, u64)>) {
-        scan_cells(self.storage().as_slice(), Counter::get, out)
-    }
-}
-
-/// The counts as a slice.
-impl Recorded for Snapshot {
-    fn recorded_into(&self, out: &mut Vec<(usize, u64)>) {
-        scan_cells(self.counts(), |n| n, out)
-    }
 }
 
 impl<S, L> Exported for AtomicHistogram<S, L>
@@ -311,31 +259,5 @@ where
 }
 
 impl<H: HistogramRead> HistogramRead for Summed<H> {
-    fn layout(&self) -> Layout {
-        self.histogram.layout()
-    }
-    fn window(&self) -> Window {
-        self.histogram.window()
-    }
-    fn count_at(&self, storage_index: usize) -> u64 {
-        self.histogram.count_at(storage_index)
-    }
-    fn underflow(&self) -> u64 {
-        self.histogram.underflow()
-    }
-    fn overflow(&self) -> u64 {
-        self.histogram.overflow()
-    }
-    fn sum_range(&self, start: usize, end: usize) -> u64 {
-        self.histogram.sum_range(start, end)
-    }
-    fn read_begin(&self) -> u64 {
-        self.histogram.read_begin()
-    }
-    fn try_read_begin(&self) -> Option<u64> {
-        self.histogram.try_read_begin()
-    }
-    fn read_retry(&self, token: u64) -> bool {
-        self.histogram.read_retry(token)
-    }
+    picollo_core::forward_histogram_read!(|s| s.histogram);
 }
