@@ -55,7 +55,7 @@ fuzz_target!(|data: &[u8]| {
     assert_eq!((h.underflow(), h.overflow(), h.total()), (under, over, inside));
     let ranks = [0.0, 50.0, 99.9, 100.0];
     let mut out = [Percentile::default(); 4];
-    match h.percentiles(&ranks, &mut out) {
+    match h.percentiles(&ranks, EquivalentValue::Midpoint, &mut out) {
         Ok(()) => assert!(out.windows(2).all(|w| w[0].value <= w[1].value)),
         Err(_) => assert_eq!(inside, 0),
     }

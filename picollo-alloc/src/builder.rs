@@ -290,7 +290,7 @@ pub fn default_histogram() -> HeapHistogram<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use picollo_core::{HistogramRead, ReadExt};
+    use picollo_core::{EquivalentValue, HistogramRead, ReadExt};
 
     #[test]
     fn errors_are_reported_not_clamped() {
@@ -424,7 +424,7 @@ mod tests {
         for h in [&plain as &dyn HistogramRead, &atomic, &local, &approx] {
             assert_eq!((h.total(), h.overflow(), h.underflow()), (10, 10, 0));
             assert_eq!(
-                h.percentile_value(0.0).unwrap(),
+                h.percentile(0.0, EquivalentValue::Midpoint).unwrap().value,
                 plain.layout().median_equivalent(1000)
             );
             assert_eq!(h.reset_count(), 0);

@@ -154,7 +154,7 @@ fn core_rank_changes(values: &[u64]) -> String {
     let mut out = [Percentile::default(); 16];
     for (i, &v) in values.iter().enumerate() {
         h.record(v);
-        h.percentiles_with(&ranks, EquivalentValue::Upper, &mut out)
+        h.percentiles(&ranks, EquivalentValue::Upper, &mut out)
             .unwrap();
         for (r, p) in out.iter().enumerate() {
             // HdrHistogram reports the lowest equivalent value at rank 0.

@@ -315,7 +315,7 @@ mod tests {
     extern crate std;
     use super::*;
     use crate::scalable::XorShift;
-    use crate::{storage_len, ReadExt};
+    use crate::{storage_len, EquivalentValue, ReadExt};
 
     const L: Layout = Layout::DEFAULT;
     const LEN: usize = storage_len(L, 0, 1 << 12);
@@ -330,7 +330,10 @@ mod tests {
         h.record(1 << 20, &mut rng);
         h.record_n(1 << 30, 5, &mut rng);
         assert_eq!((h.total(), h.overflow(), h.underflow()), (1000, 6, 0));
-        assert_eq!(h.percentile_value(50.0).unwrap(), 499);
+        assert_eq!(
+            h.percentile(50.0, EquivalentValue::Midpoint).unwrap().value,
+            499
+        );
         h.reset();
         assert_eq!(h.total_with_outside(), 0);
     }
@@ -356,7 +359,7 @@ mod tests {
             assert_eq!(h.try_total(), Err(ResetInProgress));
             assert_eq!(h.try_int_stats(), Err(ResetInProgress));
             assert_eq!(
-                h.try_fixed_percentiles(&[Rank::MAX], &mut out),
+                h.try_fixed_percentiles(&[Rank::MAX], EquivalentValue::Midpoint, &mut out),
                 Err(PercentileError::ResetInProgress)
             );
             let mut r = h.recorder(XorShift::new(4));
@@ -368,7 +371,8 @@ mod tests {
         });
         assert_eq!(h.reset_count(), 2);
         assert_eq!((h.try_total(), h.total()), (Ok(1), 1));
-        h.try_fixed_percentiles(&[Rank::MAX], &mut out).unwrap();
+        h.try_fixed_percentiles(&[Rank::MAX], EquivalentValue::Midpoint, &mut out)
+            .unwrap();
         assert_eq!(out[0].value, 5);
     }
 
@@ -399,7 +403,9 @@ mod tests {
         assert!((total - expected).abs() / expected < 0.05, "{total}");
         // The rare bucket (2·n/10 records) keeps its value exactly.
         assert_eq!(
-            h.percentile_value(100.0).unwrap(),
+            h.percentile(100.0, EquivalentValue::Midpoint)
+                .unwrap()
+                .value,
             L.midpoint(L.index_of(3000))
         );
     }

@@ -37,7 +37,7 @@ use core::fmt;
 /// h.record(0); // below the window: underflow
 /// h.record(5_000_000); // above: overflow
 /// assert_eq!((h.total(), h.underflow(), h.overflow()), (1000, 1, 1));
-/// assert_eq!(h.percentile_value(50.0).unwrap(), 500);
+/// assert_eq!(h.percentile(50.0, EquivalentValue::Midpoint).unwrap().value, 500);
 /// ```
 ///
 /// # In firmware: all zeros at rest
@@ -283,12 +283,12 @@ where
     ///
     /// ```
     /// use core::time::Duration;
-    /// use picollo_core::{storage_len, Histogram, Layout, ReadExt};
+    /// use picollo_core::{storage_len, EquivalentValue, Histogram, Layout, ReadExt};
     ///
     /// const L: Layout = Layout::DEFAULT;
     /// let mut h = Histogram::<[u32; storage_len(L, 1, 1_000_000)]>::new(L, 1, 1_000_000);
     /// h.record_duration(Duration::from_nanos(900)); // below 2^10: exact buckets
-    /// assert_eq!(h.percentile_value(50.0).unwrap(), 900);
+    /// assert_eq!(h.percentile(50.0, EquivalentValue::Midpoint).unwrap().value, 900);
     /// ```
     #[inline(always)]
     pub fn record_duration(&mut self, duration: core::time::Duration) {

@@ -6,14 +6,14 @@
 //! iterators, counter sources and scopes.
 //!
 //! ```
-//! use picollo_core::{storage_len, Histogram, Layout, ReadExt};
+//! use picollo_core::{storage_len, EquivalentValue, Histogram, Layout, ReadExt};
 //!
 //! const L: Layout = Layout::DEFAULT; // 0.0977% relative error
 //! let mut h = Histogram::<[u64; storage_len(L, 1, 1 << 30)]>::new(L, 1, 1 << 30);
 //! for v in 1..=10_000u64 {
 //!     h.record(v * 1000);
 //! }
-//! let p = h.percentile(99.0).unwrap();
+//! let p = h.percentile(99.0, EquivalentValue::Midpoint).unwrap();
 //! assert!(p.value.abs_diff(9_900_000) <= 9_900_000 / 1000);
 //! ```
 #![no_std]
@@ -106,7 +106,7 @@ pub trait Record {
     /// // A 1,000 µs stall while sampling every 100 µs: 1000, 900, ..., 100.
     /// (&h).record_corrected(1000, 100);
     /// assert_eq!(h.total(), 10);
-    /// assert_eq!(h.percentile_value(50.0).unwrap(), 500);
+    /// assert_eq!(h.percentile(50.0, EquivalentValue::Midpoint).unwrap().value, 500);
     /// ```
     fn record_corrected(&mut self, value: u64, expected_interval: u64)
     where

@@ -8,14 +8,15 @@
 //! the `hdrhistogram` crate's `value_at_quantile(p / 100)` with the decimal quantile get the
 //! same counts; `tests/rank_rule.rs` and picollo-alloc's `tests/java_differential.rs` check
 //! every total up to 100,000 at the standard ranks). The paths differ only in which value of
-//! the bucket they report:
+//! the bucket they report. Every read names the value it reports ([`EquivalentValue`]): there
+//! is no process-wide default to change an answer behind a caller's back.
 //!
 //! | path | count asked for | value reported | same as HdrHistogram |
 //! |---|---|---|---|
-//! | `percentile`, `percentiles`, `percentile_value(s)` (`f64` ranks) | [`rank_count`] | the process-wide [`EquivalentValue`]: the bucket midpoint unless changed | the bucket of `getValueAtPercentile`; the midpoint is its `medianEquivalentValue` |
-//! | `percentile_with(p, EquivalentValue::Upper)` | [`rank_count`] | highest equivalent value, `hi - 1` | `getValueAtPercentile(p)`, `value_at_quantile(p / 100)` for `p > 0`; at `p = 0` HdrHistogram reports the lowest value, [`Percentile::lo`] |
-//! | `percentile_with(p, EquivalentValue::Lower)` | [`rank_count`] | lowest equivalent value, `lo` | `lowestEquivalentValue` of that bucket |
-//! | `fixed_percentile(s)` ([`Rank`], integers only) | [`Rank::count_of`]: the same counts | as `percentiles` | as `percentiles` |
+//! | `percentile(p, EquivalentValue::Midpoint)`, `percentiles` (`f64` ranks) | [`rank_count`] | the bucket midpoint | the bucket of `getValueAtPercentile`; the midpoint is its `medianEquivalentValue` |
+//! | `percentile(p, EquivalentValue::Upper)` | [`rank_count`] | highest equivalent value, `hi - 1` | `getValueAtPercentile(p)`, `value_at_quantile(p / 100)` for `p > 0`; at `p = 0` HdrHistogram reports the lowest value, [`Percentile::lo`] |
+//! | `percentile(p, EquivalentValue::Lower)` | [`rank_count`] | lowest equivalent value, `lo` | `lowestEquivalentValue` of that bucket |
+//! | `fixed_percentile(s)` ([`Rank`], integers only) | [`Rank::count_of`]: the same counts | the selection passed, as `percentiles` | as `percentiles` |
 //! | `picollo_alloc::hdr::HdrCounts::value_at_percentile` | [`rank_count`] | highest equivalent value; lowest at `p = 0` | `getValueAtPercentile`, value for value |
 //! | `min()`, `max()` | none | lowest value of the lowest non-empty bucket, highest of the highest | `getMinValue`, `getMaxValue` |
 //! | `picollo_alloc::Summary`, `picollo stat`, `report`, `diff` tables | [`rank_count`] | as `percentiles` (midpoint, with `±` half the bucket width) | the bucket of `getValueAtPercentile` |
@@ -24,7 +25,6 @@
 //! | `.hgrm` input (`HgrmFile::to_counts`) | the file's steps | each step's value as printed | exact at the steps; between steps, the next step |
 //! | `picollo-export` (Prometheus, OTLP) | none: buckets and counts are exported | the server computes quantiles (`histogram_quantile` interpolates within a bucket) | no counterpart |
 
-use crate::cell::{AtomicU8, Ordering};
 use crate::fmt::{Grouped, GroupedWide, Trimmed};
 use crate::{Layout, Window};
 use core::fmt;
@@ -125,15 +125,30 @@ impl<H: HistogramRead + ?Sized> HistogramRead for &H {
     }
 }
 
-/// Which value of a bucket stands for the values in it.
+/// Which value of a bucket stands for the values in it: the selection every percentile read
+/// takes.
 ///
-/// The percentile methods that take no selection use the process-wide default
-/// ([`EquivalentValue::process_default`], seed 000's
-/// `Percentile.DefaultEquivalentValueSelection`): the midpoint unless changed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+/// A histogram keeps buckets, not values, so a percentile is a bucket, and the value reported
+/// for it is one of the bucket's values. [`EquivalentValue::Midpoint`] (the [`Default`]) has
+/// the smallest worst-case error; [`EquivalentValue::Upper`] is HdrHistogram's answer
+/// (`getValueAtPercentile`, the `hdrhistogram` crate's `value_at_quantile`).
+///
+/// ```
+/// use picollo_core::prelude::*;
+///
+/// let mut h = Histogram::<[u32; storage_len(Layout::DEFAULT, 0, 100_000)]>::new(
+///     Layout::DEFAULT, 0, 100_000);
+/// h.record(50_000); // bucket [49,984, 50,047]
+/// assert_eq!(h.percentile(50.0, EquivalentValue::Midpoint).unwrap().value, 50_016);
+/// assert_eq!(h.percentile(50.0, EquivalentValue::Upper).unwrap().value, 50_047); // HdrHistogram's
+/// assert_eq!(h.percentile(50.0, EquivalentValue::Lower).unwrap().value, 49_984);
+/// assert_eq!(EquivalentValue::default(), EquivalentValue::Midpoint);
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum EquivalentValue {
-    /// The midpoint `lo + width/2`: the smallest worst-case error (the initial default).
+    /// The midpoint `lo + width/2`: the smallest worst-case error (the default).
+    #[default]
     Midpoint,
     /// The lowest value of the bucket, `lo`.
     Lower,
@@ -141,49 +156,7 @@ pub enum EquivalentValue {
     Upper,
 }
 
-/// The process-wide default selection, as its discriminant: one byte read and written with
-/// relaxed atomic loads and stores (lock-free everywhere, no read-modify-write needed).
-static PROCESS_DEFAULT: AtomicU8 = AtomicU8::new(EquivalentValue::Midpoint as u8);
-
-impl Default for EquivalentValue {
-    /// The process-wide default ([`EquivalentValue::process_default`]).
-    fn default() -> Self {
-        Self::process_default()
-    }
-}
-
 impl EquivalentValue {
-    /// The selection used by [`ReadExt::percentiles`], [`ReadExt::percentile`] and the other
-    /// percentile methods that take none: [`EquivalentValue::Midpoint`] unless
-    /// [`EquivalentValue::set_process_default`] changed it.
-    #[inline]
-    pub fn process_default() -> Self {
-        match PROCESS_DEFAULT.load(Ordering::Relaxed) {
-            1 => Self::Lower,
-            2 => Self::Upper,
-            _ => Self::Midpoint,
-        }
-    }
-
-    /// Sets the process-wide default selection (seed 000's
-    /// `Percentile.DefaultEquivalentValueSelection = ...`). Lock-free; takes effect for reads
-    /// that start afterwards, in every thread.
-    ///
-    /// ```
-    /// use picollo_core::prelude::*;
-    ///
-    /// let mut h = Histogram::<[u32; storage_len(Layout::DEFAULT, 0, 100_000)]>::new(
-    ///     Layout::DEFAULT, 0, 100_000);
-    /// h.record(50_000);
-    /// EquivalentValue::set_process_default(EquivalentValue::Upper);
-    /// assert_eq!(h.percentile_value(50.0).unwrap(), 50_047); // HdrHistogram's choice
-    /// EquivalentValue::set_process_default(EquivalentValue::Midpoint);
-    /// assert_eq!(h.percentile_value(50.0).unwrap(), 50_016);
-    /// ```
-    pub fn set_process_default(selection: EquivalentValue) {
-        PROCESS_DEFAULT.store(selection as u8, Ordering::Relaxed);
-    }
-
     /// The equivalent value of logical bucket `index`.
     #[inline]
     pub const fn of(self, layout: Layout, index: usize) -> u64 {
@@ -793,18 +766,50 @@ pub trait ReadExt: HistogramRead {
         consistent(self, |h| int_stats_of(h))
     }
 
-    /// Many percentiles at once, mutually consistent (one total, one walk), with the
-    /// process-wide default equivalent value ([`EquivalentValue::process_default`], the
-    /// midpoint unless changed). `ranks` may come in any order. Blocking while a reset is in
-    /// progress; [`ReadExt::try_percentiles`] never waits.
-    fn percentiles(&self, ranks: &[f64], out: &mut [Percentile]) -> Result<(), PercentileError> {
-        self.percentiles_with(ranks, EquivalentValue::process_default(), out)
+    /// Many percentiles at once, mutually consistent (one total, one walk), each reported as
+    /// the `selection` of its bucket ([`EquivalentValue::Midpoint`] for the smallest error,
+    /// [`EquivalentValue::Upper`] for HdrHistogram's answer). `ranks` may come in any order;
+    /// `out[k]` answers `ranks[k]`. Blocking while a reset is in progress;
+    /// [`ReadExt::try_percentiles`] never waits.
+    ///
+    /// ```
+    /// use picollo_core::prelude::*;
+    /// let mut h = Histogram::<[u32; storage_len(Layout::DEFAULT, 1, 100_000)]>::new(
+    ///     Layout::DEFAULT, 1, 100_000);
+    /// for v in 1..=10_000u32 {
+    ///     h.record_u32(v);
+    /// }
+    /// let mut out = [Percentile::default(); 3];
+    /// h.percentiles(&[50.0, 99.9, 100.0], EquivalentValue::Midpoint, &mut out).unwrap();
+    /// assert_eq!(out.map(|p| p.rank_count), [5000, 9990, 10_000]);
+    /// assert_eq!(out[1].value, 9_992);
+    /// ```
+    fn percentiles(
+        &self,
+        ranks: &[f64],
+        selection: EquivalentValue,
+        out: &mut [Percentile],
+    ) -> Result<(), PercentileError> {
+        let out = f64_batch(ranks, out)?;
+        consistent(self, |h| f64_walk(h, out, selection))
+    }
+
+    /// One percentile (a batch of one of [`ReadExt::percentiles`]): `h.percentile(99.9,
+    /// EquivalentValue::Midpoint)?.value`. Blocking while a reset is in progress;
+    /// [`ReadExt::try_percentile`] never waits.
+    fn percentile(
+        &self,
+        rank: f64,
+        selection: EquivalentValue,
+    ) -> Result<Percentile, PercentileError> {
+        let mut out = [Percentile::default()];
+        self.percentiles(&[rank], selection, &mut out)?;
+        Ok(out[0])
     }
 
     /// Many percentiles at once with fixed-point [`Rank`]s, in integer arithmetic only: the
     /// firmware path (no `f64`, a small stack frame). Same walk, same rank rule ([`rank_count`])
-    /// and same answers as [`ReadExt::percentiles`] given the same ranks. Uses the process-wide
-    /// default equivalent value.
+    /// and same answers as [`ReadExt::percentiles`] given the same ranks and selection.
     ///
     /// ```
     /// use picollo_core::prelude::*;
@@ -815,23 +820,13 @@ pub trait ReadExt: HistogramRead {
     /// }
     /// const RANKS: [Rank; 3] = [Rank::percent(50), Rank::parse("99.9").unwrap(), Rank::MAX];
     /// let mut out = [FixedPercentile::default(); 3];
-    /// h.fixed_percentiles(&RANKS, &mut out).unwrap();
+    /// h.fixed_percentiles(&RANKS, EquivalentValue::Midpoint, &mut out).unwrap();
     /// assert_eq!(out.map(|p| p.rank_count), [5000, 9990, 10_000]);
     /// assert_eq!(out[1].to_string(), "P99.9=9,992 [2671 / 2672]: [9,984, 10,000) 16");
     /// ```
     ///
     /// Blocking while a reset is in progress; [`ReadExt::try_fixed_percentiles`] never waits.
     fn fixed_percentiles(
-        &self,
-        ranks: &[Rank],
-        out: &mut [FixedPercentile],
-    ) -> Result<(), PercentileError> {
-        self.fixed_percentiles_with(ranks, EquivalentValue::process_default(), out)
-    }
-
-    /// As [`ReadExt::fixed_percentiles`], with a chosen equivalent value. Blocking while a reset
-    /// is in progress; [`ReadExt::try_fixed_percentiles_with`] never waits.
-    fn fixed_percentiles_with(
         &self,
         ranks: &[Rank],
         selection: EquivalentValue,
@@ -841,69 +836,16 @@ pub trait ReadExt: HistogramRead {
         consistent(self, |h| fixed_walk(h, out, selection))
     }
 
-    /// One fixed-point percentile (a batch of one), with the process-wide default equivalent
-    /// value. Blocking while a reset is in progress; [`ReadExt::try_fixed_percentile`] never
-    /// waits.
-    fn fixed_percentile(&self, rank: Rank) -> Result<FixedPercentile, PercentileError> {
+    /// One fixed-point percentile (a batch of one of [`ReadExt::fixed_percentiles`]).
+    /// Blocking while a reset is in progress; [`ReadExt::try_fixed_percentile`] never waits.
+    fn fixed_percentile(
+        &self,
+        rank: Rank,
+        selection: EquivalentValue,
+    ) -> Result<FixedPercentile, PercentileError> {
         let mut out = [FixedPercentile::default()];
-        self.fixed_percentiles(&[rank], &mut out)?;
+        self.fixed_percentiles(&[rank], selection, &mut out)?;
         Ok(out[0])
-    }
-
-    /// As [`ReadExt::percentiles`], with a chosen equivalent value. Blocking while a reset is
-    /// in progress; [`ReadExt::try_percentiles_with`] never waits.
-    fn percentiles_with(
-        &self,
-        ranks: &[f64],
-        selection: EquivalentValue,
-        out: &mut [Percentile],
-    ) -> Result<(), PercentileError> {
-        let out = f64_batch(ranks, out)?;
-        consistent(self, |h| f64_walk(h, out, selection))
-    }
-
-    /// Percentile values only, mutually consistent, with the process-wide default equivalent
-    /// value. Blocking while a reset is in progress.
-    fn percentile_values(&self, ranks: &[f64], out: &mut [u64]) -> Result<(), PercentileError> {
-        if out.len() < ranks.len() {
-            return Err(PercentileError::OutputTooShort {
-                ranks: ranks.len(),
-                room: out.len(),
-            });
-        }
-        let mut chunk = [Percentile::default(); 16];
-        for (r, o) in ranks.chunks(16).zip(out.chunks_mut(16)) {
-            // Each chunk is consistent on its own; the ranks of one call are consistent when
-            // they fit one chunk (16, the summary's ranks).
-            self.percentiles(r, &mut chunk[..r.len()])?;
-            for (p, v) in chunk.iter().zip(o.iter_mut()) {
-                *v = p.value;
-            }
-        }
-        Ok(())
-    }
-
-    /// One percentile (a batch of one), with the process-wide default equivalent value.
-    /// Blocking while a reset is in progress; [`ReadExt::try_percentile`] never waits.
-    fn percentile(&self, rank: f64) -> Result<Percentile, PercentileError> {
-        self.percentile_with(rank, EquivalentValue::process_default())
-    }
-
-    /// One percentile with a chosen equivalent value. Blocking while a reset is in progress.
-    fn percentile_with(
-        &self,
-        rank: f64,
-        selection: EquivalentValue,
-    ) -> Result<Percentile, PercentileError> {
-        let mut out = [Percentile::default()];
-        self.percentiles_with(&[rank], selection, &mut out)?;
-        Ok(out[0])
-    }
-
-    /// The value at `rank`, with the process-wide default equivalent value. Blocking while a
-    /// reset is in progress.
-    fn percentile_value(&self, rank: f64) -> Result<u64, PercentileError> {
-        Ok(self.percentile(rank)?.value)
     }
 
     /// Every stored bucket, empty ones included, with cumulative counts.
@@ -1003,16 +945,6 @@ pub trait ReadExt: HistogramRead {
     fn try_fixed_percentiles(
         &self,
         ranks: &[Rank],
-        out: &mut [FixedPercentile],
-    ) -> Result<(), PercentileError> {
-        self.try_fixed_percentiles_with(ranks, EquivalentValue::process_default(), out)
-    }
-
-    /// As [`ReadExt::fixed_percentiles_with`], wait-free
-    /// ([`ReadExt::try_fixed_percentiles`]).
-    fn try_fixed_percentiles_with(
-        &self,
-        ranks: &[Rank],
         selection: EquivalentValue,
         out: &mut [FixedPercentile],
     ) -> Result<(), PercentileError> {
@@ -1021,23 +953,18 @@ pub trait ReadExt: HistogramRead {
     }
 
     /// As [`ReadExt::fixed_percentile`], wait-free ([`ReadExt::try_fixed_percentiles`]).
-    fn try_fixed_percentile(&self, rank: Rank) -> Result<FixedPercentile, PercentileError> {
+    fn try_fixed_percentile(
+        &self,
+        rank: Rank,
+        selection: EquivalentValue,
+    ) -> Result<FixedPercentile, PercentileError> {
         let mut out = [FixedPercentile::default()];
-        self.try_fixed_percentiles(&[rank], &mut out)?;
+        self.try_fixed_percentiles(&[rank], selection, &mut out)?;
         Ok(out[0])
     }
 
     /// As [`ReadExt::percentiles`], wait-free ([`ReadExt::try_fixed_percentiles`]).
     fn try_percentiles(
-        &self,
-        ranks: &[f64],
-        out: &mut [Percentile],
-    ) -> Result<(), PercentileError> {
-        self.try_percentiles_with(ranks, EquivalentValue::process_default(), out)
-    }
-
-    /// As [`ReadExt::percentiles_with`], wait-free ([`ReadExt::try_fixed_percentiles`]).
-    fn try_percentiles_with(
         &self,
         ranks: &[f64],
         selection: EquivalentValue,
@@ -1048,9 +975,13 @@ pub trait ReadExt: HistogramRead {
     }
 
     /// As [`ReadExt::percentile`], wait-free ([`ReadExt::try_fixed_percentiles`]).
-    fn try_percentile(&self, rank: f64) -> Result<Percentile, PercentileError> {
+    fn try_percentile(
+        &self,
+        rank: f64,
+        selection: EquivalentValue,
+    ) -> Result<Percentile, PercentileError> {
         let mut out = [Percentile::default()];
-        self.try_percentiles(&[rank], &mut out)?;
+        self.try_percentiles(&[rank], selection, &mut out)?;
         Ok(out[0])
     }
 }

@@ -106,8 +106,8 @@ proptest! {
         let floats = texts.map(|t| t.parse::<f64>().unwrap());
         let mut fixed = [FixedPercentile::default(); 10];
         let mut float = [Percentile::default(); 10];
-        h.fixed_percentiles(&ranks, &mut fixed).unwrap();
-        h.percentiles(&floats, &mut float).unwrap();
+        h.fixed_percentiles(&ranks, EquivalentValue::Midpoint, &mut fixed).unwrap();
+        h.percentiles(&floats, EquivalentValue::Midpoint, &mut float).unwrap();
         for (f, p) in fixed.iter().zip(&float) {
             // One rank rule (`read::rank_count`), exact on both paths: the same count, the
             // same bucket.

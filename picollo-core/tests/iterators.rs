@@ -216,7 +216,7 @@ fn bucket_percentiles_format_like_the_seed() {
         first.to_string(),
         "P9.1914=20,096 [64 / 590]: [19,968, 20,224) 183,827"
     );
-    let p99 = h.percentile(99.0).unwrap();
+    let p99 = h.percentile(99.0, EquivalentValue::Midpoint).unwrap();
     assert_eq!(
         p99.to_string(),
         "P99=24,960 [83 / 609]: [24,832, 25,088) 710,359"

@@ -31,7 +31,8 @@ fn check_against_sorted(layout: Layout, values: &mut [u64]) {
     }
     values.sort_unstable();
     let mut out = [Percentile::default(); 16];
-    h.percentiles(&RANKS, &mut out).unwrap();
+    h.percentiles(&RANKS, EquivalentValue::Midpoint, &mut out)
+        .unwrap();
     for p in out {
         let exact = values[(p.rank_count - 1) as usize];
         // The target-th smallest value lies in the bucket found, so the midpoint is within the
@@ -72,7 +73,7 @@ proptest! {
             h.record(v);
         }
         let mut out = [Percentile::default(); 16];
-        h.percentiles_with(&RANKS, EquivalentValue::Upper, &mut out).unwrap();
+        h.percentiles(&RANKS, EquivalentValue::Upper, &mut out).unwrap();
         for p in out {
             let theirs = hdr.value_at_quantile(decimal_quantile(p.rank));
             // Same layout and the same rank rule: identical answers. HdrHistogram reports the
@@ -114,7 +115,7 @@ fn seed_benchmark_distribution_vs_hdrhistogram() {
     }
     let combined = layout.relative_error() + 0.5 / 1024.0;
     for rank in RANKS {
-        let ours = h.percentile_value(rank).unwrap() as f64;
+        let ours = h.percentile(rank, EquivalentValue::Midpoint).unwrap().value as f64;
         let theirs = hdr.value_at_quantile(decimal_quantile(rank)) as f64;
         let rel = (ours - theirs).abs() / theirs.max(1.0);
         assert!(

@@ -87,7 +87,7 @@ proptest! {
     fn bad_ranks_are_errors(rank in prop_oneof![Just(f64::NAN), -1e9f64..-1e-9, 100.000001f64..1e9]) {
         let mut h = Histogram::<[u32; storage_len(Layout::DEFAULT, 0, 100)]>::new(Layout::DEFAULT, 0, 100);
         h.record(5);
-        prop_assert!(h.percentile(rank).is_err());
+        prop_assert!(h.percentile(rank, EquivalentValue::Midpoint).is_err());
     }
 
     #[test]
@@ -95,9 +95,9 @@ proptest! {
         let mut h = Histogram::<[u64; storage_len(Layout::DEFAULT, 0, 1_000_000)]>::new(Layout::DEFAULT, 0, 1_000_000);
         for &v in &values { h.record(v); }
         let mut out = vec![Percentile::default(); ranks.len()];
-        h.percentiles(&ranks, &mut out).unwrap();
+        h.percentiles(&ranks, EquivalentValue::Midpoint, &mut out).unwrap();
         for (i, a) in out.iter().enumerate() {
-            prop_assert_eq!(*a, h.percentile(ranks[i]).unwrap());
+            prop_assert_eq!(*a, h.percentile(ranks[i], EquivalentValue::Midpoint).unwrap());
             for b in &out {
                 if a.rank < b.rank { prop_assert!(a.value <= b.value); }
             }
@@ -148,7 +148,7 @@ proptest! {
         let mut f_cells = vec![0u64; fine.logical_len()];
         let mut f = Histogram::with_window(fine, &mut f_cells[..], Window::full(fine)).unwrap();
         let picollo_core::Rebucketing::Approximate { error_bound } = f.add(&c) else { panic!("expected approximate") };
-        let got = f.percentile(100.0).unwrap().value as f64;
+        let got = f.percentile(100.0, EquivalentValue::Midpoint).unwrap().value as f64;
         prop_assert!((got - v as f64).abs() / v as f64 <= error_bound + 1e-12);
     }
 }
@@ -169,7 +169,7 @@ fn exhaustive_small_histograms() {
         assert_eq!(h.total(), n);
         for v in (0..n).step_by(37) {
             let rank = (v + 1) as f64 / n as f64 * 100.0;
-            let p = h.percentile_with(rank, EquivalentValue::Upper).unwrap();
+            let p = h.percentile(rank, EquivalentValue::Upper).unwrap();
             assert!(layout.equivalent(p.value, v) || p.value >= v, "k={k} v={v}");
             assert!(p.lo <= v.max(p.lo));
         }

@@ -80,7 +80,7 @@
 //! }
 //! let h = interop::to_picollo(&hdr)?; // block scale 10, index for index
 //! assert_eq!(h.layout().block_size(), 1024);
-//! let p999 = h.percentile_with(99.9, EquivalentValue::Upper)?.value;
+//! let p999 = h.percentile(99.9, EquivalentValue::Upper)?.value;
 //! assert_eq!(Some(p999), hdr.value_at_percentile(99.9));
 //!
 //! let back = interop::from_picollo(&h)?; // exact: same counts, same bytes
@@ -528,7 +528,7 @@ pub fn window_for(geometry: &HdrGeometry) -> Window {
 /// let h = interop::to_picollo(&hdr)?;
 /// assert_eq!(h.total(), 4);
 /// assert_eq!(h.max(), Some(hdr.max()));
-/// assert_eq!(h.percentile_with(50.0, EquivalentValue::Upper)?.value, 1_003);
+/// assert_eq!(h.percentile(50.0, EquivalentValue::Upper)?.value, 1_003);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 ///
@@ -604,7 +604,7 @@ pub struct HdrView<'a> {
 /// let view = interop::view(&hdr)?;
 /// assert_eq!(view.total(), 1000);
 /// assert_eq!(
-///     Some(view.percentile_with(99.0, EquivalentValue::Upper)?.value),
+///     Some(view.percentile(99.0, EquivalentValue::Upper)?.value),
 ///     hdr.value_at_percentile(99.0)
 /// );
 /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -1105,7 +1105,7 @@ fn export_rebucketed<H: HistogramRead + ?Sized>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use picollo_core::ReadExt;
+    use picollo_core::{EquivalentValue, ReadExt};
 
     #[test]
     fn digits_and_block_scales() {
@@ -1209,7 +1209,10 @@ mod tests {
         assert_eq!(v.total(), h.total());
         assert_eq!(v.stats(), h.stats());
         for rank in [0.0, 50.0, 99.0, 99.99, 100.0] {
-            assert_eq!(v.percentile(rank), h.percentile(rank));
+            assert_eq!(
+                v.percentile(rank, EquivalentValue::Midpoint),
+                h.percentile(rank, EquivalentValue::Midpoint)
+            );
         }
         let coarse = HdrCounts::new(1000, 1 << 40, 3).unwrap();
         assert!(matches!(

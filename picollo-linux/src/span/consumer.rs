@@ -15,7 +15,7 @@ use picollo_core::ring::{
     ClockInfo, ClockKind, CounterStatus, CounterTable, Drained, FieldKind, Label, RequestStatus,
     RingInfo, MAX_COUNTERS,
 };
-use picollo_core::{Layout, ReadExt, Window};
+use picollo_core::{EquivalentValue, Layout, ReadExt, Window};
 
 use super::raw::AggregatedSpans;
 use super::{clock_hz, COUNTERS_ENV, FIXED_WORDS, RING_PREFIX, SPAN_FIELDS, SPAN_FRAME};
@@ -214,7 +214,10 @@ impl EventStats {
         if self.min < 0 || self.count == 0 {
             return None;
         }
-        self.values.percentile(p).ok().map(|v| v.value)
+        self.values
+            .percentile(p, EquivalentValue::Midpoint)
+            .ok()
+            .map(|v| v.value)
     }
 }
 
@@ -617,11 +620,15 @@ impl SpanAggregator {
                     _ if total_ticks > 0 => s.ticks as f64 / total_ticks as f64,
                     _ => 0.0,
                 };
-                let p50 = s.durations.percentile(50.0).ok().map(|p| p.value);
+                let p50 = s
+                    .durations
+                    .percentile(50.0, EquivalentValue::Midpoint)
+                    .ok()
+                    .map(|p| p.value);
                 let ipc = (s.ipc_micro.total() > 0).then(|| {
                     [5.0, 50.0, 95.0].map(|p| {
                         s.ipc_micro
-                            .percentile(p)
+                            .percentile(p, EquivalentValue::Midpoint)
                             .map_or(0.0, |v| v.value as f64 / 1e6)
                     })
                 });
