@@ -24,7 +24,7 @@ fuzz_target!(|data: &[u8]| {
         return;
     }
     let mut cells = vec![0u32; window.len()];
-    let mut h = Histogram::with_window(layout, &mut cells[..], window).unwrap();
+    let mut h = Histogram::with_storage(layout, &mut cells[..], window).unwrap();
     let (lo, hi) = (window.min_value(layout), window.max_value(layout));
     let (mut under, mut over, mut inside) = (0u64, 0u64, 0u64);
     for chunk in data[17..].chunks_exact(8) {

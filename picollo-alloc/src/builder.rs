@@ -22,7 +22,7 @@ use core::fmt;
 use core::marker::PhantomData;
 use picollo_core::approx::ApproxHistogram;
 use picollo_core::atomic::AtomicCounter;
-use picollo_core::scalable::{ScalableCell, ScalableConfig};
+use picollo_core::scalable::ScalableCell;
 use picollo_core::{Counter, Layout, LayoutError, Window, WindowError};
 use portable_atomic::{AtomicU16, AtomicU32, AtomicU64};
 
@@ -235,12 +235,7 @@ impl<C: StorageWidth> HistogramBuilder<C> {
     pub fn approximate(self) -> Result<HeapApproxHistogram, BuildError> {
         let (layout, window) = self.resolve()?;
         let cells = HeapStorage::with_len(window.len(), ScalableCell::new);
-        Ok(ApproxHistogram::with_storage(
-            layout,
-            cells,
-            window,
-            ScalableConfig::new(),
-        )?)
+        Ok(ApproxHistogram::with_storage(layout, cells, window)?)
     }
 }
 

@@ -252,7 +252,7 @@ impl Summary {
     /// that the histogram answers any rank:
     ///
     /// ```
-    /// use picollo_alloc::{default_histogram, ReadExt, SummaryExt};
+    /// use picollo_alloc::{default_histogram, EquivalentValue, ReadExt, SummaryExt};
     ///
     /// let mut h = default_histogram();
     /// (1..=10_000).for_each(|v| h.record(v));

@@ -476,26 +476,6 @@ impl<A: AtomicCounter, const N: usize> AtomicHistogram<[A; N], Layout> {
     }
 }
 
-impl<A: AtomicCounter, const N: usize, const K: u32> AtomicHistogram<[A; N], ConstLayout<K>> {
-    /// A histogram with a compile-time block scale, owning `[A; N]`.
-    ///
-    /// # Panics
-    ///
-    /// As [`AtomicHistogram::new`].
-    pub const fn new_const(min: u64, max: u64) -> Self {
-        match Window::new(ConstLayout::<K>::get(), min, max) {
-            Ok(window) if window.len() == N => AtomicHistogram {
-                spec: ConstLayout::<K>::new(),
-                window,
-                shared: SharedState::new(),
-                storage: [const { A::ZERO }; N],
-            },
-            Ok(_) => panic!("array length differs from storage_len(layout, min, max)"),
-            Err(_) => panic!("min trackable value above max"),
-        }
-    }
-}
-
 impl<A: AtomicCounter, const N: usize, const K: u32, const MIN: u64, const MAX: u64>
     AtomicHistogram<[A; N], ConstLayout<K>, ConstWindow<MIN, MAX>>
 {
@@ -542,14 +522,10 @@ where
     S::Item: AtomicCounter,
     L: LayoutSpec,
 {
-    /// A histogram over caller-provided atomic storage (borrowed or heap). It is cleared.
-    pub fn with_storage(spec: L, storage: S, min: u64, max: u64) -> Result<Self, WindowError> {
-        let window = Window::new(spec.layout(), min, max)?;
-        Self::with_window(spec, storage, window)
-    }
-
-    /// A histogram over caller-provided atomic storage for an explicit window. It is cleared.
-    pub fn with_window(spec: L, storage: S, window: Window) -> Result<Self, WindowError> {
+    /// A histogram over caller-provided atomic storage for `window` (borrowed, heap, or an
+    /// owned array with any [`LayoutSpec`]). It is cleared; a length other than
+    /// `window.len()` is an error.
+    pub fn with_storage(spec: L, storage: S, window: Window) -> Result<Self, WindowError> {
         window.check_storage_len(storage.as_slice().len())?;
         let h = AtomicHistogram {
             spec,

@@ -25,7 +25,7 @@ fn full(layout: Layout) -> (Vec<u64>, Window) {
 
 fn check_against_sorted(layout: Layout, values: &mut [u64]) {
     let (mut cells, w) = full(layout);
-    let mut h = Histogram::with_window(layout, &mut cells[..], w).unwrap();
+    let mut h = Histogram::with_storage(layout, &mut cells[..], w).unwrap();
     for &v in values.iter() {
         h.record(v);
     }
@@ -67,7 +67,7 @@ proptest! {
         let layout = Layout::from_block_scale(sub_buckets - 1).unwrap();
         let mut hdr = hdrhistogram::Histogram::<u64>::new_with_bounds(1, u64::MAX / 2, sigfig).unwrap();
         let (mut cells, w) = full(layout);
-        let mut h = Histogram::with_window(layout, &mut cells[..], w).unwrap();
+        let mut h = Histogram::with_storage(layout, &mut cells[..], w).unwrap();
         for &v in &values {
             hdr.record(v).unwrap();
             h.record(v);
@@ -107,7 +107,7 @@ fn seed_benchmark_distribution_vs_hdrhistogram() {
     let layout = Layout::DEFAULT;
     let window = Window::new(layout, 0, MAX).unwrap();
     let mut cells = vec![0u32; window.len()];
-    let mut h = Histogram::with_window(layout, &mut cells[..], window).unwrap();
+    let mut h = Histogram::with_storage(layout, &mut cells[..], window).unwrap();
     let mut hdr = hdrhistogram::Histogram::<u64>::new_with_bounds(1, MAX, 3).unwrap();
     for &v in &values {
         h.record(v);

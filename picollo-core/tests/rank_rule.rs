@@ -78,7 +78,7 @@ fn p999_of_20000_asks_for_19980() {
     let layout = Layout::from_significant_digits(3).unwrap();
     let w = Window::new(layout, 0, 10_000).unwrap();
     let mut cells = vec![0u64; w.len()];
-    let mut h = Histogram::with_window(layout, &mut cells[..], w).unwrap();
+    let mut h = Histogram::with_storage(layout, &mut cells[..], w).unwrap();
     h.record_n(1, 19_980);
     h.record_n(1_000, 20);
     for selection in [
@@ -181,7 +181,7 @@ fn every_total_matches_the_crate_bucket_for_bucket() {
         let mut hdr = hdrhistogram::Histogram::<u64>::new_with_bounds(1, 1 << 30, 2).unwrap();
         let w = Window::new(layout, 1, 1 << 30).unwrap();
         let mut cells = vec![0u64; w.len()];
-        let mut h = Histogram::with_window(layout, &mut cells[..], w).unwrap();
+        let mut h = Histogram::with_storage(layout, &mut cells[..], w).unwrap();
         let mut ours = [Percentile::default(); 16];
         let mut fixed = [FixedPercentile::default(); 16];
         for (i, v) in shape(kind, TOTALS).enumerate() {
@@ -265,7 +265,7 @@ proptest! {
         let mut hdr = hdrhistogram::Histogram::<u64>::new_with_bounds(1, 1 << 41, sigfig).unwrap();
         let w = Window::new(layout, 1, 1 << 41).unwrap();
         let mut cells = vec![0u64; w.len()];
-        let mut h = Histogram::with_window(layout, &mut cells[..], w).unwrap();
+        let mut h = Histogram::with_storage(layout, &mut cells[..], w).unwrap();
         for &(v, n) in &values {
             hdr.record_n(v, n).unwrap();
             h.record_n(v, n);
