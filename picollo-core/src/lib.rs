@@ -35,6 +35,7 @@ pub mod scalable;
 pub mod source;
 pub mod storage;
 pub mod window;
+#[cfg(feature = "testing")]
 pub mod workload;
 
 pub use atomic::{AtomicCounter, AtomicHistogram};

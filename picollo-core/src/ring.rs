@@ -91,10 +91,9 @@ mod frame;
 pub use portable_atomic::AtomicU64;
 
 pub use frame::{
-    write_csv_cell, write_csv_header, CounterInterval, CounterValues, Counters, DynamicFrame,
-    Field, FieldKind, FieldValue, Frame, FrameField, Label, Schema, SchemaError, StrValue, Time,
-    TimeInterval, Value, WordArray, FRAME_NAME_BYTES, MAX_COUNTERS, MAX_FIELDS, MAX_PAYLOAD_WORDS,
-    MAX_STR_WORDS, NAME_BYTES,
+    CounterInterval, CounterValues, Counters, DynamicFrame, Field, FieldKind, FieldValue, Frame,
+    FrameField, Label, Schema, SchemaError, StrValue, Time, TimeInterval, Value, WordArray,
+    FRAME_NAME_BYTES, MAX_COUNTERS, MAX_FIELDS, MAX_PAYLOAD_WORDS, MAX_STR_WORDS, NAME_BYTES,
 };
 
 use frame::{check_counter_name, check_name, utf8_prefix};

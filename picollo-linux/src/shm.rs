@@ -86,6 +86,7 @@
 use core::fmt;
 use core::marker::PhantomData;
 
+use picollo_alloc::csv::FrameCsv;
 use std::collections::HashSet;
 use std::ffi::CString;
 use std::io;
@@ -1068,11 +1069,11 @@ impl ShmReader {
     }
 
     /// The CSV header line of this ring's frames (see
-    /// [`DynamicFrame::write_csv_header`]).
+    /// [`FrameCsv::write_csv_header`]).
     pub fn csv_header(&self) -> String {
         let mut s = String::new();
         // Writing into a `String` cannot fail.
-        let _ = picollo_core::ring::write_csv_header(self.reader.info(), &mut s);
+        let _ = picollo_alloc::csv::write_csv_header(self.reader.info(), &mut s);
         s
     }
 

@@ -7,7 +7,7 @@
 //!   words. The [`frame!`](crate::frame) macro generates the struct and the impl from plain
 //!   field declarations; each field type implements [`FrameField`].
 //! - [`DynamicFrame`] decodes any frame by the schema a reader found in the header (ppt's
-//!   `convert`), and writes CSV rows.
+//!   `convert`); `picollo_alloc::csv` writes such frames as CSV rows.
 //!
 //! # Encoding
 //!
@@ -1091,9 +1091,8 @@ impl Value {
 /// let n = r.next_into(&mut buf)?.expect("one frame");
 /// let f = DynamicFrame::new(r.info(), n, &buf);
 /// assert_eq!(f.get("bytes"), Some(Value::Unsigned(512)));
-/// let mut csv = String::new();
-/// f.to_csv(&mut csv, true)?;
-/// assert_eq!(csv, "frame,bytes,ok,t_start,t_end\n0,512,true,3,9\n");
+/// assert_eq!(f.get("t"), Some(Value::TimeInterval { start: 3, end: 9 }));
+/// assert_eq!(f.fields().map(|v| v.name).collect::<Vec<_>>(), ["bytes", "ok", "t"]);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Clone, Copy, Debug)]
@@ -1159,171 +1158,6 @@ impl<'a> DynamicFrame<'a> {
     pub fn get(&self, name: &str) -> Option<Value> {
         self.fields().find(|f| f.name == name).map(|f| f.value)
     }
-
-    /// Writes the CSV header line: `frame`, then one column per scalar field, `NAME_start` and
-    /// `NAME_end` for intervals, and `NAME_COUNTER` (`NAME_COUNTER_start`, `NAME_COUNTER_end`)
-    /// for counter fields, where `COUNTER` is the header's name of that counter slot (or its
-    /// index when the header names none).
-    pub fn write_csv_header(&self, w: &mut dyn fmt::Write) -> fmt::Result {
-        write_csv_header(self.info, w)
-    }
-
-    /// Writes this frame as CSV: the header line first when `with_header`, then its row
-    /// (see [`DynamicFrame::write_csv_header`] and [`DynamicFrame::write_csv_row`]).
-    pub fn to_csv(&self, out: &mut dyn fmt::Write, with_header: bool) -> fmt::Result {
-        if with_header {
-            self.write_csv_header(out)?;
-        }
-        self.write_csv_row(out)
-    }
-
-    /// Writes this frame as one CSV line matching [`DynamicFrame::write_csv_header`]. Counter
-    /// slots the header marks unavailable or unused are written as empty cells, never as 0.
-    pub fn write_csv_row(&self, w: &mut dyn fmt::Write) -> fmt::Result {
-        write!(w, "{}", self.number)?;
-        for f in self.fields() {
-            match f.value {
-                Value::Unsigned(v) | Value::Time(v) => write!(w, ",{v}")?,
-                Value::Signed(v) => write!(w, ",{v}")?,
-                Value::Float(v) => write!(w, ",{v}")?,
-                Value::Bool(v) => write!(w, ",{v}")?,
-                Value::Str(s) => {
-                    w.write_char(',')?;
-                    write_csv_cell(w, s.as_str())?;
-                }
-                Value::TimeInterval { start, end } => write!(w, ",{start},{end}")?,
-                Value::Counters(c) => {
-                    for (i, v) in c.as_slice().iter().enumerate() {
-                        self.counter_cell(w, i, *v)?;
-                    }
-                }
-                Value::CounterInterval { start, end } => {
-                    for (i, (s, e)) in start.as_slice().iter().zip(end.as_slice()).enumerate() {
-                        self.counter_cell(w, i, *s)?;
-                        self.counter_cell(w, i, *e)?;
-                    }
-                }
-            }
-        }
-        w.write_char('\n')
-    }
-
-    fn counter_cell(&self, w: &mut dyn fmt::Write, slot: usize, v: u64) -> fmt::Result {
-        if matches!(
-            self.info.counter_status(slot),
-            Some(super::CounterStatus::Unavailable | super::CounterStatus::Unused)
-        ) {
-            w.write_char(',')
-        } else {
-            write!(w, ",{v}")
-        }
-    }
-}
-
-/// Writes the CSV header line for frames described by `info` (see
-/// [`DynamicFrame::write_csv_header`]).
-pub fn write_csv_header(info: &RingInfo, w: &mut dyn fmt::Write) -> fmt::Result {
-    w.write_str("frame")?;
-    for f in info.fields() {
-        match f.kind {
-            FieldKind::TimeInterval => write!(w, ",{0}_start,{0}_end", f.name)?,
-            FieldKind::Counters { count } => {
-                for i in 0..usize::from(count) {
-                    w.write_char(',')?;
-                    write_counter_column(w, info, f.name, i, "")?;
-                }
-            }
-            FieldKind::CounterInterval { count } => {
-                for i in 0..usize::from(count) {
-                    w.write_char(',')?;
-                    write_counter_column(w, info, f.name, i, "_start")?;
-                    w.write_char(',')?;
-                    write_counter_column(w, info, f.name, i, "_end")?;
-                }
-            }
-            _ => write!(w, ",{}", f.name)?,
-        }
-    }
-    w.write_char('\n')
-}
-
-fn write_counter_column(
-    w: &mut dyn fmt::Write,
-    info: &RingInfo,
-    field: &str,
-    slot: usize,
-    suffix: &str,
-) -> fmt::Result {
-    struct Column<'a>(&'a str, Option<&'a str>, usize, &'a str);
-    impl fmt::Display for Column<'_> {
-        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-            match self.1 {
-                Some(name) => write!(f, "{}_{}{}", self.0, name, self.3),
-                None => write!(f, "{}_{}{}", self.0, self.2, self.3),
-            }
-        }
-    }
-    let name = info
-        .counters()
-        .nth(slot)
-        .map(|c| c.name)
-        .filter(|n| !n.is_empty());
-    let mut buf = FmtBuf::new();
-    // A column longer than the buffer cannot happen: 24 + 1 + 24 + 6 bytes.
-    if fmt::write(
-        &mut buf,
-        format_args!("{}", Column(field, name, slot, suffix)),
-    )
-    .is_err()
-    {
-        return Err(fmt::Error);
-    }
-    write_csv_cell(w, buf.as_str())
-}
-
-/// A small stack buffer for formatting one CSV cell.
-struct FmtBuf {
-    bytes: [u8; 96],
-    len: usize,
-}
-
-impl FmtBuf {
-    fn new() -> Self {
-        Self {
-            bytes: [0; 96],
-            len: 0,
-        }
-    }
-    fn as_str(&self) -> &str {
-        core::str::from_utf8(self.bytes.get(..self.len).unwrap_or(&[])).unwrap_or("")
-    }
-}
-
-impl fmt::Write for FmtBuf {
-    fn write_str(&mut self, s: &str) -> fmt::Result {
-        let end = self.len.checked_add(s.len()).ok_or(fmt::Error)?;
-        self.bytes
-            .get_mut(self.len..end)
-            .ok_or(fmt::Error)?
-            .copy_from_slice(s.as_bytes());
-        self.len = end;
-        Ok(())
-    }
-}
-
-/// Writes one CSV cell, quoted (RFC 4180) when it holds `,`, `"`, CR or LF.
-pub fn write_csv_cell(w: &mut dyn fmt::Write, s: &str) -> fmt::Result {
-    if !s.contains([',', '"', '\n', '\r']) {
-        return w.write_str(s);
-    }
-    w.write_char('"')?;
-    for c in s.chars() {
-        if c == '"' {
-            w.write_char('"')?;
-        }
-        w.write_char(c)?;
-    }
-    w.write_char('"')
 }
 
 #[cfg(test)]
@@ -1444,16 +1278,5 @@ mod tests {
             .write_name(&mut s)
             .unwrap();
         assert_eq!(s, "interval counter[3]");
-    }
-
-    #[test]
-    fn ring_frame_csv_cells() {
-        let mut s = String::new();
-        write_csv_cell(&mut s, "plain").unwrap();
-        s.push('|');
-        write_csv_cell(&mut s, "cpu/event=0x3c,umask=0/").unwrap();
-        s.push('|');
-        write_csv_cell(&mut s, "say \"hi\"").unwrap();
-        assert_eq!(s, "plain|\"cpu/event=0x3c,umask=0/\"|\"say \"\"hi\"\"\"");
     }
 }
