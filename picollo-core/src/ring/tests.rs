@@ -4,6 +4,8 @@
 extern crate std;
 
 use super::*;
+use super::{counters::*, header::*, info::*, reader::*, words::*, writer::*};
+use portable_atomic::Ordering;
 use std::string::{String, ToString};
 use std::sync::atomic::AtomicBool as StdBool;
 use std::vec::Vec;
