@@ -82,22 +82,27 @@
 
 mod buffer;
 mod counters;
+mod dynamic;
 mod error;
 mod frame;
 mod header;
 mod info;
 mod limits;
 mod reader;
+mod schema;
 mod words;
 mod writer;
 
 /// The word type of ring regions (re-exported for [`frame!`](crate::frame)).
 pub use portable_atomic::AtomicU64;
 
+pub use dynamic::{CounterValues, DynamicFrame, FieldValue, StrValue, Value};
 pub use frame::{
-    CounterInterval, CounterValues, Counters, DynamicFrame, Field, FieldKind, FieldValue, Frame,
-    FrameField, Label, Schema, SchemaError, StrValue, Time, TimeInterval, Value, WordArray,
-    FRAME_NAME_BYTES, MAX_COUNTERS, MAX_FIELDS, MAX_PAYLOAD_WORDS, MAX_STR_WORDS, NAME_BYTES,
+    CounterInterval, Counters, Frame, FrameField, Label, Time, TimeInterval, WordArray,
+};
+pub use schema::{
+    Field, FieldKind, Schema, SchemaError, FRAME_NAME_BYTES, MAX_COUNTERS, MAX_FIELDS,
+    MAX_PAYLOAD_WORDS, MAX_STR_WORDS, NAME_BYTES,
 };
 
 pub use buffer::RingBuffer;

@@ -9,8 +9,9 @@ use super::error::*;
 use super::frame::*;
 use super::header::*;
 use super::reader::*;
+use super::schema::*;
 use super::writer::*;
-use super::AtomicU64;
+use portable_atomic::AtomicU64;
 
 /// `W` words for a ring, usable in a `static` (firmware): size it with [`required_words`](super::required_words).
 ///

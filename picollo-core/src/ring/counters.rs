@@ -3,7 +3,7 @@
 //! from a reader to the writer ([`CounterRequest`], [`RequestStatus`]).
 
 use super::error::*;
-use super::frame::*;
+use super::schema::*;
 use super::words::*;
 
 /// Whether a counter slot has values.

@@ -1,7 +1,7 @@
 //! Why a ring operation failed: [`RingError`].
 
-use super::frame::SchemaError;
 use super::limits::{MAX_SLOTS, MIN_SLOTS, REQUEST_BYTES, VERSION};
+use super::schema::SchemaError;
 use core::fmt;
 
 /// Why a ring could not be created or read.

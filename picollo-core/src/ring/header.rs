@@ -2,8 +2,8 @@
 //! ([`ClockKind`], [`ClockInfo`]) and the options it was opened with ([`RingOptions`]).
 
 use super::counters::*;
-use super::frame::*;
 use super::limits::*;
+use super::schema::*;
 use super::words::*;
 
 /// Who writes a ring: an opaque pair of words. On Linux, `picollo-linux` stores the pid and
@@ -13,7 +13,7 @@ use super::words::*;
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct WriterId(pub u64, pub u64);
 
-/// What the timestamps of [`Time`] and [`TimeInterval`] fields count.
+/// What the timestamps of [`Time`](super::Time) and [`TimeInterval`](super::TimeInterval) fields count.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 #[non_exhaustive]

@@ -7,11 +7,11 @@ use portable_atomic::{fence, Ordering};
 
 use super::counters::*;
 use super::error::*;
-use super::frame::*;
 use super::header::*;
 use super::limits::*;
+use super::schema::*;
 use super::words::*;
-use super::AtomicU64;
+use portable_atomic::AtomicU64;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) struct FieldDesc {

@@ -6,12 +6,14 @@ use core::fmt;
 use portable_atomic::{fence, Ordering};
 
 use super::counters::*;
+use super::dynamic::*;
 use super::error::*;
 use super::frame::*;
 use super::info::*;
 use super::limits::*;
+use super::schema::*;
 use super::words::*;
-use super::AtomicU64;
+use portable_atomic::AtomicU64;
 
 /// What one [`RingReader::drain`](super::RingReader::drain) did.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]

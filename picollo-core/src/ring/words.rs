@@ -8,7 +8,8 @@ use portable_atomic::Ordering;
 use super::error::*;
 use super::frame::*;
 use super::limits::*;
-use super::AtomicU64;
+use super::schema::*;
+use portable_atomic::AtomicU64;
 
 /// Header word indices.
 pub(super) mod w {

@@ -12,8 +12,9 @@ use super::error::*;
 use super::frame::*;
 use super::header::*;
 use super::limits::*;
+use super::schema::*;
 use super::words::*;
-use super::AtomicU64;
+use portable_atomic::AtomicU64;
 
 /// Where a disabled writer points its `attached` and `head`: never attached, writes discarded.
 pub(super) static DETACHED: AtomicU64 = AtomicU64::new(0);
