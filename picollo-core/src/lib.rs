@@ -1,9 +1,9 @@
 //! # picollo-core
 //!
-//! `#![no_std]`, allocation-free building blocks of Picollo: the HDR bucket layout of seed 000,
-//! histograms over any storage (owned arrays usable in a `static`, borrowed firmware buffers,
-//! heap storage from `picollo-alloc`), one read model with percentiles, statistics and
-//! iterators, counter sources and scopes.
+//! `#![no_std]`, allocation-free building blocks of Picollo: the HDR bucket layout of Picollo for
+//! .NET, histograms over any storage (owned arrays usable in a `static`, borrowed firmware buffers,
+//! heap storage from `picollo-alloc`), one read model with percentiles, statistics and iterators,
+//! counter sources and scopes.
 //!
 //! ```
 //! use picollo_core::{storage_len, EquivalentValue, Histogram, Layout, ReadExt};

@@ -1,6 +1,6 @@
 //! Lossy frame rings: a single writer saves fixed-size frames into a circular buffer of slots
 //! over any memory region; readers copy them out, validate them and count what they lost.
-//! The writer never waits for a reader (seeds 002, ppt, and 004, OCaml runtime events).
+//! The writer never waits for a reader (as in the ppt tracer and OCaml's runtime events).
 //!
 //! # Layout
 //!

@@ -1,4 +1,4 @@
-//! Iterators and equivalent values against the `hdrhistogram` crate and against the seed.
+//! Iterators and equivalent values against the `hdrhistogram` crate and against Picollo for .NET's output.
 
 use picollo_core::iter::IterationValue;
 use picollo_core::prelude::*;
@@ -198,7 +198,7 @@ fn bad_iteration_parameters_are_rejected() {
     assert_eq!(h.linear(10).unwrap().count(), 0);
 }
 
-/// Seed 000 "Percentiles": the bucket percentile output format.
+/// The bucket percentile output format of Picollo for .NET ("Percentiles").
 #[test]
 fn bucket_percentiles_format_like_the_seed() {
     let layout = Layout::from_relative_error(0.01).unwrap();

@@ -90,7 +90,7 @@ proptest! {
 
 #[test]
 fn seed_benchmark_distribution_vs_hdrhistogram() {
-    // The seed's benchmark data: r^3 · 7716549600 from a fixed-seed generator. Picollo at 0.001
+    // The .NET library's benchmark data: r^3 · 7716549600 from a fixed-seed generator. Picollo at 0.001
     // (B = 512) against HdrHistogram at 3 digits (2048 sub-buckets, B = 1024): they must agree
     // within the sum of the two stated errors.
     const MAX: u64 = 7_716_549_600;

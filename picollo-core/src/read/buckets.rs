@@ -82,7 +82,8 @@ impl<H: HistogramRead + ?Sized> Iterator for Buckets<'_, H> {
     }
 }
 
-/// Iterator over seed 000's bucket percentiles; see [`ReadExt::bucket_percentiles`](super::ReadExt::bucket_percentiles).
+/// Iterator over bucket percentiles; see
+/// [`ReadExt::bucket_percentiles`](super::ReadExt::bucket_percentiles).
 pub struct BucketPercentiles<'a, H: ?Sized> {
     buckets: Buckets<'a, H>,
     total: u64,

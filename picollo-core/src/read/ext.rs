@@ -142,8 +142,9 @@ pub trait ReadExt: HistogramRead {
     }
 
     /// Many percentiles at once with fixed-point [`Rank`]s, in integer arithmetic only: the
-    /// firmware path (no `f64`, a small stack frame). Same walk, same rank rule ([`rank_count`](super::rank_count))
-    /// and same answers as [`ReadExt::percentiles`] given the same ranks and selection.
+    /// firmware path (no `f64`, a small stack frame). Same walk, same rank rule
+    /// ([`rank_count`](super::rank_count)) and same answers as [`ReadExt::percentiles`] given the
+    /// same ranks and selection.
     ///
     /// ```
     /// use picollo_core::prelude::*;
@@ -192,8 +193,9 @@ pub trait ReadExt: HistogramRead {
         Buckets::new(self, true)
     }
 
-    /// Seed 000's bucket percentiles: for each stored bucket, the rank at the middle of the
-    /// bucket's share of the values, `(before + count/2) / total · 100`, with its value.
+    /// Bucket percentiles (as Picollo for .NET prints them): for each stored bucket, the rank at
+    /// the middle of the bucket's share of the values, `(before + count/2) / total · 100`, with its
+    /// value.
     fn bucket_percentiles(&self, selection: EquivalentValue) -> BucketPercentiles<'_, Self> {
         BucketPercentiles::new(self, false, selection)
     }

@@ -31,17 +31,18 @@ pub trait HistogramRead {
         total
     }
 
-    /// Starts an optimistic read (seqlock, seed 000 "Optimistic retry"): returns a token to pass
-    /// to [`HistogramRead::read_retry`]. Kinds that can be reset concurrently wait here while a
-    /// reset is in progress (**blocking**: see [`HistogramRead::try_read_begin`] for contexts
-    /// that may have interrupted the reset). The default, for kinds that cannot be, returns 0.
+    /// Starts an optimistic read (seqlock: optimistic read, retried after a reset): returns a token
+    /// to pass to [`HistogramRead::read_retry`]. Kinds that can be reset concurrently wait here
+    /// while a reset is in progress (**blocking**: see [`HistogramRead::try_read_begin`] for
+    /// contexts that may have interrupted the reset). The default, for kinds that cannot be,
+    /// returns 0.
     #[inline]
     fn read_begin(&self) -> u64 {
         0
     }
 
-    /// As [`HistogramRead::read_begin`], without waiting: `None` while a reset is in progress.
-    /// The `try_` reads of [`ReadExt`](super::ReadExt) start here, which is what makes them safe in an
+    /// As [`HistogramRead::read_begin`], without waiting: `None` while a reset is in progress. The
+    /// `try_` reads of [`ReadExt`](super::ReadExt) start here, which is what makes them safe in an
     /// interrupt handler that may have landed inside a reset. The default calls
     /// [`HistogramRead::read_begin`]: kinds whose `read_begin` can wait override both.
     #[inline]
@@ -57,7 +58,7 @@ pub trait HistogramRead {
         false
     }
 
-    /// How many times the histogram was reset (seed 000's `ResetCount`). Kinds without a
+    /// How many times the histogram was reset (`ResetCount` in Picollo for .NET). Kinds without a
     /// reset, such as snapshots, report 0. Wraps at 2^32 for the shared kinds on 32-bit
     /// targets.
     #[inline]

@@ -52,7 +52,7 @@ impl EquivalentValue {
     }
 }
 
-/// A percentile with the detail of its bucket, as seed 000 prints it:
+/// A percentile with the detail of its bucket, as Picollo's tables print it:
 /// `P99=24,960 [83 / 609]: [24,832, 25,088) 14,190`
 /// (rank, value, storage / logical index, bucket bounds, bucket count).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -72,8 +72,8 @@ pub struct Percentile {
     pub highest: u64,
     /// Values in the bucket.
     pub count: u64,
-    /// The count the rank asked for ([`rank_count`](super::rank_count): `ceil(rank/100 · total)`, exactly): the
-    /// `Count` column of seed 000.
+    /// The count the rank asked for ([`rank_count`](super::rank_count): `ceil(rank/100 · total)`,
+    /// exactly): the `Count` column of Picollo's percentile tables.
     pub rank_count: u64,
 }
 
@@ -83,7 +83,7 @@ impl Percentile {
         self.highest as u128 + 1
     }
 
-    /// Half the bucket width: the `±` of seed 000's tables.
+    /// Half the bucket width: the `±` of Picollo's percentile tables.
     pub fn half_width(&self) -> u64 {
         ((self.highest - self.lo) as u128 + 1) as u64 / 2
     }
@@ -101,7 +101,7 @@ impl fmt::Display for Percentile {
     }
 }
 
-/// Seed 000's percentile line, shared by [`Percentile`] and [`FixedPercentile`]:
+/// The percentile line of Picollo's tables, shared by [`Percentile`] and [`FixedPercentile`]:
 /// `P99=24,960 [83 / 609]: [24,832, 25,088) 14,190`.
 fn write_percentile(
     f: &mut fmt::Formatter<'_>,
@@ -121,8 +121,9 @@ fn write_percentile(
     )
 }
 
-/// A percentile computed in integer arithmetic ([`ReadExt::fixed_percentiles`](super::ReadExt::fixed_percentiles)): the bucket
-/// detail of [`Percentile`], with a fixed-point [`Rank`].
+/// A percentile computed in integer arithmetic
+/// ([`ReadExt::fixed_percentiles`](super::ReadExt::fixed_percentiles)): the bucket detail of
+/// [`Percentile`], with a fixed-point [`Rank`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct FixedPercentile {

@@ -19,7 +19,8 @@ pub(crate) fn sqrt(x: f64) -> f64 {
     y
 }
 
-/// Totals, extremes and the mean in integer arithmetic ([`ReadExt::int_stats`](super::ReadExt::int_stats)).
+/// Totals, extremes and the mean in integer arithmetic
+/// ([`ReadExt::int_stats`](super::ReadExt::int_stats)).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct IntStats {

@@ -1,5 +1,5 @@
-//! [`RingBuffer`](super::RingBuffer): a ring region in a `static` (firmware, or one process), with the
-//! writer and the reader over it.
+//! [`RingBuffer`](super::RingBuffer): a ring region in a `static` (firmware, or one process), with
+//! the writer and the reader over it.
 
 use core::fmt;
 
@@ -13,10 +13,11 @@ use super::schema::*;
 use super::writer::*;
 use portable_atomic::AtomicU64;
 
-/// `W` words for a ring, usable in a `static` (firmware): size it with [`required_words`](super::required_words).
+/// `W` words for a ring, usable in a `static` (firmware): size it with
+/// [`required_words`](super::required_words).
 ///
-/// It hands out one writer ([`RingBuffer::writer`](super::RingBuffer::writer), [`RingBuffer::frame_writer`](super::RingBuffer::frame_writer)) and any
-/// number of readers.
+/// It hands out one writer ([`RingBuffer::writer`](super::RingBuffer::writer),
+/// [`RingBuffer::frame_writer`](super::RingBuffer::frame_writer)) and any number of readers.
 pub struct RingBuffer<const W: usize> {
     words: [AtomicU64; W],
     claimed: AtomicBool,

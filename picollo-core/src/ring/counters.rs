@@ -114,17 +114,20 @@ impl<'a> CounterInfo<'a> {
     }
 }
 
-/// A counter request a writer took ([`RingWriter::take_counter_request`](super::RingWriter::take_counter_request)).
+/// A counter request a writer took
+/// ([`RingWriter::take_counter_request`](super::RingWriter::take_counter_request)).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct CounterRequest<'a> {
-    /// Its sequence number, for [`RingWriter::ack_counter_request`](super::RingWriter::ack_counter_request).
+    /// Its sequence number, for
+    /// [`RingWriter::ack_counter_request`](super::RingWriter::ack_counter_request).
     pub seq: u64,
     /// The counters asked for, as the reader wrote them (comma-separated names, by
     /// convention; the writer decides how to read it).
     pub text: &'a str,
 }
 
-/// Where a counter request stands ([`RingReader::request_status`](super::RingReader::request_status)).
+/// Where a counter request stands
+/// ([`RingReader::request_status`](super::RingReader::request_status)).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum RequestStatus {

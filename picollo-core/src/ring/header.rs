@@ -13,7 +13,8 @@ use super::words::*;
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct WriterId(pub u64, pub u64);
 
-/// What the timestamps of [`Time`](super::Time) and [`TimeInterval`](super::TimeInterval) fields count.
+/// What the timestamps of [`Time`](super::Time) and [`TimeInterval`](super::TimeInterval) fields
+/// count.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 #[non_exhaustive]

@@ -36,9 +36,10 @@ pub(super) const TABLE_RETRIES: u32 = 1 << 16;
 
 /// A validated copy of a ring header: geometry, writer, clock, counters and schema.
 ///
-/// Readers get it from [`RingInfo::parse`] (through [`RingReader`](super::RingReader)); it never changes after,
-/// whatever the writer does to the region, except that a [`RingReader`](super::RingReader) swaps in the counter
-/// table that describes the frame it delivers.
+/// Readers get it from [`RingInfo::parse`] (through [`RingReader`](super::RingReader)); it never
+/// changes after, whatever the writer does to the region, except that a
+/// [`RingReader`](super::RingReader) swaps in the counter table that describes the frame it
+/// delivers.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RingInfo {
     header_words: usize,

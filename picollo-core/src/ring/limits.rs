@@ -5,7 +5,8 @@
 pub const MAGIC: u64 = u64::from_le_bytes(*b"PICORING");
 /// The header layout version this code writes and reads.
 pub const VERSION: u64 = 2;
-/// Longest counter request text, in bytes (see [`RingReader::request_counters`](super::RingReader::request_counters)).
+/// Longest counter request text, in bytes (see
+/// [`RingReader::request_counters`](super::RingReader::request_counters)).
 pub const REQUEST_BYTES: usize = 256;
 /// Fewest slots a ring may have.
 pub const MIN_SLOTS: u32 = 2;

@@ -1,4 +1,4 @@
-//! The read side: [`RingReader`](super::RingReader) attaches to a region, follows the writer, counts lost
+//! The read side: [`RingReader`] attaches to a region, follows the writer, counts lost
 //! frames and decodes what it takes ([`Drained`]).
 
 use core::fmt;
@@ -15,7 +15,7 @@ use super::schema::*;
 use super::words::*;
 use portable_atomic::AtomicU64;
 
-/// What one [`RingReader::drain`](super::RingReader::drain) did.
+/// What one [`RingReader::drain`] did.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct Drained {
@@ -44,19 +44,19 @@ pub(super) struct TableSwitch {
 /// The reading end of a ring: copies frames out, validates them, counts lost frames.
 ///
 /// Frame numbers start at 0 with the writer's first frame. An attached reader starts at the
-/// `head` it found when it attached; [`RingReader::accepted`](super::RingReader::accepted) plus [`RingReader::lost`](super::RingReader::lost) is
-/// always the number of frames it has passed since [`RingReader::start`](super::RingReader::start).
+/// `head` it found when it attached; [`RingReader::accepted`] plus [`RingReader::lost`] is
+/// always the number of frames it has passed since [`RingReader::start`].
 ///
 /// # Counter tables
 ///
-/// A writer may replace its counter table ([`RingWriter::set_counters`](super::RingWriter::set_counters), after a reader's
-/// [`RingReader::request_counters`](super::RingReader::request_counters)). The reader checks the table's epoch each time it
-/// looks at `head` and queues the new table with the first frame it describes, so
-/// [`RingReader::info`](super::RingReader::info) (and every [`DynamicFrame`] delivered) always describes the frame at
-/// hand. If the table changed more than once between two looks, the frames between the
-/// last frame known under the old table and the first under the newest one cannot be
-/// attributed: they are delivered with every counter slot unused (an odd
-/// [`RingInfo::counters_epoch`]) and counted in [`RingReader::unattributed`](super::RingReader::unattributed).
+/// A writer may replace its counter table
+/// ([`RingWriter::set_counters`](super::RingWriter::set_counters), after a reader's
+/// [`RingReader::request_counters`]). The reader checks the table's epoch each time it looks at
+/// `head` and queues the new table with the first frame it describes, so [`RingReader::info`] (and
+/// every [`DynamicFrame`] delivered) always describes the frame at hand. If the table changed more
+/// than once between two looks, the frames between the last frame known under the old table and the
+/// first under the newest one cannot be attributed: they are delivered with every counter slot
+/// unused (an odd [`RingInfo::counters_epoch`]) and counted in [`RingReader::unattributed`].
 pub struct RingReader<'a> {
     region: &'a [AtomicU64],
     slots: &'a [AtomicU64],
@@ -105,9 +105,9 @@ impl<'a> RingReader<'a> {
         Ok(r)
     }
 
-    /// Validates the header without attaching: the writer's saves stay no-ops, but frames it
-    /// wrote with [`RingWriter::write_words`](super::RingWriter::write_words) (or before it crashed) can be read. Starts at the
-    /// oldest frame that may still be in the ring, `head - slot_count`.
+    /// Validates the header without attaching: the writer's saves stay no-ops, but frames it wrote
+    /// with [`RingWriter::write_words`](super::RingWriter::write_words) (or before it crashed) can
+    /// be read. Starts at the oldest frame that may still be in the ring, `head - slot_count`.
     pub fn inspect(region: &'a [AtomicU64]) -> Result<Self, RingError> {
         let info = RingInfo::parse(region)?;
         let header = info.header_words();
@@ -147,7 +147,7 @@ impl<'a> RingReader<'a> {
         Ok(r)
     }
 
-    /// [`RingReader::attach`](super::RingReader::attach) over a raw region.
+    /// [`RingReader::attach`] over a raw region.
     ///
     /// # Safety
     ///
@@ -157,7 +157,7 @@ impl<'a> RingReader<'a> {
         Self::attach(unsafe { region_from_raw(ptr, len)? })
     }
 
-    /// [`RingReader::inspect`](super::RingReader::inspect) over a raw region.
+    /// [`RingReader::inspect`] over a raw region.
     ///
     /// # Safety
     ///
@@ -167,7 +167,7 @@ impl<'a> RingReader<'a> {
         Self::inspect(unsafe { region_from_raw(ptr, len)? })
     }
 
-    /// Attaches an inspecting reader (see [`RingReader::attach`](super::RingReader::attach)): increments `attached` and
+    /// Attaches an inspecting reader (see [`RingReader::attach`]): increments `attached` and
     /// moves to the current `head`, resetting the counts. Does nothing if already attached.
     ///
     /// For attach protocols that must do something between validating and attaching (on
@@ -338,7 +338,7 @@ impl<'a> RingReader<'a> {
 
     /// Asks the writer to count `counters` (by convention comma-separated counter names,
     /// as the writer's counter configuration takes them; at most [`REQUEST_BYTES`] bytes)
-    /// and returns the request's sequence number for [`RingReader::request_status`](super::RingReader::request_status).
+    /// and returns the request's sequence number for [`RingReader::request_status`].
     ///
     /// The request goes into the header's request area under a seqlock that readers take
     /// with a compare-and-swap; a request left half-written by a reader that died is taken
@@ -396,7 +396,7 @@ impl<'a> RingReader<'a> {
         Ok(done)
     }
 
-    /// Whether the writer has applied request `seq` ([`RingReader::request_counters`](super::RingReader::request_counters)).
+    /// Whether the writer has applied request `seq` ([`RingReader::request_counters`]).
     pub fn request_status(&self, seq: u64) -> RequestStatus {
         let ack = self
             .region
@@ -410,7 +410,7 @@ impl<'a> RingReader<'a> {
     }
 
     /// The newest counter table the header holds (after looking at it again): what frames
-    /// from now on will be described by. [`RingReader::info`](super::RingReader::info) describes the frames delivered
+    /// from now on will be described by. [`RingReader::info`] describes the frames delivered
     /// so far.
     pub fn latest_counters(&mut self) -> Result<CounterTable, RingError> {
         self.refresh_head()?;
@@ -525,7 +525,7 @@ impl<'a> RingReader<'a> {
         self.drain_words(|info, n, words| f(DynamicFrame::new(info, n, words)))
     }
 
-    /// As [`RingReader::drain`](super::RingReader::drain), with raw payload words: `f(header, frame number, payload)`.
+    /// As [`RingReader::drain`], with raw payload words: `f(header, frame number, payload)`.
     pub fn drain_words(
         &mut self,
         mut f: impl FnMut(&RingInfo, u64, &[u64]),

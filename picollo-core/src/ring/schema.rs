@@ -44,7 +44,8 @@ pub enum FieldKind {
     F32,
     /// `bool`.
     Bool,
-    /// A UTF-8 string of at most `8 * words` bytes, NUL-padded ([`Label`](super::Label) has 3 words).
+    /// A UTF-8 string of at most `8 * words` bytes, NUL-padded ([`Label`](super::Label) has 3
+    /// words).
     Str {
         /// Words (1..=[`MAX_STR_WORDS`]).
         words: u8,
@@ -58,8 +59,8 @@ pub enum FieldKind {
         /// Counter slots (1..=[`MAX_COUNTERS`]).
         count: u8,
     },
-    /// Samples of `count` counters at the start and the end ([`CounterInterval`](super::CounterInterval), ppt's
-    /// `interval counter`).
+    /// Samples of `count` counters at the start and the end
+    /// ([`CounterInterval`](super::CounterInterval), ppt's `interval counter`).
     CounterInterval {
         /// Counter slots (1..=[`MAX_COUNTERS`]).
         count: u8,

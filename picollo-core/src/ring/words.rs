@@ -1,5 +1,5 @@
-//! The ring region's word layout: the header words' indices ([`w`]), sizes
-//! ([`header_words`], [`required_words`](super::required_words)), limits, and checked word access into a region.
+//! The ring region's word layout: the header words' indices ([`w`]), sizes ([`header_words`],
+//! [`required_words`](super::required_words)), limits, and checked word access into a region.
 
 use core::fmt;
 

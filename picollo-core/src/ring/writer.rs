@@ -1,4 +1,4 @@
-//! The write side: [`RingWriter`](super::RingWriter) claims slots and publishes payloads, [`FrameWriter`]
+//! The write side: [`RingWriter`] claims slots and publishes payloads, [`FrameWriter`]
 //! saves typed frames, [`store_payload`] copies a payload into a slot. The hot path (`save`)
 //! is here.
 
@@ -22,8 +22,9 @@ pub(super) static DETACHED: AtomicU64 = AtomicU64::new(0);
 /// The writing end of a ring, untyped: frames are slices of payload words. See
 /// [`FrameWriter`] for typed frames, and the [module docs](super) for the protocol.
 ///
-/// A ring has one writer: [`RingWriter::new`](super::RingWriter::new) takes the region by `&mut`, [`RingBuffer`](super::RingBuffer)
-/// hands out its writer once, and the raw constructor makes it the caller's promise.
+/// A ring has one writer: [`RingWriter::new`] takes the region by `&mut`,
+/// [`RingBuffer`](super::RingBuffer) hands out its writer once, and the raw constructor makes it
+/// the caller's promise.
 pub struct RingWriter<'a> {
     attached: &'a AtomicU64,
     head: &'a AtomicU64,
@@ -56,7 +57,7 @@ impl<'a> RingWriter<'a> {
     ///
     /// The header is written, every sequence word and `head` zeroed, `attached` cleared; the
     /// magic word is stored last (Release), so a reader never sees half a header. Payload
-    /// words are left as they are. Readers get the region back from [`RingWriter::region`](super::RingWriter::region).
+    /// words are left as they are. Readers get the region back from [`RingWriter::region`].
     pub fn new(
         region: &'a mut [AtomicU64],
         schema: &Schema<'_>,
@@ -65,7 +66,7 @@ impl<'a> RingWriter<'a> {
         Self::init(region, schema, options)
     }
 
-    /// As [`RingWriter::new`](super::RingWriter::new), over a raw region (shared memory, a linker-placed buffer).
+    /// As [`RingWriter::new`], over a raw region (shared memory, a linker-placed buffer).
     ///
     /// # Safety
     ///
@@ -151,7 +152,7 @@ impl<'a> RingWriter<'a> {
 
     /// The `attached` word itself, for a caller that keeps its own fast "is anyone
     /// listening" check (a thread-local pointer to it, say). After
-    /// [`RingWriter::disable`](super::RingWriter::disable) it is a word that stays 0.
+    /// [`RingWriter::disable`] it is a word that stays 0.
     pub fn attached_word(&self) -> &'a AtomicU64 {
         self.attached
     }
@@ -247,7 +248,7 @@ impl<'a> RingWriter<'a> {
     }
 
     /// Whether a reader has asked for other counters since the last
-    /// [`RingWriter::take_counter_request`](super::RingWriter::take_counter_request): one relaxed load of a word only readers write.
+    /// [`RingWriter::take_counter_request`]: one relaxed load of a word only readers write.
     /// Check it where changing counters is safe (between spans, say).
     #[inline(always)]
     pub fn has_counter_request(&self) -> bool {
@@ -256,7 +257,7 @@ impl<'a> RingWriter<'a> {
 
     /// Takes the pending counter request: its text (counter names, comma-separated, as the
     /// reader wrote it; at most [`REQUEST_BYTES`]) copied into `buf`, and its sequence number
-    /// for [`RingWriter::ack_counter_request`](super::RingWriter::ack_counter_request). `None` when there is none, or when a reader is
+    /// for [`RingWriter::ack_counter_request`]. `None` when there is none, or when a reader is
     /// writing one right now (ask again later). A request is taken once.
     pub fn take_counter_request<'b>(
         &mut self,
@@ -290,7 +291,7 @@ impl<'a> RingWriter<'a> {
     }
 
     /// Tells readers that request `seq` is done: its outcome is the counter table now in the
-    /// header ([`RingWriter::set_counters`](super::RingWriter::set_counters)).
+    /// header ([`RingWriter::set_counters`]).
     pub fn ack_counter_request(&mut self, seq: u64) {
         if let Some(ack) = self.region.get(w::REQUEST_ACK) {
             if !self.is_disabled() {
@@ -299,7 +300,7 @@ impl<'a> RingWriter<'a> {
         }
     }
 
-    /// Counter slots the header describes (the most counters [`RingWriter::set_counters`](super::RingWriter::set_counters)
+    /// Counter slots the header describes (the most counters [`RingWriter::set_counters`]
     /// takes).
     pub fn counter_slots(&self) -> usize {
         self.counter_slots
@@ -340,7 +341,7 @@ impl<'a> RingWriter<'a> {
         Ok(())
     }
 
-    /// Whether [`RingWriter::disable`](super::RingWriter::disable) was called.
+    /// Whether [`RingWriter::disable`] was called.
     pub fn is_disabled(&self) -> bool {
         self.slots.is_empty()
     }
@@ -359,7 +360,7 @@ impl<F> fmt::Debug for FrameWriter<'_, F> {
 }
 
 impl<'a, F: Frame> FrameWriter<'a, F> {
-    /// Initializes a ring for `F` over `region` (see [`RingWriter::new`](super::RingWriter::new)).
+    /// Initializes a ring for `F` over `region` (see [`RingWriter::new`]).
     pub fn new(region: &'a mut [AtomicU64], options: &RingOptions<'_>) -> Result<Self, RingError> {
         Ok(Self::wrap(RingWriter::new(region, &F::SCHEMA, options)?))
     }
@@ -368,7 +369,7 @@ impl<'a, F: Frame> FrameWriter<'a, F> {
     ///
     /// # Safety
     ///
-    /// As [`RingWriter::from_raw`](super::RingWriter::from_raw).
+    /// As [`RingWriter::from_raw`].
     pub unsafe fn from_raw(
         ptr: *mut u8,
         len: usize,
