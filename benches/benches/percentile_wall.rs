@@ -16,7 +16,7 @@
 use picollo_benches::report::{header, Block};
 use picollo_benches::timing::{interleaved, repeat};
 use picollo_benches::*;
-use picollo_core::{Percentile, ReadExt};
+use picollo_core::{EquivalentValue, Percentile, ReadExt};
 use std::hint::black_box;
 
 /// Measured rounds per case (after one warm-up round).
@@ -55,8 +55,12 @@ fn main() {
             &mut || {
                 repeat(CALLS, || {
                     let mut out = [Percentile::default(); 16];
-                    full.percentiles(black_box(&SUMMARY_RANKS), &mut out)
-                        .expect("not empty");
+                    full.percentiles(
+                        black_box(&SUMMARY_RANKS),
+                        EquivalentValue::Midpoint,
+                        &mut out,
+                    )
+                    .expect("not empty");
                     black_box(out);
                 })
             },
@@ -64,7 +68,11 @@ fn main() {
                 repeat(CALLS, || {
                     let mut out = [Percentile::default(); 16];
                     seed_window
-                        .percentiles(black_box(&SUMMARY_RANKS), &mut out)
+                        .percentiles(
+                            black_box(&SUMMARY_RANKS),
+                            EquivalentValue::Midpoint,
+                            &mut out,
+                        )
                         .expect("not empty");
                     black_box(out);
                 })

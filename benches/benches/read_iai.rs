@@ -15,7 +15,7 @@ use iai_callgrind::{library_benchmark, library_benchmark_group, main};
 use picollo_benches::iai::{cell, instructions};
 use picollo_benches::report::{header, Block};
 use picollo_benches::*;
-use picollo_core::{Percentile, ReadExt};
+use picollo_core::{EquivalentValue, Percentile, ReadExt};
 use std::hint::black_box;
 
 fn filled_full_range() -> picollo_core::Histogram<HeapCells> {
@@ -46,8 +46,12 @@ fn filled_hdr() -> hdrhistogram::Histogram<u64> {
 #[bench::seed(setup = filled_full_range)]
 fn picollo_percentiles_16(h: picollo_core::Histogram<HeapCells>) -> [Percentile; 16] {
     let mut out = [Percentile::default(); 16];
-    h.percentiles(black_box(&SUMMARY_RANKS), &mut out)
-        .expect("not empty");
+    h.percentiles(
+        black_box(&SUMMARY_RANKS),
+        EquivalentValue::Midpoint,
+        &mut out,
+    )
+    .expect("not empty");
     out
 }
 
@@ -55,8 +59,12 @@ fn picollo_percentiles_16(h: picollo_core::Histogram<HeapCells>) -> [Percentile;
 #[bench::seed(setup = filled_seed_window)]
 fn picollo_percentiles_16_seed_window(h: Box<RuntimeHistogram>) -> [Percentile; 16] {
     let mut out = [Percentile::default(); 16];
-    h.percentiles(black_box(&SUMMARY_RANKS), &mut out)
-        .expect("not empty");
+    h.percentiles(
+        black_box(&SUMMARY_RANKS),
+        EquivalentValue::Midpoint,
+        &mut out,
+    )
+    .expect("not empty");
     out
 }
 

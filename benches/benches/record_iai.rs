@@ -95,7 +95,7 @@ type SplitHistogram = picollo_core::Histogram<HeapCells, picollo_core::ConstLayo
 fn split_window() -> SplitHistogram {
     let w = picollo_core::Window::new(LAYOUT, 1000, SEED_MAX / 2).expect("valid");
     let spec = picollo_core::ConstLayout::<9>::new();
-    picollo_core::Histogram::with_window(spec, HeapCells(vec![0; w.len()].into()), w)
+    picollo_core::Histogram::with_storage(spec, HeapCells(vec![0; w.len()].into()), w)
         .expect("sized")
 }
 

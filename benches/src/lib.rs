@@ -59,7 +59,12 @@ pub fn runtime_histogram() -> Box<RuntimeHistogram> {
 
 /// A boxed plain histogram with a compile-time layout over the benchmark window.
 pub fn const_histogram() -> Box<ConstHistogram> {
-    Box::new(Histogram::new_const(0, SEED_MAX))
+    let window = picollo_core::Window::new(ConstLayout::<9>::LAYOUT, 0, SEED_MAX)
+        .expect("the seed's window");
+    Box::new(
+        Histogram::with_storage(ConstLayout::new(), [0; SEED_LEN], window)
+            .expect("the array is made for the window"),
+    )
 }
 
 /// A minimal heap storage for benches (picollo-alloc has the full one).
@@ -81,7 +86,7 @@ impl StorageMut for HeapCells {
 /// A full-range (all of `u64`) plain histogram at the default layout, on the heap.
 pub fn full_range_histogram() -> Histogram<HeapCells> {
     let window = picollo_core::Window::full(LAYOUT);
-    Histogram::with_window(LAYOUT, HeapCells(vec![0; window.len()].into()), window)
+    Histogram::with_storage(LAYOUT, HeapCells(vec![0; window.len()].into()), window)
         .expect("full window matches its own length")
 }
 

@@ -24,7 +24,7 @@ fuzz_target!(|data: &[u8]| {
         return;
     }
     let mut cells = vec![0u32; window.len()];
-    let mut h = Histogram::with_window(layout, &mut cells[..], window).unwrap();
+    let mut h = Histogram::with_storage(layout, &mut cells[..], window).unwrap();
     let (lo, hi) = (window.min_value(layout), window.max_value(layout));
     let (mut under, mut over, mut inside) = (0u64, 0u64, 0u64);
     for chunk in data[17..].chunks_exact(8) {
@@ -55,7 +55,7 @@ fuzz_target!(|data: &[u8]| {
     assert_eq!((h.underflow(), h.overflow(), h.total()), (under, over, inside));
     let ranks = [0.0, 50.0, 99.9, 100.0];
     let mut out = [Percentile::default(); 4];
-    match h.percentiles(&ranks, &mut out) {
+    match h.percentiles(&ranks, EquivalentValue::Midpoint, &mut out) {
         Ok(()) => assert!(out.windows(2).all(|w| w[0].value <= w[1].value)),
         Err(_) => assert_eq!(inside, 0),
     }

@@ -4,6 +4,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
+use picollo_alloc::csv::FrameCsv;
 use picollo_core::ring::RingReader;
 use portable_atomic::AtomicU64;
 

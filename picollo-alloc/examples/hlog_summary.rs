@@ -170,7 +170,7 @@ fn print_group(g: &Group) {
     let ranks = [50.0, 90.0, 99.0, 99.9];
     let mut line = String::from("HdrHistogram values:");
     for rank in ranks {
-        if let Ok(p) = h.percentile_with(rank, EquivalentValue::Upper) {
+        if let Ok(p) = h.percentile(rank, EquivalentValue::Upper) {
             line.push_str(&format!(" p{rank}={}", Grouped(p.value)));
         }
     }

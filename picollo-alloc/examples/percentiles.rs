@@ -41,21 +41,17 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("\n##### Custom percentiles");
     let ranks = [90.0, 91.0, 92.0, 93.0, 94.0, 95.0, 96.0, 97.0, 98.0];
     let mut percentiles = [Percentile::default(); 9];
-    let mut values = [0u64; 9];
 
     // Batch: one consistent read for all ranks.
-    h.percentiles(&ranks, &mut percentiles)?;
-    h.percentile_values(&ranks, &mut values)?;
+    h.percentiles(&ranks, EquivalentValue::Midpoint, &mut percentiles)?;
     for percentile in &percentiles {
         println!("{percentile}");
     }
-    assert!(percentiles.iter().zip(&values).all(|(p, &v)| p.value == v));
 
     // Scalar: each call is a batch of one rank.
-    for rank in ranks {
-        let percentile = h.percentile(rank)?;
-        let value = h.percentile_value(rank)?;
-        assert_eq!(percentile.value, value);
+    for (rank, batch) in ranks.into_iter().zip(&percentiles) {
+        let value = h.percentile(rank, EquivalentValue::Midpoint)?.value;
+        assert_eq!(batch.value, value);
         println!("{rank}: {}", Grouped(value));
     }
     Ok(())

@@ -22,7 +22,7 @@ use core::fmt;
 use core::marker::PhantomData;
 use picollo_core::approx::ApproxHistogram;
 use picollo_core::atomic::AtomicCounter;
-use picollo_core::scalable::{ScalableCell, ScalableConfig};
+use picollo_core::scalable::ScalableCell;
 use picollo_core::{Counter, Layout, LayoutError, Window, WindowError};
 use portable_atomic::{AtomicU16, AtomicU32, AtomicU64};
 
@@ -235,12 +235,7 @@ impl<C: StorageWidth> HistogramBuilder<C> {
     pub fn approximate(self) -> Result<HeapApproxHistogram, BuildError> {
         let (layout, window) = self.resolve()?;
         let cells = HeapStorage::with_len(window.len(), ScalableCell::new);
-        Ok(ApproxHistogram::with_storage(
-            layout,
-            cells,
-            window,
-            ScalableConfig::new(),
-        )?)
+        Ok(ApproxHistogram::with_storage(layout, cells, window)?)
     }
 }
 
@@ -290,7 +285,7 @@ pub fn default_histogram() -> HeapHistogram<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use picollo_core::{HistogramRead, ReadExt};
+    use picollo_core::{EquivalentValue, HistogramRead, ReadExt};
 
     #[test]
     fn errors_are_reported_not_clamped() {
@@ -424,7 +419,7 @@ mod tests {
         for h in [&plain as &dyn HistogramRead, &atomic, &local, &approx] {
             assert_eq!((h.total(), h.overflow(), h.underflow()), (10, 10, 0));
             assert_eq!(
-                h.percentile_value(0.0).unwrap(),
+                h.percentile(0.0, EquivalentValue::Midpoint).unwrap().value,
                 plain.layout().median_equivalent(1000)
             );
             assert_eq!(h.reset_count(), 0);

@@ -15,7 +15,7 @@
 //! ```
 //! use picollo_alloc::clock::{nano_scope, Nanos};
 //! use picollo_alloc::default_histogram;
-//! use picollo_core::{source::scope, ReadExt};
+//! use picollo_core::{source::scope, EquivalentValue, ReadExt};
 //!
 //! let mut h = default_histogram();
 //! {
@@ -26,7 +26,7 @@
 //!     let _s = nano_scope(&mut h);
 //!     std::thread::sleep(std::time::Duration::from_millis(1));
 //! }
-//! assert!(h.percentile_value(50.0).unwrap() >= 1_000_000);
+//! assert!(h.percentile(50.0, EquivalentValue::Midpoint).unwrap().value >= 1_000_000);
 //! ```
 
 use picollo_core::source::{CounterSource, Scope, SourceError};

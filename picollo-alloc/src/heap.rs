@@ -49,7 +49,7 @@ pub type HeapAtomicHistogram<A = portable_atomic::AtomicU64> =
 /// A plain heap histogram over `window`.
 pub fn plain<C: Counter>(layout: Layout, window: Window) -> HeapHistogram<C> {
     // The storage is made for the window, so the lengths always agree.
-    match Histogram::with_window(
+    match Histogram::with_storage(
         layout,
         HeapStorage::with_len(window.len(), C::default),
         window,
@@ -61,7 +61,7 @@ pub fn plain<C: Counter>(layout: Layout, window: Window) -> HeapHistogram<C> {
 
 /// An atomic heap histogram over `window`.
 pub fn atomic<A: AtomicCounter>(layout: Layout, window: Window) -> HeapAtomicHistogram<A> {
-    match AtomicHistogram::with_window(
+    match AtomicHistogram::with_storage(
         layout,
         HeapStorage::with_len(window.len(), || A::ZERO),
         window,

@@ -9,6 +9,9 @@
 pub mod builder;
 pub mod bulk;
 pub mod clock;
+// Frame rings exist only on targets with native 64-bit atomics (see `picollo_core::ring`).
+#[cfg(target_has_atomic = "64")]
+pub mod csv;
 pub mod hdr;
 pub mod heap;
 pub mod hgrm;

@@ -10,7 +10,7 @@
 //!
 //! ```
 //! use picollo_alloc::{heap, SnapshotExt};
-//! use picollo_core::{Layout, ReadExt, Window};
+//! use picollo_core::{EquivalentValue, Layout, ReadExt, Window};
 //!
 //! let layout = Layout::from_relative_error(0.01).unwrap();
 //! let mut h = heap::plain::<u64>(layout, Window::new(layout, 10_000, 30_000).unwrap());
@@ -21,7 +21,7 @@
 //! (0..500).for_each(|i| h.record(25_000 + i));
 //! snapshot.update(&h, true); // only what was recorded since the last update
 //! assert_eq!(snapshot.total(), 500);
-//! assert!(snapshot.percentile(0.0).unwrap().value >= 24_800);
+//! assert!(snapshot.percentile(0.0, EquivalentValue::Midpoint).unwrap().value >= 24_800);
 //! ```
 
 use core::fmt;
@@ -243,7 +243,7 @@ impl<H: HistogramRead + ?Sized> SnapshotExt for H {}
 mod tests {
     use super::*;
     use crate::heap;
-    use picollo_core::ReadExt;
+    use picollo_core::{EquivalentValue, ReadExt};
 
     fn layout() -> Layout {
         Layout::from_block_scale(4).unwrap()
@@ -265,7 +265,7 @@ mod tests {
         s.update(&h, true);
         assert!(s.is_deltas());
         assert_eq!((s.total(), s.underflow(), s.overflow()), (30, 0, 1));
-        assert!(s.percentile(0.0).unwrap().value >= 496);
+        assert!(s.percentile(0.0, EquivalentValue::Midpoint).unwrap().value >= 496);
         assert!(s.interval().is_some());
 
         // No change: empty deltas; then totals again.

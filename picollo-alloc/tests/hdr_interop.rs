@@ -75,9 +75,7 @@ fn assert_same_buckets(h: &HeapHistogram<u64>, hdr: &HdrCounts) {
 }
 
 fn upper(h: &impl HistogramRead, rank: f64) -> u64 {
-    h.percentile_with(rank, EquivalentValue::Upper)
-        .unwrap()
-        .value
+    h.percentile(rank, EquivalentValue::Upper).unwrap().value
 }
 
 /// The 62 jHiccup intervals accumulated into Picollo: total 48 761, p99.9 (upper equivalent
@@ -397,7 +395,7 @@ proptest! {
 
         let total = hdr.total_count();
         for rank in [0.0, 10.0, 50.0, 90.0, 99.0, 100.0] {
-            let p = h.percentile_with(rank, EquivalentValue::Upper).unwrap();
+            let p = h.percentile(rank, EquivalentValue::Upper).unwrap();
             // HdrHistogram's bucket reaching the same count.
             let target = p.rank_count.min(total);
             let mut running = 0;

@@ -148,13 +148,13 @@ fn core_rank_changes(values: &[u64]) -> String {
     let layout = Layout::from_significant_digits(2).unwrap();
     let w = Window::new(layout, 0, 1 << 30).unwrap();
     let mut cells = vec![0u64; w.len()];
-    let mut h = Histogram::with_window(layout, &mut cells[..], w).unwrap();
+    let mut h = Histogram::with_storage(layout, &mut cells[..], w).unwrap();
     let mut changes = String::new();
     let mut last = [u64::MAX; 16];
     let mut out = [Percentile::default(); 16];
     for (i, &v) in values.iter().enumerate() {
         h.record(v);
-        h.percentiles_with(&ranks, EquivalentValue::Upper, &mut out)
+        h.percentiles(&ranks, EquivalentValue::Upper, &mut out)
             .unwrap();
         for (r, p) in out.iter().enumerate() {
             // HdrHistogram reports the lowest equivalent value at rank 0.

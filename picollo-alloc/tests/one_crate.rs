@@ -12,9 +12,9 @@ fn record_durations_in_every_kind() {
     h.record_duration(Duration::from_micros(16));
     h.record_duration(Duration::from_millis(12));
     assert_eq!(h.total(), 2);
-    let p0 = h.percentile(0.0).unwrap();
+    let p0 = h.percentile(0.0, EquivalentValue::Midpoint).unwrap();
     assert!(p0.lo <= 16_000 && 16_000 <= p0.highest, "{p0:?}");
-    let p100 = h.percentile(100.0).unwrap();
+    let p100 = h.percentile(100.0, EquivalentValue::Midpoint).unwrap();
     assert!(
         p100.lo <= 12_000_000 && 12_000_000 <= p100.highest,
         "{p100:?}"
@@ -31,7 +31,12 @@ fn record_durations_in_every_kind() {
     }
     let mut g = default_histogram();
     record_all(&mut g, &[Duration::from_nanos(5), Duration::from_nanos(9)]);
-    assert_eq!(g.percentile_value(100.0).unwrap(), 9);
+    assert_eq!(
+        g.percentile(100.0, EquivalentValue::Midpoint)
+            .unwrap()
+            .value,
+        9
+    );
 
     let t = HistogramBuilder::new()
         .relative_error(0.01)
@@ -44,7 +49,10 @@ fn record_durations_in_every_kind() {
     });
     let snap = t.snapshot();
     assert_eq!(snap.total(), 2);
-    let v = snap.percentile_value(50.0).unwrap();
+    let v = snap
+        .percentile(50.0, EquivalentValue::Midpoint)
+        .unwrap()
+        .value;
     assert!(v.abs_diff(3_000) <= 30, "3 µs at 1 %: {v}");
 }
 
@@ -58,12 +66,15 @@ fn any_rank_and_a_clear_error_for_ranks_a_summary_lacks() {
     assert_eq!(e.rank, 99.95);
     let text = e.to_string();
     assert!(
-        text.contains("99.999") && text.contains("h.percentile(99.95)"),
+        text.contains("99.999") && text.contains("h.percentile(99.95, EquivalentValue::Midpoint)"),
         "{text}"
     );
     assert!(s.percentile(99.95).is_none());
     // Any rank from the histogram, with the ReadExt re-exported here.
-    let p = h.percentile(99.95).unwrap();
+    let p = h.percentile(99.95, EquivalentValue::Midpoint).unwrap();
     assert!(p.lo <= 99_950 && 99_950 <= p.highest, "{p:?}");
-    assert_eq!(h.percentile(33.3).unwrap().rank, 33.3);
+    assert_eq!(
+        h.percentile(33.3, EquivalentValue::Midpoint).unwrap().rank,
+        33.3
+    );
 }

@@ -4,7 +4,7 @@
 //! and summary fills, from plain, atomic and thread-local sources.
 
 use picollo_alloc::{heap, Snapshot, SnapshotExt, Summary, ThreadLocalHistogram};
-use picollo_core::{HistogramRead, Layout, Percentile, ReadExt, Window};
+use picollo_core::{EquivalentValue, HistogramRead, Layout, Percentile, ReadExt, Window};
 use std::sync::atomic::{AtomicBool, Ordering};
 
 #[path = "common/counting_alloc.rs"]
@@ -23,7 +23,8 @@ fn window() -> Window {
 
 /// Reads everything a monitoring loop reads; must not allocate.
 fn read_all(s: &Snapshot, summary: &mut Summary, out: &mut [Percentile; 8]) -> u64 {
-    s.percentiles(&RANKS, out).unwrap();
+    s.percentiles(&RANKS, EquivalentValue::Midpoint, out)
+        .unwrap();
     let stats = s.stats();
     summary.fill_from(s);
     let _ = s.timestamp();

@@ -7,7 +7,7 @@
 
 use picollo_alloc::{heap, Snapshot, ThreadLocalHistogram};
 use picollo_core::read::consistent;
-use picollo_core::{HistogramRead, Layout, ReadExt, Record, Window};
+use picollo_core::{EquivalentValue, HistogramRead, Layout, ReadExt, Record, Window};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Barrier, LazyLock};
 
@@ -80,7 +80,10 @@ fn single_thread_counts_and_outside() {
     assert_same(&h, &plain);
     assert_eq!(h.total(), plain.total());
     assert_eq!(h.shard_count(), 1);
-    assert_eq!(h.percentile(50.0), plain.percentile(50.0));
+    assert_eq!(
+        h.percentile(50.0, EquivalentValue::Midpoint),
+        plain.percentile(50.0, EquivalentValue::Midpoint)
+    );
     assert_eq!(h.stats(), plain.stats());
 }
 

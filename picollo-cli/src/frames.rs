@@ -18,9 +18,8 @@ use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
-use picollo_core::ring::{
-    write_csv_header, ClockKind, CounterInfo, CounterStatus, DynamicFrame, RingInfo, Value,
-};
+use picollo_alloc::csv::{write_csv_header, FrameCsv};
+use picollo_core::ring::{ClockKind, CounterInfo, CounterStatus, DynamicFrame, RingInfo, Value};
 use picollo_linux::capture::CaptureWriter;
 use picollo_linux::span::{unavailable_reason, SpanAggregator, SpanDecoder};
 

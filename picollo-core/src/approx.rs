@@ -68,20 +68,11 @@ impl<const N: usize> ApproxHistogram<[ScalableCell; N], Layout> {
     /// If `N` is not [`crate::storage_len`]`(layout, min, max)` or `min > max` (a compile-time
     /// error in `const` context).
     pub const fn new(layout: Layout, min: u64, max: u64) -> Self {
-        Self::with_config(layout, min, max, ScalableConfig::new())
-    }
-
-    /// As [`ApproxHistogram::new`] with a chosen counter configuration.
-    ///
-    /// # Panics
-    ///
-    /// As [`ApproxHistogram::new`].
-    pub const fn with_config(layout: Layout, min: u64, max: u64, config: ScalableConfig) -> Self {
         match Window::new(layout, min, max) {
             Ok(window) if window.len() == N => ApproxHistogram {
                 spec: layout,
                 window,
-                config,
+                config: ScalableConfig::new(),
                 shared: SharedState::new(),
                 storage: [const { ScalableCell::new() }; N],
             },
@@ -96,23 +87,41 @@ where
     S: Storage<Item = ScalableCell>,
     L: LayoutSpec,
 {
-    /// A histogram over caller-provided cells (borrowed or heap). They are cleared.
-    pub fn with_storage(
-        spec: L,
-        storage: S,
-        window: Window,
-        config: ScalableConfig,
-    ) -> Result<Self, WindowError> {
+    /// A histogram over caller-provided cells (borrowed or heap) for `window`, with the default
+    /// counter configuration ([`ApproxHistogram::with_config`] changes it). They are cleared; a
+    /// length other than `window.len()` is an error.
+    pub fn with_storage(spec: L, storage: S, window: Window) -> Result<Self, WindowError> {
         window.check_storage_len(storage.as_slice().len())?;
         let h = ApproxHistogram {
             spec,
             window,
-            config,
+            config: ScalableConfig::new(),
             shared: SharedState::new(),
             storage,
         };
         h.storage.as_slice().iter().for_each(ScalableCell::reset);
         Ok(h)
+    }
+}
+
+impl<S, L, W> ApproxHistogram<S, L, W> {
+    /// The same histogram with counter configuration `config` instead of the default
+    /// (threshold 13): chained onto [`ApproxHistogram::new`] (also in a `static`) or
+    /// [`ApproxHistogram::with_storage`], before anything is recorded.
+    ///
+    /// ```
+    /// use picollo_core::approx::ApproxHistogram;
+    /// use picollo_core::scalable::{ScalableCell, ScalableConfig};
+    /// use picollo_core::{storage_len, Layout};
+    ///
+    /// const L: Layout = Layout::DEFAULT;
+    /// static H: ApproxHistogram<[ScalableCell; storage_len(L, 0, 1000)]> =
+    ///     ApproxHistogram::new(L, 0, 1000).with_config(ScalableConfig::new().with_threshold(8));
+    /// assert_eq!(H.config(), ScalableConfig::new().with_threshold(8));
+    /// ```
+    pub const fn with_config(mut self, config: ScalableConfig) -> Self {
+        self.config = config;
+        self
     }
 }
 
@@ -276,7 +285,7 @@ mod tests {
     extern crate std;
     use super::*;
     use crate::scalable::XorShift;
-    use crate::{storage_len, ReadExt};
+    use crate::{storage_len, EquivalentValue, ReadExt};
 
     const L: Layout = Layout::DEFAULT;
     const LEN: usize = storage_len(L, 0, 1 << 12);
@@ -291,7 +300,10 @@ mod tests {
         h.record(1 << 20, &mut rng);
         h.record_n(1 << 30, 5, &mut rng);
         assert_eq!((h.total(), h.overflow(), h.underflow()), (1000, 6, 0));
-        assert_eq!(h.percentile_value(50.0).unwrap(), 499);
+        assert_eq!(
+            h.percentile(50.0, EquivalentValue::Midpoint).unwrap().value,
+            499
+        );
         h.reset();
         assert_eq!(h.total_with_outside(), 0);
     }
@@ -317,7 +329,7 @@ mod tests {
             assert_eq!(h.try_total(), Err(ResetInProgress));
             assert_eq!(h.try_int_stats(), Err(ResetInProgress));
             assert_eq!(
-                h.try_fixed_percentiles(&[Rank::MAX], &mut out),
+                h.try_fixed_percentiles(&[Rank::MAX], EquivalentValue::Midpoint, &mut out),
                 Err(PercentileError::ResetInProgress)
             );
             let mut r = h.recorder(XorShift::new(4));
@@ -329,7 +341,8 @@ mod tests {
         });
         assert_eq!(h.reset_count(), 2);
         assert_eq!((h.try_total(), h.total()), (Ok(1), 1));
-        h.try_fixed_percentiles(&[Rank::MAX], &mut out).unwrap();
+        h.try_fixed_percentiles(&[Rank::MAX], EquivalentValue::Midpoint, &mut out)
+            .unwrap();
         assert_eq!(out[0].value, 5);
     }
 
@@ -360,7 +373,9 @@ mod tests {
         assert!((total - expected).abs() / expected < 0.05, "{total}");
         // The rare bucket (2·n/10 records) keeps its value exactly.
         assert_eq!(
-            h.percentile_value(100.0).unwrap(),
+            h.percentile(100.0, EquivalentValue::Midpoint)
+                .unwrap()
+                .value,
             L.midpoint(L.index_of(3000))
         );
     }

@@ -476,26 +476,6 @@ impl<A: AtomicCounter, const N: usize> AtomicHistogram<[A; N], Layout> {
     }
 }
 
-impl<A: AtomicCounter, const N: usize, const K: u32> AtomicHistogram<[A; N], ConstLayout<K>> {
-    /// A histogram with a compile-time block scale, owning `[A; N]`.
-    ///
-    /// # Panics
-    ///
-    /// As [`AtomicHistogram::new`].
-    pub const fn new_const(min: u64, max: u64) -> Self {
-        match Window::new(ConstLayout::<K>::get(), min, max) {
-            Ok(window) if window.len() == N => AtomicHistogram {
-                spec: ConstLayout::<K>::new(),
-                window,
-                shared: SharedState::new(),
-                storage: [const { A::ZERO }; N],
-            },
-            Ok(_) => panic!("array length differs from storage_len(layout, min, max)"),
-            Err(_) => panic!("min trackable value above max"),
-        }
-    }
-}
-
 impl<A: AtomicCounter, const N: usize, const K: u32, const MIN: u64, const MAX: u64>
     AtomicHistogram<[A; N], ConstLayout<K>, ConstWindow<MIN, MAX>>
 {
@@ -542,14 +522,10 @@ where
     S::Item: AtomicCounter,
     L: LayoutSpec,
 {
-    /// A histogram over caller-provided atomic storage (borrowed or heap). It is cleared.
-    pub fn with_storage(spec: L, storage: S, min: u64, max: u64) -> Result<Self, WindowError> {
-        let window = Window::new(spec.layout(), min, max)?;
-        Self::with_window(spec, storage, window)
-    }
-
-    /// A histogram over caller-provided atomic storage for an explicit window. It is cleared.
-    pub fn with_window(spec: L, storage: S, window: Window) -> Result<Self, WindowError> {
+    /// A histogram over caller-provided atomic storage for `window` (borrowed, heap, or an
+    /// owned array with any [`LayoutSpec`]). It is cleared; a length other than
+    /// `window.len()` is an error.
+    pub fn with_storage(spec: L, storage: S, window: Window) -> Result<Self, WindowError> {
         window.check_storage_len(storage.as_slice().len())?;
         let h = AtomicHistogram {
             spec,
@@ -701,7 +677,7 @@ crate::fmt::histogram_formats!(AtomicHistogram, "AtomicHistogram", S: Storage, S
 mod tests {
     use super::*;
     use crate::read::{try_consistent, ResetInProgress, TRY_READ_ATTEMPTS};
-    use crate::{storage_len, FixedPercentile, PercentileError, Rank, ReadExt};
+    use crate::{storage_len, EquivalentValue, FixedPercentile, PercentileError, Rank, ReadExt};
     use core::cell::Cell;
 
     // 16 buckets per block: a small window, so that miri runs these in seconds.
@@ -765,15 +741,15 @@ mod tests {
             assert_eq!(h.try_int_stats(), Err(ResetInProgress));
             assert!(h.try_stats().is_err());
             assert_eq!(
-                h.try_fixed_percentiles(&ranks, &mut out),
+                h.try_fixed_percentiles(&ranks, EquivalentValue::Midpoint, &mut out),
                 Err(PercentileError::ResetInProgress)
             );
             assert_eq!(
-                h.try_fixed_percentile(Rank::MAX),
+                h.try_fixed_percentile(Rank::MAX, EquivalentValue::Midpoint),
                 Err(PercentileError::ResetInProgress)
             );
             assert_eq!(
-                h.try_percentile(99.0),
+                h.try_percentile(99.0, EquivalentValue::Midpoint),
                 Err(PercentileError::ResetInProgress)
             );
             // The handler resets too: it clears everything and returns, without waiting.
@@ -792,7 +768,8 @@ mod tests {
         // The record landed in a cell thread mode had already cleared: it stays.
         assert_eq!((h.total(), h.try_total()), (1, Ok(1)));
         assert_eq!(h.try_min(), Ok(Some(7)));
-        h.try_fixed_percentiles(&ranks, &mut out).unwrap();
+        h.try_fixed_percentiles(&ranks, EquivalentValue::Midpoint, &mut out)
+            .unwrap();
         assert_eq!(out.map(|p| p.value), [7, 7]);
     }
 
@@ -880,22 +857,27 @@ mod tests {
             [FixedPercentile::default(); 3],
             [FixedPercentile::default(); 3],
         );
-        h.fixed_percentiles(&ranks, &mut a).unwrap();
-        h.try_fixed_percentiles(&ranks, &mut b).unwrap();
+        h.fixed_percentiles(&ranks, EquivalentValue::Midpoint, &mut a)
+            .unwrap();
+        h.try_fixed_percentiles(&ranks, EquivalentValue::Midpoint, &mut b)
+            .unwrap();
         assert_eq!(a, b);
-        assert_eq!(h.try_percentile(90.0), h.percentile(90.0));
+        assert_eq!(
+            h.try_percentile(90.0, EquivalentValue::Midpoint),
+            h.percentile(90.0, EquivalentValue::Midpoint)
+        );
         // The batch's own errors come first, as for the blocking read.
         assert_eq!(
-            h.try_fixed_percentiles(&ranks, &mut a[..1]),
+            h.try_fixed_percentiles(&ranks, EquivalentValue::Midpoint, &mut a[..1]),
             Err(PercentileError::OutputTooShort { ranks: 3, room: 1 })
         );
         assert!(matches!(
-            h.try_percentile(f64::NAN),
+            h.try_percentile(f64::NAN, EquivalentValue::Midpoint),
             Err(PercentileError::InvalidRank(_))
         ));
         let empty = H::new(L, 1, 1 << 12);
         assert_eq!(
-            empty.try_fixed_percentile(Rank::MAX),
+            empty.try_fixed_percentile(Rank::MAX, EquivalentValue::Midpoint),
             Err(PercentileError::Empty)
         );
     }

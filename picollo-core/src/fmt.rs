@@ -1,4 +1,4 @@
-//! Allocation-free number formatting shared by every printer: digit grouping as in seed 000
+//! Allocation-free number formatting shared by every printer: digit grouping as in Picollo's tables
 //! (`1,000,000`, `21,696.54`) and trimmed ranks (`99.9`, `9.1914`).
 
 use core::fmt;
@@ -74,7 +74,7 @@ impl fmt::Display for GroupedFloat {
 }
 
 /// Writes a rank or percentage with at most `decimals` decimals and trailing zeros removed,
-/// as seed 000 prints ranks: `99.9`, `92.5`, `100`, `9.1914`.
+/// as Picollo's tables print ranks: `99.9`, `92.5`, `100`, `9.1914`.
 #[derive(Clone, Copy, Debug)]
 pub struct Trimmed(pub f64, pub usize);
 

@@ -37,7 +37,7 @@ use core::fmt;
 /// h.record(0); // below the window: underflow
 /// h.record(5_000_000); // above: overflow
 /// assert_eq!((h.total(), h.underflow(), h.overflow()), (1000, 1, 1));
-/// assert_eq!(h.percentile_value(50.0).unwrap(), 500);
+/// assert_eq!(h.percentile(50.0, EquivalentValue::Midpoint).unwrap().value, 500);
 /// ```
 ///
 /// # In firmware: all zeros at rest
@@ -156,29 +156,6 @@ impl<C: Counter, const N: usize> Histogram<[C; N], Layout> {
     }
 }
 
-impl<C: Counter, const N: usize, const K: u32> Histogram<[C; N], ConstLayout<K>> {
-    /// A histogram with a compile-time block scale `K`, owning a `[C; N]`.
-    ///
-    /// # Panics
-    ///
-    /// As [`Histogram::new`]: a compile-time error in `const` context.
-    pub const fn new_const(min: u64, max: u64) -> Self {
-        let layout = ConstLayout::<K>::get();
-        match Window::new(layout, min, max) {
-            Ok(window) if window.len() == N => Histogram {
-                spec: ConstLayout::<K>::new(),
-                window,
-                underflow: 0,
-                overflow: 0,
-                resets: 0,
-                storage: [C::ZERO; N],
-            },
-            Ok(_) => panic!("array length differs from storage_len(layout, min, max)"),
-            Err(_) => panic!("min trackable value above max"),
-        }
-    }
-}
-
 impl<C: Counter, const N: usize, const K: u32, const MIN: u64, const MAX: u64>
     Histogram<[C; N], ConstLayout<K>, ConstWindow<MIN, MAX>>
 {
@@ -231,23 +208,19 @@ where
     S::Item: Counter,
     L: LayoutSpec,
 {
-    /// A histogram over caller-provided storage (for example a `static mut` buffer in firmware
-    /// or heap storage). The storage is zeroed.
+    /// A histogram over caller-provided storage for `window`: a borrowed buffer (firmware), heap
+    /// storage, or an owned array with any [`LayoutSpec`]. The storage is zeroed; a length other
+    /// than `window.len()` is an error.
     ///
     /// ```
-    /// use picollo_core::{storage_len, Histogram, Layout, ReadExt};
+    /// use picollo_core::{storage_len, Histogram, Layout, ReadExt, Window};
     /// let mut buffer = [0u64; storage_len(Layout::DEFAULT, 100, 10_000)];
-    /// let mut h = Histogram::with_storage(Layout::DEFAULT, &mut buffer[..], 100, 10_000).unwrap();
+    /// let window = Window::new(Layout::DEFAULT, 100, 10_000).unwrap();
+    /// let mut h = Histogram::with_storage(Layout::DEFAULT, &mut buffer[..], window).unwrap();
     /// h.record(150);
     /// assert_eq!(h.total(), 1);
     /// ```
-    pub fn with_storage(spec: L, storage: S, min: u64, max: u64) -> Result<Self, WindowError> {
-        let window = Window::new(spec.layout(), min, max)?;
-        Self::with_window(spec, storage, window)
-    }
-
-    /// A histogram over caller-provided storage for an explicit window. The storage is zeroed.
-    pub fn with_window(spec: L, storage: S, window: Window) -> Result<Self, WindowError> {
+    pub fn with_storage(spec: L, storage: S, window: Window) -> Result<Self, WindowError> {
         window.check_storage_len(storage.as_slice().len())?;
         let mut h = Histogram {
             spec,
@@ -283,12 +256,12 @@ where
     ///
     /// ```
     /// use core::time::Duration;
-    /// use picollo_core::{storage_len, Histogram, Layout, ReadExt};
+    /// use picollo_core::{storage_len, EquivalentValue, Histogram, Layout, ReadExt};
     ///
     /// const L: Layout = Layout::DEFAULT;
     /// let mut h = Histogram::<[u32; storage_len(L, 1, 1_000_000)]>::new(L, 1, 1_000_000);
     /// h.record_duration(Duration::from_nanos(900)); // below 2^10: exact buckets
-    /// assert_eq!(h.percentile_value(50.0).unwrap(), 900);
+    /// assert_eq!(h.percentile(50.0, EquivalentValue::Midpoint).unwrap().value, 900);
     /// ```
     #[inline(always)]
     pub fn record_duration(&mut self, duration: core::time::Duration) {
@@ -714,6 +687,10 @@ mod tests {
             Err(WindowError::MinAboveMax { .. })
         ));
         let mut buffer = [7u64; 5];
-        assert!(Histogram::with_storage(L, &mut buffer[..], 0, 10).is_err());
+        let window = Window::new(L, 0, 10).unwrap();
+        assert!(matches!(
+            Histogram::with_storage(L, &mut buffer[..], window),
+            Err(WindowError::StorageLength { actual: 5, .. })
+        ));
     }
 }

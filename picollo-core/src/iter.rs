@@ -5,7 +5,7 @@
 //! holding the step's reporting level (HdrHistogram's rule), and iteration ends with the step
 //! that holds the highest recorded value.
 
-use crate::read::HistogramRead;
+use crate::read::histogram_read::HistogramRead;
 use crate::{Layout, Window};
 
 /// One report of an HdrHistogram-style iteration.

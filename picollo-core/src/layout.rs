@@ -1,4 +1,5 @@
-//! The HDR bucket layout of seed 000 ("HdrBuckets"): pure `const fn` index math over all of `u64`.
+//! The HDR bucket layout (`HdrBuckets` of Picollo for .NET, the library this one ports): pure
+//! `const fn` index math over all of `u64`.
 //!
 //! A layout has `B = 2^k` buckets per block (`k` is the *block scale*). Block 0 and block 1 hold
 //! the values `0..2B` with unit width; every later block doubles the bucket width. A bucket's
@@ -117,7 +118,7 @@ impl Layout {
     }
 
     /// As [`Layout::from_relative_error`], saying why an input is refused. See
-    /// [`Layout::from_relative_error_clamped`] for the lenient behaviour of seed 000.
+    /// [`Layout::from_relative_error_clamped`] for the lenient behaviour of Picollo for .NET.
     ///
     /// ```
     /// use picollo_core::{Layout, LayoutError};
@@ -200,8 +201,8 @@ impl Layout {
         Ok(Layout { block_scale: k })
     }
 
-    /// Seed 000's constructor: never fails. A non-positive or NaN error means the default
-    /// 0.001; the rest is clamped into `[0.000001, 0.1]` before rounding to a power of two.
+    /// The constructor of Picollo for .NET: never fails. A non-positive or NaN error means the
+    /// default 0.001; the rest is clamped into `[0.000001, 0.1]` before rounding to a power of two.
     pub const fn from_relative_error_clamped(relative_error: f64) -> Layout {
         let e = if relative_error.is_nan() || relative_error <= 0.0 {
             0.001
@@ -248,7 +249,7 @@ impl Layout {
     /// The logical index of `value`. Defined for every `u64`; `u64::MAX` maps to
     /// `logical_len() - 1`.
     ///
-    /// This is the cheaper equivalent of seed 000's formula (DESIGN.md, "Bucket layout"):
+    /// This is the cheaper equivalent of the .NET library's formula (DESIGN.md, "Bucket layout"):
     /// `e = ilog2(v | B) - k`, `index = (e << k) + (v >> e)`.
     #[inline(always)]
     pub const fn index_of(self, value: u64) -> usize {
@@ -306,7 +307,7 @@ impl Layout {
         self.lo(index) + self.width(index) / 2
     }
 
-    /// Half the bucket width: the `±` that seed 000 prints next to a value.
+    /// Half the bucket width: the `±` that Picollo's tables print next to a value.
     #[inline]
     pub const fn half_width(self, index: usize) -> u64 {
         self.width(index) / 2
@@ -520,7 +521,7 @@ impl<const K: u32> LayoutSpec for ConstLayout<K> {
 mod tests {
     use super::*;
 
-    /// Seed 000's original formula, used as the reference.
+    /// The .NET library's original formula, used as the reference.
     fn seed_index(k: u32, v: u64) -> usize {
         let blk = 64 - (v >> k).leading_zeros();
         let step = blk - (blk != 0) as u32;
@@ -530,7 +531,7 @@ mod tests {
 
     #[test]
     fn seed_examples() {
-        // Seed 000: B = 4 gives [0..4) [4..8) unit, then [8,10) [10,12) ...
+        // Picollo for .NET: B = 4 gives [0..4) [4..8) unit, then [8,10) [10,12) ...
         let l = Layout::from_block_scale(2).unwrap();
         assert_eq!(l.index_of(11), l.index_of(10));
         assert_eq!((l.lo(l.index_of(11)), l.hi(l.index_of(11))), (10, 12));

@@ -1,19 +1,19 @@
 //! # picollo-core
 //!
-//! `#![no_std]`, allocation-free building blocks of Picollo: the HDR bucket layout of seed 000,
-//! histograms over any storage (owned arrays usable in a `static`, borrowed firmware buffers,
-//! heap storage from `picollo-alloc`), one read model with percentiles, statistics and
-//! iterators, counter sources and scopes.
+//! `#![no_std]`, allocation-free building blocks of Picollo: the HDR bucket layout of Picollo for
+//! .NET, histograms over any storage (owned arrays usable in a `static`, borrowed firmware buffers,
+//! heap storage from `picollo-alloc`), one read model with percentiles, statistics and iterators,
+//! counter sources and scopes.
 //!
 //! ```
-//! use picollo_core::{storage_len, Histogram, Layout, ReadExt};
+//! use picollo_core::{storage_len, EquivalentValue, Histogram, Layout, ReadExt};
 //!
 //! const L: Layout = Layout::DEFAULT; // 0.0977% relative error
 //! let mut h = Histogram::<[u64; storage_len(L, 1, 1 << 30)]>::new(L, 1, 1 << 30);
 //! for v in 1..=10_000u64 {
 //!     h.record(v * 1000);
 //! }
-//! let p = h.percentile(99.0).unwrap();
+//! let p = h.percentile(99.0, EquivalentValue::Midpoint).unwrap();
 //! assert!(p.value.abs_diff(9_900_000) <= 9_900_000 / 1000);
 //! ```
 #![no_std]
@@ -35,6 +35,7 @@ pub mod scalable;
 pub mod source;
 pub mod storage;
 pub mod window;
+#[cfg(feature = "testing")]
 pub mod workload;
 
 pub use atomic::{AtomicCounter, AtomicHistogram};
@@ -106,7 +107,7 @@ pub trait Record {
     /// // A 1,000 µs stall while sampling every 100 µs: 1000, 900, ..., 100.
     /// (&h).record_corrected(1000, 100);
     /// assert_eq!(h.total(), 10);
-    /// assert_eq!(h.percentile_value(50.0).unwrap(), 500);
+    /// assert_eq!(h.percentile(50.0, EquivalentValue::Midpoint).unwrap().value, 500);
     /// ```
     fn record_corrected(&mut self, value: u64, expected_interval: u64)
     where

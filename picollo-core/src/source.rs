@@ -641,7 +641,7 @@ mod riscv {
 // ---------------------------------------------------------------------------------------------
 
 /// An RAII guard that samples a source when created and records the delta into a recorder
-/// when dropped: the `using (h.GetTickScope())` of seed 000, for `no_std`.
+/// when dropped: the `using (h.GetTickScope())` of Picollo for .NET, for `no_std`.
 ///
 /// - The recorder is held by value as any [`Record`]. Pass `&mut histogram` for a plain
 ///   histogram (`&mut R` is a `Record` when `R` is), or `&shared` for a shared kind such as

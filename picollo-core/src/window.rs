@@ -7,7 +7,7 @@ use core::fmt;
 ///
 /// Values whose bucket lies below the window are counted as underflow, above it as overflow.
 /// The window is precise to bucket resolution: it covers at least `[min, max]` and may reach a
-/// little beyond (seed 000, "Backing storage").
+/// little beyond (DESIGN.md, "Backing storage").
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct Window {

@@ -1,5 +1,5 @@
 //! Calibrated workloads: code with a known instruction and cycle count, to check counter
-//! sources and (later) PMU counters. The seed's `CpuUtils.AddChain256`.
+//! sources and (later) PMU counters. `CpuUtils.AddChain256` of Picollo for .NET.
 
 /// Adds in one unit of [`add_chain_256`].
 pub const ADDS_PER_UNIT: u64 = 256;
@@ -36,7 +36,7 @@ pub const CALIBRATED: bool = cfg!(all(
 ///   chain. In-order cores with a taken-branch penalty (Cortex-M: 1 to 3 cycles) add it once
 ///   per unit.
 ///
-/// The seed measured 260,224 retired instructions for `AddChain256(1000)`: the same shape.
+/// Picollo for .NET measured 260,224 retired instructions for `AddChain256(1000)`: the same shape.
 ///
 /// The function is never inlined, so profilers find it by name (`add_chain_256`) and the
 /// 1 KiB of adds is not copied into every caller.

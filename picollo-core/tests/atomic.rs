@@ -163,8 +163,10 @@ fn atomic_matches_plain_reads() {
     assert_eq!(a.stats(), p.stats());
     let ranks = [0.0, 50.0, 99.0, 100.0];
     let (mut x, mut y) = ([Percentile::default(); 4], [Percentile::default(); 4]);
-    a.percentiles(&ranks, &mut x).unwrap();
-    p.percentiles(&ranks, &mut y).unwrap();
+    a.percentiles(&ranks, EquivalentValue::Midpoint, &mut x)
+        .unwrap();
+    p.percentiles(&ranks, EquivalentValue::Midpoint, &mut y)
+        .unwrap();
     assert_eq!(x, y);
 }
 

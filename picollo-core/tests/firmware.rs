@@ -72,8 +72,9 @@ proptest! {
         let (min, max) = (1000, 1 << 28);
         let len = storage_len(layout, min, max);
         let (mut a, mut b) = (vec![0u32; len], vec![0u32; len]);
-        let mut narrow = Histogram::with_storage(layout, &mut a[..], min, max).unwrap();
-        let mut wide = Histogram::with_storage(layout, &mut b[..], min, max).unwrap();
+        let window = Window::new(layout, min, max).unwrap();
+        let mut narrow = Histogram::with_storage(layout, &mut a[..], window).unwrap();
+        let mut wide = Histogram::with_storage(layout, &mut b[..], window).unwrap();
         for &v in &values {
             narrow.record_u32(v);
             wide.record(v as u64);
@@ -97,7 +98,7 @@ proptest! {
     fn fixed_percentiles_match_float_ones(values in proptest::collection::vec(any::<u64>().prop_map(|v| v >> (v % 64)), 1..400)) {
         let w = Window::full(L);
         let mut cells = vec![0u64; w.len()];
-        let mut h = Histogram::with_window(L, &mut cells[..], w).unwrap();
+        let mut h = Histogram::with_storage(L, &mut cells[..], w).unwrap();
         for &v in &values {
             h.record(v);
         }
@@ -106,8 +107,8 @@ proptest! {
         let floats = texts.map(|t| t.parse::<f64>().unwrap());
         let mut fixed = [FixedPercentile::default(); 10];
         let mut float = [Percentile::default(); 10];
-        h.fixed_percentiles(&ranks, &mut fixed).unwrap();
-        h.percentiles(&floats, &mut float).unwrap();
+        h.fixed_percentiles(&ranks, EquivalentValue::Midpoint, &mut fixed).unwrap();
+        h.percentiles(&floats, EquivalentValue::Midpoint, &mut float).unwrap();
         for (f, p) in fixed.iter().zip(&float) {
             // One rank rule (`read::rank_count`), exact on both paths: the same count, the
             // same bucket.
@@ -211,7 +212,7 @@ fn integer_stats_on_known_values() {
     // A mean whose products need more than 64 bits: 2^40 values near 2^60.
     let full = Window::full(L);
     let mut cells = vec![0u64; full.len()];
-    let mut big = Histogram::with_window(L, &mut cells[..], full).unwrap();
+    let mut big = Histogram::with_storage(L, &mut cells[..], full).unwrap();
     big.record_n(1 << 60, 1 << 40);
     big.record_n(3 << 60, 1 << 40);
     let mid_lo = L.median_equivalent(1 << 60) as u128;

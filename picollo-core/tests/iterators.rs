@@ -23,7 +23,7 @@ fn pair(values: &[u64]) -> (hdrhistogram::Histogram<u64>, Histogram<Cells>, Layo
     let mut hdr = hdrhistogram::Histogram::<u64>::new_with_bounds(1, 1 << 40, 3).unwrap();
     let layout = Layout::from_block_scale(10).unwrap();
     let full = Window::full(layout);
-    let mut h = Histogram::with_window(layout, Cells(vec![0; full.len()]), full).unwrap();
+    let mut h = Histogram::with_storage(layout, Cells(vec![0; full.len()]), full).unwrap();
     for &v in values {
         hdr.record(v).unwrap();
         h.record(v);
@@ -204,7 +204,7 @@ fn bucket_percentiles_format_like_the_seed() {
     let layout = Layout::from_relative_error(0.01).unwrap();
     let window = Window::new(layout, 10_000, 30_000).unwrap();
     let mut cells = vec![0u32; window.len()];
-    let mut h = Histogram::with_window(layout, &mut cells[..], window).unwrap();
+    let mut h = Histogram::with_storage(layout, &mut cells[..], window).unwrap();
     h.record_n(20_000, 183_827);
     h.record_n(20_300, 105_814);
     h.record_n(24_900, 710_359);
@@ -216,7 +216,7 @@ fn bucket_percentiles_format_like_the_seed() {
         first.to_string(),
         "P9.1914=20,096 [64 / 590]: [19,968, 20,224) 183,827"
     );
-    let p99 = h.percentile(99.0).unwrap();
+    let p99 = h.percentile(99.0, EquivalentValue::Midpoint).unwrap();
     assert_eq!(
         p99.to_string(),
         "P99=24,960 [83 / 609]: [24,832, 25,088) 710,359"

@@ -25,13 +25,14 @@ fn full(layout: Layout) -> (Vec<u64>, Window) {
 
 fn check_against_sorted(layout: Layout, values: &mut [u64]) {
     let (mut cells, w) = full(layout);
-    let mut h = Histogram::with_window(layout, &mut cells[..], w).unwrap();
+    let mut h = Histogram::with_storage(layout, &mut cells[..], w).unwrap();
     for &v in values.iter() {
         h.record(v);
     }
     values.sort_unstable();
     let mut out = [Percentile::default(); 16];
-    h.percentiles(&RANKS, &mut out).unwrap();
+    h.percentiles(&RANKS, EquivalentValue::Midpoint, &mut out)
+        .unwrap();
     for p in out {
         let exact = values[(p.rank_count - 1) as usize];
         // The target-th smallest value lies in the bucket found, so the midpoint is within the
@@ -66,13 +67,13 @@ proptest! {
         let layout = Layout::from_block_scale(sub_buckets - 1).unwrap();
         let mut hdr = hdrhistogram::Histogram::<u64>::new_with_bounds(1, u64::MAX / 2, sigfig).unwrap();
         let (mut cells, w) = full(layout);
-        let mut h = Histogram::with_window(layout, &mut cells[..], w).unwrap();
+        let mut h = Histogram::with_storage(layout, &mut cells[..], w).unwrap();
         for &v in &values {
             hdr.record(v).unwrap();
             h.record(v);
         }
         let mut out = [Percentile::default(); 16];
-        h.percentiles_with(&RANKS, EquivalentValue::Upper, &mut out).unwrap();
+        h.percentiles(&RANKS, EquivalentValue::Upper, &mut out).unwrap();
         for p in out {
             let theirs = hdr.value_at_quantile(decimal_quantile(p.rank));
             // Same layout and the same rank rule: identical answers. HdrHistogram reports the
@@ -106,7 +107,7 @@ fn seed_benchmark_distribution_vs_hdrhistogram() {
     let layout = Layout::DEFAULT;
     let window = Window::new(layout, 0, MAX).unwrap();
     let mut cells = vec![0u32; window.len()];
-    let mut h = Histogram::with_window(layout, &mut cells[..], window).unwrap();
+    let mut h = Histogram::with_storage(layout, &mut cells[..], window).unwrap();
     let mut hdr = hdrhistogram::Histogram::<u64>::new_with_bounds(1, MAX, 3).unwrap();
     for &v in &values {
         h.record(v);
@@ -114,7 +115,7 @@ fn seed_benchmark_distribution_vs_hdrhistogram() {
     }
     let combined = layout.relative_error() + 0.5 / 1024.0;
     for rank in RANKS {
-        let ours = h.percentile_value(rank).unwrap() as f64;
+        let ours = h.percentile(rank, EquivalentValue::Midpoint).unwrap().value as f64;
         let theirs = hdr.value_at_quantile(decimal_quantile(rank)) as f64;
         let rel = (ours - theirs).abs() / theirs.max(1.0);
         assert!(

@@ -64,7 +64,7 @@ proptest! {
             return Ok(());
         }
         let mut cells = vec![0u64; window.len()];
-        let mut h = Histogram::with_window(layout, &mut cells[..], window).unwrap();
+        let mut h = Histogram::with_storage(layout, &mut cells[..], window).unwrap();
         let (lo, hi) = (window.min_value(layout), window.max_value(layout));
         let (mut under, mut over, mut inside) = (0, 0, 0);
         for &v in &values {
@@ -87,7 +87,7 @@ proptest! {
     fn bad_ranks_are_errors(rank in prop_oneof![Just(f64::NAN), -1e9f64..-1e-9, 100.000001f64..1e9]) {
         let mut h = Histogram::<[u32; storage_len(Layout::DEFAULT, 0, 100)]>::new(Layout::DEFAULT, 0, 100);
         h.record(5);
-        prop_assert!(h.percentile(rank).is_err());
+        prop_assert!(h.percentile(rank, EquivalentValue::Midpoint).is_err());
     }
 
     #[test]
@@ -95,9 +95,9 @@ proptest! {
         let mut h = Histogram::<[u64; storage_len(Layout::DEFAULT, 0, 1_000_000)]>::new(Layout::DEFAULT, 0, 1_000_000);
         for &v in &values { h.record(v); }
         let mut out = vec![Percentile::default(); ranks.len()];
-        h.percentiles(&ranks, &mut out).unwrap();
+        h.percentiles(&ranks, EquivalentValue::Midpoint, &mut out).unwrap();
         for (i, a) in out.iter().enumerate() {
-            prop_assert_eq!(*a, h.percentile(ranks[i]).unwrap());
+            prop_assert_eq!(*a, h.percentile(ranks[i], EquivalentValue::Midpoint).unwrap());
             for b in &out {
                 if a.rank < b.rank { prop_assert!(a.value <= b.value); }
             }
@@ -109,16 +109,17 @@ proptest! {
         let layout = Layout::from_block_scale(6).unwrap();
         let full = Window::full(layout);
         let mut all = vec![0u64; full.len()];
-        let mut reference = Histogram::with_window(layout, &mut all[..], full).unwrap();
-        let mut cells = vec![0u64; Window::new(layout, min, max).unwrap().len()];
-        let mut part = Histogram::with_storage(layout, &mut cells[..], min, max).unwrap();
+        let mut reference = Histogram::with_storage(layout, &mut all[..], full).unwrap();
+        let window = Window::new(layout, min, max).unwrap();
+        let mut cells = vec![0u64; window.len()];
+        let mut part = Histogram::with_storage(layout, &mut cells[..], window).unwrap();
         for &v in &values { part.record(v); }
         reference.add(&part);
         prop_assert_eq!(reference.total_with_outside(), values.len() as u64);
         // Recording into the narrower window and adding back into the full one keeps every
         // in-window value in its bucket.
         let mut direct_cells = vec![0u64; full.len()];
-        let mut direct = Histogram::with_window(layout, &mut direct_cells[..], full).unwrap();
+        let mut direct = Histogram::with_storage(layout, &mut direct_cells[..], full).unwrap();
         for &v in &values { if part.window().storage_index(layout.index_of(v)).is_some() { direct.record(v); } }
         for s in 0..full.len() { prop_assert_eq!(direct.count_at(s), reference.count_at(s)); }
     }
@@ -128,12 +129,12 @@ proptest! {
         let fine = Layout::from_block_scale(8).unwrap();
         let coarse = Layout::from_block_scale(5).unwrap();
         let mut fine_cells = vec![0u64; fine.logical_len()];
-        let mut f = Histogram::with_window(fine, &mut fine_cells[..], Window::full(fine)).unwrap();
+        let mut f = Histogram::with_storage(fine, &mut fine_cells[..], Window::full(fine)).unwrap();
         let mut direct_cells = vec![0u64; coarse.logical_len()];
-        let mut direct = Histogram::with_window(coarse, &mut direct_cells[..], Window::full(coarse)).unwrap();
+        let mut direct = Histogram::with_storage(coarse, &mut direct_cells[..], Window::full(coarse)).unwrap();
         for &v in &values { f.record(v); direct.record(v); }
         let mut added_cells = vec![0u64; coarse.logical_len()];
-        let mut added = Histogram::with_window(coarse, &mut added_cells[..], Window::full(coarse)).unwrap();
+        let mut added = Histogram::with_storage(coarse, &mut added_cells[..], Window::full(coarse)).unwrap();
         prop_assert_eq!(added.add(&f), picollo_core::Rebucketing::Exact);
         prop_assert_eq!(added_cells, direct_cells);
     }
@@ -143,12 +144,12 @@ proptest! {
         let coarse = Layout::from_block_scale(4).unwrap();
         let fine = Layout::from_block_scale(9).unwrap();
         let mut c_cells = vec![0u64; coarse.logical_len()];
-        let mut c = Histogram::with_window(coarse, &mut c_cells[..], Window::full(coarse)).unwrap();
+        let mut c = Histogram::with_storage(coarse, &mut c_cells[..], Window::full(coarse)).unwrap();
         c.record(v);
         let mut f_cells = vec![0u64; fine.logical_len()];
-        let mut f = Histogram::with_window(fine, &mut f_cells[..], Window::full(fine)).unwrap();
+        let mut f = Histogram::with_storage(fine, &mut f_cells[..], Window::full(fine)).unwrap();
         let picollo_core::Rebucketing::Approximate { error_bound } = f.add(&c) else { panic!("expected approximate") };
-        let got = f.percentile(100.0).unwrap().value as f64;
+        let got = f.percentile(100.0, EquivalentValue::Midpoint).unwrap().value as f64;
         prop_assert!((got - v as f64).abs() / v as f64 <= error_bound + 1e-12);
     }
 }
@@ -161,7 +162,7 @@ fn exhaustive_small_histograms() {
         let layout = Layout::from_block_scale(k).unwrap();
         let window = Window::new(layout, 0, 1 << 14).unwrap();
         let mut cells = vec![0u32; window.len()];
-        let mut h = Histogram::with_window(layout, &mut cells[..], window).unwrap();
+        let mut h = Histogram::with_storage(layout, &mut cells[..], window).unwrap();
         let n = if cfg!(miri) { 300 } else { 1 << 14 };
         for v in 0..n {
             h.record(v);
@@ -169,7 +170,7 @@ fn exhaustive_small_histograms() {
         assert_eq!(h.total(), n);
         for v in (0..n).step_by(37) {
             let rank = (v + 1) as f64 / n as f64 * 100.0;
-            let p = h.percentile_with(rank, EquivalentValue::Upper).unwrap();
+            let p = h.percentile(rank, EquivalentValue::Upper).unwrap();
             assert!(layout.equivalent(p.value, v) || p.value >= v, "k={k} v={v}");
             assert!(p.lo <= v.max(p.lo));
         }

@@ -78,7 +78,7 @@ fn p999_of_20000_asks_for_19980() {
     let layout = Layout::from_significant_digits(3).unwrap();
     let w = Window::new(layout, 0, 10_000).unwrap();
     let mut cells = vec![0u64; w.len()];
-    let mut h = Histogram::with_window(layout, &mut cells[..], w).unwrap();
+    let mut h = Histogram::with_storage(layout, &mut cells[..], w).unwrap();
     h.record_n(1, 19_980);
     h.record_n(1_000, 20);
     for selection in [
@@ -86,18 +86,16 @@ fn p999_of_20000_asks_for_19980() {
         EquivalentValue::Midpoint,
         EquivalentValue::Lower,
     ] {
-        assert_eq!(h.percentile_with(99.9, selection).unwrap().value, 1);
+        assert_eq!(h.percentile(99.9, selection).unwrap().value, 1);
     }
     assert_eq!(
-        h.fixed_percentile(Rank::parse("99.9").unwrap())
+        h.fixed_percentile(Rank::parse("99.9").unwrap(), EquivalentValue::Midpoint)
             .unwrap()
             .value,
         1
     );
     assert_eq!(
-        h.percentile_with(99.91, EquivalentValue::Upper)
-            .unwrap()
-            .value,
+        h.percentile(99.91, EquivalentValue::Upper).unwrap().value,
         1_000
     );
 }
@@ -183,16 +181,16 @@ fn every_total_matches_the_crate_bucket_for_bucket() {
         let mut hdr = hdrhistogram::Histogram::<u64>::new_with_bounds(1, 1 << 30, 2).unwrap();
         let w = Window::new(layout, 1, 1 << 30).unwrap();
         let mut cells = vec![0u64; w.len()];
-        let mut h = Histogram::with_window(layout, &mut cells[..], w).unwrap();
+        let mut h = Histogram::with_storage(layout, &mut cells[..], w).unwrap();
         let mut ours = [Percentile::default(); 16];
         let mut fixed = [FixedPercentile::default(); 16];
         for (i, v) in shape(kind, TOTALS).enumerate() {
             hdr.record(v).unwrap();
             h.record(v);
             let total = i as u64 + 1;
-            h.percentiles_with(&ranks, EquivalentValue::Upper, &mut ours)
+            h.percentiles(&ranks, EquivalentValue::Upper, &mut ours)
                 .unwrap();
-            h.fixed_percentiles_with(&fixed_ranks, EquivalentValue::Upper, &mut fixed)
+            h.fixed_percentiles(&fixed_ranks, EquivalentValue::Upper, &mut fixed)
                 .unwrap();
             for ((theirs, p), f) in hdr.value_at_quantiles(quantiles).zip(&ours).zip(&fixed) {
                 let at = || format!("shape {kind}, p{} of {total}", p.rank);
@@ -267,7 +265,7 @@ proptest! {
         let mut hdr = hdrhistogram::Histogram::<u64>::new_with_bounds(1, 1 << 41, sigfig).unwrap();
         let w = Window::new(layout, 1, 1 << 41).unwrap();
         let mut cells = vec![0u64; w.len()];
-        let mut h = Histogram::with_window(layout, &mut cells[..], w).unwrap();
+        let mut h = Histogram::with_storage(layout, &mut cells[..], w).unwrap();
         for &(v, n) in &values {
             hdr.record_n(v, n).unwrap();
             h.record_n(v, n);
@@ -276,7 +274,7 @@ proptest! {
         for p in parts {
             let rank = Rank::per_billion(p).unwrap();
             let q = decimal_quantile(&rank.to_string());
-            let ours = h.percentile_with(rank.as_percent(), EquivalentValue::Upper).unwrap();
+            let ours = h.percentile(rank.as_percent(), EquivalentValue::Upper).unwrap();
             let theirs = hdr.value_at_quantile(q);
             if crate_count(q, total) == ours.rank_count {
                 prop_assert_eq!(hdr.lowest_equivalent(theirs), ours.lo);

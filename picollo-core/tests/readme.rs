@@ -1,7 +1,8 @@
 //! The README's `picollo-core` example, compiled and run: keep it in sync with README.md.
 
 use picollo_core::{
-    storage_len, AtomicHistogram, AtomicU32, ConstLayout, ConstWindow, Rank, ReadExt,
+    storage_len, AtomicHistogram, AtomicU32, ConstLayout, ConstWindow, EquivalentValue, Rank,
+    ReadExt,
 };
 
 /// Latencies in µs, 1 µs ..= 1 s, 512 buckets per block (0.098 % relative error).
@@ -17,7 +18,12 @@ fn on_done(micros: u32) {
 }
 
 fn p999() -> Option<u64> {
-    Some(LATENCY.fixed_percentile(Rank::parse("99.9")?).ok()?.value)
+    Some(
+        LATENCY
+            .fixed_percentile(Rank::parse("99.9")?, EquivalentValue::Midpoint)
+            .ok()?
+            .value,
+    )
 }
 const L1: picollo_core::Layout = picollo_core::Layout::from_block_scale(7).unwrap();
 static L2: picollo_core::Layout = picollo_core::Layout::from_relative_error(0.01).unwrap();

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use picollo_alloc::{heap, ThreadLocalHistogram};
-use picollo_core::{HistogramRead, Layout, ReadExt, Window};
+use picollo_core::{EquivalentValue, HistogramRead, Layout, ReadExt, Window};
 use picollo_export::server::MetricsServer;
 use picollo_export::{
     ClassicBuckets, ClassicHistogram, ExportOptions, Labels, Mapping, NativeHistogram, Registry,
@@ -300,7 +300,7 @@ fn native_histograms_arrive_exactly() {
         let factor = s.base() * mapping.relative_bound_factor();
         for q in [0.1, 0.5, 0.9, 0.99, 0.999] {
             let theirs = prom.scalar(&format!("histogram_quantile({q}, {series})"));
-            let p = h.percentile(q * 100.0).unwrap();
+            let p = h.percentile(q * 100.0, EquivalentValue::Midpoint).unwrap();
             let j = mapping.native_index(p.logical_index).unwrap();
             let (lo, hi) = (s.lower_bound(j), s.upper_bound(j));
             assert!(

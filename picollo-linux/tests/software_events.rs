@@ -2,6 +2,7 @@
 //! the kernel's mmap page and the error paths on any Linux machine.
 
 use picollo_core::source::{CounterSource, SourceError};
+use picollo_core::EquivalentValue;
 use picollo_linux::caps::Capabilities;
 use picollo_linux::count::Count;
 use picollo_linux::event::{Event, HardwareEvent, SoftwareEvent};
@@ -88,7 +89,10 @@ fn record_fills_per_counter_histograms_and_reset_clears_them() {
     let h = counter.histogram();
     assert_eq!(h.total(), 20);
     assert_eq!((h.min(), h.max()), (Some(2), Some(21)));
-    assert_eq!(h.percentile_value(50.0).unwrap(), 11);
+    assert_eq!(
+        h.percentile(50.0, EquivalentValue::Midpoint).unwrap().value,
+        11
+    );
     assert_eq!(counter.not_counted(), 0);
     // Totals instead of deltas: one value per record.
     s.record(false).unwrap();

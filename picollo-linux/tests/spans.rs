@@ -442,10 +442,13 @@ fn counters_requested_at_attach_time() {
     assert_eq!(alloc.count(), 20);
     // Eight fresh pages touched per span: page-faults is exact.
     let deltas = alloc.counter_deltas(pf).unwrap();
-    use picollo_core::ReadExt;
+    use picollo_core::{EquivalentValue, ReadExt};
     assert_eq!(deltas.total(), 20);
     assert_eq!(
-        deltas.percentile(50.0).unwrap().value,
+        deltas
+            .percentile(50.0, EquivalentValue::Midpoint)
+            .unwrap()
+            .value,
         8,
         "median page faults"
     );

@@ -12,7 +12,7 @@ use picollo_alloc::hdr::{LogError, LogWriter};
 use picollo_alloc::span::{format_duration_ns, AggregatedSpans, SpanTable};
 use picollo_alloc::Snapshot;
 use picollo_core::ring::{ClockInfo, ClockKind};
-use picollo_core::{HistogramRead, ReadExt};
+use picollo_core::{EquivalentValue, HistogramRead, ReadExt};
 
 use crate::callsite::{CallsiteStats, Histograms, SpanHistogram};
 use crate::shared::Shared;
@@ -238,7 +238,12 @@ impl Handle {
                 let wall = row
                     .first()
                     .and_then(|n| names.iter().position(|m| m == n))
-                    .and_then(|i| reports[i].wall_ns.percentile(50.0).ok())
+                    .and_then(|i| {
+                        reports[i]
+                            .wall_ns
+                            .percentile(50.0, EquivalentValue::Midpoint)
+                            .ok()
+                    })
                     .map_or_else(|| "n/a".to_owned(), |p| format_duration_ns(p.value as f64));
                 row.insert(p50 + 1, wall);
             }

@@ -17,8 +17,8 @@ use critical_section::Mutex;
 use picollo_core::approx::ApproxHistogram;
 use picollo_core::scalable::{ScalableCell, ScalableConfig, ScalableCounter, XorShift};
 use picollo_core::{
-    storage_len, AtomicHistogram, AtomicU32, ConstLayout, ConstWindow, FixedPercentile, Histogram,
-    HistogramRead, Layout, Rank, ReadExt,
+    storage_len, AtomicHistogram, AtomicU32, ConstLayout, ConstWindow, EquivalentValue,
+    FixedPercentile, Histogram, HistogramRead, Layout, Rank, ReadExt,
 };
 
 /// Block scale: 32 buckets per block, 1.6 % relative error; small enough for the micro:bit's
@@ -161,7 +161,7 @@ fn report_one<H: HistogramRead>(out: &mut impl Write, name: &str, h: &H) -> fmt:
         s.total, s.underflow, s.overflow, s.min, s.max, s.mean
     )?;
     let mut p = [FixedPercentile::default(); RANKS.len()];
-    match h.fixed_percentiles(&RANKS, &mut p) {
+    match h.fixed_percentiles(&RANKS, EquivalentValue::Midpoint, &mut p) {
         Ok(()) => p.iter().try_for_each(|p| writeln!(out, "{name}: {p}")),
         Err(e) => writeln!(out, "{name}: {e}"),
     }

@@ -7,7 +7,7 @@ use core::fmt;
 use std::collections::{BTreeMap, HashMap};
 
 use picollo_core::ring::{ClockInfo, Drained};
-use picollo_core::{HistogramRead, Layout, ReadExt, Window};
+use picollo_core::{EquivalentValue, HistogramRead, Layout, ReadExt, Window};
 
 use super::clock::{clock_hz, clock_kind, now};
 use crate::heap::{self, HeapHistogram};
@@ -176,7 +176,10 @@ impl EventStats {
         if self.min < 0 || self.count == 0 {
             return None;
         }
-        self.values.percentile(p).ok().map(|v| v.value)
+        self.values
+            .percentile(p, EquivalentValue::Midpoint)
+            .ok()
+            .map(|v| v.value)
     }
 }
 

@@ -6,7 +6,7 @@ use core::fmt;
 
 use picollo_core::fmt::{Grouped, GroupedFloat};
 use picollo_core::ring::ClockKind;
-use picollo_core::ReadExt;
+use picollo_core::{EquivalentValue, ReadExt};
 
 use super::aggregate::{is_cycles, SpanAggregator};
 use super::COUNTERS_ENV;
@@ -158,11 +158,15 @@ impl SpanAggregator {
                     _ if total_ticks > 0 => s.ticks as f64 / total_ticks as f64,
                     _ => 0.0,
                 };
-                let p50 = s.durations.percentile(50.0).ok().map(|p| p.value);
+                let p50 = s
+                    .durations
+                    .percentile(50.0, EquivalentValue::Midpoint)
+                    .ok()
+                    .map(|p| p.value);
                 let ipc = (s.ipc_micro.total() > 0).then(|| {
                     [5.0, 50.0, 95.0].map(|p| {
                         s.ipc_micro
-                            .percentile(p)
+                            .percentile(p, EquivalentValue::Midpoint)
                             .map_or(0.0, |v| v.value as f64 / 1e6)
                     })
                 });

@@ -4,7 +4,7 @@
 
 use core::fmt;
 use picollo_core::read::consistent;
-use picollo_core::{HistogramRead, Layout, Percentile, ReadExt, Window};
+use picollo_core::{EquivalentValue, HistogramRead, Layout, Percentile, ReadExt, Window};
 use std::time::SystemTime;
 
 use super::scaled::Scaled;
@@ -117,7 +117,11 @@ impl Summary {
         let percentiles = &mut self.percentiles;
         let (stats, recorded) = consistent(h, |h| {
             let stats = h.stats();
-            (stats, h.percentiles(&RANKS, percentiles).is_ok())
+            (
+                stats,
+                h.percentiles(&RANKS, EquivalentValue::Midpoint, percentiles)
+                    .is_ok(),
+            )
         });
         if !recorded {
             // The only error left for valid ranks and a 16-slot output is "empty".
@@ -199,7 +203,7 @@ impl Summary {
     }
 
     /// The percentile at `rank` if it is one of [`RANKS`], else `None`; for any other rank
-    /// ask the histogram (`h.percentile(99.95)`, [`crate::ReadExt`]), or use
+    /// ask the histogram (`h.percentile(99.95, EquivalentValue::Midpoint)`, [`crate::ReadExt`]), or use
     /// [`Summary::try_percentile`], whose error says so.
     pub fn percentile(&self, rank: f64) -> Option<&Percentile> {
         RANKS
@@ -212,16 +216,16 @@ impl Summary {
     /// that the histogram answers any rank:
     ///
     /// ```
-    /// use picollo_alloc::{default_histogram, ReadExt, SummaryExt};
+    /// use picollo_alloc::{default_histogram, EquivalentValue, ReadExt, SummaryExt};
     ///
     /// let mut h = default_histogram();
     /// (1..=10_000).for_each(|v| h.record(v));
     /// let s = h.summary();
     /// assert_eq!(s.try_percentile(99.9)?.value, s.p99_9().value);
     /// let e = s.try_percentile(99.95).unwrap_err();
-    /// assert!(e.to_string().contains("h.percentile(99.95)"));
+    /// assert!(e.to_string().contains("h.percentile(99.95, EquivalentValue::Midpoint)"));
     /// // Any rank, from the histogram the summary was taken of:
-    /// let p = h.percentile(99.95)?;
+    /// let p = h.percentile(99.95, EquivalentValue::Midpoint)?;
     /// assert!(p.lo <= 9_995 && 9_995 <= p.highest);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -408,7 +412,7 @@ impl fmt::Display for NotASummaryRank {
         }
         write!(
             f,
-            "); ask the histogram for any rank: h.percentile({}) (picollo_alloc::ReadExt)",
+            "); ask the histogram for any rank: h.percentile({}, EquivalentValue::Midpoint) (picollo_alloc::ReadExt)",
             self.rank
         )
     }

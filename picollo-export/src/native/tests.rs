@@ -139,7 +139,6 @@ fn check_fill(k: u32, schema: i8, lo: u64, hi: u64, values: &[(u64, u64)]) {
             picollo_core::scalable::ScalableCell::new,
         ),
         window,
-        picollo_core::scalable::ScalableConfig::new(),
     )
     .unwrap();
     let mut rng = picollo_core::scalable::XorShift::new(1);

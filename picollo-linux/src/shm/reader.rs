@@ -11,6 +11,7 @@ use picollo_core::ring::{
 };
 
 use crate::sys::SharedMapping as Map;
+use picollo_alloc::csv::FrameCsv;
 
 use super::error::ShmError;
 use super::list::{list_rings, RingEntry};
@@ -262,11 +263,11 @@ impl ShmReader {
     }
 
     /// The CSV header line of this ring's frames (see
-    /// [`DynamicFrame::write_csv_header`]).
+    /// [`FrameCsv::write_csv_header`]).
     pub fn csv_header(&self) -> String {
         let mut s = String::new();
         // Writing into a `String` cannot fail.
-        let _ = picollo_core::ring::write_csv_header(self.reader.info(), &mut s);
+        let _ = picollo_alloc::csv::write_csv_header(self.reader.info(), &mut s);
         s
     }
 

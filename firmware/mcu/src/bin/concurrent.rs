@@ -10,7 +10,7 @@
 use core::fmt::Write;
 use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use picollo_core::scalable::XorShift;
-use picollo_core::{FixedPercentile, PercentileError, ReadExt};
+use picollo_core::{EquivalentValue, FixedPercentile, PercentileError, ReadExt};
 use picollo_firmware_rt::{fail, semihosting, stack_use, start_timer, stop_timer, Console};
 use picollo_firmware_workload::{Histograms, IRQ_BATCHES, RANKS};
 
@@ -50,7 +50,7 @@ fn tick() {
 /// sit in the probe's frame, above the painted stack, and go uncounted.
 #[inline(never)]
 fn seven_ranks(batch: &mut [FixedPercentile; RANKS.len()]) -> Result<(), PercentileError> {
-    HISTOGRAMS.shared.fixed_percentiles(&RANKS, batch)
+    HISTOGRAMS.shared.fixed_percentiles(&RANKS, EquivalentValue::Midpoint, batch)
 }
 
 /// The entry point the runtime calls after reset.

@@ -30,7 +30,8 @@ use critical_section::Mutex;
 use picollo_core::read::{consistent, try_consistent, ResetInProgress};
 use picollo_core::scalable::XorShift;
 use picollo_core::{
-    AtomicHistogram, FixedPercentile, HistogramRead, PercentileError, Rank, ReadExt,
+    AtomicHistogram, EquivalentValue, FixedPercentile, HistogramRead, PercentileError, Rank,
+    ReadExt,
 };
 use picollo_firmware_rt::{fail, semihosting, start_timer, stop_timer, Console};
 use picollo_firmware_workload::{value_at, Approx, SharedHistogram, LAYOUT, MAX, MIN, RANKS};
@@ -168,7 +169,7 @@ fn on_tick<H: Shared>(h: &H, what: u32) {
             let total = h.try_total();
             let stats = h.try_int_stats();
             let mut batch = [NO_PERCENTILE; RANKS.len()];
-            let percentiles = h.try_fixed_percentiles(&RANKS, &mut batch);
+            let percentiles = h.try_fixed_percentiles(&RANKS, EquivalentValue::Midpoint, &mut batch);
             if resetting {
                 bump(&INSIDE);
                 let refused = pair == Err(ResetInProgress)
@@ -214,7 +215,7 @@ fn on_tick<H: Shared>(h: &H, what: u32) {
                 bump(&INSIDE);
             }
             let mut batch = [NO_PERCENTILE; RANKS.len()];
-            let got = h.try_fixed_percentiles(&RANKS, &mut batch);
+            let got = h.try_fixed_percentiles(&RANKS, EquivalentValue::Midpoint, &mut batch);
             let expected = critical_section::with(|cs| *EXPECTED.borrow_ref(cs));
             if got != Ok(()) || batch != expected {
                 fail(format_args!(
@@ -321,7 +322,7 @@ fn run<H: Shared>(h: &'static H, kind: u32, out: &mut Console) {
         }
     }
     let mut expected = [NO_PERCENTILE; RANKS.len()];
-    if let Err(e) = h.fixed_percentiles(&RANKS, &mut expected) {
+    if let Err(e) = h.fixed_percentiles(&RANKS, EquivalentValue::Midpoint, &mut expected) {
         fail(format_args!("{name}: {e}"));
     }
     critical_section::with(|cs| *EXPECTED.borrow_ref_mut(cs) = expected);
@@ -329,7 +330,7 @@ fn run<H: Shared>(h: &'static H, kind: u32, out: &mut Console) {
     let (inside, acted) = scenario::<H>(kind, READ_DURING_READ, || {
         let mut batch = [NO_PERCENTILE; RANKS.len()];
         THREAD_READING.store(true, Ordering::Relaxed);
-        let r = h.fixed_percentiles(&RANKS, &mut batch);
+        let r = h.fixed_percentiles(&RANKS, EquivalentValue::Midpoint, &mut batch);
         THREAD_READING.store(false, Ordering::Relaxed);
         if r.is_err() || batch != expected {
             fail(format_args!("{name}: a thread-mode batch differs: {r:?}"));

@@ -5,7 +5,7 @@
 #![no_std]
 #![no_main]
 
-use picollo_core::{FixedPercentile, ReadExt};
+use picollo_core::{EquivalentValue, FixedPercentile, ReadExt};
 use picollo_firmware_readme::{print_stack, record_stream, LATENCY, RANKS};
 use picollo_firmware_rt::{semihosting, stack_use};
 
@@ -13,7 +13,7 @@ use picollo_firmware_rt::{semihosting, stack_use};
 /// the probe's frame, above the painted stack, and go uncounted.
 #[inline(never)]
 fn seven_ranks(batch: &mut [FixedPercentile; RANKS.len()]) -> bool {
-    LATENCY.try_fixed_percentiles(&RANKS, batch).is_ok()
+    LATENCY.try_fixed_percentiles(&RANKS, EquivalentValue::Midpoint, batch).is_ok()
 }
 
 /// The entry point the runtime calls after reset.

@@ -286,7 +286,7 @@ impl HistogramRead for HdrView<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use picollo_core::ReadExt;
+    use picollo_core::{EquivalentValue, ReadExt};
 
     #[test]
     fn invalid_sources_change_nothing() {
@@ -346,7 +346,10 @@ mod tests {
         assert_eq!(v.total(), h.total());
         assert_eq!(v.stats(), h.stats());
         for rank in [0.0, 50.0, 99.0, 99.99, 100.0] {
-            assert_eq!(v.percentile(rank), h.percentile(rank));
+            assert_eq!(
+                v.percentile(rank, EquivalentValue::Midpoint),
+                h.percentile(rank, EquivalentValue::Midpoint)
+            );
         }
         let coarse = HdrCounts::new(1000, 1 << 40, 3).unwrap();
         assert!(matches!(

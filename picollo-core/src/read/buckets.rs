@@ -1,0 +1,124 @@
+//! Bucket iterators: every stored bucket with cumulative counts ([`Buckets`]) and each bucket's
+//! own percentile ([`BucketPercentiles`]).
+
+use super::histogram_read::{sum_counts, HistogramRead};
+use super::percentile::{EquivalentValue, Percentile};
+use crate::{Layout, Window};
+
+/// One stored bucket, as the bucket iterators yield it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct Bucket {
+    /// Logical index in the layout.
+    pub logical_index: usize,
+    /// Index in storage.
+    pub storage_index: usize,
+    /// Lowest value.
+    pub lo: u64,
+    /// Highest value (inclusive).
+    pub highest: u64,
+    /// Values in this bucket.
+    pub count: u64,
+    /// Values in this bucket and all below it in the window.
+    pub cumulative: u64,
+}
+
+impl Bucket {
+    /// Exclusive upper bound.
+    pub fn hi(&self) -> u128 {
+        self.highest as u128 + 1
+    }
+    /// Midpoint.
+    pub fn midpoint(&self) -> u64 {
+        self.lo + (self.highest - self.lo).div_ceil(2)
+    }
+}
+
+/// Iterator over stored buckets; see [`ReadExt::buckets`](super::ReadExt::buckets).
+pub struct Buckets<'a, H: ?Sized> {
+    h: &'a H,
+    layout: Layout,
+    window: Window,
+    next: usize,
+    cumulative: u64,
+    only_recorded: bool,
+}
+
+impl<'a, H: HistogramRead + ?Sized> Buckets<'a, H> {
+    pub(super) fn new(h: &'a H, only_recorded: bool) -> Self {
+        Buckets {
+            h,
+            layout: h.layout(),
+            window: h.window(),
+            next: 0,
+            cumulative: 0,
+            only_recorded,
+        }
+    }
+}
+
+impl<H: HistogramRead + ?Sized> Iterator for Buckets<'_, H> {
+    type Item = Bucket;
+    fn next(&mut self) -> Option<Bucket> {
+        while self.next < self.window.len() {
+            let s = self.next;
+            self.next += 1;
+            let count = self.h.count_at(s);
+            if count == 0 && self.only_recorded {
+                continue;
+            }
+            self.cumulative = self.cumulative.saturating_add(count);
+            let i = self.window.first() + s;
+            return Some(Bucket {
+                logical_index: i,
+                storage_index: s,
+                lo: self.layout.lo(i),
+                highest: self.layout.highest(i),
+                count,
+                cumulative: self.cumulative,
+            });
+        }
+        None
+    }
+}
+
+/// Iterator over bucket percentiles; see
+/// [`ReadExt::bucket_percentiles`](super::ReadExt::bucket_percentiles).
+pub struct BucketPercentiles<'a, H: ?Sized> {
+    buckets: Buckets<'a, H>,
+    total: u64,
+    selection: EquivalentValue,
+}
+
+impl<'a, H: HistogramRead + ?Sized> BucketPercentiles<'a, H> {
+    pub(super) fn new(h: &'a H, only_recorded: bool, selection: EquivalentValue) -> Self {
+        BucketPercentiles {
+            buckets: Buckets::new(h, only_recorded),
+            total: sum_counts(h),
+            selection,
+        }
+    }
+}
+
+impl<H: HistogramRead + ?Sized> Iterator for BucketPercentiles<'_, H> {
+    type Item = Percentile;
+    fn next(&mut self) -> Option<Percentile> {
+        let b = self.buckets.next()?;
+        let before = b.cumulative - b.count;
+        let rank = if self.total == 0 {
+            0.0
+        } else {
+            ((before as f64 + b.count as f64 / 2.0) / self.total as f64 * 100.0).min(100.0)
+        };
+        Some(Percentile {
+            rank,
+            value: self.selection.of(self.buckets.layout, b.logical_index),
+            logical_index: b.logical_index,
+            storage_index: b.storage_index,
+            lo: b.lo,
+            highest: b.highest,
+            count: b.count,
+            rank_count: b.cumulative,
+        })
+    }
+}

@@ -1,0 +1,325 @@
+//! [`ReadExt`]: percentiles, statistics and iterators for every [`HistogramRead`], written once
+//! over it (blocking and wait-free variants).
+
+use super::buckets::{BucketPercentiles, Buckets};
+use super::consistent::{consistent, try_consistent};
+use super::error::{PercentileError, ResetInProgress};
+use super::histogram_read::{sum_counts, HistogramRead};
+use super::percentile::{
+    f64_batch, f64_walk, fixed_batch, fixed_walk, EquivalentValue, FixedPercentile, Percentile,
+};
+use super::rank::Rank;
+use super::stats::{
+    int_stats_of, max_of, min_of, stats_of, total_with_outside_of, IntStats, Stats,
+};
+
+/// Percentiles, statistics and iterators for every [`HistogramRead`]; blanket-implemented.
+///
+/// # Progress: which reads may run in an interrupt handler
+///
+/// Records never make a read wait, and reads never make anything wait. Only a reset can: the
+/// shared kinds ([`crate::AtomicHistogram`], [`crate::approx::ApproxHistogram`]) clear their
+/// cells in place, so a read that overlaps a reset must not use what it saw.
+///
+/// - The `try_` reads ([`ReadExt::try_total`], [`ReadExt::try_int_stats`],
+///   [`ReadExt::try_fixed_percentiles`], ...) are **wait-free**: at most
+///   [`TRY_READ_ATTEMPTS`](super::TRY_READ_ATTEMPTS) passes, and [`ResetInProgress`] (or
+///   [`PercentileError::ResetInProgress`]) when a reset is in progress or overlapped every
+///   pass. This is the read for an interrupt handler: if it landed inside a thread-mode reset,
+///   that reset cannot go on until the handler returns, so the handler must not wait for it.
+///   (On 32-bit targets the underflow and overflow counts are two halves, read again only if
+///   the high half changed between two loads: nothing the interrupted context can do.)
+/// - The other reads (`total`, `fixed_percentiles`, ...) are **blocking** while a reset is in
+///   progress: they wait for it to end, then redo the read until no reset overlapped it
+///   (lock-free otherwise). From a context that may have interrupted a reset of the same
+///   histogram they wait forever: use the `try_` reads there.
+///
+/// On kinds that cannot be reset concurrently (the plain [`crate::Histogram`], behind `&mut`
+/// or a lock, and snapshots) both are wait-free and the `try_` reads never fail for a reset.
+/// The iterators ([`ReadExt::buckets`] and the others) read cell by cell and never wait.
+pub trait ReadExt: HistogramRead {
+    /// Values recorded inside the window (derived on read). Blocking while a reset is in
+    /// progress; [`ReadExt::try_total`] never waits.
+    fn total(&self) -> u64 {
+        consistent(self, |h| sum_counts(h))
+    }
+
+    /// Values inside the window plus underflow and overflow. Blocking while a reset is in
+    /// progress; [`ReadExt::try_total_with_outside`] never waits.
+    fn total_with_outside(&self) -> u64 {
+        consistent(self, |h| total_with_outside_of(h))
+    }
+
+    /// Total, mean, standard deviation, min and max in one consistent pass pair. Blocking
+    /// while a reset is in progress; [`ReadExt::try_stats`] never waits.
+    fn stats(&self) -> Stats {
+        consistent(self, |h| stats_of(h))
+    }
+
+    /// Mean of the recorded values (bucket midpoints), 0 when empty.
+    fn mean(&self) -> f64 {
+        self.stats().mean
+    }
+
+    /// Population standard deviation (bucket midpoints), 0 when empty.
+    fn stdev(&self) -> f64 {
+        self.stats().stdev
+    }
+
+    /// Lowest value of the lowest non-empty bucket. Integer arithmetic only. Blocking while a
+    /// reset is in progress; [`ReadExt::try_min`] never waits.
+    fn min(&self) -> Option<u64> {
+        consistent(self, |h| min_of(h))
+    }
+
+    /// Highest value of the highest non-empty bucket (HdrHistogram's `max`). Integer
+    /// arithmetic only. Blocking while a reset is in progress; [`ReadExt::try_max`] never
+    /// waits.
+    fn max(&self) -> Option<u64> {
+        consistent(self, |h| max_of(h))
+    }
+
+    /// Total, underflow, overflow, min, max and the rounded mean in one consistent pass, in
+    /// integer arithmetic only: no floating point is linked in (on a Cortex-M4F, whose FPU is
+    /// single precision, `f64` is software emulation). [`ReadExt::stats`] adds the standard
+    /// deviation, in `f64`.
+    ///
+    /// ```
+    /// use picollo_core::prelude::*;
+    /// let mut h = Histogram::<[u32; storage_len(Layout::DEFAULT, 0, 1000)]>::new(
+    ///     Layout::DEFAULT, 0, 1000);
+    /// for v in [10, 20, 30, 2000] {
+    ///     h.record(v);
+    /// }
+    /// let s = h.int_stats();
+    /// assert_eq!((s.total, s.overflow, s.min, s.max, s.mean), (3, 1, Some(10), Some(30), Some(20)));
+    /// ```
+    ///
+    /// Blocking while a reset is in progress; [`ReadExt::try_int_stats`] never waits.
+    fn int_stats(&self) -> IntStats {
+        consistent(self, |h| int_stats_of(h))
+    }
+
+    /// Many percentiles at once, mutually consistent (one total, one walk), each reported as
+    /// the `selection` of its bucket ([`EquivalentValue::Midpoint`] for the smallest error,
+    /// [`EquivalentValue::Upper`] for HdrHistogram's answer). `ranks` may come in any order;
+    /// `out[k]` answers `ranks[k]`. Blocking while a reset is in progress;
+    /// [`ReadExt::try_percentiles`] never waits.
+    ///
+    /// ```
+    /// use picollo_core::prelude::*;
+    /// let mut h = Histogram::<[u32; storage_len(Layout::DEFAULT, 1, 100_000)]>::new(
+    ///     Layout::DEFAULT, 1, 100_000);
+    /// for v in 1..=10_000u32 {
+    ///     h.record_u32(v);
+    /// }
+    /// let mut out = [Percentile::default(); 3];
+    /// h.percentiles(&[50.0, 99.9, 100.0], EquivalentValue::Midpoint, &mut out).unwrap();
+    /// assert_eq!(out.map(|p| p.rank_count), [5000, 9990, 10_000]);
+    /// assert_eq!(out[1].value, 9_992);
+    /// ```
+    fn percentiles(
+        &self,
+        ranks: &[f64],
+        selection: EquivalentValue,
+        out: &mut [Percentile],
+    ) -> Result<(), PercentileError> {
+        let out = f64_batch(ranks, out)?;
+        consistent(self, |h| f64_walk(h, out, selection))
+    }
+
+    /// One percentile (a batch of one of [`ReadExt::percentiles`]): `h.percentile(99.9,
+    /// EquivalentValue::Midpoint)?.value`. Blocking while a reset is in progress;
+    /// [`ReadExt::try_percentile`] never waits.
+    fn percentile(
+        &self,
+        rank: f64,
+        selection: EquivalentValue,
+    ) -> Result<Percentile, PercentileError> {
+        let mut out = [Percentile::default()];
+        self.percentiles(&[rank], selection, &mut out)?;
+        Ok(out[0])
+    }
+
+    /// Many percentiles at once with fixed-point [`Rank`]s, in integer arithmetic only: the
+    /// firmware path (no `f64`, a small stack frame). Same walk, same rank rule
+    /// ([`rank_count`](super::rank_count)) and same answers as [`ReadExt::percentiles`] given the
+    /// same ranks and selection.
+    ///
+    /// ```
+    /// use picollo_core::prelude::*;
+    /// let mut h = Histogram::<[u32; storage_len(Layout::DEFAULT, 1, 100_000)]>::new(
+    ///     Layout::DEFAULT, 1, 100_000);
+    /// for v in 1..=10_000u32 {
+    ///     h.record_u32(v);
+    /// }
+    /// const RANKS: [Rank; 3] = [Rank::percent(50), Rank::parse("99.9").unwrap(), Rank::MAX];
+    /// let mut out = [FixedPercentile::default(); 3];
+    /// h.fixed_percentiles(&RANKS, EquivalentValue::Midpoint, &mut out).unwrap();
+    /// assert_eq!(out.map(|p| p.rank_count), [5000, 9990, 10_000]);
+    /// assert_eq!(out[1].to_string(), "P99.9=9,992 [2671 / 2672]: [9,984, 10,000) 16");
+    /// ```
+    ///
+    /// Blocking while a reset is in progress; [`ReadExt::try_fixed_percentiles`] never waits.
+    fn fixed_percentiles(
+        &self,
+        ranks: &[Rank],
+        selection: EquivalentValue,
+        out: &mut [FixedPercentile],
+    ) -> Result<(), PercentileError> {
+        let out = fixed_batch(ranks, out)?;
+        consistent(self, |h| fixed_walk(h, out, selection))
+    }
+
+    /// One fixed-point percentile (a batch of one of [`ReadExt::fixed_percentiles`]).
+    /// Blocking while a reset is in progress; [`ReadExt::try_fixed_percentile`] never waits.
+    fn fixed_percentile(
+        &self,
+        rank: Rank,
+        selection: EquivalentValue,
+    ) -> Result<FixedPercentile, PercentileError> {
+        let mut out = [FixedPercentile::default()];
+        self.fixed_percentiles(&[rank], selection, &mut out)?;
+        Ok(out[0])
+    }
+
+    /// Every stored bucket, empty ones included, with cumulative counts.
+    fn buckets(&self) -> Buckets<'_, Self> {
+        Buckets::new(self, false)
+    }
+
+    /// The non-empty buckets, with cumulative counts.
+    fn recorded_buckets(&self) -> Buckets<'_, Self> {
+        Buckets::new(self, true)
+    }
+
+    /// Bucket percentiles (as Picollo for .NET prints them): for each stored bucket, the rank at
+    /// the middle of the bucket's share of the values, `(before + count/2) / total · 100`, with its
+    /// value.
+    fn bucket_percentiles(&self, selection: EquivalentValue) -> BucketPercentiles<'_, Self> {
+        BucketPercentiles::new(self, false, selection)
+    }
+
+    /// As [`ReadExt::bucket_percentiles`], non-empty buckets only.
+    fn recorded_bucket_percentiles(
+        &self,
+        selection: EquivalentValue,
+    ) -> BucketPercentiles<'_, Self> {
+        BucketPercentiles::new(self, true, selection)
+    }
+
+    /// HdrHistogram's linear iteration: one step per `step` value units, until the step that
+    /// holds the highest recorded value. `None` when `step` is 0.
+    fn linear(&self, step: u64) -> Option<crate::iter::Linear<'_, Self>> {
+        crate::iter::Linear::new(self, step)
+    }
+
+    /// HdrHistogram's logarithmic iteration: the first step ends at `first`, each later step is
+    /// `base` times longer. `None` when `first` is 0 or `base` is not a finite number above 1.
+    fn logarithmic(&self, first: u64, base: f64) -> Option<crate::iter::Logarithmic<'_, Self>> {
+        crate::iter::Logarithmic::new(self, first, base)
+    }
+
+    /// HdrHistogram's percentile iteration with `ticks_per_half_distance` reports per halving of
+    /// the distance to 100%. `None` when it is 0.
+    fn percentile_ticks(
+        &self,
+        ticks_per_half_distance: u32,
+    ) -> Option<crate::iter::PercentileTicks<'_, Self>> {
+        crate::iter::PercentileTicks::new(self, ticks_per_half_distance)
+    }
+
+    /// As [`ReadExt::total`], **wait-free**: [`ResetInProgress`] instead of waiting for a
+    /// reset. The read for an interrupt handler.
+    ///
+    /// ```
+    /// use picollo_core::prelude::*;
+    /// use picollo_core::read::ResetInProgress;
+    /// let h = AtomicHistogram::<[AtomicU32; storage_len(Layout::DEFAULT, 1, 1000)]>::new(
+    ///     Layout::DEFAULT, 1, 1000);
+    /// h.record(7);
+    /// // No reset in progress: the same answer as `total()`.
+    /// assert_eq!(h.try_total(), Ok(1));
+    /// // In an interrupt handler: skip this tick's read if it landed inside a reset.
+    /// match h.try_total() {
+    ///     Ok(total) => assert_eq!(total, 1),
+    ///     Err(ResetInProgress) => {} // read again at the next interrupt
+    /// }
+    /// ```
+    fn try_total(&self) -> Result<u64, ResetInProgress> {
+        try_consistent(self, |h| sum_counts(h))
+    }
+
+    /// As [`ReadExt::total_with_outside`], wait-free ([`ReadExt::try_total`]).
+    fn try_total_with_outside(&self) -> Result<u64, ResetInProgress> {
+        try_consistent(self, |h| total_with_outside_of(h))
+    }
+
+    /// As [`ReadExt::min`], wait-free ([`ReadExt::try_total`]).
+    fn try_min(&self) -> Result<Option<u64>, ResetInProgress> {
+        try_consistent(self, |h| min_of(h))
+    }
+
+    /// As [`ReadExt::max`], wait-free ([`ReadExt::try_total`]).
+    fn try_max(&self) -> Result<Option<u64>, ResetInProgress> {
+        try_consistent(self, |h| max_of(h))
+    }
+
+    /// As [`ReadExt::int_stats`], wait-free ([`ReadExt::try_total`]).
+    fn try_int_stats(&self) -> Result<IntStats, ResetInProgress> {
+        try_consistent(self, |h| int_stats_of(h))
+    }
+
+    /// As [`ReadExt::stats`], wait-free ([`ReadExt::try_total`]).
+    fn try_stats(&self) -> Result<Stats, ResetInProgress> {
+        try_consistent(self, |h| stats_of(h))
+    }
+
+    /// As [`ReadExt::fixed_percentiles`], **wait-free**:
+    /// [`PercentileError::ResetInProgress`] instead of waiting for a reset (then `out` holds
+    /// nothing to use). The percentile read for an interrupt handler.
+    fn try_fixed_percentiles(
+        &self,
+        ranks: &[Rank],
+        selection: EquivalentValue,
+        out: &mut [FixedPercentile],
+    ) -> Result<(), PercentileError> {
+        let out = fixed_batch(ranks, out)?;
+        try_consistent(self, |h| fixed_walk(h, out, selection))?
+    }
+
+    /// As [`ReadExt::fixed_percentile`], wait-free ([`ReadExt::try_fixed_percentiles`]).
+    fn try_fixed_percentile(
+        &self,
+        rank: Rank,
+        selection: EquivalentValue,
+    ) -> Result<FixedPercentile, PercentileError> {
+        let mut out = [FixedPercentile::default()];
+        self.try_fixed_percentiles(&[rank], selection, &mut out)?;
+        Ok(out[0])
+    }
+
+    /// As [`ReadExt::percentiles`], wait-free ([`ReadExt::try_fixed_percentiles`]).
+    fn try_percentiles(
+        &self,
+        ranks: &[f64],
+        selection: EquivalentValue,
+        out: &mut [Percentile],
+    ) -> Result<(), PercentileError> {
+        let out = f64_batch(ranks, out)?;
+        try_consistent(self, |h| f64_walk(h, out, selection))?
+    }
+
+    /// As [`ReadExt::percentile`], wait-free ([`ReadExt::try_fixed_percentiles`]).
+    fn try_percentile(
+        &self,
+        rank: f64,
+        selection: EquivalentValue,
+    ) -> Result<Percentile, PercentileError> {
+        let mut out = [Percentile::default()];
+        self.try_percentiles(&[rank], selection, &mut out)?;
+        Ok(out[0])
+    }
+}
+
+impl<H: HistogramRead + ?Sized> ReadExt for H {}

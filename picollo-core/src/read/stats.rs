@@ -1,0 +1,179 @@
+//! Totals, extremes, mean and spread: [`IntStats`] in integer arithmetic (firmware), [`Stats`]
+//! in `f64`.
+
+use super::histogram_read::{sum_counts, HistogramRead};
+
+/// Square root by Newton's method (core has no `f64::sqrt` without std).
+pub(crate) fn sqrt(x: f64) -> f64 {
+    if x.is_nan() || x < 0.0 {
+        return f64::NAN;
+    }
+    if x == 0.0 || x.is_infinite() {
+        return x;
+    }
+    // Start from a power of two near the root: halve the exponent bits.
+    let mut y = f64::from_bits((x.to_bits() >> 1) + (1023u64 << 51));
+    for _ in 0..8 {
+        y = 0.5 * (y + x / y);
+    }
+    y
+}
+
+/// Totals, extremes and the mean in integer arithmetic
+/// ([`ReadExt::int_stats`](super::ReadExt::int_stats)).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct IntStats {
+    /// Values inside the window.
+    pub total: u64,
+    /// Values below the window.
+    pub underflow: u64,
+    /// Values above the window.
+    pub overflow: u64,
+    /// Lowest value of the lowest non-empty bucket (`None` when empty).
+    pub min: Option<u64>,
+    /// Highest value of the highest non-empty bucket (`None` when empty).
+    pub max: Option<u64>,
+    /// Mean of the bucket midpoints weighted by count, rounded to nearest (`None` when empty).
+    pub mean: Option<u64>,
+}
+
+/// Mean and spread computed from bucket midpoints.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct Stats {
+    /// Values inside the window.
+    pub total: u64,
+    /// Values below the window.
+    pub underflow: u64,
+    /// Values above the window.
+    pub overflow: u64,
+    /// Mean of bucket midpoints weighted by count (0 when empty).
+    pub mean: f64,
+    /// Population standard deviation of bucket midpoints (0 when empty).
+    pub stdev: f64,
+    /// Lowest value of the lowest non-empty bucket (`None` when empty).
+    pub min: Option<u64>,
+    /// Highest value of the highest non-empty bucket (`None` when empty).
+    pub max: Option<u64>,
+}
+
+pub(super) fn total_with_outside_of<H: HistogramRead + ?Sized>(h: &H) -> u64 {
+    sum_counts(h)
+        .saturating_add(h.underflow())
+        .saturating_add(h.overflow())
+}
+
+pub(super) fn min_of<H: HistogramRead + ?Sized>(h: &H) -> Option<u64> {
+    let layout = h.layout();
+    let window = h.window();
+    (0..window.len())
+        .find(|&s| h.count_at(s) != 0)
+        .map(|s| layout.lo(window.first() + s))
+}
+
+pub(super) fn max_of<H: HistogramRead + ?Sized>(h: &H) -> Option<u64> {
+    let layout = h.layout();
+    let window = h.window();
+    (0..window.len())
+        .rev()
+        .find(|&s| h.count_at(s) != 0)
+        .map(|s| layout.highest(window.first() + s))
+}
+
+pub(super) fn int_stats_of<H: HistogramRead + ?Sized>(h: &H) -> IntStats {
+    let layout = h.layout();
+    let window = h.window();
+    let (mut total, mut sum, mut min, mut max) = (0u64, 0u128, None, None);
+    for s in 0..window.len() {
+        let n = h.count_at(s);
+        if n == 0 {
+            continue;
+        }
+        let i = window.first() + s;
+        total = total.saturating_add(n);
+        sum += mul_u64(n, layout.midpoint(i));
+        min.get_or_insert(layout.lo(i));
+        max = Some(layout.highest(i));
+    }
+    IntStats {
+        total,
+        underflow: h.underflow(),
+        overflow: h.overflow(),
+        min,
+        max,
+        // Rounded to nearest; the quotient is at most the largest midpoint, so it fits.
+        mean: (total != 0).then(|| div_u128_u64(sum + (total / 2) as u128, total)),
+    }
+}
+
+/// `a · b` as `u128`, from 32-bit halves: four 32×32→64 multiplies, which 32-bit cores do in
+/// one instruction each (a plain `u128` product calls the `__multi3` helper there).
+#[inline]
+fn mul_u64(a: u64, b: u64) -> u128 {
+    let (a_lo, a_hi) = (a & 0xFFFF_FFFF, a >> 32);
+    let (b_lo, b_hi) = (b & 0xFFFF_FFFF, b >> 32);
+    let low = (a_lo * b_lo) as u128;
+    let mid = (a_lo * b_hi) as u128 + (a_hi * b_lo) as u128;
+    let high = (a_hi * b_hi) as u128;
+    low + (mid << 32) + (high << 64)
+}
+
+/// `n / d` for a quotient known to fit `u64` (`n < d · 2^64`, `d > 0`), by shift-and-subtract:
+/// small code and no `__udivti3` helper on 32-bit cores.
+fn div_u128_u64(n: u128, d: u64) -> u64 {
+    let d = d as u128;
+    let mut rem = n >> 64;
+    let mut quotient = 0u64;
+    for bit in (0..64).rev() {
+        rem = (rem << 1) | ((n >> bit) & 1);
+        quotient <<= 1;
+        if rem >= d {
+            rem -= d;
+            quotient |= 1;
+        }
+    }
+    quotient
+}
+
+pub(super) fn stats_of<H: HistogramRead + ?Sized>(h: &H) -> Stats {
+    let layout = h.layout();
+    let window = h.window();
+    let (mut total, mut sum, mut min, mut max) = (0u64, 0f64, None, None);
+    for s in 0..window.len() {
+        let n = h.count_at(s);
+        if n == 0 {
+            continue;
+        }
+        let i = window.first() + s;
+        total = total.saturating_add(n);
+        sum += n as f64 * layout.midpoint(i) as f64;
+        min.get_or_insert(layout.lo(i));
+        max = Some(layout.highest(i));
+    }
+    let mean = if total == 0 { 0.0 } else { sum / total as f64 };
+    // Second pass around the mean: numerically stable for tight distributions of big values.
+    let mut squares = 0f64;
+    if total > 0 {
+        for s in 0..window.len() {
+            let n = h.count_at(s);
+            if n != 0 {
+                let d = layout.midpoint(window.first() + s) as f64 - mean;
+                squares += n as f64 * d * d;
+            }
+        }
+    }
+    Stats {
+        total,
+        underflow: h.underflow(),
+        overflow: h.overflow(),
+        mean,
+        stdev: if total == 0 {
+            0.0
+        } else {
+            sqrt(squares / total as f64)
+        },
+        min,
+        max,
+    }
+}
