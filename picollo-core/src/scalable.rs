@@ -90,9 +90,12 @@
 //! # Cost
 //!
 //! Above the threshold, an increment that does not write is one relaxed load, a bit scan, a
-//! random draw and a few compares: about 40 instructions with a run-time configuration (with
-//! the release defaults 38 with [`WyRand`] and 40 with [`XorShift`], under fat LTO 36 and 39:
-//! `benches/benches/counters_iai.rs`). What an
+//! random draw and a few compares: on the contended path, the bit length of the value is
+//! range-checked once against the probabilistic band and turned into the draw's shift with
+//! one compare and one subtraction, reading only the configuration fields that path uses.
+//! With a run-time configuration that is about 30 instructions (with the release defaults 29
+//! with [`WyRand`] and 34 with [`XorShift`]: `benches/benches/counters_iai.rs`; 38 and 40
+//! before issue 21). What an
 //! increment carries to the next one is the generator's state: one add for [`WyRand`], three
 //! serial shift-xor pairs for [`XorShift`], so on 64-bit hosts prefer [`WyRand`].
 //! On the 2-core development VM (`cargo bench -p picollo-benches --bench counters`), with
@@ -403,6 +406,16 @@ pub struct ScalableConfig {
     max_shift: u8,
     /// Try a CAS of `+1` first, until the first failure.
     exact_while_uncontended: bool,
+    /// The probabilistic band, as bit lengths of the value: `band_lo ..= BITS - 2`
+    /// (`2^t <= value < GUARD`), `band_len` of them (0 when `max_shift == 0`). Precomputed
+    /// for the hot path ([`ScalableCell::inc`]), as are the two below.
+    band_lo: u8,
+    band_len: u8,
+    /// `t + c`: the bit length from which the shift is capped.
+    cap_bits: u8,
+    /// `32 + t`: the draw's shift is `shift_base - min(bit_length, cap_bits)`, which is
+    /// `32 - k`.
+    shift_base: u8,
 }
 
 /// Bits of a cell: the native atomic width ([`Word`]), 64 or 32.
@@ -460,6 +473,14 @@ impl ScalableConfig {
             threshold: threshold as u8,
             max_shift: max_shift as u8,
             exact_while_uncontended,
+            band_lo: (threshold + 1) as u8,
+            band_len: if max_shift == 0 {
+                0
+            } else {
+                (GUARD_LOG2 - threshold) as u8
+            },
+            cap_bits: (threshold + max_shift) as u8,
+            shift_base: (32 + threshold) as u8,
         }
     }
 
@@ -635,7 +656,55 @@ impl ScalableCell {
     where
         for<'a> AtomicWord: RmwAtomic<Word>,
     {
+        self.inc_with(&config, rng)
+    }
+
+    /// [`ScalableCell::inc`] with the configuration by reference: each field is read where a
+    /// path uses it, after the cell's load (a copy made at the call would load all of them
+    /// first, on every increment of a loop, since the cold calls inside may write memory).
+    #[inline]
+    pub(crate) fn inc_with<R: RandomSource + ?Sized>(&self, config: &ScalableConfig, rng: &mut R)
+    where
+        for<'a> AtomicWord: RmwAtomic<Word>,
+    {
         let word = self.word.load(Ordering::Relaxed);
+        // The hot path under contention: the value's bit length `b` from one bit scan (the
+        // flag shifted out, a low one so the scan has a non-zero input), and one range check
+        // of `b` for `2^t <= value < GUARD`, where `k = min(b - t, c)` and the draw is
+        // shifted by `32 - k = (32 + t) - min(b, t + c)`. Taken when the cell is contended
+        // (flag set) or the configuration has no CAS refinement; everything else is the
+        // general path below, unchanged.
+        let bits = ((word << 1) | 1).ilog2();
+        if (word >= CONTENDED || !config.exact_while_uncontended)
+            && bits.wrapping_sub(config.band_lo as u32) < config.band_len as u32
+        {
+            let capped = if bits > config.cap_bits as u32 {
+                config.cap_bits as u32
+            } else {
+                bits
+            };
+            // 1 <= k <= c <= 32: the shift is in 0..=31.
+            let shift = config.shift_base as u32 - capped;
+            if rng.next_u32() >> shift == 0 {
+                self.add_step(32 - shift);
+            }
+            return;
+        }
+        self.inc_general(word, config, rng)
+    }
+
+    /// [`ScalableCell::inc`] off its hot path: below the threshold, exact while uncontended,
+    /// near saturation, and a flag that does not match the configuration (a cell used with
+    /// two configurations).
+    #[inline]
+    fn inc_general<R: RandomSource + ?Sized>(
+        &self,
+        word: Word,
+        config: &ScalableConfig,
+        rng: &mut R,
+    ) where
+        for<'a> AtomicWord: RmwAtomic<Word>,
+    {
         if word < config.exact_limit() {
             // Below the threshold, not contended (the flag is the top bit) and below GUARD.
             self.word.rmw_add(1, Ordering::Relaxed);
@@ -652,6 +721,12 @@ impl ScalableCell {
                 config.exact_while_uncontended,
                 rng.next_u32(),
             );
+        }
+        if word & VALUE_MASK < config.exact_limit() {
+            // A flag set below the threshold (a reset raced with the flag's setting), or with
+            // `max_shift == 0` (every increment exact): exact, and below GUARD.
+            self.word.rmw_add(1, Ordering::Relaxed);
+            return;
         }
         // Here 2^t <= value < GUARD, so 1 <= k <= c.
         let k = config.shift_above(word);
@@ -681,7 +756,7 @@ impl ScalableCell {
     fn inc_uncontended<R: RandomSource + ?Sized>(
         &self,
         word: Word,
-        config: ScalableConfig,
+        config: &ScalableConfig,
         rng: &mut R,
     ) where
         for<'a> AtomicWord: RmwAtomic<Word>,
@@ -938,7 +1013,7 @@ impl ScalableCounter {
     where
         for<'a> AtomicWord: RmwAtomic<Word>,
     {
-        self.cell.inc(self.config, rng);
+        self.cell.inc_with(&self.config, rng);
     }
 
     /// Counts `n` events at once, unbiased, with at most one write (see [`ScalableCell::add`]).
@@ -1224,7 +1299,7 @@ mod tests {
         // Simulate a racing writer: the CAS expects a stale value.
         let stale = cell.word.load(Ordering::Relaxed);
         cell.word.fetch_add(1, Ordering::Relaxed);
-        cell.inc_uncontended(stale, cfg, &mut never);
+        cell.inc_uncontended(stale, &cfg, &mut never);
         assert!(cell.is_contended());
         assert_eq!(cell.get(), 101); // never-updating RNG: the failed increment added 0
         for _ in 0..1000 {
@@ -1530,12 +1605,69 @@ mod tests {
         assert!((mean - 1000.0).abs() < 4.0 * se, "mean {mean}");
     }
 
+    /// A contended cell (flag set) below the threshold, or with `max_shift(0)`, counts
+    /// exactly: the shift is 0 there, and a draw shifted by 32 used to overflow (a panic in
+    /// debug builds, a lost count in release builds).
+    #[test]
+    fn scalable_contended_cell_below_the_band_counts_exactly() {
+        for (cfg, value) in [
+            (ScalableConfig::new().with_max_shift(0), 1 << 40),
+            (ScalableConfig::new().with_max_shift(0), 5),
+            (ScalableConfig::new(), 100),
+            (
+                ScalableConfig::new().with_exact_while_uncontended(false),
+                100,
+            ),
+        ] {
+            let cell = ScalableCell::new();
+            cell.word.store(CONTENDED | value, Ordering::Relaxed);
+            for draw in [0, 1, u32::MAX] {
+                cell.inc(cfg, &mut Fixed(draw));
+            }
+            assert_eq!(cell.get(), value as u64 + 3, "{cfg:?}");
+            assert!(cell.is_contended());
+        }
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig {
             cases: if cfg!(miri) { 4 } else { 128 },
             failure_persistence: None,
             ..ProptestConfig::default()
         })]
+
+        /// The hot path of `inc` (one bit scan, one range check of the bit length) takes
+        /// exactly the decisions of the general path, which is the rule as first written:
+        /// the same word after one increment, for any word (flag set or clear, any value up
+        /// to saturation), any configuration and any draw.
+        #[test]
+        fn scalable_prop_inc_hot_path_matches_general_path(
+            word: u64,
+            t in 0u32..=ScalableConfig::MAX_THRESHOLD + 2,
+            c in 0u32..=ScalableConfig::MAX_MAX_SHIFT + 2,
+            exact: bool,
+            draw: u32,
+            small_draw in 0u32..4,
+        ) {
+            let cfg = ScalableConfig::new()
+                .with_threshold(t)
+                .with_max_shift(c)
+                .with_exact_while_uncontended(exact);
+            let word = word as Word;
+            // Half the cases draw near 0, where updates happen.
+            for r in [draw, small_draw] {
+                let (hot, general) = (ScalableCell::new(), ScalableCell::new());
+                hot.word.store(word, Ordering::Relaxed);
+                general.word.store(word, Ordering::Relaxed);
+                hot.inc(cfg, &mut Fixed(r));
+                general.inc_general(word, &cfg, &mut Fixed(r));
+                prop_assert_eq!(
+                    hot.word.load(Ordering::Relaxed),
+                    general.word.load(Ordering::Relaxed),
+                    "word {:#x} draw {:#x} {:?}", word, r, cfg
+                );
+            }
+        }
 
         #[test]
         fn scalable_prop_exact_below_threshold(
