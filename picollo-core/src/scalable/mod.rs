@@ -94,8 +94,8 @@
 //! range-checked once against the probabilistic band and turned into the draw's shift with
 //! one compare and one subtraction, reading only the configuration fields that path uses.
 //! With a run-time configuration that is about 30 instructions (with the release defaults 29
-//! with [`WyRand`] and 34 with [`XorShift`]: `benches/benches/counters_iai.rs`; 38 and 40
-//! before issue 21). What an
+//! with [`WyRand`] and 34 with [`XorShift`], under fat LTO 28 and 33:
+//! `benches/benches/counters_iai.rs`; 38, 40, 36 and 39 before). What an
 //! increment carries to the next one is the generator's state: one add for [`WyRand`], three
 //! serial shift-xor pairs for [`XorShift`], so on 64-bit hosts prefer [`WyRand`].
 //! On the 2-core development VM (`cargo bench -p picollo-benches --bench counters`), with
