@@ -26,9 +26,10 @@ use std::hint::black_box;
 
 /// Increments per benchmark.
 const INCS: u64 = 1_000_000;
-/// Most instructions an increment with `WyRand` may cost on the probabilistic path (38 with
-/// the release defaults when this gate was set; the module docs of `scalable` say about 40).
-const WYRAND_TARGET: f64 = 40.0;
+/// Most instructions an increment with `WyRand` may cost on the probabilistic path (29 with
+/// the release defaults since the hot path's bit-length range check and the configuration read
+/// by reference, issue 21; it was 38, and the gate 40, before).
+const WYRAND_TARGET: f64 = 32.0;
 
 fn counter() -> ScalableCounter {
     let c = ScalableCounter::with_config(ScalableConfig::new().with_exact_while_uncontended(false));

@@ -1,0 +1,357 @@
+//! The shards and the shared state: one thread's cells ([`Shard`], with its reset baseline),
+//! the histogram's shard list, accumulator, version lock and fork generation ([`Inner`]):
+//! claiming a shard, folding an exiting owner's shard, the fork clean-up of a histogram.
+
+use super::*;
+
+/// Shard states.
+pub(super) const FREE: u8 = 0;
+pub(super) const OWNED: u8 = 1;
+
+/// The counts of a shard at the last reset.
+pub(super) struct Baseline<C: LocalCounter> {
+    pub(super) cells: HeapStorage<C::Cell>,
+    pub(super) underflow: AtomicU64,
+    pub(super) overflow: AtomicU64,
+}
+
+/// One thread's counts. Its cells, underflow and overflow are written by its owner only
+/// (and, under the version lock, zeroed by the fold of an exiting owner and by the fork
+/// clean-up, when no owner can be writing). Its baseline is written under the version lock.
+pub(super) struct Shard<C: LocalCounter> {
+    pub(super) cells: HeapStorage<C::Cell>,
+    pub(super) underflow: AtomicU64,
+    pub(super) overflow: AtomicU64,
+    /// The counts at the last reset; null until the first reset (all zero).
+    pub(super) base: AtomicPtr<Baseline<C>>,
+    /// `FREE` or `OWNED`.
+    pub(super) state: AtomicU8,
+    /// The owner's thread token (see `thread_token`).
+    pub(super) owner: AtomicU64,
+    /// The next node; set before the node is published, never changed after.
+    pub(super) next: AtomicPtr<Shard<C>>,
+}
+
+impl<C: LocalCounter> Shard<C> {
+    /// Records `count` occurrences of `value` for the owner thread.
+    #[inline]
+    pub(super) fn record_n(&self, h: &ThreadLocalHistogram<C>, value: u64, count: u64) {
+        let slot = h.slot(value);
+        match self.cells.cells().get(slot) {
+            Some(cell) => C::owner_add(cell, count),
+            None => self.record_outside(slot, count),
+        }
+    }
+
+    /// Records `count` values outside the window for the owner thread.
+    #[cold]
+    pub(super) fn record_outside(&self, slot: usize, count: u64) {
+        // A wrapped `logical - first` has its top bit set below the window, as in the core
+        // histogram.
+        let cell = if (slot as isize) < 0 {
+            &self.underflow
+        } else {
+            &self.overflow
+        };
+        <u64 as LocalCounter>::owner_add(cell, count)
+    }
+
+    /// The baseline, if a reset made one.
+    #[inline]
+    pub(super) fn baseline(&self) -> Option<&Baseline<C>> {
+        // SAFETY: `base` is null or a `Box` installed once (release) by `take_baseline` and
+        // freed only when the shard drops, so it is initialized and alive while `self` is.
+        unsafe { self.base.load(Ordering::Acquire).as_ref() }
+    }
+
+    /// The count at storage index `i` since the last reset.
+    #[inline]
+    pub(super) fn count_at(&self, i: usize) -> u64 {
+        let Some(cell) = self.cells.cells().get(i) else {
+            return 0;
+        };
+        let base = self
+            .baseline()
+            .and_then(|b| b.cells.cells().get(i))
+            .map_or(0, C::load);
+        C::load(cell).saturating_sub(base)
+    }
+
+    /// The sum of the counts at storage indices `start..end` since the last reset.
+    pub(super) fn sum_range(&self, start: usize, end: usize) -> u64 {
+        let sum = |cells: &[C::Cell]| {
+            let end = end.min(cells.len());
+            cells[start.min(end)..end]
+                .iter()
+                .fold(0u64, |t, c| t.saturating_add(C::load(c)))
+        };
+        let base = self.baseline().map_or(0, |b| sum(b.cells.cells()));
+        sum(self.cells.cells()).saturating_sub(base)
+    }
+
+    /// Underflow since the last reset.
+    pub(super) fn underflow(&self) -> u64 {
+        let base = self
+            .baseline()
+            .map_or(0, |b| b.underflow.load(Ordering::Relaxed));
+        self.underflow.load(Ordering::Relaxed).saturating_sub(base)
+    }
+
+    /// Overflow since the last reset.
+    pub(super) fn overflow(&self) -> u64 {
+        let base = self
+            .baseline()
+            .map_or(0, |b| b.overflow.load(Ordering::Relaxed));
+        self.overflow.load(Ordering::Relaxed).saturating_sub(base)
+    }
+
+    /// Copies the current counts into the baseline (allocated on first use). Only under the
+    /// version lock.
+    pub(super) fn take_baseline(&self) {
+        let base = match self.baseline() {
+            Some(b) => b,
+            None => {
+                let b = Box::into_raw(Box::new(Baseline::<C> {
+                    cells: HeapStorage::with_len(self.cells.cells().len(), C::new_cell),
+                    underflow: AtomicU64::new(0),
+                    overflow: AtomicU64::new(0),
+                }));
+                self.base.store(b, Ordering::Release);
+                // SAFETY: just made from a `Box`; freed only when the shard drops.
+                unsafe { &*b }
+            }
+        };
+        for (b, c) in base.cells.cells().iter().zip(self.cells.cells()) {
+            C::set(b, C::load(c));
+        }
+        let under = self.underflow.load(Ordering::Relaxed);
+        base.underflow.store(under, Ordering::Relaxed);
+        let over = self.overflow.load(Ordering::Relaxed);
+        base.overflow.store(over, Ordering::Relaxed);
+    }
+
+    /// Zeroes the counts and the baseline. Only under the version lock, with no owner writing.
+    pub(super) fn clear(&self) {
+        for cell in self.cells.cells() {
+            C::set(cell, 0);
+        }
+        self.underflow.store(0, Ordering::Relaxed);
+        self.overflow.store(0, Ordering::Relaxed);
+        if let Some(b) = self.baseline() {
+            for cell in b.cells.cells() {
+                C::set(cell, 0);
+            }
+            b.underflow.store(0, Ordering::Relaxed);
+            b.overflow.store(0, Ordering::Relaxed);
+        }
+    }
+}
+
+impl<C: LocalCounter> Drop for Shard<C> {
+    fn drop(&mut self) {
+        let b = *self.base.get_mut();
+        if !b.is_null() {
+            // SAFETY: a non-null `base` came from `Box::into_raw` in `take_baseline` and is
+            // freed only here, once.
+            drop(unsafe { Box::from_raw(b) });
+        }
+    }
+}
+
+/// The state shared by the histogram handle and the threads that recorded into it.
+pub(super) struct Inner<C: LocalCounter> {
+    pub(super) layout: Layout,
+    pub(super) window: Window,
+    /// Seqlock around resets, folds and fork clean-ups.
+    pub(super) version: Version,
+    /// Head of the shard list.
+    pub(super) head: AtomicPtr<Shard<C>>,
+    /// Counts of exited threads and of records made without a shard.
+    pub(super) acc: HeapAtomicHistogram,
+    /// Set before anything is added to `acc` (then kept): bulk reads skip an accumulator
+    /// that never held a count, which is the rule while no recording thread has exited.
+    pub(super) acc_used: AtomicBool,
+    /// The fork generation this histogram's shard set was last checked against.
+    pub(super) fork_gen: AtomicU64,
+    /// Set when the handle is dropped: threads prune their entries for it.
+    pub(super) closed: AtomicBool,
+    /// Shard nodes allocated.
+    pub(super) allocated: AtomicUsize,
+    /// The list owns its nodes (for drop check).
+    pub(super) _nodes: PhantomData<Box<Shard<C>>>,
+}
+
+impl<C: LocalCounter> Inner<C> {
+    /// The shard nodes, newest first.
+    pub(super) fn shards(&self) -> Shards<'_, C> {
+        Shards {
+            next: self.head.load(Ordering::Acquire),
+            _inner: PhantomData,
+        }
+    }
+
+    /// Cleans up after a fork, once per fork generation (see the module docs).
+    #[inline]
+    pub(super) fn check_fork(&self) {
+        let gen = fork::generation();
+        if gen != self.fork_gen.load(Ordering::Relaxed) {
+            self.after_fork(gen);
+        }
+    }
+
+    #[cold]
+    pub(super) fn after_fork(&self, gen: u64) {
+        let odd = self.version.lock();
+        if self.fork_gen.load(Ordering::Relaxed) != gen {
+            let forker = fork::forker();
+            for shard in self.shards() {
+                if shard.state.load(Ordering::Relaxed) == OWNED
+                    && shard.owner.load(Ordering::Relaxed) != forker
+                {
+                    // The owner does not exist in this process: drop its counts.
+                    shard.clear();
+                    shard.state.store(FREE, Ordering::Release);
+                }
+            }
+            self.fork_gen.store(gen, Ordering::Relaxed);
+        }
+        self.version.unlock(odd);
+    }
+
+    /// Claims a free shard for the thread `token`, or allocates one.
+    pub(super) fn claim(&self, token: u64) -> &Shard<C> {
+        for shard in self.shards() {
+            if shard.state.load(Ordering::Relaxed) == FREE
+                && shard
+                    .state
+                    .compare_exchange(FREE, OWNED, Ordering::Acquire, Ordering::Relaxed)
+                    .is_ok()
+            {
+                // Freed shards are zero, baseline included (cleared before the release store
+                // of `FREE`).
+                shard.owner.store(token, Ordering::Relaxed);
+                return shard;
+            }
+        }
+        let node = Box::into_raw(Box::new(Shard::<C> {
+            cells: HeapStorage::with_len(self.window.len(), C::new_cell),
+            underflow: AtomicU64::new(0),
+            overflow: AtomicU64::new(0),
+            base: AtomicPtr::new(ptr::null_mut()),
+            state: AtomicU8::new(OWNED),
+            owner: AtomicU64::new(token),
+            next: AtomicPtr::new(ptr::null_mut()),
+        }));
+        self.allocated.fetch_add(1, Ordering::Relaxed);
+        let mut head = self.head.load(Ordering::Relaxed);
+        loop {
+            // SAFETY: `node` came from `Box::into_raw` above and is not yet published, so
+            // this thread has the only access.
+            unsafe { (*node).next.store(head, Ordering::Relaxed) };
+            match self
+                .head
+                .compare_exchange_weak(head, node, Ordering::Release, Ordering::Relaxed)
+            {
+                Ok(_) => break,
+                Err(h) => head = h,
+            }
+        }
+        // SAFETY: the node is now in the list, which frees nodes only when `self` drops, so
+        // it lives as long as the `&self` borrow.
+        unsafe { &*node }
+    }
+
+    /// Folds an exiting owner's shard into the accumulator and frees it.
+    pub(super) fn fold(&self, shard: &Shard<C>, token: u64) {
+        self.check_fork();
+        let odd = self.version.lock();
+        // The fork clean-up may have taken the shard away from a thread that no longer exists
+        // in this process; only the owner folds.
+        if shard.state.load(Ordering::Relaxed) == OWNED
+            && shard.owner.load(Ordering::Relaxed) == token
+        {
+            self.acc_used.store(true, Ordering::Relaxed);
+            let (layout, first) = (self.layout, self.window.first());
+            for s in 0..self.window.len() {
+                let n = shard.count_at(s);
+                if n != 0 {
+                    // The lowest value of a bucket maps back to that bucket.
+                    self.acc.record_n(layout.lo(first + s), n);
+                }
+            }
+            let under = shard.underflow();
+            if under != 0 {
+                // Underflow exists only when the window starts above 0.
+                let below = self.window.min_value(layout).saturating_sub(1);
+                self.acc.record_n(below, under);
+            }
+            let over = shard.overflow();
+            if over != 0 {
+                // Overflow exists only when the window ends below u64::MAX.
+                let above = self.window.max_value(layout).saturating_add(1);
+                self.acc.record_n(above, over);
+            }
+            shard.clear();
+            shard.state.store(FREE, Ordering::Release);
+        }
+        self.version.unlock(odd);
+    }
+}
+
+impl<C: LocalCounter> Drop for Inner<C> {
+    fn drop(&mut self) {
+        fork::deregister(&self.version);
+        let mut p = *self.head.get_mut();
+        while !p.is_null() {
+            // SAFETY: every node was made by `Box::into_raw` in `claim` and linked once; with
+            // `&mut self` nothing else can reach the list, and each node is freed once.
+            let node = unsafe { Box::from_raw(p) };
+            p = node.next.load(Ordering::Relaxed);
+        }
+    }
+}
+
+/// Iterator over the shard list.
+pub(super) struct Shards<'a, C: LocalCounter> {
+    pub(super) next: *mut Shard<C>,
+    pub(super) _inner: PhantomData<&'a Inner<C>>,
+}
+
+impl<'a, C: LocalCounter> Iterator for Shards<'a, C> {
+    type Item = &'a Shard<C>;
+    #[inline]
+    fn next(&mut self) -> Option<&'a Shard<C>> {
+        // SAFETY: `next` is null or a node of the list of the `Inner` borrowed for `'a`;
+        // nodes are published with a release CAS (read with acquire) and freed only when the
+        // `Inner` drops, so the node is initialized and alive for `'a`.
+        let shard = unsafe { self.next.as_ref() }?;
+        self.next = shard.next.load(Ordering::Acquire);
+        Some(shard)
+    }
+}
+
+/// Type-erased access to an `Inner<C>` for the per-thread list.
+pub(super) trait Owner: Send + Sync {
+    /// Folds and frees the calling thread's shard at thread exit.
+    ///
+    /// # Safety
+    ///
+    /// `shard` must be the shard this `Inner` gave the calling thread, which is `token`.
+    unsafe fn retire(&self, shard: *const (), token: u64);
+    /// Whether the histogram handle was dropped.
+    fn is_closed(&self) -> bool;
+}
+
+impl<C: LocalCounter> Owner for Inner<C> {
+    unsafe fn retire(&self, shard: *const (), token: u64) {
+        // SAFETY: the caller passes a shard of this `Inner`, which is a `Shard<C>` node of
+        // its list, alive while `self` is.
+        let shard = unsafe { &*shard.cast::<Shard<C>>() };
+        // A dropped histogram is not read again, but folding it costs little and keeps one
+        // path.
+        self.fold(shard, token);
+    }
+    fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::Relaxed)
+    }
+}
