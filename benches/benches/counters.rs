@@ -1,4 +1,4 @@
-//! Shared counters on 2 threads (seed 003): `fetch_add` on one word, per-thread padded shards,
+//! Shared counters on 2 threads (Scalable Approximate Counting): `fetch_add` on one word, per-thread padded shards,
 //! and `picollo_core::scalable::ScalableCounter`. Wall clock, best of `RUNS`, no criterion.
 //!
 //! Run: `cargo bench -p picollo-benches --bench counters`.
@@ -291,7 +291,7 @@ fn main() {
             threads,
         ));
         rows.push(bench(
-            "`ScalableCounter` seed 003 (threshold 13, uncapped, no CAS), `WyRand`",
+            "`ScalableCounter` as published (threshold 13, uncapped, no CAS), `WyRand`",
             &scalable_seed,
             threads,
         ));
@@ -324,7 +324,7 @@ fn main() {
     println!();
     println!(
         "On 2 threads `ScalableCounter` (default, `WyRand`) is {:.2}× cheaper than shared \
-         `fetch_add` (target: at least 3×); with `XorShift` {:.2}×; seed 003's scheme {:.2}×.",
+         `fetch_add` (target: at least 3×); with `XorShift` {:.2}×; Scalable Approximate Counting's scheme {:.2}×.",
         two(0) / two(2),
         two(0) / two(3),
         two(0) / two(5)

@@ -2,7 +2,7 @@
 //!
 //! 1. **Record** into a histogram the exporter serves: Picollo thread-local and atomic against
 //!    `prometheus-client` 0.25's native histogram `observe` and `metrics-exporter-prometheus`'s
-//!    histogram handle (pre-resolved handles on every side: their fastest API), on seed 000's
+//!    histogram handle (pre-resolved handles on every side: their fastest API), on Picollo for .NET's
 //!    data, 1 and 2 threads, ns per record per thread.
 //! 2. **Encode a scrape** of 1,000 full-range histograms (every histogram covers all of `u64`,
 //!    1,000 values spread over 2^0..2^64 each) as Prometheus protobuf with native buckets at

@@ -2,7 +2,7 @@
 //! `V2Serializer`, `V2DeflateSerializer` and `Deserializer`, in one run: best-of-N microseconds
 //! per encode or decode, and the ratio, for two histograms (3 significant digits, lowest 1):
 //!
-//! - **seed**: the seed's 1,000,000 values `r^3 * 7716549600` (highest trackable 7716549600);
+//! - **seed**: the benchmark's 1,000,000 values `r^3 * 7716549600` (highest trackable 7716549600);
 //! - **full range**: 2,000,000 values spread log-uniformly over `[1, i64::MAX]` (highest
 //!   trackable `i64::MAX`), so every one of the 55,296 counts entries is in the payload and
 //!   the words range from one byte (small counts, short zero runs) to nine.

@@ -1,5 +1,5 @@
 //! The `metrics` facade's `histogram!().record()` through Picollo's recorder against
-//! `metrics-exporter-prometheus`'s recorder, wall clock, same run, seed 000's data (as `f64`):
+//! `metrics-exporter-prometheus`'s recorder, wall clock, same run, the benchmark data of Picollo for .NET (as `f64`):
 //!
 //! - pre-resolved handles (`let h = histogram!("x"); h.record(v)` in the loop): the fastest
 //!   API on both sides;

@@ -5,7 +5,7 @@
 //! the std server (`MetricsServer`, the default) and the hyper + tokio one
 //! (`HyperMetricsServer`, feature `server-hyper`) in the same run, with the threads each
 //! has. Default `ServerOptions` (2 render workers, 10 s write deadline). The registry: 20
-//! thread-local histograms of seed 000's data.
+//! thread-local histograms of the benchmark data of Picollo for .NET.
 //!
 //! Run: `cargo bench -p picollo-benches --bench metrics_server`.
 

@@ -1,11 +1,11 @@
-//! Wall-clock cost of the 16-rank percentile batch of seed 000's summary (block
+//! Wall-clock cost of the 16-rank percentile batch of Picollo for .NET's summary (block
 //! `percentile-wall`): Picollo's `percentiles` against both of `hdrhistogram`'s multi-quantile
 //! APIs, the one-pass `value_at_quantiles` iterator and a loop of `value_at_quantile` (which
 //! sums eight counts at a time but walks the counts once per rank); the faster one is the
 //! anchor.
 //!
-//! Data: seed 000's 1,000,000 values. Picollo: the full-range histogram (all of `u64` at
-//! `B = 512`) and the seed's window `[0, 7716549600]`. `hdrhistogram`: 3 digits with the seed's
+//! Data: the 1,000,000 benchmark values of Picollo for .NET. Picollo: the full-range histogram (all of `u64` at
+//! `B = 512`) and the benchmark window `[0, 7716549600]`. `hdrhistogram`: 3 digits with the benchmark's
 //! fixed maximum (the counts array `Histogram::new(3)` auto-resizes to for this data). Each of
 //! the peer's APIs has one call site in this binary, so LLVM inlines it (with more call sites,
 //! the iterator's `next` stays out of line and keeps its state in memory: about 1.5× slower).
@@ -84,7 +84,7 @@ fn main() {
 
     let _block = Block::begin("percentile-wall");
     println!(
-        "16 ranks of seed 000's summary per batch; cells: Picollo full range {}, seed window \
+        "16 ranks of Picollo for .NET's summary per batch; cells: Picollo full range {}, seed window \
          {SEED_LEN}, `hdrhistogram` {}; {ROUNDS} interleaved rounds of {CALLS} batches; \
          speed-up = the faster `hdrhistogram` API's time ÷ this case's.",
         full.window().len(),

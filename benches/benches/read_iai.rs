@@ -1,8 +1,8 @@
 //! Instruction counts (callgrind, via iai-callgrind) for the 16-rank percentile batch of seed
 //! 000's summary, Picollo against the `hdrhistogram` crate, both filled with the 1M seed values.
 //!
-//! Picollo: the full-range histogram (all of `u64` at `B = 512`), and the seed's window
-//! `[0, 7716549600]`. `hdrhistogram`: 3 digits with the seed's fixed maximum (the same counts
+//! Picollo: the full-range histogram (all of `u64` at `B = 512`), and the benchmark window
+//! `[0, 7716549600]`. `hdrhistogram`: 3 digits with the benchmark's fixed maximum (the same counts
 //! array `Histogram::new(3)` auto-resizes to for this data), with both of its
 //! multi-quantile APIs: the one-pass `value_at_quantiles` iterator and a loop of
 //! `value_at_quantile`, which sums eight counts at a time and so is the faster one here even
@@ -102,7 +102,7 @@ fn tables() {
     let anchor = peer.iter().flatten().min().copied();
     let _block = Block::begin("percentile-instructions");
     println!(
-        "The 16 ranks of seed 000's summary, one batch per bench; fewer × = the cheaper \
+        "The 16 ranks of Picollo for .NET's summary, one batch per bench; fewer × = the cheaper \
          `hdrhistogram` API's count ÷ this one's."
     );
     println!();

@@ -226,7 +226,7 @@ fn tables() {
         ),
         (
             "single_slot_record_outside",
-            "`single_slot_record_outside` (same path, seed 000's single out-of-range slot)",
+            "`single_slot_record_outside` (same path, Picollo for .NET's single out-of-range slot)",
             "",
         ),
     ];

@@ -1,8 +1,8 @@
 //! Wall-clock comparison against `hdrhistogram` on one thread, in one run: nanoseconds per
-//! record on the seed's data, the ratio to the peer's fastest configuration, and the storage
-//! each side needs for the seed's configurations.
+//! record on the benchmark data, the ratio to the peer's fastest configuration, and the storage
+//! each side needs for the benchmark's configurations.
 //!
-//! Fair to the peer: `hdrhistogram` with the seed's fixed maximum (auto-resize off), `u64` and
+//! Fair to the peer: `hdrhistogram` with the benchmark's fixed maximum (auto-resize off), `u64` and
 //! `u32` counts, through `record` (its fastest API, see `peer_record_iai`); this binary holds
 //! the only call of its `record` for each count type, so LLVM inlines the crate's record path
 //! into the loop as it would in a program that records in one place. (The two-thread cases,
@@ -144,7 +144,7 @@ fn main() {
     let _block = Block::begin("storage-bytes");
     println!(
         "Picollo at `B = 512` (relative error 0.098%) against `hdrhistogram` at 3 digits (2048 \
-         sub-buckets, relative error 0.049%, the seed's legacy comparison)."
+         sub-buckets, relative error 0.049%, Picollo for .NET's legacy comparison)."
     );
     println!();
     header(&[

@@ -3,7 +3,7 @@
 //! with one group `read()` at each end); attached with two hardware counters (`cycles`,
 //! `instructions`, read with RDPMC through the mmap page when the kernel allows it); and a
 //! `counter!` event. Counters are switched between cases the way a user does it, with a
-//! counter request from an attached consumer (seed 002's attach-time counters), so every
+//! counter request from an attached consumer (ppt's attach-time counters), so every
 //! case runs in the same process on the same ring.
 //!
 //! Wall clock, best and median of `RUNS` runs, no criterion. The consumer drains between

@@ -4,9 +4,9 @@
 //! `stdev()`, and the cost of `Snapshot::update` (deltas and totals) for plain and thread-local
 //! sources. The 16 quantiles alone are in `percentile_wall`.
 //!
-//! Data: seed 000's 1,000,000 values (`picollo_benches::seed_values`). Picollo: the default
+//! Data: the 1,000,000 benchmark values of Picollo for .NET (`picollo_benches::seed_values`). Picollo: the default
 //! histogram (u64 counts, 0.001 relative error, all of `u64`). `hdrhistogram`: 3 significant
-//! digits with the seed's fixed maximum (the counts array `Histogram::new(3)` auto-resizes to
+//! digits with the benchmark's fixed maximum (the counts array `Histogram::new(3)` auto-resizes to
 //! for this data: it covers only up to the largest value, about 7.7e9, so it walks fewer cells).
 //! Its batch API has one call site in this binary, so LLVM inlines it. The cases run
 //! interleaved, round after round; each keeps its best and median round (`CALLS` calls each).

@@ -7,7 +7,7 @@
 //! plain kind of the same width.
 //!
 //! Fair to the peer: its recorders are created before the timing and kept by their threads
-//! across rounds (as a server keeps one per worker), with the seed's fixed maximum, `u64` and
+//! across rounds (as a server keeps one per worker), with the benchmark's fixed maximum, `u64` and
 //! `u32` counts; this binary holds the only call of `record` for each count type, so it is
 //! inlined. The cases run interleaved, round after round; each keeps its best and median
 //! round, and a round's time is its slowest thread's.

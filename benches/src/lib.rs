@@ -60,7 +60,7 @@ pub fn runtime_histogram() -> Box<RuntimeHistogram> {
 /// A boxed plain histogram with a compile-time layout over the benchmark window.
 pub fn const_histogram() -> Box<ConstHistogram> {
     let window = picollo_core::Window::new(ConstLayout::<9>::LAYOUT, 0, SEED_MAX)
-        .expect("the seed's window");
+        .expect("the benchmark window");
     Box::new(
         Histogram::with_storage(ConstLayout::new(), [0; SEED_LEN], window)
             .expect("the array is made for the window"),

@@ -1,8 +1,24 @@
 //! # picollo-alloc
 //!
 //! The std/alloc half of Picollo: heap histograms built from a builder, thread-local
-//! aggregation, snapshots, summaries with the pretty tables and diffs of seed 000, and
+//! aggregation, snapshots, summaries with the pretty tables and diffs of Picollo for .NET, and
 //! HdrHistogram interop (V2 encoding and `.hlog` interval logs).
+//!
+//! # Modules
+//!
+//! - [`builder`]: the histogram builder and the default histogram; [`heap`]: heap storage for
+//!   the core kinds.
+//! - [`thread_local`]: the thread-local histogram (one shard per thread, handed over on thread
+//!   exit and fork).
+//! - [`snapshot`]: self-consistent copies of live histograms; [`bulk`]: the non-empty buckets
+//!   of any kind into a list, through the core's bulk read.
+//! - [`summary`]: summaries, their tables and diffs.
+//! - [`hdr`]: HdrHistogram's V2 encoding and `.hlog` interval logs; [`hgrm`]: its `.hgrm`
+//!   percentile text, written and read.
+//! - [`clock`]: std clocks as counter sources, and the tick counter the span clock reads.
+//! - [`span`]: the platform-neutral half of spans: the frame codec, the span clock, and the
+//!   decoder, aggregator and per-phase table that `picollo-linux` and `picollo-tracing` share.
+//! - [`csv`](mod@csv): frames of a ring as CSV.
 #![forbid(unsafe_op_in_unsafe_fn)]
 #![doc(test(attr(deny(warnings))))]
 

@@ -1,5 +1,5 @@
 //! The approximate atomic histogram: an atomic histogram whose buckets count with the scalable
-//! scheme of seed 003, for hot shared histograms where contention dominates.
+//! scheme of Scalable Approximate Counting (Ayers 2023), for hot shared histograms where contention dominates.
 //!
 //! # Error
 //!

@@ -332,7 +332,7 @@ impl SharedState {
 
     /// Runs `clear_cells` and zeroes the outside counts as one structural change: concurrent
     /// reads retry, or are told a reset is in progress, instead of seeing a half-cleared
-    /// histogram. Counts the reset (seed 000's `ResetCount`).
+    /// histogram. Counts the reset (Picollo for .NET's `ResetCount`).
     ///
     /// **Lock-free**: it waits for no reset and no read. A reset that starts while another is
     /// in progress (an interrupt handler's reset inside thread mode's, or a reset on another

@@ -17,7 +17,7 @@ use core::fmt;
 ///
 /// # Concurrency: the reset "old+1" race
 ///
-/// Seed 000 describes a race where a writer's `load, add, store` straddles a concurrent
+/// Picollo for .NET describes a race where a writer's `load, add, store` straddles a concurrent
 /// `reset`, leaving one bucket at `old + 1` among zeros. In Rust that race cannot be written
 /// with this type: `record` and `reset` both take `&mut self`, so the borrow checker forbids a
 /// concurrent writer and resetter. To share a histogram between threads use the atomic kind
@@ -311,7 +311,7 @@ where
         }
     }
 
-    /// The range-checked record that seed 000 proposes: the accepted range is the narrower of
+    /// The range-checked record that Picollo for .NET proposes: the accepted range is the narrower of
     /// `[min, max]` and the window. A value outside it is still counted (below as underflow,
     /// above as overflow) and reported as an error; nothing is dropped.
     ///

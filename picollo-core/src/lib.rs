@@ -5,6 +5,24 @@
 //! heap storage from `picollo-alloc`), one read model with percentiles, statistics and iterators,
 //! counter sources and scopes.
 //!
+//! # Modules
+//!
+//! - [`layout`]: the bucket layout (value ↔ index, `lo`/`hi` of a bucket), runtime or
+//!   const-generic; [`window`]: the stored window of logical buckets, from min and max
+//!   trackable values.
+//! - [`storage`]: counter types and the storage traits; [`cell`]: the atomic cells of the
+//!   shared kinds.
+//! - The kinds: [`histogram`] (plain, single writer), [`atomic`] (`fetch_add`, many writers),
+//!   [`approx`] (buckets that count with [`scalable`] counters).
+//! - [`read`]: the one read model, [`HistogramRead`] (with its bulk read `recorded_runs`), the
+//!   rank rule and every percentile and statistic, written once over it; [`iter`]:
+//!   HdrHistogram's value iterations over the same trait.
+//! - [`scalable`]: scalable approximate counters for contended shared counting.
+//! - [`source`]: counter sources (clocks, cycle counters, PMU groups) and scopes.
+//! - [`ring`]: lossy single-writer frame rings over any byte region, and the frame schema.
+//! - [`fmt`]: allocation-free number formatting shared by every printer.
+//! - `workload` (feature `testing`): calibrated workloads for checking counters.
+//!
 //! ```
 //! use picollo_core::{storage_len, EquivalentValue, Histogram, Layout, ReadExt};
 //!

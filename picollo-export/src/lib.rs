@@ -18,6 +18,19 @@
 //! - A **`metrics::Recorder`** (feature `metrics`) whose histograms are Picollo histograms
 //!   (module `recorder`).
 //!
+//! # Modules
+//!
+//! - [`registry`]: named, labelled histograms, counters and gauges, encoded for a scrape;
+//!   [`source`]: what a registry serves (every histogram kind, read without stalling
+//!   recorders); [`labels`]: names and label sets checked against Prometheus' rules.
+//! - [`schema`]: the exponential bucket math shared by Prometheus and OpenTelemetry;
+//!   [`native`]: Picollo buckets mapped onto it, filled through the core's bulk read.
+//! - Encoders: [`proto`] (protobuf messages), [`classic`] (`_bucket{le}` histograms), [`text`]
+//!   (Prometheus text and OpenMetrics), [`otlp`] (OpenTelemetry).
+//! - `server` (feature `server`): the hardened `/metrics` endpoint; `recorder` (feature
+//!   `metrics`): the `metrics` facade's recorder.
+//! - [`error`]: the exporter's errors.
+//!
 //! ```
 //! use std::sync::Arc;
 //! use picollo_alloc::HistogramBuilder;

@@ -532,7 +532,7 @@ impl PicolloRecorder {
         self.inner.registry.set_help(&name, &state.help[&name]);
     }
 
-    /// The histograms as seed 000's summary tables, one per series, titled
+    /// The histograms as Picollo for .NET's summary tables, one per series, titled
     /// `name{labels}`.
     pub fn summaries(&self) -> String {
         let state = self.state();

@@ -7,7 +7,7 @@
 //!   `pmu/event=0x3c,umask=0x00/`) and perf's spellings of names.
 //! - [`caps`]: what the PMU offers (counter counts, rdpmc, `perf_event_paranoid`, hybrid core
 //!   PMUs), with a clear "no hardware PMU" state on VMs.
-//! - [`session`]: a builder matching the seed's `PerfEventCounterSession.Factory`, and a
+//! - [`session`]: a builder matching Picollo for .NET's `PerfEventCounterSession.Factory`, and a
 //!   session that reads the group with one `read()` or through the rdpmc fast path, scales
 //!   multiplexed counts and reports "not counted" instead of zeros. It is a
 //!   [`picollo_core::source::CounterSource`].

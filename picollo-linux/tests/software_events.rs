@@ -73,7 +73,7 @@ fn record_fills_per_counter_histograms_and_reset_clears_them() {
         s.read(true).unwrap();
         assert_eq!(s.record(true), Some(1));
         if pages == 4 {
-            s.reset(); // the seed's warm-up reset clears the histograms
+            s.reset(); // Picollo for .NET's warm-up reset clears the histograms
             assert_eq!(s.counters()[0].histogram().total(), 0);
         }
     }

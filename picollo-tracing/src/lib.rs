@@ -110,6 +110,17 @@
 //! program's frames then carry those counters. With counters configured, the layer's own
 //! histograms keep the configured counters that are still measured; the others are *not
 //! counted* from then on.
+//!
+//! # Modules (private; the public items are re-exported here)
+//!
+//! - `layer`: the span hooks, per-span state and each thread's stack of open intervals.
+//! - `spans`: the lock-free table of live spans (span id → state); `callsite`: per-callsite
+//!   statistics and the lock-free table that finds them.
+//! - `counters`: counters and span rings through `picollo-linux` (feature `counters`, Linux), or
+//!   its time-only stand-in elsewhere; `slots`: which of the layer's counters a thread's
+//!   counter slots hold.
+//! - `shared`: the state a layer shares with its [`Handle`]s (a leaf, so layer and report import
+//!   one way); `report`: per-span statistics, the per-phase table and `.hlog` logs.
 #![doc(test(attr(deny(warnings))))]
 
 mod callsite;

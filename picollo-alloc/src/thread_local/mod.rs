@@ -46,7 +46,7 @@
 //!
 //! # Reset: per-shard baselines instead of zeroing other threads' cells
 //!
-//! Zeroing a cell that its owner updates with load + store would bring back seed 000's
+//! Zeroing a cell that its owner updates with load + store would bring back Picollo for .NET's
 //! "old+1" race: the owner could store `old + 1` over the zero. So [`ThreadLocalHistogram::reset`]
 //! never writes another thread's cells, and adds nothing to the record path. Inside the
 //! version section it clears the accumulator and copies every shard's current counts into the
@@ -70,7 +70,7 @@
 //!
 //! A thread exit folds `cells - baseline` and zeroes both; folds, resets and fork clean-ups
 //! are serialized by the version lock. Reads through [`HistogramRead`] retry when one of them
-//! overlapped (seed 000, "Optimistic retry"): a batch read through
+//! overlapped (Picollo for .NET, "Optimistic retry"): a batch read through
 //! [`picollo_core::read::consistent`] never mixes pre- and post-reset counts, and even a
 //! single `count_at`, `underflow`, `overflow` or `sum_range` retries on its own, so it never
 //! sees a fold half done. As with the atomic kind, a read that overlaps records sees each

@@ -18,7 +18,7 @@ use crate::cell::Word;
 /// ```
 /// use picollo_core::scalable::ScalableConfig;
 ///
-/// // The seed's original scheme: threshold 13, no cap, no CAS refinement.
+/// // The paper's original scheme: threshold 13, no cap, no CAS refinement.
 /// const SEED: ScalableConfig = ScalableConfig::new()
 ///     .with_max_shift(ScalableConfig::MAX_MAX_SHIFT)
 ///     .with_exact_while_uncontended(false);
@@ -55,7 +55,7 @@ pub struct ScalableConfig {
 }
 
 impl ScalableConfig {
-    /// The seed's threshold: exact below `2^13 = 8192`.
+    /// The paper's threshold: exact below `2^13 = 8192`.
     pub const DEFAULT_THRESHOLD: u32 = 13;
     /// Default cap on the shift: no update rarer than 1/1024, the figure the note quotes.
     pub const DEFAULT_MAX_SHIFT: u32 = 10;

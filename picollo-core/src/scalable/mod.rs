@@ -1,4 +1,4 @@
-//! Scalable approximate counters (seed 003): cheap shared counting under contention.
+//! Scalable approximate counters (Scalable Approximate Counting, Ayers 2023): cheap shared counting under contention.
 //!
 //! A [`ScalableCounter`] is one shared atomic word that many threads increment. Below
 //! `2^threshold` it counts exactly. Above, an increment adds `2^k` with probability `2^-k`,
@@ -81,7 +81,7 @@
 //!
 //!   So `σ_rel <= 0.96 %` for every `n`, and below `2^t` the count is exact.
 //! - **The accuracy test** (2 threads × 10^7 increments, `t = 13`, 50 trials with fixed
-//!   seeds) predicts σ 0.95 % for the seed's uncapped scheme and 0.66 % with the default cap.
+//!   seeds) predicts σ 0.95 % for the paper's uncapped scheme and 0.66 % with the default cap.
 //!   The tests in this module assert a mean error within 0.5 % and p5/p95 within ±2.5 %.
 //!
 //! The count saturates at [`ScalableCell::MAX`] (`2^63 - 1`) instead of wrapping; that limit

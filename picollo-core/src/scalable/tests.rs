@@ -155,7 +155,7 @@ fn scalable_shift_for_boundaries() {
 
 #[test]
 fn scalable_seed_formula_equivalence() {
-    // shift_for equals the seed's `logCount - 12` for threshold 13, uncapped.
+    // shift_for equals the paper's `logCount - 12` for threshold 13, uncapped.
     let cfg = ScalableConfig::new().with_max_shift(ScalableConfig::MAX_MAX_SHIFT);
     for log in 13..45u32 {
         for v in [1u64 << log, (1u64 << log) + 12345, (2u64 << log) - 1] {
@@ -440,7 +440,7 @@ fn scalable_accuracy_two_threads_default_wyrand() {
 
 #[test]
 fn scalable_accuracy_two_threads_seed_scheme() {
-    // The seed's scheme: uncapped, no CAS refinement. Predicted σ 0.95 % at 2 × 10^7.
+    // The paper's scheme: uncapped, no CAS refinement. Predicted σ 0.95 % at 2 × 10^7.
     let mut config = ScalableConfig::new()
         .with_max_shift(ScalableConfig::MAX_MAX_SHIFT)
         .with_exact_while_uncontended(false);
