@@ -343,16 +343,13 @@ pub fn export_v2_into<H: HistogramRead + ?Sized>(
 }
 
 /// Storage indices `0..len` of a histogram whose window starts at counts index `leading`, for
-/// the encoder: copied a chunk at a time into a buffer on the stack (the encoder then runs on a
-/// slice, with nothing it writes able to alias what it reads).
+/// the encoder: read through the kind's bulk read (`recorded_runs`), so runs of empty buckets
+/// cost nothing to read and the encoder runs on the slices it hands over.
 struct StorageSource<'h, H: ?Sized> {
     h: &'h H,
     leading: usize,
     len: usize,
 }
-
-/// Counts copied per chunk: 2 KiB of stack, well inside L1.
-const ENCODE_CHUNK: usize = 256;
 
 impl<H: HistogramRead + ?Sized> CountsSource for StorageSource<'_, H> {
     fn leading(&self) -> usize {
@@ -368,16 +365,19 @@ impl<H: HistogramRead + ?Sized> CountsSource for StorageSource<'_, H> {
     }
 
     fn write_to(&self, writer: &mut PayloadWriter<'_>) {
-        let mut chunk = [0u64; ENCODE_CHUNK];
-        let mut start = 0;
-        while start < self.len {
-            let n = (self.len - start).min(ENCODE_CHUNK);
-            for (i, cell) in chunk[..n].iter_mut().enumerate() {
-                *cell = self.h.count_at(start + i);
+        // The kind's bulk read: runs of empty buckets are skipped without reading them one by
+        // one, and become zero entries of the payload.
+        let mut next = 0;
+        self.h.recorded_runs(&mut |start, counts| {
+            let end = (start + counts.len()).min(self.len);
+            if start >= end {
+                return;
             }
-            writer.counts(&chunk[..n]);
-            start += n;
-        }
+            writer.zeros(start - next);
+            writer.counts(&counts[..end - start]);
+            next = end;
+        });
+        writer.zeros(self.len - next);
     }
 }
 
@@ -430,24 +430,25 @@ fn export_rebucketed<H: HistogramRead + ?Sized>(
     let mut counts: Vec<u64> = Vec::new();
     let mut mapping = BucketMapping::new(false);
     let mut beyond = 0u64;
-    for s in 0..window.len() {
-        let n = h.count_at(s);
-        if n == 0 {
-            continue;
+    h.recorded_runs(&mut |start, run| {
+        for (s, &n) in (start..).zip(run) {
+            if n == 0 {
+                continue;
+            }
+            let i = window.first() + s;
+            let (lo, hi) = (layout.lo(i), layout.highest(i));
+            let Some(j) = g.index_of(lo) else {
+                beyond = beyond.saturating_add(n);
+                continue;
+            };
+            mapping.note(lo, hi, g.index_of(hi) != Some(j), layout.block_size());
+            // `j` never decreases along the window, so `counts` grows to the last index used.
+            if counts.len() <= j {
+                counts.resize(j + 1, 0);
+            }
+            counts[j] = counts[j].saturating_add(n);
         }
-        let i = window.first() + s;
-        let (lo, hi) = (layout.lo(i), layout.highest(i));
-        let Some(j) = g.index_of(lo) else {
-            beyond = beyond.saturating_add(n);
-            continue;
-        };
-        mapping.note(lo, hi, g.index_of(hi) != Some(j), layout.block_size());
-        // `j` never decreases along the window, so `counts` grows to the last index used.
-        if counts.len() <= j {
-            counts.resize(j + 1, 0);
-        }
-        counts[j] = counts[j].saturating_add(n);
-    }
+    });
     (counts, mapping, beyond)
 }
 
