@@ -22,7 +22,8 @@
 use picollo_alloc::span::frame::{span_head, store_counter_samples};
 use picollo_core::ring::{WordArray, MAX_COUNTERS};
 
-use super::{listening, SpanName, THREAD};
+use super::thread::{listening, THREAD};
+use super::SpanName;
 use crate::count::Reading;
 
 pub use picollo_alloc::span::{format_duration_ns, AggregatedSpans};

@@ -1,0 +1,431 @@
+//! The thread's span ring: opened on the first span, its counter groups, attach-time counter
+//! requests, the fast "is anyone listening" check, and what happens at thread exit and fork.
+
+use std::cell::{Cell, RefCell};
+use std::sync::{Mutex, OnceLock};
+
+use picollo_alloc::span::frame;
+use picollo_core::ring::{
+    AtomicU64 as RingWord, CounterInfo, RingOptions, MAX_COUNTERS, NAME_BYTES, REQUEST_BYTES,
+};
+
+use crate::event::{Event, SoftwareEvent};
+use crate::session::{CounterSession, OnUnsupported};
+use crate::shm::{ShmError, ShmWriter};
+
+use super::config::{config, SpanConfig, RING_PREFIX};
+
+// ---------------------------------------------------------------------------------------------
+// The thread's ring
+// ---------------------------------------------------------------------------------------------
+
+/// Nesting depth up to which spans keep their own start samples (deeper spans share the
+/// last slot, so their counter deltas are wrong, but never out of bounds).
+pub(crate) const MAX_DEPTH: usize = 64;
+
+/// The counters asked for at attach time (the latest request a thread applied), for the
+/// threads that open their ring later.
+pub(crate) static REQUESTED: Mutex<Option<Vec<String>>> = Mutex::new(None);
+
+/// The counters a ring opened now samples: the latest request, else the configuration.
+pub(crate) fn wanted_counters() -> Vec<String> {
+    let requested = REQUESTED.lock().unwrap_or_else(|p| p.into_inner()).clone();
+    requested.unwrap_or_else(|| config().counters().to_vec())
+}
+
+pub(crate) struct ThreadRing {
+    pub(crate) writer: ShmWriter,
+    /// The counter groups, read in order; their counters fill the measured slots in order.
+    pub(crate) sessions: Vec<CounterSession>,
+    /// Measured counters: the first `measured` counter slots, in session order.
+    pub(crate) measured: usize,
+    /// Counter slots of each frame.
+    pub(crate) slots: usize,
+    pub(crate) depth: u32,
+    /// The counter samples at the start of the open spans, by depth.
+    pub(crate) starts: [[u64; MAX_COUNTERS]; MAX_DEPTH],
+}
+
+/// Whether `name` is a clock event (`task-clock`, `cpu-clock`).
+pub(crate) fn is_clock_event(name: &str) -> bool {
+    matches!(
+        name.parse::<Event>(),
+        Ok(Event::Software(
+            SoftwareEvent::TaskClock | SoftwareEvent::CpuClock
+        ))
+    )
+}
+
+/// `EINVAL`, the reason given for a name that is not a counter.
+pub(crate) const NOT_A_COUNTER: u32 = libc::EINVAL as u32;
+
+/// Opens `names` as one group, dropping what this machine cannot count; the names that could
+/// not be opened are added to `unavailable` with the errno of the failure.
+pub(crate) fn open_group(
+    names: &[&str],
+    unavailable: &mut Vec<(String, u32)>,
+) -> Option<CounterSession> {
+    let mut builder = CounterSession::builder().on_unsupported(OnUnsupported::Drop);
+    let mut any = false;
+    for n in names {
+        match builder.clone().event_name(n) {
+            Ok(b) => {
+                builder = b;
+                any = true;
+            }
+            Err(_) => unavailable.push(((*n).to_owned(), NOT_A_COUNTER)),
+        }
+    }
+    if !any {
+        return None;
+    }
+    let errno = |e: &crate::PerfError| e.errno().map_or(0, |e| e.unsigned_abs());
+    match builder.build() {
+        Ok(s) => {
+            unavailable.extend(
+                s.dropped()
+                    .iter()
+                    .map(|d| (d.event.to_string(), errno(&d.error))),
+            );
+            Some(s)
+        }
+        Err(crate::PerfError::AllEventsDropped(dropped)) => {
+            unavailable.extend(
+                dropped
+                    .iter()
+                    .map(|d| (d.event.to_string(), errno(&d.error))),
+            );
+            None
+        }
+        Err(e) => {
+            let why = errno(&e);
+            unavailable.extend(names.iter().map(|s| ((*s).to_owned(), why)));
+            None
+        }
+    }
+}
+
+/// Counters opened for this thread, and the header's description of them.
+pub(crate) struct OpenedCounters {
+    pub(crate) sessions: Vec<CounterSession>,
+    /// The counter slots: measured first (in session order), then unavailable ones.
+    pub(crate) table: Vec<(String, Option<u32>)>,
+    pub(crate) measured: usize,
+}
+
+impl OpenedCounters {
+    /// Opens `names` (at most `slots` of them) for the calling thread.
+    pub(crate) fn open(names: &[String], slots: usize) -> Self {
+        let names: Vec<&str> = names.iter().map(String::as_str).take(slots).collect();
+        // Clock events (hrtimer-driven, each its own kernel PMU) go in groups of their own: in
+        // one group with other software events, the members read 0 much of the time (seen
+        // on Linux 6.x with task-clock and page-faults). Everything else is one group, read
+        // with one `read()` or RDPMC.
+        let (clocks, others): (Vec<&str>, Vec<&str>) =
+            names.iter().partition(|n| is_clock_event(n));
+        let mut unavailable: Vec<(String, u32)> = Vec::new();
+        let mut sessions = Vec::new();
+        for c in &clocks {
+            sessions.extend(open_group(&[c], &mut unavailable));
+        }
+        if !others.is_empty() {
+            sessions.extend(open_group(&others, &mut unavailable));
+        }
+        let mut table: Vec<(String, Option<u32>)> = sessions
+            .iter()
+            .flat_map(|s| s.counters().iter().map(|c| (header_name(c.name()), None)))
+            .take(slots)
+            .collect();
+        let measured = table.len();
+        table.extend(
+            unavailable
+                .iter()
+                .map(|(n, e)| (header_name(n), Some(*e)))
+                .take(slots - measured),
+        );
+        Self {
+            sessions,
+            table,
+            measured,
+        }
+    }
+
+    /// The header's counter table: one entry per slot.
+    pub(crate) fn infos(&self, slots: usize) -> Vec<CounterInfo<'_>> {
+        let mut infos: Vec<CounterInfo<'_>> = self
+            .table
+            .iter()
+            .map(|(n, errno)| match errno {
+                None => CounterInfo::measured(n),
+                Some(e) => CounterInfo::unavailable_because(n, *e),
+            })
+            .collect();
+        infos.resize(slots, CounterInfo::unused());
+        infos
+    }
+}
+
+impl ThreadRing {
+    pub(crate) fn open() -> Result<Self, ShmError> {
+        let cfg = config();
+        let names = wanted_counters();
+        let slots = cfg.counter_slots().max(names.len()).min(MAX_COUNTERS);
+        let opened = OpenedCounters::open(&names, slots);
+        let counters = opened.infos(slots);
+        let fields = frame::fields(slots);
+        let schema = frame::schema(&fields);
+        let options = RingOptions::new(cfg.slots())
+            .with_clock(picollo_alloc::span::clock::clock_info())
+            .with_counters(&counters);
+        let writer = ShmWriter::create(&format!("{RING_PREFIX}{}", gettid()), &schema, &options)?;
+        Ok(Self {
+            writer,
+            measured: opened.measured,
+            sessions: opened.sessions,
+            slots,
+            depth: 0,
+            starts: [[0; MAX_COUNTERS]; MAX_DEPTH],
+        })
+    }
+
+    /// Applies a consumer's counter request (between spans): closes this thread's counters,
+    /// opens the requested ones and publishes the outcome as the ring's counter table.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn apply_request(&mut self) {
+        let mut buf = [0u8; REQUEST_BYTES];
+        let Some(request) = self.writer.take_counter_request(&mut buf) else {
+            return;
+        };
+        let seq = request.seq;
+        let names = SpanConfig::parse_counters(request.text);
+        // Close the old counters first: the PMU may not hold both sets.
+        self.sessions.clear();
+        self.measured = 0;
+        let opened = OpenedCounters::open(&names, self.slots);
+        if self.writer.set_counters(&opened.infos(self.slots)).is_ok() {
+            self.measured = opened.measured;
+            self.sessions = opened.sessions;
+        } else {
+            let _ = self.writer.set_counters(&[]);
+        }
+        self.writer.ack_counter_request(seq);
+        *REQUESTED.lock().unwrap_or_else(|p| p.into_inner()) = Some(names);
+    }
+
+    /// Samples the measured counters into `out[..measured]`, group by group (zeros for a
+    /// group whose read fails).
+    #[inline]
+    pub(crate) fn sample(sessions: &mut [CounterSession], out: &mut [u64; MAX_COUNTERS]) {
+        let mut slots = out.iter_mut();
+        for s in sessions {
+            let ok = s.read(false).is_ok();
+            for c in s.counters() {
+                if let Some(o) = slots.next() {
+                    *o = if ok {
+                        c.last_reading().map_or(0, |r| r.value)
+                    } else {
+                        0
+                    };
+                }
+            }
+        }
+    }
+
+    /// Points this thread's fast check at the ring's `attached` word.
+    pub(crate) fn publish(&self) {
+        let word = self.writer.attached_word();
+        let _ = ATTACHED.try_with(|a| a.set(word));
+    }
+}
+
+impl Drop for ThreadRing {
+    fn drop(&mut self) {
+        // The mapping goes away with the writer: stop the fast check from reading it.
+        let _ = ATTACHED.try_with(|a| a.set(&raw const NEVER));
+    }
+}
+
+/// Cuts a counter name to the header's 24 bytes at a character boundary.
+pub(crate) fn header_name(name: &str) -> String {
+    let mut end = name.len().min(NAME_BYTES);
+    while !name.is_char_boundary(end) {
+        end -= 1;
+    }
+    name[..end]
+        .chars()
+        .map(|c| if c.is_control() { '?' } else { c })
+        .collect()
+}
+
+pub(crate) fn gettid() -> i64 {
+    // SAFETY: `gettid` takes no arguments and cannot fail.
+    unsafe { libc::syscall(libc::SYS_gettid) }
+}
+
+pub(crate) enum ThreadState {
+    Unopened,
+    Open(Box<ThreadRing>),
+    Failed(ShmError),
+}
+
+impl ThreadState {
+    #[inline]
+    pub(crate) fn ring(&mut self) -> Option<&mut ThreadRing> {
+        if let Self::Open(t) = self {
+            return Some(t);
+        }
+        self.open_slow()
+    }
+
+    #[cold]
+    pub(crate) fn open_slow(&mut self) -> Option<&mut ThreadRing> {
+        if matches!(self, Self::Unopened) {
+            *self = match ThreadRing::open() {
+                Ok(t) => {
+                    t.publish();
+                    Self::Open(Box::new(t))
+                }
+                Err(e) => {
+                    let _ = ATTACHED.try_with(|a| a.set(&raw const NEVER));
+                    report_ring_failure(&e);
+                    Self::Failed(e)
+                }
+            };
+        }
+        match self {
+            Self::Open(t) => Some(t),
+            _ => None,
+        }
+    }
+}
+
+/// Threads whose span ring could not be created.
+pub(crate) static RING_FAILURES: core::sync::atomic::AtomicU64 =
+    core::sync::atomic::AtomicU64::new(0);
+/// The first such failure.
+pub(crate) static FIRST_RING_FAILURE: OnceLock<ShmError> = OnceLock::new();
+
+/// Counts a thread whose ring could not be created and, the first time in this process, says
+/// so on stderr (once: a program with a thousand threads gets one line, not a thousand).
+#[cold]
+pub(crate) fn report_ring_failure(e: &ShmError) {
+    RING_FAILURES.fetch_add(1, core::sync::atomic::Ordering::Relaxed);
+    if FIRST_RING_FAILURE.set(e.clone()).is_ok() {
+        eprintln!(
+            "picollo: thread {} could not create its span ring: {e}; its spans are not \
+             recorded (reported once; see picollo_linux::span::ring_failures)",
+            gettid()
+        );
+    }
+}
+
+/// How many threads of this process could not create their span ring (their spans cost
+/// nothing and are not recorded), and the first such error. The first failure is also
+/// printed on stderr, once per process.
+pub fn ring_failures() -> (u64, Option<ShmError>) {
+    (
+        RING_FAILURES.load(core::sync::atomic::Ordering::Relaxed),
+        FIRST_RING_FAILURE.get().cloned(),
+    )
+}
+
+/// What the fast check reads before the thread's ring is open: not 0, so the first span takes
+/// the slow path, which opens the ring.
+pub(crate) static UNOPENED: RingWord = RingWord::new(1);
+/// What the fast check reads when this thread has no ring (it failed to open, the thread is
+/// exiting, or the ring belongs to the parent of a forked child): always 0.
+pub(crate) static NEVER: RingWord = RingWord::new(0);
+
+thread_local! {
+    pub(crate) static THREAD: RefCell<ThreadState> = const { RefCell::new(ThreadState::Unopened) };
+    /// This thread's ring's `attached` word, or `UNOPENED` / `NEVER`. A `const`, drop-free
+    /// thread-local: reading it is one `%fs`-relative load.
+    pub(crate) static ATTACHED: Cell<*const RingWord> = const { Cell::new(&raw const UNOPENED) };
+}
+
+/// Whether this thread's ring has a consumer (or is not open yet): the whole cost of a span
+/// when nobody listens.
+#[inline(always)]
+pub(crate) fn listening() -> bool {
+    ATTACHED
+        .try_with(|a| {
+            let word = a.get();
+            // SAFETY: `word` points to `UNOPENED` or `NEVER` (statics), or to the `attached`
+            // word of this thread's open ring, whose mapping lives until the `ThreadRing`
+            // drops, and its `Drop` points `ATTACHED` back to `NEVER` first. Only this thread
+            // reads or writes its `ATTACHED`, so the pointer never outlives its target.
+            unsafe { (*word).load(core::sync::atomic::Ordering::Relaxed) != 0 }
+        })
+        .unwrap_or(false)
+}
+
+/// Opens this thread's span ring now (spans do it on first use) and returns its segment path,
+/// so a consumer can attach before the first span.
+pub fn open_thread_ring() -> Result<String, ShmError> {
+    THREAD
+        .try_with(|cell| {
+            let mut st = cell
+                .try_borrow_mut()
+                .map_err(|_| ShmError::BadName("span ring in use".to_owned()))?;
+            match st.ring() {
+                Some(t) => Ok(t.writer.segment().to_owned()),
+                None => match &*st {
+                    ThreadState::Failed(e) => Err(e.clone()),
+                    _ => Err(ShmError::BadName("span ring".to_owned())),
+                },
+            }
+        })
+        .unwrap_or_else(|_| Err(ShmError::BadName("thread is exiting".to_owned())))
+}
+
+/// Closes this thread's span ring (the kernel frees its segment once no reader holds it); the
+/// next span opens a new one.
+/// Call it in a child after `fork` to give the thread a ring of its own.
+pub fn reset_thread() {
+    let _ = THREAD.try_with(|cell| {
+        if let Ok(mut st) = cell.try_borrow_mut() {
+            *st = ThreadState::Unopened;
+            let _ = ATTACHED.try_with(|a| a.set(&raw const UNOPENED));
+        }
+    });
+}
+
+/// What this thread's ring samples: the measured counter names (in slot order), or the error
+/// that kept the ring from opening.
+pub fn thread_counters() -> Result<Vec<String>, ShmError> {
+    open_thread_ring()?;
+    THREAD
+        .try_with(|cell| {
+            let st = cell.borrow();
+            match &*st {
+                ThreadState::Open(t) => t
+                    .sessions
+                    .iter()
+                    .flat_map(|s| s.counters().iter().map(|c| c.name().to_owned()))
+                    .collect(),
+                _ => Vec::new(),
+            }
+        })
+        .map_err(|_| ShmError::BadName("thread is exiting".to_owned()))
+}
+
+/// What this thread's ring samples, typed: the event of each measured counter slot (in slot
+/// order), or the error that kept the ring from opening. What a span layer matches its
+/// configured [`SpanCounters`] against.
+pub fn thread_counter_events() -> Result<Vec<Event>, ShmError> {
+    open_thread_ring()?;
+    THREAD
+        .try_with(|cell| {
+            let st = cell.borrow();
+            match &*st {
+                ThreadState::Open(t) => t
+                    .sessions
+                    .iter()
+                    .flat_map(|s| s.counters().iter().map(|c| c.event().clone()))
+                    .collect(),
+                _ => Vec::new(),
+            }
+        })
+        .map_err(|_| ShmError::BadName("thread is exiting".to_owned()))
+}
