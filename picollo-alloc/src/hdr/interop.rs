@@ -80,7 +80,7 @@
 //! }
 //! let h = interop::to_picollo(&hdr)?; // block scale 10, index for index
 //! assert_eq!(h.layout().block_size(), 1024);
-//! let p999 = h.percentile_with(99.9, EquivalentValue::Upper)?.value;
+//! let p999 = h.percentile(99.9, EquivalentValue::Upper)?.value;
 //! assert_eq!(Some(p999), hdr.value_at_percentile(99.9));
 //!
 //! let back = interop::from_picollo(&h)?; // exact: same counts, same bytes

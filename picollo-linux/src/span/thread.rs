@@ -412,7 +412,7 @@ pub fn thread_counters() -> Result<Vec<String>, ShmError> {
 
 /// What this thread's ring samples, typed: the event of each measured counter slot (in slot
 /// order), or the error that kept the ring from opening. What a span layer matches its
-/// configured [`SpanCounters`] against.
+/// configured [`SpanCounters`](super::SpanCounters) against.
 pub fn thread_counter_events() -> Result<Vec<Event>, ShmError> {
     open_thread_ring()?;
     THREAD

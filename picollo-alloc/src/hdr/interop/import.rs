@@ -154,7 +154,7 @@ pub fn window_for(geometry: &HdrGeometry) -> Window {
 /// let h = interop::to_picollo(&hdr)?;
 /// assert_eq!(h.total(), 4);
 /// assert_eq!(h.max(), Some(hdr.max()));
-/// assert_eq!(h.percentile_with(50.0, EquivalentValue::Upper)?.value, 1_003);
+/// assert_eq!(h.percentile(50.0, EquivalentValue::Upper)?.value, 1_003);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 ///
@@ -230,7 +230,7 @@ pub struct HdrView<'a> {
 /// let view = interop::view(&hdr)?;
 /// assert_eq!(view.total(), 1000);
 /// assert_eq!(
-///     Some(view.percentile_with(99.0, EquivalentValue::Upper)?.value),
+///     Some(view.percentile(99.0, EquivalentValue::Upper)?.value),
 ///     hdr.value_at_percentile(99.0)
 /// );
 /// # Ok::<(), Box<dyn std::error::Error>>(())
