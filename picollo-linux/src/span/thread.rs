@@ -394,38 +394,28 @@ pub fn reset_thread() {
 /// What this thread's ring samples: the measured counter names (in slot order), or the error
 /// that kept the ring from opening.
 pub fn thread_counters() -> Result<Vec<String>, ShmError> {
-    open_thread_ring()?;
-    THREAD
-        .try_with(|cell| {
-            let st = cell.borrow();
-            match &*st {
-                ThreadState::Open(t) => t
-                    .sessions
-                    .iter()
-                    .flat_map(|s| s.counters().iter().map(|c| c.name().to_owned()))
-                    .collect(),
-                _ => Vec::new(),
-            }
-        })
-        .map_err(|_| ShmError::BadName("thread is exiting".to_owned()))
+    measured_counters(|c| c.name().to_owned())
 }
 
 /// What this thread's ring samples, typed: the event of each measured counter slot (in slot
 /// order), or the error that kept the ring from opening. What a span layer matches its
 /// configured [`SpanCounters`](super::SpanCounters) against.
 pub fn thread_counter_events() -> Result<Vec<Event>, ShmError> {
+    measured_counters(|c| c.event().clone())
+}
+
+/// `what` of each measured counter of this thread's ring, in slot order (opening the ring
+/// first), or the error that kept the ring from opening.
+fn measured_counters<T>(what: impl Fn(&crate::session::Counter) -> T) -> Result<Vec<T>, ShmError> {
     open_thread_ring()?;
     THREAD
-        .try_with(|cell| {
-            let st = cell.borrow();
-            match &*st {
-                ThreadState::Open(t) => t
-                    .sessions
-                    .iter()
-                    .flat_map(|s| s.counters().iter().map(|c| c.event().clone()))
-                    .collect(),
-                _ => Vec::new(),
-            }
+        .try_with(|cell| match &*cell.borrow() {
+            ThreadState::Open(t) => t
+                .sessions
+                .iter()
+                .flat_map(|s| s.counters().iter().map(&what))
+                .collect(),
+            _ => Vec::new(),
         })
         .map_err(|_| ShmError::BadName("thread is exiting".to_owned()))
 }
