@@ -198,13 +198,6 @@ impl PayloadWriter<'_> {
         }
     }
 
-    /// Encodes `n` zero entries: a gap between the runs a bulk read hands over
-    /// ([`picollo_core::HistogramRead::recorded_runs`]), written with the run it joins.
-    pub(in crate::hdr) fn zeros(&mut self, n: usize) {
-        self.pending_zeros += n;
-        self.zeros += n;
-    }
-
     /// Encodes words from the start of `rest` while a whole word (9 bytes) fits in `out`;
     /// returns the counts not yet taken. Trailing zeros of `rest` stay pending.
     #[inline(always)]

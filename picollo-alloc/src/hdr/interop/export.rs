@@ -343,13 +343,16 @@ pub fn export_v2_into<H: HistogramRead + ?Sized>(
 }
 
 /// Storage indices `0..len` of a histogram whose window starts at counts index `leading`, for
-/// the encoder: read through the kind's bulk read (`recorded_runs`), so runs of empty buckets
-/// cost nothing to read and the encoder runs on the slices it hands over.
+/// the encoder: copied a chunk at a time into a buffer on the stack (the encoder then runs on a
+/// slice, with nothing it writes able to alias what it reads).
 struct StorageSource<'h, H: ?Sized> {
     h: &'h H,
     leading: usize,
     len: usize,
 }
+
+/// Counts copied per chunk: 2 KiB of stack, well inside L1.
+const ENCODE_CHUNK: usize = 256;
 
 impl<H: HistogramRead + ?Sized> CountsSource for StorageSource<'_, H> {
     fn leading(&self) -> usize {
@@ -365,19 +368,20 @@ impl<H: HistogramRead + ?Sized> CountsSource for StorageSource<'_, H> {
     }
 
     fn write_to(&self, writer: &mut PayloadWriter<'_>) {
-        // The kind's bulk read: runs of empty buckets are skipped without reading them one by
-        // one, and become zero entries of the payload.
-        let mut next = 0;
-        self.h.recorded_runs(&mut |start, counts| {
-            let end = (start + counts.len()).min(self.len);
-            if start >= end {
-                return;
+        // A chunk of counts copied at a time, not the kind's bulk read (`recorded_runs`): the
+        // V2 payload needs every count up to the last, zeros included, and histograms written
+        // to V2 are mostly dense (the `hdr-codec` block: handing the encoder one short run at a
+        // time made this 2.2× slower).
+        let mut chunk = [0u64; ENCODE_CHUNK];
+        let mut start = 0;
+        while start < self.len {
+            let n = (self.len - start).min(ENCODE_CHUNK);
+            for (i, cell) in chunk[..n].iter_mut().enumerate() {
+                *cell = self.h.count_at(start + i);
             }
-            writer.zeros(start - next);
-            writer.counts(&counts[..end - start]);
-            next = end;
-        });
-        writer.zeros(self.len - next);
+            writer.counts(&chunk[..n]);
+            start += n;
+        }
     }
 }
 
