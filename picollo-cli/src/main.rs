@@ -16,6 +16,15 @@
 //!
 //! Tables go to standard output, progress and diagnostics to standard error. Errors are one
 //! line naming what to do, with exit status 1 (2 for usage errors).
+//!
+//! Modules, one per command and one per shared concern:
+//!
+//! - `counters`, `stat` (with `stat/`: the runner, statistics, verdicts, gates, exports and
+//!   plots), `report` and `diff` (here), `export` and `plot`, all four over `hlog` (histogram
+//!   files, told apart by content), `attach` (and `top`), `convert`;
+//! - `spawn`: one run of a command with counters on it; `frames`: where ring frames go (CSV,
+//!   the span table, a capture file); `output`: the printed forms of summaries and diffs;
+//!   `json`: the JSON writer of the live outputs; `error`: the tool's one error type.
 
 mod attach;
 mod convert;
