@@ -8,7 +8,7 @@
 //!
 //! - [`builder`]: the histogram builder and the default histogram; [`heap`]: heap storage for
 //!   the core kinds.
-//! - [`thread_local`]: the thread-local histogram (one shard per thread, handed over on thread
+//! - [`thread_local`](mod@thread_local): the thread-local histogram (one shard per thread, handed over on thread
 //!   exit and fork).
 //! - [`snapshot`]: self-consistent copies of live histograms; [`bulk`]: the non-empty buckets
 //!   of any kind into a list, through the core's bulk read.
