@@ -131,7 +131,10 @@ unsafe extern "C" fn parent() {
 /// After `fork`, in the child: note the forking thread, bump the generation.
 #[cfg(all(unix, not(miri)))]
 unsafe extern "C" fn child() {
-    FORKER.store(TOKEN.try_with(Cell::get).unwrap_or(0), Ordering::Relaxed);
+    FORKER.store(
+        super::cache::TOKEN.try_with(Cell::get).unwrap_or(0),
+        Ordering::Relaxed,
+    );
     GENERATION.fetch_add(1, Ordering::Release);
     release();
 }

@@ -228,7 +228,7 @@ mod fork;
 mod shard;
 
 pub use cache::CACHE_SLOTS;
-use cache::{cache_entry, clear_cache, thread_token, Cached, Entry, CACHE, THREAD_SHARDS, TOKEN};
+use cache::{cache_entry, clear_cache, thread_token, Cached, Entry, CACHE, THREAD_SHARDS};
 use shard::{Inner, Owner, Shard, OWNED};
 
 /// A histogram for many writer threads: each thread records into its own shard with a
