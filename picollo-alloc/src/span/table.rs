@@ -230,17 +230,23 @@ impl SpanAggregator {
             .collect()
     }
 
+    /// Whether cycles or instructions were asked for (measured or not): the IPC column and
+    /// its note then appear.
+    fn requested_ipc(&self) -> bool {
+        self.cycles_index().is_some()
+            || self.instructions_index().is_some()
+            || self
+                .unavailable
+                .keys()
+                .any(|n| is_cycles(n) || n == "instructions")
+    }
+
     /// What the columns mean and what could not be measured: the notes under the tables.
     pub fn notes(&self) -> Vec<String> {
         let hz = self.clock_hz();
         let cycles = self.cycles_index();
         let instructions = self.instructions_index();
-        let requested_ipc = cycles.is_some()
-            || instructions.is_some()
-            || self
-                .unavailable
-                .keys()
-                .any(|n| is_cycles(n) || n == "instructions");
+        let requested_ipc = self.requested_ipc();
         let mut notes = Vec::new();
         notes.push(match (self.clock.map(|c| c.kind), hz) {
             (Some(ClockKind::Tsc), Some(hz)) => {
@@ -311,12 +317,7 @@ impl SpanAggregator {
         let hz = self.clock_hz();
         let cycles = self.cycles_index();
         let instructions = self.instructions_index();
-        let requested_ipc = cycles.is_some()
-            || instructions.is_some()
-            || self
-                .unavailable
-                .keys()
-                .any(|n| is_cycles(n) || n == "instructions");
+        let requested_ipc = self.requested_ipc();
         let others: Vec<&String> = self
             .counters
             .iter()
