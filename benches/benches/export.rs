@@ -10,7 +10,8 @@
 //!    values in both: ms per scrape and bytes. Where Picollo's time goes, in the same run:
 //!    reading the cells alone (a full-range histogram at 0.1% is 28,672 cells, 229 KB: the
 //!    memory floor of any scrape of dense buckets), and reading plus mapping to native buckets
-//!    without encoding.
+//!    without encoding. One more Picollo row keeps the same values at the resolution the scrape
+//!    exports (`B = 256` for schema 8: half the cells), to show how the cells read set the gap.
 //!
 //! Run: `cargo bench -p picollo-benches --bench export`.
 
@@ -104,6 +105,10 @@ fn encode_bench() {
     // prometheus-client's native histograms with the same values.
     let fleet = scrape::Fleet::new(SERIES);
     let (plain, thread_local, pc_registry) = (&fleet.plain, &fleet.thread_local, &fleet.pc);
+    // The same values in histograms at the resolution the scrape exports (B = 256: schema 8),
+    // half the cells of the default layout.
+    let exported_layout = picollo_core::Layout::from_block_scale(8).expect("a valid scale");
+    let coarse = scrape::Fleet::with_layout(SERIES, exported_layout);
     let (plains, locals) = (&fleet.plains, &fleet.locals);
     let buckets: usize = plains
         .iter()
@@ -119,8 +124,8 @@ fn encode_bench() {
         r.encode_protobuf(&mut out);
         out.len()
     };
-    let mut best = [Duration::MAX; 6];
-    let mut bytes = [0usize; 6];
+    let mut best = [Duration::MAX; 7];
+    let mut bytes = [0usize; 7];
     let mut native = NativeHistogram::default();
     for _ in 0..5 {
         let t = Instant::now();
@@ -134,6 +139,9 @@ fn encode_bench() {
             .expect("encodes");
         bytes[2] = black_box(encoded.len());
         best[2] = best[2].min(t.elapsed());
+        let t = Instant::now();
+        bytes[6] = black_box(ours(&coarse.plain));
+        best[6] = best[6].min(t.elapsed());
         // Where the time goes: the cells alone (one OR per run of 8, as the scan does),
         // then the native buckets without encoding.
         let t = Instant::now();
@@ -170,15 +178,13 @@ fn encode_bench() {
     println!("| :--- | ---: | ---: | ---: |");
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
     for (i, name) in [
-        "Picollo registry, plain histograms behind a lock",
-        "Picollo registry, thread-local histograms",
-        "prometheus-client encode_to_vec",
-    ]
-    .iter()
-    .enumerate()
-    {
+        (0, "Picollo registry, plain histograms behind a lock"),
+        (1, "Picollo registry, thread-local histograms"),
+        (6, "Picollo plain at the exported resolution (B = 256)"),
+        (2, "prometheus-client encode_to_vec"),
+    ] {
         println!(
-            "| {name:<48} | {:>8.2} | {:>10} | {:>5.2}x |",
+            "| {name:<50} | {:>8.2} | {:>10} | {:>5.2}x |",
             ms(best[i]),
             bytes[i],
             ms(best[i]) / ms(best[2])
@@ -201,7 +207,7 @@ fn encode_bench() {
             100.0 * ms(best[i]) / ms(best[0])
         );
     }
-    drop(fleet);
+    drop((fleet, coarse));
 }
 
 fn main() {

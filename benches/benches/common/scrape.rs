@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 
 use picollo_alloc::{heap, HeapAtomicHistogram, HeapHistogram, ThreadLocalHistogram};
 use picollo_benches::LAYOUT;
-use picollo_core::Window;
+use picollo_core::{Layout, Window};
 use picollo_export::{Labels, Registry};
 use portable_atomic::AtomicU64;
 use prometheus_client::metrics::family::Family;
@@ -56,7 +56,12 @@ impl Fleet {
     /// Builds `series` histograms of each kind, histogram `i` holding
     /// `full_range_values(i + 1)`.
     pub fn new(series: usize) -> Self {
-        let full = Window::full(LAYOUT);
+        Self::with_layout(series, LAYOUT)
+    }
+
+    /// As [`Fleet::new`], Picollo's histograms in `layout`.
+    pub fn with_layout(series: usize, layout: Layout) -> Self {
+        let full = Window::full(layout);
         let mut fleet = Fleet {
             plain: Registry::new(),
             thread_local: Registry::new(),
@@ -74,9 +79,9 @@ impl Fleet {
             .register("latency", "full-range latency", family.clone());
         for i in 0..series {
             let values = full_range_values(i as u64 + 1);
-            let mut h: HeapHistogram = heap::plain(LAYOUT, full);
-            let tl = Arc::new(ThreadLocalHistogram::<u64>::new(LAYOUT, full));
-            let atomic = Arc::new(heap::atomic::<AtomicU64>(LAYOUT, full));
+            let mut h: HeapHistogram = heap::plain(layout, full);
+            let tl = Arc::new(ThreadLocalHistogram::<u64>::new(layout, full));
+            let atomic = Arc::new(heap::atomic::<AtomicU64>(layout, full));
             let pc = family.get_or_create(&Id { id: i.to_string() });
             for &v in &values {
                 h.record(v);

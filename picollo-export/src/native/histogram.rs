@@ -1,10 +1,11 @@
 //! [`NativeHistogram`]: the exponential-bucket form every export format writes, and its
-//! fill from any [`HistogramRead`] (one consistent read, then one tight mapping loop).
+//! fill from any [`HistogramRead`] (one consistent pass that reads and maps).
 
 use picollo_core::read::consistent;
 use picollo_core::HistogramRead;
 
-use super::{with_recorded, Mapping, OctaveMap, SumEstimate};
+use super::fill::Fill;
+use super::{Mapping, OctaveMap, SumEstimate};
 use crate::schema::Schema;
 
 /// A histogram in exponential buckets: a zero bucket plus the non-empty buckets in index
@@ -90,16 +91,17 @@ impl NativeHistogram {
             sum.add_outside(edge, underflow);
             self.outside = self.outside.saturating_add(underflow);
         }
-        // Two passes: the kind's bulk read ([`HistogramRead::recorded_runs`]) collects the
-        // non-empty buckets, then one tight loop maps them.
-        with_recorded(h, |recorded| {
-            self.add_recorded(
-                recorded,
-                window.first(),
-                &OctaveMap::cached(mapping),
-                &mut sum,
-            )
-        });
+        // One pass: the kind's bulk read ([`HistogramRead::recorded_runs`]) passes its
+        // non-empty buckets to the map as it finds them.
+        let octaves = OctaveMap::cached(mapping);
+        let mut fill = Fill::new(&octaves, window.first(), &mut self.buckets);
+        h.recorded_runs(&mut |start, counts| fill.run(start, counts));
+        let totals = fill.finish();
+        self.zero_count = self.zero_count.saturating_add(totals.zero);
+        self.count = self.count.saturating_add(totals.count);
+        self.straddling = self.straddling.saturating_add(totals.straddling);
+        sum.sum = sum.sum.saturating_add(totals.sum);
+        sum.exact &= totals.sum_exact;
         let overflow = h.overflow();
         if overflow != 0 {
             let edge = window.max_value(layout);
@@ -108,135 +110,6 @@ impl NativeHistogram {
             self.outside = self.outside.saturating_add(overflow);
         }
         (self.sum, self.sum_is_exact) = sum.finish();
-    }
-
-    /// Maps the non-empty buckets `(storage index, count)` of a window starting at logical
-    /// bucket `first`, in increasing order, into this histogram.
-    fn add_recorded(
-        &mut self,
-        recorded: &[(usize, u64)],
-        first: usize,
-        octaves: &OctaveMap,
-        sum: &mut SumEstimate,
-    ) {
-        // Layouts without tables take the general map; with them, everything but the value 0
-        // takes the tight loop.
-        let split = if octaves.table.is_empty() {
-            recorded.len()
-        } else {
-            // Only the value 0 (the zero bucket) is left to the general map.
-            usize::from(recorded.first().is_some_and(|&(slot, _)| first + slot == 0))
-        };
-        let (general, tabled) = recorded.split_at(split);
-        let mut straddling = 0u64;
-        for &(slot, n) in general {
-            let (lo, width, index, exact) = octaves.bucket(first + slot);
-            sum.add(lo, width, n);
-            self.add(index, n);
-            straddling = straddling.saturating_add(if exact { 0 } else { n });
-        }
-        if !tabled.is_empty() {
-            straddling = straddling.saturating_add(self.add_tabled(tabled, first, octaves, sum));
-            let count = tabled.iter().fold(0u64, |c, &(_, n)| c.saturating_add(n));
-            self.count = self.count.saturating_add(count);
-        }
-        self.straddling = self.straddling.saturating_add(straddling);
-    }
-
-    /// The tight loop of [`NativeHistogram::add_recorded`] with the tables: the native buckets are written in place, each bucket either merged into
-    /// the last one or starting a new one without a branch (which of the two happens depends
-    /// on the data and would mispredict); the few values the loop keeps stay in registers.
-    /// Returns the values in straddling buckets.
-    fn add_tabled(
-        &mut self,
-        tabled: &[(usize, u64)],
-        first: usize,
-        octaves: &OctaveMap,
-        sum: &mut SumEstimate,
-    ) -> u64 {
-        let mut sum_exact = true;
-        let k = octaves.mapping.layout().block_scale();
-        let mask = (1usize << k) - 1;
-        let table = &octaves.table[..=mask];
-        let schema = octaves.mapping.schema().get() as u32;
-        let units = &octaves.units[..];
-        // The last bucket so far (underflow or a unit bucket) may merge with the first here.
-        let previous = self.buckets.pop();
-        let base = self.buckets.len();
-        self.buckets.resize(base + tabled.len() + 1, (0, 0));
-        let out = &mut self.buckets[base..];
-        let (mut last, mut at) = match previous {
-            Some(b) => {
-                out[0] = b;
-                (b, 1)
-            }
-            None => ((i32::MIN, 0), 0),
-        };
-        let (mut total, mut straddling, mut overflowed) = (0u128, 0u64, false);
-        for &(slot, n) in tabled {
-            let logical = first + slot;
-            let block = (logical >> k) as u32;
-            let (index, exact, mid) = if block < 2 {
-                // A unit bucket: the value itself (sorted first: a predictable branch).
-                (
-                    units.get(logical).copied().unwrap_or(0),
-                    true,
-                    logical as u64,
-                )
-            } else {
-                let (lo_count, hi_count, e_min) = table[logical & mask];
-                let e = block + k - 1;
-                let (index, exact) = if e >= u32::from(e_min) {
-                    (
-                        ((e as i32) << schema) + i32::from(hi_count),
-                        lo_count == hi_count,
-                    )
-                } else {
-                    let (_, _, index, exact) = octaves.bucket(logical);
-                    (index.unwrap_or(0), exact)
-                };
-                // Midpoint: lo + width / 2, with lo = (B + j) << (block - 1).
-                let lo = (((1usize << k) | (logical & mask)) as u64) << (block - 1);
-                (index, exact, lo + (1u64 << (block - 2)))
-            };
-            sum_exact &= block < 2;
-            let (t, o) = total.overflowing_add(u128::from(mid) * u128::from(n));
-            let (st, so) = straddling.overflowing_add(if exact { 0 } else { n });
-            (total, straddling, overflowed) = (t, st, overflowed | o | so);
-            let merge = index == last.0;
-            let count = if merge { last.1.saturating_add(n) } else { n };
-            at -= usize::from(merge && at > 0);
-            last = (index, count);
-            if let Some(b) = out.get_mut(at) {
-                *b = last;
-            }
-            at += 1;
-        }
-        self.buckets.truncate(base + at);
-        if !self.buckets.is_sorted_by_key(|b| b.0) {
-            // Never: the mapping is monotone and buckets come in order.
-            let mut merged: Vec<(i32, u64)> = Vec::new();
-            let mut all = std::mem::take(&mut self.buckets);
-            all.sort_by_key(|b| b.0);
-            for (i, n) in all {
-                match merged.last_mut() {
-                    Some((l, c)) if *l == i => *c = c.saturating_add(n),
-                    _ => merged.push((i, n)),
-                }
-            }
-            self.buckets = merged;
-        }
-        sum.exact &= sum_exact;
-        sum.sum = if overflowed {
-            u128::MAX
-        } else {
-            sum.sum.saturating_add(total)
-        };
-        if overflowed {
-            u64::MAX
-        } else {
-            straddling
-        }
     }
 
     fn clear(&mut self, schema: Schema) {

@@ -12,14 +12,16 @@
 //!   `0.5 / B`); a source that keeps an exact sum replaces it ([`NativeHistogram::set_exact_sum`]).
 //!
 //! The module's rooms: this file owns the rule ([`Mapping`]); `histogram` the format-neutral
-//! result and its fill ([`NativeHistogram`]); `octave` the tables that map thousands of
-//! buckets per scrape fast (`OctaveMap`); `recorded` the bulk read of a source's non-empty
-//! buckets that every fill starts with; `sum` the sum estimate from bucket midpoints.
+//! result ([`NativeHistogram`]); `fill` its one pass over a source's bulk read, mapping the
+//! buckets as they come; `octave` the tables that map thousands of buckets per scrape fast
+//! (`OctaveMap`); `recorded` the bulk read into a list that the classic buckets start with;
+//! `sum` the sum estimate from bucket midpoints.
 
 use picollo_core::Layout;
 
 use crate::schema::Schema;
 
+mod fill;
 mod histogram;
 mod octave;
 mod recorded;

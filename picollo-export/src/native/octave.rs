@@ -116,7 +116,12 @@ impl OctaveMap {
         let k = layout.block_scale();
         let block = logical >> k;
         if block < 2 || logical >= layout.logical_len() {
-            // Unit buckets (and the clamp of the layout's own arithmetic past its end).
+            if let Some(&index) = self.units.get(logical) {
+                // A unit bucket (the table's blocks 0 and 1): the value is the index.
+                return (logical as u64, 1, (logical != 0).then_some(index), true);
+            }
+            // Unit buckets without tables (and the clamp of the layout's own arithmetic past
+            // its end).
             let (lo, width) = (layout.lo(logical), layout.width(logical));
             let index = schema.index_of(lo + (width - 1));
             return (lo, width, index, width == 1 || schema.index_of(lo) == index);

@@ -1,4 +1,4 @@
-//! The bulk read every fill starts with: a source's non-empty buckets, through its own
+//! The bulk read the classic buckets start with: a source's non-empty buckets, through its own
 //! [`HistogramRead::recorded_runs`], into a scratch buffer per thread.
 
 use picollo_core::HistogramRead;
