@@ -1,5 +1,6 @@
-//! Instruction counts (callgrind, via iai-callgrind) for the 16-rank percentile batch of seed
-//! 000's summary, Picollo against the `hdrhistogram` crate, both filled with the 1M seed values.
+//! Instruction counts (callgrind, via iai-callgrind) for the 16-rank percentile batch of the
+//! summary of Picollo for .NET, Picollo against the `hdrhistogram` crate, both filled with
+//! the 1M seed values.
 //!
 //! Picollo: the full-range histogram (all of `u64` at `B = 512`), and the benchmark window
 //! `[0, 7716549600]`. `hdrhistogram`: 3 digits with the benchmark's fixed maximum (the same counts

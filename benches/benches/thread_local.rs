@@ -1,8 +1,8 @@
 //! Wall-clock cost of a record on one and two threads: Picollo's plain (one histogram per
 //! thread), thread-local and shared atomic kinds against `hdrhistogram`'s `SyncHistogram` with
 //! one `Recorder` per thread (its per-thread pattern, the like-for-like peer of the
-//! thread-local kind): nanoseconds per record per thread, every thread recording all of seed
-//! 000's data (max trackable 7716549600, 0.001 relative error). The thread-local kind with
+//! thread-local kind): nanoseconds per record per thread, every thread recording all of Picollo
+//! for .NET's data (max trackable 7716549600, 0.001 relative error). The thread-local kind with
 //! `u32` and `u16` cells (the builder's `.u32_storage().thread_local()`) is compared with the
 //! plain kind of the same width.
 //!

@@ -346,8 +346,8 @@ where
         Record::record_corrected(self, value, expected_interval)
     }
 
-    /// Clears every bucket and the underflow and overflow counts, and counts the reset (seed
-    /// 000's `ResetCount`, see [`HistogramRead::reset_count`]).
+    /// Clears every bucket and the underflow and overflow counts, and counts the reset (Picollo
+    /// for .NET's `ResetCount`, see [`HistogramRead::reset_count`]).
     pub fn reset(&mut self) {
         self.clear();
         self.resets = self.resets.wrapping_add(1);

@@ -1,7 +1,7 @@
 //! A [`metrics::Recorder`] (feature `metrics`) whose histograms are Picollo histograms
 //! (thread-local or atomic), counters and gauges plain atomics, all with labels, in a
-//! [`Registry`]: served to Prometheus as native histograms, pushed as OTLP, printed as seed
-//! 000's summary tables, logged as `.hlog` intervals.
+//! [`Registry`]: served to Prometheus as native histograms, pushed as OTLP, printed as the
+//! summary tables of Picollo for .NET, logged as `.hlog` intervals.
 //!
 //! Memory is bounded whatever the record rate: a histogram is a fixed array of buckets (per
 //! recording thread for the thread-local kind), never a buffer of raw samples (the growth of
@@ -75,12 +75,15 @@
 //! assert!(recorder.summaries().contains("db_query{table=\"users\"}"));
 //! ```
 
-use std::cell::RefCell;
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::io::Write;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+
+mod handle_cache;
+#[cfg(test)]
+mod tests;
 
 use metrics::{Key, KeyName, Metadata, SharedString, Unit};
 use picollo_alloc::hdr::interop::{self, ExportOptions as HdrOptions};
@@ -91,6 +94,7 @@ use picollo_core::{HistogramRead, Layout, Window};
 use crate::registry::{Counter, Gauge};
 use crate::source::Exported;
 use crate::{Labels, Registry};
+use handle_cache::{cached_handle, remember_handle};
 
 /// Which Picollo kind the recorder's histograms are.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -674,187 +678,3 @@ impl metrics::Recorder for PicolloRecorder {
 
 /// Source of [`Inner::id`].
 static NEXT_RECORDER_ID: AtomicU64 = AtomicU64::new(1);
-
-/// Entries of each thread's histogram handle cache (direct-mapped by the key's hash).
-const HANDLE_SLOTS: usize = 16;
-
-/// A cached handle: the recorder's id, the key, the handle `register_histogram` gave out.
-type HandleSlot = Option<(u64, Key, metrics::Histogram)>;
-
-thread_local! {
-    /// The histogram handles this thread registered last, per key hash. Entries are never
-    /// stale: a recorder never removes a histogram, and ids are not reused. A cached handle
-    /// keeps its histogram alive until its slot is reused or the thread exits (at most
-    /// [`HANDLE_SLOTS`] per thread).
-    static HANDLES: RefCell<[HandleSlot; HANDLE_SLOTS]> =
-        const { RefCell::new([const { None }; HANDLE_SLOTS]) };
-}
-
-fn handle_slot(key: &Key) -> usize {
-    (key.get_hash() % HANDLE_SLOTS as u64) as usize
-}
-
-/// The handle this thread cached for `key` of recorder `recorder`, if any.
-fn cached_handle(recorder: u64, key: &Key) -> Option<metrics::Histogram> {
-    HANDLES
-        .try_with(|slots| {
-            let slots = slots.try_borrow().ok()?;
-            match &slots[handle_slot(key)] {
-                Some((id, cached, handle)) if *id == recorder && same_key(cached, key) => {
-                    Some(handle.clone())
-                }
-                _ => None,
-            }
-        })
-        .ok()
-        .flatten()
-}
-
-/// `cached == key`, first by address. `histogram!` with literal name and labels passes the
-/// same static key on every call, and the cached clone of a static key borrows the same name
-/// and label slice, so the common case is four pointer compares instead of `Key`'s string
-/// compares (three `memcmp` calls for one label: about 80 of the 220 instructions per call).
-/// Keys built per call (dynamic labels) fall back to `==`.
-#[inline]
-fn same_key(cached: &Key, key: &Key) -> bool {
-    let same_parts = core::ptr::eq(cached.name(), key.name())
-        && core::ptr::eq(cached.labels().as_slice(), key.labels().as_slice());
-    same_parts || cached == key
-}
-
-/// Caches `handle` for `key` of recorder `recorder` on this thread (nothing during thread
-/// exit, or if the cache is in use: a handle dropped here may run a destructor that
-/// registers again).
-fn remember_handle(recorder: u64, key: &Key, handle: &metrics::Histogram) {
-    let _ = HANDLES.try_with(|slots| {
-        let old = match slots.try_borrow_mut() {
-            Ok(mut slots) => {
-                slots[handle_slot(key)].replace((recorder, key.clone(), handle.clone()))
-            }
-            Err(_) => None,
-        };
-        // Dropped after the borrow ends.
-        drop(old);
-    });
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use proptest::prelude::*;
-
-    /// The slot recording through the integer conversion gives `v`, if inside the window.
-    fn converted_slot(layout: Layout, window: Window, v: f64) -> Option<usize> {
-        if v.is_nan() {
-            return None;
-        }
-        window.storage_index(layout.index_of(v as u64))
-    }
-
-    fn check(layout: Layout, window: Window, v: f64) -> Result<(), TestCaseError> {
-        let buckets = FloatBuckets::new(layout, window);
-        if let Some(slot) = buckets.slot(v) {
-            prop_assert!(slot < window.len());
-            prop_assert_eq!(Some(slot), converted_slot(layout, window, v), "value {}", v);
-        } else if v >= (1u64 << layout.block_scale()) as f64 && v < TWO_63 * 2.0 {
-            // Every in-window value from B up takes the fast path.
-            prop_assert_eq!(converted_slot(layout, window, v), None, "value {}", v);
-        }
-        Ok(())
-    }
-
-    fn windows() -> impl Strategy<Value = (Layout, Window)> {
-        (1u32..=20, any::<u64>(), any::<u64>()).prop_map(|(k, a, b)| {
-            let layout = Layout::from_block_scale(k).unwrap();
-            let (lo, hi) = (a.min(b), a.max(b));
-            // Half full windows from 0 (the recorder's), half arbitrary.
-            let lo = if a % 2 == 0 { 0 } else { lo };
-            (layout, Window::new(layout, lo, hi).unwrap())
-        })
-    }
-
-    proptest! {
-        #![proptest_config(ProptestConfig::with_cases(20_000))]
-
-        /// Any bit pattern: NaNs, infinities, negatives, subnormals, everything.
-        #[test]
-        fn float_slot_matches_conversion_for_any_bits((layout, window) in windows(), bits in any::<u64>()) {
-            check(layout, window, f64::from_bits(bits))?;
-        }
-
-        /// Values spread over every power of two of u64, and integers exactly.
-        #[test]
-        fn float_slot_matches_conversion_for_u64_range(
-            (layout, window) in windows(),
-            x in any::<u64>(),
-            shift in 0u32..64,
-            frac in 0.0f64..1.0,
-        ) {
-            let int = x >> shift;
-            check(layout, window, int as f64)?;
-            check(layout, window, int as f64 + frac)?;
-            check(layout, window, (int as f64) * (1.0 - f64::EPSILON))?;
-        }
-    }
-
-    #[test]
-    fn same_key_by_address_or_by_value() {
-        static LABELS: [metrics::Label; 1] = [metrics::Label::from_static_parts("route", "/a")];
-        static KEY: Key = Key::from_static_parts("latency", &LABELS);
-        let owned = Key::from_parts(
-            "latency".to_string(),
-            vec![metrics::Label::new("route", "/a".to_string())],
-        );
-        let other = Key::from_parts(
-            "latency".to_string(),
-            vec![metrics::Label::new("route", "/b".to_string())],
-        );
-        let unlabelled = Key::from_static_name("latency");
-        assert!(same_key(&KEY.clone(), &KEY));
-        assert!(same_key(&owned, &KEY) && same_key(&KEY, &owned));
-        assert!(!same_key(&other, &KEY) && !same_key(&KEY, &other));
-        assert!(!same_key(&unlabelled, &KEY) && !same_key(&KEY, &unlabelled));
-    }
-
-    #[test]
-    fn float_slot_edges() {
-        let layout = Layout::from_block_scale(7).unwrap();
-        let full = Window::full(layout);
-        for w in [full, Window::new(layout, 1_000, 1_000_000).unwrap()] {
-            for v in [
-                0.0,
-                -0.0,
-                1.0,
-                127.0,
-                127.999,
-                128.0,
-                255.5,
-                256.0,
-                999.0,
-                1_000.0,
-                1_000_000.0,
-                1_000_001.0,
-                1e18,
-                TWO_63,
-                TWO_63 * 2.0,
-                f64::MAX,
-                f64::INFINITY,
-                -1.0,
-                -1e300,
-                f64::NEG_INFINITY,
-                f64::NAN,
-                -f64::NAN,
-                f64::MIN_POSITIVE,
-                5e-324,
-            ] {
-                check(layout, w, v).unwrap();
-            }
-        }
-        // The last bucket of u64 is fast; 2^64 is not.
-        let b = FloatBuckets::new(layout, full);
-        assert_eq!(b.slot(18_446_744_073_709_549_568.0), Some(full.len() - 1));
-        assert_eq!(b.slot(TWO_63 * 2.0), None);
-        assert_eq!(b.slot(127.0), None);
-        assert_eq!(b.slot(128.0), Some(128));
-    }
-}

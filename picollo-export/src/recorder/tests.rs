@@ -1,0 +1,121 @@
+//! The recorder's tests: the float-to-bucket map against the integer conversion, and the
+//! recorder's registration, scaling and caching.
+
+use super::handle_cache::same_key;
+use super::*;
+use proptest::prelude::*;
+
+/// The slot recording through the integer conversion gives `v`, if inside the window.
+fn converted_slot(layout: Layout, window: Window, v: f64) -> Option<usize> {
+    if v.is_nan() {
+        return None;
+    }
+    window.storage_index(layout.index_of(v as u64))
+}
+
+fn check(layout: Layout, window: Window, v: f64) -> Result<(), TestCaseError> {
+    let buckets = FloatBuckets::new(layout, window);
+    if let Some(slot) = buckets.slot(v) {
+        prop_assert!(slot < window.len());
+        prop_assert_eq!(Some(slot), converted_slot(layout, window, v), "value {}", v);
+    } else if v >= (1u64 << layout.block_scale()) as f64 && v < TWO_63 * 2.0 {
+        // Every in-window value from B up takes the fast path.
+        prop_assert_eq!(converted_slot(layout, window, v), None, "value {}", v);
+    }
+    Ok(())
+}
+
+fn windows() -> impl Strategy<Value = (Layout, Window)> {
+    (1u32..=20, any::<u64>(), any::<u64>()).prop_map(|(k, a, b)| {
+        let layout = Layout::from_block_scale(k).unwrap();
+        let (lo, hi) = (a.min(b), a.max(b));
+        // Half full windows from 0 (the recorder's), half arbitrary.
+        let lo = if a % 2 == 0 { 0 } else { lo };
+        (layout, Window::new(layout, lo, hi).unwrap())
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(20_000))]
+
+    /// Any bit pattern: NaNs, infinities, negatives, subnormals, everything.
+    #[test]
+    fn float_slot_matches_conversion_for_any_bits((layout, window) in windows(), bits in any::<u64>()) {
+        check(layout, window, f64::from_bits(bits))?;
+    }
+
+    /// Values spread over every power of two of u64, and integers exactly.
+    #[test]
+    fn float_slot_matches_conversion_for_u64_range(
+        (layout, window) in windows(),
+        x in any::<u64>(),
+        shift in 0u32..64,
+        frac in 0.0f64..1.0,
+    ) {
+        let int = x >> shift;
+        check(layout, window, int as f64)?;
+        check(layout, window, int as f64 + frac)?;
+        check(layout, window, (int as f64) * (1.0 - f64::EPSILON))?;
+    }
+}
+
+#[test]
+fn same_key_by_address_or_by_value() {
+    static LABELS: [metrics::Label; 1] = [metrics::Label::from_static_parts("route", "/a")];
+    static KEY: Key = Key::from_static_parts("latency", &LABELS);
+    let owned = Key::from_parts(
+        "latency".to_string(),
+        vec![metrics::Label::new("route", "/a".to_string())],
+    );
+    let other = Key::from_parts(
+        "latency".to_string(),
+        vec![metrics::Label::new("route", "/b".to_string())],
+    );
+    let unlabelled = Key::from_static_name("latency");
+    assert!(same_key(&KEY.clone(), &KEY));
+    assert!(same_key(&owned, &KEY) && same_key(&KEY, &owned));
+    assert!(!same_key(&other, &KEY) && !same_key(&KEY, &other));
+    assert!(!same_key(&unlabelled, &KEY) && !same_key(&KEY, &unlabelled));
+}
+
+#[test]
+fn float_slot_edges() {
+    let layout = Layout::from_block_scale(7).unwrap();
+    let full = Window::full(layout);
+    for w in [full, Window::new(layout, 1_000, 1_000_000).unwrap()] {
+        for v in [
+            0.0,
+            -0.0,
+            1.0,
+            127.0,
+            127.999,
+            128.0,
+            255.5,
+            256.0,
+            999.0,
+            1_000.0,
+            1_000_000.0,
+            1_000_001.0,
+            1e18,
+            TWO_63,
+            TWO_63 * 2.0,
+            f64::MAX,
+            f64::INFINITY,
+            -1.0,
+            -1e300,
+            f64::NEG_INFINITY,
+            f64::NAN,
+            -f64::NAN,
+            f64::MIN_POSITIVE,
+            5e-324,
+        ] {
+            check(layout, w, v).unwrap();
+        }
+    }
+    // The last bucket of u64 is fast; 2^64 is not.
+    let b = FloatBuckets::new(layout, full);
+    assert_eq!(b.slot(18_446_744_073_709_549_568.0), Some(full.len() - 1));
+    assert_eq!(b.slot(TWO_63 * 2.0), None);
+    assert_eq!(b.slot(127.0), None);
+    assert_eq!(b.slot(128.0), Some(128));
+}
