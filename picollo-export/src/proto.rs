@@ -211,6 +211,14 @@ pub(crate) mod wire {
         #[inline(always)]
         pub(crate) fn pair(&mut self, field: u32, first: u64, second: u64) {
             let room = self.room();
+            if first.wrapping_sub(1) < 0x7F && second.wrapping_sub(1) < 0x7F {
+                // Both in 1..=127, one byte each: the span of a sparse histogram's lone
+                // bucket (a short gap, length 1), written as one fixed six-byte copy.
+                let key = (field << 3 | LEN) as u8;
+                room[..6].copy_from_slice(&[key, 4, 1 << 3, first as u8, 2 << 3, second as u8]);
+                self.at += 6;
+                return;
+            }
             room[0] = (field << 3 | LEN) as u8;
             let mut at = 2;
             for (f, v) in [(1u8, first), (2, second)] {
