@@ -1,7 +1,8 @@
 //! Bulk reads of the non-empty buckets into a list: [`recorded_into`] collects the runs of any
 //! [`HistogramRead::recorded_runs`] (the one bulk-read method every kind implements, with its
-//! own fastest scan) as `(storage index, count)` pairs, which exporters map in one tight loop;
-//! [`push_nonzero_run`] is its branch-free step, shared with
+//! own fastest scan) as `(storage index, count)` pairs, which the classic export maps in one loop;
+//! [`push_nonzero_run`] is its branch-free step ([`nonzero_mask`] its test, which the native
+//! fill of `picollo-export` shares), shared with
 //! [`ThreadLocalHistogram::read_recorded`](crate::ThreadLocalHistogram::read_recorded).
 
 use picollo_core::HistogramRead;
@@ -53,11 +54,10 @@ pub fn push_nonzero_run(
     counts: impl IntoIterator<Item = u64>,
 ) {
     let mut run = [0u64; RUN];
-    let mut mask = 0u32;
-    for (i, (slot, n)) in run.iter_mut().zip(counts).enumerate() {
+    for (slot, n) in run.iter_mut().zip(counts) {
         *slot = n;
-        mask |= u32::from(n != 0) << i;
     }
+    let mut mask = nonzero_mask(&run);
     out.reserve(mask.count_ones() as usize);
     while mask != 0 {
         let i = mask.trailing_zeros() as usize;
@@ -65,4 +65,16 @@ pub fn push_nonzero_run(
         out.push((start + i, run[i & (RUN - 1)]));
         mask &= mask - 1;
     }
+}
+
+/// Bit `i` set for each non-zero `run[i]`, computed without a branch per count.
+///
+/// ```
+/// assert_eq!(picollo_alloc::bulk::nonzero_mask(&[0, 5, 0, 0, 2, 0, 0, 1]), 0b1001_0010);
+/// ```
+#[inline(always)]
+pub fn nonzero_mask(run: &[u64; RUN]) -> u32 {
+    run.iter()
+        .enumerate()
+        .fold(0, |mask, (i, &n)| mask | u32::from(n != 0) << i)
 }

@@ -6,7 +6,7 @@
 //! of full-range histograms is bound by reading their cells, and everything it does per
 //! recorded bucket comes on top.
 
-use picollo_alloc::bulk::RUN;
+use picollo_alloc::bulk::{nonzero_mask, RUN};
 
 use super::OctaveMap;
 
@@ -112,10 +112,7 @@ impl<'a> Fill<'a> {
         }
         // A mask of the non-zero counts, then one step per count (a sparse histogram's run
         // holds one or two).
-        let mut mask = 0u32;
-        for (i, &n) in run.iter().enumerate() {
-            mask |= u32::from(n != 0) << i;
-        }
+        let mut mask = nonzero_mask(run);
         while mask != 0 {
             let i = mask.trailing_zeros() as usize;
             mask &= mask - 1;
