@@ -8,6 +8,7 @@
 
 use picollo_alloc::bulk::{nonzero_mask, RUN};
 
+use super::octave::tabled_bucket;
 use super::OctaveMap;
 
 /// Native buckets kept in place before they go to the `Vec` (a power of two, so that an
@@ -120,23 +121,24 @@ impl<'a> Fill<'a> {
         }
     }
 
-    /// `n` values in Picollo bucket `logical`: [`OctaveMap::bucket`]'s table case inline,
-    /// the rest (unit buckets, the value 0, layouts without tables) through it.
+    /// `n` values in Picollo bucket `logical`: [`OctaveMap::bucket`]'s table case with the
+    /// parameters kept here, the rest (unit buckets, the value 0, layouts without tables)
+    /// through it.
     #[inline(always)]
     fn bucket(&mut self, logical: usize, n: u64) {
-        let (k, jmask) = (self.k, (1usize << self.k) - 1);
-        let block = (logical >> k) as u32;
-        let j = logical & jmask;
-        if block >= 2 && logical < self.logical_len {
-            if let Some(&(lo_count, hi_count, e_min)) = self.table.get(j) {
-                let e = block + k - 1;
-                if e >= u32::from(e_min) {
-                    let index = ((e as i32) << self.n) + i32::from(hi_count);
-                    let lo = ((1u64 << k) | j as u64) << (block - 1);
-                    return self.add(lo, 1 << (block - 1), Some(index), lo_count == hi_count, n);
-                }
-            }
+        // Two calls of `add`, each inlined: the table's has a known native index.
+        if let Some((lo, width, index, exact)) =
+            tabled_bucket(self.table, self.k, self.n, self.logical_len, logical)
+        {
+            return self.add(lo, width, Some(index), exact, n);
         }
+        self.untabled(logical, n);
+    }
+
+    /// [`Fill::bucket`] where the table does not decide: out of the loop's code, so that its
+    /// general arithmetic keeps no registers from the table's path.
+    #[inline(never)]
+    fn untabled(&mut self, logical: usize, n: u64) {
         let (lo, width, index, exact) = self.octaves.bucket(logical);
         self.add(lo, width, index, exact, n);
     }

@@ -113,36 +113,21 @@ impl OctaveMap {
     pub(super) fn bucket(&self, logical: usize) -> (u64, u64, Option<i32>, bool) {
         let layout = self.mapping.layout();
         let schema = self.mapping.schema();
-        let k = layout.block_scale();
-        let block = logical >> k;
-        if block < 2 || logical >= layout.logical_len() {
-            if let Some(&index) = self.units.get(logical) {
-                // A unit bucket (the table's blocks 0 and 1): the value is the index.
-                return (logical as u64, 1, (logical != 0).then_some(index), true);
-            }
-            // Unit buckets without tables (and the clamp of the layout's own arithmetic past
-            // its end).
-            let (lo, width) = (layout.lo(logical), layout.width(logical));
-            let index = schema.index_of(lo + (width - 1));
-            return (lo, width, index, width == 1 || schema.index_of(lo) == index);
+        let (k, n) = (layout.block_scale(), schema.get().max(0) as u32);
+        if let Some((lo, width, index, exact)) =
+            tabled_bucket(&self.table, k, n, layout.logical_len(), logical)
+        {
+            return (lo, width, Some(index), exact);
         }
-        let j = logical & ((1 << k) - 1);
-        let shift = block as u32 - 1;
-        let (lo, width) = (((1u64 << k) | j as u64) << shift, 1u64 << shift);
-        if let Some(&(lo_count, hi_count, e_min)) = self.table.get(j) {
-            let e = block as u32 + k - 1;
-            if e >= u32::from(e_min) {
-                let base = (e as i32) << schema.get();
-                return (
-                    lo,
-                    width,
-                    Some(base + i32::from(hi_count)),
-                    lo_count == hi_count,
-                );
-            }
+        if let Some(&index) = self.units.get(logical) {
+            // A unit bucket (the table's blocks 0 and 1): the value is the index.
+            return (logical as u64, 1, (logical != 0).then_some(index), true);
         }
+        // No table, or an octave below its entry's smallest exponent, or unit buckets without
+        // tables (and the clamp of the layout's own arithmetic past its end).
+        let (lo, width) = (layout.lo(logical), layout.width(logical));
         let index = schema.index_of(lo + (width - 1));
-        (lo, width, index, schema.index_of(lo) == index)
+        (lo, width, index, width == 1 || schema.index_of(lo) == index)
     }
 
     /// `(Mapping::native_index(logical), Mapping::is_exact(logical))`.
@@ -162,4 +147,32 @@ fn min_exponent(gap_units: u128) -> u8 {
         Some(g) if g > 0 => (127 - g.ilog2()) as u8,
         _ => u8::MAX,
     }
+}
+
+/// The table case of [`OctaveMap::bucket`], shared with the scrape's fill (which keeps `table`,
+/// `k`, `n` and `logical_len` at hand for its loop): `(lo, width, native index, exact)` for a
+/// bucket of block 2 or above inside the layout whose table entry decides, `None` otherwise.
+/// `table` holds one entry per `j < 2^k`, or none (then `n` is not used).
+#[inline(always)]
+pub(super) fn tabled_bucket(
+    table: &[(u16, u16, u8)],
+    k: u32,
+    n: u32,
+    logical_len: usize,
+    logical: usize,
+) -> Option<(u64, u64, i32, bool)> {
+    let block = (logical >> k) as u32;
+    if block < 2 || logical >= logical_len {
+        return None;
+    }
+    let j = logical & ((1 << k) - 1);
+    let &(lo_count, hi_count, e_min) = table.get(j)?;
+    let e = block + k - 1;
+    if e < u32::from(e_min) {
+        return None;
+    }
+    let shift = block - 1;
+    let lo = ((1u64 << k) | j as u64) << shift;
+    let index = ((e as i32) << n) + i32::from(hi_count);
+    Some((lo, 1 << shift, index, lo_count == hi_count))
 }
