@@ -5,6 +5,7 @@ use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use picollo_core::workload::add_chain_256;
+use picollo_linux::event::HardwareEvent;
 use picollo_linux::span::{self, Span, SpanConfig, SpanConsumer, SpanName};
 
 use crate::model::{MAX_CONSTANT, PER_UNIT};
@@ -14,7 +15,8 @@ use crate::report::Report;
 /// back by a consumer in this process; then the same through the `tracing` layer.
 pub(crate) fn spans_and_tracing(r: &mut Report) -> Option<u64> {
     let mut span_constant = None;
-    if span::configure(SpanConfig::new().with_counters(["instructions"])).is_err() {
+    let instructions = span::SpanCounters::new().with(HardwareEvent::Instructions);
+    if span::configure(SpanConfig::new().with_counters(instructions)).is_err() {
         r.error("spans", "span counters configured already");
         return None;
     }

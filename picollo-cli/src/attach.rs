@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 use clap::ValueEnum;
 use picollo_core::ring::{CounterStatus, RequestStatus};
 use picollo_linux::shm::{list_rings, ShmError, ShmReader};
-use picollo_linux::span::{unavailable_reason, SpanConfig, SpanDecoder, RING_PREFIX};
+use picollo_linux::span::{unavailable_reason, SpanCounters, SpanDecoder, RING_PREFIX};
 
 use crate::error::{CliError, Result};
 use crate::frames::{counter_json, csv_summary, spans_json, spans_markdown, Sinks};
@@ -205,13 +205,13 @@ struct Live {
     sinks: Sinks,
     /// Only span rings are attached (no CSV, capture or JSON lines).
     spans_only: bool,
-    /// The `-e` list, sent to every span ring attached.
-    request: Option<String>,
+    /// The `-e` counters (checked before anything is sent), asked of every span ring attached.
+    request: Option<SpanCounters>,
     requested: Vec<Requested>,
 }
 
 impl Live {
-    fn new(pid: i32, sinks: Sinks, request: Option<String>) -> Self {
+    fn new(pid: i32, sinks: Sinks, request: Option<SpanCounters>) -> Self {
         Self {
             pid,
             rings: Vec::new(),
@@ -264,8 +264,8 @@ impl Live {
                     continue;
                 }
             }
-            if let (Some(list), Ok(decoder)) = (&self.request, &span) {
-                let asked = SpanConfig::parse_counters(list).len();
+            if let (Some(counters), Ok(decoder)) = (&self.request, &span) {
+                let asked = counters.len();
                 if asked > decoder.counter_slots() {
                     return Err(CliError::new(format!(
                         "-e names {asked} counters, but the span ring {} has {} counter \
@@ -277,7 +277,7 @@ impl Live {
                     )));
                 }
                 let seq = reader
-                    .request_counters(list)
+                    .request_counters(&counters.to_list())
                     .map_err(|err| CliError::new(format!("-e: {err}")))?;
                 self.requested.push(Requested {
                     ring: self.rings.len(),
@@ -323,7 +323,7 @@ impl Live {
     /// Waits (draining) until every ring asked with `-e` applied it, or `wait` passed, then
     /// reports per ring on stderr and returns the JSON of the outcome.
     fn settle_request(&mut self, wait: Duration) -> Result<Option<Json>> {
-        let Some(list) = self.request.clone() else {
+        let Some(list) = self.request.as_ref().map(SpanCounters::to_list) else {
             return Ok(None);
         };
         let until = Instant::now() + wait;
@@ -439,6 +439,25 @@ impl Live {
     }
 }
 
+/// The `-e` list, checked here (every name an event) before anything is sent to a process.
+fn requested_counters(list: Option<&str>) -> Result<Option<SpanCounters>> {
+    let Some(list) = list else {
+        return Ok(None);
+    };
+    let counters = SpanCounters::parse(list).map_err(|e| {
+        CliError::new(format!(
+            "-e: {e}; give perf event names such as -e page-faults,cycles (`picollo \
+             counters` lists those available here)"
+        ))
+    })?;
+    if counters.is_empty() {
+        return Err(CliError::new(
+            "-e names no counter; give perf event names such as -e page-faults,cycles",
+        ));
+    }
+    Ok(Some(counters))
+}
+
 fn sinks_for(o: &AttachOptions) -> Result<Sinks> {
     let mut s = Sinks::new();
     if let Some(dir) = &o.csv {
@@ -462,7 +481,11 @@ pub fn attach(o: &AttachOptions) -> Result<String> {
     check_pid(o.pid)?;
     let until = deadline(o.duration)?;
     let started = Instant::now();
-    let mut live = Live::new(o.pid, sinks_for(o)?, o.events.clone());
+    let mut live = Live::new(
+        o.pid,
+        sinks_for(o)?,
+        requested_counters(o.events.as_deref())?,
+    );
     live.scan()?;
     if live.rings.is_empty() {
         return Err(live.no_rings_error());
@@ -589,7 +612,11 @@ pub fn top(o: &TopOptions) -> Result<String> {
     let step = Duration::from_secs_f64(o.interval);
     let clear = o.format == LiveFormat::Markdown && std::io::stdout().is_terminal();
     let started = Instant::now();
-    let mut live = Live::new(o.pid, Sinks::new().spans(), o.events.clone());
+    let mut live = Live::new(
+        o.pid,
+        Sinks::new().spans(),
+        requested_counters(o.events.as_deref())?,
+    );
     live.scan()?;
     if live.rings.is_empty() {
         return Err(live.no_rings_error());

@@ -16,26 +16,31 @@ pub use picollo_linux::span::SpanCounters;
 
 use crate::slots::{ThreadCounters, NO_COUNTER};
 
-/// One counter the layer samples.
+/// One counter the layer samples: the event as configured (typed from the builder or
+/// `PICOLLO_COUNTERS` to here; never a name parsed back).
 #[derive(Clone, Debug)]
 pub(crate) struct CounterSpec {
-    /// The name as configured.
+    spec: EventSpec,
+    /// Its perf name (with modifiers), as reports show it.
     name: String,
-    /// The event, if the name is one (else the counter is never counted, and says why).
-    event: Option<Event>,
 }
 
 impl CounterSpec {
-    /// The name as configured.
+    fn new(spec: &EventSpec) -> Self {
+        Self {
+            name: spec.to_string(),
+            spec: spec.clone(),
+        }
+    }
+
+    /// The perf name, with modifiers.
     pub(crate) fn name(&self) -> &str {
         &self.name
     }
 
     /// The name the per-phase table uses: the event's perf name.
     pub(crate) fn canonical(&self) -> String {
-        self.event
-            .as_ref()
-            .map_or_else(|| self.name.clone(), ToString::to_string)
+        self.spec.event.to_string()
     }
 }
 
@@ -45,36 +50,37 @@ pub(crate) fn delta(end: &Reading, start: &Reading) -> Option<u64> {
     end.delta_since(start).value()
 }
 
-/// The layer's counters: `wanted` (else what the process's span counters are,
-/// `PICOLLO_COUNTERS` unless configured), made the process's span counters when nothing
-/// configured them yet; and the problem to report once, if any.
+/// The layer's counters: `wanted` (else the process's span counters, `PICOLLO_COUNTERS`
+/// unless configured), made the process's span counters when nothing configured them yet;
+/// and the problem to report once, if any.
 pub(crate) fn configure(wanted: Option<&SpanCounters>) -> (Vec<CounterSpec>, Option<String>) {
     let mut problem = None;
     if let Some(wanted) = wanted {
-        if let Err(cfg) = span::configure(SpanConfig::from_env().with_span_counters(wanted)) {
+        if let Err(cfg) = span::configure(SpanConfig::new().with_counters(wanted.clone())) {
             let in_force = span::config().counters();
             if in_force != cfg.counters() {
                 problem = Some(format!(
-                    "span counters were configured before this layer as {in_force:?}; \
-                     counting those instead of {:?}",
+                    "span counters were configured before this layer as {:?}; counting \
+                     those instead of {:?}",
+                    in_force.names(),
                     wanted.names()
                 ));
             }
         }
+    } else if let Some(e) = span::env_error() {
+        problem = Some(format!("{}: {e}", picollo_alloc::span::COUNTERS_ENV));
     }
-    let names = span::config().counters();
-    if names.len() > MAX_COUNTERS {
+    let events = span::config().counters().events();
+    if events.len() > MAX_COUNTERS {
         problem = Some(format!(
-            "at most {MAX_COUNTERS} counters; counting the first {MAX_COUNTERS} of {names:?}"
+            "at most {MAX_COUNTERS} counters; counting the first {MAX_COUNTERS} of {:?}",
+            span::config().counters().names()
         ));
     }
-    let specs = names
+    let specs = events
         .iter()
         .take(MAX_COUNTERS)
-        .map(|name| CounterSpec {
-            event: name.parse::<EventSpec>().ok().map(|s| s.event),
-            name: name.clone(),
-        })
+        .map(CounterSpec::new)
         .collect();
     (specs, problem)
 }
@@ -84,7 +90,7 @@ pub(crate) fn ipc_pair(counters: &[CounterSpec]) -> Option<(usize, usize)> {
     let find = |e: HardwareEvent| {
         counters
             .iter()
-            .position(|c| c.event == Some(Event::Hardware(e)))
+            .position(|c| c.spec.event == Event::Hardware(e))
     };
     find(HardwareEvent::Cycles).zip(find(HardwareEvent::Instructions))
 }
@@ -108,9 +114,7 @@ pub(crate) fn map_thread_counters(
         Ok(events) => {
             tc.slots = events.len().min(MAX_COUNTERS);
             for (slot, event) in events.iter().take(MAX_COUNTERS).enumerate() {
-                let found = counters
-                    .iter()
-                    .position(|c| c.event.as_ref() == Some(event));
+                let found = counters.iter().position(|c| c.spec.event == *event);
                 if let Some(i) = found {
                     tc.slot_to_counter[slot] = i as u8;
                     tc.mask |= 1 << i;
@@ -118,16 +122,17 @@ pub(crate) fn map_thread_counters(
             }
             let all = (1u32 << counters.len()) - 1;
             if warn && tc.mask != all {
-                let missing: Vec<&str> = counters
+                let missing: Vec<&CounterSpec> = counters
                     .iter()
                     .enumerate()
                     .filter(|(i, _)| tc.mask & (1 << i) == 0)
-                    .map(|(_, c)| c.name())
+                    .map(|(_, c)| c)
                     .collect();
+                let names: Vec<&str> = missing.iter().map(|c| c.name()).collect();
                 problem = Some(format!(
                     "counters not counted here: {} ({}); their columns read n/a",
-                    missing.join(", "),
-                    why_not_counted(missing.first().copied().unwrap_or_default())
+                    names.join(", "),
+                    why_not_counted(missing.first().copied())
                 ));
             }
         }
@@ -142,13 +147,16 @@ pub(crate) fn map_thread_counters(
     (tc, problem)
 }
 
-/// Why `name` does not count on this thread: the error of opening it alone (which says
+/// Why `counter` does not count on this thread: the error of opening it alone (which says
 /// what to do about it), or the PMU's state.
 #[cold]
-fn why_not_counted(name: &str) -> String {
+fn why_not_counted(counter: Option<&CounterSpec>) -> String {
+    let Some(counter) = counter else {
+        return String::new();
+    };
     let opened = CounterSession::builder()
-        .event_name(name)
-        .and_then(|b| b.build());
+        .event_spec(counter.spec.clone())
+        .build();
     match opened {
         Err(e) => e.to_string(),
         Ok(_) => format!(

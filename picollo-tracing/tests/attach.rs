@@ -266,7 +266,8 @@ fn counters_requested_at_attach_time_reach_a_time_only_layer() {
     let mut consumer = SpanConsumer::attach(pid).unwrap();
     assert_eq!(consumer.rings(), 1, "{consumer:?}");
 
-    let request = consumer.request_counters("page-faults").unwrap();
+    let page_faults = picollo_linux::span::SpanCounters::parse("page-faults").unwrap();
+    let request = consumer.request_counters(&page_faults).unwrap();
     let pending = consumer.request_outcomes(&request, Duration::ZERO).unwrap();
     assert_eq!(
         pending[0].status,

@@ -9,7 +9,7 @@ use core::fmt;
 use picollo_alloc::span::{SpanAggregator, SpanDecoder, SpanTable};
 use picollo_core::ring::{CounterStatus, Drained, RequestStatus};
 
-use super::{new_aggregator, SpanConfig, RING_PREFIX};
+use super::{new_aggregator, SpanCounters, RING_PREFIX};
 use crate::shm::{list_rings, ShmError, ShmReader};
 
 /// One attached span ring.
@@ -136,15 +136,19 @@ impl SpanConsumer {
         Ok(total)
     }
 
-    /// Asks every attached ring's writer thread to count `counters` (comma-separated perf
-    /// names) instead of what it counts now; [`SpanConsumer::request_outcomes`] waits for
-    /// the threads to apply it (each does at its next outermost span) and says what became
-    /// of it. Refused (before anything is asked) when a ring has fewer counter slots than
-    /// counters asked for.
-    pub fn request_counters(&mut self, counters: &str) -> Result<CounterRequests, ShmError> {
-        let names = SpanConfig::parse_counters(counters);
+    /// Asks every attached ring's writer thread to count `counters` instead of what it
+    /// counts now; [`SpanConsumer::request_outcomes`] waits for the threads to apply it (each
+    /// does at its next outermost span) and says what became of it. Refused (before anything
+    /// is asked) when a ring has fewer counter slots than counters asked for. The counters
+    /// are typed, so only events reach the writers (`SpanCounters::parse` checks a list a
+    /// user typed); each writer checks the list again, as it comes from another process.
+    pub fn request_counters(
+        &mut self,
+        counters: &SpanCounters,
+    ) -> Result<CounterRequests, ShmError> {
+        let list = counters.to_list();
         for ring in &self.rings {
-            if names.len() > ring.decoder.counter_slots() {
+            if counters.len() > ring.decoder.counter_slots() {
                 return Err(ShmError::Ring {
                     segment: ring.reader.segment().to_owned(),
                     error: picollo_core::ring::RingError::BadHeader {
@@ -159,7 +163,7 @@ impl SpanConsumer {
             seqs.push((
                 ring.reader.segment().to_owned(),
                 ring.reader.inode(),
-                ring.reader.request_counters(counters)?,
+                ring.reader.request_counters(&list)?,
             ));
         }
         Ok(CounterRequests { seqs })

@@ -2,18 +2,18 @@
 //! requests, the fast "is anyone listening" check, and what happens at thread exit and fork.
 
 use std::cell::{Cell, RefCell};
-use std::sync::{Mutex, OnceLock};
+use std::sync::OnceLock;
 
 use picollo_alloc::span::frame;
 use picollo_core::ring::{
     AtomicU64 as RingWord, CounterInfo, RingOptions, MAX_COUNTERS, NAME_BYTES, REQUEST_BYTES,
 };
 
-use crate::event::{Event, SoftwareEvent};
+use crate::event::{split_list, Event, EventSpec, SoftwareEvent};
 use crate::session::{CounterSession, OnUnsupported};
 use crate::shm::{ShmError, ShmWriter};
 
-use super::config::{config, SpanConfig, RING_PREFIX};
+use super::config::{config, counters_in_force, set_requested, SpanCounters, RING_PREFIX};
 
 // ---------------------------------------------------------------------------------------------
 // The thread's ring
@@ -22,16 +22,6 @@ use super::config::{config, SpanConfig, RING_PREFIX};
 /// Nesting depth up to which spans keep their own start samples (deeper spans share the
 /// last slot, so their counter deltas are wrong, but never out of bounds).
 pub(crate) const MAX_DEPTH: usize = 64;
-
-/// The counters asked for at attach time (the latest request a thread applied), for the
-/// threads that open their ring later.
-pub(crate) static REQUESTED: Mutex<Option<Vec<String>>> = Mutex::new(None);
-
-/// The counters a ring opened now samples: the latest request, else the configuration.
-pub(crate) fn wanted_counters() -> Vec<String> {
-    let requested = REQUESTED.lock().unwrap_or_else(|p| p.into_inner()).clone();
-    requested.unwrap_or_else(|| config().counters().to_vec())
-}
 
 pub(crate) struct ThreadRing {
     pub(crate) writer: ShmWriter,
@@ -46,38 +36,29 @@ pub(crate) struct ThreadRing {
     pub(crate) starts: [[u64; MAX_COUNTERS]; MAX_DEPTH],
 }
 
-/// Whether `name` is a clock event (`task-clock`, `cpu-clock`).
-pub(crate) fn is_clock_event(name: &str) -> bool {
+/// Whether `spec` is a clock event (`task-clock`, `cpu-clock`).
+pub(crate) fn is_clock_event(spec: &EventSpec) -> bool {
     matches!(
-        name.parse::<Event>(),
-        Ok(Event::Software(
-            SoftwareEvent::TaskClock | SoftwareEvent::CpuClock
-        ))
+        spec.event,
+        Event::Software(SoftwareEvent::TaskClock | SoftwareEvent::CpuClock)
     )
 }
 
 /// `EINVAL`, the reason given for a name that is not a counter.
 pub(crate) const NOT_A_COUNTER: u32 = libc::EINVAL as u32;
 
-/// Opens `names` as one group, dropping what this machine cannot count; the names that could
-/// not be opened are added to `unavailable` with the errno of the failure.
+/// Opens `events` as one group, dropping what this machine cannot count; the events that
+/// could not be opened are added to `unavailable` with the errno of the failure.
 pub(crate) fn open_group(
-    names: &[&str],
+    events: &[&EventSpec],
     unavailable: &mut Vec<(String, u32)>,
 ) -> Option<CounterSession> {
-    let mut builder = CounterSession::builder().on_unsupported(OnUnsupported::Drop);
-    let mut any = false;
-    for n in names {
-        match builder.clone().event_name(n) {
-            Ok(b) => {
-                builder = b;
-                any = true;
-            }
-            Err(_) => unavailable.push(((*n).to_owned(), NOT_A_COUNTER)),
-        }
-    }
-    if !any {
+    if events.is_empty() {
         return None;
+    }
+    let mut builder = CounterSession::builder().on_unsupported(OnUnsupported::Drop);
+    for e in events {
+        builder = builder.event_spec((*e).clone());
     }
     let errno = |e: &crate::PerfError| e.errno().map_or(0, |e| e.unsigned_abs());
     match builder.build() {
@@ -99,7 +80,7 @@ pub(crate) fn open_group(
         }
         Err(e) => {
             let why = errno(&e);
-            unavailable.extend(names.iter().map(|s| ((*s).to_owned(), why)));
+            unavailable.extend(events.iter().map(|s| (s.to_string(), why)));
             None
         }
     }
@@ -114,23 +95,25 @@ pub(crate) struct OpenedCounters {
 }
 
 impl OpenedCounters {
-    /// Opens `names` (at most `slots` of them) for the calling thread.
-    pub(crate) fn open(names: &[String], slots: usize) -> Self {
-        let names: Vec<&str> = names.iter().map(String::as_str).take(slots).collect();
+    /// Opens `counters` (at most `slots` of them) for the calling thread; `invalid` are
+    /// names a consumer asked for that are not events (recorded as unavailable, `EINVAL`).
+    pub(crate) fn open(counters: &SpanCounters, invalid: &[&str], slots: usize) -> Self {
+        let events: Vec<&EventSpec> = counters.events().iter().take(slots).collect();
         // Clock events (hrtimer-driven, each its own kernel PMU) go in groups of their own: in
         // one group with other software events, the members read 0 much of the time (seen
         // on Linux 6.x with task-clock and page-faults). Everything else is one group, read
         // with one `read()` or RDPMC.
-        let (clocks, others): (Vec<&str>, Vec<&str>) =
-            names.iter().partition(|n| is_clock_event(n));
-        let mut unavailable: Vec<(String, u32)> = Vec::new();
+        let (clocks, others): (Vec<&EventSpec>, Vec<&EventSpec>) =
+            events.iter().partition(|e| is_clock_event(e));
+        let mut unavailable: Vec<(String, u32)> = invalid
+            .iter()
+            .map(|n| ((*n).to_owned(), NOT_A_COUNTER))
+            .collect();
         let mut sessions = Vec::new();
         for c in &clocks {
             sessions.extend(open_group(&[c], &mut unavailable));
         }
-        if !others.is_empty() {
-            sessions.extend(open_group(&others, &mut unavailable));
-        }
+        sessions.extend(open_group(&others, &mut unavailable));
         let mut table: Vec<(String, Option<u32>)> = sessions
             .iter()
             .flat_map(|s| s.counters().iter().map(|c| (header_name(c.name()), None)))
@@ -168,9 +151,9 @@ impl OpenedCounters {
 impl ThreadRing {
     pub(crate) fn open() -> Result<Self, ShmError> {
         let cfg = config();
-        let names = wanted_counters();
-        let slots = cfg.counter_slots().max(names.len()).min(MAX_COUNTERS);
-        let opened = OpenedCounters::open(&names, slots);
+        let counters = counters_in_force();
+        let slots = cfg.counter_slots().max(counters.len()).min(MAX_COUNTERS);
+        let opened = OpenedCounters::open(&counters, &[], slots);
         let counters = opened.infos(slots);
         let fields = frame::fields(slots);
         let schema = frame::schema(&fields);
@@ -198,11 +181,19 @@ impl ThreadRing {
             return;
         };
         let seq = request.seq;
-        let names = SpanConfig::parse_counters(request.text);
+        // The request comes from another process: every name is checked here, by the one
+        // parser of event lists; names that are not events are recorded as such (EINVAL).
+        let (mut counters, mut invalid) = (SpanCounters::new(), Vec::new());
+        for name in split_list(request.text) {
+            match name.parse::<EventSpec>() {
+                Ok(spec) => counters = counters.with_spec(spec),
+                Err(_) => invalid.push(name),
+            }
+        }
         // Close the old counters first: the PMU may not hold both sets.
         self.sessions.clear();
         self.measured = 0;
-        let opened = OpenedCounters::open(&names, self.slots);
+        let opened = OpenedCounters::open(&counters, &invalid, self.slots);
         if self.writer.set_counters(&opened.infos(self.slots)).is_ok() {
             self.measured = opened.measured;
             self.sessions = opened.sessions;
@@ -210,7 +201,7 @@ impl ThreadRing {
             let _ = self.writer.set_counters(&[]);
         }
         self.writer.ack_counter_request(seq);
-        *REQUESTED.lock().unwrap_or_else(|p| p.into_inner()) = Some(names);
+        set_requested(counters);
     }
 
     /// Samples the measured counters into `out[..measured]`, group by group (zeros for a
