@@ -86,7 +86,7 @@
 use core::fmt;
 use core::marker::PhantomData;
 
-use picollo_alloc::span::frame::{event_head, span_head, store_counter_samples};
+use picollo_alloc::span::frame::{event_head, store_counter_samples};
 use picollo_core::ring::{WordArray, MAX_COUNTERS};
 
 mod config;
@@ -101,6 +101,9 @@ pub use picollo_alloc::span::{
 
 pub mod raw;
 
+/// The owner of `span!` guards' intervals on a thread's stack (span layers have ids from 1).
+const GUARD: u64 = 0;
+
 pub use picollo_alloc::span::clock::{clock_hz, clock_kind, monotonic_ns, now};
 pub use picollo_alloc::span::{FrameKind, SpanName, SPAN_FRAME};
 
@@ -108,7 +111,7 @@ pub use config::{
     config, configure, env_error, new_aggregator, SpanConfig, SpanCounters, DEFAULT_COUNTER_SLOTS,
     DEFAULT_SLOTS, RING_PREFIX,
 };
-use thread::{listening, ThreadRing, ThreadState, MAX_DEPTH, THREAD};
+use thread::{listening, RingState};
 pub use thread::{
     open_thread_ring, reset_thread, ring_failures, thread_counter_events, thread_counters,
 };
@@ -119,7 +122,6 @@ pub use thread::{
 #[must_use = "a span ends when dropped: bind it with `let _s = ...`, not `let _ = ...`"]
 pub struct Span {
     name: SpanName,
-    start: u64,
     /// 0 when inactive; else the nesting depth (1 for the outermost span).
     depth: u32,
     _not_send: PhantomData<*const ()>,
@@ -140,12 +142,11 @@ impl Span {
     /// to this thread's ring; then this is a thread-local load, a load and a branch.
     #[inline(always)]
     pub fn enter(name: SpanName) -> Span {
-        // `begin` returns its values rather than writing into the guard, so the guard can
+        // `begin` returns its value rather than writing into the guard, so the guard can
         // stay in registers on the path where nobody listens.
-        let (start, depth) = if listening() { Self::begin() } else { (0, 0) };
+        let depth = if listening() { Self::begin() } else { 0 };
         Span {
             name,
-            start,
             depth,
             _not_send: PhantomData,
         }
@@ -157,34 +158,22 @@ impl Span {
         Self::enter(SpanName::new(name))
     }
 
-    /// The attached (or not yet opened) path of `enter`: the start time and the depth, or
-    /// `(0, 0)` for an inactive span.
+    /// The attached (or not yet opened) path of `enter`: the span's depth, or 0 for an
+    /// inactive span. The interval goes on the thread's stack (shared with span layers).
     #[inline(never)]
-    fn begin() -> (u64, u32) {
-        THREAD
-            .try_with(|cell| {
-                let Ok(mut st) = cell.try_borrow_mut() else {
-                    return (0, 0);
-                };
-                let Some(t) = st.ring() else {
-                    return (0, 0);
-                };
-                if !t.writer.is_attached() {
-                    return (0, 0);
-                }
-                if t.depth == 0 && t.writer.has_counter_request() {
-                    t.apply_request();
-                }
-                t.depth = t.depth.saturating_add(1);
-                let slot = (t.depth as usize - 1).min(MAX_DEPTH - 1);
-                if t.measured > 0 {
-                    if let Some(start) = t.starts.get_mut(slot) {
-                        ThreadRing::sample(&mut t.sessions, start);
-                    }
-                }
-                (now(), t.depth)
-            })
-            .unwrap_or((0, 0))
+    fn begin() -> u32 {
+        raw::with_thread(|st| {
+            match st.ring.get() {
+                Some(t) if t.writer.is_attached() => {}
+                _ => return 0,
+            }
+            if st.depth() == 0 {
+                st.apply_counter_request();
+            }
+            let sample = matches!(&st.ring, RingState::Open(t) if t.measured > 0);
+            st.begin(GUARD, 0, sample)
+        })
+        .unwrap_or(0)
     }
 
     /// Whether this span samples and saves (a consumer was attached when it began).
@@ -208,35 +197,12 @@ impl Span {
     #[inline(never)]
     fn finish_active(&mut self) {
         let end = now();
-        let depth = core::mem::replace(&mut self.depth, 0);
-        let _ = THREAD.try_with(|cell| {
-            let Ok(mut st) = cell.try_borrow_mut() else {
-                return;
-            };
-            let ThreadState::Open(t) = &mut *st else {
-                return;
-            };
-            t.depth = t.depth.saturating_sub(1);
-            let k = t.measured.min(t.slots);
-            let head = span_head(self.name, depth, self.start, end);
-            if k == 0 {
-                t.writer.save_with(|data| head.store_into(data));
-            } else {
-                let mut ends = [0u64; MAX_COUNTERS];
-                ThreadRing::sample(&mut t.sessions, &mut ends);
-                let slot = (depth as usize).saturating_sub(1).min(MAX_DEPTH - 1);
-                let starts = t.starts.get(slot).map_or(&[][..], |s| &s[..k]);
-                let slots = t.slots;
-                // Only the measured slots are stored: the header marks the others unused
-                // or unavailable, so their stale words are never read as counts.
-                t.writer.save_with(|data| {
-                    head.store_into(data);
-                    store_counter_samples(data, slots, starts, &ends[..k]);
-                });
-            }
-            if t.writer.is_disabled() {
-                // A child after fork: its writer turned itself off; stop taking this path.
-                t.publish();
+        self.depth = 0;
+        let name = self.name;
+        raw::with_thread(|st| {
+            if let Some(i) = st.end(GUARD, 0) {
+                let counters = i.counters.as_ref().map(raw::Counters::samples);
+                st.save_frame(name, i.depth, i.start, end, counters);
             }
         });
     }
@@ -276,11 +242,8 @@ pub fn counter_event(name: SpanName, value: i64) {
 
 #[inline(never)]
 fn save_counter_event(name: SpanName, value: i64) {
-    let _ = THREAD.try_with(|cell| {
-        let Ok(mut st) = cell.try_borrow_mut() else {
-            return;
-        };
-        let Some(t) = st.ring() else {
+    raw::with_thread(|st| {
+        let Some(t) = st.ring.get() else {
             return;
         };
         let at = now();

@@ -9,12 +9,10 @@ use picollo_linux::session::CounterSession;
 use picollo_linux::span::{self, SpanConfig};
 
 pub(crate) use picollo_linux::count::Reading;
-pub(crate) use picollo_linux::span::raw::{
-    apply_counter_request, sample_thread_counters, save_frame, thread_listening,
-};
+pub(crate) use picollo_linux::span::raw::{with_thread, Counters, ThreadSpans};
 pub use picollo_linux::span::SpanCounters;
 
-use crate::slots::{ThreadCounters, NO_COUNTER};
+use picollo_alloc::span::stack::SlotMap;
 
 /// One counter the layer samples: the event as configured (typed from the builder or
 /// `PICOLLO_COUNTERS` to here; never a name parsed back).
@@ -44,10 +42,14 @@ impl CounterSpec {
     }
 }
 
-/// `end - start` of one counter, `None` when it was not counted in between.
+/// `end - start` of one counter less `read_cost` (what reading the counter itself adds to a
+/// window: see `ThreadSpans::read_cost`), at least 0; `None` when it was not counted in
+/// between.
 #[inline(always)]
-pub(crate) fn delta(end: &Reading, start: &Reading) -> Option<u64> {
-    end.delta_since(start).value()
+pub(crate) fn delta(end: &Reading, start: &Reading, read_cost: u64) -> Option<u64> {
+    end.delta_since(start)
+        .value()
+        .map(|v| v.saturating_sub(read_cost))
 }
 
 /// The layer's counters: `wanted` (else the process's span counters, `PICOLLO_COUNTERS`
@@ -85,6 +87,13 @@ pub(crate) fn configure(wanted: Option<&SpanCounters>) -> (Vec<CounterSpec>, Opt
     (specs, problem)
 }
 
+/// The index of `cycles` among `counters`.
+pub(crate) fn cycles_index(counters: &[CounterSpec]) -> Option<usize> {
+    counters
+        .iter()
+        .position(|c| c.spec.event == Event::Hardware(HardwareEvent::Cycles))
+}
+
 /// Indices of `cycles` and `instructions` among `counters`, when both are there.
 pub(crate) fn ipc_pair(counters: &[CounterSpec]) -> Option<(usize, usize)> {
     let find = |e: HardwareEvent| {
@@ -95,22 +104,21 @@ pub(crate) fn ipc_pair(counters: &[CounterSpec]) -> Option<(usize, usize)> {
     find(HardwareEvent::Cycles).zip(find(HardwareEvent::Instructions))
 }
 
-/// Maps this thread's ring slots to the `counters` of layer `layer` by event, and (with
+/// Maps the thread's counter slots to the `counters` of layer `layer` by event, and (with
 /// `warn`) says which counters are not measured here, and why.
 #[cold]
 pub(crate) fn map_thread_counters(
+    t: &mut ThreadSpans,
     layer: u64,
     counters: &[CounterSpec],
     warn: bool,
-) -> (ThreadCounters, Option<String>) {
+) -> (SlotMap, Option<String>) {
     let mut problem = None;
-    let mut tc = ThreadCounters {
-        layer,
-        slots: 0,
-        slot_to_counter: [NO_COUNTER; MAX_COUNTERS],
-        mask: 0,
+    let mut tc = SlotMap {
+        owner: layer,
+        ..SlotMap::NONE
     };
-    match span::thread_counter_events() {
+    match t.counter_events() {
         Ok(events) => {
             tc.slots = events.len().min(MAX_COUNTERS);
             for (slot, event) in events.iter().take(MAX_COUNTERS).enumerate() {

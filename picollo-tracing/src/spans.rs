@@ -20,7 +20,7 @@
 //!   large is added (rare, under a mutex) and new spans go there; finds look in every table,
 //!   newest first; old tables drain as their spans close. Tables are freed with the layer.
 //!   After [`MAX_TABLES`] tables (about a million live spans), a span that finds no free
-//!   state is not timed and is counted (`SpanTable::untracked`).
+//!   state is not timed and is counted (`LiveSpans::untracked`).
 //!
 //! So a find never reads a state half filled in, whatever other thread runs it and however
 //! it learnt the id. (`tracing` returns a span's id only after `on_new_span` returned, so a
@@ -61,6 +61,12 @@ pub(crate) struct SpanState {
     pub(crate) created: AtomicU64,
     /// Sum of the span's enter → exit intervals, span clock ticks.
     pub(crate) busy: AtomicU64,
+    /// The part of `busy` in intervals that were outermost on their thread (nothing else
+    /// open there): the whole that the table's `%` divides, so nested spans are not counted
+    /// twice.
+    pub(crate) outer: AtomicU64,
+    /// The cycles of those outermost intervals, when the layer counts cycles.
+    pub(crate) outer_cycles: AtomicU64,
     /// Set when an interval ended (counters mode).
     pub(crate) entered: AtomicBool,
     /// Bit `i`: counter `i` was counted in every interval so far.
@@ -75,6 +81,8 @@ impl SpanState {
             stats: AtomicPtr::new(core::ptr::null_mut()),
             created: AtomicU64::new(0),
             busy: AtomicU64::new(0),
+            outer: AtomicU64::new(0),
+            outer_cycles: AtomicU64::new(0),
             entered: AtomicBool::new(false),
             counted: AtomicU32::new(0),
         }
@@ -83,8 +91,8 @@ impl SpanState {
     /// The span's callsite statistics.
     pub(crate) fn stats(&self) -> &CallsiteStats {
         // SAFETY: `self` was found by its id (`Table::find`, an acquire load of the id that
-        // `Span::start` published with a release store after storing `stats`), so the load
-        // below sees the pointer `Span::start` stored: statistics that the layer's callsite
+        // `LiveSpan::start` published with a release store after storing `stats`), so the load
+        // below sees the pointer `LiveSpan::start` stored: statistics that the layer's callsite
         // table keeps until the layer, which owns this table, drops; `self` is borrowed from
         // the table, so the layer has not dropped.
         unsafe { &*self.stats.load(Ordering::Relaxed) }
@@ -93,12 +101,12 @@ impl SpanState {
 
 /// A live span: its state and its counter sums.
 #[derive(Clone, Copy)]
-pub(crate) struct Span<'a> {
+pub(crate) struct LiveSpan<'a> {
     table: &'a Table,
     at: usize,
 }
 
-impl<'a> Span<'a> {
+impl<'a> LiveSpan<'a> {
     /// The span's state.
     #[inline(always)]
     pub(crate) fn state(&self) -> &'a SpanState {
@@ -121,6 +129,8 @@ impl<'a> Span<'a> {
         );
         s.created.store(created, Ordering::Relaxed);
         s.busy.store(0, Ordering::Relaxed);
+        s.outer.store(0, Ordering::Relaxed);
+        s.outer_cycles.store(0, Ordering::Relaxed);
         s.entered.store(false, Ordering::Relaxed);
         s.counted.store(all_counters, Ordering::Relaxed);
         for sum in self.sums() {
@@ -180,27 +190,27 @@ impl Table {
     }
 
     #[inline(always)]
-    fn find(&self, id: u64) -> Option<Span<'_>> {
+    fn find(&self, id: u64) -> Option<LiveSpan<'_>> {
         let at = self.scan(id, |s| s.id.load(Ordering::Acquire) == id)?;
-        Some(Span { table: self, at })
+        Some(LiveSpan { table: self, at })
     }
 
     /// Claims a free state of `id`'s window (its `id` becomes [`CLAIMED`]: not findable
-    /// until [`Span::start`] publishes it).
+    /// until [`LiveSpan::start`] publishes it).
     #[inline(always)]
-    fn claim(&self, id: u64) -> Option<Span<'_>> {
+    fn claim(&self, id: u64) -> Option<LiveSpan<'_>> {
         let at = self.scan(id, |s| {
             s.id.load(Ordering::Relaxed) == 0
                 && s.id
                     .compare_exchange(0, CLAIMED, Ordering::Acquire, Ordering::Relaxed)
                     .is_ok()
         })?;
-        Some(Span { table: self, at })
+        Some(LiveSpan { table: self, at })
     }
 }
 
 /// The live spans of one layer.
-pub(crate) struct SpanTable {
+pub(crate) struct LiveSpans {
     /// The newest table; null before the first span.
     newest: AtomicPtr<Table>,
     /// The tables made so far, oldest first (`tables[made - 1]` is `newest`), each from
@@ -214,11 +224,11 @@ pub(crate) struct SpanTable {
     untracked: AtomicU64,
 }
 
-impl SpanTable {
+impl LiveSpans {
     /// An empty table for spans with `counters` counter sums each (no memory until the first
     /// span).
     pub(crate) fn new(counters: usize) -> Self {
-        SpanTable {
+        LiveSpans {
             newest: AtomicPtr::new(core::ptr::null_mut()),
             tables: [const { AtomicPtr::new(core::ptr::null_mut()) }; MAX_TABLES],
             made: AtomicUsize::new(0),
@@ -238,7 +248,7 @@ impl SpanTable {
 
     /// Starts span `id` (a span id is never 0): claims a free state, fills it and publishes
     /// it. `None` when no state is free, or for the id [`CLAIMED`] (both counted in
-    /// [`SpanTable::untracked`]).
+    /// [`LiveSpans::untracked`]).
     #[inline]
     pub(crate) fn start(
         &self,
@@ -246,7 +256,7 @@ impl SpanTable {
         stats: &CallsiteStats,
         created: u64,
         all_counters: u32,
-    ) -> Option<Span<'_>> {
+    ) -> Option<LiveSpan<'_>> {
         if id == CLAIMED {
             self.untracked.fetch_add(1, Ordering::Relaxed);
             return None;
@@ -262,7 +272,7 @@ impl SpanTable {
     /// Adds a table (the first one, or a larger one when the newest crowds) and claims there.
     #[cold]
     #[inline(never)]
-    fn start_slow(&self, id: u64) -> Option<Span<'_>> {
+    fn start_slow(&self, id: u64) -> Option<LiveSpan<'_>> {
         let _grow = self.grow.lock().unwrap_or_else(PoisonError::into_inner);
         // Another thread may have added a table since this one looked.
         if let Some(span) = Self::table(&self.newest).and_then(|t| t.claim(id)) {
@@ -282,7 +292,7 @@ impl SpanTable {
 
     /// The live span `id`, from any thread.
     #[inline(always)]
-    pub(crate) fn find(&self, id: u64) -> Option<Span<'_>> {
+    pub(crate) fn find(&self, id: u64) -> Option<LiveSpan<'_>> {
         if id == CLAIMED {
             // Never started (untracked), and states being filled in carry this id.
             return None;
@@ -293,10 +303,10 @@ impl SpanTable {
         }
     }
 
-    /// [`SpanTable::find`] in the tables before the newest.
+    /// [`LiveSpans::find`] in the tables before the newest.
     #[cold]
     #[inline(never)]
-    fn find_older(&self, id: u64) -> Option<Span<'_>> {
+    fn find_older(&self, id: u64) -> Option<LiveSpan<'_>> {
         let made = self.made.load(Ordering::Acquire);
         self.tables[..made.saturating_sub(1)]
             .iter()
@@ -320,7 +330,7 @@ impl SpanTable {
     }
 }
 
-impl Drop for SpanTable {
+impl Drop for LiveSpans {
     fn drop(&mut self) {
         for p in &mut self.tables {
             let t = *p.get_mut();
@@ -368,7 +378,7 @@ mod tests {
     #[test]
     fn start_find_release_reuse() {
         let stats = stats();
-        let table = SpanTable::new(2);
+        let table = LiveSpans::new(2);
         assert!(table.find(1).is_none());
         let ids: Vec<u64> = (1..=500).map(|i| i * 7919).collect();
         for (n, &id) in ids.iter().enumerate() {
@@ -407,7 +417,7 @@ mod tests {
     #[test]
     fn crowded_tables_grow() {
         let stats = stats();
-        let table = SpanTable::new(0);
+        let table = LiveSpans::new(0);
         let n = if cfg!(miri) {
             3 * FIRST_TABLE
         } else {
@@ -437,7 +447,7 @@ mod tests {
     fn concurrent_spans_across_threads() {
         use std::sync::mpsc;
         let stats = stats();
-        let table = SpanTable::new(1);
+        let table = LiveSpans::new(1);
         let per_thread = if cfg!(miri) { 150 } else { 20_000u64 };
         let threads = 4usize;
         let (senders, receivers): (Vec<_>, Vec<_>) =
@@ -487,7 +497,7 @@ mod tests {
         use std::sync::atomic::AtomicBool;
         let stats = stats();
         let other = CallsiteStats::new(&META, 2, false);
-        let table = SpanTable::new(2);
+        let table = LiveSpans::new(2);
         let rounds: u64 = if cfg!(miri) { 40 } else { 20_000 };
         let latest = AtomicU64::new(0);
         let done = AtomicBool::new(false);

@@ -5,10 +5,12 @@ use std::cell::{Cell, RefCell};
 use std::sync::OnceLock;
 
 use picollo_alloc::span::frame;
+use picollo_alloc::span::stack::{OpenStack, SlotMap};
 use picollo_core::ring::{
     AtomicU64 as RingWord, CounterInfo, RingOptions, MAX_COUNTERS, NAME_BYTES, REQUEST_BYTES,
 };
 
+use crate::count::Reading;
 use crate::event::{split_list, Event, EventSpec, SoftwareEvent};
 use crate::session::{CounterSession, OnUnsupported};
 use crate::shm::{ShmError, ShmWriter};
@@ -19,10 +21,6 @@ use super::config::{config, counters_in_force, set_requested, SpanCounters, RING
 // The thread's ring
 // ---------------------------------------------------------------------------------------------
 
-/// Nesting depth up to which spans keep their own start samples (deeper spans share the
-/// last slot, so their counter deltas are wrong, but never out of bounds).
-pub(crate) const MAX_DEPTH: usize = 64;
-
 pub(crate) struct ThreadRing {
     pub(crate) writer: ShmWriter,
     /// The counter groups, read in order; their counters fill the measured slots in order.
@@ -31,10 +29,13 @@ pub(crate) struct ThreadRing {
     pub(crate) measured: usize,
     /// Counter slots of each frame.
     pub(crate) slots: usize,
-    pub(crate) depth: u32,
-    /// The counter samples at the start of the open spans, by depth.
-    pub(crate) starts: [[u64; MAX_COUNTERS]; MAX_DEPTH],
+    /// Per measured slot, what reading the counters itself adds to a window between two
+    /// samples (see [`ThreadRing::calibrate`]).
+    pub(crate) read_cost: [u64; MAX_COUNTERS],
 }
+
+/// Back-to-back sample pairs of [`ThreadRing::calibrate`].
+const CALIBRATION_PAIRS: usize = 16;
 
 /// Whether `spec` is a clock event (`task-clock`, `cpu-clock`).
 pub(crate) fn is_clock_event(spec: &EventSpec) -> bool {
@@ -166,8 +167,11 @@ impl ThreadRing {
             measured: opened.measured,
             sessions: opened.sessions,
             slots,
-            depth: 0,
-            starts: [[0; MAX_COUNTERS]; MAX_DEPTH],
+            read_cost: [0; MAX_COUNTERS],
+        })
+        .map(|mut t| {
+            t.calibrate();
+            t
         })
     }
 
@@ -197,6 +201,7 @@ impl ThreadRing {
         if self.writer.set_counters(&opened.infos(self.slots)).is_ok() {
             self.measured = opened.measured;
             self.sessions = opened.sessions;
+            self.calibrate();
         } else {
             let _ = self.writer.set_counters(&[]);
         }
@@ -204,23 +209,52 @@ impl ThreadRing {
         set_requested(counters);
     }
 
-    /// Samples the measured counters into `out[..measured]`, group by group (zeros for a
-    /// group whose read fails).
+    /// Samples the measured counters into `out[..n]`, in slot order, and returns `n` (the
+    /// measured counters). A group whose read fails gives readings with zero times, which
+    /// [`Reading::delta_since`] reports as not counted.
     #[inline]
-    pub(crate) fn sample(sessions: &mut [CounterSession], out: &mut [u64; MAX_COUNTERS]) {
+    pub(crate) fn sample(&mut self, out: &mut [Reading; MAX_COUNTERS]) -> usize {
         let mut slots = out.iter_mut();
-        for s in sessions {
+        let mut n = 0;
+        for s in &mut self.sessions {
             let ok = s.read(false).is_ok();
             for c in s.counters() {
-                if let Some(o) = slots.next() {
-                    *o = if ok {
-                        c.last_reading().map_or(0, |r| r.value)
-                    } else {
-                        0
-                    };
+                let Some(o) = slots.next() else {
+                    return n;
+                };
+                *o = match c.last_reading() {
+                    Some(r) if ok => r,
+                    _ => Reading::default(),
+                };
+                n += 1;
+            }
+        }
+        n.min(self.measured)
+    }
+
+    /// Measures what reading the counters adds to a window: the smallest delta of each
+    /// counter between two back-to-back samples (of [`CALIBRATION_PAIRS`]). A span's window
+    /// holds one such read (the end of the first sample, the start of the second): with
+    /// `read()` that is most of a system call, which `task-clock` counts (about a
+    /// microsecond) and which would otherwise make a short span's task-clock exceed its busy
+    /// time. Span layers subtract it from each delta; frames carry the raw samples. The
+    /// smallest pair is taken so that nothing is subtracted that a window does not hold.
+    #[cold]
+    fn calibrate(&mut self) {
+        let mut best = [u64::MAX; MAX_COUNTERS];
+        let (mut a, mut b) = (
+            [Reading::default(); MAX_COUNTERS],
+            [Reading::default(); MAX_COUNTERS],
+        );
+        for _ in 0..CALIBRATION_PAIRS {
+            let n = self.sample(&mut a).min(self.sample(&mut b));
+            for i in 0..n {
+                if let Some(d) = b[i].delta_since(&a[i]).value() {
+                    best[i] = best[i].min(d);
                 }
             }
         }
+        self.read_cost = best.map(|v| if v == u64::MAX { 0 } else { v });
     }
 
     /// Points this thread's fast check at the ring's `attached` word.
@@ -254,15 +288,18 @@ pub(crate) fn gettid() -> i64 {
     unsafe { libc::syscall(libc::SYS_gettid) }
 }
 
-pub(crate) enum ThreadState {
+/// The thread's ring: not opened yet, open, or failed to open (once: the thread's spans are
+/// then not recorded, and cost nothing more).
+pub(crate) enum RingState {
     Unopened,
     Open(Box<ThreadRing>),
     Failed(ShmError),
 }
 
-impl ThreadState {
+impl RingState {
+    /// The ring, opened on first use.
     #[inline]
-    pub(crate) fn ring(&mut self) -> Option<&mut ThreadRing> {
+    pub(crate) fn get(&mut self) -> Option<&mut ThreadRing> {
         if let Self::Open(t) = self {
             return Some(t);
         }
@@ -287,6 +324,26 @@ impl ThreadState {
         match self {
             Self::Open(t) => Some(t),
             _ => None,
+        }
+    }
+}
+
+/// Everything of spans on one thread, in one thread-local ([`THREAD`]): the ring and its
+/// counters, the intervals open (of `span!` guards and span layers alike, so a frame's depth
+/// counts both), and a span layer's mapping of the counter slots. A span layer borrows it
+/// once per hook through [`super::raw::with_thread`].
+pub struct ThreadSpans {
+    pub(crate) ring: RingState,
+    pub(crate) open: OpenStack<[Reading; MAX_COUNTERS]>,
+    pub(crate) slot_map: SlotMap,
+}
+
+impl ThreadSpans {
+    const fn new() -> Self {
+        Self {
+            ring: RingState::Unopened,
+            open: OpenStack::new(),
+            slot_map: SlotMap::NONE,
         }
     }
 }
@@ -329,7 +386,7 @@ pub(crate) static UNOPENED: RingWord = RingWord::new(1);
 pub(crate) static NEVER: RingWord = RingWord::new(0);
 
 thread_local! {
-    pub(crate) static THREAD: RefCell<ThreadState> = const { RefCell::new(ThreadState::Unopened) };
+    pub(crate) static THREAD: RefCell<ThreadSpans> = const { RefCell::new(ThreadSpans::new()) };
     /// This thread's ring's `attached` word, or `UNOPENED` / `NEVER`. A `const`, drop-free
     /// thread-local: reading it is one `%fs`-relative load.
     pub(crate) static ATTACHED: Cell<*const RingWord> = const { Cell::new(&raw const UNOPENED) };
@@ -359,13 +416,7 @@ pub fn open_thread_ring() -> Result<String, ShmError> {
             let mut st = cell
                 .try_borrow_mut()
                 .map_err(|_| ShmError::BadName("span ring in use".to_owned()))?;
-            match st.ring() {
-                Some(t) => Ok(t.writer.segment().to_owned()),
-                None => match &*st {
-                    ThreadState::Failed(e) => Err(e.clone()),
-                    _ => Err(ShmError::BadName("span ring".to_owned())),
-                },
-            }
+            st.ring_path()
         })
         .unwrap_or_else(|_| Err(ShmError::BadName("thread is exiting".to_owned())))
 }
@@ -376,7 +427,8 @@ pub fn open_thread_ring() -> Result<String, ShmError> {
 pub fn reset_thread() {
     let _ = THREAD.try_with(|cell| {
         if let Ok(mut st) = cell.try_borrow_mut() {
-            *st = ThreadState::Unopened;
+            st.ring = RingState::Unopened;
+            st.slot_map = SlotMap::NONE;
             let _ = ATTACHED.try_with(|a| a.set(&raw const UNOPENED));
         }
     });
@@ -398,15 +450,41 @@ pub fn thread_counter_events() -> Result<Vec<Event>, ShmError> {
 /// `what` of each measured counter of this thread's ring, in slot order (opening the ring
 /// first), or the error that kept the ring from opening.
 fn measured_counters<T>(what: impl Fn(&crate::session::Counter) -> T) -> Result<Vec<T>, ShmError> {
-    open_thread_ring()?;
     THREAD
-        .try_with(|cell| match &*cell.borrow() {
-            ThreadState::Open(t) => t
+        .try_with(|cell| {
+            let mut st = cell
+                .try_borrow_mut()
+                .map_err(|_| ShmError::BadName("span ring in use".to_owned()))?;
+            st.measured_counters(what)
+        })
+        .unwrap_or_else(|_| Err(ShmError::BadName("thread is exiting".to_owned())))
+}
+
+impl ThreadSpans {
+    /// The ring's segment path (opening it first), or why it could not open.
+    pub(crate) fn ring_path(&mut self) -> Result<String, ShmError> {
+        match self.ring.get() {
+            Some(t) => Ok(t.writer.segment().to_owned()),
+            None => match &self.ring {
+                RingState::Failed(e) => Err(e.clone()),
+                _ => Err(ShmError::BadName("span ring".to_owned())),
+            },
+        }
+    }
+
+    /// `what` of each measured counter of the ring, in slot order (opening it first).
+    pub(crate) fn measured_counters<T>(
+        &mut self,
+        what: impl Fn(&crate::session::Counter) -> T,
+    ) -> Result<Vec<T>, ShmError> {
+        self.ring_path()?;
+        Ok(match &self.ring {
+            RingState::Open(t) => t
                 .sessions
                 .iter()
                 .flat_map(|s| s.counters().iter().map(&what))
                 .collect(),
             _ => Vec::new(),
         })
-        .map_err(|_| ShmError::BadName("thread is exiting".to_owned()))
+    }
 }
