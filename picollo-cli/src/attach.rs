@@ -426,8 +426,10 @@ impl Live {
         }
         if self.spans_only {
             CliError::new(format!(
-                "process {pid} has no span rings (no picollo-span-* memfd in /proc/{pid}/fd); it \
-                 records spans with `picollo_linux::span!` once a thread has begun one"
+                "process {pid} has no span rings (no picollo-span-* memfd in /proc/{pid}/fd); a \
+                 thread opens one at its first span of `picollo_linux::span!` or of the \
+                 `picollo-tracing` layer (`PicolloLayer`, with rings on, its default): check \
+                 that the process installs one of them and has begun a span"
             ))
         } else {
             CliError::new(format!(
@@ -684,7 +686,8 @@ pub fn top(o: &TopOptions) -> Result<String> {
                 }
                 screen.push_str(&format!(
                     "picollo top {}: every {} s, refresh {shown}, up {:.1} s; last interval: \
-                     {} spans ({} lost); total {} spans ({} lost); {} rings\n\n{}\n",
+                     {} busy intervals ({} lost); total {} busy intervals ({} lost); {} \
+                     rings\n\n{}\n",
                     o.pid,
                     o.interval,
                     started.elapsed().as_secs_f64(),
