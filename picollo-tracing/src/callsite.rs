@@ -75,6 +75,8 @@ pub(crate) struct Histograms {
     pub(crate) not_counted: Box<[AtomicU64]>,
     /// IPC × 10^6 per span, when the layer counts cycles and instructions.
     pub(crate) ipc_micro: Option<SpanHistogram>,
+    /// The closed spans' busy time, exactly (ns): the table's `Time`.
+    pub(crate) busy_sum_ns: AtomicU64,
     /// The closed spans' busy time in intervals that were outermost on their thread (ns),
     /// and those intervals' cycles: the parts of the whole that `%` divides.
     pub(crate) outer_ns: AtomicU64,
@@ -107,6 +109,7 @@ impl CallsiteStats {
             counters: (0..self.counters).map(|_| histogram(MAX_COUNTER)).collect(),
             not_counted: (0..self.counters).map(|_| AtomicU64::new(0)).collect(),
             ipc_micro: self.ipc.then(|| histogram(MAX_IPC_MICRO)),
+            busy_sum_ns: AtomicU64::new(0),
             outer_ns: AtomicU64::new(0),
             outer_cycles: AtomicU64::new(0),
         })

@@ -1,7 +1,8 @@
 //! The layer: span hooks, per-span state and the per-thread stack of open intervals.
 
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
 
 use picollo_alloc::span::clock::{now, ticks_to_ns};
 use picollo_alloc::span::stack::{SlotMap, NO_COUNTER};
@@ -15,8 +16,9 @@ use crate::callsite::Callsites;
 #[cfg(all(feature = "counters", target_os = "linux"))]
 use crate::counters::SpanCounters;
 use crate::counters::{self as raw, Reading, ThreadSpans};
-use crate::report::{self, Handle};
+use crate::report::Handle;
 use crate::shared::Shared;
+use crate::shutdown::{self, LogOut};
 use crate::spans::{LiveSpan, LiveSpans};
 
 /// A `tracing_subscriber::Layer` that times spans into Picollo histograms per callsite (name
@@ -47,6 +49,33 @@ pub struct Builder {
     time_only: bool,
     no_rings: bool,
     report_at_exit: bool,
+    hlog: Option<HlogEvery>,
+    #[cfg(target_os = "linux")]
+    finish_on_sigterm: bool,
+}
+
+/// A `.hlog` the layer writes on its own ([`Builder::hlog`]).
+struct HlogEvery {
+    out: Mutex<Option<LogOut>>,
+    period: Duration,
+}
+
+impl Clone for HlogEvery {
+    /// A builder clone does not write the log: the destination is moved, not copied.
+    fn clone(&self) -> Self {
+        Self {
+            out: Mutex::new(None),
+            period: self.period,
+        }
+    }
+}
+
+impl std::fmt::Debug for HlogEvery {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HlogEvery")
+            .field("period", &self.period)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Builder {
@@ -85,9 +114,36 @@ impl Builder {
     }
 
     /// Prints the per-phase table on stderr when the process exits normally (returning from
-    /// `main` or `std::process::exit`).
+    /// `main` or `std::process::exit`), on `SIGTERM` with [`Builder::finish_on_sigterm`], or
+    /// at [`Handle::finish`]. Nothing is printed when no span closed, unless a filter kept
+    /// the spans from the layer (then one line says which, and why).
     pub fn report_at_exit(mut self, on: bool) -> Self {
         self.report_at_exit = on;
+        self
+    }
+
+    /// Writes an `.hlog` interval log of the spans into `out` (see [`SpanLog`]
+    /// (crate::SpanLog)): one interval every `period` from a thread of the layer's, and a
+    /// last one when the program stops (as [`Builder::report_at_exit`] prints the table:
+    /// normal exit, `SIGTERM` with [`Builder::finish_on_sigterm`], or [`Handle::finish`]).
+    /// A write error is said once on stderr and stops the log.
+    pub fn hlog(mut self, out: impl std::io::Write + Send + 'static, period: Duration) -> Self {
+        self.hlog = Some(HlogEvery {
+            out: Mutex::new(Some(Box::new(out))),
+            period: period.max(Duration::from_millis(1)),
+        });
+        self
+    }
+
+    /// On `SIGTERM` (how systemd, docker and `kill` stop a server; it runs no `atexit`
+    /// handler), writes the last `.hlog` interval and prints the table as at exit, then lets
+    /// the signal do what it did before (end the process, by default). Signal-safe: the
+    /// handler only writes a byte into a pipe, which a thread of the layer's reads. For
+    /// programs that do not handle `SIGTERM` themselves; one that does (a graceful shutdown)
+    /// calls [`Handle::finish`] or returns from `main` instead. Linux only.
+    #[cfg(target_os = "linux")]
+    pub fn finish_on_sigterm(mut self, on: bool) -> Self {
+        self.finish_on_sigterm = on;
         self
     }
 
@@ -127,8 +183,28 @@ impl Builder {
             rings: !self.no_rings,
             shared,
         };
-        if self.report_at_exit {
-            report::print_at_exit(layer.handle());
+        let log = self.hlog.and_then(|h| {
+            let out = h
+                .out
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .take()?;
+            match layer.handle().hlog(out) {
+                Ok(log) => Some((log, h.period)),
+                Err(e) => {
+                    eprintln!("picollo-tracing: the .hlog could not be started: {e}");
+                    None
+                }
+            }
+        });
+        if self.report_at_exit || log.is_some() {
+            shutdown::register(layer.handle(), self.report_at_exit, log);
+        }
+        #[cfg(target_os = "linux")]
+        if self.finish_on_sigterm {
+            if let Err(e) = shutdown::install_sigterm() {
+                eprintln!("picollo-tracing: SIGTERM will not flush the table and log: {e}");
+            }
         }
         layer
     }
@@ -343,6 +419,7 @@ where
         let wall = ticks_to_ns(end.wrapping_sub(state.created.load(Ordering::Relaxed)));
         let hists = stats.histograms();
         hists.busy.record(busy);
+        hists.busy_sum_ns.fetch_add(busy, Ordering::Relaxed);
         hists.wall.record(wall);
         let outer = state.outer.load(Ordering::Relaxed);
         if outer > 0 {

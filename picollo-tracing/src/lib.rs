@@ -71,7 +71,7 @@
 //! - Histograms have 128 buckets per power of two (0.4% relative error, HdrHistogram's 2
 //!   significant digits, so `.hlog` export is exact); times up to 9.8 hours, counter deltas up
 //!   to 2^48 per span; beyond, values count as overflow. The table's totals are sums of bucket
-//!   midpoints (within 0.4%; exact below 256).
+//!   midpoints (within 0.4%; exact below 256); busy times are summed exactly.
 //! - Memory: a callsite's histograms are made when its first span closes (applications
 //!   register many span callsites, their libraries' included, that never close a span). A
 //!   time histogram's window has 4,993 buckets: 40 KB for the accumulator of exited threads
@@ -121,7 +121,9 @@
 //!   ring, counters and slot mapping), borrowed once per hook; or its time-only stand-in
 //!   elsewhere.
 //! - `shared`: the state a layer shares with its [`Handle`]s (a leaf, so layer and report import
-//!   one way); `report`: per-span statistics, the per-phase table and `.hlog` logs.
+//!   one way); `report`: per-span statistics, the per-phase table and `.hlog` logs;
+//!   `shutdown`: the last `.hlog` interval and the table when the program stops (exit,
+//!   `SIGTERM`, [`Handle::finish`]) and the periodic `.hlog` writer.
 #![doc(test(attr(deny(warnings))))]
 
 mod callsite;
@@ -133,6 +135,7 @@ mod counters;
 mod layer;
 mod report;
 mod shared;
+mod shutdown;
 mod spans;
 
 #[cfg(all(feature = "counters", target_os = "linux"))]

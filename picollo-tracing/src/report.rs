@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::io::Write;
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Mutex, Once, PoisonError};
+use std::sync::{Arc, PoisonError};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use picollo_alloc::hdr::interop::{export, ExportOptions};
@@ -109,6 +109,20 @@ impl std::fmt::Debug for Handle {
 impl Handle {
     pub(crate) fn new(shared: Arc<Shared>) -> Self {
         Self { shared }
+    }
+
+    /// Whether `other` is a handle of the same layer.
+    pub(crate) fn same_layer(&self, other: &Handle) -> bool {
+        Arc::ptr_eq(&self.shared, &other.shared)
+    }
+
+    /// Finishes the layer now, as at exit: writes the last interval of its periodic `.hlog`
+    /// ([`Builder::hlog`](crate::Builder::hlog)) and prints its table when it reports at
+    /// exit, once (exit then does nothing more). For a program that handles `SIGTERM` itself
+    /// (a graceful shutdown), in its shutdown path; [`Builder::finish_on_sigterm`]
+    /// (crate::Builder::finish_on_sigterm) does it for programs that do not.
+    pub fn finish(&self) {
+        crate::shutdown::finish(self);
     }
 
     /// The counters the layer samples (empty: time only).
@@ -217,7 +231,7 @@ impl Handle {
                 &stats.label(),
                 AggregatedSpans {
                     durations: &r.busy_ns,
-                    total: midpoint_sum(&r.busy_ns),
+                    total: u128::from(h.busy_sum_ns.load(Ordering::Relaxed)),
                     outermost: u128::from(h.outer_ns.load(Ordering::Relaxed)),
                     outermost_cycles: shared
                         .cycles
@@ -442,31 +456,4 @@ impl<W: Write> SpanLog<W> {
     pub fn into_inner(self) -> W {
         self.writer.into_inner()
     }
-}
-
-/// Handles whose table is printed at exit.
-static AT_EXIT: Mutex<Vec<Handle>> = Mutex::new(Vec::new());
-
-/// Prints `handle`'s table on stderr when the process exits normally.
-pub(crate) fn print_at_exit(handle: Handle) {
-    static INSTALL: Once = Once::new();
-    AT_EXIT
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .push(handle);
-    INSTALL.call_once(|| {
-        extern "C" fn print_tables() {
-            let handles =
-                std::mem::take(&mut *AT_EXIT.lock().unwrap_or_else(PoisonError::into_inner));
-            for h in handles {
-                h.print_report();
-            }
-        }
-        // SAFETY: `print_tables` is a plain `extern "C" fn()` that takes a lock, formats and
-        // writes to stderr; it is valid for the life of the process.
-        let rc = unsafe { libc::atexit(print_tables) };
-        if rc != 0 {
-            eprintln!("picollo-tracing: atexit failed; the table will not be printed at exit");
-        }
-    });
 }
