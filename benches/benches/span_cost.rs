@@ -80,10 +80,10 @@ fn one_event(i: u64) {
 /// does); returns what the ring measures now.
 fn switch_counters(consumer: &mut SpanConsumer, counters: &str) -> Vec<String> {
     let counters = span::SpanCounters::parse(counters).expect("perf event names");
-    let request = consumer.request_counters(&counters).expect("request");
+    consumer.request_counters(&counters).expect("request");
     one_span(0);
     let outcome = consumer
-        .request_outcomes(&request, Duration::from_secs(1))
+        .request_outcomes(Duration::from_secs(1))
         .expect("outcome");
     outcome[0]
         .counters

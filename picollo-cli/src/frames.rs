@@ -418,12 +418,17 @@ pub fn counters_json(info: &RingInfo) -> Json {
 /// One counter slot as JSON: `{"name","status"}`, with `"errno"` and `"reason"` when it is
 /// unavailable.
 pub fn counter_json(c: CounterInfo<'_>) -> Json {
+    slot_json(c.name, c.status, c.errno)
+}
+
+/// A counter slot as JSON, from its name, status and errno (see [`counter_json`]).
+pub fn slot_json(name: &str, status: CounterStatus, errno: u32) -> Json {
     let mut o = Object::new()
-        .field("name", Json::str(c.name))
-        .field("status", Json::str(c.status.as_str()));
-    if c.status == CounterStatus::Unavailable {
-        o.push("errno", Json::uint(c.errno));
-        o.push("reason", Json::str(&unavailable_reason(c.errno)));
+        .field("name", Json::str(name))
+        .field("status", Json::str(status.as_str()));
+    if status == CounterStatus::Unavailable {
+        o.push("errno", Json::uint(errno));
+        o.push("reason", Json::str(&unavailable_reason(errno)));
     }
     o.build()
 }

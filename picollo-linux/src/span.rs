@@ -93,7 +93,7 @@ mod config;
 mod live;
 mod thread;
 
-pub use live::{CounterRequests, RequestOutcome, SpanConsumer};
+pub use live::{RequestOutcome, RingEvent, SpanConsumer};
 pub use picollo_alloc::span::{
     unavailable_reason, EventRow, EventStats, PhaseCounter, PhaseRow, SpanAggregator, SpanDecoder,
     SpanStats, SpanTable, COUNTERS_ENV,

@@ -62,6 +62,18 @@ pub(crate) struct CallsiteStats {
     histograms: OnceLock<Histograms>,
 }
 
+impl Histograms {
+    /// The histogram of outermost busy time, made on first use.
+    pub(crate) fn outer(&self) -> &SpanHistogram {
+        self.outer.get_or_init(|| histogram(MAX_TIME_NS))
+    }
+
+    /// The histogram of outermost busy time, if a span had outermost intervals.
+    pub(crate) fn recorded_outer(&self) -> Option<&SpanHistogram> {
+        self.outer.get()
+    }
+}
+
 /// The histograms of one callsite.
 pub(crate) struct Histograms {
     /// Busy time per span (sum of enter → exit), nanoseconds.
@@ -75,11 +87,12 @@ pub(crate) struct Histograms {
     pub(crate) not_counted: Box<[AtomicU64]>,
     /// IPC × 10^6 per span, when the layer counts cycles and instructions.
     pub(crate) ipc_micro: Option<SpanHistogram>,
-    /// The closed spans' busy time, exactly (ns): the table's `Time`.
-    pub(crate) busy_sum_ns: AtomicU64,
-    /// The closed spans' busy time in intervals that were outermost on their thread (ns),
-    /// and those intervals' cycles: the parts of the whole that `%` divides.
-    pub(crate) outer_ns: AtomicU64,
+    /// Per closed span with intervals that were outermost on their thread, their busy time
+    /// (ns), and those intervals' cycles: the parts of the whole that `%` divides. A
+    /// thread-local histogram like `busy`, so no close writes a shared word, and a callsite
+    /// whose spans are all outermost has the same estimate of both (its `%` is 100 exactly);
+    /// made with the first such span (most callsites are nested).
+    outer: OnceLock<SpanHistogram>,
     pub(crate) outer_cycles: AtomicU64,
 }
 
@@ -109,8 +122,7 @@ impl CallsiteStats {
             counters: (0..self.counters).map(|_| histogram(MAX_COUNTER)).collect(),
             not_counted: (0..self.counters).map(|_| AtomicU64::new(0)).collect(),
             ipc_micro: self.ipc.then(|| histogram(MAX_IPC_MICRO)),
-            busy_sum_ns: AtomicU64::new(0),
-            outer_ns: AtomicU64::new(0),
+            outer: OnceLock::new(),
             outer_cycles: AtomicU64::new(0),
         })
     }

@@ -12,14 +12,14 @@ use tracing_core::{Metadata, Subscriber};
 use tracing_subscriber::layer::Context;
 use tracing_subscriber::registry::LookupSpan;
 
-use crate::callsite::Callsites;
+use crate::callsite::{Callsites, Histograms};
 #[cfg(all(feature = "counters", target_os = "linux"))]
 use crate::counters::SpanCounters;
 use crate::counters::{self as raw, Reading, ThreadSpans};
 use crate::report::Handle;
 use crate::shared::Shared;
 use crate::shutdown::{self, LogOut};
-use crate::spans::{LiveSpan, LiveSpans};
+use crate::spans::{LiveSpan, LiveSpans, SpanState};
 
 /// A `tracing_subscriber::Layer` that times spans into Picollo histograms per callsite (name
 /// and target): busy time, wall time and, optionally, counter deltas over the busy time; and
@@ -122,8 +122,8 @@ impl Builder {
         self
     }
 
-    /// Writes an `.hlog` interval log of the spans into `out` (see [`SpanLog`]
-    /// (crate::SpanLog)): one interval every `period` from a thread of the layer's, and a
+    /// Writes an `.hlog` interval log of the spans into `out` (see
+    /// [`SpanLog`](crate::SpanLog)): one interval every `period` from a thread of the layer's, and a
     /// last one when the program stops (as [`Builder::report_at_exit`] prints the table:
     /// normal exit, `SIGTERM` with [`Builder::finish_on_sigterm`], or [`Handle::finish`]).
     /// A write error is said once on stderr and stops the log.
@@ -307,6 +307,24 @@ impl PicolloLayer {
         }
     }
 
+    /// A closing span that had outermost intervals: their busy time (and cycles) go to the
+    /// whole that the table's `%` divides.
+    #[inline(never)]
+    fn close_outer(&self, hists: &Histograms, state: &SpanState, busy: u64, outer: u64) {
+        let busy_ticks = state.busy.load(Ordering::Relaxed);
+        // The whole span outermost (the usual case): the very value recorded as busy.
+        let outer_ns = if outer == busy_ticks {
+            busy
+        } else {
+            ticks_to_ns(outer)
+        };
+        hists.outer().record(outer_ns);
+        let cycles = state.outer_cycles.load(Ordering::Relaxed);
+        if cycles > 0 {
+            hists.outer_cycles.fetch_add(cycles, Ordering::Relaxed);
+        }
+    }
+
     /// Adds an interval's counter deltas to the span's sums; a counter not counted in it
     /// (no samples, another mapping, a group that did not run) is not counted for the span.
     #[inline(never)]
@@ -419,15 +437,10 @@ where
         let wall = ticks_to_ns(end.wrapping_sub(state.created.load(Ordering::Relaxed)));
         let hists = stats.histograms();
         hists.busy.record(busy);
-        hists.busy_sum_ns.fetch_add(busy, Ordering::Relaxed);
         hists.wall.record(wall);
         let outer = state.outer.load(Ordering::Relaxed);
         if outer > 0 {
-            hists
-                .outer_ns
-                .fetch_add(ticks_to_ns(outer), Ordering::Relaxed);
-            let cycles = state.outer_cycles.load(Ordering::Relaxed);
-            hists.outer_cycles.fetch_add(cycles, Ordering::Relaxed);
+            self.close_outer(hists, state, busy, outer);
         }
         if self.counters {
             let counted = if state.entered.load(Ordering::Relaxed) {

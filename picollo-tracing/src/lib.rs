@@ -71,7 +71,7 @@
 //! - Histograms have 128 buckets per power of two (0.4% relative error, HdrHistogram's 2
 //!   significant digits, so `.hlog` export is exact); times up to 9.8 hours, counter deltas up
 //!   to 2^48 per span; beyond, values count as overflow. The table's totals are sums of bucket
-//!   midpoints (within 0.4%; exact below 256); busy times are summed exactly.
+//!   midpoints (within 0.4%; exact below 256).
 //! - Memory: a callsite's histograms are made when its first span closes (applications
 //!   register many span callsites, their libraries' included, that never close a span). A
 //!   time histogram's window has 4,993 buckets: 40 KB for the accumulator of exited threads

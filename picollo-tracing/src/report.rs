@@ -119,8 +119,8 @@ impl Handle {
     /// Finishes the layer now, as at exit: writes the last interval of its periodic `.hlog`
     /// ([`Builder::hlog`](crate::Builder::hlog)) and prints its table when it reports at
     /// exit, once (exit then does nothing more). For a program that handles `SIGTERM` itself
-    /// (a graceful shutdown), in its shutdown path; [`Builder::finish_on_sigterm`]
-    /// (crate::Builder::finish_on_sigterm) does it for programs that do not.
+    /// (a graceful shutdown), in its shutdown path; `Builder::finish_on_sigterm` does it for
+    /// programs that do not.
     pub fn finish(&self) {
         crate::shutdown::finish(self);
     }
@@ -231,8 +231,10 @@ impl Handle {
                 &stats.label(),
                 AggregatedSpans {
                     durations: &r.busy_ns,
-                    total: u128::from(h.busy_sum_ns.load(Ordering::Relaxed)),
-                    outermost: u128::from(h.outer_ns.load(Ordering::Relaxed)),
+                    total: midpoint_sum(&r.busy_ns),
+                    outermost: h
+                        .recorded_outer()
+                        .map_or(0, |o| midpoint_sum(&Snapshot::new(o))),
                     outermost_cycles: shared
                         .cycles
                         .map(|_| u128::from(h.outer_cycles.load(Ordering::Relaxed))),
