@@ -201,8 +201,7 @@ impl Span {
         let name = self.name;
         raw::with_thread(|st| {
             if let Some(i) = st.end(GUARD, 0) {
-                let counters = i.counters.as_ref().map(raw::Counters::samples);
-                st.save_frame(name, i.depth, i.start, end, counters);
+                st.save_frame(name, &i, end);
             }
         });
     }

@@ -8,7 +8,7 @@
 //! Entries are never removed; the table is freed with the layer.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use picollo_alloc::span::SpanName;
@@ -62,15 +62,46 @@ pub(crate) struct CallsiteStats {
     histograms: OnceLock<Histograms>,
 }
 
+/// [`Histograms::kinds`]: a span all of whose intervals were outermost on their thread.
+pub(crate) const OUTER: u8 = 1;
+/// A span none of whose intervals was outermost.
+pub(crate) const NESTED: u8 = 2;
+/// A span some of whose intervals were outermost.
+pub(crate) const MIXED: u8 = 4;
+
+/// The part of a callsite's busy time that `%` divides by ([`Histograms::outermost`]).
+pub(crate) enum Outermost<'a> {
+    /// All of it.
+    All,
+    /// None of it.
+    None,
+    /// As recorded (spans of both kinds).
+    Recorded(Option<&'a SpanHistogram>),
+}
+
 impl Histograms {
-    /// The histogram of outermost busy time, made on first use.
-    pub(crate) fn outer(&self) -> &SpanHistogram {
-        self.outer.get_or_init(|| histogram(MAX_TIME_NS))
+    /// Notes a closing span's kind ([`OUTER`], [`NESTED`] or [`MIXED`]) and, once the
+    /// callsite has spans of both, records `outer_ns`, its outermost busy time.
+    #[inline]
+    pub(crate) fn note_outer(&self, kind: u8, outer_ns: u64) {
+        let mut kinds = self.kinds.load(Ordering::Relaxed);
+        if kinds & kind == 0 {
+            kinds = self.kinds.fetch_or(kind, Ordering::Relaxed) | kind;
+        }
+        if kinds != OUTER && kinds != NESTED && outer_ns > 0 {
+            self.outer
+                .get_or_init(|| histogram(MAX_TIME_NS))
+                .record(outer_ns);
+        }
     }
 
-    /// The histogram of outermost busy time, if a span had outermost intervals.
-    pub(crate) fn recorded_outer(&self) -> Option<&SpanHistogram> {
-        self.outer.get()
+    /// The part of the busy time that `%` divides by.
+    pub(crate) fn outermost(&self) -> Outermost<'_> {
+        match self.kinds.load(Ordering::Relaxed) {
+            OUTER => Outermost::All,
+            0 | NESTED => Outermost::None,
+            _ => Outermost::Recorded(self.outer.get()),
+        }
     }
 }
 
@@ -87,12 +118,16 @@ pub(crate) struct Histograms {
     pub(crate) not_counted: Box<[AtomicU64]>,
     /// IPC × 10^6 per span, when the layer counts cycles and instructions.
     pub(crate) ipc_micro: Option<SpanHistogram>,
-    /// Per closed span with intervals that were outermost on their thread, their busy time
-    /// (ns), and those intervals' cycles: the parts of the whole that `%` divides. A
-    /// thread-local histogram like `busy`, so no close writes a shared word, and a callsite
-    /// whose spans are all outermost has the same estimate of both (its `%` is 100 exactly);
-    /// made with the first such span (most callsites are nested).
+    /// What the closed spans' intervals were: [`OUTER`] (every interval of a span outermost
+    /// on its thread), [`NESTED`] (none), [`MIXED`] (some). A callsite whose spans were all
+    /// outermost counts its whole busy time in the whole that `%` divides, one whose spans
+    /// were all nested none of it: neither costs a close anything but a load. Only when a
+    /// callsite has both is `outer` recorded, from then on.
+    kinds: AtomicU8,
+    /// The outermost part of each span's busy time (ns), recorded once `kinds` is mixed: a
+    /// thread-local histogram like `busy`, so no close writes a shared word.
     outer: OnceLock<SpanHistogram>,
+    /// The cycles of the outermost intervals, when the layer counts cycles.
     pub(crate) outer_cycles: AtomicU64,
 }
 
@@ -122,6 +157,7 @@ impl CallsiteStats {
             counters: (0..self.counters).map(|_| histogram(MAX_COUNTER)).collect(),
             not_counted: (0..self.counters).map(|_| AtomicU64::new(0)).collect(),
             ipc_micro: self.ipc.then(|| histogram(MAX_IPC_MICRO)),
+            kinds: AtomicU8::new(0),
             outer: OnceLock::new(),
             outer_cycles: AtomicU64::new(0),
         })

@@ -9,7 +9,7 @@ use picollo_linux::session::CounterSession;
 use picollo_linux::span::{self, SpanConfig};
 
 pub(crate) use picollo_linux::count::Reading;
-pub(crate) use picollo_linux::span::raw::{with_thread, Counters, ThreadSpans};
+pub(crate) use picollo_linux::span::raw::{with_thread, Interval, ThreadSpans};
 pub use picollo_linux::span::SpanCounters;
 
 use picollo_alloc::span::stack::SlotMap;

@@ -12,14 +12,14 @@ use tracing_core::{Metadata, Subscriber};
 use tracing_subscriber::layer::Context;
 use tracing_subscriber::registry::LookupSpan;
 
-use crate::callsite::{Callsites, Histograms};
+use crate::callsite::{Callsites, MIXED, NESTED, OUTER};
 #[cfg(all(feature = "counters", target_os = "linux"))]
 use crate::counters::SpanCounters;
-use crate::counters::{self as raw, Reading, ThreadSpans};
+use crate::counters::{self as raw, Interval, ThreadSpans};
 use crate::report::Handle;
 use crate::shared::Shared;
 use crate::shutdown::{self, LogOut};
-use crate::spans::{LiveSpan, LiveSpans, SpanState};
+use crate::spans::{LiveSpan, LiveSpans};
 
 /// A `tracing_subscriber::Layer` that times spans into Picollo histograms per callsite (name
 /// and target): busy time, wall time and, optionally, counter deltas over the busy time; and
@@ -278,66 +278,36 @@ impl PicolloLayer {
         map
     }
 
-    /// Adds the interval `start..end` (at nesting `depth` on this thread) to the span's busy
-    /// time and, with `samples` (the thread's counters at both ends), its counter deltas;
-    /// saves the interval's frame when a consumer is attached.
+    /// Adds `interval` (ending at `end`) to the span's busy time and, when it was sampled,
+    /// its counter deltas; saves its frame when a consumer is attached.
     #[inline(always)]
-    fn end_interval(
-        &self,
-        t: &mut ThreadSpans,
-        id: &Id,
-        (start, depth, end): (u64, u32, u64),
-        samples: Option<(&[Reading], &[Reading])>,
-    ) {
+    fn end_interval(&self, t: &mut ThreadSpans, id: &Id, interval: &Interval, end: u64) {
         let Some(span) = self.span(id) else {
             return;
         };
         let state = span.state();
-        let ticks = end.wrapping_sub(start);
+        let ticks = end.wrapping_sub(interval.start);
         state.busy.fetch_add(ticks, Ordering::Relaxed);
-        if depth == 1 {
+        if interval.depth == 1 {
             state.outer.fetch_add(ticks, Ordering::Relaxed);
         }
         if self.counters {
-            self.add_deltas(t, span, depth, samples);
+            self.add_deltas(t, span, interval);
         }
         if self.rings && t.attached() {
-            let counters = samples.filter(|(s, _)| !s.is_empty());
-            t.save_frame(state.stats().frame_name(), depth, start, end, counters);
-        }
-    }
-
-    /// A closing span that had outermost intervals: their busy time (and cycles) go to the
-    /// whole that the table's `%` divides.
-    #[inline(never)]
-    fn close_outer(&self, hists: &Histograms, state: &SpanState, busy: u64, outer: u64) {
-        let busy_ticks = state.busy.load(Ordering::Relaxed);
-        // The whole span outermost (the usual case): the very value recorded as busy.
-        let outer_ns = if outer == busy_ticks {
-            busy
-        } else {
-            ticks_to_ns(outer)
-        };
-        hists.outer().record(outer_ns);
-        let cycles = state.outer_cycles.load(Ordering::Relaxed);
-        if cycles > 0 {
-            hists.outer_cycles.fetch_add(cycles, Ordering::Relaxed);
+            t.save_frame(state.stats().frame_name(), interval, end);
         }
     }
 
     /// Adds an interval's counter deltas to the span's sums; a counter not counted in it
     /// (no samples, another mapping, a group that did not run) is not counted for the span.
     #[inline(never)]
-    fn add_deltas(
-        &self,
-        t: &mut ThreadSpans,
-        span: LiveSpan<'_>,
-        depth: u32,
-        samples: Option<(&[Reading], &[Reading])>,
-    ) {
+    fn add_deltas(&self, t: &ThreadSpans, span: LiveSpan<'_>, interval: &Interval) {
         let state = span.state();
         let map = *t.slot_map();
+        let depth = interval.depth;
         let mut counted = 0;
+        let samples = t.counters(interval);
         if let Some((start, end)) = samples.filter(|(s, _)| s.len() == map.slots) {
             counted = if map.owner == self.shared.id {
                 map.mask
@@ -421,8 +391,7 @@ where
                 self.shared.unmatched_exits.fetch_add(1, Ordering::Relaxed);
                 return;
             };
-            let samples = interval.counters.as_ref().map(raw::Counters::samples);
-            self.end_interval(t, id, (interval.start, interval.depth, end), samples);
+            self.end_interval(t, id, &interval, end);
         });
     }
 
@@ -439,8 +408,17 @@ where
         hists.busy.record(busy);
         hists.wall.record(wall);
         let outer = state.outer.load(Ordering::Relaxed);
-        if outer > 0 {
-            self.close_outer(hists, state, busy, outer);
+        let busy_ticks = state.busy.load(Ordering::Relaxed);
+        if outer == busy_ticks {
+            hists.note_outer(OUTER, busy);
+        } else if outer == 0 {
+            hists.note_outer(NESTED, 0);
+        } else {
+            hists.note_outer(MIXED, ticks_to_ns(outer));
+        }
+        if self.shared.cycles.is_some() {
+            let cycles = state.outer_cycles.load(Ordering::Relaxed);
+            hists.outer_cycles.fetch_add(cycles, Ordering::Relaxed);
         }
         if self.counters {
             let counted = if state.entered.load(Ordering::Relaxed) {

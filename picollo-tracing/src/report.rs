@@ -14,7 +14,7 @@ use picollo_alloc::Snapshot;
 use picollo_core::ring::{ClockInfo, ClockKind};
 use picollo_core::{HistogramRead, ReadExt};
 
-use crate::callsite::{CallsiteStats, Histograms, SpanHistogram};
+use crate::callsite::{CallsiteStats, Histograms, Outermost, SpanHistogram};
 use crate::shared::Shared;
 
 /// The sum of the values of `h`, from bucket midpoints (each value within half its bucket's
@@ -232,9 +232,11 @@ impl Handle {
                 AggregatedSpans {
                     durations: &r.busy_ns,
                     total: midpoint_sum(&r.busy_ns),
-                    outermost: h
-                        .recorded_outer()
-                        .map_or(0, |o| midpoint_sum(&Snapshot::new(o))),
+                    outermost: match h.outermost() {
+                        Outermost::All => midpoint_sum(&r.busy_ns),
+                        Outermost::None => 0,
+                        Outermost::Recorded(o) => o.map_or(0, |o| midpoint_sum(&Snapshot::new(o))),
+                    },
                     outermost_cycles: shared
                         .cycles
                         .map(|_| u128::from(h.outer_cycles.load(Ordering::Relaxed))),

@@ -42,21 +42,10 @@ pub(crate) fn delta(_end: &Reading, _start: &Reading, _read_cost: u64) -> Option
     None
 }
 
-/// The counter samples at both ends of an interval; never taken here.
-pub(crate) enum Counters {}
-
-impl Counters {
-    /// The samples at each end.
-    pub(crate) fn samples(&self) -> (&[Reading], &[Reading]) {
-        match *self {}
-    }
-}
-
 /// An interval that ended.
 pub(crate) struct Interval {
     pub(crate) start: u64,
     pub(crate) depth: u32,
-    pub(crate) counters: Option<Counters>,
 }
 
 /// The thread's span state: its open intervals.
@@ -126,19 +115,16 @@ impl ThreadSpans {
         Some(Interval {
             start: e.open.start,
             depth: e.depth,
-            counters: None,
         })
     }
 
+    /// No counters sampled.
+    pub(crate) fn counters(&self, _interval: &Interval) -> Option<(&[Reading], &[Reading])> {
+        None
+    }
+
     /// No ring to save into.
-    pub(crate) fn save_frame(
-        &mut self,
-        _name: SpanName,
-        _depth: u32,
-        _start: u64,
-        _end: u64,
-        _counters: Option<(&[Reading], &[Reading])>,
-    ) -> bool {
+    pub(crate) fn save_frame(&mut self, _name: SpanName, _interval: &Interval, _end: u64) -> bool {
         false
     }
 }

@@ -17,15 +17,16 @@ pub struct Open {
     pub sampled: bool,
 }
 
-/// An interval that ended: where it was, and its start samples.
-#[derive(Clone, Copy, Debug)]
-pub struct Ended<S> {
+/// An interval that ended (small, so the hot path moves no samples: they stay in the stack,
+/// [`OpenStack::samples_of`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Ended {
     /// The interval.
     pub open: Open,
     /// Its nesting depth on the thread: 1 for the outermost.
     pub depth: u32,
-    /// The counter samples at its start, when it was sampled.
-    pub samples: Option<S>,
+    /// It ended below the top (out of order): its samples were set aside.
+    below: bool,
 }
 
 /// The intervals open on one thread, innermost last, with their start samples (`S`: one
@@ -35,8 +36,11 @@ pub struct Ended<S> {
 pub struct OpenStack<S> {
     open: Vec<Open>,
     /// `samples[i]`: the start samples of `open[i]`, when it has them (grown on first use,
-    /// never shrunk: an unsampled interval leaves its entry as it was).
+    /// never shrunk: an unsampled interval leaves its entry as it was). The innermost
+    /// interval's stay at `samples[depth - 1]` after it ends, until the next push.
     samples: Vec<S>,
+    /// The start samples of the last interval that ended out of order.
+    below: Option<S>,
 }
 
 impl<S> Default for OpenStack<S> {
@@ -51,6 +55,7 @@ impl<S> OpenStack<S> {
         Self {
             open: Vec::new(),
             samples: Vec::new(),
+            below: None,
         }
     }
 
@@ -87,45 +92,59 @@ impl<S: Copy + Default> OpenStack<S> {
     }
 
     /// Ends the innermost open interval of `owner`'s span `id` (the top of the stack unless
-    /// intervals end out of order); `None` when it has none open here.
+    /// intervals end out of order); `None` when it has none open here. Its start samples are
+    /// [`OpenStack::samples_of`] it, until the next push.
     #[inline(always)]
-    pub fn take(&mut self, owner: u64, id: u64) -> Option<Ended<S>> {
+    pub fn take(&mut self, owner: u64, id: u64) -> Option<Ended> {
         let top = self.open.len().checked_sub(1)?;
         let o = self.open[top];
         if o.id == id && o.owner == owner {
             self.open.pop();
-            return Some(self.ended(o, top));
+            return Some(Ended {
+                open: o,
+                depth: u32::try_from(top + 1).unwrap_or(u32::MAX),
+                below: false,
+            });
         }
         self.take_below(owner, id)
     }
 
-    /// [`OpenStack::take`] below the top: the later intervals' samples move down with them.
+    /// [`OpenStack::take`] below the top: its samples are set aside, the later intervals'
+    /// move down with them.
     #[cold]
     #[inline(never)]
-    fn take_below(&mut self, owner: u64, id: u64) -> Option<Ended<S>> {
+    fn take_below(&mut self, owner: u64, id: u64) -> Option<Ended> {
         let at = self
             .open
             .iter()
             .rposition(|o| o.id == id && o.owner == owner)?;
         let o = self.open.remove(at);
-        let ended = self.ended(o, at);
+        self.below = if o.sampled {
+            self.samples.get(at).copied()
+        } else {
+            None
+        };
         let above = (self.open.len() + 1).min(self.samples.len());
         if at + 1 < above {
             self.samples[at..above].rotate_left(1);
         }
-        Some(ended)
+        Some(Ended {
+            open: o,
+            depth: u32::try_from(at + 1).unwrap_or(u32::MAX),
+            below: true,
+        })
     }
 
+    /// The start samples of `ended`, the interval [`OpenStack::take`] just returned, when it
+    /// was sampled.
     #[inline(always)]
-    fn ended(&self, open: Open, at: usize) -> Ended<S> {
-        Ended {
-            open,
-            depth: u32::try_from(at + 1).unwrap_or(u32::MAX),
-            samples: if open.sampled {
-                self.samples.get(at).copied()
-            } else {
-                None
-            },
+    pub fn samples_of(&self, ended: &Ended) -> Option<&S> {
+        if !ended.open.sampled {
+            None
+        } else if ended.below {
+            self.below.as_ref()
+        } else {
+            self.samples.get(ended.depth as usize - 1)
         }
     }
 }
@@ -180,12 +199,24 @@ mod tests {
         }
         // The middle one ends first: the innermost's samples move down with it.
         let e = s.take(7, 2).unwrap();
-        assert_eq!((e.depth, e.samples), (2, None));
+        assert_eq!((e.depth, s.samples_of(&e)), (2, None));
         let e = s.take(7, 3).unwrap();
-        assert_eq!((e.depth, e.samples, e.open.start), (2, Some(300), 30));
+        assert_eq!(
+            (e.depth, s.samples_of(&e), e.open.start),
+            (2, Some(&300), 30)
+        );
         assert!(s.take(8, 1).is_none(), "another owner's span");
         let e = s.take(7, 1).unwrap();
-        assert_eq!((e.depth, e.samples), (1, Some(100)));
+        assert_eq!((e.depth, s.samples_of(&e)), (1, Some(&100)));
+        // Out of order, sampled: set aside.
+        for id in 1..=2 {
+            *s.next_samples() = id as u32;
+            s.push(open(7, id, true));
+        }
+        let e = s.take(7, 1).unwrap();
+        assert_eq!((e.depth, s.samples_of(&e)), (1, Some(&1)));
+        let e = s.take(7, 2).unwrap();
+        assert_eq!((e.depth, s.samples_of(&e)), (1, Some(&2)));
         assert_eq!(s.depth(), 0);
         assert!(s.take(7, 1).is_none());
     }

@@ -25,7 +25,7 @@
 //! The ring, its counters and its clock ([`now`](super::now)) are the ones [`super::Span`]
 //! uses, so a consumer sees both kinds of spans alike.
 
-use picollo_alloc::span::frame::{span_head, store_counter_samples};
+use picollo_alloc::span::frame::{span_head, store_counter_samples, HEAD_WORDS};
 use picollo_alloc::span::stack::{Ended, Open};
 use picollo_core::ring::{WordArray, MAX_COUNTERS};
 
@@ -42,33 +42,17 @@ pub use picollo_alloc::span::{format_duration_ns, AggregatedSpans};
 /// Counter samples of one interval end: one per counter slot.
 pub type Samples = [Reading; MAX_COUNTERS];
 
-/// An interval that ended ([`ThreadSpans::end`]).
-#[derive(Debug)]
+/// An interval that ended ([`ThreadSpans::end`]): small, so the hot path moves no samples
+/// (they stay in the thread's state: [`ThreadSpans::counters`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Interval {
     /// The span clock at its start.
     pub start: u64,
     /// Its nesting depth on the thread (1 for the outermost).
     pub depth: u32,
-    /// The counter samples at both ends, when its start was sampled.
-    pub counters: Option<Counters>,
-}
-
-/// The counter samples at both ends of an interval, in slot order.
-#[derive(Debug)]
-pub struct Counters {
-    /// At the start.
-    pub starts: Samples,
-    /// At the end.
-    pub ends: Samples,
-    /// How many slots were sampled at the end (`starts` and `ends` hold `n` each).
-    pub n: usize,
-}
-
-impl Counters {
-    /// The `n` samples at each end.
-    pub fn samples(&self) -> (&[Reading], &[Reading]) {
-        (&self.starts[..self.n], &self.ends[..self.n])
-    }
+    ended: Ended,
+    /// Counter slots sampled at its end (0 when its start was not sampled).
+    n: usize,
 }
 
 /// Runs `f` with this thread's span state, borrowed once; `None` while the thread exits (its
@@ -177,63 +161,55 @@ impl ThreadSpans {
 
     /// Ends the interval of `owner`'s span `id` whose clock reading at the end the caller
     /// took (`now()` before this call); when its start was sampled, samples the counters at
-    /// the end too ([`Interval::counters`]). `None` when the span has no interval open on
+    /// the end too ([`ThreadSpans::counters`]). `None` when the span has no interval open on
     /// this thread (entered before the layer was installed, or on another thread).
     #[inline(always)]
     pub fn end(&mut self, owner: u64, id: u64) -> Option<Interval> {
         // The usual case, the innermost interval ends: sample first, so the counter window
         // holds as little of this bookkeeping as possible.
-        let top = self.open.top().copied();
-        let early = match top {
-            Some(o) if o.sampled && o.owner == owner && o.id == id => Some(self.sample()),
-            _ => None,
+        let (top, sampled) = match self.open.top() {
+            Some(o) if o.owner == owner && o.id == id => (true, o.sampled),
+            _ => (false, false),
         };
-        let Ended {
-            open,
-            depth,
-            samples,
-        } = self.open.take(owner, id)?;
-        let counters = match (samples, early) {
-            (Some(starts), Some((ends, n))) => Some(Counters { starts, ends, n }),
+        let mut n = if sampled { self.sample_ends() } else { 0 };
+        let ended = self.open.take(owner, id)?;
+        if !top && ended.open.sampled {
             // Out of order: not sampled above.
-            (Some(starts), None) => {
-                let (ends, n) = self.sample();
-                Some(Counters { starts, ends, n })
-            }
-            _ => None,
-        };
+            n = self.sample_ends();
+        }
         Some(Interval {
-            start: open.start,
-            depth,
-            counters,
+            start: ended.open.start,
+            depth: ended.depth,
+            ended,
+            n,
         })
     }
 
-    /// Samples the thread's counters in slot order: the samples and how many (0 without
+    /// Samples the thread's counters into the end samples; returns how many (0 without
     /// counters or ring).
     #[inline(never)]
-    fn sample(&mut self) -> (Samples, usize) {
-        let mut out = [Reading::default(); MAX_COUNTERS];
-        let n = match &mut self.ring {
-            RingState::Open(t) => t.sample(&mut out),
+    fn sample_ends(&mut self) -> usize {
+        match &mut self.ring {
+            RingState::Open(t) => t.sample(&mut self.ends),
             _ => 0,
-        };
-        (out, n)
+        }
     }
 
-    /// Saves one span frame into the thread's ring if a consumer is attached: `name`,
-    /// nesting `depth`, the span clock at `start` and `end`, and the counter samples at both
-    /// ends (from [`ThreadSpans::end`]). Returns whether a frame was saved: not when nobody
-    /// is attached, and not when the ring measures counters but `counters` is `None` or
-    /// holds another number of them (a frame never carries made-up counter values).
-    pub fn save_frame(
-        &mut self,
-        name: SpanName,
-        depth: u32,
-        start: u64,
-        end: u64,
-        counters: Option<(&[Reading], &[Reading])>,
-    ) -> bool {
+    /// The counter samples at both ends of `interval`, the one [`ThreadSpans::end`] just
+    /// returned, in slot order, when its start was sampled.
+    #[inline(always)]
+    pub fn counters(&self, interval: &Interval) -> Option<(&[Reading], &[Reading])> {
+        let starts = self.open.samples_of(&interval.ended)?;
+        let n = interval.n;
+        Some((&starts[..n], &self.ends[..n]))
+    }
+
+    /// Saves the frame of `interval` (the one [`ThreadSpans::end`] just returned) into the
+    /// thread's ring if a consumer is attached: `name`, its depth, the span clock at its
+    /// start and at `end`, and its counter samples. Returns whether a frame was saved: not
+    /// when nobody is attached, and not when the ring measures counters but the interval has
+    /// no samples of them (a frame never carries made-up counter values).
+    pub fn save_frame(&mut self, name: SpanName, interval: &Interval, end: u64) -> bool {
         let RingState::Open(t) = &mut self.ring else {
             return false;
         };
@@ -241,28 +217,42 @@ impl ThreadSpans {
             return false;
         }
         let k = t.measured.min(t.slots);
-        let head = span_head(name, depth, start, end);
-        let (mut s, mut e) = ([0u64; MAX_COUNTERS], [0u64; MAX_COUNTERS]);
-        if k > 0 {
-            let Some((cs, ce)) = counters.filter(|(s, e)| s.len() >= k && e.len() >= k) else {
-                return false;
-            };
-            for i in 0..k {
-                s[i] = cs[i].value;
-                e[i] = ce[i].value;
+        let head = span_head(name, interval.depth, interval.start, end);
+        let saved = if k == 0 {
+            t.writer.save_with(|data| head.store_into(data))
+        } else {
+            match self.open.samples_of(&interval.ended) {
+                Some(starts) if interval.n >= k => {
+                    save_with_counters(t, &head, &starts[..k], &self.ends[..k])
+                }
+                _ => return false,
             }
-        }
-        let slots = t.slots;
-        let saved = t.writer.save_with(|data| {
-            head.store_into(data);
-            if k > 0 {
-                store_counter_samples(data, slots, &s[..k], &e[..k]);
-            }
-        });
+        };
         if t.writer.is_disabled() {
             // A child after fork: its writer turned itself off; stop taking this path.
             t.publish();
         }
         saved
     }
+}
+
+/// Saves a frame with `head` and the counter samples at both ends (their values).
+#[inline(never)]
+fn save_with_counters(
+    t: &mut super::thread::ThreadRing,
+    head: &[u64; HEAD_WORDS],
+    starts: &[Reading],
+    ends: &[Reading],
+) -> bool {
+    let k = starts.len().min(ends.len()).min(MAX_COUNTERS);
+    let (mut s, mut e) = ([0u64; MAX_COUNTERS], [0u64; MAX_COUNTERS]);
+    for i in 0..k {
+        s[i] = starts[i].value;
+        e[i] = ends[i].value;
+    }
+    let slots = t.slots;
+    t.writer.save_with(|data| {
+        head.store_into(data);
+        store_counter_samples(data, slots, &s[..k], &e[..k]);
+    })
 }

@@ -335,6 +335,8 @@ impl RingState {
 pub struct ThreadSpans {
     pub(crate) ring: RingState,
     pub(crate) open: OpenStack<[Reading; MAX_COUNTERS]>,
+    /// The counter samples at the end of the interval that ended last.
+    pub(crate) ends: [Reading; MAX_COUNTERS],
     pub(crate) slot_map: SlotMap,
 }
 
@@ -343,6 +345,11 @@ impl ThreadSpans {
         Self {
             ring: RingState::Unopened,
             open: OpenStack::new(),
+            ends: [Reading {
+                value: 0,
+                time_enabled: 0,
+                time_running: 0,
+            }; MAX_COUNTERS],
             slot_map: SlotMap::NONE,
         }
     }
