@@ -40,9 +40,12 @@ struct NothingLayer;
 
 impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for NothingLayer {}
 
+/// A parsed request: its arguments and the bytes it took.
+type Request<'a> = (Vec<&'a [u8]>, usize);
+
 /// One RESP array of bulk strings from the front of `buf`: `Ok(Some((args, used)))`, or
 /// `Ok(None)` when more bytes are needed; `Err` for bytes that are not such an array.
-fn parse(buf: &[u8]) -> Result<Option<(Vec<&[u8]>, usize)>, ()> {
+fn parse(buf: &[u8]) -> Result<Option<Request<'_>>, ()> {
     fn line(buf: &[u8], at: usize) -> Option<(&[u8], usize)> {
         let end = buf.get(at..)?.windows(2).position(|w| w == b"\r\n")?;
         Some((&buf[at..at + end], at + end + 2))

@@ -22,7 +22,7 @@
 //!   spans already aggregated into histograms to the per-phase table;
 //!   [`format_duration_ns`] writes a duration as that table does.
 //!
-//! The ring, its counters and its clock ([`now`](super::now)) are the ones [`super::Span`]
+//! The ring, its counters and its clock ([`super::now`]) are the ones [`super::Span`]
 //! uses, so a consumer sees both kinds of spans alike.
 
 use picollo_alloc::span::frame::{span_head, store_counter_samples, HEAD_WORDS};

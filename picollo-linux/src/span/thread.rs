@@ -328,7 +328,7 @@ impl RingState {
     }
 }
 
-/// Everything of spans on one thread, in one thread-local ([`THREAD`]): the ring and its
+/// Everything of spans on one thread, in one thread-local: the ring and its
 /// counters, the intervals open (of `span!` guards and span layers alike, so a frame's depth
 /// counts both), and a span layer's mapping of the counter slots. A span layer borrows it
 /// once per hook through [`super::raw::with_thread`].
