@@ -8,31 +8,31 @@ use crate::output::json_string;
 
 /// A JSON value, already serialized.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Json(String);
+pub(crate) struct Json(String);
 
 impl Json {
     /// `null`.
-    pub fn null() -> Self {
+    pub(crate) fn null() -> Self {
         Json("null".into())
     }
 
     /// A string.
-    pub fn str(s: &str) -> Self {
+    pub(crate) fn str(s: &str) -> Self {
         Json(json_string(s))
     }
 
     /// An unsigned integer (any width up to 128 bits, exactly).
-    pub fn uint(v: impl Into<u128>) -> Self {
+    pub(crate) fn uint(v: impl Into<u128>) -> Self {
         Json(v.into().to_string())
     }
 
     /// A signed integer.
-    pub fn int(v: i64) -> Self {
+    pub(crate) fn int(v: i64) -> Self {
         Json(v.to_string())
     }
 
     /// A float; `null` when not finite.
-    pub fn float(v: f64) -> Self {
+    pub(crate) fn float(v: f64) -> Self {
         if v.is_finite() {
             let mut s = format!("{v}");
             if !s.contains(['.', 'e', 'E']) {
@@ -45,17 +45,17 @@ impl Json {
     }
 
     /// A bool.
-    pub fn bool(v: bool) -> Self {
+    pub(crate) fn bool(v: bool) -> Self {
         Json(if v { "true" } else { "false" }.into())
     }
 
     /// `f(v)` for `Some(v)`, else `null`.
-    pub fn opt<T>(v: Option<T>, f: impl FnOnce(T) -> Json) -> Self {
+    pub(crate) fn opt<T>(v: Option<T>, f: impl FnOnce(T) -> Json) -> Self {
         v.map_or_else(Self::null, f)
     }
 
     /// An array of `items`.
-    pub fn array(items: impl IntoIterator<Item = Json>) -> Self {
+    pub(crate) fn array(items: impl IntoIterator<Item = Json>) -> Self {
         let mut s = String::from("[");
         for (i, item) in items.into_iter().enumerate() {
             if i > 0 {
@@ -68,7 +68,7 @@ impl Json {
     }
 
     /// The text.
-    pub fn as_str(&self) -> &str {
+    pub(crate) fn as_str(&self) -> &str {
         &self.0
     }
 }
@@ -81,24 +81,24 @@ impl From<Object> for Json {
 
 /// A JSON object under construction; keys keep their order.
 #[derive(Clone, Debug, Default)]
-pub struct Object {
+pub(crate) struct Object {
     text: String,
 }
 
 impl Object {
     /// `{}`.
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self::default()
     }
 
     /// Adds `key: value`.
-    pub fn field(mut self, key: &str, value: impl Into<Json>) -> Self {
+    pub(crate) fn field(mut self, key: &str, value: impl Into<Json>) -> Self {
         self.push(key, value);
         self
     }
 
     /// Adds `key: value` in place.
-    pub fn push(&mut self, key: &str, value: impl Into<Json>) {
+    pub(crate) fn push(&mut self, key: &str, value: impl Into<Json>) {
         if !self.text.is_empty() {
             self.text.push(',');
         }
@@ -106,7 +106,7 @@ impl Object {
     }
 
     /// The object.
-    pub fn build(self) -> Json {
+    pub(crate) fn build(self) -> Json {
         Json(format!("{{{}}}", self.text))
     }
 }

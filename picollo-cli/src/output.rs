@@ -16,7 +16,7 @@ use picollo_core::fmt::{Grouped, GroupedFloat, Trimmed};
 
 /// How tables are printed.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
-pub enum Format {
+pub(crate) enum Format {
     /// The markdown summary tables of Picollo for .NET (the default).
     #[default]
     Markdown,
@@ -30,31 +30,31 @@ pub enum Format {
 
 /// A summary with the title printed above it.
 #[derive(Clone, Debug)]
-pub struct Titled {
+pub(crate) struct Titled {
     /// What was measured: a counter, a file, a file's tag; with its unit in parentheses.
-    pub title: String,
+    pub(crate) title: String,
     /// The summary.
-    pub summary: Summary,
+    pub(crate) summary: Summary,
 }
 
 /// Two summaries to compare under one title.
 #[derive(Clone, Debug)]
-pub struct Compared {
+pub(crate) struct Compared {
     /// What was measured.
-    pub title: String,
+    pub(crate) title: String,
     /// The `A` side (before).
-    pub before: Summary,
+    pub(crate) before: Summary,
     /// The `B` side (after).
-    pub after: Summary,
+    pub(crate) after: Summary,
 }
 
 /// Context printed with the tables: `(key, value)` pairs such as the command and run count.
 /// Markdown and text print them as `key: value` lines before the tables, JSON as string
 /// fields of the top-level object, CSV leaves them out (one schema per file).
-pub type Context = Vec<(&'static str, String)>;
+pub(crate) type Context = Vec<(&'static str, String)>;
 
 /// Prints summaries in `format`.
-pub fn summaries(format: Format, context: &Context, tables: &[Titled]) -> String {
+pub(crate) fn summaries(format: Format, context: &Context, tables: &[Titled]) -> String {
     let mut out = String::new();
     match format {
         Format::Markdown | Format::Text => {
@@ -114,7 +114,7 @@ pub fn summaries(format: Format, context: &Context, tables: &[Titled]) -> String
 }
 
 /// Prints diffs in `format`, with `A`/`B` as the column labels.
-pub fn diffs(format: Format, context: &Context, tables: &[Compared]) -> String {
+pub(crate) fn diffs(format: Format, context: &Context, tables: &[Compared]) -> String {
     let mut out = String::new();
     match format {
         Format::Markdown | Format::Text => {
@@ -412,7 +412,7 @@ fn csv_field(s: &str) -> String {
 }
 
 /// A JSON string literal.
-pub fn json_string(s: &str) -> String {
+pub(crate) fn json_string(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 2);
     out.push('"');
     for c in s.chars() {

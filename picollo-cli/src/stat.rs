@@ -17,14 +17,14 @@
 //! Every figure is kept in HdrHistogram(3)'s buckets, so `--hlog`/`--hgrm` read back as printed.
 
 mod events;
-pub mod export;
-pub mod gate;
-pub mod human;
-pub mod model;
-pub mod plot;
-pub mod runner;
+pub(crate) mod export;
+pub(crate) mod gate;
+pub(crate) mod human;
+pub(crate) mod model;
+pub(crate) mod plot;
+pub(crate) mod runner;
 mod sides;
-pub mod stats;
+pub(crate) mod stats;
 mod words;
 
 use std::ffi::OsString;
@@ -44,7 +44,7 @@ use self::sides::{save_hgrm, save_hlog, Side};
 
 /// When to colour the human output.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
-pub enum ColorWhen {
+pub(crate) enum ColorWhen {
     /// When standard output is a terminal and `NO_COLOR` is not set.
     #[default]
     Auto,
@@ -56,72 +56,72 @@ pub enum ColorWhen {
 
 /// What `stat` was asked to do.
 #[derive(Clone, Debug, Default)]
-pub struct StatOptions {
+pub(crate) struct StatOptions {
     /// `-e` values, each a comma-separated list of perf event names.
-    pub events: Vec<String>,
+    pub(crate) events: Vec<String>,
     /// Measured runs per command; `None`: automatic (at least `min_runs`, about 3 s).
-    pub repeat: Option<u32>,
+    pub(crate) repeat: Option<u32>,
     /// Lower bound of the automatic run count.
-    pub min_runs: u32,
+    pub(crate) min_runs: u32,
     /// Upper bound of the automatic run count.
-    pub max_runs: Option<u32>,
+    pub(crate) max_runs: Option<u32>,
     /// Runs per command before the measured ones, not recorded.
-    pub warmup: u32,
+    pub(crate) warmup: u32,
     /// The command to compare with, as one shell-like string.
-    pub vs: Option<String>,
+    pub(crate) vs: Option<String>,
     /// Keep measuring when the command exits with a failure status.
-    pub ignore_failure: bool,
+    pub(crate) ignore_failure: bool,
     /// Send the command's standard output to standard error instead of discarding it.
-    pub show_output: bool,
+    pub(crate) show_output: bool,
     /// Print the percentile tables in this format instead of the human report.
-    pub format: Option<Format>,
+    pub(crate) format: Option<Format>,
     /// Print the percentile summary tables instead of the human report.
-    pub table: bool,
+    pub(crate) table: bool,
     /// When to colour the human report.
-    pub color: ColorWhen,
+    pub(crate) color: ColorWhen,
     /// Save every distribution to this HdrHistogram interval log, one tagged interval each.
-    pub hlog: Option<PathBuf>,
+    pub(crate) hlog: Option<PathBuf>,
     /// Save every distribution as an `.hgrm` percentile file, one per counter, named after
     /// this path.
-    pub hgrm: Option<PathBuf>,
+    pub(crate) hgrm: Option<PathBuf>,
     /// The commands and their arguments, separated by `:::`.
-    pub command: Vec<OsString>,
+    pub(crate) command: Vec<OsString>,
     /// Run command strings without a shell (split like a shell would).
-    pub no_shell: bool,
+    pub(crate) no_shell: bool,
     /// `-n` names of the commands, in order.
-    pub names: Vec<String>,
+    pub(crate) names: Vec<String>,
     /// The shell for command strings.
-    pub shell: String,
+    pub(crate) shell: String,
     /// `-P NAME MIN MAX`.
-    pub scan: Option<Vec<String>>,
+    pub(crate) scan: Option<Vec<String>>,
     /// `-D STEP` of the scan.
-    pub scan_step: Option<String>,
+    pub(crate) scan_step: Option<String>,
     /// `-L NAME VALUES` pairs, flattened.
-    pub lists: Vec<String>,
+    pub(crate) lists: Vec<String>,
     /// Commands run once before each command's runs.
-    pub setup: Vec<String>,
+    pub(crate) setup: Vec<String>,
     /// Commands run before each run.
-    pub prepare: Vec<String>,
+    pub(crate) prepare: Vec<String>,
     /// Commands run once after each command's runs.
-    pub cleanup: Vec<String>,
+    pub(crate) cleanup: Vec<String>,
     /// Run each command's runs in a block rather than interleaved.
-    pub no_interleave: bool,
+    pub(crate) no_interleave: bool,
     /// `--fail-if-slower` thresholds.
-    pub fail_if_slower: Vec<String>,
+    pub(crate) fail_if_slower: Vec<String>,
     /// Save the run (JSON) here.
-    pub save: Option<PathBuf>,
+    pub(crate) save: Option<PathBuf>,
     /// Compare with this saved run.
-    pub baseline: Option<PathBuf>,
+    pub(crate) baseline: Option<PathBuf>,
     /// Print this saved run instead of measuring.
-    pub load: Option<PathBuf>,
+    pub(crate) load: Option<PathBuf>,
     /// `--export-json` path.
-    pub export_json: Option<PathBuf>,
+    pub(crate) export_json: Option<PathBuf>,
     /// `--export-markdown` path.
-    pub export_markdown: Option<PathBuf>,
+    pub(crate) export_markdown: Option<PathBuf>,
     /// `--export-csv` path.
-    pub export_csv: Option<PathBuf>,
+    pub(crate) export_csv: Option<PathBuf>,
     /// `--plot` path.
-    pub plot: Option<PathBuf>,
+    pub(crate) plot: Option<PathBuf>,
 }
 
 /// Reads a saved run.
@@ -142,7 +142,7 @@ fn load(path: &Path) -> Result<Saved> {
 /// A bad event or command, counters that cannot be opened, a failing command (unless
 /// ignored), a file that cannot be read or written, or a regression past a
 /// `--fail-if-slower` threshold (the report is printed first).
-pub fn run(opts: &StatOptions) -> Result<String> {
+pub(crate) fn run(opts: &StatOptions) -> Result<String> {
     let thresholds = opts
         .fail_if_slower
         .iter()
@@ -386,7 +386,7 @@ fn tables(saved: &Saved, sides: &[Side], format: Format, counting: Option<&str>)
 }
 
 /// Comparisons of a saved run, for `picollo plot run.json`.
-pub fn plot_saved(path: &Path, out: &Path, title: &str) -> Result<()> {
+pub(crate) fn plot_saved(path: &Path, out: &Path, title: &str) -> Result<()> {
     let saved = load(path)?;
     let comparisons: Vec<Comparison> = model::compare(&saved, None);
     let svg = plot::render(&saved, &comparisons, title)?;

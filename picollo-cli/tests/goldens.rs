@@ -90,7 +90,10 @@ fn check_all(dir: &Path, cases: &[(&[&str], &str)]) {
         .iter()
         .filter_map(|(args, name)| check(name, &stdout_in(dir, args)))
         .collect();
-    assert!(failed.is_empty(), "outputs differ from their goldens: {failed:?}");
+    assert!(
+        failed.is_empty(),
+        "outputs differ from their goldens: {failed:?}"
+    );
 }
 
 #[test]
@@ -125,7 +128,13 @@ fn report_and_diff_in_every_format() {
             format!("diff_jhiccup_tagged.{format}"),
         ));
         cases.push((
-            vec!["diff", "seq-nums.hist", "seq-nums.histz", "--format", format],
+            vec![
+                "diff",
+                "seq-nums.hist",
+                "seq-nums.histz",
+                "--format",
+                format,
+            ],
             format!("diff_seq_nums.{format}"),
         ));
     }
@@ -209,7 +218,13 @@ fn saved_stat_run_to_hgrm_files() {
     let saved = golden_dir().join(SAVED);
     stdout_in(
         &t,
-        &["stat", "--load", saved.to_str().unwrap(), "--hgrm", "run.hgrm"],
+        &[
+            "stat",
+            "--load",
+            saved.to_str().unwrap(),
+            "--hgrm",
+            "run.hgrm",
+        ],
     );
     let mut names: Vec<String> = std::fs::read_dir(&t)
         .unwrap()

@@ -20,9 +20,9 @@ use crate::error::{CliError, Result};
 use crate::json::{Json, Object};
 
 /// The schema name in every saved file.
-pub const SCHEMA: &str = "picollo-stat";
+pub(crate) const SCHEMA: &str = "picollo-stat";
 /// The schema version this build writes and reads.
-pub const VERSION: u64 = 1;
+pub(crate) const VERSION: u64 = 1;
 
 fn summary_fields(o: &mut Object, s: Option<&Summary>, scale: f64, p: bool) {
     let f = |v: Option<f64>| Json::opt(v, |v| Json::float(v / scale));
@@ -151,7 +151,7 @@ fn bench_json(b: &Bench) -> Json {
 }
 
 /// The JSON document of a run (one line, with a final newline).
-pub fn to_json(saved: &Saved, comparisons: &[Comparison]) -> String {
+pub(crate) fn to_json(saved: &Saved, comparisons: &[Comparison]) -> String {
     let o = Object::new()
         .field("schema", Json::str(SCHEMA))
         .field("version", Json::uint(VERSION))
@@ -171,7 +171,7 @@ pub fn to_json(saved: &Saved, comparisons: &[Comparison]) -> String {
 ///
 /// # Errors
 /// Not JSON, another schema or a newer version, or fields of the wrong type.
-pub fn from_json(text: &str, name: &str) -> Result<Saved> {
+pub(crate) fn from_json(text: &str, name: &str) -> Result<Saved> {
     let v: Value = serde_json::from_str(text).map_err(|e| {
         CliError::new(format!(
             "{name} is not JSON ({e}); give a file from --save or --export-json"
@@ -324,7 +324,7 @@ pub fn from_json(text: &str, name: &str) -> Result<Saved> {
 }
 
 /// The counters of a run, in order of first appearance (wall time first).
-pub fn counter_names(saved: &Saved) -> Vec<String> {
+pub(crate) fn counter_names(saved: &Saved) -> Vec<String> {
     let mut names: Vec<String> = Vec::new();
     for b in &saved.benches {
         for s in &b.series {
@@ -343,7 +343,7 @@ fn find<'a>(cs: &'a [Comparison], command: usize, counter: &str) -> Option<&'a C
 
 /// Markdown: per counter, hyperfine's table (`Command | Mean | Min | Max | Relative`), with
 /// the ratio's interval in Relative.
-pub fn to_markdown(saved: &Saved, comparisons: &[Comparison]) -> String {
+pub(crate) fn to_markdown(saved: &Saved, comparisons: &[Comparison]) -> String {
     let mut out = String::new();
     for (n, name) in counter_names(saved).iter().enumerate() {
         let kind = Kind::of(name);
@@ -447,7 +447,7 @@ fn csv(s: &str) -> String {
 
 /// CSV: one row per command and counter, values in the counter's unit, then the comparison
 /// with the baseline and hyperfine's `parameter_<name>` columns.
-pub fn to_csv(saved: &Saved, comparisons: &[Comparison]) -> String {
+pub(crate) fn to_csv(saved: &Saved, comparisons: &[Comparison]) -> String {
     let mut params: Vec<String> = Vec::new();
     for b in &saved.benches {
         for (k, _) in &b.parameters {
@@ -506,7 +506,7 @@ pub fn to_csv(saved: &Saved, comparisons: &[Comparison]) -> String {
 ///
 /// # Errors
 /// The file cannot be written.
-pub fn write(path: &std::path::Path, text: &str, flag: &str) -> Result<Option<String>> {
+pub(crate) fn write(path: &std::path::Path, text: &str, flag: &str) -> Result<Option<String>> {
     if path.as_os_str() == "-" {
         return Ok(Some(text.to_string()));
     }

@@ -9,9 +9,9 @@ use super::stats::{self, runs_for, Summary};
 
 /// ANSI colours, or none.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Style {
+pub(crate) struct Style {
     /// Whether to emit escape codes.
-    pub color: bool,
+    pub(crate) color: bool,
 }
 
 impl Style {
@@ -44,19 +44,19 @@ impl Style {
 
 /// A scale for one line: divisor, suffix, and decimals.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Scale {
+pub(crate) struct Scale {
     /// Values are divided by this.
-    pub divisor: f64,
+    pub(crate) divisor: f64,
     /// Printed after the number (`ms`, `k`, or nothing).
-    pub suffix: &'static str,
+    pub(crate) suffix: &'static str,
     /// Decimals after the point.
-    pub decimals: usize,
+    pub(crate) decimals: usize,
 }
 
 impl Scale {
     /// The scale of a line whose typical value is `reference`: ns, µs, ms, s for times;
     /// plain, k, M, G, T for counts; three or four significant digits.
-    pub fn for_value(kind: Kind, reference: f64) -> Scale {
+    pub(crate) fn for_value(kind: Kind, reference: f64) -> Scale {
         let r = reference.abs();
         let (divisor, suffix) = match kind {
             Kind::Time if r < 1e3 => (1.0, "ns"),
@@ -91,7 +91,7 @@ impl Scale {
     }
 
     /// `v` in this scale, with the suffix.
-    pub fn show(&self, v: f64) -> String {
+    pub(crate) fn show(&self, v: f64) -> String {
         let n = format!("{:.*}", self.decimals, v / self.divisor);
         if self.suffix.is_empty() {
             n
@@ -102,7 +102,7 @@ impl Scale {
 }
 
 /// `v` in its own best scale (for one-off figures such as user and system time).
-pub fn show(kind: Kind, v: f64) -> String {
+pub(crate) fn show(kind: Kind, v: f64) -> String {
     Scale::for_value(kind, v).show(v)
 }
 
@@ -120,12 +120,12 @@ fn ratio_decimals(r: f64) -> usize {
 }
 
 /// A ratio: `1.31`, `1.003`, `12.4`, `152`.
-pub fn ratio(r: f64) -> String {
+pub(crate) fn ratio(r: f64) -> String {
     ratio_in(r, r)
 }
 
 /// `v` with the decimals of the ratio `of` (an interval's bounds printed like its ratio).
-pub fn ratio_in(v: f64, of: f64) -> String {
+pub(crate) fn ratio_in(v: f64, of: f64) -> String {
     if v.is_finite() {
         format!("{v:.*}", ratio_decimals(of))
     } else {
@@ -134,7 +134,7 @@ pub fn ratio_in(v: f64, of: f64) -> String {
 }
 
 /// A p-value: `p = 0.012`, `p < 0.001`.
-pub fn p_value(p: f64) -> String {
+pub(crate) fn p_value(p: f64) -> String {
     if p < 0.001 {
         "p < 0.001".into()
     } else {
@@ -144,7 +144,7 @@ pub fn p_value(p: f64) -> String {
 
 /// The sentence for one comparison, without colour: "`B` is 1.31× faster than `A` (95% CI
 /// 1.22–1.40, p = 0.002)", "no significant difference (1.02×, …)".
-pub fn sentence(c: &Comparison, command: &str, kind: Kind, st: Style) -> String {
+pub(crate) fn sentence(c: &Comparison, command: &str, kind: Kind, st: Style) -> String {
     let (Some(r), Some(t)) = (c.ratio, c.test) else {
         return format!(
             "`{command}`: not comparable with `{}` (a side has no values, or the baseline's \
@@ -226,7 +226,7 @@ fn visible_len(s: &str) -> usize {
 }
 
 /// The human report of `saved` with its comparisons.
-pub fn render(saved: &Saved, comparisons: &[Comparison], st: Style) -> String {
+pub(crate) fn render(saved: &Saved, comparisons: &[Comparison], st: Style) -> String {
     let mut out = String::new();
     let mut hidden: Vec<&str> = Vec::new();
     for (i, b) in saved.benches.iter().enumerate() {
@@ -419,7 +419,7 @@ fn row(name: &str, kind: Kind, s: &Summary, st: Style) -> [String; 6] {
 
 /// Warnings about statistical outliers, hyperfine's way: one line per command, which runs
 /// of which counters, and the likely cause.
-pub fn outlier_warnings(saved: &Saved) -> Vec<String> {
+pub(crate) fn outlier_warnings(saved: &Saved) -> Vec<String> {
     let mut out = Vec::new();
     for b in &saved.benches {
         let mut parts = Vec::new();

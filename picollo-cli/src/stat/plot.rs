@@ -12,7 +12,7 @@ use crate::error::{CliError, Result};
 use crate::plot::COLORS;
 
 /// The empirical percentile curve of `values`: the i-th smallest of n at 100·(i + ½)/n.
-pub fn curve(values: &[f64]) -> Vec<(f64, f64)> {
+pub(crate) fn curve(values: &[f64]) -> Vec<(f64, f64)> {
     let mut v = values.to_vec();
     v.sort_by(f64::total_cmp);
     let n = v.len() as f64;
@@ -53,7 +53,7 @@ fn legend(label: &str, c: Option<&Comparison>) -> String {
 ///
 /// # Errors
 /// Nothing measured, or a drawing error.
-pub fn render(saved: &Saved, comparisons: &[Comparison], title: &str) -> Result<String> {
+pub(crate) fn render(saved: &Saved, comparisons: &[Comparison], title: &str) -> Result<String> {
     let names = counter_names(saved);
     let names: Vec<String> = names
         .into_iter()

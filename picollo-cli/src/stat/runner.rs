@@ -16,60 +16,60 @@ use crate::error::{CliError, Result};
 use crate::spawn::{self, ChildOutput};
 
 /// The separator between commands (GNU parallel's).
-pub const SEPARATOR: &str = ":::";
+pub(crate) const SEPARATOR: &str = ":::";
 /// Without `-r`, commands run for at least this long (hyperfine's default).
-pub const AUTO_TIME: Duration = Duration::from_secs(3);
+pub(crate) const AUTO_TIME: Duration = Duration::from_secs(3);
 
 /// How to measure.
 #[derive(Clone, Debug)]
-pub struct RunOptions {
+pub(crate) struct RunOptions {
     /// Measured runs per command; `None`: at least `min_runs` and [`AUTO_TIME`].
-    pub repeat: Option<u32>,
+    pub(crate) repeat: Option<u32>,
     /// Lower bound of the automatic run count.
-    pub min_runs: u32,
+    pub(crate) min_runs: u32,
     /// Upper bound of the automatic run count.
-    pub max_runs: Option<u32>,
+    pub(crate) max_runs: Option<u32>,
     /// Warm-up runs per command.
-    pub warmup: u32,
+    pub(crate) warmup: u32,
     /// ABCABC… rather than AAA…BBB…
-    pub interleave: bool,
+    pub(crate) interleave: bool,
     /// Keep measuring when a command fails.
-    pub ignore_failure: bool,
+    pub(crate) ignore_failure: bool,
     /// The measured commands' stdout to stderr (else discarded).
-    pub show_output: bool,
+    pub(crate) show_output: bool,
     /// Events without modifiers count the kernel too (perf stat's default where permitted).
-    pub kernel: bool,
+    pub(crate) kernel: bool,
 }
 
 /// A command to benchmark, ready to run.
 #[derive(Clone, Debug)]
-pub struct Planned {
+pub(crate) struct Planned {
     /// As shown.
-    pub name: String,
+    pub(crate) name: String,
     /// What runs.
-    pub argv: Vec<OsString>,
+    pub(crate) argv: Vec<OsString>,
     /// Parameter values.
-    pub parameters: Vec<(String, String)>,
+    pub(crate) parameters: Vec<(String, String)>,
     /// Runs once before this command's first run.
-    pub setup: Option<Vec<OsString>>,
+    pub(crate) setup: Option<Vec<OsString>>,
     /// Runs before each of this command's runs (warm-up included), not measured.
-    pub prepare: Option<Vec<OsString>>,
+    pub(crate) prepare: Option<Vec<OsString>>,
     /// Runs once after this command's last run.
-    pub cleanup: Option<Vec<OsString>>,
+    pub(crate) cleanup: Option<Vec<OsString>>,
 }
 
 /// How command strings become argument vectors.
 #[derive(Clone, Debug)]
-pub struct Shell {
+pub(crate) struct Shell {
     /// The shell for command strings; `None` with `-N`: split, no shell.
-    pub shell: Option<String>,
+    pub(crate) shell: Option<String>,
 }
 
 impl Shell {
     /// The argv of a command given as words: one word with spaces or shell syntax is a
     /// command line for the shell (as hyperfine takes it), or split like a shell would with
     /// `-N`; several words are run as they are.
-    pub fn argv(&self, words: &[String]) -> Result<Vec<OsString>> {
+    pub(crate) fn argv(&self, words: &[String]) -> Result<Vec<OsString>> {
         match words {
             [one]
                 if one.contains(|c: char| {
@@ -86,7 +86,7 @@ impl Shell {
     }
 
     /// The argv of a `--setup`/`--prepare`/`--cleanup` command line (always a line).
-    pub fn line(&self, line: &str) -> Result<Vec<OsString>> {
+    pub(crate) fn line(&self, line: &str) -> Result<Vec<OsString>> {
         match &self.shell {
             Some(sh) => Ok(vec![sh.into(), "-c".into(), line.into()]),
             None => split_command(line),
@@ -96,11 +96,11 @@ impl Shell {
 
 /// A parameter and its values (`-P N 1 8`, `-L compiler gcc,clang`).
 #[derive(Clone, Debug, PartialEq)]
-pub struct Parameter {
+pub(crate) struct Parameter {
     /// The name, used as `{name}` in commands.
-    pub name: String,
+    pub(crate) name: String,
     /// The values, in order.
-    pub values: Vec<String>,
+    pub(crate) values: Vec<String>,
 }
 
 /// The values of `-P NAME MIN MAX` with step `-D` (integers, or decimals when any is).
@@ -108,7 +108,7 @@ pub struct Parameter {
 /// # Errors
 /// A bound or step that is not a number, a step that is not positive, or more than 100,000
 /// values.
-pub fn scan(name: &str, min: &str, max: &str, step: Option<&str>) -> Result<Parameter> {
+pub(crate) fn scan(name: &str, min: &str, max: &str, step: Option<&str>) -> Result<Parameter> {
     let num = |s: &str, what: &str| {
         s.parse::<f64>()
             .ok()
@@ -203,7 +203,7 @@ fn hook(list: &[String], i: usize, commands: usize, flag: &str) -> Result<Option
 /// # Errors
 /// An empty command, a bad `--vs`, hooks that do not match the commands.
 #[allow(clippy::too_many_arguments)]
-pub fn plan(
+pub(crate) fn plan(
     words: &[OsString],
     vs: Option<&str>,
     params: &[Parameter],
@@ -287,7 +287,7 @@ pub fn plan(
 ///
 /// # Errors
 /// More names than commands.
-pub fn name(planned: &mut [Planned], names: &[String]) -> Result<()> {
+pub(crate) fn name(planned: &mut [Planned], names: &[String]) -> Result<()> {
     if names.len() > planned.len() {
         return Err(CliError::new(format!(
             "{} names (-n) for {} commands; give at most one per command",
@@ -417,7 +417,7 @@ fn children_times() -> (u64, u64) {
 /// # Errors
 /// A command or hook that cannot run or fails (unless `ignore_failure`), counters that
 /// cannot be opened.
-pub fn run(planned: &[Planned], events: &[EventSpec], o: &RunOptions) -> Result<Saved> {
+pub(crate) fn run(planned: &[Planned], events: &[EventSpec], o: &RunOptions) -> Result<Saved> {
     let started_unix_ms = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));

@@ -11,7 +11,7 @@ use crate::error::{CliError, Result};
 ///
 /// # Errors
 /// An unclosed quote or a trailing backslash, or an empty command.
-pub fn split_command(s: &str) -> Result<Vec<OsString>> {
+pub(crate) fn split_command(s: &str) -> Result<Vec<OsString>> {
     let mut words = Vec::new();
     let mut cur = String::new();
     let mut in_word = false;
@@ -82,7 +82,7 @@ pub fn split_command(s: &str) -> Result<Vec<OsString>> {
 }
 
 /// A command line for display: arguments with spaces or quotes are single-quoted.
-pub fn show_command(argv: &[OsString]) -> String {
+pub(crate) fn show_command(argv: &[OsString]) -> String {
     argv.iter()
         .map(|a| {
             let a = a.to_string_lossy();
