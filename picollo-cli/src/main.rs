@@ -40,7 +40,6 @@ mod spawn;
 mod stat;
 
 use std::collections::{HashMap, HashSet};
-use std::ffi::OsString;
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -100,7 +99,7 @@ enum Command {
     /// --export-json), --baseline FILE compares with it (or with hyperfine's JSON), --load FILE
     /// prints it again. --table prints the percentile summary tables instead (--format
     /// markdown|text|csv|json; with --vs or several commands, Δ% and Cohen's d per rank).
-    Stat(Box<StatArgs>),
+    Stat(Box<stat::StatArgs>),
     /// Print summary tables of a histogram file (.hlog, .hgrm, .hist, .histz).
     ///
     /// The file is an HdrHistogram interval log (one table per tag), an .hgrm percentile
@@ -176,135 +175,6 @@ enum Command {
     /// written once the whole log has converted, so an error leaves stdout empty. Logs with
     /// more tags than --max-tags (100,000) are refused.
     Export(export::ExportArgs),
-}
-
-#[derive(Debug, Args)]
-#[allow(clippy::struct_excessive_bools)]
-struct StatArgs {
-    /// Events to count, comma-separated perf names (repeatable): task-clock, page-faults,
-    /// cycles, instructions, L1-dcache-load-misses, rNNNN, pmu/event=0x3c/…
-    #[arg(short = 'e', long = "events", value_name = "EVENTS")]
-    events: Vec<String>,
-    /// Measured runs of each command [default: automatic, at least --min-runs and about 3 s
-    /// of each command].
-    #[arg(short = 'r', long = "runs", visible_alias = "repeat", value_name = "N",
-          value_parser = clap::value_parser!(u32).range(1..))]
-    repeat: Option<u32>,
-    /// The fewest runs the automatic run count makes.
-    #[arg(short = 'm', long, value_name = "N", default_value_t = 10,
-          value_parser = clap::value_parser!(u32).range(1..))]
-    min_runs: u32,
-    /// The most runs the automatic run count makes.
-    #[arg(short = 'M', long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
-    max_runs: Option<u32>,
-    /// Runs of each command before the measured ones, not recorded: they fill the page
-    /// cache, load the binaries and libraries, and train the branch predictors (3 by
-    /// default; 0 to measure cold runs).
-    #[arg(short = 'w', long, value_name = "K", default_value_t = 3)]
-    warmup: u32,
-    /// Another command to compare with, as one quoted string (split like a shell would,
-    /// without expansion): --vs 'gzip -9 -k -f big.txt'. Same as `-- A ::: B`.
-    #[arg(long, value_name = "OTHER CMD")]
-    vs: Option<String>,
-    /// Run every command's runs in one block (AAA…BBB…) rather than interleaved (ABAB…).
-    #[arg(long)]
-    no_interleave: bool,
-    /// Keep measuring when a command exits with a failure status.
-    #[arg(short = 'i', long)]
-    ignore_failure: bool,
-    /// Send the commands' stdout (and the hooks') to stderr instead of discarding it.
-    #[arg(long)]
-    show_output: bool,
-    /// A name for a command, shown and exported instead of its text (repeatable, in order of
-    /// the commands; `{VAR}` takes parameter values).
-    #[arg(short = 'n', long, value_name = "NAME")]
-    command_name: Vec<String>,
-    /// Run command strings without a shell: split them like a shell would, no expansion.
-    #[arg(short = 'N', long)]
-    no_shell: bool,
-    /// The shell that runs command strings (a single quoted word with spaces or shell
-    /// syntax) and the --setup/--prepare/--cleanup commands.
-    #[arg(short = 'S', long, value_name = "SHELL", default_value = "sh")]
-    shell: String,
-    /// A command run once before each command's first run (once for all, or once per
-    /// command, in order).
-    #[arg(short = 's', long, value_name = "CMD")]
-    setup: Vec<String>,
-    /// A command run before every run of each command, warm-up included, not measured
-    /// (once for all, or once per command): clear a cache, reset a file.
-    #[arg(short = 'p', long, value_name = "CMD")]
-    prepare: Vec<String>,
-    /// A command run once after each command's last run (once for all, or once per
-    /// command).
-    #[arg(short = 'c', long, value_name = "CMD")]
-    cleanup: Vec<String>,
-    /// Scan a parameter: one command per value from MIN to MAX, `{VAR}` in the commands
-    /// replaced by it (-P threads 1 8 -- 'make -j {threads}').
-    #[arg(short = 'P', long, num_args = 3, value_names = ["VAR", "MIN", "MAX"])]
-    parameter_scan: Option<Vec<String>>,
-    /// The step of --parameter-scan [default: 1].
-    #[arg(short = 'D', long, value_name = "STEP", requires = "parameter_scan")]
-    parameter_step_size: Option<String>,
-    /// A parameter with a list of values, comma-separated (-L cc gcc,clang); repeatable,
-    /// every combination is run.
-    #[arg(short = 'L', long, num_args = 2, value_names = ["VAR", "VALUES"], action = clap::ArgAction::Append)]
-    parameter_list: Vec<String>,
-    /// Fail (exit status 1, one line naming the regression) when a command is worse than the
-    /// baseline by more than PCT on the lower bound of the ratio's 95% interval: on every
-    /// counter (5%), or on one (wall-time=5%); repeatable.
-    #[arg(long, value_name = "[COUNTER=]PCT")]
-    fail_if_slower: Vec<String>,
-    /// Save the run (the JSON of --export-json) for a later --baseline, --load or plot.
-    #[arg(long, value_name = "FILE")]
-    save: Option<PathBuf>,
-    /// Compare every command with a saved run (--save, or hyperfine's --export-json): the
-    /// saved command with the same text, or the saved run's only command, is its baseline.
-    #[arg(long, value_name = "FILE")]
-    baseline: Option<PathBuf>,
-    /// Print a saved run (from --save) instead of measuring: the report, comparisons,
-    /// exports, gates and plot, as if it had just run.
-    #[arg(long, value_name = "FILE", conflicts_with_all = ["command", "vs"])]
-    load: Option<PathBuf>,
-    /// Write the run as JSON (schema picollo-stat version 1: hyperfine's fields plus every
-    /// counter's per-run values); `-` for stdout.
-    #[arg(long, value_name = "FILE")]
-    export_json: Option<PathBuf>,
-    /// Write hyperfine-style Markdown tables, one per counter, with the ratio's interval.
-    #[arg(long, value_name = "FILE")]
-    export_markdown: Option<PathBuf>,
-    /// Write one CSV row per command and counter (summary, ratio, interval, p-value).
-    #[arg(long, value_name = "FILE")]
-    export_csv: Option<PathBuf>,
-    /// Draw each counter's distribution per command, with the ratio's interval, as SVG.
-    #[arg(long, value_name = "OUT.svg")]
-    plot: Option<PathBuf>,
-    /// Print the percentile summary tables (every rank, --format) instead of the report.
-    #[arg(long)]
-    table: bool,
-    /// Print the percentile tables in this format (implies --table).
-    #[arg(long, value_enum)]
-    format: Option<Format>,
-    /// Colour the report: auto (a terminal, and NO_COLOR unset), always, never.
-    #[arg(long, value_enum, default_value_t = stat::ColorWhen::Auto)]
-    color: stat::ColorWhen,
-    /// Also save every distribution to this HdrHistogram interval log (one interval per
-    /// counter, tagged with its name; `A.`/`B.`/… prefixes with several commands), for
-    /// report, diff, plot.
-    #[arg(long, value_name = "FILE")]
-    hlog: Option<PathBuf>,
-    /// Also save every distribution as an .hgrm percentile file: FILE with `.<counter>`
-    /// inserted before `.hgrm` (out.hgrm: out.task-clock.hgrm, out.wall-time.hgrm, …).
-    #[arg(long, value_name = "FILE")]
-    hgrm: Option<PathBuf>,
-    /// The commands (after `--`), separated by `:::`: each is a program and its arguments,
-    /// or one quoted string run by the shell ('seq 100 | sort').
-    #[arg(
-        value_name = "CMD",
-        required_unless_present = "load",
-        trailing_var_arg = true,
-        allow_hyphen_values = true
-    )]
-    command: Vec<OsString>,
 }
 
 #[derive(Debug, Args)]
@@ -436,40 +306,7 @@ fn main() -> ExitCode {
 fn run(cli: Cli) -> Result<String> {
     match cli.command {
         Command::Counters => Ok(counters::report()),
-        Command::Stat(a) => stat::run(&stat::StatOptions {
-            events: a.events,
-            repeat: a.repeat,
-            min_runs: a.min_runs,
-            max_runs: a.max_runs,
-            warmup: a.warmup,
-            vs: a.vs,
-            ignore_failure: a.ignore_failure,
-            show_output: a.show_output,
-            format: a.format,
-            table: a.table,
-            color: a.color,
-            hlog: a.hlog,
-            hgrm: a.hgrm,
-            command: a.command,
-            no_shell: a.no_shell,
-            names: a.command_name,
-            shell: a.shell,
-            scan: a.parameter_scan,
-            scan_step: a.parameter_step_size,
-            lists: a.parameter_list,
-            setup: a.setup,
-            prepare: a.prepare,
-            cleanup: a.cleanup,
-            no_interleave: a.no_interleave,
-            fail_if_slower: a.fail_if_slower,
-            save: a.save,
-            baseline: a.baseline,
-            load: a.load,
-            export_json: a.export_json,
-            export_markdown: a.export_markdown,
-            export_csv: a.export_csv,
-            plot: a.plot,
-        }),
+        Command::Stat(a) => stat::run(&a),
         Command::Report(a) => report(&a),
         Command::Diff(a) => diff(&a),
         Command::Plot(a) => plot(&a),

@@ -31,7 +31,7 @@ use std::ffi::OsString;
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 
-use clap::ValueEnum;
+use clap::{Args, ValueEnum};
 
 use picollo_linux::caps::Capabilities;
 
@@ -54,74 +54,134 @@ pub(crate) enum ColorWhen {
     Never,
 }
 
-/// What `stat` was asked to do.
-#[derive(Clone, Debug, Default)]
-pub(crate) struct StatOptions {
-    /// `-e` values, each a comma-separated list of perf event names.
+/// The arguments of `stat`.
+#[derive(Debug, Args)]
+#[allow(clippy::struct_excessive_bools)]
+pub(crate) struct StatArgs {
+    /// Events to count, comma-separated perf names (repeatable): task-clock, page-faults,
+    /// cycles, instructions, L1-dcache-load-misses, rNNNN, pmu/event=0x3c/…
+    #[arg(short = 'e', long = "events", value_name = "EVENTS")]
     pub(crate) events: Vec<String>,
-    /// Measured runs per command; `None`: automatic (at least `min_runs`, about 3 s).
+    /// Measured runs of each command [default: automatic, at least --min-runs and about 3 s
+    /// of each command].
+    #[arg(short = 'r', long = "runs", visible_alias = "repeat", value_name = "N",
+          value_parser = clap::value_parser!(u32).range(1..))]
     pub(crate) repeat: Option<u32>,
-    /// Lower bound of the automatic run count.
+    /// The fewest runs the automatic run count makes.
+    #[arg(short = 'm', long, value_name = "N", default_value_t = 10,
+          value_parser = clap::value_parser!(u32).range(1..))]
     pub(crate) min_runs: u32,
-    /// Upper bound of the automatic run count.
+    /// The most runs the automatic run count makes.
+    #[arg(short = 'M', long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub(crate) max_runs: Option<u32>,
-    /// Runs per command before the measured ones, not recorded.
+    /// Runs of each command before the measured ones, not recorded: they fill the page
+    /// cache, load the binaries and libraries, and train the branch predictors (3 by
+    /// default; 0 to measure cold runs).
+    #[arg(short = 'w', long, value_name = "K", default_value_t = 3)]
     pub(crate) warmup: u32,
-    /// The command to compare with, as one shell-like string.
+    /// Another command to compare with, as one quoted string (split like a shell would,
+    /// without expansion): --vs 'gzip -9 -k -f big.txt'. Same as `-- A ::: B`.
+    #[arg(long, value_name = "OTHER CMD")]
     pub(crate) vs: Option<String>,
-    /// Keep measuring when the command exits with a failure status.
-    pub(crate) ignore_failure: bool,
-    /// Send the command's standard output to standard error instead of discarding it.
-    pub(crate) show_output: bool,
-    /// Print the percentile tables in this format instead of the human report.
-    pub(crate) format: Option<Format>,
-    /// Print the percentile summary tables instead of the human report.
-    pub(crate) table: bool,
-    /// When to colour the human report.
-    pub(crate) color: ColorWhen,
-    /// Save every distribution to this HdrHistogram interval log, one tagged interval each.
-    pub(crate) hlog: Option<PathBuf>,
-    /// Save every distribution as an `.hgrm` percentile file, one per counter, named after
-    /// this path.
-    pub(crate) hgrm: Option<PathBuf>,
-    /// The commands and their arguments, separated by `:::`.
-    pub(crate) command: Vec<OsString>,
-    /// Run command strings without a shell (split like a shell would).
-    pub(crate) no_shell: bool,
-    /// `-n` names of the commands, in order.
-    pub(crate) names: Vec<String>,
-    /// The shell for command strings.
-    pub(crate) shell: String,
-    /// `-P NAME MIN MAX`.
-    pub(crate) scan: Option<Vec<String>>,
-    /// `-D STEP` of the scan.
-    pub(crate) scan_step: Option<String>,
-    /// `-L NAME VALUES` pairs, flattened.
-    pub(crate) lists: Vec<String>,
-    /// Commands run once before each command's runs.
-    pub(crate) setup: Vec<String>,
-    /// Commands run before each run.
-    pub(crate) prepare: Vec<String>,
-    /// Commands run once after each command's runs.
-    pub(crate) cleanup: Vec<String>,
-    /// Run each command's runs in a block rather than interleaved.
+    /// Run every command's runs in one block (AAA…BBB…) rather than interleaved (ABAB…).
+    #[arg(long)]
     pub(crate) no_interleave: bool,
-    /// `--fail-if-slower` thresholds.
+    /// Keep measuring when a command exits with a failure status.
+    #[arg(short = 'i', long)]
+    pub(crate) ignore_failure: bool,
+    /// Send the commands' stdout (and the hooks') to stderr instead of discarding it.
+    #[arg(long)]
+    pub(crate) show_output: bool,
+    /// A name for a command, shown and exported instead of its text (repeatable, in order of
+    /// the commands; `{VAR}` takes parameter values).
+    #[arg(short = 'n', long, value_name = "NAME")]
+    pub(crate) command_name: Vec<String>,
+    /// Run command strings without a shell: split them like a shell would, no expansion.
+    #[arg(short = 'N', long)]
+    pub(crate) no_shell: bool,
+    /// The shell that runs command strings (a single quoted word with spaces or shell
+    /// syntax) and the --setup/--prepare/--cleanup commands.
+    #[arg(short = 'S', long, value_name = "SHELL", default_value = "sh")]
+    pub(crate) shell: String,
+    /// A command run once before each command's first run (once for all, or once per
+    /// command, in order).
+    #[arg(short = 's', long, value_name = "CMD")]
+    pub(crate) setup: Vec<String>,
+    /// A command run before every run of each command, warm-up included, not measured
+    /// (once for all, or once per command): clear a cache, reset a file.
+    #[arg(short = 'p', long, value_name = "CMD")]
+    pub(crate) prepare: Vec<String>,
+    /// A command run once after each command's last run (once for all, or once per
+    /// command).
+    #[arg(short = 'c', long, value_name = "CMD")]
+    pub(crate) cleanup: Vec<String>,
+    /// Scan a parameter: one command per value from MIN to MAX, `{VAR}` in the commands
+    /// replaced by it (-P threads 1 8 -- 'make -j {threads}').
+    #[arg(short = 'P', long, num_args = 3, value_names = ["VAR", "MIN", "MAX"])]
+    pub(crate) parameter_scan: Option<Vec<String>>,
+    /// The step of --parameter-scan [default: 1].
+    #[arg(short = 'D', long, value_name = "STEP", requires = "parameter_scan")]
+    pub(crate) parameter_step_size: Option<String>,
+    /// A parameter with a list of values, comma-separated (-L cc gcc,clang); repeatable,
+    /// every combination is run.
+    #[arg(short = 'L', long, num_args = 2, value_names = ["VAR", "VALUES"], action = clap::ArgAction::Append)]
+    pub(crate) parameter_list: Vec<String>,
+    /// Fail (exit status 1, one line naming the regression) when a command is worse than the
+    /// baseline by more than PCT on the lower bound of the ratio's 95% interval: on every
+    /// counter (5%), or on one (wall-time=5%); repeatable.
+    #[arg(long, value_name = "[COUNTER=]PCT")]
     pub(crate) fail_if_slower: Vec<String>,
-    /// Save the run (JSON) here.
+    /// Save the run (the JSON of --export-json) for a later --baseline, --load or plot.
+    #[arg(long, value_name = "FILE")]
     pub(crate) save: Option<PathBuf>,
-    /// Compare with this saved run.
+    /// Compare every command with a saved run (--save, or hyperfine's --export-json): the
+    /// saved command with the same text, or the saved run's only command, is its baseline.
+    #[arg(long, value_name = "FILE")]
     pub(crate) baseline: Option<PathBuf>,
-    /// Print this saved run instead of measuring.
+    /// Print a saved run (from --save) instead of measuring: the report, comparisons,
+    /// exports, gates and plot, as if it had just run.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["command", "vs"])]
     pub(crate) load: Option<PathBuf>,
-    /// `--export-json` path.
+    /// Write the run as JSON (schema picollo-stat version 1: hyperfine's fields plus every
+    /// counter's per-run values); `-` for stdout.
+    #[arg(long, value_name = "FILE")]
     pub(crate) export_json: Option<PathBuf>,
-    /// `--export-markdown` path.
+    /// Write hyperfine-style Markdown tables, one per counter, with the ratio's interval.
+    #[arg(long, value_name = "FILE")]
     pub(crate) export_markdown: Option<PathBuf>,
-    /// `--export-csv` path.
+    /// Write one CSV row per command and counter (summary, ratio, interval, p-value).
+    #[arg(long, value_name = "FILE")]
     pub(crate) export_csv: Option<PathBuf>,
-    /// `--plot` path.
+    /// Draw each counter's distribution per command, with the ratio's interval, as SVG.
+    #[arg(long, value_name = "OUT.svg")]
     pub(crate) plot: Option<PathBuf>,
+    /// Print the percentile summary tables (every rank, --format) instead of the report.
+    #[arg(long)]
+    pub(crate) table: bool,
+    /// Print the percentile tables in this format (implies --table).
+    #[arg(long, value_enum)]
+    pub(crate) format: Option<Format>,
+    /// Colour the report: auto (a terminal, and NO_COLOR unset), always, never.
+    #[arg(long, value_enum, default_value_t = ColorWhen::Auto)]
+    pub(crate) color: ColorWhen,
+    /// Also save every distribution to this HdrHistogram interval log (one interval per
+    /// counter, tagged with its name; `A.`/`B.`/… prefixes with several commands), for
+    /// report, diff, plot.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) hlog: Option<PathBuf>,
+    /// Also save every distribution as an .hgrm percentile file: FILE with `.<counter>`
+    /// inserted before `.hgrm` (out.hgrm: out.task-clock.hgrm, out.wall-time.hgrm, …).
+    #[arg(long, value_name = "FILE")]
+    pub(crate) hgrm: Option<PathBuf>,
+    /// The commands (after `--`), separated by `:::`: each is a program and its arguments,
+    /// or one quoted string run by the shell ('seq 100 | sort').
+    #[arg(
+        value_name = "CMD",
+        required_unless_present = "load",
+        trailing_var_arg = true,
+        allow_hyphen_values = true
+    )]
+    pub(crate) command: Vec<OsString>,
 }
 
 /// Reads a saved run.
@@ -142,7 +202,7 @@ fn load(path: &Path) -> Result<Saved> {
 /// A bad event or command, counters that cannot be opened, a failing command (unless
 /// ignored), a file that cannot be read or written, or a regression past a
 /// `--fail-if-slower` threshold (the report is printed first).
-pub(crate) fn run(opts: &StatOptions) -> Result<String> {
+pub(crate) fn run(opts: &StatArgs) -> Result<String> {
     let thresholds = opts
         .fail_if_slower
         .iter()
@@ -255,7 +315,7 @@ pub(crate) fn run(opts: &StatOptions) -> Result<String> {
 }
 
 /// Runs the commands; returns the run and what its events without modifiers counted.
-fn measure(opts: &StatOptions) -> Result<(Saved, String)> {
+fn measure(opts: &StatArgs) -> Result<(Saved, String)> {
     if opts.command.is_empty() {
         return Err(CliError::new(
             "no command given; put it after `--`: picollo stat -- sleep 0.1",
@@ -272,12 +332,17 @@ fn measure(opts: &StatOptions) -> Result<(Saved, String)> {
         eprintln!("picollo: {n}");
     }
     let mut params = Vec::new();
-    if let Some(scan) = &opts.scan {
+    if let Some(scan) = &opts.parameter_scan {
         if let [name, min, max] = scan.as_slice() {
-            params.push(runner::scan(name, min, max, opts.scan_step.as_deref())?);
+            params.push(runner::scan(
+                name,
+                min,
+                max,
+                opts.parameter_step_size.as_deref(),
+            )?);
         }
     }
-    for pair in opts.lists.chunks(2) {
+    for pair in opts.parameter_list.chunks(2) {
         if let [name, values] = pair {
             params.push(runner::Parameter {
                 name: name.clone(),
@@ -297,21 +362,8 @@ fn measure(opts: &StatOptions) -> Result<(Saved, String)> {
         &opts.prepare,
         &opts.cleanup,
     )?;
-    runner::name(&mut planned, &opts.names)?;
-    let saved = runner::run(
-        &planned,
-        &events,
-        &runner::RunOptions {
-            repeat: opts.repeat,
-            min_runs: opts.min_runs,
-            max_runs: opts.max_runs,
-            warmup: opts.warmup,
-            interleave: !opts.no_interleave,
-            ignore_failure: opts.ignore_failure,
-            show_output: opts.show_output,
-            kernel: domain.is_ok(),
-        },
-    )?;
+    runner::name(&mut planned, &opts.command_name)?;
+    let saved = runner::run(&planned, &events, opts, domain.is_ok())?;
     for b in &saved.benches {
         for s in &b.series {
             let missed = s.missed();
