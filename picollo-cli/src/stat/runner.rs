@@ -58,18 +58,19 @@ impl Shell {
             {
                 match &self.shell {
                     Some(sh) => Ok(vec![sh.into(), "-c".into(), one.into()]),
-                    None => split_command(one),
+                    None => split_command(one, "the command"),
                 }
             }
             _ => Ok(words.iter().map(OsString::from).collect()),
         }
     }
 
-    /// The argv of a `--setup`/`--prepare`/`--cleanup` command line (always a line).
-    pub(crate) fn line(&self, line: &str) -> Result<Vec<OsString>> {
+    /// The argv of a `--setup`/`--prepare`/`--cleanup` command line (always a line; `flag`
+    /// names it in errors).
+    pub(crate) fn line(&self, line: &str, flag: &str) -> Result<Vec<OsString>> {
         match &self.shell {
             Some(sh) => Ok(vec![sh.into(), "-c".into(), line.into()]),
-            None => split_command(line),
+            None => split_command(line, flag),
         }
     }
 }
@@ -210,7 +211,7 @@ pub(crate) fn plan(
     }
     let mut vs_argv = None;
     if let Some(vs) = vs {
-        let argv = split_command(vs)?;
+        let argv = split_command(vs, "--vs")?;
         templates.push(
             argv.iter()
                 .map(|a| a.to_string_lossy().into_owned())
@@ -248,7 +249,8 @@ pub(crate) fn plan(
                 } else {
                     hook(list, i, total, flag)?
                 };
-                h.map(|l| shell.line(&substitute(&l, &combo))).transpose()
+                h.map(|l| shell.line(&substitute(&l, &combo), flag))
+                    .transpose()
             };
             Ok(Planned {
                 name,
