@@ -24,8 +24,12 @@ use picollo_linux::shm::{list_rings, ShmError, ShmReader};
 use picollo_linux::span::{unavailable_reason, SpanConfig, SpanDecoder, RING_PREFIX};
 
 use crate::error::{CliError, Result};
-use crate::frames::{counter_json, csv_summary, spans_json, spans_markdown, Sinks};
-use crate::json::{Json, Object};
+use crate::frames::{csv_summary, spans_markdown, Sinks};
+use crate::json;
+use crate::live_json::{
+    path, AttachReport, AttachRing, AttachSpans, Capture, CounterRequest, FileFrames, RingRequest,
+    Slot, Spans, TopHead, Totals,
+};
 
 /// How often rings are drained.
 const POLL: Duration = Duration::from_millis(20);
@@ -322,7 +326,7 @@ impl Live {
 
     /// Waits (draining) until every ring asked with `-e` applied it, or `wait` passed, then
     /// reports per ring on stderr and returns the JSON of the outcome.
-    fn settle_request(&mut self, wait: Duration) -> Result<Option<Json>> {
+    fn settle_request(&mut self, wait: Duration) -> Result<Option<CounterRequest>> {
         let Some(list) = self.request.clone() else {
             return Ok(None);
         };
@@ -357,7 +361,7 @@ impl Live {
                     }
                     _ => continue,
                 }
-                slots.push(counter_json(c));
+                slots.push(Slot::of(c));
             }
             let status_name = match status {
                 RequestStatus::Applied => "applied",
@@ -394,20 +398,16 @@ impl Live {
                     eprintln!("{line}");
                 }
             }
-            rings.push(
-                Object::new()
-                    .field("ring", Json::str(&r.name))
-                    .field("status", Json::str(status_name))
-                    .field("counters", Json::array(slots))
-                    .build(),
-            );
+            rings.push(RingRequest {
+                ring: r.name.clone(),
+                status: status_name,
+                counters: slots,
+            });
         }
-        Ok(Some(
-            Object::new()
-                .field("counters", Json::str(&list))
-                .field("rings", Json::array(rings))
-                .build(),
-        ))
+        Ok(Some(CounterRequest {
+            counters: list,
+            rings,
+        }))
     }
 
     fn no_rings_error(&self) -> CliError {
@@ -489,46 +489,40 @@ pub fn attach(o: &AttachOptions) -> Result<String> {
     let totals = live.sinks.totals();
     match o.format {
         LiveFormat::Json => {
-            let rings = Json::array(totals.iter().map(|t| {
-                Object::new()
-                    .field("ring", Json::str(&t.name))
-                    .field("frames", Json::uint(t.frames))
-                    .field("lost", Json::uint(t.lost))
-                    .field(
-                        "csv",
-                        Json::array(t.csv.iter().map(|(p, n)| {
-                            Object::new()
-                                .field("path", Json::str(&p.display().to_string()))
-                                .field("frames", Json::uint(*n))
-                                .build()
-                        })),
-                    )
-                    .build()
-            }));
-            let mut out = Object::new()
-                .field("type", Json::str("attach"))
-                .field("pid", Json::int(i64::from(o.pid)))
-                .field("seconds", Json::float(seconds))
-                .field("rings", rings)
-                .field(
-                    "capture",
-                    Json::opt(capture.as_ref(), |(p, f, l)| {
-                        Object::new()
-                            .field("path", Json::str(&p.display().to_string()))
-                            .field("frames", Json::uint(*f))
-                            .field("lost", Json::uint(*l))
-                            .build()
-                    }),
-                )
-                .field("counter_request", request.unwrap_or_else(Json::null));
-            let spans = live.sinks.aggregator().map(|agg| {
-                spans_json(
-                    agg,
-                    Object::new().field("rings", Json::uint(live.sinks.span_rings() as u64)),
-                )
-            });
-            out.push("spans", spans.unwrap_or_else(Json::null));
-            Ok(format!("{}\n", out.build().as_str()))
+            let report = AttachReport {
+                kind: "attach",
+                pid: o.pid,
+                seconds,
+                rings: totals
+                    .iter()
+                    .map(|t| AttachRing {
+                        ring: t.name.clone(),
+                        frames: t.frames,
+                        lost: t.lost,
+                        csv: t
+                            .csv
+                            .iter()
+                            .map(|(p, n)| FileFrames {
+                                path: path(p),
+                                frames: *n,
+                            })
+                            .collect(),
+                    })
+                    .collect(),
+                capture: capture.as_ref().map(|(p, frames, lost)| Capture {
+                    path: path(p),
+                    frames: *frames,
+                    lost: *lost,
+                }),
+                counter_request: request,
+                spans: live.sinks.aggregator().map(|agg| {
+                    let head = AttachSpans {
+                        rings: live.sinks.span_rings(),
+                    };
+                    Spans::new(head, agg)
+                }),
+            };
+            Ok(format!("{}\n", json::to_line(&report)))
         }
         LiveFormat::Markdown => {
             let mut out = csv_summary(&totals);
@@ -627,28 +621,20 @@ pub fn top(o: &TopOptions) -> Result<String> {
         shown += 1;
         let screen = match o.format {
             LiveFormat::Json => {
-                let head = Object::new()
-                    .field("type", Json::str("top"))
-                    .field("pid", Json::int(i64::from(o.pid)))
-                    .field("refresh", Json::uint(shown))
-                    .field("interval_s", Json::float(o.interval))
-                    .field("uptime_s", Json::float(started.elapsed().as_secs_f64()))
-                    .field("rings", Json::uint(live.sinks.span_rings() as u64))
-                    .field(
-                        "total",
-                        Object::new()
-                            .field("read", Json::uint(totals.0))
-                            .field("lost", Json::uint(totals.1)),
-                    )
-                    .field(
-                        "counter_request",
-                        if shown == 1 {
-                            request.clone().unwrap_or_else(Json::null)
-                        } else {
-                            Json::null()
-                        },
-                    );
-                format!("{}\n", spans_json(&a, head).as_str())
+                let head = TopHead {
+                    kind: "top",
+                    pid: o.pid,
+                    refresh: shown,
+                    interval_s: o.interval,
+                    uptime_s: started.elapsed().as_secs_f64(),
+                    rings: live.sinks.span_rings(),
+                    total: Totals {
+                        read: totals.0,
+                        lost: totals.1,
+                    },
+                    counter_request: if shown == 1 { request.clone() } else { None },
+                };
+                format!("{}\n", json::to_line(&Spans::new(head, &a)))
             }
             LiveFormat::Markdown => {
                 let mut screen = String::new();

@@ -10,8 +10,9 @@ use picollo_linux::capture::{CaptureEvent, CaptureReader};
 
 use crate::attach::LiveFormat;
 use crate::error::{CliError, Result};
-use crate::frames::{csv_summary, spans_json, spans_markdown, Sinks};
-use crate::json::{Json, Object};
+use crate::frames::{csv_summary, spans_markdown, Sinks};
+use crate::json;
+use crate::live_json::{ConvertHead, Line, Spans};
 
 /// What `convert` was asked to do.
 #[derive(Clone, Debug)]
@@ -79,13 +80,12 @@ pub fn run(o: &ConvertOptions) -> Result<String> {
     let pid = reader.pid();
     let mut out = String::new();
     if json_lines {
-        let end = Object::new()
-            .field("type", Json::str("end"))
-            .field("pid", Json::uint(pid))
-            .field("frames", Json::uint(reader.frames()))
-            .field("lost", Json::uint(reader.lost()))
-            .field("complete", Json::bool(reader.is_complete()));
-        out.push_str(end.build().as_str());
+        out.push_str(&json::to_line(&Line::End {
+            pid,
+            frames: reader.frames(),
+            lost: reader.lost(),
+            complete: reader.is_complete(),
+        }));
         out.push('\n');
         return Ok(out);
     }
@@ -94,12 +94,13 @@ pub fn run(o: &ConvertOptions) -> Result<String> {
     }
     if let Some(agg) = sinks.aggregator() {
         if o.format == Some(LiveFormat::Json) {
-            let head = Object::new()
-                .field("type", Json::str("convert"))
-                .field("file", Json::str(&shown))
-                .field("pid", Json::uint(pid))
-                .field("rings", Json::uint(sinks.span_rings() as u64));
-            out.push_str(spans_json(agg, head).as_str());
+            let head = ConvertHead {
+                kind: "convert",
+                file: &shown,
+                pid,
+                rings: sinks.span_rings(),
+            };
+            out.push_str(&json::to_line(&Spans::new(head, agg)));
             out.push('\n');
         } else {
             if !out.is_empty() {

@@ -10,21 +10,21 @@
 //!
 //! # JSON
 //!
-//! Span reports are one object ([`spans_json`]); `convert --format json` prints one object
-//! per line: `{"type":"ring",…}`, `{"type":"frame",…}`, `{"type":"counters",…}`,
-//! `{"type":"lost",…}` and a final `{"type":"end",…}` (see the CLI docs for the fields).
+//! With JSON lines (`convert --format json`), every event is written as a
+//! [`Line`](crate::live_json::Line) as it comes.
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 use picollo_alloc::csv::{write_csv_header, FrameCsv};
-use picollo_core::ring::{ClockKind, CounterInfo, CounterStatus, DynamicFrame, RingInfo, Value};
+use picollo_core::ring::{DynamicFrame, RingInfo};
 use picollo_linux::capture::CaptureWriter;
-use picollo_linux::span::{unavailable_reason, SpanAggregator, SpanDecoder};
+use picollo_linux::span::{SpanAggregator, SpanDecoder};
 
 use crate::error::{CliError, Result};
-use crate::json::{Json, Object};
+use crate::json;
+use crate::live_json::Line;
 
 /// One CSV file of a ring (one per counter table).
 struct CsvFile {
@@ -159,13 +159,8 @@ impl Sinks {
             None => None,
         };
         if let Some(out) = &mut self.json_lines {
-            let line = Object::new()
-                .field("type", Json::str("ring"))
-                .field("ring", Json::str(name))
-                .field("schema", Json::str(&info.to_string()))
-                .field("clock", clock_json(info))
-                .field("counters", counters_json(info));
-            writeln!(out, "{}", line.build().as_str()).map_err(stdout_error)?;
+            let line = json::to_line(&Line::ring(name, info));
+            writeln!(out, "{line}").map_err(stdout_error)?;
         }
         self.rings.push(Ring {
             name: name.to_owned(),
@@ -215,8 +210,9 @@ impl Sinks {
             });
         }
         if let Some(out) = &mut self.json_lines {
-            let line = frame_json(&ring.name, &DynamicFrame::new(info, number, words));
-            writeln!(out, "{}", line.as_str()).map_err(stdout_error)?;
+            let frame = DynamicFrame::new(info, number, words);
+            let line = json::to_line(&Line::frame(&ring.name, &frame));
+            writeln!(out, "{line}").map_err(stdout_error)?;
         }
         Ok(())
     }
@@ -228,12 +224,8 @@ impl Sinks {
             return Ok(());
         };
         if let Some(out) = &mut self.json_lines {
-            let line = Object::new()
-                .field("type", Json::str("counters"))
-                .field("ring", Json::str(&ring.name))
-                .field("since", Json::uint(info.counters_since()))
-                .field("counters", counters_json(info));
-            writeln!(out, "{}", line.build().as_str()).map_err(stdout_error)?;
+            let line = json::to_line(&Line::counters(&ring.name, info));
+            writeln!(out, "{line}").map_err(stdout_error)?;
         }
         Ok(())
     }
@@ -260,11 +252,11 @@ impl Sinks {
             }
         }
         if let Some(out) = &mut self.json_lines {
-            let line = Object::new()
-                .field("type", Json::str("lost"))
-                .field("ring", Json::str(&ring.name))
-                .field("count", Json::uint(count));
-            writeln!(out, "{}", line.build().as_str()).map_err(stdout_error)?;
+            let line = json::to_line(&Line::Lost {
+                ring: &ring.name,
+                count,
+            });
+            writeln!(out, "{line}").map_err(stdout_error)?;
         }
         Ok(())
     }
@@ -384,211 +376,6 @@ impl CsvRing {
         out.write_all(header.as_bytes()).map_err(io_err(path))?;
         Ok(out)
     }
-}
-
-/// A clock kind's name in JSON: `tsc`, `monotonic_ns`, …
-fn clock_kind_name(kind: ClockKind) -> &'static str {
-    match kind {
-        ClockKind::MonotonicNs => "monotonic_ns",
-        ClockKind::RealtimeNs => "realtime_ns",
-        ClockKind::ThreadCpuNs => "thread_cpu_ns",
-        ClockKind::Tsc => "tsc",
-        ClockKind::Cycles => "cycles",
-        ClockKind::Unspecified => "unspecified",
-        _ => "other",
-    }
-}
-
-/// The clock record of a ring header as JSON.
-pub fn clock_json(info: &RingInfo) -> Json {
-    let c = info.clock();
-    Object::new()
-        .field("kind", Json::str(clock_kind_name(c.kind)))
-        .field("hz", Json::uint(c.hz))
-        .field("ref_ticks", Json::uint(c.ref_ticks))
-        .field("ref_ns", Json::uint(c.ref_ns))
-        .build()
-}
-
-/// A ring's counter slots as JSON: `[{"name","status","errno","reason"}]`.
-pub fn counters_json(info: &RingInfo) -> Json {
-    Json::array(info.counters().map(counter_json))
-}
-
-/// One counter slot as JSON: `{"name","status"}`, with `"errno"` and `"reason"` when it is
-/// unavailable.
-pub fn counter_json(c: CounterInfo<'_>) -> Json {
-    let mut o = Object::new()
-        .field("name", Json::str(c.name))
-        .field("status", Json::str(c.status.as_str()));
-    if c.status == CounterStatus::Unavailable {
-        o.push("errno", Json::uint(c.errno));
-        o.push("reason", Json::str(&unavailable_reason(c.errno)));
-    }
-    o.build()
-}
-
-/// One frame as JSON: `{"type":"frame","ring","frame","fields":{…}}`. Counter slots are
-/// objects keyed by counter name (or slot number), `null` where the counter is unavailable;
-/// unused slots are left out.
-pub fn frame_json(ring: &str, f: &DynamicFrame<'_>) -> Json {
-    let info = f.info();
-    let slot_key = |i: usize| -> Option<(String, bool)> {
-        match info.counters().nth(i) {
-            Some(c) if c.status == CounterStatus::Unused => None,
-            Some(c) => Some((c.name.to_owned(), c.status == CounterStatus::Measured)),
-            None => Some((i.to_string(), true)),
-        }
-    };
-    let mut fields = Object::new();
-    for fv in f.fields() {
-        let v = match fv.value {
-            Value::Unsigned(v) | Value::Time(v) => Json::uint(v),
-            Value::Signed(v) => Json::int(v),
-            Value::Float(v) => Json::float(v),
-            Value::Bool(v) => Json::bool(v),
-            Value::Str(s) => Json::str(s.as_str()),
-            Value::TimeInterval { start, end } => Object::new()
-                .field("start", Json::uint(start))
-                .field("end", Json::uint(end))
-                .build(),
-            Value::Counters(c) => {
-                let mut o = Object::new();
-                for (i, v) in c.as_slice().iter().enumerate() {
-                    if let Some((k, measured)) = slot_key(i) {
-                        o.push(
-                            &k,
-                            if measured {
-                                Json::uint(*v)
-                            } else {
-                                Json::null()
-                            },
-                        );
-                    }
-                }
-                o.build()
-            }
-            Value::CounterInterval { start, end } => {
-                let mut o = Object::new();
-                for (i, (s, e)) in start.as_slice().iter().zip(end.as_slice()).enumerate() {
-                    if let Some((k, measured)) = slot_key(i) {
-                        o.push(
-                            &k,
-                            if measured {
-                                Object::new()
-                                    .field("start", Json::uint(*s))
-                                    .field("end", Json::uint(*e))
-                                    .build()
-                            } else {
-                                Json::null()
-                            },
-                        );
-                    }
-                }
-                o.build()
-            }
-            _ => Json::null(),
-        };
-        fields.push(fv.name, v);
-    }
-    Object::new()
-        .field("type", Json::str("frame"))
-        .field("ring", Json::str(ring))
-        .field("frame", Json::uint(f.number()))
-        .field("fields", fields)
-        .build()
-}
-
-/// The span report as one JSON object (see the `attach` docs for the schema): `head` first
-/// (pid, interval, …), then `frames`, `clock`, `unavailable`, `phases`, `events`, `notes`.
-pub fn spans_json(agg: &SpanAggregator, head: Object) -> Json {
-    let mut o = head;
-    o.push(
-        "frames",
-        Object::new()
-            .field("read", Json::uint(agg.accepted()))
-            .field("lost", Json::uint(agg.lost())),
-    );
-    o.push(
-        "clock",
-        Object::new()
-            .field(
-                "kind",
-                Json::opt(agg.clock(), |c| Json::str(clock_kind_name(c.kind))),
-            )
-            .field("hz", Json::opt(agg.clock_hz(), Json::float)),
-    );
-    o.push(
-        "unavailable",
-        Json::array(agg.unavailable().map(|(n, e)| {
-            Object::new()
-                .field("name", Json::str(n))
-                .field("errno", Json::uint(e))
-                .field("reason", Json::str(&unavailable_reason(e)))
-                .build()
-        })),
-    );
-    o.push(
-        "phases",
-        Json::array(agg.phases().into_iter().map(|p| {
-            let mut counters = Object::new();
-            for c in &p.counters {
-                counters.push(
-                    &c.name,
-                    Object::new()
-                        .field("sum", Json::uint(c.sum))
-                        .field("spans", Json::uint(c.spans))
-                        .field("per_span", Json::float(c.per_span))
-                        .field(
-                            "per_kilo_instruction",
-                            Json::opt(c.per_kilo_instruction, Json::float),
-                        ),
-                );
-            }
-            Object::new()
-                .field("name", Json::str(&p.name))
-                .field("n", Json::uint(p.count))
-                .field("ticks", Json::uint(p.ticks))
-                .field("time_ns", Json::opt(p.time_ns, Json::float))
-                .field("share", Json::float(p.share))
-                .field("p50_ticks", Json::opt(p.p50_ticks, Json::uint))
-                .field("p50_ns", Json::opt(p.p50_ns, Json::float))
-                .field("cycles", Json::opt(p.cycles, Json::uint))
-                .field("instructions", Json::opt(p.instructions, Json::uint))
-                .field(
-                    "ipc",
-                    Json::opt(p.ipc, |[p5, p50, p95]| {
-                        Object::new()
-                            .field("p5", Json::float(p5))
-                            .field("p50", Json::float(p50))
-                            .field("p95", Json::float(p95))
-                            .build()
-                    }),
-                )
-                .field("counters", counters)
-                .build()
-        })),
-    );
-    o.push(
-        "events",
-        Json::array(agg.events().into_iter().map(|e| {
-            Object::new()
-                .field("name", Json::str(&e.name))
-                .field("n", Json::uint(e.count))
-                .field("last", Json::int(e.last))
-                .field("min", Json::int(e.min))
-                .field("mean", Json::float(e.mean))
-                .field("max", Json::int(e.max))
-                .field("p50", Json::opt(e.p50, Json::uint))
-                .field("p99", Json::opt(e.p99, Json::uint))
-                .build()
-        })),
-    );
-    o.push(
-        "notes",
-        Json::array(agg.notes().iter().map(|n| Json::str(n))),
-    );
-    o.build()
 }
 
 /// One line per CSV file written: `DIR/ring.csv: N frames, M lost` (the ring's losses on

@@ -24,7 +24,8 @@
 //!   files, told apart by content), `attach` (and `top`), `convert`;
 //! - `spawn`: one run of a command with counters on it; `frames`: where ring frames go (CSV,
 //!   the span table, a capture file); `output`: the printed forms of summaries and diffs;
-//!   `json`: the JSON writer of the live outputs; `error`: the tool's one error type.
+//!   `json`: the JSON writer of every output, `live_json`: the JSON of attach, top and
+//!   convert; `error`: the tool's one error type.
 
 mod attach;
 mod convert;
@@ -34,6 +35,7 @@ mod export;
 mod frames;
 mod hlog;
 mod json;
+mod live_json;
 mod output;
 mod plot;
 mod spawn;

@@ -23,6 +23,7 @@ pub(crate) mod human;
 pub(crate) mod model;
 pub(crate) mod plot;
 pub(crate) mod runner;
+mod schema;
 mod sides;
 pub(crate) mod stats;
 mod words;
@@ -192,7 +193,7 @@ fn load(path: &Path) -> Result<Saved> {
             path.display()
         ))
     })?;
-    export::from_json(&text, &path.display().to_string())
+    schema::from_json(&text, &path.display().to_string())
 }
 
 /// Runs `stat` and returns what to print on standard output; diagnostics go to standard
@@ -246,7 +247,7 @@ pub(crate) fn run(opts: &StatArgs) -> Result<String> {
         eprintln!("picollo: {w}");
     }
     let mut replaced: Option<String> = None;
-    let json = || export::to_json(&saved, &comparisons);
+    let json = || schema::to_json(&saved, &comparisons);
     if let Some(p) = &opts.save {
         replaced = replaced.or(export::write(p, &json(), "--save")?);
     }
