@@ -325,3 +325,38 @@ fn capture_converts_to_json_lines_and_csv() {
     }
     assert!(failed.is_empty(), "{failed:?}");
 }
+
+#[test]
+fn plots_of_a_saved_run_and_of_logs() {
+    let t = tmp("plot");
+    let saved = golden_dir().join(SAVED);
+    let saved = saved.to_str().unwrap();
+    let jhiccup = vectors().join(JHICCUP);
+    let tagged = vectors().join(TAGGED);
+    stdout_in(&t, &["plot", saved, "-o", "run.svg"]);
+    stdout_in(
+        &t,
+        &["stat", "--load", saved, "--plot", "stat.svg", "--export-csv", "-"],
+    );
+    stdout_in(
+        &t,
+        &[
+            "plot",
+            jhiccup.to_str().unwrap(),
+            tagged.to_str().unwrap(),
+            "--unit",
+            "ms",
+            "-o",
+            "logs.svg",
+        ],
+    );
+    let failed: Vec<String> = [
+        ("run.svg", "plot_saved_run.svg"),
+        ("stat.svg", "plot_stat_run.svg"),
+        ("logs.svg", "plot_logs_ms.svg"),
+    ]
+    .iter()
+    .filter_map(|(file, name)| check(name, &std::fs::read_to_string(t.join(file)).unwrap()))
+    .collect();
+    assert!(failed.is_empty(), "{failed:?}");
+}
