@@ -223,19 +223,7 @@ pub(crate) fn run(opts: &StatArgs) -> Result<String> {
     };
     let comparisons = model::compare(&saved, baseline.as_ref().map(|(n, s)| (n.as_str(), s)));
     if let Some((name, b)) = &baseline {
-        for bench in &saved.benches {
-            if !comparisons
-                .iter()
-                .any(|c| c.baseline_label == bench.command)
-                && b.benches.len() > 1
-                && !b.benches.iter().any(|x| x.command == bench.command)
-            {
-                eprintln!(
-                    "picollo: `{}` is not in {name}: not compared",
-                    bench.label()
-                );
-            }
-        }
+        report_unmatched(&saved, &comparisons, name, b);
     }
     if !thresholds.is_empty() && comparisons.is_empty() {
         return Err(CliError::new(
@@ -246,41 +234,14 @@ pub(crate) fn run(opts: &StatArgs) -> Result<String> {
     for w in human::outlier_warnings(&saved) {
         eprintln!("picollo: {w}");
     }
-    let mut replaced: Option<String> = None;
-    let json = || schema::to_json(&saved, &comparisons);
-    if let Some(p) = &opts.save {
-        replaced = replaced.or(export::write(p, &json(), "--save")?);
-    }
-    if let Some(p) = &opts.export_json {
-        replaced = replaced.or(export::write(p, &json(), "--export-json")?);
-    }
-    if let Some(p) = &opts.export_markdown {
-        let md = export::to_markdown(&saved, &comparisons);
-        replaced = replaced.or(export::write(p, &md, "--export-markdown")?);
-    }
-    if let Some(p) = &opts.export_csv {
-        let csv = export::to_csv(&saved, &comparisons);
-        replaced = replaced.or(export::write(p, &csv, "--export-csv")?);
-    }
     let sides: Vec<Side> = saved
         .benches
         .iter()
         .enumerate()
         .map(|(i, b)| Side::from_bench(i, b))
         .collect();
-    let commands: Vec<String> = saved.benches.iter().map(model::Bench::label).collect();
-    if let Some(path) = &opts.hlog {
-        save_hlog(path, &sides, saved.started_unix_ms, &commands.join(" ::: "))?;
-    }
-    if let Some(path) = &opts.hgrm {
-        save_hgrm(path, &sides)?;
-    }
-    if let Some(path) = &opts.plot {
-        let svg = plot::render(&saved, &comparisons, "picollo stat")?;
-        crate::plot::write(path, &svg)?;
-        eprintln!("picollo: wrote {}", path.display());
-    }
-    let text = match replaced {
+    let to_stdout = write_files(opts, &saved, &comparisons, &sides)?;
+    let text = match to_stdout {
         Some(t) => t,
         None if opts.table || opts.format.is_some() => tables(
             &saved,
@@ -288,20 +249,7 @@ pub(crate) fn run(opts: &StatArgs) -> Result<String> {
             opts.format.unwrap_or_default(),
             counting.as_deref(),
         ),
-        None => {
-            let color = match opts.color {
-                ColorWhen::Always => true,
-                ColorWhen::Never => false,
-                ColorWhen::Auto => {
-                    std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none()
-                }
-            };
-            let report = human::render(&saved, &comparisons, human::Style { color });
-            match &counting {
-                Some(c) => format!("Counting: {c}\n{report}"),
-                None => report,
-            }
-        }
+        None => report(opts.color, &saved, &comparisons, counting.as_deref()),
     };
     let failures = gate::check(&thresholds, &comparisons, |i| saved.benches[i].label())?;
     if failures.is_empty() {
@@ -313,6 +261,83 @@ pub(crate) fn run(opts: &StatArgs) -> Result<String> {
         "regression: {}",
         failures.join("; ")
     )))
+}
+
+/// Says which commands a `--baseline` file of several commands does not have.
+fn report_unmatched(saved: &Saved, comparisons: &[Comparison], name: &str, baseline: &Saved) {
+    for bench in &saved.benches {
+        if !comparisons
+            .iter()
+            .any(|c| c.baseline_label == bench.command)
+            && baseline.benches.len() > 1
+            && !baseline.benches.iter().any(|x| x.command == bench.command)
+        {
+            eprintln!(
+                "picollo: `{}` is not in {name}: not compared",
+                bench.label()
+            );
+        }
+    }
+}
+
+/// Writes the files asked for (`--save`, the exports, `--hlog`, `--hgrm`, `--plot`); returns
+/// the first export asked for on standard output (`-`), which replaces the report.
+fn write_files(
+    opts: &StatArgs,
+    saved: &Saved,
+    comparisons: &[Comparison],
+    sides: &[Side],
+) -> Result<Option<String>> {
+    let mut to_stdout: Option<String> = None;
+    let json = || schema::to_json(saved, comparisons);
+    if let Some(p) = &opts.save {
+        to_stdout = to_stdout.or(export::write(p, &json(), "--save")?);
+    }
+    if let Some(p) = &opts.export_json {
+        to_stdout = to_stdout.or(export::write(p, &json(), "--export-json")?);
+    }
+    if let Some(p) = &opts.export_markdown {
+        let md = export::to_markdown(saved, comparisons);
+        to_stdout = to_stdout.or(export::write(p, &md, "--export-markdown")?);
+    }
+    if let Some(p) = &opts.export_csv {
+        let csv = export::to_csv(saved, comparisons);
+        to_stdout = to_stdout.or(export::write(p, &csv, "--export-csv")?);
+    }
+    let commands: Vec<String> = saved.benches.iter().map(model::Bench::label).collect();
+    if let Some(path) = &opts.hlog {
+        save_hlog(path, sides, saved.started_unix_ms, &commands.join(" ::: "))?;
+    }
+    if let Some(path) = &opts.hgrm {
+        save_hgrm(path, sides)?;
+    }
+    if let Some(path) = &opts.plot {
+        let svg = plot::render(saved, comparisons, "picollo stat")?;
+        crate::plot::write(path, &svg)?;
+        eprintln!("picollo: wrote {}", path.display());
+    }
+    Ok(to_stdout)
+}
+
+/// The human report, coloured as `--color` says, under the counting domain of a live run.
+fn report(
+    color: ColorWhen,
+    saved: &Saved,
+    comparisons: &[Comparison],
+    counting: Option<&str>,
+) -> String {
+    let color = match color {
+        ColorWhen::Always => true,
+        ColorWhen::Never => false,
+        ColorWhen::Auto => {
+            std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none()
+        }
+    };
+    let report = human::render(saved, comparisons, human::Style { color });
+    match counting {
+        Some(c) => format!("Counting: {c}\n{report}"),
+        None => report,
+    }
 }
 
 /// Runs the commands; returns the run and what its events without modifiers counted.

@@ -183,6 +183,10 @@ fn saved_stat_run_in_every_form() {
             "stat_export.csv".into(),
         ),
         (
+            vec!["stat", "--load", SAVED, "--color", "always"],
+            "stat_human_color.txt".into(),
+        ),
+        (
             vec!["stat", "--load", SAVED, "--baseline", SAVED],
             "stat_human_baseline.txt".into(),
         ),
@@ -336,7 +340,15 @@ fn plots_of_a_saved_run_and_of_logs() {
     stdout_in(&t, &["plot", saved, "-o", "run.svg"]);
     stdout_in(
         &t,
-        &["stat", "--load", saved, "--plot", "stat.svg", "--export-csv", "-"],
+        &[
+            "stat",
+            "--load",
+            saved,
+            "--plot",
+            "stat.svg",
+            "--export-csv",
+            "-",
+        ],
     );
     stdout_in(
         &t,

@@ -6,7 +6,7 @@ use core::fmt::Write as _;
 use picollo_alloc::csv::write_csv_row;
 
 use super::human::{ratio, ratio_in, Scale};
-use super::model::{BaselineRef, Comparison, Kind, Saved, Series};
+use super::model::{BaselineRef, Comparison, Kind, Saved, Series, Verdict};
 use super::stats;
 use crate::error::{CliError, Result};
 use crate::json;
@@ -34,73 +34,10 @@ fn find<'a>(cs: &'a [Comparison], command: usize, counter: &str) -> Option<&'a C
 pub(crate) fn to_markdown(saved: &Saved, comparisons: &[Comparison]) -> String {
     let mut out = String::new();
     for (n, name) in counter_names(saved).iter().enumerate() {
-        let kind = Kind::of(name);
-        let means: Vec<f64> = saved
-            .benches
-            .iter()
-            .filter_map(|b| b.series(name)?.summary().map(|s| s.mean))
-            .collect();
-        let reference = means.iter().copied().fold(f64::INFINITY, f64::min);
-        let sc = Scale::for_value(
-            kind,
-            if reference.is_finite() {
-                reference
-            } else {
-                0.0
-            },
-        );
-        let unit = if sc.suffix.is_empty() {
-            String::new()
-        } else {
-            format!(" [{}]", sc.suffix)
-        };
         if n > 0 {
             out.push('\n');
         }
-        let _ = writeln!(out, "#### {name}\n");
-        let _ = writeln!(
-            out,
-            "| Command | Mean{unit} | Min{unit} | Max{unit} | Relative |"
-        );
-        out.push_str("|:---|---:|---:|---:|---:|\n");
-        let num = |v: f64| {
-            if sc.divisor == 1.0 && v.fract() == 0.0 {
-                format!("{v:.0}")
-            } else {
-                format!("{:.*}", sc.decimals, v / sc.divisor)
-            }
-        };
-        for (i, b) in saved.benches.iter().enumerate() {
-            let Some(s) = b.series(name).and_then(Series::summary) else {
-                let _ = writeln!(out, "| `{}` | not counted | | | |", md_code(&b.label()));
-                continue;
-            };
-            let rel = match find(comparisons, i, name) {
-                Some(c) => match c.ratio {
-                    Some(r) => format!(
-                        "{} ({}–{}){}",
-                        ratio(r.ratio),
-                        ratio_in(r.low, r.ratio),
-                        ratio_in(r.high, r.ratio),
-                        match c.verdict() {
-                            super::model::Verdict::Same => "",
-                            _ => " *",
-                        }
-                    ),
-                    None => "n/a".into(),
-                },
-                None => "1.00".into(),
-            };
-            let _ = writeln!(
-                out,
-                "| `{}` | {} ± {} | {} | {} | {rel} |",
-                md_code(&b.label()),
-                num(s.mean),
-                num(s.stddev),
-                num(s.min),
-                num(s.max)
-            );
-        }
+        markdown_table(&mut out, saved, comparisons, name);
     }
     if !comparisons.is_empty() {
         let _ =
@@ -118,6 +55,79 @@ pub(crate) fn to_markdown(saved: &Saved, comparisons: &[Comparison]) -> String {
         );
     }
     out
+}
+
+/// One counter's Markdown table, in the scale of the smallest mean.
+fn markdown_table(out: &mut String, saved: &Saved, comparisons: &[Comparison], name: &str) {
+    let reference = saved
+        .benches
+        .iter()
+        .filter_map(|b| b.series(name)?.summary().map(|s| s.mean))
+        .fold(f64::INFINITY, f64::min);
+    let sc = Scale::for_value(
+        Kind::of(name),
+        if reference.is_finite() {
+            reference
+        } else {
+            0.0
+        },
+    );
+    let unit = if sc.suffix.is_empty() {
+        String::new()
+    } else {
+        format!(" [{}]", sc.suffix)
+    };
+    let _ = writeln!(out, "#### {name}\n");
+    let _ = writeln!(
+        out,
+        "| Command | Mean{unit} | Min{unit} | Max{unit} | Relative |"
+    );
+    out.push_str("|:---|---:|---:|---:|---:|\n");
+    let num = |v: f64| {
+        if sc.divisor == 1.0 && v.fract() == 0.0 {
+            format!("{v:.0}")
+        } else {
+            format!("{:.*}", sc.decimals, v / sc.divisor)
+        }
+    };
+    for (i, b) in saved.benches.iter().enumerate() {
+        let Some(s) = b.series(name).and_then(Series::summary) else {
+            let _ = writeln!(out, "| `{}` | not counted | | | |", md_code(&b.label()));
+            continue;
+        };
+        let _ = writeln!(
+            out,
+            "| `{}` | {} ± {} | {} | {} | {} |",
+            md_code(&b.label()),
+            num(s.mean),
+            num(s.stddev),
+            num(s.min),
+            num(s.max),
+            relative(find(comparisons, i, name))
+        );
+    }
+}
+
+/// The Relative cell: `1.00` for the baseline, else the ratio with its interval and `*` when
+/// significant.
+fn relative(c: Option<&Comparison>) -> String {
+    let Some(c) = c else {
+        return "1.00".into();
+    };
+    match c.ratio {
+        Some(r) => format!(
+            "{} ({}–{}){}",
+            ratio(r.ratio),
+            ratio_in(r.low, r.ratio),
+            ratio_in(r.high, r.ratio),
+            if c.verdict() == Verdict::Same {
+                ""
+            } else {
+                " *"
+            }
+        ),
+        None => "n/a".into(),
+    }
 }
 
 fn md_code(s: &str) -> String {
