@@ -101,8 +101,8 @@ fn markdown_table(out: &mut String, saved: &Saved, comparisons: &[Comparison], n
             md_code(&b.label()),
             num(s.mean),
             num(s.stddev),
-            num(s.min),
-            num(s.max),
+            num(s.min as f64),
+            num(s.max as f64),
             relative(find(comparisons, i, name))
         );
     }
@@ -163,6 +163,7 @@ pub(crate) fn to_csv(saved: &Saved, comparisons: &[Comparison]) -> String {
             }
         })
     };
+    let int = |v: Option<u64>| v.map_or_else(String::new, |v| v.to_string());
     for (i, b) in saved.benches.iter().enumerate() {
         for s in &b.series {
             let sum = s.summary();
@@ -175,11 +176,11 @@ pub(crate) fn to_csv(saved: &Saved, comparisons: &[Comparison]) -> String {
                 sum.map_or(0, |s| s.n).to_string(),
                 f(sum.map(|s| s.mean)),
                 f(sum.map(|s| s.stddev)),
-                f(sum.map(|s| s.median)),
-                f(sum.map(|s| s.min)),
-                f(sum.map(|s| s.max)),
-                f(sum.and_then(|s| s.p90)),
-                f(sum.and_then(|s| s.p99)),
+                int(sum.map(|s| s.median)),
+                int(sum.map(|s| s.min)),
+                int(sum.map(|s| s.max)),
+                int(sum.and_then(|s| s.p90)),
+                int(sum.and_then(|s| s.p99)),
                 f(c.and_then(|c| c.ratio.map(|r| r.ratio))),
                 f(c.and_then(|c| c.ratio.map(|r| r.low))),
                 f(c.and_then(|c| c.ratio.map(|r| r.high))),

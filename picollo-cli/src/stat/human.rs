@@ -419,10 +419,14 @@ fn row(name: &str, kind: Kind, s: &Summary, st: Style) -> [String; 6] {
     [
         name.to_string(),
         mean_sd,
-        plain(s.median),
-        format!("{} … {}", st.cyan(&plain(s.min)), st.magenta(&plain(s.max))),
-        s.p90.map_or_else(String::new, plain),
-        s.p99.map_or_else(String::new, plain),
+        plain(s.median as f64),
+        format!(
+            "{} … {}",
+            st.cyan(&plain(s.min as f64)),
+            st.magenta(&plain(s.max as f64))
+        ),
+        s.p90.map_or_else(String::new, |v| plain(v as f64)),
+        s.p99.map_or_else(String::new, |v| plain(v as f64)),
     ]
 }
 
@@ -456,7 +460,7 @@ pub(crate) fn outlier_warnings(saved: &Saved) -> Vec<String> {
                 o.len(),
                 s.values.len(),
                 s.name,
-                show(s.kind(), sum.median),
+                show(s.kind(), sum.median as f64),
                 list.join(", "),
                 if o.len() > 4 { ", …" } else { "" }
             ));

@@ -73,7 +73,8 @@ impl Series {
 
     /// The summary of the counted values.
     pub(crate) fn summary(&self) -> Option<Summary> {
-        Summary::of(&self.counted())
+        let counted: Vec<u64> = self.values.iter().flatten().copied().collect();
+        Summary::of(&counted)
     }
 
     /// Run numbers (0-based, among all measured runs) of the statistical outliers.

@@ -70,11 +70,11 @@ struct CounterDoc<'a> {
     scaled_runs: u32,
     mean: Option<f64>,
     stddev: Option<f64>,
-    median: Option<f64>,
-    min: Option<f64>,
-    max: Option<f64>,
-    p90: Option<f64>,
-    p99: Option<f64>,
+    median: Option<u64>,
+    min: Option<u64>,
+    max: Option<u64>,
+    p90: Option<u64>,
+    p99: Option<u64>,
     outliers: Vec<usize>,
 }
 
@@ -118,15 +118,16 @@ impl<'a> ResultDoc<'a> {
     fn new(b: &'a Bench) -> Self {
         let wall = b.series(WALL_TIME).and_then(Series::summary);
         let s = |f: fn(&Summary) -> f64| wall.as_ref().map(|w| f(w) / 1e9);
+        let seconds = |f: fn(&Summary) -> u64| wall.as_ref().map(|w| f(w) as f64 / 1e9);
         ResultDoc {
             command: b.label(),
             mean: s(|w| w.mean),
             stddev: s(|w| w.stddev),
-            median: s(|w| w.median),
+            median: seconds(|w| w.median),
             user: mean_ns(&b.user_ns).map(|v| v / 1e9),
             system: mean_ns(&b.system_ns).map(|v| v / 1e9),
-            min: s(|w| w.min),
-            max: s(|w| w.max),
+            min: seconds(|w| w.min),
+            max: seconds(|w| w.max),
             times: b.series(WALL_TIME).map_or_else(Vec::new, |w| {
                 w.values.iter().map(|v| v.map(|v| v as f64 / 1e9)).collect()
             }),
@@ -144,19 +145,19 @@ impl<'a> ResultDoc<'a> {
 impl<'a> CounterDoc<'a> {
     fn new(s: &'a Series) -> Self {
         let sum = s.summary();
-        let f = |f: fn(&Summary) -> Option<f64>| sum.as_ref().and_then(f);
+        let sum = sum.as_ref();
         CounterDoc {
             name: &s.name,
             unit: s.kind().unit(),
             values: &s.values,
             scaled_runs: s.scaled_runs,
-            mean: f(|s| Some(s.mean)),
-            stddev: f(|s| Some(s.stddev)),
-            median: f(|s| Some(s.median)),
-            min: f(|s| Some(s.min)),
-            max: f(|s| Some(s.max)),
-            p90: f(|s| s.p90),
-            p99: f(|s| s.p99),
+            mean: sum.map(|s| s.mean),
+            stddev: sum.map(|s| s.stddev),
+            median: sum.map(|s| s.median),
+            min: sum.map(|s| s.min),
+            max: sum.map(|s| s.max),
+            p90: sum.and_then(|s| s.p90),
+            p99: sum.and_then(|s| s.p99),
             outliers: s.outliers(),
         }
     }

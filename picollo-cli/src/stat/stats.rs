@@ -4,8 +4,12 @@
 //! Everything here is plain `f64` arithmetic on the per-run values, written to match the
 //! reference implementations it is tested against (`picollo-cli/tests/stat_reference.py`):
 //!
-//! - quantiles and the bootstrap percentiles interpolate linearly between order statistics
-//!   (NumPy's default `linear` method);
+//! - the median and percentiles of the runs are run values, by Picollo's one rank rule
+//!   ([`rank_count`]: the ⌈p/100 · n⌉-th smallest of n, as HdrHistogram): an integer count
+//!   stays an integer;
+//! - the bootstrap's interval bounds interpolate linearly between the sorted resampled ratios
+//!   (NumPy's default `linear` method), as does the median inside the outlier test
+//!   (hyperfine's);
 //! - the bootstrap draws with SplitMix64 from a fixed seed, indices by multiply-shift
 //!   (`(x · n) >> 64`), `A`'s resample before `B`'s in each of [`RESAMPLES`] rounds;
 //! - Mann–Whitney U follows `scipy.stats.mannwhitneyu` (two-sided, `method='auto'`): the exact
@@ -13,6 +17,8 @@
 //!   normal approximation with tie correction and continuity correction;
 //! - outliers are hyperfine's: a modified Z-score (`0.6745 · |x − median| / MAD`) above
 //!   [`OUTLIER_Z`].
+
+use picollo_core::read::rank_count;
 
 /// Bootstrap resamples per interval.
 pub(crate) const RESAMPLES: usize = 10_000;
@@ -25,7 +31,8 @@ pub(crate) const ALPHA: f64 = 0.05;
 /// A modified Z-score above this marks an outlier (hyperfine's threshold).
 pub(crate) const OUTLIER_Z: f64 = 14.0;
 
-/// The figures printed for one counter of one command.
+/// The figures printed for one counter of one command. The median, range and percentiles
+/// are values of the runs ([`value_at`]).
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) struct Summary {
     /// Values (runs where the counter was counted).
@@ -34,16 +41,16 @@ pub(crate) struct Summary {
     pub(crate) mean: f64,
     /// Sample standard deviation (n − 1); 0 for one value.
     pub(crate) stddev: f64,
-    /// Median (linear interpolation).
-    pub(crate) median: f64,
+    /// Median: the value at rank 50.
+    pub(crate) median: u64,
     /// Smallest value.
-    pub(crate) min: f64,
+    pub(crate) min: u64,
     /// Largest value.
-    pub(crate) max: f64,
+    pub(crate) max: u64,
     /// 90th percentile, when there are at least 10 values.
-    pub(crate) p90: Option<f64>,
+    pub(crate) p90: Option<u64>,
     /// 99th percentile, when there are at least 100 values.
-    pub(crate) p99: Option<f64>,
+    pub(crate) p99: Option<u64>,
 }
 
 /// The smallest number of values that resolves percentile `p` (in %): `1 / (1 − p)`, so
@@ -52,22 +59,29 @@ pub(crate) fn runs_for(p: f64) -> usize {
     (100.0 / (100.0 - p)).round() as usize
 }
 
+/// The value at percentile `rank` of sorted, non-empty `s`: the [`rank_count`]-th smallest
+/// (Picollo's rank rule, as the histograms of `--table`, `--hlog` and `--hgrm` use it).
+pub(crate) fn value_at(s: &[u64], rank: f64) -> u64 {
+    let count = rank_count(rank, s.len() as u64);
+    s[usize::try_from(count).map_or(s.len(), |c| c.min(s.len())) - 1]
+}
+
 impl Summary {
     /// The summary of `values`; `None` when empty.
-    pub(crate) fn of(values: &[f64]) -> Option<Summary> {
+    pub(crate) fn of(values: &[u64]) -> Option<Summary> {
         if values.is_empty() {
             return None;
         }
         let mut sorted = values.to_vec();
-        sorted.sort_by(f64::total_cmp);
+        sorted.sort_unstable();
         let n = sorted.len();
-        let m = mean(values);
-        let q = |p: f64| (n >= runs_for(p)).then(|| quantile_sorted(&sorted, p / 100.0));
+        let floats: Vec<f64> = values.iter().map(|&v| v as f64).collect();
+        let q = |p: f64| (n >= runs_for(p)).then(|| value_at(&sorted, p));
         Some(Summary {
             n,
-            mean: m,
-            stddev: stddev(values),
-            median: quantile_sorted(&sorted, 0.5),
+            mean: mean(&floats),
+            stddev: stddev(&floats),
+            median: value_at(&sorted, 50.0),
             min: sorted[0],
             max: sorted[n - 1],
             p90: q(90.0),
@@ -358,19 +372,19 @@ mod tests {
     use super::*;
 
     #[test]
-    fn summaries_interpolate_like_numpy() {
-        let s = Summary::of(&[4.0, 1.0, 3.0, 2.0]).unwrap();
-        assert_eq!(
-            (s.n, s.mean, s.median, s.min, s.max),
-            (4, 2.5, 2.5, 1.0, 4.0)
-        );
+    fn summaries_take_run_values_by_the_rank_rule() {
+        let s = Summary::of(&[4, 1, 3, 2]).unwrap();
+        assert_eq!((s.n, s.mean, s.median, s.min, s.max), (4, 2.5, 2, 1, 4));
         assert!((s.stddev - 1.290_994_448_735_805_6).abs() < 1e-15);
         assert_eq!((s.p90, s.p99), (None, None));
-        let v: Vec<f64> = (1..=100).map(f64::from).collect();
+        // ⌈p/100 · n⌉-th smallest: the 90th and 99th of 1..=100, the 50th and 90th of 1..=12.
+        let v: Vec<u64> = (1..=100).collect();
         let s = Summary::of(&v).unwrap();
-        // numpy.percentile(range(1, 101), [90, 99]) = 90.1, 99.01
-        assert!((s.p90.unwrap() - 90.1).abs() < 1e-9);
-        assert!((s.p99.unwrap() - 99.01).abs() < 1e-9);
+        assert_eq!((s.median, s.p90, s.p99), (50, Some(90), Some(99)));
+        let v: Vec<u64> = (1..=12).rev().collect();
+        let s = Summary::of(&v).unwrap();
+        assert_eq!((s.median, s.p90, s.p99), (6, Some(11), None));
+        assert_eq!(value_at(&[7], 50.0), 7);
         assert!(Summary::of(&[]).is_none());
         assert_eq!((runs_for(90.0), runs_for(99.0)), (10, 100));
     }
