@@ -18,7 +18,7 @@ use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use clap::ValueEnum;
+use clap::{ArgGroup, Args, ValueEnum};
 use picollo_core::ring::{CounterStatus, RequestStatus};
 use picollo_linux::shm::{list_rings, ShmError, ShmReader};
 use picollo_linux::span::{unavailable_reason, SpanConfig, SpanDecoder, RING_PREFIX};
@@ -132,7 +132,7 @@ impl Drop for Keys {
 
 /// The output of `attach` and `top`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
-pub enum LiveFormat {
+pub(crate) enum LiveFormat {
     /// Markdown tables and summary lines (the default).
     #[default]
     Markdown,
@@ -140,23 +140,31 @@ pub enum LiveFormat {
     Json,
 }
 
-/// What `attach` was asked to do.
-#[derive(Clone, Debug, Default)]
-pub struct AttachOptions {
-    /// The process.
-    pub pid: i32,
-    /// Write every ring to CSV files in this directory.
-    pub csv: Option<PathBuf>,
-    /// Aggregate the span rings.
-    pub spans: bool,
-    /// Write a capture file.
-    pub output: Option<PathBuf>,
-    /// Stop after this many seconds.
-    pub duration: Option<f64>,
-    /// Counters to ask the span threads for.
-    pub events: Option<String>,
+/// The arguments of `attach`.
+#[derive(Debug, Args)]
+#[command(group(ArgGroup::new("mode").required(true).multiple(true).args(["csv", "spans", "output"])))]
+pub(crate) struct AttachArgs {
+    /// The process id.
+    pub(crate) pid: i32,
+    /// Write every ring to `DIR/<ring>.csv`.
+    #[arg(long, value_name = "DIR")]
+    pub(crate) csv: Option<PathBuf>,
+    /// Aggregate the span rings and print the per-phase table.
+    #[arg(long)]
+    pub(crate) spans: bool,
+    /// Write every ring's frames to a capture file (for `picollo convert`).
+    #[arg(short = 'o', long, value_name = "FILE")]
+    pub(crate) output: Option<PathBuf>,
+    /// Stop after S seconds (default: when the process exits).
+    #[arg(long, value_name = "S")]
+    pub(crate) duration: Option<f64>,
+    /// Counters for the span threads to sample, comma-separated perf names (cycles,
+    /// instructions, page-faults, task-clock, rNNNN, pmu/…/).
+    #[arg(short = 'e', long = "events", value_name = "EVENTS")]
+    pub(crate) events: Option<String>,
     /// Output format.
-    pub format: LiveFormat,
+    #[arg(long, value_enum, default_value_t = LiveFormat::Markdown)]
+    pub(crate) format: LiveFormat,
 }
 
 /// Whether process `pid` is running (it has a `/proc` entry).
@@ -439,7 +447,7 @@ impl Live {
     }
 }
 
-fn sinks_for(o: &AttachOptions) -> Result<Sinks> {
+fn sinks_for(o: &AttachArgs) -> Result<Sinks> {
     let mut s = Sinks::new();
     if let Some(dir) = &o.csv {
         s = s.csv(dir)?;
@@ -458,7 +466,7 @@ fn sinks_for(o: &AttachOptions) -> Result<Sinks> {
 ///
 /// # Errors
 /// No such process, no rings, a file that cannot be written, a ring that fails its checks.
-pub fn attach(o: &AttachOptions) -> Result<String> {
+pub(crate) fn attach(o: &AttachArgs) -> Result<String> {
     check_pid(o.pid)?;
     let until = deadline(o.duration)?;
     let started = Instant::now();
@@ -551,19 +559,23 @@ pub fn attach(o: &AttachOptions) -> Result<String> {
     }
 }
 
-/// What `top` was asked to do.
-#[derive(Clone, Debug)]
-pub struct TopOptions {
-    /// The process.
-    pub pid: i32,
+/// The arguments of `top`.
+#[derive(Debug, Args)]
+pub(crate) struct TopArgs {
+    /// The process id.
+    pub(crate) pid: i32,
     /// Seconds between refreshes.
-    pub interval: f64,
-    /// Refreshes before stopping.
-    pub count: Option<u64>,
-    /// Counters to ask the span threads for.
-    pub events: Option<String>,
-    /// Output format.
-    pub format: LiveFormat,
+    #[arg(long, value_name = "S", default_value_t = 1.0)]
+    pub(crate) interval: f64,
+    /// Stop after N refreshes (default: when the process exits).
+    #[arg(long, value_name = "N")]
+    pub(crate) count: Option<u64>,
+    /// Counters for the span threads to sample (as for attach).
+    #[arg(short = 'e', long = "events", value_name = "EVENTS")]
+    pub(crate) events: Option<String>,
+    /// Output format: redrawn tables, or one JSON object per line.
+    #[arg(long, value_enum, default_value_t = LiveFormat::Markdown)]
+    pub(crate) format: LiveFormat,
 }
 
 /// The live view: every `interval` seconds, the span tables of the last interval, under a
@@ -572,7 +584,7 @@ pub struct TopOptions {
 ///
 /// # Errors
 /// No such process, no span rings, a bad interval.
-pub fn top(o: &TopOptions) -> Result<String> {
+pub(crate) fn top(o: &TopArgs) -> Result<String> {
     if !(o.interval.is_finite() && o.interval >= 0.05) {
         return Err(CliError::new(format!(
             "--interval {} is too short; give at least 0.05 seconds",

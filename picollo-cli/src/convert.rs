@@ -6,6 +6,8 @@ use std::fs::File;
 use std::io::BufReader;
 use std::path::PathBuf;
 
+use clap::{ArgGroup, Args};
+
 use picollo_linux::capture::{CaptureEvent, CaptureReader};
 
 use crate::attach::LiveFormat;
@@ -14,25 +16,28 @@ use crate::frames::{csv_summary, spans_markdown, Sinks};
 use crate::json;
 use crate::live_json::{ConvertHead, Line, Spans};
 
-/// What `convert` was asked to do.
-#[derive(Clone, Debug)]
-pub struct ConvertOptions {
+/// The arguments of `convert`.
+#[derive(Debug, Args)]
+#[command(group(ArgGroup::new("mode").required(true).multiple(true).args(["csv", "spans", "format"])))]
+pub(crate) struct ConvertArgs {
     /// The capture file.
-    pub file: PathBuf,
-    /// Write CSV files into this directory.
-    pub csv: Option<PathBuf>,
-    /// Print the span tables.
-    pub spans: bool,
-    /// The output format: JSON lines of every frame (without `--csv` or `--spans`), or the
-    /// span report as JSON (with `--spans`).
-    pub format: Option<LiveFormat>,
+    pub(crate) file: PathBuf,
+    /// Write every ring to `DIR/<ring>.csv`.
+    #[arg(long, value_name = "DIR")]
+    pub(crate) csv: Option<PathBuf>,
+    /// Print the per-phase and counter-event tables of the span rings.
+    #[arg(long)]
+    pub(crate) spans: bool,
+    /// json: every frame as a JSON line (alone), or the span report as JSON (with --spans).
+    #[arg(long, value_enum)]
+    pub(crate) format: Option<LiveFormat>,
 }
 
 /// Converts the capture; returns what goes to stdout.
 ///
 /// # Errors
 /// A missing, unreadable or damaged file; a directory that cannot be written.
-pub fn run(o: &ConvertOptions) -> Result<String> {
+pub(crate) fn run(o: &ConvertArgs) -> Result<String> {
     let shown = o.file.display().to_string();
     let file = File::open(&o.file)
         .map_err(|e| CliError::new(format!("cannot open {shown}: {e}; check the path")))?;

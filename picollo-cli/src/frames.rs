@@ -55,19 +55,19 @@ struct Ring {
 
 /// One ring's totals, for the closing summary.
 #[derive(Clone, Debug)]
-pub struct RingTotals {
+pub(crate) struct RingTotals {
     /// The ring's name.
-    pub name: String,
+    pub(crate) name: String,
     /// Frames delivered.
-    pub frames: u64,
+    pub(crate) frames: u64,
     /// Frames lost.
-    pub lost: u64,
+    pub(crate) lost: u64,
     /// CSV files written, with their frame counts.
-    pub csv: Vec<(PathBuf, u64)>,
+    pub(crate) csv: Vec<(PathBuf, u64)>,
 }
 
 /// The sinks frames are written to.
-pub struct Sinks {
+pub(crate) struct Sinks {
     rings: Vec<Ring>,
     csv_dir: Option<PathBuf>,
     capture: Option<(PathBuf, CaptureWriter<BufWriter<File>>)>,
@@ -90,7 +90,7 @@ fn io_err(what: &Path) -> impl Fn(std::io::Error) -> CliError + '_ {
 
 impl Sinks {
     /// No sinks yet.
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self {
             rings: Vec::new(),
             csv_dir: None,
@@ -101,7 +101,7 @@ impl Sinks {
     }
 
     /// CSV files in `dir` (created if missing).
-    pub fn csv(mut self, dir: &Path) -> Result<Self> {
+    pub(crate) fn csv(mut self, dir: &Path) -> Result<Self> {
         std::fs::create_dir_all(dir).map_err(|e| {
             CliError::new(format!(
                 "cannot create {}: {e}; give a writable directory",
@@ -113,7 +113,7 @@ impl Sinks {
     }
 
     /// A capture file at `path` of process `pid`'s frames.
-    pub fn capture(mut self, path: &Path, pid: u32) -> Result<Self> {
+    pub(crate) fn capture(mut self, path: &Path, pid: u32) -> Result<Self> {
         let file = File::create(path).map_err(|e| {
             CliError::new(format!(
                 "cannot create {}: {e}; give a writable path",
@@ -127,25 +127,25 @@ impl Sinks {
     }
 
     /// Span rings aggregated into the per-phase and counter-event tables.
-    pub fn spans(mut self) -> Self {
+    pub(crate) fn spans(mut self) -> Self {
         self.spans = Some(picollo_linux::span::new_aggregator());
         self
     }
 
     /// Every event as a JSON line on `out`.
-    pub fn json_lines(mut self, out: Box<dyn Write>) -> Self {
+    pub(crate) fn json_lines(mut self, out: Box<dyn Write>) -> Self {
         self.json_lines = Some(out);
         self
     }
 
     /// Whether only span rings are of interest (no CSV, capture or JSON lines).
-    pub fn spans_only(&self) -> bool {
+    pub(crate) fn spans_only(&self) -> bool {
         self.csv_dir.is_none() && self.capture.is_none() && self.json_lines.is_none()
     }
 
     /// Adds ring `name` described by `info`; returns its id. A ring that is not a span ring
     /// still goes to CSV, capture and JSON.
-    pub fn add_ring(&mut self, name: &str, info: &RingInfo) -> Result<u32> {
+    pub(crate) fn add_ring(&mut self, name: &str, info: &RingInfo) -> Result<u32> {
         let id = self.rings.len() as u32;
         let csv_info = self.csv_dir.as_ref().map(|_| Box::new(info.clone()));
         if let Some((path, w)) = &mut self.capture {
@@ -175,7 +175,13 @@ impl Sinks {
 
     /// Frame `number` of ring `id`, with its payload `words`, described by `info` (the
     /// header as of this frame).
-    pub fn frame(&mut self, id: u32, info: &RingInfo, number: u64, words: &[u64]) -> Result<()> {
+    pub(crate) fn frame(
+        &mut self,
+        id: u32,
+        info: &RingInfo,
+        number: u64,
+        words: &[u64],
+    ) -> Result<()> {
         let Some(ring) = self.rings.get_mut(id as usize) else {
             return Ok(());
         };
@@ -219,7 +225,7 @@ impl Sinks {
 
     /// Ring `id`'s counter table changed (a capture's record; live readers see it with the
     /// next frame).
-    pub fn counters_changed(&mut self, id: u32, info: &RingInfo) -> Result<()> {
+    pub(crate) fn counters_changed(&mut self, id: u32, info: &RingInfo) -> Result<()> {
         let Some(ring) = self.rings.get(id as usize) else {
             return Ok(());
         };
@@ -231,7 +237,7 @@ impl Sinks {
     }
 
     /// The reader lost `count` frames of ring `id`.
-    pub fn lost(&mut self, id: u32, count: u64) -> Result<()> {
+    pub(crate) fn lost(&mut self, id: u32, count: u64) -> Result<()> {
         if count == 0 {
             return Ok(());
         }
@@ -262,7 +268,7 @@ impl Sinks {
     }
 
     /// Writes what is buffered.
-    pub fn flush(&mut self) -> Result<()> {
+    pub(crate) fn flush(&mut self) -> Result<()> {
         self.flush_with(false)
     }
 
@@ -294,22 +300,22 @@ impl Sinks {
     }
 
     /// The span aggregator (when spans are aggregated).
-    pub fn aggregator(&self) -> Option<&SpanAggregator> {
+    pub(crate) fn aggregator(&self) -> Option<&SpanAggregator> {
         self.spans.as_ref()
     }
 
     /// The span statistics of the interval so far, starting a new one.
-    pub fn take_interval(&mut self) -> Option<SpanAggregator> {
+    pub(crate) fn take_interval(&mut self) -> Option<SpanAggregator> {
         self.spans.as_mut().map(SpanAggregator::take_interval)
     }
 
     /// Span rings being aggregated.
-    pub fn span_rings(&self) -> usize {
+    pub(crate) fn span_rings(&self) -> usize {
         self.rings.iter().filter(|r| r.span.is_some()).count()
     }
 
     /// Per-ring totals.
-    pub fn totals(&self) -> Vec<RingTotals> {
+    pub(crate) fn totals(&self) -> Vec<RingTotals> {
         self.rings
             .iter()
             .map(|r| RingTotals {
@@ -325,7 +331,7 @@ impl Sinks {
 
     /// Flushes everything and finishes the capture file (its end record); returns its path
     /// and frame and loss counts when there is one.
-    pub fn finish(&mut self) -> Result<Option<(PathBuf, u64, u64)>> {
+    pub(crate) fn finish(&mut self) -> Result<Option<(PathBuf, u64, u64)>> {
         self.flush_with(true)?;
         match self.capture.take() {
             Some((path, w)) => {
@@ -380,7 +386,7 @@ impl CsvRing {
 
 /// One line per CSV file written: `DIR/ring.csv: N frames, M lost` (the ring's losses on
 /// its first file; later files, after a counter change, say so).
-pub fn csv_summary(totals: &[RingTotals]) -> String {
+pub(crate) fn csv_summary(totals: &[RingTotals]) -> String {
     let mut out = String::new();
     for t in totals {
         for (i, (path, frames)) in t.csv.iter().enumerate() {
@@ -402,7 +408,7 @@ pub fn csv_summary(totals: &[RingTotals]) -> String {
 }
 
 /// The span report as Markdown: the per-phase table, then the counter-event table if any.
-pub fn spans_markdown(agg: &SpanAggregator) -> String {
+pub(crate) fn spans_markdown(agg: &SpanAggregator) -> String {
     let mut s = agg.table().to_string();
     if let Some(events) = agg.event_table() {
         s.push('\n');

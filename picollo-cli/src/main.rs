@@ -27,6 +27,9 @@
 //!   `json`: the JSON writer of every output, `live_json`: the JSON of attach, top and
 //!   convert; `error`: the tool's one error type.
 
+// A binary exports nothing: items are `pub(crate)` at most, and this lint keeps them so.
+#![warn(unreachable_pub)]
+
 mod attach;
 mod convert;
 mod counters;
@@ -46,7 +49,7 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{ArgGroup, Args, Parser, Subcommand};
+use clap::{Args, Parser, Subcommand};
 
 use crate::error::{CliError, Result};
 use crate::hlog::SelectArgs;
@@ -146,7 +149,7 @@ enum Command {
     /// the tables: {"type":"attach","pid","seconds","rings":[{"ring","frames","lost","csv"}],
     /// "capture","counter_request","spans":{"rings","frames","clock","unavailable","phases",
     /// "events","notes"}}.
-    Attach(AttachArgs),
+    Attach(attach::AttachArgs),
     /// Live view of a process's spans: the per-phase table of the last interval.
     ///
     /// Every --interval seconds the screen is redrawn (when stdout is a terminal) with the
@@ -157,7 +160,7 @@ enum Command {
     /// earlier counts from the interval's start); % is the share of the outermost spans, so
     /// nested spans are part of their parent's, not added to it. Stops after --count
     /// refreshes, when the process exits, when q is typed, or on Ctrl-C.
-    Top(TopArgs),
+    Top(attach::TopArgs),
     /// Convert a capture file (from `attach --output`) to CSV files, the span tables or JSON.
     ///
     /// Works on any machine: the capture holds every ring's schema, clock record and counter
@@ -168,7 +171,7 @@ enum Command {
     /// "since","counters"}, {"type":"lost","ring","count"}, then {"type":"end","pid",
     /// "frames","lost","complete"}. A damaged file is an error naming the byte; a file cut
     /// short converts what it holds, with a warning.
-    Convert(ConvertArgs),
+    Convert(convert::ConvertArgs),
     /// Convert an HdrHistogram interval log for fleet systems: Prometheus text, OpenMetrics
     /// (promtool backfill) or OTLP/JSON exponential histograms.
     ///
@@ -222,66 +225,6 @@ struct PlotArgs {
     select: SelectArgs,
 }
 
-#[derive(Debug, Args)]
-#[command(group(ArgGroup::new("mode").required(true).multiple(true).args(["csv", "spans", "output"])))]
-struct AttachArgs {
-    /// The process id.
-    pid: i32,
-    /// Write every ring to `DIR/<ring>.csv`.
-    #[arg(long, value_name = "DIR")]
-    csv: Option<PathBuf>,
-    /// Aggregate the span rings and print the per-phase table.
-    #[arg(long)]
-    spans: bool,
-    /// Write every ring's frames to a capture file (for `picollo convert`).
-    #[arg(short = 'o', long, value_name = "FILE")]
-    output: Option<PathBuf>,
-    /// Stop after S seconds (default: when the process exits).
-    #[arg(long, value_name = "S")]
-    duration: Option<f64>,
-    /// Counters for the span threads to sample, comma-separated perf names (cycles,
-    /// instructions, page-faults, task-clock, rNNNN, pmu/…/).
-    #[arg(short = 'e', long = "events", value_name = "EVENTS")]
-    events: Option<String>,
-    /// Output format.
-    #[arg(long, value_enum, default_value_t = attach::LiveFormat::Markdown)]
-    format: attach::LiveFormat,
-}
-
-#[derive(Debug, Args)]
-struct TopArgs {
-    /// The process id.
-    pid: i32,
-    /// Seconds between refreshes.
-    #[arg(long, value_name = "S", default_value_t = 1.0)]
-    interval: f64,
-    /// Stop after N refreshes (default: when the process exits).
-    #[arg(long, value_name = "N")]
-    count: Option<u64>,
-    /// Counters for the span threads to sample (as for attach).
-    #[arg(short = 'e', long = "events", value_name = "EVENTS")]
-    events: Option<String>,
-    /// Output format: redrawn tables, or one JSON object per line.
-    #[arg(long, value_enum, default_value_t = attach::LiveFormat::Markdown)]
-    format: attach::LiveFormat,
-}
-
-#[derive(Debug, Args)]
-#[command(group(ArgGroup::new("mode").required(true).multiple(true).args(["csv", "spans", "format"])))]
-struct ConvertArgs {
-    /// The capture file.
-    file: PathBuf,
-    /// Write every ring to `DIR/<ring>.csv`.
-    #[arg(long, value_name = "DIR")]
-    csv: Option<PathBuf>,
-    /// Print the per-phase and counter-event tables of the span rings.
-    #[arg(long)]
-    spans: bool,
-    /// json: every frame as a JSON line (alone), or the span report as JSON (with --spans).
-    #[arg(long, value_enum)]
-    format: Option<attach::LiveFormat>,
-}
-
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match run(cli) {
@@ -312,28 +255,9 @@ fn run(cli: Cli) -> Result<String> {
         Command::Report(a) => report(&a),
         Command::Diff(a) => diff(&a),
         Command::Plot(a) => plot(&a),
-        Command::Attach(a) => attach::attach(&attach::AttachOptions {
-            pid: a.pid,
-            csv: a.csv,
-            spans: a.spans,
-            output: a.output,
-            duration: a.duration,
-            events: a.events,
-            format: a.format,
-        }),
-        Command::Top(a) => attach::top(&attach::TopOptions {
-            pid: a.pid,
-            interval: a.interval,
-            count: a.count,
-            events: a.events,
-            format: a.format,
-        }),
-        Command::Convert(a) => convert::run(&convert::ConvertOptions {
-            file: a.file,
-            csv: a.csv,
-            spans: a.spans,
-            format: a.format,
-        }),
+        Command::Attach(a) => attach::attach(&a),
+        Command::Top(a) => attach::top(&a),
+        Command::Convert(a) => convert::run(&a),
         Command::Export(a) => export::run(&a),
     }
 }
