@@ -11,7 +11,7 @@
 //! # JSON
 //!
 //! With JSON lines (`convert --format json`), every event is written as a
-//! [`Line`](crate::live_json::Line) as it comes.
+//! [`crate::live_json::Line`] as it comes.
 
 use std::fs::File;
 use std::io::{BufWriter, Write};

@@ -3,8 +3,9 @@
 //! - `convert --format json` prints one [`Line`] per event of the capture: `{"type":"ring",…}`,
 //!   `{"type":"frame",…}`, `{"type":"counters",…}`, `{"type":"lost",…}` and a final
 //!   `{"type":"end",…}`;
-//! - the span report ([`Spans`]) follows a head of its own in [`AttachReport`] (as its
-//!   `spans` field), [`TopReport`] (one per refresh) and [`ConvertReport`].
+//! - the span report ([`Spans`]) follows a head of its own: [`AttachSpans`] (in
+//!   [`AttachReport`], as its `spans` field), [`TopHead`] (one per refresh) and
+//!   [`ConvertHead`].
 //!
 //! The fields are documented in the commands' `--help` and in `picollo-cli/README.md`.
 
