@@ -321,16 +321,20 @@ impl SavedResult {
 /// # Errors
 /// Not JSON, another schema or a newer version, or fields of the wrong type.
 pub(crate) fn from_json(text: &str, name: &str) -> Result<Saved> {
-    let head: Head = serde_json::from_str(text).map_err(|e| {
-        CliError::new(format!(
-            "{name} is not JSON ({e}); give a file from --save or --export-json"
-        ))
-    })?;
     let bad = |what: &str| {
         CliError::new(format!(
             "{name}: {what}; give a file written by `picollo stat --save` or `hyperfine --export-json`"
         ))
     };
+    let head: Head = serde_json::from_str(text).map_err(|e| {
+        if e.is_data() {
+            bad(&e.to_string())
+        } else {
+            CliError::new(format!(
+                "{name} is not JSON ({e}); give a file from --save or --export-json"
+            ))
+        }
+    })?;
     if let Some(schema) = &head.schema {
         if schema.as_str() != Some(SCHEMA) {
             return Err(bad("not a picollo-stat file"));
@@ -360,4 +364,59 @@ pub(crate) fn from_json(text: &str, name: &str) -> Result<Saved> {
         interleaved: file.interleaved,
         benches,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn err(text: &str) -> String {
+        from_json(text, "f.json").unwrap_err().to_string()
+    }
+
+    #[test]
+    fn reads_its_own_schema_and_hyperfines() {
+        let mut b = Bench::new("a b".into(), vec!["a".into(), "b".into()], vec![]);
+        b.parameters.push(("n".into(), "2".into()));
+        b.record(10, &[("page-faults".into(), Some(3), true)], Some(0), 4, 5);
+        b.record(12, &[("page-faults".into(), None, false)], None, 4, 5);
+        let saved = Saved {
+            started_unix_ms: 7,
+            warmup: 2,
+            interleaved: true,
+            benches: vec![b],
+        };
+        let text = to_json(&saved, &[]);
+        assert_eq!(from_json(&text, "f.json").unwrap(), saved);
+        let hyperfine = r#"{"results":[{"command":"sleep 0.1","mean":0.1,"times":[0.1,0.2],
+            "exit_codes":[0,1],"parameters":{"t":"0.1","n":3}}]}"#;
+        let h = from_json(hyperfine, "h.json").unwrap();
+        let b = &h.benches[0];
+        assert_eq!(b.series[0].values, [Some(100_000_000), Some(200_000_000)]);
+        assert_eq!(b.exit_codes, [Some(0), Some(1)]);
+        assert_eq!(
+            b.parameters,
+            [("n".into(), "3".into()), ("t".into(), "0.1".into())]
+        );
+    }
+
+    #[test]
+    fn refuses_what_it_cannot_read() {
+        assert!(err("{").contains("is not JSON"));
+        assert!(err("3").contains("f.json: invalid type"), "{}", err("3"));
+        assert!(err(r#"{"schema":"other","results":[]}"#).contains("not a picollo-stat file"));
+        assert!(err(r#"{"schema":"picollo-stat","version":2,"results":[]}"#)
+            .contains("schema version 2"));
+        assert!(err(r#"{"schema":"picollo-stat","results":[]}"#).contains("no schema version"));
+        assert!(err(r#"{"results":[]}"#).contains("no results"));
+        assert!(err(r#"{"results":[{"command":"x"}]}"#).contains("without `times`"));
+        assert!(err(r#"{"results":[{"command":"x","times":[-1.0]}]}"#).contains("negative"));
+        let counters = |c: &str| format!(r#"{{"results":[{{"command":"x","counters":{c}}}]}}"#);
+        assert!(err(&counters(r#"[{"name":"cycles","values":[1]}]"#)).contains("not wall-time"));
+        assert!(err(&counters(
+            r#"[{"name":"wall-time","values":[1]},{"name":"cycles","values":[]}]"#
+        ))
+        .contains("different run counts"));
+        assert!(err(&counters(r#"[{"name":"wall-time","values":[1.5]}]"#)).contains("f.json"));
+    }
 }
