@@ -101,9 +101,6 @@ pub use picollo_alloc::span::{
 
 pub mod raw;
 
-/// The owner of `span!` guards' intervals on a thread's stack (span layers have ids from 1).
-const GUARD: u64 = 0;
-
 pub use picollo_alloc::span::clock::{clock_hz, clock_kind, monotonic_ns, now};
 pub use picollo_alloc::span::{FrameKind, SpanName, SPAN_FRAME};
 
@@ -111,7 +108,7 @@ pub use config::{
     config, configure, env_error, new_aggregator, SpanConfig, SpanCounters, DEFAULT_COUNTER_SLOTS,
     DEFAULT_SLOTS, RING_PREFIX,
 };
-use thread::{listening, RingState};
+use thread::{listening, ThreadSpans};
 pub use thread::{
     open_thread_ring, reset_thread, ring_failures, thread_counter_events, thread_counters,
 };
@@ -122,6 +119,8 @@ pub use thread::{
 #[must_use = "a span ends when dropped: bind it with `let _s = ...`, not `let _ = ...`"]
 pub struct Span {
     name: SpanName,
+    /// The span clock at its start.
+    start: u64,
     /// 0 when inactive; else the nesting depth (1 for the outermost span).
     depth: u32,
     _not_send: PhantomData<*const ()>,
@@ -142,11 +141,12 @@ impl Span {
     /// to this thread's ring; then this is a thread-local load, a load and a branch.
     #[inline(always)]
     pub fn enter(name: SpanName) -> Span {
-        // `begin` returns its value rather than writing into the guard, so the guard can
+        // `begin` returns its values rather than writing into the guard, so the guard can
         // stay in registers on the path where nobody listens.
-        let depth = if listening() { Self::begin() } else { 0 };
+        let (start, depth) = if listening() { Self::begin() } else { (0, 0) };
         Span {
             name,
+            start,
             depth,
             _not_send: PhantomData,
         }
@@ -158,22 +158,12 @@ impl Span {
         Self::enter(SpanName::new(name))
     }
 
-    /// The attached (or not yet opened) path of `enter`: the span's depth, or 0 for an
-    /// inactive span. The interval goes on the thread's stack (shared with span layers).
+    /// The attached (or not yet opened) path of `enter`: the start and the depth, or
+    /// `(0, 0)` for an inactive span. The interval goes on the thread's stack (shared with
+    /// span layers).
     #[inline(never)]
-    fn begin() -> u32 {
-        raw::with_thread(|st| {
-            match st.ring.get() {
-                Some(t) if t.writer.is_attached() => {}
-                _ => return 0,
-            }
-            if st.depth() == 0 {
-                st.apply_counter_request();
-            }
-            let sample = matches!(&st.ring, RingState::Open(t) if t.measured > 0);
-            st.begin(GUARD, 0, sample)
-        })
-        .unwrap_or(0)
+    fn begin() -> (u64, u32) {
+        raw::with_thread(ThreadSpans::begin_guard).unwrap_or((0, 0))
     }
 
     /// Whether this span samples and saves (a consumer was attached when it began).
@@ -197,13 +187,9 @@ impl Span {
     #[inline(never)]
     fn finish_active(&mut self) {
         let end = now();
-        self.depth = 0;
-        let name = self.name;
-        raw::with_thread(|st| {
-            if let Some(i) = st.end(GUARD, 0) {
-                st.save_frame(name, &i, end);
-            }
-        });
+        let depth = core::mem::replace(&mut self.depth, 0);
+        let (name, start) = (self.name, self.start);
+        raw::with_thread(|st| st.end_guard(name, start, depth, end));
     }
 }
 

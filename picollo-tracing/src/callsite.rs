@@ -81,10 +81,18 @@ pub(crate) enum Outermost<'a> {
 
 impl Histograms {
     /// Notes a closing span's kind ([`OUTER`], [`NESTED`] or [`MIXED`]) and, once the
-    /// callsite has spans of both, records `outer_ns`, its outermost busy time.
-    #[inline]
+    /// callsite has spans of both, records `outer_ns`, its outermost busy time. One load
+    /// while every span of the callsite is of one kind.
+    #[inline(always)]
     pub(crate) fn note_outer(&self, kind: u8, outer_ns: u64) {
-        let mut kinds = self.kinds.load(Ordering::Relaxed);
+        let kinds = self.kinds.load(Ordering::Relaxed);
+        if kinds != kind {
+            self.note_outer_slow(kinds, kind, outer_ns);
+        }
+    }
+
+    #[inline(never)]
+    fn note_outer_slow(&self, mut kinds: u8, kind: u8, outer_ns: u64) {
         if kinds & kind == 0 {
             kinds = self.kinds.fetch_or(kind, Ordering::Relaxed) | kind;
         }

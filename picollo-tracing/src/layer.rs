@@ -27,6 +27,9 @@ use crate::spans::{LiveSpan, LiveSpans};
 /// [crate docs](crate).
 pub struct PicolloLayer {
     shared: Arc<Shared>,
+    /// `shared.id`, the owner of this layer's intervals on the threads' stacks (here to
+    /// spare the hooks a load).
+    id: u64,
     counters: bool,
     rings: bool,
 }
@@ -179,6 +182,7 @@ impl Builder {
             shared.warn_once(p);
         }
         let layer = PicolloLayer {
+            id: shared.id,
             counters: !shared.counters.is_empty(),
             rings: !self.no_rings,
             shared,
@@ -250,15 +254,16 @@ impl PicolloLayer {
         span
     }
 
-    /// This thread's mapping of its counter slots to the layer's counters, made on first use
-    /// (which opens the thread's ring and counters) and after the thread's counters changed.
+    /// Counter slots this thread samples for the layer: its mapping of the thread's counter
+    /// slots to the layer's counters is made on first use (which opens the thread's ring
+    /// and counters) and after the thread's counters changed.
     #[inline(always)]
-    fn slot_map(&self, t: &mut ThreadSpans) -> SlotMap {
-        let map = *t.slot_map();
-        if map.owner == self.shared.id {
-            return map;
+    fn counter_slots(&self, t: &mut ThreadSpans) -> usize {
+        let map = t.slot_map();
+        if map.owner == self.id {
+            return map.slots;
         }
-        self.map_slots(t, true)
+        self.map_slots(t, true).slots
     }
 
     /// Maps the thread's counter slots to the layer's counters by event and, with `warn`,
@@ -281,48 +286,52 @@ impl PicolloLayer {
     /// Adds `interval` (ending at `end`) to the span's busy time and, when it was sampled,
     /// its counter deltas; saves its frame when a consumer is attached.
     #[inline(always)]
-    fn end_interval(&self, t: &mut ThreadSpans, id: &Id, interval: &Interval, end: u64) {
+    fn end_interval(&self, t: &mut ThreadSpans, id: &Id, interval: Interval, end: u64) {
         let Some(span) = self.span(id) else {
             return;
         };
         let state = span.state();
         let ticks = end.wrapping_sub(interval.start);
-        state.busy.fetch_add(ticks, Ordering::Relaxed);
+        // One word per interval: the outermost and the nested parts of the busy time.
         if interval.depth == 1 {
             state.outer.fetch_add(ticks, Ordering::Relaxed);
+        } else {
+            state.nested.fetch_add(ticks, Ordering::Relaxed);
         }
         if self.counters {
             self.add_deltas(t, span, interval);
         }
         if self.rings && t.attached() {
-            t.save_frame(state.stats().frame_name(), interval, end);
+            t.save_frame(state.stats().frame_name(), &interval, end);
         }
     }
 
     /// Adds an interval's counter deltas to the span's sums; a counter not counted in it
     /// (no samples, another mapping, a group that did not run) is not counted for the span.
     #[inline(never)]
-    fn add_deltas(&self, t: &ThreadSpans, span: LiveSpan<'_>, interval: &Interval) {
+    fn add_deltas(&self, t: &ThreadSpans, span: LiveSpan<'_>, interval: Interval) {
         let state = span.state();
-        let map = *t.slot_map();
-        let depth = interval.depth;
+        let map = t.slot_map();
         let mut counted = 0;
-        let samples = t.counters(interval);
-        if let Some((start, end)) = samples.filter(|(s, _)| s.len() == map.slots) {
-            counted = if map.owner == self.shared.id {
-                map.mask
-            } else {
-                0
+        if let Some((start, end)) = t.counters(&interval).filter(|(s, _)| s.len() == map.slots) {
+            if map.owner == self.id {
+                counted = map.mask;
+            }
+            let (sums, costs) = (span.sums(), t.read_costs());
+            let outer_cycles = match self.shared.cycles {
+                Some(c) if interval.depth == 1 => c,
+                _ => usize::MAX,
             };
             for (slot, (s, e)) in start.iter().zip(end).enumerate() {
                 let c = map.slot_to_counter[slot];
                 if c == NO_COUNTER || counted & (1 << c) == 0 {
                     continue;
                 }
-                match raw::delta(e, s, t.read_cost(slot)) {
+                match raw::delta(e, s, costs[slot]) {
                     Some(v) => {
-                        span.sums()[usize::from(c)].fetch_add(v, Ordering::Relaxed);
-                        if depth == 1 && self.shared.cycles == Some(usize::from(c)) {
+                        let c = usize::from(c);
+                        sums[c].fetch_add(v, Ordering::Relaxed);
+                        if c == outer_cycles {
                             state.outer_cycles.fetch_add(v, Ordering::Relaxed);
                         }
                     }
@@ -330,8 +339,11 @@ impl PicolloLayer {
                 }
             }
         }
-        state.counted.fetch_and(counted, Ordering::Relaxed);
-        state.entered.store(true, Ordering::Relaxed);
+        // Bits are only cleared (and NOT_ENTERED with the first interval): a span whose
+        // intervals all count the same counters writes the word once.
+        if state.counted.load(Ordering::Relaxed) & !counted != 0 {
+            state.counted.fetch_and(counted, Ordering::Relaxed);
+        }
     }
 }
 
@@ -376,9 +388,12 @@ where
                 // which the consumer asked for (so no warning about the layer's others).
                 self.map_slots(t, false);
             }
-            let sample = attached || (self.counters && self.slot_map(t).slots > 0);
+            // The slot mapping first: it is made here, on the thread's first span, whether or
+            // not a consumer is attached (else an attached consumer would leave the layer's
+            // own sums without a mapping, and every span not counted).
+            let sample = (self.counters && self.counter_slots(t) > 0) || attached;
             // Counters first, then the clock: reading counters is not timed.
-            t.begin(self.shared.id, id.into_u64(), sample);
+            t.begin(self.id, id.into_u64(), sample);
         });
     }
 
@@ -386,12 +401,11 @@ where
     fn on_exit(&self, id: &Id, _ctx: Context<'_, S>) {
         // The clock first, then the counters: reading counters is not timed.
         let end = now();
-        raw::with_thread(|t| {
-            let Some(interval) = t.end(self.shared.id, id.into_u64()) else {
+        raw::with_thread(|t| match t.end(self.id, id.into_u64()) {
+            Some(interval) => self.end_interval(t, id, interval, end),
+            None => {
                 self.shared.unmatched_exits.fetch_add(1, Ordering::Relaxed);
-                return;
-            };
-            self.end_interval(t, id, &interval, end);
+            }
         });
     }
 
@@ -402,33 +416,30 @@ where
         };
         let state = span.state();
         let stats = state.stats();
-        let busy = ticks_to_ns(state.busy.load(Ordering::Relaxed));
+        let (outer, nested) = (
+            state.outer.load(Ordering::Relaxed),
+            state.nested.load(Ordering::Relaxed),
+        );
+        let busy = ticks_to_ns(outer.wrapping_add(nested));
         let wall = ticks_to_ns(end.wrapping_sub(state.created.load(Ordering::Relaxed)));
         let hists = stats.histograms();
         hists.busy.record(busy);
         hists.wall.record(wall);
-        let outer = state.outer.load(Ordering::Relaxed);
-        let busy_ticks = state.busy.load(Ordering::Relaxed);
-        if outer == busy_ticks {
+        if nested == 0 {
             hists.note_outer(OUTER, busy);
         } else if outer == 0 {
             hists.note_outer(NESTED, 0);
         } else {
             hists.note_outer(MIXED, ticks_to_ns(outer));
         }
-        if self.shared.cycles.is_some() {
-            let cycles = state.outer_cycles.load(Ordering::Relaxed);
-            hists.outer_cycles.fetch_add(cycles, Ordering::Relaxed);
-        }
         if self.counters {
-            let counted = if state.entered.load(Ordering::Relaxed) {
-                state.counted.load(Ordering::Relaxed)
-            } else {
-                0
-            };
-            let value = |i: usize| {
-                (counted & (1 << i) != 0).then(|| span.sums()[i].load(Ordering::Relaxed))
-            };
+            if self.shared.cycles.is_some() {
+                let cycles = state.outer_cycles.load(Ordering::Relaxed);
+                hists.outer_cycles.fetch_add(cycles, Ordering::Relaxed);
+            }
+            let (counted, sums) = (state.counted(), span.sums());
+            let value =
+                |i: usize| (counted & (1 << i) != 0).then(|| sums[i].load(Ordering::Relaxed));
             for (i, h) in hists.counters.iter().enumerate() {
                 match value(i) {
                     Some(v) => h.record(v),

@@ -34,7 +34,7 @@
 //! released after everything was read from it, and the next span that claims it (acquire,
 //! after the release store) starts from fresh values.
 
-use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, PoisonError};
 
 use crate::callsite::CallsiteStats;
@@ -59,32 +59,57 @@ pub(crate) struct SpanState {
     stats: AtomicPtr<CallsiteStats>,
     /// Span clock at `on_new_span`.
     pub(crate) created: AtomicU64,
-    /// Sum of the span's enter → exit intervals, span clock ticks.
-    pub(crate) busy: AtomicU64,
-    /// The part of `busy` in intervals that were outermost on their thread (nothing else
-    /// open there): the whole that the table's `%` divides, so nested spans are not counted
-    /// twice.
+    /// The span's busy time (the sum of its enter → exit intervals, span clock ticks) in two
+    /// parts, so that an interval adds to one word only: `outer`, the intervals that were
+    /// outermost on their thread (nothing else open there), the whole that the table's `%`
+    /// divides, so nested spans are not counted twice; and `nested`, the others.
     pub(crate) outer: AtomicU64,
-    /// The cycles of those outermost intervals, when the layer counts cycles.
+    /// The intervals that were nested in another (see `outer`).
+    pub(crate) nested: AtomicU64,
+    /// The cycles of the outermost intervals, when the layer counts cycles.
     pub(crate) outer_cycles: AtomicU64,
-    /// Set when an interval ended (counters mode).
-    pub(crate) entered: AtomicBool,
-    /// Bit `i`: counter `i` was counted in every interval so far.
+    /// Bit `i`: counter `i` was counted in every interval so far; [`NOT_ENTERED`] until an
+    /// interval ended (counters mode). Bits are only ever cleared.
     pub(crate) counted: AtomicU32,
+    /// Per counter of the layer, the sum of its deltas over the span's intervals (its own
+    /// allocation, made with the table: a found state is all the hooks need).
+    sums: Box<[AtomicU64]>,
 }
 
+/// [`SpanState::counted`]'s bit for a span no interval of which has ended yet (above the
+/// counters' bits: a layer has at most 8 counters).
+pub(crate) const NOT_ENTERED: u32 = 1 << 31;
+
 impl SpanState {
-    /// A free state.
-    fn free() -> Self {
+    /// A free state, for spans with `counters` counter sums.
+    fn free(counters: usize) -> Self {
         SpanState {
             id: AtomicU64::new(0),
             stats: AtomicPtr::new(core::ptr::null_mut()),
             created: AtomicU64::new(0),
-            busy: AtomicU64::new(0),
             outer: AtomicU64::new(0),
+            nested: AtomicU64::new(0),
             outer_cycles: AtomicU64::new(0),
-            entered: AtomicBool::new(false),
             counted: AtomicU32::new(0),
+            sums: (0..counters).map(|_| AtomicU64::new(0)).collect(),
+        }
+    }
+
+    /// The span's busy time so far, span clock ticks.
+    #[cfg(test)]
+    fn busy(&self) -> u64 {
+        self.outer
+            .load(Ordering::Relaxed)
+            .wrapping_add(self.nested.load(Ordering::Relaxed))
+    }
+
+    /// The counters counted in every interval of the span (none before one ended).
+    pub(crate) fn counted(&self) -> u32 {
+        let counted = self.counted.load(Ordering::Relaxed);
+        if counted & NOT_ENTERED != 0 {
+            0
+        } else {
+            counted
         }
     }
 
@@ -99,25 +124,23 @@ impl SpanState {
     }
 }
 
-/// A live span: its state and its counter sums.
+/// A live span: its state (one word, so it is passed in a register).
 #[derive(Clone, Copy)]
 pub(crate) struct LiveSpan<'a> {
-    table: &'a Table,
-    at: usize,
+    state: &'a SpanState,
 }
 
 impl<'a> LiveSpan<'a> {
     /// The span's state.
     #[inline(always)]
     pub(crate) fn state(&self) -> &'a SpanState {
-        &self.table.states[self.at]
+        self.state
     }
 
     /// Per counter of the layer, the sum of its deltas over the span's intervals.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn sums(&self) -> &'a [AtomicU64] {
-        let n = self.table.counters;
-        &self.table.sums[self.at * n..self.at * n + n]
+        &self.state.sums
     }
 
     /// Fills a just-claimed state, then publishes it under `id`.
@@ -128,11 +151,11 @@ impl<'a> LiveSpan<'a> {
             Ordering::Relaxed,
         );
         s.created.store(created, Ordering::Relaxed);
-        s.busy.store(0, Ordering::Relaxed);
         s.outer.store(0, Ordering::Relaxed);
+        s.nested.store(0, Ordering::Relaxed);
         s.outer_cycles.store(0, Ordering::Relaxed);
-        s.entered.store(false, Ordering::Relaxed);
-        s.counted.store(all_counters, Ordering::Relaxed);
+        s.counted
+            .store(all_counters | NOT_ENTERED, Ordering::Relaxed);
         for sum in self.sums() {
             sum.store(0, Ordering::Relaxed);
         }
@@ -146,11 +169,9 @@ impl<'a> LiveSpan<'a> {
     }
 }
 
-/// One table: `states.len()` (a power of two) states, and `counters` sums per state.
+/// One table: `states.len()` (a power of two) states.
 struct Table {
     states: Box<[SpanState]>,
-    sums: Box<[AtomicU64]>,
-    counters: usize,
     /// `states.len() - 1`.
     mask: usize,
     /// `64 - log2(states.len())`: the home state is the top bits of the hash.
@@ -161,9 +182,7 @@ impl Table {
     fn new(len: usize, counters: usize) -> Self {
         debug_assert!(len.is_power_of_two());
         Table {
-            states: (0..len).map(|_| SpanState::free()).collect(),
-            sums: (0..len * counters).map(|_| AtomicU64::new(0)).collect(),
-            counters,
+            states: (0..len).map(|_| SpanState::free(counters)).collect(),
             mask: len - 1,
             shift: 64 - len.trailing_zeros(),
         }
@@ -176,13 +195,14 @@ impl Table {
         (id.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> self.shift) as usize
     }
 
-    /// The index of the first state of `id`'s window for which `hit` holds.
+    /// The first state of `id`'s window for which `hit` holds, and its index.
     #[inline(always)]
-    fn scan(&self, id: u64, mut hit: impl FnMut(&SpanState) -> bool) -> Option<usize> {
+    fn scan(&self, id: u64, mut hit: impl FnMut(&SpanState) -> bool) -> Option<LiveSpan<'_>> {
         let mut at = self.home(id);
         for _ in 0..WINDOW {
-            if hit(&self.states[at]) {
-                return Some(at);
+            let state = &self.states[at];
+            if hit(state) {
+                return Some(LiveSpan { state });
             }
             at = (at + 1) & self.mask;
         }
@@ -191,21 +211,19 @@ impl Table {
 
     #[inline(always)]
     fn find(&self, id: u64) -> Option<LiveSpan<'_>> {
-        let at = self.scan(id, |s| s.id.load(Ordering::Acquire) == id)?;
-        Some(LiveSpan { table: self, at })
+        self.scan(id, |s| s.id.load(Ordering::Acquire) == id)
     }
 
     /// Claims a free state of `id`'s window (its `id` becomes [`CLAIMED`]: not findable
     /// until [`LiveSpan::start`] publishes it).
     #[inline(always)]
     fn claim(&self, id: u64) -> Option<LiveSpan<'_>> {
-        let at = self.scan(id, |s| {
+        self.scan(id, |s| {
             s.id.load(Ordering::Relaxed) == 0
                 && s.id
                     .compare_exchange(0, CLAIMED, Ordering::Acquire, Ordering::Relaxed)
                     .is_ok()
-        })?;
-        Some(LiveSpan { table: self, at })
+        })
     }
 }
 
@@ -319,7 +337,8 @@ impl LiveSpans {
         self.untracked.load(Ordering::Relaxed)
     }
 
-    /// States in all tables (memory: each is 40 bytes plus 8 per counter).
+    /// States in all tables (memory: each is 72 bytes, plus 8 per counter when the layer has
+    /// counters).
     #[cfg(test)]
     fn capacity(&self) -> usize {
         self.tables
@@ -383,13 +402,13 @@ mod tests {
         let ids: Vec<u64> = (1..=500).map(|i| i * 7919).collect();
         for (n, &id) in ids.iter().enumerate() {
             let s = table.start(id, &stats, n as u64, 0b11).unwrap();
-            s.state().busy.fetch_add(id, Ordering::Relaxed);
+            s.state().nested.fetch_add(id, Ordering::Relaxed);
             s.sums()[1].fetch_add(id, Ordering::Relaxed);
         }
         for (n, &id) in ids.iter().enumerate() {
             let s = table.find(id).unwrap();
             assert_eq!(s.state().created.load(Ordering::Relaxed), n as u64);
-            assert_eq!(s.state().busy.load(Ordering::Relaxed), id);
+            assert_eq!(s.state().busy(), id);
             assert_eq!(
                 (
                     s.sums()[0].load(Ordering::Relaxed),
@@ -406,7 +425,7 @@ mod tests {
         // A reused state starts from fresh values.
         for &id in &ids[..250] {
             let s = table.start(id + 1, &stats, 0, 0b11).unwrap();
-            assert_eq!(s.state().busy.load(Ordering::Relaxed), 0);
+            assert_eq!(s.state().busy(), 0);
             assert_eq!(s.sums()[1].load(Ordering::Relaxed), 0);
         }
         assert_eq!(table.capacity(), FIRST_TABLE);
@@ -468,7 +487,7 @@ mod tests {
                             let span = table.find(theirs).unwrap();
                             assert_eq!(span.state().created.load(Ordering::Relaxed), theirs);
                             assert_eq!(span.sums()[0].load(Ordering::Relaxed), theirs);
-                            span.state().busy.fetch_add(1, Ordering::Relaxed);
+                            span.state().outer.fetch_add(1, Ordering::Relaxed);
                             span.release();
                             received += 1;
                         }
@@ -523,7 +542,7 @@ mod tests {
                             let state = span.state();
                             assert!(core::ptr::eq(state.stats(), stats));
                             assert_eq!(state.created.load(Ordering::Relaxed), id);
-                            assert_eq!(state.counted.load(Ordering::Relaxed), 0b11);
+                            assert_eq!(state.counted.load(Ordering::Relaxed), 0b11 | NOT_ENTERED);
                         }
                         seen = seen.max(id);
                         if done.load(Ordering::Acquire) {

@@ -7,7 +7,7 @@
 
 use std::cell::RefCell;
 
-use picollo_alloc::span::stack::{OpenStack, SlotMap};
+use picollo_alloc::span::stack::{Open, OpenStack, SlotMap};
 use picollo_alloc::span::{clock::now, SpanAggregator, SpanName};
 use picollo_core::ring::MAX_COUNTERS;
 
@@ -43,6 +43,7 @@ pub(crate) fn delta(_end: &Reading, _start: &Reading, _read_cost: u64) -> Option
 }
 
 /// An interval that ended.
+#[derive(Clone, Copy)]
 pub(crate) struct Interval {
     pub(crate) start: u64,
     pub(crate) depth: u32,
@@ -71,7 +72,7 @@ pub(crate) fn with_thread<R>(f: impl FnOnce(&mut ThreadSpans) -> R) -> Option<R>
 
 impl ThreadSpans {
     #[inline(always)]
-    pub(crate) fn depth(&self) -> usize {
+    pub(crate) fn depth(&self) -> u32 {
         self.open.depth()
     }
 
@@ -95,25 +96,20 @@ impl ThreadSpans {
         self.slot_map = map;
     }
 
-    pub(crate) fn read_cost(&self, _slot: usize) -> u64 {
-        0
+    pub(crate) fn read_costs(&self) -> &[u64; MAX_COUNTERS] {
+        &[0; MAX_COUNTERS]
     }
 
     #[inline(always)]
     pub(crate) fn begin(&mut self, owner: u64, id: u64, _sample: bool) -> u32 {
-        self.open.push(picollo_alloc::span::stack::Open {
-            owner,
-            id,
-            start: now(),
-            sampled: false,
-        })
+        self.open.push(Open::new(owner, id, now(), false))
     }
 
     #[inline(always)]
     pub(crate) fn end(&mut self, owner: u64, id: u64) -> Option<Interval> {
-        let e = self.open.take(owner, id)?;
+        let e = self.open.take(owner, id, |_| {})?;
         Some(Interval {
-            start: e.open.start,
+            start: e.start,
             depth: e.depth,
         })
     }

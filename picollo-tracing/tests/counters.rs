@@ -92,6 +92,41 @@ fn page_faults_per_span_match_the_pages_touched() {
     }
 }
 
+/// A layer whose spans begin while a consumer is attached to the thread's ring (a program
+/// that `picollo attach` watches from its first span) counts them in its own histograms too,
+/// not only in the frames: the thread's counter slots are mapped to the layer's counters
+/// whether or not a consumer is attached.
+#[test]
+fn spans_begun_while_a_consumer_is_attached_are_counted() {
+    std::thread::spawn(|| {
+        let layer = PicolloLayer::builder()
+            .counters(SpanCounters::parse(&COUNTERS.join(",")).expect("perf event names"))
+            .build();
+        let h = layer.handle();
+        picollo_linux::span::open_thread_ring().expect("a span ring");
+        let consumer = picollo_linux::span::SpanConsumer::attach(std::process::id() as i32)
+            .expect("attach to this process's rings");
+        let (rounds, per_span) = (20, 8);
+        let pages = FreshPages::new(rounds * per_span + 8).expect("mmap fresh pages");
+        tracing::subscriber::with_default(Registry::default().with(layer), || {
+            drop(tracing::info_span!("warm-up").entered());
+            for r in 0..rounds {
+                let _s = tracing::info_span!("touch-attached").entered();
+                pages.touch(r * per_span..(r + 1) * per_span);
+            }
+        });
+        drop(consumer);
+        let pf = h.span("touch-attached").unwrap();
+        let pf = pf.counter("page-faults").unwrap();
+        assert_eq!(pf.not_counted, 0, "{pf:?}");
+        assert_eq!(pf.deltas.total(), rounds as u64);
+        assert_eq!(pf.deltas.min(), Some(per_span as u64), "{:?}", pf.deltas);
+        assert_eq!(pf.deltas.max(), Some(per_span as u64), "{:?}", pf.deltas);
+    })
+    .join()
+    .unwrap();
+}
+
 #[test]
 fn counters_of_a_span_that_migrates_between_workers_are_summed() {
     let (sub, h) = subscriber();

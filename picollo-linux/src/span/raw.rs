@@ -5,12 +5,12 @@
 //!
 //! - [`ThreadSpans::attached`]: a consumer is attached to the thread's ring (opening the
 //!   ring on first use).
-//! - [`ThreadSpans::begin`] and [`ThreadSpans::end`]: an interval of one span, on the same
-//!   stack as [`Span`](super::Span) guards (so the depth in frames counts both), with the
-//!   thread's counter samples at both ends when asked, in the ring's slot order, with their
-//!   enabled and running times so that the caller can tell "not counted" from zero
-//!   ([`Reading::delta_since`]). Counters are read before the clock at the start and after
-//!   it at the end, so reading them is not timed.
+//! - [`ThreadSpans::begin`] and [`ThreadSpans::end`]: an interval of one span, on the
+//!   thread's stack of open intervals, which counts [`Span`](super::Span) guards too (so
+//!   the depth in frames counts both), with the thread's counter samples at both ends when
+//!   asked, in the ring's slot order, with their enabled and running times so that the
+//!   caller can tell "not counted" from zero ([`Reading::delta_since`]). Counters are read
+//!   before the clock at the start and after it at the end, so reading them is not timed.
 //! - [`ThreadSpans::save_frame`]: saves one span frame with explicit samples.
 //! - [`ThreadSpans::apply_counter_request`]: switches the thread's counters to what a
 //!   consumer asked for at attach time ([`super::SpanConsumer::request_counters`]);
@@ -26,10 +26,10 @@
 //! uses, so a consumer sees both kinds of spans alike.
 
 use picollo_alloc::span::frame::{span_head, store_counter_samples, HEAD_WORDS};
-use picollo_alloc::span::stack::{Ended, Open};
+use picollo_alloc::span::stack::{Ended, Open, StartSamples};
 use picollo_core::ring::{WordArray, MAX_COUNTERS};
 
-use super::thread::{RingState, THREAD};
+use super::thread::{listening, RingState, THREAD};
 use super::{now, SpanName};
 use crate::count::Reading;
 use crate::event::Event;
@@ -42,17 +42,40 @@ pub use picollo_alloc::span::{format_duration_ns, AggregatedSpans};
 /// Counter samples of one interval end: one per counter slot.
 pub type Samples = [Reading; MAX_COUNTERS];
 
-/// An interval that ended ([`ThreadSpans::end`]): small, so the hot path moves no samples
-/// (they stay in the thread's state: [`ThreadSpans::counters`]).
+/// An interval that ended ([`ThreadSpans::end`]): 16 bytes, so the hot path moves no
+/// samples (they stay in the thread's state: [`ThreadSpans::counters`]) and the interval
+/// stays in registers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Interval {
     /// The span clock at its start.
     pub start: u64,
     /// Its nesting depth on the thread (1 for the outermost).
     pub depth: u32,
-    ended: Ended,
+    starts: StartSamples,
     /// Counter slots sampled at its end (0 when its start was not sampled).
-    n: usize,
+    n: u8,
+}
+
+impl Interval {
+    /// An interval from its start, depth, start samples and end samples (`n` slots).
+    #[inline(always)]
+    pub(crate) fn new(start: u64, depth: u32, starts: StartSamples, n: usize) -> Self {
+        Self {
+            start,
+            depth,
+            starts,
+            // At most MAX_COUNTERS (8).
+            n: n as u8,
+        }
+    }
+
+    fn ended(&self) -> Ended {
+        Ended {
+            start: self.start,
+            depth: self.depth,
+            starts: self.starts,
+        }
+    }
 }
 
 /// Runs `f` with this thread's span state, borrowed once; `None` while the thread exits (its
@@ -68,19 +91,25 @@ pub fn with_thread<R>(f: impl FnOnce(&mut ThreadSpans) -> R) -> Option<R> {
 impl ThreadSpans {
     /// Intervals open on this thread (`span!` guards and layers' spans): 0 between spans.
     #[inline(always)]
-    pub fn depth(&self) -> usize {
+    pub fn depth(&self) -> u32 {
         self.open.depth()
     }
 
     /// Whether a consumer is attached to this thread's ring, opening the ring on first use:
-    /// one load and a branch once it is open.
+    /// the fast check of `span!` (the ring's attached word, through a thread-local pointer
+    /// to it) and a branch once the ring is open.
     #[inline(always)]
     pub fn attached(&mut self) -> bool {
-        match &self.ring {
-            RingState::Open(t) => t.writer.is_attached(),
-            RingState::Failed(_) => false,
-            RingState::Unopened => self.ring.get().is_some_and(|t| t.writer.is_attached()),
-        }
+        // The word is the open ring's `attached` word, or a constant: not 0 before the ring
+        // opens, 0 when it could not.
+        listening() && (matches!(self.ring, RingState::Open(_)) || self.attached_slow())
+    }
+
+    /// [`ThreadSpans::attached`] before the ring is open: opens it.
+    #[cold]
+    #[inline(never)]
+    fn attached_slow(&mut self) -> bool {
+        self.ring.get().is_some_and(|t| t.writer.is_attached())
     }
 
     /// Applies a consumer's pending counter request (see
@@ -117,15 +146,16 @@ impl ThreadSpans {
         &self.slot_map
     }
 
-    /// What reading the counters adds to a window, for counter slot `slot`: the smallest
-    /// delta between two back-to-back samples, measured when the thread's counters open (a
+    /// What reading the counters adds to a window, per counter slot: the smallest delta
+    /// between two back-to-back samples, measured when the thread's counters open (a
     /// calibrated correction; 0 without counters). Subtract it from a delta so that a short
     /// span's `task-clock` does not exceed its busy time.
     #[inline(always)]
-    pub fn read_cost(&self, slot: usize) -> u64 {
+    pub fn read_costs(&self) -> &[u64; MAX_COUNTERS] {
+        const NONE: [u64; MAX_COUNTERS] = [0; MAX_COUNTERS];
         match &self.ring {
-            RingState::Open(t) => t.read_cost.get(slot).copied().unwrap_or(0),
-            _ => 0,
+            RingState::Open(t) => &t.read_cost,
+            _ => &NONE,
         }
     }
 
@@ -140,14 +170,11 @@ impl ThreadSpans {
     #[inline(always)]
     pub fn begin(&mut self, owner: u64, id: u64, sample: bool) -> u32 {
         let sampled = sample && self.sample_into_next();
-        self.open.push(Open {
-            owner,
-            id,
-            start: now(),
-            sampled,
-        })
+        self.open.push(Open::new(owner, id, now(), sampled))
     }
 
+    /// Samples the thread's counters into the start samples of the next interval; whether
+    /// it could (not without a ring).
     #[inline(never)]
     fn sample_into_next(&mut self) -> bool {
         match self.ring.get() {
@@ -165,42 +192,24 @@ impl ThreadSpans {
     /// this thread (entered before the layer was installed, or on another thread).
     #[inline(always)]
     pub fn end(&mut self, owner: u64, id: u64) -> Option<Interval> {
-        // The usual case, the innermost interval ends: sample first, so the counter window
-        // holds as little of this bookkeeping as possible.
-        let (top, sampled) = match self.open.top() {
-            Some(o) if o.owner == owner && o.id == id => (true, o.sampled),
-            _ => (false, false),
-        };
-        let mut n = if sampled { self.sample_ends() } else { 0 };
-        let ended = self.open.take(owner, id)?;
-        if !top && ended.open.sampled {
-            // Out of order: not sampled above.
-            n = self.sample_ends();
-        }
-        Some(Interval {
-            start: ended.open.start,
-            depth: ended.depth,
-            ended,
-            n,
-        })
-    }
-
-    /// Samples the thread's counters into the end samples; returns how many (0 without
-    /// counters or ring).
-    #[inline(never)]
-    fn sample_ends(&mut self) -> usize {
-        match &mut self.ring {
-            RingState::Open(t) => t.sample(&mut self.ends),
-            _ => 0,
-        }
+        let (ring, ends) = (&mut self.ring, &mut self.ends);
+        let mut n = 0;
+        // The counters are sampled before the interval leaves the stack, so the counter
+        // window holds as little of this bookkeeping as possible.
+        let e = self.open.take(owner, id, |sampled| {
+            if sampled {
+                n = sample_ends(ring, ends);
+            }
+        })?;
+        Some(Interval::new(e.start, e.depth, e.starts, n))
     }
 
     /// The counter samples at both ends of `interval`, the one [`ThreadSpans::end`] just
     /// returned, in slot order, when its start was sampled.
     #[inline(always)]
     pub fn counters(&self, interval: &Interval) -> Option<(&[Reading], &[Reading])> {
-        let starts = self.open.samples_of(&interval.ended)?;
-        let n = interval.n;
+        let starts = self.open.samples_of(&interval.ended())?;
+        let n = usize::from(interval.n);
         Some((&starts[..n], &self.ends[..n]))
     }
 
@@ -209,20 +218,19 @@ impl ThreadSpans {
     /// start and at `end`, and its counter samples. Returns whether a frame was saved: not
     /// when nobody is attached, and not when the ring measures counters but the interval has
     /// no samples of them (a frame never carries made-up counter values).
+    #[inline]
     pub fn save_frame(&mut self, name: SpanName, interval: &Interval, end: u64) -> bool {
         let RingState::Open(t) = &mut self.ring else {
             return false;
         };
-        if !t.writer.is_attached() {
-            return false;
-        }
         let k = t.measured.min(t.slots);
-        let head = span_head(name, interval.depth, interval.start, end);
         let saved = if k == 0 {
+            let head = span_head(name, interval.depth, interval.start, end);
             t.writer.save_with(|data| head.store_into(data))
         } else {
-            match self.open.samples_of(&interval.ended) {
-                Some(starts) if interval.n >= k => {
+            match self.open.samples_of(&interval.ended()) {
+                Some(starts) if usize::from(interval.n) >= k => {
+                    let head = span_head(name, interval.depth, interval.start, end);
                     save_with_counters(t, &head, &starts[..k], &self.ends[..k])
                 }
                 _ => return false,
@@ -233,6 +241,16 @@ impl ThreadSpans {
             t.publish();
         }
         saved
+    }
+}
+
+/// Samples the thread's counters into `ends`; returns how many (0 without counters or
+/// ring).
+#[inline(never)]
+fn sample_ends(ring: &mut RingState, ends: &mut Samples) -> usize {
+    match ring {
+        RingState::Open(t) => t.sample(ends),
+        _ => 0,
     }
 }
 

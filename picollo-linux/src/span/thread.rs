@@ -5,7 +5,7 @@ use std::cell::{Cell, RefCell};
 use std::sync::OnceLock;
 
 use picollo_alloc::span::frame;
-use picollo_alloc::span::stack::{OpenStack, SlotMap};
+use picollo_alloc::span::stack::{OpenStack, SlotMap, StartSamples};
 use picollo_core::ring::{
     AtomicU64 as RingWord, CounterInfo, RingOptions, MAX_COUNTERS, NAME_BYTES, REQUEST_BYTES,
 };
@@ -16,6 +16,7 @@ use crate::session::{CounterSession, OnUnsupported};
 use crate::shm::{ShmError, ShmWriter};
 
 use super::config::{config, counters_in_force, set_requested, SpanCounters, RING_PREFIX};
+use super::raw::Interval;
 
 // ---------------------------------------------------------------------------------------------
 // The thread's ring
@@ -352,6 +353,60 @@ impl ThreadSpans {
             }; MAX_COUNTERS],
             slot_map: SlotMap::NONE,
         }
+    }
+}
+
+impl ThreadSpans {
+    /// Begins a `span!` guard's interval, a scoped one (see [`OpenStack`]), when
+    /// [`listening`] said yes: a consumer is attached, or the ring is not open yet (then it
+    /// opens, and its spans begin once a consumer attaches). Between spans, applies a
+    /// consumer's pending counter request first; samples the counters when the ring
+    /// measures any, then reads the clock. Returns the start and the depth, or `(0, 0)` when
+    /// nobody is attached.
+    #[inline(always)]
+    pub(crate) fn begin_guard(&mut self) -> (u64, u32) {
+        let t = match &mut self.ring {
+            // `listening` read this ring's attached word: a consumer is attached.
+            RingState::Open(t) => t,
+            ring => match ring.open_slow() {
+                Some(t) if t.writer.is_attached() => t,
+                _ => return (0, 0),
+            },
+        };
+        if self.open.depth() == 0 && t.writer.has_counter_request() {
+            t.apply_request();
+            self.slot_map = SlotMap::NONE;
+        }
+        let depth = self.open.push_scoped();
+        if t.measured > 0 {
+            t.sample(self.open.scoped_samples(depth));
+        }
+        (super::now(), depth)
+    }
+
+    /// Ends a `span!` guard's interval (its `start` and `depth` from
+    /// [`ThreadSpans::begin_guard`]) whose clock reading at the end the caller took: samples
+    /// the counters when the ring measures any, and saves the frame `name`.
+    #[inline(always)]
+    pub(crate) fn end_guard(&mut self, name: super::SpanName, start: u64, depth: u32, end: u64) {
+        let RingState::Open(t) = &mut self.ring else {
+            self.open.pop_scoped();
+            return;
+        };
+        let sampled = t.measured > 0;
+        let n = if sampled { t.sample(&mut self.ends) } else { 0 };
+        self.open.pop_scoped();
+        let interval = Interval::new(
+            start,
+            depth,
+            if sampled {
+                StartSamples::Scoped
+            } else {
+                StartSamples::None
+            },
+            n,
+        );
+        self.save_frame(name, &interval, end);
     }
 }
 
