@@ -208,14 +208,30 @@ pub trait ReadExt: HistogramRead {
         BucketPercentiles::new(self, true, selection)
     }
 
-    /// HdrHistogram's linear iteration: one step per `step` value units, until the step that
-    /// holds the highest recorded value. `None` when `step` is 0.
+    /// HdrHistogram's linear iteration: one step per `step` value units, through the step that
+    /// holds the highest recorded value and on while the next step stays in the bucket the last
+    /// one ended in (HdrHistogram's rule, step for step). `None` when `step` is 0.
+    ///
+    /// ```
+    /// use picollo_core::prelude::*;
+    /// let mut h = Histogram::<[u32; storage_len(Layout::DEFAULT, 0, 10_000)]>::new(
+    ///     Layout::DEFAULT, 0, 10_000);
+    /// h.record(1);
+    /// h.record(4100); // bucket [4096, 4103]
+    /// let steps: Vec<_> = h.linear(1000).unwrap().collect();
+    /// // 999, 1999, ..., 4999: the step to 4999 holds 4100.
+    /// assert_eq!(steps.len(), 5);
+    /// assert_eq!(steps[0].count_added_in_this_step, 1);
+    /// assert_eq!(steps[4].count_added_in_this_step, 1);
+    /// assert_eq!(steps[4].total_count_to_value, 2);
+    /// ```
     fn linear(&self, step: u64) -> Option<crate::iter::Linear<'_, Self>> {
         crate::iter::Linear::new(self, step)
     }
 
     /// HdrHistogram's logarithmic iteration: the first step ends at `first`, each later step is
-    /// `base` times longer. `None` when `first` is 0 or `base` is not a finite number above 1.
+    /// `base` times longer; it ends as [`ReadExt::linear`] does. `None` when `first` is 0 or
+    /// `base` is not a finite number above 1.
     fn logarithmic(&self, first: u64, base: f64) -> Option<crate::iter::Logarithmic<'_, Self>> {
         crate::iter::Logarithmic::new(self, first, base)
     }
