@@ -7,6 +7,9 @@ use crate::window::{ConstWindow, Window, WindowError, WindowSpec};
 use crate::{storage_len, Layout, Record};
 use core::fmt;
 
+mod subtract;
+pub use subtract::{check_subtract, for_each_landing, Landing, SubtractError};
+
 /// A single-writer HDR histogram over storage `S` (an owned array, a borrowed slice, or heap
 /// storage from `picollo-alloc`) with layout `L` (a runtime [`Layout`] or a compile-time
 /// [`ConstLayout`]).
@@ -375,32 +378,18 @@ where
     pub fn add<R: HistogramRead + ?Sized>(&mut self, other: &R) -> Rebucketing {
         let target = self.spec.layout();
         let window = self.window.window(target);
-        let source = other.layout();
-        let src_window = other.window();
-        for s in 0..src_window.len() {
-            let n = other.count_at(s);
-            if n == 0 {
-                continue;
-            }
-            let logical = src_window.first() + s;
-            let target_logical = if source == target {
-                logical
-            } else {
-                target.index_of(source.lo(logical))
-            };
-            match window.storage_index(target_logical) {
-                Some(slot) => {
-                    if let Some(cell) = self.storage.as_mut_slice().get_mut(slot) {
-                        cell.add(n);
-                    }
+        let (storage, underflow, overflow) =
+            (&mut self.storage, &mut self.underflow, &mut self.overflow);
+        for_each_landing(other, target, window, |landing, n| match landing {
+            Landing::Slot(slot) => {
+                if let Some(cell) = storage.as_mut_slice().get_mut(slot) {
+                    cell.add(n);
                 }
-                None if target_logical < window.first() => self.underflow.add(n),
-                None => self.overflow.add(n),
             }
-        }
-        self.underflow.add(other.underflow());
-        self.overflow.add(other.overflow());
-        rebucketing(source, target)
+            Landing::Underflow => underflow.add(n),
+            Landing::Overflow => overflow.add(n),
+        });
+        rebucketing(other.layout(), target)
     }
 }
 

@@ -25,6 +25,7 @@
 //! | `.hgrm` input (`HgrmFile::to_counts`) | the file's steps | each step's value as printed | exact at the steps; between steps, the next step |
 //! | `picollo-export` (Prometheus, OTLP) | none: buckets and counts are exported | the server computes quantiles (`histogram_quantile` interpolates within a bucket) | no counterpart |
 
+mod at_value;
 mod buckets;
 mod consistent;
 mod error;

@@ -408,6 +408,95 @@ impl HdrCounts {
         Ok(())
     }
 
+    /// Takes another histogram's counts away, as HdrHistogram's `AbstractHistogram.subtract`
+    /// does: each non-zero entry of `other` at the counts index of its lowest value
+    /// (`valueFromIndex`), index for index when both geometries index alike, the rule of
+    /// [`HdrCounts::add`]. The values between two cumulative histograms.
+    ///
+    /// Refused when `other` holds values beyond this histogram's range
+    /// ([`HdrError::ValueOutOfRange`], Java's "values that do not fit in this histogram's
+    /// range") or more values at an entry than this histogram
+    /// ([`HdrError::SubtrahendTooLarge`], Java's "otherHistogram count ... is larger than this
+    /// one's"). Unlike Java, which has subtracted the entries before the refused one, a
+    /// refusal changes nothing.
+    ///
+    /// ```
+    /// use picollo_alloc::hdr::{HdrCounts, HdrError};
+    ///
+    /// let mut now = HdrCounts::new(1, 3_600_000_000, 3)?;
+    /// now.record(4, 3)?;
+    /// now.record(4_000, 2)?;
+    /// let mut before = HdrCounts::new(1, 3_600_000_000, 3)?;
+    /// before.record(4, 1)?;
+    /// now.subtract(&before)?;
+    /// assert_eq!(now.total_count(), 4);
+    /// before.record(4, 10)?;
+    /// assert!(matches!(now.subtract(&before), Err(HdrError::SubtrahendTooLarge { have: 2, subtract: 11, .. })));
+    /// assert_eq!(now.total_count(), 4); // unchanged
+    /// # Ok::<(), HdrError>(())
+    /// ```
+    ///
+    /// # Errors
+    /// As above, or an invalid geometry on either side.
+    pub fn subtract(&mut self, other: &HdrCounts) -> Result<(), HdrError> {
+        let target = self.geometry()?;
+        let source = other.geometry()?;
+        // Java's range check: the highest value of the subtrahend must fit.
+        if let Some(top) = other.max_index() {
+            let highest = source.highest_equivalent(top).unwrap_or(u64::MAX);
+            if highest > target.highest_recordable() {
+                return Err(HdrError::ValueOutOfRange {
+                    value: highest,
+                    highest: target.highest_recordable(),
+                });
+            }
+        }
+        // Where each entry lands, consecutive entries with one target merged (the mapping is
+        // monotone), checked in full before anything changes.
+        let alike = target.same_indexing(&source);
+        let mut landed: Vec<(usize, u64)> = Vec::new();
+        for (index, &count) in other.counts.iter().enumerate() {
+            if count == 0 {
+                continue;
+            }
+            let value = source
+                .lowest_equivalent(index)
+                .ok_or(HdrError::IndexOutOfRange {
+                    index,
+                    counts_len: source.counts_len(),
+                })?;
+            let to = if alike {
+                Some(index).filter(|&i| i < target.counts_len())
+            } else {
+                target.index_of(value)
+            }
+            .ok_or(HdrError::ValueOutOfRange {
+                value,
+                highest: target.highest_recordable(),
+            })?;
+            match landed.last_mut() {
+                Some((at, sum)) if *at == to => *sum = sum.saturating_add(count),
+                _ => landed.push((to, count)),
+            }
+        }
+        for &(index, subtract) in &landed {
+            let have = self.counts.get(index).copied().unwrap_or(0);
+            if have < subtract {
+                return Err(HdrError::SubtrahendTooLarge {
+                    value: target.lowest_equivalent(index).unwrap_or(0),
+                    have,
+                    subtract,
+                });
+            }
+        }
+        for (index, subtract) in landed {
+            if let Some(c) = self.counts.get_mut(index) {
+                *c -= subtract;
+            }
+        }
+        Ok(())
+    }
+
     /// Sum of all counts (saturating at `u64::MAX`).
     pub fn total_count(&self) -> u64 {
         self.counts.iter().fold(0u64, |a, &c| a.saturating_add(c))
