@@ -104,13 +104,15 @@ impl core::error::Error for OutOfRange {}
 #[derive(Clone, Copy, Debug, PartialEq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum Rebucketing {
-    /// Same layout, or a target that is coarser: every source bucket lies inside one target
-    /// bucket, so the result equals recording the original values directly.
+    /// Same layout, or a target that is coarser (no more buckets per block, a value unit at
+    /// least as wide): every source bucket lies inside one target bucket, so the result equals
+    /// recording the original values directly.
     Exact,
     /// The target is finer than the source. Each source bucket's count went into the target
     /// bucket holding the source bucket's lowest value, so a value may now sit up to one source
     /// bucket width below its true place. Relative to the true value, the target's midpoint is
-    /// off by at most `error_bound` = target error + 2 × source error.
+    /// off by at most `error_bound` = target error + 2 × source error (for values of at least
+    /// `B · 2^u` on both sides, where a unit's coarse first buckets end).
     Approximate {
         /// The bound on the relative error of any value after the add.
         error_bound: f64,
@@ -395,7 +397,11 @@ where
 
 /// The [`Rebucketing`] that adding a `source`-layout histogram into a `target` layout gives.
 pub fn rebucketing(source: Layout, target: Layout) -> Rebucketing {
-    if target.block_scale() <= source.block_scale() {
+    // Exact when every source bucket lies inside one target bucket: the target has no more
+    // buckets per block and a unit at least as wide.
+    if target.block_scale() <= source.block_scale()
+        && target.unit_magnitude() >= source.unit_magnitude()
+    {
         Rebucketing::Exact
     } else {
         Rebucketing::Approximate {
