@@ -420,7 +420,20 @@ pub(crate) fn record_corrected<R>(recorder: &mut R, value: u64, interval: u64)
 where
     R: Record + HistogramRead + ?Sized,
 {
-    recorder.record(value);
+    record_corrected_n(recorder, value, 1, interval)
+}
+
+/// [`record_corrected`] for `count` occurrences of `value`: each value of the progression is
+/// recorded `count` times (counts saturating).
+fn record_corrected_n<R>(recorder: &mut R, value: u64, count: u64, interval: u64)
+where
+    R: Record + HistogramRead + ?Sized,
+{
+    if count == 1 {
+        recorder.record(value);
+    } else {
+        recorder.record_n(value, count);
+    }
     if interval == 0 || value / interval < 2 {
         return;
     }
@@ -435,12 +448,12 @@ where
     if smallest < win_lo {
         // `win_lo > 0` here, so `win_lo - 1` is below the window: underflow.
         let n = progression_count(value, interval, steps, smallest, (win_lo - 1).min(largest));
-        recorder.record_n(win_lo - 1, n);
+        recorder.record_n(win_lo - 1, n.saturating_mul(count));
     }
     if largest > win_hi {
         // `win_hi < u64::MAX` here, so `win_hi + 1` is above the window: overflow.
         let n = progression_count(value, interval, steps, smallest.max(win_hi + 1), largest);
-        recorder.record_n(win_hi + 1, n);
+        recorder.record_n(win_hi + 1, n.saturating_mul(count));
     }
     if smallest.max(win_lo) > largest.min(win_hi) {
         return;
@@ -452,8 +465,57 @@ where
         let n = progression_count(value, interval, steps, lo, layout.highest(logical));
         if n != 0 {
             // A bucket's lowest value records into that bucket.
-            recorder.record_n(lo, n);
+            recorder.record_n(lo, n.saturating_mul(count));
         }
+    }
+}
+
+/// Coordinated-omission correction after recording (HdrHistogram's
+/// `addWhileCorrectingForCoordinatedOmission`, and with an empty `target` its
+/// `copyCorrectedForCoordinatedOmission`): adds every recorded bucket of `source` to `target`
+/// as `count` values of the bucket's highest value (Java's `getValueIteratedTo`), each with
+/// the synthetic values [`Record::record_corrected`] adds for it. For every kind: `target` is
+/// anything that records (`&mut Histogram`, `&AtomicHistogram`, `&ThreadLocalHistogram`, ...).
+/// `source`'s underflow and overflow are recorded uncorrected (their values are unknown), just
+/// below and just above its window: `target`'s underflow and overflow when both share a window.
+///
+/// The counterpart of correcting while recording; use one or the other on a data set, not
+/// both. As in HdrHistogram, the two give slightly different counts: this one starts each
+/// progression from the bucket's highest value, not the value recorded.
+///
+/// ```
+/// use picollo_core::histogram::add_corrected;
+/// use picollo_core::prelude::*;
+///
+/// const L: Layout = Layout::DEFAULT;
+/// let mut raw = Histogram::<[u32; storage_len(L, 0, 100_000)]>::new(L, 0, 100_000);
+/// raw.record_n(1_000, 100);
+/// raw.record(10_000); // a stall of ten expected intervals
+/// let mut corrected = Histogram::<[u32; storage_len(L, 0, 100_000)]>::new(L, 0, 100_000);
+/// add_corrected(&mut corrected, &raw, 1_000);
+/// assert_eq!(corrected.total(), 101 + 9); // 9,000, 8,000, ..., 1,000 added
+/// ```
+pub fn add_corrected<T, S>(target: &mut T, source: &S, expected_interval: u64)
+where
+    T: Record + HistogramRead + ?Sized,
+    S: HistogramRead + ?Sized,
+{
+    let (layout, window) = (source.layout(), source.window());
+    source.recorded_runs(&mut |start, counts| {
+        for (i, &n) in counts.iter().enumerate() {
+            if n != 0 {
+                let value = layout.highest(window.first() + start + i);
+                record_corrected_n(target, value, n, expected_interval);
+            }
+        }
+    });
+    let (under, over) = (source.underflow(), source.overflow());
+    if under != 0 {
+        // Underflow exists only for a window that starts above 0.
+        target.record_n(window.min_value(layout).saturating_sub(1), under);
+    }
+    if over != 0 {
+        target.record_n(window.max_value(layout).saturating_add(1), over);
     }
 }
 
