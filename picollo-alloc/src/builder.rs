@@ -99,6 +99,7 @@ impl From<WindowError> for BuildError {
 #[derive(Clone, Copy, Debug)]
 pub struct HistogramBuilder<C = u64> {
     layout: Result<Layout, LayoutError>,
+    lowest_discernible: u64,
     min: u64,
     max: u64,
     width: PhantomData<C>,
@@ -115,6 +116,7 @@ impl HistogramBuilder<u64> {
     pub fn new() -> Self {
         HistogramBuilder {
             layout: Ok(Layout::DEFAULT),
+            lowest_discernible: 1,
             min: 0,
             max: u64::MAX,
             width: PhantomData,
@@ -163,10 +165,34 @@ impl<C: StorageWidth> HistogramBuilder<C> {
     fn with_width<D>(self) -> HistogramBuilder<D> {
         HistogramBuilder {
             layout: self.layout,
+            lowest_discernible: self.lowest_discernible,
             min: self.min,
             max: self.max,
             width: PhantomData,
         }
+    }
+
+    /// HdrHistogram's lowest discernible value: values are recorded in units of the largest
+    /// power of two not above it ([`Layout::with_lowest_discernible`]), so a histogram ported
+    /// from `new_with_bounds(1000, highest, 3)` is `.lowest_discernible(1000)
+    /// .max_trackable(highest).sigfig(3)` and gives its answers. Not a minimum: smaller values
+    /// are still counted, in the first bucket (see [`HistogramBuilder::min_trackable`] for
+    /// that). Within `1..2^32`; the default is 1 (no unit).
+    ///
+    /// ```
+    /// use picollo_alloc::HistogramBuilder;
+    /// use picollo_core::{EquivalentValue, HistogramRead, ReadExt};
+    ///
+    /// let mut h = HistogramBuilder::new().lowest_discernible(1000).sigfig(3).plain()?;
+    /// h.record(10_007 * 1024);
+    /// let p = h.percentile(50.0, EquivalentValue::Upper)?;
+    /// assert_eq!(p.value, 10_007 * 1024 + 1023); // HdrHistogram's highestEquivalentValue
+    /// assert_eq!(h.layout().unit(), 512);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn lowest_discernible(mut self, lowest: u64) -> Self {
+        self.lowest_discernible = lowest;
+        self
     }
 
     /// The smallest value stored in buckets; smaller values count as underflow.
@@ -183,7 +209,7 @@ impl<C: StorageWidth> HistogramBuilder<C> {
 
     /// The layout and window this builder describes.
     pub fn resolve(&self) -> Result<(Layout, Window), BuildError> {
-        let layout = self.layout?;
+        let layout = self.layout?.with_lowest_discernible(self.lowest_discernible)?;
         Ok((layout, Window::new(layout, self.min, self.max)?))
     }
 

@@ -143,9 +143,11 @@ pub trait ReadExt: HistogramRead {
     }
 
     /// Many percentiles at once with fixed-point [`Rank`]s, in integer arithmetic only: the
-    /// firmware path (no `f64`, a small stack frame). Same walk, same rank rule
-    /// ([`rank_count`](super::rank_count)) and same answers as [`ReadExt::percentiles`] given the
-    /// same ranks and selection.
+    /// firmware path (no `f64`, a small stack frame). Same walk as [`ReadExt::percentiles`], and
+    /// the same answers given the same ranks and selection at every total below the bound of
+    /// [`Rank::count_of`] (1.8 million values at 7 decimals, more with fewer); above it this path
+    /// asks for the exact ceiling where Java's `f64` rule ([`rank_count`](super::rank_count))
+    /// can ask for one value fewer.
     ///
     /// ```
     /// use picollo_core::prelude::*;
