@@ -537,9 +537,9 @@ impl HdrCounts {
     /// it.
     ///
     /// The percentile is clamped to `[0, 100]`; the target count is Picollo's one rank rule,
-    /// [`picollo_core::read::rank_count`]: `ceil(p / 100 · total)` for the decimal `p` prints
-    /// as, exactly, at least 1 (Java gets the same counts by lowering `p` one ulp before its
-    /// `double` product; exact arithmetic also holds beyond 2^53 values). The result is the
+    /// [`picollo_core::read::rank_count`]: Java's count, `ceil(p · total / 100)` in doubles after
+    /// lowering `p` by one ulp, at least 1 (`getValueAtPercentile(50.00000000000001)` of {1, 2}
+    /// is 1, as in Java). The result is the
     /// highest equivalent value of the first entry where the running count reaches the target
     /// (the lowest equivalent value when `percentile == 0`). `None` for a NaN percentile, an
     /// empty histogram or an invalid geometry.
