@@ -15,11 +15,11 @@
 //! (`interop::view`, where the layout has no unit). A new kind is one more entry.
 
 use picollo_alloc::hdr::{interop, HdrCounts};
-use picollo_alloc::{heap, HeapHistogram, Snapshot, ThreadLocalHistogram};
+use picollo_alloc::{heap, Snapshot, ThreadLocalHistogram};
 use picollo_core::histogram::add_corrected;
 use picollo_core::iter::IterationValue;
 use picollo_core::prelude::*;
-use picollo_core::{storage_len, Window};
+use picollo_core::{storage_len, UnitLayout, Window};
 
 /// One recording step of a test histogram.
 #[derive(Clone, Copy, Debug)]
@@ -55,6 +55,11 @@ const KINDS: &[Kind] = &[
     Kind {
         name: "plain heap u64",
         build: |l, w, ops| {
+            if l.unit_magnitude() != 0 {
+                let mut h = heap::plain_with_unit::<u64>(l, w);
+                apply(&mut h, ops);
+                return Some(Box::new(h));
+            }
             let mut h = heap::plain::<u64>(l, w);
             apply(&mut h, ops);
             Some(Box::new(h))
@@ -63,6 +68,11 @@ const KINDS: &[Kind] = &[
     Kind {
         name: "plain heap u32",
         build: |l, w, ops| {
+            if l.unit_magnitude() != 0 {
+                let mut h = heap::plain_with_unit::<u32>(l, w);
+                apply(&mut h, ops);
+                return Some(Box::new(h));
+            }
             let mut h = heap::plain::<u32>(l, w);
             apply(&mut h, ops);
             Some(Box::new(h))
@@ -72,7 +82,7 @@ const KINDS: &[Kind] = &[
         name: "plain over a borrowed buffer",
         build: |l, w, ops| {
             let cells: &'static mut [u64] = Box::leak(vec![0u64; w.len()].into_boxed_slice());
-            let mut h = Histogram::with_storage(l, cells, w).ok()?;
+            let mut h = Histogram::with_storage(UnitLayout::new(l), cells, w).ok()?;
             apply(&mut h, ops);
             Some(Box::new(h))
         },
@@ -91,14 +101,23 @@ const KINDS: &[Kind] = &[
     Kind {
         name: "atomic",
         build: |l, w, ops| {
+            if l.unit_magnitude() != 0 {
+                let h = heap::atomic_with_unit::<portable_atomic::AtomicU64>(l, w);
+                apply(&mut &h, ops);
+                return Some(Box::new(h));
+            }
             let h = heap::atomic::<portable_atomic::AtomicU64>(l, w);
             apply(&mut &h, ops);
             Some(Box::new(h))
         },
     },
     Kind {
+        // Records no value unit (the plain record spec, for the cost of a record).
         name: "thread-local (two threads)",
         build: |l, w, ops| {
+            if l.unit_magnitude() != 0 {
+                return None;
+            }
             let h = ThreadLocalHistogram::<u64>::new(l, w);
             let (a, b) = ops.split_at(ops.len() / 2);
             std::thread::scope(|s| {
@@ -111,7 +130,7 @@ const KINDS: &[Kind] = &[
     Kind {
         name: "snapshot",
         build: |l, w, ops| {
-            let h = heap::atomic::<portable_atomic::AtomicU32>(l, w);
+            let h = heap::atomic_with_unit::<portable_atomic::AtomicU32>(l, w);
             apply(&mut &h, ops);
             Some(Box::new(Snapshot::new(&h)))
         },
@@ -146,6 +165,7 @@ fn each_kind(layout: Layout, window: Window, ops: &[Op], check: impl Fn(&str, &d
             ran += 1;
         }
     }
+    // Every kind but the thread-local one, the array and HdrCounts (fixed windows, no unit).
     assert!(ran >= 5, "only {ran} kinds ran");
 }
 
@@ -312,7 +332,7 @@ fn data_access_scaling_equivalence() {
         h
     };
     let raw_scaled = {
-        let mut h = heap::plain::<u64>(scaled_layout, scaled_window);
+        let mut h = heap::plain_with_unit::<u64>(scaled_layout, scaled_window);
         apply(&mut h, &scale(raw_ops()));
         h
     };
@@ -342,10 +362,10 @@ fn data_access_scaling_equivalence() {
     // The post-corrected pair.
     let mut post = heap::plain::<u64>(l, hour_window(l));
     add_corrected(&mut post, &raw, 10_000);
-    let mut post_scaled = heap::plain::<u64>(scaled_layout, scaled_window);
+    let mut post_scaled = heap::plain_with_unit::<u64>(scaled_layout, scaled_window);
     add_corrected(&mut post_scaled, &raw_scaled, 10_000 * 512);
     assert_eq!(post.total(), post_scaled.total());
-    let lower = |h: &HeapHistogram, p| h.percentile(p, EquivalentValue::Lower).unwrap().value;
+    let lower = |h: &dyn HistogramRead, p| h.percentile(p, EquivalentValue::Lower).unwrap().value;
     assert_eq!(lower(&post, 99.0) * 512, lower(&post_scaled, 99.0));
     assert_eq!(
         scaled_layout.highest_equivalent(post.max().unwrap() * 512),

@@ -137,12 +137,19 @@ impl<C: Counter, const N: usize> Histogram<[C; N], Layout> {
         match Self::try_new(layout, min, max) {
             Ok(h) => h,
             Err(WindowError::MinAboveMax { .. }) => panic!("min trackable value above max"),
+            Err(WindowError::NeedsUnitLayout(_)) => {
+                panic!("a layout with a value unit records through UnitLayout (with_storage)")
+            }
             Err(_) => panic!("array length differs from storage_len(layout, min, max)"),
         }
     }
 
-    /// As [`Histogram::new`], reporting a bad length or range as an error.
+    /// As [`Histogram::new`], reporting a bad length or range (or a layout with a value unit,
+    /// which records through [`crate::UnitLayout`]) as an error.
     pub const fn try_new(layout: Layout, min: u64, max: u64) -> Result<Self, WindowError> {
+        if layout.unit_magnitude() != 0 {
+            return Err(WindowError::NeedsUnitLayout(layout.unit_magnitude()));
+        }
         match Window::new(layout, min, max) {
             Ok(window) if window.len() == N => Ok(Histogram {
                 spec: layout,
@@ -215,7 +222,8 @@ where
 {
     /// A histogram over caller-provided storage for `window`: a borrowed buffer (firmware), heap
     /// storage, or an owned array with any [`LayoutSpec`]. The storage is zeroed; a length other
-    /// than `window.len()` is an error.
+    /// than `window.len()` is an error, and so is a plain [`Layout`] spec with a value unit
+    /// ([`crate::UnitLayout`] records one).
     ///
     /// ```
     /// use picollo_core::{storage_len, Histogram, Layout, ReadExt, Window};
@@ -227,6 +235,9 @@ where
     /// ```
     pub fn with_storage(spec: L, storage: S, window: Window) -> Result<Self, WindowError> {
         window.check_storage_len(storage.as_slice().len())?;
+        if !crate::layout::records_its_layout(&spec) {
+            return Err(WindowError::NeedsUnitLayout(spec.layout().unit_magnitude()));
+        }
         let mut h = Histogram {
             spec,
             window,

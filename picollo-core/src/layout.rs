@@ -81,10 +81,14 @@ impl core::error::Error for LayoutError {}
 ///
 /// The logical indices of such a layout are the plain layout's from `u · B` on
 /// ([`Layout::first_index`]; HdrHistogram's counts index `i` is logical index `i + u · B`):
-/// the value 0 maps to `u · B`, and windows start there. The record paths compute the index
-/// the same way for every layout (the unit is only an OR mask wider than `B`, precomputed
-/// here), so a layout without a unit records with the same instructions as before units
-/// existed.
+/// the value 0 maps to `u · B`, and windows start there (the unit is only an OR mask wider
+/// than `B` in the index: `ilog2(v | B << u)`).
+///
+/// Histograms record a layout with a unit through the [`UnitLayout`] spec (`Histogram<S,
+/// UnitLayout>`, the builder's `lowest_discernible`): a `Layout` used as a record spec reads
+/// only its block scale, so that histograms without a unit record with the instructions they
+/// always did, and the constructors refuse a `Layout` spec that has a unit
+/// ([`WindowError::NeedsUnitLayout`](crate::WindowError::NeedsUnitLayout)).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct Layout {
@@ -92,13 +96,6 @@ pub struct Layout {
     block_scale: u32,
     /// `u`: values are recorded in units of `2^u` (HdrHistogram's `unitMagnitude`).
     unit_magnitude: u32,
-    /// `B << u`, the OR mask of [`Layout::index_of`]: its bit length is the smallest exponent.
-    mask: u64,
-    /// The 32-bit record path's mask: `B << u`, or `2^31` when that does not fit.
-    narrow_mask: u32,
-    /// The 32-bit record path's exponent offset: `k`, or `31 - u` when `B << u` does not fit
-    /// (then every `u32` value is in the first two blocks, exponent `u`).
-    narrow_shift: u32,
 }
 
 impl Default for Layout {
@@ -115,13 +112,9 @@ impl Layout {
     /// The layout of block scale `k` and unit magnitude `u` (checked by the callers:
     /// `k` within the supported scales, `u <= 31`).
     const fn new_unchecked(k: u32, u: u32) -> Layout {
-        let wide = k + u <= 31;
         Layout {
             block_scale: k,
             unit_magnitude: u,
-            mask: 1 << (k + u),
-            narrow_mask: if wide { 1 << (k + u) } else { 1 << 31 },
-            narrow_shift: if wide { k } else { 31 - u },
         }
     }
 
@@ -353,7 +346,7 @@ impl Layout {
     /// `e = ilog2(v | B) - k`, `index = (e << k) + (v >> e)`.
     #[inline(always)]
     pub const fn index_of(self, value: u64) -> usize {
-        index_of_masked(self.block_scale, self.mask, value)
+        index_of_masked(self.block_scale, self.unit_magnitude, value)
     }
 
     /// The logical index of a `u32` value, computed in 32-bit arithmetic: equal to
@@ -367,7 +360,15 @@ impl Layout {
     /// ```
     #[inline(always)]
     pub const fn index_of_u32(self, value: u32) -> usize {
-        index_of_u32_masked(self.block_scale, self.narrow_mask, self.narrow_shift, value)
+        let (k, u) = (self.block_scale, self.unit_magnitude);
+        // `B << u` when it fits 32 bits; otherwise every `u32` is in the first two blocks
+        // (exponent `u`), which `2^31` and the offset `31 - u` give.
+        let (mask, shift) = if k + u <= 31 {
+            (1 << (k + u), k)
+        } else {
+            (1 << 31, 31 - u)
+        };
+        index_of_u32_masked(k, mask, shift, value)
     }
 
     /// The lowest value of the bucket at logical `index` (exact: it is a member of the bucket).
@@ -463,21 +464,18 @@ impl Layout {
     }
 }
 
-/// `index_of` for a block scale and a precomputed OR mask `B << u` ([`Layout`]): the
-/// exponent `e = ilog2(v | mask) - k` is `u` for every value below `2B << u`, so the unit
-/// costs nothing the plain layout's `ilog2(v | B)` does not. With `mask = B` it is
-/// [`index_of_scale`].
+/// `index_of` for block scale `k` and unit magnitude `u`: the exponent `e = ilog2(v | B << u)
+/// - k` is `u` for every value below `2B << u`, and the plain layout's above. With `u = 0` it
+/// is [`index_of_scale`].
 #[inline(always)]
-const fn index_of_masked(k: u32, mask: u64, value: u64) -> usize {
-    // `63 - leading_zeros` rather than `ilog2`, which would check for a zero the optimizer
-    // cannot rule out for a mask read from memory (the mask is never 0).
-    let e = 63 - (value | mask).leading_zeros() - k;
+const fn index_of_masked(k: u32, u: u32, value: u64) -> usize {
+    let e = (value | (1 << (k + u))).ilog2() - k;
     ((e as usize) << k) + (value >> e) as usize
 }
 
 /// [`index_of_masked`] for a `u32` value, in 32-bit arithmetic only: `e = ilog2(v | mask) -
-/// shift` with the 32-bit mask and offset of [`Layout`] (`B << u` and `k` when they fit,
-/// otherwise `2^31` and `31 - u`, which give `e = u` for every `u32`).
+/// shift` with the 32-bit mask and offset of [`Layout::index_of_u32`] (`B << u` and `k` when
+/// they fit, otherwise `2^31` and `31 - u`, which give `e = u` for every `u32`).
 #[inline(always)]
 const fn index_of_u32_masked(k: u32, mask: u32, shift: u32, value: u32) -> usize {
     let e = ilog2_u32(value | mask) - shift;
@@ -601,11 +599,68 @@ fn index_of_wide(layout: Layout, value: u64) -> usize {
     layout.index_of(value)
 }
 
+/// A `Layout` as a record spec: the plain layout's index from the block scale alone, the
+/// record path there was before value units (a layout with a unit records through
+/// [`UnitLayout`]; histogram constructors refuse it here).
 impl LayoutSpec for Layout {
     #[inline(always)]
     fn layout(&self) -> Layout {
         *self
     }
+    #[inline(always)]
+    fn index_of(&self, value: u64) -> usize {
+        index_of_scale(self.block_scale, value)
+    }
+    #[inline(always)]
+    fn index_of_u32(&self, value: u32) -> usize {
+        index_of_u32_scale(self.block_scale, value)
+    }
+}
+
+/// The record spec of a layout with a value unit (HdrHistogram's lowest discernible value,
+/// [`Layout::with_lowest_discernible`]): its index is [`Layout::index_of`], which takes the
+/// unit. A spec of its own, so that the plain [`Layout`] spec records without reading a unit.
+///
+/// ```
+/// use picollo_core::{EquivalentValue, Histogram, Layout, ReadExt, UnitLayout, Window};
+///
+/// // HdrHistogram's `new Histogram(1000, 3_600_000_000, 3)`.
+/// let l = Layout::from_significant_digits(3).unwrap().with_lowest_discernible(1000)?;
+/// let w = Window::new(l, 0, 3_600_000_000)?;
+/// let mut cells = vec![0u32; w.len()];
+/// let mut h = Histogram::with_storage(UnitLayout::new(l), &mut cells[..], w)?;
+/// h.record(1_000_000);
+/// h.record(700); // below the unit: the bucket [512, 1023]
+/// assert_eq!(h.percentile(0.0, EquivalentValue::Upper)?.value, 1023);
+/// // The plain spec refuses a layout with a unit.
+/// let mut more = vec![0u32; w.len()];
+/// assert!(Histogram::with_storage(l, &mut more[..], w).is_err());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct UnitLayout(Layout);
+
+impl UnitLayout {
+    /// The spec of `layout` (with or without a unit).
+    pub const fn new(layout: Layout) -> Self {
+        UnitLayout(layout)
+    }
+}
+
+impl LayoutSpec for UnitLayout {
+    #[inline(always)]
+    fn layout(&self) -> Layout {
+        self.0
+    }
+}
+
+/// Whether `spec` records the values of its own layout: false only for a plain [`Layout`]
+/// spec that carries a unit, which histogram constructors refuse.
+#[inline]
+pub fn records_its_layout<L: LayoutSpec>(spec: &L) -> bool {
+    // A layout's index of 0 is its first index: the plain spec's is 0 whatever the unit.
+    spec.index_of(0) == spec.layout().index_of(0)
 }
 
 /// A layout whose block scale `K` is fixed at compile time. Zero-sized.
@@ -649,9 +704,11 @@ impl<const K: u32> ConstLayout<K> {
 }
 
 impl<const K: u32> LayoutSpec for ConstLayout<K> {
+    /// The layout as a constant evaluated at compile time ([`ConstLayout::LAYOUT`]), so that
+    /// readers see its fields as constants before any inlining.
     #[inline(always)]
     fn layout(&self) -> Layout {
-        Self::get()
+        Self::LAYOUT
     }
     #[inline(always)]
     fn index_of(&self, value: u64) -> usize {

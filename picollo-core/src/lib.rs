@@ -61,7 +61,7 @@ pub use atomic::{AtomicCounter, AtomicHistogram};
 pub use cell::AtomicU64;
 pub use cell::{AtomicU16, AtomicU32};
 pub use histogram::{Histogram, OutOfRange, Rebucketing, SubtractError};
-pub use layout::{ConstLayout, Layout, LayoutError, LayoutSpec};
+pub use layout::{ConstLayout, Layout, LayoutError, LayoutSpec, UnitLayout};
 pub use read::{
     Bucket, EquivalentValue, FixedPercentile, HistogramRead, IntStats, Percentile, PercentileError,
     Rank, ReadExt, ResetInProgress, Stats,

@@ -34,6 +34,9 @@ pub enum WindowError {
         /// Cells the storage has.
         actual: usize,
     },
+    /// The layout has a value unit, which a plain `Layout` spec does not record: use
+    /// `UnitLayout::new(layout)` as the spec. The value is the unit magnitude.
+    NeedsUnitLayout(u32),
 }
 
 impl fmt::Display for WindowError {
@@ -47,6 +50,11 @@ impl fmt::Display for WindowError {
                 f,
                 "storage has {actual} cells but the window needs {expected} \
                  (use storage_len() to size it)"
+            ),
+            Self::NeedsUnitLayout(u) => write!(
+                f,
+                "the layout records in units of 2^{u}: give it as UnitLayout::new(layout), \
+                 the spec that records a value unit"
             ),
         }
     }

@@ -3,7 +3,7 @@
 //! percentile rank of a value (`quantile_below`), and `subtract`.
 
 use picollo_core::prelude::*;
-use picollo_core::{SubtractError, Window};
+use picollo_core::{SubtractError, UnitLayout, Window};
 use proptest::prelude::*;
 
 /// Heap cells for tests (picollo-alloc has the real ones).
@@ -35,10 +35,10 @@ fn pair(
     lowest: u64,
     max: u64,
     values: &[(u64, u64)],
-) -> (Histogram<Cells>, hdrhistogram::Histogram<u64>) {
+) -> (Histogram<Cells, UnitLayout>, hdrhistogram::Histogram<u64>) {
     let l = layout(sigfig, lowest);
     let w = Window::new(l, 0, max).unwrap();
-    let mut h = Histogram::with_storage(l, Cells(vec![0; w.len()]), w).unwrap();
+    let mut h = Histogram::with_storage(UnitLayout::new(l), Cells(vec![0; w.len()]), w).unwrap();
     let mut hdr = hdrhistogram::Histogram::<u64>::new_with_bounds(lowest, max, sigfig).unwrap();
     for &(v, n) in values {
         h.record_n(v, n);
@@ -106,7 +106,12 @@ fn java_data_access_scaled_histogram() {
     // 10,000 values of 1 ms and one of 100 s, all × 512, corrected at 10 ms × 512.
     let l = layout(3, 1000);
     let w = Window::new(l, 0, 3_600_000_000 * 512).unwrap();
-    let mut h = Histogram::with_storage(l, Cells(vec![0; w.len()]), w).unwrap();
+    let mut h = Histogram::with_storage(UnitLayout::new(l), Cells(vec![0; w.len()]), w).unwrap();
+    // The plain record spec refuses a layout with a unit.
+    assert!(matches!(
+        Histogram::with_storage(l, Cells(vec![0; w.len()]), w),
+        Err(picollo_core::WindowError::NeedsUnitLayout(9))
+    ));
     let mut plain = {
         let l = layout(3, 1);
         let w = Window::new(l, 0, 3_600_000_000).unwrap();
@@ -123,7 +128,7 @@ fn java_data_access_scaled_histogram() {
     assert_eq!(h.total(), 20_000);
     let (scaled_mean, mean) = (h.mean(), plain.mean());
     assert!((mean * 512.0 - scaled_mean).abs() <= scaled_mean * 0.000_001);
-    let upper = |h: &Histogram<Cells>, p| h.percentile(p, EquivalentValue::Upper).unwrap().value;
+    let upper = |h: &dyn HistogramRead, p| h.percentile(p, EquivalentValue::Upper).unwrap().value;
     assert_eq!(
         l.highest_equivalent(upper(&plain, 99.0) * 512),
         l.highest_equivalent(upper(&h, 99.0))
@@ -218,13 +223,74 @@ proptest! {
     }
 }
 
+proptest! {
+    #![proptest_config(ProptestConfig { cases: if cfg!(miri) { 4 } else { 256 }, ..ProptestConfig::default() })]
+
+    /// Linear, logarithmic and recorded-values iterations against the crate's, step for step:
+    /// the value, the count added, the bucket's count, the running total.
+    #[test]
+    fn iterations_are_the_crates(
+        sigfig in 1u8..=3,
+        lowest in prop_oneof![Just(1u64), 1u64..3000],
+        values in proptest::collection::vec((0u64..(1 << 24), 1u64..50), 1..40),
+        step in 1u64..5000,
+        first in 1u64..5000,
+        base in prop_oneof![Just(2.0f64), 1.1f64..10.0],
+    ) {
+        let max = 1u64 << 30;
+        prop_assume!(hdrhistogram::Histogram::<u64>::new_with_bounds(lowest, max, sigfig).is_ok());
+        let (h, hdr) = pair(sigfig, lowest, max, &values);
+        let ours: Vec<_> = h.linear(step).unwrap()
+            .map(|v| (v.value_iterated_to, v.count_added_in_this_step, v.count_at_value, v.total_count_to_value))
+            .collect();
+        let mut running = 0u64;
+        let theirs: Vec<_> = hdr.iter_linear(step)
+            .map(|v| {
+                running += v.count_since_last_iteration();
+                (v.value_iterated_to(), v.count_since_last_iteration(), v.count_at_value(), running)
+            })
+            .collect();
+        prop_assert_eq!(ours, theirs, "linear {}", step);
+        let ours: Vec<_> = h.logarithmic(first, base).unwrap()
+            .map(|v| (v.value_iterated_to, v.count_added_in_this_step))
+            .collect();
+        let theirs: Vec<_> = hdr.iter_log(first, base)
+            .map(|v| (v.value_iterated_to(), v.count_since_last_iteration()))
+            .collect();
+        prop_assert_eq!(ours, theirs, "logarithmic {} × {}", first, base);
+        let ours: Vec<_> = h.recorded_buckets().map(|b| (b.highest, b.count)).collect();
+        let theirs: Vec<_> = hdr.iter_recorded().map(|v| (v.value_iterated_to(), v.count_at_value())).collect();
+        prop_assert_eq!(ours, theirs);
+    }
+
+    /// Post-recording correction against the crate's `clone_correct`.
+    #[test]
+    fn add_corrected_is_the_crates(
+        sigfig in 1u8..=3,
+        values in proptest::collection::vec((1u64..(1 << 20), 1u64..20), 1..40),
+        interval in 1u64..50_000,
+    ) {
+        let max = 1u64 << 30;
+        let (h, hdr) = pair(sigfig, 1, max, &values);
+        let l = h.layout();
+        let w = h.window();
+        let mut ours = Histogram::with_storage(UnitLayout::new(l), Cells(vec![0; w.len()]), w).unwrap();
+        picollo_core::histogram::add_corrected(&mut ours, &h, interval);
+        let theirs = hdr.clone_correct(interval);
+        prop_assert_eq!(ours.total(), theirs.len());
+        for v in theirs.iter_recorded() {
+            prop_assert_eq!(ours.count_at_value(v.value_iterated_to()), v.count_at_value());
+        }
+    }
+}
+
 #[test]
 fn java_subtract_cases() {
     // HistogramTest: `new Histogram(3_600_000_000, 3)`, values 4 and 4,000.
     let l = layout(3, 1);
     let make = |max: u64| {
         let w = Window::new(l, 0, max).unwrap();
-        Histogram::with_storage(l, Cells(vec![0; w.len()]), w).unwrap()
+        Histogram::with_storage(UnitLayout::new(l), Cells(vec![0; w.len()]), w).unwrap()
     };
     let highest = 3_600_000_000u64;
     let (mut h, mut other) = (make(highest), make(highest));
@@ -288,10 +354,11 @@ trait CloneFromCells {
     fn clone_from_cells(&self) -> Self;
 }
 
-impl CloneFromCells for Histogram<Cells> {
+impl CloneFromCells for Histogram<Cells, UnitLayout> {
     fn clone_from_cells(&self) -> Self {
         let w = self.window();
-        let mut h = Histogram::with_storage(self.layout(), Cells(vec![0; w.len()]), w).unwrap();
+        let spec = UnitLayout::new(self.layout());
+        let mut h = Histogram::with_storage(spec, Cells(vec![0; w.len()]), w).unwrap();
         h.add(self);
         h
     }
