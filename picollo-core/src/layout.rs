@@ -92,10 +92,10 @@ impl core::error::Error for LayoutError {}
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct Layout {
-    /// `k`: `B = 2^k` buckets per block.
-    block_scale: u32,
-    /// `u`: values are recorded in units of `2^u` (HdrHistogram's `unitMagnitude`).
-    unit_magnitude: u32,
+    /// `k | u << 8`: `B = 2^k` buckets per block, values recorded in units of `2^u`
+    /// (HdrHistogram's `unitMagnitude`). One word, `k` itself without a unit: the plain record
+    /// spec, which only sees layouts without one, reads it as the block scale, as it always did.
+    scales: u32,
 }
 
 impl Default for Layout {
@@ -112,10 +112,7 @@ impl Layout {
     /// The layout of block scale `k` and unit magnitude `u` (checked by the callers:
     /// `k` within the supported scales, `u <= 31`).
     const fn new_unchecked(k: u32, u: u32) -> Layout {
-        Layout {
-            block_scale: k,
-            unit_magnitude: u,
-        }
+        Layout { scales: k | u << 8 }
     }
 
     /// A layout with `2^block_scale` buckets per block, or `None` outside
@@ -166,27 +163,27 @@ impl Layout {
         if lowest == 0 || lowest > u32::MAX as u64 {
             return Err(LayoutError::LowestDiscernibleOutOfRange(lowest));
         }
-        Ok(Layout::new_unchecked(self.block_scale, lowest.ilog2()))
+        Ok(Layout::new_unchecked(self.block_scale(), lowest.ilog2()))
     }
 
     /// `u`: values are recorded in units of `2^u` (HdrHistogram's `unitMagnitude`; 0 for
     /// layouts without a unit).
     #[inline(always)]
     pub const fn unit_magnitude(self) -> u32 {
-        self.unit_magnitude
+        self.scales >> 8
     }
 
     /// `2^u`: the width of the narrowest buckets (HdrHistogram's smallest
     /// `sizeOfEquivalentValueRange`); 1 without a unit.
     #[inline(always)]
     pub const fn unit(self) -> u64 {
-        1 << self.unit_magnitude
+        1 << self.unit_magnitude()
     }
 
     /// The logical index of the value 0: `u · B`, where windows start (0 without a unit).
     #[inline(always)]
     pub const fn first_index(self) -> usize {
-        (self.unit_magnitude as usize) << self.block_scale
+        (self.unit_magnitude() as usize) << self.block_scale()
     }
 
     /// The coarsest layout whose relative error is at most `relative_error`:
@@ -310,26 +307,26 @@ impl Layout {
     /// `k`: the block holds `2^k` buckets.
     #[inline(always)]
     pub const fn block_scale(self) -> u32 {
-        self.block_scale
+        self.scales & 0xFF
     }
 
     /// `B = 2^k`, buckets per block.
     #[inline(always)]
     pub const fn block_size(self) -> u64 {
-        1 << self.block_scale
+        1 << self.block_scale()
     }
 
     /// Number of blocks covering all of `u64`: `65 - k` (block 0 plus one per bit above `k`).
     #[inline(always)]
     pub const fn block_count(self) -> u32 {
-        65 - self.block_scale
+        65 - self.block_scale()
     }
 
     /// One past the last logical index: `(65 - k) * B`. All of `u64` is covered by the indices
     /// from [`Layout::first_index`] (0 without a unit) up to this.
     #[inline(always)]
     pub const fn logical_len(self) -> usize {
-        (self.block_count() as usize) << self.block_scale
+        (self.block_count() as usize) << self.block_scale()
     }
 
     /// The largest relative distance of a value from its bucket midpoint: `0.5 / B` (with a
@@ -346,7 +343,7 @@ impl Layout {
     /// `e = ilog2(v | B) - k`, `index = (e << k) + (v >> e)`.
     #[inline(always)]
     pub const fn index_of(self, value: u64) -> usize {
-        index_of_masked(self.block_scale, self.unit_magnitude, value)
+        index_of_masked(self.block_scale(), self.unit_magnitude(), value)
     }
 
     /// The logical index of a `u32` value, computed in 32-bit arithmetic: equal to
@@ -360,7 +357,7 @@ impl Layout {
     /// ```
     #[inline(always)]
     pub const fn index_of_u32(self, value: u32) -> usize {
-        let (k, u) = (self.block_scale, self.unit_magnitude);
+        let (k, u) = (self.block_scale(), self.unit_magnitude());
         // `B << u` when it fits 32 bits; otherwise every `u32` is in the first two blocks
         // (exponent `u`), which `2^31` and the offset `31 - u` give.
         let (mask, shift) = if k + u <= 31 {
@@ -454,11 +451,11 @@ impl Layout {
         } else {
             index
         };
-        let k = self.block_scale;
+        let (k, u) = (self.block_scale(), self.unit_magnitude());
         // Blocks counted from the unit's first block: that one and the next have width
         // `2^u`; block `b >= 1` above it has width `2^(u + b - 1)`.
-        let blk = (index >> k) as u32 - self.unit_magnitude;
-        let e = self.unit_magnitude + blk - (blk != 0) as u32;
+        let blk = (index >> k) as u32 - u;
+        let e = u + blk - (blk != 0) as u32;
         let q = (index as u64 & (self.block_size() - 1)) | (((blk != 0) as u64) << k);
         (q, e)
     }
@@ -562,6 +559,10 @@ const fn bit_length_soft(x: u32) -> u32 {
 /// A constant scale lets the compiler fold the shifts and masks of the record path (about two
 /// instructions fewer per record on x86_64, see `benches/RESULTS.md`).
 pub trait LayoutSpec: Copy {
+    /// Whether the spec records a layout's value unit ([`UnitLayout`]); the plain [`Layout`]
+    /// spec and [`ConstLayout`] do not (histograms refuse them a layout with a unit).
+    const RECORDS_UNITS: bool = false;
+
     /// The layout.
     fn layout(&self) -> Layout;
     /// The logical index of `value`; override only to keep the scale constant.
@@ -609,11 +610,12 @@ impl LayoutSpec for Layout {
     }
     #[inline(always)]
     fn index_of(&self, value: u64) -> usize {
-        index_of_scale(self.block_scale, value)
+        // `scales` is the block scale: histogram constructors give this spec no unit.
+        index_of_scale(self.scales, value)
     }
     #[inline(always)]
     fn index_of_u32(&self, value: u32) -> usize {
-        index_of_u32_scale(self.block_scale, value)
+        index_of_u32_scale(self.scales, value)
     }
 }
 
@@ -649,6 +651,8 @@ impl UnitLayout {
 }
 
 impl LayoutSpec for UnitLayout {
+    const RECORDS_UNITS: bool = true;
+
     #[inline(always)]
     fn layout(&self) -> Layout {
         self.0
@@ -659,8 +663,7 @@ impl LayoutSpec for UnitLayout {
 /// spec that carries a unit, which histogram constructors refuse.
 #[inline]
 pub fn records_its_layout<L: LayoutSpec>(spec: &L) -> bool {
-    // A layout's index of 0 is its first index: the plain spec's is 0 whatever the unit.
-    spec.index_of(0) == spec.layout().index_of(0)
+    L::RECORDS_UNITS || spec.layout().unit_magnitude() == 0
 }
 
 /// A layout whose block scale `K` is fixed at compile time. Zero-sized.
