@@ -4,19 +4,8 @@ use picollo_core::iter::IterationValue;
 use picollo_core::prelude::*;
 use picollo_core::Window;
 
-/// Heap storage for tests (picollo-alloc has the real one).
-struct Cells(Vec<u64>);
-impl picollo_core::Storage for Cells {
-    type Item = u64;
-    fn as_slice(&self) -> &[u64] {
-        &self.0
-    }
-}
-impl picollo_core::StorageMut for Cells {
-    fn as_mut_slice(&mut self) -> &mut [u64] {
-        &mut self.0
-    }
-}
+mod common;
+use common::Cells;
 
 /// HdrHistogram with 3 digits and lowest 1 has Picollo's layout at block scale 10.
 fn pair(values: &[u64]) -> (hdrhistogram::Histogram<u64>, Histogram<Cells>, Layout) {

@@ -6,19 +6,8 @@ use picollo_core::prelude::*;
 use picollo_core::{SubtractError, UnitLayout, Window};
 use proptest::prelude::*;
 
-/// Heap cells for tests (picollo-alloc has the real ones).
-struct Cells(Vec<u64>);
-impl picollo_core::Storage for Cells {
-    type Item = u64;
-    fn as_slice(&self) -> &[u64] {
-        &self.0
-    }
-}
-impl picollo_core::StorageMut for Cells {
-    fn as_mut_slice(&mut self) -> &mut [u64] {
-        &mut self.0
-    }
-}
+mod common;
+use common::Cells;
 
 /// HdrHistogram's layout for `sigfig` digits and `lowest` discernible value.
 fn layout(sigfig: u8, lowest: u64) -> Layout {

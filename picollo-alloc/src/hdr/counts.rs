@@ -241,6 +241,37 @@ impl HdrGeometry {
     }
 }
 
+/// The counts index of `source` entry `index` in `target`, by the rule of
+/// [`HdrCounts::add`] and [`HdrCounts::subtract`]: the same index when the geometries index
+/// alike (`alike`), else the target index of the entry's lowest value.
+fn landing(
+    target: &HdrGeometry,
+    source: &HdrGeometry,
+    alike: bool,
+    index: usize,
+) -> Result<usize, HdrError> {
+    if alike {
+        return if index < target.counts_len() {
+            Ok(index)
+        } else {
+            Err(HdrError::ValueOutOfRange {
+                value: source.lowest_equivalent(index).unwrap_or(u64::MAX),
+                highest: target.highest_recordable(),
+            })
+        };
+    }
+    let value = source
+        .lowest_equivalent(index)
+        .ok_or(HdrError::IndexOutOfRange {
+            index,
+            counts_len: source.counts_len(),
+        })?;
+    target.index_of(value).ok_or(HdrError::ValueOutOfRange {
+        value,
+        highest: target.highest_recordable(),
+    })
+}
+
 /// One non-zero counts entry, as yielded by [`HdrCounts::iter_recorded`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct HdrBucket {
@@ -374,36 +405,12 @@ impl HdrCounts {
     pub fn add(&mut self, other: &HdrCounts) -> Result<(), HdrError> {
         let target = self.geometry()?;
         let source = other.geometry()?;
-        if target.same_indexing(&source) {
-            for (index, &count) in other.counts.iter().enumerate() {
-                if count == 0 {
-                    continue;
-                }
-                if index >= target.counts_len() {
-                    return Err(HdrError::ValueOutOfRange {
-                        value: source.lowest_equivalent(index).unwrap_or(u64::MAX),
-                        highest: target.highest_recordable(),
-                    });
-                }
-                self.add_at_index(index, count)?;
-            }
-            return Ok(());
-        }
+        let alike = target.same_indexing(&source);
         for (index, &count) in other.counts.iter().enumerate() {
-            if count == 0 {
-                continue;
+            if count != 0 {
+                let to = landing(&target, &source, alike, index)?;
+                self.add_at_index(to, count)?;
             }
-            let value = source
-                .lowest_equivalent(index)
-                .ok_or(HdrError::IndexOutOfRange {
-                    index,
-                    counts_len: source.counts_len(),
-                })?;
-            let to = target.index_of(value).ok_or(HdrError::ValueOutOfRange {
-                value,
-                highest: target.highest_recordable(),
-            })?;
-            self.add_at_index(to, count)?;
         }
         Ok(())
     }
@@ -459,21 +466,7 @@ impl HdrCounts {
             if count == 0 {
                 continue;
             }
-            let value = source
-                .lowest_equivalent(index)
-                .ok_or(HdrError::IndexOutOfRange {
-                    index,
-                    counts_len: source.counts_len(),
-                })?;
-            let to = if alike {
-                Some(index).filter(|&i| i < target.counts_len())
-            } else {
-                target.index_of(value)
-            }
-            .ok_or(HdrError::ValueOutOfRange {
-                value,
-                highest: target.highest_recordable(),
-            })?;
+            let to = landing(&target, &source, alike, index)?;
             match landed.last_mut() {
                 Some((at, sum)) if *at == to => *sum = sum.saturating_add(count),
                 _ => landed.push((to, count)),
