@@ -225,7 +225,9 @@ impl<C: StorageWidth> HistogramBuilder<C> {
 
     /// The layout and window this builder describes.
     pub fn resolve(&self) -> Result<(Layout, Window), BuildError> {
-        let layout = self.layout?.with_lowest_discernible(self.lowest_discernible)?;
+        let layout = self
+            .layout?
+            .with_lowest_discernible(self.lowest_discernible)?;
         Ok((layout, Window::new(layout, self.min, self.max)?))
     }
 

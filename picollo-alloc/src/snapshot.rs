@@ -219,15 +219,20 @@ impl Snapshot {
         )?;
         let (counts, underflow, overflow) =
             (&mut self.counts, &mut self.underflow, &mut self.overflow);
-        for_each_landing(other, self.layout, self.window, |landing, n| match landing {
-            Landing::Slot(slot) => {
-                if let Some(c) = counts.get_mut(slot) {
-                    *c = c.saturating_sub(n);
+        for_each_landing(
+            other,
+            self.layout,
+            self.window,
+            |landing, n| match landing {
+                Landing::Slot(slot) => {
+                    if let Some(c) = counts.get_mut(slot) {
+                        *c = c.saturating_sub(n);
+                    }
                 }
-            }
-            Landing::Underflow => *underflow = underflow.saturating_sub(n),
-            Landing::Overflow => *overflow = overflow.saturating_sub(n),
-        });
+                Landing::Underflow => *underflow = underflow.saturating_sub(n),
+                Landing::Overflow => *overflow = overflow.saturating_sub(n),
+            },
+        );
         Ok(rebucketing(other.layout(), self.layout))
     }
 }

@@ -34,8 +34,11 @@ enum Op {
 /// it over for reading. `None` when this kind cannot hold that layout or window.
 struct Kind {
     name: &'static str,
-    build: fn(Layout, Window, &[Op]) -> Option<Box<dyn HistogramRead>>,
+    build: Build,
 }
+
+/// How a [`Kind`] builds its histogram.
+type Build = fn(Layout, Window, &[Op]) -> Option<Box<dyn HistogramRead>>;
 
 fn apply<R: Record + HistogramRead>(r: &mut R, ops: &[Op]) {
     for &op in ops {
@@ -93,7 +96,11 @@ const KINDS: &[Kind] = &[
             if l != ARRAY_LAYOUT || w != Window::new(l, 0, 3_600_000_000).ok()? {
                 return None;
             }
-            let mut h = Box::new(Histogram::<[u32; ARRAY_LEN]>::new(ARRAY_LAYOUT, 0, 3_600_000_000));
+            let mut h = Box::new(Histogram::<[u32; ARRAY_LEN]>::new(
+                ARRAY_LAYOUT,
+                0,
+                3_600_000_000,
+            ));
             apply(&mut *h, ops);
             Some(h)
         },
@@ -282,7 +289,10 @@ fn data_access_percentiles() {
             (99.999, 100_000_000.0),
             (100.0, 100_000_000.0),
         ] {
-            assert!((at(raw, p) - want).abs() <= want * 0.001, "{kind}: raw p{p}");
+            assert!(
+                (at(raw, p) - want).abs() <= want * 0.001,
+                "{kind}: raw p{p}"
+            );
         }
         for (p, want) in [
             (30.0, 1000.0),
@@ -296,9 +306,18 @@ fn data_access_percentiles() {
             assert!((at(h, p) - want).abs() <= want * 0.001, "{kind}: p{p}");
         }
         // testGetPercentileAtOrBelowValue: within 0.0001.
-        assert!((raw.percentile_at_or_below(5000) - 99.99).abs() <= 0.0001, "{kind}");
-        assert!((h.percentile_at_or_below(5000) - 50.0).abs() <= 0.0001, "{kind}");
-        assert!((h.percentile_at_or_below(100_000_000) - 100.0).abs() <= 0.0001, "{kind}");
+        assert!(
+            (raw.percentile_at_or_below(5000) - 99.99).abs() <= 0.0001,
+            "{kind}"
+        );
+        assert!(
+            (h.percentile_at_or_below(5000) - 50.0).abs() <= 0.0001,
+            "{kind}"
+        );
+        assert!(
+            (h.percentile_at_or_below(100_000_000) - 100.0).abs() <= 0.0001,
+            "{kind}"
+        );
         // testGetCountBetweenValues.
         assert_eq!(raw.count_between(1000, 1000), 10_000, "{kind}");
         assert_eq!(raw.count_between(5000, 150_000_000), 1, "{kind}");
@@ -341,24 +360,30 @@ fn data_access_scaling_equivalence() {
         apply(&mut h, &raw_ops());
         h
     };
-    each_kind(scaled_layout, scaled_window, &scale(corrected_ops()), |kind, scaled| {
-        let upper = |h: &dyn HistogramRead, p| h.percentile(p, EquivalentValue::Upper).unwrap().value;
-        assert!(
-            (plain.mean() * 512.0 - scaled.mean()).abs() <= scaled.mean() * 0.000_001,
-            "{kind}"
-        );
-        assert_eq!(plain.total(), scaled.total(), "{kind}");
-        assert_eq!(
-            scaled_layout.highest_equivalent(upper(&plain, 99.0) * 512),
-            scaled_layout.highest_equivalent(upper(scaled, 99.0)),
-            "{kind}"
-        );
-        assert_eq!(
-            scaled_layout.highest_equivalent(plain.max().unwrap() * 512),
-            scaled.max().unwrap(),
-            "{kind}"
-        );
-    });
+    each_kind(
+        scaled_layout,
+        scaled_window,
+        &scale(corrected_ops()),
+        |kind, scaled| {
+            let upper =
+                |h: &dyn HistogramRead, p| h.percentile(p, EquivalentValue::Upper).unwrap().value;
+            assert!(
+                (plain.mean() * 512.0 - scaled.mean()).abs() <= scaled.mean() * 0.000_001,
+                "{kind}"
+            );
+            assert_eq!(plain.total(), scaled.total(), "{kind}");
+            assert_eq!(
+                scaled_layout.highest_equivalent(upper(&plain, 99.0) * 512),
+                scaled_layout.highest_equivalent(upper(scaled, 99.0)),
+                "{kind}"
+            );
+            assert_eq!(
+                scaled_layout.highest_equivalent(plain.max().unwrap() * 512),
+                scaled.max().unwrap(),
+                "{kind}"
+            );
+        },
+    );
     // The post-corrected pair.
     let mut post = heap::plain::<u64>(l, hour_window(l));
     add_corrected(&mut post, &raw, 10_000);
@@ -393,7 +418,10 @@ fn value_at_percentile_examples() {
     let five = Layout::from_significant_digits(5).unwrap();
     let w = Window::new(five, 0, 1_000_000_000_000).unwrap();
     each_kind(five, w, &[Op::Record(1_000_000_000_000, 1)], |kind, h| {
-        assert!(h.percentile(100.0, EquivalentValue::Upper).unwrap().value > 0, "{kind}");
+        assert!(
+            h.percentile(100.0, EquivalentValue::Upper).unwrap().value > 0,
+            "{kind}"
+        );
     });
 }
 
@@ -404,7 +432,10 @@ fn percentile_iteration_reads_back() {
         let l = h.layout();
         let mut rows = 0;
         for v in h.percentile_ticks(5).unwrap() {
-            let back = h.percentile(v.percentile, EquivalentValue::Upper).unwrap().value;
+            let back = h
+                .percentile(v.percentile, EquivalentValue::Upper)
+                .unwrap()
+                .value;
             assert_eq!(
                 v.value_iterated_to,
                 l.highest_equivalent(back),
@@ -559,22 +590,39 @@ fn linear_iteration_steps() {
     // `new IntCountsHistogram(2)`: 2 digits, auto-resized (here: all of u64).
     let two = Layout::from_significant_digits(2).unwrap();
     let ops = [0u64, 1, 64, 128, 193].map(|v| Op::Record(v, 1));
-    each_kind(two, Window::new(two, 0, 1 << 40).unwrap(), &ops, |kind, h| {
-        assert_eq!(h.linear(64).unwrap().count(), 4, "{kind}: should see 4 steps");
-    });
+    each_kind(
+        two,
+        Window::new(two, 0, 1 << 40).unwrap(),
+        &ops,
+        |kind, h| {
+            assert_eq!(
+                h.linear(64).unwrap().count(),
+                4,
+                "{kind}: should see 4 steps"
+            );
+        },
+    );
     for step in 1..100u64 {
         for value in (1..1000u64).step_by(7) {
             let mut h = heap::plain::<u32>(two, Window::full(two));
             h.record(value);
-            let added: u64 = h.linear(step).unwrap().map(|s| s.count_added_in_this_step).sum();
+            let added: u64 = h
+                .linear(step)
+                .unwrap()
+                .map(|s| s.count_added_in_this_step)
+                .sum();
             assert_eq!(added, 1, "value {value} step {step}");
         }
     }
     let l = three_digits();
-    let ops = [1u64, 2047, 2048, 2049, 4095, 4096, 4097, 4098, 4099, 4100].map(|v| Op::Record(v, 1));
+    let ops =
+        [1u64, 2047, 2048, 2049, 4095, 4096, 4097, 4098, 4099, 4100].map(|v| Op::Record(v, 1));
     each_kind(l, Window::new(l, 0, 1 << 40).unwrap(), &ops, |kind, h| {
         let at = |steps: &[IterationValue], i: usize| {
-            (steps[i].value_iterated_to, steps[i].count_added_in_this_step)
+            (
+                steps[i].value_iterated_to,
+                steps[i].count_added_in_this_step,
+            )
         };
         let steps: Vec<IterationValue> = h.linear(1).unwrap().collect();
         for (i, want) in [
@@ -654,13 +702,18 @@ fn linear_iteration_counts_survive_saturation() {
 fn value_at_percentile_matches_percentile_iteration() {
     let two = Layout::from_significant_digits(2).unwrap();
     let mut rows = 0;
-    for length in [1u64, 5, 10, 50, 100, 500, 1000, 5000, 10_000, 50_000, 100_000] {
+    for length in [
+        1u64, 5, 10, 50, 100, 500, 1000, 5000, 10_000, 50_000, 100_000,
+    ] {
         let mut h = heap::plain::<u64>(two, Window::full(two));
         for v in 1..=length {
             h.record(v);
         }
         for v in h.percentile_ticks(1000).unwrap() {
-            let back = h.percentile(v.percentile, EquivalentValue::Upper).unwrap().value;
+            let back = h
+                .percentile(v.percentile, EquivalentValue::Upper)
+                .unwrap()
+                .value;
             assert!(
                 two.equivalent(back, v.value_iterated_to),
                 "length {length}: p{} reads back to {back}, the row is {}",
@@ -674,7 +727,10 @@ fn value_at_percentile_matches_percentile_iteration() {
         while value <= length {
             let p = 100.0 * value as f64 / length as f64;
             let back = h.percentile(p, EquivalentValue::Upper).unwrap().value;
-            assert!(two.equivalent(value, back), "length {length}: p{p} is {back}, not {value}");
+            assert!(
+                two.equivalent(value, back),
+                "length {length}: p{p} is {back}, not {value}"
+            );
             value = two.next_non_equivalent(value).unwrap();
         }
     }
@@ -698,7 +754,11 @@ fn histogram_basics() {
         assert_eq!(h.total(), 4, "{kind}");
     });
     each_kind(l, w, &[Op::Record(4, 1)], |kind, h| {
-        assert_eq!((h.count_at_value(1), h.count_at_value(4), h.total()), (0, 1, 1), "{kind}");
+        assert_eq!(
+            (h.count_at_value(1), h.count_at_value(4), h.total()),
+            (0, 1, 1),
+            "{kind}"
+        );
     });
     // testConstructionWithLargeNumbers: `new Histogram(20_000_000, 100_000_000, 5)`, a
     // lowest discernible value of 2 · 10^7: units of 2^24, so 2 · 10^7 and 3 · 10^7 share a
@@ -744,19 +804,30 @@ fn histogram_basics() {
         x.record(4000);
     }
     h.add(&other);
-    assert_eq!((h.count_at_value(4), h.count_at_value(4000), h.total()), (2, 2, 4));
+    assert_eq!(
+        (h.count_at_value(4), h.count_at_value(4000), h.total()),
+        (2, 2, 4)
+    );
     let mut bigger = heap::plain::<u64>(l, Window::new(l, 0, HOUR_US * 2).unwrap());
     bigger.record(4);
     bigger.record(4000);
     bigger.record(HOUR_US * 2);
     bigger.add(&h);
     assert_eq!(
-        (bigger.count_at_value(4), bigger.count_at_value(4000), bigger.count_at_value(HOUR_US * 2)),
+        (
+            bigger.count_at_value(4),
+            bigger.count_at_value(4000),
+            bigger.count_at_value(HOUR_US * 2)
+        ),
         (3, 3, 1)
     );
     assert_eq!(bigger.total(), 7);
     h.add(&bigger);
-    assert_eq!(h.overflow(), 1, "Java throws ArrayIndexOutOfBoundsException");
+    assert_eq!(
+        h.overflow(),
+        1,
+        "Java throws ArrayIndexOutOfBoundsException"
+    );
 }
 
 /// HistogramTest's equivalent-value cases, on every kind's layout (3 digits; the scaled cases,
@@ -767,13 +838,32 @@ fn equivalent_values() {
     each_kind(l, hour_window(l), &[], |kind, h| {
         let l = h.layout();
         // testSizeOfEquivalentValueRange.
-        for (v, width) in [(1, 1), (1025, 1), (2047, 1), (2048, 2), (2500, 2), (8191, 4), (8192, 8), (10_000, 8)] {
+        for (v, width) in [
+            (1, 1),
+            (1025, 1),
+            (2047, 1),
+            (2048, 2),
+            (2500, 2),
+            (8191, 4),
+            (8192, 8),
+            (10_000, 8),
+        ] {
             assert_eq!(l.width(l.index_of(v)), width, "{kind}: {v}");
         }
         // testLowestEquivalentValue.
-        assert_eq!((l.lowest_equivalent(10_007), l.lowest_equivalent(10_009)), (10_000, 10_008));
+        assert_eq!(
+            (l.lowest_equivalent(10_007), l.lowest_equivalent(10_009)),
+            (10_000, 10_008)
+        );
         // testHighestEquivalentValue.
-        for (v, want) in [(8180, 8183), (8191, 8191), (8193, 8199), (9995, 9999), (10_007, 10_007), (10_008, 10_015)] {
+        for (v, want) in [
+            (8180, 8183),
+            (8191, 8191),
+            (8193, 8199),
+            (9995, 9999),
+            (10_007, 10_007),
+            (10_008, 10_015),
+        ] {
             assert_eq!(l.highest_equivalent(v), want, "{kind}: {v}");
         }
         // testMedianEquivalentValue.
@@ -819,7 +909,10 @@ fn encoding_round_trips() {
     }
     for (v, shift) in [(100, 4), (200, 16), (300, 20), (400, 32), (500, 52)] {
         counts.record(v, 1 << shift).unwrap();
-        for encoded in [counts.encode_v2().unwrap(), counts.encode_v2_deflate(6).unwrap()] {
+        for encoded in [
+            counts.encode_v2().unwrap(),
+            counts.encode_v2_deflate(6).unwrap(),
+        ] {
             let back = HdrCounts::decode(&encoded).unwrap();
             assert!(back.same_content(&counts), "past 2^{shift}");
         }

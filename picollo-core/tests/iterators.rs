@@ -163,7 +163,10 @@ fn linear_and_logarithmic_cover_all_counts() {
     for (j, s) in log.iter().enumerate() {
         assert_eq!(s.value_iterated_to, 1000 * (1u64 << j) - 1);
     }
-    assert_eq!(log.last().unwrap().total_count_to_value, values.len() as u64);
+    assert_eq!(
+        log.last().unwrap().total_count_to_value,
+        values.len() as u64
+    );
     // The same steps as HdrHistogram's logarithmic iteration, count for count.
     let theirs: Vec<_> = hdr.iter_log(1000, 2.0).collect();
     for (o, t) in log.iter().zip(&theirs) {

@@ -66,7 +66,10 @@ fn java_scaled_equivalent_values() {
         assert_eq!(l.width(l.index_of(v * 1024)), width * 1024, "{v}");
     }
     // Values below the unit are counted too: [0, 1024) is one bucket.
-    assert_eq!((l.index_of(0), l.index_of(1023)), (l.first_index(), l.first_index()));
+    assert_eq!(
+        (l.index_of(0), l.index_of(1023)),
+        (l.first_index(), l.first_index())
+    );
     assert_eq!(l.width(l.first_index()), 1024);
     // Units up to 2^31; the 32-bit record path agrees with the 64-bit one.
     for lowest in [1u64, 2, 3, 1000, 1 << 20, u32::MAX as u64] {
@@ -76,7 +79,11 @@ fn java_scaled_equivalent_values() {
                 .with_lowest_discernible(lowest)
                 .unwrap();
             for v in [0u32, 1, 999, 1000, 65_535, 1 << 30, u32::MAX] {
-                assert_eq!(l.index_of_u32(v), l.index_of(v as u64), "k {k} lowest {lowest} v {v}");
+                assert_eq!(
+                    l.index_of_u32(v),
+                    l.index_of(v as u64),
+                    "k {k} lowest {lowest} v {v}"
+                );
             }
             assert_eq!(l.index_of(u64::MAX), l.logical_len() - 1);
         }
@@ -290,14 +297,23 @@ fn java_subtract_cases() {
     // testSubtractAfterAdd.
     h.add(&other);
     h.add(&other);
-    assert_eq!((h.count_at_value(4), h.count_at_value(4000), h.total()), (3, 3, 6));
+    assert_eq!(
+        (h.count_at_value(4), h.count_at_value(4000), h.total()),
+        (3, 3, 6)
+    );
     h.subtract(&other).unwrap();
-    assert_eq!((h.count_at_value(4), h.count_at_value(4000), h.total()), (2, 2, 4));
+    assert_eq!(
+        (h.count_at_value(4), h.count_at_value(4000), h.total()),
+        (2, 2, 4)
+    );
     // testSubtractToZeroCounts: a histogram minus itself.
     let mut z = other.clone_from_cells();
     let same = other.clone_from_cells();
     z.subtract(&same).unwrap();
-    assert_eq!((z.count_at_value(4), z.count_at_value(4000), z.total()), (0, 0, 0));
+    assert_eq!(
+        (z.count_at_value(4), z.count_at_value(4000), z.total()),
+        (0, 0, 0)
+    );
     // testSubtractToNegativeCountsThrows: refused, nothing changed.
     let mut twice = make(highest);
     twice.record_n(4, 2);
@@ -305,7 +321,12 @@ fn java_subtract_cases() {
     let refused = other.subtract(&twice).unwrap_err();
     assert_eq!(
         refused,
-        SubtractError::Bucket { lo: 4, highest: 4, have: 1, subtract: 2 }
+        SubtractError::Bucket {
+            lo: 4,
+            highest: 4,
+            have: 1,
+            subtract: 2
+        }
     );
     assert!(refused.to_string().contains("nothing was subtracted"));
     assert_eq!(other.total(), 2);
@@ -320,19 +341,30 @@ fn java_subtract_cases() {
     small.record(4000);
     assert!(matches!(
         small.subtract(&bigger),
-        Err(SubtractError::Overflow { have: 0, subtract: 1 })
+        Err(SubtractError::Overflow {
+            have: 0,
+            subtract: 1
+        })
     ));
     assert_eq!(small.total(), 2);
     // testSubtractSubtrahendValuesInsideMinuendRangeWorks.
     bigger.add(&bigger.clone_from_cells());
     bigger.add(&bigger.clone_from_cells());
     assert_eq!(
-        (bigger.count_at_value(4), bigger.count_at_value(highest * 2), bigger.total()),
+        (
+            bigger.count_at_value(4),
+            bigger.count_at_value(highest * 2),
+            bigger.total()
+        ),
         (4, 4, 12)
     );
     bigger.subtract(&small).unwrap();
     assert_eq!(
-        (bigger.count_at_value(4), bigger.count_at_value(4000), bigger.count_at_value(highest * 2)),
+        (
+            bigger.count_at_value(4),
+            bigger.count_at_value(4000),
+            bigger.count_at_value(highest * 2)
+        ),
         (3, 3, 4)
     );
     assert_eq!(bigger.total(), 10);

@@ -108,12 +108,18 @@ fn edges() {
     // Of {1, 2, 2, 2, 2}: 25 % and 30 % ask for the 2nd and the 2nd.
     assert_eq!((rank_count(25.0, 5), rank_count(30.0, 5)), (2, 2));
     let below_100 = f64::from_bits(100f64.to_bits() - 1);
-    assert_eq!(rank_count(below_100, 1 << 53), java_count(below_100, 1 << 53));
+    assert_eq!(
+        rank_count(below_100, 1 << 53),
+        java_count(below_100, 1 << 53)
+    );
     assert_eq!(rank_count(below_100, 1000), 1000);
     assert_eq!(rank_count(1e-300, u64::MAX), 1);
     // Past 2^53 values Java's f64 total is rounded (2^64 here): Java's count, within the total.
     assert_eq!(rank_count(50.0, u64::MAX), (1 << 63) - 1024);
-    assert_eq!(rank_count(below_100, u64::MAX), java_count(below_100, u64::MAX));
+    assert_eq!(
+        rank_count(below_100, u64::MAX),
+        java_count(below_100, u64::MAX)
+    );
     assert!(rank_count(below_100, u64::MAX) < u64::MAX);
     // The example of `Rank::count_of`'s docs, where Java's rounding asks for one value
     // fewer than the exact ceiling (far above the bound, 1.8 × 10^13 at 6 decimals).
