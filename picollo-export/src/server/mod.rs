@@ -50,8 +50,8 @@
 //! mounts `/metrics` on its own router instead, with the two functions the server uses:
 //! [`negotiate`] picks the exposition from the `Accept` header and [`render`] makes the
 //! body. The router then brings its own limits, TLS and authentication, and there is no
-//! second listener to secure. Rendering reads every histogram (a millisecond or so per
-//! thousand series): in an async handler, call it on a blocking thread
+//! second listener to secure. Rendering reads every histogram, which takes milliseconds
+//! for a few dozen: in an async handler, call it on a blocking thread
 //! (`tokio::task::spawn_blocking`). `benches/benches/metrics_server.rs` mounts it on
 //! hyper that way and compares it with [`MetricsServer`] under load (`benches/RESULTS.md`,
 //! block `metrics-server`).
