@@ -76,7 +76,11 @@ fuzz_target!(|data: &[u8]| {
     let at_once = whole(data, &limits);
     let in_pieces = pieces(data, &limits);
     if at_once != in_pieces {
-        let at = at_once.iter().zip(&in_pieces).take_while(|(a, b)| a == b).count();
+        let at = at_once
+            .iter()
+            .zip(&in_pieces)
+            .take_while(|(a, b)| a == b)
+            .count();
         panic!(
             "the pieces changed what was written: {} bytes at once, {} in pieces, the first \
              difference at byte {at}",
@@ -93,7 +97,10 @@ fn whole(data: &[u8], limits: &HeadLimits) -> Vec<u8> {
     c.send(data);
     c.finish_sending();
     c.allow_writes(usize::MAX);
-    assert!(!c.run(), "the connection closes once the client has sent everything");
+    assert!(
+        !c.run(),
+        "the connection closes once the client has sent everything"
+    );
     assert!(c.buffered() <= limits.head);
     c.take_written()
 }
@@ -129,7 +136,10 @@ fn pieces(data: &[u8], limits: &HeadLimits) -> Vec<u8> {
         assert!(c.buffered() <= limits.head);
         out.extend(c.take_written());
     }
-    assert!(!open, "the connection closes once the client has sent everything");
+    assert!(
+        !open,
+        "the connection closes once the client has sent everything"
+    );
     out
 }
 
@@ -143,9 +153,8 @@ fn check_responses(data: &[u8], limits: &HeadLimits, written: &[u8]) {
     loop {
         match parse(&rest[..rest.len().min(limits.head)], 0, limits) {
             Parsed::Complete(head, n) => {
-                let keep = head.keep_alive
-                    && !head.has_body
-                    && expected.len() + 1 < MAX_REQUESTS as usize;
+                let keep =
+                    head.keep_alive && !head.has_body && expected.len() + 1 < MAX_REQUESTS as usize;
                 expected.push((head.method == Method::Head, keep));
                 rest = &rest[n..];
                 if !keep {
@@ -192,5 +201,9 @@ fn check_responses(data: &[u8], limits: &HeadLimits, written: &[u8]) {
         assert!(out.len() >= n + body, "response {i}: body cut short");
         out = &out[n + body..];
     }
-    assert!(out.is_empty(), "{} bytes written past the last response", out.len());
+    assert!(
+        out.is_empty(),
+        "{} bytes written past the last response",
+        out.len()
+    );
 }

@@ -105,7 +105,10 @@ fn in_pieces(data: &[u8], limits: &HeadLimits, whole: &Parsed) {
                 return;
             }
             Parsed::Refused(_) => {
-                assert!(matches!(whole, Parsed::Refused(_)), "prefix {at}: {whole:?}");
+                assert!(
+                    matches!(whole, Parsed::Refused(_)),
+                    "prefix {at}: {whole:?}"
+                );
                 return;
             }
         }
@@ -114,5 +117,9 @@ fn in_pieces(data: &[u8], limits: &HeadLimits, whole: &Parsed) {
         }
     }
     // The whole, resuming the scan from the last piece.
-    assert_eq!(&parse(data, scanned, limits), whole, "resumed from {scanned}");
+    assert_eq!(
+        &parse(data, scanned, limits),
+        whole,
+        "resumed from {scanned}"
+    );
 }
