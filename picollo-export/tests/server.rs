@@ -117,7 +117,11 @@ fn requests_per_connection_are_bounded() {
 fn slow_readers_cannot_make_the_server_hold_a_response_each() {
     // A text scrape of about 0.85 MB (20,000 classic buckets), 50 of them asked for by each
     // of 5 clients that never read; the server keeps no more than one response waiting (a
-    // limit of 1 byte), so each slow reader is disconnected when a newer one stalls.
+    // limit of 1 byte), so each slow reader is disconnected when a newer one stalls. A reader
+    // stalls once the kernel's socket buffers hold a few of its responses: on a loaded
+    // machine the renders take long enough that this was not the case 500 ms in (20 of the
+    // 250 responses rendered, none evicted), so the test waits for the evictions themselves,
+    // up to 60 s.
     let bounds = (1..=20_000u64).map(|i| i * 1_000).collect();
     let registry = Arc::new(Registry::with_options(
         picollo_export::ExportOptions::new().classic(ClassicBuckets::explicit(bounds).unwrap()),
@@ -137,12 +141,15 @@ fn slow_readers_cannot_make_the_server_hold_a_response_each() {
             s
         })
         .collect();
-    std::thread::sleep(Duration::from_millis(500));
+    let waited = std::time::Instant::now();
+    while server.stats().evicted < 4 && waited.elapsed() < Duration::from_secs(60) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let stats = server.stats();
+    assert!(stats.evicted >= 4, "{stats:?} after {:?}", waited.elapsed());
     let (r, _) = scrape(addr(&server));
     assert_eq!(r.status, 200);
     assert_eq!(sample(&r.text(), "test_latency_count"), Some(50_000));
-    let stats = server.stats();
-    assert!(stats.evicted >= 4, "{stats:?}");
     let closed = slow
         .iter_mut()
         .map(|s| closed_by_server(s).0)
