@@ -206,6 +206,7 @@ impl<S: Transport> Conn<S> {
     }
 
     /// Input bytes held (a partial head, pipelined requests): at most the head limit.
+    #[cfg(feature = "testing")]
     pub fn buffered(&self) -> usize {
         self.buf.len()
     }
