@@ -86,6 +86,30 @@ fn handshake() {
     assert_eq!(r.accepted() + r.lost(), FRAMES - r.start());
 }
 
+/// A post-mortem reader ([`RingReader::inspect`], which starts a whole ring behind `head`, at
+/// the slots the writer overwrites next) reads while the writer goes on: every frame it
+/// accepts is whole, and every frame it passes is counted once.
+fn inspect_while_writing() {
+    const FRAMES: u64 = 4;
+    let mut w = ring();
+    for n in 0..2 {
+        w.write_words(&payload(n));
+    }
+    let region = w.region();
+    let reader = thread::spawn(move || {
+        let mut r = RingReader::inspect(region).unwrap();
+        drain(&mut r);
+        r
+    });
+    for n in 2..FRAMES {
+        w.write_words(&payload(n));
+    }
+    let mut r = reader.join().unwrap();
+    drain(&mut r);
+    assert_eq!(r.position(), FRAMES);
+    assert_eq!(r.accepted() + r.lost(), FRAMES - r.start());
+}
+
 fn model(f: fn()) {
     let mut builder = loom::model::Builder::new();
     // The ring's header alone is about 90 atomics, each access a branch point.
@@ -114,4 +138,15 @@ fn ring_handshake_finds_a_missing_writer_fence() {
 #[should_panic(expected = "torn or stale frame")]
 fn ring_handshake_finds_a_missing_recheck() {
     planted::with(Bug::RingNoRecheck, || model(handshake));
+}
+
+#[test]
+fn ring_inspect_while_writing() {
+    model(inspect_while_writing);
+}
+
+#[test]
+#[should_panic(expected = "torn or stale frame")]
+fn ring_inspect_while_writing_finds_a_missing_recheck() {
+    planted::with(Bug::RingNoRecheck, || model(inspect_while_writing));
 }
