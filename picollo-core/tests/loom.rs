@@ -62,52 +62,49 @@ fn drain(r: &mut RingReader<'_>) -> u64 {
     accepted
 }
 
-/// A reader attaches while the writer writes three frames into two slots (it may attach
-/// before, between or in the middle of the writer's stores, and the writer laps it), then
-/// drains twice while the writer goes on. Every frame it accepts is whole and is the frame its
-/// number says; after the writer is done, every frame from where it started is counted once,
-/// accepted or lost.
-fn handshake() {
-    const FRAMES: u64 = 3;
+/// Writes frames `0..before`, then opens a reader with `open` on another thread, which drains
+/// the ring `drains` times while the writer writes frames `before..frames`; once both are done
+/// the reader drains the rest. Every frame it accepted is whole and is the frame its number says
+/// ([`drain`]), and every frame it passed from where it started is counted once, accepted or
+/// lost.
+fn race(
+    before: u64,
+    frames: u64,
+    drains: usize,
+    open: fn(&'static [AtomicU64]) -> RingReader<'static>,
+) {
     let mut w = ring();
+    for n in 0..before {
+        w.write_words(&payload(n));
+    }
     let region = w.region();
     let reader = thread::spawn(move || {
-        let mut r = RingReader::attach(region).unwrap();
-        drain(&mut r);
-        drain(&mut r);
+        let mut r = open(region);
+        for _ in 0..drains {
+            drain(&mut r);
+        }
         r
     });
-    for n in 0..FRAMES {
+    for n in before..frames {
         w.write_words(&payload(n));
     }
     let mut r = reader.join().unwrap();
     drain(&mut r);
-    assert_eq!(r.position(), FRAMES);
-    assert_eq!(r.accepted() + r.lost(), FRAMES - r.start());
+    assert_eq!(r.position(), frames);
+    assert_eq!(r.accepted() + r.lost(), frames - r.start());
+}
+
+/// A reader attaches while the writer writes three frames into two slots (it may attach
+/// before, between or in the middle of the writer's stores, and the writer laps it), and
+/// drains twice while the writer goes on.
+fn handshake() {
+    race(0, 3, 2, |region| RingReader::attach(region).unwrap());
 }
 
 /// A post-mortem reader ([`RingReader::inspect`], which starts a whole ring behind `head`, at
-/// the slots the writer overwrites next) reads while the writer goes on: every frame it
-/// accepts is whole, and every frame it passes is counted once.
+/// the slots the writer overwrites next) drains while the writer writes two more frames.
 fn inspect_while_writing() {
-    const FRAMES: u64 = 4;
-    let mut w = ring();
-    for n in 0..2 {
-        w.write_words(&payload(n));
-    }
-    let region = w.region();
-    let reader = thread::spawn(move || {
-        let mut r = RingReader::inspect(region).unwrap();
-        drain(&mut r);
-        r
-    });
-    for n in 2..FRAMES {
-        w.write_words(&payload(n));
-    }
-    let mut r = reader.join().unwrap();
-    drain(&mut r);
-    assert_eq!(r.position(), FRAMES);
-    assert_eq!(r.accepted() + r.lost(), FRAMES - r.start());
+    race(2, 4, 1, |region| RingReader::inspect(region).unwrap());
 }
 
 fn model(f: fn()) {
