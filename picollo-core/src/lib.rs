@@ -62,8 +62,8 @@ pub use atomic::{AtomicCounter, AtomicHistogram};
 #[cfg(target_has_atomic = "64")]
 pub use cell::AtomicU64;
 pub use cell::{AtomicU16, AtomicU32};
-pub use histogram::{Histogram, OutOfRange, Rebucketing};
-pub use layout::{ConstLayout, Layout, LayoutError, LayoutSpec};
+pub use histogram::{Histogram, OutOfRange, Rebucketing, SubtractError};
+pub use layout::{ConstLayout, Layout, LayoutError, LayoutSpec, UnitLayout};
 pub use read::{
     Bucket, EquivalentValue, FixedPercentile, HistogramRead, IntStats, Percentile, PercentileError,
     Rank, ReadExt, ResetInProgress, Stats,

@@ -107,7 +107,7 @@ use core::marker::PhantomData;
 use core::ptr;
 use picollo_core::atomic::Version;
 use picollo_core::read::for_each_nonempty_run;
-use picollo_core::{Counter, HistogramRead, Layout, Window};
+use picollo_core::{Counter, HistogramRead, Layout, LayoutSpec, Window};
 use portable_atomic::{AtomicU16, AtomicU32, AtomicU64};
 use std::cell::{Cell, RefCell, UnsafeCell};
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU8, AtomicUsize, Ordering};
@@ -270,9 +270,15 @@ pub struct ThreadLocalHistogram<C: LocalCounter = u64> {
 }
 
 impl<C: LocalCounter> ThreadLocalHistogram<C> {
-    /// An empty histogram over `window` (clamped to `layout`'s logical buckets).
+    /// An empty histogram over `window` (clamped to `layout`'s logical buckets). A layout with a
+    /// value unit ([`Layout::with_lowest_discernible`]) is recorded without it, at the same
+    /// block scale over the same values (finer buckets below `2B · 2^u`): the thread-local kind
+    /// records through the plain layout spec, so that no record pays for units.
     pub fn new(layout: Layout, window: Window) -> Self {
         let window = Window::from_indices(layout, window.first(), window.len());
+        // A value unit is not recorded here (the plain record spec, for the cost of a record):
+        // the same block scale over the same values instead.
+        let (layout, window) = heap::without_unit(layout, window);
         let inner = Arc::new(Inner {
             layout,
             window,
@@ -368,9 +374,8 @@ impl<C: LocalCounter> ThreadLocalHistogram<C> {
     /// The storage slot of `value`; at or past the window length when outside the window.
     #[inline(always)]
     fn slot(&self, value: u64) -> usize {
-        self.layout
-            .index_of(value)
-            .wrapping_sub(self.window.first())
+        // The plain record spec (the layout has no unit, see `new`).
+        LayoutSpec::index_of(&self.layout, value).wrapping_sub(self.window.first())
     }
 
     /// The calling thread's cache entry at this histogram's slot.
