@@ -52,6 +52,8 @@ pub mod ring;
 pub mod scalable;
 pub mod source;
 pub mod storage;
+#[cfg(target_has_atomic = "64")]
+mod sync;
 pub mod window;
 #[cfg(feature = "testing")]
 pub mod workload;
@@ -67,6 +69,10 @@ pub use read::{
     Rank, ReadExt, ResetInProgress, Stats,
 };
 pub use storage::{Counter, Storage, StorageMut};
+/// Bugs planted in loom builds for the models to find (see `tests/loom.rs`).
+#[cfg(loom)]
+#[doc(hidden)]
+pub use sync::planted;
 pub use window::{storage_len, ConstWindow, Window, WindowError, WindowSpec};
 
 /// A duration as the value a histogram records: whole nanoseconds, saturating at `u64::MAX`
