@@ -8,6 +8,9 @@
 
 use picollo_core::{storage_len, ConstLayout, Histogram, Layout, Storage, StorageMut};
 
+pub mod child;
+pub mod layouts;
+
 /// The max trackable value of the benchmark data set.
 pub const SEED_MAX: u64 = 7_716_549_600;
 /// Values in one benchmark pass.
