@@ -200,14 +200,17 @@ trait NarrowCell {
 /// the carry flag exactly when the cell is below its maximum, and `adc [cell], 0` adds that
 /// carry. A count never wraps, not even for an instant, and no instruction loads the cell
 /// into a register. Written in Rust (a relaxed load into a register, an add, a branch to an
-/// out-of-line store of the maximum, a store), the same increment ran 2.2-2.6× the plain
+/// out-of-line store of the maximum, a store), the same increment ran 2.0-2.6× the plain
 /// `u32` record in a loop that kept the handle in registers (`h: &ThreadLocalHistogram<u32>`
-/// passed to a function), in every one of 8 copies of that loop at different code addresses
-/// and at every stack offset tried, on AMD EPYC (Zen 3), while the `u64` kind (one `inc` on the
-/// cell) ran 1.1×; every form that loads the cell into a register did (a branch-free select,
-/// store-then-check, check-then-`inc`), every form with the cell only as a memory operand
-/// did not (1.0-1.2×). `benches/benches/thread_local_alone.rs` times it in several binaries
-/// and layouts. Elsewhere (and under Miri, which runs no assembly) the Rust form.
+/// passed to a function), in every one of 8 copies of that loop at different code addresses,
+/// at every stack offset and with every data set tried, on AMD EPYC (Zen 3), while the `u64`
+/// kind (one `inc` on the cell) ran 1.1×. So did every other form that loads the cell into a
+/// register (a branch-free select, store-then-check, check-then-`inc`), though the same four
+/// instructions ran at 1.1× in another build of that loop (other registers, one more stack
+/// load): a hazard of the sequence in some binaries, which the forms with the cell only as a
+/// memory operand avoided in every binary tried (1.0-1.2×). The bench `thread_local_alone`
+/// times it in several layouts. Elsewhere (and under Miri, which runs no assembly) the Rust
+/// form.
 macro_rules! narrow_cell {
     ($cell:ty, $t:ty, $width:literal) => {
         impl NarrowCell for $cell {
