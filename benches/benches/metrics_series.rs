@@ -229,12 +229,14 @@ fn measure(subject: &Subject, case: Case) {
     };
     let base = resident_bytes();
     let phases: [Barrier; 4] = std::array::from_fn(|_| Barrier::new(case.threads + 1));
-    // The slowest thread's time per phase, in ns: each thread times its own phase (from
-    // the barrier that starts it), so a late wake-up of the main thread cannot shorten it.
-    let (create, record) = (AtomicU64::new(0), AtomicU64::new(0));
+    // The slowest thread's time per phase, in ns, wall and CPU: each thread times its own
+    // phase (from the barrier that starts it), so a late wake-up of the main thread cannot
+    // shorten it; the thread's CPU time leaves out the time it was descheduled.
+    let [create, record, create_cpu, record_cpu] = [0; 4].map(AtomicU64::new);
     std::thread::scope(|s| {
         for table in &tables {
-            let (labels, phases, create, record) = (&labels, &phases, &create, &record);
+            let (labels, phases) = (&labels, &phases);
+            let (create, record) = ((&create, &create_cpu), (&record, &record_cpu));
             s.spawn(move || {
                 let mut k = 0usize;
                 let mut next = || {
@@ -242,7 +244,7 @@ fn measure(subject: &Subject, case: Case) {
                     table[k & (TABLE - 1)]
                 };
                 phases[0].wait();
-                let started = Instant::now();
+                let started = Clocks::now();
                 let handles: Vec<metrics::Histogram> = labels
                     .iter()
                     .map(|&route| {
@@ -251,15 +253,15 @@ fn measure(subject: &Subject, case: Case) {
                         h
                     })
                     .collect();
-                create.fetch_max(started.elapsed().as_nanos() as u64, Ordering::Relaxed);
+                started.store_max(create);
                 phases[1].wait();
-                let started = Instant::now();
+                let started = Clocks::now();
                 for _ in 1..case.values {
                     for h in &handles {
                         h.record(next());
                     }
                 }
-                record.fetch_max(started.elapsed().as_nanos() as u64, Ordering::Relaxed);
+                started.store_max(record);
                 phases[2].wait();
                 // Alive, as a service's workers, until the scrape is measured.
                 phases[3].wait();
@@ -279,9 +281,33 @@ fn measure(subject: &Subject, case: Case) {
         println!("scraped {scraped}");
         println!("create_ns {}", create.load(Ordering::Relaxed));
         println!("record_ns {}", record.load(Ordering::Relaxed));
+        println!("create_cpu_ns {}", create_cpu.load(Ordering::Relaxed));
+        println!("record_cpu_ns {}", record_cpu.load(Ordering::Relaxed));
         println!("scrape_ns {}", scrape_time.as_nanos());
         println!("scrape_bytes {bytes}");
     });
+}
+
+/// A phase's start on the calling thread: wall clock and the thread's CPU time.
+struct Clocks {
+    wall: Instant,
+    cpu: u64,
+}
+
+impl Clocks {
+    fn now() -> Clocks {
+        Clocks {
+            cpu: picollo_linux::thread_cpu_time_ns().unwrap_or(0),
+            wall: Instant::now(),
+        }
+    }
+
+    /// Raises `(wall, cpu)` to the nanoseconds since `self`, where they are higher.
+    fn store_max(&self, (wall, cpu): (&AtomicU64, &AtomicU64)) {
+        wall.fetch_max(self.wall.elapsed().as_nanos() as u64, Ordering::Relaxed);
+        let now = picollo_linux::thread_cpu_time_ns().unwrap_or(0);
+        cpu.fetch_max(now.saturating_sub(self.cpu), Ordering::Relaxed);
+    }
 }
 
 /// The figures of one child.
@@ -289,10 +315,12 @@ struct Figures {
     /// Resident bytes per series after the records and after the scrape.
     recorded: f64,
     scraped: f64,
-    /// Create and first record, µs per series.
+    /// Create and first record, µs per series: the slowest thread's wall time and CPU time.
     create_us: f64,
-    /// ns per record after the first.
+    create_cpu_us: f64,
+    /// ns per record after the first (wall, CPU).
     record_ns: f64,
+    record_cpu_ns: f64,
     scrape_ms: f64,
     scrape_bytes: usize,
 }
@@ -306,7 +334,9 @@ impl Figures {
             recorded: per_series("recorded"),
             scraped: per_series("scraped"),
             create_us: bytes("create_ns") / 1e3 / case.series as f64,
+            create_cpu_us: bytes("create_cpu_ns") / 1e3 / case.series as f64,
             record_ns: bytes("record_ns") / later,
+            record_cpu_ns: bytes("record_cpu_ns") / later,
             scrape_ms: bytes("scrape_ns") / 1e6,
             scrape_bytes: child::field(out, "scrape_bytes"),
         }
@@ -362,9 +392,11 @@ fn main() {
          recorder in a process of its own. Memory: resident KB per series after the records \
          (threads alive) and after one scrape of every series; ÷ = this recorder's figure ÷ \
          metrics-exporter-prometheus's in the same case. Create: the macro and the first \
-         record of every series on every thread, µs per series (the slowest thread's wall \
-         time). Record: ns per later record (the slowest thread's wall time ÷ its records). \
-         Scrape: one exposition of every series (Picollo: protobuf with native histograms; \
+         record of every series on every thread, µs per series: the slowest thread's wall time \
+         and in parentheses its CPU time (`CLOCK_THREAD_CPUTIME_ID`, user and system: the time \
+         it ran, leaving out waits for locks and preemptions by other processes); ÷ on the \
+         wall times. Record: ns per later record, the slowest thread's wall (CPU) time ÷ its \
+         records. Scrape: one exposition of every series (Picollo: protobuf with native histograms; \
          the peer: `render`, text)."
     );
     println!();
@@ -375,9 +407,9 @@ fn main() {
         "÷",
         "KB per series after a scrape",
         "÷",
-        "create µs per series",
+        "create µs per series, wall (CPU)",
         "÷",
-        "record ns",
+        "record ns, wall (CPU)",
         "scrape ms",
         "scrape ÷",
         "scrape bytes",
@@ -386,8 +418,8 @@ fn main() {
         let p = &figures[peer];
         for (subject, f) in SUBJECTS.iter().zip(figures) {
             println!(
-                "| {} | {} | {:.1} | {:.2}× | {:.1} | {:.2}× | {:.2} | {:.2}× | {:.1} | {:.1} | \
-                 {:.2}× | {} |",
+                "| {} | {} | {:.1} | {:.2}× | {:.1} | {:.2}× | {:.2} ({:.2}) | {:.2}× | {:.1} \
+                 ({:.1}) | {:.1} | {:.2}× | {} |",
                 case.label(),
                 subject.name,
                 kb(f.recorded),
@@ -395,8 +427,10 @@ fn main() {
                 kb(f.scraped),
                 f.scraped / p.scraped,
                 f.create_us,
+                f.create_cpu_us,
                 f.create_us / p.create_us,
                 f.record_ns,
+                f.record_cpu_ns,
                 f.scrape_ms,
                 f.scrape_ms / p.scrape_ms,
                 f.scrape_bytes,
@@ -432,7 +466,7 @@ fn main() {
             2.0,
         ),
         (
-            "create and first record of a series ≤ 2× the peer's",
+            "create and first record of a series ≤ 2× the peer's (wall time)",
             |_| true,
             |f| f.create_us,
             2.0,
