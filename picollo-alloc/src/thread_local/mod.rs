@@ -200,7 +200,7 @@ trait NarrowCell {
 /// the carry flag exactly when the cell is below its maximum, and `adc [cell], 0` adds that
 /// carry. A count never wraps, not even for an instant, and no instruction loads the cell
 /// into a register. Written in Rust (a relaxed load into a register, an add, a branch to an
-/// out-of-line store of the maximum, a store), the same increment ran 2.0-2.6× the plain
+/// out-of-line store of the maximum, a store), the same increment ran 1.7-2.8× the plain
 /// `u32` record in a loop that kept the handle in registers (`h: &ThreadLocalHistogram<u32>`
 /// passed to a function), in every one of 8 copies of that loop at different code addresses,
 /// at every stack offset and with every data set tried, on AMD EPYC (Zen 3), while the `u64`
