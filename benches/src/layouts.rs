@@ -5,7 +5,7 @@
 //!
 //! What changes between layouts:
 //!
-//! - the binary: each bench binary that calls [`main`] links different code around the same
+//! - the binary: each bench binary that calls [`report`] links different code around the same
 //!   loops (`thread_local_alone` links only Picollo's kinds, `thread_local` the peer's too);
 //! - the code address of the loop: every record loop is compiled [`COPIES`] times (a
 //!   function per copy), so the copies sit at different addresses and alignments;
@@ -48,7 +48,7 @@ pub const TARGET: f64 = 1.5;
 /// A global allocator (the system's) that remembers where its latest allocation of at least
 /// 16 KiB landed: a child reads it after a thread-local histogram claimed its shard, to
 /// report the offset of the shard's cells. Install it with `#[global_allocator]` in a bench
-/// binary that calls [`main`].
+/// binary that calls [`run_child`] and [`report`].
 pub struct TrackCells;
 
 static LATEST_LARGE: AtomicUsize = AtomicUsize::new(0);
