@@ -473,6 +473,7 @@ impl LayoutSpec for Layout {
 pub struct ConstLayout<const K: u32>;
 
 #[cfg(feature = "defmt")]
+#[cfg_attr(docsrs, doc(cfg(feature = "defmt")))]
 impl<const K: u32> defmt::Format for ConstLayout<K> {
     fn format(&self, f: defmt::Formatter<'_>) {
         defmt::write!(f, "ConstLayout<{=u32}>", K)

@@ -47,6 +47,7 @@
 mod allow;
 mod http;
 #[cfg(feature = "server-hyper")]
+#[cfg_attr(docsrs, doc(cfg(feature = "server-hyper")))]
 pub mod hyper;
 mod io;
 
