@@ -25,7 +25,7 @@ print(" ".join("-p " + p["name"] for p in json.load(sys.stdin)["packages"] if p[
 target=$(python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])' <<<"$metadata")
 rm -rf "$target/package"
 # shellcheck disable=SC2086 # the -p arguments are words
-cargo package --locked $published
+cargo package --locked --allow-dirty $published  # the tree under test, committed or not
 python3 .ci/release-lint "$target/package"
 
 work=$(mktemp -d)
