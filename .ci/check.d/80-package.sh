@@ -1,56 +1,73 @@
 #!/usr/bin/env bash
-# Publishing, rehearsed (issue 32):
-# 1. `cargo package` of every published crate (all but `publish = false`), with verification:
-#    cargo packages them in dependency order and builds each from its .crate alone, the
-#    unpublished Picollo dependencies served from its local overlay of crates.io. (Its one
-#    warning, "manifest has no documentation", is picollo-cli's: a binary has no docs.rs page;
-#    crates.io shows its README.)
-# 2. .ci/release-lint on what would be published: metadata, license texts in each .crate,
-#    doc(cfg) badges, the README's Install section, the changelog.
-# 3. `cargo install picollo-cli --locked` as a user would, from a directory source that
-#    replaces crates.io: `cargo vendor` of the lock file's crates.io packages plus the .crate
-#    files of step 1, unpacked with their checksums. The installed `picollo` runs.
-# The install is `--debug`: what a release build adds is code generation, which the README
-# step builds already (release, from the same sources); the install checks that the packages
-# resolve, build and run as installed. It compiles its dependencies again (a registry package's
-# fingerprint holds its source path, here the vendored copy), about 50 s of CPU in debug
-# against 90 s in release. Measured (2 shared cores, CPU time): step 1 about 70 s after the
-# test step, the vendoring 5 s (350 MB, in a temporary folder), the install 50 s, the runs 1 s.
+# Publishing, rehearsed (issue 32), into a local registry in place of crates.io:
+# 1. A directory source that replaces crates.io: `cargo vendor` of the lock file's crates.io
+#    packages.
+# 2. Each published crate (all but `publish = false`), in dependency order, as `cargo publish`
+#    would take them: `cargo package` with verification (the crate built from its .crate
+#    alone, its Picollo dependencies from the registry), then the .crate unpacked into the
+#    directory source with its checksums, as `cargo vendor` lays out a package.
+# 3. .ci/release-lint on the .crate files: metadata, license texts, doc(cfg) badges, the
+#    README's Install section, the changelog.
+# 4. `cargo install picollo-cli --locked` from that registry, as a user would from crates.io,
+#    and the installed `picollo` runs.
+# Verification and install build the same packages from the same sources with the dev profile
+# (the install is `--debug`), so the install compiles picollo-cli alone: what a release build
+# adds is code generation, which the README step checks already. Everything happens in a target
+# folder and a temporary folder of this step, emptied at the end (the directory source is new
+# each run, so nothing of an earlier run's packages can pass for this one's).
+# Measured cold on 2 cores shared with other builds: 100 s of CPU (user + sys), nearly all of
+# it the verification builds; the vendoring 5 s (350 MB in the temporary folder), the install
+# 8 s, the runs 1 s.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 metadata=$(cargo metadata --no-deps --format-version 1 --locked)
-published=$(python3 -c '
+# NAME@VERSION of each published crate, dependencies first (every kind: the lock file of a
+# package covers its dev-dependencies too).
+packages=$(python3 -c '
 import json, sys
-print(" ".join("-p " + p["name"] for p in json.load(sys.stdin)["packages"] if p["publish"] != []))' <<<"$metadata")
+packages = {p["name"]: p for p in json.load(sys.stdin)["packages"] if p["publish"] != []}
+order = []
+def visit(name):
+    if name in order:
+        return
+    for dep in packages[name]["dependencies"]:
+        if dep["name"] in packages and dep["name"] != name:
+            visit(dep["name"])
+    order.append(name)
+for name in packages:
+    visit(name)
+print(" ".join(name + "@" + packages[name]["version"] for name in order))' <<<"$metadata")
 target=$(python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])' <<<"$metadata")
-rm -rf "$target/package"
-# shellcheck disable=SC2086 # the -p arguments are words
-cargo package --locked --allow-dirty $published  # the tree under test, committed or not
-python3 .ci/release-lint "$target/package"
-
+rehearsal="$target/release-rehearsal"
 work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+trap 'rm -rf "$work" "$rehearsal"' EXIT
+rm -rf "$rehearsal"
 registry="$work/registry"
+local_registry=(--config "source.crates-io.replace-with = 'rehearsal'"
+  --config "source.rehearsal.directory = '$registry'")
+
 cargo vendor --locked --versioned-dirs --quiet "$registry" >/dev/null
-python3 - "$registry" "$target"/package/*.crate <<'PY'
-# Each .crate unpacked as `cargo vendor` lays out a package: NAME-VERSION/ with a
-# .cargo-checksum.json of every file's SHA-256 and the .crate's own (which the lock file of
-# picollo-cli's package records).
+for package in $packages; do
+  # --allow-dirty: the tree under test, committed or not.
+  cargo package --locked --allow-dirty --target-dir "$rehearsal" "${local_registry[@]}" \
+    -p "$package"
+  python3 - "$registry" "$rehearsal/package/${package/@/-}.crate" <<'PY'
 import hashlib, json, pathlib, sys, tarfile
-registry = pathlib.Path(sys.argv[1])
-for crate in map(pathlib.Path, sys.argv[2:]):
-    with tarfile.open(crate) as tar:  # the "data" filter where this Python has it (3.12)
-        tar.extractall(registry, **({"filter": "data"} if hasattr(tarfile, "data_filter") else {}))
-    unpacked = registry / crate.name.removesuffix(".crate")
-    files = {str(f.relative_to(unpacked)): hashlib.sha256(f.read_bytes()).hexdigest()
-             for f in sorted(unpacked.rglob("*")) if f.is_file()}
-    checksum = {"files": files, "package": hashlib.sha256(crate.read_bytes()).hexdigest()}
-    (unpacked / ".cargo-checksum.json").write_text(json.dumps(checksum))
-    print(f"directory source: {unpacked.name} ({len(files)} files)")
+registry, crate = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2])
+with tarfile.open(crate) as tar:  # the "data" filter where this Python has it (3.12)
+    tar.extractall(registry, **({"filter": "data"} if hasattr(tarfile, "data_filter") else {}))
+unpacked = registry / crate.name.removesuffix(".crate")
+files = {str(f.relative_to(unpacked)): hashlib.sha256(f.read_bytes()).hexdigest()
+         for f in sorted(unpacked.rglob("*")) if f.is_file()}
+# The .crate's own checksum is the one the lock files of its dependents record.
+checksum = {"files": files, "package": hashlib.sha256(crate.read_bytes()).hexdigest()}
+(unpacked / ".cargo-checksum.json").write_text(json.dumps(checksum))
+print(f"{unpacked.name}: in the local registry ({len(files)} files)")
 PY
-cargo install --locked --debug --quiet --root "$work/root" --target-dir "$target" \
-  --config "source.crates-io.replace-with = 'packaged'" \
-  --config "source.packaged.directory = '$registry'" \
-  picollo-cli
+done
+python3 .ci/release-lint "$rehearsal/package"
+
+cargo install --locked --debug --quiet --root "$work/root" --target-dir "$rehearsal" \
+  "${local_registry[@]}" picollo-cli
 "$work/root/bin/picollo" --version
 "$work/root/bin/picollo" stat -r 2 -- true
