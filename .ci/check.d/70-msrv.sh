@@ -13,9 +13,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 msrv=$(sed -n 's/^rust-version = "\(.*\)"$/\1/p' Cargo.toml)
-published=$(cargo metadata --no-deps --format-version 1 --locked | python3 -c '
-import json, sys
-print(" ".join("-p " + p["name"] for p in json.load(sys.stdin)["packages"] if p["publish"] != []))')
+published=$(python3 .ci/published.py | sed 's/^/-p /' | tr '\n' ' ')
 echo "Rust $msrv: cargo check --all-targets $published"
 # shellcheck disable=SC2086 # the -p arguments are words
 cargo "+$msrv" check --locked --quiet --all-targets $published

@@ -20,24 +20,9 @@
 # 8 s, the runs 1 s.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-metadata=$(cargo metadata --no-deps --format-version 1 --locked)
-# NAME@VERSION of each published crate, dependencies first (every kind: the lock file of a
-# package covers its dev-dependencies too).
-packages=$(python3 -c '
-import json, sys
-packages = {p["name"]: p for p in json.load(sys.stdin)["packages"] if p["publish"] != []}
-order = []
-def visit(name):
-    if name in order:
-        return
-    for dep in packages[name]["dependencies"]:
-        if dep["name"] in packages and dep["name"] != name:
-            visit(dep["name"])
-    order.append(name)
-for name in packages:
-    visit(name)
-print(" ".join(name + "@" + packages[name]["version"] for name in order))' <<<"$metadata")
-target=$(python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])' <<<"$metadata")
+packages=$(python3 .ci/published.py) # NAME@VERSION, dependencies first
+target=$(cargo metadata --no-deps --format-version 1 --locked |
+  python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')
 rehearsal="$target/release-rehearsal"
 work=$(mktemp -d)
 trap 'rm -rf "$work" "$rehearsal"' EXIT
