@@ -15,9 +15,9 @@
 # adds is code generation, which the README step checks already. Everything happens in a target
 # folder and a temporary folder of this step, emptied at the end (the directory source is new
 # each run, so nothing of an earlier run's packages can pass for this one's).
-# Measured cold on 2 cores shared with other builds: 100 s of CPU (user + sys), nearly all of
-# it the verification builds; the vendoring 5 s (350 MB in the temporary folder), the install
-# 8 s, the runs 1 s.
+# Measured cold on 2 cores lightly shared: 61 s (81 s of CPU), nearly all of it the
+# verification builds; the vendoring 5 s (350 MB in the temporary folder), the install 8 s of
+# CPU (picollo-cli alone), the runs 1 s.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 # No debug info in these builds (nothing here runs a debugger): less to generate and link.
