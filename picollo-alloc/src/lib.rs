@@ -41,7 +41,9 @@ pub mod thread_local;
 pub use builder::{
     default_histogram, BuildError, HeapApproxHistogram, HistogramBuilder, StorageWidth,
 };
-pub use heap::{HeapAtomicHistogram, HeapHistogram, HeapStorage};
+pub use heap::{
+    HeapAtomicHistogram, HeapHistogram, HeapStorage, HeapUnitAtomicHistogram, HeapUnitHistogram,
+};
 pub use hgrm::{write_hgrm, Hgrm, HgrmError};
 pub use snapshot::{Snapshot, SnapshotExt};
 pub use summary::{

@@ -204,6 +204,9 @@ impl<A: AtomicCounter, const N: usize> AtomicHistogram<[A; N], Layout> {
     /// If `N` is not [`crate::storage_len`]`(layout, min, max)` or `min > max`: a compile-time
     /// error in `const` context; at run time use [`AtomicHistogram::try_new`].
     pub const fn new(layout: Layout, min: u64, max: u64) -> Self {
+        if layout.unit_magnitude() != 0 {
+            panic!("a layout with a value unit records through UnitLayout (with_storage)");
+        }
         match Window::new(layout, min, max) {
             Ok(window) if window.len() == N => Self::from_window(layout, window),
             Ok(_) => panic!("array length differs from storage_len(layout, min, max)"),
@@ -222,6 +225,9 @@ impl<A: AtomicCounter, const N: usize> AtomicHistogram<[A; N], Layout> {
 
     /// As [`AtomicHistogram::new`], reporting errors.
     pub const fn try_new(layout: Layout, min: u64, max: u64) -> Result<Self, WindowError> {
+        if layout.unit_magnitude() != 0 {
+            return Err(WindowError::NeedsUnitLayout(layout.unit_magnitude()));
+        }
         match Window::new(layout, min, max) {
             Ok(window) if window.len() == N => Ok(Self::from_window(layout, window)),
             Ok(window) => Err(WindowError::StorageLength {
@@ -284,6 +290,9 @@ where
     /// `window.len()` is an error.
     pub fn with_storage(spec: L, storage: S, window: Window) -> Result<Self, WindowError> {
         window.check_storage_len(storage.as_slice().len())?;
+        if !crate::layout::records_its_layout(&spec) {
+            return Err(WindowError::NeedsUnitLayout(spec.layout().unit_magnitude()));
+        }
         let h = AtomicHistogram {
             spec,
             window,
