@@ -21,6 +21,8 @@
 //! - [`csv`](mod@csv): frames of a ring as CSV.
 #![forbid(unsafe_op_in_unsafe_fn)]
 #![doc(test(attr(deny(warnings))))]
+// docs.rs (`--cfg docsrs`, nightly) marks the items that need a feature or a target.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 pub mod builder;
 pub mod bulk;
@@ -39,7 +41,9 @@ pub mod thread_local;
 pub use builder::{
     default_histogram, BuildError, HeapApproxHistogram, HistogramBuilder, StorageWidth,
 };
-pub use heap::{HeapAtomicHistogram, HeapHistogram, HeapStorage};
+pub use heap::{
+    HeapAtomicHistogram, HeapHistogram, HeapStorage, HeapUnitAtomicHistogram, HeapUnitHistogram,
+};
 pub use hgrm::{write_hgrm, Hgrm, HgrmError};
 pub use snapshot::{Snapshot, SnapshotExt};
 pub use summary::{

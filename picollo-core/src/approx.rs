@@ -68,6 +68,9 @@ impl<const N: usize> ApproxHistogram<[ScalableCell; N], Layout> {
     /// If `N` is not [`crate::storage_len`]`(layout, min, max)` or `min > max` (a compile-time
     /// error in `const` context).
     pub const fn new(layout: Layout, min: u64, max: u64) -> Self {
+        if layout.unit_magnitude() != 0 {
+            panic!("a layout with a value unit records through UnitLayout (with_storage)");
+        }
         match Window::new(layout, min, max) {
             Ok(window) if window.len() == N => ApproxHistogram {
                 spec: layout,
@@ -92,6 +95,9 @@ where
     /// length other than `window.len()` is an error.
     pub fn with_storage(spec: L, storage: S, window: Window) -> Result<Self, WindowError> {
         window.check_storage_len(storage.as_slice().len())?;
+        if !crate::layout::records_its_layout(&spec) {
+            return Err(WindowError::NeedsUnitLayout(spec.layout().unit_magnitude()));
+        }
         let h = ApproxHistogram {
             spec,
             window,

@@ -22,7 +22,10 @@
 // and `u64` are needed on 32-bit targets even where they are no-ops.
 #![allow(clippy::unnecessary_cast)]
 
-use crate::cell::{AtomicU16, AtomicU32, AtomicWord, Ordering, RmwAtomic, Word};
+use crate::cell::{AtomicU16, AtomicU32, AtomicWord, RmwAtomic, Word};
+// Only the read-modify-write impls below order anything (`picollo_rmw`, set by build.rs).
+#[cfg(picollo_rmw)]
+use crate::cell::Ordering;
 use crate::layout::{ConstLayout, LayoutSpec};
 use crate::read::HistogramRead;
 use crate::storage::Storage;
@@ -201,6 +204,9 @@ impl<A: AtomicCounter, const N: usize> AtomicHistogram<[A; N], Layout> {
     /// If `N` is not [`crate::storage_len`]`(layout, min, max)` or `min > max`: a compile-time
     /// error in `const` context; at run time use [`AtomicHistogram::try_new`].
     pub const fn new(layout: Layout, min: u64, max: u64) -> Self {
+        if layout.unit_magnitude() != 0 {
+            panic!("a layout with a value unit records through UnitLayout (with_storage)");
+        }
         match Window::new(layout, min, max) {
             Ok(window) if window.len() == N => Self::from_window(layout, window),
             Ok(_) => panic!("array length differs from storage_len(layout, min, max)"),
@@ -219,6 +225,9 @@ impl<A: AtomicCounter, const N: usize> AtomicHistogram<[A; N], Layout> {
 
     /// As [`AtomicHistogram::new`], reporting errors.
     pub const fn try_new(layout: Layout, min: u64, max: u64) -> Result<Self, WindowError> {
+        if layout.unit_magnitude() != 0 {
+            return Err(WindowError::NeedsUnitLayout(layout.unit_magnitude()));
+        }
         match Window::new(layout, min, max) {
             Ok(window) if window.len() == N => Ok(Self::from_window(layout, window)),
             Ok(window) => Err(WindowError::StorageLength {
@@ -281,6 +290,9 @@ where
     /// `window.len()` is an error.
     pub fn with_storage(spec: L, storage: S, window: Window) -> Result<Self, WindowError> {
         window.check_storage_len(storage.as_slice().len())?;
+        if !crate::layout::records_its_layout(&spec) {
+            return Err(WindowError::NeedsUnitLayout(spec.layout().unit_magnitude()));
+        }
         let h = AtomicHistogram {
             spec,
             window,

@@ -36,6 +36,11 @@
 //! ```
 #![no_std]
 #![doc(test(attr(deny(warnings))))]
+// docs.rs (`--cfg docsrs`, nightly) marks the items that need a feature or a target.
+#![cfg_attr(docsrs, feature(doc_cfg))]
+// The docs name `ring` and `AtomicU64`, which targets without 64-bit atomics (thumbv7em,
+// riscv32imc) do not have: there those links are plain text, not a broken page.
+#![cfg_attr(not(target_has_atomic = "64"), allow(rustdoc::broken_intra_doc_links))]
 
 pub mod approx;
 pub mod atomic;
@@ -52,21 +57,28 @@ pub mod ring;
 pub mod scalable;
 pub mod source;
 pub mod storage;
+#[cfg(target_has_atomic = "64")]
+mod sync;
 pub mod window;
 #[cfg(feature = "testing")]
+#[cfg_attr(docsrs, doc(cfg(feature = "testing")))]
 pub mod workload;
 
 pub use atomic::{AtomicCounter, AtomicHistogram};
 #[cfg(target_has_atomic = "64")]
 pub use cell::AtomicU64;
 pub use cell::{AtomicU16, AtomicU32};
-pub use histogram::{Histogram, OutOfRange, Rebucketing};
-pub use layout::{ConstLayout, Layout, LayoutError, LayoutSpec};
+pub use histogram::{Histogram, OutOfRange, Rebucketing, SubtractError};
+pub use layout::{ConstLayout, Layout, LayoutError, LayoutSpec, UnitLayout};
 pub use read::{
     Bucket, EquivalentValue, FixedPercentile, HistogramRead, IntStats, Percentile, PercentileError,
     Rank, ReadExt, ResetInProgress, Stats,
 };
 pub use storage::{Counter, Storage, StorageMut};
+/// Bugs planted in loom builds for the models to find (see `tests/loom.rs`).
+#[cfg(loom)]
+#[doc(hidden)]
+pub use sync::planted;
 pub use window::{storage_len, ConstWindow, Window, WindowError, WindowSpec};
 
 /// A duration as the value a histogram records: whole nanoseconds, saturating at `u64::MAX`

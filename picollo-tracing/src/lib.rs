@@ -125,6 +125,8 @@
 //!   `shutdown`: the last `.hlog` interval and the table when the program stops (exit,
 //!   `SIGTERM`, [`Handle::finish`]) and the periodic `.hlog` writer.
 #![doc(test(attr(deny(warnings))))]
+// docs.rs (`--cfg docsrs`, nightly) marks the items that need a feature or a target.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod callsite;
 #[cfg(all(feature = "counters", target_os = "linux"))]
@@ -139,6 +141,7 @@ mod shutdown;
 mod spans;
 
 #[cfg(all(feature = "counters", target_os = "linux"))]
+#[cfg_attr(docsrs, doc(cfg(all(feature = "counters", target_os = "linux"))))]
 pub use counters::SpanCounters;
 pub use layer::{Builder, PicolloLayer};
 pub use report::{CounterReport, Handle, SpanLog, SpanReport};
