@@ -13,6 +13,11 @@
 //! `apt-get install redis-tools`; without it the bench says so and prints no block, unless
 //! `CI` is set, where that fails). `PICOLLO_RESP_ROUNDS` and `PICOLLO_RESP_REQUESTS` change
 //! the rounds (8) and the requests per run and command (200,000).
+//!
+//! Then the same two servers run once each under callgrind (`valgrind`, with
+//! `callgrind_control` to count only the load after a warm-up), for the instructions per
+//! request: deterministic, where the CPU time moves with the machine's load.
+//! `PICOLLO_RESP_COUNTED` changes those runs' requests per command (20,000).
 #![allow(missing_docs)]
 
 use std::collections::HashMap;
@@ -203,7 +208,23 @@ struct Server {
 
 impl Server {
     fn start(kind: &str) -> Server {
-        let mut child = Command::new(std::env::current_exe().expect("this bench"))
+        Self::start_under(kind, &[])
+    }
+
+    /// A fresh server of `kind`, run under `wrapper` (a command and its arguments, such as
+    /// valgrind's) when not empty: the wrapper must run it in its own process (its pid is the
+    /// server's) and leave its stdout alone.
+    fn start_under(kind: &str, wrapper: &[&str]) -> Server {
+        let exe = std::env::current_exe().expect("this bench");
+        let mut command = match wrapper.split_first() {
+            Some((program, args)) => {
+                let mut c = Command::new(program);
+                c.args(args).arg(&exe);
+                c
+            }
+            None => Command::new(&exe),
+        };
+        let mut child = command
             .env(SERVE_ENV, kind)
             .env_remove("PICOLLO_COUNTERS")
             .stdout(Stdio::piped())
@@ -227,33 +248,88 @@ impl Drop for Server {
     }
 }
 
+/// `redis-benchmark -P 16 -c 8 -t set,get -n n` against `server`: `2 n` requests.
+fn load(server: &Server, n: u64) {
+    let status = Command::new("redis-benchmark")
+        .args([
+            "-h",
+            "127.0.0.1",
+            "-p",
+            &server.port,
+            "-q",
+            "-P",
+            "16",
+            "-c",
+            "8",
+        ])
+        .args(["-t", "set,get", "-n", &n.to_string()])
+        .stdout(Stdio::null())
+        .status()
+        .expect("redis-benchmark runs");
+    assert!(status.success(), "redis-benchmark failed");
+}
+
 /// One run against a fresh server of `kind`: server CPU seconds per request.
 fn run(kind: &str, requests: u64) -> f64 {
     let server = Server::start(kind);
-    let bench = |n: u64| {
-        let status = Command::new("redis-benchmark")
-            .args([
-                "-h",
-                "127.0.0.1",
-                "-p",
-                &server.port,
-                "-q",
-                "-P",
-                "16",
-                "-c",
-                "8",
-            ])
-            .args(["-t", "set,get", "-n", &n.to_string()])
-            .stdout(Stdio::null())
-            .status()
-            .expect("redis-benchmark runs");
-        assert!(status.success(), "redis-benchmark failed");
-    };
-    bench(requests / 10); // warm-up: threads, rings, callsites
+    load(&server, requests / 10); // warm-up: threads, rings, callsites
     let before = cpu_seconds(server.child.id());
-    bench(requests);
+    load(&server, requests);
     let after = cpu_seconds(server.child.id());
     (after - before) / (2 * requests) as f64
+}
+
+/// Instructions the server of `kind` executes per request (callgrind `Ir`, every thread),
+/// under callgrind: counted from a reset after a warm-up to a dump after `2 requests`
+/// requests (`callgrind_control -z` and `-d`). Deterministic where the CPU time is noisy,
+/// but blind to what an instruction costs (a clock read counts as one). `None`, with the
+/// reason on stderr, when valgrind or callgrind_control is missing.
+fn instructions_per_request(kind: &str, requests: u64) -> Option<f64> {
+    let dir = std::env::temp_dir().join(format!("picollo-resp-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("a temporary folder");
+    let out = dir.join(format!("callgrind.{kind}"));
+    let out_arg = format!("--callgrind-out-file={}", out.display());
+    let control = |server: &Server, what: &str| {
+        Command::new("callgrind_control")
+            .args([what, &server.child.id().to_string()])
+            .stdout(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    };
+    if Command::new("valgrind").arg("--version").output().is_err() {
+        let why = "valgrind is missing (apt-get install valgrind)";
+        assert!(std::env::var_os("CI").is_none(), "{why}");
+        eprintln!("resp_server: no instruction counts: {why}");
+        return None;
+    }
+    let server = Server::start_under(kind, &["valgrind", "--tool=callgrind", "-q", &out_arg]);
+    load(&server, requests / 10);
+    if !control(&server, "-z") {
+        eprintln!("resp_server: no instruction counts: callgrind_control -z failed");
+        return None;
+    }
+    load(&server, requests);
+    let dumped = control(&server, "-d");
+    // The first dump on request is written to `<out file>.1` (complete once it has its
+    // totals line).
+    let dump = dir.join(format!("callgrind.{kind}.1"));
+    let mut ir = None;
+    for _ in 0..50 {
+        ir = dumped
+            .then(|| std::fs::read_to_string(&dump).ok())
+            .flatten()
+            .and_then(|text| picollo_benches::iai::parse_ir(&text));
+        if ir.is_some() || !dumped {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    drop(server);
+    let _ = std::fs::remove_dir_all(&dir);
+    if ir.is_none() {
+        eprintln!("resp_server: no instruction counts: callgrind's dump was not read");
+    }
+    Some(ir? as f64 / (2 * requests) as f64)
 }
 
 fn mean_se(v: &[f64]) -> (f64, f64) {
@@ -309,6 +385,9 @@ fn main() {
     let (n, n_se) = mean_se(&nothing);
     let (p, p_se) = mean_se(&picollo);
     let (d, d_se) = mean_se(&diff);
+    let counted = env_or("PICOLLO_RESP_COUNTED", 20_000);
+    let ir = instructions_per_request("nothing", counted)
+        .zip(instructions_per_request("picollo", counted));
     let _block = Block::begin("resp-server");
     println!(
         "A RESP server of our own (tokio, 2 worker threads) under `redis-benchmark -P 16 -c 8 \
@@ -322,4 +401,12 @@ fn main() {
     println!("| do-nothing layer | {n:.3} | {n_se:.3} |");
     println!("| Picollo layer | {p:.3} | {p_se:.3} |");
     println!("| **Picollo − do-nothing** (paired per round) | **{d:.3}** | {d_se:.3} |");
+    if let Some((n, p)) = ir {
+        println!(
+            "\nThe same servers under callgrind (`-n {counted}` after a warm-up, every \
+             thread): the do-nothing server executes {n:.0} instructions per request, the \
+             Picollo one {p:.0}: **{:.0} more** per request.",
+            p - n
+        );
+    }
 }
