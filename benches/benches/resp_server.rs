@@ -293,6 +293,7 @@ fn instructions_per_request(kind: &str, requests: u64) -> Option<f64> {
         Command::new("callgrind_control")
             .args([what, &server.child.id().to_string()])
             .stdout(Stdio::null())
+            .stderr(Stdio::null())
             .status()
             .is_ok_and(|s| s.success())
     };

@@ -150,13 +150,13 @@ const TARGETS: [(&str, &str, &str, [f64; 2]); 4] = [
         "whole_span",
         "picollo_time_only",
         "whole span, time only",
-        [470.0, 550.1],
+        [468.0, 549.1],
     ),
     (
         "whole_span",
         "picollo_counters_page_faults",
         "whole span, page-faults",
-        [1167.0, 1259.1],
+        [1164.0, 1257.1],
     ),
 ];
 
