@@ -79,10 +79,11 @@ fn one_event(i: u64) {
 /// Asks this thread's ring for `counters` and applies the request (the next outermost span
 /// does); returns what the ring measures now.
 fn switch_counters(consumer: &mut SpanConsumer, counters: &str) -> Vec<String> {
-    let request = consumer.request_counters(counters).expect("request");
+    let counters = span::SpanCounters::parse(counters).expect("perf event names");
+    consumer.request_counters(&counters).expect("request");
     one_span(0);
     let outcome = consumer
-        .request_outcomes(&request, Duration::from_secs(1))
+        .request_outcomes(Duration::from_secs(1))
         .expect("outcome");
     outcome[0]
         .counters

@@ -2,10 +2,16 @@
 //! of a `counter!` event: with no consumer attached (the cost every instrumented program
 //! pays) and attached (time only: two clock reads and a frame). Counter reads are syscalls
 //! or RDPMC, which callgrind does not count fairly; `span_cost` times them.
+//! The teardown prints block `span-instructions`: per span and per event (bench − loop, /
+//! `SPANS`), each gated (`✘` fails CI) at its count after the layer and `span!` came to share
+//! one per-thread handle (issue 34), which is at or below the count before it.
+//!
 //! Run: `cargo bench -p picollo-benches --bench span_iai`.
 #![allow(missing_docs)] // iai-callgrind's macros generate undocumented modules.
 
 use iai_callgrind::{library_benchmark, library_benchmark_group, main};
+use picollo_benches::iai::{cell, gate, instructions, per_op, release_defaults};
+use picollo_benches::report::{header, Block};
 use picollo_linux::span::{self, SpanConsumer};
 use std::hint::black_box;
 
@@ -59,4 +65,54 @@ library_benchmark_group!(
     benchmarks = loop_baseline, spans, counter_events
 );
 
-main!(library_benchmark_groups = span_costs);
+/// Instructions per span or event at most, fat LTO and release defaults (the figures after
+/// issue 34; before it, an attached `span!` took 163 / 161).
+const TARGETS: [(&str, &str, &str, [f64; 2]); 4] = [
+    ("spans", "no_consumer", "`span!`, no consumer", [13.0, 13.0]),
+    (
+        "spans",
+        "attached",
+        "`span!`, attached (time only)",
+        [156.0, 158.0],
+    ),
+    (
+        "counter_events",
+        "no_consumer",
+        "`counter!`, no consumer",
+        [5.0, 5.0],
+    ),
+    (
+        "counter_events",
+        "attached",
+        "`counter!`, attached",
+        [94.0, 96.0],
+    ),
+];
+
+fn tables() {
+    let count = |function: &str, id: &str| instructions("span_iai", "span_costs", function, id);
+    let base = count("loop_baseline", "empty");
+    let profile = usize::from(release_defaults());
+    let _block = Block::begin("span-instructions");
+    println!(
+        "{SPANS} spans (or events) per bench; per span = (bench − `loop_baseline`) / {SPANS}."
+    );
+    println!();
+    header(&["case", "total Ir", "per span", "target"]);
+    println!("| loop only | {} | — | |", cell(base));
+    for (function, id, label, targets) in TARGETS {
+        let total = count(function, id);
+        let per = per_op(total, base, SPANS);
+        println!(
+            "| {label} | {} | {} | {} |",
+            cell(total),
+            per.map_or_else(|| "n/a".to_owned(), |p| format!("{p:.1}")),
+            gate(per, targets[profile])
+        );
+    }
+}
+
+main!(
+    teardown = tables();
+    library_benchmark_groups = span_costs
+);

@@ -88,7 +88,10 @@ impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for EmptyLayer {}
 fn counters() -> (Vec<String>, &'static str) {
     if let Ok(v) = std::env::var("PICOLLO_COUNTERS") {
         return (
-            picollo_linux::span::SpanConfig::parse_counters(&v),
+            picollo_linux::event::split_list(&v)
+                .into_iter()
+                .map(str::to_owned)
+                .collect(),
             "PICOLLO_COUNTERS",
         );
     }

@@ -518,6 +518,24 @@ pub mod iai {
         n.map_or_else(|| "n/a".to_string(), |n| n.to_string())
     }
 
+    /// Whether this bench binary was built with the release defaults (`--profile
+    /// bench-default`) rather than fat LTO: instruction targets differ by profile.
+    pub fn release_defaults() -> bool {
+        std::env::current_exe()
+            .map(|p| p.components().any(|c| c.as_os_str() == "bench-default"))
+            .unwrap_or(false)
+    }
+
+    /// A gate cell: `≤ target ✔`, or `✘` (CI fails) when `per` exceeds `target` or is
+    /// missing. `per` is judged as printed, to one decimal.
+    pub fn gate(per: Option<f64>, target: f64) -> String {
+        match per {
+            Some(p) if (p * 10.0).round() <= target * 10.0 => format!("≤ {target} ✔"),
+            Some(_) => format!("≤ {target} ✘"),
+            None => format!("≤ {target} ✘ (no result)"),
+        }
+    }
+
     #[cfg(test)]
     mod tests {
         #[test]

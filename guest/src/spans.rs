@@ -5,16 +5,18 @@ use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use picollo_core::workload::add_chain_256;
+use picollo_linux::event::HardwareEvent;
 use picollo_linux::span::{self, Span, SpanConfig, SpanConsumer, SpanName};
 
-use crate::model::{MAX_CONSTANT, PER_UNIT};
+use crate::model::{MAX_CONSTANT, MAX_SPAN_CONSTANT, MAX_TRACING_CONSTANT, PER_UNIT};
 use crate::report::Report;
 
 /// Spans around `add_chain_256(n)`, with `instructions` sampled at each span's ends, read
 /// back by a consumer in this process; then the same through the `tracing` layer.
 pub(crate) fn spans_and_tracing(r: &mut Report) -> Option<u64> {
     let mut span_constant = None;
-    if span::configure(SpanConfig::new().with_counters(["instructions"])).is_err() {
+    let instructions = span::SpanCounters::new().with(HardwareEvent::Instructions);
+    if span::configure(SpanConfig::new().with_counters(instructions)).is_err() {
         r.error("spans", "span counters configured already");
         return None;
     }
@@ -78,6 +80,13 @@ pub(crate) fn spans_and_tracing(r: &mut Report) -> Option<u64> {
             if ok {
                 let c = u64::try_from(c1 / i128::from(K)).unwrap_or(u64::MAX);
                 r.figure("constant_span", c);
+                r.check(
+                    "span-constant-gate",
+                    c <= MAX_SPAN_CONSTANT,
+                    format!(
+                        "span! adds {c} instructions to its window (at most {MAX_SPAN_CONSTANT})"
+                    ),
+                );
                 span_constant = Some(c);
             }
         }
@@ -154,7 +163,16 @@ pub(crate) fn tracing_layer(r: &mut Report, consumer: &mut SpanConsumer) {
                 ),
             );
             if ok {
-                r.figure("constant_tracing", c1 / i128::from(K));
+                let c = c1 / i128::from(K);
+                r.figure("constant_tracing", c);
+                r.check(
+                    "tracing-constant-gate",
+                    c <= i128::from(MAX_TRACING_CONSTANT),
+                    format!(
+                        "a span of the tracing layer adds {c} instructions to its window (at \
+                         most {MAX_TRACING_CONSTANT})"
+                    ),
+                );
             }
         }
         ref other => r.check("tracing-frames", false, format!("{other:?}")),

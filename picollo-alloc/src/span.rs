@@ -10,14 +10,17 @@
 //! - [`decoder`]: [`SpanDecoder`], the frames of one ring into a [`SpanAggregator`].
 //! - [`aggregate`]: [`SpanAggregator`], per-name statistics of spans and counter events.
 //! - [`table`]: the per-phase and counter-event tables ([`SpanTable`], [`PhaseRow`]).
+//! - [`stack`]: the intervals open on a thread ([`stack::OpenStack`]) and which of a span
+//!   layer's counters its counter slots hold ([`stack::SlotMap`]).
 //!
 //! Imports run one way: `frame` and `clock` are leaves, `aggregate` uses `clock`, `table`
-//! renders `aggregate`, `decoder` feeds `aggregate` through `frame`.
+//! renders `aggregate`, `decoder` feeds `aggregate` through `frame`; `stack` is a leaf.
 
 pub mod aggregate;
 pub mod clock;
 pub mod decoder;
 pub mod frame;
+pub mod stack;
 pub mod table;
 
 pub use aggregate::{AggregatedSpans, EventStats, SpanAggregator, SpanStats};

@@ -20,8 +20,8 @@ use std::time::{Duration, Instant};
 
 use clap::{ArgGroup, Args, ValueEnum};
 use picollo_core::ring::{CounterStatus, RequestStatus};
-use picollo_linux::shm::{list_rings, ShmError, ShmReader};
-use picollo_linux::span::{unavailable_reason, SpanConfig, SpanDecoder, RING_PREFIX};
+use picollo_linux::shm::ShmError;
+use picollo_linux::span::{unavailable_reason, RingEvent, SpanConsumer, SpanCounters};
 
 use crate::error::{CliError, Result};
 use crate::frames::{csv_summary, spans_markdown, Sinks};
@@ -194,220 +194,192 @@ fn deadline(duration: Option<f64>) -> Result<Option<Instant>> {
     }
 }
 
-/// A counter request sent to one ring.
-struct Requested {
-    ring: usize,
-    seq: u64,
-}
-
-/// One attached ring.
-struct LiveRing {
-    reader: ShmReader,
-    id: u32,
-    name: String,
-}
-
-/// The rings of a process being read into sinks.
+/// A process's rings read into sinks: the one consumer loop (`SpanConsumer::poll_with`), its
+/// rings and frames handed to the sinks.
 struct Live {
-    pid: i32,
-    rings: Vec<LiveRing>,
-    skipped: Vec<(String, String)>,
-    /// Inodes of the rings skipped, so they are not tried again.
-    skipped_inodes: Vec<u64>,
+    consumer: SpanConsumer,
     sinks: Sinks,
     /// Only span rings are attached (no CSV, capture or JSON lines).
     spans_only: bool,
-    /// The `-e` list, sent to every span ring attached.
-    request: Option<String>,
-    requested: Vec<Requested>,
+    /// The sinks' id of each of the consumer's rings, by the consumer's index.
+    ids: Vec<u32>,
+    /// Skipped rings already reported.
+    skipped_shown: usize,
+    /// The `-e` counters (checked before anything is sent), asked of every span ring.
+    request: Option<SpanCounters>,
+}
+
+/// Hands one event of the consumer's loop to the sinks.
+fn feed(sinks: &mut Sinks, ids: &mut Vec<u32>, spans_only: bool, e: RingEvent<'_>) -> Result<()> {
+    match e {
+        RingEvent::Attached {
+            ring,
+            name,
+            segment,
+            info,
+        } => {
+            let id = sinks.add_ring(name, info)?;
+            if ids.len() <= ring {
+                ids.resize(ring + 1, u32::MAX);
+            }
+            ids[ring] = id;
+            if !spans_only {
+                eprintln!("picollo: attached to {segment}");
+            }
+        }
+        RingEvent::Frame {
+            ring,
+            info,
+            number,
+            words,
+        } => {
+            if let Some(&id) = ids.get(ring) {
+                sinks.frame(id, info, number, words)?;
+            }
+        }
+        RingEvent::Lost { ring, count } => {
+            if let Some(&id) = ids.get(ring) {
+                sinks.lost(id, count)?;
+            }
+        }
+        _ => {}
+    }
+    Ok(())
 }
 
 impl Live {
-    fn new(pid: i32, sinks: Sinks, request: Option<String>) -> Self {
-        Self {
-            pid,
-            rings: Vec::new(),
-            skipped: Vec::new(),
-            skipped_inodes: Vec::new(),
-            spans_only: sinks.spans_only(),
-            sinks,
-            request,
-            requested: Vec::new(),
+    /// Attaches to the process's rings (its span rings only when the sinks want nothing
+    /// else) and asks the span rings for `request`.
+    fn attach(pid: i32, sinks: Sinks, request: Option<SpanCounters>) -> Result<Self> {
+        let spans_only = sinks.spans_only();
+        let consumer = if spans_only {
+            SpanConsumer::attach(pid)
+        } else {
+            SpanConsumer::attach_all(pid)
         }
+        .map_err(|e| list_error(pid, &e))?;
+        let mut live = Self {
+            consumer,
+            sinks,
+            spans_only,
+            ids: Vec::new(),
+            skipped_shown: 0,
+            request,
+        };
+        live.report_skipped();
+        if let Some(counters) = &live.request {
+            live.consumer.request_counters(counters).map_err(|e| {
+                CliError::new(format!(
+                    "-e: {e}; ask for fewer counters, or start the program with more counter \
+                     slots (SpanConfig::with_counter_slots)"
+                ))
+            })?;
+        }
+        Ok(live)
+    }
+
+    /// Rings that could not be attached, said once each (with CSV or capture output).
+    fn report_skipped(&mut self) {
+        let skipped = self.consumer.skipped();
+        if !self.spans_only {
+            for (segment, why) in &skipped[self.skipped_shown..] {
+                eprintln!("picollo: skipping {segment}: {why}");
+            }
+        }
+        self.skipped_shown = skipped.len();
     }
 
     /// Attaches to the process's rings not attached yet.
     fn scan(&mut self) -> Result<()> {
-        let entries = list_rings(Some(self.pid)).map_err(|e| {
-            CliError::new(format!(
-                "cannot list the rings of process {}: {e}; attach as the user the \
-                     process runs as (or root)",
-                self.pid
-            ))
-        })?;
-        for e in entries {
-            if (self.spans_only && !e.name.starts_with(RING_PREFIX))
-                || self.rings.iter().any(|r| r.reader.inode() == e.inode)
-                || self.skipped_inodes.contains(&e.inode)
-            {
-                continue;
-            }
-            let reader = match ShmReader::attach_entry(&e) {
-                Ok(r) => r,
-                // The thread exited between listing and attaching.
-                Err(ShmError::NotFound(_)) => continue,
-                // A ring inherited from the parent (a forked child that has not exec'd).
-                Err(ShmError::WrongWriter { .. }) => {
-                    self.skipped_inodes.push(e.inode);
-                    continue;
-                }
-                Err(err) => {
-                    eprintln!("picollo: skipping {}: {err}", e.segment);
-                    self.skipped_inodes.push(e.inode);
-                    self.skipped.push((e.segment, err.to_string()));
-                    continue;
-                }
-            };
-            let span = SpanDecoder::new(reader.info());
-            if self.spans_only {
-                if let Err(why) = &span {
-                    self.skipped_inodes.push(e.inode);
-                    self.skipped.push((e.segment, why.clone()));
-                    continue;
-                }
-            }
-            if let (Some(list), Ok(decoder)) = (&self.request, &span) {
-                let asked = SpanConfig::parse_counters(list).len();
-                if asked > decoder.counter_slots() {
-                    return Err(CliError::new(format!(
-                        "-e names {asked} counters, but the span ring {} has {} counter \
-                         slots; ask for at most {}, or start the program with more slots \
-                         (SpanConfig::with_counter_slots)",
-                        e.segment,
-                        decoder.counter_slots(),
-                        decoder.counter_slots()
-                    )));
-                }
-                let seq = reader
-                    .request_counters(list)
-                    .map_err(|err| CliError::new(format!("-e: {err}")))?;
-                self.requested.push(Requested {
-                    ring: self.rings.len(),
-                    seq,
-                });
-            }
-            let id = self.sinks.add_ring(&e.name, reader.info())?;
-            if !self.spans_only {
-                eprintln!("picollo: attached to {}", e.segment);
-            }
-            self.rings.push(LiveRing {
-                reader,
-                id,
-                name: e.name,
-            });
-        }
+        let pid = self.consumer.pid();
+        self.consumer.refresh().map_err(|e| list_error(pid, &e))?;
+        self.report_skipped();
         Ok(())
     }
 
     /// Drains every ring into the sinks.
     fn drain(&mut self) -> Result<()> {
-        for r in &mut self.rings {
-            let mut failed: Option<CliError> = None;
-            let sinks = &mut self.sinks;
-            let d = r
-                .reader
-                .drain(|f| {
-                    if failed.is_none() {
-                        if let Err(e) = sinks.frame(r.id, f.info(), f.number(), f.words()) {
-                            failed = Some(e);
-                        }
-                    }
-                })
-                .map_err(|e| CliError::new(format!("reading {}: {e}", r.reader.segment())))?;
-            if let Some(e) = failed {
-                return Err(e);
-            }
-            self.sinks.lost(r.id, d.lost)?;
-        }
-        Ok(())
+        let (sinks, ids, spans_only) = (&mut self.sinks, &mut self.ids, self.spans_only);
+        let mut failed: Option<CliError> = None;
+        self.consumer
+            .poll_with(|e| {
+                if failed.is_none() {
+                    failed = feed(sinks, ids, spans_only, e).err();
+                }
+            })
+            .map_err(|e| CliError::new(format!("reading {e}")))?;
+        failed.map_or(Ok(()), Err)
     }
 
     /// Waits (draining) until every ring asked with `-e` applied it, or `wait` passed, then
     /// reports per ring on stderr and returns the JSON of the outcome.
     fn settle_request(&mut self, wait: Duration) -> Result<Option<CounterRequest>> {
-        let Some(list) = self.request.clone() else {
+        let Some(list) = self.request.as_ref().map(SpanCounters::to_list) else {
             return Ok(None);
         };
-        let until = Instant::now() + wait;
-        loop {
-            self.drain()?;
-            let pending = self
-                .requested
-                .iter()
-                .any(|q| self.rings[q.ring].reader.request_status(q.seq) == RequestStatus::Pending);
-            if !pending || Instant::now() >= until || !alive(self.pid) {
-                break;
-            }
-            std::thread::sleep(POLL);
+        let pid = self.consumer.pid();
+        let (sinks, ids, spans_only) = (&mut self.sinks, &mut self.ids, self.spans_only);
+        let mut failed: Option<CliError> = None;
+        let outcomes = self
+            .consumer
+            .request_outcomes_with(
+                wait,
+                |e| {
+                    if failed.is_none() {
+                        failed = feed(sinks, ids, spans_only, e).err();
+                    }
+                },
+                || !alive(pid),
+            )
+            .map_err(|e| CliError::new(format!("reading {e}")))?;
+        if let Some(e) = failed {
+            return Err(e);
         }
         let mut rings = Vec::new();
-        for q in &self.requested {
-            let r = &mut self.rings[q.ring];
-            let status = r.reader.request_status(q.seq);
-            let table = r
-                .reader
-                .latest_counters()
-                .map_err(|e| CliError::new(format!("reading {}: {e}", r.reader.segment())))?;
+        for o in &outcomes {
             let mut measured = Vec::new();
             let mut unavailable = Vec::new();
             let mut slots = Vec::new();
-            for c in table.iter() {
-                match c.status {
-                    CounterStatus::Measured => measured.push(c.name.to_owned()),
+            for (name, status, errno) in &o.counters {
+                match status {
+                    CounterStatus::Measured => measured.push(name.clone()),
                     CounterStatus::Unavailable => {
-                        unavailable.push(format!("{} ({})", c.name, unavailable_reason(c.errno)))
+                        unavailable.push(format!("{name} ({})", unavailable_reason(*errno)))
                     }
                     _ => continue,
                 }
-                slots.push(Slot::of(c));
+                slots.push(Slot::new(name, *status, *errno));
             }
-            let status_name = match status {
+            let counting = if measured.is_empty() {
+                "time only".to_owned()
+            } else {
+                measured.join(", ")
+            };
+            let status_name = match o.status {
                 RequestStatus::Applied => "applied",
                 RequestStatus::Pending => "pending",
                 RequestStatus::Superseded => "superseded",
             };
-            match status {
+            match o.status {
                 RequestStatus::Pending => eprintln!(
                     "picollo: {}: counter request pending: the thread has not begun an \
-                     outermost span since (it applies requests there); still counting: {}",
-                    r.name,
-                    if measured.is_empty() {
-                        "time only".to_owned()
-                    } else {
-                        measured.join(", ")
-                    }
+                     outermost span since (it applies requests there); still counting: \
+                     {counting}",
+                    o.ring,
                 ),
                 _ => {
-                    let mut line = format!(
-                        "picollo: {}: counting {}",
-                        r.name,
-                        if measured.is_empty() {
-                            "time only".to_owned()
-                        } else {
-                            measured.join(", ")
-                        }
-                    );
+                    let mut line = format!("picollo: {}: counting {counting}", o.ring);
                     if !unavailable.is_empty() {
                         line.push_str(&format!("; unavailable: {}", unavailable.join(", ")));
                     }
-                    if status == RequestStatus::Superseded {
+                    if o.status == RequestStatus::Superseded {
                         line.push_str(" (another reader asked for counters after this one)");
                     }
                     eprintln!("{line}");
                 }
             }
             rings.push(RingRequest {
-                ring: r.name.clone(),
+                ring: o.ring.clone(),
                 status: status_name,
                 counters: slots,
             });
@@ -419,13 +391,10 @@ impl Live {
     }
 
     fn no_rings_error(&self) -> CliError {
-        let pid = self.pid;
-        if !self.skipped.is_empty() {
-            let why: Vec<String> = self
-                .skipped
-                .iter()
-                .map(|(s, w)| format!("{s}: {w}"))
-                .collect();
+        let pid = self.consumer.pid();
+        let skipped = self.consumer.skipped();
+        if !skipped.is_empty() {
+            let why: Vec<String> = skipped.iter().map(|(s, w)| format!("{s}: {w}")).collect();
             return CliError::new(format!(
                 "no {}ring of process {pid} could be attached: {}",
                 if self.spans_only { "span " } else { "" },
@@ -434,8 +403,10 @@ impl Live {
         }
         if self.spans_only {
             CliError::new(format!(
-                "process {pid} has no span rings (no picollo-span-* memfd in /proc/{pid}/fd); it \
-                 records spans with `picollo_linux::span!` once a thread has begun one"
+                "process {pid} has no span rings (no picollo-span-* memfd in /proc/{pid}/fd); a \
+                 thread opens one at its first span of `picollo_linux::span!` or of the \
+                 `picollo-tracing` layer (`PicolloLayer`, with rings on, its default): check \
+                 that the process installs one of them and has begun a span"
             ))
         } else {
             CliError::new(format!(
@@ -445,6 +416,33 @@ impl Live {
             ))
         }
     }
+}
+
+/// The `-e` list, checked here (every name an event) before anything is sent to a process.
+fn requested_counters(list: Option<&str>) -> Result<Option<SpanCounters>> {
+    let Some(list) = list else {
+        return Ok(None);
+    };
+    let counters = SpanCounters::parse(list).map_err(|e| {
+        CliError::new(format!(
+            "-e: {e}; give perf event names such as -e page-faults,cycles (`picollo \
+             counters` lists those available here)"
+        ))
+    })?;
+    if counters.is_empty() {
+        return Err(CliError::new(
+            "-e names no counter; give perf event names such as -e page-faults,cycles",
+        ));
+    }
+    Ok(Some(counters))
+}
+
+/// Listing the process's rings failed.
+fn list_error(pid: i32, e: &ShmError) -> CliError {
+    CliError::new(format!(
+        "cannot list the rings of process {pid}: {e}; attach as the user the process runs as \
+         (or root)"
+    ))
 }
 
 fn sinks_for(o: &AttachArgs) -> Result<Sinks> {
@@ -470,9 +468,12 @@ pub(crate) fn attach(o: &AttachArgs) -> Result<String> {
     check_pid(o.pid)?;
     let until = deadline(o.duration)?;
     let started = Instant::now();
-    let mut live = Live::new(o.pid, sinks_for(o)?, o.events.clone());
-    live.scan()?;
-    if live.rings.is_empty() {
+    let mut live = Live::attach(
+        o.pid,
+        sinks_for(o)?,
+        requested_counters(o.events.as_deref())?,
+    )?;
+    if live.consumer.rings() == 0 {
         return Err(live.no_rings_error());
     }
     let request = live.settle_request(REQUEST_WAIT.min(until.map_or(REQUEST_WAIT, |t| {
@@ -595,9 +596,12 @@ pub(crate) fn top(o: &TopArgs) -> Result<String> {
     let step = Duration::from_secs_f64(o.interval);
     let clear = o.format == LiveFormat::Markdown && std::io::stdout().is_terminal();
     let started = Instant::now();
-    let mut live = Live::new(o.pid, Sinks::new().spans(), o.events.clone());
-    live.scan()?;
-    if live.rings.is_empty() {
+    let mut live = Live::attach(
+        o.pid,
+        Sinks::new().spans(),
+        requested_counters(o.events.as_deref())?,
+    )?;
+    if live.consumer.rings() == 0 {
         return Err(live.no_rings_error());
     }
     let request = live.settle_request(REQUEST_WAIT.min(step))?;
@@ -655,7 +659,8 @@ pub(crate) fn top(o: &TopArgs) -> Result<String> {
                 }
                 screen.push_str(&format!(
                     "picollo top {}: every {} s, refresh {shown}, up {:.1} s; last interval: \
-                     {} spans ({} lost); total {} spans ({} lost); {} rings\n\n{}\n",
+                     {} busy intervals ({} lost); total {} busy intervals ({} lost); {} \
+                     rings\n\n{}\n",
                     o.pid,
                     o.interval,
                     started.elapsed().as_secs_f64(),

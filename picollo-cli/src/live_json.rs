@@ -148,12 +148,17 @@ pub(crate) struct Slot {
 impl Slot {
     /// The slot `c`.
     pub(crate) fn of(c: CounterInfo<'_>) -> Self {
-        let unavailable = c.status == CounterStatus::Unavailable;
+        Slot::new(c.name, c.status, c.errno)
+    }
+
+    /// A slot from its counter's name, status and errno.
+    pub(crate) fn new(name: &str, status: CounterStatus, errno: u32) -> Self {
+        let unavailable = status == CounterStatus::Unavailable;
         Slot {
-            name: c.name.to_owned(),
-            status: c.status.as_str(),
-            errno: unavailable.then_some(c.errno),
-            reason: unavailable.then(|| unavailable_reason(c.errno)),
+            name: name.to_owned(),
+            status: status.as_str(),
+            errno: unavailable.then_some(errno),
+            reason: unavailable.then(|| unavailable_reason(errno)),
         }
     }
 }

@@ -629,12 +629,27 @@ fn attach_spans_json_and_counters_at_attach_time() {
         &pid(),
         "--spans",
         "-e",
-        "a,b,c,d,e",
+        "page-faults,cycles,instructions,task-clock,branches",
         "--duration",
         "0.2",
     ]);
     assert_eq!(code, 1);
     assert!(stderr.contains("counter slots"), "{stderr}");
+    // A name that is not an event: refused before anything is sent to the process.
+    let (code, _, stderr) = run(&[
+        "attach",
+        &pid(),
+        "--spans",
+        "-e",
+        "page-faults,no-such-counter",
+        "--duration",
+        "0.2",
+    ]);
+    assert_eq!(code, 1);
+    assert!(
+        stderr.contains("-e: cannot parse event `no-such-counter`"),
+        "{stderr}"
+    );
 }
 
 #[test]

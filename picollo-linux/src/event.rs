@@ -30,13 +30,16 @@
 //! - `modifiers`: [`Modifiers`] (`:u`, `:k`, …) and [`EventSpec`];
 //! - `config`: the `perf_event_attr` selection ([`EventConfig`]) and the [`ResolvePmu`] seam
 //!   for `pmu/…/` events;
-//! - `parse_error`: [`ParseEventError`].
+//! - `parse_error`: [`ParseEventError`];
+//! - `list`: event lists (`cycles,instructions`), [`split_list`] and [`parse_list`]: the one
+//!   splitter of comma-separated event names.
 //!
-//! Imports run one way: `parse_error` ← `kind` ← `spelling`, `modifiers`, `config`. Nothing
+//! Imports run one way: `parse_error` ← `kind` ← `spelling`, `modifiers`, `config` ← `list`. Nothing
 //! here imports another module of the crate.
 
 mod config;
 mod kind;
+mod list;
 mod modifiers;
 mod parse_error;
 mod spelling;
@@ -46,6 +49,7 @@ pub use kind::{
     CacheEvent, CacheId, CacheOp, CacheResult, Event, HardwareEvent, PmuEvent, PmuTerm,
     SoftwareEvent,
 };
+pub use list::{parse_list, split_list};
 pub use modifiers::{EventSpec, Modifiers};
 pub use parse_error::{ParseErrorKind, ParseEventError};
 pub(crate) use spelling::parse_term;

@@ -38,7 +38,8 @@
 //!
 //! `PICOLLO_COUNTERS=cycles,instructions,LLC-load-misses` selects counters by perf's names
 //! (raw `r00c0` and `pmu/…/` events work too; see [`crate::event`]); [`configure`] does the
-//! same from code, before the first span. Each thread opens them as one group
+//! same from code, typed ([`SpanCounters`]), before the first span. A name that is not an
+//! event is an error ([`env_error`], said once on stderr): spans then count time only. Each thread opens them as one group
 //! ([`CounterSession`](crate::session::CounterSession)) and reads them with RDPMC when the kernel allows it, else with one
 //! group `read()`; clock events (`task-clock`, `cpu-clock`) get a group each, because grouped
 //! with other software events their members read 0 much of the time. With no counters (or
@@ -85,14 +86,14 @@
 use core::fmt;
 use core::marker::PhantomData;
 
-use picollo_alloc::span::frame::{event_head, span_head, store_counter_samples};
+use picollo_alloc::span::frame::{event_head, store_counter_samples};
 use picollo_core::ring::{WordArray, MAX_COUNTERS};
 
 mod config;
 mod live;
 mod thread;
 
-pub use live::{CounterRequests, RequestOutcome, SpanConsumer};
+pub use live::{RequestOutcome, RingEvent, SpanConsumer};
 pub use picollo_alloc::span::{
     unavailable_reason, EventRow, EventStats, PhaseCounter, PhaseRow, SpanAggregator, SpanDecoder,
     SpanStats, SpanTable, COUNTERS_ENV,
@@ -104,10 +105,10 @@ pub use picollo_alloc::span::clock::{clock_hz, clock_kind, monotonic_ns, now};
 pub use picollo_alloc::span::{FrameKind, SpanName, SPAN_FRAME};
 
 pub use config::{
-    config, configure, new_aggregator, SpanConfig, SpanCounters, DEFAULT_COUNTER_SLOTS,
+    config, configure, env_error, new_aggregator, SpanConfig, SpanCounters, DEFAULT_COUNTER_SLOTS,
     DEFAULT_SLOTS, RING_PREFIX,
 };
-use thread::{listening, ThreadRing, ThreadState, MAX_DEPTH, THREAD};
+use thread::{listening, ThreadSpans};
 pub use thread::{
     open_thread_ring, reset_thread, ring_failures, thread_counter_events, thread_counters,
 };
@@ -118,6 +119,7 @@ pub use thread::{
 #[must_use = "a span ends when dropped: bind it with `let _s = ...`, not `let _ = ...`"]
 pub struct Span {
     name: SpanName,
+    /// The span clock at its start.
     start: u64,
     /// 0 when inactive; else the nesting depth (1 for the outermost span).
     depth: u32,
@@ -156,34 +158,12 @@ impl Span {
         Self::enter(SpanName::new(name))
     }
 
-    /// The attached (or not yet opened) path of `enter`: the start time and the depth, or
-    /// `(0, 0)` for an inactive span.
+    /// The attached (or not yet opened) path of `enter`: the start and the depth, or
+    /// `(0, 0)` for an inactive span. The interval goes on the thread's stack (shared with
+    /// span layers).
     #[inline(never)]
     fn begin() -> (u64, u32) {
-        THREAD
-            .try_with(|cell| {
-                let Ok(mut st) = cell.try_borrow_mut() else {
-                    return (0, 0);
-                };
-                let Some(t) = st.ring() else {
-                    return (0, 0);
-                };
-                if !t.writer.is_attached() {
-                    return (0, 0);
-                }
-                if t.depth == 0 && t.writer.has_counter_request() {
-                    t.apply_request();
-                }
-                t.depth = t.depth.saturating_add(1);
-                let slot = (t.depth as usize - 1).min(MAX_DEPTH - 1);
-                if t.measured > 0 {
-                    if let Some(start) = t.starts.get_mut(slot) {
-                        ThreadRing::sample(&mut t.sessions, start);
-                    }
-                }
-                (now(), t.depth)
-            })
-            .unwrap_or((0, 0))
+        raw::with_thread(ThreadSpans::begin_guard).unwrap_or((0, 0))
     }
 
     /// Whether this span samples and saves (a consumer was attached when it began).
@@ -208,36 +188,8 @@ impl Span {
     fn finish_active(&mut self) {
         let end = now();
         let depth = core::mem::replace(&mut self.depth, 0);
-        let _ = THREAD.try_with(|cell| {
-            let Ok(mut st) = cell.try_borrow_mut() else {
-                return;
-            };
-            let ThreadState::Open(t) = &mut *st else {
-                return;
-            };
-            t.depth = t.depth.saturating_sub(1);
-            let k = t.measured.min(t.slots);
-            let head = span_head(self.name, depth, self.start, end);
-            if k == 0 {
-                t.writer.save_with(|data| head.store_into(data));
-            } else {
-                let mut ends = [0u64; MAX_COUNTERS];
-                ThreadRing::sample(&mut t.sessions, &mut ends);
-                let slot = (depth as usize).saturating_sub(1).min(MAX_DEPTH - 1);
-                let starts = t.starts.get(slot).map_or(&[][..], |s| &s[..k]);
-                let slots = t.slots;
-                // Only the measured slots are stored: the header marks the others unused
-                // or unavailable, so their stale words are never read as counts.
-                t.writer.save_with(|data| {
-                    head.store_into(data);
-                    store_counter_samples(data, slots, starts, &ends[..k]);
-                });
-            }
-            if t.writer.is_disabled() {
-                // A child after fork: its writer turned itself off; stop taking this path.
-                t.publish();
-            }
-        });
+        let (name, start) = (self.name, self.start);
+        raw::with_thread(|st| st.end_guard(name, start, depth, end));
     }
 }
 
@@ -275,11 +227,8 @@ pub fn counter_event(name: SpanName, value: i64) {
 
 #[inline(never)]
 fn save_counter_event(name: SpanName, value: i64) {
-    let _ = THREAD.try_with(|cell| {
-        let Ok(mut st) = cell.try_borrow_mut() else {
-            return;
-        };
-        let Some(t) = st.ring() else {
+    raw::with_thread(|st| {
+        let Some(t) = st.ring.get() else {
             return;
         };
         let at = now();
@@ -328,16 +277,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn counter_lists() {
-        assert_eq!(
-            SpanConfig::parse_counters(" cycles,instructions, ,LLC-load-misses "),
-            ["cycles", "instructions", "LLC-load-misses"]
-        );
-        assert_eq!(
-            SpanConfig::parse_counters("cpu/event=0x3c,umask=0x00/,r00c0"),
-            ["cpu/event=0x3c,umask=0x00/", "r00c0"]
-        );
-        assert!(SpanConfig::parse_counters("").is_empty());
+    fn configurations() {
         assert_eq!(SpanConfig::new().with_slots(1000).slots(), 1024);
         assert_eq!(
             header_name("cpu/event=0x3c,umask=0x00/"),
@@ -345,7 +285,12 @@ mod tests {
         );
         assert_eq!(SpanConfig::new().counter_slots(), 4);
         assert_eq!(SpanConfig::new().with_counter_slots(20).counter_slots(), 8);
-        let six = SpanConfig::new().with_counters(["a", "b", "c", "d", "e", "f"]);
+        let six = SpanConfig::new().with_counters(
+            SpanCounters::parse(
+                "cycles,instructions,page-faults,task-clock,branches,branch-misses",
+            )
+            .unwrap(),
+        );
         assert_eq!(six.counter_slots(), 6);
     }
 }

@@ -1,52 +1,59 @@
-//! A minimal async line server (tokio, no HTTP framework) instrumented with `tracing` spans
-//! only; the Picollo layer turns them into the per-phase table.
+//! A small async line server (tokio, no HTTP framework) instrumented with `tracing` spans
+//! only, set up as a real server sets up its subscriber: the application's own log
+//! (`fmt::layer()`) with its own filter (`EnvFilter`, from `RUST_LOG`), and the Picollo layer,
+//! which then times every span whatever `RUST_LOG` says.
 //!
 //! ```text
-//! # 2,000 requests over 8 connections, then the table (and an .hlog interval log):
+//! # 2,000 requests over 8 connections from its own clients, then the table:
 //! PICOLLO_COUNTERS=page-faults,cycles,instructions \
-//!     cargo run --release -p picollo-tracing --example server -- 2000 --hlog spans.hlog
-//! # keep serving for 30 s so that another terminal can attach:
-//! cargo run --release -p picollo-tracing --example server -- 100000 --hold 30
-//! picollo top <PID>                 # the live table of the busy intervals
-//! picollo attach <PID> --spans      # the table when the server exits
+//!     cargo run --release -p picollo-tracing --example server -- 2000
+//! # serve on 127.0.0.1 until SIGTERM, an .hlog interval every second, the table at the end:
+//! cargo run --release -p picollo-tracing --example server -- --listen --hlog spans.hlog
+//! kill -TERM <PID>                  # the last interval and the table, then exit
+//! picollo top <PID>                 # meanwhile: the live table of the busy intervals
 //! ```
 //!
 //! Spans: `connection` (one per client connection, entered at every poll: its busy time is
 //! the time it ran, its wall time the connection's life), `request` inside it, and `parse`,
 //! `lookup` (touches 4 fresh pages: exactly 4 page faults) and `respond` inside that.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use picollo_tracing::PicolloLayer;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{TcpListener, TcpStream};
 use tracing::Instrument;
-use tracing_subscriber::layer::SubscriberExt;
-use tracing_subscriber::util::SubscriberInitExt;
+use tracing_subscriber::prelude::*;
+use tracing_subscriber::{fmt, EnvFilter};
 
 const CONNECTIONS: usize = 8;
 
 struct Args {
     requests: usize,
-    hold: Option<f64>,
+    listen: bool,
     hlog: Option<String>,
+    period: f64,
 }
 
 fn args() -> Args {
     let mut a = Args {
         requests: 2000,
-        hold: None,
+        listen: false,
         hlog: None,
+        period: 1.0,
     };
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
         match arg.as_str() {
-            "--hold" => a.hold = it.next().and_then(|s| s.parse().ok()),
+            "--listen" => a.listen = true,
             "--hlog" => a.hlog = it.next(),
+            "--period" => a.period = it.next().and_then(|s| s.parse().ok()).unwrap_or(1.0),
             n => match n.parse() {
                 Ok(n) => a.requests = n,
                 Err(_) => {
-                    eprintln!("usage: server [REQUESTS] [--hold SECONDS] [--hlog FILE]");
+                    eprintln!(
+                        "usage: server [REQUESTS] | --listen [--hlog FILE] [--period SECONDS]"
+                    );
                     std::process::exit(2);
                 }
             },
@@ -78,7 +85,21 @@ async fn serve(stream: TcpStream) -> std::io::Result<()> {
         .await;
         write.write_all(reply.as_bytes()).await?;
     }
+    tracing::debug!("connection closed");
     Ok(())
+}
+
+async fn accept(listener: TcpListener) {
+    while let Ok((stream, _)) = listener.accept().await {
+        tokio::spawn(async move {
+            if let Err(e) = serve(stream)
+                .instrument(tracing::info_span!("connection"))
+                .await
+            {
+                tracing::warn!("connection failed: {e}");
+            }
+        });
+    }
 }
 
 async fn client(addr: std::net::SocketAddr, requests: usize, id: usize) -> std::io::Result<()> {
@@ -98,66 +119,65 @@ async fn client(addr: std::net::SocketAddr, requests: usize, id: usize) -> std::
 
 fn main() -> std::io::Result<()> {
     let args = args();
-    let layer = PicolloLayer::new();
+    let mut builder = PicolloLayer::builder();
+    if let Some(path) = &args.hlog {
+        builder = builder.hlog(
+            std::fs::File::create(path)?,
+            Duration::from_secs_f64(args.period),
+        );
+    }
+    if args.listen {
+        // A server stopped by SIGTERM: the last interval and the table on the way out.
+        builder = builder.report_at_exit(true);
+        #[cfg(target_os = "linux")]
+        {
+            builder = builder.finish_on_sigterm(true);
+        }
+    }
+    let layer = builder.build();
     let handle = layer.handle();
-    tracing_subscriber::registry().with(layer).init();
-    println!(
-        "pid {}; counters: {:?}",
-        std::process::id(),
-        handle.counters()
-    );
+    // The application's log keeps its own filter (RUST_LOG); the Picollo layer has none, so
+    // it sees every span. A filter on the whole registry would disable the spans for it too.
+    tracing_subscriber::registry()
+        .with(fmt::layer().with_filter(EnvFilter::from_default_env()))
+        .with(layer)
+        .init();
 
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(4)
         .enable_all()
         .build()?;
-    let mut log = match &args.hlog {
-        Some(path) => Some(
-            handle
-                .hlog(std::fs::File::create(path)?)
-                .map_err(std::io::Error::other)?,
-        ),
-        None => None,
-    };
-    let started = Instant::now();
+    if args.listen {
+        return rt.block_on(async {
+            let listener = TcpListener::bind("127.0.0.1:0").await?;
+            println!(
+                "pid {}; listening on {}",
+                std::process::id(),
+                listener.local_addr()?
+            );
+            accept(listener).await;
+            Ok(())
+        });
+    }
+    let started = std::time::Instant::now();
     rt.block_on(async {
         let listener = TcpListener::bind("127.0.0.1:0").await?;
         let addr = listener.local_addr()?;
-        let hold = args.hold.map(Duration::from_secs_f64);
-        tokio::spawn(async move {
-            while let Ok((stream, _)) = listener.accept().await {
-                tokio::spawn(async move {
-                    let _ = serve(stream)
-                        .instrument(tracing::info_span!("connection"))
-                        .await;
-                });
-            }
-        });
+        tokio::spawn(accept(listener));
         let per_client = args.requests.div_ceil(CONNECTIONS);
-        loop {
-            let clients: Vec<_> = (0..CONNECTIONS)
-                .map(|id| tokio::spawn(client(addr, per_client, id)))
-                .collect();
-            for c in clients {
-                c.await.map_err(std::io::Error::other)??;
-            }
-            if let Some(log) = &mut log {
-                log.write_interval().map_err(std::io::Error::other)?;
-            }
-            match hold {
-                Some(h) if started.elapsed() < h => continue,
-                _ => break,
-            }
+        let clients: Vec<_> = (0..CONNECTIONS)
+            .map(|id| tokio::spawn(client(addr, per_client, id)))
+            .collect();
+        for c in clients {
+            c.await.map_err(std::io::Error::other)??;
         }
+        // Let the connection tasks see their clients' end of stream and close their spans.
+        tokio::time::sleep(Duration::from_millis(50)).await;
         Ok::<_, std::io::Error>(())
     })?;
-    // Let the connection tasks see their clients' end of stream and close their spans.
-    rt.block_on(async { tokio::time::sleep(Duration::from_millis(50)).await });
     drop(rt);
-    if let Some(log) = &mut log {
-        log.write_interval().map_err(std::io::Error::other)?;
-        println!("wrote {}", args.hlog.as_deref().unwrap_or_default());
-    }
+    // The last .hlog interval, if any.
+    handle.finish();
     println!(
         "{} requests in {:.2} s\n\n{}",
         handle.span("request").map_or(0, |r| r.count()),

@@ -8,13 +8,13 @@
 //! Entries are never removed; the table is freed with the layer.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use picollo_alloc::span::SpanName;
 use picollo_alloc::ThreadLocalHistogram;
 use picollo_core::{Layout, Window};
-use tracing_core::Metadata;
+use tracing_core::{Level, Metadata};
 
 /// The layout of every span histogram: 128 buckets per power of two (0.4% relative error),
 /// the layout of [`picollo_alloc::span::SpanAggregator`] and of HdrHistogram with 2
@@ -43,8 +43,16 @@ fn histogram(max: u64) -> SpanHistogram {
 pub(crate) struct CallsiteStats {
     pub(crate) name: &'static str,
     pub(crate) target: &'static str,
-    /// The name as frames carry it (cut to 24 bytes).
-    pub(crate) frame_name: SpanName,
+    /// The callsite's level (what a filter ahead of the layer compares).
+    pub(crate) level: Level,
+    /// The name as frames carry it (cut to 24 bytes), and the name qualified by the last
+    /// part of the target (`get::apply`), used once another target has a span so named.
+    frame_name: SpanName,
+    qualified_frame_name: SpanName,
+    /// Another target has a span of the same name: rows, `.hlog` tags and frames say which.
+    clash: AtomicBool,
+    /// A span of this callsite was created (else a filter ahead of the layer disabled it).
+    seen: AtomicBool,
     /// Counters of the layer, and whether it counts IPC.
     counters: usize,
     ipc: bool,
@@ -52,6 +60,57 @@ pub(crate) struct CallsiteStats {
     /// span callsites (its libraries' too) that never close a span, and each set of
     /// histograms holds tens of kilobytes.
     histograms: OnceLock<Histograms>,
+}
+
+/// [`Histograms::kinds`]: a span all of whose intervals were outermost on their thread.
+pub(crate) const OUTER: u8 = 1;
+/// A span none of whose intervals was outermost.
+pub(crate) const NESTED: u8 = 2;
+/// A span some of whose intervals were outermost.
+pub(crate) const MIXED: u8 = 4;
+
+/// The part of a callsite's busy time that `%` divides by ([`Histograms::outermost`]).
+pub(crate) enum Outermost<'a> {
+    /// All of it.
+    All,
+    /// None of it.
+    None,
+    /// As recorded (spans of both kinds).
+    Recorded(Option<&'a SpanHistogram>),
+}
+
+impl Histograms {
+    /// Notes a closing span's kind ([`OUTER`], [`NESTED`] or [`MIXED`]) and, once the
+    /// callsite has spans of both, records `outer_ns`, its outermost busy time. One load
+    /// while every span of the callsite is of one kind.
+    #[inline(always)]
+    pub(crate) fn note_outer(&self, kind: u8, outer_ns: u64) {
+        let kinds = self.kinds.load(Ordering::Relaxed);
+        if kinds != kind {
+            self.note_outer_slow(kinds, kind, outer_ns);
+        }
+    }
+
+    #[inline(never)]
+    fn note_outer_slow(&self, mut kinds: u8, kind: u8, outer_ns: u64) {
+        if kinds & kind == 0 {
+            kinds = self.kinds.fetch_or(kind, Ordering::Relaxed) | kind;
+        }
+        if kinds != OUTER && kinds != NESTED && outer_ns > 0 {
+            self.outer
+                .get_or_init(|| histogram(MAX_TIME_NS))
+                .record(outer_ns);
+        }
+    }
+
+    /// The part of the busy time that `%` divides by.
+    pub(crate) fn outermost(&self) -> Outermost<'_> {
+        match self.kinds.load(Ordering::Relaxed) {
+            OUTER => Outermost::All,
+            0 | NESTED => Outermost::None,
+            _ => Outermost::Recorded(self.outer.get()),
+        }
+    }
 }
 
 /// The histograms of one callsite.
@@ -67,14 +126,30 @@ pub(crate) struct Histograms {
     pub(crate) not_counted: Box<[AtomicU64]>,
     /// IPC × 10^6 per span, when the layer counts cycles and instructions.
     pub(crate) ipc_micro: Option<SpanHistogram>,
+    /// What the closed spans' intervals were: [`OUTER`] (every interval of a span outermost
+    /// on its thread), [`NESTED`] (none), [`MIXED`] (some). A callsite whose spans were all
+    /// outermost counts its whole busy time in the whole that `%` divides, one whose spans
+    /// were all nested none of it: neither costs a close anything but a load. Only when a
+    /// callsite has both is `outer` recorded, from then on.
+    kinds: AtomicU8,
+    /// The outermost part of each span's busy time (ns), recorded once `kinds` is mixed: a
+    /// thread-local histogram like `busy`, so no close writes a shared word.
+    outer: OnceLock<SpanHistogram>,
+    /// The cycles of the outermost intervals, when the layer counts cycles.
+    pub(crate) outer_cycles: AtomicU64,
 }
 
 impl CallsiteStats {
     pub(crate) fn new(meta: &'static Metadata<'static>, counters: usize, ipc: bool) -> Self {
+        let module = meta.target().rsplit("::").next().unwrap_or_default();
         Self {
             name: meta.name(),
             target: meta.target(),
+            level: *meta.level(),
             frame_name: SpanName::new(meta.name()),
+            qualified_frame_name: SpanName::new(&format!("{module}::{}", meta.name())),
+            clash: AtomicBool::new(false),
+            seen: AtomicBool::new(false),
             counters,
             ipc,
             histograms: OnceLock::new(),
@@ -90,7 +165,44 @@ impl CallsiteStats {
             counters: (0..self.counters).map(|_| histogram(MAX_COUNTER)).collect(),
             not_counted: (0..self.counters).map(|_| AtomicU64::new(0)).collect(),
             ipc_micro: self.ipc.then(|| histogram(MAX_IPC_MICRO)),
+            kinds: AtomicU8::new(0),
+            outer: OnceLock::new(),
+            outer_cycles: AtomicU64::new(0),
         })
+    }
+
+    /// The name frames carry: the span's name, or `module::name` once another target has a
+    /// span of that name (so `picollo attach` and `top` show one row per callsite).
+    #[inline]
+    pub(crate) fn frame_name(&self) -> SpanName {
+        if self.clash.load(Ordering::Relaxed) {
+            self.qualified_frame_name
+        } else {
+            self.frame_name
+        }
+    }
+
+    /// The callsite's name in the per-phase table and `.hlog` tags: the span's name, or
+    /// `target::name` where another target has a span of that name.
+    pub(crate) fn label(&self) -> String {
+        if self.clash.load(Ordering::Relaxed) {
+            format!("{}::{}", self.target, self.name)
+        } else {
+            self.name.to_owned()
+        }
+    }
+
+    /// Notes that a span of the callsite was created (one load once it has been).
+    #[inline(always)]
+    pub(crate) fn note_seen(&self) {
+        if !self.seen.load(Ordering::Relaxed) {
+            self.seen.store(true, Ordering::Relaxed);
+        }
+    }
+
+    /// Whether a span of the callsite was ever created.
+    pub(crate) fn seen(&self) -> bool {
+        self.seen.load(Ordering::Relaxed)
     }
 
     /// The histograms, if a span of the callsite closed.
@@ -188,6 +300,11 @@ impl Callsites {
             .or_insert_with(|| Arc::new(CallsiteStats::new(meta, counters, ipc)))
             .clone();
         if !reg.order.iter().any(|s| Arc::ptr_eq(s, &stats)) {
+            // Another target with a span of this name: both are qualified from now on.
+            for other in reg.order.iter().filter(|o| o.name == stats.name) {
+                other.clash.store(true, Ordering::Relaxed);
+                stats.clash.store(true, Ordering::Relaxed);
+            }
             reg.order.push(stats.clone());
         }
         let ptr: *const CallsiteStats = Arc::as_ptr(&stats);
@@ -246,7 +363,6 @@ mod tests {
     use tracing_core::field::FieldSet;
     use tracing_core::metadata::Kind;
     use tracing_core::subscriber::Interest;
-    use tracing_core::Level;
 
     struct TestCallsite(&'static Metadata<'static>);
 
@@ -309,6 +425,11 @@ mod tests {
         let all = table.all();
         assert_eq!(all.len(), 3);
         assert_eq!(all.iter().filter(|s| s.name == "a").count(), 2);
+        // Two targets name a span `a`: frames, rows and tags say which.
+        let a = table.get(&META_A).unwrap();
+        assert_eq!(a.label(), "t1::a");
+        assert_eq!(a.frame_name(), SpanName::new("t1::a"));
+        assert_eq!(table.get(&META_B).unwrap().label(), "b");
         assert_eq!(all[0].histograms().counters.len(), 1);
     }
 

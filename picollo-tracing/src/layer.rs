@@ -1,130 +1,25 @@
 //! The layer: span hooks, per-span state and the per-thread stack of open intervals.
 
-use std::cell::RefCell;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
 
 use picollo_alloc::span::clock::{now, ticks_to_ns};
-use picollo_core::ring::MAX_COUNTERS;
+use picollo_alloc::span::stack::{SlotMap, NO_COUNTER};
 use tracing_core::span::{Attributes, Id};
 use tracing_core::subscriber::Interest;
 use tracing_core::{Metadata, Subscriber};
 use tracing_subscriber::layer::Context;
 use tracing_subscriber::registry::LookupSpan;
 
-use crate::callsite::Callsites;
+use crate::callsite::{Callsites, MIXED, NESTED, OUTER};
 #[cfg(all(feature = "counters", target_os = "linux"))]
 use crate::counters::SpanCounters;
-use crate::counters::{self as raw, Reading};
-use crate::report::{self, Handle};
+use crate::counters::{self as raw, Interval, ThreadSpans};
+use crate::report::Handle;
 use crate::shared::Shared;
-use crate::slots::{ThreadCounters, NO_COUNTER};
-use crate::spans::{Span, SpanTable};
-
-/// An enter that has not exited yet, on this thread.
-#[derive(Clone, Copy)]
-struct Open {
-    layer: u64,
-    id: u64,
-    start: u64,
-    /// Counter samples were taken at the start (they are in `Local::samples` at the same
-    /// index).
-    sampled: bool,
-}
-
-/// The per-thread state of every layer.
-struct Local {
-    stack: Vec<Open>,
-    /// `samples[i]`: the counter samples at the start of `stack[i]`, when it has them.
-    samples: Vec<[Reading; MAX_COUNTERS]>,
-    counters: ThreadCounters,
-    /// The thread's counters were switched at a consumer's request: the next mapping does
-    /// not warn about the layer's counters that the consumer did not ask for.
-    switched: bool,
-}
-
-impl Local {
-    const fn new() -> Self {
-        Self {
-            stack: Vec::new(),
-            samples: Vec::new(),
-            switched: false,
-            counters: ThreadCounters {
-                layer: 0,
-                slots: 0,
-                slot_to_counter: [NO_COUNTER; MAX_COUNTERS],
-                mask: 0,
-            },
-        }
-    }
-
-    /// Removes the open interval of span `id` of `layer` (the innermost one: the top of the
-    /// stack unless spans exit out of order); returns it and its index in the stack. Its
-    /// start samples stay at `samples[index]` until [`Local::forget_samples`].
-    #[inline(always)]
-    fn take_open(&mut self, layer: u64, id: u64) -> Option<(Open, usize)> {
-        let top = self.stack.len().checked_sub(1)?;
-        let o = self.stack[top];
-        if o.id == id && o.layer == layer {
-            self.stack.pop();
-            return Some((o, top));
-        }
-        let pos = self
-            .stack
-            .iter()
-            .rposition(|o| o.id == id && o.layer == layer)?;
-        Some((self.stack.remove(pos), pos))
-    }
-
-    /// After an exit out of order (`index` below the top): moves the samples of the later
-    /// enters down with them.
-    #[cold]
-    fn forget_samples(&mut self, index: usize) {
-        let above = (self.stack.len() + 1).min(self.samples.len());
-        if index + 1 < above {
-            self.samples[index..above].rotate_left(1);
-        }
-    }
-
-    /// This thread's counter mapping for `shared`, made on first use (which opens the
-    /// thread's span ring and counters).
-    fn counters_for(&mut self, shared: &Shared) -> ThreadCounters {
-        if self.counters.layer != shared.id {
-            let (tc, problem) =
-                raw::map_thread_counters(shared.id, &shared.counters, !self.switched);
-            if let Some(p) = problem {
-                shared.warn_once(p);
-            }
-            shared
-                .measured_somewhere
-                .fetch_or(tc.mask, Ordering::Relaxed);
-            self.counters = tc;
-            self.switched = false;
-        }
-        self.counters
-    }
-
-    /// Applies the counters a consumer asked for at attach time (`picollo attach PID -e
-    /// page-faults`), if a request is pending: called when no span is open on this thread,
-    /// so no open interval has start samples of the old counters. The layer's counters are
-    /// then mapped anew to the thread's slots.
-    #[inline(never)]
-    fn apply_counter_request(&mut self) {
-        if raw::apply_counter_request() {
-            self.counters.layer = 0;
-            self.switched = true;
-        }
-    }
-}
-
-/// A frame's depth field.
-fn frame_depth(depth: usize) -> u32 {
-    u32::try_from(depth).unwrap_or(u32::MAX)
-}
-
-thread_local! {
-    static LOCAL: RefCell<Local> = const { RefCell::new(Local::new()) };
-}
+use crate::shutdown::{self, LogOut};
+use crate::spans::{LiveSpan, LiveSpans};
 
 /// A `tracing_subscriber::Layer` that times spans into Picollo histograms per callsite (name
 /// and target): busy time, wall time and, optionally, counter deltas over the busy time; and
@@ -132,6 +27,9 @@ thread_local! {
 /// [crate docs](crate).
 pub struct PicolloLayer {
     shared: Arc<Shared>,
+    /// `shared.id`, the owner of this layer's intervals on the threads' stacks (here to
+    /// spare the hooks a load).
+    id: u64,
     counters: bool,
     rings: bool,
 }
@@ -154,6 +52,33 @@ pub struct Builder {
     time_only: bool,
     no_rings: bool,
     report_at_exit: bool,
+    hlog: Option<HlogEvery>,
+    #[cfg(target_os = "linux")]
+    finish_on_sigterm: bool,
+}
+
+/// A `.hlog` the layer writes on its own ([`Builder::hlog`]).
+struct HlogEvery {
+    out: Mutex<Option<LogOut>>,
+    period: Duration,
+}
+
+impl Clone for HlogEvery {
+    /// A builder clone does not write the log: the destination is moved, not copied.
+    fn clone(&self) -> Self {
+        Self {
+            out: Mutex::new(None),
+            period: self.period,
+        }
+    }
+}
+
+impl std::fmt::Debug for HlogEvery {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HlogEvery")
+            .field("period", &self.period)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Builder {
@@ -193,9 +118,36 @@ impl Builder {
     }
 
     /// Prints the per-phase table on stderr when the process exits normally (returning from
-    /// `main` or `std::process::exit`).
+    /// `main` or `std::process::exit`), on `SIGTERM` with [`Builder::finish_on_sigterm`], or
+    /// at [`Handle::finish`]. Nothing is printed when no span closed, unless a filter kept
+    /// the spans from the layer (then one line says which, and why).
     pub fn report_at_exit(mut self, on: bool) -> Self {
         self.report_at_exit = on;
+        self
+    }
+
+    /// Writes an `.hlog` interval log of the spans into `out` (see
+    /// [`SpanLog`](crate::SpanLog)): one interval every `period` from a thread of the layer's, and a
+    /// last one when the program stops (as [`Builder::report_at_exit`] prints the table:
+    /// normal exit, `SIGTERM` with [`Builder::finish_on_sigterm`], or [`Handle::finish`]).
+    /// A write error is said once on stderr and stops the log.
+    pub fn hlog(mut self, out: impl std::io::Write + Send + 'static, period: Duration) -> Self {
+        self.hlog = Some(HlogEvery {
+            out: Mutex::new(Some(Box::new(out))),
+            period: period.max(Duration::from_millis(1)),
+        });
+        self
+    }
+
+    /// On `SIGTERM` (how systemd, docker and `kill` stop a server; it runs no `atexit`
+    /// handler), writes the last `.hlog` interval and prints the table as at exit, then lets
+    /// the signal do what it did before (end the process, by default). Signal-safe: the
+    /// handler only writes a byte into a pipe, which a thread of the layer's reads. For
+    /// programs that do not handle `SIGTERM` themselves; one that does (a graceful shutdown)
+    /// calls [`Handle::finish`] or returns from `main` instead. Linux only.
+    #[cfg(target_os = "linux")]
+    pub fn finish_on_sigterm(mut self, on: bool) -> Self {
+        self.finish_on_sigterm = on;
         self
     }
 
@@ -212,14 +164,16 @@ impl Builder {
             configured
         };
         let ipc = raw::ipc_pair(&counters);
+        let cycles = raw::cycles_index(&counters);
         // Calibrate the tick rate now rather than in the first span's close.
         let _ = ticks_to_ns(1);
         let shared = Arc::new(Shared {
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             callsites: Callsites::new(),
-            spans: SpanTable::new(counters.len()),
+            spans: LiveSpans::new(counters.len()),
             counters,
             ipc,
+            cycles,
             measured_somewhere: AtomicU32::new(0),
             counter_problems: std::sync::Mutex::new(Vec::new()),
             unmatched_exits: AtomicU64::new(0),
@@ -229,12 +183,33 @@ impl Builder {
             shared.warn_once(p);
         }
         let layer = PicolloLayer {
+            id: shared.id,
             counters: !shared.counters.is_empty(),
             rings: !self.no_rings,
             shared,
         };
-        if self.report_at_exit {
-            report::print_at_exit(layer.handle());
+        let log = self.hlog.and_then(|h| {
+            let out = h
+                .out
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .take()?;
+            match layer.handle().hlog(out) {
+                Ok(log) => Some((log, h.period)),
+                Err(e) => {
+                    eprintln!("picollo-tracing: the .hlog could not be started: {e}");
+                    None
+                }
+            }
+        });
+        if self.report_at_exit || log.is_some() {
+            shutdown::register(layer.handle(), self.report_at_exit, log);
+        }
+        #[cfg(target_os = "linux")]
+        if self.finish_on_sigterm {
+            if let Err(e) = shutdown::install_sigterm() {
+                eprintln!("picollo-tracing: SIGTERM will not flush the table and log: {e}");
+            }
         }
         layer
     }
@@ -272,7 +247,7 @@ impl PicolloLayer {
     /// The live span `id`, for an interval that ends. `None` when the span is gone (or
     /// untracked).
     #[inline(always)]
-    fn span(&self, id: &Id) -> Option<Span<'_>> {
+    fn span(&self, id: &Id) -> Option<LiveSpan<'_>> {
         let span = self.shared.spans.find(id.into_u64());
         if span.is_none() {
             self.shared.lost_intervals.fetch_add(1, Ordering::Relaxed);
@@ -280,70 +255,95 @@ impl PicolloLayer {
         span
     }
 
-    /// Ends an interval whose start has counter samples (at `samples[index]`): samples the
-    /// end, adds the deltas.
-    #[inline(never)]
-    fn end_sampled(&self, l: &mut Local, id: &Id, open: Open, index: usize, end: u64) {
-        let Some(&start) = l.samples.get(index) else {
-            return;
-        };
-        let mut end_samples = [Reading::default(); MAX_COUNTERS];
-        let n = raw::sample_thread_counters(&mut end_samples);
-        let samples = Some((&start[..n], &end_samples[..n]));
-        self.end_interval(l, id, open, index + 1, end, samples);
+    /// Counter slots this thread samples for the layer: its mapping of the thread's counter
+    /// slots to the layer's counters is made on first use (which opens the thread's ring
+    /// and counters) and after the thread's counters changed.
+    #[inline(always)]
+    fn counter_slots(&self, t: &mut ThreadSpans) -> usize {
+        let map = t.slot_map();
+        if map.owner == self.id {
+            return map.slots;
+        }
+        self.map_slots(t, true).slots
     }
 
-    /// Adds the interval `open.start..end` to the span's busy time and, with `samples` (the
-    /// thread's counters at both ends), its counter deltas; saves the interval's frame when a
-    /// consumer is attached.
+    /// Maps the thread's counter slots to the layer's counters by event and, with `warn`,
+    /// says once which of them are not measured here, and why.
+    #[cold]
+    #[inline(never)]
+    fn map_slots(&self, t: &mut ThreadSpans, warn: bool) -> SlotMap {
+        let shared = &*self.shared;
+        let (map, problem) = raw::map_thread_counters(t, shared.id, &shared.counters, warn);
+        if let Some(p) = problem {
+            shared.warn_once(p);
+        }
+        shared
+            .measured_somewhere
+            .fetch_or(map.mask, Ordering::Relaxed);
+        t.set_slot_map(map);
+        map
+    }
+
+    /// Adds `interval` (ending at `end`) to the span's busy time and, when it was sampled,
+    /// its counter deltas; saves its frame when a consumer is attached.
     #[inline(always)]
-    fn end_interval(
-        &self,
-        l: &Local,
-        id: &Id,
-        open: Open,
-        depth: usize,
-        end: u64,
-        samples: Option<(&[Reading], &[Reading])>,
-    ) {
-        let tc = l.counters;
+    fn end_interval(&self, t: &mut ThreadSpans, id: &Id, interval: Interval, end: u64) {
         let Some(span) = self.span(id) else {
             return;
         };
         let state = span.state();
-        state
-            .busy
-            .fetch_add(end.wrapping_sub(open.start), Ordering::Relaxed);
+        let ticks = end.wrapping_sub(interval.start);
+        // One word per interval: the outermost and the nested parts of the busy time.
+        if interval.depth == 1 {
+            state.outer.fetch_add(ticks, Ordering::Relaxed);
+        } else {
+            state.nested.fetch_add(ticks, Ordering::Relaxed);
+        }
         if self.counters {
-            // Without samples of this thread's counters (or with another thread's mapping),
-            // this interval counted nothing, so neither does the span.
-            let mut counted = 0;
-            if let Some((start, end)) = samples.filter(|(s, _)| s.len() == tc.slots) {
-                counted = if tc.layer == self.shared.id {
-                    tc.mask
-                } else {
-                    0
-                };
-                for (slot, (s, e)) in start.iter().zip(end).enumerate() {
-                    let c = tc.slot_to_counter[slot];
-                    if c == NO_COUNTER || counted & (1 << c) == 0 {
-                        continue;
-                    }
-                    match raw::delta(e, s) {
-                        Some(v) => {
-                            span.sums()[usize::from(c)].fetch_add(v, Ordering::Relaxed);
+            self.add_deltas(t, span, interval);
+        }
+        if self.rings && t.attached() {
+            t.save_frame(state.stats().frame_name(), &interval, end);
+        }
+    }
+
+    /// Adds an interval's counter deltas to the span's sums; a counter not counted in it
+    /// (no samples, another mapping, a group that did not run) is not counted for the span.
+    #[inline(never)]
+    fn add_deltas(&self, t: &ThreadSpans, span: LiveSpan<'_>, interval: Interval) {
+        let state = span.state();
+        let map = t.slot_map();
+        let mut counted = 0;
+        if let Some((start, end)) = t.counters(&interval).filter(|(s, _)| s.len() == map.slots) {
+            if map.owner == self.id {
+                counted = map.mask;
+            }
+            let (sums, costs) = (span.sums(), t.read_costs());
+            let outer_cycles = match self.shared.cycles {
+                Some(c) if interval.depth == 1 => c,
+                _ => usize::MAX,
+            };
+            for (slot, (s, e)) in start.iter().zip(end).enumerate() {
+                let c = map.slot_to_counter[slot];
+                if c == NO_COUNTER || counted & (1 << c) == 0 {
+                    continue;
+                }
+                match raw::delta(e, s, costs[slot]) {
+                    Some(v) => {
+                        let c = usize::from(c);
+                        sums[c].fetch_add(v, Ordering::Relaxed);
+                        if c == outer_cycles {
+                            state.outer_cycles.fetch_add(v, Ordering::Relaxed);
                         }
-                        None => counted &= !(1 << c),
                     }
+                    None => counted &= !(1 << c),
                 }
             }
-            state.counted.fetch_and(counted, Ordering::Relaxed);
-            state.entered.store(true, Ordering::Relaxed);
         }
-        if self.rings && raw::thread_listening() {
-            let name = state.stats().frame_name;
-            let counters = samples.filter(|(s, _)| !s.is_empty());
-            raw::save_frame(name, frame_depth(depth), open.start, end, counters);
+        // Bits are only cleared (and NOT_ENTERED with the first interval): a span whose
+        // intervals all count the same counters writes the word once.
+        if state.counted.load(Ordering::Relaxed) & !counted != 0 {
+            state.counted.fetch_and(counted, Ordering::Relaxed);
         }
     }
 }
@@ -373,6 +373,7 @@ where
                 .callsites
                 .register(meta, shared.counters.len(), shared.ipc.is_some()),
         };
+        stats.note_seen();
         let created = now();
         let _ = shared
             .spans
@@ -381,32 +382,19 @@ where
 
     #[inline]
     fn on_enter(&self, id: &Id, _ctx: Context<'_, S>) {
-        let _ = LOCAL.try_with(|l| {
-            let Ok(mut l) = l.try_borrow_mut() else {
-                return;
-            };
-            let l = &mut *l;
-            let index = l.stack.len();
-            let listening = self.rings && raw::thread_listening();
-            if listening && index == 0 {
-                // Between spans, with a consumer attached: the moment to switch counters.
-                l.apply_counter_request();
+        raw::with_thread(|t| {
+            let attached = self.rings && t.attached();
+            if attached && t.depth() == 0 && t.apply_counter_request() {
+                // Between spans, with a consumer attached: the moment to switch counters,
+                // which the consumer asked for (so no warning about the layer's others).
+                self.map_slots(t, false);
             }
-            let sample = (self.counters && l.counters_for(&self.shared).slots > 0) || listening;
-            if sample {
-                if l.samples.len() <= index {
-                    l.samples
-                        .resize(index + 1, [Reading::default(); MAX_COUNTERS]);
-                }
-                raw::sample_thread_counters(&mut l.samples[index]);
-            }
+            // The slot mapping first: it is made here, on the thread's first span, whether or
+            // not a consumer is attached (else an attached consumer would leave the layer's
+            // own sums without a mapping, and every span not counted).
+            let sample = (self.counters && self.counter_slots(t) > 0) || attached;
             // Counters first, then the clock: reading counters is not timed.
-            l.stack.push(Open {
-                layer: self.shared.id,
-                id: id.into_u64(),
-                start: now(),
-                sampled: sample,
-            });
+            t.begin(self.id, id.into_u64(), sample);
         });
     }
 
@@ -414,23 +402,10 @@ where
     fn on_exit(&self, id: &Id, _ctx: Context<'_, S>) {
         // The clock first, then the counters: reading counters is not timed.
         let end = now();
-        let _ = LOCAL.try_with(|l| {
-            let Ok(mut l) = l.try_borrow_mut() else {
-                return;
-            };
-            let l = &mut *l;
-            let Some((open, index)) = l.take_open(self.shared.id, id.into_u64()) else {
+        raw::with_thread(|t| match t.end(self.id, id.into_u64()) {
+            Some(interval) => self.end_interval(t, id, interval, end),
+            None => {
                 self.shared.unmatched_exits.fetch_add(1, Ordering::Relaxed);
-                return;
-            };
-            if open.sampled {
-                self.end_sampled(l, id, open, index, end);
-            } else {
-                // Time only, or no counters on this thread.
-                self.end_interval(l, id, open, index + 1, end, None);
-            }
-            if index < l.stack.len() {
-                l.forget_samples(index);
             }
         });
     }
@@ -442,20 +417,30 @@ where
         };
         let state = span.state();
         let stats = state.stats();
-        let busy = ticks_to_ns(state.busy.load(Ordering::Relaxed));
+        let (outer, nested) = (
+            state.outer.load(Ordering::Relaxed),
+            state.nested.load(Ordering::Relaxed),
+        );
+        let busy = ticks_to_ns(outer.wrapping_add(nested));
         let wall = ticks_to_ns(end.wrapping_sub(state.created.load(Ordering::Relaxed)));
         let hists = stats.histograms();
         hists.busy.record(busy);
         hists.wall.record(wall);
+        if nested == 0 {
+            hists.note_outer(OUTER, busy);
+        } else if outer == 0 {
+            hists.note_outer(NESTED, 0);
+        } else {
+            hists.note_outer(MIXED, ticks_to_ns(outer));
+        }
         if self.counters {
-            let counted = if state.entered.load(Ordering::Relaxed) {
-                state.counted.load(Ordering::Relaxed)
-            } else {
-                0
-            };
-            let value = |i: usize| {
-                (counted & (1 << i) != 0).then(|| span.sums()[i].load(Ordering::Relaxed))
-            };
+            if self.shared.cycles.is_some() {
+                let cycles = state.outer_cycles.load(Ordering::Relaxed);
+                hists.outer_cycles.fetch_add(cycles, Ordering::Relaxed);
+            }
+            let (counted, sums) = (state.counted(), span.sums());
+            let value =
+                |i: usize| (counted & (1 << i) != 0).then(|| sums[i].load(Ordering::Relaxed));
             for (i, h) in hists.counters.iter().enumerate() {
                 match value(i) {
                     Some(v) => h.record(v),

@@ -116,11 +116,14 @@
 //! - `layer`: the span hooks, per-span state and each thread's stack of open intervals.
 //! - `spans`: the lock-free table of live spans (span id → state); `callsite`: per-callsite
 //!   statistics and the lock-free table that finds them.
-//! - `counters`: counters and span rings through `picollo-linux` (feature `counters`, Linux), or
-//!   its time-only stand-in elsewhere; `slots`: which of the layer's counters a thread's
-//!   counter slots hold.
+//! - `counters`: counters and span rings through `picollo-linux` (feature `counters`, Linux):
+//!   the thread's span state (`picollo_linux::span::raw::ThreadSpans`: its open intervals,
+//!   ring, counters and slot mapping), borrowed once per hook; or its time-only stand-in
+//!   elsewhere.
 //! - `shared`: the state a layer shares with its [`Handle`]s (a leaf, so layer and report import
-//!   one way); `report`: per-span statistics, the per-phase table and `.hlog` logs.
+//!   one way); `report`: per-span statistics, the per-phase table and `.hlog` logs;
+//!   `shutdown`: the last `.hlog` interval and the table when the program stops (exit,
+//!   `SIGTERM`, [`Handle::finish`]) and the periodic `.hlog` writer.
 #![doc(test(attr(deny(warnings))))]
 // docs.rs (`--cfg docsrs`, nightly) marks the items that need a feature or a target.
 #![cfg_attr(docsrs, feature(doc_cfg))]
@@ -134,7 +137,7 @@ mod counters;
 mod layer;
 mod report;
 mod shared;
-mod slots;
+mod shutdown;
 mod spans;
 
 #[cfg(all(feature = "counters", target_os = "linux"))]

@@ -4,17 +4,17 @@
 use std::collections::HashMap;
 use std::io::Write;
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Mutex, Once, PoisonError};
+use std::sync::{Arc, PoisonError};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use picollo_alloc::hdr::interop::{export, ExportOptions};
 use picollo_alloc::hdr::{LogError, LogWriter};
-use picollo_alloc::span::{format_duration_ns, AggregatedSpans, SpanTable};
+use picollo_alloc::span::{AggregatedSpans, SpanTable};
 use picollo_alloc::Snapshot;
 use picollo_core::ring::{ClockInfo, ClockKind};
-use picollo_core::{EquivalentValue, HistogramRead, ReadExt};
+use picollo_core::{HistogramRead, ReadExt};
 
-use crate::callsite::{CallsiteStats, Histograms, SpanHistogram};
+use crate::callsite::{CallsiteStats, Histograms, Outermost, SpanHistogram};
 use crate::shared::Shared;
 
 /// The sum of the values of `h`, from bucket midpoints (each value within half its bucket's
@@ -111,6 +111,20 @@ impl Handle {
         Self { shared }
     }
 
+    /// Whether `other` is a handle of the same layer.
+    pub(crate) fn same_layer(&self, other: &Handle) -> bool {
+        Arc::ptr_eq(&self.shared, &other.shared)
+    }
+
+    /// Finishes the layer now, as at exit: writes the last interval of its periodic `.hlog`
+    /// ([`Builder::hlog`](crate::Builder::hlog)) and prints its table when it reports at
+    /// exit, once (exit then does nothing more). For a program that handles `SIGTERM` itself
+    /// (a graceful shutdown), in its shutdown path; `Builder::finish_on_sigterm` does it for
+    /// programs that do not.
+    pub fn finish(&self) {
+        crate::shutdown::finish(self);
+    }
+
     /// The counters the layer samples (empty: time only).
     pub fn counters(&self) -> Vec<String> {
         self.shared
@@ -169,18 +183,19 @@ impl Handle {
         self.shared.spans.untracked()
     }
 
-    /// The per-phase table of the closed spans: N, busy time, % of all busy time (or
-    /// cycles), p50, wall p50, and with counters the cycles, IPC p5/p50/p95 and the other
-    /// counters per 1,000 instructions (per span without instructions). Counters this
-    /// machine does not count read `n/a`, never 0. Rows are named by span name, or
-    /// `target::name` where two targets share a name.
+    /// The per-phase table of the closed spans: N, busy time, % of the outermost spans' busy
+    /// time (or cycles: nested spans are a part of it, not added to it), p50, wall p50, and
+    /// with counters the cycles, IPC p5/p50/p95 and the other counters per 1,000
+    /// instructions (per span without instructions). Counters this machine does not count
+    /// read `n/a`, never 0. Rows are named by span name, or `target::name` where two targets
+    /// share a name. With no span closed, the notes say why (spans a filter ahead of the
+    /// layer disabled, and which).
     pub fn table(&self) -> SpanTable {
-        let reports = self.spans();
+        let shared = &*self.shared;
         let mut agg = crate::counters::new_aggregator();
         agg.set_clock(ClockInfo::nanoseconds(ClockKind::MonotonicNs));
-        let measured = self.shared.measured_somewhere.load(Ordering::Relaxed);
-        let slots: Vec<Option<usize>> = self
-            .shared
+        let measured = shared.measured_somewhere.load(Ordering::Relaxed);
+        let slots: Vec<Option<usize>> = shared
             .counters
             .iter()
             .enumerate()
@@ -194,21 +209,13 @@ impl Handle {
                 }
             })
             .collect();
-        let names: Vec<String> = reports
-            .iter()
-            .map(|r| {
-                let shared_name = reports
-                    .iter()
-                    .any(|o| o.name == r.name && o.target != r.target);
-                if shared_name {
-                    format!("{}::{}", r.target, r.name)
-                } else {
-                    r.name.to_owned()
-                }
-            })
-            .collect();
         let mut not_counted = 0u64;
-        for (r, name) in reports.iter().zip(&names) {
+        let callsites = shared.callsites.all();
+        for stats in &callsites {
+            let Some(h) = stats.recorded() else {
+                continue;
+            };
+            let r = SpanReport::new(stats, h, shared);
             let mut counters: Vec<(usize, u128, &dyn HistogramRead)> = Vec::new();
             for (c, slot) in r.counters.iter().zip(&slots) {
                 if let Some(slot) = slot {
@@ -221,72 +228,112 @@ impl Handle {
                 }
             }
             agg.record_histograms(
-                name,
+                &stats.label(),
                 AggregatedSpans {
                     durations: &r.busy_ns,
                     total: midpoint_sum(&r.busy_ns),
+                    outermost: match h.outermost() {
+                        Outermost::All => midpoint_sum(&r.busy_ns),
+                        Outermost::None => 0,
+                        Outermost::Recorded(o) => o.map_or(0, |o| midpoint_sum(&Snapshot::new(o))),
+                    },
+                    outermost_cycles: shared
+                        .cycles
+                        .map(|_| u128::from(h.outer_cycles.load(Ordering::Relaxed))),
                     counters: &counters,
                     ipc_micro: r.ipc_micro.as_ref().map(|h| h as &dyn HistogramRead),
+                    wall: Some(&r.wall_ns),
                 },
             );
         }
-        let mut table = agg.table();
-        // The wall time's median next to the busy time's.
-        if let Some(p50) = table.columns.iter().position(|c| c == "p50") {
-            table.columns.insert(p50 + 1, "wall p50".to_owned());
-            for row in &mut table.rows {
-                let wall = row
-                    .first()
-                    .and_then(|n| names.iter().position(|m| m == n))
-                    .and_then(|i| {
-                        reports[i]
-                            .wall_ns
-                            .percentile(50.0, EquivalentValue::Midpoint)
-                            .ok()
-                    })
-                    .map_or_else(|| "n/a".to_owned(), |p| format_duration_ns(p.value as f64));
-                row.insert(p50 + 1, wall);
-            }
-        }
-        table.notes.retain(|n| !n.starts_with("frames:"));
-        table.notes.insert(
-            0,
-            "Time: busy time (enter → exit, summed over re-entries); wall: creation → close"
-                .to_owned(),
+        agg.add_note(
+            "Time: busy time (enter → exit, summed over re-entries); wall: creation → close",
         );
+        if let Some(p) = self.counter_problem() {
+            // The layer's own message names the counters and the error that kept them from
+            // opening here: more precise than the aggregator's note about the PMU.
+            agg.explain_unavailable(p);
+        }
         if not_counted > 0 {
-            table.notes.push(format!(
+            agg.add_note(format!(
                 "{not_counted} span·counter values not counted (an interval without that \
                  counter): left out, not recorded as 0"
             ));
         }
-        if let Some(p) = self.counter_problem() {
-            // The layer's own message names the counters and the error that kept them from
-            // opening here: more precise than the aggregator's note about the PMU.
-            table
-                .notes
-                .retain(|n| !n.starts_with("not measured (n/a):"));
-            table.notes.push(format!("not measured (n/a): {p}"));
-        }
         let unmatched = self.unmatched_exits();
         if unmatched > 0 {
-            table.notes.push(format!(
+            agg.add_note(format!(
                 "{unmatched} exits matched no enter on their thread (not timed)"
             ));
         }
         let lost = self.lost_intervals();
         if lost > 0 {
-            table.notes.push(format!(
+            agg.add_note(format!(
                 "{lost} intervals ended after their span closed (not timed)"
             ));
         }
         let untracked = self.untracked_spans();
         if untracked > 0 {
-            table.notes.push(format!(
+            agg.add_note(format!(
                 "{untracked} spans were not timed: too many spans live at once"
             ));
         }
-        table
+        if let Some(why) = self.why_empty() {
+            agg.add_note(why);
+        }
+        agg.table()
+    }
+
+    /// Why no span closed, when none did: the span callsites that reached the layer but were
+    /// never enabled (a filter ahead of it disabled them), or the subscriber's maximum level,
+    /// which disables spans before any layer sees them. `None` when a span closed, or when
+    /// nothing suggests a filter (the program made no span yet).
+    pub fn why_empty(&self) -> Option<String> {
+        let callsites = self.shared.callsites.all();
+        if callsites.iter().any(|s| s.recorded().is_some()) {
+            return None;
+        }
+        let disabled: Vec<String> = callsites
+            .iter()
+            .filter(|s| !s.seen())
+            .map(|s| format!("{} ({}, {})", s.name, s.level, s.target))
+            .collect();
+        let max = tracing_core::LevelFilter::current();
+        let advice = "a filter on the whole subscriber (such as `.with(EnvFilter…)`) applies to \
+                      every layer: give it to the layer it is for, \
+                      `fmt::layer().with_filter(EnvFilter::from_default_env())`, and add \
+                      PicolloLayer without one (picollo-tracing's README)";
+        if !disabled.is_empty() {
+            return Some(format!(
+                "no span closed: these span callsites reached the layer but were disabled by a \
+                 filter ahead of it: {}; {advice}",
+                disabled.join(", ")
+            ));
+        }
+        if callsites.iter().any(|s| s.seen()) {
+            return Some("no span closed yet: spans were created but none has closed".to_owned());
+        }
+        (max < tracing_core::LevelFilter::INFO).then(|| {
+            format!(
+                "no span reached the layer: the subscriber's maximum level is {max}, so INFO, \
+                 DEBUG and TRACE spans are disabled before any layer sees them; {advice}"
+            )
+        })
+    }
+
+    /// Prints the per-phase table on stderr, as at exit: nothing when no span closed and
+    /// nothing suggests why (a program that stopped at `--help` or a usage error), one line
+    /// saying why when a filter kept the spans from the layer.
+    pub fn print_report(&self) {
+        let table = self.table();
+        let mut err = std::io::stderr().lock();
+        if table.rows.is_empty() {
+            if let Some(why) = self.why_empty() {
+                let _ = writeln!(err, "picollo-tracing: {why}");
+            }
+            return;
+        }
+        let _ = writeln!(err, "\npicollo-tracing spans:\n{table}");
     }
 
     /// An `.hlog` interval log of the spans into `out` (see [`SpanLog`]).
@@ -301,7 +348,8 @@ impl Handle {
 /// An HdrHistogram interval log (`.hlog`) of a layer's spans: each
 /// [`write_interval`](SpanLog::write_interval) writes, for every span callsite with spans
 /// closed since the previous call, one line per statistic, tagged `<name>.busy`,
-/// `<name>.wall` and `<name>.<counter>` (spaces and commas in names become `_`), times in
+/// `<name>.wall` and `<name>.<counter>` (`<target>::<name>` where two targets have a span so
+/// named, as the table's rows; spaces and commas in names become `_`), times in
 /// nanoseconds. `picollo report` and HdrHistogram's tools read it.
 pub struct SpanLog<W: Write> {
     handle: Handle,
@@ -391,7 +439,7 @@ impl<W: Write> SpanLog<W> {
                 }
                 let ex = export(&*snap, &ExportOptions::new().allow_dropping(true))
                     .map_err(|e| LogError::Io(std::io::Error::other(e.to_string())))?;
-                let tag = format!("{}.{metric}", tag_part(stats.name));
+                let tag = format!("{}.{metric}", tag_part(&stats.label()));
                 if ex.dropped_overflow > 0 || ex.dropped_underflow > 0 {
                     self.writer.write_comment(&format!(
                         "{tag}: {} values above the histogram's range not in the next line",
@@ -412,31 +460,4 @@ impl<W: Write> SpanLog<W> {
     pub fn into_inner(self) -> W {
         self.writer.into_inner()
     }
-}
-
-/// Handles whose table is printed at exit.
-static AT_EXIT: Mutex<Vec<Handle>> = Mutex::new(Vec::new());
-
-/// Prints `handle`'s table on stderr when the process exits normally.
-pub(crate) fn print_at_exit(handle: Handle) {
-    static INSTALL: Once = Once::new();
-    AT_EXIT
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .push(handle);
-    INSTALL.call_once(|| {
-        extern "C" fn print_tables() {
-            let handles =
-                std::mem::take(&mut *AT_EXIT.lock().unwrap_or_else(PoisonError::into_inner));
-            for h in handles {
-                let _ = writeln!(std::io::stderr(), "\npicollo-tracing spans:\n{}", h.table());
-            }
-        }
-        // SAFETY: `print_tables` is a plain `extern "C" fn()` that takes a lock, formats and
-        // writes to stderr; it is valid for the life of the process.
-        let rc = unsafe { libc::atexit(print_tables) };
-        if rc != 0 {
-            eprintln!("picollo-tracing: atexit failed; the table will not be printed at exit");
-        }
-    });
 }

@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicU32, AtomicU64};
 
 use crate::callsite::Callsites;
 use crate::counters::CounterSpec;
-use crate::spans::SpanTable;
+use crate::spans::LiveSpans;
 
 /// The state a layer shares with its [`Handle`](crate::Handle)s.
 pub(crate) struct Shared {
@@ -13,11 +13,14 @@ pub(crate) struct Shared {
     pub(crate) id: u64,
     pub(crate) callsites: Callsites,
     /// The live spans' states.
-    pub(crate) spans: SpanTable,
+    pub(crate) spans: LiveSpans,
     /// The counters spans sample (empty: time only).
     pub(crate) counters: Vec<CounterSpec>,
     /// Indices of `cycles` and `instructions` in `counters`, when both are there.
     pub(crate) ipc: Option<(usize, usize)>,
+    /// The index of `cycles` in `counters`: the whole of `%` is then the outermost spans'
+    /// cycles.
+    pub(crate) cycles: Option<usize>,
     /// Bit `i` set: counter `i` was measured on at least one thread.
     pub(crate) measured_somewhere: AtomicU32,
     /// Why counters are missing, for the one-time messages and the table's notes: each

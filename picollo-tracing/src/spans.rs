@@ -20,7 +20,7 @@
 //!   large is added (rare, under a mutex) and new spans go there; finds look in every table,
 //!   newest first; old tables drain as their spans close. Tables are freed with the layer.
 //!   After [`MAX_TABLES`] tables (about a million live spans), a span that finds no free
-//!   state is not timed and is counted (`SpanTable::untracked`).
+//!   state is not timed and is counted (`LiveSpans::untracked`).
 //!
 //! So a find never reads a state half filled in, whatever other thread runs it and however
 //! it learnt the id. (`tracing` returns a span's id only after `on_new_span` returned, so a
@@ -34,7 +34,7 @@
 //! released after everything was read from it, and the next span that claims it (acquire,
 //! after the release store) starts from fresh values.
 
-use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, PoisonError};
 
 use crate::callsite::CallsiteStats;
@@ -59,57 +59,88 @@ pub(crate) struct SpanState {
     stats: AtomicPtr<CallsiteStats>,
     /// Span clock at `on_new_span`.
     pub(crate) created: AtomicU64,
-    /// Sum of the span's enter → exit intervals, span clock ticks.
-    pub(crate) busy: AtomicU64,
-    /// Set when an interval ended (counters mode).
-    pub(crate) entered: AtomicBool,
-    /// Bit `i`: counter `i` was counted in every interval so far.
+    /// The span's busy time (the sum of its enter → exit intervals, span clock ticks) in two
+    /// parts, so that an interval adds to one word only: `outer`, the intervals that were
+    /// outermost on their thread (nothing else open there), the whole that the table's `%`
+    /// divides, so nested spans are not counted twice; and `nested`, the others.
+    pub(crate) outer: AtomicU64,
+    /// The intervals that were nested in another (see `outer`).
+    pub(crate) nested: AtomicU64,
+    /// The cycles of the outermost intervals, when the layer counts cycles.
+    pub(crate) outer_cycles: AtomicU64,
+    /// Bit `i`: counter `i` was counted in every interval so far; [`NOT_ENTERED`] until an
+    /// interval ended (counters mode). Bits are only ever cleared.
     pub(crate) counted: AtomicU32,
+    /// Per counter of the layer, the sum of its deltas over the span's intervals (its own
+    /// allocation, made with the table: a found state is all the hooks need).
+    sums: Box<[AtomicU64]>,
 }
 
+/// [`SpanState::counted`]'s bit for a span no interval of which has ended yet (above the
+/// counters' bits: a layer has at most 8 counters).
+pub(crate) const NOT_ENTERED: u32 = 1 << 31;
+
 impl SpanState {
-    /// A free state.
-    fn free() -> Self {
+    /// A free state, for spans with `counters` counter sums.
+    fn free(counters: usize) -> Self {
         SpanState {
             id: AtomicU64::new(0),
             stats: AtomicPtr::new(core::ptr::null_mut()),
             created: AtomicU64::new(0),
-            busy: AtomicU64::new(0),
-            entered: AtomicBool::new(false),
+            outer: AtomicU64::new(0),
+            nested: AtomicU64::new(0),
+            outer_cycles: AtomicU64::new(0),
             counted: AtomicU32::new(0),
+            sums: (0..counters).map(|_| AtomicU64::new(0)).collect(),
+        }
+    }
+
+    /// The span's busy time so far, span clock ticks.
+    #[cfg(test)]
+    fn busy(&self) -> u64 {
+        self.outer
+            .load(Ordering::Relaxed)
+            .wrapping_add(self.nested.load(Ordering::Relaxed))
+    }
+
+    /// The counters counted in every interval of the span (none before one ended).
+    pub(crate) fn counted(&self) -> u32 {
+        let counted = self.counted.load(Ordering::Relaxed);
+        if counted & NOT_ENTERED != 0 {
+            0
+        } else {
+            counted
         }
     }
 
     /// The span's callsite statistics.
     pub(crate) fn stats(&self) -> &CallsiteStats {
         // SAFETY: `self` was found by its id (`Table::find`, an acquire load of the id that
-        // `Span::start` published with a release store after storing `stats`), so the load
-        // below sees the pointer `Span::start` stored: statistics that the layer's callsite
+        // `LiveSpan::start` published with a release store after storing `stats`), so the load
+        // below sees the pointer `LiveSpan::start` stored: statistics that the layer's callsite
         // table keeps until the layer, which owns this table, drops; `self` is borrowed from
         // the table, so the layer has not dropped.
         unsafe { &*self.stats.load(Ordering::Relaxed) }
     }
 }
 
-/// A live span: its state and its counter sums.
+/// A live span: its state (one word, so it is passed in a register).
 #[derive(Clone, Copy)]
-pub(crate) struct Span<'a> {
-    table: &'a Table,
-    at: usize,
+pub(crate) struct LiveSpan<'a> {
+    state: &'a SpanState,
 }
 
-impl<'a> Span<'a> {
+impl<'a> LiveSpan<'a> {
     /// The span's state.
     #[inline(always)]
     pub(crate) fn state(&self) -> &'a SpanState {
-        &self.table.states[self.at]
+        self.state
     }
 
     /// Per counter of the layer, the sum of its deltas over the span's intervals.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn sums(&self) -> &'a [AtomicU64] {
-        let n = self.table.counters;
-        &self.table.sums[self.at * n..self.at * n + n]
+        &self.state.sums
     }
 
     /// Fills a just-claimed state, then publishes it under `id`.
@@ -120,9 +151,11 @@ impl<'a> Span<'a> {
             Ordering::Relaxed,
         );
         s.created.store(created, Ordering::Relaxed);
-        s.busy.store(0, Ordering::Relaxed);
-        s.entered.store(false, Ordering::Relaxed);
-        s.counted.store(all_counters, Ordering::Relaxed);
+        s.outer.store(0, Ordering::Relaxed);
+        s.nested.store(0, Ordering::Relaxed);
+        s.outer_cycles.store(0, Ordering::Relaxed);
+        s.counted
+            .store(all_counters | NOT_ENTERED, Ordering::Relaxed);
         for sum in self.sums() {
             sum.store(0, Ordering::Relaxed);
         }
@@ -136,11 +169,9 @@ impl<'a> Span<'a> {
     }
 }
 
-/// One table: `states.len()` (a power of two) states, and `counters` sums per state.
+/// One table: `states.len()` (a power of two) states.
 struct Table {
     states: Box<[SpanState]>,
-    sums: Box<[AtomicU64]>,
-    counters: usize,
     /// `states.len() - 1`.
     mask: usize,
     /// `64 - log2(states.len())`: the home state is the top bits of the hash.
@@ -151,9 +182,7 @@ impl Table {
     fn new(len: usize, counters: usize) -> Self {
         debug_assert!(len.is_power_of_two());
         Table {
-            states: (0..len).map(|_| SpanState::free()).collect(),
-            sums: (0..len * counters).map(|_| AtomicU64::new(0)).collect(),
-            counters,
+            states: (0..len).map(|_| SpanState::free(counters)).collect(),
             mask: len - 1,
             shift: 64 - len.trailing_zeros(),
         }
@@ -166,13 +195,14 @@ impl Table {
         (id.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> self.shift) as usize
     }
 
-    /// The index of the first state of `id`'s window for which `hit` holds.
+    /// The first state of `id`'s window for which `hit` holds, and its index.
     #[inline(always)]
-    fn scan(&self, id: u64, mut hit: impl FnMut(&SpanState) -> bool) -> Option<usize> {
+    fn scan(&self, id: u64, mut hit: impl FnMut(&SpanState) -> bool) -> Option<LiveSpan<'_>> {
         let mut at = self.home(id);
         for _ in 0..WINDOW {
-            if hit(&self.states[at]) {
-                return Some(at);
+            let state = &self.states[at];
+            if hit(state) {
+                return Some(LiveSpan { state });
             }
             at = (at + 1) & self.mask;
         }
@@ -180,27 +210,25 @@ impl Table {
     }
 
     #[inline(always)]
-    fn find(&self, id: u64) -> Option<Span<'_>> {
-        let at = self.scan(id, |s| s.id.load(Ordering::Acquire) == id)?;
-        Some(Span { table: self, at })
+    fn find(&self, id: u64) -> Option<LiveSpan<'_>> {
+        self.scan(id, |s| s.id.load(Ordering::Acquire) == id)
     }
 
     /// Claims a free state of `id`'s window (its `id` becomes [`CLAIMED`]: not findable
-    /// until [`Span::start`] publishes it).
+    /// until [`LiveSpan::start`] publishes it).
     #[inline(always)]
-    fn claim(&self, id: u64) -> Option<Span<'_>> {
-        let at = self.scan(id, |s| {
+    fn claim(&self, id: u64) -> Option<LiveSpan<'_>> {
+        self.scan(id, |s| {
             s.id.load(Ordering::Relaxed) == 0
                 && s.id
                     .compare_exchange(0, CLAIMED, Ordering::Acquire, Ordering::Relaxed)
                     .is_ok()
-        })?;
-        Some(Span { table: self, at })
+        })
     }
 }
 
 /// The live spans of one layer.
-pub(crate) struct SpanTable {
+pub(crate) struct LiveSpans {
     /// The newest table; null before the first span.
     newest: AtomicPtr<Table>,
     /// The tables made so far, oldest first (`tables[made - 1]` is `newest`), each from
@@ -214,11 +242,11 @@ pub(crate) struct SpanTable {
     untracked: AtomicU64,
 }
 
-impl SpanTable {
+impl LiveSpans {
     /// An empty table for spans with `counters` counter sums each (no memory until the first
     /// span).
     pub(crate) fn new(counters: usize) -> Self {
-        SpanTable {
+        LiveSpans {
             newest: AtomicPtr::new(core::ptr::null_mut()),
             tables: [const { AtomicPtr::new(core::ptr::null_mut()) }; MAX_TABLES],
             made: AtomicUsize::new(0),
@@ -238,7 +266,7 @@ impl SpanTable {
 
     /// Starts span `id` (a span id is never 0): claims a free state, fills it and publishes
     /// it. `None` when no state is free, or for the id [`CLAIMED`] (both counted in
-    /// [`SpanTable::untracked`]).
+    /// [`LiveSpans::untracked`]).
     #[inline]
     pub(crate) fn start(
         &self,
@@ -246,7 +274,7 @@ impl SpanTable {
         stats: &CallsiteStats,
         created: u64,
         all_counters: u32,
-    ) -> Option<Span<'_>> {
+    ) -> Option<LiveSpan<'_>> {
         if id == CLAIMED {
             self.untracked.fetch_add(1, Ordering::Relaxed);
             return None;
@@ -262,7 +290,7 @@ impl SpanTable {
     /// Adds a table (the first one, or a larger one when the newest crowds) and claims there.
     #[cold]
     #[inline(never)]
-    fn start_slow(&self, id: u64) -> Option<Span<'_>> {
+    fn start_slow(&self, id: u64) -> Option<LiveSpan<'_>> {
         let _grow = self.grow.lock().unwrap_or_else(PoisonError::into_inner);
         // Another thread may have added a table since this one looked.
         if let Some(span) = Self::table(&self.newest).and_then(|t| t.claim(id)) {
@@ -282,7 +310,7 @@ impl SpanTable {
 
     /// The live span `id`, from any thread.
     #[inline(always)]
-    pub(crate) fn find(&self, id: u64) -> Option<Span<'_>> {
+    pub(crate) fn find(&self, id: u64) -> Option<LiveSpan<'_>> {
         if id == CLAIMED {
             // Never started (untracked), and states being filled in carry this id.
             return None;
@@ -293,10 +321,10 @@ impl SpanTable {
         }
     }
 
-    /// [`SpanTable::find`] in the tables before the newest.
+    /// [`LiveSpans::find`] in the tables before the newest.
     #[cold]
     #[inline(never)]
-    fn find_older(&self, id: u64) -> Option<Span<'_>> {
+    fn find_older(&self, id: u64) -> Option<LiveSpan<'_>> {
         let made = self.made.load(Ordering::Acquire);
         self.tables[..made.saturating_sub(1)]
             .iter()
@@ -309,7 +337,8 @@ impl SpanTable {
         self.untracked.load(Ordering::Relaxed)
     }
 
-    /// States in all tables (memory: each is 40 bytes plus 8 per counter).
+    /// States in all tables (memory: each is 72 bytes, plus 8 per counter when the layer has
+    /// counters).
     #[cfg(test)]
     fn capacity(&self) -> usize {
         self.tables
@@ -320,7 +349,7 @@ impl SpanTable {
     }
 }
 
-impl Drop for SpanTable {
+impl Drop for LiveSpans {
     fn drop(&mut self) {
         for p in &mut self.tables {
             let t = *p.get_mut();
@@ -368,18 +397,18 @@ mod tests {
     #[test]
     fn start_find_release_reuse() {
         let stats = stats();
-        let table = SpanTable::new(2);
+        let table = LiveSpans::new(2);
         assert!(table.find(1).is_none());
         let ids: Vec<u64> = (1..=500).map(|i| i * 7919).collect();
         for (n, &id) in ids.iter().enumerate() {
             let s = table.start(id, &stats, n as u64, 0b11).unwrap();
-            s.state().busy.fetch_add(id, Ordering::Relaxed);
+            s.state().nested.fetch_add(id, Ordering::Relaxed);
             s.sums()[1].fetch_add(id, Ordering::Relaxed);
         }
         for (n, &id) in ids.iter().enumerate() {
             let s = table.find(id).unwrap();
             assert_eq!(s.state().created.load(Ordering::Relaxed), n as u64);
-            assert_eq!(s.state().busy.load(Ordering::Relaxed), id);
+            assert_eq!(s.state().busy(), id);
             assert_eq!(
                 (
                     s.sums()[0].load(Ordering::Relaxed),
@@ -396,7 +425,7 @@ mod tests {
         // A reused state starts from fresh values.
         for &id in &ids[..250] {
             let s = table.start(id + 1, &stats, 0, 0b11).unwrap();
-            assert_eq!(s.state().busy.load(Ordering::Relaxed), 0);
+            assert_eq!(s.state().busy(), 0);
             assert_eq!(s.sums()[1].load(Ordering::Relaxed), 0);
         }
         assert_eq!(table.capacity(), FIRST_TABLE);
@@ -407,7 +436,7 @@ mod tests {
     #[test]
     fn crowded_tables_grow() {
         let stats = stats();
-        let table = SpanTable::new(0);
+        let table = LiveSpans::new(0);
         let n = if cfg!(miri) {
             3 * FIRST_TABLE
         } else {
@@ -437,7 +466,7 @@ mod tests {
     fn concurrent_spans_across_threads() {
         use std::sync::mpsc;
         let stats = stats();
-        let table = SpanTable::new(1);
+        let table = LiveSpans::new(1);
         let per_thread = if cfg!(miri) { 150 } else { 20_000u64 };
         let threads = 4usize;
         let (senders, receivers): (Vec<_>, Vec<_>) =
@@ -458,7 +487,7 @@ mod tests {
                             let span = table.find(theirs).unwrap();
                             assert_eq!(span.state().created.load(Ordering::Relaxed), theirs);
                             assert_eq!(span.sums()[0].load(Ordering::Relaxed), theirs);
-                            span.state().busy.fetch_add(1, Ordering::Relaxed);
+                            span.state().outer.fetch_add(1, Ordering::Relaxed);
                             span.release();
                             received += 1;
                         }
@@ -487,7 +516,7 @@ mod tests {
         use std::sync::atomic::AtomicBool;
         let stats = stats();
         let other = CallsiteStats::new(&META, 2, false);
-        let table = SpanTable::new(2);
+        let table = LiveSpans::new(2);
         let rounds: u64 = if cfg!(miri) { 40 } else { 20_000 };
         let latest = AtomicU64::new(0);
         let done = AtomicBool::new(false);
@@ -513,7 +542,7 @@ mod tests {
                             let state = span.state();
                             assert!(core::ptr::eq(state.stats(), stats));
                             assert_eq!(state.created.load(Ordering::Relaxed), id);
-                            assert_eq!(state.counted.load(Ordering::Relaxed), 0b11);
+                            assert_eq!(state.counted.load(Ordering::Relaxed), 0b11 | NOT_ENTERED);
                         }
                         seen = seen.max(id);
                         if done.load(Ordering::Acquire) {

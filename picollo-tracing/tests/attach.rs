@@ -266,8 +266,9 @@ fn counters_requested_at_attach_time_reach_a_time_only_layer() {
     let mut consumer = SpanConsumer::attach(pid).unwrap();
     assert_eq!(consumer.rings(), 1, "{consumer:?}");
 
-    let request = consumer.request_counters("page-faults").unwrap();
-    let pending = consumer.request_outcomes(&request, Duration::ZERO).unwrap();
+    let page_faults = picollo_linux::span::SpanCounters::parse("page-faults").unwrap();
+    consumer.request_counters(&page_faults).unwrap();
+    let pending = consumer.request_outcomes(Duration::ZERO).unwrap();
     assert_eq!(
         pending[0].status,
         RequestStatus::Pending,
@@ -277,9 +278,7 @@ fn counters_requested_at_attach_time_reach_a_time_only_layer() {
     send("ticks");
     let ticked = wait_for("TICKED");
     assert_eq!(ticked, "TICKED [\"page-faults\"]");
-    let outcome = consumer
-        .request_outcomes(&request, Duration::from_secs(5))
-        .unwrap();
+    let outcome = consumer.request_outcomes(Duration::from_secs(5)).unwrap();
     assert_eq!(outcome[0].status, RequestStatus::Applied);
     assert_eq!(
         outcome[0]

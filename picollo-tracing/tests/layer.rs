@@ -277,3 +277,102 @@ fn hlog_interval_log_round_trips() {
     }
     assert_eq!(tags, ["logged_span.busy", "logged_span.wall"]);
 }
+
+/// The table's `%` divides by the outermost spans' busy time, as `picollo attach` does from
+/// the frames' depth: the outermost row is 100 %, nested rows a part of it (found in a real
+/// server, where the connection span showed 61.5 %).
+#[test]
+fn shares_are_parts_of_the_outermost_spans() {
+    let (sub, h) = subscriber();
+    tracing::subscriber::with_default(sub, || {
+        for _ in 0..5 {
+            let _run = tracing::info_span!("run").entered();
+            for _ in 0..4 {
+                let _cmd = tracing::info_span!("command").entered();
+                spin(Duration::from_micros(100));
+            }
+        }
+    });
+    let table = h.table();
+    eprintln!("{table}");
+    assert_eq!(table.cell("run", "%"), Some("100.0%"));
+    let command: f64 = table
+        .cell("command", "%")
+        .unwrap()
+        .trim_end_matches('%')
+        .parse()
+        .unwrap();
+    assert!(command > 50.0 && command < 100.0, "{command}");
+    assert!(table.columns.iter().any(|c| c == "wall p50"));
+}
+
+mod set {
+    /// A span named as another module's (the `apply` of mini-redis's commands).
+    pub fn apply() {
+        let _s = tracing::info_span!("apply").entered();
+    }
+}
+
+mod get {
+    pub fn apply() {
+        let _s = tracing::info_span!("apply").entered();
+    }
+}
+
+/// Two targets with a span of one name: the table's rows and the `.hlog` tags say which, so
+/// `picollo report` counts each callsite's intervals apart.
+#[test]
+fn callsites_sharing_a_name_stay_apart_in_the_log() {
+    let (sub, h) = subscriber();
+    let mut log = h.hlog(Vec::new()).unwrap();
+    tracing::subscriber::with_default(sub, || {
+        for _ in 0..3 {
+            set::apply();
+        }
+        get::apply();
+    });
+    log.write_interval().unwrap();
+    let text = String::from_utf8(log.into_inner()).unwrap();
+    let tags: Vec<&str> = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("Tag="))
+        .map(|l| l.split(',').next().unwrap())
+        .collect();
+    assert!(tags.contains(&"layer::set::apply.busy"), "{tags:?}");
+    assert!(tags.contains(&"layer::get::apply.busy"), "{tags:?}");
+    let unique: std::collections::HashSet<&&str> = tags.iter().collect();
+    assert_eq!(
+        unique.len(),
+        tags.len(),
+        "one line per tag per interval: {tags:?}"
+    );
+    let table = h.table();
+    assert_eq!(table.cell("layer::set::apply", "N"), Some("3"));
+    assert_eq!(table.cell("layer::get::apply", "N"), Some("1"));
+}
+
+/// A filter on the whole subscriber that disables the spans: the empty table says so, and
+/// which spans.
+#[test]
+fn an_empty_table_says_which_spans_were_filtered_out() {
+    let layer = PicolloLayer::builder().time_only().rings(false).build();
+    let h = layer.handle();
+    // The layer is outermost: it sees the callsite registered, then the filter below it
+    // disables it for every layer.
+    let sub = Registry::default()
+        .with(tracing_subscriber::filter::filter_fn(|m| {
+            m.name() != "hidden"
+        }))
+        .with(layer);
+    tracing::subscriber::with_default(sub, || {
+        let _s = tracing::info_span!("hidden").entered();
+    });
+    let table = h.table();
+    assert!(table.rows.is_empty());
+    let shown = table.to_string();
+    assert!(shown.contains("disabled by a filter"), "{shown}");
+    assert!(shown.contains("hidden (INFO, layer)"), "{shown}");
+    // Nothing at all (a program that stopped at --help): no reason to give.
+    let (_sub, quiet) = subscriber();
+    assert_eq!(quiet.why_empty(), None);
+}

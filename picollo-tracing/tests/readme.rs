@@ -1,13 +1,17 @@
 //! The README's `picollo-tracing` example, compiled and run: keep it in sync with README.md.
-//! A child process installs the layer exactly as the README does, runs spans of the README's
+//! A child process installs the layer exactly as the README does (the application's log with
+//! its own `EnvFilter`, `RUST_LOG` unset: errors only; the layer unfiltered), runs spans of the README's
 //! server (`connection` → `request` → `lookup`) and exits; the test checks what the README
 //! promises: the per-phase table on stderr at exit, with a row per span, its count, and the
 //! columns shown (time only: no `PICOLLO_COUNTERS`).
 
 use std::process::Command;
 
+use std::fs::File;
+use std::time::Duration;
+
 use picollo_tracing::PicolloLayer;
-use tracing_subscriber::prelude::*;
+use tracing_subscriber::{fmt, prelude::*, EnvFilter};
 
 const CHILD_ENV: &str = "PICOLLO_TRACING_README_CHILD";
 const REQUESTS: usize = 25;
@@ -19,8 +23,20 @@ fn child_readme_example() {
     if std::env::var_os(CHILD_ENV).is_none() {
         return;
     }
+    let dir = std::env::temp_dir().join(format!("picollo-readme-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let spans_hlog = dir.join("spans.hlog");
     tracing_subscriber::registry()
-        .with(PicolloLayer::builder().report_at_exit(true).build())
+        // The application's log keeps its own filter (RUST_LOG) ...
+        .with(fmt::layer().with_filter(EnvFilter::from_default_env()))
+        // ... and the layer has none, so it times every span whatever RUST_LOG says.
+        .with(
+            PicolloLayer::builder()
+                .report_at_exit(true)
+                .hlog(File::create(&spans_hlog).unwrap(), Duration::from_secs(10))
+                .finish_on_sigterm(true)
+                .build(),
+        )
         .init();
     for _ in 0..2 {
         let _connection = tracing::info_span!("connection").entered();
@@ -58,6 +74,7 @@ fn readme_tracing() {
         ])
         .env(CHILD_ENV, "1")
         .env_remove("PICOLLO_COUNTERS")
+        .env_remove("RUST_LOG")
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -84,6 +101,11 @@ fn readme_tracing() {
         row
     };
     let (connection, request, lookup) = (row("connection"), row("request"), row("lookup"));
+    assert_eq!(
+        cell(&header, &connection, "%"),
+        "100.0%",
+        "the outermost spans' whole"
+    );
     assert_eq!(cell(&header, &connection, "N"), "2");
     assert_eq!(cell(&header, &request, "N"), (2 * REQUESTS).to_string());
     assert_eq!(cell(&header, &lookup, "N"), (2 * REQUESTS).to_string());

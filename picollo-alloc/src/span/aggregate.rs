@@ -36,6 +36,9 @@ pub struct SpanStats {
     pub(super) durations: HeapHistogram,
     pub(super) counters: Vec<Option<CounterStats>>,
     pub(super) ipc_micro: HeapHistogram,
+    /// Wall time per span (creation → close), when the source knows it (a span layer);
+    /// frames carry busy intervals only.
+    pub(super) wall: Option<HeapHistogram>,
 }
 
 impl fmt::Debug for SpanStats {
@@ -55,6 +58,7 @@ impl SpanStats {
             durations: histogram(),
             counters: Vec::new(),
             ipc_micro: heap::plain(Layout::DEFAULT, Window::full(Layout::DEFAULT)),
+            wall: None,
         }
     }
 
@@ -204,6 +208,13 @@ pub struct SpanAggregator {
     /// Ticks and cycles of the outermost spans (depth 1): the whole that `%` divides.
     pub(super) outer_ticks: u128,
     pub(super) outer_cycles: u128,
+    /// Frames were read into this aggregator (the table then says how many).
+    pub(super) from_frames: bool,
+    /// What the source says about counters it could not measure, in place of the note on
+    /// the writer's machine ([`SpanAggregator::explain_unavailable`]).
+    pub(super) unavailable_note: Option<String>,
+    /// Notes of the source, after the table's own ([`SpanAggregator::add_note`]).
+    pub(super) extra_notes: Vec<String>,
 }
 
 impl fmt::Debug for SpanAggregator {
@@ -246,6 +257,9 @@ impl SpanAggregator {
             since: None,
             outer_ticks: 0,
             outer_cycles: 0,
+            from_frames: false,
+            unavailable_note: None,
+            extra_notes: Vec::new(),
         }
     }
 
@@ -266,6 +280,7 @@ impl SpanAggregator {
             clock: self.clock,
             pmu: self.pmu.clone(),
             since: same_clock.then(now),
+            from_frames: self.from_frames,
             ..SpanAggregator::new()
         };
         core::mem::replace(self, fresh)
@@ -325,6 +340,19 @@ impl SpanAggregator {
     pub fn add_counts(&mut self, d: Drained) {
         self.accepted += d.accepted;
         self.lost += d.lost;
+        self.from_frames = true;
+    }
+
+    /// Says why the counters noted unavailable were not measured, in the source's own words
+    /// (a span layer knows the error that kept them from opening), instead of the note
+    /// about the writer's machine.
+    pub fn explain_unavailable(&mut self, why: impl Into<String>) {
+        self.unavailable_note = Some(why.into());
+    }
+
+    /// Adds a note under the per-phase table, after the table's own.
+    pub fn add_note(&mut self, note: impl Into<String>) {
+        self.extra_notes.push(note.into());
     }
 
     /// Records one span: its name, duration in ticks, and `(counter index, delta)` pairs; an
@@ -430,6 +458,11 @@ impl SpanAggregator {
         stats.count += spans.durations.total_with_outside();
         stats.ticks += spans.total;
         stats.durations.add(spans.durations);
+        self.outer_ticks += spans.outermost;
+        self.outer_cycles += spans.outermost_cycles.unwrap_or(0);
+        if let Some(wall) = spans.wall {
+            stats.wall.get_or_insert_with(histogram).add(wall);
+        }
         for &(i, sum, deltas) in spans.counters {
             if stats.counters.len() <= i {
                 stats.counters.resize_with(i + 1, || None);
@@ -511,6 +544,15 @@ pub struct AggregatedSpans<'a> {
     pub durations: &'a dyn HistogramRead,
     /// The sum of the durations.
     pub total: u128,
+    /// The part of `total` spent in intervals that were outermost on their thread (nothing
+    /// else open there): with the other names', the whole that `%` divides, so that nested
+    /// spans are a part of it rather than added to it.
+    pub outermost: u128,
+    /// The cycles of those outermost intervals, when cycles were counted.
+    pub outermost_cycles: Option<u128>,
+    /// Wall time per span (creation → close, in the aggregator's clock unit), when known: the
+    /// table's `wall p50` column.
+    pub wall: Option<&'a dyn HistogramRead>,
     /// `(counter index, sum of deltas, histogram of deltas)` per counter that was counted.
     pub counters: &'a [(usize, u128, &'a dyn HistogramRead)],
     /// Instructions per cycle times 10^6, one value per span, when both were counted.
@@ -609,10 +651,15 @@ mod tests {
             AggregatedSpans {
                 durations: &durations,
                 total,
+                outermost: total,
+                outermost_cycles: None,
                 counters: &[(0, sum, &faults)],
                 ipc_micro: None,
+                wall: None,
             },
         );
+        merged.add_counts(Drained::default());
+        one.add_counts(Drained::default());
         assert_eq!(one.table(), merged.table());
         assert_eq!(merged.span("parse").unwrap().count(), 50);
         assert_eq!(merged.span("parse").unwrap().counter_sum(0), Some(sum));

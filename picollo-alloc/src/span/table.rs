@@ -85,6 +85,9 @@ pub struct PhaseRow {
     pub p50_ticks: Option<u64>,
     /// Median duration in nanoseconds, when the clock rate is known.
     pub p50_ns: Option<f64>,
+    /// Median wall time (creation → close) in ticks, when the source knows wall times (a
+    /// span layer; frames carry busy intervals only).
+    pub wall_p50_ticks: Option<u64>,
     /// Total cycles, when cycles were counted.
     pub cycles: Option<u128>,
     /// Total instructions, when instructions were counted.
@@ -163,6 +166,11 @@ impl SpanAggregator {
                     .percentile(50.0, EquivalentValue::Midpoint)
                     .ok()
                     .map(|p| p.value);
+                let wall_p50 = s.wall.as_ref().and_then(|w| {
+                    w.percentile(50.0, EquivalentValue::Midpoint)
+                        .ok()
+                        .map(|p| p.value)
+                });
                 let ipc = (s.ipc_micro.total() > 0).then(|| {
                     [5.0, 50.0, 95.0].map(|p| {
                         s.ipc_micro
@@ -199,6 +207,7 @@ impl SpanAggregator {
                     share,
                     p50_ticks: p50,
                     p50_ns: p50.and_then(|p| ns(p as f64)),
+                    wall_p50_ticks: wall_p50,
                     cycles: cycles.and_then(|c| s.counter_sum(c)),
                     instructions: instr,
                     ipc,
@@ -278,11 +287,14 @@ impl SpanAggregator {
                 .pmu
                 .as_ref()
                 .map_or_else(String::new, |p| format!("; this machine's PMU: {p}"));
-            notes.push(format!(
-                "not measured (n/a): {} — the writer could not count {} on its machine{pmu}",
-                list.join(", "),
-                if list.len() == 1 { "it" } else { "them" },
-            ));
+            notes.push(match &self.unavailable_note {
+                Some(why) => format!("not measured (n/a): {why}"),
+                None => format!(
+                    "not measured (n/a): {} — the writer could not count {} on its machine{pmu}",
+                    list.join(", "),
+                    if list.len() == 1 { "it" } else { "them" },
+                ),
+            });
         }
         if requested_ipc && (cycles.is_none() || instructions.is_none()) {
             notes.push("IPC: n/a, it needs both cycles and instructions".to_owned());
@@ -298,17 +310,20 @@ impl SpanAggregator {
                     .to_owned(),
             );
         }
-        notes.push(format!(
-            "frames: {} read, {} lost",
-            group_digits(self.accepted),
-            group_digits(self.lost)
-        ));
+        if self.from_frames {
+            notes.push(format!(
+                "frames: {} read, {} lost",
+                group_digits(self.accepted),
+                group_digits(self.lost)
+            ));
+        }
         if self.unreadable > 0 {
             notes.push(format!(
                 "frames of no known kind (not counted as spans or events): {}",
                 group_digits(self.unreadable)
             ));
         }
+        notes.extend(self.extra_notes.iter().cloned());
         notes
     }
 
@@ -331,6 +346,10 @@ impl SpanAggregator {
         let mut columns: Vec<String> = ["Phase", "N", "Time", "%", "p50"]
             .map(str::to_owned)
             .to_vec();
+        let show_wall = self.spans.values().any(|s| s.wall.is_some());
+        if show_wall {
+            columns.push("wall p50".to_owned());
+        }
         if show_cycles {
             columns.push("Cycles".to_owned());
         }
@@ -366,6 +385,12 @@ impl SpanAggregator {
                 row.push(fmt_ticks(p.ticks as f64, hz));
                 row.push(format!("{:.1}%", p.share * 100.0));
                 row.push(p.p50_ticks.map_or_else(na, |t| fmt_ticks(t as f64, hz)));
+                if show_wall {
+                    row.push(
+                        p.wall_p50_ticks
+                            .map_or_else(na, |t| fmt_ticks(t as f64, hz)),
+                    );
+                }
                 if show_cycles {
                     row.push(p.cycles.map_or_else(na, |c| fmt_si(c as f64)));
                 }
@@ -384,7 +409,7 @@ impl SpanAggregator {
                         Some(c) if instructions.is_some() => c
                             .per_kilo_instruction
                             .map_or_else(na, |v| format!("{v:.1}")),
-                        Some(c) if c.spans > 0 => fmt_per_span(c.per_span),
+                        Some(c) if c.spans > 0 => fmt_per_span(&c.name, c.per_span),
                         _ => na(),
                     });
                 }
@@ -460,12 +485,21 @@ fn fmt_si(v: f64) -> String {
     }
 }
 
-fn fmt_per_span(v: f64) -> String {
-    if v >= 1e5 {
-        fmt_si(v)
+/// A counter's mean per span in its unit: a duration for the clock events (`task-clock`,
+/// `cpu-clock` count nanoseconds), else a count with one decimal (`3,137.3`), so that one
+/// column never mixes `26M` with `3137.3`.
+fn fmt_per_span(counter: &str, v: f64) -> String {
+    if is_clock_event(counter) {
+        format_duration_ns(v)
     } else {
-        format!("{v:.1}")
+        GroupedFloat(v, 1).to_string()
     }
+}
+
+/// Whether `counter` (a perf name, modifiers included) counts nanoseconds.
+fn is_clock_event(counter: &str) -> bool {
+    let event = counter.split(':').next().unwrap_or(counter);
+    matches!(event, "task-clock" | "cpu-clock")
 }
 
 /// A duration of `ticks`: in seconds to nanoseconds when `hz` is known, else in ticks.
@@ -628,6 +662,10 @@ mod tests {
         assert_eq!(t.cell("parse", "Cycles"), Some("n/a"));
         assert_eq!(t.cell("parse", "IPC p50"), Some("n/a"));
         assert_eq!(t.cell("parse", "page-faults/span"), Some("5.0"));
+        assert_eq!(fmt_per_span("page-faults", 3137.3), "3,137.3");
+        assert_eq!(fmt_per_span("page-faults", 26.2e6), "26,200,000.0");
+        assert_eq!(fmt_per_span("task-clock", 26.2e6), "26.20 ms");
+        assert_eq!(fmt_per_span("task-clock:u", 1320.0), "1.32 µs");
         assert_eq!(t.cell("parse", "Time"), Some("9.00 ms"));
         let shown = t.to_string();
         assert!(

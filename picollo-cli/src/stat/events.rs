@@ -7,25 +7,12 @@ use picollo_linux::event::{Event, EventSpec, SoftwareEvent};
 
 use crate::error::{CliError, Result};
 
-/// Splits a comma-separated event list, keeping commas inside `pmu/…/` terms.
+/// Splits a comma-separated event list, keeping commas inside `pmu/…/` terms (the one
+/// splitter, `picollo_linux::event::split_list`).
 pub(crate) fn split_events(spec: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut cur = String::new();
-    let mut slashes = 0;
-    for c in spec.chars() {
-        match c {
-            '/' => {
-                slashes += 1;
-                cur.push(c);
-            }
-            ',' if slashes % 2 == 0 => out.push(core::mem::take(&mut cur)),
-            c => cur.push(c),
-        }
-    }
-    out.push(cur);
-    out.into_iter()
-        .map(|s| s.trim().to_string())
-        .filter(|s| !s.is_empty())
+    picollo_linux::event::split_list(spec)
+        .into_iter()
+        .map(str::to_owned)
         .collect()
 }
 

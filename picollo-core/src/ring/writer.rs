@@ -84,11 +84,41 @@ impl<'a> RingWriter<'a> {
         Self::init(region, schema, options)
     }
 
+    /// As [`RingWriter::from_raw`], over a region known to hold zeros only (a fresh shared
+    /// memory segment): the slots' sequence words are not written, so the slots' pages are
+    /// not touched (not committed, for a segment whose pages are allocated on first write)
+    /// until frames are saved, that is until a reader attaches.
+    ///
+    /// # Safety
+    ///
+    /// As [`RingWriter::from_raw`], and every word of the region is zero.
+    pub unsafe fn from_zeroed_raw(
+        ptr: *mut u8,
+        len: usize,
+        schema: &Schema<'_>,
+        options: &RingOptions<'_>,
+    ) -> Result<Self, RingError> {
+        // SAFETY: forwarded from this function's contract.
+        let region = unsafe { region_from_raw(ptr, len)? };
+        Self::init_with(region, schema, options, true)
+    }
+
     /// Initializes over a shared view; callers make sure there is one writer.
     pub(super) fn init(
         region: &'a [AtomicU64],
         schema: &Schema<'_>,
         options: &RingOptions<'_>,
+    ) -> Result<Self, RingError> {
+        Self::init_with(region, schema, options, false)
+    }
+
+    /// [`RingWriter::init`]; with `zeroed`, the region holds zeros only, so the slots'
+    /// sequence words are 0 already and left untouched.
+    fn init_with(
+        region: &'a [AtomicU64],
+        schema: &Schema<'_>,
+        options: &RingOptions<'_>,
+        zeroed: bool,
     ) -> Result<Self, RingError> {
         schema.check()?;
         let counters = CounterTable::new(options.counters)?;
@@ -127,8 +157,10 @@ impl<'a> RingWriter<'a> {
             &counters,
         );
         let slots_region = region.get(header..needed).unwrap_or(&[]);
-        for seq in slots_region.iter().step_by(slot_words) {
-            seq.store(0, Ordering::Relaxed);
+        if !zeroed {
+            for seq in slots_region.iter().step_by(slot_words) {
+                seq.store(0, Ordering::Relaxed);
+            }
         }
         word(region, w::MAGIC)?.store(MAGIC, Ordering::Release);
 

@@ -121,9 +121,13 @@ impl ShmWriter {
         // `ring` (field order). Every process accesses it through 64-bit atomics only (this
         // crate's readers and writers). The `'static` lifetime never escapes `Self`: no
         // method returns a reference derived from it. This is the only writer: the memfd was
-        // just created, and the name is claimed in this process.
-        let ring = unsafe { RingWriter::from_raw(map.ptr.as_ptr(), map.len, schema, &options) }
-            .map_err(|e| ShmError::ring(&segment, e))?;
+        // just created, and the name is claimed in this process; a new memfd reads as zeros.
+        // The memfd is new, so all zeros: its slots' pages stay unallocated until frames are
+        // saved, which happens only while a reader is attached (a thread's span ring costs
+        // its header page until then, not its 2 MB).
+        let ring =
+            unsafe { RingWriter::from_zeroed_raw(map.ptr.as_ptr(), map.len, schema, &options) }
+                .map_err(|e| ShmError::ring(&segment, e))?;
         Ok(Self {
             ring,
             map,

@@ -1,11 +1,11 @@
 //! Span configuration: what spans sample ([`SpanCounters`], the process-wide [`SpanConfig`])
 //! and how large their rings are.
 
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock, PoisonError};
 
 use picollo_core::ring::MAX_COUNTERS;
 
-use crate::event::{Event, EventSpec, ParseEventError};
+use crate::event::{parse_list, Event, EventSpec, ParseEventError};
 
 use picollo_alloc::span::{SpanAggregator, COUNTERS_ENV};
 
@@ -25,7 +25,7 @@ pub const DEFAULT_COUNTER_SLOTS: usize = 4;
 /// What spans sample and how large their rings are.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SpanConfig {
-    counters: Vec<String>,
+    counters: SpanCounters,
     slots: u32,
     counter_slots: usize,
 }
@@ -33,7 +33,7 @@ pub struct SpanConfig {
 impl Default for SpanConfig {
     fn default() -> Self {
         Self {
-            counters: Vec::new(),
+            counters: SpanCounters::new(),
             slots: DEFAULT_SLOTS,
             counter_slots: DEFAULT_COUNTER_SLOTS,
         }
@@ -47,51 +47,16 @@ impl SpanConfig {
     }
 
     /// The counters named in [`COUNTERS_ENV`] (none when unset).
-    pub fn from_env() -> Self {
-        let counters = std::env::var(COUNTERS_ENV)
-            .map(|v| Self::parse_counters(&v))
-            .unwrap_or_default();
-        Self {
-            counters,
-            ..Self::default()
-        }
+    ///
+    /// # Errors
+    /// The first name in it that is not an event.
+    pub fn from_env() -> Result<Self, ParseEventError> {
+        Ok(Self::new().with_counters(SpanCounters::from_env()?))
     }
 
-    /// Splits `cycles, instructions,LLC-load-misses` into names (commas inside `pmu/…/`
-    /// events are kept: `cpu/event=0x3c,umask=0x00/`).
-    pub fn parse_counters(list: &str) -> Vec<String> {
-        let mut out = Vec::new();
-        let mut cur = String::new();
-        let mut in_pmu = false;
-        for c in list.chars() {
-            match c {
-                '/' => {
-                    in_pmu = !in_pmu;
-                    cur.push(c);
-                }
-                ',' if !in_pmu => {
-                    if !cur.trim().is_empty() {
-                        out.push(cur.trim().to_owned());
-                    }
-                    cur.clear();
-                }
-                _ => cur.push(c),
-            }
-        }
-        if !cur.trim().is_empty() {
-            out.push(cur.trim().to_owned());
-        }
-        out
-    }
-
-    /// With these counters (typed).
-    pub fn with_span_counters(self, counters: &SpanCounters) -> Self {
-        self.with_counters(counters.names())
-    }
-
-    /// With these counters (perf names).
-    pub fn with_counters<S: AsRef<str>>(mut self, names: impl IntoIterator<Item = S>) -> Self {
-        self.counters = names.into_iter().map(|s| s.as_ref().to_owned()).collect();
+    /// With these counters.
+    pub fn with_counters(mut self, counters: SpanCounters) -> Self {
+        self.counters = counters;
         self
     }
 
@@ -101,8 +66,8 @@ impl SpanConfig {
         self
     }
 
-    /// The counter names.
-    pub fn counters(&self) -> &[String] {
+    /// The counters spans sample.
+    pub fn counters(&self) -> &SpanCounters {
         &self.counters
     }
 
@@ -166,17 +131,18 @@ impl SpanCounters {
     }
 
     /// The counters of a comma-separated list of perf names (`cycles,instructions`, raw
-    /// `r00c0`, `pmu/…/` events, modifiers: the names [`COUNTERS_ENV`] takes); the first
-    /// name that is not an event is the error.
+    /// `r00c0`, `pmu/…/` events, modifiers: the names [`COUNTERS_ENV`] takes; split by
+    /// [`crate::event::split_list`]); the first name that is not an event is the error.
     pub fn parse(list: &str) -> Result<Self, ParseEventError> {
-        let events = SpanConfig::parse_counters(list)
-            .iter()
-            .map(|n| n.parse::<EventSpec>())
-            .collect::<Result<_, _>>()?;
-        Ok(Self { events })
+        Ok(Self {
+            events: parse_list(list)?,
+        })
     }
 
     /// The counters named in [`COUNTERS_ENV`] (none when unset).
+    ///
+    /// # Errors
+    /// The first name in it that is not an event.
     pub fn from_env() -> Result<Self, ParseEventError> {
         std::env::var(COUNTERS_ENV).map_or_else(|_| Ok(Self::new()), |v| Self::parse(&v))
     }
@@ -191,6 +157,12 @@ impl SpanCounters {
         self.events.iter().map(ToString::to_string).collect()
     }
 
+    /// The list as [`SpanCounters::parse`] reads it back: the names joined by commas (what a
+    /// consumer sends a writer, [`super::SpanConsumer::request_counters`]).
+    pub fn to_list(&self) -> String {
+        self.names().join(",")
+    }
+
     /// How many.
     pub fn len(&self) -> usize {
         self.events.len()
@@ -202,19 +174,80 @@ impl SpanCounters {
     }
 }
 
-static CONFIG: OnceLock<SpanConfig> = OnceLock::new();
+/// The process's span state: the configuration (set once) and the counters a consumer asked
+/// for at attach time (the latest request a thread applied), which rings opened later count
+/// too. One place, typed: nothing here is a name to parse again.
+struct Process {
+    config: SpanConfig,
+    /// Why [`COUNTERS_ENV`] could not be used, when it named something that is not an event.
+    env_error: Option<ParseEventError>,
+    requested: Mutex<Option<SpanCounters>>,
+}
+
+static PROCESS: OnceLock<Process> = OnceLock::new();
+
+fn process() -> &'static Process {
+    PROCESS.get_or_init(|| match SpanConfig::from_env() {
+        Ok(config) => Process::new(config, None),
+        Err(e) => {
+            eprintln!(
+                "picollo: {COUNTERS_ENV}: {e}; spans count time only (see `picollo counters` \
+                 for the events available here)"
+            );
+            Process::new(SpanConfig::new(), Some(e))
+        }
+    })
+}
+
+impl Process {
+    fn new(config: SpanConfig, env_error: Option<ParseEventError>) -> Self {
+        Self {
+            config,
+            env_error,
+            requested: Mutex::new(None),
+        }
+    }
+}
 
 /// Sets the process's span configuration; only before the first span opens a ring (else the
 /// configuration given is handed back as the error, and [`config`] says what is in force).
 /// Without it, [`SpanConfig::from_env`].
 pub fn configure(config: SpanConfig) -> Result<(), SpanConfig> {
-    CONFIG.set(config)?;
-    Ok(())
+    let mut given = Some(config);
+    let _ = PROCESS.get_or_init(|| Process::new(given.take().unwrap_or_default(), None));
+    match given {
+        None => Ok(()),
+        Some(config) => Err(config),
+    }
 }
 
 /// The configuration in force.
 pub fn config() -> &'static SpanConfig {
-    CONFIG.get_or_init(SpanConfig::from_env)
+    &process().config
+}
+
+/// Why [`COUNTERS_ENV`] was not used (a name in it that is not an event), if so: the span
+/// configuration then counts time only.
+pub fn env_error() -> Option<&'static ParseEventError> {
+    process().env_error.as_ref()
+}
+
+/// The counters a ring opened now counts: the latest attach-time request a thread applied,
+/// else the configuration's.
+pub(crate) fn counters_in_force() -> SpanCounters {
+    let p = process();
+    let requested = p.requested.lock().unwrap_or_else(PoisonError::into_inner);
+    requested
+        .clone()
+        .unwrap_or_else(|| p.config.counters.clone())
+}
+
+/// Records the counters a thread switched to at a consumer's request, for rings opened later.
+pub(crate) fn set_requested(counters: SpanCounters) {
+    *process()
+        .requested
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner) = Some(counters);
 }
 
 /// An empty [`SpanAggregator`] whose table notes describe this machine's PMU (what

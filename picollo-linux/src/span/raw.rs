@@ -1,145 +1,276 @@
-//! Raw access to this thread's span ring, for span layers that keep span state of their own
-//! (the `picollo-tracing` layer, whose spans are entered and exited many times, on several
-//! threads, and are not guards of this module).
+//! The thread's span state for span layers that keep span state of their own (the
+//! `picollo-tracing` layer, whose spans are entered and exited many times, on several
+//! threads, and are not guards of this module): [`with_thread`] borrows it once, and a hook
+//! does everything through the [`ThreadSpans`] it gets.
 //!
-//! - [`thread_listening`]: the fast check of [`Span::enter`](super::Span::enter) (a consumer
-//!   is attached, or the thread's ring is not open yet).
-//! - [`sample_thread_counters`]: reads this thread's counters, the same sessions and slot
-//!   order as the ring's frames, with their enabled and running times so that the caller can
-//!   tell "not counted" from zero ([`Reading::delta_since`]).
-//! - [`save_frame`]: saves one span frame with explicit start and end samples.
-//! - [`apply_counter_request`]: switches this thread's counters to what a consumer asked
-//!   for at attach time ([`super::SpanConsumer::request_counters`]); [`super::Span`]
-//!   does it at each outermost span begin, a layer with spans of its own calls it when the
-//!   thread has none open.
-//! - [`SpanAggregator::record_histograms`](super::SpanAggregator::record_histograms): adds spans already aggregated into histograms
-//!   (rather than one frame at a time) to the per-phase table; [`format_duration_ns`] writes
-//!   a duration as that table does.
+//! - [`ThreadSpans::attached`]: a consumer is attached to the thread's ring (opening the
+//!   ring on first use).
+//! - [`ThreadSpans::begin`] and [`ThreadSpans::end`]: an interval of one span, on the
+//!   thread's stack of open intervals, which counts [`Span`](super::Span) guards too (so
+//!   the depth in frames counts both), with the thread's counter samples at both ends when
+//!   asked, in the ring's slot order, with their enabled and running times so that the
+//!   caller can tell "not counted" from zero ([`Reading::delta_since`]). Counters are read
+//!   before the clock at the start and after it at the end, so reading them is not timed.
+//! - [`ThreadSpans::save_frame`]: saves one span frame with explicit samples.
+//! - [`ThreadSpans::apply_counter_request`]: switches the thread's counters to what a
+//!   consumer asked for at attach time ([`super::SpanConsumer::request_counters`]);
+//!   [`super::Span`] does it at each outermost span begin, a layer when the thread has no
+//!   interval open.
+//! - [`ThreadSpans::slot_map`]: the layer's mapping of the thread's counter slots to its own
+//!   counters, kept here and marked stale whenever the thread's counters change.
+//! - [`SpanAggregator::record_histograms`](super::SpanAggregator::record_histograms): adds
+//!   spans already aggregated into histograms to the per-phase table;
+//!   [`format_duration_ns`] writes a duration as that table does.
 //!
-//! The ring, its counters and its clock ([`now`](super::now)) are the ones [`super::Span`]
+//! The ring, its counters and its clock ([`super::now`]) are the ones [`super::Span`]
 //! uses, so a consumer sees both kinds of spans alike.
 
-use picollo_alloc::span::frame::{span_head, store_counter_samples};
+use picollo_alloc::span::frame::{span_head, store_counter_samples, HEAD_WORDS};
+use picollo_alloc::span::stack::{Ended, Open, StartSamples};
 use picollo_core::ring::{WordArray, MAX_COUNTERS};
 
-use super::thread::{listening, THREAD};
-use super::SpanName;
+use super::thread::{listening, RingState, THREAD};
+use super::{now, SpanName};
 use crate::count::Reading;
+use crate::event::Event;
+use crate::shm::ShmError;
 
+pub use super::thread::ThreadSpans;
+pub use picollo_alloc::span::stack::{SlotMap, NO_COUNTER};
 pub use picollo_alloc::span::{format_duration_ns, AggregatedSpans};
 
-/// Whether this thread's ring wants frames: a consumer is attached, or the ring is not open
-/// yet (then [`save_frame`] or [`sample_thread_counters`] opens it). One thread-local load, a
-/// load and a branch.
+/// Counter samples of one interval end: one per counter slot.
+pub type Samples = [Reading; MAX_COUNTERS];
+
+/// An interval that ended ([`ThreadSpans::end`]): 16 bytes, so the hot path moves no
+/// samples (they stay in the thread's state: [`ThreadSpans::counters`]) and the interval
+/// stays in registers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Interval {
+    /// The span clock at its start.
+    pub start: u64,
+    /// Its nesting depth on the thread (1 for the outermost).
+    pub depth: u32,
+    starts: StartSamples,
+    /// Counter slots sampled at its end (0 when its start was not sampled).
+    n: u8,
+}
+
+impl Interval {
+    /// An interval from its start, depth, start samples and end samples (`n` slots).
+    #[inline(always)]
+    pub(crate) fn new(start: u64, depth: u32, starts: StartSamples, n: usize) -> Self {
+        Self {
+            start,
+            depth,
+            starts,
+            // At most MAX_COUNTERS (8).
+            n: n as u8,
+        }
+    }
+
+    fn ended(&self) -> Ended {
+        Ended {
+            start: self.start,
+            depth: self.depth,
+            starts: self.starts,
+        }
+    }
+}
+
+/// Runs `f` with this thread's span state, borrowed once; `None` while the thread exits (its
+/// thread-locals are gone) or when `f` would borrow it again from inside.
 #[inline(always)]
-pub fn thread_listening() -> bool {
-    listening()
-}
-
-/// Samples this thread's span counters (opening the thread's ring and counters on first use)
-/// into `out[..n]`, in the ring's slot order (the names of [`super::thread_counters`]), and
-/// returns `n`: 0 without counters, or when the ring cannot open. A group whose read fails
-/// gives readings with zero times, which [`Reading::delta_since`] reports as not counted.
-pub fn sample_thread_counters(out: &mut [Reading; MAX_COUNTERS]) -> usize {
+pub fn with_thread<R>(f: impl FnOnce(&mut ThreadSpans) -> R) -> Option<R> {
     THREAD
-        .try_with(|cell| {
-            let Ok(mut st) = cell.try_borrow_mut() else {
-                return 0;
-            };
-            let Some(t) = st.ring() else {
-                return 0;
-            };
-            let mut slots = out.iter_mut();
-            let mut n = 0;
-            for s in &mut t.sessions {
-                let ok = s.read(false).is_ok();
-                for c in s.counters() {
-                    let Some(o) = slots.next() else {
-                        return n;
-                    };
-                    *o = match c.last_reading() {
-                        Some(r) if ok => r,
-                        _ => Reading::default(),
-                    };
-                    n += 1;
-                }
-            }
-            n.min(t.measured)
-        })
-        .unwrap_or(0)
+        .try_with(|cell| cell.try_borrow_mut().ok().map(|mut t| f(&mut t)))
+        .ok()
+        .flatten()
 }
 
-/// Saves one span frame into this thread's ring (opening it on first use) if a consumer is
-/// attached: `name`, nesting `depth`, the span clock at `start` and `end`, and the counter
-/// samples at both ends (from [`sample_thread_counters`] on this thread). Returns whether a
-/// frame was saved: not when nobody is attached, and not when the ring measures counters but
-/// `counters` is `None` or holds another number of them (a frame never carries made-up
-/// counter values).
-pub fn save_frame(
-    name: SpanName,
-    depth: u32,
-    start: u64,
-    end: u64,
-    counters: Option<(&[Reading], &[Reading])>,
+impl ThreadSpans {
+    /// Intervals open on this thread (`span!` guards and layers' spans): 0 between spans.
+    #[inline(always)]
+    pub fn depth(&self) -> u32 {
+        self.open.depth()
+    }
+
+    /// Whether a consumer is attached to this thread's ring, opening the ring on first use:
+    /// the fast check of `span!` (the ring's attached word, through a thread-local pointer
+    /// to it) and a branch once the ring is open.
+    #[inline(always)]
+    pub fn attached(&mut self) -> bool {
+        // The word is the open ring's `attached` word, or a constant: not 0 before the ring
+        // opens, 0 when it could not.
+        listening() && (matches!(self.ring, RingState::Open(_)) || self.attached_slow())
+    }
+
+    /// [`ThreadSpans::attached`] before the ring is open: opens it.
+    #[cold]
+    #[inline(never)]
+    fn attached_slow(&mut self) -> bool {
+        self.ring.get().is_some_and(|t| t.writer.is_attached())
+    }
+
+    /// Applies a consumer's pending counter request (see
+    /// [`super::SpanConsumer::request_counters`]): closes the thread's counters, opens the
+    /// requested ones and publishes the new counter table; the [`ThreadSpans::slot_map`] is
+    /// then stale. Call it only when no interval is open ([`ThreadSpans::depth`] 0), whose
+    /// start samples came from the old counters. Returns whether a request was applied; one
+    /// relaxed load when none is pending.
+    #[inline]
+    pub fn apply_counter_request(&mut self) -> bool {
+        let RingState::Open(t) = &mut self.ring else {
+            return false;
+        };
+        if !t.writer.has_counter_request() {
+            return false;
+        }
+        t.apply_request();
+        self.slot_map = SlotMap::NONE;
+        true
+    }
+
+    /// The event of each counter slot the thread measures, in slot order (opening its ring
+    /// and counters first), or the error that kept the ring from opening.
+    #[cold]
+    pub fn counter_events(&mut self) -> Result<Vec<Event>, ShmError> {
+        self.measured_counters(|c| c.event().clone())
+    }
+
+    /// A span layer's mapping of the thread's counter slots to its counters (see
+    /// [`SlotMap`]): [`SlotMap::NONE`] until the layer sets it, and again whenever the
+    /// thread's counters change.
+    #[inline(always)]
+    pub fn slot_map(&self) -> &SlotMap {
+        &self.slot_map
+    }
+
+    /// What reading the counters adds to a window, per counter slot: the smallest delta
+    /// between two back-to-back samples, measured when the thread's counters open (a
+    /// calibrated correction; 0 without counters). Subtract it from a delta so that a short
+    /// span's `task-clock` does not exceed its busy time.
+    #[inline(always)]
+    pub fn read_costs(&self) -> &[u64; MAX_COUNTERS] {
+        const NONE: [u64; MAX_COUNTERS] = [0; MAX_COUNTERS];
+        match &self.ring {
+            RingState::Open(t) => &t.read_cost,
+            _ => &NONE,
+        }
+    }
+
+    /// Sets the mapping of [`ThreadSpans::slot_map`].
+    pub fn set_slot_map(&mut self, map: SlotMap) {
+        self.slot_map = map;
+    }
+
+    /// Begins an interval of `owner`'s span `id` (an owner is a layer's id, never 0): with
+    /// `sample`, samples the thread's counters (opening its ring on first use), then reads
+    /// the clock. Returns the interval's depth (1 for the outermost).
+    #[inline(always)]
+    pub fn begin(&mut self, owner: u64, id: u64, sample: bool) -> u32 {
+        let sampled = sample && self.sample_into_next();
+        self.open.push(Open::new(owner, id, now(), sampled))
+    }
+
+    /// Samples the thread's counters into the start samples of the next interval; whether
+    /// it could (not without a ring).
+    #[inline(never)]
+    fn sample_into_next(&mut self) -> bool {
+        match self.ring.get() {
+            Some(t) => {
+                t.sample(self.open.next_samples());
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Ends the interval of `owner`'s span `id` whose clock reading at the end the caller
+    /// took (`now()` before this call); when its start was sampled, samples the counters at
+    /// the end too ([`ThreadSpans::counters`]). `None` when the span has no interval open on
+    /// this thread (entered before the layer was installed, or on another thread).
+    #[inline(always)]
+    pub fn end(&mut self, owner: u64, id: u64) -> Option<Interval> {
+        let (ring, ends) = (&mut self.ring, &mut self.ends);
+        let mut n = 0;
+        // The counters are sampled before the interval leaves the stack, so the counter
+        // window holds as little of this bookkeeping as possible.
+        let e = self.open.take(owner, id, |sampled| {
+            if sampled {
+                n = sample_ends(ring, ends);
+            }
+        })?;
+        Some(Interval::new(e.start, e.depth, e.starts, n))
+    }
+
+    /// The counter samples at both ends of `interval`, the one [`ThreadSpans::end`] just
+    /// returned, in slot order, when its start was sampled.
+    #[inline(always)]
+    pub fn counters(&self, interval: &Interval) -> Option<(&[Reading], &[Reading])> {
+        let starts = self.open.samples_of(&interval.ended())?;
+        let n = usize::from(interval.n);
+        Some((&starts[..n], &self.ends[..n]))
+    }
+
+    /// Saves the frame of `interval` (the one [`ThreadSpans::end`] just returned) into the
+    /// thread's ring if a consumer is attached: `name`, its depth, the span clock at its
+    /// start and at `end`, and its counter samples. Returns whether a frame was saved: not
+    /// when nobody is attached, and not when the ring measures counters but the interval has
+    /// no samples of them (a frame never carries made-up counter values).
+    #[inline]
+    pub fn save_frame(&mut self, name: SpanName, interval: &Interval, end: u64) -> bool {
+        let RingState::Open(t) = &mut self.ring else {
+            return false;
+        };
+        let k = t.measured.min(t.slots);
+        let saved = if k == 0 {
+            let head = span_head(name, interval.depth, interval.start, end);
+            t.writer.save_with(|data| head.store_into(data))
+        } else {
+            match self.open.samples_of(&interval.ended()) {
+                Some(starts) if usize::from(interval.n) >= k => {
+                    let head = span_head(name, interval.depth, interval.start, end);
+                    save_with_counters(t, &head, &starts[..k], &self.ends[..k])
+                }
+                _ => return false,
+            }
+        };
+        if t.writer.is_disabled() {
+            // A child after fork: its writer turned itself off; stop taking this path.
+            t.publish();
+        }
+        saved
+    }
+}
+
+/// Samples the thread's counters into `ends`; returns how many (0 without counters or
+/// ring).
+#[inline(never)]
+fn sample_ends(ring: &mut RingState, ends: &mut Samples) -> usize {
+    match ring {
+        RingState::Open(t) => t.sample(ends),
+        _ => 0,
+    }
+}
+
+/// Saves a frame with `head` and the counter samples at both ends (their values).
+#[inline(never)]
+fn save_with_counters(
+    t: &mut super::thread::ThreadRing,
+    head: &[u64; HEAD_WORDS],
+    starts: &[Reading],
+    ends: &[Reading],
 ) -> bool {
-    THREAD
-        .try_with(|cell| {
-            let Ok(mut st) = cell.try_borrow_mut() else {
-                return false;
-            };
-            let Some(t) = st.ring() else {
-                return false;
-            };
-            if !t.writer.is_attached() {
-                return false;
-            }
-            let k = t.measured.min(t.slots);
-            let head = span_head(name, depth, start, end);
-            let (mut s, mut e) = ([0u64; MAX_COUNTERS], [0u64; MAX_COUNTERS]);
-            if k > 0 {
-                let Some((cs, ce)) = counters.filter(|(s, e)| s.len() == k && e.len() == k) else {
-                    return false;
-                };
-                for i in 0..k {
-                    s[i] = cs[i].value;
-                    e[i] = ce[i].value;
-                }
-            }
-            let slots = t.slots;
-            let saved = t.writer.save_with(|data| {
-                head.store_into(data);
-                if k > 0 {
-                    store_counter_samples(data, slots, &s[..k], &e[..k]);
-                }
-            });
-            if t.writer.is_disabled() {
-                // A child after fork: its writer turned itself off; stop taking this path.
-                t.publish();
-            }
-            saved
-        })
-        .unwrap_or(false)
-}
-
-/// Applies a consumer's pending counter request to this thread (see
-/// [`super::SpanConsumer::request_counters`]): closes its counters, opens the requested
-/// ones and publishes the new counter table. Call it only when no span that sampled the old
-/// counters is open on this thread (their end samples would come from other counters).
-/// Returns whether a request was applied; one relaxed load when none is pending.
-pub fn apply_counter_request() -> bool {
-    THREAD
-        .try_with(|cell| {
-            let Ok(mut st) = cell.try_borrow_mut() else {
-                return false;
-            };
-            let Some(t) = st.ring() else {
-                return false;
-            };
-            if !t.writer.has_counter_request() {
-                return false;
-            }
-            t.apply_request();
-            true
-        })
-        .unwrap_or(false)
+    let k = starts.len().min(ends.len()).min(MAX_COUNTERS);
+    let (mut s, mut e) = ([0u64; MAX_COUNTERS], [0u64; MAX_COUNTERS]);
+    for i in 0..k {
+        s[i] = starts[i].value;
+        e[i] = ends[i].value;
+    }
+    let slots = t.slots;
+    t.writer.save_with(|data| {
+        head.store_into(data);
+        store_counter_samples(data, slots, &s[..k], &e[..k]);
+    })
 }

@@ -2,36 +2,25 @@
 //! requests, the fast "is anyone listening" check, and what happens at thread exit and fork.
 
 use std::cell::{Cell, RefCell};
-use std::sync::{Mutex, OnceLock};
+use std::sync::OnceLock;
 
 use picollo_alloc::span::frame;
+use picollo_alloc::span::stack::{OpenStack, SlotMap, StartSamples};
 use picollo_core::ring::{
     AtomicU64 as RingWord, CounterInfo, RingOptions, MAX_COUNTERS, NAME_BYTES, REQUEST_BYTES,
 };
 
-use crate::event::{Event, SoftwareEvent};
+use crate::count::Reading;
+use crate::event::{split_list, Event, EventSpec, SoftwareEvent};
 use crate::session::{CounterSession, OnUnsupported};
 use crate::shm::{ShmError, ShmWriter};
 
-use super::config::{config, SpanConfig, RING_PREFIX};
+use super::config::{config, counters_in_force, set_requested, SpanCounters, RING_PREFIX};
+use super::raw::Interval;
 
 // ---------------------------------------------------------------------------------------------
 // The thread's ring
 // ---------------------------------------------------------------------------------------------
-
-/// Nesting depth up to which spans keep their own start samples (deeper spans share the
-/// last slot, so their counter deltas are wrong, but never out of bounds).
-pub(crate) const MAX_DEPTH: usize = 64;
-
-/// The counters asked for at attach time (the latest request a thread applied), for the
-/// threads that open their ring later.
-pub(crate) static REQUESTED: Mutex<Option<Vec<String>>> = Mutex::new(None);
-
-/// The counters a ring opened now samples: the latest request, else the configuration.
-pub(crate) fn wanted_counters() -> Vec<String> {
-    let requested = REQUESTED.lock().unwrap_or_else(|p| p.into_inner()).clone();
-    requested.unwrap_or_else(|| config().counters().to_vec())
-}
 
 pub(crate) struct ThreadRing {
     pub(crate) writer: ShmWriter,
@@ -41,43 +30,37 @@ pub(crate) struct ThreadRing {
     pub(crate) measured: usize,
     /// Counter slots of each frame.
     pub(crate) slots: usize,
-    pub(crate) depth: u32,
-    /// The counter samples at the start of the open spans, by depth.
-    pub(crate) starts: [[u64; MAX_COUNTERS]; MAX_DEPTH],
+    /// Per measured slot, what reading the counters itself adds to a window between two
+    /// samples (see [`ThreadRing::calibrate`]).
+    pub(crate) read_cost: [u64; MAX_COUNTERS],
 }
 
-/// Whether `name` is a clock event (`task-clock`, `cpu-clock`).
-pub(crate) fn is_clock_event(name: &str) -> bool {
+/// Back-to-back sample pairs of [`ThreadRing::calibrate`].
+const CALIBRATION_PAIRS: usize = 16;
+
+/// Whether `spec` is a clock event (`task-clock`, `cpu-clock`).
+pub(crate) fn is_clock_event(spec: &EventSpec) -> bool {
     matches!(
-        name.parse::<Event>(),
-        Ok(Event::Software(
-            SoftwareEvent::TaskClock | SoftwareEvent::CpuClock
-        ))
+        spec.event,
+        Event::Software(SoftwareEvent::TaskClock | SoftwareEvent::CpuClock)
     )
 }
 
 /// `EINVAL`, the reason given for a name that is not a counter.
 pub(crate) const NOT_A_COUNTER: u32 = libc::EINVAL as u32;
 
-/// Opens `names` as one group, dropping what this machine cannot count; the names that could
-/// not be opened are added to `unavailable` with the errno of the failure.
+/// Opens `events` as one group, dropping what this machine cannot count; the events that
+/// could not be opened are added to `unavailable` with the errno of the failure.
 pub(crate) fn open_group(
-    names: &[&str],
+    events: &[&EventSpec],
     unavailable: &mut Vec<(String, u32)>,
 ) -> Option<CounterSession> {
-    let mut builder = CounterSession::builder().on_unsupported(OnUnsupported::Drop);
-    let mut any = false;
-    for n in names {
-        match builder.clone().event_name(n) {
-            Ok(b) => {
-                builder = b;
-                any = true;
-            }
-            Err(_) => unavailable.push(((*n).to_owned(), NOT_A_COUNTER)),
-        }
-    }
-    if !any {
+    if events.is_empty() {
         return None;
+    }
+    let mut builder = CounterSession::builder().on_unsupported(OnUnsupported::Drop);
+    for e in events {
+        builder = builder.event_spec((*e).clone());
     }
     let errno = |e: &crate::PerfError| e.errno().map_or(0, |e| e.unsigned_abs());
     match builder.build() {
@@ -99,7 +82,7 @@ pub(crate) fn open_group(
         }
         Err(e) => {
             let why = errno(&e);
-            unavailable.extend(names.iter().map(|s| ((*s).to_owned(), why)));
+            unavailable.extend(events.iter().map(|s| (s.to_string(), why)));
             None
         }
     }
@@ -114,23 +97,25 @@ pub(crate) struct OpenedCounters {
 }
 
 impl OpenedCounters {
-    /// Opens `names` (at most `slots` of them) for the calling thread.
-    pub(crate) fn open(names: &[String], slots: usize) -> Self {
-        let names: Vec<&str> = names.iter().map(String::as_str).take(slots).collect();
+    /// Opens `counters` (at most `slots` of them) for the calling thread; `invalid` are
+    /// names a consumer asked for that are not events (recorded as unavailable, `EINVAL`).
+    pub(crate) fn open(counters: &SpanCounters, invalid: &[&str], slots: usize) -> Self {
+        let events: Vec<&EventSpec> = counters.events().iter().take(slots).collect();
         // Clock events (hrtimer-driven, each its own kernel PMU) go in groups of their own: in
         // one group with other software events, the members read 0 much of the time (seen
         // on Linux 6.x with task-clock and page-faults). Everything else is one group, read
         // with one `read()` or RDPMC.
-        let (clocks, others): (Vec<&str>, Vec<&str>) =
-            names.iter().partition(|n| is_clock_event(n));
-        let mut unavailable: Vec<(String, u32)> = Vec::new();
+        let (clocks, others): (Vec<&EventSpec>, Vec<&EventSpec>) =
+            events.iter().partition(|e| is_clock_event(e));
+        let mut unavailable: Vec<(String, u32)> = invalid
+            .iter()
+            .map(|n| ((*n).to_owned(), NOT_A_COUNTER))
+            .collect();
         let mut sessions = Vec::new();
         for c in &clocks {
             sessions.extend(open_group(&[c], &mut unavailable));
         }
-        if !others.is_empty() {
-            sessions.extend(open_group(&others, &mut unavailable));
-        }
+        sessions.extend(open_group(&others, &mut unavailable));
         let mut table: Vec<(String, Option<u32>)> = sessions
             .iter()
             .flat_map(|s| s.counters().iter().map(|c| (header_name(c.name()), None)))
@@ -168,9 +153,9 @@ impl OpenedCounters {
 impl ThreadRing {
     pub(crate) fn open() -> Result<Self, ShmError> {
         let cfg = config();
-        let names = wanted_counters();
-        let slots = cfg.counter_slots().max(names.len()).min(MAX_COUNTERS);
-        let opened = OpenedCounters::open(&names, slots);
+        let counters = counters_in_force();
+        let slots = cfg.counter_slots().max(counters.len()).min(MAX_COUNTERS);
+        let opened = OpenedCounters::open(&counters, &[], slots);
         let counters = opened.infos(slots);
         let fields = frame::fields(slots);
         let schema = frame::schema(&fields);
@@ -183,8 +168,11 @@ impl ThreadRing {
             measured: opened.measured,
             sessions: opened.sessions,
             slots,
-            depth: 0,
-            starts: [[0; MAX_COUNTERS]; MAX_DEPTH],
+            read_cost: [0; MAX_COUNTERS],
+        })
+        .map(|mut t| {
+            t.calibrate();
+            t
         })
     }
 
@@ -198,38 +186,76 @@ impl ThreadRing {
             return;
         };
         let seq = request.seq;
-        let names = SpanConfig::parse_counters(request.text);
+        // The request comes from another process: every name is checked here, by the one
+        // parser of event lists; names that are not events are recorded as such (EINVAL).
+        let (mut counters, mut invalid) = (SpanCounters::new(), Vec::new());
+        for name in split_list(request.text) {
+            match name.parse::<EventSpec>() {
+                Ok(spec) => counters = counters.with_spec(spec),
+                Err(_) => invalid.push(name),
+            }
+        }
         // Close the old counters first: the PMU may not hold both sets.
         self.sessions.clear();
         self.measured = 0;
-        let opened = OpenedCounters::open(&names, self.slots);
+        let opened = OpenedCounters::open(&counters, &invalid, self.slots);
         if self.writer.set_counters(&opened.infos(self.slots)).is_ok() {
             self.measured = opened.measured;
             self.sessions = opened.sessions;
+            self.calibrate();
         } else {
             let _ = self.writer.set_counters(&[]);
         }
         self.writer.ack_counter_request(seq);
-        *REQUESTED.lock().unwrap_or_else(|p| p.into_inner()) = Some(names);
+        set_requested(counters);
     }
 
-    /// Samples the measured counters into `out[..measured]`, group by group (zeros for a
-    /// group whose read fails).
+    /// Samples the measured counters into `out[..n]`, in slot order, and returns `n` (the
+    /// measured counters). A group whose read fails gives readings with zero times, which
+    /// [`Reading::delta_since`] reports as not counted.
     #[inline]
-    pub(crate) fn sample(sessions: &mut [CounterSession], out: &mut [u64; MAX_COUNTERS]) {
+    pub(crate) fn sample(&mut self, out: &mut [Reading; MAX_COUNTERS]) -> usize {
         let mut slots = out.iter_mut();
-        for s in sessions {
+        let mut n = 0;
+        for s in &mut self.sessions {
             let ok = s.read(false).is_ok();
             for c in s.counters() {
-                if let Some(o) = slots.next() {
-                    *o = if ok {
-                        c.last_reading().map_or(0, |r| r.value)
-                    } else {
-                        0
-                    };
+                let Some(o) = slots.next() else {
+                    return n;
+                };
+                *o = match c.last_reading() {
+                    Some(r) if ok => r,
+                    _ => Reading::default(),
+                };
+                n += 1;
+            }
+        }
+        n.min(self.measured)
+    }
+
+    /// Measures what reading the counters adds to a window: the smallest delta of each
+    /// counter between two back-to-back samples (of [`CALIBRATION_PAIRS`]). A span's window
+    /// holds one such read (the end of the first sample, the start of the second): with
+    /// `read()` that is most of a system call, which `task-clock` counts (about a
+    /// microsecond) and which would otherwise make a short span's task-clock exceed its busy
+    /// time. Span layers subtract it from each delta; frames carry the raw samples. The
+    /// smallest pair is taken so that nothing is subtracted that a window does not hold.
+    #[cold]
+    fn calibrate(&mut self) {
+        let mut best = [u64::MAX; MAX_COUNTERS];
+        let (mut a, mut b) = (
+            [Reading::default(); MAX_COUNTERS],
+            [Reading::default(); MAX_COUNTERS],
+        );
+        for _ in 0..CALIBRATION_PAIRS {
+            let n = self.sample(&mut a).min(self.sample(&mut b));
+            for i in 0..n {
+                if let Some(d) = b[i].delta_since(&a[i]).value() {
+                    best[i] = best[i].min(d);
                 }
             }
         }
+        self.read_cost = best.map(|v| if v == u64::MAX { 0 } else { v });
     }
 
     /// Points this thread's fast check at the ring's `attached` word.
@@ -263,15 +289,18 @@ pub(crate) fn gettid() -> i64 {
     unsafe { libc::syscall(libc::SYS_gettid) }
 }
 
-pub(crate) enum ThreadState {
+/// The thread's ring: not opened yet, open, or failed to open (once: the thread's spans are
+/// then not recorded, and cost nothing more).
+pub(crate) enum RingState {
     Unopened,
     Open(Box<ThreadRing>),
     Failed(ShmError),
 }
 
-impl ThreadState {
+impl RingState {
+    /// The ring, opened on first use.
     #[inline]
-    pub(crate) fn ring(&mut self) -> Option<&mut ThreadRing> {
+    pub(crate) fn get(&mut self) -> Option<&mut ThreadRing> {
         if let Self::Open(t) = self {
             return Some(t);
         }
@@ -297,6 +326,87 @@ impl ThreadState {
             Self::Open(t) => Some(t),
             _ => None,
         }
+    }
+}
+
+/// Everything of spans on one thread, in one thread-local: the ring and its
+/// counters, the intervals open (of `span!` guards and span layers alike, so a frame's depth
+/// counts both), and a span layer's mapping of the counter slots. A span layer borrows it
+/// once per hook through [`super::raw::with_thread`].
+pub struct ThreadSpans {
+    pub(crate) ring: RingState,
+    pub(crate) open: OpenStack<[Reading; MAX_COUNTERS]>,
+    /// The counter samples at the end of the interval that ended last.
+    pub(crate) ends: [Reading; MAX_COUNTERS],
+    pub(crate) slot_map: SlotMap,
+}
+
+impl ThreadSpans {
+    const fn new() -> Self {
+        Self {
+            ring: RingState::Unopened,
+            open: OpenStack::new(),
+            ends: [Reading {
+                value: 0,
+                time_enabled: 0,
+                time_running: 0,
+            }; MAX_COUNTERS],
+            slot_map: SlotMap::NONE,
+        }
+    }
+}
+
+impl ThreadSpans {
+    /// Begins a `span!` guard's interval, a scoped one (see [`OpenStack`]), when
+    /// [`listening`] said yes: a consumer is attached, or the ring is not open yet (then it
+    /// opens, and its spans begin once a consumer attaches). Between spans, applies a
+    /// consumer's pending counter request first; samples the counters when the ring
+    /// measures any, then reads the clock. Returns the start and the depth, or `(0, 0)` when
+    /// nobody is attached.
+    #[inline(always)]
+    pub(crate) fn begin_guard(&mut self) -> (u64, u32) {
+        let t = match &mut self.ring {
+            // `listening` read this ring's attached word: a consumer is attached.
+            RingState::Open(t) => t,
+            ring => match ring.open_slow() {
+                Some(t) if t.writer.is_attached() => t,
+                _ => return (0, 0),
+            },
+        };
+        if self.open.depth() == 0 && t.writer.has_counter_request() {
+            t.apply_request();
+            self.slot_map = SlotMap::NONE;
+        }
+        let depth = self.open.push_scoped();
+        if t.measured > 0 {
+            t.sample(self.open.scoped_samples(depth));
+        }
+        (super::now(), depth)
+    }
+
+    /// Ends a `span!` guard's interval (its `start` and `depth` from
+    /// [`ThreadSpans::begin_guard`]) whose clock reading at the end the caller took: samples
+    /// the counters when the ring measures any, and saves the frame `name`.
+    #[inline(always)]
+    pub(crate) fn end_guard(&mut self, name: super::SpanName, start: u64, depth: u32, end: u64) {
+        let RingState::Open(t) = &mut self.ring else {
+            self.open.pop_scoped();
+            return;
+        };
+        let sampled = t.measured > 0;
+        let n = if sampled { t.sample(&mut self.ends) } else { 0 };
+        self.open.pop_scoped();
+        let interval = Interval::new(
+            start,
+            depth,
+            if sampled {
+                StartSamples::Scoped
+            } else {
+                StartSamples::None
+            },
+            n,
+        );
+        self.save_frame(name, &interval, end);
     }
 }
 
@@ -338,7 +448,7 @@ pub(crate) static UNOPENED: RingWord = RingWord::new(1);
 pub(crate) static NEVER: RingWord = RingWord::new(0);
 
 thread_local! {
-    pub(crate) static THREAD: RefCell<ThreadState> = const { RefCell::new(ThreadState::Unopened) };
+    pub(crate) static THREAD: RefCell<ThreadSpans> = const { RefCell::new(ThreadSpans::new()) };
     /// This thread's ring's `attached` word, or `UNOPENED` / `NEVER`. A `const`, drop-free
     /// thread-local: reading it is one `%fs`-relative load.
     pub(crate) static ATTACHED: Cell<*const RingWord> = const { Cell::new(&raw const UNOPENED) };
@@ -368,13 +478,7 @@ pub fn open_thread_ring() -> Result<String, ShmError> {
             let mut st = cell
                 .try_borrow_mut()
                 .map_err(|_| ShmError::BadName("span ring in use".to_owned()))?;
-            match st.ring() {
-                Some(t) => Ok(t.writer.segment().to_owned()),
-                None => match &*st {
-                    ThreadState::Failed(e) => Err(e.clone()),
-                    _ => Err(ShmError::BadName("span ring".to_owned())),
-                },
-            }
+            st.ring_path()
         })
         .unwrap_or_else(|_| Err(ShmError::BadName("thread is exiting".to_owned())))
 }
@@ -385,7 +489,8 @@ pub fn open_thread_ring() -> Result<String, ShmError> {
 pub fn reset_thread() {
     let _ = THREAD.try_with(|cell| {
         if let Ok(mut st) = cell.try_borrow_mut() {
-            *st = ThreadState::Unopened;
+            st.ring = RingState::Unopened;
+            st.slot_map = SlotMap::NONE;
             let _ = ATTACHED.try_with(|a| a.set(&raw const UNOPENED));
         }
     });
@@ -407,15 +512,41 @@ pub fn thread_counter_events() -> Result<Vec<Event>, ShmError> {
 /// `what` of each measured counter of this thread's ring, in slot order (opening the ring
 /// first), or the error that kept the ring from opening.
 fn measured_counters<T>(what: impl Fn(&crate::session::Counter) -> T) -> Result<Vec<T>, ShmError> {
-    open_thread_ring()?;
     THREAD
-        .try_with(|cell| match &*cell.borrow() {
-            ThreadState::Open(t) => t
+        .try_with(|cell| {
+            let mut st = cell
+                .try_borrow_mut()
+                .map_err(|_| ShmError::BadName("span ring in use".to_owned()))?;
+            st.measured_counters(what)
+        })
+        .unwrap_or_else(|_| Err(ShmError::BadName("thread is exiting".to_owned())))
+}
+
+impl ThreadSpans {
+    /// The ring's segment path (opening it first), or why it could not open.
+    pub(crate) fn ring_path(&mut self) -> Result<String, ShmError> {
+        match self.ring.get() {
+            Some(t) => Ok(t.writer.segment().to_owned()),
+            None => match &self.ring {
+                RingState::Failed(e) => Err(e.clone()),
+                _ => Err(ShmError::BadName("span ring".to_owned())),
+            },
+        }
+    }
+
+    /// `what` of each measured counter of the ring, in slot order (opening it first).
+    pub(crate) fn measured_counters<T>(
+        &mut self,
+        what: impl Fn(&crate::session::Counter) -> T,
+    ) -> Result<Vec<T>, ShmError> {
+        self.ring_path()?;
+        Ok(match &self.ring {
+            RingState::Open(t) => t
                 .sessions
                 .iter()
                 .flat_map(|s| s.counters().iter().map(&what))
                 .collect(),
             _ => Vec::new(),
         })
-        .map_err(|_| ShmError::BadName("thread is exiting".to_owned()))
+    }
 }
