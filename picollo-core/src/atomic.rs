@@ -23,9 +23,9 @@
 #![allow(clippy::unnecessary_cast)]
 
 use crate::cell::{AtomicU16, AtomicU32, AtomicWord, Ordering, RmwAtomic, Word};
-use crate::layout::{ConstLayout, LayoutSpec};
+use crate::layout::{BucketPos, ConstLayout, LayoutSpec};
 use crate::read::HistogramRead;
-use crate::storage::Storage;
+use crate::storage::{Absent, Cells};
 use crate::window::{ConstWindow, Window, WindowError, WindowSpec};
 use crate::{Layout, Record};
 
@@ -272,29 +272,29 @@ impl<A: AtomicCounter, const N: usize, const K: u32, const MIN: u64, const MAX: 
 
 impl<S, L> AtomicHistogram<S, L, Window>
 where
-    S: Storage,
+    S: Cells,
     S::Item: AtomicCounter,
     L: LayoutSpec,
 {
-    /// A histogram over caller-provided atomic storage for `window` (borrowed, heap, or an
-    /// owned array with any [`LayoutSpec`]). It is cleared; a length other than
-    /// `window.len()` is an error.
+    /// A histogram over caller-provided atomic storage for `window` (borrowed, heap — dense,
+    /// or `picollo-alloc`'s sparse storage — or an owned array with any [`LayoutSpec`]). It is
+    /// cleared; a length other than `window.len()` is an error.
     pub fn with_storage(spec: L, storage: S, window: Window) -> Result<Self, WindowError> {
-        window.check_storage_len(storage.as_slice().len())?;
+        storage.check_window(window)?;
         let h = AtomicHistogram {
             spec,
             window,
             shared: SharedState::new(),
             storage,
         };
-        h.storage.as_slice().iter().for_each(AtomicCounter::clear);
+        h.storage.clear_shared(AtomicCounter::clear);
         Ok(h)
     }
 }
 
 impl<S, L, W> AtomicHistogram<S, L, W>
 where
-    S: Storage,
+    S: Cells,
     S::Item: AtomicCounter,
     L: LayoutSpec,
     W: WindowSpec,
@@ -304,7 +304,7 @@ where
     /// takes the 32-bit path of [`AtomicHistogram::record_u32`].
     #[inline(always)]
     pub fn record(&self, value: u64) {
-        self.record_logical(self.spec.index_of_native(value));
+        self.record_at(self.spec.position_native(value));
     }
 
     /// Records a duration in nanoseconds (whole nanoseconds, saturating at `u64::MAX`; see
@@ -317,28 +317,34 @@ where
     /// Records one `u32` value with 32-bit index arithmetic only.
     #[inline(always)]
     pub fn record_u32(&self, value: u32) {
-        self.record_logical(self.spec.index_of_u32(value));
+        self.record_at(self.spec.position_u32(value));
     }
 
     #[inline(always)]
-    fn record_logical(&self, logical: usize) {
-        let slot = logical.wrapping_sub(self.window().first());
-        match self.storage.as_slice().get(slot) {
+    fn record_at(&self, pos: BucketPos) {
+        let (k, first) = (self.spec.layout().block_scale(), self.window().first());
+        match self.storage.cell(pos, k, first) {
             Some(cell) => cell.increment(),
-            None => self.shared.add_outside(slot, 1),
+            None => match self.storage.absent(pos, k, first, 1) {
+                Absent::Outside(slot) => self.shared.add_outside(slot, 1),
+                Absent::Cell(cell) => cell.add(1),
+                Absent::Counted => {}
+            },
         }
     }
 
     /// Records `count` occurrences of `value` (saturating).
     #[inline]
     pub fn record_n(&self, value: u64, count: u64) {
-        let slot = self
-            .spec
-            .index_of_native(value)
-            .wrapping_sub(self.window().first());
-        match self.storage.as_slice().get(slot) {
+        let pos = self.spec.position_native(value);
+        let (k, first) = (self.spec.layout().block_scale(), self.window().first());
+        match self.storage.cell(pos, k, first) {
             Some(cell) => cell.add(count),
-            None => self.shared.add_outside(slot, count),
+            None => match self.storage.absent(pos, k, first, count) {
+                Absent::Outside(slot) => self.shared.add_outside(slot, count),
+                Absent::Cell(cell) => cell.add(count),
+                Absent::Counted => {}
+            },
         }
     }
 
@@ -357,7 +363,7 @@ where
     /// one that landed inside a thread-mode reset or read of the same histogram.
     pub fn reset(&self) {
         self.shared
-            .reset(|| self.storage.as_slice().iter().for_each(|c| c.clear()));
+            .reset(|| self.storage.clear_shared(AtomicCounter::clear));
     }
 }
 
@@ -382,7 +388,7 @@ where
 
 impl<S, L, W> HistogramRead for AtomicHistogram<S, L, W>
 where
-    S: Storage,
+    S: Cells,
     S::Item: AtomicCounter,
     L: LayoutSpec,
     W: WindowSpec,
@@ -395,21 +401,22 @@ where
     }
     #[inline]
     fn count_at(&self, storage_index: usize) -> u64 {
-        self.storage
-            .as_slice()
-            .get(storage_index)
-            .map_or(0, |c| c.get())
+        self.storage.count_at(storage_index)
     }
-    /// Relaxed loads of the cells as a slice ([`crate::storage::cell_runs`]).
+    fn sum_range(&self, start: usize, end: usize) -> u64 {
+        self.storage.sum_range(start, end)
+    }
+    /// Relaxed loads of the cells: the storage's bulk read ([`crate::storage::cell_runs`] for
+    /// dense storage).
     fn recorded_runs(&self, f: &mut dyn FnMut(usize, &[u64])) {
-        crate::storage::cell_runs(self.storage.as_slice(), |c| c.get(), f)
+        self.storage.recorded_runs(f)
     }
     crate::forward_histogram_read!(shared: |h| h.shared);
 }
 
 impl<S, L, W> Record for &AtomicHistogram<S, L, W>
 where
-    S: Storage,
+    S: Cells,
     S::Item: AtomicCounter,
     L: LayoutSpec,
     W: WindowSpec,
@@ -425,4 +432,4 @@ where
     }
 }
 
-crate::fmt::histogram_formats!(AtomicHistogram, "AtomicHistogram", S: Storage, S::Item: AtomicCounter);
+crate::fmt::histogram_formats!(AtomicHistogram, "AtomicHistogram", S: Cells, S::Item: AtomicCounter);

@@ -1,8 +1,8 @@
 //! The plain (single-writer) histogram over any storage.
 
-use crate::layout::{ConstLayout, LayoutSpec};
+use crate::layout::{BucketPos, ConstLayout, LayoutSpec};
 use crate::read::HistogramRead;
-use crate::storage::{Counter, Storage, StorageMut};
+use crate::storage::{Absent, Cells, CellsMut, Counter};
 use crate::window::{ConstWindow, Window, WindowError, WindowSpec};
 use crate::{storage_len, Layout, Record};
 use core::fmt;
@@ -204,13 +204,14 @@ impl<C: Counter, const N: usize, const K: u32, const MIN: u64, const MAX: u64>
 
 impl<S, L> Histogram<S, L, Window>
 where
-    S: StorageMut,
+    S: CellsMut,
     S::Item: Counter,
     L: LayoutSpec,
 {
     /// A histogram over caller-provided storage for `window`: a borrowed buffer (firmware), heap
-    /// storage, or an owned array with any [`LayoutSpec`]. The storage is zeroed; a length other
-    /// than `window.len()` is an error.
+    /// storage (dense, or `picollo-alloc`'s sparse storage), or an owned array with any
+    /// [`LayoutSpec`]. The storage is zeroed; a length other than `window.len()` (for sparse
+    /// storage: a window other than the one it was made for) is an error.
     ///
     /// ```
     /// use picollo_core::{storage_len, Histogram, Layout, ReadExt, Window};
@@ -221,7 +222,7 @@ where
     /// assert_eq!(h.total(), 1);
     /// ```
     pub fn with_storage(spec: L, storage: S, window: Window) -> Result<Self, WindowError> {
-        window.check_storage_len(storage.as_slice().len())?;
+        storage.check_window(window)?;
         let mut h = Histogram {
             spec,
             window,
@@ -237,7 +238,7 @@ where
 
 impl<S, L, W> Histogram<S, L, W>
 where
-    S: StorageMut,
+    S: CellsMut,
     S::Item: Counter,
     L: LayoutSpec,
     W: WindowSpec,
@@ -248,7 +249,7 @@ where
     /// larger values a separate (cold) 64-bit path.
     #[inline(always)]
     pub fn record(&mut self, value: u64) {
-        self.record_logical(self.spec.index_of_native(value));
+        self.record_at(self.spec.position_native(value));
     }
 
     /// Records a duration in nanoseconds (whole nanoseconds, saturating at `u64::MAX`; see
@@ -272,31 +273,45 @@ where
     /// and no compiler helper call (Cortex-M0 included).
     #[inline(always)]
     pub fn record_u32(&mut self, value: u32) {
-        self.record_logical(self.spec.index_of_u32(value));
+        self.record_at(self.spec.position_u32(value));
     }
 
     #[inline(always)]
-    fn record_logical(&mut self, logical: usize) {
-        let slot = logical.wrapping_sub(self.first());
-        match self.storage.as_mut_slice().get_mut(slot) {
+    fn record_at(&mut self, pos: BucketPos) {
+        let (k, first) = (self.spec.layout().block_scale(), self.first());
+        match self.storage.cell_mut(pos, k, first) {
             Some(cell) => cell.increment(),
             // Inline rather than a call: a call in the loop would stop the compiler from
-            // keeping the storage pointer and window in registers across records.
-            // One at a time, a u64 capped at 2^63 - 1 cannot wrap (see `Counter`).
-            None => {
-                let outside = self.outside_counter(slot);
-                *outside = outside.wrapping_add(1);
-            }
+            // keeping the storage pointer and window in registers across records. (Dense
+            // storage answers `Outside` inline; sparse storage calls its cold path here.)
+            None => match self.storage.absent_mut(pos, k, first, 1) {
+                // One at a time, a u64 capped at 2^63 - 1 cannot wrap (see `Counter`).
+                Absent::Outside(slot) => {
+                    let outside = self.outside_counter(slot);
+                    *outside = outside.wrapping_add(1);
+                }
+                Absent::Cell(cell) => cell.add(1),
+                Absent::Counted => {}
+            },
         }
     }
 
     /// Records `count` occurrences of `value` (saturating).
     #[inline]
     pub fn record_n(&mut self, value: u64, count: u64) {
-        let slot = self.spec.index_of_native(value).wrapping_sub(self.first());
-        match self.storage.as_mut_slice().get_mut(slot) {
+        self.record_n_at(self.spec.position_native(value), count)
+    }
+
+    #[inline]
+    fn record_n_at(&mut self, pos: BucketPos, count: u64) {
+        let (k, first) = (self.spec.layout().block_scale(), self.first());
+        match self.storage.cell_mut(pos, k, first) {
             Some(cell) => cell.add(count),
-            None => self.outside_counter(slot).add(count),
+            None => match self.storage.absent_mut(pos, k, first, count) {
+                Absent::Outside(slot) => self.outside_counter(slot).add(count),
+                Absent::Cell(cell) => cell.add(count),
+                Absent::Counted => {}
+            },
         }
     }
 
@@ -355,9 +370,7 @@ where
 
     /// Zeroes the counts without counting a reset.
     fn clear(&mut self) {
-        for cell in self.storage.as_mut_slice() {
-            *cell = Counter::ZERO;
-        }
+        self.storage.clear_mut(|cell| *cell = Counter::ZERO);
         self.underflow = 0;
         self.overflow = 0;
     }
@@ -374,30 +387,25 @@ where
     /// snapshot for a consistent result.
     pub fn add<R: HistogramRead + ?Sized>(&mut self, other: &R) -> Rebucketing {
         let target = self.spec.layout();
-        let window = self.window.window(target);
         let source = other.layout();
-        let src_window = other.window();
-        for s in 0..src_window.len() {
-            let n = other.count_at(s);
-            if n == 0 {
-                continue;
-            }
-            let logical = src_window.first() + s;
-            let target_logical = if source == target {
-                logical
-            } else {
-                target.index_of(source.lo(logical))
-            };
-            match window.storage_index(target_logical) {
-                Some(slot) => {
-                    if let Some(cell) = self.storage.as_mut_slice().get_mut(slot) {
-                        cell.add(n);
-                    }
+        let src_first = other.window().first();
+        // The source's bulk read: runs of empty buckets are skipped, not read one by one
+        // (a sparse source hands over only what it holds).
+        other.recorded_runs(&mut |start, counts| {
+            for (s, &n) in (start..).zip(counts) {
+                if n == 0 {
+                    continue;
                 }
-                None if target_logical < window.first() => self.underflow.add(n),
-                None => self.overflow.add(n),
+                let logical = src_first + s;
+                let target_logical = if source == target {
+                    logical
+                } else {
+                    target.index_of(source.lo(logical))
+                };
+                let pos = BucketPos::of_logical(target_logical, target.block_scale());
+                self.record_n_at(pos, n);
             }
-        }
+        });
         self.underflow.add(other.underflow());
         self.overflow.add(other.overflow());
         rebucketing(source, target)
@@ -476,7 +484,7 @@ fn progression_count(value: u64, interval: u64, steps: u64, a: u64, b: u64) -> u
 
 impl<S, L, W> Histogram<S, L, W>
 where
-    S: Storage,
+    S: Cells,
     S::Item: Counter,
     L: LayoutSpec,
     W: WindowSpec,
@@ -507,7 +515,7 @@ where
 
 impl<S, L, W> HistogramRead for Histogram<S, L, W>
 where
-    S: Storage,
+    S: Cells,
     S::Item: Counter,
     L: LayoutSpec,
     W: WindowSpec,
@@ -522,28 +530,16 @@ where
     }
     #[inline]
     fn count_at(&self, storage_index: usize) -> u64 {
-        self.storage
-            .as_slice()
-            .get(storage_index)
-            .map_or(0, |c| c.get())
+        self.storage.count_at(storage_index)
     }
+    /// The storage's sum ([`crate::storage::sum_cells`] for dense storage: a loop the
+    /// compiler vectorizes).
     fn sum_range(&self, start: usize, end: usize) -> u64 {
-        let cells = self.storage.as_slice();
-        let end = end.min(cells.len());
-        // Sum the low and high 32-bit halves separately: neither can overflow a u64 for fewer
-        // than 2^32 cells, and the branch-free loop vectorizes.
-        let (mut low, mut high) = (0u64, 0u64);
-        for c in &cells[start.min(end)..end] {
-            let v = c.get();
-            low += v & 0xFFFF_FFFF;
-            high += v >> 32;
-        }
-        let sum = ((high as u128) << 32) + low as u128;
-        sum.min(u64::MAX as u128) as u64
+        self.storage.sum_range(start, end)
     }
-    /// The cells as a slice ([`crate::storage::cell_runs`]).
+    /// The storage's bulk read ([`crate::storage::cell_runs`] for dense storage).
     fn recorded_runs(&self, f: &mut dyn FnMut(usize, &[u64])) {
-        crate::storage::cell_runs(self.storage.as_slice(), |c| c.get(), f)
+        self.storage.recorded_runs(f)
     }
     #[inline]
     fn underflow(&self) -> u64 {
@@ -560,7 +556,7 @@ where
 
 impl<S, L, W> Record for Histogram<S, L, W>
 where
-    S: StorageMut,
+    S: CellsMut,
     S::Item: Counter,
     L: LayoutSpec,
     W: WindowSpec,
@@ -575,7 +571,7 @@ where
     }
 }
 
-crate::fmt::histogram_formats!(Histogram, "Histogram", S: Storage, S::Item: Counter);
+crate::fmt::histogram_formats!(Histogram, "Histogram", S: Cells, S::Item: Counter);
 
 #[cfg(test)]
 mod tests {

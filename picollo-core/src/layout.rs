@@ -360,12 +360,67 @@ impl Layout {
     }
 }
 
+/// Where a value's bucket sits in the layout, as the index math computes it before combining
+/// the two parts: `block` is `e = ilog2(v | B) - k` and `offset` is `v >> e`, so the logical
+/// index is `(block << k) + offset` ([`BucketPos::logical`]).
+///
+/// Block 0 holds the values `0..2B` (`offset = v`, unit buckets); every later block `e`
+/// holds `B` buckets, `offset` in `B..2B`. Storage whose memory follows the data keeps one
+/// page of cells per block and finds a cell from these two parts without recombining them;
+/// dense storage recombines them into the logical index (the same instructions as
+/// [`Layout::index_of`]).
+///
+/// ```
+/// use picollo_core::{BucketPos, Layout, LayoutSpec};
+/// let l = Layout::from_block_scale(7).unwrap();
+/// let pos = l.position(20_000);
+/// assert_eq!(pos.logical(7), l.index_of(20_000));
+/// assert_eq!(BucketPos::of_logical(pos.logical(7), 7), pos);
+/// assert_eq!(l.position(200), BucketPos { block: 0, offset: 200 });
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct BucketPos {
+    /// `e = ilog2(v | B) - k`: 0 for the values `0..2B`, one more per doubling above.
+    pub block: usize,
+    /// `v >> e`: in `0..2B` in block 0, in `B..2B` in every later block.
+    pub offset: usize,
+}
+
+impl BucketPos {
+    /// The logical index `(block << block_scale) + offset`.
+    #[inline(always)]
+    pub const fn logical(self, block_scale: u32) -> usize {
+        (self.block << block_scale) + self.offset
+    }
+
+    /// The position of logical index `index` (the inverse of [`BucketPos::logical`]): block
+    /// `max(index >> k, 1) - 1`, the rest the offset.
+    #[inline]
+    pub const fn of_logical(index: usize, block_scale: u32) -> BucketPos {
+        let block = (index >> block_scale).saturating_sub(1);
+        BucketPos {
+            block,
+            offset: index - (block << block_scale),
+        }
+    }
+}
+
 /// `index_of` for a block scale given directly; shared by [`Layout`] and [`ConstLayout`] so
 /// that a compile-time scale folds into constants.
 #[inline(always)]
 const fn index_of_scale(k: u32, value: u64) -> usize {
+    position_of_scale(k, value).logical(k)
+}
+
+/// The [`BucketPos`] of `value` for block scale `k`.
+#[inline(always)]
+const fn position_of_scale(k: u32, value: u64) -> BucketPos {
     let e = (value | (1 << k)).ilog2() - k;
-    ((e as usize) << k) + (value >> e) as usize
+    BucketPos {
+        block: e as usize,
+        offset: (value >> e) as usize,
+    }
 }
 
 /// [`index_of_scale`] for a `u32` value, in 32-bit arithmetic only: on a 32-bit core it needs
@@ -375,8 +430,17 @@ const fn index_of_scale(k: u32, value: u64) -> usize {
 /// grow by one per doubling above.
 #[inline(always)]
 const fn index_of_u32_scale(k: u32, value: u32) -> usize {
+    position_u32_scale(k, value).logical(k)
+}
+
+/// [`position_of_scale`] for a `u32` value, in 32-bit arithmetic (see [`index_of_u32_scale`]).
+#[inline(always)]
+const fn position_u32_scale(k: u32, value: u32) -> BucketPos {
     let e = bit_length_u32(value >> (k + 1));
-    ((e as usize) << k) + (value >> e) as usize
+    BucketPos {
+        block: e as usize,
+        offset: (value >> e) as usize,
+    }
 }
 
 /// The number of significant bits of `x` (0 for 0): the count-leading-zeros instruction where
@@ -445,6 +509,30 @@ pub trait LayoutSpec: Copy {
         #[cfg(not(target_pointer_width = "32"))]
         return self.index_of(value);
     }
+    /// The [`BucketPos`] of `value`: the index math before it combines block and offset
+    /// (`index_of(v) == position(v).logical(k)`); override only to keep the scale constant.
+    #[inline(always)]
+    fn position(&self, value: u64) -> BucketPos {
+        position_of_scale(self.layout().block_scale(), value)
+    }
+    /// The [`BucketPos`] of a `u32` value in 32-bit arithmetic; override only to keep the
+    /// scale constant.
+    #[inline(always)]
+    fn position_u32(&self, value: u32) -> BucketPos {
+        position_u32_scale(self.layout().block_scale(), value)
+    }
+    /// The [`BucketPos`] of `value` in the target's cheapest arithmetic, as the record paths
+    /// compute it (see [`LayoutSpec::index_of_native`]).
+    #[inline(always)]
+    fn position_native(&self, value: u64) -> BucketPos {
+        #[cfg(target_pointer_width = "32")]
+        return match u32::try_from(value) {
+            Ok(narrow) => self.position_u32(narrow),
+            Err(_) => position_wide(self.layout(), value),
+        };
+        #[cfg(not(target_pointer_width = "32"))]
+        return self.position(value);
+    }
 }
 
 /// The 64-bit index of a value above `u32::MAX` on a 32-bit target: out of line and cold.
@@ -453,6 +541,14 @@ pub trait LayoutSpec: Copy {
 #[inline(never)]
 fn index_of_wide(layout: Layout, value: u64) -> usize {
     layout.index_of(value)
+}
+
+/// The 64-bit position of a value above `u32::MAX` on a 32-bit target: out of line and cold.
+#[cfg(target_pointer_width = "32")]
+#[cold]
+#[inline(never)]
+fn position_wide(layout: Layout, value: u64) -> BucketPos {
+    position_of_scale(layout.block_scale(), value)
 }
 
 impl LayoutSpec for Layout {
@@ -514,6 +610,14 @@ impl<const K: u32> LayoutSpec for ConstLayout<K> {
     #[inline(always)]
     fn index_of_u32(&self, value: u32) -> usize {
         index_of_u32_scale(K, value)
+    }
+    #[inline(always)]
+    fn position(&self, value: u64) -> BucketPos {
+        position_of_scale(K, value)
+    }
+    #[inline(always)]
+    fn position_u32(&self, value: u32) -> BucketPos {
+        position_u32_scale(K, value)
     }
 }
 
@@ -693,6 +797,28 @@ mod tests {
             Layout::try_from_significant_digits(6),
             Err(LayoutError::SignificantDigitsOutOfRange(6))
         );
+    }
+
+    #[test]
+    fn positions_recombine_into_indices() {
+        for k in MIN_BLOCK_SCALE..=MAX_BLOCK_SCALE {
+            let l = Layout::from_block_scale(k).unwrap();
+            for shift in 0..64 {
+                for v in [1u64 << shift, (1u64 << shift) - 1, (1u64 << shift) | 1] {
+                    let pos = l.position(v);
+                    assert_eq!(pos.logical(k), l.index_of(v), "k={k} v={v}");
+                    assert_eq!(BucketPos::of_logical(pos.logical(k), k), pos);
+                    let b = 1usize << k;
+                    let range = if pos.block == 0 { 0..2 * b } else { b..2 * b };
+                    assert!(range.contains(&pos.offset), "k={k} v={v}");
+                    if v <= u32::MAX as u64 {
+                        assert_eq!(l.position_u32(v as u32), pos);
+                    }
+                }
+            }
+            let last = l.logical_len() - 1;
+            assert_eq!(BucketPos::of_logical(last, k), l.position(u64::MAX));
+        }
     }
 
     #[test]

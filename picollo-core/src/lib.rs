@@ -61,12 +61,12 @@ pub use atomic::{AtomicCounter, AtomicHistogram};
 pub use cell::AtomicU64;
 pub use cell::{AtomicU16, AtomicU32};
 pub use histogram::{Histogram, OutOfRange, Rebucketing};
-pub use layout::{ConstLayout, Layout, LayoutError, LayoutSpec};
+pub use layout::{BucketPos, ConstLayout, Layout, LayoutError, LayoutSpec};
 pub use read::{
     Bucket, EquivalentValue, FixedPercentile, HistogramRead, IntStats, Percentile, PercentileError,
     Rank, ReadExt, ResetInProgress, Stats,
 };
-pub use storage::{Counter, Storage, StorageMut};
+pub use storage::{Absent, CellCount, Cells, CellsMut, Counter, Storage, StorageMut};
 pub use window::{storage_len, ConstWindow, Window, WindowError, WindowSpec};
 
 /// A duration as the value a histogram records: whole nanoseconds, saturating at `u64::MAX`

@@ -1,5 +1,8 @@
 //! Counter types and the storage a histogram keeps its buckets in.
 
+use crate::layout::BucketPos;
+use crate::window::{Window, WindowError};
+
 /// Sealing: only `u16`, `u32` and `u64` are counters.
 mod sealed {
     pub trait Sealed {}
@@ -97,6 +100,199 @@ impl Counter for u64 {
     fn get(self) -> u64 {
         self
     }
+}
+
+/// What every cell type tells a reader: its count (relaxed for atomic cells) and the
+/// largest count it holds. Implemented for the plain counters (`u16`, `u32`, `u64`), the
+/// atomic ones ([`crate::AtomicU16`], [`crate::AtomicU32`], `AtomicU64`) and
+/// [`ScalableCell`](crate::scalable::ScalableCell), so the storage of every kind is read with
+/// one set of methods ([`Cells`]).
+pub trait CellCount {
+    /// The largest count the cell holds (it saturates there).
+    const MAX: u64;
+    /// The count (a relaxed load for atomic cells).
+    fn count(&self) -> u64;
+}
+
+macro_rules! plain_cell_count {
+    ($($t:ty),*) => {$(
+        impl CellCount for $t {
+            const MAX: u64 = <$t as Counter>::MAX;
+            #[inline(always)]
+            fn count(&self) -> u64 {
+                *self as u64
+            }
+        }
+    )*};
+}
+plain_cell_count!(u16, u32, u64);
+
+macro_rules! atomic_cell_count {
+    ($($t:ty => $max:expr),*) => {$(
+        impl CellCount for $t {
+            const MAX: u64 = $max;
+            #[inline(always)]
+            fn count(&self) -> u64 {
+                self.load(crate::cell::Ordering::Relaxed) as u64
+            }
+        }
+    )*};
+}
+atomic_cell_count!(crate::cell::AtomicU16 => u16::MAX as u64, crate::cell::AtomicU32 => u32::MAX as u64);
+#[cfg(target_has_atomic = "64")]
+atomic_cell_count!(crate::cell::AtomicU64 => i64::MAX as u64);
+
+impl CellCount for crate::scalable::ScalableCell {
+    const MAX: u64 = crate::scalable::ScalableCell::MAX;
+    #[inline(always)]
+    fn count(&self) -> u64 {
+        self.get()
+    }
+}
+
+/// What a storage says about a bucket whose cell [`Cells::cell`] did not find.
+#[derive(Debug)]
+pub enum Absent<C> {
+    /// The bucket is outside the storage: `slot` is `logical.wrapping_sub(first)`, below the
+    /// window when [`Window::slot_is_below`](crate::Window::slot_is_below) says so, above it
+    /// otherwise. The kind counts it as underflow or overflow.
+    Outside(usize),
+    /// The storage counted the occurrences itself (a sparse storage's table of cold buckets).
+    Counted,
+    /// The storage made the cell now (a sparse storage's new page): the kind adds the
+    /// occurrences to it.
+    Cell(C),
+}
+
+/// The cells of a histogram as its kind records into them and reads them: the seam between
+/// the kinds and their storage.
+///
+/// A record computes the bucket's [`BucketPos`] (block and offset, before the layout combines
+/// them), asks [`Cells::cell`] for the cell (the hot path: inlined), and when there is none asks
+/// [`Cells::absent`] what to do (the cold path). Dense storage (every cell of the window
+/// present: arrays, slices, `picollo-alloc`'s `HeapStorage`) gets this trait from [`Storage`]
+/// with the same instructions as before the seam existed; `picollo-alloc`'s sparse storage,
+/// whose memory follows what was recorded, implements it directly (pages of cells per block,
+/// installed on first touch, and a small table for buckets too cold to deserve a page).
+///
+/// Reads address buckets by storage index (`slot`: logical index minus the window's first),
+/// like [`HistogramRead`](crate::HistogramRead), which the kinds implement with these methods.
+pub trait Cells {
+    /// The cell type.
+    type Item: CellCount;
+    /// Whether the storage serves exactly `window` (dense: its length; sparse: the window it
+    /// was made for).
+    fn check_window(&self, window: Window) -> Result<(), WindowError>;
+    /// The cell of the bucket at `pos` (layout block scale `k`, window starting at logical
+    /// index `first`), when the storage holds one. Inlined into every record.
+    fn cell(&self, pos: BucketPos, k: u32, first: usize) -> Option<&Self::Item>;
+    /// What to do with `n` occurrences at `pos` when [`Cells::cell`] found no cell. May be
+    /// called by many threads at once (the shared kinds).
+    fn absent(&self, pos: BucketPos, k: u32, first: usize, n: u64) -> Absent<&Self::Item>;
+    /// The count at storage index `slot`, 0 past the end.
+    fn count_at(&self, slot: usize) -> u64;
+    /// The sum of the counts at storage indices `start..end` (clamped), saturating.
+    fn sum_range(&self, start: usize, end: usize) -> u64;
+    /// The bulk read: [`HistogramRead::recorded_runs`](crate::HistogramRead::recorded_runs).
+    fn recorded_runs(&self, f: &mut dyn FnMut(usize, &[u64]));
+    /// Calls `clear` on every cell and zeroes every count the storage keeps elsewhere, with
+    /// only atomic operations (a shared kind's reset, with recorders running).
+    fn clear_shared(&self, clear: impl Fn(&Self::Item));
+    /// Bytes of memory the storage holds now (the cells, and for sparse storage its pages,
+    /// tables and directory), not counting the value itself.
+    fn held_bytes(&self) -> usize;
+}
+
+/// [`Cells`] with exclusive access, for the plain kind.
+pub trait CellsMut: Cells {
+    /// As [`Cells::cell`], mutably.
+    fn cell_mut(&mut self, pos: BucketPos, k: u32, first: usize) -> Option<&mut Self::Item>;
+    /// As [`Cells::absent`], with exclusive access.
+    fn absent_mut(
+        &mut self,
+        pos: BucketPos,
+        k: u32,
+        first: usize,
+        n: u64,
+    ) -> Absent<&mut Self::Item>;
+    /// Sets every count to zero.
+    fn clear_mut(&mut self, zero: impl Fn(&mut Self::Item));
+}
+
+impl<S> Cells for S
+where
+    S: Storage + ?Sized,
+    S::Item: CellCount,
+{
+    type Item = S::Item;
+    #[inline]
+    fn check_window(&self, window: Window) -> Result<(), WindowError> {
+        window.check_storage_len(self.as_slice().len())
+    }
+    #[inline(always)]
+    fn cell(&self, pos: BucketPos, k: u32, first: usize) -> Option<&S::Item> {
+        self.as_slice().get(pos.logical(k).wrapping_sub(first))
+    }
+    #[inline(always)]
+    fn absent(&self, pos: BucketPos, k: u32, first: usize, _n: u64) -> Absent<&S::Item> {
+        Absent::Outside(pos.logical(k).wrapping_sub(first))
+    }
+    #[inline]
+    fn count_at(&self, slot: usize) -> u64 {
+        self.as_slice().get(slot).map_or(0, CellCount::count)
+    }
+    fn sum_range(&self, start: usize, end: usize) -> u64 {
+        sum_cells(self.as_slice(), start, end)
+    }
+    fn recorded_runs(&self, f: &mut dyn FnMut(usize, &[u64])) {
+        cell_runs(self.as_slice(), CellCount::count, f)
+    }
+    fn clear_shared(&self, clear: impl Fn(&S::Item)) {
+        self.as_slice().iter().for_each(clear)
+    }
+    fn held_bytes(&self) -> usize {
+        core::mem::size_of_val(self.as_slice())
+    }
+}
+
+impl<S> CellsMut for S
+where
+    S: StorageMut + ?Sized,
+    S::Item: CellCount,
+{
+    #[inline(always)]
+    fn cell_mut(&mut self, pos: BucketPos, k: u32, first: usize) -> Option<&mut S::Item> {
+        self.as_mut_slice().get_mut(pos.logical(k).wrapping_sub(first))
+    }
+    #[inline(always)]
+    fn absent_mut(
+        &mut self,
+        pos: BucketPos,
+        k: u32,
+        first: usize,
+        _n: u64,
+    ) -> Absent<&mut S::Item> {
+        Absent::Outside(pos.logical(k).wrapping_sub(first))
+    }
+    fn clear_mut(&mut self, zero: impl Fn(&mut S::Item)) {
+        self.as_mut_slice().iter_mut().for_each(zero)
+    }
+}
+
+/// The sum of the counts of `cells[start..end]` (the range clamped), saturating at
+/// `u64::MAX`: the low and high 32-bit halves apart, so that neither can overflow below
+/// 2^32 cells and the branch-free loop vectorizes for plain counters.
+#[inline]
+pub fn sum_cells<T: CellCount>(cells: &[T], start: usize, end: usize) -> u64 {
+    let end = end.min(cells.len());
+    let (mut low, mut high) = (0u64, 0u64);
+    for c in &cells[start.min(end)..end] {
+        let v = c.count();
+        low += v & 0xFFFF_FFFF;
+        high += v >> 32;
+    }
+    let sum = ((high as u128) << 32) + low as u128;
+    sum.min(u64::MAX as u128) as u64
 }
 
 /// Read access to a contiguous run of bucket cells.
