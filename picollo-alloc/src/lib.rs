@@ -6,8 +6,9 @@
 //!
 //! # Modules
 //!
-//! - [`builder`]: the histogram builder and the default histogram; [`heap`]: heap storage for
-//!   the core kinds.
+//! - [`builder`]: the histogram builder and the default histogram; [`heap`]: dense heap
+//!   storage for the core kinds; [`sparse`]: storage whose memory follows what was recorded
+//!   (pages per block, a cold tier), the default of the builder.
 //! - [`thread_local`](mod@thread_local): the thread-local histogram (one shard per thread, handed over on thread
 //!   exit and fork).
 //! - [`snapshot`]: self-consistent copies of live histograms; [`bulk`]: the non-empty buckets
@@ -33,6 +34,7 @@ pub mod heap;
 pub mod hgrm;
 pub mod snapshot;
 pub mod span;
+pub mod sparse;
 pub mod summary;
 pub mod thread_local;
 

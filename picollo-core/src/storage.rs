@@ -24,7 +24,9 @@ mod sealed {
 /// histograms), and its single-step [`Counter::increment`] is a plain add without a check: from
 /// any reachable value it would take another 2^63 increments (centuries at one per nanosecond)
 /// to wrap, and the check would cost the hot path two instructions.
-pub trait Counter: sealed::Sealed + Copy + Default + Eq + core::fmt::Debug + 'static {
+pub trait Counter:
+    sealed::Sealed + crate::storage::CellCount + Copy + Default + Eq + core::fmt::Debug + 'static
+{
     /// Zero, for building storage in `const` context.
     const ZERO: Self;
     /// The largest count a bucket holds.

@@ -1,0 +1,563 @@
+//! Storage whose memory follows what was recorded: [`SparseStorage`], for every heap kind
+//! (plain, atomic, approximate, and the thread-local kind's shards).
+//!
+//! A dense histogram holds a cell for every bucket of its window: a full-range histogram at
+//! the default 0.1 % layout is 28,672 cells (229 KB of `u64`), whatever was recorded. A server
+//! with ten thousand label sets cannot pay that per series. Sparse storage keeps the same
+//! layout, window, indices and reads (every percentile, codec and export works unchanged), and
+//! holds memory only for the blocks that were recorded into:
+//!
+//! - **A directory of pages, indexed by block.** The layout computes a value's block
+//!   `e = ilog2(v | B) - k` and offset `m = v >> e` ([`BucketPos`]); block `e` has one page of
+//!   cells (`2B` for block 0, `B` for the others), whose pointer is stored biased so that the
+//!   cell is `page + m`. A record into a page is the directory bound check, the page load, a
+//!   null test and the increment: the instruction count of the dense record (which
+//!   recombines `(e << k) + m`, subtracts the window start and checks the bound), within one
+//!   (`benches/RESULTS.md`, `record-instructions`).
+//! - **A cold tier.** A page is `B` cells (1 KB of `u64` at the `metrics` recorder's block
+//!   scale 7, 4 KB at the default 9): too much for a block that saw one value. A block without
+//!   a page counts its buckets in small shared tables of packed entries (`cold.rs`). A bucket
+//!   whose entry reaches [`HOT`] occurrences, a `record_n` of [`HOT`] or more, or a new bucket
+//!   once the tables reached their limit ([`SparseStorage::cold_word_limit`]) gives its block
+//!   a page; the old entries stay, and reads add them to the page's cells.
+//! - **Whole blocks.** The window is widened to whole blocks ([`widened`]): memory follows the
+//!   data, so a wider window costs nothing, and the record needs no lower bound check. Blocks
+//!   wholly below the window have no directory entry that can ever be set (their values are
+//!   underflow), and blocks past the directory's end are overflow.
+//! - **Lock-free installation** of pages and tables for the shared kinds (`install.rs`): a
+//!   compare-and-swap from null, the loser frees its own allocation. Nothing is freed before
+//!   the storage drops.
+//!
+//! Reads: [`Cells::count_at`] is the page cell plus the bucket's entries (saturating at the
+//! cell's maximum); the bulk read ([`Cells::recorded_runs`]) walks the blocks in order, a
+//! page's cells through [`picollo_core::storage::cell_runs`], the entries of a block without a
+//! page sorted into runs. Sums over ranges read the tables only where a block in the range ever
+//! held entries.
+//!
+//! When to choose which: sparse for servers (many series, each touching a few octaves of a
+//! wide range: the `Registry`, the `metrics` recorder and the tracing layer use it by default);
+//! dense ([`HistogramBuilder::dense`](crate::HistogramBuilder::dense)) for a few hot histograms
+//! whose every bucket may be touched, where the record must take the fewest instructions from
+//! the first value on, and in firmware (`picollo-core` has no allocation: its `static`s are
+//! dense). The approximate kind's scalable cells live in pages only (no cold tier): an entry
+//! would need the scalable counter's update rule.
+//!
+//! ```
+//! use picollo_alloc::sparse::SparseStorage;
+//! use picollo_core::{Cells, Histogram, Layout, ReadExt, Window};
+//!
+//! let layout = Layout::from_block_scale(7).unwrap();
+//! let storage = SparseStorage::<u64>::new(layout, Window::full(layout));
+//! let window = storage.window();
+//! let mut h = Histogram::with_storage(layout, storage, window).unwrap();
+//! for v in [1_000u64, 20_000, 300_000] {
+//!     h.record(v);
+//! }
+//! assert_eq!(h.total(), 3);
+//! // Three buckets in the cold tier: no page yet, a few hundred bytes all told.
+//! assert!(h.storage().held_bytes() < 1_000);
+//! ```
+
+mod cold;
+mod install;
+
+use cold::ColdTier;
+use install::{AtomicPtr, AtomicUsize, Ordering};
+use picollo_core::scalable::ScalableCell;
+use picollo_core::storage::{cell_runs, CELL_RUN};
+use picollo_core::{Absent, BucketPos, CellCount, Cells, CellsMut, Layout, Window, WindowError};
+use portable_atomic::{AtomicU16, AtomicU32, AtomicU64};
+
+/// Occurrences of one bucket in the cold tier after which its block gets a page; a
+/// `record_n` of this many or more goes to a page at once. Eight: a bucket hit that often is
+/// likely to be hit again, and eight records through the cold path (a hash probe and an
+/// atomic add, about 30 instructions) cost less than one page of a block that stays cold.
+pub const HOT: u64 = 8;
+
+/// A cell type sparse storage can keep in pages: all-zero bytes are an empty cell.
+///
+/// # Safety
+///
+/// An all-zero bit pattern must be a valid value of the type, meaning a count of zero.
+pub unsafe trait PageCell: CellCount + Send + Sync + 'static {
+    /// Whether buckets may live in the cold tier (as entries with plain counts) before their
+    /// block has a page. False for cells whose count has its own update rule (scalable cells).
+    const COLD_TIER: bool = true;
+}
+
+// SAFETY: zero is the integer 0.
+unsafe impl PageCell for u16 {}
+// SAFETY: as above.
+unsafe impl PageCell for u32 {}
+// SAFETY: as above.
+unsafe impl PageCell for u64 {}
+// SAFETY: an atomic integer has the layout of its integer; zero is 0.
+unsafe impl PageCell for AtomicU16 {}
+// SAFETY: as above.
+unsafe impl PageCell for AtomicU32 {}
+// SAFETY: as above.
+unsafe impl PageCell for AtomicU64 {}
+// SAFETY: `ScalableCell` is a transparent atomic word; zero is `ScalableCell::new()` (count 0,
+// not contended).
+unsafe impl PageCell for ScalableCell {
+    const COLD_TIER: bool = false;
+}
+
+/// The window `window` widened to whole blocks of `layout` (what [`SparseStorage`] serves).
+///
+/// ```
+/// use picollo_alloc::sparse::widened;
+/// use picollo_core::{Layout, Window};
+/// let l = Layout::from_block_scale(7).unwrap();
+/// let w = widened(l, Window::new(l, 1_000, 5_000).unwrap());
+/// assert_eq!((w.min_value(l), w.max_value(l)), (512, 8191));
+/// ```
+pub fn widened(layout: Layout, window: Window) -> Window {
+    let k = layout.block_scale();
+    let first_block = BucketPos::of_logical(window.first(), k).block;
+    let last_block = BucketPos::of_logical(window.last(), k).block;
+    let first = block_start(first_block, k);
+    let end = block_start(last_block, k) + page_len(last_block, k);
+    Window::from_indices(layout, first, end - first)
+}
+
+/// The logical index of block `e`'s first bucket.
+#[inline]
+fn block_start(e: usize, k: u32) -> usize {
+    if e == 0 {
+        0
+    } else {
+        (e + 1) << k
+    }
+}
+
+/// Cells in block `e`'s page: `2B` for block 0, `B` for the others.
+#[inline]
+fn page_len(e: usize, k: u32) -> usize {
+    (1 << k) << usize::from(e == 0)
+}
+
+/// The offset of block `e`'s first cell: a page pointer is stored this many cells before its
+/// allocation, so that the cell of offset `m` is `page + m`.
+#[inline]
+fn bias(e: usize, k: u32) -> usize {
+    if e == 0 {
+        0
+    } else {
+        1 << k
+    }
+}
+
+/// Cells in pages allocated per block, behind a directory, plus a cold tier of packed
+/// entries: see the [module docs](self).
+pub struct SparseStorage<T> {
+    /// Block `e`'s page, biased by [`bias`]: null until installed (forever for blocks below
+    /// the window).
+    dir: Box<[AtomicPtr<T>]>,
+    k: u32,
+    /// The window served (whole blocks).
+    window: Window,
+    /// The block of the window's first bucket.
+    first_block: usize,
+    cold: ColdTier,
+    /// Most words the cold tier's tables may hold.
+    cold_limit: usize,
+    /// Bytes of installed pages.
+    page_bytes: AtomicUsize,
+}
+
+impl<T: PageCell> SparseStorage<T> {
+    /// Empty storage for `window` under `layout`, widened to whole blocks ([`widened`]; use
+    /// [`SparseStorage::window`] as the histogram's window). Allocates only the directory.
+    pub fn new(layout: Layout, window: Window) -> Self {
+        let window = widened(layout, window);
+        let k = layout.block_scale();
+        let first_block = BucketPos::of_logical(window.first(), k).block;
+        let last_block = BucketPos::of_logical(window.last(), k).block;
+        let blocks = last_block - first_block + 1;
+        SparseStorage {
+            dir: (0..=last_block)
+                .map(|_| AtomicPtr::new(core::ptr::null_mut()))
+                .collect(),
+            k,
+            window,
+            first_block,
+            cold: ColdTier::new(),
+            cold_limit: Self::cold_word_limit(blocks, k),
+            page_bytes: AtomicUsize::new(0),
+        }
+    }
+
+    /// The most words (8 bytes each) the cold tier of a storage of `blocks` blocks at block
+    /// scale `k` holds: an eighth of the dense window's cells, and at least one table. Past
+    /// it, a new bucket gives its block a page. At the `metrics` recorder's layout (full range,
+    /// `k = 7`) that is 928 words: tables of 32, 64, 128 and 256 words (3.8 KB, 360 buckets);
+    /// at the default layout (`k = 9`) 3,584 words: tables up to 1,024 words (16 KB, 1,512
+    /// buckets).
+    pub fn cold_word_limit(blocks: usize, k: u32) -> usize {
+        ((blocks << k) / 8).max(cold::FIRST_WORDS)
+    }
+
+    /// The window this storage serves: the one it was made for, widened to whole blocks.
+    pub fn window(&self) -> Window {
+        self.window
+    }
+
+    /// Pages installed.
+    pub fn pages(&self) -> usize {
+        (self.first_block..self.dir.len())
+            .filter(|&e| !self.dir[e].load(Ordering::Relaxed).is_null())
+            .count()
+    }
+
+    /// Words in the cold tier's tables.
+    pub fn cold_words(&self) -> usize {
+        self.cold.words()
+    }
+
+    /// Installs a page for every block of the window (the storage then holds as much as dense
+    /// storage, and every record takes the page path).
+    pub fn install_all(&self) {
+        for e in self.first_block..self.dir.len() {
+            self.install(e);
+        }
+    }
+
+    /// Block `e`'s page (biased), installed now if it had none.
+    fn install(&self, e: usize) -> *mut T {
+        let (k, len) = (self.k, page_len(e, self.k));
+        let layout = page_layout::<T>(len);
+        let make = || {
+            // SAFETY: `layout` has a non-zero size (`len >= 2` cells of a non-zero-sized
+            // type).
+            let page = unsafe { std::alloc::alloc_zeroed(layout) }.cast::<T>();
+            if page.is_null() {
+                std::alloc::handle_alloc_error(layout);
+            }
+            // All-zero cells are empty cells (`PageCell`).
+            page.wrapping_sub(bias(e, k))
+        };
+        let free = |page: *mut T| {
+            // SAFETY: `page` is the biased pointer `make` returned, never published: undoing
+            // the bias gives the allocation made with `layout`.
+            unsafe { std::alloc::dealloc(page.wrapping_add(bias(e, k)).cast(), layout) }
+        };
+        let (page, ours) = install::install(&self.dir[e], make, free);
+        if ours {
+            self.page_bytes
+                .fetch_add(layout.size(), Ordering::Relaxed);
+        }
+        page
+    }
+
+    /// The cold path of a record of `n` at `pos` whose block had no page: outside the window,
+    /// a page installed meanwhile or now (the cell returned), or counted in the cold tier.
+    #[cold]
+    #[inline(never)]
+    fn record_cold(&self, pos: BucketPos, n: u64) -> Absent<*mut T> {
+        let e = pos.block;
+        if e < self.first_block {
+            // Top bit set: below the window (`Window::slot_is_below`).
+            return Absent::Outside(usize::MAX);
+        }
+        let Some(slot) = self.dir.get(e) else {
+            return Absent::Outside(self.window.len());
+        };
+        let page = slot.load(Ordering::Acquire);
+        if !page.is_null() {
+            return Absent::Cell(page.wrapping_add(pos.offset));
+        }
+        if T::COLD_TIER && n < HOT {
+            let logical = pos.logical(self.k);
+            match self.cold.add(logical, e, n, self.cold_limit) {
+                Some(count) => {
+                    if count >= HOT {
+                        self.install(e);
+                    }
+                    return Absent::Counted;
+                }
+                None => {}
+            }
+        }
+        Absent::Cell(self.install(e).wrapping_add(pos.offset))
+    }
+
+    /// The page of block `e` as a slice of its cells, if installed.
+    fn page(&self, e: usize) -> Option<&[T]> {
+        let page = self.dir.get(e)?.load(Ordering::Acquire);
+        if page.is_null() {
+            return None;
+        }
+        let start = page.wrapping_add(bias(e, self.k));
+        // SAFETY: a non-null entry is an installed page (published with release, loaded with
+        // acquire), `page_len` zero-initialized cells from `start`, freed only on drop.
+        Some(unsafe { core::slice::from_raw_parts(start, page_len(e, self.k)) })
+    }
+
+    /// The storage index of block `e`'s first cell.
+    fn slot_of_block(&self, e: usize) -> usize {
+        block_start(e, self.k) - self.window.first()
+    }
+
+    /// Every entry of the cold tier with a count, as `(storage index, count)` sorted by index,
+    /// a bucket's entries summed.
+    fn sorted_entries(&self) -> Vec<(usize, u64)> {
+        let mut entries = Vec::new();
+        let first = self.window.first();
+        self.cold.for_each(|logical, n| entries.push((logical - first, n)));
+        entries.sort_unstable_by_key(|&(slot, _)| slot);
+        entries.dedup_by(|later, kept| {
+            let same = later.0 == kept.0;
+            if same {
+                kept.1 = kept.1.saturating_add(later.1);
+            }
+            same
+        });
+        entries
+    }
+}
+
+/// The allocation layout of a page of `len` cells.
+fn page_layout<T>(len: usize) -> std::alloc::Layout {
+    match std::alloc::Layout::array::<T>(len) {
+        Ok(layout) => layout,
+        // A page is at most 2^21 cells of at most 8 bytes.
+        Err(_) => unreachable!("page of {len} cells"),
+    }
+}
+
+impl<T: PageCell> Cells for SparseStorage<T> {
+    type Item = T;
+
+    fn check_window(&self, window: Window) -> Result<(), WindowError> {
+        if window == self.window {
+            Ok(())
+        } else {
+            Err(WindowError::StorageLength {
+                expected: self.window.len(),
+                actual: window.len(),
+            })
+        }
+    }
+
+    #[inline(always)]
+    fn cell(&self, pos: BucketPos, _k: u32, _first: usize) -> Option<&T> {
+        let page = self.dir.get(pos.block)?.load(Ordering::Acquire);
+        if page.is_null() {
+            return None;
+        }
+        // SAFETY: an installed page holds the offsets of its block (`m` in `0..2B` for block
+        // 0, `B..2B` otherwise, which the bias maps onto its cells), alive until drop.
+        Some(unsafe { &*page.wrapping_add(pos.offset) })
+    }
+
+    #[inline]
+    fn absent(&self, pos: BucketPos, _k: u32, _first: usize, n: u64) -> Absent<&T> {
+        match self.record_cold(pos, n) {
+            Absent::Outside(slot) => Absent::Outside(slot),
+            Absent::Counted => Absent::Counted,
+            // SAFETY: a cell of an installed page, as in `cell`.
+            Absent::Cell(cell) => Absent::Cell(unsafe { &*cell }),
+        }
+    }
+
+    fn count_at(&self, slot: usize) -> u64 {
+        if slot >= self.window.len() {
+            return 0;
+        }
+        let logical = self.window.first() + slot;
+        let pos = BucketPos::of_logical(logical, self.k);
+        let page = self
+            .page(pos.block)
+            .and_then(|cells| cells.get(pos.offset - bias(pos.block, self.k)))
+            .map_or(0, CellCount::count);
+        let cold = if self.cold.has_block(pos.block) {
+            self.cold.count(logical)
+        } else {
+            0
+        };
+        page.saturating_add(cold).min(T::MAX)
+    }
+
+    fn sum_range(&self, start: usize, end: usize) -> u64 {
+        let end = end.min(self.window.len());
+        if start >= end {
+            return 0;
+        }
+        let first = self.window.first();
+        let (lo, hi) = (first + start, first + end);
+        let first_block = BucketPos::of_logical(lo, self.k).block;
+        let last_block = BucketPos::of_logical(hi - 1, self.k).block;
+        let mut sum = 0u64;
+        for e in first_block..=last_block {
+            if let Some(cells) = self.page(e) {
+                let base = block_start(e, self.k);
+                let from = lo.max(base) - base;
+                let to = hi.min(base + cells.len()) - base;
+                sum = sum.saturating_add(picollo_core::storage::sum_cells(cells, from, to));
+            }
+        }
+        if self.cold.has_blocks(first_block, last_block) {
+            sum = sum.saturating_add(self.cold.sum_in(lo, hi));
+        }
+        sum
+    }
+
+    fn recorded_runs(&self, f: &mut dyn FnMut(usize, &[u64])) {
+        let entries = self.sorted_entries();
+        let mut rest = &entries[..];
+        let mut merged: Vec<u64> = Vec::new();
+        for e in self.first_block..self.dir.len() {
+            let slot0 = self.slot_of_block(e);
+            let end = slot0 + page_len(e, self.k);
+            let here = rest.partition_point(|&(slot, _)| slot < end);
+            let (block_entries, later) = rest.split_at(here);
+            rest = later;
+            match self.page(e) {
+                Some(cells) if block_entries.is_empty() => {
+                    cell_runs(cells, CellCount::count, &mut |s, counts| f(slot0 + s, counts))
+                }
+                Some(cells) => {
+                    merged.clear();
+                    merged.extend(cells.iter().map(CellCount::count));
+                    for &(slot, n) in block_entries {
+                        let cell = &mut merged[slot - slot0];
+                        *cell = cell.saturating_add(n).min(T::MAX);
+                    }
+                    cell_runs(&merged, |&n| n, &mut |s, counts| f(slot0 + s, counts))
+                }
+                None => entry_runs(block_entries, slot0, end, f),
+            }
+        }
+    }
+
+    fn clear_shared(&self, clear: impl Fn(&T)) {
+        for e in self.first_block..self.dir.len() {
+            if let Some(cells) = self.page(e) {
+                cells.iter().for_each(&clear);
+            }
+        }
+        self.cold.clear_counts();
+    }
+
+    fn held_bytes(&self) -> usize {
+        size_of_val(&*self.dir) + self.page_bytes.load(Ordering::Relaxed) + self.cold.held_bytes()
+    }
+}
+
+/// The runs of the recorded buckets of a block without a page: `entries` (sorted storage
+/// indices in `slot0..end`, with counts) in runs of [`CELL_RUN`] cells aligned like the dense
+/// scan's, clipped to the block.
+fn entry_runs(entries: &[(usize, u64)], slot0: usize, end: usize, f: &mut dyn FnMut(usize, &[u64])) {
+    let mut i = 0;
+    while let Some(&(slot, _)) = entries.get(i) {
+        let start = (slot / CELL_RUN * CELL_RUN).max(slot0);
+        let stop = (slot / CELL_RUN * CELL_RUN + CELL_RUN).min(end);
+        let mut run = [0u64; CELL_RUN];
+        while let Some(&(s, n)) = entries.get(i).filter(|&&(s, _)| s < stop) {
+            run[s - start] = n;
+            i += 1;
+        }
+        f(start, &run[..stop - start]);
+    }
+}
+
+impl<T: PageCell> CellsMut for SparseStorage<T> {
+    #[inline(always)]
+    fn cell_mut(&mut self, pos: BucketPos, _k: u32, _first: usize) -> Option<&mut T> {
+        let page = self.dir.get(pos.block)?.load(Ordering::Relaxed);
+        if page.is_null() {
+            return None;
+        }
+        // SAFETY: as in `cell`; `&mut self` makes the access exclusive.
+        Some(unsafe { &mut *page.wrapping_add(pos.offset) })
+    }
+
+    #[inline]
+    fn absent_mut(&mut self, pos: BucketPos, _k: u32, _first: usize, n: u64) -> Absent<&mut T> {
+        match self.record_cold(pos, n) {
+            Absent::Outside(slot) => Absent::Outside(slot),
+            Absent::Counted => Absent::Counted,
+            // SAFETY: as in `cell_mut`.
+            Absent::Cell(cell) => Absent::Cell(unsafe { &mut *cell }),
+        }
+    }
+
+    fn clear_mut(&mut self, zero: impl Fn(&mut T)) {
+        for e in self.first_block..self.dir.len() {
+            let page = self.dir[e].load(Ordering::Relaxed);
+            if !page.is_null() {
+                let start = page.wrapping_add(bias(e, self.k));
+                // SAFETY: an installed page (see `page`), exclusively borrowed.
+                let cells = unsafe { core::slice::from_raw_parts_mut(start, page_len(e, self.k)) };
+                cells.iter_mut().for_each(&zero);
+            }
+        }
+        self.cold.clear_all();
+    }
+}
+
+impl<T: PageCell + Copy> Clone for SparseStorage<T> {
+    fn clone(&self) -> Self {
+        let copy = SparseStorage::<T> {
+            dir: (0..self.dir.len())
+                .map(|_| AtomicPtr::new(core::ptr::null_mut::<T>()))
+                .collect(),
+            k: self.k,
+            window: self.window,
+            first_block: self.first_block,
+            cold: ColdTier::new(),
+            cold_limit: self.cold_limit,
+            page_bytes: AtomicUsize::new(0),
+        };
+        for e in self.first_block..self.dir.len() {
+            if let Some(cells) = self.page(e) {
+                copy.install(e);
+                let page = copy.dir[e].load(Ordering::Relaxed).wrapping_add(bias(e, self.k));
+                // SAFETY: just installed: `cells.len()` cells, not yet shared.
+                unsafe { core::ptr::copy_nonoverlapping(cells.as_ptr(), page, cells.len()) };
+            }
+        }
+        // Entries keep their counts (each below 2^32), one entry per bucket.
+        for (slot, n) in self.sorted_entries() {
+            let logical = self.window.first() + slot;
+            let e = BucketPos::of_logical(logical, self.k).block;
+            if copy.cold.add(logical, e, n, usize::MAX).is_none() {
+                unreachable!("no limit");
+            }
+        }
+        copy
+    }
+}
+
+impl<T> Drop for SparseStorage<T> {
+    fn drop(&mut self) {
+        for (e, slot) in self.dir.iter().enumerate() {
+            let page = slot.load(Ordering::Relaxed);
+            if !page.is_null() {
+                let layout = page_layout::<T>(page_len(e, self.k));
+                // SAFETY: a non-null entry is a page `install` allocated with this layout and
+                // biased by `bias(e)`; with `&mut self` no one else holds it, and it is freed
+                // once.
+                unsafe { std::alloc::dealloc(page.wrapping_add(bias(e, self.k)).cast(), layout) };
+            }
+        }
+    }
+}
+
+// SAFETY: the pages are owned by the storage (freed only on drop) and reached through atomic
+// pointers; the cells are `Send + Sync` (`PageCell`).
+unsafe impl<T: Send + Sync> Send for SparseStorage<T> {}
+// SAFETY: shared access reads cells through `&T` (`T: Sync`) and installs pages and tables
+// with atomic compare-and-swap; writes through `&mut T` need `&mut self`.
+unsafe impl<T: Send + Sync> Sync for SparseStorage<T> {}
+
+impl<T> core::fmt::Debug for SparseStorage<T> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("SparseStorage")
+            .field("window", &self.window)
+            .field("blocks", &(self.dir.len() - self.first_block))
+            .field("cold_words", &self.cold.words())
+            .finish_non_exhaustive()
+    }
+}
