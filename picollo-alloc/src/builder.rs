@@ -15,21 +15,88 @@
 //! h.record(40_000); // above the window: overflow
 //! assert_eq!((h.total(), h.overflow()), (1, 1));
 //! ```
+//!
+//! # Sparse or dense storage
+//!
+//! The builder makes histograms over [sparse storage](crate::sparse) by default: memory that
+//! follows what was recorded (pages of cells per block, installed on first touch, and a small
+//! table for cold buckets), so a full-range histogram that holds a few values costs a few
+//! hundred bytes instead of its whole window. That is the right choice for servers with many
+//! series. [`HistogramBuilder::dense`] gives every bucket of the window a cell from the start:
+//! the fewest instructions per record from the first value on, for a few hot histograms whose
+//! buckets will all be touched, at the memory of the whole window.
+//!
+//! ```
+//! use picollo_alloc::HistogramBuilder;
+//!
+//! let sparse = HistogramBuilder::new().atomic().unwrap(); // all of u64, 0.1 %
+//! let dense = HistogramBuilder::new().dense().atomic().unwrap();
+//! sparse.record(48_213);
+//! dense.record(48_213);
+//! assert!(sparse.footprint() < 1_000);
+//! assert!(dense.footprint() > 200_000);
+//! ```
 
 use crate::heap::{self, HeapAtomicHistogram, HeapHistogram, HeapStorage};
+use crate::sparse::{PageCell, SparseStorage};
 use crate::thread_local::{LocalCounter, ThreadLocalHistogram};
 use core::fmt;
 use core::marker::PhantomData;
 use picollo_core::approx::ApproxHistogram;
 use picollo_core::atomic::AtomicCounter;
 use picollo_core::scalable::ScalableCell;
-use picollo_core::{Counter, Layout, LayoutError, Window, WindowError};
+use picollo_core::{
+    AtomicHistogram, Cells, CellsMut, Counter, Histogram, Layout, LayoutError, Window, WindowError,
+};
 use portable_atomic::{AtomicU16, AtomicU32, AtomicU64};
 
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for super::Sparse {}
+    impl Sealed for super::Dense {}
+}
+
+/// Where the builder's histograms keep their counts: [`Sparse`] (the default) or [`Dense`]
+/// (sealed).
+pub trait StorageChoice: sealed::Sealed + Copy + Default + fmt::Debug + Send + Sync + 'static {
+    /// The storage of cells of type `T`.
+    type Cells<T: PageCell>: CellsMut<Item = T> + Send + Sync;
+    /// Storage for `window` and the window it serves (sparse storage widens it to whole
+    /// blocks).
+    fn cells<T: PageCell>(layout: Layout, window: Window) -> (Self::Cells<T>, Window);
+}
+
+/// Storage whose memory follows what was recorded ([`SparseStorage`]): the builder's
+/// default.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Sparse;
+
+/// A cell for every bucket of the window from the start ([`HeapStorage`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Dense;
+
+impl StorageChoice for Sparse {
+    type Cells<T: PageCell> = SparseStorage<T>;
+    fn cells<T: PageCell>(layout: Layout, window: Window) -> (SparseStorage<T>, Window) {
+        let cells = SparseStorage::new(layout, window);
+        let window = cells.window();
+        (cells, window)
+    }
+}
+
+impl StorageChoice for Dense {
+    type Cells<T: PageCell> = HeapStorage<T>;
+    fn cells<T: PageCell>(_layout: Layout, window: Window) -> (HeapStorage<T>, Window) {
+        // SAFETY: all-zero bytes are a valid, empty `T` (`PageCell`).
+        let cells = HeapStorage::with_len(window.len(), || unsafe { core::mem::zeroed() });
+        (cells, window)
+    }
+}
+
 /// A counter width the builder can store: `u16`, `u32` or `u64`, with its atomic twin.
-pub trait StorageWidth: Counter + LocalCounter {
+pub trait StorageWidth: Counter + LocalCounter + PageCell {
     /// The atomic counter of the same width.
-    type Atomic: AtomicCounter;
+    type Atomic: AtomicCounter + PageCell;
 }
 
 impl StorageWidth for u16 {
@@ -77,9 +144,10 @@ impl From<WindowError> for BuildError {
     }
 }
 
-/// Configures a histogram: precision, counter width, trackable range, then the kind.
+/// Configures a histogram: precision, counter width, trackable range, storage, then the kind.
 ///
-/// Defaults: relative error 0.001 (block size 512), `u64` counters, the full `u64` range.
+/// Defaults: relative error 0.001 (block size 512), `u64` counters, the full `u64` range,
+/// sparse storage (see the [module docs](self) for sparse or dense).
 /// Invalid settings are reported by the final `plain`/`atomic`/… call, not silently clamped.
 ///
 /// HdrHistogram users can give the precision as significant digits, and see what a
@@ -95,22 +163,25 @@ impl From<WindowError> for BuildError {
 /// let small = b.u16_storage().footprint().unwrap();
 /// assert_eq!(small.buckets, f.buckets);
 /// assert!(small.plain_bytes < f.plain_bytes / 3);
+/// // Sparse storage, before anything is recorded: the directory of pages.
+/// assert!(f.sparse_empty_bytes < 1_000);
 /// ```
 #[derive(Clone, Copy, Debug)]
-pub struct HistogramBuilder<C = u64> {
+pub struct HistogramBuilder<C = u64, S = Sparse> {
     layout: Result<Layout, LayoutError>,
     min: u64,
     max: u64,
     width: PhantomData<C>,
+    storage: PhantomData<S>,
 }
 
-impl Default for HistogramBuilder<u64> {
+impl Default for HistogramBuilder<u64, Sparse> {
     fn default() -> Self {
         Self::new()
     }
 }
 
-impl HistogramBuilder<u64> {
+impl HistogramBuilder<u64, Sparse> {
     /// A builder with the defaults.
     pub fn new() -> Self {
         HistogramBuilder {
@@ -118,11 +189,19 @@ impl HistogramBuilder<u64> {
             min: 0,
             max: u64::MAX,
             width: PhantomData,
+            storage: PhantomData,
         }
     }
 }
 
-impl<C: StorageWidth> HistogramBuilder<C> {
+/// A plain histogram over the storage a builder chose.
+pub type BuiltHistogram<C, S> = Histogram<<S as StorageChoice>::Cells<C>, Layout>;
+/// An atomic histogram over the storage a builder chose.
+pub type BuiltAtomicHistogram<A, S> = AtomicHistogram<<S as StorageChoice>::Cells<A>, Layout>;
+/// An approximate histogram over the storage a builder chose.
+pub type BuiltApproxHistogram<S> = ApproxHistogram<<S as StorageChoice>::Cells<ScalableCell>, Layout>;
+
+impl<C: StorageWidth, S: StorageChoice> HistogramBuilder<C, S> {
     /// The largest acceptable relative error (see [`Layout::try_from_relative_error`]).
     pub fn relative_error(mut self, relative_error: f64) -> Self {
         self.layout = Layout::try_from_relative_error(relative_error);
@@ -146,26 +225,40 @@ impl<C: StorageWidth> HistogramBuilder<C> {
 
     /// `u16` bucket counters (HdrHistogram's `ShortHistogram`): a quarter of the memory of
     /// `u64`; a bucket saturates at 65,535.
-    pub fn u16_storage(self) -> HistogramBuilder<u16> {
-        self.with_width()
+    pub fn u16_storage(self) -> HistogramBuilder<u16, S> {
+        self.with::<u16, S>()
     }
 
     /// `u32` bucket counters: half the memory; a bucket saturates at `u32::MAX`.
-    pub fn u32_storage(self) -> HistogramBuilder<u32> {
-        self.with_width()
+    pub fn u32_storage(self) -> HistogramBuilder<u32, S> {
+        self.with::<u32, S>()
     }
 
     /// `u64` bucket counters (the default).
-    pub fn u64_storage(self) -> HistogramBuilder<u64> {
-        self.with_width()
+    pub fn u64_storage(self) -> HistogramBuilder<u64, S> {
+        self.with::<u64, S>()
     }
 
-    fn with_width<D>(self) -> HistogramBuilder<D> {
+    /// Sparse storage (the default): memory follows what was recorded. The window is widened
+    /// to whole blocks of the layout (values in them are counted in buckets rather than as
+    /// underflow or overflow); see [`crate::sparse`].
+    pub fn sparse(self) -> HistogramBuilder<C, Sparse> {
+        self.with::<C, Sparse>()
+    }
+
+    /// Dense storage: a cell for every bucket of the window from the start, for the hottest
+    /// histograms (the fewest instructions per record from the first value on).
+    pub fn dense(self) -> HistogramBuilder<C, Dense> {
+        self.with::<C, Dense>()
+    }
+
+    fn with<D, T>(self) -> HistogramBuilder<D, T> {
         HistogramBuilder {
             layout: self.layout,
             min: self.min,
             max: self.max,
             width: PhantomData,
+            storage: PhantomData,
         }
     }
 
@@ -181,7 +274,8 @@ impl<C: StorageWidth> HistogramBuilder<C> {
         self
     }
 
-    /// The layout and window this builder describes.
+    /// The layout and window this builder describes (before sparse storage widens the window
+    /// to whole blocks).
     pub fn resolve(&self) -> Result<(Layout, Window), BuildError> {
         let layout = self.layout?;
         Ok((layout, Window::new(layout, self.min, self.max)?))
@@ -193,6 +287,9 @@ impl<C: StorageWidth> HistogramBuilder<C> {
         let (layout, window) = self.resolve()?;
         let buckets = window.len();
         let header_bytes = size_of::<HeapHistogram<C>>();
+        let sparse = SparseStorage::<C>::new(layout, window);
+        let blocks = sparse.window().len() >> layout.block_scale();
+        let limit = SparseStorage::<C>::cold_word_limit(blocks, layout.block_scale());
         Ok(Footprint {
             block_size: layout.block_size(),
             buckets,
@@ -208,19 +305,26 @@ impl<C: StorageWidth> HistogramBuilder<C> {
                 buckets, 0,
             ),
             thread_local_base_bytes: ThreadLocalHistogram::<C>::estimated_footprint(buckets, 0),
+            sparse_empty_bytes: size_of::<BuiltHistogram<C, Sparse>>() + sparse.held_bytes(),
+            sparse_max_bytes: size_of::<BuiltHistogram<C, Sparse>>()
+                + sparse.held_bytes()
+                + sparse.window().len() * size_of::<C>()
+                + limit * size_of::<u64>(),
         })
     }
 
     /// A plain, single-writer histogram.
-    pub fn plain(self) -> Result<HeapHistogram<C>, BuildError> {
+    pub fn plain(self) -> Result<BuiltHistogram<C, S>, BuildError> {
         let (layout, window) = self.resolve()?;
-        Ok(heap::plain(layout, window))
+        let (cells, window) = S::cells::<C>(layout, window);
+        Ok(Histogram::with_storage(layout, cells, window)?)
     }
 
     /// An atomic histogram: many writers, one `fetch_add` per record.
-    pub fn atomic(self) -> Result<HeapAtomicHistogram<C::Atomic>, BuildError> {
+    pub fn atomic(self) -> Result<BuiltAtomicHistogram<C::Atomic, S>, BuildError> {
         let (layout, window) = self.resolve()?;
-        Ok(heap::atomic(layout, window))
+        let (cells, window) = S::cells::<C::Atomic>(layout, window);
+        Ok(AtomicHistogram::with_storage(layout, cells, window)?)
     }
 
     /// A thread-local histogram: each thread writes its own shard, readers sum them.
@@ -232,9 +336,10 @@ impl<C: StorageWidth> HistogramBuilder<C> {
     /// An approximate histogram: shared buckets that count with the scalable scheme of "Scalable
     /// Approximate Counting" (Andy Ayers, 2023; default threshold 13), for hot shared histograms
     /// where contention dominates. The counter width does not apply (scalable cells are 64-bit).
-    pub fn approximate(self) -> Result<HeapApproxHistogram, BuildError> {
+    /// Over sparse storage its cells live in pages only (no cold tier).
+    pub fn approximate(self) -> Result<BuiltApproxHistogram<S>, BuildError> {
         let (layout, window) = self.resolve()?;
-        let cells = HeapStorage::with_len(window.len(), ScalableCell::new);
+        let (cells, window) = S::cells::<ScalableCell>(layout, window);
         Ok(ApproxHistogram::with_storage(layout, cells, window)?)
     }
 }
@@ -264,6 +369,12 @@ pub struct Footprint {
     /// A thread-local histogram: each thread that records at the same time as others adds
     /// a shard, and after the first reset a baseline of the same size.
     pub thread_local_bytes_per_thread: usize,
+    /// A plain histogram over sparse storage before anything is recorded: the value and the
+    /// directory of pages.
+    pub sparse_empty_bytes: usize,
+    /// A plain histogram over sparse storage at most: every page installed and the cold
+    /// tier at its limit.
+    pub sparse_max_bytes: usize,
 }
 
 impl Footprint {
@@ -274,8 +385,15 @@ impl Footprint {
     }
 }
 
-/// An approximate histogram on the heap.
+/// An approximate histogram on the heap (dense storage).
 pub type HeapApproxHistogram = ApproxHistogram<HeapStorage<ScalableCell>, Layout>;
+
+/// A plain histogram over sparse storage (the builder's default).
+pub type SparseHistogram<C = u64> = Histogram<SparseStorage<C>, Layout>;
+/// An atomic histogram over sparse storage (the builder's default).
+pub type SparseAtomicHistogram<A = AtomicU64> = AtomicHistogram<SparseStorage<A>, Layout>;
+/// An approximate histogram over sparse storage (pages only).
+pub type SparseApproxHistogram = ApproxHistogram<SparseStorage<ScalableCell>, Layout>;
 
 /// The default histogram: `u64` counters, 0.001 relative error, the full `u64` range.
 pub fn default_histogram() -> HeapHistogram<u64> {

@@ -39,8 +39,10 @@ pub mod summary;
 pub mod thread_local;
 
 pub use builder::{
-    default_histogram, BuildError, HeapApproxHistogram, HistogramBuilder, StorageWidth,
+    default_histogram, BuildError, Dense, HeapApproxHistogram, HistogramBuilder, Sparse,
+    SparseApproxHistogram, SparseAtomicHistogram, SparseHistogram, StorageChoice, StorageWidth,
 };
+pub use sparse::SparseStorage;
 pub use heap::{HeapAtomicHistogram, HeapHistogram, HeapStorage};
 pub use hgrm::{write_hgrm, Hgrm, HgrmError};
 pub use snapshot::{Snapshot, SnapshotExt};

@@ -252,9 +252,14 @@ impl<T: PageCell> SparseStorage<T> {
 
     /// The cold path of a record of `n` at `pos` whose block had no page: outside the window,
     /// a page installed meanwhile or now (the cell returned), or counted in the cold tier.
+    ///
+    /// # Safety
+    ///
+    /// `pos` is a position under this storage's block scale (see [`Cells`]): the returned
+    /// cell is then inside its page.
     #[cold]
     #[inline(never)]
-    fn record_cold(&self, pos: BucketPos, n: u64) -> Absent<*mut T> {
+    unsafe fn record_cold(&self, pos: BucketPos, n: u64) -> Absent<*mut T> {
         let e = pos.block;
         if e < self.first_block {
             // Top bit set: below the window (`Window::slot_is_below`).
@@ -329,8 +334,8 @@ fn page_layout<T>(len: usize) -> std::alloc::Layout {
 impl<T: PageCell> Cells for SparseStorage<T> {
     type Item = T;
 
-    fn check_window(&self, window: Window) -> Result<(), WindowError> {
-        if window == self.window {
+    fn check_window(&self, layout: Layout, window: Window) -> Result<(), WindowError> {
+        if window == self.window && layout.block_scale() == self.k {
             Ok(())
         } else {
             Err(WindowError::StorageLength {
@@ -341,19 +346,21 @@ impl<T: PageCell> Cells for SparseStorage<T> {
     }
 
     #[inline(always)]
-    fn cell(&self, pos: BucketPos, _k: u32, _first: usize) -> Option<&T> {
+    unsafe fn cell(&self, pos: BucketPos, _k: u32, _first: usize) -> Option<&T> {
         let page = self.dir.get(pos.block)?.load(Ordering::Acquire);
         if page.is_null() {
             return None;
         }
-        // SAFETY: an installed page holds the offsets of its block (`m` in `0..2B` for block
-        // 0, `B..2B` otherwise, which the bias maps onto its cells), alive until drop.
+        // SAFETY: by the caller's guarantee `pos` is a position under this storage's block
+        // scale, so its offset is one of its block's (`0..2B` for block 0, `B..2B` otherwise,
+        // which the bias maps onto the page's cells); the page is alive until drop.
         Some(unsafe { &*page.wrapping_add(pos.offset) })
     }
 
     #[inline]
-    fn absent(&self, pos: BucketPos, _k: u32, _first: usize, n: u64) -> Absent<&T> {
-        match self.record_cold(pos, n) {
+    unsafe fn absent(&self, pos: BucketPos, _k: u32, _first: usize, n: u64) -> Absent<&T> {
+        // SAFETY: the caller's guarantee is `record_cold`'s.
+        match unsafe { self.record_cold(pos, n) } {
             Absent::Outside(slot) => Absent::Outside(slot),
             Absent::Counted => Absent::Counted,
             // SAFETY: a cell of an installed page, as in `cell`.
@@ -464,7 +471,7 @@ fn entry_runs(entries: &[(usize, u64)], slot0: usize, end: usize, f: &mut dyn Fn
 
 impl<T: PageCell> CellsMut for SparseStorage<T> {
     #[inline(always)]
-    fn cell_mut(&mut self, pos: BucketPos, _k: u32, _first: usize) -> Option<&mut T> {
+    unsafe fn cell_mut(&mut self, pos: BucketPos, _k: u32, _first: usize) -> Option<&mut T> {
         let page = self.dir.get(pos.block)?.load(Ordering::Relaxed);
         if page.is_null() {
             return None;
@@ -474,8 +481,15 @@ impl<T: PageCell> CellsMut for SparseStorage<T> {
     }
 
     #[inline]
-    fn absent_mut(&mut self, pos: BucketPos, _k: u32, _first: usize, n: u64) -> Absent<&mut T> {
-        match self.record_cold(pos, n) {
+    unsafe fn absent_mut(
+        &mut self,
+        pos: BucketPos,
+        _k: u32,
+        _first: usize,
+        n: u64,
+    ) -> Absent<&mut T> {
+        // SAFETY: the caller's guarantee is `record_cold`'s.
+        match unsafe { self.record_cold(pos, n) } {
             Absent::Outside(slot) => Absent::Outside(slot),
             Absent::Counted => Absent::Counted,
             // SAFETY: as in `cell_mut`.

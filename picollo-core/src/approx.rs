@@ -91,7 +91,7 @@ where
     /// counter configuration ([`ApproxHistogram::with_config`] changes it). They are cleared; a
     /// length other than `window.len()` is an error.
     pub fn with_storage(spec: L, storage: S, window: Window) -> Result<Self, WindowError> {
-        storage.check_window(window)?;
+        storage.check_window(spec.layout(), window)?;
         let h = ApproxHistogram {
             spec,
             window,
@@ -160,9 +160,12 @@ where
     #[inline(always)]
     fn cell_or_outside(&self, pos: BucketPos, n: u64) -> Result<&ScalableCell, Option<usize>> {
         let (k, first) = (self.spec.layout().block_scale(), self.window().first());
-        match self.storage.cell(pos, k, first) {
+        // SAFETY: `pos` comes from this histogram's sealed layout spec, which the storage was
+        // checked against when the histogram was made (`Cells::check_window`).
+        match unsafe { self.storage.cell(pos, k, first) } {
             Some(cell) => Ok(cell),
-            None => match self.storage.absent(pos, k, first, n) {
+            // SAFETY: as above.
+            None => match unsafe { self.storage.absent(pos, k, first, n) } {
                 Absent::Outside(slot) => Err(Some(slot)),
                 Absent::Cell(cell) => Ok(cell),
                 Absent::Counted => Err(None),
@@ -228,6 +231,22 @@ where
     /// `ResetInProgress` now. Wait-free.
     pub fn reset_in_progress(&self) -> bool {
         self.shared.reset_in_progress()
+    }
+}
+
+impl<S, L, W> ApproxHistogram<S, L, W>
+where
+    S: Cells,
+{
+    /// The storage.
+    pub fn storage(&self) -> &S {
+        &self.storage
+    }
+
+    /// Bytes of memory this histogram holds: the value itself plus what its storage holds
+    /// ([`Cells::held_bytes`]).
+    pub fn footprint(&self) -> usize {
+        core::mem::size_of_val(self) + self.storage.held_bytes()
     }
 }
 

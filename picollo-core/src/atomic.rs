@@ -280,7 +280,7 @@ where
     /// or `picollo-alloc`'s sparse storage — or an owned array with any [`LayoutSpec`]). It is
     /// cleared; a length other than `window.len()` is an error.
     pub fn with_storage(spec: L, storage: S, window: Window) -> Result<Self, WindowError> {
-        storage.check_window(window)?;
+        storage.check_window(spec.layout(), window)?;
         let h = AtomicHistogram {
             spec,
             window,
@@ -323,9 +323,12 @@ where
     #[inline(always)]
     fn record_at(&self, pos: BucketPos) {
         let (k, first) = (self.spec.layout().block_scale(), self.window().first());
-        match self.storage.cell(pos, k, first) {
+        // SAFETY: `pos` comes from this histogram's sealed layout spec, which the storage was
+        // checked against when the histogram was made (`Cells::check_window`).
+        match unsafe { self.storage.cell(pos, k, first) } {
             Some(cell) => cell.increment(),
-            None => match self.storage.absent(pos, k, first, 1) {
+            // SAFETY: as above.
+            None => match unsafe { self.storage.absent(pos, k, first, 1) } {
                 Absent::Outside(slot) => self.shared.add_outside(slot, 1),
                 Absent::Cell(cell) => cell.add(1),
                 Absent::Counted => {}
@@ -338,9 +341,11 @@ where
     pub fn record_n(&self, value: u64, count: u64) {
         let pos = self.spec.position_native(value);
         let (k, first) = (self.spec.layout().block_scale(), self.window().first());
-        match self.storage.cell(pos, k, first) {
+        // SAFETY: as in `record_at`.
+        match unsafe { self.storage.cell(pos, k, first) } {
             Some(cell) => cell.add(count),
-            None => match self.storage.absent(pos, k, first, count) {
+            // SAFETY: as above.
+            None => match unsafe { self.storage.absent(pos, k, first, count) } {
                 Absent::Outside(slot) => self.shared.add_outside(slot, count),
                 Absent::Cell(cell) => cell.add(count),
                 Absent::Counted => {}
@@ -383,6 +388,22 @@ where
     /// `ResetInProgress` now. Wait-free.
     pub fn reset_in_progress(&self) -> bool {
         self.shared.reset_in_progress()
+    }
+}
+
+impl<S, L, W> AtomicHistogram<S, L, W>
+where
+    S: Cells,
+{
+    /// The storage.
+    pub fn storage(&self) -> &S {
+        &self.storage
+    }
+
+    /// Bytes of memory this histogram holds: the value itself plus what its storage holds
+    /// ([`Cells::held_bytes`]: the cells; for sparse storage its directory, pages and tables).
+    pub fn footprint(&self) -> usize {
+        core::mem::size_of_val(self) + self.storage.held_bytes()
     }
 }
 

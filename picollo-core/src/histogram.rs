@@ -222,7 +222,7 @@ where
     /// assert_eq!(h.total(), 1);
     /// ```
     pub fn with_storage(spec: L, storage: S, window: Window) -> Result<Self, WindowError> {
-        storage.check_window(window)?;
+        storage.check_window(spec.layout(), window)?;
         let mut h = Histogram {
             spec,
             window,
@@ -279,12 +279,15 @@ where
     #[inline(always)]
     fn record_at(&mut self, pos: BucketPos) {
         let (k, first) = (self.spec.layout().block_scale(), self.first());
-        match self.storage.cell_mut(pos, k, first) {
+        // SAFETY: `pos` comes from this histogram's sealed layout spec (or its layout), which
+        // the storage was checked against when the histogram was made (`Cells::check_window`).
+        match unsafe { self.storage.cell_mut(pos, k, first) } {
             Some(cell) => cell.increment(),
             // Inline rather than a call: a call in the loop would stop the compiler from
             // keeping the storage pointer and window in registers across records. (Dense
             // storage answers `Outside` inline; sparse storage calls its cold path here.)
-            None => match self.storage.absent_mut(pos, k, first, 1) {
+            // SAFETY: as above.
+            None => match unsafe { self.storage.absent_mut(pos, k, first, 1) } {
                 // One at a time, a u64 capped at 2^63 - 1 cannot wrap (see `Counter`).
                 Absent::Outside(slot) => {
                     let outside = self.outside_counter(slot);
@@ -305,9 +308,12 @@ where
     #[inline]
     fn record_n_at(&mut self, pos: BucketPos, count: u64) {
         let (k, first) = (self.spec.layout().block_scale(), self.first());
-        match self.storage.cell_mut(pos, k, first) {
+        // SAFETY: `pos` comes from this histogram's layout, which the storage was checked
+        // against when the histogram was made (`Cells::check_window`).
+        match unsafe { self.storage.cell_mut(pos, k, first) } {
             Some(cell) => cell.add(count),
-            None => match self.storage.absent_mut(pos, k, first, count) {
+            // SAFETY: as above.
+            None => match unsafe { self.storage.absent_mut(pos, k, first, count) } {
                 Absent::Outside(slot) => self.outside_counter(slot).add(count),
                 Absent::Cell(cell) => cell.add(count),
                 Absent::Counted => {}
@@ -510,6 +516,12 @@ where
     /// Gives the storage back.
     pub fn into_storage(self) -> S {
         self.storage
+    }
+
+    /// Bytes of memory this histogram holds: the value itself plus what its storage holds
+    /// ([`Cells::held_bytes`]: the cells; for sparse storage its directory, pages and tables).
+    pub fn footprint(&self) -> usize {
+        core::mem::size_of_val(self) + self.storage.held_bytes()
     }
 }
 

@@ -481,7 +481,11 @@ const fn bit_length_soft(x: u32) -> u32 {
 ///
 /// A constant scale lets the compiler fold the shifts and masks of the record path (about two
 /// instructions fewer per record on x86_64, see `benches/RESULTS.md`).
-pub trait LayoutSpec: Copy {
+///
+/// Sealed: the record paths rely on [`LayoutSpec::layout`] staying the same for a value and on
+/// [`LayoutSpec::position`] being the layout's own (storage whose pages are sized by the
+/// layout indexes them with it, see [`crate::Cells`]).
+pub trait LayoutSpec: sealed::Sealed + Copy {
     /// The layout.
     fn layout(&self) -> Layout;
     /// The logical index of `value`; override only to keep the scale constant.
@@ -549,6 +553,12 @@ fn index_of_wide(layout: Layout, value: u64) -> usize {
 #[inline(never)]
 fn position_wide(layout: Layout, value: u64) -> BucketPos {
     position_of_scale(layout.block_scale(), value)
+}
+
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for super::Layout {}
+    impl<const K: u32> Sealed for super::ConstLayout<K> {}
 }
 
 impl LayoutSpec for Layout {

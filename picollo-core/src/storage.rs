@@ -179,18 +179,36 @@ pub enum Absent<C> {
 ///
 /// Reads address buckets by storage index (`slot`: logical index minus the window's first),
 /// like [`HistogramRead`](crate::HistogramRead), which the kinds implement with these methods.
+///
+/// # Safety of the record methods
+///
+/// [`Cells::cell`], [`Cells::absent`] and their `_mut` twins take a position on trust, so that
+/// sparse storage can index a page with it without a bound check: `pos` must be the position
+/// of a value ([`LayoutSpec::position`](crate::LayoutSpec::position) and its variants) under a
+/// layout of block scale `k`, the layout the storage was checked against
+/// ([`Cells::check_window`]). The kinds guarantee it: their layout is a sealed
+/// [`LayoutSpec`](crate::LayoutSpec), checked when the histogram is made.
 pub trait Cells {
     /// The cell type.
     type Item: CellCount;
-    /// Whether the storage serves exactly `window` (dense: its length; sparse: the window it
-    /// was made for).
-    fn check_window(&self, window: Window) -> Result<(), WindowError>;
+    /// Whether the storage serves exactly `window` under `layout` (dense: its length; sparse:
+    /// the layout and window it was made for).
+    fn check_window(&self, layout: crate::Layout, window: Window) -> Result<(), WindowError>;
     /// The cell of the bucket at `pos` (layout block scale `k`, window starting at logical
     /// index `first`), when the storage holds one. Inlined into every record.
-    fn cell(&self, pos: BucketPos, k: u32, first: usize) -> Option<&Self::Item>;
+    ///
+    /// # Safety
+    ///
+    /// `pos` is a position under block scale `k`, the storage's layout (see the trait docs).
+    unsafe fn cell(&self, pos: BucketPos, k: u32, first: usize) -> Option<&Self::Item>;
     /// What to do with `n` occurrences at `pos` when [`Cells::cell`] found no cell. May be
     /// called by many threads at once (the shared kinds).
-    fn absent(&self, pos: BucketPos, k: u32, first: usize, n: u64) -> Absent<&Self::Item>;
+    ///
+    /// # Safety
+    ///
+    /// As [`Cells::cell`].
+    unsafe fn absent(&self, pos: BucketPos, k: u32, first: usize, n: u64)
+        -> Absent<&Self::Item>;
     /// The count at storage index `slot`, 0 past the end.
     fn count_at(&self, slot: usize) -> u64;
     /// The sum of the counts at storage indices `start..end` (clamped), saturating.
@@ -208,9 +226,18 @@ pub trait Cells {
 /// [`Cells`] with exclusive access, for the plain kind.
 pub trait CellsMut: Cells {
     /// As [`Cells::cell`], mutably.
-    fn cell_mut(&mut self, pos: BucketPos, k: u32, first: usize) -> Option<&mut Self::Item>;
+    ///
+    /// # Safety
+    ///
+    /// As [`Cells::cell`].
+    unsafe fn cell_mut(&mut self, pos: BucketPos, k: u32, first: usize)
+        -> Option<&mut Self::Item>;
     /// As [`Cells::absent`], with exclusive access.
-    fn absent_mut(
+    ///
+    /// # Safety
+    ///
+    /// As [`Cells::cell`].
+    unsafe fn absent_mut(
         &mut self,
         pos: BucketPos,
         k: u32,
@@ -228,15 +255,16 @@ where
 {
     type Item = S::Item;
     #[inline]
-    fn check_window(&self, window: Window) -> Result<(), WindowError> {
+    fn check_window(&self, _layout: crate::Layout, window: Window) -> Result<(), WindowError> {
         window.check_storage_len(self.as_slice().len())
     }
+    /// Bound-checked: safe for any `pos`.
     #[inline(always)]
-    fn cell(&self, pos: BucketPos, k: u32, first: usize) -> Option<&S::Item> {
+    unsafe fn cell(&self, pos: BucketPos, k: u32, first: usize) -> Option<&S::Item> {
         self.as_slice().get(pos.logical(k).wrapping_sub(first))
     }
     #[inline(always)]
-    fn absent(&self, pos: BucketPos, k: u32, first: usize, _n: u64) -> Absent<&S::Item> {
+    unsafe fn absent(&self, pos: BucketPos, k: u32, first: usize, _n: u64) -> Absent<&S::Item> {
         Absent::Outside(pos.logical(k).wrapping_sub(first))
     }
     #[inline]
@@ -262,12 +290,13 @@ where
     S: StorageMut + ?Sized,
     S::Item: CellCount,
 {
+    /// Bound-checked: safe for any `pos`.
     #[inline(always)]
-    fn cell_mut(&mut self, pos: BucketPos, k: u32, first: usize) -> Option<&mut S::Item> {
+    unsafe fn cell_mut(&mut self, pos: BucketPos, k: u32, first: usize) -> Option<&mut S::Item> {
         self.as_mut_slice().get_mut(pos.logical(k).wrapping_sub(first))
     }
     #[inline(always)]
-    fn absent_mut(
+    unsafe fn absent_mut(
         &mut self,
         pos: BucketPos,
         k: u32,
