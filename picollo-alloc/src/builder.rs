@@ -521,7 +521,10 @@ mod tests {
 
     #[test]
     fn reset_counts_and_corrected_records_on_heap_kinds() {
+        // Dense: the exact window (sparse storage widens it to whole blocks, so that 16,000
+        // would not overflow).
         let b = HistogramBuilder::new()
+            .dense()
             .min_trackable(100)
             .max_trackable(10_000);
         let mut plain = b.plain().unwrap();

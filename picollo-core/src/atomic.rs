@@ -320,6 +320,18 @@ where
         self.record_at(self.spec.position_u32(value));
     }
 
+    /// Records one value at its [`BucketPos`], for callers that compute the position
+    /// themselves (the `metrics` recorder of `picollo-export` takes it from an `f64`'s bits).
+    ///
+    /// # Safety
+    ///
+    /// `pos` is the position of a value under this histogram's layout
+    /// ([`LayoutSpec::position`](crate::LayoutSpec::position)).
+    #[inline(always)]
+    pub unsafe fn record_position(&self, pos: BucketPos) {
+        self.record_at(pos)
+    }
+
     #[inline(always)]
     fn record_at(&self, pos: BucketPos) {
         let (k, first) = (self.spec.layout().block_scale(), self.window().first());
