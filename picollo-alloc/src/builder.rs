@@ -46,7 +46,8 @@ use picollo_core::approx::ApproxHistogram;
 use picollo_core::atomic::AtomicCounter;
 use picollo_core::scalable::ScalableCell;
 use picollo_core::{
-    AtomicHistogram, Cells, CellsMut, Counter, Histogram, Layout, LayoutError, Window, WindowError,
+    AtomicHistogram, BucketPos, Cells, CellsMut, Counter, Histogram, Layout,
+    LayoutError, Window, WindowError,
 };
 use portable_atomic::{AtomicU16, AtomicU32, AtomicU64};
 
@@ -64,6 +65,37 @@ pub trait StorageChoice: sealed::Sealed + Copy + Default + fmt::Debug + Send + S
     /// Storage for `window` and the window it serves (sparse storage widens it to whole
     /// blocks).
     fn cells<T: PageCell>(layout: Layout, window: Window) -> (Self::Cells<T>, Window);
+
+    /// The pointer the thread-local kind's record path caches: the cells (dense) or the
+    /// directory of pages (sparse).
+    #[doc(hidden)]
+    fn hot_ptr<T: PageCell>(cells: &Self::Cells<T>) -> *const ();
+    /// The bound the thread-local kind's record path checks: cells (dense) or directory
+    /// entries (sparse).
+    #[doc(hidden)]
+    fn hot_len<T: PageCell>(cells: &Self::Cells<T>) -> usize;
+    /// The cell of `pos` through a cached [`StorageChoice::hot_ptr`].
+    ///
+    /// # Safety
+    ///
+    /// `ptr` and `len` are [`StorageChoice::hot_ptr`] and [`StorageChoice::hot_len`] of a live
+    /// storage of this choice for the window starting at `first`, under block scale `k`; `pos`
+    /// is a position under that block scale.
+    #[doc(hidden)]
+    unsafe fn hot_cell<'a, T: PageCell>(
+        ptr: *const (),
+        len: usize,
+        pos: BucketPos,
+        k: u32,
+        first: usize,
+    ) -> Option<&'a T>;
+    /// The cells as one slice, when the storage is dense.
+    #[doc(hidden)]
+    fn dense_cells<T: PageCell>(cells: &Self::Cells<T>) -> Option<&[T]>;
+    /// Makes `to`'s counts those of `from` (same window), with no other writer: `set` stores a
+    /// count into a cell.
+    #[doc(hidden)]
+    fn copy_counts<T: PageCell>(to: &Self::Cells<T>, from: &Self::Cells<T>, set: impl Fn(&T, u64));
 }
 
 /// Storage whose memory follows what was recorded ([`SparseStorage`]): the builder's
@@ -82,6 +114,29 @@ impl StorageChoice for Sparse {
         let window = cells.window();
         (cells, window)
     }
+    fn hot_ptr<T: PageCell>(cells: &SparseStorage<T>) -> *const () {
+        cells.dir_ptr().cast()
+    }
+    fn hot_len<T: PageCell>(cells: &SparseStorage<T>) -> usize {
+        cells.dir_len()
+    }
+    #[inline(always)]
+    unsafe fn hot_cell<'a, T: PageCell>(
+        ptr: *const (),
+        len: usize,
+        pos: BucketPos,
+        _k: u32,
+        _first: usize,
+    ) -> Option<&'a T> {
+        // SAFETY: the caller's guarantee: `ptr` and `len` are a live storage's directory.
+        unsafe { SparseStorage::cached_cell(ptr.cast(), len, pos) }
+    }
+    fn dense_cells<T: PageCell>(_cells: &SparseStorage<T>) -> Option<&[T]> {
+        None
+    }
+    fn copy_counts<T: PageCell>(to: &SparseStorage<T>, from: &SparseStorage<T>, set: impl Fn(&T, u64)) {
+        to.copy_counts_from(from, set)
+    }
 }
 
 impl StorageChoice for Dense {
@@ -90,6 +145,32 @@ impl StorageChoice for Dense {
         // SAFETY: all-zero bytes are a valid, empty `T` (`PageCell`).
         let cells = HeapStorage::with_len(window.len(), || unsafe { core::mem::zeroed() });
         (cells, window)
+    }
+    fn hot_ptr<T: PageCell>(cells: &HeapStorage<T>) -> *const () {
+        cells.cells().as_ptr().cast()
+    }
+    fn hot_len<T: PageCell>(cells: &HeapStorage<T>) -> usize {
+        cells.cells().len()
+    }
+    #[inline(always)]
+    unsafe fn hot_cell<'a, T: PageCell>(
+        ptr: *const (),
+        len: usize,
+        pos: BucketPos,
+        k: u32,
+        first: usize,
+    ) -> Option<&'a T> {
+        let slot = pos.logical(k).wrapping_sub(first);
+        // SAFETY: `ptr` points to `len` live cells (the caller's guarantee) and `slot < len`.
+        (slot < len).then(|| unsafe { &*ptr.cast::<T>().add(slot) })
+    }
+    fn dense_cells<T: PageCell>(cells: &HeapStorage<T>) -> Option<&[T]> {
+        Some(cells.cells())
+    }
+    fn copy_counts<T: PageCell>(to: &HeapStorage<T>, from: &HeapStorage<T>, set: impl Fn(&T, u64)) {
+        for (t, c) in to.cells().iter().zip(from.cells()) {
+            set(t, c.count());
+        }
     }
 }
 
@@ -328,7 +409,7 @@ impl<C: StorageWidth, S: StorageChoice> HistogramBuilder<C, S> {
     }
 
     /// A thread-local histogram: each thread writes its own shard, readers sum them.
-    pub fn thread_local(self) -> Result<ThreadLocalHistogram<C>, BuildError> {
+    pub fn thread_local(self) -> Result<ThreadLocalHistogram<C, S>, BuildError> {
         let (layout, window) = self.resolve()?;
         Ok(ThreadLocalHistogram::new(layout, window))
     }

@@ -203,6 +203,68 @@ impl<T: PageCell> SparseStorage<T> {
         self.window
     }
 
+    /// The directory's first entry (block 0's page pointer), for a record path that caches it
+    /// (the thread-local kind's per-thread cache).
+    pub(crate) fn dir_ptr(&self) -> *const AtomicPtr<T> {
+        self.dir.as_ptr()
+    }
+
+    /// Entries in the directory: blocks `0..dir_len()` (past it: overflow).
+    pub(crate) fn dir_len(&self) -> usize {
+        self.dir.len()
+    }
+
+    /// The cell of `pos` through a cached directory pointer: the thread-local kind's hot path
+    /// ([`SparseStorage::cell`](Cells::cell) without the storage at hand).
+    ///
+    /// # Safety
+    ///
+    /// `dir` is [`SparseStorage::dir_ptr`] of a live storage whose [`SparseStorage::dir_len`]
+    /// is `len`, and `pos` a position under its block scale.
+    #[inline(always)]
+    pub(crate) unsafe fn cached_cell<'a>(
+        dir: *const AtomicPtr<T>,
+        len: usize,
+        pos: BucketPos,
+    ) -> Option<&'a T> {
+        if pos.block >= len {
+            return None;
+        }
+        // SAFETY: `pos.block < len`, the directory's length (the caller's guarantee). The
+        // owner thread installs its shard's pages and reads them back: program order.
+        let page = unsafe { &*dir.add(pos.block) }.load(Ordering::Relaxed);
+        if page.is_null() {
+            return None;
+        }
+        // SAFETY: as in `Cells::cell`.
+        Some(unsafe { &*page.wrapping_add(pos.offset) })
+    }
+
+    /// Makes this storage's counts those of `from` (same layout and window), bucket for bucket:
+    /// every page of `from` gets one here with its cells' counts (`set` stores a count), and
+    /// the cold tier is copied entry for entry. Only with no other writer (a thread-local
+    /// shard's baseline, under the histogram's version lock); readers that overlap must retry.
+    pub(crate) fn copy_counts_from(&self, from: &Self, set: impl Fn(&T, u64)) {
+        for e in self.first_block..self.dir.len() {
+            if let Some(cells) = from.page(e) {
+                self.install(e);
+                if let Some(to) = self.page(e) {
+                    for (t, c) in to.iter().zip(cells) {
+                        set(t, c.count());
+                    }
+                }
+            } else if let Some(to) = self.page(e) {
+                to.iter().for_each(|t| set(t, 0));
+            }
+        }
+        self.cold.clear_all();
+        from.cold.for_each(|logical, n| {
+            let e = BucketPos::of_logical(logical, self.k).block;
+            // No limit: the copy holds what `from` holds.
+            let _ = self.cold.add(logical, e, n, usize::MAX);
+        });
+    }
+
     /// Pages installed.
     pub fn pages(&self) -> usize {
         (self.first_block..self.dir.len())

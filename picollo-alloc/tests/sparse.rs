@@ -1,6 +1,6 @@
 //! Sparse storage against dense storage, value for value: every read (buckets, sums, the bulk
 //! read, percentiles, statistics), reset, snapshots, `add` across kinds, the V2 codec and
-//! `.hlog` lines, for the plain, atomic and approximate kinds; and the lock-free page
+//! `.hlog` lines, for the plain, atomic, thread-local and approximate kinds; and the lock-free page
 //! installation under threads that race on fresh blocks (a churn stress test, small enough
 //! for miri).
 
@@ -80,11 +80,13 @@ proptest! {
         let builder = HistogramBuilder::new().layout(layout).min_trackable(lo).max_trackable(hi);
         let mut sparse = builder.plain().unwrap();
         let atomic = builder.atomic().unwrap();
+        let local = builder.thread_local().unwrap();
         let window = sparse.window();
+        prop_assert_eq!(local.window(), window);
         prop_assert_eq!(window, widened(layout, Window::new(layout, lo, hi).unwrap()));
         prop_assert_eq!(atomic.window(), window);
         let mut dense = heap::plain::<u64>(layout, window);
-        for &(word, n) in &records {
+        for (i, &(word, n)) in records.iter().enumerate() {
             let v = spread(word, bits.max(8));
             // Mostly single records (the cold tier, then pages), some bulk ones.
             if n < 30 {
@@ -96,6 +98,17 @@ proptest! {
                 atomic.record_n(v, n);
                 dense.record_n(v, n);
             }
+            // The thread-local kind: this thread's shard, and every third record from a
+            // thread that exits (its shard folded into the accumulator).
+            if i % 3 == 0 {
+                std::thread::scope(|s| {
+                    s.spawn(|| local.record_n(v, n.max(1) * u64::from(n >= 30) + u64::from(n < 30)));
+                });
+            } else if n < 30 {
+                local.record(v);
+            } else {
+                local.record_n(v, n);
+            }
         }
         let len = window.len();
         let ranges: Vec<_> = ranges
@@ -104,6 +117,7 @@ proptest! {
             .collect();
         assert_reads_alike(&sparse, &dense, &ranges);
         assert_reads_alike(&atomic, &dense, &ranges);
+        assert_reads_alike(&local, &dense, &ranges);
         // A clone reads alike too.
         assert_reads_alike(&sparse.clone(), &dense, &ranges);
     }
@@ -116,21 +130,30 @@ proptest! {
         let layout = Layout::from_block_scale(7).unwrap();
         let builder = HistogramBuilder::new().layout(layout);
         let atomic = builder.atomic().unwrap();
+        let local = builder.thread_local().unwrap();
         let mut plain = builder.plain().unwrap();
         let mut dense = builder.dense().plain().unwrap();
         for &w in &first {
             atomic.record(spread(w, 64));
+            local.record(spread(w, 64));
             plain.record(spread(w, 64));
         }
         atomic.reset();
+        local.reset();
         plain.reset();
         for &w in &second {
             let v = spread(w, 64);
             atomic.record(v);
+            local.record(v);
             plain.record(v);
             dense.record(v);
         }
         assert_reads_alike(&atomic, &dense, &[(0, layout.logical_len())]);
+        // The thread-local kind after a reset: counts less the shard's (sparse) baseline.
+        assert_reads_alike(&local, &dense, &[(0, layout.logical_len())]);
+        local.reset();
+        prop_assert_eq!(local.total_with_outside(), 0);
+        prop_assert!(buckets(&local).is_empty());
         assert_reads_alike(&plain, &dense, &[]);
         prop_assert_eq!((atomic.reset_count(), plain.reset_count()), (1, 1));
 

@@ -107,7 +107,10 @@ use metrics::{Key, KeyName, Metadata, SharedString, Unit};
 use picollo_alloc::hdr::interop::{self, ExportOptions as HdrOptions};
 use picollo_alloc::hdr::{LogError, LogWriter};
 use picollo_alloc::sparse::SparseStorage;
-use picollo_alloc::{heap, HeapAtomicHistogram, Snapshot, SparseAtomicHistogram, Summary, ThreadLocalHistogram};
+use picollo_alloc::{
+    heap, Dense, HeapAtomicHistogram, Snapshot, SparseAtomicHistogram, Summary,
+    ThreadLocalHistogram,
+};
 use picollo_core::{AtomicHistogram, BucketPos, HistogramRead, Layout, Window};
 
 use crate::registry::{Counter, Gauge};
@@ -119,8 +122,8 @@ use handle_cache::{cached_handle, remember_handle};
 /// kind").
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum HistogramKind {
-    /// One dense shard per recording thread, written with a relaxed load and store (the
-    /// fastest record; memory is the whole window per thread and series).
+    /// One shard per recording thread, written with a relaxed load and store (the fastest
+    /// record; memory multiplies by the threads that record into a series).
     ThreadLocal,
     /// One shared histogram, one `fetch_add` per record (the default; over sparse storage
     /// unless [`RecorderBuilder::dense`], memory follows what was recorded; slower under
@@ -159,14 +162,14 @@ impl RecorderBuilder {
         }
     }
 
-    /// Dense storage for atomic series: every bucket of the window has its cell from the
-    /// start (the whole window's memory per series). The thread-local kind is always dense.
+    /// Dense storage: every bucket of the window has its cell from the start (the whole
+    /// window's memory per series, and per recording thread for the thread-local kind).
     pub fn dense(mut self) -> Self {
         self.dense = true;
         self
     }
 
-    /// Sparse storage for atomic series (the default): memory follows what was recorded.
+    /// Sparse storage (the default): memory follows what was recorded.
     pub fn sparse(mut self) -> Self {
         self.dense = false;
         self
@@ -186,8 +189,11 @@ impl RecorderBuilder {
             (HistogramKind::Atomic, true) => {
                 heap::atomic::<picollo_core::AtomicU64>(self.layout, window).footprint()
             }
-            (HistogramKind::ThreadLocal, _) => {
-                ThreadLocalHistogram::<u64>::estimated_footprint(window.len(), 0)
+            (HistogramKind::ThreadLocal, true) => {
+                ThreadLocalHistogram::<u64, Dense>::new(self.layout, window).footprint()
+            }
+            (HistogramKind::ThreadLocal, false) => {
+                ThreadLocalHistogram::<u64>::new(self.layout, window).footprint()
             }
         }
     }
@@ -269,7 +275,8 @@ impl RecorderBuilder {
 /// registry serves the same `Arc`.
 #[derive(Clone)]
 enum Kinded {
-    ThreadLocal(Arc<Handle<ThreadLocalHistogram<u64>>>),
+    ThreadLocal(Arc<Handle<ThreadLocalHistogram<u64, Dense>>>),
+    SparseThreadLocal(Arc<Handle<ThreadLocalHistogram<u64>>>),
     Atomic(Arc<Handle<HeapAtomicHistogram>>),
     SparseAtomic(Arc<Handle<SparseAtomicHistogram>>),
 }
@@ -278,6 +285,7 @@ impl Kinded {
     fn read(&self) -> &dyn HistogramRead {
         match self {
             Self::ThreadLocal(h) => &h.histogram,
+            Self::SparseThreadLocal(h) => &h.histogram,
             Self::Atomic(h) => &h.histogram,
             Self::SparseAtomic(h) => &h.histogram,
         }
@@ -286,6 +294,7 @@ impl Kinded {
     fn exported(&self) -> Arc<dyn Exported> {
         match self {
             Self::ThreadLocal(h) => h.clone(),
+            Self::SparseThreadLocal(h) => h.clone(),
             Self::Atomic(h) => h.clone(),
             Self::SparseAtomic(h) => h.clone(),
         }
@@ -296,6 +305,7 @@ impl Kinded {
     fn handle(&self) -> metrics::Histogram {
         match self {
             Self::ThreadLocal(h) => metrics::Histogram::from_arc(h.clone()),
+            Self::SparseThreadLocal(h) => metrics::Histogram::from_arc(h.clone()),
             Self::Atomic(h) => metrics::Histogram::from_arc(h.clone()),
             Self::SparseAtomic(h) => metrics::Histogram::from_arc(h.clone()),
         }
@@ -305,6 +315,7 @@ impl Kinded {
     fn footprint(&self) -> usize {
         match self {
             Self::ThreadLocal(h) => h.histogram.footprint(),
+            Self::SparseThreadLocal(h) => h.histogram.footprint(),
             Self::Atomic(h) => h.histogram.footprint(),
             Self::SparseAtomic(h) => h.histogram.footprint(),
         }
@@ -377,7 +388,7 @@ trait RecorderHistogram: Send + Sync + 'static {
     fn record_value(&self, value: u64);
 }
 
-impl RecorderHistogram for ThreadLocalHistogram<u64> {
+impl<S: picollo_alloc::StorageChoice> RecorderHistogram for ThreadLocalHistogram<u64, S> {
     #[inline]
     fn record_value(&self, value: u64) {
         self.record(value)
@@ -483,6 +494,19 @@ impl FloatBuckets {
 }
 
 impl metrics::HistogramFn for Handle<ThreadLocalHistogram<u64>> {
+    #[inline]
+    fn record(&self, value: f64) {
+        let v = value * self.scale;
+        match self.buckets.position(v) {
+            // SAFETY: `FloatBuckets::position` returns positions of values under this
+            // histogram's layout (the buckets were made from it).
+            Some(pos) => unsafe { self.histogram.record_position(pos) },
+            None => self.record_converted(v),
+        }
+    }
+}
+
+impl metrics::HistogramFn for Handle<ThreadLocalHistogram<u64, Dense>> {
     #[inline]
     fn record(&self, value: f64) {
         let v = value * self.scale;
@@ -758,11 +782,14 @@ impl metrics::Recorder for PicolloRecorder {
         let (scale, invalid) = (config.scale, self.inner.invalid.clone());
         let layout = config.layout;
         let histogram = match (config.kind, config.dense) {
-            (HistogramKind::ThreadLocal, _) => Kinded::ThreadLocal(Arc::new(Handle::new(
-                ThreadLocalHistogram::<u64>::new(layout, window),
+            (HistogramKind::ThreadLocal, true) => Kinded::ThreadLocal(Arc::new(Handle::new(
+                ThreadLocalHistogram::<u64, Dense>::new(layout, window),
                 scale,
                 invalid,
             ))),
+            (HistogramKind::ThreadLocal, false) => Kinded::SparseThreadLocal(Arc::new(
+                Handle::new(ThreadLocalHistogram::<u64>::new(layout, window), scale, invalid),
+            )),
             (HistogramKind::Atomic, true) => Kinded::Atomic(Arc::new(Handle::new(
                 heap::atomic(layout, window),
                 scale,

@@ -68,7 +68,7 @@ macro_rules! exported_by_reading {
     };
 }
 
-impl<C: LocalCounter> Exported for ThreadLocalHistogram<C> {
+impl<C: LocalCounter, S: picollo_alloc::StorageChoice> Exported for ThreadLocalHistogram<C, S> {
     exported_by_reading!();
 }
 
