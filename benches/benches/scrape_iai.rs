@@ -54,6 +54,8 @@ const SERIES: usize = 100;
 const SPARSE_TARGET: u64 = 200_000;
 /// As [`SPARSE_TARGET`], atomic histograms over sparse storage.
 const SPARSE_ATOMIC_TARGET: u64 = 200_000;
+/// As [`SPARSE_TARGET`], thread-local histograms over sparse storage.
+const SPARSE_THREAD_LOCAL_TARGET: u64 = 250_000;
 /// As [`SPARSE_TARGET`], dense plain histograms behind a lock.
 const PLAIN_TARGET: u64 = 319_000;
 /// As [`PLAIN_TARGET`], thread-local histograms.
@@ -80,6 +82,14 @@ fn picollo_sparse(fleet: Fleet) -> (usize, Fleet) {
 fn picollo_sparse_atomic(fleet: Fleet) -> (usize, Fleet) {
     let mut out = Vec::new();
     fleet.sparse_atomic.encode_protobuf(&mut out);
+    (black_box(out.len()), fleet)
+}
+
+#[library_benchmark]
+#[bench::fleet(setup = make_fleet)]
+fn picollo_sparse_thread_local(fleet: Fleet) -> (usize, Fleet) {
+    let mut out = Vec::new();
+    fleet.sparse_thread_local.encode_protobuf(&mut out);
     (black_box(out.len()), fleet)
 }
 
@@ -117,8 +127,8 @@ fn peer_prometheus_client(fleet: Fleet) -> (usize, Fleet) {
 
 library_benchmark_group!(
     name = scrape;
-    benchmarks = picollo_sparse, picollo_sparse_atomic, picollo_plain, picollo_thread_local,
-        picollo_atomic, peer_prometheus_client
+    benchmarks = picollo_sparse, picollo_sparse_atomic, picollo_sparse_thread_local,
+        picollo_plain, picollo_thread_local, picollo_atomic, peer_prometheus_client
 );
 
 /// The plain histograms' cells, with a prototype summary: bit `r % 64` of word `r / 64` set
@@ -324,6 +334,11 @@ fn tables() {
             "picollo_sparse_atomic",
             "Picollo registry, atomic histograms, sparse storage (the recorder's default)",
             Some(SPARSE_ATOMIC_TARGET),
+        ),
+        (
+            "picollo_sparse_thread_local",
+            "Picollo registry, thread-local histograms, sparse shards",
+            Some(SPARSE_THREAD_LOCAL_TARGET),
         ),
         (
             "picollo_plain",

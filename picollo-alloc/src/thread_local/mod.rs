@@ -3,10 +3,15 @@
 //!
 //! # Design
 //!
-//! - **Shards.** A shard is a heap array of atomic cells ([`LocalCounter::Cell`]) plus its own
-//!   underflow and overflow. Only its owner thread writes them while the owner lives, with
-//!   `load(Relaxed)` + `store(Relaxed)`: the cells are atomics only so that readers may load
-//!   them concurrently without a data race.
+//! - **Shards.** A shard is a storage of atomic cells ([`LocalCounter::Cell`]) plus its own
+//!   underflow and overflow: [sparse storage](crate::sparse) by default (pages of cells per
+//!   block installed on first touch, a cold tier of packed entries: a thread that recorded a
+//!   few values into a full-range histogram holds a few hundred bytes), or dense heap cells
+//!   (`ThreadLocalHistogram<C, Dense>`, the whole window per thread). Only its owner thread
+//!   writes the cells while the owner lives, with `load(Relaxed)` + `store(Relaxed)`: the
+//!   cells are atomics only so that readers may load them concurrently without a data race.
+//!   The owner installs its shard's pages and tables with the storage's lock-free protocol
+//!   (release on install, readers acquire), and never frees them while the histogram lives.
 //! - **Registry.** The histogram keeps an intrusive, append-only, lock-free list of shard
 //!   nodes. Readers walk it without allocating or locking. A shard whose thread exited is
 //!   folded into the accumulator, zeroed and marked free; the next new thread reuses it, so
@@ -19,12 +24,14 @@
 //!   [`CACHE_SLOTS`] histograms made one after another (the busy and wall times of a span
 //!   callsite, the series of a metrics recorder) hits the cache for every one of them. The
 //!   hot path is one TLS compare at the histogram's slot, the index math and the cell's
-//!   load + store; the slot, the layout and the window are copied into the handle, so that
-//!   a loop of records keeps them in registers. A miss (first use on the thread, or two
+//!   load + store (through the shard's directory of pages for sparse storage: one more load
+//!   and a null test); the slot, the layout and the window are copied into the handle, so
+//!   that a loop of records keeps them in registers. A miss (first use on the thread, or two
 //!   histograms sharing a slot) takes the cold path: find or claim the shard and refill the
 //!   slot.
-//! - **Accumulator.** A [`HeapAtomicHistogram`] (the core atomic kind on the heap) receives the
-//!   counts of exiting threads and the records made where no shard can be used (below).
+//! - **Accumulator.** An atomic histogram (the core atomic kind, over the same storage as the
+//!   shards) receives the counts of exiting threads and the records made where no shard can
+//!   be used (below).
 //! - **Bulk reads.** [`ThreadLocalHistogram::read_recorded`] reads every non-empty bucket in one
 //!   pass over each shard (skipping runs of empty cells, and the accumulator while it never
 //!   held a count), for exporters that serve many sparse histograms; the [`HistogramRead`]
@@ -50,8 +57,9 @@
 //! "old+1" race: the owner could store `old + 1` over the zero. So [`ThreadLocalHistogram::reset`]
 //! never writes another thread's cells, and adds nothing to the record path. Inside the
 //! version section it clears the accumulator and copies every shard's current counts into the
-//! shard's *baseline* (allocated at the first reset). Readers report a shard's counts minus
-//! its baseline. A shard's cells only grow while its owner lives (the owner is their only
+//! shard's *baseline* (allocated at the first reset, over the shard's own kind of storage: a
+//! sparse shard's baseline gets a page for each of the shard's pages and a copy of its cold
+//! entries, never the whole window). Readers report a shard's counts minus its baseline. A shard's cells only grow while its owner lives (the owner is their only
 //! writer), so a cell is never below its baseline.
 //!
 //! **Guarantee.** The reset reads each cell once, under the version lock. A record into a
