@@ -334,6 +334,9 @@ impl<T: PageCell> SparseStorage<T> {
         if !page.is_null() {
             return Absent::Cell(page.wrapping_add(pos.offset));
         }
+        if n == 0 {
+            return Absent::Counted;
+        }
         if T::COLD_TIER && n < HOT {
             let logical = pos.logical(self.k);
             match self.cold.add(logical, e, n, self.cold_limit) {
