@@ -188,7 +188,10 @@ fn encode_bench() {
         (7, "Picollo registry, sparse plain behind a lock (default)"),
         (8, "Picollo registry, sparse atomic (recorder default)"),
         (0, "Picollo registry, dense plain behind a lock"),
-        (1, "Picollo registry, thread-local histograms (dense shards)"),
+        (
+            1,
+            "Picollo registry, thread-local histograms (dense shards)",
+        ),
         (6, "Picollo plain at the exported resolution (B = 256)"),
         (2, "prometheus-client encode_to_vec"),
     ] {

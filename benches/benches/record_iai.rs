@@ -310,7 +310,13 @@ fn tables() {
         "Sparse storage (the builder's default), every touched block's page installed in the          set-up: the record into a touched page against the dense record of the same kind          (runtime `Layout`, u64); target: at most 2 instructions more."
     );
     println!();
-    header(&["bench", "total Ir", "per record", "dense per record", "target"]);
+    header(&[
+        "bench",
+        "total Ir",
+        "per record",
+        "dense per record",
+        "target",
+    ]);
     for (function, dense, label) in [
         (
             "picollo_record_sparse",

@@ -60,8 +60,8 @@ fn sparse_local() -> (Vec<u64>, ThreadLocalHistogram<u64>) {
 #[library_benchmark]
 #[bench::seed(setup = sparse_local)]
 fn thread_local_sparse_u64(
-    (values, h): (Vec<u64>, Local<u64>),
-) -> Local<u64> {
+    (values, h): (Vec<u64>, ThreadLocalHistogram<u64>),
+) -> ThreadLocalHistogram<u64> {
     for &v in values.iter() {
         h.record(black_box(v));
     }
@@ -97,9 +97,7 @@ fn plain_u16((values, mut h): (Vec<u64>, HeapHistogram<u16>)) -> HeapHistogram<u
 
 #[library_benchmark]
 #[bench::seed(setup = local::<u64>)]
-fn thread_local_u64(
-    (values, h): (Vec<u64>, Local<u64>),
-) -> Local<u64> {
+fn thread_local_u64((values, h): (Vec<u64>, Local<u64>)) -> Local<u64> {
     for &v in values.iter() {
         h.record(black_box(v));
     }
@@ -108,9 +106,7 @@ fn thread_local_u64(
 
 #[library_benchmark]
 #[bench::seed(setup = local::<u32>)]
-fn thread_local_u32(
-    (values, h): (Vec<u64>, Local<u32>),
-) -> Local<u32> {
+fn thread_local_u32((values, h): (Vec<u64>, Local<u32>)) -> Local<u32> {
     for &v in values.iter() {
         h.record(black_box(v));
     }
@@ -119,9 +115,7 @@ fn thread_local_u32(
 
 #[library_benchmark]
 #[bench::seed(setup = local::<u16>)]
-fn thread_local_u16(
-    (values, h): (Vec<u64>, Local<u16>),
-) -> Local<u16> {
+fn thread_local_u16((values, h): (Vec<u64>, Local<u16>)) -> Local<u16> {
     for &v in values.iter() {
         h.record(black_box(v));
     }

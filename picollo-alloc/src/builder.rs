@@ -46,8 +46,8 @@ use picollo_core::approx::ApproxHistogram;
 use picollo_core::atomic::AtomicCounter;
 use picollo_core::scalable::ScalableCell;
 use picollo_core::{
-    AtomicHistogram, BucketPos, Cells, CellsMut, Counter, Histogram, Layout,
-    LayoutError, Window, WindowError,
+    AtomicHistogram, BucketPos, Cells, CellsMut, Counter, Histogram, Layout, LayoutError, Window,
+    WindowError,
 };
 use portable_atomic::{AtomicU16, AtomicU32, AtomicU64};
 
@@ -59,7 +59,9 @@ mod sealed {
 
 /// Where the builder's histograms keep their counts: [`Sparse`] (the default) or [`Dense`]
 /// (sealed).
-pub trait StorageChoice: sealed::Sealed + Copy + Default + fmt::Debug + Send + Sync + 'static {
+pub trait StorageChoice:
+    sealed::Sealed + Copy + Default + fmt::Debug + Send + Sync + 'static
+{
     /// The storage of cells of type `T`.
     type Cells<T: PageCell>: CellsMut<Item = T> + Send + Sync;
     /// Storage for `window` and the window it serves (sparse storage widens it to whole
@@ -134,7 +136,11 @@ impl StorageChoice for Sparse {
     fn dense_cells<T: PageCell>(_cells: &SparseStorage<T>) -> Option<&[T]> {
         None
     }
-    fn copy_counts<T: PageCell>(to: &SparseStorage<T>, from: &SparseStorage<T>, set: impl Fn(&T, u64)) {
+    fn copy_counts<T: PageCell>(
+        to: &SparseStorage<T>,
+        from: &SparseStorage<T>,
+        set: impl Fn(&T, u64),
+    ) {
         to.copy_counts_from(from, set)
     }
 }
@@ -280,7 +286,8 @@ pub type BuiltHistogram<C, S> = Histogram<<S as StorageChoice>::Cells<C>, Layout
 /// An atomic histogram over the storage a builder chose.
 pub type BuiltAtomicHistogram<A, S> = AtomicHistogram<<S as StorageChoice>::Cells<A>, Layout>;
 /// An approximate histogram over the storage a builder chose.
-pub type BuiltApproxHistogram<S> = ApproxHistogram<<S as StorageChoice>::Cells<ScalableCell>, Layout>;
+pub type BuiltApproxHistogram<S> =
+    ApproxHistogram<<S as StorageChoice>::Cells<ScalableCell>, Layout>;
 
 impl<C: StorageWidth, S: StorageChoice> HistogramBuilder<C, S> {
     /// The largest acceptable relative error (see [`Layout::try_from_relative_error`]).

@@ -42,10 +42,10 @@ pub use builder::{
     default_histogram, BuildError, Dense, HeapApproxHistogram, HistogramBuilder, Sparse,
     SparseApproxHistogram, SparseAtomicHistogram, SparseHistogram, StorageChoice, StorageWidth,
 };
-pub use sparse::SparseStorage;
 pub use heap::{HeapAtomicHistogram, HeapHistogram, HeapStorage};
 pub use hgrm::{write_hgrm, Hgrm, HgrmError};
 pub use snapshot::{Snapshot, SnapshotExt};
+pub use sparse::SparseStorage;
 pub use summary::{
     NotASummaryRank, Scaled, Summary, SummaryDiff, SummaryExt, SummaryLine, SummaryTable,
 };

@@ -306,8 +306,7 @@ impl<T: PageCell> SparseStorage<T> {
         };
         let (page, ours) = install::install(&self.dir[e], make, free);
         if ours {
-            self.page_bytes
-                .fetch_add(layout.size(), Ordering::Relaxed);
+            self.page_bytes.fetch_add(layout.size(), Ordering::Relaxed);
         }
         page
     }
@@ -339,14 +338,11 @@ impl<T: PageCell> SparseStorage<T> {
         }
         if T::COLD_TIER && n < HOT {
             let logical = pos.logical(self.k);
-            match self.cold.add(logical, e, n, self.cold_limit) {
-                Some(count) => {
-                    if count >= HOT {
-                        self.install(e);
-                    }
-                    return Absent::Counted;
+            if let Some(count) = self.cold.add(logical, e, n, self.cold_limit) {
+                if count >= HOT {
+                    self.install(e);
                 }
-                None => {}
+                return Absent::Counted;
             }
         }
         Absent::Cell(self.install(e).wrapping_add(pos.offset))
@@ -374,7 +370,8 @@ impl<T: PageCell> SparseStorage<T> {
     fn sorted_entries(&self) -> Vec<(usize, u64)> {
         let mut entries = Vec::new();
         let first = self.window.first();
-        self.cold.for_each(|logical, n| entries.push((logical - first, n)));
+        self.cold
+            .for_each(|logical, n| entries.push((logical - first, n)));
         entries.sort_unstable_by_key(|&(slot, _)| slot);
         entries.dedup_by(|later, kept| {
             let same = later.0 == kept.0;
@@ -487,7 +484,9 @@ impl<T: PageCell> Cells for SparseStorage<T> {
             rest = later;
             match self.page(e) {
                 Some(cells) if block_entries.is_empty() => {
-                    cell_runs(cells, CellCount::count, &mut |s, counts| f(slot0 + s, counts))
+                    cell_runs(cells, CellCount::count, &mut |s, counts| {
+                        f(slot0 + s, counts)
+                    })
                 }
                 Some(cells) => {
                     merged.clear();
@@ -520,7 +519,12 @@ impl<T: PageCell> Cells for SparseStorage<T> {
 /// The runs of the recorded buckets of a block without a page: `entries` (sorted storage
 /// indices in `slot0..end`, with counts) in runs of [`CELL_RUN`] cells aligned like the dense
 /// scan's, clipped to the block.
-fn entry_runs(entries: &[(usize, u64)], slot0: usize, end: usize, f: &mut dyn FnMut(usize, &[u64])) {
+fn entry_runs(
+    entries: &[(usize, u64)],
+    slot0: usize,
+    end: usize,
+    f: &mut dyn FnMut(usize, &[u64]),
+) {
     let mut i = 0;
     while let Some(&(slot, _)) = entries.get(i) {
         let start = (slot / CELL_RUN * CELL_RUN).max(slot0);
@@ -592,7 +596,9 @@ impl<T: PageCell + Copy> Clone for SparseStorage<T> {
         for e in self.first_block..self.dir.len() {
             if let Some(cells) = self.page(e) {
                 copy.install(e);
-                let page = copy.dir[e].load(Ordering::Relaxed).wrapping_add(bias(e, self.k));
+                let page = copy.dir[e]
+                    .load(Ordering::Relaxed)
+                    .wrapping_add(bias(e, self.k));
                 // SAFETY: just installed: `cells.len()` cells, not yet shared.
                 unsafe { core::ptr::copy_nonoverlapping(cells.as_ptr(), page, cells.len()) };
             }

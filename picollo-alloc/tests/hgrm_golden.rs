@@ -6,7 +6,7 @@
 
 use hdrhistogram::Histogram as Hdr;
 use picollo_alloc::hgrm::{hdr_bucket_count, significant_digits, write_hgrm, Hgrm};
-use picollo_alloc::{SparseHistogram, HistogramBuilder, SnapshotExt, ThreadLocalHistogram};
+use picollo_alloc::{HistogramBuilder, SnapshotExt, SparseHistogram, ThreadLocalHistogram};
 use picollo_core::Layout;
 
 /// HdrHistogram's `(1, 3_600_000_000, 3)`: block scale 10 is 3 significant digits.

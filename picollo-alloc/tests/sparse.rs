@@ -36,7 +36,11 @@ where
         }
     }
     for &(start, end) in ranges {
-        assert_eq!(a.sum_range(start, end), b.sum_range(start, end), "{start}..{end}");
+        assert_eq!(
+            a.sum_range(start, end),
+            b.sum_range(start, end),
+            "{start}..{end}"
+        );
     }
     assert_eq!(a.total(), b.total());
     assert_eq!((a.underflow(), a.overflow()), (b.underflow(), b.overflow()));
@@ -193,7 +197,9 @@ proptest! {
 
 #[test]
 fn approximate_sparse_is_exact_below_its_threshold() {
-    let builder = HistogramBuilder::new().min_trackable(1000).max_trackable(1 << 40);
+    let builder = HistogramBuilder::new()
+        .min_trackable(1000)
+        .max_trackable(1 << 40);
     let approx = builder.approximate().unwrap();
     let mut dense = heap::plain::<u64>(approx.layout(), approx.window());
     let mut rng = XorShift::new(9);
@@ -221,7 +227,11 @@ fn memory_follows_the_data() {
         h.record(1_000 << (i % 20));
     }
     assert_eq!(h.storage().pages(), 0);
-    assert!(h.footprint() - empty <= 512, "{} bytes", h.footprint() - empty);
+    assert!(
+        h.footprint() - empty <= 512,
+        "{} bytes",
+        h.footprint() - empty
+    );
     // A hot bucket gets its block a page; its early counts stay in the table.
     for _ in 0..HOT {
         h.record(777);
@@ -232,8 +242,15 @@ fn memory_follows_the_data() {
     h.record(777);
     assert_eq!(h.count_at(slot), HOT + 1);
     // A dense full-range histogram holds every cell.
-    let dense = HistogramBuilder::new().layout(layout).dense().atomic().unwrap();
-    assert_eq!(dense.footprint() - size_of_val(&dense), layout.logical_len() * 8);
+    let dense = HistogramBuilder::new()
+        .layout(layout)
+        .dense()
+        .atomic()
+        .unwrap();
+    assert_eq!(
+        dense.footprint() - size_of_val(&dense),
+        layout.logical_len() * 8
+    );
     // Every page installed: dense memory, page path for every record.
     h.storage().install_all();
     assert_eq!(h.storage().pages(), layout.block_count() as usize - 1);
@@ -277,7 +294,11 @@ fn narrow_cells_saturate_like_dense_ones() {
 /// reads like the dense one of the same values.
 #[test]
 fn page_installation_races_lose_no_count() {
-    let (rounds, threads, per_thread) = if cfg!(miri) { (2, 3, 40) } else { (200, 4, 2_000) };
+    let (rounds, threads, per_thread) = if cfg!(miri) {
+        (2, 3, 40)
+    } else {
+        (200, 4, 2_000)
+    };
     let layout = Layout::from_block_scale(4).unwrap();
     for round in 0..rounds {
         let h = HistogramBuilder::new().layout(layout).atomic().unwrap();

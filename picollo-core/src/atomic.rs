@@ -50,7 +50,9 @@ mod sealed {
     note = "on targets without compare-and-swap (thumbv6m, riscv32imc) the atomic counters need read-modify-write support: build with `--cfg portable_atomic_unsafe_assume_single_core` (single-core chips) or enable picollo-core's `critical-section` feature (or its `unsafe-assume-single-core` feature)",
     note = "the plain `Histogram` needs neither"
 )]
-pub trait AtomicCounter: sealed::Sealed + crate::storage::CellCount + Sync + Send + 'static {
+pub trait AtomicCounter:
+    sealed::Sealed + crate::storage::CellCount + Sync + Send + 'static
+{
     /// A zero counter, for building storage in `const` context.
     const ZERO: Self;
     /// The largest count a cell holds.

@@ -207,8 +207,7 @@ pub trait Cells {
     /// # Safety
     ///
     /// As [`Cells::cell`].
-    unsafe fn absent(&self, pos: BucketPos, k: u32, first: usize, n: u64)
-        -> Absent<&Self::Item>;
+    unsafe fn absent(&self, pos: BucketPos, k: u32, first: usize, n: u64) -> Absent<&Self::Item>;
     /// The count at storage index `slot`, 0 past the end.
     fn count_at(&self, slot: usize) -> u64;
     /// The sum of the counts at storage indices `start..end` (clamped), saturating.
@@ -230,8 +229,7 @@ pub trait CellsMut: Cells {
     /// # Safety
     ///
     /// As [`Cells::cell`].
-    unsafe fn cell_mut(&mut self, pos: BucketPos, k: u32, first: usize)
-        -> Option<&mut Self::Item>;
+    unsafe fn cell_mut(&mut self, pos: BucketPos, k: u32, first: usize) -> Option<&mut Self::Item>;
     /// As [`Cells::absent`], with exclusive access.
     ///
     /// # Safety
@@ -293,7 +291,8 @@ where
     /// Bound-checked: safe for any `pos`.
     #[inline(always)]
     unsafe fn cell_mut(&mut self, pos: BucketPos, k: u32, first: usize) -> Option<&mut S::Item> {
-        self.as_mut_slice().get_mut(pos.logical(k).wrapping_sub(first))
+        self.as_mut_slice()
+            .get_mut(pos.logical(k).wrapping_sub(first))
     }
     #[inline(always)]
     unsafe fn absent_mut(

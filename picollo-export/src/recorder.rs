@@ -787,9 +787,13 @@ impl metrics::Recorder for PicolloRecorder {
                 scale,
                 invalid,
             ))),
-            (HistogramKind::ThreadLocal, false) => Kinded::SparseThreadLocal(Arc::new(
-                Handle::new(ThreadLocalHistogram::<u64>::new(layout, window), scale, invalid),
-            )),
+            (HistogramKind::ThreadLocal, false) => {
+                Kinded::SparseThreadLocal(Arc::new(Handle::new(
+                    ThreadLocalHistogram::<u64>::new(layout, window),
+                    scale,
+                    invalid,
+                )))
+            }
             (HistogramKind::Atomic, true) => Kinded::Atomic(Arc::new(Handle::new(
                 heap::atomic(layout, window),
                 scale,

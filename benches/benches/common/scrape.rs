@@ -7,11 +7,11 @@
 
 use std::sync::{Arc, Mutex};
 
+use picollo_alloc::Dense;
 use picollo_alloc::{
     heap, HeapAtomicHistogram, HeapHistogram, HistogramBuilder, SparseAtomicHistogram,
     SparseHistogram, ThreadLocalHistogram,
 };
-use picollo_alloc::Dense;
 use picollo_benches::LAYOUT;
 use picollo_core::{Layout, Window};
 use picollo_export::{Labels, Registry};

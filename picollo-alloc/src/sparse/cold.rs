@@ -119,20 +119,21 @@ impl ColdTier {
 
     /// Adds `n` occurrences of `logical` (in block `block`): the bucket's count in the entry
     /// afterwards, or `None` when the tables would pass `max_words` to take a new bucket.
-    pub(super) fn add(&self, logical: usize, block: usize, n: u64, max_words: usize) -> Option<u64> {
+    pub(super) fn add(
+        &self,
+        logical: usize,
+        block: usize,
+        n: u64,
+        max_words: usize,
+    ) -> Option<u64> {
         let key = key_of(logical);
         self.blocks.fetch_or(1 << (block % 64), Ordering::Relaxed);
         loop {
             let newest = self.newest.load(Ordering::Acquire);
             // SAFETY: `newest` is null or a table published by `grow` (release CAS, read with
             // acquire), freed only when the tier drops.
-            match unsafe { newest.as_ref() } {
-                Some(table) => {
-                    if let Some(count) = table.add(key, n) {
-                        return Some(count);
-                    }
-                }
-                None => {}
+            if let Some(count) = unsafe { newest.as_ref() }.and_then(|t| t.add(key, n)) {
+                return Some(count);
             }
             self.grow(newest, max_words)?;
         }
@@ -183,7 +184,8 @@ impl ColdTier {
     /// The count of `logical` over every table.
     pub(super) fn count(&self, logical: usize) -> u64 {
         let key = key_of(logical);
-        self.tables().fold(0u64, |n, t| n.saturating_add(t.count(key)))
+        self.tables()
+            .fold(0u64, |n, t| n.saturating_add(t.count(key)))
     }
 
     /// Calls `f(logical, count)` for every entry with a count (a bucket may come twice).

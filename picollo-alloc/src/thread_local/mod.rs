@@ -621,7 +621,7 @@ impl<C: LocalCounter, S: StorageChoice> ThreadLocalHistogram<C, S> {
                 .shards()
                 .filter(|s| s.state.load(Ordering::Relaxed) == OWNED)
         };
-        if S::dense_cells(&self.inner.acc.storage()).is_none() {
+        if S::dense_cells(self.inner.acc.storage()).is_none() {
             return self.pass_recorded_sparse(acc, run);
         }
         fn cells_of<C: LocalCounter, S: StorageChoice>(shard: &Shard<C, S>) -> &[C::Cell] {
