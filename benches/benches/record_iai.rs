@@ -331,14 +331,7 @@ fn tables() {
     ] {
         let total = record(function);
         let (each, base) = (per_record(total), per_record(record(dense)));
-        let verdict = match (each, base) {
-            // Judged as printed (two decimals), as the rows above.
-            (Some(e), Some(b)) if (e * 100.0).round() <= ((b + 2.0) * 100.0).round() => {
-                format!("≤ {:.2} ✔", b + 2.0)
-            }
-            (Some(_), Some(b)) => format!("≤ {:.2} ✘", b + 2.0),
-            _ => "✘ (no result)".to_string(),
-        };
+        let verdict = picollo_benches::report::within(each, base, 2.0);
         println!(
             "| {label} | {} | {} | {} | {verdict} |",
             cell(total),

@@ -170,13 +170,7 @@ fn tables() {
     // Sparse shards (the default since issue 30): the touched-page record against the dense
     // shard's, at most two instructions more.
     let (dense, sparse) = (each("thread_local_u64"), each("thread_local_sparse_u64"));
-    let verdict = match (dense, sparse) {
-        (Some(d), Some(s)) if (s * 100.0).round() <= ((d + 2.0) * 100.0).round() => {
-            format!("≤ {:.2} ✔", d + 2.0)
-        }
-        (Some(d), Some(_)) => format!("≤ {:.2} ✘", d + 2.0),
-        _ => "✘ (no result)".to_string(),
-    };
+    let verdict = picollo_benches::report::within(sparse, dense, 2.0);
     println!(
         "Sparse shards (the default), every touched block's page installed in the set-up:          `u64` {} per record against {} for dense shards; target {verdict}.",
         fmt(sparse),
