@@ -295,7 +295,7 @@ fn narrow_cells_saturate_like_dense_ones() {
 #[test]
 fn page_installation_races_lose_no_count() {
     let (rounds, threads, per_thread) = if cfg!(miri) {
-        (2, 3, 40)
+        (2, 2, 24)
     } else {
         (200, 4, 2_000)
     };

@@ -35,7 +35,7 @@ fn main() {
     println!("| :--- | ---: | ---: | ---: | ---: |");
     for (kind, name) in [
         (HistogramKind::Atomic, "atomic, sparse (default)"),
-        (HistogramKind::ThreadLocal, "thread-local (dense shards)"),
+        (HistogramKind::ThreadLocal, "thread-local, sparse shards"),
     ] {
         for threads in [1usize, 2] {
             for n in [20usize, 200, 2_000] {
