@@ -328,7 +328,7 @@ where
     /// # Safety
     ///
     /// `pos` is the position of a value under this histogram's layout
-    /// ([`LayoutSpec::position`](crate::LayoutSpec::position)).
+    /// ([`LayoutSpec::position`]).
     #[inline(always)]
     pub unsafe fn record_position(&self, pos: BucketPos) {
         self.record_at(pos)
