@@ -307,7 +307,9 @@ fn tables() {
     // layout (runtime `Layout`, u64): issue 30 allows two instructions more.
     println!();
     println!(
-        "Sparse storage (the builder's default), every touched block's page installed in the          set-up: the record into a touched page against the dense record of the same kind          (runtime `Layout`, u64); target: at most 2 instructions more."
+        "Sparse storage (the builder's default), every touched block's page installed in the \
+         set-up: the record into a touched page against the dense record of the same kind \
+         (runtime `Layout`, u64); target: at most 2 instructions more."
     );
     println!();
     header(&[

@@ -172,7 +172,8 @@ fn tables() {
     let (dense, sparse) = (each("thread_local_u64"), each("thread_local_sparse_u64"));
     let verdict = picollo_benches::report::within(sparse, dense, 2.0);
     println!(
-        "Sparse shards (the default), every touched block's page installed in the set-up:          `u64` {} per record against {} for dense shards; target {verdict}.",
+        "Sparse shards (the default), every touched block's page installed in the set-up: \
+         `u64` {} per record against {} for dense shards; target {verdict}.",
         fmt(sparse),
         fmt(dense)
     );

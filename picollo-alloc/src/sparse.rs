@@ -236,8 +236,12 @@ impl<T: PageCell> SparseStorage<T> {
         if page.is_null() {
             return None;
         }
+        let cell = page.wrapping_add(pos.offset);
         // SAFETY: as in `Cells::cell`.
-        Some(unsafe { &*page.wrapping_add(pos.offset) })
+        unsafe {
+            core::hint::assert_unchecked(!cell.is_null());
+            Some(&*cell)
+        }
     }
 
     /// Makes this storage's counts those of `from` (same layout and window), bucket for bucket:
@@ -413,10 +417,16 @@ impl<T: PageCell> Cells for SparseStorage<T> {
         if page.is_null() {
             return None;
         }
+        let cell = page.wrapping_add(pos.offset);
         // SAFETY: by the caller's guarantee `pos` is a position under this storage's block
         // scale, so its offset is one of its block's (`0..2B` for block 0, `B..2B` otherwise,
-        // which the bias maps onto the page's cells); the page is alive until drop.
-        Some(unsafe { &*page.wrapping_add(pos.offset) })
+        // which the bias maps onto the page's cells): the cell is inside the page, not null
+        // (said to the compiler, which cannot see it through the bias: no test of the
+        // `Option` on the record path); the page is alive until drop.
+        unsafe {
+            core::hint::assert_unchecked(!cell.is_null());
+            Some(&*cell)
+        }
     }
 
     #[inline]
@@ -545,8 +555,12 @@ impl<T: PageCell> CellsMut for SparseStorage<T> {
         if page.is_null() {
             return None;
         }
+        let cell = page.wrapping_add(pos.offset);
         // SAFETY: as in `cell`; `&mut self` makes the access exclusive.
-        Some(unsafe { &mut *page.wrapping_add(pos.offset) })
+        unsafe {
+            core::hint::assert_unchecked(!cell.is_null());
+            Some(&mut *cell)
+        }
     }
 
     #[inline]
