@@ -371,20 +371,52 @@ impl<T: PageCell> SparseStorage<T> {
 
     /// Every entry of the cold tier with a count, as `(storage index, count)` sorted by index,
     /// a bucket's entries summed.
+    ///
+    /// A counting sort by block (two passes over the tables' words), then an insertion sort
+    /// within each block, which holds a few entries: a full-range histogram's thousand entries
+    /// sort in a few instructions each, where a comparison sort of all of them cost more than
+    /// the rest of a scrape's read.
     fn sorted_entries(&self) -> Vec<(usize, u64)> {
-        let mut entries = Vec::new();
         let first = self.window.first();
-        self.cold
-            .for_each(|logical, n| entries.push((logical - first, n)));
-        entries.sort_unstable_by_key(|&(slot, _)| slot);
-        entries.dedup_by(|later, kept| {
-            let same = later.0 == kept.0;
-            if same {
-                kept.1 = kept.1.saturating_add(later.1);
-            }
-            same
+        let mut starts = vec![0usize; self.dir.len() + 1];
+        self.cold.for_each(|logical, _| {
+            starts[BucketPos::of_logical(logical, self.k).block + 1] += 1;
         });
-        entries
+        for b in 1..starts.len() {
+            starts[b] += starts[b - 1];
+        }
+        let mut entries = vec![(0usize, 0u64); starts[self.dir.len()]];
+        let mut next = starts.clone();
+        self.cold.for_each(|logical, n| {
+            let block = BucketPos::of_logical(logical, self.k).block;
+            // A count that appeared between the passes has no place: the next read sees it
+            // (each pass reads every count as it was at some moment).
+            if let Some(slot) = entries
+                .get_mut(next[block])
+                .filter(|_| next[block] < starts[block + 1])
+            {
+                *slot = (logical - first, n);
+                next[block] += 1;
+            }
+        });
+        let mut out = Vec::with_capacity(entries.len());
+        for b in 0..self.dir.len() {
+            let block = &mut entries[starts[b]..next[b]];
+            for i in 1..block.len() {
+                let mut j = i;
+                while j > 0 && block[j - 1].0 > block[j].0 {
+                    block.swap(j - 1, j);
+                    j -= 1;
+                }
+            }
+            for &(slot, n) in block.iter() {
+                match out.last_mut() {
+                    Some((last, count)) if *last == slot => *count = u64::saturating_add(*count, n),
+                    _ => out.push((slot, n)),
+                }
+            }
+        }
+        out
     }
 }
 
