@@ -569,9 +569,9 @@ mod tests {
             f64b.approximate_bytes - size_of::<HeapApproxHistogram>(),
             buckets * 8
         );
-        // The thread-local estimate is what `footprint()` reports once built, used by 3
-        // threads at once, and reset.
-        let t = b.u16_storage().thread_local().unwrap();
+        // The thread-local estimate (dense shards) is what `footprint()` reports once built,
+        // used by 3 threads at once, and reset.
+        let t = b.dense().u16_storage().thread_local().unwrap();
         let barrier = std::sync::Barrier::new(3);
         std::thread::scope(|s| {
             for i in 0..3u64 {
@@ -586,6 +586,11 @@ mod tests {
         });
         assert_eq!(t.shard_count(), 3);
         assert_eq!(f16.thread_local_bytes(3), t.footprint());
+        // Sparse shards (the default) hold what was recorded: a fraction of it.
+        let sparse = b.u16_storage().thread_local().unwrap();
+        sparse.record(5000);
+        sparse.reset();
+        assert!(sparse.footprint() < f16.thread_local_bytes(1) / 4);
         assert!(b.relative_error(0.0).footprint().is_err());
     }
 
