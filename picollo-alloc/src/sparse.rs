@@ -31,8 +31,10 @@
 //! Reads: [`Cells::count_at`] is the page cell plus the bucket's entries (saturating at the
 //! cell's maximum); the bulk read ([`Cells::recorded_runs`]) walks the blocks in order, a
 //! page's cells through [`picollo_core::storage::cell_runs`], the entries of a block without a
-//! page sorted into runs. Sums over ranges read the tables only where a block in the range ever
-//! held entries.
+//! page sorted into runs (a list allocated per read: reads of sparse storage allocate, records
+//! allocate only the page or table they install). Sums over ranges read the tables only where
+//! a block in the range ever held entries; percentiles and statistics read bucket by bucket
+//! through them, slower than over dense cells (the exporters and codecs use the bulk read).
 //!
 //! When to choose which: sparse for servers (many series, each touching a few octaves of a
 //! wide range: the `Registry`, the `metrics` recorder and the tracing layer use it by default);
