@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # picollo-export's /metrics server (issue 23), a few seconds:
-# - the default build has no async runtime: no tokio, hyper or mio among its normal
-#   dependencies (the hyper server is feature `server-hyper`, enabled for tests and benches only);
+# - the build has no async runtime: no tokio, hyper or mio among its normal dependencies (a
+#   program with its own hyper stack mounts server::negotiate + server::render; the bench
+#   metrics_server does, as a dev-dependency of the benches);
 # - the attack test (tests/server_attacks.rs: huge Content-Length, 50 pipelined GETs never
-#   read, 1,200 idle sockets, slowloris, huge heads, against both servers) runs in the
-#   workspace tests, which assert its thread counts; it is not run twice (CI time).
+#   read, 1,200 idle sockets, slowloris, huge heads) runs in the workspace tests, which assert
+#   its thread counts; it is not run twice (CI time). The fuzz targets http_head and
+#   http_conn run in .ci/run's fuzz step.
 set -euo pipefail
 deps="$(cargo tree -q -p picollo-export -e normal --prefix none)"
 if grep -Eq '^(tokio|hyper|hyper-util|mio) ' <<<"$deps"; then

@@ -2,10 +2,11 @@
 //! latency (p50, p99, max) of one Prometheus-like client (keep-alive, protobuf, sequential
 //! scrapes), on a quiet server and on a server holding 200 idle sockets and 1 slow reader (a
 //! client that pipelines 50 GETs and reads 1 KiB every 10 ms, reconnecting when dropped);
-//! the std server (`MetricsServer`, the default) and the hyper + tokio one
-//! (`HyperMetricsServer`, feature `server-hyper`) in the same run, with the threads each
-//! has. Default `ServerOptions` (2 render workers, 10 s write deadline). The registry: 20
-//! thread-local histograms of the benchmark data of Picollo for .NET.
+//! picollo-export's server (`MetricsServer`: one poll loop, 2 render workers, default
+//! `ServerOptions`) and `/metrics` mounted on a program's own hyper + tokio stack (the
+//! exposition from `server::negotiate` and `server::render`, rendered on tokio's blocking
+//! pool: what the server module's docs tell async programs to do) in the same run. The
+//! registry: 20 thread-local histograms of the benchmark data of Picollo for .NET.
 //!
 //! Run: `cargo bench -p picollo-benches --bench metrics_server`.
 
@@ -19,8 +20,7 @@ use std::time::{Duration, Instant};
 use picollo_alloc::ThreadLocalHistogram;
 use picollo_benches::*;
 use picollo_core::Window;
-use picollo_export::server::hyper::HyperMetricsServer;
-use picollo_export::server::{MetricsServer, ServerOptions};
+use picollo_export::server::{negotiate, render, MetricsServer};
 use picollo_export::{Labels, Registry};
 
 const SERIES: usize = 20;
@@ -158,6 +158,73 @@ fn scrape_for(addr: SocketAddr) -> Round {
     }
 }
 
+/// `/metrics` on a hyper + tokio stack of the program's own, on a thread running a
+/// current-thread runtime: `negotiate` and `render`, and hyper's defaults for the rest.
+/// Returns its address and the sender that stops it.
+fn hyper_mount(registry: Arc<Registry>) -> (SocketAddr, tokio::sync::oneshot::Sender<()>) {
+    use http_body_util::Full;
+    use hyper::body::{Bytes, Incoming};
+    use hyper::{header, Request, Response, StatusCode};
+
+    async fn metrics(
+        registry: Arc<Registry>,
+        req: Request<Incoming>,
+    ) -> Result<Response<Full<Bytes>>, std::convert::Infallible> {
+        if req.uri().path() != "/metrics" {
+            let mut r = Response::new(Full::new(Bytes::new()));
+            *r.status_mut() = StatusCode::NOT_FOUND;
+            return Ok(r);
+        }
+        let accept = req
+            .headers()
+            .get(header::ACCEPT)
+            .and_then(|v| v.to_str().ok());
+        let exposition = negotiate(accept);
+        let body = tokio::task::spawn_blocking(move || render(&registry, exposition))
+            .await
+            .expect("render");
+        let mut r = Response::new(Full::new(Bytes::from(body)));
+        r.headers_mut().insert(
+            header::CONTENT_TYPE,
+            header::HeaderValue::from_static(exposition.content_type()),
+        );
+        Ok(r)
+    }
+
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    listener.set_nonblocking(true).expect("non-blocking");
+    let addr = listener.local_addr().expect("address");
+    let (stop, mut stopped) = tokio::sync::oneshot::channel::<()>();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_io()
+        .build()
+        .expect("runtime");
+    thread::spawn(move || {
+        runtime.block_on(async move {
+            let listener = tokio::net::TcpListener::from_std(listener).expect("listener");
+            loop {
+                let (stream, _) = tokio::select! {
+                    _ = &mut stopped => return,
+                    a = listener.accept() => match a {
+                        Ok(a) => a,
+                        Err(_) => continue,
+                    },
+                };
+                let _ = stream.set_nodelay(true);
+                let registry = registry.clone();
+                let service = hyper::service::service_fn(move |req| metrics(registry.clone(), req));
+                tokio::spawn(async move {
+                    let io = hyper_util::rt::TokioIo::new(stream);
+                    let _ = hyper::server::conn::http1::Builder::new()
+                        .serve_connection(io, service)
+                        .await;
+                });
+            }
+        })
+    });
+    (addr, stop)
+}
+
 /// Threads of this process named by the server (`picollo-metrics*`).
 fn server_threads() -> usize {
     std::fs::read_dir("/proc/self/task")
@@ -203,17 +270,13 @@ impl Load {
 fn main() {
     let registry = registry();
     let std_server = MetricsServer::bind("127.0.0.1:0", registry.clone()).expect("bind");
-    let hyper_server =
-        HyperMetricsServer::bind_with("127.0.0.1:0", registry, ServerOptions::new()).expect("bind");
+    let (hyper_addr, hyper_stop) = hyper_mount(registry);
     let servers = [
         (
             "std (`MetricsServer`)",
             std_server.local_addr().expect("TCP"),
         ),
-        (
-            "hyper + tokio (`HyperMetricsServer`)",
-            hyper_server.local_addr().expect("TCP"),
-        ),
+        ("hyper + tokio (`negotiate` + `render`)", hyper_addr),
     ];
     // Cases: (server, loaded), rounds interleaved: quiet rounds first, then the same
     // rounds with both servers under load.
@@ -234,13 +297,14 @@ fn main() {
     threads[1] = server_threads();
     let reconnects: Vec<u64> = loads.into_iter().map(Load::stop).collect();
     drop(std_server);
-    drop(hyper_server);
+    let _ = hyper_stop.send(());
     threads[0] = server_threads();
 
     let _b = report::Block::begin("metrics-server");
     println!(
-        "picollo-export's `/metrics` servers on 127.0.0.1, default `ServerOptions` (2 render \
-         workers); one client scraping sequentially on a keep-alive connection; {SERIES} \
+        "`/metrics` on 127.0.0.1: picollo-export's `MetricsServer` (default `ServerOptions`, 2 \
+         render workers) and a program's own hyper + tokio stack serving `negotiate` + \
+         `render` (renders on tokio's blocking pool); one client scraping sequentially on a keep-alive connection; {SERIES} \
          thread-local histograms as protobuf ({} bytes per scrape); loaded: {IDLE} idle \
          sockets + 1 slow reader (50 pipelined GETs, 1 KiB read per 10 ms) on each server; \
          {ROUNDS} interleaved rounds of {} s per case: scrapes/s of the median round, \
@@ -278,9 +342,8 @@ fn main() {
         );
     }
     println!(
-        "threads named `picollo-metrics*` (both servers, loaded): {} (each server: 1 I/O or \
-         runtime thread + at most 2 render threads); after both stopped: {}; the slow \
-         readers connected {} and {} time(s)",
+        "threads named `picollo-metrics*` (`MetricsServer`, loaded): {} (1 I/O thread + 2 \
+         render threads); after it stopped: {}; the slow readers connected {} and {} time(s)",
         threads[1], threads[0], reconnects[0], reconnects[1]
     );
 }

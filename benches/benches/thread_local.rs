@@ -12,10 +12,15 @@
 //! inlined. The cases run interleaved, round after round; each keeps its best and median
 //! round, and a round's time is its slowest thread's.
 //!
+//! Then the layout table of `picollo_benches::layouts` for this binary (the thread-local
+//! against the plain record beside the peer's code, each layout in a process of its own;
+//! `thread_local_alone` prints it for a binary without the peer), with the target row.
+//!
 //! Run: `cargo bench -p picollo-benches --bench thread_local`.
 
 use hdrhistogram::sync::{Recorder, SyncHistogram};
 use picollo_alloc::{heap, HeapHistogram, HistogramBuilder, ThreadLocalHistogram};
+use picollo_benches::layouts;
 use picollo_benches::report::{header, Block};
 use picollo_benches::timing::{interleaved, Timing};
 use picollo_benches::*;
@@ -37,7 +42,13 @@ fn recorders<C: hdrhistogram::Counter>(sync: &SyncHistogram<C>) -> Vec<Mutex<Rec
         .collect()
 }
 
+#[global_allocator]
+static ALLOCATOR: layouts::TrackCells = layouts::TrackCells;
+
 fn main() {
+    if layouts::run_child() {
+        return;
+    }
     let values = seed_values(SEED_COUNT);
     let n = values.len();
     let window = Window::new(LAYOUT, 0, SEED_MAX).expect("0 <= max");
@@ -225,7 +236,7 @@ fn main() {
     assert_eq!(sync.len(), runs * n as u64, "hdrhistogram lost counts");
     assert_eq!(sync_u32.len(), runs * n as u64, "hdrhistogram lost counts");
 
-    let _block = Block::begin("thread-local");
+    let block = Block::begin("thread-local");
     println!(
         "Seed data: {n} values per thread per round; {ROUNDS} interleaved rounds; ns per record \
          per thread (the slowest thread's wall time ÷ {n}); speed-up = the faster \
@@ -268,5 +279,10 @@ fn main() {
          `hdrhistogram`'s footprint is not comparable: each recorder has its own histogram, \
          swapped on refresh.",
         local.shard_count()
+    );
+    drop(block);
+    layouts::report(
+        "thread-local-layouts",
+        "`thread_local` (beside `hdrhistogram`'s `SyncHistogram` and Picollo's atomic kind)",
     );
 }

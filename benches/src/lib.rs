@@ -8,6 +8,9 @@
 
 use picollo_core::{storage_len, ConstLayout, Histogram, Layout, Storage, StorageMut};
 
+pub mod child;
+pub mod layouts;
+
 /// The max trackable value of the benchmark data set.
 pub const SEED_MAX: u64 = 7_716_549_600;
 /// Values in one benchmark pass.
@@ -34,6 +37,66 @@ pub fn seed_values(count: usize) -> Vec<u64> {
             (r * r * r * SEED_MAX as f64) as u64
         })
         .collect()
+}
+
+/// Latencies in seconds spread over 1 µs … 1 s, the service workload of issue 30, from a
+/// fixed-seed generator (the one of [`seed_values`]).
+pub mod latency {
+    /// The shortest and the longest latency, in seconds.
+    pub const RANGE: (f64, f64) = (1e-6, 1.0);
+
+    /// Uniform floats in `[0, 1)`, xorshift64* from `seed`.
+    fn uniform(seed: u64) -> impl FnMut() -> f64 {
+        let mut state = seed | 1;
+        move || {
+            state ^= state >> 12;
+            state ^= state << 25;
+            state ^= state >> 27;
+            (state.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 11) as f64 / (1u64 << 53) as f64
+        }
+    }
+
+    /// `n` latencies log-uniform over [`RANGE`]: every decade as likely as the next, so a
+    /// series touches as many buckets as its values can reach (the hardest case for a
+    /// storage that keeps only the buckets recorded).
+    pub fn log_uniform(n: usize, seed: u64) -> Vec<f64> {
+        let (lo, hi) = RANGE;
+        let mut u = uniform(seed);
+        (0..n).map(|_| lo * (hi / lo).powf(u())).collect()
+    }
+
+    /// `n` latencies log-normal with a median of 2 ms and σ = 1 (natural log), clamped to
+    /// [`RANGE`]: a typical RPC profile (p99 about 20 ms), the values bunched in a few
+    /// decades.
+    pub fn log_normal(n: usize, seed: u64) -> Vec<f64> {
+        let (lo, hi) = RANGE;
+        let mut u = uniform(seed);
+        (0..n)
+            .map(|_| {
+                // Box-Muller: one standard normal from two uniforms.
+                let (a, b) = (u().max(f64::MIN_POSITIVE), u());
+                let z = (-2.0 * a.ln()).sqrt() * (std::f64::consts::TAU * b).cos();
+                (2e-3 * z.exp()).clamp(lo, hi)
+            })
+            .collect()
+    }
+
+    #[cfg(test)]
+    mod tests {
+        #[test]
+        fn spreads_stay_in_range_and_differ() {
+            let (lo, hi) = super::RANGE;
+            let uni = super::log_uniform(10_000, 7);
+            let norm = super::log_normal(10_000, 7);
+            assert!(uni.iter().chain(&norm).all(|&v| (lo..=hi).contains(&v)));
+            // Log-uniform: about a sixth of the values per decade; log-normal: most within
+            // a decade of its median.
+            let below_1ms = uni.iter().filter(|&&v| v < 1e-3).count();
+            assert!((4_500..5_500).contains(&below_1ms), "{below_1ms}");
+            let near = norm.iter().filter(|&&v| (2e-4..2e-2).contains(&v)).count();
+            assert!(near > 9_000, "{near}");
+        }
+    }
 }
 
 /// The [`SEED_COUNT`] benchmark values (a set-up function for the benches).
@@ -279,6 +342,24 @@ pub mod report {
             println!();
             println!("Load average after: {}", load_average());
             println!("<!-- /picollo-results: {} -->", self.id);
+        }
+    }
+
+    /// The cargo profile this bench binary was built with, from its path
+    /// (`target/release/deps/…` for `--profile bench`, `target/bench-default/deps/…` for
+    /// `--profile bench-default`): `"bench"`, `"bench-default"` or `"other"`.
+    pub fn profile() -> &'static str {
+        let exe = std::env::current_exe().unwrap_or_default();
+        let dir = exe
+            .parent()
+            .and_then(|deps| deps.parent())
+            .and_then(|p| p.file_name())
+            .and_then(|n| n.to_str())
+            .unwrap_or("");
+        match dir {
+            "release" => "bench",
+            "bench-default" => "bench-default",
+            _ => "other",
         }
     }
 

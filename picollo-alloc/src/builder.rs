@@ -46,8 +46,8 @@ use picollo_core::approx::ApproxHistogram;
 use picollo_core::atomic::AtomicCounter;
 use picollo_core::scalable::ScalableCell;
 use picollo_core::{
-    AtomicHistogram, BucketPos, Cells, CellsMut, Counter, Histogram, Layout, LayoutError, Window,
-    WindowError,
+    AtomicHistogram, BucketPos, Cells, CellsMut, Counter, Histogram, Layout, LayoutError,
+    UnitLayout, Window, WindowError,
 };
 use portable_atomic::{AtomicU16, AtomicU32, AtomicU64};
 
@@ -206,6 +206,13 @@ pub enum BuildError {
     Layout(LayoutError),
     /// The min and max trackable values do not form a window.
     Window(WindowError),
+    /// A lowest discernible value was set, and this kind records no value unit: the plain and
+    /// atomic kinds record one through [`HistogramBuilder::plain_with_unit`] and
+    /// [`HistogramBuilder::atomic_with_unit`].
+    UnitNotRecorded {
+        /// The kind asked for.
+        kind: &'static str,
+    },
 }
 
 impl fmt::Display for BuildError {
@@ -213,6 +220,11 @@ impl fmt::Display for BuildError {
         match self {
             Self::Layout(e) => write!(f, "histogram layout: {e}"),
             Self::Window(e) => write!(f, "histogram window: {e}"),
+            Self::UnitNotRecorded { kind } => write!(
+                f,
+                "the {kind} histogram records no value unit (lowest_discernible): build it with \
+                 plain_with_unit() or atomic_with_unit(), or leave the lowest discernible value at 1"
+            ),
         }
     }
 }
@@ -256,6 +268,7 @@ impl From<WindowError> for BuildError {
 #[derive(Clone, Copy, Debug)]
 pub struct HistogramBuilder<C = u64, S = Sparse> {
     layout: Result<Layout, LayoutError>,
+    lowest_discernible: u64,
     min: u64,
     max: u64,
     width: PhantomData<C>,
@@ -273,6 +286,7 @@ impl HistogramBuilder<u64, Sparse> {
     pub fn new() -> Self {
         HistogramBuilder {
             layout: Ok(Layout::DEFAULT),
+            lowest_discernible: 1,
             min: 0,
             max: u64::MAX,
             width: PhantomData,
@@ -285,6 +299,11 @@ impl HistogramBuilder<u64, Sparse> {
 pub type BuiltHistogram<C, S> = Histogram<<S as StorageChoice>::Cells<C>, Layout>;
 /// An atomic histogram over the storage a builder chose.
 pub type BuiltAtomicHistogram<A, S> = AtomicHistogram<<S as StorageChoice>::Cells<A>, Layout>;
+/// A plain histogram recording a value unit, over the storage a builder chose.
+pub type BuiltUnitHistogram<C, S> = Histogram<<S as StorageChoice>::Cells<C>, UnitLayout>;
+/// An atomic histogram recording a value unit, over the storage a builder chose.
+pub type BuiltUnitAtomicHistogram<A, S> =
+    AtomicHistogram<<S as StorageChoice>::Cells<A>, UnitLayout>;
 /// An approximate histogram over the storage a builder chose.
 pub type BuiltApproxHistogram<S> =
     ApproxHistogram<<S as StorageChoice>::Cells<ScalableCell>, Layout>;
@@ -343,11 +362,36 @@ impl<C: StorageWidth, S: StorageChoice> HistogramBuilder<C, S> {
     fn with<D, T>(self) -> HistogramBuilder<D, T> {
         HistogramBuilder {
             layout: self.layout,
+            lowest_discernible: self.lowest_discernible,
             min: self.min,
             max: self.max,
             width: PhantomData,
             storage: PhantomData,
         }
+    }
+
+    /// HdrHistogram's lowest discernible value: values are recorded in units of the largest
+    /// power of two not above it ([`Layout::with_lowest_discernible`]), so a histogram ported
+    /// from `new_with_bounds(1000, highest, 3)` is `.lowest_discernible(1000)
+    /// .max_trackable(highest).sigfig(3).plain_with_unit()` (or `atomic_with_unit()`) and gives
+    /// its answers. Not a minimum: smaller values
+    /// are still counted, in the first bucket (see [`HistogramBuilder::min_trackable`] for
+    /// that). Within `1..2^32`; the default is 1 (no unit).
+    ///
+    /// ```
+    /// use picollo_alloc::HistogramBuilder;
+    /// use picollo_core::{EquivalentValue, HistogramRead, ReadExt};
+    ///
+    /// let mut h = HistogramBuilder::new().lowest_discernible(1000).sigfig(3).plain_with_unit()?;
+    /// h.record(10_007 * 1024);
+    /// let p = h.percentile(50.0, EquivalentValue::Upper)?;
+    /// assert_eq!(p.value, 10_007 * 1024 + 1023); // HdrHistogram's highestEquivalentValue
+    /// assert_eq!(h.layout().unit(), 512);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn lowest_discernible(mut self, lowest: u64) -> Self {
+        self.lowest_discernible = lowest;
+        self
     }
 
     /// The smallest value stored in buckets; smaller values count as underflow.
@@ -365,7 +409,9 @@ impl<C: StorageWidth, S: StorageChoice> HistogramBuilder<C, S> {
     /// The layout and window this builder describes (before sparse storage widens the window
     /// to whole blocks).
     pub fn resolve(&self) -> Result<(Layout, Window), BuildError> {
-        let layout = self.layout?;
+        let layout = self
+            .layout?
+            .with_lowest_discernible(self.lowest_discernible)?;
         Ok((layout, Window::new(layout, self.min, self.max)?))
     }
 
@@ -401,32 +447,72 @@ impl<C: StorageWidth, S: StorageChoice> HistogramBuilder<C, S> {
         })
     }
 
-    /// A plain, single-writer histogram.
-    pub fn plain(self) -> Result<BuiltHistogram<C, S>, BuildError> {
+    /// The layout and window, refused with [`BuildError::UnitNotRecorded`] when a lowest
+    /// discernible value was set for a kind that records no unit.
+    fn resolve_without_unit(&self, kind: &'static str) -> Result<(Layout, Window), BuildError> {
         let (layout, window) = self.resolve()?;
+        if layout.unit_magnitude() != 0 {
+            return Err(BuildError::UnitNotRecorded { kind });
+        }
+        Ok((layout, window))
+    }
+
+    /// A plain, single-writer histogram. With a lowest discernible value above 1, use
+    /// [`HistogramBuilder::plain_with_unit`] ([`BuildError::UnitNotRecorded`] here).
+    pub fn plain(self) -> Result<BuiltHistogram<C, S>, BuildError> {
+        let (layout, window) = self.resolve_without_unit("plain")?;
         let (cells, window) = S::cells::<C>(layout, window);
         Ok(Histogram::with_storage(layout, cells, window)?)
     }
 
-    /// An atomic histogram: many writers, one `fetch_add` per record.
-    pub fn atomic(self) -> Result<BuiltAtomicHistogram<C::Atomic, S>, BuildError> {
+    /// A plain histogram that records the value unit of
+    /// [`HistogramBuilder::lowest_discernible`] (through the [`picollo_core::UnitLayout`] spec;
+    /// the plain spec records without reading one, so that histograms without a unit pay
+    /// nothing for units).
+    pub fn plain_with_unit(self) -> Result<BuiltUnitHistogram<C, S>, BuildError> {
         let (layout, window) = self.resolve()?;
+        let (cells, window) = S::cells::<C>(layout, window);
+        Ok(Histogram::with_storage(
+            UnitLayout::new(layout),
+            cells,
+            window,
+        )?)
+    }
+
+    /// An atomic histogram: many writers, one `fetch_add` per record. With a lowest
+    /// discernible value above 1, use [`HistogramBuilder::atomic_with_unit`].
+    pub fn atomic(self) -> Result<BuiltAtomicHistogram<C::Atomic, S>, BuildError> {
+        let (layout, window) = self.resolve_without_unit("atomic")?;
         let (cells, window) = S::cells::<C::Atomic>(layout, window);
         Ok(AtomicHistogram::with_storage(layout, cells, window)?)
     }
 
-    /// A thread-local histogram: each thread writes its own shard, readers sum them.
-    pub fn thread_local(self) -> Result<ThreadLocalHistogram<C, S>, BuildError> {
+    /// An atomic histogram that records the value unit of
+    /// [`HistogramBuilder::lowest_discernible`].
+    pub fn atomic_with_unit(self) -> Result<BuiltUnitAtomicHistogram<C::Atomic, S>, BuildError> {
         let (layout, window) = self.resolve()?;
+        let (cells, window) = S::cells::<C::Atomic>(layout, window);
+        Ok(AtomicHistogram::with_storage(
+            UnitLayout::new(layout),
+            cells,
+            window,
+        )?)
+    }
+
+    /// A thread-local histogram: each thread writes its own shard, readers sum them. It
+    /// records no value unit ([`BuildError::UnitNotRecorded`]).
+    pub fn thread_local(self) -> Result<ThreadLocalHistogram<C, S>, BuildError> {
+        let (layout, window) = self.resolve_without_unit("thread-local")?;
         Ok(ThreadLocalHistogram::new(layout, window))
     }
 
     /// An approximate histogram: shared buckets that count with the scalable scheme of "Scalable
     /// Approximate Counting" (Andy Ayers, 2023; default threshold 13), for hot shared histograms
     /// where contention dominates. The counter width does not apply (scalable cells are 64-bit).
-    /// Over sparse storage its cells live in pages only (no cold tier).
+    /// Over sparse storage its cells live in pages only (no cold tier). It records no value
+    /// unit ([`BuildError::UnitNotRecorded`]).
     pub fn approximate(self) -> Result<BuiltApproxHistogram<S>, BuildError> {
-        let (layout, window) = self.resolve()?;
+        let (layout, window) = self.resolve_without_unit("approximate")?;
         let (cells, window) = S::cells::<ScalableCell>(layout, window);
         Ok(ApproxHistogram::with_storage(layout, cells, window)?)
     }

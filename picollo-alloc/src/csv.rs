@@ -162,6 +162,29 @@ pub fn write_csv_cell(w: &mut dyn fmt::Write, s: &str) -> fmt::Result {
     w.write_char('"')
 }
 
+/// Writes one CSV record: the cells, each written by [`write_csv_cell`] (quoted when it must
+/// be), separated by commas, and a line feed.
+///
+/// ```
+/// let mut s = String::new();
+/// picollo_alloc::csv::write_csv_row(&mut s, ["a", "b,c", "", "say \"hi\""])?;
+/// assert_eq!(s, "a,\"b,c\",,\"say \"\"hi\"\"\"\n");
+/// # Ok::<(), core::fmt::Error>(())
+/// ```
+pub fn write_csv_row<I>(w: &mut dyn fmt::Write, cells: I) -> fmt::Result
+where
+    I: IntoIterator,
+    I::Item: AsRef<str>,
+{
+    for (i, cell) in cells.into_iter().enumerate() {
+        if i > 0 {
+            w.write_char(',')?;
+        }
+        write_csv_cell(w, cell.as_ref())?;
+    }
+    w.write_char('\n')
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -282,7 +282,7 @@ fn render_into<H: HistogramRead + ?Sized>(
             java_fixed(out, step.value_iterated_to as f64 / ratio, 12, decimals);
             out.push(' ');
             java_fixed(out, level, 2, 12);
-            write!(out, " {:>10}", step.count_at_value)?;
+            write!(out, " {:>10}", step.total_count_to_value)?;
             if step.percentile_level_iterated_to != 100.0 {
                 out.push(' ');
                 java_fixed(out, 1.0 / (1.0 - level), 14, 2);

@@ -42,7 +42,9 @@ pub use builder::{
     default_histogram, BuildError, Dense, HeapApproxHistogram, HistogramBuilder, Sparse,
     SparseApproxHistogram, SparseAtomicHistogram, SparseHistogram, StorageChoice, StorageWidth,
 };
-pub use heap::{HeapAtomicHistogram, HeapHistogram, HeapStorage};
+pub use heap::{
+    HeapAtomicHistogram, HeapHistogram, HeapStorage, HeapUnitAtomicHistogram, HeapUnitHistogram,
+};
 pub use hgrm::{write_hgrm, Hgrm, HgrmError};
 pub use snapshot::{Snapshot, SnapshotExt};
 pub use sparse::SparseStorage;

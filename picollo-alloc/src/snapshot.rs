@@ -25,6 +25,9 @@
 //! ```
 
 use core::fmt;
+use picollo_core::histogram::{
+    check_subtract, for_each_landing, rebucketing, Landing, Rebucketing, SubtractError,
+};
 use picollo_core::read::consistent;
 use picollo_core::{HistogramRead, Layout, Window};
 use std::time::{Duration, SystemTime};
@@ -176,6 +179,61 @@ impl Snapshot {
     /// deltas), with its underflow and overflow.
     pub fn totals(&self) -> (&[u64], u64, u64) {
         (&self.totals, self.total_underflow, self.total_overflow)
+    }
+}
+
+impl Snapshot {
+    /// Takes `other`'s counts (any kind, any layout or window) away from the counts this
+    /// snapshot reports: the values between two cumulative snapshots, HdrHistogram's
+    /// `subtract`. The rule, the report and the refusal are [`picollo_core::Histogram::subtract`]'s:
+    /// a subtrahend larger than this snapshot anywhere (a bucket, below or above the window)
+    /// is refused with a [`SubtractError`] and nothing changes. The totals that the next
+    /// [`Snapshot::update`] with deltas starts from are left alone.
+    ///
+    /// ```
+    /// use picollo_alloc::{HistogramBuilder, SnapshotExt};
+    /// use picollo_core::ReadExt;
+    ///
+    /// let h = HistogramBuilder::new().max_trackable(1 << 30).atomic()?;
+    /// (0..100).for_each(|i| h.record(1000 + i));
+    /// let before = h.snapshot();
+    /// (0..40).for_each(|i| h.record(5000 + i));
+    /// let mut interval = h.snapshot();
+    /// interval.subtract(&before)?;
+    /// assert_eq!(interval.total(), 40);
+    /// assert!(before.clone().subtract(&interval).is_err()); // 40 values it does not hold
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn subtract<H: HistogramRead + ?Sized>(
+        &mut self,
+        other: &H,
+    ) -> Result<Rebucketing, SubtractError> {
+        let counts = &self.counts;
+        check_subtract(
+            other,
+            self.layout,
+            self.window,
+            |s| counts.get(s).copied().unwrap_or(0),
+            self.underflow,
+            self.overflow,
+        )?;
+        let (counts, underflow, overflow) =
+            (&mut self.counts, &mut self.underflow, &mut self.overflow);
+        for_each_landing(
+            other,
+            self.layout,
+            self.window,
+            |landing, n| match landing {
+                Landing::Slot(slot) => {
+                    if let Some(c) = counts.get_mut(slot) {
+                        *c = c.saturating_sub(n);
+                    }
+                }
+                Landing::Underflow => *underflow = underflow.saturating_sub(n),
+                Landing::Overflow => *overflow = overflow.saturating_sub(n),
+            },
+        );
+        Ok(rebucketing(other.layout(), self.layout))
     }
 }
 

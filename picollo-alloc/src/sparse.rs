@@ -115,12 +115,13 @@ unsafe impl PageCell for ScalableCell {
 /// assert_eq!((w.min_value(l), w.max_value(l)), (512, 8191));
 /// ```
 pub fn widened(layout: Layout, window: Window) -> Window {
-    let k = layout.block_scale();
-    let first_block = BucketPos::of_logical(window.first(), k).block;
-    let last_block = BucketPos::of_logical(window.last(), k).block;
+    let (k, base) = (layout.block_scale(), layout.first_index());
+    // Blocks of positions (the indices less the layout's `first_index`, see `BucketPos`).
+    let first_block = BucketPos::of_logical(window.first() - base, k).block;
+    let last_block = BucketPos::of_logical(window.last() - base, k).block;
     let first = block_start(first_block, k);
     let end = block_start(last_block, k) + page_len(last_block, k);
-    Window::from_indices(layout, first, end - first)
+    Window::from_indices(layout, base + first, end - first)
 }
 
 /// The logical index of block `e`'s first bucket.
@@ -157,8 +158,13 @@ pub struct SparseStorage<T> {
     /// the window).
     dir: Box<[AtomicPtr<T>]>,
     k: u32,
-    /// The window served (whole blocks).
+    /// The layout and the window served (whole blocks).
+    layout: Layout,
     window: Window,
+    /// The index of the window's first bucket among the positions' indices
+    /// ([`BucketPos::logical`]: the logical index less the layout's `first_index`, which a
+    /// value unit makes non-zero). The cold tier's entries are keyed by these indices.
+    first: usize,
     /// The block of the window's first bucket.
     first_block: usize,
     cold: ColdTier,
@@ -174,15 +180,18 @@ impl<T: PageCell> SparseStorage<T> {
     pub fn new(layout: Layout, window: Window) -> Self {
         let window = widened(layout, window);
         let k = layout.block_scale();
-        let first_block = BucketPos::of_logical(window.first(), k).block;
-        let last_block = BucketPos::of_logical(window.last(), k).block;
+        let first = window.first() - layout.first_index();
+        let first_block = BucketPos::of_logical(first, k).block;
+        let last_block = BucketPos::of_logical(first + window.len() - 1, k).block;
         let blocks = last_block - first_block + 1;
         SparseStorage {
             dir: (0..=last_block)
                 .map(|_| AtomicPtr::new(core::ptr::null_mut()))
                 .collect(),
             k,
+            layout,
             window,
+            first,
             first_block,
             cold: ColdTier::new(),
             cold_limit: Self::cold_word_limit(blocks, k),
@@ -366,9 +375,20 @@ impl<T: PageCell> SparseStorage<T> {
         Some(unsafe { core::slice::from_raw_parts(start, page_len(e, self.k)) })
     }
 
+    /// The page of block `e` as a slice of its cells, if installed, exclusively.
+    fn page_mut(&mut self, e: usize) -> Option<&mut [T]> {
+        let page = self.dir.get(e)?.load(Ordering::Relaxed);
+        if page.is_null() {
+            return None;
+        }
+        let start = page.wrapping_add(bias(e, self.k));
+        // SAFETY: an installed page (see `page`), borrowed exclusively with `self`.
+        Some(unsafe { core::slice::from_raw_parts_mut(start, page_len(e, self.k)) })
+    }
+
     /// The storage index of block `e`'s first cell.
     fn slot_of_block(&self, e: usize) -> usize {
-        block_start(e, self.k) - self.window.first()
+        block_start(e, self.k) - self.first
     }
 
     /// Every entry of the cold tier with a count, as `(storage index, count)` sorted by index,
@@ -379,7 +399,7 @@ impl<T: PageCell> SparseStorage<T> {
     /// sort in a few instructions each, where a comparison sort of all of them cost more than
     /// the rest of a scrape's read.
     fn sorted_entries(&self) -> Vec<(usize, u64)> {
-        let first = self.window.first();
+        let first = self.first;
         let mut starts = vec![0usize; self.dir.len() + 1];
         self.cold.for_each(|logical, _| {
             starts[BucketPos::of_logical(logical, self.k).block + 1] += 1;
@@ -435,7 +455,7 @@ impl<T: PageCell> Cells for SparseStorage<T> {
     type Item = T;
 
     fn check_window(&self, layout: Layout, window: Window) -> Result<(), WindowError> {
-        if window == self.window && layout.block_scale() == self.k {
+        if window == self.window && layout == self.layout {
             Ok(())
         } else {
             Err(WindowError::StorageLength {
@@ -478,7 +498,7 @@ impl<T: PageCell> Cells for SparseStorage<T> {
         if slot >= self.window.len() {
             return 0;
         }
-        let logical = self.window.first() + slot;
+        let logical = self.first + slot;
         let pos = BucketPos::of_logical(logical, self.k);
         let page = self
             .page(pos.block)
@@ -497,8 +517,7 @@ impl<T: PageCell> Cells for SparseStorage<T> {
         if start >= end {
             return 0;
         }
-        let first = self.window.first();
-        let (lo, hi) = (first + start, first + end);
+        let (lo, hi) = (self.first + start, self.first + end);
         let first_block = BucketPos::of_logical(lo, self.k).block;
         let last_block = BucketPos::of_logical(hi - 1, self.k).block;
         let mut sum = 0u64;
@@ -616,15 +635,30 @@ impl<T: PageCell> CellsMut for SparseStorage<T> {
 
     fn clear_mut(&mut self, zero: impl Fn(&mut T)) {
         for e in self.first_block..self.dir.len() {
-            let page = self.dir[e].load(Ordering::Relaxed);
-            if !page.is_null() {
-                let start = page.wrapping_add(bias(e, self.k));
-                // SAFETY: an installed page (see `page`), exclusively borrowed.
-                let cells = unsafe { core::slice::from_raw_parts_mut(start, page_len(e, self.k)) };
+            if let Some(cells) = self.page_mut(e) {
                 cells.iter_mut().for_each(&zero);
             }
         }
         self.cold.clear_all();
+    }
+
+    /// The bucket's cold entries first, then its page cell.
+    fn take_at(&mut self, slot: usize, n: u64, set: impl Fn(&mut T, u64)) {
+        if slot >= self.window.len() {
+            return;
+        }
+        let logical = self.first + slot;
+        let pos = BucketPos::of_logical(logical, self.k);
+        let n = if self.cold.has_block(pos.block) {
+            self.cold.take(logical, n)
+        } else {
+            n
+        };
+        let offset = pos.offset - bias(pos.block, self.k);
+        if let Some(cell) = self.page_mut(pos.block).and_then(|c| c.get_mut(offset)) {
+            let left = cell.count().saturating_sub(n);
+            set(cell, left);
+        }
     }
 }
 
@@ -635,7 +669,9 @@ impl<T: PageCell + Copy> Clone for SparseStorage<T> {
                 .map(|_| AtomicPtr::new(core::ptr::null_mut::<T>()))
                 .collect(),
             k: self.k,
+            layout: self.layout,
             window: self.window,
+            first: self.first,
             first_block: self.first_block,
             cold: ColdTier::new(),
             cold_limit: self.cold_limit,
@@ -653,7 +689,7 @@ impl<T: PageCell + Copy> Clone for SparseStorage<T> {
         }
         // Entries keep their counts (each below 2^32), one entry per bucket.
         for (slot, n) in self.sorted_entries() {
-            let logical = self.window.first() + slot;
+            let logical = self.first + slot;
             let e = BucketPos::of_logical(logical, self.k).block;
             if copy.cold.add(logical, e, n, usize::MAX).is_none() {
                 unreachable!("no limit");

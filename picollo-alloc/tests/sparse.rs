@@ -195,6 +195,54 @@ proptest! {
     }
 }
 
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(if cfg!(miri) { 2 } else { 32 }))]
+
+    /// A value unit (HdrHistogram's lowest discernible value) on sparse storage: the positions
+    /// are the unit-free layout's of `v >> u`, the window starts at the layout's first index;
+    /// it reads like dense storage, and `subtract` takes the same counts away.
+    #[test]
+    fn units_and_subtract_on_sparse(
+        k in 2u32..=9,
+        lowest in 1u64..5_000,
+        max in 1_000u64..u64::MAX,
+        records in proptest::collection::vec((any::<u64>(), 1u64..20), 1..200),
+        keep in 0usize..200,
+    ) {
+        let layout = Layout::from_block_scale(k).unwrap();
+        let builder = HistogramBuilder::new()
+            .layout(layout)
+            .lowest_discernible(lowest)
+            .max_trackable(max);
+        let mut sparse = builder.plain_with_unit().unwrap();
+        let atomic = builder.atomic_with_unit().unwrap();
+        let (unit_layout, window) = (sparse.layout(), sparse.window());
+        prop_assert_eq!(window.first() >= unit_layout.first_index(), true);
+        prop_assert_eq!(atomic.window(), window);
+        let mut dense = heap::plain_with_unit::<u64>(unit_layout, window);
+        let mut early = heap::plain_with_unit::<u64>(unit_layout, window);
+        for (i, &(word, n)) in records.iter().enumerate() {
+            let v = spread(word, 64);
+            sparse.record_n(v, n);
+            atomic.record_n(v, n);
+            dense.record_n(v, n);
+            if i < keep {
+                early.record_n(v, n);
+            }
+        }
+        let len = window.len();
+        assert_reads_alike(&sparse, &dense, &[(0, len / 2), (len / 3, len)]);
+        assert_reads_alike(&atomic, &dense, &[(0, len)]);
+        prop_assert_eq!(sparse.subtract(&early), dense.subtract(&early));
+        assert_reads_alike(&sparse, &dense, &[(0, len)]);
+        // More than it holds: refused, nothing changed.
+        if early.total() > 0 {
+            prop_assert!(sparse.subtract(&atomic).is_err());
+            assert_reads_alike(&sparse, &dense, &[]);
+        }
+    }
+}
+
 #[test]
 fn approximate_sparse_is_exact_below_its_threshold() {
     let builder = HistogramBuilder::new()

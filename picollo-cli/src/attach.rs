@@ -18,14 +18,18 @@ use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use clap::ValueEnum;
+use clap::{ArgGroup, Args, ValueEnum};
 use picollo_core::ring::{CounterStatus, RequestStatus};
 use picollo_linux::shm::{list_rings, ShmError, ShmReader};
 use picollo_linux::span::{unavailable_reason, SpanConfig, SpanDecoder, RING_PREFIX};
 
 use crate::error::{CliError, Result};
-use crate::frames::{counter_json, csv_summary, spans_json, spans_markdown, Sinks};
-use crate::json::{Json, Object};
+use crate::frames::{csv_summary, spans_markdown, Sinks};
+use crate::json;
+use crate::live_json::{
+    path, AttachReport, AttachRing, AttachSpans, Capture, CounterRequest, FileFrames, RingRequest,
+    Slot, Spans, TopHead, Totals,
+};
 
 /// How often rings are drained.
 const POLL: Duration = Duration::from_millis(20);
@@ -128,7 +132,7 @@ impl Drop for Keys {
 
 /// The output of `attach` and `top`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
-pub enum LiveFormat {
+pub(crate) enum LiveFormat {
     /// Markdown tables and summary lines (the default).
     #[default]
     Markdown,
@@ -136,23 +140,31 @@ pub enum LiveFormat {
     Json,
 }
 
-/// What `attach` was asked to do.
-#[derive(Clone, Debug, Default)]
-pub struct AttachOptions {
-    /// The process.
-    pub pid: i32,
-    /// Write every ring to CSV files in this directory.
-    pub csv: Option<PathBuf>,
-    /// Aggregate the span rings.
-    pub spans: bool,
-    /// Write a capture file.
-    pub output: Option<PathBuf>,
-    /// Stop after this many seconds.
-    pub duration: Option<f64>,
-    /// Counters to ask the span threads for.
-    pub events: Option<String>,
+/// The arguments of `attach`.
+#[derive(Debug, Args)]
+#[command(group(ArgGroup::new("mode").required(true).multiple(true).args(["csv", "spans", "output"])))]
+pub(crate) struct AttachArgs {
+    /// The process id.
+    pub(crate) pid: i32,
+    /// Write every ring to `DIR/<ring>.csv`.
+    #[arg(long, value_name = "DIR")]
+    pub(crate) csv: Option<PathBuf>,
+    /// Aggregate the span rings and print the per-phase table.
+    #[arg(long)]
+    pub(crate) spans: bool,
+    /// Write every ring's frames to a capture file (for `picollo convert`).
+    #[arg(short = 'o', long, value_name = "FILE")]
+    pub(crate) output: Option<PathBuf>,
+    /// Stop after S seconds (default: when the process exits).
+    #[arg(long, value_name = "S")]
+    pub(crate) duration: Option<f64>,
+    /// Counters for the span threads to sample, comma-separated perf names (cycles,
+    /// instructions, page-faults, task-clock, rNNNN, pmu/…/).
+    #[arg(short = 'e', long = "events", value_name = "EVENTS")]
+    pub(crate) events: Option<String>,
     /// Output format.
-    pub format: LiveFormat,
+    #[arg(long, value_enum, default_value_t = LiveFormat::Markdown)]
+    pub(crate) format: LiveFormat,
 }
 
 /// Whether process `pid` is running (it has a `/proc` entry).
@@ -322,7 +334,7 @@ impl Live {
 
     /// Waits (draining) until every ring asked with `-e` applied it, or `wait` passed, then
     /// reports per ring on stderr and returns the JSON of the outcome.
-    fn settle_request(&mut self, wait: Duration) -> Result<Option<Json>> {
+    fn settle_request(&mut self, wait: Duration) -> Result<Option<CounterRequest>> {
         let Some(list) = self.request.clone() else {
             return Ok(None);
         };
@@ -357,7 +369,7 @@ impl Live {
                     }
                     _ => continue,
                 }
-                slots.push(counter_json(c));
+                slots.push(Slot::of(c));
             }
             let status_name = match status {
                 RequestStatus::Applied => "applied",
@@ -394,20 +406,16 @@ impl Live {
                     eprintln!("{line}");
                 }
             }
-            rings.push(
-                Object::new()
-                    .field("ring", Json::str(&r.name))
-                    .field("status", Json::str(status_name))
-                    .field("counters", Json::array(slots))
-                    .build(),
-            );
+            rings.push(RingRequest {
+                ring: r.name.clone(),
+                status: status_name,
+                counters: slots,
+            });
         }
-        Ok(Some(
-            Object::new()
-                .field("counters", Json::str(&list))
-                .field("rings", Json::array(rings))
-                .build(),
-        ))
+        Ok(Some(CounterRequest {
+            counters: list,
+            rings,
+        }))
     }
 
     fn no_rings_error(&self) -> CliError {
@@ -439,7 +447,7 @@ impl Live {
     }
 }
 
-fn sinks_for(o: &AttachOptions) -> Result<Sinks> {
+fn sinks_for(o: &AttachArgs) -> Result<Sinks> {
     let mut s = Sinks::new();
     if let Some(dir) = &o.csv {
         s = s.csv(dir)?;
@@ -458,7 +466,7 @@ fn sinks_for(o: &AttachOptions) -> Result<Sinks> {
 ///
 /// # Errors
 /// No such process, no rings, a file that cannot be written, a ring that fails its checks.
-pub fn attach(o: &AttachOptions) -> Result<String> {
+pub(crate) fn attach(o: &AttachArgs) -> Result<String> {
     check_pid(o.pid)?;
     let until = deadline(o.duration)?;
     let started = Instant::now();
@@ -489,46 +497,40 @@ pub fn attach(o: &AttachOptions) -> Result<String> {
     let totals = live.sinks.totals();
     match o.format {
         LiveFormat::Json => {
-            let rings = Json::array(totals.iter().map(|t| {
-                Object::new()
-                    .field("ring", Json::str(&t.name))
-                    .field("frames", Json::uint(t.frames))
-                    .field("lost", Json::uint(t.lost))
-                    .field(
-                        "csv",
-                        Json::array(t.csv.iter().map(|(p, n)| {
-                            Object::new()
-                                .field("path", Json::str(&p.display().to_string()))
-                                .field("frames", Json::uint(*n))
-                                .build()
-                        })),
-                    )
-                    .build()
-            }));
-            let mut out = Object::new()
-                .field("type", Json::str("attach"))
-                .field("pid", Json::int(i64::from(o.pid)))
-                .field("seconds", Json::float(seconds))
-                .field("rings", rings)
-                .field(
-                    "capture",
-                    Json::opt(capture.as_ref(), |(p, f, l)| {
-                        Object::new()
-                            .field("path", Json::str(&p.display().to_string()))
-                            .field("frames", Json::uint(*f))
-                            .field("lost", Json::uint(*l))
-                            .build()
-                    }),
-                )
-                .field("counter_request", request.unwrap_or_else(Json::null));
-            let spans = live.sinks.aggregator().map(|agg| {
-                spans_json(
-                    agg,
-                    Object::new().field("rings", Json::uint(live.sinks.span_rings() as u64)),
-                )
-            });
-            out.push("spans", spans.unwrap_or_else(Json::null));
-            Ok(format!("{}\n", out.build().as_str()))
+            let report = AttachReport {
+                kind: "attach",
+                pid: o.pid,
+                seconds,
+                rings: totals
+                    .iter()
+                    .map(|t| AttachRing {
+                        ring: t.name.clone(),
+                        frames: t.frames,
+                        lost: t.lost,
+                        csv: t
+                            .csv
+                            .iter()
+                            .map(|(p, n)| FileFrames {
+                                path: path(p),
+                                frames: *n,
+                            })
+                            .collect(),
+                    })
+                    .collect(),
+                capture: capture.as_ref().map(|(p, frames, lost)| Capture {
+                    path: path(p),
+                    frames: *frames,
+                    lost: *lost,
+                }),
+                counter_request: request,
+                spans: live.sinks.aggregator().map(|agg| {
+                    let head = AttachSpans {
+                        rings: live.sinks.span_rings(),
+                    };
+                    Spans::new(head, agg)
+                }),
+            };
+            Ok(format!("{}\n", json::to_line(&report)))
         }
         LiveFormat::Markdown => {
             let mut out = csv_summary(&totals);
@@ -557,19 +559,23 @@ pub fn attach(o: &AttachOptions) -> Result<String> {
     }
 }
 
-/// What `top` was asked to do.
-#[derive(Clone, Debug)]
-pub struct TopOptions {
-    /// The process.
-    pub pid: i32,
+/// The arguments of `top`.
+#[derive(Debug, Args)]
+pub(crate) struct TopArgs {
+    /// The process id.
+    pub(crate) pid: i32,
     /// Seconds between refreshes.
-    pub interval: f64,
-    /// Refreshes before stopping.
-    pub count: Option<u64>,
-    /// Counters to ask the span threads for.
-    pub events: Option<String>,
-    /// Output format.
-    pub format: LiveFormat,
+    #[arg(long, value_name = "S", default_value_t = 1.0)]
+    pub(crate) interval: f64,
+    /// Stop after N refreshes (default: when the process exits).
+    #[arg(long, value_name = "N")]
+    pub(crate) count: Option<u64>,
+    /// Counters for the span threads to sample (as for attach).
+    #[arg(short = 'e', long = "events", value_name = "EVENTS")]
+    pub(crate) events: Option<String>,
+    /// Output format: redrawn tables, or one JSON object per line.
+    #[arg(long, value_enum, default_value_t = LiveFormat::Markdown)]
+    pub(crate) format: LiveFormat,
 }
 
 /// The live view: every `interval` seconds, the span tables of the last interval, under a
@@ -578,7 +584,7 @@ pub struct TopOptions {
 ///
 /// # Errors
 /// No such process, no span rings, a bad interval.
-pub fn top(o: &TopOptions) -> Result<String> {
+pub(crate) fn top(o: &TopArgs) -> Result<String> {
     if !(o.interval.is_finite() && o.interval >= 0.05) {
         return Err(CliError::new(format!(
             "--interval {} is too short; give at least 0.05 seconds",
@@ -627,28 +633,20 @@ pub fn top(o: &TopOptions) -> Result<String> {
         shown += 1;
         let screen = match o.format {
             LiveFormat::Json => {
-                let head = Object::new()
-                    .field("type", Json::str("top"))
-                    .field("pid", Json::int(i64::from(o.pid)))
-                    .field("refresh", Json::uint(shown))
-                    .field("interval_s", Json::float(o.interval))
-                    .field("uptime_s", Json::float(started.elapsed().as_secs_f64()))
-                    .field("rings", Json::uint(live.sinks.span_rings() as u64))
-                    .field(
-                        "total",
-                        Object::new()
-                            .field("read", Json::uint(totals.0))
-                            .field("lost", Json::uint(totals.1)),
-                    )
-                    .field(
-                        "counter_request",
-                        if shown == 1 {
-                            request.clone().unwrap_or_else(Json::null)
-                        } else {
-                            Json::null()
-                        },
-                    );
-                format!("{}\n", spans_json(&a, head).as_str())
+                let head = TopHead {
+                    kind: "top",
+                    pid: o.pid,
+                    refresh: shown,
+                    interval_s: o.interval,
+                    uptime_s: started.elapsed().as_secs_f64(),
+                    rings: live.sinks.span_rings(),
+                    total: Totals {
+                        read: totals.0,
+                        lost: totals.1,
+                    },
+                    counter_request: if shown == 1 { request.clone() } else { None },
+                };
+                format!("{}\n", json::to_line(&Spans::new(head, &a)))
             }
             LiveFormat::Markdown => {
                 let mut screen = String::new();

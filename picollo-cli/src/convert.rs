@@ -6,32 +6,38 @@ use std::fs::File;
 use std::io::BufReader;
 use std::path::PathBuf;
 
+use clap::{ArgGroup, Args};
+
 use picollo_linux::capture::{CaptureEvent, CaptureReader};
 
 use crate::attach::LiveFormat;
 use crate::error::{CliError, Result};
-use crate::frames::{csv_summary, spans_json, spans_markdown, Sinks};
-use crate::json::{Json, Object};
+use crate::frames::{csv_summary, spans_markdown, Sinks};
+use crate::json;
+use crate::live_json::{ConvertHead, Line, Spans};
 
-/// What `convert` was asked to do.
-#[derive(Clone, Debug)]
-pub struct ConvertOptions {
+/// The arguments of `convert`.
+#[derive(Debug, Args)]
+#[command(group(ArgGroup::new("mode").required(true).multiple(true).args(["csv", "spans", "format"])))]
+pub(crate) struct ConvertArgs {
     /// The capture file.
-    pub file: PathBuf,
-    /// Write CSV files into this directory.
-    pub csv: Option<PathBuf>,
-    /// Print the span tables.
-    pub spans: bool,
-    /// The output format: JSON lines of every frame (without `--csv` or `--spans`), or the
-    /// span report as JSON (with `--spans`).
-    pub format: Option<LiveFormat>,
+    pub(crate) file: PathBuf,
+    /// Write every ring to `DIR/<ring>.csv`.
+    #[arg(long, value_name = "DIR")]
+    pub(crate) csv: Option<PathBuf>,
+    /// Print the per-phase and counter-event tables of the span rings.
+    #[arg(long)]
+    pub(crate) spans: bool,
+    /// json: every frame as a JSON line (alone), or the span report as JSON (with --spans).
+    #[arg(long, value_enum)]
+    pub(crate) format: Option<LiveFormat>,
 }
 
 /// Converts the capture; returns what goes to stdout.
 ///
 /// # Errors
 /// A missing, unreadable or damaged file; a directory that cannot be written.
-pub fn run(o: &ConvertOptions) -> Result<String> {
+pub(crate) fn run(o: &ConvertArgs) -> Result<String> {
     let shown = o.file.display().to_string();
     let file = File::open(&o.file)
         .map_err(|e| CliError::new(format!("cannot open {shown}: {e}; check the path")))?;
@@ -79,13 +85,12 @@ pub fn run(o: &ConvertOptions) -> Result<String> {
     let pid = reader.pid();
     let mut out = String::new();
     if json_lines {
-        let end = Object::new()
-            .field("type", Json::str("end"))
-            .field("pid", Json::uint(pid))
-            .field("frames", Json::uint(reader.frames()))
-            .field("lost", Json::uint(reader.lost()))
-            .field("complete", Json::bool(reader.is_complete()));
-        out.push_str(end.build().as_str());
+        out.push_str(&json::to_line(&Line::End {
+            pid,
+            frames: reader.frames(),
+            lost: reader.lost(),
+            complete: reader.is_complete(),
+        }));
         out.push('\n');
         return Ok(out);
     }
@@ -94,12 +99,13 @@ pub fn run(o: &ConvertOptions) -> Result<String> {
     }
     if let Some(agg) = sinks.aggregator() {
         if o.format == Some(LiveFormat::Json) {
-            let head = Object::new()
-                .field("type", Json::str("convert"))
-                .field("file", Json::str(&shown))
-                .field("pid", Json::uint(pid))
-                .field("rings", Json::uint(sinks.span_rings() as u64));
-            out.push_str(spans_json(agg, head).as_str());
+            let head = ConvertHead {
+                kind: "convert",
+                file: &shown,
+                pid,
+                rings: sinks.span_rings(),
+            };
+            out.push_str(&json::to_line(&Spans::new(head, agg)));
             out.push('\n');
         } else {
             if !out.is_empty() {

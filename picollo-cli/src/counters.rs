@@ -19,7 +19,7 @@ const CACHE_EVENTS: [&str; 4] = [
 /// The report: the capabilities, then every generic event opened alone on this thread (user
 /// space only), then the core PMUs' own events from sysfs, then a conclusion naming what
 /// `picollo stat` counts here.
-pub fn report() -> String {
+pub(crate) fn report() -> String {
     let caps = Capabilities::detect();
     let mut out = String::from("Capabilities\n");
     for line in caps.to_string().lines() {
@@ -119,7 +119,7 @@ pub fn report() -> String {
 
 /// A short reason for a failed open: the errno's meaning and, for the usual causes, the
 /// fix.
-pub fn short_reason(e: &PerfError) -> String {
+pub(crate) fn short_reason(e: &PerfError) -> String {
     let os = |errno: i32| std::io::Error::from_raw_os_error(errno).to_string();
     match e {
         PerfError::Unsupported { errno, .. } => {

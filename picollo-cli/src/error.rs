@@ -4,11 +4,11 @@ use core::fmt;
 
 /// An error printed as `picollo: error: <message>`, with exit status 1.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CliError(String);
+pub(crate) struct CliError(String);
 
 impl CliError {
     /// An error with this message; line breaks are folded into spaces so it stays one line.
-    pub fn new(message: impl Into<String>) -> Self {
+    pub(crate) fn new(message: impl Into<String>) -> Self {
         let m: String = message.into();
         CliError(m.split(['\n', '\r']).collect::<Vec<_>>().join(" "))
     }
@@ -23,4 +23,4 @@ impl fmt::Display for CliError {
 impl std::error::Error for CliError {}
 
 /// The result of every command.
-pub type Result<T> = core::result::Result<T, CliError>;
+pub(crate) type Result<T> = core::result::Result<T, CliError>;

@@ -35,7 +35,7 @@ use crate::hlog::{self, Scan, SparseCounts, Tags, Unit};
 
 /// What `export` writes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum ExportFormat {
+pub(crate) enum ExportFormat {
     /// Prometheus text 0.0.4: per tag, the selected intervals added up.
     PromText,
     /// OpenMetrics text: one timestamped sample per interval, for promtool backfill.
@@ -46,7 +46,7 @@ pub enum ExportFormat {
 
 /// Arguments of `picollo export`.
 #[derive(Debug, Args)]
-pub struct ExportArgs {
+pub(crate) struct ExportArgs {
     /// The interval log.
     file: PathBuf,
     /// Output format.
@@ -84,7 +84,7 @@ struct Interval {
 /// [`hlog`]'s docs). Nothing is written unless the whole log converts: `openmetrics` and
 /// `otlp-json`, whose output grows with the log, are staged in an unlinked temporary file
 /// (in `$TMPDIR`), then copied out.
-pub fn run(a: &ExportArgs) -> Result<String> {
+pub(crate) fn run(a: &ExportArgs) -> Result<String> {
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::with_capacity(64 << 10, stdout.lock());
     match write(a, &mut out).and_then(|()| {

@@ -25,8 +25,8 @@
 mod select;
 mod sum;
 
-pub use select::{check_range, Scan, SelectArgs, Selection, Unit};
-pub use sum::{SparseCounts, Tags};
+pub(crate) use select::{check_range, Scan, SelectArgs, Selection, Unit};
+pub(crate) use sum::{SparseCounts, Tags};
 
 use std::fs::File;
 use std::io::{BufReader, Read};
@@ -48,11 +48,11 @@ struct Summing {
 
 /// The selected intervals of one tag, added up.
 #[derive(Clone, Debug)]
-pub struct Group {
+pub(crate) struct Group {
     /// The tag; `None` for untagged intervals.
-    pub tag: Option<String>,
+    pub(crate) tag: Option<String>,
     /// How many intervals were added.
-    pub intervals: usize,
+    pub(crate) intervals: usize,
     sum: GroupSum,
 }
 
@@ -70,7 +70,7 @@ impl Group {
     ///
     /// # Errors
     /// A value that does not fit (a corrupt log).
-    pub fn counts(&self) -> Result<HdrCounts> {
+    pub(crate) fn counts(&self) -> Result<HdrCounts> {
         match &self.sum {
             GroupSum::Whole(c) => Ok(c.clone()),
             GroupSum::Sparse { digits, sum } => {
@@ -84,7 +84,7 @@ impl Group {
 
 /// What a file holds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Source {
+pub(crate) enum Source {
     /// An interval log.
     Hlog,
     /// An `.hgrm` percentile distribution; values are the file's times `scale`.
@@ -98,20 +98,20 @@ pub enum Source {
 
 /// A log's groups, in the order their tags first appear (untagged first when present).
 #[derive(Clone, Debug)]
-pub struct Log {
+pub(crate) struct Log {
     /// The file name, for titles.
-    pub name: String,
+    pub(crate) name: String,
     /// Whether any interval of the file has a tag (to name the untagged group).
-    pub has_tags: bool,
+    pub(crate) has_tags: bool,
     /// The groups.
-    pub groups: Vec<Group>,
+    pub(crate) groups: Vec<Group>,
     /// What the file holds.
-    pub source: Source,
+    pub(crate) source: Source,
 }
 
 impl Log {
     /// The file and what it holds, for a diff's context lines.
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         match self.source {
             Source::Hlog => {
                 let n: usize = self.groups.iter().map(|g| g.intervals).sum();
@@ -124,7 +124,7 @@ impl Log {
 
     /// The title of `group`: the file name, then `, tag T` or `, untagged` in a tagged log,
     /// then the interval count (or what the file holds) and the unit.
-    pub fn title(&self, group: &Group, unit: Option<Unit>) -> String {
+    pub(crate) fn title(&self, group: &Group, unit: Option<Unit>) -> String {
         let unit_text = unit.map_or(String::new(), |u| format!(", {}", u.symbol()));
         match self.source {
             Source::Hgrm { scale } => {
@@ -164,7 +164,7 @@ const WHOLE_FILE_BYTES: u64 = 64 << 20;
 /// # Errors
 /// A missing or unreadable file, a malformed line or histogram, a selection that matches no
 /// interval (or any selection, for a file that is not an interval log).
-pub fn load(path: &Path, selection: &Selection) -> Result<Log> {
+pub(crate) fn load(path: &Path, selection: &Selection) -> Result<Log> {
     let shown = path.display();
     let open = || {
         File::open(path)
@@ -351,7 +351,7 @@ fn load_hlog(path: &Path, input: impl std::io::BufRead, selection: &Selection) -
 ///
 /// # Errors
 /// Only for counts that are not a valid HdrHistogram (which [`load`] does not produce).
-pub fn in_unit(counts: &HdrCounts, unit: Option<Unit>) -> Result<HdrCounts> {
+pub(crate) fn in_unit(counts: &HdrCounts, unit: Option<Unit>) -> Result<HdrCounts> {
     let div = unit.map_or(1, Unit::divisor);
     if div == 1 {
         return Ok(counts.clone());
@@ -378,7 +378,7 @@ pub fn in_unit(counts: &HdrCounts, unit: Option<Unit>) -> Result<HdrCounts> {
 ///
 /// # Errors
 /// A conversion error (not for what [`load`] produces).
-pub fn summary(group: &Group, unit: Option<Unit>) -> Result<Summary> {
+pub(crate) fn summary(group: &Group, unit: Option<Unit>) -> Result<Summary> {
     let h = interop::to_picollo(&group.counts()?)
         .map_err(|e| CliError::new(format!("cannot convert the histogram: {e}")))?;
     Ok(h.summary().in_unit(unit.map_or(1, Unit::divisor)))

@@ -24,7 +24,11 @@
 //!   files, told apart by content), `attach` (and `top`), `convert`;
 //! - `spawn`: one run of a command with counters on it; `frames`: where ring frames go (CSV,
 //!   the span table, a capture file); `output`: the printed forms of summaries and diffs;
-//!   `json`: the JSON writer of the live outputs; `error`: the tool's one error type.
+//!   `json`: the JSON writer of every output, `live_json`: the JSON of attach, top and
+//!   convert; `error`: the tool's one error type.
+
+// A binary exports nothing: items are `pub(crate)` at most, and this lint keeps them so.
+#![warn(unreachable_pub)]
 
 mod attach;
 mod convert;
@@ -34,18 +38,18 @@ mod export;
 mod frames;
 mod hlog;
 mod json;
+mod live_json;
 mod output;
 mod plot;
 mod spawn;
 mod stat;
 
 use std::collections::{HashMap, HashSet};
-use std::ffi::OsString;
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{ArgGroup, Args, Parser, Subcommand};
+use clap::{Args, Parser, Subcommand};
 
 use crate::error::{CliError, Result};
 use crate::hlog::SelectArgs;
@@ -100,7 +104,7 @@ enum Command {
     /// --export-json), --baseline FILE compares with it (or with hyperfine's JSON), --load FILE
     /// prints it again. --table prints the percentile summary tables instead (--format
     /// markdown|text|csv|json; with --vs or several commands, Δ% and Cohen's d per rank).
-    Stat(Box<StatArgs>),
+    Stat(Box<stat::StatArgs>),
     /// Print summary tables of a histogram file (.hlog, .hgrm, .hist, .histz).
     ///
     /// The file is an HdrHistogram interval log (one table per tag), an .hgrm percentile
@@ -145,7 +149,7 @@ enum Command {
     /// the tables: {"type":"attach","pid","seconds","rings":[{"ring","frames","lost","csv"}],
     /// "capture","counter_request","spans":{"rings","frames","clock","unavailable","phases",
     /// "events","notes"}}.
-    Attach(AttachArgs),
+    Attach(attach::AttachArgs),
     /// Live view of a process's spans: the per-phase table of the last interval.
     ///
     /// Every --interval seconds the screen is redrawn (when stdout is a terminal) with the
@@ -156,7 +160,7 @@ enum Command {
     /// earlier counts from the interval's start); % is the share of the outermost spans, so
     /// nested spans are part of their parent's, not added to it. Stops after --count
     /// refreshes, when the process exits, when q is typed, or on Ctrl-C.
-    Top(TopArgs),
+    Top(attach::TopArgs),
     /// Convert a capture file (from `attach --output`) to CSV files, the span tables or JSON.
     ///
     /// Works on any machine: the capture holds every ring's schema, clock record and counter
@@ -167,7 +171,7 @@ enum Command {
     /// "since","counters"}, {"type":"lost","ring","count"}, then {"type":"end","pid",
     /// "frames","lost","complete"}. A damaged file is an error naming the byte; a file cut
     /// short converts what it holds, with a warning.
-    Convert(ConvertArgs),
+    Convert(convert::ConvertArgs),
     /// Convert an HdrHistogram interval log for fleet systems: Prometheus text, OpenMetrics
     /// (promtool backfill) or OTLP/JSON exponential histograms.
     ///
@@ -176,135 +180,6 @@ enum Command {
     /// written once the whole log has converted, so an error leaves stdout empty. Logs with
     /// more tags than --max-tags (100,000) are refused.
     Export(export::ExportArgs),
-}
-
-#[derive(Debug, Args)]
-#[allow(clippy::struct_excessive_bools)]
-struct StatArgs {
-    /// Events to count, comma-separated perf names (repeatable): task-clock, page-faults,
-    /// cycles, instructions, L1-dcache-load-misses, rNNNN, pmu/event=0x3c/…
-    #[arg(short = 'e', long = "events", value_name = "EVENTS")]
-    events: Vec<String>,
-    /// Measured runs of each command [default: automatic, at least --min-runs and about 3 s
-    /// of each command].
-    #[arg(short = 'r', long = "runs", visible_alias = "repeat", value_name = "N",
-          value_parser = clap::value_parser!(u32).range(1..))]
-    repeat: Option<u32>,
-    /// The fewest runs the automatic run count makes.
-    #[arg(short = 'm', long, value_name = "N", default_value_t = 10,
-          value_parser = clap::value_parser!(u32).range(1..))]
-    min_runs: u32,
-    /// The most runs the automatic run count makes.
-    #[arg(short = 'M', long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
-    max_runs: Option<u32>,
-    /// Runs of each command before the measured ones, not recorded: they fill the page
-    /// cache, load the binaries and libraries, and train the branch predictors (3 by
-    /// default; 0 to measure cold runs).
-    #[arg(short = 'w', long, value_name = "K", default_value_t = 3)]
-    warmup: u32,
-    /// Another command to compare with, as one quoted string (split like a shell would,
-    /// without expansion): --vs 'gzip -9 -k -f big.txt'. Same as `-- A ::: B`.
-    #[arg(long, value_name = "OTHER CMD")]
-    vs: Option<String>,
-    /// Run every command's runs in one block (AAA…BBB…) rather than interleaved (ABAB…).
-    #[arg(long)]
-    no_interleave: bool,
-    /// Keep measuring when a command exits with a failure status.
-    #[arg(short = 'i', long)]
-    ignore_failure: bool,
-    /// Send the commands' stdout (and the hooks') to stderr instead of discarding it.
-    #[arg(long)]
-    show_output: bool,
-    /// A name for a command, shown and exported instead of its text (repeatable, in order of
-    /// the commands; `{VAR}` takes parameter values).
-    #[arg(short = 'n', long, value_name = "NAME")]
-    command_name: Vec<String>,
-    /// Run command strings without a shell: split them like a shell would, no expansion.
-    #[arg(short = 'N', long)]
-    no_shell: bool,
-    /// The shell that runs command strings (a single quoted word with spaces or shell
-    /// syntax) and the --setup/--prepare/--cleanup commands.
-    #[arg(short = 'S', long, value_name = "SHELL", default_value = "sh")]
-    shell: String,
-    /// A command run once before each command's first run (once for all, or once per
-    /// command, in order).
-    #[arg(short = 's', long, value_name = "CMD")]
-    setup: Vec<String>,
-    /// A command run before every run of each command, warm-up included, not measured
-    /// (once for all, or once per command): clear a cache, reset a file.
-    #[arg(short = 'p', long, value_name = "CMD")]
-    prepare: Vec<String>,
-    /// A command run once after each command's last run (once for all, or once per
-    /// command).
-    #[arg(short = 'c', long, value_name = "CMD")]
-    cleanup: Vec<String>,
-    /// Scan a parameter: one command per value from MIN to MAX, `{VAR}` in the commands
-    /// replaced by it (-P threads 1 8 -- 'make -j {threads}').
-    #[arg(short = 'P', long, num_args = 3, value_names = ["VAR", "MIN", "MAX"])]
-    parameter_scan: Option<Vec<String>>,
-    /// The step of --parameter-scan [default: 1].
-    #[arg(short = 'D', long, value_name = "STEP", requires = "parameter_scan")]
-    parameter_step_size: Option<String>,
-    /// A parameter with a list of values, comma-separated (-L cc gcc,clang); repeatable,
-    /// every combination is run.
-    #[arg(short = 'L', long, num_args = 2, value_names = ["VAR", "VALUES"], action = clap::ArgAction::Append)]
-    parameter_list: Vec<String>,
-    /// Fail (exit status 1, one line naming the regression) when a command is worse than the
-    /// baseline by more than PCT on the lower bound of the ratio's 95% interval: on every
-    /// counter (5%), or on one (wall-time=5%); repeatable.
-    #[arg(long, value_name = "[COUNTER=]PCT")]
-    fail_if_slower: Vec<String>,
-    /// Save the run (the JSON of --export-json) for a later --baseline, --load or plot.
-    #[arg(long, value_name = "FILE")]
-    save: Option<PathBuf>,
-    /// Compare every command with a saved run (--save, or hyperfine's --export-json): the
-    /// saved command with the same text, or the saved run's only command, is its baseline.
-    #[arg(long, value_name = "FILE")]
-    baseline: Option<PathBuf>,
-    /// Print a saved run (from --save) instead of measuring: the report, comparisons,
-    /// exports, gates and plot, as if it had just run.
-    #[arg(long, value_name = "FILE", conflicts_with_all = ["command", "vs"])]
-    load: Option<PathBuf>,
-    /// Write the run as JSON (schema picollo-stat version 1: hyperfine's fields plus every
-    /// counter's per-run values); `-` for stdout.
-    #[arg(long, value_name = "FILE")]
-    export_json: Option<PathBuf>,
-    /// Write hyperfine-style Markdown tables, one per counter, with the ratio's interval.
-    #[arg(long, value_name = "FILE")]
-    export_markdown: Option<PathBuf>,
-    /// Write one CSV row per command and counter (summary, ratio, interval, p-value).
-    #[arg(long, value_name = "FILE")]
-    export_csv: Option<PathBuf>,
-    /// Draw each counter's distribution per command, with the ratio's interval, as SVG.
-    #[arg(long, value_name = "OUT.svg")]
-    plot: Option<PathBuf>,
-    /// Print the percentile summary tables (every rank, --format) instead of the report.
-    #[arg(long)]
-    table: bool,
-    /// Print the percentile tables in this format (implies --table).
-    #[arg(long, value_enum)]
-    format: Option<Format>,
-    /// Colour the report: auto (a terminal, and NO_COLOR unset), always, never.
-    #[arg(long, value_enum, default_value_t = stat::ColorWhen::Auto)]
-    color: stat::ColorWhen,
-    /// Also save every distribution to this HdrHistogram interval log (one interval per
-    /// counter, tagged with its name; `A.`/`B.`/… prefixes with several commands), for
-    /// report, diff, plot.
-    #[arg(long, value_name = "FILE")]
-    hlog: Option<PathBuf>,
-    /// Also save every distribution as an .hgrm percentile file: FILE with `.<counter>`
-    /// inserted before `.hgrm` (out.hgrm: out.task-clock.hgrm, out.wall-time.hgrm, …).
-    #[arg(long, value_name = "FILE")]
-    hgrm: Option<PathBuf>,
-    /// The commands (after `--`), separated by `:::`: each is a program and its arguments,
-    /// or one quoted string run by the shell ('seq 100 | sort').
-    #[arg(
-        value_name = "CMD",
-        required_unless_present = "load",
-        trailing_var_arg = true,
-        allow_hyphen_values = true
-    )]
-    command: Vec<OsString>,
 }
 
 #[derive(Debug, Args)]
@@ -350,66 +225,6 @@ struct PlotArgs {
     select: SelectArgs,
 }
 
-#[derive(Debug, Args)]
-#[command(group(ArgGroup::new("mode").required(true).multiple(true).args(["csv", "spans", "output"])))]
-struct AttachArgs {
-    /// The process id.
-    pid: i32,
-    /// Write every ring to `DIR/<ring>.csv`.
-    #[arg(long, value_name = "DIR")]
-    csv: Option<PathBuf>,
-    /// Aggregate the span rings and print the per-phase table.
-    #[arg(long)]
-    spans: bool,
-    /// Write every ring's frames to a capture file (for `picollo convert`).
-    #[arg(short = 'o', long, value_name = "FILE")]
-    output: Option<PathBuf>,
-    /// Stop after S seconds (default: when the process exits).
-    #[arg(long, value_name = "S")]
-    duration: Option<f64>,
-    /// Counters for the span threads to sample, comma-separated perf names (cycles,
-    /// instructions, page-faults, task-clock, rNNNN, pmu/…/).
-    #[arg(short = 'e', long = "events", value_name = "EVENTS")]
-    events: Option<String>,
-    /// Output format.
-    #[arg(long, value_enum, default_value_t = attach::LiveFormat::Markdown)]
-    format: attach::LiveFormat,
-}
-
-#[derive(Debug, Args)]
-struct TopArgs {
-    /// The process id.
-    pid: i32,
-    /// Seconds between refreshes.
-    #[arg(long, value_name = "S", default_value_t = 1.0)]
-    interval: f64,
-    /// Stop after N refreshes (default: when the process exits).
-    #[arg(long, value_name = "N")]
-    count: Option<u64>,
-    /// Counters for the span threads to sample (as for attach).
-    #[arg(short = 'e', long = "events", value_name = "EVENTS")]
-    events: Option<String>,
-    /// Output format: redrawn tables, or one JSON object per line.
-    #[arg(long, value_enum, default_value_t = attach::LiveFormat::Markdown)]
-    format: attach::LiveFormat,
-}
-
-#[derive(Debug, Args)]
-#[command(group(ArgGroup::new("mode").required(true).multiple(true).args(["csv", "spans", "format"])))]
-struct ConvertArgs {
-    /// The capture file.
-    file: PathBuf,
-    /// Write every ring to `DIR/<ring>.csv`.
-    #[arg(long, value_name = "DIR")]
-    csv: Option<PathBuf>,
-    /// Print the per-phase and counter-event tables of the span rings.
-    #[arg(long)]
-    spans: bool,
-    /// json: every frame as a JSON line (alone), or the span report as JSON (with --spans).
-    #[arg(long, value_enum)]
-    format: Option<attach::LiveFormat>,
-}
-
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match run(cli) {
@@ -436,65 +251,13 @@ fn main() -> ExitCode {
 fn run(cli: Cli) -> Result<String> {
     match cli.command {
         Command::Counters => Ok(counters::report()),
-        Command::Stat(a) => stat::run(&stat::StatOptions {
-            events: a.events,
-            repeat: a.repeat,
-            min_runs: a.min_runs,
-            max_runs: a.max_runs,
-            warmup: a.warmup,
-            vs: a.vs,
-            ignore_failure: a.ignore_failure,
-            show_output: a.show_output,
-            format: a.format,
-            table: a.table,
-            color: a.color,
-            hlog: a.hlog,
-            hgrm: a.hgrm,
-            command: a.command,
-            no_shell: a.no_shell,
-            names: a.command_name,
-            shell: a.shell,
-            scan: a.parameter_scan,
-            scan_step: a.parameter_step_size,
-            lists: a.parameter_list,
-            setup: a.setup,
-            prepare: a.prepare,
-            cleanup: a.cleanup,
-            no_interleave: a.no_interleave,
-            fail_if_slower: a.fail_if_slower,
-            save: a.save,
-            baseline: a.baseline,
-            load: a.load,
-            export_json: a.export_json,
-            export_markdown: a.export_markdown,
-            export_csv: a.export_csv,
-            plot: a.plot,
-        }),
+        Command::Stat(a) => stat::run(&a),
         Command::Report(a) => report(&a),
         Command::Diff(a) => diff(&a),
         Command::Plot(a) => plot(&a),
-        Command::Attach(a) => attach::attach(&attach::AttachOptions {
-            pid: a.pid,
-            csv: a.csv,
-            spans: a.spans,
-            output: a.output,
-            duration: a.duration,
-            events: a.events,
-            format: a.format,
-        }),
-        Command::Top(a) => attach::top(&attach::TopOptions {
-            pid: a.pid,
-            interval: a.interval,
-            count: a.count,
-            events: a.events,
-            format: a.format,
-        }),
-        Command::Convert(a) => convert::run(&convert::ConvertOptions {
-            file: a.file,
-            csv: a.csv,
-            spans: a.spans,
-            format: a.format,
-        }),
+        Command::Attach(a) => attach::attach(&a),
+        Command::Top(a) => attach::top(&a),
+        Command::Convert(a) => convert::run(&a),
         Command::Export(a) => export::run(&a),
     }
 }

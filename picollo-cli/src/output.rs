@@ -10,13 +10,18 @@
 use core::fmt::Write as _;
 
 use clap::ValueEnum;
+use picollo_alloc::csv::write_csv_row;
 use picollo_alloc::summary::format_change;
 use picollo_alloc::Summary;
 use picollo_core::fmt::{Grouped, GroupedFloat, Trimmed};
+use serde::Serialize;
+use serde_json::value::RawValue;
+
+use crate::json::{self, Ordered};
 
 /// How tables are printed.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
-pub enum Format {
+pub(crate) enum Format {
     /// The markdown summary tables of Picollo for .NET (the default).
     #[default]
     Markdown,
@@ -30,31 +35,31 @@ pub enum Format {
 
 /// A summary with the title printed above it.
 #[derive(Clone, Debug)]
-pub struct Titled {
+pub(crate) struct Titled {
     /// What was measured: a counter, a file, a file's tag; with its unit in parentheses.
-    pub title: String,
+    pub(crate) title: String,
     /// The summary.
-    pub summary: Summary,
+    pub(crate) summary: Summary,
 }
 
 /// Two summaries to compare under one title.
 #[derive(Clone, Debug)]
-pub struct Compared {
+pub(crate) struct Compared {
     /// What was measured.
-    pub title: String,
+    pub(crate) title: String,
     /// The `A` side (before).
-    pub before: Summary,
+    pub(crate) before: Summary,
     /// The `B` side (after).
-    pub after: Summary,
+    pub(crate) after: Summary,
 }
 
 /// Context printed with the tables: `(key, value)` pairs such as the command and run count.
 /// Markdown and text print them as `key: value` lines before the tables, JSON as string
 /// fields of the top-level object, CSV leaves them out (one schema per file).
-pub type Context = Vec<(&'static str, String)>;
+pub(crate) type Context = Vec<(&'static str, String)>;
 
 /// Prints summaries in `format`.
-pub fn summaries(format: Format, context: &Context, tables: &[Titled]) -> String {
+pub(crate) fn summaries(format: Format, context: &Context, tables: &[Titled]) -> String {
     let mut out = String::new();
     match format {
         Format::Markdown | Format::Text => {
@@ -71,8 +76,20 @@ pub fn summaries(format: Format, context: &Context, tables: &[Titled]) -> String
             }
         }
         Format::Csv => {
-            out.push_str(
-                "name,percentile,value,half_width,count,total,underflow,overflow,mean,stdev\n",
+            let _ = write_csv_row(
+                &mut out,
+                [
+                    "name",
+                    "percentile",
+                    "value",
+                    "half_width",
+                    "count",
+                    "total",
+                    "underflow",
+                    "overflow",
+                    "mean",
+                    "stdev",
+                ],
             );
             for t in tables {
                 let s = &t.summary;
@@ -82,39 +99,41 @@ pub fn summaries(format: Format, context: &Context, tables: &[Titled]) -> String
                     } else {
                         (s.scaled(p.value).plain(), s.scaled(p.half_width()).plain())
                     };
-                    let _ = writeln!(
-                        out,
-                        "{},{},{value},{half},{},{},{},{},{},{}",
-                        csv_field(&t.title),
-                        Trimmed(p.rank, 4),
-                        p.rank_count,
-                        s.total(),
-                        s.underflow(),
-                        s.overflow(),
-                        plain_float(s.scaled_stat(s.mean()), s.is_empty()),
-                        plain_float(s.scaled_stat(s.stdev()), s.is_empty()),
+                    let _ = write_csv_row(
+                        &mut out,
+                        [
+                            t.title.clone(),
+                            Trimmed(p.rank, 4).to_string(),
+                            value,
+                            half,
+                            p.rank_count.to_string(),
+                            s.total().to_string(),
+                            s.underflow().to_string(),
+                            s.overflow().to_string(),
+                            plain_float(s.scaled_stat(s.mean()), s.is_empty()),
+                            plain_float(s.scaled_stat(s.stdev()), s.is_empty()),
+                        ],
                     );
                 }
             }
         }
         Format::Json => {
-            out.push('{');
-            json_context(&mut out, context);
-            out.push_str("\"tables\":[");
-            for (i, t) in tables.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                json_summary(&mut out, &t.title, &t.summary);
-            }
-            out.push_str("]}\n");
+            let doc = Tables {
+                context: context_object(context),
+                tables: tables
+                    .iter()
+                    .map(|t| SummaryDoc::new(&t.title, &t.summary))
+                    .collect(),
+            };
+            out.push_str(&json::to_line(&doc));
+            out.push('\n');
         }
     }
     out
 }
 
 /// Prints diffs in `format`, with `A`/`B` as the column labels.
-pub fn diffs(format: Format, context: &Context, tables: &[Compared]) -> String {
+pub(crate) fn diffs(format: Format, context: &Context, tables: &[Compared]) -> String {
     let mut out = String::new();
     match format {
         Format::Markdown | Format::Text => {
@@ -131,39 +150,20 @@ pub fn diffs(format: Format, context: &Context, tables: &[Compared]) -> String {
             }
         }
         Format::Csv => {
-            out.push_str("name,row,a,b,delta_pct\n");
+            let _ = write_csv_row(&mut out, ["name", "row", "a", "b", "delta_pct"]);
             for t in tables {
                 for (row, a, b, d) in diff_rows(t) {
-                    let _ = writeln!(out, "{},{row},{a},{b},{d}", csv_field(&t.title));
+                    let _ = write_csv_row(&mut out, [t.title.as_str(), &row, &a, &b, &d]);
                 }
             }
         }
         Format::Json => {
-            out.push('{');
-            json_context(&mut out, context);
-            out.push_str("\"diffs\":[");
-            for (i, t) in tables.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                let _ = write!(out, "{{\"name\":{},\"a\":", json_string(&t.title));
-                json_summary(&mut out, &t.title, &t.before);
-                out.push_str(",\"b\":");
-                json_summary(&mut out, &t.title, &t.after);
-                out.push_str(",\"delta_pct\":{");
-                for (j, (row, _, _, d)) in diff_rows(t).iter().enumerate() {
-                    if row == "cohens_d" {
-                        continue;
-                    }
-                    if j > 0 {
-                        out.push(',');
-                    }
-                    let _ = write!(out, "{}:{}", json_string(row), or_null(d));
-                }
-                let d = t.before.cohens_d(&t.after);
-                let _ = write!(out, "}},\"cohens_d\":{}}}", json_number(d));
-            }
-            out.push_str("]}\n");
+            let doc = Diffs {
+                context: context_object(context),
+                diffs: tables.iter().map(DiffDoc::new).collect(),
+            };
+            out.push_str(&json::to_line(&doc));
+            out.push('\n');
         }
     }
     out
@@ -402,101 +402,108 @@ fn plain_float(v: f64, empty: bool) -> String {
     }
 }
 
-/// Quotes a CSV field when it holds a comma, quote or line break.
-fn csv_field(s: &str) -> String {
-    if s.contains([',', '"', '\n', '\r']) {
-        format!("\"{}\"", s.replace('"', "\"\""))
-    } else {
-        s.to_string()
-    }
+/// The context pairs as JSON string fields.
+fn context_object(context: &Context) -> Ordered<&str> {
+    Ordered::new(
+        context
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.as_str()))
+            .collect(),
+    )
 }
 
-/// A JSON string literal.
-pub fn json_string(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if (c as u32) < 0x20 => {
-                let _ = write!(out, "\\u{:04x}", c as u32);
-            }
-            c => out.push(c),
+/// `{…context, "tables": […]}`: the summaries as JSON.
+#[derive(Serialize)]
+struct Tables<'a> {
+    #[serde(flatten)]
+    context: Ordered<&'a str>,
+    tables: Vec<SummaryDoc<'a>>,
+}
+
+/// `{…context, "diffs": […]}`: the diffs as JSON.
+#[derive(Serialize)]
+struct Diffs<'a> {
+    #[serde(flatten)]
+    context: Ordered<&'a str>,
+    diffs: Vec<DiffDoc<'a>>,
+}
+
+/// One summary as JSON: values in the printed unit, exactly.
+#[derive(Serialize)]
+struct SummaryDoc<'a> {
+    name: &'a str,
+    total: u64,
+    underflow: u64,
+    overflow: u64,
+    mean: Option<Box<RawValue>>,
+    stdev: Option<Box<RawValue>>,
+    precision: Box<RawValue>,
+    max: Option<Box<RawValue>>,
+    percentiles: Vec<PercentileDoc>,
+}
+
+/// One row of a summary as JSON (`null` values when the summary is empty).
+#[derive(Serialize)]
+struct PercentileDoc {
+    rank: Box<RawValue>,
+    value: Option<Box<RawValue>>,
+    half_width: Option<Box<RawValue>>,
+    count: u64,
+}
+
+impl<'a> SummaryDoc<'a> {
+    fn new(name: &'a str, s: &Summary) -> Self {
+        let empty = s.is_empty();
+        let stat = |v: f64| json::displayed((!empty).then_some(s.scaled_stat(v)));
+        let value = |v: u64| (!empty).then(|| json::decimal(&s.scaled(v).plain()));
+        SummaryDoc {
+            name,
+            total: s.total(),
+            underflow: s.underflow(),
+            overflow: s.overflow(),
+            mean: stat(s.mean()),
+            stdev: stat(s.stdev()),
+            precision: json::decimal(&s.precision().to_string()),
+            max: value(s.p100().highest),
+            percentiles: s
+                .percentiles()
+                .iter()
+                .map(|p| PercentileDoc {
+                    rank: json::decimal(&p.rank.to_string()),
+                    value: value(p.value),
+                    half_width: value(p.half_width()),
+                    count: if empty { 0 } else { p.rank_count },
+                })
+                .collect(),
         }
     }
-    out.push('"');
-    out
 }
 
-/// A JSON number, `null` for none or a non-finite value.
-fn json_number(v: Option<f64>) -> String {
-    match v {
-        Some(v) if v.is_finite() => format!("{v}"),
-        _ => "null".into(),
-    }
+/// One diff as JSON: both summaries, Δ% per row, and Cohen's d.
+#[derive(Serialize)]
+struct DiffDoc<'a> {
+    name: &'a str,
+    a: SummaryDoc<'a>,
+    b: SummaryDoc<'a>,
+    delta_pct: Ordered<Option<Box<RawValue>>>,
+    cohens_d: Option<Box<RawValue>>,
 }
 
-/// An already formatted number, `null` when empty.
-fn or_null(s: &str) -> &str {
-    if s.is_empty() {
-        "null"
-    } else {
-        s
-    }
-}
-
-fn json_context(out: &mut String, context: &Context) {
-    for (k, v) in context {
-        let _ = write!(out, "{}:{},", json_string(k), json_string(v));
-    }
-}
-
-fn json_summary(out: &mut String, name: &str, s: &Summary) {
-    let empty = s.is_empty();
-    let stat = |v: f64| json_number((!empty).then_some(s.scaled_stat(v)));
-    let _ = write!(
-        out,
-        "{{\"name\":{},\"total\":{},\"underflow\":{},\"overflow\":{},\"mean\":{},\"stdev\":{},\
-         \"precision\":{},\"max\":{},\"percentiles\":[",
-        json_string(name),
-        s.total(),
-        s.underflow(),
-        s.overflow(),
-        stat(s.mean()),
-        stat(s.stdev()),
-        s.precision(),
-        if empty {
-            "null".to_string()
-        } else {
-            s.scaled(s.p100().highest).plain()
-        },
-    );
-    for (i, p) in s.percentiles().iter().enumerate() {
-        if i > 0 {
-            out.push(',');
-        }
-        if empty {
-            let _ = write!(
-                out,
-                "{{\"rank\":{},\"value\":null,\"half_width\":null,\"count\":0}}",
-                p.rank
-            );
-        } else {
-            let _ = write!(
-                out,
-                "{{\"rank\":{},\"value\":{},\"half_width\":{},\"count\":{}}}",
-                p.rank,
-                s.scaled(p.value).plain(),
-                s.scaled(p.half_width()).plain(),
-                p.rank_count
-            );
+impl<'a> DiffDoc<'a> {
+    fn new(t: &'a Compared) -> Self {
+        let delta_pct = diff_rows(t)
+            .into_iter()
+            .filter(|(row, ..)| row != "cohens_d")
+            .map(|(row, _, _, d)| (row, (!d.is_empty()).then(|| json::decimal(&d))))
+            .collect();
+        DiffDoc {
+            name: &t.title,
+            a: SummaryDoc::new(&t.title, &t.before),
+            b: SummaryDoc::new(&t.title, &t.after),
+            delta_pct: Ordered::new(delta_pct),
+            cohens_d: json::displayed(t.before.cohens_d(&t.after)),
         }
     }
-    out.push_str("]}");
 }
 
 #[cfg(test)]
@@ -504,10 +511,9 @@ mod tests {
     use super::*;
 
     #[test]
-    fn escaping() {
-        assert_eq!(json_string("a\"b\\c\n\u{1}"), "\"a\\\"b\\\\c\\n\\u0001\"");
-        assert_eq!(csv_field("a,b"), "\"a,b\"");
-        assert_eq!(csv_field("a\"b"), "\"a\"\"b\"");
-        assert_eq!(csv_field("ab"), "ab");
+    fn csv_quotes_titles_that_need_it() {
+        let mut out = String::new();
+        let _ = write_csv_row(&mut out, ["a,b", "a\"b", "ab"]);
+        assert_eq!(out, "\"a,b\",\"a\"\"b\",ab\n");
     }
 }

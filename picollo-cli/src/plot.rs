@@ -15,14 +15,14 @@ use crate::error::{CliError, Result};
 
 /// One line of the plot.
 #[derive(Clone, Debug)]
-pub struct Series {
+pub(crate) struct Series {
     /// The legend entry.
-    pub label: String,
+    pub(crate) label: String,
     /// The value axis it is drawn against (`Value (ms)`, `page-faults`): series with the
     /// same description share a panel, others get their own.
-    pub y_desc: String,
+    pub(crate) y_desc: String,
     /// `(log10(1/(1-p)), value)` points, `p` from 0 to the last recorded value.
-    pub points: Vec<(f64, f64)>,
+    pub(crate) points: Vec<(f64, f64)>,
 }
 
 /// Line colors (matplotlib's tab10): distinct on white, none too light. `stat --plot` uses
@@ -46,7 +46,12 @@ const POINTS_PER_DECADE: usize = 100;
 impl Series {
     /// The percentile curve of `counts`, values divided by `divisor`: `p` runs from 0 to
     /// `1 - 1/total` (the rank of the last value), with the maximum as the last point.
-    pub fn from_counts(label: String, y_desc: String, counts: &HdrCounts, divisor: f64) -> Self {
+    pub(crate) fn from_counts(
+        label: String,
+        y_desc: String,
+        counts: &HdrCounts,
+        divisor: f64,
+    ) -> Self {
         let total = counts.total_count();
         let mut points = Vec::new();
         if total > 0 {
@@ -70,7 +75,7 @@ impl Series {
 }
 
 /// The label of the gridline at `1/(1-p) = 10^k`: `0%`, `90%`, `99%`, `99.9%`, …
-pub fn percentile_label(k: u32) -> String {
+pub(crate) fn percentile_label(k: u32) -> String {
     match k {
         0 => "0%".into(),
         1 => "90%".into(),
@@ -81,7 +86,7 @@ pub fn percentile_label(k: u32) -> String {
 
 /// How the value axis is scaled.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
-pub enum YScale {
+pub(crate) enum YScale {
     /// Logarithmic where a panel's values span two decades or more (a 16 µs median stays
     /// visible under a 12 ms tail), else linear.
     #[default]
@@ -108,7 +113,7 @@ fn spans_decades(lo: f64, hi: f64) -> bool {
 ///
 /// # Errors
 /// No series with points, or a drawing error.
-pub fn render(series: &[Series], title: &str, y_scale: YScale) -> Result<String> {
+pub(crate) fn render(series: &[Series], title: &str, y_scale: YScale) -> Result<String> {
     let mut panels: Vec<Panel<'_>> = Vec::new();
     for s in series.iter().filter(|s| !s.points.is_empty()) {
         match panels.iter_mut().find(|p| p.y_desc == s.y_desc) {
@@ -275,7 +280,7 @@ fn decade_label(m: f64, k: i32) -> String {
 ///
 /// # Errors
 /// An output name whose extension is not `.svg` (no extension is accepted: SVG).
-pub fn check_output(path: &Path) -> Result<()> {
+pub(crate) fn check_output(path: &Path) -> Result<()> {
     match path.extension().and_then(|e| e.to_str()) {
         None => Ok(()),
         Some(e) if e.eq_ignore_ascii_case("svg") => Ok(()),
@@ -291,7 +296,7 @@ pub fn check_output(path: &Path) -> Result<()> {
 ///
 /// # Errors
 /// The file cannot be written.
-pub fn write(path: &Path, svg: &str) -> Result<()> {
+pub(crate) fn write(path: &Path, svg: &str) -> Result<()> {
     std::fs::write(path, svg).map_err(|e| {
         CliError::new(format!(
             "cannot write {}: {e}; check the directory exists and is writable",

@@ -31,7 +31,7 @@ use crate::error::{CliError, Result};
 
 /// Where the measured command's standard output goes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ChildOutput {
+pub(crate) enum ChildOutput {
     /// Discarded (the default: stdout carries the tables).
     Discard,
     /// Sent to this process's standard error.
@@ -40,15 +40,15 @@ pub enum ChildOutput {
 
 /// One measured run.
 #[derive(Debug)]
-pub struct Run {
+pub(crate) struct Run {
     /// Nanoseconds from releasing the child (just before its `exec`) to its exit.
-    pub wall_ns: u64,
+    pub(crate) wall_ns: u64,
     /// How the command ended.
-    pub status: ExitStatus,
+    pub(crate) status: ExitStatus,
     /// Each opened counter's name and total since the exec.
-    pub counts: Vec<(String, Count)>,
+    pub(crate) counts: Vec<(String, Count)>,
     /// Events that could not be opened here.
-    pub dropped: Vec<DroppedEvent>,
+    pub(crate) dropped: Vec<DroppedEvent>,
 }
 
 /// A pipe whose both ends close on exec.
@@ -73,7 +73,7 @@ fn pipe() -> Result<(File, File)> {
 /// # Errors
 /// The command cannot be started, or the counters cannot be opened (unsupported events are
 /// dropped and reported in [`Run::dropped`], unless every event is unsupported).
-pub fn run(
+pub(crate) fn run(
     argv: &[OsString],
     events: &[EventSpec],
     kernel: bool,

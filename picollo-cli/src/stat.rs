@@ -17,21 +17,22 @@
 //! Every figure is kept in HdrHistogram(3)'s buckets, so `--hlog`/`--hgrm` read back as printed.
 
 mod events;
-pub mod export;
-pub mod gate;
-pub mod human;
-pub mod model;
-pub mod plot;
-pub mod runner;
+pub(crate) mod export;
+pub(crate) mod gate;
+pub(crate) mod human;
+pub(crate) mod model;
+pub(crate) mod plot;
+pub(crate) mod runner;
+mod schema;
 mod sides;
-pub mod stats;
+pub(crate) mod stats;
 mod words;
 
 use std::ffi::OsString;
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 
-use clap::ValueEnum;
+use clap::{Args, ValueEnum};
 
 use picollo_linux::caps::Capabilities;
 
@@ -44,7 +45,7 @@ use self::sides::{save_hgrm, save_hlog, Side};
 
 /// When to colour the human output.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
-pub enum ColorWhen {
+pub(crate) enum ColorWhen {
     /// When standard output is a terminal and `NO_COLOR` is not set.
     #[default]
     Auto,
@@ -54,74 +55,134 @@ pub enum ColorWhen {
     Never,
 }
 
-/// What `stat` was asked to do.
-#[derive(Clone, Debug, Default)]
-pub struct StatOptions {
-    /// `-e` values, each a comma-separated list of perf event names.
-    pub events: Vec<String>,
-    /// Measured runs per command; `None`: automatic (at least `min_runs`, about 3 s).
-    pub repeat: Option<u32>,
-    /// Lower bound of the automatic run count.
-    pub min_runs: u32,
-    /// Upper bound of the automatic run count.
-    pub max_runs: Option<u32>,
-    /// Runs per command before the measured ones, not recorded.
-    pub warmup: u32,
-    /// The command to compare with, as one shell-like string.
-    pub vs: Option<String>,
-    /// Keep measuring when the command exits with a failure status.
-    pub ignore_failure: bool,
-    /// Send the command's standard output to standard error instead of discarding it.
-    pub show_output: bool,
-    /// Print the percentile tables in this format instead of the human report.
-    pub format: Option<Format>,
-    /// Print the percentile summary tables instead of the human report.
-    pub table: bool,
-    /// When to colour the human report.
-    pub color: ColorWhen,
-    /// Save every distribution to this HdrHistogram interval log, one tagged interval each.
-    pub hlog: Option<PathBuf>,
-    /// Save every distribution as an `.hgrm` percentile file, one per counter, named after
-    /// this path.
-    pub hgrm: Option<PathBuf>,
-    /// The commands and their arguments, separated by `:::`.
-    pub command: Vec<OsString>,
-    /// Run command strings without a shell (split like a shell would).
-    pub no_shell: bool,
-    /// `-n` names of the commands, in order.
-    pub names: Vec<String>,
-    /// The shell for command strings.
-    pub shell: String,
-    /// `-P NAME MIN MAX`.
-    pub scan: Option<Vec<String>>,
-    /// `-D STEP` of the scan.
-    pub scan_step: Option<String>,
-    /// `-L NAME VALUES` pairs, flattened.
-    pub lists: Vec<String>,
-    /// Commands run once before each command's runs.
-    pub setup: Vec<String>,
-    /// Commands run before each run.
-    pub prepare: Vec<String>,
-    /// Commands run once after each command's runs.
-    pub cleanup: Vec<String>,
-    /// Run each command's runs in a block rather than interleaved.
-    pub no_interleave: bool,
-    /// `--fail-if-slower` thresholds.
-    pub fail_if_slower: Vec<String>,
-    /// Save the run (JSON) here.
-    pub save: Option<PathBuf>,
-    /// Compare with this saved run.
-    pub baseline: Option<PathBuf>,
-    /// Print this saved run instead of measuring.
-    pub load: Option<PathBuf>,
-    /// `--export-json` path.
-    pub export_json: Option<PathBuf>,
-    /// `--export-markdown` path.
-    pub export_markdown: Option<PathBuf>,
-    /// `--export-csv` path.
-    pub export_csv: Option<PathBuf>,
-    /// `--plot` path.
-    pub plot: Option<PathBuf>,
+/// The arguments of `stat`.
+#[derive(Debug, Args)]
+#[allow(clippy::struct_excessive_bools)]
+pub(crate) struct StatArgs {
+    /// Events to count, comma-separated perf names (repeatable): task-clock, page-faults,
+    /// cycles, instructions, L1-dcache-load-misses, rNNNN, pmu/event=0x3c/…
+    #[arg(short = 'e', long = "events", value_name = "EVENTS")]
+    pub(crate) events: Vec<String>,
+    /// Measured runs of each command [default: automatic, at least --min-runs and about 3 s
+    /// of each command].
+    #[arg(short = 'r', long = "runs", visible_alias = "repeat", value_name = "N",
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub(crate) repeat: Option<u32>,
+    /// The fewest runs the automatic run count makes.
+    #[arg(short = 'm', long, value_name = "N", default_value_t = 10,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub(crate) min_runs: u32,
+    /// The most runs the automatic run count makes.
+    #[arg(short = 'M', long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub(crate) max_runs: Option<u32>,
+    /// Runs of each command before the measured ones, not recorded: they fill the page
+    /// cache, load the binaries and libraries, and train the branch predictors (3 by
+    /// default; 0 to measure cold runs).
+    #[arg(short = 'w', long, value_name = "K", default_value_t = 3)]
+    pub(crate) warmup: u32,
+    /// Another command to compare with, as one quoted string (split like a shell would,
+    /// without expansion): --vs 'gzip -9 -k -f big.txt'. Same as `-- A ::: B`.
+    #[arg(long, value_name = "OTHER CMD")]
+    pub(crate) vs: Option<String>,
+    /// Run every command's runs in one block (AAA…BBB…) rather than interleaved (ABAB…).
+    #[arg(long)]
+    pub(crate) no_interleave: bool,
+    /// Keep measuring when a command exits with a failure status.
+    #[arg(short = 'i', long)]
+    pub(crate) ignore_failure: bool,
+    /// Send the commands' stdout (and the hooks') to stderr instead of discarding it.
+    #[arg(long)]
+    pub(crate) show_output: bool,
+    /// A name for a command, shown and exported instead of its text (repeatable, in order of
+    /// the commands; `{VAR}` takes parameter values).
+    #[arg(short = 'n', long, value_name = "NAME")]
+    pub(crate) command_name: Vec<String>,
+    /// Run command strings without a shell: split them like a shell would, no expansion.
+    #[arg(short = 'N', long)]
+    pub(crate) no_shell: bool,
+    /// The shell that runs command strings (a single quoted word with spaces or shell
+    /// syntax) and the --setup/--prepare/--cleanup commands.
+    #[arg(short = 'S', long, value_name = "SHELL", default_value = "sh")]
+    pub(crate) shell: String,
+    /// A command run once before each command's first run (once for all, or once per
+    /// command, in order).
+    #[arg(short = 's', long, value_name = "CMD")]
+    pub(crate) setup: Vec<String>,
+    /// A command run before every run of each command, warm-up included, not measured
+    /// (once for all, or once per command): clear a cache, reset a file.
+    #[arg(short = 'p', long, value_name = "CMD")]
+    pub(crate) prepare: Vec<String>,
+    /// A command run once after each command's last run (once for all, or once per
+    /// command).
+    #[arg(short = 'c', long, value_name = "CMD")]
+    pub(crate) cleanup: Vec<String>,
+    /// Scan a parameter: one command per value from MIN to MAX, `{VAR}` in the commands
+    /// replaced by it (-P threads 1 8 -- 'make -j {threads}').
+    #[arg(short = 'P', long, num_args = 3, value_names = ["VAR", "MIN", "MAX"])]
+    pub(crate) parameter_scan: Option<Vec<String>>,
+    /// The step of --parameter-scan [default: 1].
+    #[arg(short = 'D', long, value_name = "STEP", requires = "parameter_scan")]
+    pub(crate) parameter_step_size: Option<String>,
+    /// A parameter with a list of values, comma-separated (-L cc gcc,clang); repeatable,
+    /// every combination is run.
+    #[arg(short = 'L', long, num_args = 2, value_names = ["VAR", "VALUES"], action = clap::ArgAction::Append)]
+    pub(crate) parameter_list: Vec<String>,
+    /// Fail (exit status 1, one line naming the regression) when a command is worse than the
+    /// baseline by more than PCT on the lower bound of the ratio's 95% interval: on every
+    /// counter (5%), or on one (wall-time=5%); repeatable.
+    #[arg(long, value_name = "[COUNTER=]PCT")]
+    pub(crate) fail_if_slower: Vec<String>,
+    /// Save the run (the JSON of --export-json) for a later --baseline, --load or plot.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) save: Option<PathBuf>,
+    /// Compare every command with a saved run (--save, or hyperfine's --export-json): the
+    /// saved command with the same text, or the saved run's only command, is its baseline.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) baseline: Option<PathBuf>,
+    /// Print a saved run (from --save) instead of measuring: the report, comparisons,
+    /// exports, gates and plot, as if it had just run.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["command", "vs"])]
+    pub(crate) load: Option<PathBuf>,
+    /// Write the run as JSON (schema picollo-stat version 1: hyperfine's fields plus every
+    /// counter's per-run values); `-` for stdout.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) export_json: Option<PathBuf>,
+    /// Write hyperfine-style Markdown tables, one per counter, with the ratio's interval.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) export_markdown: Option<PathBuf>,
+    /// Write one CSV row per command and counter (summary, ratio, interval, p-value).
+    #[arg(long, value_name = "FILE")]
+    pub(crate) export_csv: Option<PathBuf>,
+    /// Draw each counter's distribution per command, with the ratio's interval, as SVG.
+    #[arg(long, value_name = "OUT.svg")]
+    pub(crate) plot: Option<PathBuf>,
+    /// Print the percentile summary tables (every rank, --format) instead of the report.
+    #[arg(long)]
+    pub(crate) table: bool,
+    /// Print the percentile tables in this format (implies --table).
+    #[arg(long, value_enum)]
+    pub(crate) format: Option<Format>,
+    /// Colour the report: auto (a terminal, and NO_COLOR unset), always, never.
+    #[arg(long, value_enum, default_value_t = ColorWhen::Auto)]
+    pub(crate) color: ColorWhen,
+    /// Also save every distribution to this HdrHistogram interval log (one interval per
+    /// counter, tagged with its name; `A.`/`B.`/… prefixes with several commands), for
+    /// report, diff, plot.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) hlog: Option<PathBuf>,
+    /// Also save every distribution as an .hgrm percentile file: FILE with `.<counter>`
+    /// inserted before `.hgrm` (out.hgrm: out.task-clock.hgrm, out.wall-time.hgrm, …).
+    #[arg(long, value_name = "FILE")]
+    pub(crate) hgrm: Option<PathBuf>,
+    /// The commands (after `--`), separated by `:::`: each is a program and its arguments,
+    /// or one quoted string run by the shell ('seq 100 | sort').
+    #[arg(
+        value_name = "CMD",
+        required_unless_present = "load",
+        trailing_var_arg = true,
+        allow_hyphen_values = true
+    )]
+    pub(crate) command: Vec<OsString>,
 }
 
 /// Reads a saved run.
@@ -132,7 +193,7 @@ fn load(path: &Path) -> Result<Saved> {
             path.display()
         ))
     })?;
-    export::from_json(&text, &path.display().to_string())
+    schema::from_json(&text, &path.display().to_string())
 }
 
 /// Runs `stat` and returns what to print on standard output; diagnostics go to standard
@@ -142,7 +203,7 @@ fn load(path: &Path) -> Result<Saved> {
 /// A bad event or command, counters that cannot be opened, a failing command (unless
 /// ignored), a file that cannot be read or written, or a regression past a
 /// `--fail-if-slower` threshold (the report is printed first).
-pub fn run(opts: &StatOptions) -> Result<String> {
+pub(crate) fn run(opts: &StatArgs) -> Result<String> {
     let thresholds = opts
         .fail_if_slower
         .iter()
@@ -162,19 +223,7 @@ pub fn run(opts: &StatOptions) -> Result<String> {
     };
     let comparisons = model::compare(&saved, baseline.as_ref().map(|(n, s)| (n.as_str(), s)));
     if let Some((name, b)) = &baseline {
-        for bench in &saved.benches {
-            if !comparisons
-                .iter()
-                .any(|c| c.baseline_label == bench.command)
-                && b.benches.len() > 1
-                && !b.benches.iter().any(|x| x.command == bench.command)
-            {
-                eprintln!(
-                    "picollo: `{}` is not in {name}: not compared",
-                    bench.label()
-                );
-            }
-        }
+        report_unmatched(&saved, &comparisons, name, b);
     }
     if !thresholds.is_empty() && comparisons.is_empty() {
         return Err(CliError::new(
@@ -185,41 +234,14 @@ pub fn run(opts: &StatOptions) -> Result<String> {
     for w in human::outlier_warnings(&saved) {
         eprintln!("picollo: {w}");
     }
-    let mut replaced: Option<String> = None;
-    let json = || export::to_json(&saved, &comparisons);
-    if let Some(p) = &opts.save {
-        replaced = replaced.or(export::write(p, &json(), "--save")?);
-    }
-    if let Some(p) = &opts.export_json {
-        replaced = replaced.or(export::write(p, &json(), "--export-json")?);
-    }
-    if let Some(p) = &opts.export_markdown {
-        let md = export::to_markdown(&saved, &comparisons);
-        replaced = replaced.or(export::write(p, &md, "--export-markdown")?);
-    }
-    if let Some(p) = &opts.export_csv {
-        let csv = export::to_csv(&saved, &comparisons);
-        replaced = replaced.or(export::write(p, &csv, "--export-csv")?);
-    }
     let sides: Vec<Side> = saved
         .benches
         .iter()
         .enumerate()
         .map(|(i, b)| Side::from_bench(i, b))
         .collect();
-    let commands: Vec<String> = saved.benches.iter().map(model::Bench::label).collect();
-    if let Some(path) = &opts.hlog {
-        save_hlog(path, &sides, saved.started_unix_ms, &commands.join(" ::: "))?;
-    }
-    if let Some(path) = &opts.hgrm {
-        save_hgrm(path, &sides)?;
-    }
-    if let Some(path) = &opts.plot {
-        let svg = plot::render(&saved, &comparisons, "picollo stat")?;
-        crate::plot::write(path, &svg)?;
-        eprintln!("picollo: wrote {}", path.display());
-    }
-    let text = match replaced {
+    let to_stdout = write_files(opts, &saved, &comparisons, &sides)?;
+    let text = match to_stdout {
         Some(t) => t,
         None if opts.table || opts.format.is_some() => tables(
             &saved,
@@ -227,20 +249,7 @@ pub fn run(opts: &StatOptions) -> Result<String> {
             opts.format.unwrap_or_default(),
             counting.as_deref(),
         ),
-        None => {
-            let color = match opts.color {
-                ColorWhen::Always => true,
-                ColorWhen::Never => false,
-                ColorWhen::Auto => {
-                    std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none()
-                }
-            };
-            let report = human::render(&saved, &comparisons, human::Style { color });
-            match &counting {
-                Some(c) => format!("Counting: {c}\n{report}"),
-                None => report,
-            }
-        }
+        None => report(opts.color, &saved, &comparisons, counting.as_deref()),
     };
     let failures = gate::check(&thresholds, &comparisons, |i| saved.benches[i].label())?;
     if failures.is_empty() {
@@ -254,8 +263,85 @@ pub fn run(opts: &StatOptions) -> Result<String> {
     )))
 }
 
+/// Says which commands a `--baseline` file of several commands does not have.
+fn report_unmatched(saved: &Saved, comparisons: &[Comparison], name: &str, baseline: &Saved) {
+    for bench in &saved.benches {
+        if !comparisons
+            .iter()
+            .any(|c| c.baseline_label == bench.command)
+            && baseline.benches.len() > 1
+            && !baseline.benches.iter().any(|x| x.command == bench.command)
+        {
+            eprintln!(
+                "picollo: `{}` is not in {name}: not compared",
+                bench.label()
+            );
+        }
+    }
+}
+
+/// Writes the files asked for (`--save`, the exports, `--hlog`, `--hgrm`, `--plot`); returns
+/// the first export asked for on standard output (`-`), which replaces the report.
+fn write_files(
+    opts: &StatArgs,
+    saved: &Saved,
+    comparisons: &[Comparison],
+    sides: &[Side],
+) -> Result<Option<String>> {
+    let mut to_stdout: Option<String> = None;
+    let json = || schema::to_json(saved, comparisons);
+    if let Some(p) = &opts.save {
+        to_stdout = to_stdout.or(export::write(p, &json(), "--save")?);
+    }
+    if let Some(p) = &opts.export_json {
+        to_stdout = to_stdout.or(export::write(p, &json(), "--export-json")?);
+    }
+    if let Some(p) = &opts.export_markdown {
+        let md = export::to_markdown(saved, comparisons);
+        to_stdout = to_stdout.or(export::write(p, &md, "--export-markdown")?);
+    }
+    if let Some(p) = &opts.export_csv {
+        let csv = export::to_csv(saved, comparisons);
+        to_stdout = to_stdout.or(export::write(p, &csv, "--export-csv")?);
+    }
+    let commands: Vec<String> = saved.benches.iter().map(model::Bench::label).collect();
+    if let Some(path) = &opts.hlog {
+        save_hlog(path, sides, saved.started_unix_ms, &commands.join(" ::: "))?;
+    }
+    if let Some(path) = &opts.hgrm {
+        save_hgrm(path, sides)?;
+    }
+    if let Some(path) = &opts.plot {
+        let svg = plot::render(saved, comparisons, "picollo stat")?;
+        crate::plot::write(path, &svg)?;
+        eprintln!("picollo: wrote {}", path.display());
+    }
+    Ok(to_stdout)
+}
+
+/// The human report, coloured as `--color` says, under the counting domain of a live run.
+fn report(
+    color: ColorWhen,
+    saved: &Saved,
+    comparisons: &[Comparison],
+    counting: Option<&str>,
+) -> String {
+    let color = match color {
+        ColorWhen::Always => true,
+        ColorWhen::Never => false,
+        ColorWhen::Auto => {
+            std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none()
+        }
+    };
+    let report = human::render(saved, comparisons, human::Style { color });
+    match counting {
+        Some(c) => format!("Counting: {c}\n{report}"),
+        None => report,
+    }
+}
+
 /// Runs the commands; returns the run and what its events without modifiers counted.
-fn measure(opts: &StatOptions) -> Result<(Saved, String)> {
+fn measure(opts: &StatArgs) -> Result<(Saved, String)> {
     if opts.command.is_empty() {
         return Err(CliError::new(
             "no command given; put it after `--`: picollo stat -- sleep 0.1",
@@ -272,12 +358,17 @@ fn measure(opts: &StatOptions) -> Result<(Saved, String)> {
         eprintln!("picollo: {n}");
     }
     let mut params = Vec::new();
-    if let Some(scan) = &opts.scan {
+    if let Some(scan) = &opts.parameter_scan {
         if let [name, min, max] = scan.as_slice() {
-            params.push(runner::scan(name, min, max, opts.scan_step.as_deref())?);
+            params.push(runner::scan(
+                name,
+                min,
+                max,
+                opts.parameter_step_size.as_deref(),
+            )?);
         }
     }
-    for pair in opts.lists.chunks(2) {
+    for pair in opts.parameter_list.chunks(2) {
         if let [name, values] = pair {
             params.push(runner::Parameter {
                 name: name.clone(),
@@ -297,21 +388,8 @@ fn measure(opts: &StatOptions) -> Result<(Saved, String)> {
         &opts.prepare,
         &opts.cleanup,
     )?;
-    runner::name(&mut planned, &opts.names)?;
-    let saved = runner::run(
-        &planned,
-        &events,
-        &runner::RunOptions {
-            repeat: opts.repeat,
-            min_runs: opts.min_runs,
-            max_runs: opts.max_runs,
-            warmup: opts.warmup,
-            interleave: !opts.no_interleave,
-            ignore_failure: opts.ignore_failure,
-            show_output: opts.show_output,
-            kernel: domain.is_ok(),
-        },
-    )?;
+    runner::name(&mut planned, &opts.command_name)?;
+    let saved = runner::run(&planned, &events, opts, domain.is_ok())?;
     for b in &saved.benches {
         for s in &b.series {
             let missed = s.missed();
@@ -386,7 +464,7 @@ fn tables(saved: &Saved, sides: &[Side], format: Format, counting: Option<&str>)
 }
 
 /// Comparisons of a saved run, for `picollo plot run.json`.
-pub fn plot_saved(path: &Path, out: &Path, title: &str) -> Result<()> {
+pub(crate) fn plot_saved(path: &Path, out: &Path, title: &str) -> Result<()> {
     let saved = load(path)?;
     let comparisons: Vec<Comparison> = model::compare(&saved, None);
     let svg = plot::render(&saved, &comparisons, title)?;

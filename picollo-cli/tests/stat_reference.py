@@ -4,7 +4,9 @@
 Reads {"cases": [{"a": [...], "b": [...]}, ...]} on stdin and prints, per case, what
 picollo must report: SciPy's two-sided Mann-Whitney U (method 'auto'), the seeded
 percentile bootstrap of mean(b)/mean(a) (SplitMix64, indices by multiply-shift, a's resample
-drawn before b's, NumPy's linear percentiles) and NumPy's summary of b.
+drawn before b's, NumPy's linear percentiles of the resampled ratios) and the summary of b:
+mean and standard deviation from NumPy, the median and p90 by Picollo's rank rule (the
+ceil(p/100 * n)-th smallest value, HdrHistogram's getValueAtPercentile on exact values).
 """
 import json
 import sys
@@ -45,6 +47,13 @@ def bootstrap(a, b):
     return float(b.mean() / a.mean()), float(low), float(high)
 
 
+def rank_value(values, p):
+    """The ceil(p/100 * n)-th smallest of `values`, in integers (p is a whole percent)."""
+    s = sorted(values)
+    k = max(1, -(-p * len(s) // 100))
+    return float(s[k - 1])
+
+
 def main():
     cases = json.load(sys.stdin)["cases"]
     out = []
@@ -65,10 +74,10 @@ def main():
                 "ci_high": high,
                 "mean": float(bb.mean()),
                 "stddev": float(bb.std(ddof=1)) if len(b) > 1 else 0.0,
-                "median": float(np.median(bb)),
+                "median": rank_value(b, 50),
                 "min": float(bb.min()),
                 "max": float(bb.max()),
-                "p90": float(np.percentile(bb, 90)) if len(b) >= 10 else None,
+                "p90": rank_value(b, 90) if len(b) >= 10 else None,
             }
         )
     json.dump({"scipy": __import__("scipy").__version__, "results": out}, sys.stdout)

@@ -68,6 +68,9 @@ impl<const N: usize> ApproxHistogram<[ScalableCell; N], Layout> {
     /// If `N` is not [`crate::storage_len`]`(layout, min, max)` or `min > max` (a compile-time
     /// error in `const` context).
     pub const fn new(layout: Layout, min: u64, max: u64) -> Self {
+        if layout.unit_magnitude() != 0 {
+            panic!("a layout with a value unit records through UnitLayout (with_storage)");
+        }
         match Window::new(layout, min, max) {
             Ok(window) if window.len() == N => ApproxHistogram {
                 spec: layout,
@@ -92,6 +95,9 @@ where
     /// length other than `window.len()` is an error.
     pub fn with_storage(spec: L, storage: S, window: Window) -> Result<Self, WindowError> {
         storage.check_window(spec.layout(), window)?;
+        if !crate::layout::records_its_layout(&spec) {
+            return Err(WindowError::NeedsUnitLayout(spec.layout().unit_magnitude()));
+        }
         let h = ApproxHistogram {
             spec,
             window,
@@ -159,7 +165,9 @@ where
     /// occurrences itself (never for the storages this crate and `picollo-alloc` provide).
     #[inline(always)]
     fn cell_or_outside(&self, pos: BucketPos, n: u64) -> Result<&ScalableCell, Option<usize>> {
-        let (k, first) = (self.spec.layout().block_scale(), self.window().first());
+        // The window's start among the positions' indices (see `Histogram`'s `cells_first`).
+        let first = self.window().first() - self.spec.first_index();
+        let k = self.spec.layout().block_scale();
         // SAFETY: `pos` comes from this histogram's sealed layout spec, which the storage was
         // checked against when the histogram was made (`Cells::check_window`).
         match unsafe { self.storage.cell(pos, k, first) } {

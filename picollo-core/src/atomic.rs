@@ -203,6 +203,9 @@ impl<A: AtomicCounter, const N: usize> AtomicHistogram<[A; N], Layout> {
     /// If `N` is not [`crate::storage_len`]`(layout, min, max)` or `min > max`: a compile-time
     /// error in `const` context; at run time use [`AtomicHistogram::try_new`].
     pub const fn new(layout: Layout, min: u64, max: u64) -> Self {
+        if layout.unit_magnitude() != 0 {
+            panic!("a layout with a value unit records through UnitLayout (with_storage)");
+        }
         match Window::new(layout, min, max) {
             Ok(window) if window.len() == N => Self::from_window(layout, window),
             Ok(_) => panic!("array length differs from storage_len(layout, min, max)"),
@@ -221,6 +224,9 @@ impl<A: AtomicCounter, const N: usize> AtomicHistogram<[A; N], Layout> {
 
     /// As [`AtomicHistogram::new`], reporting errors.
     pub const fn try_new(layout: Layout, min: u64, max: u64) -> Result<Self, WindowError> {
+        if layout.unit_magnitude() != 0 {
+            return Err(WindowError::NeedsUnitLayout(layout.unit_magnitude()));
+        }
         match Window::new(layout, min, max) {
             Ok(window) if window.len() == N => Ok(Self::from_window(layout, window)),
             Ok(window) => Err(WindowError::StorageLength {
@@ -283,6 +289,9 @@ where
     /// cleared; a length other than `window.len()` is an error.
     pub fn with_storage(spec: L, storage: S, window: Window) -> Result<Self, WindowError> {
         storage.check_window(spec.layout(), window)?;
+        if !crate::layout::records_its_layout(&spec) {
+            return Err(WindowError::NeedsUnitLayout(spec.layout().unit_magnitude()));
+        }
         let h = AtomicHistogram {
             spec,
             window,
@@ -336,7 +345,9 @@ where
 
     #[inline(always)]
     fn record_at(&self, pos: BucketPos) {
-        let (k, first) = (self.spec.layout().block_scale(), self.window().first());
+        // The window's start among the positions' indices (see `Histogram`'s `cells_first`).
+        let first = self.window().first() - self.spec.first_index();
+        let k = self.spec.layout().block_scale();
         // SAFETY: `pos` comes from this histogram's sealed layout spec, which the storage was
         // checked against when the histogram was made (`Cells::check_window`).
         match unsafe { self.storage.cell(pos, k, first) } {
@@ -354,7 +365,9 @@ where
     #[inline]
     pub fn record_n(&self, value: u64, count: u64) {
         let pos = self.spec.position_native(value);
-        let (k, first) = (self.spec.layout().block_scale(), self.window().first());
+        // The window's start among the positions' indices (see `Histogram`'s `cells_first`).
+        let first = self.window().first() - self.spec.first_index();
+        let k = self.spec.layout().block_scale();
         // SAFETY: as in `record_at`.
         match unsafe { self.storage.cell(pos, k, first) } {
             Some(cell) => cell.add(count),

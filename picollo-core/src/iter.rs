@@ -1,27 +1,60 @@
 //! HdrHistogram's value iterations (linear, logarithmic, percentile ticks) over any
 //! [`HistogramRead`], without allocation.
 //!
-//! Each yields [`IterationValue`]s. A step includes every bucket up to and including the one
-//! holding the step's reporting level (HdrHistogram's rule), and iteration ends with the step
-//! that holds the highest recorded value.
+//! Each yields [`IterationValue`]s, step for step as HdrHistogram Java 2.1 and the
+//! `hdrhistogram` crate iterate. A linear or logarithmic step includes every bucket up to and
+//! including the one holding the step's reporting level; once the highest recorded value has
+//! been reported, the iteration goes on while the next step's level stays inside the bucket
+//! the last step ended in (a bucket wider than the step is visited several times, the later
+//! visits adding nothing: 100,007 steps of 1,000 µs up to a value of 100 s at 3 digits, not
+//! 100,000).
+//!
+//! The recorded-values and all-values iterations of HdrHistogram are
+//! [`ReadExt::recorded_buckets`](crate::ReadExt::recorded_buckets) and
+//! [`ReadExt::buckets`](crate::ReadExt::buckets) (one [`Bucket`](crate::Bucket) per bucket of
+//! the window: `highest` is Java's `getValueIteratedTo`, `count` its
+//! `getCountAtValueIteratedTo` and `getCountAddedInThisIterationStep`, `cumulative` its
+//! `getTotalCountToThisValue`).
 
 use crate::read::histogram_read::HistogramRead;
 use crate::{Layout, Window};
 
 /// One report of an HdrHistogram-style iteration.
+///
+/// The fields are HdrHistogram's `HistogramIterationValue`, with its meanings: where a name
+/// is the peer's, so is the meaning. The running total is [`IterationValue::total_count_to_value`]
+/// (Java's `getTotalCountToThisValue`); [`IterationValue::count_at_value`] is the count of one
+/// bucket, as in both peers (Java's `getCountAtValueIteratedTo`, the `hdrhistogram` crate's
+/// `count_at_value`).
 #[derive(Clone, Copy, Debug, PartialEq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct IterationValue {
-    /// The value this step reports at (its highest value).
+    /// The value this step reports at: the step's reporting level (linear and logarithmic
+    /// steps), or the highest value of the bucket reached (percentile steps). Java's
+    /// `getValueIteratedTo`, the crate's `value_iterated_to`.
     pub value_iterated_to: u64,
+    /// The value the previous step reported at, 0 for the first step (Java's
+    /// `getValueIteratedFrom`).
+    pub value_iterated_from: u64,
     /// The percentile level the step was asked for (percentile iteration); otherwise the same
-    /// as [`IterationValue::percentile`].
+    /// as [`IterationValue::percentile`]. Java's `getPercentileLevelIteratedTo`.
     pub percentile_level_iterated_to: f64,
-    /// The share of values at or below this step, in percent.
+    /// The share of values at or below this step, in percent, computed as Java computes it,
+    /// `100 · total_count_to_value / total` in `f64` (so that `percentile(p)` of this share
+    /// reads back to this step's bucket). Java's `getPercentile`.
     pub percentile: f64,
-    /// Values at or below this step.
+    /// Values at or below this step: the running total (Java's `getTotalCountToThisValue`).
+    /// Saturates at `u64::MAX`.
+    pub total_count_to_value: u64,
+    /// The count of the one bucket the step ended in: the bucket holding the reporting level
+    /// (linear and logarithmic steps; 0 when that bucket is outside the window, the window's
+    /// last bucket when the level is past it, as Java's last counts index), or the bucket
+    /// reached (percentile steps). Java's `getCountAtValueIteratedTo`, the crate's
+    /// `count_at_value`; not a running total.
     pub count_at_value: u64,
-    /// Values added since the previous report.
+    /// Values added since the previous report (Java's `getCountAddedInThisIterationStep`, the
+    /// crate's `count_since_last_iteration`). Saturates at `u64::MAX`, apart from the running
+    /// total: a step after the running total saturated still gets its own count.
     pub count_added_in_this_step: u64,
 }
 
@@ -33,7 +66,11 @@ struct Walk<'a, H: ?Sized> {
     /// Next storage index to consume.
     next: usize,
     cumulative: u64,
-    reported: u64,
+    /// Values consumed since the last report (kept apart from `cumulative`, which may have
+    /// saturated).
+    added: u64,
+    /// The value the last report was at.
+    reported_value: u64,
     total: u64,
     /// Logical index of the highest non-empty bucket.
     last_recorded: usize,
@@ -57,7 +94,8 @@ impl<'a, H: HistogramRead + ?Sized> Walk<'a, H> {
             window,
             next: 0,
             cumulative: 0,
-            reported: 0,
+            added: 0,
+            reported_value: 0,
             total,
             last_recorded,
         }
@@ -66,26 +104,45 @@ impl<'a, H: HistogramRead + ?Sized> Walk<'a, H> {
     /// Consumes the buckets up to and including logical index `upto`.
     fn consume_through(&mut self, upto: usize) {
         while self.next < self.window.len() && self.window.first() + self.next <= upto {
-            self.cumulative = self.cumulative.saturating_add(self.h.count_at(self.next));
+            self.consume(self.h.count_at(self.next));
             self.next += 1;
         }
     }
 
-    fn report(&mut self, value: u64, level: Option<f64>) -> IterationValue {
+    /// Adds one bucket's count.
+    fn consume(&mut self, n: u64) {
+        self.cumulative = self.cumulative.saturating_add(n);
+        self.added = self.added.saturating_add(n);
+    }
+
+    /// The count of logical bucket `logical`, 0 outside the window.
+    fn count_of(&self, logical: usize) -> u64 {
+        self.window
+            .storage_index(logical)
+            .map_or(0, |s| self.h.count_at(s))
+    }
+
+    fn report(&mut self, value: u64, level: Option<f64>, bucket_count: u64) -> IterationValue {
+        // Java's `(100.0 * totalCountToCurrentIndex) / arrayTotalCount`: the product first, so
+        // 11,000 of 20,000 is exactly 55 (a share computed as `cumulative / total · 100` is
+        // 55.00000000000001, whose `percentile()` lands one bucket higher).
         let percentile = if self.total == 0 {
             0.0
         } else {
-            (self.cumulative as f64 / self.total as f64 * 100.0).min(100.0)
+            ((100.0 * self.cumulative as f64) / self.total as f64).min(100.0)
         };
-        let added = self.cumulative - self.reported;
-        self.reported = self.cumulative;
-        IterationValue {
+        let item = IterationValue {
             value_iterated_to: value,
+            value_iterated_from: self.reported_value,
             percentile_level_iterated_to: level.unwrap_or(percentile),
             percentile,
-            count_at_value: self.cumulative,
-            count_added_in_this_step: added,
-        }
+            total_count_to_value: self.cumulative,
+            count_at_value: bucket_count,
+            count_added_in_this_step: self.added,
+        };
+        self.added = 0;
+        self.reported_value = value;
+        item
     }
 }
 
@@ -94,6 +151,14 @@ impl<'a, H: HistogramRead + ?Sized> Walk<'a, H> {
 pub trait StepRule {
     /// The level after `level`, or `None` when no higher level exists.
     fn next_level(&mut self, level: u64) -> Option<u64>;
+
+    /// Once every recorded value has been reported: whether the iteration still takes the step
+    /// to `next`, given the highest value of the bucket the last step ended in. HdrHistogram
+    /// keeps stepping while the next step stays inside that bucket ("until we are no longer
+    /// on a value that has a count"); the default is its linear rule, `next <= highest`.
+    fn continues_in_bucket(&self, next: u64, highest: u64) -> bool {
+        next <= highest
+    }
 }
 
 /// Equal steps of a fixed number of value units.
@@ -117,6 +182,9 @@ pub struct LogarithmicRule {
 }
 
 impl StepRule for LogarithmicRule {
+    /// Java's `LogarithmicIterator`: the start of each step is the previous one times the
+    /// base, in `f64`, and the level is one below it, truncated. A base close to 1 can give
+    /// the same level twice (Java reports it twice too, the second step adding nothing).
     fn next_level(&mut self, level: u64) -> Option<u64> {
         if level == u64::MAX {
             return None;
@@ -124,10 +192,15 @@ impl StepRule for LogarithmicRule {
         let next = if self.next_start >= 18_446_744_073_709_551_615.0 {
             u64::MAX
         } else {
-            (self.next_start as u64).saturating_sub(1).max(level + 1)
+            (self.next_start as u64).saturating_sub(1)
         };
         self.next_start *= self.base;
         Some(next)
+    }
+
+    /// Java's logarithmic rule looks at the start of the next step, one above its level.
+    fn continues_in_bucket(&self, next: u64, highest: u64) -> bool {
+        next < highest
     }
 }
 
@@ -187,9 +260,21 @@ impl<H: HistogramRead + ?Sized, R: StepRule> Iterator for ValueSteps<'_, H, R> {
         }
         let level_index = self.walk.layout.index_of(self.level);
         self.walk.consume_through(level_index);
-        let item = self.walk.report(self.level, None);
+        // The bucket the step ended in: the level's, or the window's last when the level is
+        // past the window (Java's walk stops at the last index of its counts array).
+        let current = level_index.min(self.walk.window.last());
+        let bucket_count = self.walk.count_of(current);
+        let item = self.walk.report(self.level, None, bucket_count);
+        let highest = self.walk.layout.highest(current);
         match self.rule.next_level(self.level) {
-            Some(next) if level_index < self.walk.last_recorded => self.level = next,
+            // Values left to report, or (Java's rule) the next step is still inside the bucket
+            // the last one ended in.
+            Some(next)
+                if level_index < self.walk.last_recorded
+                    || self.rule.continues_in_bucket(next, highest) =>
+            {
+                self.level = next
+            }
             _ => self.done = true,
         }
         Some(item)
@@ -252,8 +337,9 @@ impl<'a, H: HistogramRead + ?Sized> PercentileTicks<'a, H> {
 
     fn emit(&mut self, s: usize) -> IterationValue {
         let i = self.walk.window.first() + s;
+        let count = self.walk.h.count_at(s);
         self.walk
-            .report(self.walk.layout.highest(i), Some(self.level))
+            .report(self.walk.layout.highest(i), Some(self.level), count)
     }
 }
 
@@ -287,7 +373,7 @@ impl<H: HistogramRead + ?Sized> Iterator for PercentileTicks<'_, H> {
                 let n = self.walk.h.count_at(s);
                 self.walk.next += 1;
                 if n != 0 {
-                    self.walk.cumulative = self.walk.cumulative.saturating_add(n);
+                    self.walk.consume(n);
                     self.current = Some(s);
                     moved = true;
                     break;

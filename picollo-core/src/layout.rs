@@ -38,6 +38,9 @@ pub enum LayoutError {
     BlockScaleOutOfRange(u32),
     /// HdrHistogram's significant digits must be within `0..=5`; the value is the request.
     SignificantDigitsOutOfRange(u32),
+    /// A lowest discernible value must be within `1..2^32` (a unit of at most 2^31); the value
+    /// is the request.
+    LowestDiscernibleOutOfRange(u64),
 }
 
 impl fmt::Display for LayoutError {
@@ -55,6 +58,11 @@ impl fmt::Display for LayoutError {
                 f,
                 "{d} significant digits requested; HdrHistogram precision is 0 to 5 digits"
             ),
+            Self::LowestDiscernibleOutOfRange(v) => write!(
+                f,
+                "lowest discernible value {v} is outside 1..=4294967295 (values are recorded in \
+                 units of the largest power of two not above it, at most 2^31)"
+            ),
         }
     }
 }
@@ -62,10 +70,32 @@ impl fmt::Display for LayoutError {
 impl core::error::Error for LayoutError {}
 
 /// The logical bucket layout for one precision. Cheap to copy; all math is `const fn`.
+///
+/// # Value unit (HdrHistogram's lowest discernible value)
+///
+/// A layout may record in units of `2^u` ([`Layout::with_lowest_discernible`]): HdrHistogram's
+/// `lowestDiscernibleValue` and its `unitMagnitude` `u = floor(log2(lowest))`. Its first two
+/// blocks then hold `[0, 2B · 2^u)` in `2B` buckets `2^u` wide, and every bucket above is the
+/// plain layout's: exactly HdrHistogram's buckets for the same digits and lowest value, so a
+/// histogram ported from `new_with_bounds(1000, …, 3)` gives the same answers.
+///
+/// The logical indices of such a layout are the plain layout's from `u · B` on
+/// ([`Layout::first_index`]; HdrHistogram's counts index `i` is logical index `i + u · B`):
+/// the value 0 maps to `u · B`, and windows start there (the unit is only an OR mask wider
+/// than `B` in the index: `ilog2(v | B << u)`).
+///
+/// Histograms record a layout with a unit through the [`UnitLayout`] spec (`Histogram<S,
+/// UnitLayout>`, the builder's `lowest_discernible`): a `Layout` used as a record spec reads
+/// only its block scale, so that histograms without a unit record with the instructions they
+/// always did, and the constructors refuse a `Layout` spec that has a unit
+/// ([`WindowError::NeedsUnitLayout`](crate::WindowError::NeedsUnitLayout)).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct Layout {
-    block_scale: u32,
+    /// `k | u << 8`: `B = 2^k` buckets per block, values recorded in units of `2^u`
+    /// (HdrHistogram's `unitMagnitude`). One word, `k` itself without a unit: the plain record
+    /// spec, which only sees layouts without one, reads it as the block scale, as it always did.
+    scales: u32,
 }
 
 impl Default for Layout {
@@ -77,7 +107,13 @@ impl Default for Layout {
 
 impl Layout {
     /// The default layout: block scale 9 (`B = 512`), relative error 0.0977%.
-    pub const DEFAULT: Layout = Layout { block_scale: 9 };
+    pub const DEFAULT: Layout = Layout::new_unchecked(9, 0);
+
+    /// The layout of block scale `k` and unit magnitude `u` (checked by the callers:
+    /// `k` within the supported scales, `u <= 31`).
+    const fn new_unchecked(k: u32, u: u32) -> Layout {
+        Layout { scales: k | u << 8 }
+    }
 
     /// A layout with `2^block_scale` buckets per block, or `None` outside
     /// [`MIN_BLOCK_SCALE`]`..=`[`MAX_BLOCK_SCALE`].
@@ -95,8 +131,59 @@ impl Layout {
         if block_scale < MIN_BLOCK_SCALE || block_scale > MAX_BLOCK_SCALE {
             None
         } else {
-            Some(Layout { block_scale })
+            Some(Layout::new_unchecked(block_scale, 0))
         }
+    }
+
+    /// This layout recording in units of HdrHistogram's lowest discernible value `lowest`:
+    /// `2^u` with `u = floor(log2(lowest))` (HdrHistogram's `unitMagnitude`, computed exactly;
+    /// Java's `log(x) / log(2)` gives the same for every practical value). Every value below
+    /// `2B · 2^u` is counted in a bucket `2^u` wide; the buckets above are this layout's.
+    /// `lowest` must be within `1..2^32` ([`LayoutError::LowestDiscernibleOutOfRange`]); 1
+    /// gives the layout back. A `const fn`.
+    ///
+    /// Not a minimum: values below `lowest` are still counted (in the first bucket, `[0, 2^u)`),
+    /// as in HdrHistogram. The window's min and max trackable values are what bound the stored
+    /// range.
+    ///
+    /// ```
+    /// use picollo_core::Layout;
+    ///
+    /// // HdrHistogram's `new Histogram(1000, 3_600_000_000L * 512, 3)`: 3 digits (B = 1024),
+    /// // values in units of 512.
+    /// let l = Layout::from_significant_digits(3).unwrap().with_lowest_discernible(1000)?;
+    /// assert_eq!((l.unit_magnitude(), l.unit()), (9, 512));
+    /// assert_eq!(l.lowest_equivalent(10_007 * 1024), 10_000 * 1024);
+    /// assert_eq!(l.highest_equivalent(8_180 * 1024), 8_183 * 1024 + 1023);
+    /// assert_eq!(l.width(l.index_of(1)), 512); // [0, 512): values below the unit count too
+    /// assert_eq!(l.index_of(0), l.first_index());
+    /// # Ok::<(), picollo_core::LayoutError>(())
+    /// ```
+    pub const fn with_lowest_discernible(self, lowest: u64) -> Result<Layout, LayoutError> {
+        if lowest == 0 || lowest > u32::MAX as u64 {
+            return Err(LayoutError::LowestDiscernibleOutOfRange(lowest));
+        }
+        Ok(Layout::new_unchecked(self.block_scale(), lowest.ilog2()))
+    }
+
+    /// `u`: values are recorded in units of `2^u` (HdrHistogram's `unitMagnitude`; 0 for
+    /// layouts without a unit).
+    #[inline(always)]
+    pub const fn unit_magnitude(self) -> u32 {
+        self.scales >> 8
+    }
+
+    /// `2^u`: the width of the narrowest buckets (HdrHistogram's smallest
+    /// `sizeOfEquivalentValueRange`); 1 without a unit.
+    #[inline(always)]
+    pub const fn unit(self) -> u64 {
+        1 << self.unit_magnitude()
+    }
+
+    /// The logical index of the value 0: `u · B`, where windows start (0 without a unit).
+    #[inline(always)]
+    pub const fn first_index(self) -> usize {
+        (self.unit_magnitude() as usize) << self.block_scale()
     }
 
     /// The coarsest layout whose relative error is at most `relative_error`:
@@ -152,13 +239,14 @@ impl Layout {
             block <<= 1;
             k += 1;
         }
-        Ok(Layout {
-            block_scale: if k < MIN_BLOCK_SCALE {
+        Ok(Layout::new_unchecked(
+            if k < MIN_BLOCK_SCALE {
                 MIN_BLOCK_SCALE
             } else {
                 k
             },
-        })
+            0,
+        ))
     }
 
     /// The coarsest layout with at least HdrHistogram's precision for `digits` significant
@@ -198,7 +286,7 @@ impl Layout {
         } else {
             n - 1
         };
-        Ok(Layout { block_scale: k })
+        Ok(Layout::new_unchecked(k, 0))
     }
 
     /// The constructor of Picollo for .NET: never fails. A non-positive or NaN error means the
@@ -219,41 +307,43 @@ impl Layout {
     /// `k`: the block holds `2^k` buckets.
     #[inline(always)]
     pub const fn block_scale(self) -> u32 {
-        self.block_scale
+        self.scales & 0xFF
     }
 
     /// `B = 2^k`, buckets per block.
     #[inline(always)]
     pub const fn block_size(self) -> u64 {
-        1 << self.block_scale
+        1 << self.block_scale()
     }
 
     /// Number of blocks covering all of `u64`: `65 - k` (block 0 plus one per bit above `k`).
     #[inline(always)]
     pub const fn block_count(self) -> u32 {
-        65 - self.block_scale
+        65 - self.block_scale()
     }
 
-    /// Number of logical buckets covering all of `u64`: `(65 - k) * B`.
+    /// One past the last logical index: `(65 - k) * B`. All of `u64` is covered by the indices
+    /// from [`Layout::first_index`] (0 without a unit) up to this.
     #[inline(always)]
     pub const fn logical_len(self) -> usize {
-        (self.block_count() as usize) << self.block_scale
+        (self.block_count() as usize) << self.block_scale()
     }
 
-    /// The largest relative distance of a value from its bucket midpoint: `0.5 / B`.
+    /// The largest relative distance of a value from its bucket midpoint: `0.5 / B` (with a
+    /// unit, for values of at least `B · 2^u`; below, buckets are `2^u` wide).
     #[inline]
     pub const fn relative_error(self) -> f64 {
         0.5 / self.block_size() as f64
     }
 
-    /// The logical index of `value`. Defined for every `u64`; `u64::MAX` maps to
-    /// `logical_len() - 1`.
+    /// The logical index of `value`. Defined for every `u64`: 0 maps to
+    /// [`Layout::first_index`] (0 without a unit), `u64::MAX` to `logical_len() - 1`.
     ///
     /// This is the cheaper equivalent of the .NET library's formula (DESIGN.md, "Bucket layout"):
     /// `e = ilog2(v | B) - k`, `index = (e << k) + (v >> e)`.
     #[inline(always)]
     pub const fn index_of(self, value: u64) -> usize {
-        index_of_scale(self.block_scale, value)
+        index_of_masked(self.block_scale(), self.unit_magnitude(), value)
     }
 
     /// The logical index of a `u32` value, computed in 32-bit arithmetic: equal to
@@ -267,7 +357,38 @@ impl Layout {
     /// ```
     #[inline(always)]
     pub const fn index_of_u32(self, value: u32) -> usize {
-        index_of_u32_scale(self.block_scale, value)
+        let (k, u) = (self.block_scale(), self.unit_magnitude());
+        // `B << u` when it fits 32 bits; otherwise every `u32` is in the first two blocks
+        // (exponent `u`), which `2^31` and the offset `31 - u` give.
+        let (mask, shift) = if k + u <= 31 {
+            (1 << (k + u), k)
+        } else {
+            (1 << 31, 31 - u)
+        };
+        index_of_u32_masked(k, mask, shift, value)
+    }
+
+    /// The [`BucketPos`] of `value`: its block and offset before [`Layout::index_of`] combines
+    /// them. With a value unit, the position of `value >> u` in the layout without the unit:
+    /// `index_of(v) == position(v).logical(k) + first_index()`.
+    ///
+    /// ```
+    /// use picollo_core::Layout;
+    /// let l = Layout::from_block_scale(7).unwrap().with_lowest_discernible(1000)?;
+    /// let pos = l.position(2_000_000);
+    /// assert_eq!(pos.logical(7) + l.first_index(), l.index_of(2_000_000));
+    /// # Ok::<(), picollo_core::LayoutError>(())
+    /// ```
+    #[inline(always)]
+    pub const fn position(self, value: u64) -> BucketPos {
+        position_of_scale(self.block_scale(), value >> self.unit_magnitude())
+    }
+
+    /// [`Layout::position`] of a `u32` value, in 32-bit arithmetic (see
+    /// [`Layout::index_of_u32`]).
+    #[inline(always)]
+    pub const fn position_u32(self, value: u32) -> BucketPos {
+        position_u32_scale(self.block_scale(), value >> self.unit_magnitude())
     }
 
     /// The lowest value of the bucket at logical `index` (exact: it is a member of the bucket).
@@ -348,13 +469,16 @@ impl Layout {
     const fn mantissa_exponent(self, index: usize) -> (u64, u32) {
         let index = if index >= self.logical_len() {
             self.logical_len() - 1
+        } else if index < self.first_index() {
+            self.first_index()
         } else {
             index
         };
-        let k = self.block_scale;
-        let blk = (index >> k) as u32;
-        // Blocks 0 and 1 both have unit width; block `b >= 1` has width `2^(b-1)`.
-        let e = blk - (blk != 0) as u32;
+        let (k, u) = (self.block_scale(), self.unit_magnitude());
+        // Blocks counted from the unit's first block: that one and the next have width
+        // `2^u`; block `b >= 1` above it has width `2^(u + b - 1)`.
+        let blk = (index >> k) as u32 - u;
+        let e = u + blk - (blk != 0) as u32;
         let q = (index as u64 & (self.block_size() - 1)) | (((blk != 0) as u64) << k);
         (q, e)
     }
@@ -370,8 +494,13 @@ impl Layout {
 /// dense storage recombines them into the logical index (the same instructions as
 /// [`Layout::index_of`]).
 ///
+/// A layout with a value unit `2^u` ([`Layout::with_lowest_discernible`]) positions the value
+/// in units, `v >> u`, in the layout without the unit ([`Layout::position`]): its logical
+/// index is then `pos.logical(k) + layout.first_index()`, and block 0 is the unit's first
+/// block. Storage sees the same shape of positions either way.
+///
 /// ```
-/// use picollo_core::{BucketPos, Layout, LayoutSpec};
+/// use picollo_core::{BucketPos, Layout};
 /// let l = Layout::from_block_scale(7).unwrap();
 /// let pos = l.position(20_000);
 /// assert_eq!(pos.logical(7), l.index_of(20_000));
@@ -405,6 +534,57 @@ impl BucketPos {
         }
     }
 }
+
+/// `index_of` for block scale `k` and unit magnitude `u`: the exponent `e = ilog2(v | B << u)
+/// - k` is `u` for every value below `2B << u`, and the plain layout's above. With `u = 0` it
+/// is [`index_of_scale`].
+#[inline(always)]
+const fn index_of_masked(k: u32, u: u32, value: u64) -> usize {
+    let e = (value | (1 << (k + u))).ilog2() - k;
+    ((e as usize) << k) + (value >> e) as usize
+}
+
+/// [`index_of_masked`] for a `u32` value, in 32-bit arithmetic only: `e = ilog2(v | mask) -
+/// shift` with the 32-bit mask and offset of [`Layout::index_of_u32`] (`B << u` and `k` when
+/// they fit, otherwise `2^31` and `31 - u`, which give `e = u` for every `u32`).
+#[inline(always)]
+const fn index_of_u32_masked(k: u32, mask: u32, shift: u32, value: u32) -> usize {
+    let e = ilog2_u32(value | mask) - shift;
+    ((e as usize) << k) + (value >> e) as usize
+}
+
+/// `floor(log2(x))` of `x >= 1`: the count-leading-zeros instruction where the target has
+/// one, else a de Bruijn multiply ([`bit_length_soft`]'s method, without its `2x + 1`).
+#[inline(always)]
+const fn ilog2_u32(x: u32) -> u32 {
+    // `31 - leading_zeros` rather than `ilog2`, which checks for a zero (`x` is never 0).
+    #[cfg(not(picollo_no_clz))]
+    return 31 - x.leading_zeros();
+    #[cfg(picollo_no_clz)]
+    return ilog2_soft(x);
+}
+
+/// `floor(log2(x))` of `x >= 1` without a count-leading-zeros instruction: smear the top bit
+/// down, one multiply by a de Bruijn constant, a 32-byte table.
+#[cfg_attr(not(any(test, picollo_no_clz)), allow(dead_code))]
+#[inline(always)]
+const fn ilog2_soft(x: u32) -> u32 {
+    let mut v = x;
+    v |= v >> 1;
+    v |= v >> 2;
+    v |= v >> 4;
+    v |= v >> 8;
+    v |= v >> 16;
+    DE_BRUIJN_LOG2[(v.wrapping_mul(DE_BRUIJN) >> 27) as usize] as u32
+}
+
+/// The de Bruijn constant of [`ilog2_soft`] and [`bit_length_soft`].
+const DE_BRUIJN: u32 = 0x07C4_ACDD;
+/// `floor(log2)` of a smeared value, by the top five bits of its product with [`DE_BRUIJN`].
+const DE_BRUIJN_LOG2: [u8; 32] = [
+    0, 9, 1, 10, 13, 21, 2, 29, 11, 14, 16, 18, 22, 25, 3, 30, 8, 12, 20, 28, 15, 17, 24, 7, 19,
+    27, 23, 6, 26, 5, 4, 31,
+];
 
 /// `index_of` for a block scale given directly; shared by [`Layout`] and [`ConstLayout`] so
 /// that a compile-time scale folds into constants.
@@ -461,19 +641,8 @@ const fn bit_length_u32(x: u32) -> u32 {
 #[cfg_attr(not(any(test, picollo_no_clz)), allow(dead_code))]
 #[inline(always)]
 const fn bit_length_soft(x: u32) -> u32 {
-    const DE_BRUIJN: u32 = 0x07C4_ACDD;
-    const LOG2: [u8; 32] = [
-        0, 9, 1, 10, 13, 21, 2, 29, 11, 14, 16, 18, 22, 25, 3, 30, 8, 12, 20, 28, 15, 17, 24, 7,
-        19, 27, 23, 6, 26, 5, 4, 31,
-    ];
     // The bit length of x is ilog2(2x + 1), for x below 2^31.
-    let mut v = (x << 1) | 1;
-    v |= v >> 1;
-    v |= v >> 2;
-    v |= v >> 4;
-    v |= v >> 8;
-    v |= v >> 16;
-    LOG2[(v.wrapping_mul(DE_BRUIJN) >> 27) as usize] as u32
+    ilog2_soft((x << 1) | 1)
 }
 
 /// Where a histogram gets its layout: a runtime [`Layout`] field, or a zero-sized
@@ -486,6 +655,10 @@ const fn bit_length_soft(x: u32) -> u32 {
 /// [`LayoutSpec::position`] being the layout's own (storage whose pages are sized by the
 /// layout indexes them with it, see [`crate::Cells`]).
 pub trait LayoutSpec: sealed::Sealed + Copy {
+    /// Whether the spec records a layout's value unit ([`UnitLayout`]); the plain [`Layout`]
+    /// spec and [`ConstLayout`] do not (histograms refuse them a layout with a unit).
+    const RECORDS_UNITS: bool = false;
+
     /// The layout.
     fn layout(&self) -> Layout;
     /// The logical index of `value`; override only to keep the scale constant.
@@ -513,17 +686,25 @@ pub trait LayoutSpec: sealed::Sealed + Copy {
         #[cfg(not(target_pointer_width = "32"))]
         return self.index_of(value);
     }
-    /// The [`BucketPos`] of `value`: the index math before it combines block and offset
-    /// (`index_of(v) == position(v).logical(k)`); override only to keep the scale constant.
+    /// The logical index of the position (block 0, offset 0): [`Layout::first_index`] (0
+    /// without a unit; the specs that record no unit return the constant 0). A record adds it
+    /// back to a position's index ([`BucketPos`]).
+    #[inline(always)]
+    fn first_index(&self) -> usize {
+        self.layout().first_index()
+    }
+    /// The [`BucketPos`] of `value` ([`Layout::position`]): the index math before it combines
+    /// block and offset (`index_of(v) == position(v).logical(k) + first_index()`); override
+    /// only to keep the scale constant.
     #[inline(always)]
     fn position(&self, value: u64) -> BucketPos {
-        position_of_scale(self.layout().block_scale(), value)
+        self.layout().position(value)
     }
-    /// The [`BucketPos`] of a `u32` value in 32-bit arithmetic; override only to keep the
-    /// scale constant.
+    /// The [`BucketPos`] of a `u32` value in 32-bit arithmetic ([`Layout::position_u32`]);
+    /// override only to keep the scale constant.
     #[inline(always)]
     fn position_u32(&self, value: u32) -> BucketPos {
-        position_u32_scale(self.layout().block_scale(), value)
+        self.layout().position_u32(value)
     }
     /// The [`BucketPos`] of `value` in the target's cheapest arithmetic, as the record paths
     /// compute it (see [`LayoutSpec::index_of_native`]).
@@ -552,20 +733,92 @@ fn index_of_wide(layout: Layout, value: u64) -> usize {
 #[cold]
 #[inline(never)]
 fn position_wide(layout: Layout, value: u64) -> BucketPos {
-    position_of_scale(layout.block_scale(), value)
+    layout.position(value)
 }
 
 mod sealed {
     pub trait Sealed {}
     impl Sealed for super::Layout {}
+    impl Sealed for super::UnitLayout {}
     impl<const K: u32> Sealed for super::ConstLayout<K> {}
 }
 
+/// A `Layout` as a record spec: the plain layout's index from the block scale alone, the
+/// record path there was before value units (a layout with a unit records through
+/// [`UnitLayout`]; histogram constructors refuse it here).
 impl LayoutSpec for Layout {
     #[inline(always)]
     fn layout(&self) -> Layout {
         *self
     }
+    #[inline(always)]
+    fn index_of(&self, value: u64) -> usize {
+        // `scales` is the block scale: histogram constructors give this spec no unit.
+        index_of_scale(self.scales, value)
+    }
+    #[inline(always)]
+    fn index_of_u32(&self, value: u32) -> usize {
+        index_of_u32_scale(self.scales, value)
+    }
+    #[inline(always)]
+    fn first_index(&self) -> usize {
+        0
+    }
+    #[inline(always)]
+    fn position(&self, value: u64) -> BucketPos {
+        position_of_scale(self.scales, value)
+    }
+    #[inline(always)]
+    fn position_u32(&self, value: u32) -> BucketPos {
+        position_u32_scale(self.scales, value)
+    }
+}
+
+/// The record spec of a layout with a value unit (HdrHistogram's lowest discernible value,
+/// [`Layout::with_lowest_discernible`]): its index is [`Layout::index_of`], which takes the
+/// unit. A spec of its own, so that the plain [`Layout`] spec records without reading a unit.
+///
+/// ```
+/// use picollo_core::{EquivalentValue, Histogram, Layout, ReadExt, UnitLayout, Window};
+///
+/// // HdrHistogram's `new Histogram(1000, 3_600_000_000, 3)`.
+/// let l = Layout::from_significant_digits(3).unwrap().with_lowest_discernible(1000)?;
+/// let w = Window::new(l, 0, 3_600_000_000)?;
+/// let mut cells = vec![0u32; w.len()];
+/// let mut h = Histogram::with_storage(UnitLayout::new(l), &mut cells[..], w)?;
+/// h.record(1_000_000);
+/// h.record(700); // below the unit: the bucket [512, 1023]
+/// assert_eq!(h.percentile(0.0, EquivalentValue::Upper)?.value, 1023);
+/// // The plain spec refuses a layout with a unit.
+/// let mut more = vec![0u32; w.len()];
+/// assert!(Histogram::with_storage(l, &mut more[..], w).is_err());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct UnitLayout(Layout);
+
+impl UnitLayout {
+    /// The spec of `layout` (with or without a unit).
+    pub const fn new(layout: Layout) -> Self {
+        UnitLayout(layout)
+    }
+}
+
+impl LayoutSpec for UnitLayout {
+    const RECORDS_UNITS: bool = true;
+
+    #[inline(always)]
+    fn layout(&self) -> Layout {
+        self.0
+    }
+}
+
+/// Whether `spec` records the values of its own layout: false only for a plain [`Layout`]
+/// spec that carries a unit, which histogram constructors refuse.
+#[inline]
+pub fn records_its_layout<L: LayoutSpec>(spec: &L) -> bool {
+    L::RECORDS_UNITS || spec.layout().unit_magnitude() == 0
 }
 
 /// A layout whose block scale `K` is fixed at compile time. Zero-sized.
@@ -597,10 +850,10 @@ impl<const K: u32> ConstLayout<K> {
         ConstLayout
     }
 
-    /// The runtime layout equivalent to this one.
+    /// The runtime layout equivalent to this one (no unit).
     pub const fn get() -> Layout {
         Self::new();
-        Layout { block_scale: K }
+        Layout::new_unchecked(K, 0)
     }
 
     /// The runtime layout equivalent to this one, as a constant (for sizing arrays:
@@ -609,9 +862,11 @@ impl<const K: u32> ConstLayout<K> {
 }
 
 impl<const K: u32> LayoutSpec for ConstLayout<K> {
+    /// The layout as a constant evaluated at compile time ([`ConstLayout::LAYOUT`]), so that
+    /// readers see its fields as constants before any inlining.
     #[inline(always)]
     fn layout(&self) -> Layout {
-        Self::get()
+        Self::LAYOUT
     }
     #[inline(always)]
     fn index_of(&self, value: u64) -> usize {
@@ -620,6 +875,10 @@ impl<const K: u32> LayoutSpec for ConstLayout<K> {
     #[inline(always)]
     fn index_of_u32(&self, value: u32) -> usize {
         index_of_u32_scale(K, value)
+    }
+    #[inline(always)]
+    fn first_index(&self) -> usize {
+        0
     }
     #[inline(always)]
     fn position(&self, value: u64) -> BucketPos {
@@ -811,22 +1070,34 @@ mod tests {
 
     #[test]
     fn positions_recombine_into_indices() {
-        for k in MIN_BLOCK_SCALE..=MAX_BLOCK_SCALE {
-            let l = Layout::from_block_scale(k).unwrap();
+        for (k, unit) in (MIN_BLOCK_SCALE..=MAX_BLOCK_SCALE).flat_map(|k| {
+            [1u64, 2, 1000, 1 << 31]
+                .into_iter()
+                .map(move |unit| (k, unit))
+        }) {
+            let l = Layout::from_block_scale(k)
+                .unwrap()
+                .with_lowest_discernible(unit)
+                .unwrap();
+            let base = l.first_index();
             for shift in 0..64 {
                 for v in [1u64 << shift, (1u64 << shift) - 1, (1u64 << shift) | 1] {
                     let pos = l.position(v);
-                    assert_eq!(pos.logical(k), l.index_of(v), "k={k} v={v}");
+                    assert_eq!(pos.logical(k) + base, l.index_of(v), "k={k} v={v}");
                     assert_eq!(BucketPos::of_logical(pos.logical(k), k), pos);
                     let b = 1usize << k;
                     let range = if pos.block == 0 { 0..2 * b } else { b..2 * b };
                     assert!(range.contains(&pos.offset), "k={k} v={v}");
+                    assert_eq!(UnitLayout::new(l).position(v), pos);
+                    if unit == 1 {
+                        assert_eq!(LayoutSpec::position(&l, v), pos);
+                    }
                     if v <= u32::MAX as u64 {
                         assert_eq!(l.position_u32(v as u32), pos);
                     }
                 }
             }
-            let last = l.logical_len() - 1;
+            let last = l.logical_len() - 1 - base;
             assert_eq!(BucketPos::of_logical(last, k), l.position(u64::MAX));
         }
     }

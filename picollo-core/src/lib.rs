@@ -52,6 +52,8 @@ pub mod ring;
 pub mod scalable;
 pub mod source;
 pub mod storage;
+#[cfg(target_has_atomic = "64")]
+mod sync;
 pub mod window;
 #[cfg(feature = "testing")]
 pub mod workload;
@@ -60,13 +62,17 @@ pub use atomic::{AtomicCounter, AtomicHistogram};
 #[cfg(target_has_atomic = "64")]
 pub use cell::AtomicU64;
 pub use cell::{AtomicU16, AtomicU32};
-pub use histogram::{Histogram, OutOfRange, Rebucketing};
-pub use layout::{BucketPos, ConstLayout, Layout, LayoutError, LayoutSpec};
+pub use histogram::{Histogram, OutOfRange, Rebucketing, SubtractError};
+pub use layout::{BucketPos, ConstLayout, Layout, LayoutError, LayoutSpec, UnitLayout};
 pub use read::{
     Bucket, EquivalentValue, FixedPercentile, HistogramRead, IntStats, Percentile, PercentileError,
     Rank, ReadExt, ResetInProgress, Stats,
 };
 pub use storage::{Absent, CellCount, Cells, CellsMut, Counter, Storage, StorageMut};
+/// Bugs planted in loom builds for the models to find (see `tests/loom.rs`).
+#[cfg(loom)]
+#[doc(hidden)]
+pub use sync::planted;
 pub use window::{storage_len, ConstWindow, Window, WindowError, WindowSpec};
 
 /// A duration as the value a histogram records: whole nanoseconds, saturating at `u64::MAX`

@@ -244,6 +244,9 @@ pub trait CellsMut: Cells {
     ) -> Absent<&mut Self::Item>;
     /// Sets every count to zero.
     fn clear_mut(&mut self, zero: impl Fn(&mut Self::Item));
+    /// Takes `n` away from the count at storage index `slot` (down to zero at most; nothing
+    /// past the end): `set` stores a count into a cell. A histogram's `subtract`.
+    fn take_at(&mut self, slot: usize, n: u64, set: impl Fn(&mut Self::Item, u64));
 }
 
 impl<S> Cells for S
@@ -306,6 +309,12 @@ where
     }
     fn clear_mut(&mut self, zero: impl Fn(&mut S::Item)) {
         self.as_mut_slice().iter_mut().for_each(zero)
+    }
+    fn take_at(&mut self, slot: usize, n: u64, set: impl Fn(&mut S::Item, u64)) {
+        if let Some(cell) = self.as_mut_slice().get_mut(slot) {
+            let left = cell.count().saturating_sub(n);
+            set(cell, left);
+        }
     }
 }
 

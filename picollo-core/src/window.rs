@@ -34,6 +34,9 @@ pub enum WindowError {
         /// Cells the storage has.
         actual: usize,
     },
+    /// The layout has a value unit, which a plain `Layout` spec does not record: use
+    /// `UnitLayout::new(layout)` as the spec. The value is the unit magnitude.
+    NeedsUnitLayout(u32),
 }
 
 impl fmt::Display for WindowError {
@@ -47,6 +50,11 @@ impl fmt::Display for WindowError {
                 f,
                 "storage has {actual} cells but the window needs {expected} \
                  (use storage_len() to size it)"
+            ),
+            Self::NeedsUnitLayout(u) => write!(
+                f,
+                "the layout records in units of 2^{u}: give it as UnitLayout::new(layout), \
+                 the spec that records a value unit"
             ),
         }
     }
@@ -68,18 +76,26 @@ impl Window {
         })
     }
 
-    /// The window covering all of `u64`.
+    /// The window covering all of `u64`: the logical indices from [`Layout::first_index`]
+    /// (0 without a unit) to the last.
     pub const fn full(layout: Layout) -> Window {
         Window {
-            first: 0,
-            len: layout.logical_len(),
+            first: layout.first_index(),
+            len: layout.logical_len() - layout.first_index(),
         }
     }
 
-    /// A window from raw logical indices, clamped to the layout.
+    /// A window from raw logical indices, clamped to the layout (at or above
+    /// [`Layout::first_index`], below [`Layout::logical_len`]).
     pub const fn from_indices(layout: Layout, first: usize, len: usize) -> Window {
         let total = layout.logical_len();
-        let first = if first >= total { total - 1 } else { first };
+        let first = if first >= total {
+            total - 1
+        } else if first < layout.first_index() {
+            layout.first_index()
+        } else {
+            first
+        };
         let room = total - first;
         let len = if len == 0 {
             1

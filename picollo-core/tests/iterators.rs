@@ -4,19 +4,8 @@ use picollo_core::iter::IterationValue;
 use picollo_core::prelude::*;
 use picollo_core::Window;
 
-/// Heap storage for tests (picollo-alloc has the real one).
-struct Cells(Vec<u64>);
-impl picollo_core::Storage for Cells {
-    type Item = u64;
-    fn as_slice(&self) -> &[u64] {
-        &self.0
-    }
-}
-impl picollo_core::StorageMut for Cells {
-    fn as_mut_slice(&mut self) -> &mut [u64] {
-        &mut self.0
-    }
-}
+mod common;
+use common::Cells;
 
 /// HdrHistogram with 3 digits and lowest 1 has Picollo's layout at block scale 10.
 fn pair(values: &[u64]) -> (hdrhistogram::Histogram<u64>, Histogram<Cells>, Layout) {
@@ -121,7 +110,10 @@ fn percentile_ticks_match_hdrhistogram_values() {
     assert_eq!(ours.len(), java.len());
     for (o, &(level, value, cumulative)) in ours.iter().zip(&java) {
         assert_eq!(o.percentile_level_iterated_to, level);
-        assert_eq!((o.value_iterated_to, o.count_at_value), (value, cumulative));
+        assert_eq!(
+            (o.value_iterated_to, o.total_count_to_value),
+            (value, cumulative)
+        );
     }
     let mut agreed = 0;
     for t in hdr.iter_quantiles(5) {
@@ -136,7 +128,7 @@ fn percentile_ticks_match_hdrhistogram_values() {
     assert!(agreed * 10 >= ours.len() * 9, "{agreed} of {}", ours.len());
     let last = ours.last().unwrap();
     assert_eq!(last.percentile_level_iterated_to, 100.0);
-    assert_eq!(last.count_at_value, values.len() as u64);
+    assert_eq!(last.total_count_to_value, values.len() as u64);
     assert_eq!(
         ours.iter().map(|o| o.count_added_in_this_step).sum::<u64>(),
         values.len() as u64
@@ -163,7 +155,7 @@ fn linear_and_logarithmic_cover_all_counts() {
             .iter()
             .filter(|&&v| layout.index_of(v) <= layout.index_of(s.value_iterated_to))
             .count() as u64;
-        assert_eq!(s.count_at_value, expected);
+        assert_eq!(s.total_count_to_value, expected);
     }
     assert!(linear.last().unwrap().value_iterated_to >= layout.lowest_equivalent(max));
 
@@ -171,7 +163,10 @@ fn linear_and_logarithmic_cover_all_counts() {
     for (j, s) in log.iter().enumerate() {
         assert_eq!(s.value_iterated_to, 1000 * (1u64 << j) - 1);
     }
-    assert_eq!(log.last().unwrap().count_at_value, values.len() as u64);
+    assert_eq!(
+        log.last().unwrap().total_count_to_value,
+        values.len() as u64
+    );
     // The same steps as HdrHistogram's logarithmic iteration, count for count.
     let theirs: Vec<_> = hdr.iter_log(1000, 2.0).collect();
     for (o, t) in log.iter().zip(&theirs) {

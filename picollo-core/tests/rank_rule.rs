@@ -1,5 +1,5 @@
-//! The one rank rule ([`picollo_core::read::rank_count`]) against the integer path
-//! ([`Rank::count_of`]), an independent decimal reference, HdrHistogram Java's
+//! The one rank rule ([`picollo_core::read::rank_count`], HdrHistogram Java's count) against
+//! the integer path ([`Rank::count_of`], the exact ceiling), HdrHistogram Java's
 //! `getValueAtPercentile` arithmetic and the `hdrhistogram` crate's `value_at_quantile`,
 //! bucket for bucket.
 
@@ -42,29 +42,18 @@ fn crate_count(quantile: f64, total: u64) -> u64 {
     ((quantile * total as f64).ceil() as u64).max(1)
 }
 
-/// The rule from `rank`'s `Display` text (the shortest decimal, a different code path from the
-/// rule's): `ceil(decimal / 100 · total)` when it has at most 13 decimals, else from the exact
-/// binary value; kept within `1..=total`.
-fn reference_count(rank: f64, total: u64) -> u64 {
-    let text = rank.to_string();
-    let (int, frac) = text.split_once('.').unwrap_or((&text, ""));
-    let count = if frac.len() <= 13 {
-        let digits: u128 = format!("{int}{frac}").parse().unwrap();
-        (digits * total as u128).div_ceil(10u128.pow(frac.len() as u32 + 2))
-    } else {
-        // rank · 2^s is a whole number below 2^53 for the first s where it is whole.
-        let (mut x, mut s) = (rank, 0u32);
-        while x.fract() != 0.0 {
-            x *= 2.0;
-            s += 1;
-        }
-        if s > 120 {
-            1
-        } else {
-            (x as u128 * total as u128).div_ceil(100u128 << s)
-        }
-    };
-    count.clamp(1, total.max(1) as u128) as u64
+/// The exact ceiling for a decimal rank of `decimals` decimals written as the whole number
+/// `n` (`99.9` is `(999, 1)`): `ceil(n / 10^(decimals + 2) · total)`, within `1..=total`.
+fn exact_count(n: u64, decimals: u32, total: u64) -> u64 {
+    (n as u128 * total as u128)
+        .div_ceil(10u128.pow(decimals + 2))
+        .clamp(1, total.max(1) as u128) as u64
+}
+
+/// The totals below which the exact ceiling of a `decimals`-decimal rank and Java's `f64`
+/// count are proved equal (`Rank::count_of`'s docs): `2^53 / (5 · 10^(decimals + 2))`.
+fn exact_bound(decimals: u32) -> u64 {
+    ((1u128 << 53) / (5 * 10u128.pow(decimals + 2))) as u64
 }
 
 #[test]
@@ -105,20 +94,40 @@ fn edges() {
     for total in [0, 1, 2, 1000, u64::MAX] {
         assert_eq!(rank_count(0.0, total), 1);
         assert_eq!(rank_count(100.0, total), total.max(1));
+        assert_eq!(rank_count(250.0, total), total.max(1));
+        assert_eq!(rank_count(-3.0, total), 1);
         assert_eq!(rank_count(f64::from_bits(1), total), 1);
         assert_eq!(rank_count(f64::NAN, total), 1);
     }
+    // HistogramDataAccessTest.testGetValueAtPercentileExamples: of {1, 2}, 50 % and
+    // 50.00000000000001 % (one ulp above 50, lowered back to 50 by Java) ask for the first
+    // value; 50.0000000000001 % for the second.
+    assert_eq!(rank_count(50.0, 2), 1);
+    assert_eq!(rank_count(50.000_000_000_000_01, 2), 1);
+    assert_eq!(rank_count(50.000_000_000_000_1, 2), 2);
+    // Of {1, 2, 2, 2, 2}: 25 % and 30 % ask for the 2nd and the 2nd.
+    assert_eq!((rank_count(25.0, 5), rank_count(30.0, 5)), (2, 2));
     let below_100 = f64::from_bits(100f64.to_bits() - 1);
-    // 100 - 2^-46 has no decimal of at most 13 decimals: taken exactly, 2^64 - 1 values
-    // less a 2^-46 / 100 share of them.
-    assert_eq!(rank_count(below_100, u64::MAX), u64::MAX - 2_621);
-    assert_eq!(reference_count(below_100, u64::MAX), u64::MAX - 2_621);
-    assert_eq!(rank_count(below_100, 1 << 53), (1 << 53) - 1);
-    assert_eq!(rank_count(1e-300, u64::MAX), 1);
-    assert_eq!(rank_count(50.0, u64::MAX), u64::MAX / 2 + 1);
     assert_eq!(
-        rank_count(99.999_999_9, u64::MAX),
-        Rank::per_billion(999_999_999).unwrap().count_of(u64::MAX)
+        rank_count(below_100, 1 << 53),
+        java_count(below_100, 1 << 53)
+    );
+    assert_eq!(rank_count(below_100, 1000), 1000);
+    assert_eq!(rank_count(1e-300, u64::MAX), 1);
+    // Past 2^53 values Java's f64 total is rounded (2^64 here): Java's count, within the total.
+    assert_eq!(rank_count(50.0, u64::MAX), (1 << 63) - 1024);
+    assert_eq!(
+        rank_count(below_100, u64::MAX),
+        java_count(below_100, u64::MAX)
+    );
+    assert!(rank_count(below_100, u64::MAX) < u64::MAX);
+    // The example of `Rank::count_of`'s docs, where Java's rounding asks for one value
+    // fewer than the exact ceiling (far above the bound, 1.8 × 10^13 at 6 decimals).
+    assert_eq!(rank_count(73.013697, 779_004_953_713), 568_780_316_519);
+    assert_eq!(exact_count(73_013_697, 6, 779_004_953_713), 568_780_316_520);
+    assert_eq!(
+        Rank::parse("73.013697").unwrap().count_of(779_004_953_713),
+        568_780_316_520
     );
 }
 
@@ -224,31 +233,37 @@ fn every_total_matches_the_crate_bucket_for_bucket() {
 proptest! {
     #![proptest_config(ProptestConfig { cases: if cfg!(miri) { 4 } else { 4096 }, ..ProptestConfig::default() })]
 
-    /// The `f64` and the integer paths agree for every rank a [`Rank`] can hold and every total.
+    /// The `f64` and the integer paths agree for every rank a [`Rank`] can hold, at every
+    /// total below the bound of its decimals; the integer path is the exact ceiling at every
+    /// total.
     #[test]
-    fn f64_and_integer_rules_agree(parts in 0u32..=1_000_000_000, total in any::<u64>()) {
+    fn f64_and_integer_rules_agree(parts in 0u32..=1_000_000_000, total in any::<u64>(), scale in 0u32..64) {
         let rank = Rank::per_billion(parts).unwrap();
         let printed: f64 = rank.to_string().parse().unwrap();
         prop_assert_eq!(printed, rank.as_percent());
-        prop_assert_eq!(rank_count(rank.as_percent(), total), rank.count_of(total));
+        prop_assert_eq!(rank.count_of(total), exact_count(parts as u64, 7, total));
+        let text = rank.to_string();
+        let decimals = text.split_once('.').map_or(0, |(_, f)| f.len() as u32);
+        let below = (total >> scale) % exact_bound(decimals).max(1);
+        prop_assert_eq!(rank_count(rank.as_percent(), below), rank.count_of(below), "p{} of {}", text, below);
     }
 
-    /// Any `f64` rank, however written: the reference rule.
+    /// Any `f64` rank: HdrHistogram Java's count, for every total it counts exactly.
     #[test]
-    fn any_rank_follows_the_rule(bits in any::<u64>(), total in any::<u64>()) {
+    fn any_rank_is_javas_count(bits in any::<u64>(), total in 0u64..=(1 << 53)) {
         let rank = (f64::from_bits(bits >> 1) % 100.0).abs();
         prop_assume!(rank.is_finite());
-        prop_assert_eq!(rank_count(rank, total), reference_count(rank, total), "p{} of {}", rank, total);
+        prop_assert_eq!(rank_count(rank, total), java_count(rank, total).min(total.max(1)), "p{} of {}", rank, total);
     }
 
-    /// Ranks written with up to 13 decimals: exactly their decimal.
+    /// Ranks written with up to 7 decimals: exactly their decimal, below the bound.
     #[test]
-    fn written_ranks_are_their_decimal(n in 0u64..100_000_000_000_000, decimals in 0u32..=13, total in any::<u64>()) {
+    fn written_ranks_are_their_decimal(n in 0u64..1_000_000_000, decimals in 0u32..=7, total in any::<u64>()) {
         let n = n % (100 * 10u64.pow(decimals));
         let text = format!("{}.{:0w$}", n / 10u64.pow(decimals), n % 10u64.pow(decimals), w = decimals as usize);
         let rank: f64 = text.parse().unwrap();
-        let want = (n as u128 * total as u128).div_ceil(10u128.pow(decimals + 2)).clamp(1, total.max(1) as u128) as u64;
-        prop_assert_eq!(rank_count(rank, total), want, "p{} of {}", text, total);
+        let total = total % exact_bound(decimals);
+        prop_assert_eq!(rank_count(rank, total), exact_count(n, decimals, total), "p{} of {}", text, total);
     }
 
     /// Random data and random ranks of up to 7 decimals: the crate's `value_at_quantile` lands

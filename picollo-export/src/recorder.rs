@@ -467,8 +467,9 @@ impl FloatBuckets {
         let k = layout.block_scale();
         let b = 1usize << k;
         let (first, end) = (window.first(), window.first() + window.len());
-        // The fast range: buckets at or above B's, inside the window.
-        let lo = first.max(b);
+        // The fast range: buckets at or above B's, inside the window; with a value unit, the
+        // buckets above its two coarse blocks (the plain layout's from there on).
+        let lo = first.max(b + layout.first_index());
         FloatBuckets {
             shift: 52 - k,
             base: ((1022 + u64::from(k)) << k) + lo as u64,

@@ -241,6 +241,37 @@ impl HdrGeometry {
     }
 }
 
+/// The counts index of `source` entry `index` in `target`, by the rule of
+/// [`HdrCounts::add`] and [`HdrCounts::subtract`]: the same index when the geometries index
+/// alike (`alike`), else the target index of the entry's lowest value.
+fn landing(
+    target: &HdrGeometry,
+    source: &HdrGeometry,
+    alike: bool,
+    index: usize,
+) -> Result<usize, HdrError> {
+    if alike {
+        return if index < target.counts_len() {
+            Ok(index)
+        } else {
+            Err(HdrError::ValueOutOfRange {
+                value: source.lowest_equivalent(index).unwrap_or(u64::MAX),
+                highest: target.highest_recordable(),
+            })
+        };
+    }
+    let value = source
+        .lowest_equivalent(index)
+        .ok_or(HdrError::IndexOutOfRange {
+            index,
+            counts_len: source.counts_len(),
+        })?;
+    target.index_of(value).ok_or(HdrError::ValueOutOfRange {
+        value,
+        highest: target.highest_recordable(),
+    })
+}
+
 /// One non-zero counts entry, as yielded by [`HdrCounts::iter_recorded`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct HdrBucket {
@@ -374,36 +405,87 @@ impl HdrCounts {
     pub fn add(&mut self, other: &HdrCounts) -> Result<(), HdrError> {
         let target = self.geometry()?;
         let source = other.geometry()?;
-        if target.same_indexing(&source) {
-            for (index, &count) in other.counts.iter().enumerate() {
-                if count == 0 {
-                    continue;
-                }
-                if index >= target.counts_len() {
-                    return Err(HdrError::ValueOutOfRange {
-                        value: source.lowest_equivalent(index).unwrap_or(u64::MAX),
-                        highest: target.highest_recordable(),
-                    });
-                }
-                self.add_at_index(index, count)?;
+        let alike = target.same_indexing(&source);
+        for (index, &count) in other.counts.iter().enumerate() {
+            if count != 0 {
+                let to = landing(&target, &source, alike, index)?;
+                self.add_at_index(to, count)?;
             }
-            return Ok(());
         }
+        Ok(())
+    }
+
+    /// Takes another histogram's counts away, as HdrHistogram's `AbstractHistogram.subtract`
+    /// does: each non-zero entry of `other` at the counts index of its lowest value
+    /// (`valueFromIndex`), index for index when both geometries index alike, the rule of
+    /// [`HdrCounts::add`]. The values between two cumulative histograms.
+    ///
+    /// Refused when `other` holds values beyond this histogram's range
+    /// ([`HdrError::ValueOutOfRange`], Java's "values that do not fit in this histogram's
+    /// range") or more values at an entry than this histogram
+    /// ([`HdrError::SubtrahendTooLarge`], Java's "otherHistogram count ... is larger than this
+    /// one's"). Unlike Java, which has subtracted the entries before the refused one, a
+    /// refusal changes nothing.
+    ///
+    /// ```
+    /// use picollo_alloc::hdr::{HdrCounts, HdrError};
+    ///
+    /// let mut now = HdrCounts::new(1, 3_600_000_000, 3)?;
+    /// now.record(4, 3)?;
+    /// now.record(4_000, 2)?;
+    /// let mut before = HdrCounts::new(1, 3_600_000_000, 3)?;
+    /// before.record(4, 1)?;
+    /// now.subtract(&before)?;
+    /// assert_eq!(now.total_count(), 4);
+    /// before.record(4, 10)?;
+    /// assert!(matches!(now.subtract(&before), Err(HdrError::SubtrahendTooLarge { have: 2, subtract: 11, .. })));
+    /// assert_eq!(now.total_count(), 4); // unchanged
+    /// # Ok::<(), HdrError>(())
+    /// ```
+    ///
+    /// # Errors
+    /// As above, or an invalid geometry on either side.
+    pub fn subtract(&mut self, other: &HdrCounts) -> Result<(), HdrError> {
+        let target = self.geometry()?;
+        let source = other.geometry()?;
+        // Java's range check: the highest value of the subtrahend must fit.
+        if let Some(top) = other.max_index() {
+            let highest = source.highest_equivalent(top).unwrap_or(u64::MAX);
+            if highest > target.highest_recordable() {
+                return Err(HdrError::ValueOutOfRange {
+                    value: highest,
+                    highest: target.highest_recordable(),
+                });
+            }
+        }
+        // Where each entry lands, consecutive entries with one target merged (the mapping is
+        // monotone), checked in full before anything changes.
+        let alike = target.same_indexing(&source);
+        let mut landed: Vec<(usize, u64)> = Vec::new();
         for (index, &count) in other.counts.iter().enumerate() {
             if count == 0 {
                 continue;
             }
-            let value = source
-                .lowest_equivalent(index)
-                .ok_or(HdrError::IndexOutOfRange {
-                    index,
-                    counts_len: source.counts_len(),
-                })?;
-            let to = target.index_of(value).ok_or(HdrError::ValueOutOfRange {
-                value,
-                highest: target.highest_recordable(),
-            })?;
-            self.add_at_index(to, count)?;
+            let to = landing(&target, &source, alike, index)?;
+            match landed.last_mut() {
+                Some((at, sum)) if *at == to => *sum = sum.saturating_add(count),
+                _ => landed.push((to, count)),
+            }
+        }
+        for &(index, subtract) in &landed {
+            let have = self.counts.get(index).copied().unwrap_or(0);
+            if have < subtract {
+                return Err(HdrError::SubtrahendTooLarge {
+                    value: target.lowest_equivalent(index).unwrap_or(0),
+                    have,
+                    subtract,
+                });
+            }
+        }
+        for (index, subtract) in landed {
+            if let Some(c) = self.counts.get_mut(index) {
+                *c -= subtract;
+            }
         }
         Ok(())
     }
@@ -448,9 +530,9 @@ impl HdrCounts {
     /// it.
     ///
     /// The percentile is clamped to `[0, 100]`; the target count is Picollo's one rank rule,
-    /// [`picollo_core::read::rank_count`]: `ceil(p / 100 · total)` for the decimal `p` prints
-    /// as, exactly, at least 1 (Java gets the same counts by lowering `p` one ulp before its
-    /// `double` product; exact arithmetic also holds beyond 2^53 values). The result is the
+    /// [`picollo_core::read::rank_count`]: Java's count, `ceil(p · total / 100)` in doubles after
+    /// lowering `p` by one ulp, at least 1 (`getValueAtPercentile(50.00000000000001)` of {1, 2}
+    /// is 1, as in Java). The result is the
     /// highest equivalent value of the first entry where the running count reaches the target
     /// (the lowest equivalent value when `percentile == 0`). `None` for a NaN percentile, an
     /// empty histogram or an invalid geometry.

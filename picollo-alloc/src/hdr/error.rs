@@ -89,6 +89,16 @@ pub enum HdrError {
     },
     /// The base64 text of a log line is not valid base64.
     Base64(String),
+    /// A subtrahend holds more values at a counts entry than the histogram it is subtracted
+    /// from (nothing was subtracted).
+    SubtrahendTooLarge {
+        /// The lowest value of the entry.
+        value: u64,
+        /// Values the histogram holds there.
+        have: u64,
+        /// Values the subtrahend holds there.
+        subtract: u64,
+    },
 }
 
 impl fmt::Display for HdrError {
@@ -161,6 +171,14 @@ impl fmt::Display for HdrError {
                 "value {value} is beyond the highest recordable value {highest} of the target geometry"
             ),
             Self::Base64(why) => write!(f, "invalid base64 histogram payload: {why}"),
+            Self::SubtrahendTooLarge {
+                value,
+                have,
+                subtract,
+            } => write!(
+                f,
+                "cannot subtract {subtract} values at {value}, where the histogram holds {have}; nothing was subtracted"
+            ),
         }
     }
 }

@@ -22,10 +22,9 @@
 //!   `i` and Picollo logical index `i` are the same bucket (HdrHistogram bucket `b` is Picollo
 //!   block `b + 1`). Conversion copies counts (or reads them in place: [`view`]).
 //!   HdrHistogram's `getValueAtPercentile` is Picollo's percentile with
-//!   [`EquivalentValue::Upper`](picollo_core::EquivalentValue::Upper) (both ask for the count
-//!   `ceil(p/100 · total)`: Picollo exactly, for the decimal `p` is written as
-//!   ([`rank_count`](picollo_core::read::rank_count)), Java in doubles after lowering `p` by one
-//!   ulp, which gives the same counts up to 2^36 values and more), except at `p = 0`, where
+//!   [`EquivalentValue::Upper`](picollo_core::EquivalentValue::Upper) (both ask for Java's
+//!   count, [`rank_count`](picollo_core::read::rank_count): `ceil(p/100 · total)` in doubles
+//!   after lowering `p` by one ulp), except at `p = 0`, where
 //!   HdrHistogram reports the bucket's lowest value ([`Percentile::lo`](picollo_core::Percentile::lo));
 //!   HdrHistogram's `getMaxValue` is [`ReadExt::max`](picollo_core::ReadExt::max).
 //! - **Re-bucketing** (every other case: `m > 0` or another precision). Each

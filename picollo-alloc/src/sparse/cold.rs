@@ -75,21 +75,28 @@ impl Table {
         None
     }
 
-    /// The count of `key` in this table.
-    fn count(&self, key: u64) -> u64 {
+    /// The word of `key`'s entry in this table.
+    fn find(&self, key: u64) -> Option<&AtomicU64> {
         let mask = self.words.len() - 1;
         let mut i = self.home(key);
         for _ in 0..self.words.len() {
-            let w = self.words[i].load(Ordering::Relaxed);
+            let word = &self.words[i];
+            let w = word.load(Ordering::Relaxed);
             if w == 0 {
-                return 0;
+                return None;
             }
             if w & !COUNT_MASK == key {
-                return w & COUNT_MASK;
+                return Some(word);
             }
             i = (i + 1) & mask;
         }
-        0
+        None
+    }
+
+    /// The count of `key` in this table.
+    fn count(&self, key: u64) -> u64 {
+        self.find(key)
+            .map_or(0, |w| w.load(Ordering::Relaxed) & COUNT_MASK)
     }
 }
 
@@ -186,6 +193,21 @@ impl ColdTier {
         let key = key_of(logical);
         self.tables()
             .fold(0u64, |n, t| n.saturating_add(t.count(key)))
+    }
+
+    /// Takes up to `n` from the entries of `logical` (only with no writer: a plain histogram's
+    /// `subtract`): what is left to take.
+    pub(super) fn take(&self, logical: usize, mut n: u64) -> u64 {
+        let key = key_of(logical);
+        for table in self.tables() {
+            if let Some(word) = table.find(key) {
+                let w = word.load(Ordering::Relaxed);
+                let taken = (w & COUNT_MASK).min(n);
+                word.store(w - taken, Ordering::Relaxed);
+                n -= taken;
+            }
+        }
+        n
     }
 
     /// Calls `f(logical, count)` for every entry with a count (a bucket may come twice).

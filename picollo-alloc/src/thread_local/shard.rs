@@ -36,7 +36,7 @@ impl<C: LocalCounter, S: StorageChoice> Shard<C, S> {
     /// Records `count` occurrences of `value` for the owner thread.
     #[inline]
     pub(super) fn record_n(&self, h: &ThreadLocalHistogram<C, S>, value: u64, count: u64) {
-        let pos = h.layout.position(value);
+        let pos = LayoutSpec::position(&h.layout, value);
         let (k, first) = (h.layout.block_scale(), h.window.first());
         // SAFETY: `pos` is a position under the histogram's layout, the one the shard's
         // storage was made for.

@@ -13,7 +13,7 @@ use crate::error::{CliError, Result};
 
 /// A time unit for `--unit`: the log's values are taken to be nanoseconds and divided.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum Unit {
+pub(crate) enum Unit {
     /// Nanoseconds: the values as logged.
     Ns,
     /// Microseconds: values divided by 1,000.
@@ -26,7 +26,7 @@ pub enum Unit {
 
 impl Unit {
     /// What the logged nanoseconds are divided by.
-    pub const fn divisor(self) -> u64 {
+    pub(crate) const fn divisor(self) -> u64 {
         match self {
             Self::Ns => 1,
             Self::Us => 1_000,
@@ -36,7 +36,7 @@ impl Unit {
     }
 
     /// The unit's symbol.
-    pub const fn symbol(self) -> &'static str {
+    pub(crate) const fn symbol(self) -> &'static str {
         match self {
             Self::Ns => "ns",
             Self::Us => "us",
@@ -48,19 +48,19 @@ impl Unit {
 
 /// The most tags a log may have (selected tags, each with its own sum and table) unless
 /// `--max-tags` says otherwise: 100,000.
-pub const MAX_TAGS: usize = 100_000;
+pub(crate) const MAX_TAGS: usize = 100_000;
 
 /// Which intervals of a log to use.
 #[derive(Clone, Debug)]
-pub struct Selection {
+pub(crate) struct Selection {
     /// Only this tag (`Some("")` for the untagged intervals); every tag when `None`.
-    pub tag: Option<String>,
+    pub(crate) tag: Option<String>,
     /// The earliest interval start, in seconds from the log's start time.
-    pub from: Option<f64>,
+    pub(crate) from: Option<f64>,
     /// The latest interval start, in seconds from the log's start time.
-    pub to: Option<f64>,
+    pub(crate) to: Option<f64>,
     /// The most tags taken (see [`MAX_TAGS`]).
-    pub max_tags: usize,
+    pub(crate) max_tags: usize,
 }
 
 impl Default for Selection {
@@ -76,7 +76,7 @@ impl Default for Selection {
 
 impl Selection {
     /// Whether an interval starting `t` seconds after the log's start, with `tag`, is selected.
-    pub fn takes(&self, t: f64, tag: Option<&str>) -> bool {
+    pub(crate) fn takes(&self, t: f64, tag: Option<&str>) -> bool {
         let from = self.from.unwrap_or(f64::NEG_INFINITY);
         let to = self.to.unwrap_or(f64::INFINITY);
         t >= from
@@ -92,7 +92,7 @@ impl Selection {
     /// The intervals of an interval log this selection takes, in order. Every interval read
     /// is noted in `scan` first (for the error when none is taken); a line that cannot be read
     /// is an error naming the file as `shown`.
-    pub fn intervals<'a, R: BufRead + 'a>(
+    pub(crate) fn intervals<'a, R: BufRead + 'a>(
         &'a self,
         log: LogReader<R>,
         shown: &'a dyn fmt::Display,
@@ -115,7 +115,7 @@ impl Selection {
 }
 
 /// Refuses `--from` after `--to`.
-pub fn check_range(selection: &Selection) -> Result<()> {
+pub(crate) fn check_range(selection: &Selection) -> Result<()> {
     let from = selection.from.unwrap_or(f64::NEG_INFINITY);
     let to = selection.to.unwrap_or(f64::INFINITY);
     if from > to {
@@ -129,11 +129,11 @@ pub fn check_range(selection: &Selection) -> Result<()> {
 /// What a pass over a log saw, for its error messages: intervals, tags (a bounded sample),
 /// start times.
 #[derive(Debug, Default)]
-pub struct Scan {
+pub(crate) struct Scan {
     /// Interval lines read.
-    pub seen: usize,
+    pub(crate) seen: usize,
     /// Whether any interval has a tag.
-    pub has_tags: bool,
+    pub(crate) has_tags: bool,
     /// The distinct tags seen, up to the tag limit.
     tags: Vec<Option<String>>,
     known: HashSet<Option<String>>,
@@ -143,7 +143,7 @@ pub struct Scan {
 
 impl Scan {
     /// Notes an interval.
-    pub fn saw(&mut self, entry: &LogEntry, max_tags: usize) {
+    pub(crate) fn saw(&mut self, entry: &LogEntry, max_tags: usize) {
         self.seen += 1;
         self.has_tags |= entry.tag.is_some();
         if !self.known.contains(&entry.tag) {
@@ -162,7 +162,12 @@ impl Scan {
     ///
     /// # Errors
     /// When `nothing_selected` or no interval was seen.
-    pub fn check(&self, shown: &str, nothing_selected: bool, selection: &Selection) -> Result<()> {
+    pub(crate) fn check(
+        &self,
+        shown: &str,
+        nothing_selected: bool,
+        selection: &Selection,
+    ) -> Result<()> {
         if self.seen == 0 {
             return Err(CliError::new(format!(
                 "{shown} holds no interval lines; give an HdrHistogram interval log (.hlog), an \
@@ -211,7 +216,7 @@ impl Scan {
 // The interval selection options of `report`, `diff`, `plot` and `export` (flattened into
 // each; a doc comment here would become their `about`).
 #[derive(Debug, Args, Clone)]
-pub struct SelectArgs {
+pub(crate) struct SelectArgs {
     /// Only intervals with this tag ('' for the untagged ones).
     #[arg(long, value_name = "T")]
     tag: Option<String>,
@@ -223,7 +228,7 @@ pub struct SelectArgs {
     to: Option<f64>,
     /// Convert values, taking the log to be in nanoseconds (values as logged when absent).
     #[arg(long, value_enum)]
-    pub unit: Option<Unit>,
+    pub(crate) unit: Option<Unit>,
     /// The most tags an interval log may have: each tag is summed (and exported) on its own,
     /// so a log with more is refused rather than filling memory.
     #[arg(long, value_name = "N", default_value_t = MAX_TAGS)]
@@ -235,7 +240,7 @@ impl SelectArgs {
     ///
     /// # Errors
     /// A `--from` or `--to` that is not finite, or `--max-tags 0`.
-    pub fn selection(&self) -> Result<Selection> {
+    pub(crate) fn selection(&self) -> Result<Selection> {
         for (name, v) in [("--from", self.from), ("--to", self.to)] {
             if v.is_some_and(|v| !v.is_finite()) {
                 return Err(CliError::new(format!(

@@ -11,7 +11,7 @@ use crate::error::{CliError, Result};
 /// sorted by value, where the value is the bucket's lowest (HdrHistogram's `add` rule: each
 /// bucket is recorded at its lowest equivalent value).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct SparseCounts {
+pub(crate) struct SparseCounts {
     entries: Vec<(u64, u64)>,
 }
 
@@ -20,7 +20,7 @@ impl SparseCounts {
     ///
     /// # Errors
     /// A count that overflows `u64` (the sum is left as it was).
-    pub fn add(&mut self, counts: &HdrCounts, scratch: &mut Vec<(u64, u64)>) -> Result<()> {
+    pub(crate) fn add(&mut self, counts: &HdrCounts, scratch: &mut Vec<(u64, u64)>) -> Result<()> {
         scratch.clear();
         let mut mine = self.entries.iter().copied().peekable();
         for b in counts.iter_recorded() {
@@ -63,7 +63,7 @@ impl SparseCounts {
     ///
     /// # Errors
     /// An invalid geometry, or a value beyond it.
-    pub fn to_counts(
+    pub(crate) fn to_counts(
         &self,
         lowest_discernible: u64,
         highest_trackable: u64,
@@ -80,7 +80,7 @@ impl SparseCounts {
 /// Per-tag state of a log read as a stream: found by hash, kept in order of first
 /// appearance, at most `max` tags.
 #[derive(Debug)]
-pub struct Tags<T> {
+pub(crate) struct Tags<T> {
     index: HashMap<Option<String>, usize>,
     tags: Vec<(Option<String>, T)>,
     max: usize,
@@ -88,7 +88,7 @@ pub struct Tags<T> {
 
 impl<T> Tags<T> {
     /// No tags yet; at most `max`.
-    pub fn new(max: usize) -> Self {
+    pub(crate) fn new(max: usize) -> Self {
         Self {
             index: HashMap::new(),
             tags: Vec::new(),
@@ -100,7 +100,11 @@ impl<T> Tags<T> {
     ///
     /// # Errors
     /// `tag` would be one tag more than the limit.
-    pub fn entry(&mut self, tag: &Option<String>, make: impl FnOnce() -> T) -> Result<&mut T> {
+    pub(crate) fn entry(
+        &mut self,
+        tag: &Option<String>,
+        make: impl FnOnce() -> T,
+    ) -> Result<&mut T> {
         let i = match self.index.get(tag) {
             Some(&i) => i,
             None => {
@@ -121,12 +125,12 @@ impl<T> Tags<T> {
     }
 
     /// Whether there are none.
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.tags.is_empty()
     }
 
     /// The tags and their states: untagged first, then tags in order of first appearance.
-    pub fn into_ordered(mut self) -> Vec<(Option<String>, T)> {
+    pub(crate) fn into_ordered(mut self) -> Vec<(Option<String>, T)> {
         self.tags.sort_by_key(|(tag, _)| tag.is_some());
         self.tags
     }

@@ -8,7 +8,7 @@ use picollo_linux::event::{Event, EventSpec, SoftwareEvent};
 use crate::error::{CliError, Result};
 
 /// Splits a comma-separated event list, keeping commas inside `pmu/…/` terms.
-pub fn split_events(spec: &str) -> Vec<String> {
+pub(crate) fn split_events(spec: &str) -> Vec<String> {
     let mut out = Vec::new();
     let mut cur = String::new();
     let mut slashes = 0;
@@ -40,7 +40,7 @@ fn is_clock(e: &EventSpec) -> bool {
 /// What events without modifiers count, as `perf stat` decides: user space and the kernel
 /// where this process may count the kernel (`Ok`), else user space only with the reason
 /// (`Err`). Events written with modifiers (`page-faults:u`) count what they say.
-pub fn counting_domain(caps: &Capabilities) -> std::result::Result<(), String> {
+pub(crate) fn counting_domain(caps: &Capabilities) -> std::result::Result<(), String> {
     caps.kernel_counting()?;
     // The rule allows it; a security module (seccomp, SELinux) may still refuse: ask the
     // kernel once, with a software event on this thread.
@@ -59,7 +59,7 @@ pub fn counting_domain(caps: &Capabilities) -> std::result::Result<(), String> {
 }
 
 /// The header line saying what events without modifiers count.
-pub fn domain_note(domain: &std::result::Result<(), String>) -> String {
+pub(crate) fn domain_note(domain: &std::result::Result<(), String>) -> String {
     match domain {
         Ok(()) => {
             "user space and the kernel (as perf stat; :u or :k after an event chooses)".to_string()
@@ -73,7 +73,7 @@ pub fn domain_note(domain: &std::result::Result<(), String>) -> String {
 ///
 /// # Errors
 /// An event name that does not parse.
-pub fn choose_events(
+pub(crate) fn choose_events(
     specs: &[String],
     caps: &Capabilities,
     notes: &mut Vec<String>,

@@ -8,18 +8,18 @@ use crate::error::{CliError, Result};
 
 /// One threshold: a counter (all when `None`) and the allowed increase in percent.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Threshold {
+pub(crate) struct Threshold {
     /// The counter it applies to; `None`: every counter.
-    pub counter: Option<String>,
+    pub(crate) counter: Option<String>,
     /// Allowed increase of the mean, in percent.
-    pub percent: f64,
+    pub(crate) percent: f64,
 }
 
 /// Parses `5%`, `5`, `wall-time=5%`, `instructions=0.5%`.
 ///
 /// # Errors
 /// Not a non-negative number of percent.
-pub fn parse(spec: &str) -> Result<Threshold> {
+pub(crate) fn parse(spec: &str) -> Result<Threshold> {
     let (counter, pct) = match spec.rsplit_once('=') {
         Some((c, p)) if !c.trim().is_empty() => (Some(c.trim().to_string()), p),
         _ => (None, spec),
@@ -42,7 +42,7 @@ pub fn parse(spec: &str) -> Result<Threshold> {
 ///
 /// # Errors
 /// A threshold names a counter that no comparison has.
-pub fn check(
+pub(crate) fn check(
     thresholds: &[Threshold],
     comparisons: &[Comparison],
     label: impl Fn(usize) -> String,

@@ -4,14 +4,14 @@
 
 use core::fmt::Write as _;
 
-use super::model::{BaselineRef, Comparison, Kind, Saved, Verdict};
+use super::model::{BaselineRef, Bench, Comparison, Kind, Saved, Verdict};
 use super::stats::{self, runs_for, Summary};
 
 /// ANSI colours, or none.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Style {
+pub(crate) struct Style {
     /// Whether to emit escape codes.
-    pub color: bool,
+    pub(crate) color: bool,
 }
 
 impl Style {
@@ -44,19 +44,19 @@ impl Style {
 
 /// A scale for one line: divisor, suffix, and decimals.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Scale {
+pub(crate) struct Scale {
     /// Values are divided by this.
-    pub divisor: f64,
+    pub(crate) divisor: f64,
     /// Printed after the number (`ms`, `k`, or nothing).
-    pub suffix: &'static str,
+    pub(crate) suffix: &'static str,
     /// Decimals after the point.
-    pub decimals: usize,
+    pub(crate) decimals: usize,
 }
 
 impl Scale {
     /// The scale of a line whose typical value is `reference`: ns, µs, ms, s for times;
     /// plain, k, M, G, T for counts; three or four significant digits.
-    pub fn for_value(kind: Kind, reference: f64) -> Scale {
+    pub(crate) fn for_value(kind: Kind, reference: f64) -> Scale {
         let r = reference.abs();
         let (divisor, suffix) = match kind {
             Kind::Time if r < 1e3 => (1.0, "ns"),
@@ -91,7 +91,7 @@ impl Scale {
     }
 
     /// `v` in this scale, with the suffix.
-    pub fn show(&self, v: f64) -> String {
+    pub(crate) fn show(&self, v: f64) -> String {
         let n = format!("{:.*}", self.decimals, v / self.divisor);
         if self.suffix.is_empty() {
             n
@@ -102,7 +102,7 @@ impl Scale {
 }
 
 /// `v` in its own best scale (for one-off figures such as user and system time).
-pub fn show(kind: Kind, v: f64) -> String {
+pub(crate) fn show(kind: Kind, v: f64) -> String {
     Scale::for_value(kind, v).show(v)
 }
 
@@ -120,12 +120,12 @@ fn ratio_decimals(r: f64) -> usize {
 }
 
 /// A ratio: `1.31`, `1.003`, `12.4`, `152`.
-pub fn ratio(r: f64) -> String {
+pub(crate) fn ratio(r: f64) -> String {
     ratio_in(r, r)
 }
 
 /// `v` with the decimals of the ratio `of` (an interval's bounds printed like its ratio).
-pub fn ratio_in(v: f64, of: f64) -> String {
+pub(crate) fn ratio_in(v: f64, of: f64) -> String {
     if v.is_finite() {
         format!("{v:.*}", ratio_decimals(of))
     } else {
@@ -134,7 +134,7 @@ pub fn ratio_in(v: f64, of: f64) -> String {
 }
 
 /// A p-value: `p = 0.012`, `p < 0.001`.
-pub fn p_value(p: f64) -> String {
+pub(crate) fn p_value(p: f64) -> String {
     if p < 0.001 {
         "p < 0.001".into()
     } else {
@@ -144,7 +144,7 @@ pub fn p_value(p: f64) -> String {
 
 /// The sentence for one comparison, without colour: "`B` is 1.31× faster than `A` (95% CI
 /// 1.22–1.40, p = 0.002)", "no significant difference (1.02×, …)".
-pub fn sentence(c: &Comparison, command: &str, kind: Kind, st: Style) -> String {
+pub(crate) fn sentence(c: &Comparison, command: &str, kind: Kind, st: Style) -> String {
     let (Some(r), Some(t)) = (c.ratio, c.test) else {
         return format!(
             "`{command}`: not comparable with `{}` (a side has no values, or the baseline's \
@@ -226,7 +226,7 @@ fn visible_len(s: &str) -> usize {
 }
 
 /// The human report of `saved` with its comparisons.
-pub fn render(saved: &Saved, comparisons: &[Comparison], st: Style) -> String {
+pub(crate) fn render(saved: &Saved, comparisons: &[Comparison], st: Style) -> String {
     let mut out = String::new();
     let mut hidden: Vec<&str> = Vec::new();
     for (i, b) in saved.benches.iter().enumerate() {
@@ -239,90 +239,8 @@ pub fn render(saved: &Saved, comparisons: &[Comparison], st: Style) -> String {
             st.bold(&format!("Benchmark {}:", i + 1)),
             st.bold(&b.label())
         );
-        let runs = b.runs();
-        let mut rows: Vec<[String; 6]> = vec![[
-            String::new(),
-            "mean ± σ".into(),
-            "median".into(),
-            "min … max".into(),
-            "p90".into(),
-            "p99".into(),
-        ]];
-        let mut numeric = Vec::new();
-        for s in &b.series {
-            let Some(sum) = s.summary() else {
-                rows.push([
-                    s.name.clone(),
-                    "not counted".into(),
-                    String::new(),
-                    String::new(),
-                    String::new(),
-                    String::new(),
-                ]);
-                continue;
-            };
-            numeric.push(sum.clone());
-            rows.push(row(&s.name, s.kind(), &sum, st));
-        }
-        let show_p90 = numeric.iter().any(|s| s.p90.is_some());
-        let show_p99 = numeric.iter().any(|s| s.p99.is_some());
-        if !show_p90 {
-            hidden.push("p90");
-        }
-        if !show_p99 {
-            hidden.push("p99");
-        }
-        let cols = 4 + usize::from(show_p90) + usize::from(show_p99);
-        let keep = |c: usize| c < 4 || (c == 4 && show_p90) || (c == 5 && show_p99);
-        let widths: Vec<usize> = (0..6)
-            .map(|c| rows.iter().map(|r| visible_len(&r[c])).max().unwrap_or(0))
-            .collect();
-        for (ri, r) in rows.iter().enumerate() {
-            let mut line = String::from("  ");
-            let mut shown = 0;
-            for c in (0..6).filter(|&c| keep(c)) {
-                shown += 1;
-                let cell = if ri == 0 { st.dim(&r[c]) } else { r[c].clone() };
-                line.push_str(&pad(&cell, widths[c], c > 0));
-                if shown < cols {
-                    line.push_str("   ");
-                }
-            }
-            let _ = writeln!(out, "{}", line.trim_end());
-        }
-        let mut facts = vec![format!("{runs} run{}", if runs == 1 { "" } else { "s" })];
-        if saved.warmup > 0 {
-            facts.push(format!("{} warm-up", saved.warmup));
-        }
-        if !b.user_ns.is_empty() {
-            let m = |v: &[u64]| v.iter().map(|&x| x as f64).sum::<f64>() / v.len() as f64;
-            facts.push(format!(
-                "user {}, system {} per run",
-                show(Kind::Time, m(&b.user_ns)),
-                show(Kind::Time, m(&b.system_ns))
-            ));
-        }
-        let failed = b.exit_codes.iter().filter(|c| **c != Some(0)).count();
-        if failed > 0 {
-            facts.push(format!("{failed} failed (ignored)"));
-        }
-        for s in &b.series {
-            if s.scaled_runs > 0 {
-                facts.push(format!(
-                    "{} multiplexed in {} runs (scaled estimates)",
-                    s.name, s.scaled_runs
-                ));
-            }
-            let missed = s.missed();
-            if missed > 0 && missed < s.values.len() {
-                facts.push(format!(
-                    "{} not counted in {missed} run{}",
-                    s.name,
-                    if missed == 1 { "" } else { "s" }
-                ));
-            }
-        }
-        let _ = writeln!(out, "  {}", st.dim(&facts.join("; ")));
+        hidden.extend(bench_table(&mut out, b, st));
+        let _ = writeln!(out, "  {}", st.dim(&facts(b, saved.warmup).join("; ")));
     }
     hidden.sort_unstable();
     hidden.dedup();
@@ -343,45 +261,136 @@ pub fn render(saved: &Saved, comparisons: &[Comparison], st: Style) -> String {
             ))
         );
     }
-    if let Some(first) = comparisons.first() {
-        let base = match &first.baseline {
-            BaselineRef::Here(_) => format!("`{}`", first.baseline_label),
-            BaselineRef::File(f, _) => format!("the saved run {f}"),
+    comparison_lines(&mut out, saved, comparisons, st);
+    out
+}
+
+/// One command's table: a row per counter (mean ± σ, median, min … max, p90, p99), the
+/// percentile columns only where some counter resolves them. Returns the columns left out.
+fn bench_table(out: &mut String, b: &Bench, st: Style) -> Vec<&'static str> {
+    let mut rows: Vec<[String; 6]> = vec![[
+        String::new(),
+        "mean ± σ".into(),
+        "median".into(),
+        "min … max".into(),
+        "p90".into(),
+        "p99".into(),
+    ]];
+    let mut numeric = Vec::new();
+    for s in &b.series {
+        let Some(sum) = s.summary() else {
+            let mut r: [String; 6] = Default::default();
+            r[0].clone_from(&s.name);
+            r[1] = "not counted".into();
+            rows.push(r);
+            continue;
         };
-        let _ = writeln!(
-            out,
-            "\n{} {}",
-            st.bold(&format!("Comparison with {base}")),
-            st.dim(&format!(
-                "(ratio of means, bootstrap {:.0}% CI; Mann–Whitney U test, α = {})",
-                stats::CONFIDENCE * 100.0,
-                stats::ALPHA
-            ))
-        );
-        let width = comparisons
-            .iter()
-            .map(|c| c.counter.chars().count())
-            .max()
-            .unwrap_or(0);
-        let grouped = comparisons.iter().any(|c| c.command != first.command);
-        let mut last = usize::MAX;
-        for c in comparisons {
-            let b = &saved.benches[c.command];
-            if c.command != last && grouped {
-                let _ = writeln!(out, "  {}", st.bold(&b.label()));
-            }
-            last = c.command;
-            let kind = Kind::of(&c.counter);
-            let _ = writeln!(
-                out,
-                "{}{}  {}",
-                if grouped { "    " } else { "  " },
-                pad(&format!("{}:", c.counter), width + 1, false),
-                sentence(c, &b.label(), kind, st)
-            );
+        rows.push(row(&s.name, s.kind(), &sum, st));
+        numeric.push(sum);
+    }
+    let show_p90 = numeric.iter().any(|s| s.p90.is_some());
+    let show_p99 = numeric.iter().any(|s| s.p99.is_some());
+    let keep = |c: usize| c < 4 || (c == 4 && show_p90) || (c == 5 && show_p99);
+    let widths: Vec<usize> = (0..6)
+        .map(|c| rows.iter().map(|r| visible_len(&r[c])).max().unwrap_or(0))
+        .collect();
+    for (ri, r) in rows.iter().enumerate() {
+        let cells: Vec<String> = (0..6)
+            .filter(|&c| keep(c))
+            .map(|c| {
+                let cell = if ri == 0 { st.dim(&r[c]) } else { r[c].clone() };
+                pad(&cell, widths[c], c > 0)
+            })
+            .collect();
+        let _ = writeln!(out, "  {}", cells.join("   ").trim_end());
+    }
+    [("p90", show_p90), ("p99", show_p99)]
+        .into_iter()
+        .filter(|(_, shown)| !shown)
+        .map(|(p, _)| p)
+        .collect()
+}
+
+/// The facts under a command's table: runs, warm-up, CPU times, failures, multiplexed and
+/// missed counters.
+fn facts(b: &Bench, warmup: u32) -> Vec<String> {
+    let runs = b.runs();
+    let mut facts = vec![format!("{runs} run{}", if runs == 1 { "" } else { "s" })];
+    if warmup > 0 {
+        facts.push(format!("{warmup} warm-up"));
+    }
+    if !b.user_ns.is_empty() {
+        let m = |v: &[u64]| v.iter().map(|&x| x as f64).sum::<f64>() / v.len() as f64;
+        facts.push(format!(
+            "user {}, system {} per run",
+            show(Kind::Time, m(&b.user_ns)),
+            show(Kind::Time, m(&b.system_ns))
+        ));
+    }
+    let failed = b.exit_codes.iter().filter(|c| **c != Some(0)).count();
+    if failed > 0 {
+        facts.push(format!("{failed} failed (ignored)"));
+    }
+    for s in &b.series {
+        if s.scaled_runs > 0 {
+            facts.push(format!(
+                "{} multiplexed in {} runs (scaled estimates)",
+                s.name, s.scaled_runs
+            ));
+        }
+        let missed = s.missed();
+        if missed > 0 && missed < s.values.len() {
+            facts.push(format!(
+                "{} not counted in {missed} run{}",
+                s.name,
+                if missed == 1 { "" } else { "s" }
+            ));
         }
     }
-    out
+    facts
+}
+
+/// The comparisons: a heading naming the baseline, then a sentence per command and counter
+/// (grouped under each command when there are several).
+fn comparison_lines(out: &mut String, saved: &Saved, comparisons: &[Comparison], st: Style) {
+    let Some(first) = comparisons.first() else {
+        return;
+    };
+    let base = match &first.baseline {
+        BaselineRef::Here(_) => format!("`{}`", first.baseline_label),
+        BaselineRef::File(f, _) => format!("the saved run {f}"),
+    };
+    let _ = writeln!(
+        out,
+        "\n{} {}",
+        st.bold(&format!("Comparison with {base}")),
+        st.dim(&format!(
+            "(ratio of means, bootstrap {:.0}% CI; Mann–Whitney U test, α = {})",
+            stats::CONFIDENCE * 100.0,
+            stats::ALPHA
+        ))
+    );
+    let width = comparisons
+        .iter()
+        .map(|c| c.counter.chars().count())
+        .max()
+        .unwrap_or(0);
+    let grouped = comparisons.iter().any(|c| c.command != first.command);
+    let mut last = usize::MAX;
+    for c in comparisons {
+        let b = &saved.benches[c.command];
+        if c.command != last && grouped {
+            let _ = writeln!(out, "  {}", st.bold(&b.label()));
+        }
+        last = c.command;
+        let _ = writeln!(
+            out,
+            "{}{}  {}",
+            if grouped { "    " } else { "  " },
+            pad(&format!("{}:", c.counter), width + 1, false),
+            sentence(c, &b.label(), Kind::of(&c.counter), st)
+        );
+    }
 }
 
 /// One counter's cells.
@@ -410,16 +419,20 @@ fn row(name: &str, kind: Kind, s: &Summary, st: Style) -> [String; 6] {
     [
         name.to_string(),
         mean_sd,
-        plain(s.median),
-        format!("{} … {}", st.cyan(&plain(s.min)), st.magenta(&plain(s.max))),
-        s.p90.map_or_else(String::new, plain),
-        s.p99.map_or_else(String::new, plain),
+        plain(s.median as f64),
+        format!(
+            "{} … {}",
+            st.cyan(&plain(s.min as f64)),
+            st.magenta(&plain(s.max as f64))
+        ),
+        s.p90.map_or_else(String::new, |v| plain(v as f64)),
+        s.p99.map_or_else(String::new, |v| plain(v as f64)),
     ]
 }
 
 /// Warnings about statistical outliers, hyperfine's way: one line per command, which runs
 /// of which counters, and the likely cause.
-pub fn outlier_warnings(saved: &Saved) -> Vec<String> {
+pub(crate) fn outlier_warnings(saved: &Saved) -> Vec<String> {
     let mut out = Vec::new();
     for b in &saved.benches {
         let mut parts = Vec::new();
@@ -447,7 +460,7 @@ pub fn outlier_warnings(saved: &Saved) -> Vec<String> {
                 o.len(),
                 s.values.len(),
                 s.name,
-                show(s.kind(), sum.median),
+                show(s.kind(), sum.median as f64),
                 list.join(", "),
                 if o.len() > 4 { ", …" } else { "" }
             ));

@@ -4,11 +4,11 @@
 use super::stats::{self, MannWhitney, Ratio, Summary};
 
 /// The name of the wall-time series (from the exec to the exit, in ns).
-pub const WALL_TIME: &str = "wall-time";
+pub(crate) const WALL_TIME: &str = "wall-time";
 
 /// What a counter measures, for units and wording.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Kind {
+pub(crate) enum Kind {
     /// Nanoseconds: wall time and the clock events. Lower is faster.
     Time,
     /// Events counted: faults, cycles, instructions, misses.
@@ -17,7 +17,7 @@ pub enum Kind {
 
 impl Kind {
     /// The kind of the counter called `name`.
-    pub fn of(name: &str) -> Kind {
+    pub(crate) fn of(name: &str) -> Kind {
         let base = name.split(':').next().unwrap_or(name);
         if base == WALL_TIME || base.ends_with("-clock") || base.ends_with("-time") {
             Kind::Time
@@ -27,7 +27,7 @@ impl Kind {
     }
 
     /// The unit of the raw values, as exported.
-    pub fn unit(self) -> &'static str {
+    pub(crate) fn unit(self) -> &'static str {
         match self {
             Kind::Time => "ns",
             Kind::Count => "count",
@@ -37,18 +37,18 @@ impl Kind {
 
 /// One counter of one command: a value per measured run (`None`: not counted in that run).
 #[derive(Clone, Debug, PartialEq)]
-pub struct Series {
+pub(crate) struct Series {
     /// The counter's name (`wall-time`, `task-clock`, `cycles`, …).
-    pub name: String,
+    pub(crate) name: String,
     /// Per measured run, in run order.
-    pub values: Vec<Option<u64>>,
+    pub(crate) values: Vec<Option<u64>>,
     /// Runs in which the value is a scaled estimate (the counter was multiplexed).
-    pub scaled_runs: u32,
+    pub(crate) scaled_runs: u32,
 }
 
 impl Series {
     /// An empty series.
-    pub fn new(name: &str) -> Self {
+    pub(crate) fn new(name: &str) -> Self {
         Series {
             name: name.to_string(),
             values: Vec::new(),
@@ -57,27 +57,28 @@ impl Series {
     }
 
     /// The kind of counter.
-    pub fn kind(&self) -> Kind {
+    pub(crate) fn kind(&self) -> Kind {
         Kind::of(&self.name)
     }
 
     /// The counted values, in run order.
-    pub fn counted(&self) -> Vec<f64> {
+    pub(crate) fn counted(&self) -> Vec<f64> {
         self.values.iter().flatten().map(|&v| v as f64).collect()
     }
 
     /// Runs where the counter was not counted.
-    pub fn missed(&self) -> usize {
+    pub(crate) fn missed(&self) -> usize {
         self.values.iter().filter(|v| v.is_none()).count()
     }
 
     /// The summary of the counted values.
-    pub fn summary(&self) -> Option<Summary> {
-        Summary::of(&self.counted())
+    pub(crate) fn summary(&self) -> Option<Summary> {
+        let counted: Vec<u64> = self.values.iter().flatten().copied().collect();
+        Summary::of(&counted)
     }
 
     /// Run numbers (0-based, among all measured runs) of the statistical outliers.
-    pub fn outliers(&self) -> Vec<usize> {
+    pub(crate) fn outliers(&self) -> Vec<usize> {
         let runs: Vec<usize> = (0..self.values.len())
             .filter(|&i| self.values[i].is_some())
             .collect();
@@ -90,26 +91,30 @@ impl Series {
 
 /// One command and what was measured on it.
 #[derive(Clone, Debug, PartialEq, Default)]
-pub struct Bench {
+pub(crate) struct Bench {
     /// The command as the user wrote it (parameters substituted).
-    pub command: String,
+    pub(crate) command: String,
     /// What was executed.
-    pub argv: Vec<String>,
+    pub(crate) argv: Vec<String>,
     /// Parameter values of a scan (`-P`, `-L`), in order.
-    pub parameters: Vec<(String, String)>,
+    pub(crate) parameters: Vec<(String, String)>,
     /// Wall time first, then every counter in the order they were opened.
-    pub series: Vec<Series>,
+    pub(crate) series: Vec<Series>,
     /// Per measured run: the exit code (`None`: killed by a signal).
-    pub exit_codes: Vec<Option<i32>>,
+    pub(crate) exit_codes: Vec<Option<i32>>,
     /// Per measured run: user CPU time of the command and its waited-for children, in ns.
-    pub user_ns: Vec<u64>,
+    pub(crate) user_ns: Vec<u64>,
     /// Per measured run: system CPU time, in ns.
-    pub system_ns: Vec<u64>,
+    pub(crate) system_ns: Vec<u64>,
 }
 
 impl Bench {
     /// A benchmark with no runs yet.
-    pub fn new(command: String, argv: Vec<String>, parameters: Vec<(String, String)>) -> Self {
+    pub(crate) fn new(
+        command: String,
+        argv: Vec<String>,
+        parameters: Vec<(String, String)>,
+    ) -> Self {
         Bench {
             command,
             argv,
@@ -120,17 +125,17 @@ impl Bench {
     }
 
     /// Measured runs.
-    pub fn runs(&self) -> usize {
+    pub(crate) fn runs(&self) -> usize {
         self.exit_codes.len()
     }
 
     /// The series called `name`.
-    pub fn series(&self, name: &str) -> Option<&Series> {
+    pub(crate) fn series(&self, name: &str) -> Option<&Series> {
         self.series.iter().find(|s| s.name == name)
     }
 
     /// Records one run: its wall time, its counters (`(name, value, scaled)`) and CPU times.
-    pub fn record(
+    pub(crate) fn record(
         &mut self,
         wall_ns: u64,
         counts: &[(String, Option<u64>, bool)],
@@ -166,27 +171,27 @@ impl Bench {
 
     /// The command with its parameters, for display: `sleep 0.1` or `sleep {t}` (t = 0.1)
     /// is shown as the substituted command.
-    pub fn label(&self) -> String {
+    pub(crate) fn label(&self) -> String {
         self.command.clone()
     }
 }
 
 /// A whole `stat` run, as measured or as loaded from a saved file.
 #[derive(Clone, Debug, PartialEq, Default)]
-pub struct Saved {
+pub(crate) struct Saved {
     /// When the measurement started, in ms since the Unix epoch.
-    pub started_unix_ms: i64,
+    pub(crate) started_unix_ms: i64,
     /// Warm-up runs per command.
-    pub warmup: u32,
+    pub(crate) warmup: u32,
     /// Whether the commands' runs were interleaved (ABCABC…).
-    pub interleaved: bool,
+    pub(crate) interleaved: bool,
     /// The commands.
-    pub benches: Vec<Bench>,
+    pub(crate) benches: Vec<Bench>,
 }
 
 /// Where a comparison's baseline comes from.
 #[derive(Clone, Debug, PartialEq)]
-pub enum BaselineRef {
+pub(crate) enum BaselineRef {
     /// A command of this run (its index).
     Here(usize),
     /// A command of a saved run (`--baseline FILE`): the file and the command's index in it.
@@ -195,27 +200,27 @@ pub enum BaselineRef {
 
 /// One command against its baseline, on one counter.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Comparison {
+pub(crate) struct Comparison {
     /// The baseline.
-    pub baseline: BaselineRef,
+    pub(crate) baseline: BaselineRef,
     /// The baseline command's label.
-    pub baseline_label: String,
+    pub(crate) baseline_label: String,
     /// The compared command (index in this run).
-    pub command: usize,
+    pub(crate) command: usize,
     /// The counter.
-    pub counter: String,
+    pub(crate) counter: String,
     /// `mean(command) / mean(baseline)` with its bootstrap interval; `None` when the
     /// baseline's mean is 0 or a side has no value.
-    pub ratio: Option<Ratio>,
+    pub(crate) ratio: Option<Ratio>,
     /// The Mann–Whitney test of the baseline's values against the command's.
-    pub test: Option<MannWhitney>,
+    pub(crate) test: Option<MannWhitney>,
     /// Values on each side: the baseline's, the command's.
-    pub runs: (usize, usize),
+    pub(crate) runs: (usize, usize),
 }
 
 /// The verdict of a comparison.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Verdict {
+pub(crate) enum Verdict {
     /// Lower values (faster, fewer events), significantly.
     Lower,
     /// Higher values (slower, more events), significantly.
@@ -228,7 +233,7 @@ pub enum Verdict {
 
 impl Verdict {
     /// The exported name.
-    pub fn name(self, kind: Kind) -> &'static str {
+    pub(crate) fn name(self, kind: Kind) -> &'static str {
         match (self, kind) {
             (Verdict::Lower, Kind::Time) => "faster",
             (Verdict::Higher, Kind::Time) => "slower",
@@ -242,7 +247,7 @@ impl Verdict {
 
 impl Comparison {
     /// Compares `command` (in `benches`) with `base` on `counter`.
-    pub fn new(
+    pub(crate) fn new(
         baseline: BaselineRef,
         base: &Bench,
         command: usize,
@@ -264,7 +269,7 @@ impl Comparison {
 
     /// Whether the runs are too few for any difference to be significant: the smallest
     /// two-sided p-value of the test, 2 / C(n₁ + n₂, n₁), is not below α.
-    pub fn too_few_runs(&self) -> bool {
+    pub(crate) fn too_few_runs(&self) -> bool {
         let (n1, n2) = self.runs;
         let arrangements: f64 = (1..=n1.min(n2))
             .map(|i| (n1.max(n2) + i) as f64 / i as f64)
@@ -273,7 +278,7 @@ impl Comparison {
     }
 
     /// Significant: the Mann–Whitney p-value is below α and the interval excludes 1.
-    pub fn verdict(&self) -> Verdict {
+    pub(crate) fn verdict(&self) -> Verdict {
         let (Some(r), Some(t)) = (self.ratio, self.test) else {
             return Verdict::NotComparable;
         };
@@ -289,7 +294,7 @@ impl Comparison {
 
 /// Every comparison: each command of `here` against `baselines` (a saved run's commands,
 /// matched by command text, or its only command), or else against `here`'s first command.
-pub fn compare(here: &Saved, baselines: Option<(&str, &Saved)>) -> Vec<Comparison> {
+pub(crate) fn compare(here: &Saved, baselines: Option<(&str, &Saved)>) -> Vec<Comparison> {
     let mut out = Vec::new();
     for (i, bench) in here.benches.iter().enumerate() {
         let (bref, base) = match baselines {

@@ -12,64 +12,44 @@ use picollo_linux::event::EventSpec;
 
 use super::model::{Bench, Saved};
 use super::words::{show_command, split_command};
+use super::StatArgs;
 use crate::error::{CliError, Result};
 use crate::spawn::{self, ChildOutput};
 
 /// The separator between commands (GNU parallel's).
-pub const SEPARATOR: &str = ":::";
+pub(crate) const SEPARATOR: &str = ":::";
 /// Without `-r`, commands run for at least this long (hyperfine's default).
-pub const AUTO_TIME: Duration = Duration::from_secs(3);
-
-/// How to measure.
-#[derive(Clone, Debug)]
-pub struct RunOptions {
-    /// Measured runs per command; `None`: at least `min_runs` and [`AUTO_TIME`].
-    pub repeat: Option<u32>,
-    /// Lower bound of the automatic run count.
-    pub min_runs: u32,
-    /// Upper bound of the automatic run count.
-    pub max_runs: Option<u32>,
-    /// Warm-up runs per command.
-    pub warmup: u32,
-    /// ABCABC… rather than AAA…BBB…
-    pub interleave: bool,
-    /// Keep measuring when a command fails.
-    pub ignore_failure: bool,
-    /// The measured commands' stdout to stderr (else discarded).
-    pub show_output: bool,
-    /// Events without modifiers count the kernel too (perf stat's default where permitted).
-    pub kernel: bool,
-}
+pub(crate) const AUTO_TIME: Duration = Duration::from_secs(3);
 
 /// A command to benchmark, ready to run.
 #[derive(Clone, Debug)]
-pub struct Planned {
+pub(crate) struct Planned {
     /// As shown.
-    pub name: String,
+    pub(crate) name: String,
     /// What runs.
-    pub argv: Vec<OsString>,
+    pub(crate) argv: Vec<OsString>,
     /// Parameter values.
-    pub parameters: Vec<(String, String)>,
+    pub(crate) parameters: Vec<(String, String)>,
     /// Runs once before this command's first run.
-    pub setup: Option<Vec<OsString>>,
+    pub(crate) setup: Option<Vec<OsString>>,
     /// Runs before each of this command's runs (warm-up included), not measured.
-    pub prepare: Option<Vec<OsString>>,
+    pub(crate) prepare: Option<Vec<OsString>>,
     /// Runs once after this command's last run.
-    pub cleanup: Option<Vec<OsString>>,
+    pub(crate) cleanup: Option<Vec<OsString>>,
 }
 
 /// How command strings become argument vectors.
 #[derive(Clone, Debug)]
-pub struct Shell {
+pub(crate) struct Shell {
     /// The shell for command strings; `None` with `-N`: split, no shell.
-    pub shell: Option<String>,
+    pub(crate) shell: Option<String>,
 }
 
 impl Shell {
     /// The argv of a command given as words: one word with spaces or shell syntax is a
     /// command line for the shell (as hyperfine takes it), or split like a shell would with
     /// `-N`; several words are run as they are.
-    pub fn argv(&self, words: &[String]) -> Result<Vec<OsString>> {
+    pub(crate) fn argv(&self, words: &[String]) -> Result<Vec<OsString>> {
         match words {
             [one]
                 if one.contains(|c: char| {
@@ -78,29 +58,30 @@ impl Shell {
             {
                 match &self.shell {
                     Some(sh) => Ok(vec![sh.into(), "-c".into(), one.into()]),
-                    None => split_command(one),
+                    None => split_command(one, "the command"),
                 }
             }
             _ => Ok(words.iter().map(OsString::from).collect()),
         }
     }
 
-    /// The argv of a `--setup`/`--prepare`/`--cleanup` command line (always a line).
-    pub fn line(&self, line: &str) -> Result<Vec<OsString>> {
+    /// The argv of a `--setup`/`--prepare`/`--cleanup` command line (always a line; `flag`
+    /// names it in errors).
+    pub(crate) fn line(&self, line: &str, flag: &str) -> Result<Vec<OsString>> {
         match &self.shell {
             Some(sh) => Ok(vec![sh.into(), "-c".into(), line.into()]),
-            None => split_command(line),
+            None => split_command(line, flag),
         }
     }
 }
 
 /// A parameter and its values (`-P N 1 8`, `-L compiler gcc,clang`).
 #[derive(Clone, Debug, PartialEq)]
-pub struct Parameter {
+pub(crate) struct Parameter {
     /// The name, used as `{name}` in commands.
-    pub name: String,
+    pub(crate) name: String,
     /// The values, in order.
-    pub values: Vec<String>,
+    pub(crate) values: Vec<String>,
 }
 
 /// The values of `-P NAME MIN MAX` with step `-D` (integers, or decimals when any is).
@@ -108,7 +89,7 @@ pub struct Parameter {
 /// # Errors
 /// A bound or step that is not a number, a step that is not positive, or more than 100,000
 /// values.
-pub fn scan(name: &str, min: &str, max: &str, step: Option<&str>) -> Result<Parameter> {
+pub(crate) fn scan(name: &str, min: &str, max: &str, step: Option<&str>) -> Result<Parameter> {
     let num = |s: &str, what: &str| {
         s.parse::<f64>()
             .ok()
@@ -203,7 +184,7 @@ fn hook(list: &[String], i: usize, commands: usize, flag: &str) -> Result<Option
 /// # Errors
 /// An empty command, a bad `--vs`, hooks that do not match the commands.
 #[allow(clippy::too_many_arguments)]
-pub fn plan(
+pub(crate) fn plan(
     words: &[OsString],
     vs: Option<&str>,
     params: &[Parameter],
@@ -230,7 +211,7 @@ pub fn plan(
     }
     let mut vs_argv = None;
     if let Some(vs) = vs {
-        let argv = split_command(vs)?;
+        let argv = split_command(vs, "--vs")?;
         templates.push(
             argv.iter()
                 .map(|a| a.to_string_lossy().into_owned())
@@ -268,7 +249,8 @@ pub fn plan(
                 } else {
                     hook(list, i, total, flag)?
                 };
-                h.map(|l| shell.line(&substitute(&l, &combo))).transpose()
+                h.map(|l| shell.line(&substitute(&l, &combo), flag))
+                    .transpose()
             };
             Ok(Planned {
                 name,
@@ -287,7 +269,7 @@ pub fn plan(
 ///
 /// # Errors
 /// More names than commands.
-pub fn name(planned: &mut [Planned], names: &[String]) -> Result<()> {
+pub(crate) fn name(planned: &mut [Planned], names: &[String]) -> Result<()> {
     if names.len() > planned.len() {
         return Err(CliError::new(format!(
             "{} names (-n) for {} commands; give at most one per command",
@@ -411,13 +393,19 @@ fn children_times() -> (u64, u64) {
     (ns(ru.ru_utime), ns(ru.ru_stime))
 }
 
-/// Runs every planned command and returns the measurements; the first dropped-event notes
-/// and warnings go to standard error.
+/// Runs every planned command as `args` say and returns the measurements; the first
+/// dropped-event notes and warnings go to standard error. `kernel`: events without modifiers
+/// count the kernel too (perf stat's default where permitted).
 ///
 /// # Errors
-/// A command or hook that cannot run or fails (unless `ignore_failure`), counters that
+/// A command or hook that cannot run or fails (unless `--ignore-failure`), counters that
 /// cannot be opened.
-pub fn run(planned: &[Planned], events: &[EventSpec], o: &RunOptions) -> Result<Saved> {
+pub(crate) fn run(
+    planned: &[Planned],
+    events: &[EventSpec],
+    args: &StatArgs,
+    kernel: bool,
+) -> Result<Saved> {
     let started_unix_ms = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
@@ -434,118 +422,54 @@ pub fn run(planned: &[Planned], events: &[EventSpec], o: &RunOptions) -> Result<
             )
         })
         .collect();
-    let output = if o.show_output {
-        ChildOutput::ToStderr
-    } else {
-        ChildOutput::Discard
-    };
     let progress = Progress {
         on: std::io::stderr().is_terminal(),
         start: Instant::now(),
     };
     let mut state = RunState {
         events,
-        o,
-        output,
+        args,
+        kernel,
+        output: if args.show_output {
+            ChildOutput::ToStderr
+        } else {
+            ChildOutput::Discard
+        },
         progress: &progress,
         dropped_reported: false,
         done: 0,
     };
-    let k = planned.len() as u64;
-    let mut repeat = o.repeat;
-    // Per command: rounds to do; the run count is known after the first round when automatic.
-    let result = (|| -> Result<()> {
-        if o.interleave {
-            for p in planned {
-                if let Some(s) = &p.setup {
-                    run_hook(s, "--setup", o.show_output)?;
-                }
-            }
-            let mut round = 0u32;
-            loop {
-                let warm = round < o.warmup;
-                let measured_round = round.saturating_sub(o.warmup);
-                if let Some(r) = repeat {
-                    if !warm && measured_round >= r {
-                        break;
-                    }
-                }
-                let total = k * u64::from(o.warmup + repeat.unwrap_or(o.min_runs));
-                let t0 = Instant::now();
-                for (i, p) in planned.iter().enumerate() {
-                    state.one(p, &mut benches[i], warm, total, measured_round)?;
-                }
-                // The first measured round sets the automatic run count (warm-up rounds are
-                // the slow, cold ones).
-                if repeat.is_none() && round == o.warmup {
-                    repeat = Some(auto_runs(t0.elapsed(), k, o));
-                }
-                round += 1;
-            }
-            for p in planned {
-                if let Some(c) = &p.cleanup {
-                    run_hook(c, "--cleanup", o.show_output)?;
-                }
-            }
-        } else {
-            let mut total = 0u64;
-            for (i, p) in planned.iter().enumerate() {
-                if let Some(s) = &p.setup {
-                    run_hook(s, "--setup", o.show_output)?;
-                }
-                let mut this = o.repeat;
-                let mut round = 0u32;
-                loop {
-                    let warm = round < o.warmup;
-                    let measured = round.saturating_sub(o.warmup);
-                    if let Some(r) = this {
-                        if !warm && measured >= r {
-                            break;
-                        }
-                    }
-                    let guess =
-                        total + u64::from(o.warmup + this.unwrap_or(o.min_runs)) * (k - i as u64);
-                    let t0 = Instant::now();
-                    state.one(p, &mut benches[i], warm, guess, measured)?;
-                    if this.is_none() && round == o.warmup {
-                        this = Some(auto_runs(t0.elapsed(), 1, o));
-                    }
-                    round += 1;
-                }
-                total += u64::from(o.warmup + this.unwrap_or(0));
-                if let Some(c) = &p.cleanup {
-                    run_hook(c, "--cleanup", o.show_output)?;
-                }
-            }
-        }
-        Ok(())
-    })();
+    let result = if args.no_interleave {
+        state.blocks(planned, &mut benches)
+    } else {
+        state.interleaved(planned, &mut benches)
+    };
     progress.clear();
     result?;
     Ok(Saved {
         started_unix_ms,
-        warmup: o.warmup,
-        interleaved: o.interleave,
+        warmup: args.warmup,
+        interleaved: !args.no_interleave,
         benches,
     })
 }
 
 /// The automatic run count: enough runs for each of the `k` commands of a round taking
-/// `round` to fill [`AUTO_TIME`],
-/// within `--min-runs` and `--max-runs`.
-fn auto_runs(round: Duration, k: u64, o: &RunOptions) -> u32 {
+/// `round` to fill [`AUTO_TIME`], within `--min-runs` and `--max-runs`.
+fn auto_runs(round: Duration, k: u64, min_runs: u32, max_runs: Option<u32>) -> u32 {
     let secs = (round.as_secs_f64() / k.max(1) as f64).max(1e-6);
     let want = (AUTO_TIME.as_secs_f64() / secs)
         .ceil()
         .min(f64::from(u32::MAX)) as u32;
-    let want = want.max(o.min_runs);
-    o.max_runs.map_or(want, |m| want.min(m)).max(1)
+    let want = want.max(min_runs);
+    max_runs.map_or(want, |m| want.min(m)).max(1)
 }
 
 /// What every run needs.
 struct RunState<'a> {
     events: &'a [EventSpec],
-    o: &'a RunOptions,
+    args: &'a StatArgs,
+    kernel: bool,
     output: ChildOutput,
     progress: &'a Progress,
     dropped_reported: bool,
@@ -553,6 +477,79 @@ struct RunState<'a> {
 }
 
 impl RunState<'_> {
+    /// Every command's runs in interleaved rounds (ABCABC…), warm-up rounds first; without
+    /// `-r`, the first measured round sets the run count.
+    fn interleaved(&mut self, planned: &[Planned], benches: &mut [Bench]) -> Result<()> {
+        let a = self.args;
+        for p in planned {
+            if let Some(s) = &p.setup {
+                run_hook(s, "--setup", a.show_output)?;
+            }
+        }
+        let k = planned.len() as u64;
+        let mut repeat = a.repeat;
+        let mut round = 0u32;
+        loop {
+            let warm = round < a.warmup;
+            let measured_round = round.saturating_sub(a.warmup);
+            if repeat.is_some_and(|r| !warm && measured_round >= r) {
+                break;
+            }
+            let total = k * u64::from(a.warmup + repeat.unwrap_or(a.min_runs));
+            let t0 = Instant::now();
+            for (p, bench) in planned.iter().zip(benches.iter_mut()) {
+                self.one(p, bench, warm, total, measured_round)?;
+            }
+            // The first measured round sets the automatic run count (warm-up rounds are
+            // the slow, cold ones).
+            if repeat.is_none() && round == a.warmup {
+                repeat = Some(auto_runs(t0.elapsed(), k, a.min_runs, a.max_runs));
+            }
+            round += 1;
+        }
+        for p in planned {
+            if let Some(c) = &p.cleanup {
+                run_hook(c, "--cleanup", a.show_output)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Each command's runs in one block (AAA…BBB…), with its own setup, warm-up, run count
+    /// and cleanup.
+    fn blocks(&mut self, planned: &[Planned], benches: &mut [Bench]) -> Result<()> {
+        let a = self.args;
+        let k = planned.len() as u64;
+        let mut total = 0u64;
+        for (i, (p, bench)) in planned.iter().zip(benches.iter_mut()).enumerate() {
+            if let Some(s) = &p.setup {
+                run_hook(s, "--setup", a.show_output)?;
+            }
+            let mut this = a.repeat;
+            let mut round = 0u32;
+            loop {
+                let warm = round < a.warmup;
+                let measured = round.saturating_sub(a.warmup);
+                if this.is_some_and(|r| !warm && measured >= r) {
+                    break;
+                }
+                let guess =
+                    total + u64::from(a.warmup + this.unwrap_or(a.min_runs)) * (k - i as u64);
+                let t0 = Instant::now();
+                self.one(p, bench, warm, guess, measured)?;
+                if this.is_none() && round == a.warmup {
+                    this = Some(auto_runs(t0.elapsed(), 1, a.min_runs, a.max_runs));
+                }
+                round += 1;
+            }
+            total += u64::from(a.warmup + this.unwrap_or(0));
+            if let Some(c) = &p.cleanup {
+                run_hook(c, "--cleanup", a.show_output)?;
+            }
+        }
+        Ok(())
+    }
+
     /// One run of `p` (prepare, then the measured run), recorded unless warm-up.
     fn one(
         &mut self,
@@ -569,10 +566,10 @@ impl RunState<'_> {
         );
         self.done += 1;
         if let Some(prep) = &p.prepare {
-            run_hook(prep, "--prepare", self.o.show_output)?;
+            run_hook(prep, "--prepare", self.args.show_output)?;
         }
         let (u0, s0) = children_times();
-        let run = spawn::run(&p.argv, self.events, self.o.kernel, self.output)?;
+        let run = spawn::run(&p.argv, self.events, self.kernel, self.output)?;
         let (u1, s1) = children_times();
         if !self.dropped_reported {
             for d in &run.dropped {
@@ -585,7 +582,7 @@ impl RunState<'_> {
             }
             self.dropped_reported = true;
         }
-        if !run.status.success() && !self.o.ignore_failure {
+        if !run.status.success() && !self.args.ignore_failure {
             self.progress.clear();
             return Err(CliError::new(format!(
                 "`{}` failed ({}) on {} run {}; fix the command, or pass --ignore-failure (-i) \
@@ -628,25 +625,15 @@ mod tests {
 
     #[test]
     fn automatic_run_count() {
-        let o = RunOptions {
-            repeat: None,
-            min_runs: 10,
-            max_runs: None,
-            warmup: 0,
-            interleave: true,
-            ignore_failure: false,
-            show_output: false,
-            kernel: false,
-        };
         // 3 s of a 10 ms command; two commands in a 20 ms round are 10 ms each.
-        assert_eq!(auto_runs(Duration::from_millis(10), 1, &o), 300);
-        assert_eq!(auto_runs(Duration::from_millis(20), 2, &o), 300);
-        assert_eq!(auto_runs(Duration::from_secs(2), 1, &o), 10, "--min-runs");
-        let capped = RunOptions {
-            max_runs: Some(50),
-            ..o
-        };
-        assert_eq!(auto_runs(Duration::from_millis(1), 1, &capped), 50);
+        assert_eq!(auto_runs(Duration::from_millis(10), 1, 10, None), 300);
+        assert_eq!(auto_runs(Duration::from_millis(20), 2, 10, None), 300);
+        assert_eq!(
+            auto_runs(Duration::from_secs(2), 1, 10, None),
+            10,
+            "--min-runs"
+        );
+        assert_eq!(auto_runs(Duration::from_millis(1), 1, 10, Some(50)), 50);
     }
 
     #[test]

@@ -4,8 +4,12 @@
 //! Everything here is plain `f64` arithmetic on the per-run values, written to match the
 //! reference implementations it is tested against (`picollo-cli/tests/stat_reference.py`):
 //!
-//! - quantiles and the bootstrap percentiles interpolate linearly between order statistics
-//!   (NumPy's default `linear` method);
+//! - the median and percentiles of the runs are run values, by Picollo's one rank rule
+//!   ([`rank_count`]: the ⌈p/100 · n⌉-th smallest of n, as HdrHistogram): an integer count
+//!   stays an integer;
+//! - the bootstrap's interval bounds interpolate linearly between the sorted resampled ratios
+//!   (NumPy's default `linear` method), as does the median inside the outlier test
+//!   (hyperfine's);
 //! - the bootstrap draws with SplitMix64 from a fixed seed, indices by multiply-shift
 //!   (`(x · n) >> 64`), `A`'s resample before `B`'s in each of [`RESAMPLES`] rounds;
 //! - Mann–Whitney U follows `scipy.stats.mannwhitneyu` (two-sided, `method='auto'`): the exact
@@ -14,60 +18,70 @@
 //! - outliers are hyperfine's: a modified Z-score (`0.6745 · |x − median| / MAD`) above
 //!   [`OUTLIER_Z`].
 
-/// Bootstrap resamples per interval.
-pub const RESAMPLES: usize = 10_000;
-/// The bootstrap's seed: the same data gives the same interval on every run and machine.
-pub const SEED: u64 = 0x5eed_0000_0000_0020;
-/// The confidence level of the intervals.
-pub const CONFIDENCE: f64 = 0.95;
-/// The significance level of the Mann–Whitney test.
-pub const ALPHA: f64 = 0.05;
-/// A modified Z-score above this marks an outlier (hyperfine's threshold).
-pub const OUTLIER_Z: f64 = 14.0;
+use picollo_core::read::rank_count;
 
-/// The figures printed for one counter of one command.
+/// Bootstrap resamples per interval.
+pub(crate) const RESAMPLES: usize = 10_000;
+/// The bootstrap's seed: the same data gives the same interval on every run and machine.
+pub(crate) const SEED: u64 = 0x5eed_0000_0000_0020;
+/// The confidence level of the intervals.
+pub(crate) const CONFIDENCE: f64 = 0.95;
+/// The significance level of the Mann–Whitney test.
+pub(crate) const ALPHA: f64 = 0.05;
+/// A modified Z-score above this marks an outlier (hyperfine's threshold).
+pub(crate) const OUTLIER_Z: f64 = 14.0;
+
+/// The figures printed for one counter of one command. The median, range and percentiles
+/// are values of the runs ([`value_at`]).
 #[derive(Clone, Debug, PartialEq)]
-pub struct Summary {
+pub(crate) struct Summary {
     /// Values (runs where the counter was counted).
-    pub n: usize,
+    pub(crate) n: usize,
     /// Arithmetic mean.
-    pub mean: f64,
+    pub(crate) mean: f64,
     /// Sample standard deviation (n − 1); 0 for one value.
-    pub stddev: f64,
-    /// Median (linear interpolation).
-    pub median: f64,
+    pub(crate) stddev: f64,
+    /// Median: the value at rank 50.
+    pub(crate) median: u64,
     /// Smallest value.
-    pub min: f64,
+    pub(crate) min: u64,
     /// Largest value.
-    pub max: f64,
+    pub(crate) max: u64,
     /// 90th percentile, when there are at least 10 values.
-    pub p90: Option<f64>,
+    pub(crate) p90: Option<u64>,
     /// 99th percentile, when there are at least 100 values.
-    pub p99: Option<f64>,
+    pub(crate) p99: Option<u64>,
 }
 
 /// The smallest number of values that resolves percentile `p` (in %): `1 / (1 − p)`, so
 /// that the rank is not the maximum by default.
-pub fn runs_for(p: f64) -> usize {
+pub(crate) fn runs_for(p: f64) -> usize {
     (100.0 / (100.0 - p)).round() as usize
+}
+
+/// The value at percentile `rank` of sorted, non-empty `s`: the [`rank_count`]-th smallest
+/// (Picollo's rank rule, as the histograms of `--table`, `--hlog` and `--hgrm` use it).
+pub(crate) fn value_at(s: &[u64], rank: f64) -> u64 {
+    let count = rank_count(rank, s.len() as u64);
+    s[usize::try_from(count).map_or(s.len(), |c| c.min(s.len())) - 1]
 }
 
 impl Summary {
     /// The summary of `values`; `None` when empty.
-    pub fn of(values: &[f64]) -> Option<Summary> {
+    pub(crate) fn of(values: &[u64]) -> Option<Summary> {
         if values.is_empty() {
             return None;
         }
         let mut sorted = values.to_vec();
-        sorted.sort_by(f64::total_cmp);
+        sorted.sort_unstable();
         let n = sorted.len();
-        let m = mean(values);
-        let q = |p: f64| (n >= runs_for(p)).then(|| quantile_sorted(&sorted, p / 100.0));
+        let floats: Vec<f64> = values.iter().map(|&v| v as f64).collect();
+        let q = |p: f64| (n >= runs_for(p)).then(|| value_at(&sorted, p));
         Some(Summary {
             n,
-            mean: m,
-            stddev: stddev(values),
-            median: quantile_sorted(&sorted, 0.5),
+            mean: mean(&floats),
+            stddev: stddev(&floats),
+            median: value_at(&sorted, 50.0),
             min: sorted[0],
             max: sorted[n - 1],
             p90: q(90.0),
@@ -77,12 +91,12 @@ impl Summary {
 }
 
 /// The mean of `v` (NaN when empty).
-pub fn mean(v: &[f64]) -> f64 {
+pub(crate) fn mean(v: &[f64]) -> f64 {
     v.iter().sum::<f64>() / v.len() as f64
 }
 
 /// The sample standard deviation of `v` (0 for fewer than two values).
-pub fn stddev(v: &[f64]) -> f64 {
+pub(crate) fn stddev(v: &[f64]) -> f64 {
     if v.len() < 2 {
         return 0.0;
     }
@@ -92,7 +106,7 @@ pub fn stddev(v: &[f64]) -> f64 {
 }
 
 /// Quantile `q` (0 to 1) of sorted, non-empty `s`, interpolated linearly (NumPy's default).
-pub fn quantile_sorted(s: &[f64], q: f64) -> f64 {
+pub(crate) fn quantile_sorted(s: &[f64], q: f64) -> f64 {
     let h = (s.len() - 1) as f64 * q.clamp(0.0, 1.0);
     let lo = h.floor() as usize;
     let hi = (lo + 1).min(s.len() - 1);
@@ -101,16 +115,16 @@ pub fn quantile_sorted(s: &[f64], q: f64) -> f64 {
 
 /// SplitMix64: tiny, fast, and easy to reproduce in the Python reference.
 #[derive(Clone, Debug)]
-pub struct SplitMix64(u64);
+pub(crate) struct SplitMix64(u64);
 
 impl SplitMix64 {
     /// A generator from `seed`.
-    pub fn new(seed: u64) -> Self {
+    pub(crate) fn new(seed: u64) -> Self {
         SplitMix64(seed)
     }
 
     /// The next 64 random bits.
-    pub fn next_u64(&mut self) -> u64 {
+    pub(crate) fn next_u64(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
@@ -119,26 +133,26 @@ impl SplitMix64 {
     }
 
     /// An index below `n` (multiply-shift; the bias is below 2⁻⁵⁰ for any run count).
-    pub fn below(&mut self, n: usize) -> usize {
+    pub(crate) fn below(&mut self, n: usize) -> usize {
         ((u128::from(self.next_u64()) * n as u128) >> 64) as usize
     }
 }
 
 /// The ratio of means `mean(b) / mean(a)` with its bootstrap confidence interval.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Ratio {
+pub(crate) struct Ratio {
     /// `mean(b) / mean(a)`.
-    pub ratio: f64,
+    pub(crate) ratio: f64,
     /// Lower bound of the [`CONFIDENCE`] interval.
-    pub low: f64,
+    pub(crate) low: f64,
     /// Upper bound.
-    pub high: f64,
+    pub(crate) high: f64,
 }
 
 /// The ratio of means of `b` to `a` with a percentile-bootstrap interval ([`RESAMPLES`]
 /// resamples of each, seeded with [`SEED`]). `None` when a side is empty or `a`'s mean is
 /// not positive (no ratio to speak of).
-pub fn ratio_of_means(a: &[f64], b: &[f64]) -> Option<Ratio> {
+pub(crate) fn ratio_of_means(a: &[f64], b: &[f64]) -> Option<Ratio> {
     if a.is_empty() || b.is_empty() {
         return None;
     }
@@ -168,7 +182,7 @@ pub fn ratio_of_means(a: &[f64], b: &[f64]) -> Option<Ratio> {
 
 /// How the Mann–Whitney p-value was computed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum MwMethod {
+pub(crate) enum MwMethod {
     /// The exact distribution of U (small samples without ties).
     Exact,
     /// The normal approximation with tie and continuity corrections.
@@ -177,7 +191,7 @@ pub enum MwMethod {
 
 impl MwMethod {
     /// The name SciPy gives it.
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             MwMethod::Exact => "exact",
             MwMethod::Asymptotic => "asymptotic",
@@ -187,13 +201,13 @@ impl MwMethod {
 
 /// A two-sided Mann–Whitney U test.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct MannWhitney {
+pub(crate) struct MannWhitney {
     /// U of the first sample (SciPy's `statistic`).
-    pub u: f64,
+    pub(crate) u: f64,
     /// The two-sided p-value.
-    pub p: f64,
+    pub(crate) p: f64,
     /// How `p` was computed.
-    pub method: MwMethod,
+    pub(crate) method: MwMethod,
 }
 
 /// Ranks of `all` (1-based, ties get their average rank), and the tie-group sizes.
@@ -220,7 +234,7 @@ fn ranks(all: &[f64]) -> (Vec<f64>, Vec<usize>) {
 
 /// The two-sided Mann–Whitney U test of `x` against `y`, as `scipy.stats.mannwhitneyu(x, y)`
 /// computes it. `None` when a sample is empty.
-pub fn mann_whitney(x: &[f64], y: &[f64]) -> Option<MannWhitney> {
+pub(crate) fn mann_whitney(x: &[f64], y: &[f64]) -> Option<MannWhitney> {
     let (n1, n2) = (x.len(), y.len());
     if n1 == 0 || n2 == 0 {
         return None;
@@ -280,13 +294,13 @@ fn exact_sf(u: usize, n1: usize, n2: usize) -> f64 {
 }
 
 /// The upper tail of the standard normal distribution, `P(Z > z)`, to about 1e-15 relative.
-pub fn normal_sf(z: f64) -> f64 {
+pub(crate) fn normal_sf(z: f64) -> f64 {
     0.5 * erfc(z / core::f64::consts::SQRT_2)
 }
 
 /// The complementary error function: a series below 2.5 (positive terms, no cancellation),
 /// a continued fraction above; `erfc(−x) = 2 − erfc(x)`.
-pub fn erfc(x: f64) -> f64 {
+pub(crate) fn erfc(x: f64) -> f64 {
     if x.is_nan() {
         return f64::NAN;
     }
@@ -335,7 +349,7 @@ pub fn erfc(x: f64) -> f64 {
 
 /// Indices of the outliers of `v`: modified Z-score above [`OUTLIER_Z`]. None when the
 /// median absolute deviation is 0 (most values equal: nothing stands out statistically).
-pub fn outliers(v: &[f64]) -> Vec<usize> {
+pub(crate) fn outliers(v: &[f64]) -> Vec<usize> {
     if v.len() < 3 {
         return Vec::new();
     }
@@ -358,19 +372,19 @@ mod tests {
     use super::*;
 
     #[test]
-    fn summaries_interpolate_like_numpy() {
-        let s = Summary::of(&[4.0, 1.0, 3.0, 2.0]).unwrap();
-        assert_eq!(
-            (s.n, s.mean, s.median, s.min, s.max),
-            (4, 2.5, 2.5, 1.0, 4.0)
-        );
+    fn summaries_take_run_values_by_the_rank_rule() {
+        let s = Summary::of(&[4, 1, 3, 2]).unwrap();
+        assert_eq!((s.n, s.mean, s.median, s.min, s.max), (4, 2.5, 2, 1, 4));
         assert!((s.stddev - 1.290_994_448_735_805_6).abs() < 1e-15);
         assert_eq!((s.p90, s.p99), (None, None));
-        let v: Vec<f64> = (1..=100).map(f64::from).collect();
+        // ⌈p/100 · n⌉-th smallest: the 90th and 99th of 1..=100, the 50th and 90th of 1..=12.
+        let v: Vec<u64> = (1..=100).collect();
         let s = Summary::of(&v).unwrap();
-        // numpy.percentile(range(1, 101), [90, 99]) = 90.1, 99.01
-        assert!((s.p90.unwrap() - 90.1).abs() < 1e-9);
-        assert!((s.p99.unwrap() - 99.01).abs() < 1e-9);
+        assert_eq!((s.median, s.p90, s.p99), (50, Some(90), Some(99)));
+        let v: Vec<u64> = (1..=12).rev().collect();
+        let s = Summary::of(&v).unwrap();
+        assert_eq!((s.median, s.p90, s.p99), (6, Some(11), None));
+        assert_eq!(value_at(&[7], 50.0), 7);
         assert!(Summary::of(&[]).is_none());
         assert_eq!((runs_for(90.0), runs_for(99.0)), (10, 100));
     }

@@ -1,6 +1,7 @@
 //! [`ReadExt`]: percentiles, statistics and iterators for every [`HistogramRead`], written once
 //! over it (blocking and wait-free variants).
 
+use super::at_value::{at_or_below_of, count_between_of, share};
 use super::buckets::{BucketPercentiles, Buckets};
 use super::consistent::{consistent, try_consistent};
 use super::error::{PercentileError, ResetInProgress};
@@ -142,9 +143,11 @@ pub trait ReadExt: HistogramRead {
     }
 
     /// Many percentiles at once with fixed-point [`Rank`]s, in integer arithmetic only: the
-    /// firmware path (no `f64`, a small stack frame). Same walk, same rank rule
-    /// ([`rank_count`](super::rank_count)) and same answers as [`ReadExt::percentiles`] given the
-    /// same ranks and selection.
+    /// firmware path (no `f64`, a small stack frame). Same walk as [`ReadExt::percentiles`], and
+    /// the same answers given the same ranks and selection at every total below the bound of
+    /// [`Rank::count_of`] (1.8 million values at 7 decimals, more with fewer); above it this path
+    /// asks for the exact ceiling where Java's `f64` rule ([`rank_count`](super::rank_count))
+    /// can ask for one value fewer.
     ///
     /// ```
     /// use picollo_core::prelude::*;
@@ -208,14 +211,30 @@ pub trait ReadExt: HistogramRead {
         BucketPercentiles::new(self, true, selection)
     }
 
-    /// HdrHistogram's linear iteration: one step per `step` value units, until the step that
-    /// holds the highest recorded value. `None` when `step` is 0.
+    /// HdrHistogram's linear iteration: one step per `step` value units, through the step that
+    /// holds the highest recorded value and on while the next step stays in the bucket the last
+    /// one ended in (HdrHistogram's rule, step for step). `None` when `step` is 0.
+    ///
+    /// ```
+    /// use picollo_core::prelude::*;
+    /// let mut h = Histogram::<[u32; storage_len(Layout::DEFAULT, 0, 10_000)]>::new(
+    ///     Layout::DEFAULT, 0, 10_000);
+    /// h.record(1);
+    /// h.record(4100); // bucket [4096, 4103]
+    /// let steps: Vec<_> = h.linear(1000).unwrap().collect();
+    /// // 999, 1999, ..., 4999: the step to 4999 holds 4100.
+    /// assert_eq!(steps.len(), 5);
+    /// assert_eq!(steps[0].count_added_in_this_step, 1);
+    /// assert_eq!(steps[4].count_added_in_this_step, 1);
+    /// assert_eq!(steps[4].total_count_to_value, 2);
+    /// ```
     fn linear(&self, step: u64) -> Option<crate::iter::Linear<'_, Self>> {
         crate::iter::Linear::new(self, step)
     }
 
     /// HdrHistogram's logarithmic iteration: the first step ends at `first`, each later step is
-    /// `base` times longer. `None` when `first` is 0 or `base` is not a finite number above 1.
+    /// `base` times longer; it ends as [`ReadExt::linear`] does. `None` when `first` is 0 or
+    /// `base` is not a finite number above 1.
     fn logarithmic(&self, first: u64, base: f64) -> Option<crate::iter::Logarithmic<'_, Self>> {
         crate::iter::Logarithmic::new(self, first, base)
     }
@@ -227,6 +246,74 @@ pub trait ReadExt: HistogramRead {
         ticks_per_half_distance: u32,
     ) -> Option<crate::iter::PercentileTicks<'_, Self>> {
         crate::iter::PercentileTicks::new(self, ticks_per_half_distance)
+    }
+
+    /// Values whose bucket lies within `lowest_equivalent(lo)..=highest_equivalent(hi)`:
+    /// HdrHistogram's `getCountBetweenValues(lo, hi)`, the `hdrhistogram` crate's
+    /// `count_between`. Counts the values inside the window, as percentiles do (underflow and
+    /// overflow are left out); 0 when `lo > hi`. Blocking while a reset is in progress.
+    ///
+    /// ```
+    /// use picollo_core::prelude::*;
+    /// let mut h = Histogram::<[u32; storage_len(Layout::DEFAULT, 0, 1_000_000)]>::new(
+    ///     Layout::DEFAULT, 0, 1_000_000);
+    /// for ms in [1, 2, 5, 120, 180, 450] {
+    ///     h.record(ms * 1000); // µs
+    /// }
+    /// // Requests between 100 and 200 ms:
+    /// assert_eq!(h.count_between(100_000, 200_000), 2);
+    /// // 180,000 is in the bucket [179,968, 180,223]: asking from 180,100 still counts it.
+    /// assert_eq!(h.count_between(180_100, 200_000), 1);
+    /// ```
+    fn count_between(&self, lo: u64, hi: u64) -> u64 {
+        consistent(self, |h| count_between_of(h, lo, hi))
+    }
+
+    /// Values in the bucket holding `value`: HdrHistogram's `getCountAtValue(value)`, the
+    /// crate's `count_at(value)` (here [`HistogramRead::count_at`] takes a storage index).
+    /// 0 for a value outside the window (Java clamps it to its last bucket). Blocking while a
+    /// reset is in progress.
+    ///
+    /// ```
+    /// use picollo_core::prelude::*;
+    /// let mut h = Histogram::<[u32; storage_len(Layout::DEFAULT, 0, 100_000)]>::new(
+    ///     Layout::DEFAULT, 0, 100_000);
+    /// h.record_n(10_007, 3); // bucket [10,000, 10,015]
+    /// assert_eq!((h.count_at_value(10_000), h.count_at_value(10_016)), (3, 0));
+    /// ```
+    fn count_at_value(&self, value: u64) -> u64 {
+        self.count_between(value, value)
+    }
+
+    /// Values at or below `value`'s bucket (up to `highest_equivalent(value)`), inside the
+    /// window. The count behind [`ReadExt::percentile_at_or_below`]. Blocking while a reset is
+    /// in progress.
+    fn count_at_or_below(&self, value: u64) -> u64 {
+        consistent(self, |h| at_or_below_of(h, value).0)
+    }
+
+    /// The percentile rank of `value`: the share of the values, in percent, at or below
+    /// `value`'s bucket. HdrHistogram's `getPercentileAtOrBelowValue(value)`, computed as Java
+    /// computes it, `100 · count / total` in `f64` (the crate's `percentile_below` computes
+    /// `count / total · 100`, which can differ in the last bit); 100 when empty, as in both
+    /// peers. Shares of the values inside the window, as percentiles are. Blocking while a
+    /// reset is in progress.
+    ///
+    /// "What share of requests finished within our 200 ms SLO?"
+    ///
+    /// ```
+    /// use picollo_core::prelude::*;
+    /// let mut h = Histogram::<[u32; storage_len(Layout::DEFAULT, 0, 10_000_000)]>::new(
+    ///     Layout::DEFAULT, 0, 10_000_000);
+    /// for ms in 1..=1000u64 {
+    ///     h.record(ms * 1000); // µs
+    /// }
+    /// assert_eq!(h.percentile_at_or_below(200_000), 20.0);
+    /// assert_eq!(h.count_at_or_below(200_000), 200);
+    /// ```
+    fn percentile_at_or_below(&self, value: u64) -> f64 {
+        let (count, total) = consistent(self, |h| at_or_below_of(h, value));
+        share(count, total)
     }
 
     /// As [`ReadExt::total`], **wait-free**: [`ResetInProgress`] instead of waiting for a

@@ -1,5 +1,5 @@
-//! The rank rule: which count a percentile rank asks for ([`rank_count`]), for `f64` ranks and
-//! for the fixed-point [`Rank`] of targets without floating point.
+//! The rank rule: which count a percentile rank asks for ([`rank_count`], HdrHistogram Java's
+//! count for `f64` ranks), and the fixed-point [`Rank`] of targets without floating point.
 
 use super::error::PercentileError;
 use core::fmt;
@@ -14,89 +14,84 @@ pub fn check_rank(rank: f64) -> Result<f64, PercentileError> {
     }
 }
 
-/// The count a rank asks for among `total` values: Picollo's one rank rule, shared by every
-/// percentile path (`f64` and fixed-point ranks, [`Rank::count_of`], `HdrCounts`, summaries,
+/// The count a rank asks for among `total` values: Picollo's one rank rule for `f64` ranks,
+/// shared by every `f64` percentile path (`percentile`, `percentiles`, `HdrCounts`, summaries,
 /// `stat`, `report` and `diff`).
 ///
-/// The rank is read as the decimal it was written as: the one with the fewest decimals (at
-/// most 13) that parses back to the same `f64`, which is what `{}` prints (`99.9`, not the
-/// binary `99.900000000000005684…`). The count is `ceil(decimal / 100 · total)` computed
-/// exactly in integers, then kept within `1..=total` (1 when `total` is 0). No floating-point
-/// product decides a count, so `p99.9` of 20,000 values asks for the 19,980th, as HdrHistogram
-/// Java's `getValueAtPercentile(99.9)` and the `hdrhistogram` crate's
-/// `value_at_quantile(0.999)` do. (The crate's `value_at_percentile(99.9)` computes
-/// `99.9 / 100.0 · total` in `f64` and asks for the 19,981st.) A rank with no such decimal
-/// (more than 13 decimals, as in `100 · (1 - 2^-40)`) is taken at its exact binary value.
-/// `rank` must be within `0..=100` ([`check_rank`]); NaN asks for 1.
+/// It is HdrHistogram Java's `getValueAtPercentile` count (2.1.10 and later), computed the way
+/// Java computes it, so that it is Java's count for every `f64` rank and every total: the rank
+/// lowered by one ulp (Java's `Math.nextAfter(p, -∞)`, so that the binary value of a decimal
+/// such as `99.9`, `99.900000000000005684…`, does not ask for one value more than the decimal
+/// does), clamped to `0..=100`, then `ceil(p · total / 100)` in `f64` (the product first, then
+/// the division, as Java writes it), at least 1. So `p99.9` of 20,000 values asks for the
+/// 19,980th, as Java's `getValueAtPercentile(99.9)` and the `hdrhistogram` crate's
+/// `value_at_quantile(0.999)` do (the crate's `value_at_percentile(99.9)` computes
+/// `99.9 / 100.0 · total` and asks for the 19,981st), and `p50.00000000000001` of two values
+/// asks for the first, as in Java.
+///
+/// Where this differs from Java, and why: above 2^53 values Java's `f64` total is rounded, so
+/// its count can pass the total (Java then walks off its counts array and reports 0) or miss
+/// the last value at 100 %; Picollo keeps the count within `1..=total` (1 when `total` is 0)
+/// and asks for the last value at 100 % and above. NaN asks for 1, as in Java. The
+/// integer path ([`Rank::count_of`]) computes the exact ceiling instead, which is this count
+/// wherever Java's `f64` rounding is exact enough (see there).
 ///
 /// ```
 /// use picollo_core::read::rank_count;
 /// assert_eq!(rank_count(99.9, 20_000), 19_980);
 /// assert_eq!(rank_count(50.0, 1001), 501);
 /// assert_eq!(rank_count(0.0, 10), 1);
+/// assert_eq!(rank_count(50.000_000_000_000_01, 2), 1); // Java's getValueAtPercentile: 1
+/// assert_eq!(rank_count(50.000_000_000_000_1, 2), 2); // and 2
 /// assert_eq!(rank_count(100.0, u64::MAX), u64::MAX);
 /// assert_eq!(rank_count(99.999_999_999, 1_000_000_000_000), 999_999_999_990);
 /// ```
 #[inline]
 pub fn rank_count(rank: f64, total: u64) -> u64 {
-    if rank.is_nan() || rank <= 0.0 || total == 0 {
-        return 1;
-    }
     if rank >= 100.0 {
-        return total;
+        // Java's count for every total it can count exactly (below 2^53); past that its `f64`
+        // total is rounded, and 100 % stays the last value here.
+        return total.max(1);
     }
-    let count = match written_decimal(rank) {
-        // At most 7 decimals (every rank people write): a whole number of billionths, which
-        // `Rank::count_of` computes in 32-bit operations (no 128-bit division helper).
-        Some((parts, 7)) => return Rank(parts as u32).count_of(total),
-        // n < 10^15 and total < 2^64: the product fits in u128.
-        Some((n, decimals)) => (n as u128 * total as u128).div_ceil(10u128.pow(decimals + 2)),
-        None => {
-            // The exact binary value m · 2^-shift (rank is normal or subnormal, below 100).
-            let bits = rank.to_bits();
-            let exp = ((bits >> 52) & 0x7FF) as i32;
-            let (m, shift) = if exp == 0 {
-                (bits & ((1 << 52) - 1), 1074)
-            } else {
-                ((bits & ((1 << 52) - 1)) | (1 << 52), 1075 - exp)
-            };
-            // m < 2^53 and total < 2^64: the product is below 2^117 < 100 · 2^121.
-            match u32::try_from(shift).ok().filter(|&s| s <= 120) {
-                Some(s) => (m as u128 * total as u128).div_ceil(100u128 << s),
-                None => 1,
-            }
-        }
+    // Java: min(max(nextAfter(p, -inf), 0), 100); NaN stays NaN and asks for 1 below.
+    let lowered = next_down(rank);
+    let requested = if lowered.is_nan() {
+        lowered
+    } else {
+        lowered.clamp(0.0, 100.0)
     };
-    count.clamp(1, total as u128) as u64
+    let fractional = (requested * total as f64) / 100.0;
+    ceil_to_u64(fractional).clamp(1, total.max(1))
 }
 
-/// The decimal `n / 10^decimals` with the fewest decimals (at most 13) that reads back as
-/// `rank` (finite, within `(0, 100)`), or `None`; with at most 7 decimals it is given as
-/// `(billionths of 100 %, 7)`, trailing zeros kept.
-///
-/// Below 100 an `f64`'s rounding interval is narrower than 10^-13, so it holds at most one
-/// multiple of 10^-k for each `k <= 13`: the first `k` found gives the shortest decimal, the
-/// one `{}` prints. `n as f64 / 10^k` is correctly rounded (`n < 2^53`, `10^k` exact), so it
-/// equals `rank` exactly when the decimal parses back to `rank`. Every rank people write has
-/// at most 7 decimals, and is found with one multiplication and one division.
-fn written_decimal(rank: f64) -> Option<(u64, u32)> {
-    // A decimal of at most 7 decimals is m / 10^7, and rank · 10^7 (below 10^9) is within
-    // 10^-6 of m.
-    let n = (rank * 1e7 + 0.5) as u64;
-    if n != 0 && n as f64 / 1e7 == rank {
-        return Some((n, 7));
+/// The next `f64` below `x` (Java's `Math.nextAfter(x, Double.NEGATIVE_INFINITY)`): NaN for
+/// NaN, the smallest negative subnormal for either zero. (`f64::next_down` is newer than this
+/// crate's minimum Rust.)
+#[inline]
+fn next_down(x: f64) -> f64 {
+    let bits = x.to_bits();
+    if x.is_nan() || x == f64::NEG_INFINITY {
+        x
+    } else if x == 0.0 {
+        -f64::from_bits(1)
+    } else if bits >> 63 == 0 {
+        f64::from_bits(bits - 1)
+    } else {
+        f64::from_bits(bits + 1)
     }
-    let mut scale = 1e8f64;
-    for decimals in 8..=13u32 {
-        let n = (rank * scale + 0.5) as u64;
-        for candidate in [n, n.wrapping_sub(1), n + 1] {
-            if candidate != 0 && candidate != u64::MAX && candidate as f64 / scale == rank {
-                return Some((candidate, decimals));
-            }
-        }
-        scale *= 10.0;
+}
+
+/// `ceil(x)` as `u64`, as Java's `(long) Math.ceil(x)` for the values a count can take: 0 for
+/// NaN and below 1, saturating at `u64::MAX` (`core` has no `f64::ceil` without std).
+#[inline]
+fn ceil_to_u64(x: f64) -> u64 {
+    // `as` truncates towards zero and saturates (NaN gives 0); from 2^52 on every f64 is whole.
+    let whole = x as u64;
+    if (whole as f64) < x && x < 4_503_599_627_370_496.0 {
+        whole + 1
+    } else {
+        whole
     }
-    None
 }
 
 /// A percentile rank in fixed point: parts per billion of the values (`100 %` is
@@ -195,8 +190,17 @@ impl Rank {
     }
 
     /// The count this rank asks for among `total` values: `ceil(rank · total)`, at least 1
-    /// and at most `total` (HdrHistogram's rule, computed exactly in integers; the `f64`
-    /// paths use the same rule, [`rank_count`]).
+    /// and at most `total`, computed exactly in integers (no floating point on this path).
+    ///
+    /// The `f64` paths ask for HdrHistogram Java's count ([`rank_count`], `f64` arithmetic).
+    /// For a rank of `d` decimals the two are equal at every total below
+    /// `2^53 / (5 · 10^(d + 2))`: 1.8 million at 7 decimals, 1.8 billion at `99.9999`,
+    /// 1.8 × 10^12 at `99.9` (Java's three roundings and its one-ulp lowering move its product
+    /// by less than `5 · 2^-53` of itself, and the exact product's distance from the next whole
+    /// count is at least `10^-(d + 2)`). Above that bound Java's rounding can, rarely, ask
+    /// for one value fewer than the exact ceiling (rank 73.013697 of 779,004,953,713 values:
+    /// Java asks for the 568,780,316,519th, this for the 568,780,316,520th); this path keeps
+    /// the exact count. `tests/rank_rule.rs` checks the equality below the bound.
     pub const fn count_of(self, total: u64) -> u64 {
         let count = mul_div_ceil_billion(total, self.0);
         if count < 1 {

@@ -45,7 +45,7 @@
 
 use core::fmt;
 
-use portable_atomic::{AtomicU64, Ordering};
+use crate::sync::{AtomicU64, Ordering};
 
 use super::schema::*;
 

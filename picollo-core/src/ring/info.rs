@@ -3,7 +3,7 @@
 
 use core::fmt;
 
-use portable_atomic::{fence, Ordering};
+use crate::sync::{fence, spin_loop, Ordering};
 
 use super::counters::*;
 use super::error::*;
@@ -11,7 +11,7 @@ use super::header::*;
 use super::limits::*;
 use super::schema::*;
 use super::words::*;
-use portable_atomic::AtomicU64;
+use crate::sync::AtomicU64;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) struct FieldDesc {
@@ -85,7 +85,7 @@ impl RingInfo {
                     value: epoch,
                 });
             }
-            core::hint::spin_loop();
+            spin_loop();
         }
     }
 

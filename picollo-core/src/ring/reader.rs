@@ -3,7 +3,7 @@
 
 use core::fmt;
 
-use portable_atomic::{fence, Ordering};
+use crate::sync::{fence, plant, spin_loop, Ordering};
 
 use super::counters::*;
 use super::dynamic::*;
@@ -13,7 +13,7 @@ use super::info::*;
 use super::limits::*;
 use super::schema::*;
 use super::words::*;
-use portable_atomic::AtomicU64;
+use crate::sync::AtomicU64;
 
 /// What one [`RingReader::drain`] did.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -301,7 +301,7 @@ impl<'a> RingReader<'a> {
                     return Ok(Some((table?, since?, epoch)));
                 }
             }
-            core::hint::spin_loop();
+            spin_loop();
         }
         Ok(None)
     }
@@ -363,7 +363,7 @@ impl<'a> RingReader<'a> {
                 s.wrapping_add(2)
             } else {
                 spins += 1;
-                core::hint::spin_loop();
+                spin_loop();
                 continue;
             };
             if seq
@@ -439,7 +439,7 @@ impl<'a> RingReader<'a> {
             *d = s.load(Ordering::Relaxed);
         }
         fence(Ordering::Acquire);
-        seq.load(Ordering::Relaxed) == expected
+        plant!(RingNoRecheck, seq.load(Ordering::Relaxed) == expected, true)
     }
 
     /// Copies the next frame's payload into `buf` and returns its number; `Ok(None)` when the

@@ -3,13 +3,13 @@
 
 use core::fmt;
 
-use portable_atomic::Ordering;
+use crate::sync::Ordering;
 
 use super::error::*;
 use super::frame::*;
 use super::limits::*;
 use super::schema::*;
-use portable_atomic::AtomicU64;
+use crate::sync::AtomicU64;
 
 /// Header word indices.
 pub(super) mod w {

@@ -5,7 +5,7 @@
 use core::fmt;
 use core::marker::PhantomData;
 
-use portable_atomic::{fence, Ordering};
+use crate::sync::{fence, plant, Ordering};
 
 use super::counters::*;
 use super::error::*;
@@ -14,9 +14,11 @@ use super::header::*;
 use super::limits::*;
 use super::schema::*;
 use super::words::*;
-use portable_atomic::AtomicU64;
+use crate::sync::AtomicU64;
 
 /// Where a disabled writer points its `attached` and `head`: never attached, writes discarded.
+/// (Not in loom builds, whose atomics exist only inside a model.)
+#[cfg(not(loom))]
 pub(super) static DETACHED: AtomicU64 = AtomicU64::new(0);
 
 /// The writing end of a ring, untyped: frames are slices of payload words. See
@@ -201,10 +203,11 @@ impl<'a> RingWriter<'a> {
         };
         let odd = n.wrapping_mul(2).wrapping_add(1);
         seq.store(odd, Ordering::Relaxed);
-        fence(Ordering::Release);
+        plant!(RingNoWriterFence, fence(Ordering::Release), ());
         fill(data);
-        seq.store(odd.wrapping_add(1), Ordering::Release);
-        self.head.store(n.wrapping_add(1), Ordering::Release);
+        let publish = plant!(RingRelaxedPublish, Ordering::Release, Ordering::Relaxed);
+        seq.store(odd.wrapping_add(1), publish);
+        self.head.store(n.wrapping_add(1), publish);
         self.next = n.wrapping_add(1);
     }
 
@@ -239,6 +242,7 @@ impl<'a> RingWriter<'a> {
     /// Turns this writer off for good: every later save and write is a no-op, and the ring is
     /// never touched again (for a child process after `fork`, which must not write into its
     /// parent's ring).
+    #[cfg(not(loom))]
     pub fn disable(&mut self) {
         self.attached = &DETACHED;
         self.head = &DETACHED;

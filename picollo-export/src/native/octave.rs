@@ -35,7 +35,9 @@ impl OctaveMap {
     pub(super) fn new(mapping: Mapping) -> Self {
         let (layout, schema) = (mapping.layout(), mapping.schema());
         let (k, n) = (layout.block_scale(), schema.get());
-        if n <= 0 || k > Self::MAX_SCALE {
+        // The tables hold the plain layout's buckets: a layout with a value unit (whose first
+        // blocks differ) maps through the general arithmetic.
+        if n <= 0 || k > Self::MAX_SCALE || layout.unit_magnitude() != 0 {
             return OctaveMap {
                 mapping,
                 table: Vec::new(),

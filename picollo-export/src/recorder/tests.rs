@@ -3,7 +3,6 @@
 
 use super::handle_cache::same_key;
 use super::*;
-use picollo_core::LayoutSpec;
 use proptest::prelude::*;
 
 /// The slot recording through the integer conversion gives `v`, if inside the window.

@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 
 /// The limits on a request head.
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct HeadLimits {
+pub struct HeadLimits {
     /// The longest request line (method, target, version), CRLF excluded.
     pub request_line: usize,
     /// The longest head, request line and headers together.
@@ -19,15 +19,19 @@ pub(crate) struct HeadLimits {
 
 /// The request method, as far as the server cares.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Method {
+pub enum Method {
+    /// `GET`.
     Get,
+    /// `HEAD`.
     Head,
+    /// Any other token.
     Other,
 }
 
 /// A parsed request head.
 #[derive(Debug, PartialEq, Eq)]
-pub(crate) struct Head {
+pub struct Head {
+    /// The method.
     pub method: Method,
     /// The path of the target, query removed (absolute-form targets reduced to their path).
     pub path: String,
@@ -43,10 +47,13 @@ pub(crate) struct Head {
 
 /// What the bytes received so far hold.
 #[derive(Debug, PartialEq, Eq)]
-pub(crate) enum Parsed {
+pub enum Parsed {
     /// No complete head yet, and no limit exceeded. `scanned` bytes need not be scanned
     /// again for the end of the head.
-    Incomplete { scanned: usize },
+    Incomplete {
+        /// Where the next scan for the end of the head starts.
+        scanned: usize,
+    },
     /// A head, and how many bytes of the buffer it took (the rest is the next request).
     Complete(Head, usize),
     /// A head the server refuses with this status; the connection is closed after it.
@@ -55,18 +62,15 @@ pub(crate) enum Parsed {
 
 /// Parses the head at the start of `buf`, scanning for its end from `scan_from` (a value a
 /// previous `Incomplete` gave, or 0).
-pub(crate) fn parse(buf: &[u8], scan_from: usize, limits: &HeadLimits) -> Parsed {
-    // Empty lines before a request line are ignored (RFC 9112 §2.2).
-    let skip = buf
-        .iter()
-        .position(|&b| b != b'\r' && b != b'\n')
-        .unwrap_or(buf.len());
+///
+/// The end of the head is found here, incrementally (a client sending one byte at a time
+/// costs one scan of each byte, not one parse of the whole buffer per byte), and the limits
+/// are checked before anything is parsed; the complete head is then parsed by `httparse`
+/// (the parser hyper uses), and only the fields the server needs are read from it.
+pub fn parse(buf: &[u8], scan_from: usize, limits: &HeadLimits) -> Parsed {
+    let skip = empty_lines(buf);
     let Some(end) = find_head_end(buf, scan_from.max(skip)) else {
-        let line_len = buf[skip..]
-            .iter()
-            .position(|&b| b == b'\n')
-            .unwrap_or(buf.len() - skip);
-        if line_len > limits.request_line {
+        if request_line_len(&buf[skip..]) > limits.request_line {
             return Parsed::Refused(414);
         }
         if buf.len() >= limits.head {
@@ -80,10 +84,30 @@ pub(crate) fn parse(buf: &[u8], scan_from: usize, limits: &HeadLimits) -> Parsed
     if end > limits.head {
         return Parsed::Refused(431);
     }
-    match parse_head(&buf[skip..end], limits) {
+    match parse_head(&buf[..end], skip, limits) {
         Ok(head) => Parsed::Complete(head, end),
         Err(status) => Parsed::Refused(status),
     }
+}
+
+/// The length of the empty lines (`\r\n` or `\n`) before a request line, which are ignored
+/// (RFC 9112 §2.2), as `httparse` skips them.
+fn empty_lines(buf: &[u8]) -> usize {
+    let mut i = 0;
+    loop {
+        match buf.get(i..) {
+            Some([b'\n', ..]) => i += 1,
+            Some([b'\r', b'\n', ..]) => i += 2,
+            _ => return i,
+        }
+    }
+}
+
+/// The length of the request line at the start of `buf`, its line ending excluded (a final
+/// `\r` may be the start of one).
+fn request_line_len(buf: &[u8]) -> usize {
+    let line = &buf[..buf.iter().position(|&b| b == b'\n').unwrap_or(buf.len())];
+    line.strip_suffix(b"\r").unwrap_or(line).len()
 }
 
 /// The index just past the empty line ending a head (`\n\r\n` or `\n\n`), searching from
@@ -106,54 +130,38 @@ fn find_head_end(buf: &[u8], from: usize) -> Option<usize> {
     None
 }
 
-fn parse_head(head: &[u8], limits: &HeadLimits) -> Result<Head, u16> {
-    let mut lines = head
-        .split(|&b| b == b'\n')
-        .map(|l| l.strip_suffix(b"\r").unwrap_or(l));
-    let request_line = lines.next().unwrap_or(b"");
-    if request_line.len() > limits.request_line {
+/// Parses a complete head (`head` ends with its empty line; its first `skip` bytes are empty
+/// lines) within `limits`; the error is the status to refuse it with.
+fn parse_head(head: &[u8], skip: usize, limits: &HeadLimits) -> Result<Head, u16> {
+    if request_line_len(&head[skip..]) > limits.request_line {
         return Err(414);
     }
-    let mut parts = request_line.split(|&b| b == b' ');
-    let (Some(method), Some(target), Some(version), None) =
-        (parts.next(), parts.next(), parts.next(), parts.next())
-    else {
-        return Err(400);
-    };
-    let minor = match version {
-        b"HTTP/1.1" => 1,
-        b"HTTP/1.0" => 0,
-        v if v.starts_with(b"HTTP/") => return Err(505),
-        _ => return Err(400),
-    };
-    if method.is_empty() || !method.iter().all(|&b| is_tchar(b)) {
-        return Err(400);
+    // A field takes 3 bytes at least (`a:` and a newline): the slots are bounded by the head
+    // as well as by the limit, which a caller may set as high as it likes.
+    let mut fields = vec![httparse::EMPTY_HEADER; limits.headers.min(head.len() / 3 + 1)];
+    let mut request = httparse::Request::new(&mut fields);
+    match request.parse(head) {
+        Ok(httparse::Status::Complete(n)) if n == head.len() => {}
+        // A head ends at its first empty line, where the end was found: anything else is a
+        // malformed head whose bytes merely contain an empty line.
+        Ok(_) => return Err(400),
+        Err(httparse::Error::TooManyHeaders) => return Err(431),
+        Err(httparse::Error::Version) => return Err(505),
+        Err(_) => return Err(400),
     }
-    let method = match method {
-        b"GET" => Method::Get,
-        b"HEAD" => Method::Head,
+    let minor = request.version.unwrap_or(1);
+    let method = match request.method.unwrap_or("") {
+        "GET" => Method::Get,
+        "HEAD" => Method::Head,
         _ => Method::Other,
     };
-    let path = request_path(target).ok_or(400u16)?;
+    let path = request_path(request.path.unwrap_or("")).ok_or(400u16)?;
 
     let (mut accept, mut keep_alive, mut has_body) = (None::<String>, minor == 1, false);
     let mut content_length: Option<&[u8]> = None;
-    let mut count = 0;
-    for line in lines {
-        if line.is_empty() {
-            break;
-        }
-        count += 1;
-        if count > limits.headers {
-            return Err(431);
-        }
-        // No obsolete line folding, no space before the colon (RFC 9112 §5).
-        let colon = line.iter().position(|&b| b == b':').ok_or(400u16)?;
-        let (name, value) = (&line[..colon], trim(&line[colon + 1..]));
-        if name.is_empty() || !name.iter().all(|&b| is_tchar(b)) {
-            return Err(400);
-        }
-        if name.eq_ignore_ascii_case(b"accept") {
+    for field in request.headers.iter() {
+        let (name, value) = (field.name, trim(field.value));
+        if name.eq_ignore_ascii_case("accept") {
             if let Ok(v) = std::str::from_utf8(value) {
                 match &mut accept {
                     Some(a) => {
@@ -163,7 +171,7 @@ fn parse_head(head: &[u8], limits: &HeadLimits) -> Result<Head, u16> {
                     None => accept = Some(v.to_owned()),
                 }
             }
-        } else if name.eq_ignore_ascii_case(b"connection") {
+        } else if name.eq_ignore_ascii_case("connection") {
             for token in value.split(|&b| b == b',').map(trim) {
                 if token.eq_ignore_ascii_case(b"close") {
                     keep_alive = false;
@@ -171,9 +179,9 @@ fn parse_head(head: &[u8], limits: &HeadLimits) -> Result<Head, u16> {
                     keep_alive = true;
                 }
             }
-        } else if name.eq_ignore_ascii_case(b"transfer-encoding") {
+        } else if name.eq_ignore_ascii_case("transfer-encoding") {
             has_body = true;
-        } else if name.eq_ignore_ascii_case(b"content-length") {
+        } else if name.eq_ignore_ascii_case("content-length") {
             // Digits only; two different values make the framing ambiguous (RFC 9112 §6.3).
             if value.is_empty() || !value.iter().all(u8::is_ascii_digit) {
                 return Err(400);
@@ -196,8 +204,7 @@ fn parse_head(head: &[u8], limits: &HeadLimits) -> Result<Head, u16> {
 }
 
 /// The path of an origin-form (`/metrics?x`) or absolute-form (`http://h/metrics`) target.
-fn request_path(target: &[u8]) -> Option<String> {
-    let target = std::str::from_utf8(target).ok()?;
+fn request_path(target: &str) -> Option<String> {
     let target = match target.split_once("://") {
         Some((scheme, rest)) if scheme.eq_ignore_ascii_case("http") => {
             rest.find('/').map_or("/", |i| &rest[i..])
@@ -217,11 +224,6 @@ fn trim(mut s: &[u8]) -> &[u8] {
         s = rest;
     }
     s
-}
-
-/// A token character (RFC 9110 §5.6.2).
-fn is_tchar(b: u8) -> bool {
-    b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
 }
 
 /// The reason phrase of the statuses the server sends.
@@ -388,6 +390,27 @@ mod tests {
                 String::from_utf8_lossy(bad)
             );
         }
+    }
+
+    #[test]
+    fn a_request_line_at_the_limit_is_measured_without_its_line_ending() {
+        let line = format!("GET /{} HTTP/1.1", "a".repeat(LIMITS.request_line - 14));
+        assert_eq!(line.len(), LIMITS.request_line);
+        let req = line.clone() + "\r\n\r\n";
+        // No prefix is refused (the `\r` may start the line ending), and the whole completes.
+        let mut scanned = 0;
+        for n in 1..req.len() {
+            match parse(&req.as_bytes()[..n], scanned, &LIMITS) {
+                Parsed::Incomplete { scanned: s } => scanned = s,
+                other => panic!("{n}: {other:?}"),
+            }
+        }
+        assert!(matches!(
+            parse(req.as_bytes(), 0, &LIMITS),
+            Parsed::Complete(..)
+        ));
+        let longer = line + "a\r\n\r\n";
+        assert_eq!(parse(longer.as_bytes(), 0, &LIMITS), Parsed::Refused(414));
     }
 
     #[test]

@@ -1,11 +1,7 @@
 //! The server's threads: one I/O thread polling every socket without blocking, and a fixed
-//! pool of workers rendering scrapes.
-//!
-//! A connection is in one of four states: reading a request head (into a buffer bounded by
-//! the head limit), waiting for a worker (no I/O), writing a response, or lingering (its
-//! write side shut, discarding what the client still sends for a bounded time before the
-//! close, so that a client that sent a body reads its response rather than a reset). Each
-//! state has a deadline; the poll timeout is the nearest one.
+//! pool of workers rendering scrapes. Each connection is a state machine (`conn.rs`) that the
+//! I/O thread advances when poll says its socket is ready; the poll timeout is the nearest
+//! of their deadlines.
 
 use std::collections::HashMap;
 use std::io::{self, IoSlice, Read, Write};
@@ -14,19 +10,17 @@ use std::os::unix::io::{AsRawFd, RawFd};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::{mpsc, Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use super::http::{self, Head, Method, Parsed};
-use super::{negotiate, render, stopping, Exposition, ServerOptions, ServerStats};
+use super::conn::{
+    bump, render_scrape, Conn, Counters, Ctx, Interest, Outcome, Response, Scrape, State, Transport,
+};
+use super::{http, stopping, ServerOptions, ServerStats};
 use crate::{ExportError, Registry};
 
-/// Bytes a closing connection may still send (discarded) before it is reset.
-pub(super) const LINGER_BYTES: usize = 256 << 10;
-/// How long a closing connection is given to stop sending.
-pub(super) const LINGER_TIME: Duration = Duration::from_secs(2);
 /// Connections accepted per poll round, so that accepting cannot starve the others.
 const ACCEPT_BURST: usize = 256;
 /// How long accepting pauses when the process is out of file descriptors.
@@ -86,8 +80,10 @@ impl Stream {
             Self::Unix(s) => s.set_nonblocking(true),
         }
     }
+}
 
-    fn shutdown_write(&self) {
+impl Transport for Stream {
+    fn shutdown_write(&mut self) {
         let _ = match self {
             Self::Tcp(s) => s.shutdown(Shutdown::Write),
             Self::Unix(s) => s.shutdown(Shutdown::Write),
@@ -157,16 +153,7 @@ pub(super) struct Shared {
     pub stopping: AtomicBool,
     /// Written (one byte) to wake the I/O thread: a render is done, or the server stops.
     waker: UnixStream,
-    connections: AtomicU64,
-    open: AtomicU64,
-    responses: AtomicU64,
-    scrapes: AtomicU64,
-    client_errors: AtomicU64,
-    forbidden: AtomicU64,
-    evicted: AtomicU64,
-    overloaded: AtomicU64,
-    timed_out: AtomicU64,
-    panics: AtomicU64,
+    counters: Counters,
 }
 
 impl Shared {
@@ -176,39 +163,20 @@ impl Shared {
     }
 
     pub fn stats(&self) -> ServerStats {
-        ServerStats {
-            connections: self.connections.load(Relaxed),
-            open: self.open.load(Relaxed),
-            responses: self.responses.load(Relaxed),
-            scrapes: self.scrapes.load(Relaxed),
-            client_errors: self.client_errors.load(Relaxed),
-            forbidden: self.forbidden.load(Relaxed),
-            evicted: self.evicted.load(Relaxed),
-            overloaded: self.overloaded.load(Relaxed),
-            timed_out: self.timed_out.load(Relaxed),
-            panics: self.panics.load(Relaxed),
-        }
+        self.counters.stats()
     }
-}
-
-fn bump(c: &AtomicU64) {
-    c.fetch_add(1, Relaxed);
 }
 
 /// A scrape for a worker.
 struct Job {
     conn: u64,
-    exposition: Exposition,
-    head_only: bool,
-    keep_alive: bool,
+    scrape: Scrape,
 }
 
 /// A rendered response for the I/O thread.
 struct Done {
     conn: u64,
-    head: Vec<u8>,
-    body: Vec<u8>,
-    keep_alive: bool,
+    response: Response,
 }
 
 /// Starts the I/O thread and the workers.
@@ -221,20 +189,10 @@ pub(super) fn start(
     let (waker, wakee) = UnixStream::pair()?;
     waker.set_nonblocking(true)?;
     wakee.set_nonblocking(true)?;
-    let zero = || AtomicU64::new(0);
     let shared = Arc::new(Shared {
         stopping: AtomicBool::new(false),
         waker,
-        connections: zero(),
-        open: zero(),
-        responses: zero(),
-        scrapes: zero(),
-        client_errors: zero(),
-        forbidden: zero(),
-        evicted: zero(),
-        overloaded: zero(),
-        timed_out: zero(),
-        panics: zero(),
+        counters: Counters::default(),
     });
     let (job_tx, job_rx) = mpsc::channel::<Job>();
     let (done_tx, done_rx) = mpsc::channel::<Done>();
@@ -295,34 +253,10 @@ fn worker(
         let Ok(job) = job else {
             return; // the I/O thread is gone
         };
-        // A panicking `Exported` implementation answers 500; the worker lives on.
-        let rendered = catch_unwind(AssertUnwindSafe(|| render(registry, job.exposition)));
-        let response = match rendered {
-            Ok(body) => {
-                bump(&shared.scrapes);
-                let head = http::response_head(
-                    200,
-                    job.exposition.content_type(),
-                    body.len(),
-                    job.keep_alive,
-                );
-                let body = if job.head_only { Vec::new() } else { body };
-                Done {
-                    conn: job.conn,
-                    head,
-                    body,
-                    keep_alive: job.keep_alive,
-                }
-            }
-            Err(_) => {
-                bump(&shared.panics);
-                Done {
-                    conn: job.conn,
-                    head: http::error_response(500, job.head_only, false),
-                    body: Vec::new(),
-                    keep_alive: false,
-                }
-            }
+        let response = render_scrape(registry, &job.scrape, &shared.counters);
+        let response = Done {
+            conn: job.conn,
+            response,
         };
         if done.send(response).is_err() {
             return;
@@ -331,72 +265,13 @@ fn worker(
     }
 }
 
-/// What a connection is doing.
-enum State {
-    /// Waiting for (the rest of) a request head. `scanned`: bytes of `buf` already searched
-    /// for the end of the head.
-    Reading { scanned: usize },
-    /// A worker renders its scrape.
-    Rendering,
-    /// Sending `head` then `body`; `sent` bytes of both are out.
-    Writing {
-        head: Vec<u8>,
-        body: Vec<u8>,
-        sent: usize,
-        keep_alive: bool,
-    },
-    /// Write side shut; discarding input until the client closes or the linger ends.
-    Lingering { discarded: usize },
-}
-
-struct Conn {
-    stream: Stream,
-    /// Received bytes not yet parsed: a partial head, or pipelined requests.
-    buf: Vec<u8>,
-    state: State,
-    /// When the current state's clock started: the wait for the next request, the first
-    /// byte of a head, the start of a response or of the linger.
-    since: Instant,
-    /// Whether `Reading` has received a byte of the current head (then the head timeout
-    /// applies instead of the idle timeout).
-    started: bool,
-    requests: u64,
-}
-
-impl Conn {
-    fn deadline(&self, o: &ServerOptions) -> Option<Instant> {
-        let limit = match self.state {
-            State::Reading { .. } if self.started => o.header_timeout,
-            State::Reading { .. } => o.idle_timeout,
-            State::Rendering => return None,
-            State::Writing { .. } => o.write_timeout,
-            State::Lingering { .. } => LINGER_TIME,
-        };
-        Some(self.since + limit)
-    }
-
-    fn interest(&self) -> libc::c_short {
-        match self.state {
-            State::Reading { .. } | State::Lingering { .. } => libc::POLLIN,
-            State::Writing { .. } => libc::POLLOUT,
-            State::Rendering => 0,
-        }
-    }
-}
-
-/// What became of a connection after an event.
-enum Outcome {
-    Keep,
-    Close,
-}
-
 struct IoLoop {
     listener: Listener,
     wakee: UnixStream,
     shared: Arc<Shared>,
     options: ServerOptions,
     limits: http::HeadLimits,
-    conns: HashMap<u64, Conn>,
+    conns: HashMap<u64, Conn<Stream>>,
     next_id: u64,
     jobs: mpsc::Sender<Job>,
     done: mpsc::Receiver<Done>,
@@ -430,7 +305,11 @@ impl IoLoop {
             fds.push(pollfd(self.listener.fd(), listen_events));
             let mut next = self.accept_paused_until;
             for (&id, c) in &self.conns {
-                let events = c.interest();
+                let events = match c.interest() {
+                    Interest::Read => libc::POLLIN,
+                    Interest::Write => libc::POLLOUT,
+                    Interest::Nothing => 0,
+                };
                 if events != 0 {
                     fds.push(pollfd(c.stream.fd(), events));
                     ids.push(id);
@@ -472,7 +351,7 @@ impl IoLoop {
             }
             self.expire(Instant::now());
         }
-        self.shared.open.store(0, Relaxed);
+        self.shared.counters.open.store(0, Relaxed);
     }
 
     /// Puts every rendered response on its connection and starts writing it.
@@ -481,13 +360,7 @@ impl IoLoop {
             let Some(c) = self.conns.get_mut(&done.conn) else {
                 continue; // closed meanwhile
             };
-            c.state = State::Writing {
-                head: done.head,
-                body: done.body,
-                sent: 0,
-                keep_alive: done.keep_alive,
-            };
-            c.since = Instant::now();
+            c.respond(done.response);
             self.on_event(done.conn);
         }
         self.bound_pending_bytes();
@@ -497,13 +370,7 @@ impl IoLoop {
     /// closing the connections that have been taking theirs longest (the slowest readers),
     /// so that slow clients cannot make the server hold a response each.
     fn bound_pending_bytes(&mut self) {
-        let pending = |c: &Conn| match &c.state {
-            State::Writing {
-                head, body, sent, ..
-            } => head.len() + body.len() - sent,
-            _ => 0,
-        };
-        let mut total: usize = self.conns.values().map(pending).sum();
+        let mut total: usize = self.conns.values().map(Conn::pending).sum();
         while total > self.options.max_pending_bytes {
             let mut writing = self
                 .conns
@@ -521,8 +388,8 @@ impl IoLoop {
             let Some(c) = self.conns.remove(&slowest) else {
                 return;
             };
-            total -= pending(&c);
-            bump(&self.shared.evicted);
+            total -= c.pending();
+            bump(&self.shared.counters.evicted);
             self.close(c);
         }
     }
@@ -532,147 +399,30 @@ impl IoLoop {
         let Some(mut c) = self.conns.remove(&id) else {
             return;
         };
-        // No input can make the I/O thread unwind; if a bug did, only this connection ends.
-        let outcome = catch_unwind(AssertUnwindSafe(|| self.advance(id, &mut c)));
+        let mut cx = Ctx {
+            options: &self.options,
+            limits: &self.limits,
+            counters: &self.shared.counters,
+            scratch: &mut self.scratch,
+        };
+        // No input can make the I/O thread unwind (the fuzz target `http_conn` drives this
+        // state machine without the guard); if a bug did, only this connection ends.
+        let outcome = catch_unwind(AssertUnwindSafe(|| c.advance(&mut cx)));
         match outcome {
             Ok(Outcome::Keep) => {
+                self.conns.insert(id, c);
+            }
+            // The workers outlive the I/O thread: the send fails only if they all died.
+            Ok(Outcome::Render(scrape)) if self.jobs.send(Job { conn: id, scrape }).is_ok() => {
                 self.conns.insert(id, c);
             }
             _ => self.close(c),
         }
     }
 
-    fn close(&self, c: Conn) {
+    fn close(&self, c: Conn<Stream>) {
         drop(c);
-        self.shared.open.fetch_sub(1, Relaxed);
-    }
-
-    fn advance(&mut self, id: u64, c: &mut Conn) -> Outcome {
-        loop {
-            match &mut c.state {
-                State::Reading { scanned } => {
-                    // Parse what is buffered first (pipelined requests), then read more.
-                    match http::parse(&c.buf, *scanned, &self.limits) {
-                        Parsed::Complete(head, used) => {
-                            c.buf.drain(..used);
-                            self.dispatch(id, c, head);
-                            continue;
-                        }
-                        Parsed::Refused(status) => {
-                            bump(&self.shared.client_errors);
-                            c.buf.clear();
-                            c.state = writing(http::error_response(status, false, false), false);
-                            c.since = Instant::now();
-                            continue;
-                        }
-                        Parsed::Incomplete { scanned: s } => *scanned = s,
-                    }
-                    // At most up to the head limit: a full buffer is refused above.
-                    let room = (self.limits.head - c.buf.len()).min(self.scratch.len());
-                    match c.stream.read(&mut self.scratch[..room]) {
-                        Ok(0) => return Outcome::Close,
-                        Ok(n) => {
-                            c.buf.extend_from_slice(&self.scratch[..n]);
-                            if !c.started {
-                                c.started = true;
-                                c.since = Instant::now();
-                            }
-                        }
-                        Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Outcome::Keep,
-                        Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                        Err(_) => return Outcome::Close,
-                    }
-                }
-                State::Rendering => return Outcome::Keep,
-                State::Writing {
-                    head,
-                    body,
-                    sent,
-                    keep_alive,
-                } => {
-                    let total = head.len() + body.len();
-                    while *sent < total {
-                        let slices = if *sent < head.len() {
-                            [IoSlice::new(&head[*sent..]), IoSlice::new(body)]
-                        } else {
-                            [IoSlice::new(&body[*sent - head.len()..]), IoSlice::new(&[])]
-                        };
-                        match c.stream.write_vectored(&slices) {
-                            Ok(0) => return Outcome::Close,
-                            Ok(n) => *sent += n,
-                            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                                return Outcome::Keep
-                            }
-                            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                            Err(_) => return Outcome::Close,
-                        }
-                    }
-                    bump(&self.shared.responses);
-                    c.requests += 1;
-                    if *keep_alive && c.requests < self.options.max_requests_per_connection {
-                        c.state = State::Reading { scanned: 0 };
-                        c.started = !c.buf.is_empty();
-                        c.since = Instant::now();
-                    } else {
-                        c.buf = Vec::new();
-                        c.stream.shutdown_write();
-                        c.state = State::Lingering { discarded: 0 };
-                        c.since = Instant::now();
-                    }
-                }
-                State::Lingering { discarded } => loop {
-                    match c.stream.read(&mut self.scratch) {
-                        Ok(0) => return Outcome::Close,
-                        Ok(n) => {
-                            *discarded += n;
-                            if *discarded > LINGER_BYTES {
-                                return Outcome::Close;
-                            }
-                        }
-                        Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Outcome::Keep,
-                        Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                        Err(_) => return Outcome::Close,
-                    }
-                },
-            }
-        }
-    }
-
-    /// Answers a complete request head: a scrape goes to a worker, anything else is answered
-    /// here.
-    fn dispatch(&mut self, id: u64, c: &mut Conn, head: Head) {
-        let head_only = head.method == Method::Head;
-        // The connection stays open only if the client wants it and sent no body (which is
-        // never read: the rest of the input is discarded while lingering).
-        let keep_alive = head.keep_alive
-            && !head.has_body
-            && c.requests + 1 < self.options.max_requests_per_connection;
-        if head.has_body {
-            c.buf.clear();
-        }
-        let status = if head.path != "/metrics" {
-            404
-        } else if !matches!(head.method, Method::Get | Method::Head) {
-            405
-        } else {
-            let job = Job {
-                conn: id,
-                exposition: negotiate(head.accept.as_deref()),
-                head_only,
-                keep_alive,
-            };
-            if self.jobs.send(job).is_ok() {
-                c.state = State::Rendering;
-                return;
-            }
-            500 // the workers are gone: only when stopping
-        };
-        bump(&self.shared.client_errors);
-        c.state = writing(
-            http::error_response(status, head_only, keep_alive),
-            keep_alive,
-        );
-        c.since = Instant::now();
+        self.shared.counters.open.fetch_sub(1, Relaxed);
     }
 
     fn accept(&mut self) {
@@ -691,34 +441,24 @@ impl IoLoop {
                 // The client went away before being accepted, and the like.
                 Err(_) => continue,
             };
-            bump(&self.shared.connections);
+            bump(&self.shared.counters.connections);
             if stream.set_nonblocking().is_err() {
                 continue;
             }
             if peer.is_some_and(|ip| !self.options.allows(ip)) {
-                bump(&self.shared.forbidden);
+                bump(&self.shared.counters.forbidden);
                 refuse(stream, 403);
                 continue;
             }
             if self.conns.len() >= self.options.max_connections && !self.evict_one() {
-                bump(&self.shared.overloaded);
+                bump(&self.shared.counters.overloaded);
                 refuse(stream, 503);
                 continue;
             }
             let id = self.next_id;
             self.next_id += 1;
-            self.conns.insert(
-                id,
-                Conn {
-                    stream,
-                    buf: Vec::new(),
-                    state: State::Reading { scanned: 0 },
-                    since: Instant::now(),
-                    started: false,
-                    requests: 0,
-                },
-            );
-            self.shared.open.fetch_add(1, Relaxed);
+            self.conns.insert(id, Conn::new(stream));
+            self.shared.counters.open.fetch_add(1, Relaxed);
         }
     }
 
@@ -737,7 +477,7 @@ impl IoLoop {
             .map(|(_, _, id)| id);
         match victim.and_then(|id| self.conns.remove(&id)) {
             Some(c) => {
-                bump(&self.shared.evicted);
+                bump(&self.shared.counters.evicted);
                 self.close(c);
                 true
             }
@@ -759,20 +499,11 @@ impl IoLoop {
                 if matches!(c.state, State::Writing { .. })
                     || matches!(c.state, State::Reading { .. } if c.started)
                 {
-                    bump(&self.shared.timed_out);
+                    bump(&self.shared.counters.timed_out);
                 }
                 self.close(c);
             }
         }
-    }
-}
-
-fn writing(response: Vec<u8>, keep_alive: bool) -> State {
-    State::Writing {
-        head: response,
-        body: Vec::new(),
-        sent: 0,
-        keep_alive,
     }
 }
 

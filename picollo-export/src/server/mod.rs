@@ -9,6 +9,11 @@
 //! - **No thread per connection.** One I/O thread polls every socket (non-blocking); a fixed
 //!   pool of [`ServerOptions::workers`] threads renders scrapes. Idle sockets cost file
 //!   descriptors, not threads.
+//! - **A maintained parser.** Request heads are parsed by `httparse` (hyper's parser,
+//!   fuzzed upstream) once their end has been found within the limits below; the server
+//!   reads only the method, the target, `Accept`, `Connection` and the body's framing from
+//!   them. The fuzz targets `http_head` and `http_conn` (`fuzz/`) check the parser and each
+//!   connection's state machine on arbitrary bytes split at arbitrary points.
 //! - **Bounded input.** The request line ([`ServerOptions::max_request_line`]) and the whole
 //!   head ([`ServerOptions::max_head`], [`ServerOptions::max_headers`]) are bounded; past a
 //!   limit the client gets 414 or 431 and the connection is closed. Request bodies are never
@@ -38,17 +43,40 @@
 //!
 //! [`MetricsServer::stats`] counts what the server refused, evicted and timed out.
 //!
-//! With the feature `server-hyper`, the module `hyper` serves the same endpoint with the same
-//! [`ServerOptions`] on hyper 1 and tokio, in the caller's runtime or on a thread of its own
-//! (what the peer `metrics-exporter-prometheus` does). The default build has no async
-//! runtime: a scrape endpoint needs one poll loop, not a runtime (`benches/RESULTS.md`,
-//! block `metrics-server`, compares the two under load).
+//! # In your own HTTP stack
+//!
+//! There is one server, and no async runtime in it: a scrape endpoint needs one poll loop,
+//! not a runtime. A program that already serves HTTP (hyper, axum, actix, a tokio runtime)
+//! mounts `/metrics` on its own router instead, with the two functions the server uses:
+//! [`negotiate`] picks the exposition from the `Accept` header and [`render`] makes the
+//! body. The router then brings its own limits, TLS and authentication, and there is no
+//! second listener to secure. Rendering reads every histogram, which takes milliseconds
+//! for a few dozen: in an async handler, call it on a blocking thread
+//! (`tokio::task::spawn_blocking`). `benches/benches/metrics_server.rs` mounts it on
+//! hyper that way and compares it with [`MetricsServer`] under load (`benches/RESULTS.md`,
+//! block `metrics-server`).
+//!
+//! ```
+//! use picollo_export::server::{negotiate, render};
+//! use picollo_export::Registry;
+//!
+//! /// The `/metrics` handler of any HTTP stack: the `Accept` header in, the `Content-Type`
+//! /// and body out.
+//! fn metrics(registry: &Registry, accept: Option<&str>) -> (&'static str, Vec<u8>) {
+//!     let exposition = negotiate(accept);
+//!     (exposition.content_type(), render(registry, exposition))
+//! }
+//!
+//! let (content_type, _body) = metrics(&Registry::new(), Some("text/plain;version=0.0.4"));
+//! assert_eq!(content_type, "text/plain; version=0.0.4; charset=utf-8");
+//! ```
 
 mod allow;
+mod conn;
 mod http;
-#[cfg(feature = "server-hyper")]
-pub mod hyper;
 mod io;
+#[cfg(feature = "testing")]
+pub mod testing;
 
 use std::net::{SocketAddr, TcpListener, ToSocketAddrs};
 use std::path::{Path, PathBuf};
@@ -98,10 +126,15 @@ impl Exposition {
 /// use picollo_export::server::{negotiate, Exposition};
 /// use picollo_export::text::TextFormat;
 ///
-/// // What Prometheus 2.42 sends with --enable-feature=native-histograms:
-/// let prom = "application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;\
-///             encoding=delimited;q=0.7,text/plain;version=0.0.4;q=0.3,*/*;q=0.2";
-/// assert_eq!(negotiate(Some(prom)), Exposition::Protobuf);
+/// // What Prometheus 2.42 sends, with --enable-feature=native-histograms and without
+/// // (captured: fuzz/seeds/http/prometheus-2.42*):
+/// let native = "application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;\
+///     encoding=delimited,application/openmetrics-text;version=1.0.0;q=0.8,\
+///     application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1";
+/// assert_eq!(negotiate(Some(native)), Exposition::Protobuf);
+/// let classic = "application/openmetrics-text;version=1.0.0,\
+///     application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1";
+/// assert_eq!(negotiate(Some(classic)), Exposition::Text(TextFormat::OpenMetrics));
 /// assert_eq!(negotiate(Some("application/openmetrics-text;version=1.0.0,text/plain;q=0.5")),
 ///            Exposition::Text(TextFormat::OpenMetrics));
 /// assert_eq!(negotiate(None), Exposition::Text(TextFormat::Prometheus));
@@ -302,7 +335,6 @@ impl ServerOptions {
     /// 256 MiB; at least one response is always kept). Past it, the connections that have
     /// been taking their response longest (the slowest readers) are closed: many clients
     /// that ask and never read cannot make the server hold a scrape for each.
-    /// (`HyperMetricsServer` does not apply it: hyper holds each connection's response.)
     pub fn max_pending_bytes(mut self, bytes: usize) -> Self {
         self.max_pending_bytes = bytes;
         self

@@ -42,9 +42,10 @@ pub fn layout_for(geometry: &HdrGeometry) -> Layout {
 }
 
 /// `true` when HdrHistogram counts index `i` and Picollo logical index `i` are the same value
-/// range: unit magnitude 0 and `B = sub_bucket_count / 2`.
+/// range: unit magnitude 0 on both sides and `B = sub_bucket_count / 2`.
 pub fn indexes_alike(geometry: &HdrGeometry, layout: Layout) -> bool {
     geometry.unit_magnitude() == 0
+        && layout.unit_magnitude() == 0
         && geometry.sub_bucket_half_count_magnitude() == layout.block_scale()
 }
 

@@ -1,0 +1,510 @@
+//! The service workload of issue 30: a service records request latencies with
+//! `metrics::histogram!("rpc_latency_seconds", "route" => …)`, one series per label set,
+//! through the recorder it installed, and is scraped. Measured for Picollo's recorder (one
+//! subject per histogram kind and storage) and `metrics-exporter-prometheus`, in the same
+//! run, each recorder in a process of its own (this binary started again per case, so no
+//! allocator state carries over):
+//!
+//! - `S` label sets (series), `T` recording threads, `V` values per series per thread: every
+//!   thread calls the macro once per label set and records a first value (the *create and
+//!   first record* phase, timed from a common start to the slowest thread), keeps the
+//!   handles, then records its other `V − 1` values into every series, one pass over the
+//!   series per value (as requests for all routes interleave);
+//! - latencies in seconds over 1 µs … 1 s: **log-uniform** (the main case: every decade as
+//!   likely, the hardest for a storage that keeps only the buckets recorded) or **log-normal**
+//!   (median 2 ms, σ = 1: a realistic RPC profile), `picollo_benches::latency`;
+//! - resident memory (`VmRSS`) after installing the recorder (the base), after the records
+//!   (the recording threads still alive, as a service's workers are) and after one scrape of
+//!   every series (Picollo: the registry's protobuf exposition with native histograms;
+//!   `metrics-exporter-prometheus`: `PrometheusHandle::render`, which also drains the samples
+//!   it keeps until then); per series = (after − base) ÷ `S`;
+//! - both recorders installed as their documentation installs them: Picollo's as the README
+//!   shows (`RecorderBuilder::new().scale(1e9).install(registry)`), the peer with
+//!   `PrometheusBuilder::new().install_recorder()` (no HTTP listener, no upkeep task: nothing
+//!   drains its samples before the scrape).
+//!
+//! The issue's targets (same-run ratios under the release defaults, `--profile
+//! bench-default`): resident memory per series at most the peer's from 200 values per series
+//! up and within 2× of it at 20; creating and first-recording a series within 2× of the peer.
+//! The block ends with a ✔/✘ row per target and Picollo subject under the release defaults;
+//! under fat LTO it gives the same ratios without a mark.
+//!
+//! **Adding a Picollo storage** (the sparse one of issue 30) is one line in [`SUBJECTS`]: its
+//! name and the `RecorderBuilder` that makes it.
+//!
+//! Cases (`PICOLLO_SERIES` = `default`, `full` or `smoke`; `smoke` when the variable is unset
+//! and `CI` is set): `default` has the rows of the issue's table and the targets' rows,
+//! `full` every combination of 1,000 and 10,000 series, 1, 2 and 4 threads and 20, 200 and
+//! 2,000 values per series (log-uniform) — with dense storage its largest cases hold
+//! gigabytes — and `smoke` one small case.
+//!
+//! Run: `cargo bench -p picollo-benches --bench metrics_series` (with `--profile
+//! bench-default` for the targets).
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Barrier};
+use std::time::Instant;
+
+use picollo_benches::child::{self, resident_bytes};
+use picollo_benches::latency;
+use picollo_benches::report::{header, profile, Block};
+use picollo_export::recorder::{HistogramKind, RecorderBuilder};
+use picollo_export::Registry;
+
+/// What a subject installs.
+#[derive(Clone, Copy)]
+enum Recorder {
+    /// Picollo's recorder from this builder (the scale is set by the bench: seconds to
+    /// nanoseconds, as the README's example).
+    Picollo(fn() -> RecorderBuilder),
+    /// `metrics-exporter-prometheus`, the peer.
+    Prometheus,
+}
+
+/// A recorder under test.
+struct Subject {
+    name: &'static str,
+    recorder: Recorder,
+}
+
+/// The recorders, in table order. Picollo's subjects are its kinds and storages: a new
+/// storage is one more line here (name, builder).
+const SUBJECTS: &[Subject] = &[
+    Subject {
+        name: "Picollo thread-local (dense)",
+        recorder: Recorder::Picollo(RecorderBuilder::new),
+    },
+    Subject {
+        name: "Picollo atomic (dense)",
+        recorder: Recorder::Picollo(|| RecorderBuilder::new().kind(HistogramKind::Atomic)),
+    },
+    Subject {
+        name: "metrics-exporter-prometheus",
+        recorder: Recorder::Prometheus,
+    },
+];
+
+/// The latency spread of a case.
+#[derive(Clone, Copy, PartialEq)]
+enum Spread {
+    LogUniform,
+    LogNormal,
+}
+
+impl Spread {
+    fn name(self) -> &'static str {
+        match self {
+            Spread::LogUniform => "log-uniform",
+            Spread::LogNormal => "log-normal",
+        }
+    }
+
+    fn parse(s: &str) -> Option<Spread> {
+        [Spread::LogUniform, Spread::LogNormal]
+            .into_iter()
+            .find(|d| d.name() == s)
+    }
+
+    /// A thread's table of latencies (cycled through by its records).
+    fn table(self, seed: u64) -> Vec<f64> {
+        match self {
+            Spread::LogUniform => latency::log_uniform(TABLE, seed),
+            Spread::LogNormal => latency::log_normal(TABLE, seed),
+        }
+    }
+}
+
+/// Latencies per thread, cycled (a power of two).
+const TABLE: usize = 4096;
+
+/// One case: `series` label sets, `threads` recording threads, `values` per series per thread.
+#[derive(Clone, Copy)]
+struct Case {
+    series: usize,
+    threads: usize,
+    values: usize,
+    spread: Spread,
+}
+
+impl Case {
+    const fn new(series: usize, threads: usize, values: usize, spread: Spread) -> Case {
+        Case {
+            series,
+            threads,
+            values,
+            spread,
+        }
+    }
+
+    fn label(&self) -> String {
+        format!(
+            "{} × {} × {} ({})",
+            thousands(self.series),
+            self.threads,
+            thousands(self.values),
+            self.spread.name()
+        )
+    }
+}
+
+/// The `default` cases: the issue's table (log-uniform) with 2 threads at 20 values added,
+/// and log-normal beside its 1,000-series rows with 2 threads. (10,000 series with 200 or
+/// more values per series are in `full`: with today's thread-local recorder each of their
+/// records takes the cold path, see `benches/RESULTS.md`.)
+const DEFAULT: &[Case] = &[
+    Case::new(1_000, 1, 20, Spread::LogUniform),
+    Case::new(1_000, 2, 20, Spread::LogUniform),
+    Case::new(1_000, 4, 20, Spread::LogUniform),
+    Case::new(1_000, 2, 200, Spread::LogUniform),
+    Case::new(1_000, 2, 2_000, Spread::LogUniform),
+    Case::new(10_000, 2, 20, Spread::LogUniform),
+    Case::new(1_000, 2, 20, Spread::LogNormal),
+    Case::new(1_000, 2, 200, Spread::LogNormal),
+    Case::new(1_000, 2, 2_000, Spread::LogNormal),
+];
+
+/// The `smoke` case (CI).
+const SMOKE: &[Case] = &[Case::new(1_000, 2, 20, Spread::LogUniform)];
+
+fn cases() -> Vec<Case> {
+    let choice = std::env::var("PICOLLO_SERIES").unwrap_or_else(|_| {
+        if std::env::var_os("CI").is_some() {
+            "smoke".into()
+        } else {
+            "default".into()
+        }
+    });
+    match choice.as_str() {
+        "full" => {
+            let mut all = Vec::new();
+            for series in [1_000, 10_000] {
+                for threads in [1, 2, 4] {
+                    for values in [20, 200, 2_000] {
+                        all.push(Case::new(series, threads, values, Spread::LogUniform));
+                    }
+                }
+            }
+            all
+        }
+        "smoke" => SMOKE.to_vec(),
+        _ => DEFAULT.to_vec(),
+    }
+}
+
+fn thousands(n: usize) -> String {
+    if n >= 1_000 {
+        format!("{},{:03}", n / 1_000, n % 1_000)
+    } else {
+        n.to_string()
+    }
+}
+
+/// A child's work: installs `subject`'s recorder, runs `case`, prints its figures.
+fn measure(subject: &Subject, case: Case) {
+    let labels: Vec<&'static str> = (0..case.series)
+        .map(|i| &*Box::leak(format!("/api/v1/route/{i:05}").into_boxed_str()))
+        .collect();
+    let tables: Vec<Vec<f64>> = (0..case.threads)
+        .map(|t| case.spread.table(0x9E37_79B9 + t as u64))
+        .collect();
+    let scrape: Box<dyn Fn() -> usize + Sync> = match subject.recorder {
+        Recorder::Picollo(builder) => {
+            let registry = Arc::new(Registry::new());
+            builder()
+                .scale(1e9)
+                .install(registry.clone())
+                .expect("the only recorder of this process");
+            Box::new(move || {
+                let mut out = Vec::new();
+                registry.encode_protobuf(&mut out);
+                out.len()
+            })
+        }
+        Recorder::Prometheus => {
+            let handle = metrics_exporter_prometheus::PrometheusBuilder::new()
+                .install_recorder()
+                .expect("the only recorder of this process");
+            Box::new(move || handle.render().len())
+        }
+    };
+    let base = resident_bytes();
+    let phases: [Barrier; 4] = std::array::from_fn(|_| Barrier::new(case.threads + 1));
+    // The slowest thread's time per phase, in ns, wall and CPU: each thread times its own
+    // phase (from the barrier that starts it), so a late wake-up of the main thread cannot
+    // shorten it; the thread's CPU time leaves out the time it was descheduled.
+    let [create, record, create_cpu, record_cpu] = [0; 4].map(AtomicU64::new);
+    std::thread::scope(|s| {
+        for table in &tables {
+            let (labels, phases) = (&labels, &phases);
+            let (create, record) = ((&create, &create_cpu), (&record, &record_cpu));
+            s.spawn(move || {
+                let mut k = 0usize;
+                let mut next = || {
+                    k += 1;
+                    table[k & (TABLE - 1)]
+                };
+                phases[0].wait();
+                let started = Clocks::now();
+                let handles: Vec<metrics::Histogram> = labels
+                    .iter()
+                    .map(|&route| {
+                        let h = metrics::histogram!("rpc_latency_seconds", "route" => route);
+                        h.record(next());
+                        h
+                    })
+                    .collect();
+                started.store_max(create);
+                phases[1].wait();
+                let started = Clocks::now();
+                for _ in 1..case.values {
+                    for h in &handles {
+                        h.record(next());
+                    }
+                }
+                started.store_max(record);
+                phases[2].wait();
+                // Alive, as a service's workers, until the scrape is measured.
+                phases[3].wait();
+            });
+        }
+        phases[0].wait();
+        phases[1].wait();
+        phases[2].wait();
+        let recorded = resident_bytes();
+        let started = Instant::now();
+        let bytes = scrape();
+        let scrape_time = started.elapsed();
+        let scraped = resident_bytes();
+        phases[3].wait();
+        println!("base {base}");
+        println!("recorded {recorded}");
+        println!("scraped {scraped}");
+        println!("create_ns {}", create.load(Ordering::Relaxed));
+        println!("record_ns {}", record.load(Ordering::Relaxed));
+        println!("create_cpu_ns {}", create_cpu.load(Ordering::Relaxed));
+        println!("record_cpu_ns {}", record_cpu.load(Ordering::Relaxed));
+        println!("scrape_ns {}", scrape_time.as_nanos());
+        println!("scrape_bytes {bytes}");
+    });
+}
+
+/// A phase's start on the calling thread: wall clock and the thread's CPU time.
+struct Clocks {
+    wall: Instant,
+    cpu: u64,
+}
+
+impl Clocks {
+    fn now() -> Clocks {
+        Clocks {
+            cpu: picollo_linux::thread_cpu_time_ns().unwrap_or(0),
+            wall: Instant::now(),
+        }
+    }
+
+    /// Raises `(wall, cpu)` to the nanoseconds since `self`, where they are higher.
+    fn store_max(&self, (wall, cpu): (&AtomicU64, &AtomicU64)) {
+        wall.fetch_max(self.wall.elapsed().as_nanos() as u64, Ordering::Relaxed);
+        let now = picollo_linux::thread_cpu_time_ns().unwrap_or(0);
+        cpu.fetch_max(now.saturating_sub(self.cpu), Ordering::Relaxed);
+    }
+}
+
+/// The figures of one child.
+struct Figures {
+    /// Resident bytes per series after the records and after the scrape.
+    recorded: f64,
+    scraped: f64,
+    /// Create and first record, µs per series: the slowest thread's wall time and CPU time.
+    create_us: f64,
+    create_cpu_us: f64,
+    /// ns per record after the first (wall, CPU).
+    record_ns: f64,
+    record_cpu_ns: f64,
+    scrape_ms: f64,
+    scrape_bytes: usize,
+}
+
+impl Figures {
+    fn read(out: &str, case: &Case) -> Figures {
+        let bytes = |key: &str| child::field::<u64>(out, key) as f64;
+        let per_series = |key: &str| (bytes(key) - bytes("base")) / case.series as f64;
+        let later = (case.series * case.threads * (case.values - 1)).max(1) as f64;
+        Figures {
+            recorded: per_series("recorded"),
+            scraped: per_series("scraped"),
+            create_us: bytes("create_ns") / 1e3 / case.series as f64,
+            create_cpu_us: bytes("create_cpu_ns") / 1e3 / case.series as f64,
+            record_ns: bytes("record_ns") / later,
+            record_cpu_ns: bytes("record_cpu_ns") / later,
+            scrape_ms: bytes("scrape_ns") / 1e6,
+            scrape_bytes: child::field(out, "scrape_bytes"),
+        }
+    }
+}
+
+fn main() {
+    if let Some(spec) = child::case() {
+        let words: Vec<&str> = spec.split_whitespace().collect();
+        let num = |i: usize| words.get(i).and_then(|w| w.parse::<usize>().ok());
+        if let (Some(&"series"), Some(subject), Some(series), Some(threads), Some(values)) =
+            (words.first(), num(1), num(2), num(3), num(4))
+        {
+            let spread = words
+                .get(5)
+                .and_then(|s| Spread::parse(s))
+                .expect("a spread");
+            let case = Case::new(series, threads, values, spread);
+            measure(&SUBJECTS[subject], case);
+        }
+        return;
+    }
+    let started = Instant::now();
+    let cases = cases();
+    let peer = SUBJECTS
+        .iter()
+        .position(|s| matches!(s.recorder, Recorder::Prometheus))
+        .expect("the peer is a subject");
+    // results[case][subject]
+    let results: Vec<Vec<Figures>> = cases
+        .iter()
+        .map(|case| {
+            (0..SUBJECTS.len())
+                .map(|i| {
+                    let spec = format!(
+                        "series {i} {} {} {} {}",
+                        case.series,
+                        case.threads,
+                        case.values,
+                        case.spread.name()
+                    );
+                    Figures::read(&child::run(&spec, &[]), case)
+                })
+                .collect()
+        })
+        .collect();
+
+    let kb = |b: f64| b / 1024.0;
+    let block = Block::begin("metrics-series");
+    println!(
+        "`metrics::histogram!(\"rpc_latency_seconds\", \"route\" => …)` per label set; series × \
+         threads × values per series per thread (spread of the latencies, 1 µs … 1 s); every \
+         recorder in a process of its own. Memory: resident KB per series after the records \
+         (threads alive) and after one scrape of every series; ÷ = this recorder's figure ÷ \
+         metrics-exporter-prometheus's in the same case. Create: the macro and the first \
+         record of every series on every thread, µs per series: the slowest thread's wall time \
+         and in parentheses its CPU time (`CLOCK_THREAD_CPUTIME_ID`, user and system: the time \
+         it ran, leaving out waits for locks and preemptions by other processes); ÷ on the \
+         wall times. Record: ns per later record, the slowest thread's wall (CPU) time ÷ its \
+         records. Scrape: one exposition of every series (Picollo: protobuf with native histograms; \
+         the peer: `render`, text)."
+    );
+    println!();
+    header(&[
+        "series × threads × values (spread)",
+        "recorder",
+        "KB per series",
+        "÷",
+        "KB per series after a scrape",
+        "÷",
+        "create µs per series, wall (CPU)",
+        "÷",
+        "record ns, wall (CPU)",
+        "scrape ms",
+        "scrape ÷",
+        "scrape bytes",
+    ]);
+    for (case, figures) in cases.iter().zip(&results) {
+        let p = &figures[peer];
+        for (subject, f) in SUBJECTS.iter().zip(figures) {
+            println!(
+                "| {} | {} | {:.1} | {:.2}× | {:.1} | {:.2}× | {:.2} ({:.2}) | {:.2}× | {:.1} \
+                 ({:.1}) | {:.1} | {:.2}× | {} |",
+                case.label(),
+                subject.name,
+                kb(f.recorded),
+                f.recorded / p.recorded,
+                kb(f.scraped),
+                f.scraped / p.scraped,
+                f.create_us,
+                f.create_cpu_us,
+                f.create_us / p.create_us,
+                f.record_ns,
+                f.record_cpu_ns,
+                f.scrape_ms,
+                f.scrape_ms / p.scrape_ms,
+                f.scrape_bytes,
+            );
+        }
+    }
+    println!();
+
+    // The targets, per Picollo subject: the worst ratio over the cases each one covers.
+    let judged = profile() == "bench-default";
+    println!(
+        "Targets (issue 30; same-run ratios under the release defaults{}):",
+        if judged {
+            ""
+        } else {
+            ": this build is not judged, see the `bench-default` rows"
+        }
+    );
+    println!();
+    header(&["recorder", "target", "cases", "worst ratio", "verdict"]);
+    type Target = (&'static str, fn(&Case) -> bool, fn(&Figures) -> f64, f64);
+    let targets: [Target; 3] = [
+        (
+            "resident memory per series ≤ the peer's, 200 values per series and up",
+            |c| c.values >= 200,
+            |f| f.recorded,
+            1.0,
+        ),
+        (
+            "resident memory per series ≤ 2× the peer's at 20 values per series",
+            |c| c.values < 200,
+            |f| f.recorded,
+            2.0,
+        ),
+        (
+            "create and first record of a series ≤ 2× the peer's (wall time)",
+            |_| true,
+            |f| f.create_us,
+            2.0,
+        ),
+    ];
+    for (i, subject) in SUBJECTS.iter().enumerate() {
+        if i == peer {
+            continue;
+        }
+        for (what, applies, figure, limit) in &targets {
+            let ratios: Vec<f64> = cases
+                .iter()
+                .zip(&results)
+                .filter(|(c, _)| applies(c))
+                .map(|(_, r)| figure(&r[i]) / figure(&r[peer]))
+                .collect();
+            if ratios.is_empty() {
+                continue;
+            }
+            let worst = ratios.iter().copied().fold(f64::MIN, f64::max);
+            let verdict = match (judged, worst <= *limit) {
+                (false, _) => "— (release defaults only)",
+                (true, true) => "✔",
+                (true, false) => "✘",
+            };
+            println!(
+                "| {} | {what} | {} | {worst:.2}× | {verdict} |",
+                subject.name,
+                ratios.len()
+            );
+        }
+    }
+    println!();
+    println!(
+        "{} cases × {} recorders, {:.0} s.",
+        cases.len(),
+        SUBJECTS.len(),
+        started.elapsed().as_secs_f64()
+    );
+    drop(block);
+}

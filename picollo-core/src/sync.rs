@@ -1,0 +1,84 @@
+//! The atomics of the lock-free protocols that the loom model checker explores (the frame
+//! ring's publish/validate handshake): `portable_atomic`'s in every normal build, loom's in a
+//! model build (`RUSTFLAGS="--cfg loom"`, `tests/loom.rs`), so the models run the real code.
+//!
+//! A model build also has planted bugs ([`planted`]): a model run with one must fail, which
+//! shows that the model can fail at all. Normal builds contain neither loom nor the plants:
+//! [`plant!`](crate::sync::plant) is the correct expression there.
+
+#[cfg(not(loom))]
+pub(crate) use core::hint::spin_loop;
+#[cfg(not(loom))]
+pub use portable_atomic::{fence, AtomicU64, Ordering};
+
+#[cfg(loom)]
+pub(crate) use loom::hint::spin_loop;
+#[cfg(loom)]
+pub use loom::sync::atomic::{fence, AtomicU64, Ordering};
+
+/// `plant!(Bug, correct, planted)`: `correct`, except in a loom build while the model runs with
+/// `planted::Bug::Bug` planted ([`planted::with`]), where it is `planted`. Normal builds
+/// compile `correct` alone.
+macro_rules! plant {
+    ($bug:ident, $correct:expr, $planted:expr) => {{
+        #[cfg(not(loom))]
+        let value = $correct;
+        #[cfg(loom)]
+        let value = if $crate::sync::planted::is($crate::sync::planted::Bug::$bug) {
+            $planted
+        } else {
+            $correct
+        };
+        value
+    }};
+}
+pub(crate) use plant;
+
+/// Bugs planted on purpose in loom builds, one at a time, each a change a careless edit could
+/// make: every model must find the bug planted in the code it checks.
+#[cfg(loom)]
+pub mod planted {
+    extern crate std;
+    use core::cell::Cell;
+
+    /// A planted bug.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub enum Bug {
+        /// The ring writer publishes a frame (its even sequence word, then `head`) with relaxed
+        /// stores instead of release stores: a reader may accept the slot's old payload as the
+        /// new frame. (Either release store alone is enough: a reader reads frame `j` only
+        /// after seeing `head > j` with acquire, and checks the sequence word with acquire.)
+        RingRelaxedPublish,
+        /// The ring writer leaves out the release fence between marking a slot odd and storing
+        /// the payload: a reader copying the slot's previous frame may see the new payload
+        /// and still the old even sequence word.
+        RingNoWriterFence,
+        /// The ring reader skips the sequence word's second load, after the copy: it accepts
+        /// a copy the writer overwrote while it was being taken.
+        RingNoRecheck,
+    }
+
+    std::thread_local! {
+        /// Per test thread: loom runs a model's threads as coroutines on the thread that
+        /// called it, so parallel tests do not see each other's plants.
+        static PLANTED: Cell<Option<Bug>> = const { Cell::new(None) };
+    }
+
+    /// Runs `f` (a loom model) with `bug` planted.
+    pub fn with<R>(bug: Bug, f: impl FnOnce() -> R) -> R {
+        struct Unplant;
+        impl Drop for Unplant {
+            fn drop(&mut self) {
+                PLANTED.with(|p| p.set(None));
+            }
+        }
+        PLANTED.with(|p| p.set(Some(bug)));
+        let _unplant = Unplant;
+        f()
+    }
+
+    /// Whether `bug` is planted on this thread.
+    pub fn is(bug: Bug) -> bool {
+        PLANTED.with(|p| p.get()) == Some(bug)
+    }
+}
