@@ -46,7 +46,7 @@ use picollo_core::approx::ApproxHistogram;
 use picollo_core::atomic::AtomicCounter;
 use picollo_core::scalable::ScalableCell;
 use picollo_core::{
-    AtomicHistogram, BucketPos, Cells, CellsMut, Counter, Histogram, Layout, LayoutError,
+    AtomicHistogram, BucketPos, Cells, CellsMut, Counter, Histogram, Layout, LayoutError, Lookup,
     UnitLayout, Window, WindowError,
 };
 use portable_atomic::{AtomicU16, AtomicU32, AtomicU64};
@@ -90,7 +90,7 @@ pub trait StorageChoice:
         pos: BucketPos,
         k: u32,
         first: usize,
-    ) -> Option<&'a T>;
+    ) -> Lookup<&'a T>;
     /// The cells as one slice, when the storage is dense.
     #[doc(hidden)]
     fn dense_cells<T: PageCell>(cells: &Self::Cells<T>) -> Option<&[T]>;
@@ -129,7 +129,7 @@ impl StorageChoice for Sparse {
         pos: BucketPos,
         _k: u32,
         _first: usize,
-    ) -> Option<&'a T> {
+    ) -> Lookup<&'a T> {
         // SAFETY: the caller's guarantee: `ptr` and `len` are a live storage's directory.
         unsafe { SparseStorage::cached_cell(ptr.cast(), len, pos) }
     }
@@ -165,10 +165,14 @@ impl StorageChoice for Dense {
         pos: BucketPos,
         k: u32,
         first: usize,
-    ) -> Option<&'a T> {
+    ) -> Lookup<&'a T> {
         let slot = pos.logical(k).wrapping_sub(first);
-        // SAFETY: `ptr` points to `len` live cells (the caller's guarantee) and `slot < len`.
-        (slot < len).then(|| unsafe { &*ptr.cast::<T>().add(slot) })
+        if slot < len {
+            // SAFETY: `ptr` points to `len` live cells (the caller's guarantee), `slot < len`.
+            Lookup::Found(unsafe { &*ptr.cast::<T>().add(slot) })
+        } else {
+            Lookup::Missing
+        }
     }
     fn dense_cells<T: PageCell>(cells: &HeapStorage<T>) -> Option<&[T]> {
         Some(cells.cells())

@@ -22,7 +22,7 @@ use crate::cell::{AtomicWord, RmwAtomic, Word};
 use crate::layout::{BucketPos, LayoutSpec};
 use crate::read::HistogramRead;
 use crate::scalable::{RandomSource, ScalableCell, ScalableConfig};
-use crate::storage::{Absent, Cells};
+use crate::storage::{Absent, Cells, Lookup};
 use crate::window::{Window, WindowError, WindowSpec};
 use crate::{Layout, Record};
 
@@ -171,9 +171,9 @@ where
         // SAFETY: `pos` comes from this histogram's sealed layout spec, which the storage was
         // checked against when the histogram was made (`Cells::check_window`).
         match unsafe { self.storage.cell(pos, k, first) } {
-            Some(cell) => Ok(cell),
+            Lookup::Found(cell) => Ok(cell),
             // SAFETY: as above.
-            None => match unsafe { self.storage.absent(pos, k, first, n) } {
+            Lookup::Missing => match unsafe { self.storage.absent(pos, k, first, n) } {
                 Absent::Outside(slot) => Err(Some(slot)),
                 Absent::Cell(cell) => Ok(cell),
                 Absent::Counted => Err(None),

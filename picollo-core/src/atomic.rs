@@ -25,7 +25,7 @@
 use crate::cell::{AtomicU16, AtomicU32, AtomicWord, Ordering, RmwAtomic, Word};
 use crate::layout::{BucketPos, ConstLayout, LayoutSpec};
 use crate::read::HistogramRead;
-use crate::storage::{Absent, Cells};
+use crate::storage::{Absent, Cells, Lookup};
 use crate::window::{ConstWindow, Window, WindowError, WindowSpec};
 use crate::{Layout, Record};
 
@@ -351,9 +351,9 @@ where
         // SAFETY: `pos` comes from this histogram's sealed layout spec, which the storage was
         // checked against when the histogram was made (`Cells::check_window`).
         match unsafe { self.storage.cell(pos, k, first) } {
-            Some(cell) => cell.increment(),
+            Lookup::Found(cell) => cell.increment(),
             // SAFETY: as above.
-            None => match unsafe { self.storage.absent(pos, k, first, 1) } {
+            Lookup::Missing => match unsafe { self.storage.absent(pos, k, first, 1) } {
                 Absent::Outside(slot) => self.shared.add_outside(slot, 1),
                 Absent::Cell(cell) => cell.add(1),
                 Absent::Counted => {}
@@ -370,9 +370,9 @@ where
         let k = self.spec.layout().block_scale();
         // SAFETY: as in `record_at`.
         match unsafe { self.storage.cell(pos, k, first) } {
-            Some(cell) => cell.add(count),
+            Lookup::Found(cell) => cell.add(count),
             // SAFETY: as above.
-            None => match unsafe { self.storage.absent(pos, k, first, count) } {
+            Lookup::Missing => match unsafe { self.storage.absent(pos, k, first, count) } {
                 Absent::Outside(slot) => self.shared.add_outside(slot, count),
                 Absent::Cell(cell) => cell.add(count),
                 Absent::Counted => {}

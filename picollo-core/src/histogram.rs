@@ -2,7 +2,7 @@
 
 use crate::layout::{BucketPos, ConstLayout, LayoutSpec};
 use crate::read::HistogramRead;
-use crate::storage::{Absent, Cells, CellsMut, Counter};
+use crate::storage::{Absent, Cells, CellsMut, Counter, Lookup};
 use crate::window::{ConstWindow, Window, WindowError, WindowSpec};
 use crate::{storage_len, Layout, Record};
 use core::fmt;
@@ -298,12 +298,12 @@ where
         // SAFETY: `pos` comes from this histogram's sealed layout spec (or its layout), which
         // the storage was checked against when the histogram was made (`Cells::check_window`).
         match unsafe { self.storage.cell_mut(pos, k, first) } {
-            Some(cell) => cell.increment(),
+            Lookup::Found(cell) => cell.increment(),
             // Inline rather than a call: a call in the loop would stop the compiler from
             // keeping the storage pointer and window in registers across records. (Dense
             // storage answers `Outside` inline; sparse storage calls its cold path here.)
             // SAFETY: as above.
-            None => match unsafe { self.storage.absent_mut(pos, k, first, 1) } {
+            Lookup::Missing => match unsafe { self.storage.absent_mut(pos, k, first, 1) } {
                 // One at a time, a u64 capped at 2^63 - 1 cannot wrap (see `Counter`).
                 Absent::Outside(slot) => {
                     let outside = self.outside_counter(slot);
@@ -327,9 +327,9 @@ where
         // SAFETY: `pos` comes from this histogram's layout, which the storage was checked
         // against when the histogram was made (`Cells::check_window`).
         match unsafe { self.storage.cell_mut(pos, k, first) } {
-            Some(cell) => cell.add(count),
+            Lookup::Found(cell) => cell.add(count),
             // SAFETY: as above.
-            None => match unsafe { self.storage.absent_mut(pos, k, first, count) } {
+            Lookup::Missing => match unsafe { self.storage.absent_mut(pos, k, first, count) } {
                 Absent::Outside(slot) => self.outside_counter(slot).add(count),
                 Absent::Cell(cell) => cell.add(count),
                 Absent::Counted => {}

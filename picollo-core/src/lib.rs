@@ -68,7 +68,7 @@ pub use read::{
     Bucket, EquivalentValue, FixedPercentile, HistogramRead, IntStats, Percentile, PercentileError,
     Rank, ReadExt, ResetInProgress, Stats,
 };
-pub use storage::{Absent, CellCount, Cells, CellsMut, Counter, Storage, StorageMut};
+pub use storage::{Absent, CellCount, Cells, CellsMut, Counter, Lookup, Storage, StorageMut};
 /// Bugs planted in loom builds for the models to find (see `tests/loom.rs`).
 #[cfg(loom)]
 #[doc(hidden)]

@@ -166,6 +166,34 @@ pub enum Absent<C> {
     Cell(C),
 }
 
+/// What [`Cells::cell`] found for a bucket: its cell, or none (then [`Cells::absent`] says
+/// what to do).
+///
+/// Not an `Option`: an `Option` of a reference is the null pointer when empty, so a record
+/// branching on it tests the cell for null, and where the compiler cannot prove the cell
+/// non-null (sparse storage computes it from a biased page pointer) that test stays in every
+/// record after the storage's own tests (three instructions more per record in
+/// `benches/RESULTS.md`, `record-instructions`). `repr(u8)` gives the enum a tag of its own,
+/// a constant on each of the storage's paths, so the record's branch folds into them.
+#[repr(u8)]
+#[derive(Debug)]
+pub enum Lookup<C> {
+    /// The bucket's cell.
+    Found(C),
+    /// No cell for the bucket.
+    Missing,
+}
+
+impl<C> From<Option<C>> for Lookup<C> {
+    #[inline(always)]
+    fn from(cell: Option<C>) -> Self {
+        match cell {
+            Some(cell) => Lookup::Found(cell),
+            None => Lookup::Missing,
+        }
+    }
+}
+
 /// The cells of a histogram as its kind records into them and reads them: the seam between
 /// the kinds and their storage.
 ///
@@ -200,7 +228,7 @@ pub trait Cells {
     /// # Safety
     ///
     /// `pos` is a position under block scale `k`, the storage's layout (see the trait docs).
-    unsafe fn cell(&self, pos: BucketPos, k: u32, first: usize) -> Option<&Self::Item>;
+    unsafe fn cell(&self, pos: BucketPos, k: u32, first: usize) -> Lookup<&Self::Item>;
     /// What to do with `n` occurrences at `pos` when [`Cells::cell`] found no cell. May be
     /// called by many threads at once (the shared kinds).
     ///
@@ -229,7 +257,7 @@ pub trait CellsMut: Cells {
     /// # Safety
     ///
     /// As [`Cells::cell`].
-    unsafe fn cell_mut(&mut self, pos: BucketPos, k: u32, first: usize) -> Option<&mut Self::Item>;
+    unsafe fn cell_mut(&mut self, pos: BucketPos, k: u32, first: usize) -> Lookup<&mut Self::Item>;
     /// As [`Cells::absent`], with exclusive access.
     ///
     /// # Safety
@@ -261,8 +289,10 @@ where
     }
     /// Bound-checked: safe for any `pos`.
     #[inline(always)]
-    unsafe fn cell(&self, pos: BucketPos, k: u32, first: usize) -> Option<&S::Item> {
-        self.as_slice().get(pos.logical(k).wrapping_sub(first))
+    unsafe fn cell(&self, pos: BucketPos, k: u32, first: usize) -> Lookup<&S::Item> {
+        self.as_slice()
+            .get(pos.logical(k).wrapping_sub(first))
+            .into()
     }
     #[inline(always)]
     unsafe fn absent(&self, pos: BucketPos, k: u32, first: usize, _n: u64) -> Absent<&S::Item> {
@@ -293,9 +323,10 @@ where
 {
     /// Bound-checked: safe for any `pos`.
     #[inline(always)]
-    unsafe fn cell_mut(&mut self, pos: BucketPos, k: u32, first: usize) -> Option<&mut S::Item> {
+    unsafe fn cell_mut(&mut self, pos: BucketPos, k: u32, first: usize) -> Lookup<&mut S::Item> {
         self.as_mut_slice()
             .get_mut(pos.logical(k).wrapping_sub(first))
+            .into()
     }
     #[inline(always)]
     unsafe fn absent_mut(

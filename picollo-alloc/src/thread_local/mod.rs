@@ -118,7 +118,8 @@ use core::ptr;
 use picollo_core::atomic::Version;
 use picollo_core::read::for_each_nonempty_run;
 use picollo_core::{
-    Absent, AtomicHistogram, BucketPos, Cells, Counter, HistogramRead, Layout, LayoutSpec, Window,
+    Absent, AtomicHistogram, BucketPos, Cells, Counter, HistogramRead, Layout, LayoutSpec, Lookup,
+    Window,
 };
 use portable_atomic::{AtomicU16, AtomicU32, AtomicU64};
 use std::cell::{Cell, RefCell, UnsafeCell};
@@ -399,9 +400,11 @@ impl<C: LocalCounter, S: StorageChoice> ThreadLocalHistogram<C, S> {
         // thread's shard (`StorageChoice::hot_ptr`), whose storage was made for this layout
         // and window, with `hot_len` its bound; `pos` is a position under the layout.
         match unsafe { S::hot_cell::<C::Cell>(cached.cells, self.hot_len, pos, k, first) } {
-            Some(cell) => C::owner_increment(cell),
+            Lookup::Found(cell) => C::owner_increment(cell),
             // SAFETY: as above, for the shard itself.
-            None => unsafe { &*cached.shard.cast::<Shard<C, S>>() }.record_absent(self, pos, 1),
+            Lookup::Missing => {
+                unsafe { &*cached.shard.cast::<Shard<C, S>>() }.record_absent(self, pos, 1)
+            }
         }
     }
 

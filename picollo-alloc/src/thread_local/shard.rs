@@ -41,8 +41,8 @@ impl<C: LocalCounter, S: StorageChoice> Shard<C, S> {
         // SAFETY: `pos` is a position under the histogram's layout, the one the shard's
         // storage was made for.
         match unsafe { self.cells.cell(pos, k, first) } {
-            Some(cell) => C::owner_add(cell, count),
-            None => self.record_absent(h, pos, count),
+            Lookup::Found(cell) => C::owner_add(cell, count),
+            Lookup::Missing => self.record_absent(h, pos, count),
         }
     }
 
