@@ -67,7 +67,9 @@ use cold::ColdTier;
 use install::{AtomicPtr, AtomicUsize, Ordering};
 use picollo_core::scalable::ScalableCell;
 use picollo_core::storage::{cell_runs, CELL_RUN};
-use picollo_core::{Absent, BucketPos, CellCount, Cells, CellsMut, Layout, Window, WindowError};
+use picollo_core::{
+    Absent, BucketPos, CellCount, Cells, CellsMut, Layout, Lookup, Window, WindowError,
+};
 use portable_atomic::{AtomicU16, AtomicU32, AtomicU64};
 
 /// Occurrences of one bucket in the cold tier after which its block gets a page; a
@@ -237,22 +239,18 @@ impl<T: PageCell> SparseStorage<T> {
         dir: *const AtomicPtr<T>,
         len: usize,
         pos: BucketPos,
-    ) -> Option<&'a T> {
+    ) -> Lookup<&'a T> {
         if pos.block >= len {
-            return None;
+            return Lookup::Missing;
         }
         // SAFETY: `pos.block < len`, the directory's length (the caller's guarantee). The
         // owner thread installs its shard's pages and reads them back: program order.
         let page = unsafe { &*dir.add(pos.block) }.load(Ordering::Relaxed);
         if page.is_null() {
-            return None;
+            return Lookup::Missing;
         }
-        let cell = page.wrapping_add(pos.offset);
         // SAFETY: as in `Cells::cell`.
-        unsafe {
-            core::hint::assert_unchecked(!cell.is_null());
-            Some(&*cell)
-        }
+        Lookup::Found(unsafe { &*page.wrapping_add(pos.offset) })
     }
 
     /// Makes this storage's counts those of `from` (same layout and window), bucket for bucket:
@@ -394,51 +392,53 @@ impl<T: PageCell> SparseStorage<T> {
     /// Every entry of the cold tier with a count, as `(storage index, count)` sorted by index,
     /// a bucket's entries summed.
     ///
-    /// A counting sort by block (two passes over the tables' words), then an insertion sort
-    /// within each block, which holds a few entries: a full-range histogram's thousand entries
-    /// sort in a few instructions each, where a comparison sort of all of them cost more than
-    /// the rest of a scrape's read.
+    /// The entries' words (`(logical + 1) << 32 | count`) are gathered in one pass over the
+    /// tables and sorted by an LSD radix sort of their index bits, 8 bits a pass (two passes
+    /// for windows up to 2^16 buckets): linear, a few instructions per entry and pass. A
+    /// counting sort by block followed by an insertion sort within each block cost more than
+    /// the rest of a scrape's read (block 0 of a full-range histogram holds ten octaves).
     fn sorted_entries(&self) -> Vec<(usize, u64)> {
-        let first = self.first;
-        let mut starts = vec![0usize; self.dir.len() + 1];
-        self.cold.for_each(|logical, _| {
-            starts[BucketPos::of_logical(logical, self.k).block + 1] += 1;
-        });
-        for b in 1..starts.len() {
-            starts[b] += starts[b - 1];
-        }
-        let mut entries = vec![(0usize, 0u64); starts[self.dir.len()]];
-        let mut next = starts.clone();
-        self.cold.for_each(|logical, n| {
-            let block = BucketPos::of_logical(logical, self.k).block;
-            // A count that appeared between the passes has no place: the next read sees it
-            // (each pass reads every count as it was at some moment).
-            if let Some(slot) = entries
-                .get_mut(next[block])
-                .filter(|_| next[block] < starts[block + 1])
-            {
-                *slot = (logical - first, n);
-                next[block] += 1;
-            }
-        });
-        let mut out = Vec::with_capacity(entries.len());
-        for b in 0..self.dir.len() {
-            let block = &mut entries[starts[b]..next[b]];
-            for i in 1..block.len() {
-                let mut j = i;
-                while j > 0 && block[j - 1].0 > block[j].0 {
-                    block.swap(j - 1, j);
-                    j -= 1;
-                }
-            }
-            for &(slot, n) in block.iter() {
-                match out.last_mut() {
-                    Some((last, count)) if *last == slot => *count = u64::saturating_add(*count, n),
-                    _ => out.push((slot, n)),
-                }
+        let mut words = Vec::with_capacity(self.cold.entries());
+        self.cold.for_each_word(|w| words.push(w));
+        // Keys are at most `first + len` (the index plus one).
+        let key_bits = usize::BITS - (self.first + self.window.len()).leading_zeros();
+        radix_sort_by_key(&mut words, key_bits);
+        let mut out: Vec<(usize, u64)> = Vec::with_capacity(words.len());
+        for w in words {
+            let slot = (w >> 32) as usize - 1 - self.first;
+            let n = w & cold::COUNT_MASK;
+            match out.last_mut() {
+                Some((last, count)) if *last == slot => *count = count.saturating_add(n),
+                _ => out.push((slot, n)),
             }
         }
         out
+    }
+}
+
+/// Sorts entry words by their key (the high 32 bits), of which only the low `key_bits` may be
+/// set: least significant byte first, a counting pass and a stable scatter per byte.
+fn radix_sort_by_key(words: &mut Vec<u64>, key_bits: u32) {
+    if words.len() < 2 {
+        return;
+    }
+    let mut other = vec![0u64; words.len()];
+    let mut shift = 32;
+    while shift < 32 + key_bits {
+        let mut starts = [0usize; 257];
+        for &w in words.iter() {
+            starts[((w >> shift) & 0xFF) as usize + 1] += 1;
+        }
+        for d in 1..starts.len() {
+            starts[d] += starts[d - 1];
+        }
+        for &w in words.iter() {
+            let d = ((w >> shift) & 0xFF) as usize;
+            other[starts[d]] = w;
+            starts[d] += 1;
+        }
+        core::mem::swap(words, &mut other);
+        shift += 8;
     }
 }
 
@@ -466,21 +466,19 @@ impl<T: PageCell> Cells for SparseStorage<T> {
     }
 
     #[inline(always)]
-    unsafe fn cell(&self, pos: BucketPos, _k: u32, _first: usize) -> Option<&T> {
-        let page = self.dir.get(pos.block)?.load(Ordering::Acquire);
+    unsafe fn cell(&self, pos: BucketPos, _k: u32, _first: usize) -> Lookup<&T> {
+        let Some(slot) = self.dir.get(pos.block) else {
+            return Lookup::Missing;
+        };
+        let page = slot.load(Ordering::Acquire);
         if page.is_null() {
-            return None;
+            return Lookup::Missing;
         }
-        let cell = page.wrapping_add(pos.offset);
         // SAFETY: by the caller's guarantee `pos` is a position under this storage's block
         // scale, so its offset is one of its block's (`0..2B` for block 0, `B..2B` otherwise,
-        // which the bias maps onto the page's cells): the cell is inside the page, not null
-        // (said to the compiler, which cannot see it through the bias: no test of the
-        // `Option` on the record path); the page is alive until drop.
-        unsafe {
-            core::hint::assert_unchecked(!cell.is_null());
-            Some(&*cell)
-        }
+        // which the bias maps onto the page's cells): the cell is inside the page; the page is
+        // alive until drop.
+        Lookup::Found(unsafe { &*page.wrapping_add(pos.offset) })
     }
 
     #[inline]
@@ -581,39 +579,43 @@ impl<T: PageCell> Cells for SparseStorage<T> {
 
 /// The runs of the recorded buckets of a block without a page: `entries` (sorted storage
 /// indices in `slot0..end`, with counts) in runs of [`CELL_RUN`] cells aligned like the dense
-/// scan's, clipped to the block.
+/// scan's, clipped to the block. One buffer for every run: the cells a run set are zeroed
+/// again after it is passed on.
 fn entry_runs(
     entries: &[(usize, u64)],
     slot0: usize,
     end: usize,
     f: &mut dyn FnMut(usize, &[u64]),
 ) {
+    let mut run = [0u64; CELL_RUN];
     let mut i = 0;
     while let Some(&(slot, _)) = entries.get(i) {
-        let start = (slot / CELL_RUN * CELL_RUN).max(slot0);
-        let stop = (slot / CELL_RUN * CELL_RUN + CELL_RUN).min(end);
-        let mut run = [0u64; CELL_RUN];
+        let aligned = slot / CELL_RUN * CELL_RUN;
+        let (start, stop) = (aligned.max(slot0), (aligned + CELL_RUN).min(end));
+        let from = i;
         while let Some(&(s, n)) = entries.get(i).filter(|&&(s, _)| s < stop) {
             run[s - start] = n;
             i += 1;
         }
         f(start, &run[..stop - start]);
+        for &(s, _) in &entries[from..i] {
+            run[s - start] = 0;
+        }
     }
 }
 
 impl<T: PageCell> CellsMut for SparseStorage<T> {
     #[inline(always)]
-    unsafe fn cell_mut(&mut self, pos: BucketPos, _k: u32, _first: usize) -> Option<&mut T> {
-        let page = self.dir.get(pos.block)?.load(Ordering::Relaxed);
+    unsafe fn cell_mut(&mut self, pos: BucketPos, _k: u32, _first: usize) -> Lookup<&mut T> {
+        let Some(slot) = self.dir.get(pos.block) else {
+            return Lookup::Missing;
+        };
+        let page = slot.load(Ordering::Relaxed);
         if page.is_null() {
-            return None;
+            return Lookup::Missing;
         }
-        let cell = page.wrapping_add(pos.offset);
         // SAFETY: as in `cell`; `&mut self` makes the access exclusive.
-        unsafe {
-            core::hint::assert_unchecked(!cell.is_null());
-            Some(&mut *cell)
-        }
+        Lookup::Found(unsafe { &mut *page.wrapping_add(pos.offset) })
     }
 
     #[inline]

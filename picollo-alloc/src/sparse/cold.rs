@@ -212,14 +212,25 @@ impl ColdTier {
 
     /// Calls `f(logical, count)` for every entry with a count (a bucket may come twice).
     pub(super) fn for_each(&self, mut f: impl FnMut(usize, u64)) {
+        self.for_each_word(|w| f((w >> 32) as usize - 1, w & COUNT_MASK))
+    }
+
+    /// Calls `f(word)` for every entry word with a count: `(logical + 1) << 32 | count`.
+    pub(super) fn for_each_word(&self, mut f: impl FnMut(u64)) {
         for table in self.tables() {
             for word in table.words.iter() {
                 let w = word.load(Ordering::Relaxed);
                 if w & COUNT_MASK != 0 {
-                    f((w >> 32) as usize - 1, w & COUNT_MASK);
+                    f(w);
                 }
             }
         }
+    }
+
+    /// Entries inserted in every table together (a bucket may have one in several): what
+    /// [`ColdTier::for_each`] calls `f` with at most, unless records insert more meanwhile.
+    pub(super) fn entries(&self) -> usize {
+        self.tables().map(|t| t.used.load(Ordering::Relaxed)).sum()
     }
 
     /// The sum of the counts of the logical indices in `lo..hi`.
