@@ -453,6 +453,7 @@ fn page_layout<T>(len: usize) -> std::alloc::Layout {
 
 impl<T: PageCell> Cells for SparseStorage<T> {
     type Item = T;
+    const READS_IN_BULK: bool = true;
 
     fn check_window(&self, layout: Layout, window: Window) -> Result<(), WindowError> {
         if window == self.window && layout == self.layout {

@@ -8,7 +8,7 @@ use picollo_alloc::hdr::{export, export_v2_into, ExportOptions, LogWriter};
 use picollo_alloc::sparse::{widened, SparseStorage, HOT};
 use picollo_alloc::{bulk, heap, HistogramBuilder, Snapshot};
 use picollo_core::scalable::XorShift;
-use picollo_core::{EquivalentValue, HistogramRead, Layout, ReadExt, Window};
+use picollo_core::{EquivalentValue, HistogramRead, Layout, Percentile, ReadExt, Window};
 use proptest::prelude::*;
 
 /// Every non-empty bucket, through the bulk read.
@@ -55,6 +55,15 @@ where
             );
         }
         assert_eq!(a.int_stats(), b.int_stats());
+        assert_eq!(a.stats(), b.stats());
+        // A batch out of order with a repeated rank: sparse kinds walk their bulk read.
+        let ranks = [99.0, 0.0, 50.0, 99.0, 100.0, 25.0];
+        let (mut pa, mut pb) = ([Percentile::default(); 6], [Percentile::default(); 6]);
+        a.percentiles(&ranks, EquivalentValue::Upper, &mut pa)
+            .unwrap();
+        b.percentiles(&ranks, EquivalentValue::Upper, &mut pb)
+            .unwrap();
+        assert_eq!(pa, pb);
     }
 }
 

@@ -459,6 +459,10 @@ where
     fn recorded_runs(&self, f: &mut dyn FnMut(usize, &[u64])) {
         self.storage.recorded_runs(f)
     }
+    #[inline]
+    fn reads_in_bulk(&self) -> bool {
+        S::READS_IN_BULK
+    }
     crate::forward_histogram_read!(shared: |h| h.shared);
 }
 

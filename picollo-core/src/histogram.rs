@@ -630,6 +630,10 @@ where
         self.storage.recorded_runs(f)
     }
     #[inline]
+    fn reads_in_bulk(&self) -> bool {
+        S::READS_IN_BULK
+    }
+    #[inline]
     fn underflow(&self) -> u64 {
         self.underflow
     }

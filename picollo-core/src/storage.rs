@@ -242,6 +242,12 @@ pub trait Cells {
     fn sum_range(&self, start: usize, end: usize) -> u64;
     /// The bulk read: [`HistogramRead::recorded_runs`](crate::HistogramRead::recorded_runs).
     fn recorded_runs(&self, f: &mut dyn FnMut(usize, &[u64]));
+    /// Whether a bucket's count costs a lookup ([`Cells::count_at`] through a page table and
+    /// the cold tier's tables: sparse storage), so that walks over the buckets (percentiles,
+    /// statistics) go through [`Cells::recorded_runs`] instead
+    /// ([`HistogramRead::reads_in_bulk`](crate::HistogramRead::reads_in_bulk)). False for
+    /// dense storage, whose walks sum slices of cells.
+    const READS_IN_BULK: bool = false;
     /// Calls `clear` on every cell and zeroes every count the storage keeps elsewhere, with
     /// only atomic operations (a shared kind's reset, with recorders running).
     fn clear_shared(&self, clear: impl Fn(&Self::Item));

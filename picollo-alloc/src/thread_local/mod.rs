@@ -863,6 +863,9 @@ impl<C: LocalCounter, S: StorageChoice> HistogramRead for ThreadLocalHistogram<C
         self.inner.check_fork();
         self.pass_recorded(f)
     }
+    fn reads_in_bulk(&self) -> bool {
+        <S::Cells<AtomicU64> as Cells>::READS_IN_BULK
+    }
     fn read_begin(&self) -> u64 {
         self.inner.check_fork();
         self.inner.version.read_begin()
