@@ -66,7 +66,7 @@ mod install;
 use cold::ColdTier;
 use install::{AtomicPtr, AtomicUsize, Ordering};
 use picollo_core::scalable::ScalableCell;
-use picollo_core::storage::{cell_runs, CELL_RUN};
+use picollo_core::storage::cell_runs;
 use picollo_core::{
     Absent, BucketPos, CellCount, Cells, CellsMut, Layout, Lookup, Window, WindowError,
 };
@@ -389,24 +389,53 @@ impl<T: PageCell> SparseStorage<T> {
         block_start(e, self.k) - self.first
     }
 
-    /// Every entry of the cold tier with a count, as `(storage index, count)` sorted by index,
-    /// a bucket's entries summed.
+    /// The recorded buckets of a block without a page, from its sorted entry words: each
+    /// bucket a run of its own (its entries summed), since such a block holds a few scattered
+    /// buckets, whose aligned runs of [`CELL_RUN`](picollo_core::storage::CELL_RUN) cells
+    /// would be mostly zeros.
+    fn entry_runs(&self, words: &[u64], f: &mut dyn FnMut(usize, &[u64])) {
+        let mut i = 0;
+        while let Some(&w) = words.get(i) {
+            let mut n = w & cold::COUNT_MASK;
+            i += 1;
+            while let Some(&more) = words.get(i).filter(|&&m| m >> 32 == w >> 32) {
+                n = n.saturating_add(more & cold::COUNT_MASK);
+                i += 1;
+            }
+            f(self.slot_of_word(w), &[n.min(T::MAX)]);
+        }
+    }
+
+    /// Every entry word of the cold tier with a count (`(logical + 1) << 32 | count`), sorted
+    /// by index (a bucket's entries next to each other).
     ///
-    /// The entries' words (`(logical + 1) << 32 | count`) are gathered in one pass over the
-    /// tables and sorted by an LSD radix sort of their index bits, 8 bits a pass (two passes
-    /// for windows up to 2^16 buckets): linear, a few instructions per entry and pass. A
-    /// counting sort by block followed by an insertion sort within each block cost more than
-    /// the rest of a scrape's read (block 0 of a full-range histogram holds ten octaves).
-    fn sorted_entries(&self) -> Vec<(usize, u64)> {
+    /// The words are gathered in one pass over the tables and sorted by an LSD radix sort of
+    /// their index bits, 8 bits a pass (two passes for windows up to 2^16 buckets): linear, a
+    /// few instructions per entry and pass. A counting sort by block followed by an insertion
+    /// sort within each block cost more than the rest of a scrape's read (block 0 of a
+    /// full-range histogram holds ten octaves).
+    fn sorted_words(&self) -> Vec<u64> {
         let mut words = Vec::with_capacity(self.cold.entries());
         self.cold.for_each_word(|w| words.push(w));
         // Keys are at most `first + len` (the index plus one).
         let key_bits = usize::BITS - (self.first + self.window.len()).leading_zeros();
         radix_sort_by_key(&mut words, key_bits);
+        words
+    }
+
+    /// The storage index of an entry word.
+    #[inline]
+    fn slot_of_word(&self, w: u64) -> usize {
+        (w >> 32) as usize - 1 - self.first
+    }
+
+    /// Every entry of the cold tier with a count, as `(storage index, count)` sorted by index,
+    /// a bucket's entries summed.
+    fn sorted_entries(&self) -> Vec<(usize, u64)> {
+        let words = self.sorted_words();
         let mut out: Vec<(usize, u64)> = Vec::with_capacity(words.len());
         for w in words {
-            let slot = (w >> 32) as usize - 1 - self.first;
-            let n = w & cold::COUNT_MASK;
+            let (slot, n) = (self.slot_of_word(w), w & cold::COUNT_MASK);
             match out.last_mut() {
                 Some((last, count)) if *last == slot => *count = count.saturating_add(n),
                 _ => out.push((slot, n)),
@@ -419,10 +448,11 @@ impl<T: PageCell> SparseStorage<T> {
 /// Sorts entry words by their key (the high 32 bits), of which only the low `key_bits` may be
 /// set: least significant byte first, a counting pass and a stable scatter per byte.
 fn radix_sort_by_key(words: &mut Vec<u64>, key_bits: u32) {
-    if words.len() < 2 {
+    let len = words.len();
+    if len < 2 {
         return;
     }
-    let mut other = vec![0u64; words.len()];
+    let mut other: Vec<u64> = Vec::with_capacity(len);
     let mut shift = 32;
     while shift < 32 + key_bits {
         let mut starts = [0usize; 257];
@@ -432,11 +462,17 @@ fn radix_sort_by_key(words: &mut Vec<u64>, key_bits: u32) {
         for d in 1..starts.len() {
             starts[d] += starts[d - 1];
         }
+        other.clear();
+        let spare = &mut other.spare_capacity_mut()[..len];
         for &w in words.iter() {
             let d = ((w >> shift) & 0xFF) as usize;
-            other[starts[d]] = w;
+            spare[starts[d]].write(w);
             starts[d] += 1;
         }
+        // SAFETY: the scatter wrote every index of `0..len` once: the digits' start offsets
+        // are the prefix sums of the counts of these same `len` words, so the positions they
+        // hand out are a permutation of `0..len` (whatever `other` held before is overwritten).
+        unsafe { other.set_len(len) };
         core::mem::swap(words, &mut other);
         shift += 8;
     }
@@ -535,17 +571,22 @@ impl<T: PageCell> Cells for SparseStorage<T> {
     }
 
     fn recorded_runs(&self, f: &mut dyn FnMut(usize, &[u64])) {
-        let entries = self.sorted_entries();
-        let mut rest = &entries[..];
+        let words = self.sorted_words();
+        let mut rest = &words[..];
         let mut merged: Vec<u64> = Vec::new();
         for e in self.first_block..self.dir.len() {
+            let page = self.page(e);
+            if rest.is_empty() && page.is_none() {
+                continue;
+            }
             let slot0 = self.slot_of_block(e);
-            let end = slot0 + page_len(e, self.k);
-            let here = rest.partition_point(|&(slot, _)| slot < end);
-            let (block_entries, later) = rest.split_at(here);
+            // The words of this block's buckets: keys below that of the next block's first.
+            let end_key = ((self.first + slot0 + page_len(e, self.k) + 1) as u64) << 32;
+            let here = rest.partition_point(|&w| w < end_key);
+            let (block_words, later) = rest.split_at(here);
             rest = later;
-            match self.page(e) {
-                Some(cells) if block_entries.is_empty() => {
+            match page {
+                Some(cells) if block_words.is_empty() => {
                     cell_runs(cells, CellCount::count, &mut |s, counts| {
                         f(slot0 + s, counts)
                     })
@@ -553,13 +594,13 @@ impl<T: PageCell> Cells for SparseStorage<T> {
                 Some(cells) => {
                     merged.clear();
                     merged.extend(cells.iter().map(CellCount::count));
-                    for &(slot, n) in block_entries {
-                        let cell = &mut merged[slot - slot0];
-                        *cell = cell.saturating_add(n).min(T::MAX);
+                    for &w in block_words {
+                        let cell = &mut merged[self.slot_of_word(w) - slot0];
+                        *cell = cell.saturating_add(w & cold::COUNT_MASK).min(T::MAX);
                     }
                     cell_runs(&merged, |&n| n, &mut |s, counts| f(slot0 + s, counts))
                 }
-                None => entry_runs(block_entries, slot0, end, f),
+                None => self.entry_runs(block_words, f),
             }
         }
     }
@@ -575,33 +616,6 @@ impl<T: PageCell> Cells for SparseStorage<T> {
 
     fn held_bytes(&self) -> usize {
         size_of_val(&*self.dir) + self.page_bytes.load(Ordering::Relaxed) + self.cold.held_bytes()
-    }
-}
-
-/// The runs of the recorded buckets of a block without a page: `entries` (sorted storage
-/// indices in `slot0..end`, with counts) in runs of [`CELL_RUN`] cells aligned like the dense
-/// scan's, clipped to the block. One buffer for every run: the cells a run set are zeroed
-/// again after it is passed on.
-fn entry_runs(
-    entries: &[(usize, u64)],
-    slot0: usize,
-    end: usize,
-    f: &mut dyn FnMut(usize, &[u64]),
-) {
-    let mut run = [0u64; CELL_RUN];
-    let mut i = 0;
-    while let Some(&(slot, _)) = entries.get(i) {
-        let aligned = slot / CELL_RUN * CELL_RUN;
-        let (start, stop) = (aligned.max(slot0), (aligned + CELL_RUN).min(end));
-        let from = i;
-        while let Some(&(s, n)) = entries.get(i).filter(|&&(s, _)| s < stop) {
-            run[s - start] = n;
-            i += 1;
-        }
-        f(start, &run[..stop - start]);
-        for &(s, _) in &entries[from..i] {
-            run[s - start] = 0;
-        }
     }
 }
 
