@@ -401,8 +401,8 @@ impl<C: LocalCounter, S: StorageChoice> ThreadLocalHistogram<C, S> {
         // and window, with `hot_len` its bound; `pos` is a position under the layout.
         match unsafe { S::hot_cell::<C::Cell>(cached.cells, self.hot_len, pos, k, first) } {
             Lookup::Found(cell) => C::owner_increment(cell),
-            // SAFETY: as above, for the shard itself.
             Lookup::Missing => {
+                // SAFETY: as above, for the shard itself.
                 unsafe { &*cached.shard.cast::<Shard<C, S>>() }.record_absent(self, pos, 1)
             }
         }
