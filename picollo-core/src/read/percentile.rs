@@ -316,13 +316,7 @@ where
     let (mut sec, mut sec_below) = (0usize, 0u64);
     let mut previous: Option<(u64, usize)> = None;
     for _ in 0..out.len() {
-        let mut next: Option<(u64, usize)> = None;
-        for (j, p) in out.iter().enumerate() {
-            let key = (p.target(), j);
-            if previous.is_none_or(|prev| key > prev) && next.is_none_or(|best| key < best) {
-                next = Some(key);
-            }
-        }
+        let next = next_slot(out, previous);
         let Some((target, j)) = next else { break };
         previous = next;
         // Jump (forward only) to the section where the cumulative count reaches the target.
@@ -381,6 +375,21 @@ where
     Ok(())
 }
 
+/// The slot that comes after `previous` (the first when `None`) in order of `(target count,
+/// index)`, as `(target, index)`: the percentile walks take their slots in this order, by an
+/// O(ranks²) selection that needs no allocation.
+#[inline]
+fn next_slot<P: WalkSlot>(out: &[P], previous: Option<(u64, usize)>) -> Option<(u64, usize)> {
+    let mut next: Option<(u64, usize)> = None;
+    for (j, p) in out.iter().enumerate() {
+        let key = (p.target(), j);
+        if previous.is_none_or(|prev| key > prev) && next.is_none_or(|best| key < best) {
+            next = Some(key);
+        }
+    }
+    next
+}
+
 /// [`walk`] for kinds that read in bulk ([`HistogramRead::reads_in_bulk`]: sparse storage):
 /// the total from one bulk read, then a second bulk read that fills the slots in order of
 /// their target counts, each with the first non-empty bucket where the cumulative count
@@ -411,18 +420,6 @@ where
         let t = target(o, total);
         o.set_target(t);
     }
-    // The slots in order of (target, index), as [`walk`] takes them (an O(ranks²) selection
-    // that needs no allocation).
-    let next_slot = |out: &[P], previous: Option<(u64, usize)>| {
-        let mut next: Option<(u64, usize)> = None;
-        for (j, p) in out.iter().enumerate() {
-            let key = (p.target(), j);
-            if previous.is_none_or(|prev| key > prev) && next.is_none_or(|best| key < best) {
-                next = Some(key);
-            }
-        }
-        next
-    };
     let mut pending = next_slot(out, None);
     let (mut below, mut last_nonzero) = (0u64, None);
     h.recorded_runs(&mut |start, counts| {
