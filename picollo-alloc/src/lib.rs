@@ -22,6 +22,8 @@
 //! - [`csv`](mod@csv): frames of a ring as CSV.
 #![forbid(unsafe_op_in_unsafe_fn)]
 #![doc(test(attr(deny(warnings))))]
+// docs.rs (`--cfg docsrs`, nightly) marks the items that need a feature or a target.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 pub mod builder;
 pub mod bulk;

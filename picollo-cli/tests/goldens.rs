@@ -263,7 +263,11 @@ fn capture() -> Vec<u8> {
     let ia = out.add_ring("ops", ra.info()).unwrap();
     let ib = out.add_ring("other, \"quoted\"", rb.info()).unwrap();
     let op = |n: u64| Op {
-        name: Label::new(if n % 2 == 0 { "read" } else { "write \"x\"" }),
+        name: Label::new(if n.is_multiple_of(2) {
+            "read"
+        } else {
+            "write \"x\""
+        }),
         bytes: n as u32 * 512,
         t: TimeInterval::new(n * 100, n * 100 + 37),
         pmc: CounterInterval {

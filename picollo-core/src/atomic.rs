@@ -22,7 +22,10 @@
 // and `u64` are needed on 32-bit targets even where they are no-ops.
 #![allow(clippy::unnecessary_cast)]
 
-use crate::cell::{AtomicU16, AtomicU32, AtomicWord, Ordering, RmwAtomic, Word};
+use crate::cell::{AtomicU16, AtomicU32, AtomicWord, RmwAtomic, Word};
+// Only the read-modify-write impls below order anything (`picollo_rmw`, set by build.rs).
+#[cfg(picollo_rmw)]
+use crate::cell::Ordering;
 use crate::layout::{BucketPos, ConstLayout, LayoutSpec};
 use crate::read::HistogramRead;
 use crate::storage::{Absent, Cells, Lookup};

@@ -297,6 +297,7 @@ impl core::fmt::Debug for WideCounter {
 }
 
 #[cfg(feature = "defmt")]
+#[cfg_attr(docsrs, doc(cfg(feature = "defmt")))]
 impl defmt::Format for WideCounter {
     fn format(&self, f: defmt::Formatter<'_>) {
         defmt::write!(f, "{=u64}", self.get())

@@ -176,6 +176,7 @@ macro_rules! histogram_formats {
         }
 
         #[cfg(feature = "defmt")]
+        #[cfg_attr(docsrs, doc(cfg(feature = "defmt")))]
         impl<S, L, W> defmt::Format for $kind<S, L, W>
         where
             $($bounds)*,

@@ -832,6 +832,7 @@ pub fn records_its_layout<L: LayoutSpec>(spec: &L) -> bool {
 pub struct ConstLayout<const K: u32>;
 
 #[cfg(feature = "defmt")]
+#[cfg_attr(docsrs, doc(cfg(feature = "defmt")))]
 impl<const K: u32> defmt::Format for ConstLayout<K> {
     fn format(&self, f: defmt::Formatter<'_>) {
         defmt::write!(f, "ConstLayout<{=u32}>", K)

@@ -36,6 +36,11 @@
 //! ```
 #![no_std]
 #![doc(test(attr(deny(warnings))))]
+// docs.rs (`--cfg docsrs`, nightly) marks the items that need a feature or a target.
+#![cfg_attr(docsrs, feature(doc_cfg))]
+// The docs name `ring` and `AtomicU64`, which targets without 64-bit atomics (thumbv7em,
+// riscv32imc) do not have: there those links are plain text, not a broken page.
+#![cfg_attr(not(target_has_atomic = "64"), allow(rustdoc::broken_intra_doc_links))]
 
 pub mod approx;
 pub mod atomic;
@@ -56,6 +61,7 @@ pub mod storage;
 mod sync;
 pub mod window;
 #[cfg(feature = "testing")]
+#[cfg_attr(docsrs, doc(cfg(feature = "testing")))]
 pub mod workload;
 
 pub use atomic::{AtomicCounter, AtomicHistogram};

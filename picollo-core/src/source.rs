@@ -254,7 +254,7 @@ mod x86 {
         pub fn is_supported() -> bool {
             // SAFETY: every x86 CPU Rust supports (i586 and later) has `cpuid`. Leaf 80000000H
             // is defined on all of them and returns the highest extended leaf; 80000001H is
-            // read only when it exists. `__cpuid` became a safe fn after the MSRV (1.85),
+            // read only when it exists. `__cpuid` became a safe fn after the MSRV (1.88),
             // hence the allow.
             #[allow(unused_unsafe)]
             unsafe {

@@ -257,6 +257,7 @@ impl<const MIN: u64, const MAX: u64> fmt::Debug for ConstWindow<MIN, MAX> {
 }
 
 #[cfg(feature = "defmt")]
+#[cfg_attr(docsrs, doc(cfg(feature = "defmt")))]
 impl<const MIN: u64, const MAX: u64> defmt::Format for ConstWindow<MIN, MAX> {
     fn format(&self, f: defmt::Formatter<'_>) {
         defmt::write!(f, "ConstWindow<{=u64}, {=u64}>", MIN, MAX)

@@ -121,6 +121,8 @@
 //! assert!(m.is_exact(layout.index_of(18))); // [18, 20) lies in (17.45, 19.03]
 //! ```
 #![doc(test(attr(deny(warnings))))]
+// docs.rs (`--cfg docsrs`, nightly) marks the items that need a feature or a target.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 pub mod classic;
 pub mod error;
@@ -129,10 +131,12 @@ pub mod native;
 pub mod otlp;
 pub mod proto;
 #[cfg(feature = "metrics")]
+#[cfg_attr(docsrs, doc(cfg(feature = "metrics")))]
 pub mod recorder;
 pub mod registry;
 pub mod schema;
 #[cfg(all(feature = "server", unix))]
+#[cfg_attr(docsrs, doc(cfg(all(feature = "server", unix))))]
 pub mod server;
 pub mod source;
 pub mod text;

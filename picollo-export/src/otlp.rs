@@ -359,6 +359,7 @@ impl OtlpExporter {
     /// delta temporality the collected interval is gone either way (as with any delta
     /// exporter); use cumulative temporality where a lost push must not lose data.
     #[cfg(feature = "otlp-http")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "otlp-http")))]
     pub fn push(&self, endpoint: &str) -> Result<(), crate::ExportError> {
         use prost::Message as _;
         let body = self.collect().encode_to_vec();
@@ -372,6 +373,7 @@ impl OtlpExporter {
 /// # Errors
 /// As [`OtlpExporter::push`].
 #[cfg(feature = "otlp-http")]
+#[cfg_attr(docsrs, doc(cfg(feature = "otlp-http")))]
 pub fn send_protobuf(endpoint: &str, body: &[u8]) -> Result<(), crate::ExportError> {
     use crate::ExportError;
     use prost::Message as _;

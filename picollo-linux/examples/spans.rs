@@ -100,7 +100,7 @@ fn phases(deadline: Instant, seed: u64) {
             data[..batch].sort_unstable();
             picollo_linux::counter!("sort-batch", batch);
         }
-        if round % 8 == 0 {
+        if round.is_multiple_of(8) {
             let _s = picollo_linux::span!("alloc");
             // Fresh pages (malloc would reuse memory): 1,024 page faults.
             let _ = picollo_linux::workload::touch_fresh_pages(1024);

@@ -62,6 +62,8 @@
 //! # }
 //! ```
 #![doc(test(attr(deny(warnings))))]
+// docs.rs (`--cfg docsrs`, nightly) marks the items that need a feature or a target.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 #[cfg(not(any(target_os = "linux", target_os = "android")))]
 compile_error!("picollo-linux supports Linux (and Android) only");
@@ -89,10 +91,12 @@ pub mod pmu;
 pub mod session;
 pub mod shm;
 #[cfg(any(test, feature = "testing"))]
+#[cfg_attr(docsrs, doc(cfg(feature = "testing")))]
 pub mod skip;
 pub mod span;
 mod sys;
 #[cfg(any(test, feature = "testing"))]
+#[cfg_attr(docsrs, doc(cfg(feature = "testing")))]
 pub mod workload;
 
 pub use caps::Capabilities;

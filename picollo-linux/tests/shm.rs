@@ -33,7 +33,7 @@ fn sample(i: u64) -> Sample {
     Sample {
         a: -(i as i32),
         b: i * 3,
-        phase: Label::new(if i % 2 == 0 { "even" } else { "odd" }),
+        phase: Label::new(if i.is_multiple_of(2) { "even" } else { "odd" }),
         duration: TimeInterval::new(100 * i, 100 * i + 7),
         events: CounterInterval {
             start: [i, 2 * i],

@@ -166,6 +166,7 @@ impl Builder {
     /// The layer knows each counter by its event. Without this call: the counters of
     /// `PICOLLO_COUNTERS`, if set. Linux only (the `counters` feature, on by default).
     #[cfg(all(feature = "counters", target_os = "linux"))]
+    #[cfg_attr(docsrs, doc(cfg(all(feature = "counters", target_os = "linux"))))]
     pub fn counters(mut self, counters: SpanCounters) -> Self {
         self.counters = Some(counters);
         self.time_only = false;

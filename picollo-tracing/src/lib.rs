@@ -122,6 +122,8 @@
 //! - `shared`: the state a layer shares with its [`Handle`]s (a leaf, so layer and report import
 //!   one way); `report`: per-span statistics, the per-phase table and `.hlog` logs.
 #![doc(test(attr(deny(warnings))))]
+// docs.rs (`--cfg docsrs`, nightly) marks the items that need a feature or a target.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod callsite;
 #[cfg(all(feature = "counters", target_os = "linux"))]
@@ -136,6 +138,7 @@ mod slots;
 mod spans;
 
 #[cfg(all(feature = "counters", target_os = "linux"))]
+#[cfg_attr(docsrs, doc(cfg(all(feature = "counters", target_os = "linux"))))]
 pub use counters::SpanCounters;
 pub use layer::{Builder, PicolloLayer};
 pub use report::{CounterReport, Handle, SpanLog, SpanReport};

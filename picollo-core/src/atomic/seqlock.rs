@@ -153,6 +153,7 @@ impl Version {
 }
 
 #[cfg(feature = "defmt")]
+#[cfg_attr(docsrs, doc(cfg(feature = "defmt")))]
 impl defmt::Format for Version {
     fn format(&self, f: defmt::Formatter<'_>) {
         defmt::write!(f, "Version({=u64})", self.0.load(Ordering::Relaxed) as u64)
@@ -173,6 +174,7 @@ pub struct SharedState {
 }
 
 #[cfg(feature = "defmt")]
+#[cfg_attr(docsrs, doc(cfg(feature = "defmt")))]
 impl defmt::Format for SharedState {
     fn format(&self, f: defmt::Formatter<'_>) {
         defmt::write!(

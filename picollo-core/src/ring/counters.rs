@@ -224,7 +224,7 @@ impl CounterTable {
     /// Decodes a table from its words (4 per slot, as [`CounterTable::encode`] writes them),
     /// checking every entry: a capture file's record of a table change.
     pub fn decode(words: &[u64]) -> Result<Self, RingError> {
-        if words.len() % w::ENTRY != 0 {
+        if !words.len().is_multiple_of(w::ENTRY) {
             return Err(RingError::BadHeader {
                 field: "counter table words",
                 value: words.len() as u64,

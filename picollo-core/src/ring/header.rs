@@ -145,6 +145,7 @@ impl<'a> RingOptions<'a> {
 }
 
 #[cfg(feature = "defmt")]
+#[cfg_attr(docsrs, doc(cfg(feature = "defmt")))]
 impl defmt::Format for Schema<'_> {
     fn format(&self, f: defmt::Formatter<'_>) {
         defmt::write!(f, "Schema({=str}, {} fields)", self.name, self.fields.len())

@@ -345,6 +345,7 @@ impl fmt::Debug for ScalableCell {
 }
 
 #[cfg(feature = "defmt")]
+#[cfg_attr(docsrs, doc(cfg(feature = "defmt")))]
 impl defmt::Format for ScalableCell {
     fn format(&self, f: defmt::Formatter<'_>) {
         defmt::write!(

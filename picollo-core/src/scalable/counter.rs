@@ -116,6 +116,7 @@ impl ScalableCounter {
 }
 
 #[cfg(feature = "defmt")]
+#[cfg_attr(docsrs, doc(cfg(feature = "defmt")))]
 impl defmt::Format for ScalableCounter {
     fn format(&self, f: defmt::Formatter<'_>) {
         defmt::write!(

@@ -76,6 +76,7 @@ mod conn;
 mod http;
 mod io;
 #[cfg(feature = "testing")]
+#[cfg_attr(docsrs, doc(cfg(feature = "testing")))]
 pub mod testing;
 
 use std::net::{SocketAddr, TcpListener, ToSocketAddrs};

@@ -324,7 +324,7 @@ impl<R: Read> CaptureReader<R> {
                     return Err(invalid(format!("frames of undescribed ring {ring}")));
                 }
                 let size = 8 * (1 + self.rings[ring as usize].info.payload_words());
-                if p.is_empty() || p.len() % size != 0 {
+                if p.is_empty() || !p.len().is_multiple_of(size) {
                     return Err(invalid(format!(
                         "a frames record of {} bytes for frames of {size}",
                         p.len()
@@ -351,7 +351,7 @@ impl<R: Read> CaptureReader<R> {
                     return Err(invalid("a counters record shorter than 16 bytes".into()));
                 };
                 let rest = &p[16..];
-                if rest.len() % 8 != 0 || rest.len() > 32 * MAX_COUNTERS {
+                if !rest.len().is_multiple_of(8) || rest.len() > 32 * MAX_COUNTERS {
                     return Err(invalid(format!("a counter table of {} bytes", rest.len())));
                 }
                 let words: Vec<u64> = rest
