@@ -7,7 +7,8 @@
 //! 2. **Encode a scrape** of 1,000 full-range histograms (every histogram covers all of `u64`,
 //!    1,000 values spread over 2^0..2^64 each) as Prometheus protobuf with native buckets at
 //!    schema 8: Picollo's registry against `prometheus-client`'s `encode_to_vec`, the same
-//!    values in both: ms per scrape and bytes. Where Picollo's time goes, in the same run:
+//!    values in both: ms per scrape and bytes; Picollo's sparse storage (the builder's and the
+//!    `metrics` recorder's default) and its dense kinds. Where dense Picollo's time goes, in the same run:
 //!    reading the cells alone (a full-range histogram at 0.1% is 28,672 cells, 229 KB: the
 //!    memory floor of any scrape of dense buckets), and reading plus mapping to native buckets
 //!    without encoding. One more Picollo row keeps the same values at the resolution the scrape
@@ -124,8 +125,8 @@ fn encode_bench() {
         r.encode_protobuf(&mut out);
         out.len()
     };
-    let mut best = [Duration::MAX; 7];
-    let mut bytes = [0usize; 7];
+    let mut best = [Duration::MAX; 9];
+    let mut bytes = [0usize; 9];
     let mut native = NativeHistogram::default();
     for _ in 0..5 {
         let t = Instant::now();
@@ -142,6 +143,12 @@ fn encode_bench() {
         let t = Instant::now();
         bytes[6] = black_box(ours(&coarse.plain));
         best[6] = best[6].min(t.elapsed());
+        let t = Instant::now();
+        bytes[7] = black_box(ours(&fleet.sparse));
+        best[7] = best[7].min(t.elapsed());
+        let t = Instant::now();
+        bytes[8] = black_box(ours(&fleet.sparse_atomic));
+        best[8] = best[8].min(t.elapsed());
         // Where the time goes: the cells alone (one OR per run of 8, as the scan does),
         // then the native buckets without encoding.
         let t = Instant::now();
@@ -178,13 +185,18 @@ fn encode_bench() {
     println!("| :--- | ---: | ---: | ---: |");
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
     for (i, name) in [
-        (0, "Picollo registry, plain histograms behind a lock"),
-        (1, "Picollo registry, thread-local histograms"),
+        (7, "Picollo registry, sparse plain behind a lock (default)"),
+        (8, "Picollo registry, sparse atomic (recorder default)"),
+        (0, "Picollo registry, dense plain behind a lock"),
+        (
+            1,
+            "Picollo registry, thread-local histograms (dense shards)",
+        ),
         (6, "Picollo plain at the exported resolution (B = 256)"),
         (2, "prometheus-client encode_to_vec"),
     ] {
         println!(
-            "| {name:<50} | {:>8.2} | {:>10} | {:>5.2}x |",
+            "| {name:<56} | {:>8.2} | {:>10} | {:>5.2}x |",
             ms(best[i]),
             bytes[i],
             ms(best[i]) / ms(best[2])

@@ -132,6 +132,52 @@ fn picollo_record_atomic(values: Vec<u64>, h: Box<SeedAtomic>) -> Box<SeedAtomic
     h
 }
 
+type Sparse = picollo_alloc::SparseHistogram<u64>;
+type SparseAtomic = picollo_alloc::SparseAtomicHistogram<AtomicU64>;
+
+/// The builder's default storage over the benchmark window, every block the seed data touches
+/// given its page in the set-up (`record_n` of `HOT` per value): the measured loop takes the
+/// touched-page record, the path of a histogram in steady state.
+fn sparse_histogram() -> Sparse {
+    let mut h = picollo_alloc::HistogramBuilder::new()
+        .max_trackable(SEED_MAX)
+        .plain()
+        .expect("valid");
+    for v in seed_data() {
+        h.record_n(v, picollo_alloc::sparse::HOT);
+    }
+    h
+}
+
+fn sparse_atomic_histogram() -> SparseAtomic {
+    let h = picollo_alloc::HistogramBuilder::new()
+        .max_trackable(SEED_MAX)
+        .atomic()
+        .expect("valid");
+    for v in seed_data() {
+        h.record_n(v, picollo_alloc::sparse::HOT);
+    }
+    h
+}
+
+#[library_benchmark]
+#[bench::seed(args = (seed_data(), sparse_histogram()))]
+fn picollo_record_sparse(values: Vec<u64>, mut h: Sparse) -> Sparse {
+    for &v in values.iter() {
+        h.record(black_box(v));
+    }
+    h
+}
+
+#[library_benchmark]
+#[bench::seed(args = (seed_data(), sparse_atomic_histogram()))]
+fn picollo_record_sparse_atomic(values: Vec<u64>, h: SparseAtomic) -> SparseAtomic {
+    for &v in values.iter() {
+        h.record(black_box(v));
+    }
+    h
+}
+
 /// Scopes timed per bench call.
 const SCOPES: u64 = 100_000;
 
@@ -162,7 +208,8 @@ library_benchmark_group!(
     name = record;
     benchmarks = baseline_read, picollo_record_runtime, picollo_record_const,
         picollo_record_runtime_u32, hdrhistogram_record, hdrhistogram_record_u32,
-        picollo_record_split_outside, single_slot_record_outside, picollo_record_atomic
+        picollo_record_split_outside, single_slot_record_outside, picollo_record_atomic,
+        picollo_record_sparse, picollo_record_sparse_atomic
 );
 
 /// Prints the tables from this run's callgrind outputs.
@@ -254,6 +301,44 @@ fn tables() {
         println!(
             "| {label} | {} | {each} | {fewer} | {verdict} |",
             cell(total)
+        );
+    }
+    // Sparse storage's touched-page record against the dense record of the same kind and
+    // layout (runtime `Layout`, u64): issue 30 allows two instructions more.
+    println!();
+    println!(
+        "Sparse storage (the builder's default), every touched block's page installed in the \
+         set-up: the record into a touched page against the dense record of the same kind \
+         (runtime `Layout`, u64); target: at most 2 instructions more."
+    );
+    println!();
+    header(&[
+        "bench",
+        "total Ir",
+        "per record",
+        "dense per record",
+        "target",
+    ]);
+    for (function, dense, label) in [
+        (
+            "picollo_record_sparse",
+            "picollo_record_runtime",
+            "`picollo_record_sparse` (plain, sparse storage)",
+        ),
+        (
+            "picollo_record_sparse_atomic",
+            "picollo_record_atomic",
+            "`picollo_record_sparse_atomic` (`fetch_add`, sparse storage)",
+        ),
+    ] {
+        let total = record(function);
+        let (each, base) = (per_record(total), per_record(record(dense)));
+        let verdict = picollo_benches::report::within(each, base, 2.0);
+        println!(
+            "| {label} | {} | {} | {} | {verdict} |",
+            cell(total),
+            fmt(each),
+            fmt(base)
         );
     }
     let split = per_record(record("picollo_record_split_outside"));

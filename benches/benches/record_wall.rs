@@ -33,6 +33,11 @@ fn main() {
     let mut rt_u32: Box<Histogram<[u32; SEED_LEN]>> = Box::new(Histogram::new(LAYOUT, 0, SEED_MAX));
     let atomic: Box<AtomicHistogram<[AtomicU64; SEED_LEN]>> =
         Box::new(AtomicHistogram::new(LAYOUT, 0, SEED_MAX));
+    // The builder's default since issue 30: sparse storage (pages installed by the warm-up).
+    let mut sparse = picollo_alloc::HistogramBuilder::new()
+        .max_trackable(SEED_MAX)
+        .plain()
+        .expect("valid");
 
     let t = interleaved(
         ROUNDS,
@@ -84,6 +89,13 @@ fn main() {
                     }
                 })
             },
+            &mut || {
+                time(|| {
+                    for &v in &values {
+                        sparse.record(black_box(v));
+                    }
+                })
+            },
         ],
     );
     // Every case recorded every value in every round (and the warm-up).
@@ -93,11 +105,11 @@ fn main() {
         (recorded, recorded, recorded)
     );
     assert_eq!(
-        (hdr.len(), hdr_u32.len(), atomic.total()),
-        (recorded, recorded, recorded)
+        (hdr.len(), hdr_u32.len(), atomic.total(), sparse.total()),
+        (recorded, recorded, recorded, recorded)
     );
 
-    let [baseline, hdr_u64, hdr_u32, runtime, constant, runtime_u32, atomic_1] =
+    let [baseline, hdr_u64, hdr_u32, runtime, constant, runtime_u32, atomic_1, sparse_1] =
         t[..].try_into().expect("one timing per case");
     // The peer at its best: whichever count type was faster in this run.
     let peer = |pick: &dyn Fn(&Timing) -> f64| pick(&hdr_u64).min(pick(&hdr_u32));
@@ -131,6 +143,10 @@ fn main() {
     row("Picollo plain, const layout, u64", &constant);
     row("Picollo plain, runtime layout, u32", &runtime_u32);
     row("Picollo atomic, 1 thread (uncontended)", &atomic_1);
+    row(
+        "Picollo plain, sparse storage (builder default), runtime layout, u64",
+        &sparse_1,
+    );
     row("loop reading values only (baseline)", &baseline);
     println!();
     println!(

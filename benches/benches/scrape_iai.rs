@@ -4,8 +4,9 @@
 //!
 //! Group `scrape`: one protobuf scrape (native buckets at schema 8) of `SERIES` full-range
 //! histograms holding 1,000 values each over 2^0..2^64 (`common/scrape.rs`, the workload of
-//! `export`'s encode row), through Picollo registries of plain histograms behind a lock,
-//! thread-local and atomic histograms, against `prometheus-client`'s `encode_to_vec` of the
+//! `export`'s encode row), through Picollo registries of plain histograms behind a lock and
+//! atomic histograms over sparse storage (the defaults since issue 30), and of the dense
+//! kinds (plain, thread-local, atomic), against `prometheus-client`'s `encode_to_vec` of the
 //! same values. Each bench builds its fleet in its set-up (not counted).
 //!
 //! Group `read`: reading the plain histograms' cells alone, the part a "touched" summary would
@@ -47,7 +48,16 @@ use workload::Fleet;
 /// thousand would take minutes under callgrind).
 const SERIES: usize = 100;
 /// Most instructions per histogram a scrape of each kind may cost (the gate; set at about 2%
-/// above the larger of the two profiles' counts when the bulk read was last changed).
+/// above the larger of the two profiles' counts when the bulk read was last changed). Sparse
+/// storage (the builder's and the `metrics` recorder's default since issue 30): plain behind
+/// a lock (278,775 under fat LTO when set; the release defaults' count estimated from the
+/// dense plain row's ratio between the profiles, 1.03).
+const SPARSE_TARGET: u64 = 293_000;
+/// As [`SPARSE_TARGET`], atomic histograms over sparse storage (279,219 under fat LTO).
+const SPARSE_ATOMIC_TARGET: u64 = 293_000;
+/// As [`SPARSE_TARGET`], thread-local histograms over sparse storage (279,488 under fat LTO).
+const SPARSE_THREAD_LOCAL_TARGET: u64 = 294_000;
+/// As [`SPARSE_TARGET`], dense plain histograms behind a lock.
 const PLAIN_TARGET: u64 = 319_000;
 /// As [`PLAIN_TARGET`], thread-local histograms.
 const THREAD_LOCAL_TARGET: u64 = 345_000;
@@ -58,6 +68,30 @@ const RUN: usize = picollo_core::storage::CELL_RUN;
 
 fn make_fleet() -> Fleet {
     Fleet::new(SERIES)
+}
+
+#[library_benchmark]
+#[bench::fleet(setup = make_fleet)]
+fn picollo_sparse(fleet: Fleet) -> (usize, Fleet) {
+    let mut out = Vec::new();
+    fleet.sparse.encode_protobuf(&mut out);
+    (black_box(out.len()), fleet)
+}
+
+#[library_benchmark]
+#[bench::fleet(setup = make_fleet)]
+fn picollo_sparse_atomic(fleet: Fleet) -> (usize, Fleet) {
+    let mut out = Vec::new();
+    fleet.sparse_atomic.encode_protobuf(&mut out);
+    (black_box(out.len()), fleet)
+}
+
+#[library_benchmark]
+#[bench::fleet(setup = make_fleet)]
+fn picollo_sparse_thread_local(fleet: Fleet) -> (usize, Fleet) {
+    let mut out = Vec::new();
+    fleet.sparse_thread_local.encode_protobuf(&mut out);
+    (black_box(out.len()), fleet)
 }
 
 #[library_benchmark]
@@ -94,7 +128,8 @@ fn peer_prometheus_client(fleet: Fleet) -> (usize, Fleet) {
 
 library_benchmark_group!(
     name = scrape;
-    benchmarks = picollo_plain, picollo_thread_local, picollo_atomic, peer_prometheus_client
+    benchmarks = picollo_sparse, picollo_sparse_atomic, picollo_sparse_thread_local,
+        picollo_plain, picollo_thread_local, picollo_atomic, peer_prometheus_client
 );
 
 /// The plain histograms' cells, with a prototype summary: bit `r % 64` of word `r / 64` set
@@ -292,18 +327,33 @@ fn tables() {
     ]);
     for (function, label, target) in [
         (
+            "picollo_sparse",
+            "Picollo registry, plain histograms behind a lock, sparse storage (the default)",
+            Some(SPARSE_TARGET),
+        ),
+        (
+            "picollo_sparse_atomic",
+            "Picollo registry, atomic histograms, sparse storage (the recorder's default)",
+            Some(SPARSE_ATOMIC_TARGET),
+        ),
+        (
+            "picollo_sparse_thread_local",
+            "Picollo registry, thread-local histograms, sparse shards",
+            Some(SPARSE_THREAD_LOCAL_TARGET),
+        ),
+        (
             "picollo_plain",
-            "Picollo registry, plain histograms behind a lock",
+            "Picollo registry, plain histograms behind a lock, dense storage",
             Some(PLAIN_TARGET),
         ),
         (
             "picollo_thread_local",
-            "Picollo registry, thread-local histograms",
+            "Picollo registry, thread-local histograms (dense shards)",
             Some(THREAD_LOCAL_TARGET),
         ),
         (
             "picollo_atomic",
-            "Picollo registry, atomic histograms",
+            "Picollo registry, atomic histograms, dense storage",
             Some(ATOMIC_TARGET),
         ),
         (
@@ -329,6 +379,24 @@ fn tables() {
             cell(per)
         );
     }
+    println!();
+    // Issue 30's target for the defaults: a scrape of sparse histograms costs fewer
+    // instructions than `prometheus-client`'s of the same values, in the same run.
+    let below_peer = |function: &str| match (scrape(function), peer) {
+        (Some(ours), Some(theirs)) => format!(
+            "{:.2}× {}",
+            ours as f64 / theirs as f64,
+            if ours < theirs { "✔" } else { "✘" }
+        ),
+        _ => "— ✘ (no result)".to_string(),
+    };
+    println!(
+        "Sparse scrapes against `prometheus-client` (target: below 1.00×): plain {}, atomic {}, \
+         thread-local {}.",
+        below_peer("picollo_sparse"),
+        below_peer("picollo_sparse_atomic"),
+        below_peer("picollo_sparse_thread_local")
+    );
     println!();
     println!(
         "Reading the {SERIES} plain histograms' cells alone (what a per-run \"touched\" summary \

@@ -1,6 +1,8 @@
 //! Instruction counts (callgrind, via iai-callgrind) of one record from one thread into the
-//! thread-local kind with `u64`, `u32` and `u16` cells, against the plain heap kind of the
-//! same width in the same run: the repeatable twin of the `thread_local` wall-clock table.
+//! thread-local kind with `u64`, `u32` and `u16` cells (dense shards), against the plain heap
+//! kind of the same width in the same run: the repeatable twin of the `thread_local`
+//! wall-clock table; and the record into a touched page of sparse shards (the default),
+//! against the dense shard's.
 //!
 //! Each benchmark walks the same 1,000,000 seed values; `baseline_read` walks them doing
 //! nothing but `black_box`, so `(bench - baseline) / 1e6` is the cost of one record. The
@@ -14,7 +16,7 @@
 #![allow(missing_docs)] // iai-callgrind's macros generate undocumented modules.
 
 use iai_callgrind::{library_benchmark, library_benchmark_group, main};
-use picollo_alloc::{heap, HeapHistogram, ThreadLocalHistogram};
+use picollo_alloc::{heap, Dense, HeapHistogram, ThreadLocalHistogram};
 use picollo_benches::iai::{cell, instructions, per_op};
 use picollo_benches::report::{header, Block};
 use picollo_benches::*;
@@ -35,10 +37,35 @@ fn plain<C: picollo_alloc::StorageWidth>() -> (Vec<u64>, HeapHistogram<C>) {
     (seed_data(), heap::plain::<C>(LAYOUT, window()))
 }
 
-fn local<C: picollo_alloc::StorageWidth>() -> (Vec<u64>, ThreadLocalHistogram<C>) {
-    let h = ThreadLocalHistogram::<C>::new(LAYOUT, window());
+/// Dense shards: the thread-local kind as it was before sparse storage.
+type Local<C> = ThreadLocalHistogram<C, Dense>;
+
+fn local<C: picollo_alloc::StorageWidth>() -> (Vec<u64>, Local<C>) {
+    let h = Local::<C>::new(LAYOUT, window());
     h.record(1); // claim the shard outside the measured loop
     (seed_data(), h)
+}
+
+/// Sparse shards (the default), every block the seed data touches given its page in the
+/// set-up: the measured loop takes the touched-page record.
+fn sparse_local() -> (Vec<u64>, ThreadLocalHistogram<u64>) {
+    let h = ThreadLocalHistogram::<u64>::new(LAYOUT, window());
+    let values = seed_data();
+    for &v in &values {
+        h.record_n(v, picollo_alloc::sparse::HOT);
+    }
+    (values, h)
+}
+
+#[library_benchmark]
+#[bench::seed(setup = sparse_local)]
+fn thread_local_sparse_u64(
+    (values, h): (Vec<u64>, ThreadLocalHistogram<u64>),
+) -> ThreadLocalHistogram<u64> {
+    for &v in values.iter() {
+        h.record(black_box(v));
+    }
+    h
 }
 
 #[library_benchmark]
@@ -70,9 +97,7 @@ fn plain_u16((values, mut h): (Vec<u64>, HeapHistogram<u16>)) -> HeapHistogram<u
 
 #[library_benchmark]
 #[bench::seed(setup = local::<u64>)]
-fn thread_local_u64(
-    (values, h): (Vec<u64>, ThreadLocalHistogram<u64>),
-) -> ThreadLocalHistogram<u64> {
+fn thread_local_u64((values, h): (Vec<u64>, Local<u64>)) -> Local<u64> {
     for &v in values.iter() {
         h.record(black_box(v));
     }
@@ -81,9 +106,7 @@ fn thread_local_u64(
 
 #[library_benchmark]
 #[bench::seed(setup = local::<u32>)]
-fn thread_local_u32(
-    (values, h): (Vec<u64>, ThreadLocalHistogram<u32>),
-) -> ThreadLocalHistogram<u32> {
+fn thread_local_u32((values, h): (Vec<u64>, Local<u32>)) -> Local<u32> {
     for &v in values.iter() {
         h.record(black_box(v));
     }
@@ -92,9 +115,7 @@ fn thread_local_u32(
 
 #[library_benchmark]
 #[bench::seed(setup = local::<u16>)]
-fn thread_local_u16(
-    (values, h): (Vec<u64>, ThreadLocalHistogram<u16>),
-) -> ThreadLocalHistogram<u16> {
+fn thread_local_u16((values, h): (Vec<u64>, Local<u16>)) -> Local<u16> {
     for &v in values.iter() {
         h.record(black_box(v));
     }
@@ -104,7 +125,7 @@ fn thread_local_u16(
 library_benchmark_group!(
     name = thread_local;
     benchmarks = baseline_read, plain_u64, plain_u32, plain_u16, thread_local_u64,
-        thread_local_u32, thread_local_u16
+        thread_local_u32, thread_local_u16, thread_local_sparse_u64
 );
 
 fn tables() {
@@ -145,6 +166,17 @@ fn tables() {
             fmt(local)
         );
     }
+    println!();
+    // Sparse shards (the default since issue 30): the touched-page record against the dense
+    // shard's, at most two instructions more.
+    let (dense, sparse) = (each("thread_local_u64"), each("thread_local_sparse_u64"));
+    let verdict = picollo_benches::report::within(sparse, dense, 2.0);
+    println!(
+        "Sparse shards (the default), every touched block's page installed in the set-up: \
+         `u64` {} per record against {} for dense shards; target {verdict}.",
+        fmt(sparse),
+        fmt(dense)
+    );
     println!();
     println!("`baseline_read`: {} instructions in all.", cell(base));
 }

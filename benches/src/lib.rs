@@ -300,6 +300,19 @@ pub fn run_threads(threads: usize, f: &(dyn Fn(usize) + Sync)) -> std::time::Dur
 /// drop(block); // prints the closing marker
 /// ```
 pub mod report {
+    /// The verdict of a gate "at most `slack` more per operation than `base`", judged as
+    /// printed (two decimals): `≤ limit ✔` or `≤ limit ✘`, and `✘ (no result)` when either
+    /// count is missing.
+    pub fn within(each: Option<f64>, base: Option<f64>, slack: f64) -> String {
+        match (each, base) {
+            (Some(e), Some(b)) if (e * 100.0).round() <= ((b + slack) * 100.0).round() => {
+                format!("≤ {:.2} ✔", b + slack)
+            }
+            (Some(_), Some(b)) => format!("≤ {:.2} ✘", b + slack),
+            _ => "✘ (no result)".to_string(),
+        }
+    }
+
     /// The 1, 5 and 15 minute load averages from `/proc/loadavg`, or `"unknown"`.
     pub fn load_average() -> String {
         std::fs::read_to_string("/proc/loadavg")

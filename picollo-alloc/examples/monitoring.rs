@@ -34,6 +34,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     let (min, max) = (10_000, 30_000);
     let (layout, window) = HistogramBuilder::new()
+        .dense() // the exact window of Picollo for .NET's examples
         .relative_error(0.01)
         .u64_storage()
         .min_trackable(min)

@@ -16,6 +16,7 @@ use common::SplitMix64;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut h = HistogramBuilder::new()
+        .dense() // the exact window of Picollo for .NET's examples
         .relative_error(0.01)
         .u32_storage()
         .min_trackable(10_000)

@@ -15,24 +15,179 @@
 //! h.record(40_000); // above the window: overflow
 //! assert_eq!((h.total(), h.overflow()), (1, 1));
 //! ```
+//!
+//! # Sparse or dense storage
+//!
+//! The builder makes histograms over [sparse storage](crate::sparse) by default: memory that
+//! follows what was recorded (pages of cells per block, installed on first touch, and a small
+//! table for cold buckets), so a full-range histogram that holds a few values costs a few
+//! hundred bytes instead of its whole window. That is the right choice for servers with many
+//! series. [`HistogramBuilder::dense`] gives every bucket of the window a cell from the start:
+//! the fewest instructions per record from the first value on, for a few hot histograms whose
+//! buckets will all be touched, at the memory of the whole window.
+//!
+//! ```
+//! use picollo_alloc::HistogramBuilder;
+//!
+//! let sparse = HistogramBuilder::new().atomic().unwrap(); // all of u64, 0.1 %
+//! let dense = HistogramBuilder::new().dense().atomic().unwrap();
+//! sparse.record(48_213);
+//! dense.record(48_213);
+//! assert!(sparse.footprint() < 1_000);
+//! assert!(dense.footprint() > 200_000);
+//! ```
 
-use crate::heap::{
-    self, HeapAtomicHistogram, HeapHistogram, HeapStorage, HeapUnitAtomicHistogram,
-    HeapUnitHistogram,
-};
+use crate::heap::{self, HeapAtomicHistogram, HeapHistogram, HeapStorage};
+use crate::sparse::{PageCell, SparseStorage};
 use crate::thread_local::{LocalCounter, ThreadLocalHistogram};
 use core::fmt;
 use core::marker::PhantomData;
 use picollo_core::approx::ApproxHistogram;
 use picollo_core::atomic::AtomicCounter;
 use picollo_core::scalable::ScalableCell;
-use picollo_core::{Counter, Layout, LayoutError, Window, WindowError};
+use picollo_core::{
+    AtomicHistogram, BucketPos, Cells, CellsMut, Counter, Histogram, Layout, LayoutError, Lookup,
+    UnitLayout, Window, WindowError,
+};
 use portable_atomic::{AtomicU16, AtomicU32, AtomicU64};
 
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for super::Sparse {}
+    impl Sealed for super::Dense {}
+}
+
+/// Where the builder's histograms keep their counts: [`Sparse`] (the default) or [`Dense`]
+/// (sealed).
+pub trait StorageChoice:
+    sealed::Sealed + Copy + Default + fmt::Debug + Send + Sync + 'static
+{
+    /// The storage of cells of type `T`.
+    type Cells<T: PageCell>: CellsMut<Item = T> + Send + Sync;
+    /// Storage for `window` and the window it serves (sparse storage widens it to whole
+    /// blocks).
+    fn cells<T: PageCell>(layout: Layout, window: Window) -> (Self::Cells<T>, Window);
+
+    /// The pointer the thread-local kind's record path caches: the cells (dense) or the
+    /// directory of pages (sparse).
+    #[doc(hidden)]
+    fn hot_ptr<T: PageCell>(cells: &Self::Cells<T>) -> *const ();
+    /// The bound the thread-local kind's record path checks: cells (dense) or directory
+    /// entries (sparse).
+    #[doc(hidden)]
+    fn hot_len<T: PageCell>(cells: &Self::Cells<T>) -> usize;
+    /// The cell of `pos` through a cached [`StorageChoice::hot_ptr`].
+    ///
+    /// # Safety
+    ///
+    /// `ptr` and `len` are [`StorageChoice::hot_ptr`] and [`StorageChoice::hot_len`] of a live
+    /// storage of this choice for the window starting at `first`, under block scale `k`; `pos`
+    /// is a position under that block scale.
+    #[doc(hidden)]
+    unsafe fn hot_cell<'a, T: PageCell>(
+        ptr: *const (),
+        len: usize,
+        pos: BucketPos,
+        k: u32,
+        first: usize,
+    ) -> Lookup<&'a T>;
+    /// The cells as one slice, when the storage is dense.
+    #[doc(hidden)]
+    fn dense_cells<T: PageCell>(cells: &Self::Cells<T>) -> Option<&[T]>;
+    /// Makes `to`'s counts those of `from` (same window), with no other writer: `set` stores a
+    /// count into a cell.
+    #[doc(hidden)]
+    fn copy_counts<T: PageCell>(to: &Self::Cells<T>, from: &Self::Cells<T>, set: impl Fn(&T, u64));
+}
+
+/// Storage whose memory follows what was recorded ([`SparseStorage`]): the builder's
+/// default.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Sparse;
+
+/// A cell for every bucket of the window from the start ([`HeapStorage`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Dense;
+
+impl StorageChoice for Sparse {
+    type Cells<T: PageCell> = SparseStorage<T>;
+    fn cells<T: PageCell>(layout: Layout, window: Window) -> (SparseStorage<T>, Window) {
+        let cells = SparseStorage::new(layout, window);
+        let window = cells.window();
+        (cells, window)
+    }
+    fn hot_ptr<T: PageCell>(cells: &SparseStorage<T>) -> *const () {
+        cells.dir_ptr().cast()
+    }
+    fn hot_len<T: PageCell>(cells: &SparseStorage<T>) -> usize {
+        cells.dir_len()
+    }
+    #[inline(always)]
+    unsafe fn hot_cell<'a, T: PageCell>(
+        ptr: *const (),
+        len: usize,
+        pos: BucketPos,
+        _k: u32,
+        _first: usize,
+    ) -> Lookup<&'a T> {
+        // SAFETY: the caller's guarantee: `ptr` and `len` are a live storage's directory.
+        unsafe { SparseStorage::cached_cell(ptr.cast(), len, pos) }
+    }
+    fn dense_cells<T: PageCell>(_cells: &SparseStorage<T>) -> Option<&[T]> {
+        None
+    }
+    fn copy_counts<T: PageCell>(
+        to: &SparseStorage<T>,
+        from: &SparseStorage<T>,
+        set: impl Fn(&T, u64),
+    ) {
+        to.copy_counts_from(from, set)
+    }
+}
+
+impl StorageChoice for Dense {
+    type Cells<T: PageCell> = HeapStorage<T>;
+    fn cells<T: PageCell>(_layout: Layout, window: Window) -> (HeapStorage<T>, Window) {
+        // SAFETY: all-zero bytes are a valid, empty `T` (`PageCell`).
+        let cells = HeapStorage::with_len(window.len(), || unsafe { core::mem::zeroed() });
+        (cells, window)
+    }
+    fn hot_ptr<T: PageCell>(cells: &HeapStorage<T>) -> *const () {
+        cells.cells().as_ptr().cast()
+    }
+    fn hot_len<T: PageCell>(cells: &HeapStorage<T>) -> usize {
+        cells.cells().len()
+    }
+    #[inline(always)]
+    unsafe fn hot_cell<'a, T: PageCell>(
+        ptr: *const (),
+        len: usize,
+        pos: BucketPos,
+        k: u32,
+        first: usize,
+    ) -> Lookup<&'a T> {
+        let slot = pos.logical(k).wrapping_sub(first);
+        if slot < len {
+            // SAFETY: `ptr` points to `len` live cells (the caller's guarantee), `slot < len`.
+            Lookup::Found(unsafe { &*ptr.cast::<T>().add(slot) })
+        } else {
+            Lookup::Missing
+        }
+    }
+    fn dense_cells<T: PageCell>(cells: &HeapStorage<T>) -> Option<&[T]> {
+        Some(cells.cells())
+    }
+    fn copy_counts<T: PageCell>(to: &HeapStorage<T>, from: &HeapStorage<T>, set: impl Fn(&T, u64)) {
+        for (t, c) in to.cells().iter().zip(from.cells()) {
+            set(t, c.count());
+        }
+    }
+}
+
 /// A counter width the builder can store: `u16`, `u32` or `u64`, with its atomic twin.
-pub trait StorageWidth: Counter + LocalCounter {
+pub trait StorageWidth: Counter + LocalCounter + PageCell {
     /// The atomic counter of the same width.
-    type Atomic: AtomicCounter;
+    type Atomic: AtomicCounter + PageCell;
 }
 
 impl StorageWidth for u16 {
@@ -92,9 +247,10 @@ impl From<WindowError> for BuildError {
     }
 }
 
-/// Configures a histogram: precision, counter width, trackable range, then the kind.
+/// Configures a histogram: precision, counter width, trackable range, storage, then the kind.
 ///
-/// Defaults: relative error 0.001 (block size 512), `u64` counters, the full `u64` range.
+/// Defaults: relative error 0.001 (block size 512), `u64` counters, the full `u64` range,
+/// sparse storage (see the [module docs](self) for sparse or dense).
 /// Invalid settings are reported by the final `plain`/`atomic`/… call, not silently clamped.
 ///
 /// HdrHistogram users can give the precision as significant digits, and see what a
@@ -110,23 +266,26 @@ impl From<WindowError> for BuildError {
 /// let small = b.u16_storage().footprint().unwrap();
 /// assert_eq!(small.buckets, f.buckets);
 /// assert!(small.plain_bytes < f.plain_bytes / 3);
+/// // Sparse storage, before anything is recorded: the directory of pages.
+/// assert!(f.sparse_empty_bytes < 1_000);
 /// ```
 #[derive(Clone, Copy, Debug)]
-pub struct HistogramBuilder<C = u64> {
+pub struct HistogramBuilder<C = u64, S = Sparse> {
     layout: Result<Layout, LayoutError>,
     lowest_discernible: u64,
     min: u64,
     max: u64,
     width: PhantomData<C>,
+    storage: PhantomData<S>,
 }
 
-impl Default for HistogramBuilder<u64> {
+impl Default for HistogramBuilder<u64, Sparse> {
     fn default() -> Self {
         Self::new()
     }
 }
 
-impl HistogramBuilder<u64> {
+impl HistogramBuilder<u64, Sparse> {
     /// A builder with the defaults.
     pub fn new() -> Self {
         HistogramBuilder {
@@ -135,11 +294,25 @@ impl HistogramBuilder<u64> {
             min: 0,
             max: u64::MAX,
             width: PhantomData,
+            storage: PhantomData,
         }
     }
 }
 
-impl<C: StorageWidth> HistogramBuilder<C> {
+/// A plain histogram over the storage a builder chose.
+pub type BuiltHistogram<C, S> = Histogram<<S as StorageChoice>::Cells<C>, Layout>;
+/// An atomic histogram over the storage a builder chose.
+pub type BuiltAtomicHistogram<A, S> = AtomicHistogram<<S as StorageChoice>::Cells<A>, Layout>;
+/// A plain histogram recording a value unit, over the storage a builder chose.
+pub type BuiltUnitHistogram<C, S> = Histogram<<S as StorageChoice>::Cells<C>, UnitLayout>;
+/// An atomic histogram recording a value unit, over the storage a builder chose.
+pub type BuiltUnitAtomicHistogram<A, S> =
+    AtomicHistogram<<S as StorageChoice>::Cells<A>, UnitLayout>;
+/// An approximate histogram over the storage a builder chose.
+pub type BuiltApproxHistogram<S> =
+    ApproxHistogram<<S as StorageChoice>::Cells<ScalableCell>, Layout>;
+
+impl<C: StorageWidth, S: StorageChoice> HistogramBuilder<C, S> {
     /// The largest acceptable relative error (see [`Layout::try_from_relative_error`]).
     pub fn relative_error(mut self, relative_error: f64) -> Self {
         self.layout = Layout::try_from_relative_error(relative_error);
@@ -163,27 +336,41 @@ impl<C: StorageWidth> HistogramBuilder<C> {
 
     /// `u16` bucket counters (HdrHistogram's `ShortHistogram`): a quarter of the memory of
     /// `u64`; a bucket saturates at 65,535.
-    pub fn u16_storage(self) -> HistogramBuilder<u16> {
-        self.with_width()
+    pub fn u16_storage(self) -> HistogramBuilder<u16, S> {
+        self.with::<u16, S>()
     }
 
     /// `u32` bucket counters: half the memory; a bucket saturates at `u32::MAX`.
-    pub fn u32_storage(self) -> HistogramBuilder<u32> {
-        self.with_width()
+    pub fn u32_storage(self) -> HistogramBuilder<u32, S> {
+        self.with::<u32, S>()
     }
 
     /// `u64` bucket counters (the default).
-    pub fn u64_storage(self) -> HistogramBuilder<u64> {
-        self.with_width()
+    pub fn u64_storage(self) -> HistogramBuilder<u64, S> {
+        self.with::<u64, S>()
     }
 
-    fn with_width<D>(self) -> HistogramBuilder<D> {
+    /// Sparse storage (the default): memory follows what was recorded. The window is widened
+    /// to whole blocks of the layout (values in them are counted in buckets rather than as
+    /// underflow or overflow); see [`crate::sparse`].
+    pub fn sparse(self) -> HistogramBuilder<C, Sparse> {
+        self.with::<C, Sparse>()
+    }
+
+    /// Dense storage: a cell for every bucket of the window from the start, for the hottest
+    /// histograms (the fewest instructions per record from the first value on).
+    pub fn dense(self) -> HistogramBuilder<C, Dense> {
+        self.with::<C, Dense>()
+    }
+
+    fn with<D, T>(self) -> HistogramBuilder<D, T> {
         HistogramBuilder {
             layout: self.layout,
             lowest_discernible: self.lowest_discernible,
             min: self.min,
             max: self.max,
             width: PhantomData,
+            storage: PhantomData,
         }
     }
 
@@ -223,7 +410,8 @@ impl<C: StorageWidth> HistogramBuilder<C> {
         self
     }
 
-    /// The layout and window this builder describes.
+    /// The layout and window this builder describes (before sparse storage widens the window
+    /// to whole blocks).
     pub fn resolve(&self) -> Result<(Layout, Window), BuildError> {
         let layout = self
             .layout?
@@ -237,6 +425,9 @@ impl<C: StorageWidth> HistogramBuilder<C> {
         let (layout, window) = self.resolve()?;
         let buckets = window.len();
         let header_bytes = size_of::<HeapHistogram<C>>();
+        let sparse = SparseStorage::<C>::new(layout, window);
+        let blocks = sparse.window().len() >> layout.block_scale();
+        let limit = SparseStorage::<C>::cold_word_limit(blocks, layout.block_scale());
         Ok(Footprint {
             block_size: layout.block_size(),
             buckets,
@@ -252,6 +443,11 @@ impl<C: StorageWidth> HistogramBuilder<C> {
                 buckets, 0,
             ),
             thread_local_base_bytes: ThreadLocalHistogram::<C>::estimated_footprint(buckets, 0),
+            sparse_empty_bytes: size_of::<BuiltHistogram<C, Sparse>>() + sparse.held_bytes(),
+            sparse_max_bytes: size_of::<BuiltHistogram<C, Sparse>>()
+                + sparse.held_bytes()
+                + sparse.window().len() * size_of::<C>()
+                + limit * size_of::<u64>(),
         })
     }
 
@@ -267,37 +463,49 @@ impl<C: StorageWidth> HistogramBuilder<C> {
 
     /// A plain, single-writer histogram. With a lowest discernible value above 1, use
     /// [`HistogramBuilder::plain_with_unit`] ([`BuildError::UnitNotRecorded`] here).
-    pub fn plain(self) -> Result<HeapHistogram<C>, BuildError> {
+    pub fn plain(self) -> Result<BuiltHistogram<C, S>, BuildError> {
         let (layout, window) = self.resolve_without_unit("plain")?;
-        Ok(heap::plain(layout, window))
+        let (cells, window) = S::cells::<C>(layout, window);
+        Ok(Histogram::with_storage(layout, cells, window)?)
     }
 
     /// A plain histogram that records the value unit of
     /// [`HistogramBuilder::lowest_discernible`] (through the [`picollo_core::UnitLayout`] spec;
     /// the plain spec records without reading one, so that histograms without a unit pay
     /// nothing for units).
-    pub fn plain_with_unit(self) -> Result<HeapUnitHistogram<C>, BuildError> {
+    pub fn plain_with_unit(self) -> Result<BuiltUnitHistogram<C, S>, BuildError> {
         let (layout, window) = self.resolve()?;
-        Ok(heap::plain_with_unit(layout, window))
+        let (cells, window) = S::cells::<C>(layout, window);
+        Ok(Histogram::with_storage(
+            UnitLayout::new(layout),
+            cells,
+            window,
+        )?)
     }
 
     /// An atomic histogram: many writers, one `fetch_add` per record. With a lowest
     /// discernible value above 1, use [`HistogramBuilder::atomic_with_unit`].
-    pub fn atomic(self) -> Result<HeapAtomicHistogram<C::Atomic>, BuildError> {
+    pub fn atomic(self) -> Result<BuiltAtomicHistogram<C::Atomic, S>, BuildError> {
         let (layout, window) = self.resolve_without_unit("atomic")?;
-        Ok(heap::atomic(layout, window))
+        let (cells, window) = S::cells::<C::Atomic>(layout, window);
+        Ok(AtomicHistogram::with_storage(layout, cells, window)?)
     }
 
     /// An atomic histogram that records the value unit of
     /// [`HistogramBuilder::lowest_discernible`].
-    pub fn atomic_with_unit(self) -> Result<HeapUnitAtomicHistogram<C::Atomic>, BuildError> {
+    pub fn atomic_with_unit(self) -> Result<BuiltUnitAtomicHistogram<C::Atomic, S>, BuildError> {
         let (layout, window) = self.resolve()?;
-        Ok(heap::atomic_with_unit(layout, window))
+        let (cells, window) = S::cells::<C::Atomic>(layout, window);
+        Ok(AtomicHistogram::with_storage(
+            UnitLayout::new(layout),
+            cells,
+            window,
+        )?)
     }
 
     /// A thread-local histogram: each thread writes its own shard, readers sum them. It
     /// records no value unit ([`BuildError::UnitNotRecorded`]).
-    pub fn thread_local(self) -> Result<ThreadLocalHistogram<C>, BuildError> {
+    pub fn thread_local(self) -> Result<ThreadLocalHistogram<C, S>, BuildError> {
         let (layout, window) = self.resolve_without_unit("thread-local")?;
         Ok(ThreadLocalHistogram::new(layout, window))
     }
@@ -305,9 +513,11 @@ impl<C: StorageWidth> HistogramBuilder<C> {
     /// An approximate histogram: shared buckets that count with the scalable scheme of "Scalable
     /// Approximate Counting" (Andy Ayers, 2023; default threshold 13), for hot shared histograms
     /// where contention dominates. The counter width does not apply (scalable cells are 64-bit).
-    pub fn approximate(self) -> Result<HeapApproxHistogram, BuildError> {
+    /// Over sparse storage its cells live in pages only (no cold tier). It records no value
+    /// unit ([`BuildError::UnitNotRecorded`]).
+    pub fn approximate(self) -> Result<BuiltApproxHistogram<S>, BuildError> {
         let (layout, window) = self.resolve_without_unit("approximate")?;
-        let cells = HeapStorage::with_len(window.len(), ScalableCell::new);
+        let (cells, window) = S::cells::<ScalableCell>(layout, window);
         Ok(ApproxHistogram::with_storage(layout, cells, window)?)
     }
 }
@@ -337,6 +547,12 @@ pub struct Footprint {
     /// A thread-local histogram: each thread that records at the same time as others adds
     /// a shard, and after the first reset a baseline of the same size.
     pub thread_local_bytes_per_thread: usize,
+    /// A plain histogram over sparse storage before anything is recorded: the value and the
+    /// directory of pages.
+    pub sparse_empty_bytes: usize,
+    /// A plain histogram over sparse storage at most: every page installed and the cold
+    /// tier at its limit.
+    pub sparse_max_bytes: usize,
 }
 
 impl Footprint {
@@ -347,8 +563,15 @@ impl Footprint {
     }
 }
 
-/// An approximate histogram on the heap.
+/// An approximate histogram on the heap (dense storage).
 pub type HeapApproxHistogram = ApproxHistogram<HeapStorage<ScalableCell>, Layout>;
+
+/// A plain histogram over sparse storage (the builder's default).
+pub type SparseHistogram<C = u64> = Histogram<SparseStorage<C>, Layout>;
+/// An atomic histogram over sparse storage (the builder's default).
+pub type SparseAtomicHistogram<A = AtomicU64> = AtomicHistogram<SparseStorage<A>, Layout>;
+/// An approximate histogram over sparse storage (pages only).
+pub type SparseApproxHistogram = ApproxHistogram<SparseStorage<ScalableCell>, Layout>;
 
 /// The default histogram: `u64` counters, 0.001 relative error, the full `u64` range.
 pub fn default_histogram() -> HeapHistogram<u64> {
@@ -436,9 +659,9 @@ mod tests {
             f64b.approximate_bytes - size_of::<HeapApproxHistogram>(),
             buckets * 8
         );
-        // The thread-local estimate is what `footprint()` reports once built, used by 3
-        // threads at once, and reset.
-        let t = b.u16_storage().thread_local().unwrap();
+        // The thread-local estimate (dense shards) is what `footprint()` reports once built,
+        // used by 3 threads at once, and reset.
+        let t = b.dense().u16_storage().thread_local().unwrap();
         let barrier = std::sync::Barrier::new(3);
         std::thread::scope(|s| {
             for i in 0..3u64 {
@@ -453,6 +676,11 @@ mod tests {
         });
         assert_eq!(t.shard_count(), 3);
         assert_eq!(f16.thread_local_bytes(3), t.footprint());
+        // Sparse shards (the default) hold what was recorded: a fraction of it.
+        let sparse = b.u16_storage().thread_local().unwrap();
+        sparse.record(5000);
+        sparse.reset();
+        assert!(sparse.footprint() < f16.thread_local_bytes(1) / 4);
         assert!(b.relative_error(0.0).footprint().is_err());
     }
 
@@ -476,7 +704,10 @@ mod tests {
 
     #[test]
     fn reset_counts_and_corrected_records_on_heap_kinds() {
+        // Dense: the exact window (sparse storage widens it to whole blocks, so that 16,000
+        // would not overflow).
         let b = HistogramBuilder::new()
+            .dense()
             .min_trackable(100)
             .max_trackable(10_000);
         let mut plain = b.plain().unwrap();

@@ -6,8 +6,9 @@
 //!
 //! # Modules
 //!
-//! - [`builder`]: the histogram builder and the default histogram; [`heap`]: heap storage for
-//!   the core kinds.
+//! - [`builder`]: the histogram builder and the default histogram; [`heap`]: dense heap
+//!   storage for the core kinds; [`sparse`]: storage whose memory follows what was recorded
+//!   (pages per block, a cold tier), the default of the builder.
 //! - [`thread_local`](mod@thread_local): the thread-local histogram (one shard per thread, handed over on thread
 //!   exit and fork).
 //! - [`snapshot`]: self-consistent copies of live histograms; [`bulk`]: the non-empty buckets
@@ -35,17 +36,20 @@ pub mod heap;
 pub mod hgrm;
 pub mod snapshot;
 pub mod span;
+pub mod sparse;
 pub mod summary;
 pub mod thread_local;
 
 pub use builder::{
-    default_histogram, BuildError, HeapApproxHistogram, HistogramBuilder, StorageWidth,
+    default_histogram, BuildError, Dense, HeapApproxHistogram, HistogramBuilder, Sparse,
+    SparseApproxHistogram, SparseAtomicHistogram, SparseHistogram, StorageChoice, StorageWidth,
 };
 pub use heap::{
     HeapAtomicHistogram, HeapHistogram, HeapStorage, HeapUnitAtomicHistogram, HeapUnitHistogram,
 };
 pub use hgrm::{write_hgrm, Hgrm, HgrmError};
 pub use snapshot::{Snapshot, SnapshotExt};
+pub use sparse::SparseStorage;
 pub use summary::{
     NotASummaryRank, Scaled, Summary, SummaryDiff, SummaryExt, SummaryLine, SummaryTable,
 };

@@ -6,7 +6,7 @@
 
 use hdrhistogram::Histogram as Hdr;
 use picollo_alloc::hgrm::{hdr_bucket_count, significant_digits, write_hgrm, Hgrm};
-use picollo_alloc::{HeapHistogram, HistogramBuilder, SnapshotExt, ThreadLocalHistogram};
+use picollo_alloc::{HistogramBuilder, SnapshotExt, SparseHistogram, ThreadLocalHistogram};
 use picollo_core::Layout;
 
 /// HdrHistogram's `(1, 3_600_000_000, 3)`: block scale 10 is 3 significant digits.
@@ -32,7 +32,7 @@ fn values(n: usize) -> Vec<u64> {
         .collect()
 }
 
-fn both(n: usize) -> (HeapHistogram, Hdr<u64>) {
+fn both(n: usize) -> (SparseHistogram, Hdr<u64>) {
     let mut ours = HistogramBuilder::new()
         .layout(layout())
         .max_trackable(MAX)
@@ -46,7 +46,7 @@ fn both(n: usize) -> (HeapHistogram, Hdr<u64>) {
     (ours, hdr)
 }
 
-fn hgrm(h: &HeapHistogram, ticks: u32, ratio: f64) -> String {
+fn hgrm(h: &SparseHistogram, ticks: u32, ratio: f64) -> String {
     let mut out = Vec::new();
     write_hgrm(h, &mut out, ticks, ratio).expect("valid parameters");
     String::from_utf8(out).expect("ASCII")

@@ -1,5 +1,7 @@
-//! Filling an existing [`Summary`] allocates nothing: checked with a counting global
-//! allocator that counts only this thread's allocations.
+//! Filling an existing [`Summary`] from dense histograms allocates nothing: checked with a
+//! counting global allocator that counts only this thread's allocations. (Reads of sparse
+//! storage, the builder's default, allocate the sorted list of their cold tier: see
+//! `picollo_alloc::sparse`.)
 
 use picollo_alloc::{HistogramBuilder, Summary, SummaryExt};
 
@@ -14,10 +16,11 @@ fn filling_a_summary_allocates_nothing() {
         .u32_storage()
         .min_trackable(10_000)
         .max_trackable(30_000)
+        .dense()
         .plain()
         .unwrap();
     let full = picollo_alloc::default_histogram();
-    let atomic = HistogramBuilder::new().atomic().unwrap();
+    let atomic = HistogramBuilder::new().dense().atomic().unwrap();
     for v in 0..100_000u64 {
         plain.record(10_000 + v % 25_000);
         atomic.record(v * v);

@@ -208,6 +208,7 @@ const MONITORING_7: &[(u64, u64)] = &[
 /// tracking `10_000..=30_000`.
 fn getting_started(buckets: &[(u64, u64)], overflow: u64) -> Summary {
     let mut h = HistogramBuilder::new()
+        .dense() // the exact window of Picollo for .NET's examples
         .relative_error(0.01)
         .u32_storage()
         .min_trackable(10_000)
@@ -311,6 +312,7 @@ fn getting_started_diff() {
 #[test]
 fn aggregate_table() {
     let mut h = HistogramBuilder::new()
+        .dense() // the exact window of Picollo for .NET's examples
         .relative_error(0.01)
         .u64_storage()
         .min_trackable(10_000)
@@ -386,6 +388,7 @@ fn branch_misses_table() {
 #[test]
 fn one_line_forms() {
     let mut h = HistogramBuilder::new()
+        .dense() // the exact window of Picollo for .NET's examples
         .relative_error(0.01)
         .min_trackable(10_000)
         .max_trackable(30_000)
@@ -421,6 +424,7 @@ fn one_line_forms() {
 #[test]
 fn empty_histogram() {
     let h = HistogramBuilder::new()
+        .dense() // the exact window of Picollo for .NET's examples
         .relative_error(0.01)
         .min_trackable(10_000)
         .max_trackable(30_000)
@@ -530,6 +534,7 @@ fn zero_deviation_diff() {
 fn range_and_underflow_rows() {
     // Without a requested range the Range row shows what the window really tracks.
     let mut h = HistogramBuilder::new()
+        .dense() // the exact window of Picollo for .NET's examples
         .relative_error(0.01)
         .min_trackable(10_000)
         .max_trackable(30_000)

@@ -25,8 +25,10 @@ const MAX: u64 = 50_000;
 /// Values are drawn from `0..SPAN`: some fall below `MIN`, some above `MAX`.
 const SPAN: u64 = 60_000;
 
+/// The window of the tests' histograms: `MIN..=MAX` widened to whole blocks, the window the
+/// default (sparse) storage serves, so that dense expectations share it.
 fn window() -> Window {
-    Window::new(layout(), MIN, MAX).unwrap()
+    picollo_alloc::sparse::widened(layout(), Window::new(layout(), MIN, MAX).unwrap())
 }
 
 fn scale(n: u64) -> u64 {
@@ -262,7 +264,8 @@ fn more_histograms_than_cache_slots() {
     use picollo_alloc::thread_local::CACHE_SLOTS;
     let count = CACHE_SLOTS + 5;
     let rounds = if cfg!(miri) { 2 } else { 20 };
-    let make = || -> Vec<ThreadLocalHistogram<u32>> {
+    // Dense: the unchecked slot records are dense storage's.
+    let make = || -> Vec<ThreadLocalHistogram<u32, picollo_alloc::Dense>> {
         (0..count)
             .map(|_| ThreadLocalHistogram::new(layout(), window()))
             .collect()
@@ -316,7 +319,7 @@ fn more_histograms_than_cache_slots() {
         assert_eq!(total.load(Ordering::Relaxed), 2 * 2 * 2 * rounds);
     }
     // Unchecked slot records land in the bucket of the slot.
-    let h = ThreadLocalHistogram::<u64>::new(layout(), window());
+    let h = ThreadLocalHistogram::<u64, picollo_alloc::Dense>::new(layout(), window());
     let slot = h.window().len() / 2;
     // SAFETY: `slot` is below the window's length.
     unsafe { h.record_slot_unchecked(slot) };

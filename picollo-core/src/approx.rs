@@ -19,10 +19,10 @@
 
 use crate::atomic::SharedState;
 use crate::cell::{AtomicWord, RmwAtomic, Word};
-use crate::layout::LayoutSpec;
+use crate::layout::{BucketPos, LayoutSpec};
 use crate::read::HistogramRead;
 use crate::scalable::{RandomSource, ScalableCell, ScalableConfig};
-use crate::storage::Storage;
+use crate::storage::{Absent, Cells, Lookup};
 use crate::window::{Window, WindowError, WindowSpec};
 use crate::{Layout, Record};
 
@@ -87,14 +87,14 @@ impl<const N: usize> ApproxHistogram<[ScalableCell; N], Layout> {
 
 impl<S, L> ApproxHistogram<S, L, Window>
 where
-    S: Storage<Item = ScalableCell>,
+    S: Cells<Item = ScalableCell>,
     L: LayoutSpec,
 {
     /// A histogram over caller-provided cells (borrowed or heap) for `window`, with the default
     /// counter configuration ([`ApproxHistogram::with_config`] changes it). They are cleared; a
     /// length other than `window.len()` is an error.
     pub fn with_storage(spec: L, storage: S, window: Window) -> Result<Self, WindowError> {
-        window.check_storage_len(storage.as_slice().len())?;
+        storage.check_window(spec.layout(), window)?;
         if !crate::layout::records_its_layout(&spec) {
             return Err(WindowError::NeedsUnitLayout(spec.layout().unit_magnitude()));
         }
@@ -105,7 +105,7 @@ where
             shared: SharedState::new(),
             storage,
         };
-        h.storage.as_slice().iter().for_each(ScalableCell::reset);
+        h.storage.clear_shared(ScalableCell::reset);
         Ok(h)
     }
 }
@@ -133,7 +133,7 @@ impl<S, L, W> ApproxHistogram<S, L, W> {
 
 impl<S, L, W> ApproxHistogram<S, L, W>
 where
-    S: Storage<Item = ScalableCell>,
+    S: Cells<Item = ScalableCell>,
     L: LayoutSpec,
     W: WindowSpec,
     for<'a> AtomicWord: RmwAtomic<Word>,
@@ -141,26 +141,43 @@ where
     /// Records one `value`, drawing from the caller's per-thread random source.
     #[inline]
     pub fn record<R: RandomSource + ?Sized>(&self, value: u64, rng: &mut R) {
-        let slot = self
-            .spec
-            .index_of_native(value)
-            .wrapping_sub(self.window().first());
-        match self.storage.as_slice().get(slot) {
-            Some(cell) => cell.inc(self.config, rng),
-            None => self.shared.add_outside(slot, 1),
+        let pos = self.spec.position_native(value);
+        match self.cell_or_outside(pos, 1) {
+            Ok(cell) => cell.inc(self.config, rng),
+            Err(Some(slot)) => self.shared.add_outside(slot, 1),
+            Err(None) => {}
         }
     }
 
     /// Records `count` occurrences of `value` (unbiased; see [`ScalableCell::add`]).
     #[inline]
     pub fn record_n<R: RandomSource + ?Sized>(&self, value: u64, count: u64, rng: &mut R) {
-        let slot = self
-            .spec
-            .index_of_native(value)
-            .wrapping_sub(self.window().first());
-        match self.storage.as_slice().get(slot) {
-            Some(cell) => cell.add(self.config, count, rng),
-            None => self.shared.add_outside(slot, count),
+        let pos = self.spec.position_native(value);
+        match self.cell_or_outside(pos, count) {
+            Ok(cell) => cell.add(self.config, count, rng),
+            Err(Some(slot)) => self.shared.add_outside(slot, count),
+            Err(None) => {}
+        }
+    }
+
+    /// The cell of `pos` (made now by sparse storage, which keeps scalable cells in pages
+    /// only), or the outside slot (`Err(Some)`), or `Err(None)` when the storage counted the
+    /// occurrences itself (never for the storages this crate and `picollo-alloc` provide).
+    #[inline(always)]
+    fn cell_or_outside(&self, pos: BucketPos, n: u64) -> Result<&ScalableCell, Option<usize>> {
+        // The window's start among the positions' indices (see `Histogram`'s `cells_first`).
+        let first = self.window().first() - self.spec.first_index();
+        let k = self.spec.layout().block_scale();
+        // SAFETY: `pos` comes from this histogram's sealed layout spec, which the storage was
+        // checked against when the histogram was made (`Cells::check_window`).
+        match unsafe { self.storage.cell(pos, k, first) } {
+            Lookup::Found(cell) => Ok(cell),
+            // SAFETY: as above.
+            Lookup::Missing => match unsafe { self.storage.absent(pos, k, first, n) } {
+                Absent::Outside(slot) => Err(Some(slot)),
+                Absent::Cell(cell) => Ok(cell),
+                Absent::Counted => Err(None),
+            },
         }
     }
 
@@ -189,7 +206,7 @@ where
     /// [`crate::AtomicHistogram`]'s "Progress").
     pub fn reset(&self) {
         self.shared
-            .reset(|| self.storage.as_slice().iter().for_each(ScalableCell::reset));
+            .reset(|| self.storage.clear_shared(ScalableCell::reset));
     }
 }
 
@@ -225,9 +242,25 @@ where
     }
 }
 
+impl<S, L, W> ApproxHistogram<S, L, W>
+where
+    S: Cells,
+{
+    /// The storage.
+    pub fn storage(&self) -> &S {
+        &self.storage
+    }
+
+    /// Bytes of memory this histogram holds: the value itself plus what its storage holds
+    /// ([`Cells::held_bytes`]).
+    pub fn footprint(&self) -> usize {
+        core::mem::size_of_val(self) + self.storage.held_bytes()
+    }
+}
+
 impl<S, L, W> HistogramRead for ApproxHistogram<S, L, W>
 where
-    S: Storage<Item = ScalableCell>,
+    S: Cells<Item = ScalableCell>,
     L: LayoutSpec,
     W: WindowSpec,
 {
@@ -238,19 +271,24 @@ where
         ApproxHistogram::window(self)
     }
     fn count_at(&self, storage_index: usize) -> u64 {
-        self.storage
-            .as_slice()
-            .get(storage_index)
-            .map_or(0, ScalableCell::get)
+        self.storage.count_at(storage_index)
     }
-    /// Relaxed loads of the cells as a slice ([`crate::storage::cell_runs`]).
+    fn sum_range(&self, start: usize, end: usize) -> u64 {
+        self.storage.sum_range(start, end)
+    }
+    /// Relaxed loads of the cells: the storage's bulk read ([`crate::storage::cell_runs`] for
+    /// dense storage).
     fn recorded_runs(&self, f: &mut dyn FnMut(usize, &[u64])) {
-        crate::storage::cell_runs(self.storage.as_slice(), ScalableCell::get, f)
+        self.storage.recorded_runs(f)
+    }
+    #[inline]
+    fn reads_in_bulk(&self) -> bool {
+        S::READS_IN_BULK
     }
     crate::forward_histogram_read!(shared: |h| h.shared);
 }
 
-crate::fmt::histogram_formats!(ApproxHistogram, "ApproxHistogram", S: Storage<Item = ScalableCell>);
+crate::fmt::histogram_formats!(ApproxHistogram, "ApproxHistogram", S: Cells<Item = ScalableCell>);
 
 /// One thread's handle on an [`ApproxHistogram`]: it implements [`Record`], and
 /// [`HistogramRead`] by reading the histogram.
@@ -261,7 +299,7 @@ pub struct ApproxRecorder<'a, S, L, R, W = Window> {
 
 impl<S, L, R, W> Record for ApproxRecorder<'_, S, L, R, W>
 where
-    S: Storage<Item = ScalableCell>,
+    S: Cells<Item = ScalableCell>,
     L: LayoutSpec,
     W: WindowSpec,
     R: RandomSource,
@@ -279,7 +317,7 @@ where
 
 impl<S, L, R, W> HistogramRead for ApproxRecorder<'_, S, L, R, W>
 where
-    S: Storage<Item = ScalableCell>,
+    S: Cells<Item = ScalableCell>,
     L: LayoutSpec,
     W: WindowSpec,
 {

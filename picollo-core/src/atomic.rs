@@ -26,9 +26,9 @@ use crate::cell::{AtomicU16, AtomicU32, AtomicWord, RmwAtomic, Word};
 // Only the read-modify-write impls below order anything (`picollo_rmw`, set by build.rs).
 #[cfg(picollo_rmw)]
 use crate::cell::Ordering;
-use crate::layout::{ConstLayout, LayoutSpec};
+use crate::layout::{BucketPos, ConstLayout, LayoutSpec};
 use crate::read::HistogramRead;
-use crate::storage::Storage;
+use crate::storage::{Absent, Cells, Lookup};
 use crate::window::{ConstWindow, Window, WindowError, WindowSpec};
 use crate::{Layout, Record};
 
@@ -53,7 +53,9 @@ mod sealed {
     note = "on targets without compare-and-swap (thumbv6m, riscv32imc) the atomic counters need read-modify-write support: build with `--cfg portable_atomic_unsafe_assume_single_core` (single-core chips) or enable picollo-core's `critical-section` feature (or its `unsafe-assume-single-core` feature)",
     note = "the plain `Histogram` needs neither"
 )]
-pub trait AtomicCounter: sealed::Sealed + Sync + Send + 'static {
+pub trait AtomicCounter:
+    sealed::Sealed + crate::storage::CellCount + Sync + Send + 'static
+{
     /// A zero counter, for building storage in `const` context.
     const ZERO: Self;
     /// The largest count a cell holds.
@@ -281,15 +283,15 @@ impl<A: AtomicCounter, const N: usize, const K: u32, const MIN: u64, const MAX: 
 
 impl<S, L> AtomicHistogram<S, L, Window>
 where
-    S: Storage,
+    S: Cells,
     S::Item: AtomicCounter,
     L: LayoutSpec,
 {
-    /// A histogram over caller-provided atomic storage for `window` (borrowed, heap, or an
-    /// owned array with any [`LayoutSpec`]). It is cleared; a length other than
-    /// `window.len()` is an error.
+    /// A histogram over caller-provided atomic storage for `window` (borrowed, heap — dense,
+    /// or `picollo-alloc`'s sparse storage — or an owned array with any [`LayoutSpec`]). It is
+    /// cleared; a length other than `window.len()` is an error.
     pub fn with_storage(spec: L, storage: S, window: Window) -> Result<Self, WindowError> {
-        window.check_storage_len(storage.as_slice().len())?;
+        storage.check_window(spec.layout(), window)?;
         if !crate::layout::records_its_layout(&spec) {
             return Err(WindowError::NeedsUnitLayout(spec.layout().unit_magnitude()));
         }
@@ -299,14 +301,14 @@ where
             shared: SharedState::new(),
             storage,
         };
-        h.storage.as_slice().iter().for_each(AtomicCounter::clear);
+        h.storage.clear_shared(AtomicCounter::clear);
         Ok(h)
     }
 }
 
 impl<S, L, W> AtomicHistogram<S, L, W>
 where
-    S: Storage,
+    S: Cells,
     S::Item: AtomicCounter,
     L: LayoutSpec,
     W: WindowSpec,
@@ -316,7 +318,7 @@ where
     /// takes the 32-bit path of [`AtomicHistogram::record_u32`].
     #[inline(always)]
     pub fn record(&self, value: u64) {
-        self.record_logical(self.spec.index_of_native(value));
+        self.record_at(self.spec.position_native(value));
     }
 
     /// Records a duration in nanoseconds (whole nanoseconds, saturating at `u64::MAX`; see
@@ -329,28 +331,55 @@ where
     /// Records one `u32` value with 32-bit index arithmetic only.
     #[inline(always)]
     pub fn record_u32(&self, value: u32) {
-        self.record_logical(self.spec.index_of_u32(value));
+        self.record_at(self.spec.position_u32(value));
+    }
+
+    /// Records one value at its [`BucketPos`], for callers that compute the position
+    /// themselves (the `metrics` recorder of `picollo-export` takes it from an `f64`'s bits).
+    ///
+    /// # Safety
+    ///
+    /// `pos` is the position of a value under this histogram's layout
+    /// ([`LayoutSpec::position`]).
+    #[inline(always)]
+    pub unsafe fn record_position(&self, pos: BucketPos) {
+        self.record_at(pos)
     }
 
     #[inline(always)]
-    fn record_logical(&self, logical: usize) {
-        let slot = logical.wrapping_sub(self.window().first());
-        match self.storage.as_slice().get(slot) {
-            Some(cell) => cell.increment(),
-            None => self.shared.add_outside(slot, 1),
+    fn record_at(&self, pos: BucketPos) {
+        // The window's start among the positions' indices (see `Histogram`'s `cells_first`).
+        let first = self.window().first() - self.spec.first_index();
+        let k = self.spec.layout().block_scale();
+        // SAFETY: `pos` comes from this histogram's sealed layout spec, which the storage was
+        // checked against when the histogram was made (`Cells::check_window`).
+        match unsafe { self.storage.cell(pos, k, first) } {
+            Lookup::Found(cell) => cell.increment(),
+            // SAFETY: as above.
+            Lookup::Missing => match unsafe { self.storage.absent(pos, k, first, 1) } {
+                Absent::Outside(slot) => self.shared.add_outside(slot, 1),
+                Absent::Cell(cell) => cell.add(1),
+                Absent::Counted => {}
+            },
         }
     }
 
     /// Records `count` occurrences of `value` (saturating).
     #[inline]
     pub fn record_n(&self, value: u64, count: u64) {
-        let slot = self
-            .spec
-            .index_of_native(value)
-            .wrapping_sub(self.window().first());
-        match self.storage.as_slice().get(slot) {
-            Some(cell) => cell.add(count),
-            None => self.shared.add_outside(slot, count),
+        let pos = self.spec.position_native(value);
+        // The window's start among the positions' indices (see `Histogram`'s `cells_first`).
+        let first = self.window().first() - self.spec.first_index();
+        let k = self.spec.layout().block_scale();
+        // SAFETY: as in `record_at`.
+        match unsafe { self.storage.cell(pos, k, first) } {
+            Lookup::Found(cell) => cell.add(count),
+            // SAFETY: as above.
+            Lookup::Missing => match unsafe { self.storage.absent(pos, k, first, count) } {
+                Absent::Outside(slot) => self.shared.add_outside(slot, count),
+                Absent::Cell(cell) => cell.add(count),
+                Absent::Counted => {}
+            },
         }
     }
 
@@ -369,7 +398,7 @@ where
     /// one that landed inside a thread-mode reset or read of the same histogram.
     pub fn reset(&self) {
         self.shared
-            .reset(|| self.storage.as_slice().iter().for_each(|c| c.clear()));
+            .reset(|| self.storage.clear_shared(AtomicCounter::clear));
     }
 }
 
@@ -392,9 +421,25 @@ where
     }
 }
 
+impl<S, L, W> AtomicHistogram<S, L, W>
+where
+    S: Cells,
+{
+    /// The storage.
+    pub fn storage(&self) -> &S {
+        &self.storage
+    }
+
+    /// Bytes of memory this histogram holds: the value itself plus what its storage holds
+    /// ([`Cells::held_bytes`]: the cells; for sparse storage its directory, pages and tables).
+    pub fn footprint(&self) -> usize {
+        core::mem::size_of_val(self) + self.storage.held_bytes()
+    }
+}
+
 impl<S, L, W> HistogramRead for AtomicHistogram<S, L, W>
 where
-    S: Storage,
+    S: Cells,
     S::Item: AtomicCounter,
     L: LayoutSpec,
     W: WindowSpec,
@@ -407,21 +452,26 @@ where
     }
     #[inline]
     fn count_at(&self, storage_index: usize) -> u64 {
-        self.storage
-            .as_slice()
-            .get(storage_index)
-            .map_or(0, |c| c.get())
+        self.storage.count_at(storage_index)
     }
-    /// Relaxed loads of the cells as a slice ([`crate::storage::cell_runs`]).
+    fn sum_range(&self, start: usize, end: usize) -> u64 {
+        self.storage.sum_range(start, end)
+    }
+    /// Relaxed loads of the cells: the storage's bulk read ([`crate::storage::cell_runs`] for
+    /// dense storage).
     fn recorded_runs(&self, f: &mut dyn FnMut(usize, &[u64])) {
-        crate::storage::cell_runs(self.storage.as_slice(), |c| c.get(), f)
+        self.storage.recorded_runs(f)
+    }
+    #[inline]
+    fn reads_in_bulk(&self) -> bool {
+        S::READS_IN_BULK
     }
     crate::forward_histogram_read!(shared: |h| h.shared);
 }
 
 impl<S, L, W> Record for &AtomicHistogram<S, L, W>
 where
-    S: Storage,
+    S: Cells,
     S::Item: AtomicCounter,
     L: LayoutSpec,
     W: WindowSpec,
@@ -437,4 +487,4 @@ where
     }
 }
 
-crate::fmt::histogram_formats!(AtomicHistogram, "AtomicHistogram", S: Storage, S::Item: AtomicCounter);
+crate::fmt::histogram_formats!(AtomicHistogram, "AtomicHistogram", S: Cells, S::Item: AtomicCounter);

@@ -1,8 +1,8 @@
 //! The plain (single-writer) histogram over any storage.
 
-use crate::layout::{ConstLayout, LayoutSpec};
+use crate::layout::{BucketPos, ConstLayout, LayoutSpec};
 use crate::read::HistogramRead;
-use crate::storage::{Counter, Storage, StorageMut};
+use crate::storage::{Absent, Cells, CellsMut, Counter, Lookup};
 use crate::window::{ConstWindow, Window, WindowError, WindowSpec};
 use crate::{storage_len, Layout, Record};
 use core::fmt;
@@ -216,14 +216,15 @@ impl<C: Counter, const N: usize, const K: u32, const MIN: u64, const MAX: u64>
 
 impl<S, L> Histogram<S, L, Window>
 where
-    S: StorageMut,
+    S: CellsMut,
     S::Item: Counter,
     L: LayoutSpec,
 {
     /// A histogram over caller-provided storage for `window`: a borrowed buffer (firmware), heap
-    /// storage, or an owned array with any [`LayoutSpec`]. The storage is zeroed; a length other
-    /// than `window.len()` is an error, and so is a plain [`Layout`] spec with a value unit
-    /// ([`crate::UnitLayout`] records one).
+    /// storage (dense, or `picollo-alloc`'s sparse storage), or an owned array with any
+    /// [`LayoutSpec`]. The storage is zeroed; a length other than `window.len()` (for sparse
+    /// storage: a window other than the one it was made for) is an error, and so is a plain
+    /// [`Layout`] spec with a value unit ([`crate::UnitLayout`] records one).
     ///
     /// ```
     /// use picollo_core::{storage_len, Histogram, Layout, ReadExt, Window};
@@ -234,7 +235,7 @@ where
     /// assert_eq!(h.total(), 1);
     /// ```
     pub fn with_storage(spec: L, storage: S, window: Window) -> Result<Self, WindowError> {
-        window.check_storage_len(storage.as_slice().len())?;
+        storage.check_window(spec.layout(), window)?;
         if !crate::layout::records_its_layout(&spec) {
             return Err(WindowError::NeedsUnitLayout(spec.layout().unit_magnitude()));
         }
@@ -253,7 +254,7 @@ where
 
 impl<S, L, W> Histogram<S, L, W>
 where
-    S: StorageMut,
+    S: CellsMut,
     S::Item: Counter,
     L: LayoutSpec,
     W: WindowSpec,
@@ -264,7 +265,7 @@ where
     /// larger values a separate (cold) 64-bit path.
     #[inline(always)]
     pub fn record(&mut self, value: u64) {
-        self.record_logical(self.spec.index_of_native(value));
+        self.record_at(self.spec.position_native(value));
     }
 
     /// Records a duration in nanoseconds (whole nanoseconds, saturating at `u64::MAX`; see
@@ -288,31 +289,51 @@ where
     /// and no compiler helper call (Cortex-M0 included).
     #[inline(always)]
     pub fn record_u32(&mut self, value: u32) {
-        self.record_logical(self.spec.index_of_u32(value));
+        self.record_at(self.spec.position_u32(value));
     }
 
     #[inline(always)]
-    fn record_logical(&mut self, logical: usize) {
-        let slot = logical.wrapping_sub(self.first());
-        match self.storage.as_mut_slice().get_mut(slot) {
-            Some(cell) => cell.increment(),
+    fn record_at(&mut self, pos: BucketPos) {
+        let (k, first) = (self.spec.layout().block_scale(), self.cells_first());
+        // SAFETY: `pos` comes from this histogram's sealed layout spec (or its layout), which
+        // the storage was checked against when the histogram was made (`Cells::check_window`).
+        match unsafe { self.storage.cell_mut(pos, k, first) } {
+            Lookup::Found(cell) => cell.increment(),
             // Inline rather than a call: a call in the loop would stop the compiler from
-            // keeping the storage pointer and window in registers across records.
-            // One at a time, a u64 capped at 2^63 - 1 cannot wrap (see `Counter`).
-            None => {
-                let outside = self.outside_counter(slot);
-                *outside = outside.wrapping_add(1);
-            }
+            // keeping the storage pointer and window in registers across records. (Dense
+            // storage answers `Outside` inline; sparse storage calls its cold path here.)
+            // SAFETY: as above.
+            Lookup::Missing => match unsafe { self.storage.absent_mut(pos, k, first, 1) } {
+                // One at a time, a u64 capped at 2^63 - 1 cannot wrap (see `Counter`).
+                Absent::Outside(slot) => {
+                    let outside = self.outside_counter(slot);
+                    *outside = outside.wrapping_add(1);
+                }
+                Absent::Cell(cell) => cell.add(1),
+                Absent::Counted => {}
+            },
         }
     }
 
     /// Records `count` occurrences of `value` (saturating).
     #[inline]
     pub fn record_n(&mut self, value: u64, count: u64) {
-        let slot = self.spec.index_of_native(value).wrapping_sub(self.first());
-        match self.storage.as_mut_slice().get_mut(slot) {
-            Some(cell) => cell.add(count),
-            None => self.outside_counter(slot).add(count),
+        self.record_n_at(self.spec.position_native(value), count)
+    }
+
+    #[inline]
+    fn record_n_at(&mut self, pos: BucketPos, count: u64) {
+        let (k, first) = (self.spec.layout().block_scale(), self.cells_first());
+        // SAFETY: `pos` comes from this histogram's layout, which the storage was checked
+        // against when the histogram was made (`Cells::check_window`).
+        match unsafe { self.storage.cell_mut(pos, k, first) } {
+            Lookup::Found(cell) => cell.add(count),
+            // SAFETY: as above.
+            Lookup::Missing => match unsafe { self.storage.absent_mut(pos, k, first, count) } {
+                Absent::Outside(slot) => self.outside_counter(slot).add(count),
+                Absent::Cell(cell) => cell.add(count),
+                Absent::Counted => {}
+            },
         }
     }
 
@@ -371,9 +392,7 @@ where
 
     /// Zeroes the counts without counting a reset.
     fn clear(&mut self) {
-        for cell in self.storage.as_mut_slice() {
-            *cell = Counter::ZERO;
-        }
+        self.storage.clear_mut(|cell| *cell = Counter::ZERO);
         self.underflow = 0;
         self.overflow = 0;
     }
@@ -391,16 +410,10 @@ where
     pub fn add<R: HistogramRead + ?Sized>(&mut self, other: &R) -> Rebucketing {
         let target = self.spec.layout();
         let window = self.window.window(target);
-        let (storage, underflow, overflow) =
-            (&mut self.storage, &mut self.underflow, &mut self.overflow);
         for_each_landing(other, target, window, |landing, n| match landing {
-            Landing::Slot(slot) => {
-                if let Some(cell) = storage.as_mut_slice().get_mut(slot) {
-                    cell.add(n);
-                }
-            }
-            Landing::Underflow => underflow.add(n),
-            Landing::Overflow => overflow.add(n),
+            Landing::Slot(slot) => self.record_n_at(self.slot_position(slot), n),
+            Landing::Underflow => self.underflow.add(n),
+            Landing::Overflow => self.overflow.add(n),
         });
         rebucketing(other.layout(), target)
     }
@@ -544,7 +557,7 @@ fn progression_count(value: u64, interval: u64, steps: u64, a: u64, b: u64) -> u
 
 impl<S, L, W> Histogram<S, L, W>
 where
-    S: Storage,
+    S: Cells,
     S::Item: Counter,
     L: LayoutSpec,
     W: WindowSpec,
@@ -555,10 +568,19 @@ where
         self.window.window(self.spec.layout())
     }
 
-    /// The logical index of storage cell 0.
+    /// Where storage cell 0 sits among the positions' indices ([`BucketPos::logical`]): the
+    /// window's first logical index, less the layout's [`LayoutSpec::first_index`] (a constant
+    /// 0 for the specs without a unit).
     #[inline(always)]
-    fn first(&self) -> usize {
-        self.window().first()
+    fn cells_first(&self) -> usize {
+        self.window().first() - self.spec.first_index()
+    }
+
+    /// The position of storage index `slot` (inside the window).
+    #[inline]
+    fn slot_position(&self, slot: usize) -> BucketPos {
+        let k = self.spec.layout().block_scale();
+        BucketPos::of_logical(self.cells_first() + slot, k)
     }
 
     /// The storage cells.
@@ -571,11 +593,17 @@ where
     pub fn into_storage(self) -> S {
         self.storage
     }
+
+    /// Bytes of memory this histogram holds: the value itself plus what its storage holds
+    /// ([`Cells::held_bytes`]: the cells; for sparse storage its directory, pages and tables).
+    pub fn footprint(&self) -> usize {
+        core::mem::size_of_val(self) + self.storage.held_bytes()
+    }
 }
 
 impl<S, L, W> HistogramRead for Histogram<S, L, W>
 where
-    S: Storage,
+    S: Cells,
     S::Item: Counter,
     L: LayoutSpec,
     W: WindowSpec,
@@ -590,28 +618,20 @@ where
     }
     #[inline]
     fn count_at(&self, storage_index: usize) -> u64 {
-        self.storage
-            .as_slice()
-            .get(storage_index)
-            .map_or(0, |c| c.get())
+        self.storage.count_at(storage_index)
     }
+    /// The storage's sum ([`crate::storage::sum_cells`] for dense storage: a loop the
+    /// compiler vectorizes).
     fn sum_range(&self, start: usize, end: usize) -> u64 {
-        let cells = self.storage.as_slice();
-        let end = end.min(cells.len());
-        // Sum the low and high 32-bit halves separately: neither can overflow a u64 for fewer
-        // than 2^32 cells, and the branch-free loop vectorizes.
-        let (mut low, mut high) = (0u64, 0u64);
-        for c in &cells[start.min(end)..end] {
-            let v = c.get();
-            low += v & 0xFFFF_FFFF;
-            high += v >> 32;
-        }
-        let sum = ((high as u128) << 32) + low as u128;
-        sum.min(u64::MAX as u128) as u64
+        self.storage.sum_range(start, end)
     }
-    /// The cells as a slice ([`crate::storage::cell_runs`]).
+    /// The storage's bulk read ([`crate::storage::cell_runs`] for dense storage).
     fn recorded_runs(&self, f: &mut dyn FnMut(usize, &[u64])) {
-        crate::storage::cell_runs(self.storage.as_slice(), |c| c.get(), f)
+        self.storage.recorded_runs(f)
+    }
+    #[inline]
+    fn reads_in_bulk(&self) -> bool {
+        S::READS_IN_BULK
     }
     #[inline]
     fn underflow(&self) -> u64 {
@@ -628,7 +648,7 @@ where
 
 impl<S, L, W> Record for Histogram<S, L, W>
 where
-    S: StorageMut,
+    S: CellsMut,
     S::Item: Counter,
     L: LayoutSpec,
     W: WindowSpec,
@@ -643,7 +663,7 @@ where
     }
 }
 
-crate::fmt::histogram_formats!(Histogram, "Histogram", S: Storage, S::Item: Counter);
+crate::fmt::histogram_formats!(Histogram, "Histogram", S: Cells, S::Item: Counter);
 
 #[cfg(test)]
 mod tests {

@@ -368,6 +368,29 @@ impl Layout {
         index_of_u32_masked(k, mask, shift, value)
     }
 
+    /// The [`BucketPos`] of `value`: its block and offset before [`Layout::index_of`] combines
+    /// them. With a value unit, the position of `value >> u` in the layout without the unit:
+    /// `index_of(v) == position(v).logical(k) + first_index()`.
+    ///
+    /// ```
+    /// use picollo_core::Layout;
+    /// let l = Layout::from_block_scale(7).unwrap().with_lowest_discernible(1000)?;
+    /// let pos = l.position(2_000_000);
+    /// assert_eq!(pos.logical(7) + l.first_index(), l.index_of(2_000_000));
+    /// # Ok::<(), picollo_core::LayoutError>(())
+    /// ```
+    #[inline(always)]
+    pub const fn position(self, value: u64) -> BucketPos {
+        position_of_scale(self.block_scale(), value >> self.unit_magnitude())
+    }
+
+    /// [`Layout::position`] of a `u32` value, in 32-bit arithmetic (see
+    /// [`Layout::index_of_u32`]).
+    #[inline(always)]
+    pub const fn position_u32(self, value: u32) -> BucketPos {
+        position_u32_scale(self.block_scale(), value >> self.unit_magnitude())
+    }
+
     /// The lowest value of the bucket at logical `index` (exact: it is a member of the bucket).
     ///
     /// Indices at or past [`Layout::logical_len`] are clamped to the last bucket.
@@ -461,6 +484,57 @@ impl Layout {
     }
 }
 
+/// Where a value's bucket sits in the layout, as the index math computes it before combining
+/// the two parts: `block` is `e = ilog2(v | B) - k` and `offset` is `v >> e`, so the logical
+/// index is `(block << k) + offset` ([`BucketPos::logical`]).
+///
+/// Block 0 holds the values `0..2B` (`offset = v`, unit buckets); every later block `e`
+/// holds `B` buckets, `offset` in `B..2B`. Storage whose memory follows the data keeps one
+/// page of cells per block and finds a cell from these two parts without recombining them;
+/// dense storage recombines them into the logical index (the same instructions as
+/// [`Layout::index_of`]).
+///
+/// A layout with a value unit `2^u` ([`Layout::with_lowest_discernible`]) positions the value
+/// in units, `v >> u`, in the layout without the unit ([`Layout::position`]): its logical
+/// index is then `pos.logical(k) + layout.first_index()`, and block 0 is the unit's first
+/// block. Storage sees the same shape of positions either way.
+///
+/// ```
+/// use picollo_core::{BucketPos, Layout};
+/// let l = Layout::from_block_scale(7).unwrap();
+/// let pos = l.position(20_000);
+/// assert_eq!(pos.logical(7), l.index_of(20_000));
+/// assert_eq!(BucketPos::of_logical(pos.logical(7), 7), pos);
+/// assert_eq!(l.position(200), BucketPos { block: 0, offset: 200 });
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct BucketPos {
+    /// `e = ilog2(v | B) - k`: 0 for the values `0..2B`, one more per doubling above.
+    pub block: usize,
+    /// `v >> e`: in `0..2B` in block 0, in `B..2B` in every later block.
+    pub offset: usize,
+}
+
+impl BucketPos {
+    /// The logical index `(block << block_scale) + offset`.
+    #[inline(always)]
+    pub const fn logical(self, block_scale: u32) -> usize {
+        (self.block << block_scale) + self.offset
+    }
+
+    /// The position of logical index `index` (the inverse of [`BucketPos::logical`]): block
+    /// `max(index >> k, 1) - 1`, the rest the offset.
+    #[inline]
+    pub const fn of_logical(index: usize, block_scale: u32) -> BucketPos {
+        let block = (index >> block_scale).saturating_sub(1);
+        BucketPos {
+            block,
+            offset: index - (block << block_scale),
+        }
+    }
+}
+
 /// `index_of` for block scale `k` and unit magnitude `u`: the exponent `e = ilog2(v | B << u)
 /// - k` is `u` for every value below `2B << u`, and the plain layout's above. With `u = 0` it
 /// is [`index_of_scale`].
@@ -516,8 +590,17 @@ const DE_BRUIJN_LOG2: [u8; 32] = [
 /// that a compile-time scale folds into constants.
 #[inline(always)]
 const fn index_of_scale(k: u32, value: u64) -> usize {
+    position_of_scale(k, value).logical(k)
+}
+
+/// The [`BucketPos`] of `value` for block scale `k`.
+#[inline(always)]
+const fn position_of_scale(k: u32, value: u64) -> BucketPos {
     let e = (value | (1 << k)).ilog2() - k;
-    ((e as usize) << k) + (value >> e) as usize
+    BucketPos {
+        block: e as usize,
+        offset: (value >> e) as usize,
+    }
 }
 
 /// [`index_of_scale`] for a `u32` value, in 32-bit arithmetic only: on a 32-bit core it needs
@@ -527,8 +610,17 @@ const fn index_of_scale(k: u32, value: u64) -> usize {
 /// grow by one per doubling above.
 #[inline(always)]
 const fn index_of_u32_scale(k: u32, value: u32) -> usize {
+    position_u32_scale(k, value).logical(k)
+}
+
+/// [`position_of_scale`] for a `u32` value, in 32-bit arithmetic (see [`index_of_u32_scale`]).
+#[inline(always)]
+const fn position_u32_scale(k: u32, value: u32) -> BucketPos {
     let e = bit_length_u32(value >> (k + 1));
-    ((e as usize) << k) + (value >> e) as usize
+    BucketPos {
+        block: e as usize,
+        offset: (value >> e) as usize,
+    }
 }
 
 /// The number of significant bits of `x` (0 for 0): the count-leading-zeros instruction where
@@ -558,7 +650,11 @@ const fn bit_length_soft(x: u32) -> u32 {
 ///
 /// A constant scale lets the compiler fold the shifts and masks of the record path (about two
 /// instructions fewer per record on x86_64, see `benches/RESULTS.md`).
-pub trait LayoutSpec: Copy {
+///
+/// Sealed: the record paths rely on [`LayoutSpec::layout`] staying the same for a value and on
+/// [`LayoutSpec::position`] being the layout's own (storage whose pages are sized by the
+/// layout indexes them with it, see [`crate::Cells`]).
+pub trait LayoutSpec: sealed::Sealed + Copy {
     /// Whether the spec records a layout's value unit ([`UnitLayout`]); the plain [`Layout`]
     /// spec and [`ConstLayout`] do not (histograms refuse them a layout with a unit).
     const RECORDS_UNITS: bool = false;
@@ -590,6 +686,38 @@ pub trait LayoutSpec: Copy {
         #[cfg(not(target_pointer_width = "32"))]
         return self.index_of(value);
     }
+    /// The logical index of the position (block 0, offset 0): [`Layout::first_index`] (0
+    /// without a unit; the specs that record no unit return the constant 0). A record adds it
+    /// back to a position's index ([`BucketPos`]).
+    #[inline(always)]
+    fn first_index(&self) -> usize {
+        self.layout().first_index()
+    }
+    /// The [`BucketPos`] of `value` ([`Layout::position`]): the index math before it combines
+    /// block and offset (`index_of(v) == position(v).logical(k) + first_index()`); override
+    /// only to keep the scale constant.
+    #[inline(always)]
+    fn position(&self, value: u64) -> BucketPos {
+        self.layout().position(value)
+    }
+    /// The [`BucketPos`] of a `u32` value in 32-bit arithmetic ([`Layout::position_u32`]);
+    /// override only to keep the scale constant.
+    #[inline(always)]
+    fn position_u32(&self, value: u32) -> BucketPos {
+        self.layout().position_u32(value)
+    }
+    /// The [`BucketPos`] of `value` in the target's cheapest arithmetic, as the record paths
+    /// compute it (see [`LayoutSpec::index_of_native`]).
+    #[inline(always)]
+    fn position_native(&self, value: u64) -> BucketPos {
+        #[cfg(target_pointer_width = "32")]
+        return match u32::try_from(value) {
+            Ok(narrow) => self.position_u32(narrow),
+            Err(_) => position_wide(self.layout(), value),
+        };
+        #[cfg(not(target_pointer_width = "32"))]
+        return self.position(value);
+    }
 }
 
 /// The 64-bit index of a value above `u32::MAX` on a 32-bit target: out of line and cold.
@@ -598,6 +726,21 @@ pub trait LayoutSpec: Copy {
 #[inline(never)]
 fn index_of_wide(layout: Layout, value: u64) -> usize {
     layout.index_of(value)
+}
+
+/// The 64-bit position of a value above `u32::MAX` on a 32-bit target: out of line and cold.
+#[cfg(target_pointer_width = "32")]
+#[cold]
+#[inline(never)]
+fn position_wide(layout: Layout, value: u64) -> BucketPos {
+    layout.position(value)
+}
+
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for super::Layout {}
+    impl Sealed for super::UnitLayout {}
+    impl<const K: u32> Sealed for super::ConstLayout<K> {}
 }
 
 /// A `Layout` as a record spec: the plain layout's index from the block scale alone, the
@@ -616,6 +759,18 @@ impl LayoutSpec for Layout {
     #[inline(always)]
     fn index_of_u32(&self, value: u32) -> usize {
         index_of_u32_scale(self.scales, value)
+    }
+    #[inline(always)]
+    fn first_index(&self) -> usize {
+        0
+    }
+    #[inline(always)]
+    fn position(&self, value: u64) -> BucketPos {
+        position_of_scale(self.scales, value)
+    }
+    #[inline(always)]
+    fn position_u32(&self, value: u32) -> BucketPos {
+        position_u32_scale(self.scales, value)
     }
 }
 
@@ -721,6 +876,18 @@ impl<const K: u32> LayoutSpec for ConstLayout<K> {
     #[inline(always)]
     fn index_of_u32(&self, value: u32) -> usize {
         index_of_u32_scale(K, value)
+    }
+    #[inline(always)]
+    fn first_index(&self) -> usize {
+        0
+    }
+    #[inline(always)]
+    fn position(&self, value: u64) -> BucketPos {
+        position_of_scale(K, value)
+    }
+    #[inline(always)]
+    fn position_u32(&self, value: u32) -> BucketPos {
+        position_u32_scale(K, value)
     }
 }
 
@@ -900,6 +1067,40 @@ mod tests {
             Layout::try_from_significant_digits(6),
             Err(LayoutError::SignificantDigitsOutOfRange(6))
         );
+    }
+
+    #[test]
+    fn positions_recombine_into_indices() {
+        for (k, unit) in (MIN_BLOCK_SCALE..=MAX_BLOCK_SCALE).flat_map(|k| {
+            [1u64, 2, 1000, 1 << 31]
+                .into_iter()
+                .map(move |unit| (k, unit))
+        }) {
+            let l = Layout::from_block_scale(k)
+                .unwrap()
+                .with_lowest_discernible(unit)
+                .unwrap();
+            let base = l.first_index();
+            for shift in 0..64 {
+                for v in [1u64 << shift, (1u64 << shift) - 1, (1u64 << shift) | 1] {
+                    let pos = l.position(v);
+                    assert_eq!(pos.logical(k) + base, l.index_of(v), "k={k} v={v}");
+                    assert_eq!(BucketPos::of_logical(pos.logical(k), k), pos);
+                    let b = 1usize << k;
+                    let range = if pos.block == 0 { 0..2 * b } else { b..2 * b };
+                    assert!(range.contains(&pos.offset), "k={k} v={v}");
+                    assert_eq!(UnitLayout::new(l).position(v), pos);
+                    if unit == 1 {
+                        assert_eq!(LayoutSpec::position(&l, v), pos);
+                    }
+                    if v <= u32::MAX as u64 {
+                        assert_eq!(l.position_u32(v as u32), pos);
+                    }
+                }
+            }
+            let last = l.logical_len() - 1 - base;
+            assert_eq!(BucketPos::of_logical(last, k), l.position(u64::MAX));
+        }
     }
 
     #[test]

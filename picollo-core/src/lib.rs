@@ -69,12 +69,12 @@ pub use atomic::{AtomicCounter, AtomicHistogram};
 pub use cell::AtomicU64;
 pub use cell::{AtomicU16, AtomicU32};
 pub use histogram::{Histogram, OutOfRange, Rebucketing, SubtractError};
-pub use layout::{ConstLayout, Layout, LayoutError, LayoutSpec, UnitLayout};
+pub use layout::{BucketPos, ConstLayout, Layout, LayoutError, LayoutSpec, UnitLayout};
 pub use read::{
     Bucket, EquivalentValue, FixedPercentile, HistogramRead, IntStats, Percentile, PercentileError,
     Rank, ReadExt, ResetInProgress, Stats,
 };
-pub use storage::{Counter, Storage, StorageMut};
+pub use storage::{Absent, CellCount, Cells, CellsMut, Counter, Lookup, Storage, StorageMut};
 /// Bugs planted in loom builds for the models to find (see `tests/loom.rs`).
 #[cfg(loom)]
 #[doc(hidden)]

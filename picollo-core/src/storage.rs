@@ -1,5 +1,8 @@
 //! Counter types and the storage a histogram keeps its buckets in.
 
+use crate::layout::BucketPos;
+use crate::window::{Window, WindowError};
+
 /// Sealing: only `u16`, `u32` and `u64` are counters.
 mod sealed {
     pub trait Sealed {}
@@ -21,7 +24,9 @@ mod sealed {
 /// histograms), and its single-step [`Counter::increment`] is a plain add without a check: from
 /// any reachable value it would take another 2^63 increments (centuries at one per nanosecond)
 /// to wrap, and the check would cost the hot path two instructions.
-pub trait Counter: sealed::Sealed + Copy + Default + Eq + core::fmt::Debug + 'static {
+pub trait Counter:
+    sealed::Sealed + crate::storage::CellCount + Copy + Default + Eq + core::fmt::Debug + 'static
+{
     /// Zero, for building storage in `const` context.
     const ZERO: Self;
     /// The largest count a bucket holds.
@@ -97,6 +102,273 @@ impl Counter for u64 {
     fn get(self) -> u64 {
         self
     }
+}
+
+/// What every cell type tells a reader: its count (relaxed for atomic cells) and the
+/// largest count it holds. Implemented for the plain counters (`u16`, `u32`, `u64`), the
+/// atomic ones ([`crate::AtomicU16`], [`crate::AtomicU32`], `AtomicU64`) and
+/// [`ScalableCell`](crate::scalable::ScalableCell), so the storage of every kind is read with
+/// one set of methods ([`Cells`]).
+pub trait CellCount {
+    /// The largest count the cell holds (it saturates there).
+    const MAX: u64;
+    /// The count (a relaxed load for atomic cells).
+    fn count(&self) -> u64;
+}
+
+macro_rules! plain_cell_count {
+    ($($t:ty),*) => {$(
+        impl CellCount for $t {
+            const MAX: u64 = <$t as Counter>::MAX;
+            #[inline(always)]
+            fn count(&self) -> u64 {
+                *self as u64
+            }
+        }
+    )*};
+}
+plain_cell_count!(u16, u32, u64);
+
+macro_rules! atomic_cell_count {
+    ($($t:ty => $max:expr),*) => {$(
+        impl CellCount for $t {
+            const MAX: u64 = $max;
+            #[inline(always)]
+            fn count(&self) -> u64 {
+                self.load(crate::cell::Ordering::Relaxed) as u64
+            }
+        }
+    )*};
+}
+atomic_cell_count!(crate::cell::AtomicU16 => u16::MAX as u64, crate::cell::AtomicU32 => u32::MAX as u64);
+#[cfg(target_has_atomic = "64")]
+atomic_cell_count!(crate::cell::AtomicU64 => i64::MAX as u64);
+
+impl CellCount for crate::scalable::ScalableCell {
+    const MAX: u64 = crate::scalable::ScalableCell::MAX;
+    #[inline(always)]
+    fn count(&self) -> u64 {
+        self.get()
+    }
+}
+
+/// What a storage says about a bucket whose cell [`Cells::cell`] did not find.
+#[derive(Debug)]
+pub enum Absent<C> {
+    /// The bucket is outside the storage: `slot` is `logical.wrapping_sub(first)`, below the
+    /// window when [`Window::slot_is_below`](crate::Window::slot_is_below) says so, above it
+    /// otherwise. The kind counts it as underflow or overflow.
+    Outside(usize),
+    /// The storage counted the occurrences itself (a sparse storage's table of cold buckets).
+    Counted,
+    /// The storage made the cell now (a sparse storage's new page): the kind adds the
+    /// occurrences to it.
+    Cell(C),
+}
+
+/// What [`Cells::cell`] found for a bucket: its cell, or none (then [`Cells::absent`] says
+/// what to do).
+///
+/// Not an `Option`: an `Option` of a reference is the null pointer when empty, so a record
+/// branching on it tests the cell for null, and where the compiler cannot prove the cell
+/// non-null (sparse storage computes it from a biased page pointer) that test stays in every
+/// record after the storage's own tests (three instructions more per record in
+/// `benches/RESULTS.md`, `record-instructions`). `repr(u8)` gives the enum a tag of its own,
+/// a constant on each of the storage's paths, so the record's branch folds into them.
+#[repr(u8)]
+#[derive(Debug)]
+pub enum Lookup<C> {
+    /// The bucket's cell.
+    Found(C),
+    /// No cell for the bucket.
+    Missing,
+}
+
+impl<C> From<Option<C>> for Lookup<C> {
+    #[inline(always)]
+    fn from(cell: Option<C>) -> Self {
+        match cell {
+            Some(cell) => Lookup::Found(cell),
+            None => Lookup::Missing,
+        }
+    }
+}
+
+/// The cells of a histogram as its kind records into them and reads them: the seam between
+/// the kinds and their storage.
+///
+/// A record computes the bucket's [`BucketPos`] (block and offset, before the layout combines
+/// them), asks [`Cells::cell`] for the cell (the hot path: inlined), and when there is none asks
+/// [`Cells::absent`] what to do (the cold path). Dense storage (every cell of the window
+/// present: arrays, slices, `picollo-alloc`'s `HeapStorage`) gets this trait from [`Storage`]
+/// with the same instructions as before the seam existed; `picollo-alloc`'s sparse storage,
+/// whose memory follows what was recorded, implements it directly (pages of cells per block,
+/// installed on first touch, and a small table for buckets too cold to deserve a page).
+///
+/// Reads address buckets by storage index (`slot`: logical index minus the window's first),
+/// like [`HistogramRead`](crate::HistogramRead), which the kinds implement with these methods.
+///
+/// # Safety of the record methods
+///
+/// [`Cells::cell`], [`Cells::absent`] and their `_mut` twins take a position on trust, so that
+/// sparse storage can index a page with it without a bound check: `pos` must be the position
+/// of a value ([`LayoutSpec::position`](crate::LayoutSpec::position) and its variants) under a
+/// layout of block scale `k`, the layout the storage was checked against
+/// ([`Cells::check_window`]). The kinds guarantee it: their layout is a sealed
+/// [`LayoutSpec`](crate::LayoutSpec), checked when the histogram is made.
+pub trait Cells {
+    /// The cell type.
+    type Item: CellCount;
+    /// Whether the storage serves exactly `window` under `layout` (dense: its length; sparse:
+    /// the layout and window it was made for).
+    fn check_window(&self, layout: crate::Layout, window: Window) -> Result<(), WindowError>;
+    /// The cell of the bucket at `pos` (layout block scale `k`, window starting at logical
+    /// index `first`), when the storage holds one. Inlined into every record.
+    ///
+    /// # Safety
+    ///
+    /// `pos` is a position under block scale `k`, the storage's layout (see the trait docs).
+    unsafe fn cell(&self, pos: BucketPos, k: u32, first: usize) -> Lookup<&Self::Item>;
+    /// What to do with `n` occurrences at `pos` when [`Cells::cell`] found no cell. May be
+    /// called by many threads at once (the shared kinds).
+    ///
+    /// # Safety
+    ///
+    /// As [`Cells::cell`].
+    unsafe fn absent(&self, pos: BucketPos, k: u32, first: usize, n: u64) -> Absent<&Self::Item>;
+    /// The count at storage index `slot`, 0 past the end.
+    fn count_at(&self, slot: usize) -> u64;
+    /// The sum of the counts at storage indices `start..end` (clamped), saturating.
+    fn sum_range(&self, start: usize, end: usize) -> u64;
+    /// The bulk read: [`HistogramRead::recorded_runs`](crate::HistogramRead::recorded_runs).
+    fn recorded_runs(&self, f: &mut dyn FnMut(usize, &[u64]));
+    /// Whether a bucket's count costs a lookup ([`Cells::count_at`] through a page table and
+    /// the cold tier's tables: sparse storage), so that walks over the buckets (percentiles,
+    /// statistics) go through [`Cells::recorded_runs`] instead
+    /// ([`HistogramRead::reads_in_bulk`](crate::HistogramRead::reads_in_bulk)). False for
+    /// dense storage, whose walks sum slices of cells.
+    const READS_IN_BULK: bool = false;
+    /// Calls `clear` on every cell and zeroes every count the storage keeps elsewhere, with
+    /// only atomic operations (a shared kind's reset, with recorders running).
+    fn clear_shared(&self, clear: impl Fn(&Self::Item));
+    /// Bytes of memory the storage holds now (the cells, and for sparse storage its pages,
+    /// tables and directory), not counting the value itself.
+    fn held_bytes(&self) -> usize;
+}
+
+/// [`Cells`] with exclusive access, for the plain kind.
+pub trait CellsMut: Cells {
+    /// As [`Cells::cell`], mutably.
+    ///
+    /// # Safety
+    ///
+    /// As [`Cells::cell`].
+    unsafe fn cell_mut(&mut self, pos: BucketPos, k: u32, first: usize) -> Lookup<&mut Self::Item>;
+    /// As [`Cells::absent`], with exclusive access.
+    ///
+    /// # Safety
+    ///
+    /// As [`Cells::cell`].
+    unsafe fn absent_mut(
+        &mut self,
+        pos: BucketPos,
+        k: u32,
+        first: usize,
+        n: u64,
+    ) -> Absent<&mut Self::Item>;
+    /// Sets every count to zero.
+    fn clear_mut(&mut self, zero: impl Fn(&mut Self::Item));
+    /// Takes `n` away from the count at storage index `slot` (down to zero at most; nothing
+    /// past the end): `set` stores a count into a cell. A histogram's `subtract`.
+    fn take_at(&mut self, slot: usize, n: u64, set: impl Fn(&mut Self::Item, u64));
+}
+
+impl<S> Cells for S
+where
+    S: Storage + ?Sized,
+    S::Item: CellCount,
+{
+    type Item = S::Item;
+    #[inline]
+    fn check_window(&self, _layout: crate::Layout, window: Window) -> Result<(), WindowError> {
+        window.check_storage_len(self.as_slice().len())
+    }
+    /// Bound-checked: safe for any `pos`.
+    #[inline(always)]
+    unsafe fn cell(&self, pos: BucketPos, k: u32, first: usize) -> Lookup<&S::Item> {
+        self.as_slice()
+            .get(pos.logical(k).wrapping_sub(first))
+            .into()
+    }
+    #[inline(always)]
+    unsafe fn absent(&self, pos: BucketPos, k: u32, first: usize, _n: u64) -> Absent<&S::Item> {
+        Absent::Outside(pos.logical(k).wrapping_sub(first))
+    }
+    #[inline]
+    fn count_at(&self, slot: usize) -> u64 {
+        self.as_slice().get(slot).map_or(0, CellCount::count)
+    }
+    fn sum_range(&self, start: usize, end: usize) -> u64 {
+        sum_cells(self.as_slice(), start, end)
+    }
+    fn recorded_runs(&self, f: &mut dyn FnMut(usize, &[u64])) {
+        cell_runs(self.as_slice(), CellCount::count, f)
+    }
+    fn clear_shared(&self, clear: impl Fn(&S::Item)) {
+        self.as_slice().iter().for_each(clear)
+    }
+    fn held_bytes(&self) -> usize {
+        core::mem::size_of_val(self.as_slice())
+    }
+}
+
+impl<S> CellsMut for S
+where
+    S: StorageMut + ?Sized,
+    S::Item: CellCount,
+{
+    /// Bound-checked: safe for any `pos`.
+    #[inline(always)]
+    unsafe fn cell_mut(&mut self, pos: BucketPos, k: u32, first: usize) -> Lookup<&mut S::Item> {
+        self.as_mut_slice()
+            .get_mut(pos.logical(k).wrapping_sub(first))
+            .into()
+    }
+    #[inline(always)]
+    unsafe fn absent_mut(
+        &mut self,
+        pos: BucketPos,
+        k: u32,
+        first: usize,
+        _n: u64,
+    ) -> Absent<&mut S::Item> {
+        Absent::Outside(pos.logical(k).wrapping_sub(first))
+    }
+    fn clear_mut(&mut self, zero: impl Fn(&mut S::Item)) {
+        self.as_mut_slice().iter_mut().for_each(zero)
+    }
+    fn take_at(&mut self, slot: usize, n: u64, set: impl Fn(&mut S::Item, u64)) {
+        if let Some(cell) = self.as_mut_slice().get_mut(slot) {
+            let left = cell.count().saturating_sub(n);
+            set(cell, left);
+        }
+    }
+}
+
+/// The sum of the counts of `cells[start..end]` (the range clamped), saturating at
+/// `u64::MAX`: the low and high 32-bit halves apart, so that neither can overflow below
+/// 2^32 cells and the branch-free loop vectorizes for plain counters.
+#[inline]
+pub fn sum_cells<T: CellCount>(cells: &[T], start: usize, end: usize) -> u64 {
+    let end = end.min(cells.len());
+    let (mut low, mut high) = (0u64, 0u64);
+    for c in &cells[start.min(end)..end] {
+        let v = c.count();
+        low += v & 0xFFFF_FFFF;
+        high += v >> 32;
+    }
+    let sum = ((high as u128) << 32) + low as u128;
+    sum.min(u64::MAX as u128) as u64
 }
 
 /// Read access to a contiguous run of bucket cells.

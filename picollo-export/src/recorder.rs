@@ -1,23 +1,47 @@
 //! A [`metrics::Recorder`] (feature `metrics`) whose histograms are Picollo histograms
-//! (thread-local or atomic), counters and gauges plain atomics, all with labels, in a
+//! (atomic or thread-local), counters and gauges plain atomics, all with labels, in a
 //! [`Registry`]: served to Prometheus as native histograms, pushed as OTLP, printed as the
 //! summary tables of Picollo for .NET, logged as `.hlog` intervals.
 //!
-//! Memory is bounded whatever the record rate: a histogram is a fixed array of buckets (per
-//! recording thread for the thread-local kind), never a buffer of raw samples (the growth of
-//! `metrics-exporter-prometheus` between renders, metrics-rs issue 339).
+//! Memory follows what was recorded and is bounded whatever the record rate: by default each
+//! series is an atomic histogram over sparse storage (`picollo_alloc::sparse`: pages of
+//! buckets only for the octaves that were recorded into, a small table for cold buckets), never
+//! a buffer of raw samples (the growth of `metrics-exporter-prometheus` between renders,
+//! metrics-rs issue 339). A series that saw 20 values over 1 µs .. 1 s holds about a
+//! kilobyte, one that saw thousands at most its window's cells
+//! ([`RecorderBuilder::series_footprint`]).
 //!
-//! `metrics` records `f64`s; Picollo histograms count `u64`s. A value is multiplied by the
-//! recorder's scale ([`RecorderBuilder::scale`]: `1e9` turns the seconds of a `Duration` into
-//! nanoseconds) and truncated: negative values count as 0, values at or above `2^64` as
-//! `u64::MAX`, and NaN, which has no place, is counted in
-//! `picollo_recorder_invalid_values_total` instead of a bucket.
+//! # Which kind
 //!
-//! A thread-local handle's `record` maps the scaled `f64` to its bucket straight from the
-//! float's bits (one shift and one subtraction, no integer conversion: see `FloatBuckets` in
-//! the source) and adds one to the calling thread's cell: about 15 instructions behind the
-//! `metrics` facade's dynamic call, where `metrics-exporter-prometheus` appends each sample
-//! to a shared buffer (`cargo bench -p picollo-benches --bench metrics_recorder`).
+//! The default is the atomic kind over sparse storage: one shared histogram per series, one
+//! locked add per record (about 8 ns on the project's VM, against 60 for
+//! `metrics-exporter-prometheus`'s handle; `benches/RESULTS.md`, `metrics-recorder`). The
+//! thread-local kind ([`HistogramKind::ThreadLocal`]) records with a plain load and store
+//! (about 3 ns) but keeps a shard per recording thread, so its memory multiplies by the
+//! threads that record into a series. Measured per series (histogram bytes, values over
+//! 1 µs .. 1 s; `cargo run --release -p picollo-export --features metrics --example
+//! series_footprint`):
+//!
+//! | values per series and thread | atomic, 1 and 2 threads | thread-local, 1 thread | thread-local, 2 threads |
+//! |---:|---:|---:|---:|
+//! | 20 | 888 B | 2.1 KB | 2.5 KB |
+//! | 200 | 4.6–5.6 KB | 5.6 KB | 11.6 KB |
+//! | 2,000 | 26 KB | 27 KB | 55 KB |
+//!
+//! `metrics-exporter-prometheus` holds about 1.35 KB per series at 20 values and 7.9 KB at 200
+//! (issue 30's measurement, two threads): the atomic kind stays within those budgets, the
+//! thread-local kind does not, hence the default. Choose the thread-local kind for a few hot
+//! series recorded from many threads. [`RecorderBuilder::dense`] gives every series dense
+//! storage (the whole window from the start: the fewest instructions per record from the first
+//! value on, at 59 KB per series and thread).
+//!
+//! A handle's `record` maps the scaled `f64` to its bucket straight from the float's bits (one
+//! shift and one subtraction, no integer conversion: see `FloatBuckets` in the source) and
+//! adds one to the cell: the calling thread's (thread-local kind), or the page of the bucket's
+//! block (sparse atomic kind, which takes the block and offset from the bits too): about 15
+//! instructions behind the `metrics` facade's dynamic call, where `metrics-exporter-prometheus`
+//! appends each sample to a shared buffer (`cargo bench -p picollo-benches --bench
+//! metrics_recorder`).
 //!
 //! # The faster path: keep the handle
 //!
@@ -88,22 +112,29 @@ mod tests;
 use metrics::{Key, KeyName, Metadata, SharedString, Unit};
 use picollo_alloc::hdr::interop::{self, ExportOptions as HdrOptions};
 use picollo_alloc::hdr::{LogError, LogWriter};
-use picollo_alloc::{heap, HeapAtomicHistogram, Snapshot, Summary, ThreadLocalHistogram};
-use picollo_core::{HistogramRead, Layout, Window};
+use picollo_alloc::sparse::SparseStorage;
+use picollo_alloc::{
+    heap, Dense, HeapAtomicHistogram, Snapshot, SparseAtomicHistogram, Summary,
+    ThreadLocalHistogram,
+};
+use picollo_core::{AtomicHistogram, BucketPos, HistogramRead, Layout, Window};
 
 use crate::registry::{Counter, Gauge};
 use crate::source::Exported;
 use crate::{Labels, Registry};
 use handle_cache::{cached_handle, remember_handle};
 
-/// Which Picollo kind the recorder's histograms are.
+/// Which Picollo kind the recorder's histograms are (see the [module docs](self), "Which
+/// kind").
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum HistogramKind {
     /// One shard per recording thread, written with a relaxed load and store (the fastest
-    /// record; memory grows with the number of threads that record at the same time).
-    #[default]
+    /// record; memory multiplies by the threads that record into a series).
     ThreadLocal,
-    /// One shared array, one `fetch_add` per record (fixed memory; slower under contention).
+    /// One shared histogram, one `fetch_add` per record (the default; over sparse storage
+    /// unless [`RecorderBuilder::dense`], memory follows what was recorded; slower under
+    /// contention).
+    #[default]
     Atomic,
 }
 
@@ -113,6 +144,7 @@ pub struct RecorderBuilder {
     layout: Layout,
     max_trackable: u64,
     kind: HistogramKind,
+    dense: bool,
     scale: f64,
 }
 
@@ -123,16 +155,58 @@ impl Default for RecorderBuilder {
 }
 
 impl RecorderBuilder {
-    /// Defaults: thread-local histograms, block scale 7 (0.39% relative error, native schema
-    /// 7, and an exact HdrHistogram twin at 2 significant digits for `.hlog`), the full `u64`
-    /// range, scale 1.
+    /// Defaults: atomic histograms over sparse storage, block scale 7 (0.39% relative error,
+    /// native schema 7, and an exact HdrHistogram twin at 2 significant digits for `.hlog`),
+    /// the full `u64` range, scale 1.
     pub fn new() -> Self {
         RecorderBuilder {
             layout: Layout::from_block_scale(7).unwrap_or(Layout::DEFAULT),
             max_trackable: u64::MAX,
-            kind: HistogramKind::ThreadLocal,
+            kind: HistogramKind::Atomic,
+            dense: false,
             scale: 1.0,
         }
+    }
+
+    /// Dense storage: every bucket of the window has its cell from the start (the whole
+    /// window's memory per series, and per recording thread for the thread-local kind).
+    pub fn dense(mut self) -> Self {
+        self.dense = true;
+        self
+    }
+
+    /// Sparse storage (the default): memory follows what was recorded.
+    pub fn sparse(mut self) -> Self {
+        self.dense = false;
+        self
+    }
+
+    /// The bytes one series of this configuration holds right after it was created, before
+    /// anything is recorded (a thread-local series then adds a shard per recording thread).
+    pub fn series_footprint(&self) -> usize {
+        let window = self.window();
+        match (self.kind, self.dense) {
+            (HistogramKind::Atomic, false) => {
+                let cells = SparseStorage::<picollo_core::AtomicU64>::new(self.layout, window);
+                let window = cells.window();
+                AtomicHistogram::with_storage(self.layout, cells, window)
+                    .map_or(0, |h| h.footprint())
+            }
+            (HistogramKind::Atomic, true) => {
+                heap::atomic::<picollo_core::AtomicU64>(self.layout, window).footprint()
+            }
+            (HistogramKind::ThreadLocal, true) => {
+                ThreadLocalHistogram::<u64, Dense>::new(self.layout, window).footprint()
+            }
+            (HistogramKind::ThreadLocal, false) => {
+                ThreadLocalHistogram::<u64>::new(self.layout, window).footprint()
+            }
+        }
+    }
+
+    /// The window of every series: `0..=max_trackable` under the layout.
+    fn window(&self) -> Window {
+        Window::new(self.layout, 0, self.max_trackable).unwrap_or(Window::full(self.layout))
     }
 
     /// The histograms' layout.
@@ -207,22 +281,28 @@ impl RecorderBuilder {
 /// registry serves the same `Arc`.
 #[derive(Clone)]
 enum Kinded {
-    ThreadLocal(Arc<Handle<ThreadLocalHistogram<u64>>>),
+    ThreadLocal(Arc<Handle<ThreadLocalHistogram<u64, Dense>>>),
+    SparseThreadLocal(Arc<Handle<ThreadLocalHistogram<u64>>>),
     Atomic(Arc<Handle<HeapAtomicHistogram>>),
+    SparseAtomic(Arc<Handle<SparseAtomicHistogram>>),
 }
 
 impl Kinded {
     fn read(&self) -> &dyn HistogramRead {
         match self {
             Self::ThreadLocal(h) => &h.histogram,
+            Self::SparseThreadLocal(h) => &h.histogram,
             Self::Atomic(h) => &h.histogram,
+            Self::SparseAtomic(h) => &h.histogram,
         }
     }
 
     fn exported(&self) -> Arc<dyn Exported> {
         match self {
             Self::ThreadLocal(h) => h.clone(),
+            Self::SparseThreadLocal(h) => h.clone(),
             Self::Atomic(h) => h.clone(),
+            Self::SparseAtomic(h) => h.clone(),
         }
     }
 
@@ -231,7 +311,19 @@ impl Kinded {
     fn handle(&self) -> metrics::Histogram {
         match self {
             Self::ThreadLocal(h) => metrics::Histogram::from_arc(h.clone()),
+            Self::SparseThreadLocal(h) => metrics::Histogram::from_arc(h.clone()),
             Self::Atomic(h) => metrics::Histogram::from_arc(h.clone()),
+            Self::SparseAtomic(h) => metrics::Histogram::from_arc(h.clone()),
+        }
+    }
+
+    /// Bytes the series' histogram holds now.
+    fn footprint(&self) -> usize {
+        match self {
+            Self::ThreadLocal(h) => h.histogram.footprint(),
+            Self::SparseThreadLocal(h) => h.histogram.footprint(),
+            Self::Atomic(h) => h.histogram.footprint(),
+            Self::SparseAtomic(h) => h.histogram.footprint(),
         }
     }
 }
@@ -302,7 +394,7 @@ trait RecorderHistogram: Send + Sync + 'static {
     fn record_value(&self, value: u64);
 }
 
-impl RecorderHistogram for ThreadLocalHistogram<u64> {
+impl<S: picollo_alloc::StorageChoice> RecorderHistogram for ThreadLocalHistogram<u64, S> {
     #[inline]
     fn record_value(&self, value: u64) {
         self.record(value)
@@ -310,6 +402,13 @@ impl RecorderHistogram for ThreadLocalHistogram<u64> {
 }
 
 impl RecorderHistogram for HeapAtomicHistogram {
+    #[inline]
+    fn record_value(&self, value: u64) {
+        self.record(value)
+    }
+}
+
+impl RecorderHistogram for SparseAtomicHistogram {
     #[inline]
     fn record_value(&self, value: u64) {
         self.record(value)
@@ -386,9 +485,35 @@ impl FloatBuckets {
         let t = (v.to_bits() >> self.shift).wrapping_sub(self.base);
         (t < self.limit).then(|| t as usize + self.offset)
     }
+
+    /// The [`BucketPos`] of `v` for `v` in `[B, 2^64)` (any window: the storage sorts out
+    /// what falls outside its own): the same shifted bits, less `(1023 + k)·B`, are
+    /// `(m - k)·B + j`, block `m - k` and offset `B + j` (`Layout::position`).
+    #[inline(always)]
+    fn position(&self, v: f64) -> Option<BucketPos> {
+        let k = 52 - self.shift;
+        let u = (v.to_bits() >> self.shift).wrapping_sub((1023 + u64::from(k)) << k);
+        (u < (64 - u64::from(k)) << k).then(|| BucketPos {
+            block: (u >> k) as usize,
+            offset: ((1u64 << k) | (u & ((1u64 << k) - 1))) as usize,
+        })
+    }
 }
 
 impl metrics::HistogramFn for Handle<ThreadLocalHistogram<u64>> {
+    #[inline]
+    fn record(&self, value: f64) {
+        let v = value * self.scale;
+        match self.buckets.position(v) {
+            // SAFETY: `FloatBuckets::position` returns positions of values under this
+            // histogram's layout (the buckets were made from it).
+            Some(pos) => unsafe { self.histogram.record_position(pos) },
+            None => self.record_converted(v),
+        }
+    }
+}
+
+impl metrics::HistogramFn for Handle<ThreadLocalHistogram<u64, Dense>> {
     #[inline]
     fn record(&self, value: f64) {
         let v = value * self.scale;
@@ -412,6 +537,19 @@ impl metrics::HistogramFn for Handle<HeapAtomicHistogram> {
                 .record_value(unsafe { v.to_int_unchecked::<i64>() } as u64);
         } else {
             self.record_converted(v);
+        }
+    }
+}
+
+impl metrics::HistogramFn for Handle<SparseAtomicHistogram> {
+    #[inline]
+    fn record(&self, value: f64) {
+        let v = value * self.scale;
+        match self.buckets.position(v) {
+            // SAFETY: `FloatBuckets::position` returns positions of values under this
+            // histogram's layout (the buckets were made from it).
+            Some(pos) => unsafe { self.histogram.record_position(pos) },
+            None => self.record_converted(v),
         }
     }
 }
@@ -537,6 +675,15 @@ impl PicolloRecorder {
         self.inner.registry.set_help(&name, &state.help[&name]);
     }
 
+    /// Bytes the recorder's histograms hold now, all series together (their cells, pages,
+    /// tables and shards: [`AtomicHistogram::footprint`],
+    /// [`ThreadLocalHistogram::footprint`]), and the number of series.
+    pub fn histogram_footprint(&self) -> (usize, usize) {
+        let state = self.state();
+        let bytes = state.entries.iter().map(|e| e.histogram.footprint()).sum();
+        (bytes, state.entries.len())
+    }
+
     /// The histograms as Picollo for .NET's summary tables, one per series, titled
     /// `name{labels}`.
     pub fn summaries(&self) -> String {
@@ -638,21 +785,36 @@ impl metrics::Recorder for PicolloRecorder {
         let name = sanitize(key.name(), true);
         let labels = Self::labels(key, true);
         let help = state.help.get(&name).cloned().unwrap_or_default();
-        let window = Window::new(config.layout, 0, config.max_trackable)
-            .unwrap_or(Window::full(config.layout));
+        let window = config.window();
         let (scale, invalid) = (config.scale, self.inner.invalid.clone());
         let layout = config.layout;
-        let histogram = match config.kind {
-            HistogramKind::ThreadLocal => Kinded::ThreadLocal(Arc::new(Handle::new(
-                ThreadLocalHistogram::<u64>::new(layout, window),
+        let histogram = match (config.kind, config.dense) {
+            (HistogramKind::ThreadLocal, true) => Kinded::ThreadLocal(Arc::new(Handle::new(
+                ThreadLocalHistogram::<u64, Dense>::new(layout, window),
                 scale,
                 invalid,
             ))),
-            HistogramKind::Atomic => Kinded::Atomic(Arc::new(Handle::new(
+            (HistogramKind::ThreadLocal, false) => {
+                Kinded::SparseThreadLocal(Arc::new(Handle::new(
+                    ThreadLocalHistogram::<u64>::new(layout, window),
+                    scale,
+                    invalid,
+                )))
+            }
+            (HistogramKind::Atomic, true) => Kinded::Atomic(Arc::new(Handle::new(
                 heap::atomic(layout, window),
                 scale,
                 invalid,
             ))),
+            (HistogramKind::Atomic, false) => {
+                let cells = SparseStorage::new(layout, window);
+                let window = cells.window();
+                match AtomicHistogram::with_storage(layout, cells, window) {
+                    Ok(h) => Kinded::SparseAtomic(Arc::new(Handle::new(h, scale, invalid))),
+                    // The storage was made for this layout and window.
+                    Err(_) => return metrics::Histogram::noop(),
+                }
+            }
         };
         let registered =
             self.inner

@@ -24,7 +24,7 @@ use picollo_core::approx::ApproxHistogram;
 use picollo_core::atomic::AtomicCounter;
 use picollo_core::scalable::ScalableCell;
 use picollo_core::{
-    AtomicHistogram, Counter, Histogram, HistogramRead, LayoutSpec, Record, Storage, StorageMut,
+    AtomicHistogram, Cells, CellsMut, Counter, Histogram, HistogramRead, LayoutSpec, Record,
 };
 
 use crate::{ClassicBuckets, ClassicHistogram, Mapping, NativeHistogram, Schema};
@@ -68,13 +68,13 @@ macro_rules! exported_by_reading {
     };
 }
 
-impl<C: LocalCounter> Exported for ThreadLocalHistogram<C> {
+impl<C: LocalCounter, S: picollo_alloc::StorageChoice> Exported for ThreadLocalHistogram<C, S> {
     exported_by_reading!();
 }
 
 impl<S, L> Exported for AtomicHistogram<S, L>
 where
-    S: Storage + Send + Sync,
+    S: Cells + Send + Sync,
     S::Item: AtomicCounter,
     L: LayoutSpec + Send + Sync,
 {
@@ -83,7 +83,7 @@ where
 
 impl<S, L> Exported for ApproxHistogram<S, L>
 where
-    S: Storage<Item = ScalableCell> + Send + Sync,
+    S: Cells<Item = ScalableCell> + Send + Sync,
     L: LayoutSpec + Send + Sync,
 {
     exported_by_reading!();
@@ -91,7 +91,7 @@ where
 
 impl<S, L> Exported for Histogram<S, L>
 where
-    S: Storage + Send + Sync,
+    S: Cells + Send + Sync,
     S::Item: Counter,
     L: LayoutSpec + Send + Sync,
 {
@@ -247,7 +247,7 @@ impl<H: Record> Summed<H> {
 
 impl<S, L> Summed<Histogram<S, L>>
 where
-    S: StorageMut,
+    S: CellsMut,
     S::Item: Counter,
     L: LayoutSpec,
 {

@@ -7,7 +7,11 @@
 
 use std::sync::{Arc, Mutex};
 
-use picollo_alloc::{heap, HeapAtomicHistogram, HeapHistogram, ThreadLocalHistogram};
+use picollo_alloc::Dense;
+use picollo_alloc::{
+    heap, HeapAtomicHistogram, HeapHistogram, HistogramBuilder, SparseAtomicHistogram,
+    SparseHistogram, ThreadLocalHistogram,
+};
 use picollo_benches::LAYOUT;
 use picollo_core::{Layout, Window};
 use picollo_export::{Labels, Registry};
@@ -36,9 +40,15 @@ pub struct Id {
 
 /// `series` full-range histograms of each kind, registered for a scrape.
 pub struct Fleet {
-    /// Plain histograms behind a lock.
+    /// Plain histograms over sparse storage (the builder's default) behind a lock.
+    pub sparse: Registry,
+    /// Atomic histograms over sparse storage (the `metrics` recorder's default).
+    pub sparse_atomic: Registry,
+    /// Thread-local histograms over sparse storage (recorded from the building thread).
+    pub sparse_thread_local: Registry,
+    /// Plain histograms (dense storage) behind a lock.
     pub plain: Registry,
-    /// Thread-local histograms (recorded from the building thread).
+    /// Thread-local histograms with dense shards (recorded from the building thread).
     pub thread_local: Registry,
     /// Atomic histograms.
     pub atomic: Registry,
@@ -47,7 +57,7 @@ pub struct Fleet {
     /// The plain histograms, for reads outside the registry.
     pub plains: Vec<Arc<Mutex<HeapHistogram>>>,
     /// The thread-local histograms.
-    pub locals: Vec<Arc<ThreadLocalHistogram<u64>>>,
+    pub locals: Vec<Arc<ThreadLocalHistogram<u64, Dense>>>,
     /// The atomic histograms.
     pub atomics: Vec<Arc<HeapAtomicHistogram>>,
 }
@@ -63,6 +73,9 @@ impl Fleet {
     pub fn with_layout(series: usize, layout: Layout) -> Self {
         let full = Window::full(layout);
         let mut fleet = Fleet {
+            sparse: Registry::new(),
+            sparse_atomic: Registry::new(),
+            sparse_thread_local: Registry::new(),
             plain: Registry::new(),
             thread_local: Registry::new(),
             atomic: Registry::new(),
@@ -80,11 +93,18 @@ impl Fleet {
         for i in 0..series {
             let values = full_range_values(i as u64 + 1);
             let mut h: HeapHistogram = heap::plain(layout, full);
-            let tl = Arc::new(ThreadLocalHistogram::<u64>::new(layout, full));
+            let builder = HistogramBuilder::new().layout(layout);
+            let mut sparse: SparseHistogram = builder.plain().expect("valid");
+            let sparse_atomic: SparseAtomicHistogram = builder.atomic().expect("valid");
+            let tl = Arc::new(ThreadLocalHistogram::<u64, Dense>::new(layout, full));
+            let sparse_tl = Arc::new(ThreadLocalHistogram::<u64>::new(layout, full));
             let atomic = Arc::new(heap::atomic::<AtomicU64>(layout, full));
             let pc = family.get_or_create(&Id { id: i.to_string() });
             for &v in &values {
                 h.record(v);
+                sparse.record(v);
+                sparse_atomic.record(v);
+                sparse_tl.record(v);
                 tl.record(v);
                 atomic.record(v);
                 pc.observe(v as f64);
@@ -95,6 +115,9 @@ impl Fleet {
                 r.register_dyn("latency", "full-range latency", &labels, h)
                     .expect("registers")
             };
+            register(&fleet.sparse, Arc::new(Mutex::new(sparse)));
+            register(&fleet.sparse_atomic, Arc::new(sparse_atomic));
+            register(&fleet.sparse_thread_local, sparse_tl);
             register(&fleet.plain, h.clone());
             register(&fleet.thread_local, tl.clone());
             register(&fleet.atomic, atomic.clone());

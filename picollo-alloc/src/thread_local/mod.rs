@@ -3,10 +3,15 @@
 //!
 //! # Design
 //!
-//! - **Shards.** A shard is a heap array of atomic cells ([`LocalCounter::Cell`]) plus its own
-//!   underflow and overflow. Only its owner thread writes them while the owner lives, with
-//!   `load(Relaxed)` + `store(Relaxed)`: the cells are atomics only so that readers may load
-//!   them concurrently without a data race.
+//! - **Shards.** A shard is a storage of atomic cells ([`LocalCounter::Cell`]) plus its own
+//!   underflow and overflow: [sparse storage](crate::sparse) by default (pages of cells per
+//!   block installed on first touch, a cold tier of packed entries: a thread that recorded a
+//!   few values into a full-range histogram holds a few hundred bytes), or dense heap cells
+//!   (`ThreadLocalHistogram<C, Dense>`, the whole window per thread). Only its owner thread
+//!   writes the cells while the owner lives, with `load(Relaxed)` + `store(Relaxed)`: the
+//!   cells are atomics only so that readers may load them concurrently without a data race.
+//!   The owner installs its shard's pages and tables with the storage's lock-free protocol
+//!   (release on install, readers acquire), and never frees them while the histogram lives.
 //! - **Registry.** The histogram keeps an intrusive, append-only, lock-free list of shard
 //!   nodes. Readers walk it without allocating or locking. A shard whose thread exited is
 //!   folded into the accumulator, zeroed and marked free; the next new thread reuses it, so
@@ -19,12 +24,14 @@
 //!   [`CACHE_SLOTS`] histograms made one after another (the busy and wall times of a span
 //!   callsite, the series of a metrics recorder) hits the cache for every one of them. The
 //!   hot path is one TLS compare at the histogram's slot, the index math and the cell's
-//!   load + store; the slot, the layout and the window are copied into the handle, so that
-//!   a loop of records keeps them in registers. A miss (first use on the thread, or two
+//!   load + store (through the shard's directory of pages for sparse storage: one more load
+//!   and a null test); the slot, the layout and the window are copied into the handle, so
+//!   that a loop of records keeps them in registers. A miss (first use on the thread, or two
 //!   histograms sharing a slot) takes the cold path: find or claim the shard and refill the
 //!   slot.
-//! - **Accumulator.** A [`HeapAtomicHistogram`] (the core atomic kind on the heap) receives the
-//!   counts of exiting threads and the records made where no shard can be used (below).
+//! - **Accumulator.** An atomic histogram (the core atomic kind, over the same storage as the
+//!   shards) receives the counts of exiting threads and the records made where no shard can
+//!   be used (below).
 //! - **Bulk reads.** [`ThreadLocalHistogram::read_recorded`] reads every non-empty bucket in one
 //!   pass over each shard (skipping runs of empty cells, and the accumulator while it never
 //!   held a count), for exporters that serve many sparse histograms; the [`HistogramRead`]
@@ -50,8 +57,9 @@
 //! "old+1" race: the owner could store `old + 1` over the zero. So [`ThreadLocalHistogram::reset`]
 //! never writes another thread's cells, and adds nothing to the record path. Inside the
 //! version section it clears the accumulator and copies every shard's current counts into the
-//! shard's *baseline* (allocated at the first reset). Readers report a shard's counts minus
-//! its baseline. A shard's cells only grow while its owner lives (the owner is their only
+//! shard's *baseline* (allocated at the first reset, over the shard's own kind of storage: a
+//! sparse shard's baseline gets a page for each of the shard's pages and a copy of its cold
+//! entries, never the whole window). Readers report a shard's counts minus its baseline. A shard's cells only grow while its owner lives (the owner is their only
 //! writer), so a cell is never below its baseline.
 //!
 //! **Guarantee.** The reset reads each cell once, under the version lock. A record into a
@@ -100,14 +108,19 @@
 //! [`ThreadLocalHistogram`] frees the shards only once every such thread has exited or taken
 //! its cold path again (which prunes entries of dropped histograms).
 
+use crate::builder::{BuiltAtomicHistogram, Sparse, StorageChoice};
 use crate::bulk::{push_nonzero_run, RUN};
-use crate::heap::{self, HeapAtomicHistogram, HeapStorage};
+use crate::heap;
+use crate::sparse::PageCell;
 use core::fmt;
 use core::marker::PhantomData;
 use core::ptr;
 use picollo_core::atomic::Version;
 use picollo_core::read::for_each_nonempty_run;
-use picollo_core::{Counter, HistogramRead, Layout, LayoutSpec, Window};
+use picollo_core::{
+    Absent, AtomicHistogram, BucketPos, Cells, Counter, HistogramRead, Layout, LayoutSpec, Lookup,
+    Window,
+};
 use portable_atomic::{AtomicU16, AtomicU32, AtomicU64};
 use std::cell::{Cell, RefCell, UnsafeCell};
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU8, AtomicUsize, Ordering};
@@ -119,7 +132,7 @@ use std::sync::Arc;
 /// load and store, and saturating like the plain counter ([`Counter`]).
 pub trait LocalCounter: Counter + Send + Sync {
     /// The shard cell: `portable_atomic::AtomicU16`, `AtomicU32` or `AtomicU64`.
-    type Cell: Send + Sync + 'static;
+    type Cell: PageCell;
     /// A zero cell.
     #[doc(hidden)]
     fn new_cell() -> Self::Cell;
@@ -269,6 +282,9 @@ pub use cache::CACHE_SLOTS;
 use cache::{cache_entry, clear_cache, thread_token, Cached, Entry, CACHE, THREAD_SHARDS};
 use shard::{Inner, Owner, Shard, OWNED};
 
+/// The accumulator of a thread-local histogram over storage `S`: the atomic kind.
+type Accumulator<S> = BuiltAtomicHistogram<AtomicU64, S>;
+
 /// A histogram for many writer threads: each thread records into its own shard with a
 /// relaxed load and store, and reads sum the shards and an accumulator (see the
 /// [module docs](self) for the design, reset, thread-exit and fork guarantees).
@@ -295,8 +311,11 @@ use shard::{Inner, Owner, Shard, OWNED};
 /// LATENCY.reset();
 /// assert_eq!(LATENCY.total(), 0);
 /// ```
-pub struct ThreadLocalHistogram<C: LocalCounter = u64> {
-    inner: Arc<Inner<C>>,
+pub struct ThreadLocalHistogram<C: LocalCounter = u64, S: StorageChoice = Sparse> {
+    inner: Arc<Inner<C, S>>,
+    /// The bound the record path checks against the cached pointer: cells (dense storage) or
+    /// directory entries (sparse storage), the same for every shard.
+    hot_len: usize,
     /// This histogram's key in the per-thread lists and the cache: `inner`'s address.
     key: usize,
     /// Byte offset of this histogram's entry in the per-thread cache ([`cache_entry`]).
@@ -307,8 +326,9 @@ pub struct ThreadLocalHistogram<C: LocalCounter = u64> {
     window: Window,
 }
 
-impl<C: LocalCounter> ThreadLocalHistogram<C> {
-    /// An empty histogram over `window` (clamped to `layout`'s logical buckets). A layout with a
+impl<C: LocalCounter, S: StorageChoice> ThreadLocalHistogram<C, S> {
+    /// An empty histogram over `window` (clamped to `layout`'s logical buckets; widened to
+    /// whole blocks for sparse storage, the default: see [`crate::sparse`]). A layout with a
     /// value unit ([`Layout::with_lowest_discernible`]) is recorded without it, at the same
     /// block scale over the same values (finer buckets below `2B · 2^u`): the thread-local kind
     /// records through the plain layout spec, so that no record pays for units.
@@ -317,12 +337,19 @@ impl<C: LocalCounter> ThreadLocalHistogram<C> {
         // A value unit is not recorded here (the plain record spec, for the cost of a record):
         // the same block scale over the same values instead.
         let (layout, window) = heap::without_unit(layout, window);
+        let (cells, window) = S::cells::<AtomicU64>(layout, window);
+        let hot_len = S::hot_len(&cells);
+        let acc = match AtomicHistogram::with_storage(layout, cells, window) {
+            Ok(acc) => acc,
+            // The storage was made for this layout and window.
+            Err(e) => unreachable!("accumulator storage made for its window: {e}"),
+        };
         let inner = Arc::new(Inner {
             layout,
             window,
             version: Version::new(),
             head: AtomicPtr::new(ptr::null_mut()),
-            acc: heap::atomic(layout, window),
+            acc,
             acc_used: AtomicBool::new(false),
             fork_gen: AtomicU64::new(fork::generation()),
             closed: AtomicBool::new(false),
@@ -337,6 +364,7 @@ impl<C: LocalCounter> ThreadLocalHistogram<C> {
             key: Arc::as_ptr(&inner) as usize,
             cache_offset: slot * core::mem::size_of::<Cell<Cached>>(),
             inner,
+            hot_len,
             layout,
             window,
         }
@@ -356,17 +384,27 @@ impl<C: LocalCounter> ThreadLocalHistogram<C> {
     pub fn record(&self, value: u64) {
         let cached = self.cached();
         if cached.key == self.key {
-            let slot = self.slot(value);
-            if slot < self.window.len() {
-                // SAFETY: the keys match (see `cache`), so `cells` points to the
-                // `window.len()` cells of this thread's shard; `slot` is below that.
-                C::owner_increment(unsafe { &*cached.cells.cast::<C::Cell>().add(slot) });
-            } else {
-                // SAFETY: as above, for the shard itself.
-                unsafe { &*cached.shard.cast::<Shard<C>>() }.record_outside(slot, 1);
-            }
+            // The plain record spec (the layout has no unit, see `new`).
+            self.record_cached(cached, LayoutSpec::position(&self.layout, value));
         } else {
             self.record_slow(value, 1)
+        }
+    }
+
+    /// The hot path behind a cache hit: the cell through the cached pointer (the shard's
+    /// cells, or its directory of pages), else the shard's cold path.
+    #[inline(always)]
+    fn record_cached(&self, cached: Cached, pos: BucketPos) {
+        let (k, first) = (self.layout.block_scale(), self.window.first());
+        // SAFETY: the keys match (see `cached`), so `cells` is the hot pointer of this
+        // thread's shard (`StorageChoice::hot_ptr`), whose storage was made for this layout
+        // and window, with `hot_len` its bound; `pos` is a position under the layout.
+        match unsafe { S::hot_cell::<C::Cell>(cached.cells, self.hot_len, pos, k, first) } {
+            Lookup::Found(cell) => C::owner_increment(cell),
+            Lookup::Missing => {
+                // SAFETY: as above, for the shard itself.
+                unsafe { &*cached.shard.cast::<Shard<C, S>>() }.record_absent(self, pos, 1)
+            }
         }
     }
 
@@ -376,44 +414,34 @@ impl<C: LocalCounter> ThreadLocalHistogram<C> {
         let cached = self.cached();
         if cached.key == self.key {
             // SAFETY: the keys match (see `cached`).
-            unsafe { &*cached.shard.cast::<Shard<C>>() }.record_n(self, value, count)
+            unsafe { &*cached.shard.cast::<Shard<C, S>>() }.record_n(self, value, count)
         } else {
             self.record_slow(value, count)
         }
     }
 
-    /// Records one value into the bucket at storage index `slot` (the bucket
-    /// `window().first() + slot`), for callers that map their values to buckets themselves
-    /// (the `metrics` recorder of `picollo-export` maps an `f64` to its bucket from its bits).
+    /// Records one value at its [`BucketPos`], for callers that compute the position
+    /// themselves (the `metrics` recorder of `picollo-export` takes it from an `f64`'s bits).
     ///
     /// # Safety
     ///
-    /// `slot < self.window().len()`.
+    /// `pos` is the position of a value under this histogram's layout
+    /// ([`LayoutSpec::position`]).
     #[inline]
-    pub unsafe fn record_slot_unchecked(&self, slot: usize) {
-        debug_assert!(slot < self.window.len(), "slot {slot} outside the window");
+    pub unsafe fn record_position(&self, pos: BucketPos) {
         let cached = self.cached();
         if cached.key == self.key {
-            // SAFETY: the keys match (see `cached`), so `cells` points to the `window.len()`
-            // cells of this thread's shard; the caller guarantees `slot` is below that.
-            C::owner_increment(unsafe { &*cached.cells.cast::<C::Cell>().add(slot) });
+            self.record_cached(cached, pos);
         } else {
-            self.record_slot_slow(slot)
+            self.record_position_slow(pos)
         }
     }
 
     #[cold]
     #[inline(never)]
-    fn record_slot_slow(&self, slot: usize) {
+    fn record_position_slow(&self, pos: BucketPos) {
         // The lowest value of a bucket maps back to that bucket.
-        self.record_slow(self.layout.lo(self.window.first() + slot), 1)
-    }
-
-    /// The storage slot of `value`; at or past the window length when outside the window.
-    #[inline(always)]
-    fn slot(&self, value: u64) -> usize {
-        // The plain record spec (the layout has no unit, see `new`).
-        LayoutSpec::index_of(&self.layout, value).wrapping_sub(self.window.first())
+        self.record_slow(self.layout.lo(pos.logical(self.layout.block_scale())), 1)
     }
 
     /// The calling thread's cache entry at this histogram's slot.
@@ -450,8 +478,8 @@ impl<C: LocalCounter> ThreadLocalHistogram<C> {
             Some(shard) => {
                 self.set_cached(Cached {
                     key: self.key,
-                    cells: shard.cells.cells().as_ptr().cast::<()>(),
-                    shard: (shard as *const Shard<C>).cast::<()>(),
+                    cells: S::hot_ptr(&shard.cells),
+                    shard: (shard as *const Shard<C, S>).cast::<()>(),
                 });
                 shard.record_n(self, value, count)
             }
@@ -464,7 +492,7 @@ impl<C: LocalCounter> ThreadLocalHistogram<C> {
 
     /// The calling thread's shard through its entry list, claiming one on first use. `None`
     /// while TLS is destroyed or the list is borrowed (re-entrant recording).
-    fn local_shard(&self) -> Option<&Shard<C>> {
+    fn local_shard(&self) -> Option<&Shard<C, S>> {
         let key = self.key;
         let shard = THREAD_SHARDS
             .try_with(|list| {
@@ -477,7 +505,7 @@ impl<C: LocalCounter> ThreadLocalHistogram<C> {
                 list.entries.retain(|e| !e.owner.is_closed());
                 self.inner.check_fork();
                 let token = thread_token();
-                let shard = (self.inner.claim(token) as *const Shard<C>).cast::<()>();
+                let shard = (self.inner.claim(token) as *const Shard<C, S>).cast::<()>();
                 let owner: Arc<dyn Owner> = self.inner.clone();
                 list.entries.push(Entry { key, owner, shard });
                 Some(shard)
@@ -485,7 +513,7 @@ impl<C: LocalCounter> ThreadLocalHistogram<C> {
             .ok()
             .flatten()?;
         // SAFETY: `shard` is a node of `self.inner`'s list, alive while `self` is.
-        Some(unsafe { &*shard.cast::<Shard<C>>() })
+        Some(unsafe { &*shard.cast::<Shard<C, S>>() })
     }
 
     /// Clears the histogram (see the module docs for the exact guarantee): copies every
@@ -499,7 +527,7 @@ impl<C: LocalCounter> ThreadLocalHistogram<C> {
         let odd = inner.version.lock();
         for shard in inner.shards() {
             if shard.state.load(Ordering::Relaxed) == OWNED {
-                shard.take_baseline();
+                shard.take_baseline(inner.layout, inner.window);
             }
         }
         inner.acc.reset();
@@ -531,20 +559,16 @@ impl<C: LocalCounter> ThreadLocalHistogram<C> {
             .count()
     }
 
-    /// Bytes of bucket storage: the shards, their baselines and the accumulator.
+    /// Bytes of bucket storage: the shards, their baselines and the accumulator (for sparse
+    /// storage, their directories, pages and tables: the memory really held).
     pub fn footprint(&self) -> usize {
-        let cells = self.window.len() * core::mem::size_of::<C::Cell>();
-        let shards: usize = self
-            .inner
-            .shards()
-            .map(|s| cells + s.baseline().map_or(0, |_| cells))
-            .sum();
-        shards + Self::accumulator_bytes(self.window.len())
+        let shards: usize = self.inner.shards().map(Shard::held_bytes).sum();
+        shards + self.inner.acc.storage().held_bytes()
     }
 
-    /// [`ThreadLocalHistogram::footprint`] before building: the bucket storage of a histogram
-    /// over `buckets` buckets once `threads` threads have recorded at the same time and it
-    /// has been reset (a reset gives every shard a baseline of the same size; without resets
+    /// [`ThreadLocalHistogram::footprint`] before building, for dense storage: the bucket
+    /// storage of a histogram over `buckets` buckets once `threads` threads have recorded at
+    /// the same time and it has been reset (a reset gives every shard a baseline of the same size; without resets
     /// the shards take half of the per-thread part).
     pub fn estimated_footprint(buckets: usize, threads: usize) -> usize {
         let cells = buckets * core::mem::size_of::<C::Cell>();
@@ -646,13 +670,19 @@ impl<C: LocalCounter> ThreadLocalHistogram<C> {
                 .shards()
                 .filter(|s| s.state.load(Ordering::Relaxed) == OWNED)
         };
+        if S::dense_cells(self.inner.acc.storage()).is_none() {
+            return self.pass_recorded_sparse(acc, run);
+        }
+        fn cells_of<C: LocalCounter, S: StorageChoice>(shard: &Shard<C, S>) -> &[C::Cell] {
+            S::dense_cells(&shard.cells).unwrap_or(&[])
+        }
         let mut direct: [&[C::Cell]; DIRECT] = [&[]; DIRECT];
         let mut count = 0;
         let mut general = acc.is_some();
         for shard in owned() {
             general |= count == DIRECT || shard.baseline().is_some();
             if let Some(slot) = direct.get_mut(count) {
-                *slot = shard.cells.cells();
+                *slot = cells_of(shard);
                 count += 1;
             }
         }
@@ -685,7 +715,7 @@ impl<C: LocalCounter> ThreadLocalHistogram<C> {
         for_each_nonempty_run(
             runs,
             |r| {
-                let mut nonzero = owned().fold(0u64, |a, s| a | or(&s.cells.cells()[range(r)]));
+                let mut nonzero = owned().fold(0u64, |a, s| a | or(&cells_of(s)[range(r)]));
                 if let Some(acc) = acc {
                     nonzero |= range(r).fold(0u64, |a, i| a | acc.count_at(i));
                 }
@@ -702,6 +732,49 @@ impl<C: LocalCounter> ThreadLocalHistogram<C> {
         );
     }
 
+    /// [`ThreadLocalHistogram::pass_recorded`] over sparse storage: every owned shard's counts
+    /// since the last reset (their bulk reads, less their baselines), and the accumulator's,
+    /// merged by storage index and handed over in runs of [`RUN`] cells aligned like the dense
+    /// scan's.
+    fn pass_recorded_sparse(
+        &self,
+        acc: Option<&Accumulator<S>>,
+        mut run: impl FnMut(usize, &[u64]),
+    ) {
+        let mut owned = self
+            .inner
+            .shards()
+            .filter(|s| s.state.load(Ordering::Relaxed) == OWNED);
+        if let (Some(only), None, None) = (owned.next(), owned.next(), acc) {
+            if only.baseline().is_none() {
+                // One recording thread, never reset: its storage's own bulk read.
+                return only.cells.recorded_runs(&mut run);
+            }
+        }
+        let mut pairs: Vec<(usize, u64)> = Vec::new();
+        for shard in self.inner.shards() {
+            if shard.state.load(Ordering::Relaxed) == OWNED {
+                shard.for_each_count(|slot, n| pairs.push((slot, n)));
+            }
+        }
+        if let Some(acc) = acc {
+            crate::bulk::recorded_into(acc, &mut pairs);
+        }
+        pairs.sort_unstable_by_key(|&(slot, _)| slot);
+        let len = self.window.len();
+        let mut i = 0;
+        while let Some(&(slot, _)) = pairs.get(i) {
+            let start = slot / RUN * RUN;
+            let stop = (start + RUN).min(len);
+            let mut counts = [0u64; RUN];
+            while let Some(&(s, n)) = pairs.get(i).filter(|&&(s, _)| s < stop) {
+                counts[s - start] = counts[s - start].saturating_add(n);
+                i += 1;
+            }
+            run(start, &counts[..stop - start]);
+        }
+    }
+
     /// Sums `acc(accumulator)` and `f` over the shards, retrying if a reset, fold or fork
     /// clean-up overlapped: so even one `count_at` outside a [`HistogramRead::read_begin`]
     /// bracket never sees a fold half done (counts in both the shard and the accumulator, or
@@ -709,8 +782,8 @@ impl<C: LocalCounter> ThreadLocalHistogram<C> {
     #[inline]
     fn sum_shards(
         &self,
-        mut acc: impl FnMut(&HeapAtomicHistogram) -> u64,
-        mut f: impl FnMut(&Shard<C>) -> u64,
+        mut acc: impl FnMut(&Accumulator<S>) -> u64,
+        mut f: impl FnMut(&Shard<C, S>) -> u64,
     ) -> u64 {
         let inner = &*self.inner;
         inner.check_fork();
@@ -727,13 +800,43 @@ impl<C: LocalCounter> ThreadLocalHistogram<C> {
     }
 }
 
-impl<C: LocalCounter> Drop for ThreadLocalHistogram<C> {
+impl<C: LocalCounter> ThreadLocalHistogram<C, crate::Dense> {
+    /// Records one value into the bucket at storage index `slot` (the bucket
+    /// `window().first() + slot`) of a dense histogram, for callers that map their values to
+    /// buckets themselves (the `metrics` recorder of `picollo-export` maps an `f64` to its
+    /// bucket from its bits).
+    ///
+    /// # Safety
+    ///
+    /// `slot < self.window().len()`.
+    #[inline]
+    pub unsafe fn record_slot_unchecked(&self, slot: usize) {
+        debug_assert!(slot < self.window.len(), "slot {slot} outside the window");
+        let cached = self.cached();
+        if cached.key == self.key {
+            // SAFETY: the keys match (see `cached`), so `cells` points to the `window.len()`
+            // cells of this thread's dense shard; the caller guarantees `slot` is below that.
+            C::owner_increment(unsafe { &*cached.cells.cast::<C::Cell>().add(slot) });
+        } else {
+            self.record_slot_slow(slot)
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn record_slot_slow(&self, slot: usize) {
+        // The lowest value of a bucket maps back to that bucket.
+        self.record_slow(self.layout.lo(self.window.first() + slot), 1)
+    }
+}
+
+impl<C: LocalCounter, S: StorageChoice> Drop for ThreadLocalHistogram<C, S> {
     fn drop(&mut self) {
         self.inner.closed.store(true, Ordering::Relaxed);
     }
 }
 
-impl<C: LocalCounter> HistogramRead for ThreadLocalHistogram<C> {
+impl<C: LocalCounter, S: StorageChoice> HistogramRead for ThreadLocalHistogram<C, S> {
     fn layout(&self) -> Layout {
         self.layout
     }
@@ -760,6 +863,9 @@ impl<C: LocalCounter> HistogramRead for ThreadLocalHistogram<C> {
         self.inner.check_fork();
         self.pass_recorded(f)
     }
+    fn reads_in_bulk(&self) -> bool {
+        <S::Cells<AtomicU64> as Cells>::READS_IN_BULK
+    }
     fn read_begin(&self) -> u64 {
         self.inner.check_fork();
         self.inner.version.read_begin()
@@ -781,7 +887,7 @@ impl<C: LocalCounter> HistogramRead for ThreadLocalHistogram<C> {
     }
 }
 
-impl<C: LocalCounter> picollo_core::Record for &ThreadLocalHistogram<C> {
+impl<C: LocalCounter, S: StorageChoice> picollo_core::Record for &ThreadLocalHistogram<C, S> {
     #[inline]
     fn record(&mut self, value: u64) {
         ThreadLocalHistogram::record(self, value)
@@ -792,7 +898,7 @@ impl<C: LocalCounter> picollo_core::Record for &ThreadLocalHistogram<C> {
     }
 }
 
-impl<C: LocalCounter> fmt::Debug for ThreadLocalHistogram<C> {
+impl<C: LocalCounter, S: StorageChoice> fmt::Debug for ThreadLocalHistogram<C, S> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ThreadLocalHistogram")
             .field("layout", &self.layout)

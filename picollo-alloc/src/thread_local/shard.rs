@@ -9,8 +9,8 @@ pub(super) const FREE: u8 = 0;
 pub(super) const OWNED: u8 = 1;
 
 /// The counts of a shard at the last reset.
-pub(super) struct Baseline<C: LocalCounter> {
-    pub(super) cells: HeapStorage<C::Cell>,
+pub(super) struct Baseline<C: LocalCounter, S: StorageChoice> {
+    pub(super) cells: S::Cells<C::Cell>,
     pub(super) underflow: AtomicU64,
     pub(super) overflow: AtomicU64,
 }
@@ -18,28 +18,44 @@ pub(super) struct Baseline<C: LocalCounter> {
 /// One thread's counts. Its cells, underflow and overflow are written by its owner only
 /// (and, under the version lock, zeroed by the fold of an exiting owner and by the fork
 /// clean-up, when no owner can be writing). Its baseline is written under the version lock.
-pub(super) struct Shard<C: LocalCounter> {
-    pub(super) cells: HeapStorage<C::Cell>,
+pub(super) struct Shard<C: LocalCounter, S: StorageChoice> {
+    pub(super) cells: S::Cells<C::Cell>,
     pub(super) underflow: AtomicU64,
     pub(super) overflow: AtomicU64,
     /// The counts at the last reset; null until the first reset (all zero).
-    pub(super) base: AtomicPtr<Baseline<C>>,
+    pub(super) base: AtomicPtr<Baseline<C, S>>,
     /// `FREE` or `OWNED`.
     pub(super) state: AtomicU8,
     /// The owner's thread token (see `thread_token`).
     pub(super) owner: AtomicU64,
     /// The next node; set before the node is published, never changed after.
-    pub(super) next: AtomicPtr<Shard<C>>,
+    pub(super) next: AtomicPtr<Shard<C, S>>,
 }
 
-impl<C: LocalCounter> Shard<C> {
+impl<C: LocalCounter, S: StorageChoice> Shard<C, S> {
     /// Records `count` occurrences of `value` for the owner thread.
     #[inline]
-    pub(super) fn record_n(&self, h: &ThreadLocalHistogram<C>, value: u64, count: u64) {
-        let slot = h.slot(value);
-        match self.cells.cells().get(slot) {
-            Some(cell) => C::owner_add(cell, count),
-            None => self.record_outside(slot, count),
+    pub(super) fn record_n(&self, h: &ThreadLocalHistogram<C, S>, value: u64, count: u64) {
+        let pos = LayoutSpec::position(&h.layout, value);
+        let (k, first) = (h.layout.block_scale(), h.window.first());
+        // SAFETY: `pos` is a position under the histogram's layout, the one the shard's
+        // storage was made for.
+        match unsafe { self.cells.cell(pos, k, first) } {
+            Lookup::Found(cell) => C::owner_add(cell, count),
+            Lookup::Missing => self.record_absent(h, pos, count),
+        }
+    }
+
+    /// Records `count` occurrences at `pos` for the owner thread, where the record path found
+    /// no cell: outside the window, or (sparse storage) a block without a page yet.
+    #[cold]
+    pub(super) fn record_absent(&self, h: &ThreadLocalHistogram<C, S>, pos: BucketPos, count: u64) {
+        let (k, first) = (h.layout.block_scale(), h.window.first());
+        // SAFETY: as in `record_n`.
+        match unsafe { self.cells.absent(pos, k, first, count) } {
+            Absent::Outside(slot) => self.record_outside(slot, count),
+            Absent::Cell(cell) => C::owner_add(cell, count),
+            Absent::Counted => {}
         }
     }
 
@@ -58,7 +74,7 @@ impl<C: LocalCounter> Shard<C> {
 
     /// The baseline, if a reset made one.
     #[inline]
-    pub(super) fn baseline(&self) -> Option<&Baseline<C>> {
+    pub(super) fn baseline(&self) -> Option<&Baseline<C, S>> {
         // SAFETY: `base` is null or a `Box` installed once (release) by `take_baseline` and
         // freed only when the shard drops, so it is initialized and alive while `self` is.
         unsafe { self.base.load(Ordering::Acquire).as_ref() }
@@ -67,26 +83,29 @@ impl<C: LocalCounter> Shard<C> {
     /// The count at storage index `i` since the last reset.
     #[inline]
     pub(super) fn count_at(&self, i: usize) -> u64 {
-        let Some(cell) = self.cells.cells().get(i) else {
-            return 0;
-        };
-        let base = self
-            .baseline()
-            .and_then(|b| b.cells.cells().get(i))
-            .map_or(0, C::load);
-        C::load(cell).saturating_sub(base)
+        let base = self.baseline().map_or(0, |b| b.cells.count_at(i));
+        self.cells.count_at(i).saturating_sub(base)
     }
 
     /// The sum of the counts at storage indices `start..end` since the last reset.
     pub(super) fn sum_range(&self, start: usize, end: usize) -> u64 {
-        let sum = |cells: &[C::Cell]| {
-            let end = end.min(cells.len());
-            cells[start.min(end)..end]
-                .iter()
-                .fold(0u64, |t, c| t.saturating_add(C::load(c)))
-        };
-        let base = self.baseline().map_or(0, |b| sum(b.cells.cells()));
-        sum(self.cells.cells()).saturating_sub(base)
+        let base = self.baseline().map_or(0, |b| b.cells.sum_range(start, end));
+        self.cells.sum_range(start, end).saturating_sub(base)
+    }
+
+    /// Calls `f(storage index, count since the last reset)` for every bucket with a count.
+    pub(super) fn for_each_count(&self, mut f: impl FnMut(usize, u64)) {
+        let base = self.baseline();
+        self.cells.recorded_runs(&mut |start, counts| {
+            for (slot, &n) in (start..).zip(counts) {
+                if n != 0 {
+                    let n = n.saturating_sub(base.map_or(0, |b| b.cells.count_at(slot)));
+                    if n != 0 {
+                        f(slot, n);
+                    }
+                }
+            }
+        });
     }
 
     /// Underflow since the last reset.
@@ -107,12 +126,12 @@ impl<C: LocalCounter> Shard<C> {
 
     /// Copies the current counts into the baseline (allocated on first use). Only under the
     /// version lock.
-    pub(super) fn take_baseline(&self) {
+    pub(super) fn take_baseline(&self, layout: Layout, window: Window) {
         let base = match self.baseline() {
             Some(b) => b,
             None => {
-                let b = Box::into_raw(Box::new(Baseline::<C> {
-                    cells: HeapStorage::with_len(self.cells.cells().len(), C::new_cell),
+                let b = Box::into_raw(Box::new(Baseline::<C, S> {
+                    cells: S::cells::<C::Cell>(layout, window).0,
                     underflow: AtomicU64::new(0),
                     overflow: AtomicU64::new(0),
                 }));
@@ -121,9 +140,7 @@ impl<C: LocalCounter> Shard<C> {
                 unsafe { &*b }
             }
         };
-        for (b, c) in base.cells.cells().iter().zip(self.cells.cells()) {
-            C::set(b, C::load(c));
-        }
+        S::copy_counts(&base.cells, &self.cells, C::set);
         let under = self.underflow.load(Ordering::Relaxed);
         base.underflow.store(under, Ordering::Relaxed);
         let over = self.overflow.load(Ordering::Relaxed);
@@ -132,22 +149,23 @@ impl<C: LocalCounter> Shard<C> {
 
     /// Zeroes the counts and the baseline. Only under the version lock, with no owner writing.
     pub(super) fn clear(&self) {
-        for cell in self.cells.cells() {
-            C::set(cell, 0);
-        }
+        self.cells.clear_shared(|c| C::set(c, 0));
         self.underflow.store(0, Ordering::Relaxed);
         self.overflow.store(0, Ordering::Relaxed);
         if let Some(b) = self.baseline() {
-            for cell in b.cells.cells() {
-                C::set(cell, 0);
-            }
+            b.cells.clear_shared(|c| C::set(c, 0));
             b.underflow.store(0, Ordering::Relaxed);
             b.overflow.store(0, Ordering::Relaxed);
         }
     }
+
+    /// Bytes of the shard's storage and its baseline's.
+    pub(super) fn held_bytes(&self) -> usize {
+        self.cells.held_bytes() + self.baseline().map_or(0, |b| b.cells.held_bytes())
+    }
 }
 
-impl<C: LocalCounter> Drop for Shard<C> {
+impl<C: LocalCounter, S: StorageChoice> Drop for Shard<C, S> {
     fn drop(&mut self) {
         let b = *self.base.get_mut();
         if !b.is_null() {
@@ -159,15 +177,15 @@ impl<C: LocalCounter> Drop for Shard<C> {
 }
 
 /// The state shared by the histogram handle and the threads that recorded into it.
-pub(super) struct Inner<C: LocalCounter> {
+pub(super) struct Inner<C: LocalCounter, S: StorageChoice> {
     pub(super) layout: Layout,
     pub(super) window: Window,
     /// Seqlock around resets, folds and fork clean-ups.
     pub(super) version: Version,
     /// Head of the shard list.
-    pub(super) head: AtomicPtr<Shard<C>>,
+    pub(super) head: AtomicPtr<Shard<C, S>>,
     /// Counts of exited threads and of records made without a shard.
-    pub(super) acc: HeapAtomicHistogram,
+    pub(super) acc: Accumulator<S>,
     /// Set before anything is added to `acc` (then kept): bulk reads skip an accumulator
     /// that never held a count, which is the rule while no recording thread has exited.
     pub(super) acc_used: AtomicBool,
@@ -178,12 +196,12 @@ pub(super) struct Inner<C: LocalCounter> {
     /// Shard nodes allocated.
     pub(super) allocated: AtomicUsize,
     /// The list owns its nodes (for drop check).
-    pub(super) _nodes: PhantomData<Box<Shard<C>>>,
+    pub(super) _nodes: PhantomData<Box<Shard<C, S>>>,
 }
 
-impl<C: LocalCounter> Inner<C> {
+impl<C: LocalCounter, S: StorageChoice> Inner<C, S> {
     /// The shard nodes, newest first.
-    pub(super) fn shards(&self) -> Shards<'_, C> {
+    pub(super) fn shards(&self) -> Shards<'_, C, S> {
         Shards {
             next: self.head.load(Ordering::Acquire),
             _inner: PhantomData,
@@ -219,7 +237,7 @@ impl<C: LocalCounter> Inner<C> {
     }
 
     /// Claims a free shard for the thread `token`, or allocates one.
-    pub(super) fn claim(&self, token: u64) -> &Shard<C> {
+    pub(super) fn claim(&self, token: u64) -> &Shard<C, S> {
         for shard in self.shards() {
             if shard.state.load(Ordering::Relaxed) == FREE
                 && shard
@@ -233,8 +251,8 @@ impl<C: LocalCounter> Inner<C> {
                 return shard;
             }
         }
-        let node = Box::into_raw(Box::new(Shard::<C> {
-            cells: HeapStorage::with_len(self.window.len(), C::new_cell),
+        let node = Box::into_raw(Box::new(Shard::<C, S> {
+            cells: S::cells::<C::Cell>(self.layout, self.window).0,
             underflow: AtomicU64::new(0),
             overflow: AtomicU64::new(0),
             base: AtomicPtr::new(ptr::null_mut()),
@@ -262,7 +280,7 @@ impl<C: LocalCounter> Inner<C> {
     }
 
     /// Folds an exiting owner's shard into the accumulator and frees it.
-    pub(super) fn fold(&self, shard: &Shard<C>, token: u64) {
+    pub(super) fn fold(&self, shard: &Shard<C, S>, token: u64) {
         self.check_fork();
         let odd = self.version.lock();
         // The fork clean-up may have taken the shard away from a thread that no longer exists
@@ -272,13 +290,11 @@ impl<C: LocalCounter> Inner<C> {
         {
             self.acc_used.store(true, Ordering::Relaxed);
             let (layout, first) = (self.layout, self.window.first());
-            for s in 0..self.window.len() {
-                let n = shard.count_at(s);
-                if n != 0 {
-                    // The lowest value of a bucket maps back to that bucket.
-                    self.acc.record_n(layout.lo(first + s), n);
-                }
-            }
+            // The shard's bulk read: only the buckets it holds.
+            shard.for_each_count(|slot, n| {
+                // The lowest value of a bucket maps back to that bucket.
+                self.acc.record_n(layout.lo(first + slot), n);
+            });
             let under = shard.underflow();
             if under != 0 {
                 // Underflow exists only when the window starts above 0.
@@ -298,7 +314,7 @@ impl<C: LocalCounter> Inner<C> {
     }
 }
 
-impl<C: LocalCounter> Drop for Inner<C> {
+impl<C: LocalCounter, S: StorageChoice> Drop for Inner<C, S> {
     fn drop(&mut self) {
         fork::deregister(&self.version);
         let mut p = *self.head.get_mut();
@@ -312,15 +328,15 @@ impl<C: LocalCounter> Drop for Inner<C> {
 }
 
 /// Iterator over the shard list.
-pub(super) struct Shards<'a, C: LocalCounter> {
-    pub(super) next: *mut Shard<C>,
-    pub(super) _inner: PhantomData<&'a Inner<C>>,
+pub(super) struct Shards<'a, C: LocalCounter, S: StorageChoice> {
+    pub(super) next: *mut Shard<C, S>,
+    pub(super) _inner: PhantomData<&'a Inner<C, S>>,
 }
 
-impl<'a, C: LocalCounter> Iterator for Shards<'a, C> {
-    type Item = &'a Shard<C>;
+impl<'a, C: LocalCounter, S: StorageChoice> Iterator for Shards<'a, C, S> {
+    type Item = &'a Shard<C, S>;
     #[inline]
-    fn next(&mut self) -> Option<&'a Shard<C>> {
+    fn next(&mut self) -> Option<&'a Shard<C, S>> {
         // SAFETY: `next` is null or a node of the list of the `Inner` borrowed for `'a`;
         // nodes are published with a release CAS (read with acquire) and freed only when the
         // `Inner` drops, so the node is initialized and alive for `'a`.
@@ -330,7 +346,7 @@ impl<'a, C: LocalCounter> Iterator for Shards<'a, C> {
     }
 }
 
-/// Type-erased access to an `Inner<C>` for the per-thread list.
+/// Type-erased access to an `Inner<C, S>` for the per-thread list.
 pub(super) trait Owner: Send + Sync {
     /// Folds and frees the calling thread's shard at thread exit.
     ///
@@ -342,11 +358,11 @@ pub(super) trait Owner: Send + Sync {
     fn is_closed(&self) -> bool;
 }
 
-impl<C: LocalCounter> Owner for Inner<C> {
+impl<C: LocalCounter, S: StorageChoice> Owner for Inner<C, S> {
     unsafe fn retire(&self, shard: *const (), token: u64) {
-        // SAFETY: the caller passes a shard of this `Inner`, which is a `Shard<C>` node of
+        // SAFETY: the caller passes a shard of this `Inner`, which is a `Shard<C, S>` node of
         // its list, alive while `self` is.
-        let shard = unsafe { &*shard.cast::<Shard<C>>() };
+        let shard = unsafe { &*shard.cast::<Shard<C, S>>() };
         // A dropped histogram is not read again, but folding it costs little and keeps one
         // path.
         self.fold(shard, token);

@@ -4,7 +4,7 @@
 use super::{rebucketing, Histogram, Rebucketing};
 use crate::layout::LayoutSpec;
 use crate::read::HistogramRead;
-use crate::storage::{Counter, StorageMut};
+use crate::storage::{CellsMut, Counter};
 use crate::window::WindowSpec;
 use crate::{Layout, Window};
 use core::fmt;
@@ -222,7 +222,7 @@ pub fn check_subtract<R: HistogramRead + ?Sized>(
 
 impl<S, L, W> Histogram<S, L, W>
 where
-    S: StorageMut,
+    S: CellsMut,
     S::Item: Counter,
     L: LayoutSpec,
     W: WindowSpec,
@@ -268,25 +268,22 @@ where
     ) -> Result<Rebucketing, SubtractError> {
         let layout = self.spec.layout();
         let window = self.window();
-        let cells = self.storage.as_slice();
+        let cells = &self.storage;
         check_subtract(
             other,
             layout,
             window,
-            |s| cells.get(s).map_or(0, |c| c.get()),
+            |s| cells.count_at(s),
             self.underflow,
             self.overflow,
         )?;
         let (storage, underflow, overflow) =
             (&mut self.storage, &mut self.underflow, &mut self.overflow);
         for_each_landing(other, layout, window, |landing, n| match landing {
-            Landing::Slot(slot) => {
-                if let Some(cell) = storage.as_mut_slice().get_mut(slot) {
-                    let left = cell.get().saturating_sub(n);
-                    *cell = Counter::ZERO;
-                    cell.add(left);
-                }
-            }
+            Landing::Slot(slot) => storage.take_at(slot, n, |cell, left| {
+                *cell = Counter::ZERO;
+                cell.add(left);
+            }),
             Landing::Underflow => *underflow = underflow.saturating_sub(n),
             Landing::Overflow => *overflow = overflow.saturating_sub(n),
         });

@@ -79,6 +79,18 @@ pub trait HistogramRead {
         }
     }
 
+    /// Whether walks over the buckets (percentiles, statistics) should read through
+    /// [`HistogramRead::recorded_runs`] rather than bucket by bucket
+    /// ([`HistogramRead::count_at`], [`HistogramRead::sum_range`]): true for kinds whose
+    /// storage finds a count by a lookup (`picollo-alloc`'s sparse storage, see
+    /// [`Cells::READS_IN_BULK`](crate::Cells::READS_IN_BULK)), whose bulk read costs about
+    /// what was recorded, where reading a full-range window bucket by bucket costs a lookup
+    /// per bucket. The default, false, suits cells in a slice (sums that vectorize).
+    #[inline]
+    fn reads_in_bulk(&self) -> bool {
+        false
+    }
+
     /// Starts an optimistic read (seqlock: optimistic read, retried after a reset): returns a token
     /// to pass to [`HistogramRead::read_retry`]. Kinds that can be reset concurrently wait here
     /// while a reset is in progress (**blocking**: see [`HistogramRead::try_read_begin`] for
@@ -170,6 +182,10 @@ macro_rules! forward_histogram_read {
         fn recorded_runs(&self, f: &mut dyn FnMut(usize, &[u64])) {
             let $w = self;
             $crate::HistogramRead::recorded_runs(&$inner, f)
+        }
+        fn reads_in_bulk(&self) -> bool {
+            let $w = self;
+            $crate::HistogramRead::reads_in_bulk(&$inner)
         }
         fn underflow(&self) -> u64 {
             let $w = self;

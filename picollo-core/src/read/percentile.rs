@@ -281,6 +281,9 @@ where
     H: HistogramRead + ?Sized,
     P: WalkSlot,
 {
+    if h.reads_in_bulk() {
+        return walk_runs(h, out, selection, target);
+    }
     let layout = h.layout();
     let window = h.window();
     // First pass: the total, kept as per-section sums so that each rank's walk can start at
@@ -313,13 +316,7 @@ where
     let (mut sec, mut sec_below) = (0usize, 0u64);
     let mut previous: Option<(u64, usize)> = None;
     for _ in 0..out.len() {
-        let mut next: Option<(u64, usize)> = None;
-        for (j, p) in out.iter().enumerate() {
-            let key = (p.target(), j);
-            if previous.is_none_or(|prev| key > prev) && next.is_none_or(|best| key < best) {
-                next = Some(key);
-            }
-        }
+        let next = next_slot(out, previous);
         let Some((target, j)) = next else { break };
         previous = next;
         // Jump (forward only) to the section where the cumulative count reaches the target.
@@ -374,6 +371,78 @@ where
         let (s_found, n) = found.or_else(fallback).unwrap_or((0, 0));
         let i = window.first() + s_found;
         out[j].set_bucket(selection.of(layout, i), i, s_found, layout, n);
+    }
+    Ok(())
+}
+
+/// The slot that comes after `previous` (the first when `None`) in order of `(target count,
+/// index)`, as `(target, index)`: the percentile walks take their slots in this order, by an
+/// O(ranks²) selection that needs no allocation.
+#[inline]
+fn next_slot<P: WalkSlot>(out: &[P], previous: Option<(u64, usize)>) -> Option<(u64, usize)> {
+    let mut next: Option<(u64, usize)> = None;
+    for (j, p) in out.iter().enumerate() {
+        let key = (p.target(), j);
+        if previous.is_none_or(|prev| key > prev) && next.is_none_or(|best| key < best) {
+            next = Some(key);
+        }
+    }
+    next
+}
+
+/// [`walk`] for kinds that read in bulk ([`HistogramRead::reads_in_bulk`]: sparse storage):
+/// the total from one bulk read, then a second bulk read that fills the slots in order of
+/// their target counts, each with the first non-empty bucket where the cumulative count
+/// reaches its target (the bucket [`walk`] finds). Reads only what was recorded, never the
+/// window bucket by bucket.
+fn walk_runs<H, P>(
+    h: &H,
+    out: &mut [P],
+    selection: EquivalentValue,
+    target: impl Fn(&P, u64) -> u64,
+) -> Result<(), PercentileError>
+where
+    H: HistogramRead + ?Sized,
+    P: WalkSlot,
+{
+    let layout = h.layout();
+    let window = h.window();
+    let mut total = 0u64;
+    h.recorded_runs(&mut |_, counts| {
+        for &n in counts {
+            total = total.saturating_add(n);
+        }
+    });
+    if total == 0 {
+        return Err(PercentileError::Empty);
+    }
+    for o in out.iter_mut() {
+        let t = target(o, total);
+        o.set_target(t);
+    }
+    let mut pending = next_slot(out, None);
+    let (mut below, mut last_nonzero) = (0u64, None);
+    h.recorded_runs(&mut |start, counts| {
+        for (s, &n) in (start..).zip(counts) {
+            if n == 0 {
+                continue;
+            }
+            last_nonzero = Some((s, n));
+            below = below.saturating_add(n);
+            while let Some((t, j)) = pending.filter(|&(t, _)| below >= t) {
+                let i = window.first() + s;
+                out[j].set_bucket(selection.of(layout, i), i, s, layout, n);
+                pending = next_slot(out, Some((t, j)));
+            }
+        }
+    });
+    // Counts that vanished between the two reads (only with a racing reset, which the caller
+    // retries) leave slots unfilled: the last non-empty bucket seen answers them.
+    let (s, n) = last_nonzero.unwrap_or((0, 0));
+    while let Some(key) = pending {
+        let i = window.first() + s;
+        out[key.1].set_bucket(selection.of(layout, i), i, s, layout, n);
+        pending = next_slot(out, Some(key));
     }
     Ok(())
 }

@@ -64,9 +64,38 @@ pub(super) fn total_with_outside_of<H: HistogramRead + ?Sized>(h: &H) -> u64 {
         .saturating_add(h.overflow())
 }
 
+/// Calls `f(storage index, count)` for every non-empty bucket in increasing order: through
+/// the bulk read for kinds that read in bulk ([`HistogramRead::reads_in_bulk`]), bucket by
+/// bucket otherwise (as before: the same instructions for dense storage).
+fn for_each_recorded<H: HistogramRead + ?Sized>(h: &H, mut f: impl FnMut(usize, u64)) {
+    if h.reads_in_bulk() {
+        h.recorded_runs(&mut |start, counts| {
+            for (s, &n) in (start..).zip(counts) {
+                if n != 0 {
+                    f(s, n);
+                }
+            }
+        });
+    } else {
+        for s in 0..h.window().len() {
+            let n = h.count_at(s);
+            if n != 0 {
+                f(s, n);
+            }
+        }
+    }
+}
+
 pub(super) fn min_of<H: HistogramRead + ?Sized>(h: &H) -> Option<u64> {
     let layout = h.layout();
     let window = h.window();
+    if h.reads_in_bulk() {
+        let mut min = None;
+        for_each_recorded(h, |s, _| {
+            min.get_or_insert(s);
+        });
+        return min.map(|s| layout.lo(window.first() + s));
+    }
     (0..window.len())
         .find(|&s| h.count_at(s) != 0)
         .map(|s| layout.lo(window.first() + s))
@@ -75,6 +104,11 @@ pub(super) fn min_of<H: HistogramRead + ?Sized>(h: &H) -> Option<u64> {
 pub(super) fn max_of<H: HistogramRead + ?Sized>(h: &H) -> Option<u64> {
     let layout = h.layout();
     let window = h.window();
+    if h.reads_in_bulk() {
+        let mut max = None;
+        for_each_recorded(h, |s, _| max = Some(s));
+        return max.map(|s| layout.highest(window.first() + s));
+    }
     (0..window.len())
         .rev()
         .find(|&s| h.count_at(s) != 0)
@@ -85,17 +119,13 @@ pub(super) fn int_stats_of<H: HistogramRead + ?Sized>(h: &H) -> IntStats {
     let layout = h.layout();
     let window = h.window();
     let (mut total, mut sum, mut min, mut max) = (0u64, 0u128, None, None);
-    for s in 0..window.len() {
-        let n = h.count_at(s);
-        if n == 0 {
-            continue;
-        }
+    for_each_recorded(h, |s, n| {
         let i = window.first() + s;
         total = total.saturating_add(n);
         sum += mul_u64(n, layout.midpoint(i));
         min.get_or_insert(layout.lo(i));
         max = Some(layout.highest(i));
-    }
+    });
     IntStats {
         total,
         underflow: h.underflow(),
@@ -140,28 +170,21 @@ pub(super) fn stats_of<H: HistogramRead + ?Sized>(h: &H) -> Stats {
     let layout = h.layout();
     let window = h.window();
     let (mut total, mut sum, mut min, mut max) = (0u64, 0f64, None, None);
-    for s in 0..window.len() {
-        let n = h.count_at(s);
-        if n == 0 {
-            continue;
-        }
+    for_each_recorded(h, |s, n| {
         let i = window.first() + s;
         total = total.saturating_add(n);
         sum += n as f64 * layout.midpoint(i) as f64;
         min.get_or_insert(layout.lo(i));
         max = Some(layout.highest(i));
-    }
+    });
     let mean = if total == 0 { 0.0 } else { sum / total as f64 };
     // Second pass around the mean: numerically stable for tight distributions of big values.
     let mut squares = 0f64;
     if total > 0 {
-        for s in 0..window.len() {
-            let n = h.count_at(s);
-            if n != 0 {
-                let d = layout.midpoint(window.first() + s) as f64 - mean;
-                squares += n as f64 * d * d;
-            }
-        }
+        for_each_recorded(h, |s, n| {
+            let d = layout.midpoint(window.first() + s) as f64 - mean;
+            squares += n as f64 * d * d;
+        });
     }
     Stats {
         total,

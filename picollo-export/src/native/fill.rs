@@ -99,6 +99,16 @@ impl<'a> Fill<'a> {
         if let Ok(run) = <&[u64; RUN]>::try_from(counts) {
             return self.one_run(start, run);
         }
+        // Sparse storage passes the buckets of its cold tier one at a time.
+        if let &[n] = counts {
+            if n != 0 {
+                if self.at > FLUSH_AT {
+                    self.flush();
+                }
+                self.bucket(self.first + start, n);
+            }
+            return;
+        }
         for (k, chunk) in counts.chunks(RUN).enumerate() {
             let mut run = [0u64; RUN];
             run[..chunk.len()].copy_from_slice(chunk);

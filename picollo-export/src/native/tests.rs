@@ -109,7 +109,7 @@ fn check_fill(k: u32, schema: i8, lo: u64, hi: u64, values: &[(u64, u64)]) {
     let mapping = Mapping::new(layout, Schema::new(schema).unwrap());
     let mut plain = heap::plain::<u64>(layout, window);
     let atomic = heap::atomic::<portable_atomic::AtomicU64>(layout, window);
-    let local = ThreadLocalHistogram::<u32>::new(layout, window);
+    let local = ThreadLocalHistogram::<u32, picollo_alloc::Dense>::new(layout, window);
     for &(v, c) in values {
         plain.record_n(v, c);
         atomic.record_n(v, c);
@@ -149,6 +149,30 @@ fn check_fill(k: u32, schema: i8, lo: u64, hi: u64, values: &[(u64, u64)]) {
     }
     n.fill_from(&approx, mapping);
     assert_eq!(n, reference(&capped, mapping), "approximate");
+
+    // Sparse storage (the builder's default), against dense storage of its window (widened to
+    // whole blocks): plain, atomic and thread-local.
+    let builder = picollo_alloc::HistogramBuilder::new()
+        .layout(layout)
+        .min_trackable(lo.min(hi))
+        .max_trackable(lo.max(hi));
+    let mut sparse = builder.plain().unwrap();
+    let sparse_atomic = builder.atomic().unwrap();
+    let sparse_local = builder.u32_storage().thread_local().unwrap();
+    let mut wide = heap::plain::<u64>(layout, sparse.window());
+    for &(v, c) in values {
+        sparse.record_n(v, c);
+        sparse_atomic.record_n(v, c);
+        sparse_local.record_n(v, c);
+        wide.record_n(v, c);
+    }
+    let expected = reference(&wide, mapping);
+    n.fill_from(&sparse, mapping);
+    assert_eq!(n, expected, "sparse plain");
+    n.fill_from(&sparse_atomic, mapping);
+    assert_eq!(n, expected, "sparse atomic");
+    n.fill_from(&sparse_local, mapping);
+    assert_eq!(n, expected, "sparse thread-local");
 }
 
 #[test]

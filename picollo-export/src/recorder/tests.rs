@@ -15,6 +15,16 @@ fn converted_slot(layout: Layout, window: Window, v: f64) -> Option<usize> {
 
 fn check(layout: Layout, window: Window, v: f64) -> Result<(), TestCaseError> {
     let buckets = FloatBuckets::new(layout, window);
+    // The position (sparse storage's path): every value in [B, 2^64), as the layout places
+    // its integer part; nothing else.
+    let b = (1u64 << layout.block_scale()) as f64;
+    match buckets.position(v) {
+        Some(pos) => {
+            prop_assert!(v >= b && v < TWO_63 * 2.0, "value {}", v);
+            prop_assert_eq!(pos, layout.position(v as u64), "value {}", v);
+        }
+        None => prop_assert!(!(v >= b && v < TWO_63 * 2.0), "value {}", v),
+    }
     if let Some(slot) = buckets.slot(v) {
         prop_assert!(slot < window.len());
         prop_assert_eq!(Some(slot), converted_slot(layout, window, v), "value {}", v);

@@ -319,7 +319,10 @@ pub fn export_v2_into<H: HistogramRead + ?Sized>(
         highest_trackable: g.highest_trackable(),
         int_to_double_ratio: 1.0,
     };
+    let start = out.len();
     consistent(h, |h| {
+        // A read that overlapped a structural change runs again: from the bytes it found.
+        out.truncate(start);
         let (inside, beyond) = alike_prefix(h, &g);
         let underflow = h.underflow();
         let overflow = h.overflow().saturating_add(beyond);

@@ -1,0 +1,811 @@
+//! Storage whose memory follows what was recorded: [`SparseStorage`], for every heap kind
+//! (plain, atomic, approximate, and the thread-local kind's shards).
+//!
+//! A dense histogram holds a cell for every bucket of its window: a full-range histogram at
+//! the default 0.1 % layout is 28,672 cells (229 KB of `u64`), whatever was recorded. A server
+//! with ten thousand label sets cannot pay that per series. Sparse storage keeps the same
+//! layout, window, indices and reads (every percentile, codec and export works unchanged), and
+//! holds memory only for the blocks that were recorded into:
+//!
+//! - **A directory of pages, indexed by block.** The layout computes a value's block
+//!   `e = ilog2(v | B) - k` and offset `m = v >> e` ([`BucketPos`]); block `e` has one page of
+//!   cells (`2B` for block 0, `B` for the others), whose pointer is stored biased so that the
+//!   cell is `page + m`. A record into a page is the directory bound check, the page load, a
+//!   null test and the increment: the instruction count of the dense record (which
+//!   recombines `(e << k) + m`, subtracts the window start and checks the bound), within one
+//!   (`benches/RESULTS.md`, `record-instructions`).
+//! - **A cold tier.** A page is `B` cells (1 KB of `u64` at the `metrics` recorder's block
+//!   scale 7, 4 KB at the default 9): too much for a block that saw one value. A block without
+//!   a page counts its buckets in small shared tables of packed entries (`cold.rs`). A bucket
+//!   whose entry reaches [`HOT`] occurrences, a `record_n` of [`HOT`] or more, or a new bucket
+//!   once the tables reached their limit ([`SparseStorage::cold_word_limit`]) gives its block
+//!   a page; the old entries stay, and reads add them to the page's cells.
+//! - **Whole blocks.** The window is widened to whole blocks ([`widened`]): memory follows the
+//!   data, so a wider window costs nothing, and the record needs no lower bound check. Blocks
+//!   wholly below the window have no directory entry that can ever be set (their values are
+//!   underflow), and blocks past the directory's end are overflow.
+//! - **Lock-free installation** of pages and tables for the shared kinds (`install.rs`): a
+//!   compare-and-swap from null, the loser frees its own allocation. Nothing is freed before
+//!   the storage drops.
+//!
+//! Reads: [`Cells::count_at`] is the page cell plus the bucket's entries (saturating at the
+//! cell's maximum); the bulk read ([`Cells::recorded_runs`]) walks the blocks in order, a
+//! page's cells through [`picollo_core::storage::cell_runs`], the buckets of a block without a
+//! page one run each, from the entries' words gathered and radix-sorted by index (lists
+//! allocated per read: reads of sparse storage allocate, records allocate only the page or
+//! table they install). Sums over ranges read the tables only where a block in the range ever
+//! held entries. Percentiles and statistics walk the bulk read
+//! ([`Cells::READS_IN_BULK`]): they cost about what was recorded, not the window.
+//!
+//! When to choose which: sparse for servers (many series, each touching a few octaves of a
+//! wide range: the `Registry`, the `metrics` recorder and the tracing layer use it by default);
+//! dense ([`HistogramBuilder::dense`](crate::HistogramBuilder::dense)) for a few hot histograms
+//! whose every bucket may be touched, where the record must take the fewest instructions from
+//! the first value on, and in firmware (`picollo-core` has no allocation: its `static`s are
+//! dense). The approximate kind's scalable cells live in pages only (no cold tier): an entry
+//! would need the scalable counter's update rule.
+//!
+//! ```
+//! use picollo_alloc::sparse::SparseStorage;
+//! use picollo_core::{Cells, Histogram, Layout, ReadExt, Window};
+//!
+//! let layout = Layout::from_block_scale(7).unwrap();
+//! let storage = SparseStorage::<u64>::new(layout, Window::full(layout));
+//! let window = storage.window();
+//! let mut h = Histogram::with_storage(layout, storage, window).unwrap();
+//! for v in [1_000u64, 20_000, 300_000] {
+//!     h.record(v);
+//! }
+//! assert_eq!(h.total(), 3);
+//! // Three buckets in the cold tier: no page yet, a few hundred bytes all told.
+//! assert!(h.storage().held_bytes() < 1_000);
+//! ```
+
+mod cold;
+mod install;
+
+use cold::ColdTier;
+use install::{AtomicPtr, AtomicUsize, Ordering};
+use picollo_core::scalable::ScalableCell;
+use picollo_core::storage::cell_runs;
+use picollo_core::{
+    Absent, BucketPos, CellCount, Cells, CellsMut, Layout, Lookup, Window, WindowError,
+};
+use portable_atomic::{AtomicU16, AtomicU32, AtomicU64};
+
+/// Occurrences of one bucket in the cold tier after which its block gets a page; a
+/// `record_n` of this many or more goes to a page at once. Eight: a bucket hit that often is
+/// likely to be hit again, and eight records through the cold path (a hash probe and an
+/// atomic add, about 30 instructions) cost less than one page of a block that stays cold.
+pub const HOT: u64 = 8;
+
+/// A cell type sparse storage can keep in pages: all-zero bytes are an empty cell.
+///
+/// # Safety
+///
+/// An all-zero bit pattern must be a valid value of the type, meaning a count of zero.
+pub unsafe trait PageCell: CellCount + Send + Sync + 'static {
+    /// Whether buckets may live in the cold tier (as entries with plain counts) before their
+    /// block has a page. False for cells whose count has its own update rule (scalable cells).
+    const COLD_TIER: bool = true;
+}
+
+// SAFETY: zero is the integer 0.
+unsafe impl PageCell for u16 {}
+// SAFETY: as above.
+unsafe impl PageCell for u32 {}
+// SAFETY: as above.
+unsafe impl PageCell for u64 {}
+// SAFETY: an atomic integer has the layout of its integer; zero is 0.
+unsafe impl PageCell for AtomicU16 {}
+// SAFETY: as above.
+unsafe impl PageCell for AtomicU32 {}
+// SAFETY: as above.
+unsafe impl PageCell for AtomicU64 {}
+// SAFETY: `ScalableCell` is a transparent atomic word; zero is `ScalableCell::new()` (count 0,
+// not contended).
+unsafe impl PageCell for ScalableCell {
+    const COLD_TIER: bool = false;
+}
+
+/// The window `window` widened to whole blocks of `layout` (what [`SparseStorage`] serves).
+///
+/// ```
+/// use picollo_alloc::sparse::widened;
+/// use picollo_core::{Layout, Window};
+/// let l = Layout::from_block_scale(7).unwrap();
+/// let w = widened(l, Window::new(l, 1_000, 5_000).unwrap());
+/// assert_eq!((w.min_value(l), w.max_value(l)), (512, 8191));
+/// ```
+pub fn widened(layout: Layout, window: Window) -> Window {
+    let (k, base) = (layout.block_scale(), layout.first_index());
+    // Blocks of positions (the indices less the layout's `first_index`, see `BucketPos`).
+    let first_block = BucketPos::of_logical(window.first() - base, k).block;
+    let last_block = BucketPos::of_logical(window.last() - base, k).block;
+    let first = block_start(first_block, k);
+    let end = block_start(last_block, k) + page_len(last_block, k);
+    Window::from_indices(layout, base + first, end - first)
+}
+
+/// The logical index of block `e`'s first bucket.
+#[inline]
+fn block_start(e: usize, k: u32) -> usize {
+    if e == 0 {
+        0
+    } else {
+        (e + 1) << k
+    }
+}
+
+/// Cells in block `e`'s page: `2B` for block 0, `B` for the others.
+#[inline]
+fn page_len(e: usize, k: u32) -> usize {
+    (1 << k) << usize::from(e == 0)
+}
+
+/// The offset of block `e`'s first cell: a page pointer is stored this many cells before its
+/// allocation, so that the cell of offset `m` is `page + m`.
+#[inline]
+fn bias(e: usize, k: u32) -> usize {
+    if e == 0 {
+        0
+    } else {
+        1 << k
+    }
+}
+
+/// Cells in pages allocated per block, behind a directory, plus a cold tier of packed
+/// entries: see the [module docs](self).
+pub struct SparseStorage<T> {
+    /// Block `e`'s page, biased by [`bias`]: null until installed (forever for blocks below
+    /// the window).
+    dir: Box<[AtomicPtr<T>]>,
+    k: u32,
+    /// The layout and the window served (whole blocks).
+    layout: Layout,
+    window: Window,
+    /// The index of the window's first bucket among the positions' indices
+    /// ([`BucketPos::logical`]: the logical index less the layout's `first_index`, which a
+    /// value unit makes non-zero). The cold tier's entries are keyed by these indices.
+    first: usize,
+    /// The block of the window's first bucket.
+    first_block: usize,
+    cold: ColdTier,
+    /// Most words the cold tier's tables may hold.
+    cold_limit: usize,
+    /// Bytes of installed pages.
+    page_bytes: AtomicUsize,
+}
+
+impl<T: PageCell> SparseStorage<T> {
+    /// Empty storage for `window` under `layout`, widened to whole blocks ([`widened`]; use
+    /// [`SparseStorage::window`] as the histogram's window). Allocates only the directory.
+    pub fn new(layout: Layout, window: Window) -> Self {
+        let window = widened(layout, window);
+        let k = layout.block_scale();
+        let first = window.first() - layout.first_index();
+        let first_block = BucketPos::of_logical(first, k).block;
+        let last_block = BucketPos::of_logical(first + window.len() - 1, k).block;
+        let blocks = last_block - first_block + 1;
+        SparseStorage {
+            dir: (0..=last_block)
+                .map(|_| AtomicPtr::new(core::ptr::null_mut()))
+                .collect(),
+            k,
+            layout,
+            window,
+            first,
+            first_block,
+            cold: ColdTier::new(),
+            cold_limit: Self::cold_word_limit(blocks, k),
+            page_bytes: AtomicUsize::new(0),
+        }
+    }
+
+    /// The most words (8 bytes each) the cold tier of a storage of `blocks` blocks at block
+    /// scale `k` holds: an eighth of the dense window's cells, and at least one table. Past
+    /// it, a new bucket gives its block a page. At the `metrics` recorder's layout (full range,
+    /// `k = 7`) that is 928 words: tables of 32, 64, 128 and 256 words (3.8 KB, 360 buckets);
+    /// at the default layout (`k = 9`) 3,584 words: tables up to 1,024 words (16 KB, 1,512
+    /// buckets).
+    pub fn cold_word_limit(blocks: usize, k: u32) -> usize {
+        ((blocks << k) / 8).max(cold::FIRST_WORDS)
+    }
+
+    /// The window this storage serves: the one it was made for, widened to whole blocks.
+    pub fn window(&self) -> Window {
+        self.window
+    }
+
+    /// The directory's first entry (block 0's page pointer), for a record path that caches it
+    /// (the thread-local kind's per-thread cache).
+    pub(crate) fn dir_ptr(&self) -> *const AtomicPtr<T> {
+        self.dir.as_ptr()
+    }
+
+    /// Entries in the directory: blocks `0..dir_len()` (past it: overflow).
+    pub(crate) fn dir_len(&self) -> usize {
+        self.dir.len()
+    }
+
+    /// The cell of `pos` through a cached directory pointer: the thread-local kind's hot path
+    /// ([`SparseStorage::cell`](Cells::cell) without the storage at hand).
+    ///
+    /// # Safety
+    ///
+    /// `dir` is [`SparseStorage::dir_ptr`] of a live storage whose [`SparseStorage::dir_len`]
+    /// is `len`, and `pos` a position under its block scale.
+    #[inline(always)]
+    pub(crate) unsafe fn cached_cell<'a>(
+        dir: *const AtomicPtr<T>,
+        len: usize,
+        pos: BucketPos,
+    ) -> Lookup<&'a T> {
+        if pos.block >= len {
+            return Lookup::Missing;
+        }
+        // SAFETY: `pos.block < len`, the directory's length (the caller's guarantee). The
+        // owner thread installs its shard's pages and reads them back: program order.
+        let page = unsafe { &*dir.add(pos.block) }.load(Ordering::Relaxed);
+        if page.is_null() {
+            return Lookup::Missing;
+        }
+        // SAFETY: as in `Cells::cell`.
+        Lookup::Found(unsafe { &*page.wrapping_add(pos.offset) })
+    }
+
+    /// Makes this storage's counts those of `from` (same layout and window), bucket for bucket:
+    /// every page of `from` gets one here with its cells' counts (`set` stores a count), and
+    /// the cold tier is copied entry for entry. Only with no other writer (a thread-local
+    /// shard's baseline, under the histogram's version lock); readers that overlap must retry.
+    pub(crate) fn copy_counts_from(&self, from: &Self, set: impl Fn(&T, u64)) {
+        for e in self.first_block..self.dir.len() {
+            if let Some(cells) = from.page(e) {
+                self.install(e);
+                if let Some(to) = self.page(e) {
+                    for (t, c) in to.iter().zip(cells) {
+                        set(t, c.count());
+                    }
+                }
+            } else if let Some(to) = self.page(e) {
+                to.iter().for_each(|t| set(t, 0));
+            }
+        }
+        self.cold.clear_all();
+        from.cold.for_each(|logical, n| {
+            let e = BucketPos::of_logical(logical, self.k).block;
+            // No limit: the copy holds what `from` holds.
+            let _ = self.cold.add(logical, e, n, usize::MAX);
+        });
+    }
+
+    /// Pages installed.
+    pub fn pages(&self) -> usize {
+        (self.first_block..self.dir.len())
+            .filter(|&e| !self.dir[e].load(Ordering::Relaxed).is_null())
+            .count()
+    }
+
+    /// Words in the cold tier's tables.
+    pub fn cold_words(&self) -> usize {
+        self.cold.words()
+    }
+
+    /// Installs a page for every block of the window (the storage then holds as much as dense
+    /// storage, and every record takes the page path).
+    pub fn install_all(&self) {
+        for e in self.first_block..self.dir.len() {
+            self.install(e);
+        }
+    }
+
+    /// Block `e`'s page (biased), installed now if it had none.
+    fn install(&self, e: usize) -> *mut T {
+        let (k, len) = (self.k, page_len(e, self.k));
+        let layout = page_layout::<T>(len);
+        let make = || {
+            // SAFETY: `layout` has a non-zero size (`len >= 2` cells of a non-zero-sized
+            // type).
+            let page = unsafe { std::alloc::alloc_zeroed(layout) }.cast::<T>();
+            if page.is_null() {
+                std::alloc::handle_alloc_error(layout);
+            }
+            // All-zero cells are empty cells (`PageCell`).
+            page.wrapping_sub(bias(e, k))
+        };
+        let free = |page: *mut T| {
+            // SAFETY: `page` is the biased pointer `make` returned, never published: undoing
+            // the bias gives the allocation made with `layout`.
+            unsafe { std::alloc::dealloc(page.wrapping_add(bias(e, k)).cast(), layout) }
+        };
+        let (page, ours) = install::install(&self.dir[e], make, free);
+        if ours {
+            self.page_bytes.fetch_add(layout.size(), Ordering::Relaxed);
+        }
+        page
+    }
+
+    /// The cold path of a record of `n` at `pos` whose block had no page: outside the window,
+    /// a page installed meanwhile or now (the cell returned), or counted in the cold tier.
+    ///
+    /// # Safety
+    ///
+    /// `pos` is a position under this storage's block scale (see [`Cells`]): the returned
+    /// cell is then inside its page.
+    #[cold]
+    #[inline(never)]
+    unsafe fn record_cold(&self, pos: BucketPos, n: u64) -> Absent<*mut T> {
+        let e = pos.block;
+        if e < self.first_block {
+            // Top bit set: below the window (`Window::slot_is_below`).
+            return Absent::Outside(usize::MAX);
+        }
+        let Some(slot) = self.dir.get(e) else {
+            return Absent::Outside(self.window.len());
+        };
+        let page = slot.load(Ordering::Acquire);
+        if !page.is_null() {
+            return Absent::Cell(page.wrapping_add(pos.offset));
+        }
+        if n == 0 {
+            return Absent::Counted;
+        }
+        if T::COLD_TIER && n < HOT {
+            let logical = pos.logical(self.k);
+            if let Some(count) = self.cold.add(logical, e, n, self.cold_limit) {
+                if count >= HOT {
+                    self.install(e);
+                }
+                return Absent::Counted;
+            }
+        }
+        Absent::Cell(self.install(e).wrapping_add(pos.offset))
+    }
+
+    /// The page of block `e` as a slice of its cells, if installed.
+    fn page(&self, e: usize) -> Option<&[T]> {
+        let page = self.dir.get(e)?.load(Ordering::Acquire);
+        if page.is_null() {
+            return None;
+        }
+        let start = page.wrapping_add(bias(e, self.k));
+        // SAFETY: a non-null entry is an installed page (published with release, loaded with
+        // acquire), `page_len` zero-initialized cells from `start`, freed only on drop.
+        Some(unsafe { core::slice::from_raw_parts(start, page_len(e, self.k)) })
+    }
+
+    /// The page of block `e` as a slice of its cells, if installed, exclusively.
+    fn page_mut(&mut self, e: usize) -> Option<&mut [T]> {
+        let page = self.dir.get(e)?.load(Ordering::Relaxed);
+        if page.is_null() {
+            return None;
+        }
+        let start = page.wrapping_add(bias(e, self.k));
+        // SAFETY: an installed page (see `page`), borrowed exclusively with `self`.
+        Some(unsafe { core::slice::from_raw_parts_mut(start, page_len(e, self.k)) })
+    }
+
+    /// The storage index of block `e`'s first cell.
+    fn slot_of_block(&self, e: usize) -> usize {
+        block_start(e, self.k) - self.first
+    }
+
+    /// The recorded buckets of a block without a page, from its sorted entry words: each
+    /// bucket a run of its own (its entries summed), since such a block holds a few scattered
+    /// buckets, whose aligned runs of [`CELL_RUN`](picollo_core::storage::CELL_RUN) cells
+    /// would be mostly zeros.
+    fn entry_runs(&self, words: &[u64], f: &mut dyn FnMut(usize, &[u64])) {
+        let mut i = 0;
+        while let Some(&w) = words.get(i) {
+            let mut n = w & cold::COUNT_MASK;
+            i += 1;
+            while let Some(&more) = words.get(i).filter(|&&m| m >> 32 == w >> 32) {
+                n = n.saturating_add(more & cold::COUNT_MASK);
+                i += 1;
+            }
+            f(self.slot_of_word(w), &[n.min(T::MAX)]);
+        }
+    }
+
+    /// Every entry word of the cold tier with a count (`(logical + 1) << 32 | count`), sorted
+    /// by index (a bucket's entries next to each other).
+    ///
+    /// The words are gathered in one pass over the tables and sorted by an LSD radix sort of
+    /// their index bits, 8 bits a pass (two passes for windows up to 2^16 buckets): linear, a
+    /// few instructions per entry and pass. A counting sort by block followed by an insertion
+    /// sort within each block cost more than the rest of a scrape's read (block 0 of a
+    /// full-range histogram holds ten octaves).
+    fn sorted_words(&self) -> Vec<u64> {
+        let mut words = Vec::with_capacity(self.cold.entries());
+        self.cold.for_each_word(|w| words.push(w));
+        // Keys are at most `first + len` (the index plus one).
+        let key_bits = usize::BITS - (self.first + self.window.len()).leading_zeros();
+        radix_sort_by_key(&mut words, key_bits);
+        words
+    }
+
+    /// The storage index of an entry word.
+    #[inline]
+    fn slot_of_word(&self, w: u64) -> usize {
+        (w >> 32) as usize - 1 - self.first
+    }
+
+    /// Every entry of the cold tier with a count, as `(storage index, count)` sorted by index,
+    /// a bucket's entries summed.
+    fn sorted_entries(&self) -> Vec<(usize, u64)> {
+        let words = self.sorted_words();
+        let mut out: Vec<(usize, u64)> = Vec::with_capacity(words.len());
+        for w in words {
+            let (slot, n) = (self.slot_of_word(w), w & cold::COUNT_MASK);
+            match out.last_mut() {
+                Some((last, count)) if *last == slot => *count = count.saturating_add(n),
+                _ => out.push((slot, n)),
+            }
+        }
+        out
+    }
+}
+
+/// Sorts entry words by their key (the high 32 bits), of which only the low `key_bits` may be
+/// set: least significant byte first, a stable scatter per byte. The counts of every byte are
+/// taken in one pass before the scatters (the digits of a word do not change).
+fn radix_sort_by_key(words: &mut Vec<u64>, key_bits: u32) {
+    /// Most passes: keys of up to 24 bits (windows of up to 2^24 buckets; wider ones, of
+    /// layouts finer than any server uses, take a comparison sort).
+    const DIGITS: usize = 3;
+    let len = words.len();
+    let passes = (key_bits as usize).div_ceil(8);
+    if len < 2 {
+        return;
+    }
+    if passes > DIGITS || len > u32::MAX as usize {
+        words.sort_unstable_by_key(|&w| w >> 32);
+        return;
+    }
+    let digit = |w: u64, pass: usize| ((w >> (32 + 8 * pass)) & 0xFF) as usize;
+    let mut starts = [[0u32; 256]; DIGITS];
+    for &w in words.iter() {
+        for (pass, counts) in starts.iter_mut().enumerate().take(passes) {
+            counts[digit(w, pass)] += 1;
+        }
+    }
+    let mut other: Vec<u64> = Vec::with_capacity(len);
+    for (pass, counts) in starts.iter_mut().enumerate().take(passes) {
+        // Exclusive prefix sums: where each digit's words start.
+        let mut at = 0u32;
+        for c in counts.iter_mut() {
+            (*c, at) = (at, at + *c);
+        }
+        other.clear();
+        let spare = other.spare_capacity_mut();
+        for &w in words.iter() {
+            let d = &mut counts[digit(w, pass)];
+            // SAFETY: `*d < len <= spare.len()`: the starts are the prefix sums of the counts
+            // of these same `len` words, so each digit's positions stay below the next
+            // digit's start, the last below `len`.
+            unsafe { spare.get_unchecked_mut(*d as usize) }.write(w);
+            *d += 1;
+        }
+        // SAFETY: the scatter wrote every index of `0..len` once (the positions it handed out
+        // are a permutation of `0..len`).
+        unsafe { other.set_len(len) };
+        core::mem::swap(words, &mut other);
+    }
+}
+
+/// The allocation layout of a page of `len` cells.
+fn page_layout<T>(len: usize) -> std::alloc::Layout {
+    match std::alloc::Layout::array::<T>(len) {
+        Ok(layout) => layout,
+        // A page is at most 2^21 cells of at most 8 bytes.
+        Err(_) => unreachable!("page of {len} cells"),
+    }
+}
+
+impl<T: PageCell> Cells for SparseStorage<T> {
+    type Item = T;
+    const READS_IN_BULK: bool = true;
+
+    fn check_window(&self, layout: Layout, window: Window) -> Result<(), WindowError> {
+        if window == self.window && layout == self.layout {
+            Ok(())
+        } else {
+            Err(WindowError::StorageLength {
+                expected: self.window.len(),
+                actual: window.len(),
+            })
+        }
+    }
+
+    #[inline(always)]
+    unsafe fn cell(&self, pos: BucketPos, _k: u32, _first: usize) -> Lookup<&T> {
+        let Some(slot) = self.dir.get(pos.block) else {
+            return Lookup::Missing;
+        };
+        let page = slot.load(Ordering::Acquire);
+        if page.is_null() {
+            return Lookup::Missing;
+        }
+        // SAFETY: by the caller's guarantee `pos` is a position under this storage's block
+        // scale, so its offset is one of its block's (`0..2B` for block 0, `B..2B` otherwise,
+        // which the bias maps onto the page's cells): the cell is inside the page; the page is
+        // alive until drop.
+        Lookup::Found(unsafe { &*page.wrapping_add(pos.offset) })
+    }
+
+    #[inline]
+    unsafe fn absent(&self, pos: BucketPos, _k: u32, _first: usize, n: u64) -> Absent<&T> {
+        // SAFETY: the caller's guarantee is `record_cold`'s.
+        match unsafe { self.record_cold(pos, n) } {
+            Absent::Outside(slot) => Absent::Outside(slot),
+            Absent::Counted => Absent::Counted,
+            // SAFETY: a cell of an installed page, as in `cell`.
+            Absent::Cell(cell) => Absent::Cell(unsafe { &*cell }),
+        }
+    }
+
+    fn count_at(&self, slot: usize) -> u64 {
+        if slot >= self.window.len() {
+            return 0;
+        }
+        let logical = self.first + slot;
+        let pos = BucketPos::of_logical(logical, self.k);
+        let page = self
+            .page(pos.block)
+            .and_then(|cells| cells.get(pos.offset - bias(pos.block, self.k)))
+            .map_or(0, CellCount::count);
+        let cold = if self.cold.has_block(pos.block) {
+            self.cold.count(logical)
+        } else {
+            0
+        };
+        page.saturating_add(cold).min(T::MAX)
+    }
+
+    fn sum_range(&self, start: usize, end: usize) -> u64 {
+        let end = end.min(self.window.len());
+        if start >= end {
+            return 0;
+        }
+        let (lo, hi) = (self.first + start, self.first + end);
+        let first_block = BucketPos::of_logical(lo, self.k).block;
+        let last_block = BucketPos::of_logical(hi - 1, self.k).block;
+        let mut sum = 0u64;
+        for e in first_block..=last_block {
+            if let Some(cells) = self.page(e) {
+                let base = block_start(e, self.k);
+                let from = lo.max(base) - base;
+                let to = hi.min(base + cells.len()) - base;
+                sum = sum.saturating_add(picollo_core::storage::sum_cells(cells, from, to));
+            }
+        }
+        if self.cold.has_blocks(first_block, last_block) {
+            sum = sum.saturating_add(self.cold.sum_in(lo, hi));
+        }
+        sum
+    }
+
+    fn recorded_runs(&self, f: &mut dyn FnMut(usize, &[u64])) {
+        let words = self.sorted_words();
+        let mut rest = &words[..];
+        let mut merged: Vec<u64> = Vec::new();
+        for e in self.first_block..self.dir.len() {
+            let page = self.page(e);
+            if rest.is_empty() && page.is_none() {
+                continue;
+            }
+            let slot0 = self.slot_of_block(e);
+            // The words of this block's buckets: keys below that of the next block's first.
+            let end_key = ((self.first + slot0 + page_len(e, self.k) + 1) as u64) << 32;
+            let here = rest.partition_point(|&w| w < end_key);
+            let (block_words, later) = rest.split_at(here);
+            rest = later;
+            match page {
+                Some(cells) if block_words.is_empty() => {
+                    cell_runs(cells, CellCount::count, &mut |s, counts| {
+                        f(slot0 + s, counts)
+                    })
+                }
+                Some(cells) => {
+                    merged.clear();
+                    merged.extend(cells.iter().map(CellCount::count));
+                    for &w in block_words {
+                        let cell = &mut merged[self.slot_of_word(w) - slot0];
+                        *cell = cell.saturating_add(w & cold::COUNT_MASK).min(T::MAX);
+                    }
+                    cell_runs(&merged, |&n| n, &mut |s, counts| f(slot0 + s, counts))
+                }
+                None => self.entry_runs(block_words, f),
+            }
+        }
+    }
+
+    fn clear_shared(&self, clear: impl Fn(&T)) {
+        for e in self.first_block..self.dir.len() {
+            if let Some(cells) = self.page(e) {
+                cells.iter().for_each(&clear);
+            }
+        }
+        self.cold.clear_counts();
+    }
+
+    fn held_bytes(&self) -> usize {
+        size_of_val(&*self.dir) + self.page_bytes.load(Ordering::Relaxed) + self.cold.held_bytes()
+    }
+}
+
+impl<T: PageCell> CellsMut for SparseStorage<T> {
+    #[inline(always)]
+    unsafe fn cell_mut(&mut self, pos: BucketPos, _k: u32, _first: usize) -> Lookup<&mut T> {
+        let Some(slot) = self.dir.get(pos.block) else {
+            return Lookup::Missing;
+        };
+        let page = slot.load(Ordering::Relaxed);
+        if page.is_null() {
+            return Lookup::Missing;
+        }
+        // SAFETY: as in `cell`; `&mut self` makes the access exclusive.
+        Lookup::Found(unsafe { &mut *page.wrapping_add(pos.offset) })
+    }
+
+    #[inline]
+    unsafe fn absent_mut(
+        &mut self,
+        pos: BucketPos,
+        _k: u32,
+        _first: usize,
+        n: u64,
+    ) -> Absent<&mut T> {
+        // SAFETY: the caller's guarantee is `record_cold`'s.
+        match unsafe { self.record_cold(pos, n) } {
+            Absent::Outside(slot) => Absent::Outside(slot),
+            Absent::Counted => Absent::Counted,
+            // SAFETY: as in `cell_mut`.
+            Absent::Cell(cell) => Absent::Cell(unsafe { &mut *cell }),
+        }
+    }
+
+    fn clear_mut(&mut self, zero: impl Fn(&mut T)) {
+        for e in self.first_block..self.dir.len() {
+            if let Some(cells) = self.page_mut(e) {
+                cells.iter_mut().for_each(&zero);
+            }
+        }
+        self.cold.clear_all();
+    }
+
+    /// The bucket's cold entries first, then its page cell.
+    fn take_at(&mut self, slot: usize, n: u64, set: impl Fn(&mut T, u64)) {
+        if slot >= self.window.len() {
+            return;
+        }
+        let logical = self.first + slot;
+        let pos = BucketPos::of_logical(logical, self.k);
+        let n = if self.cold.has_block(pos.block) {
+            self.cold.take(logical, n)
+        } else {
+            n
+        };
+        let offset = pos.offset - bias(pos.block, self.k);
+        if let Some(cell) = self.page_mut(pos.block).and_then(|c| c.get_mut(offset)) {
+            let left = cell.count().saturating_sub(n);
+            set(cell, left);
+        }
+    }
+}
+
+impl<T: PageCell + Copy> Clone for SparseStorage<T> {
+    fn clone(&self) -> Self {
+        let copy = SparseStorage::<T> {
+            dir: (0..self.dir.len())
+                .map(|_| AtomicPtr::new(core::ptr::null_mut::<T>()))
+                .collect(),
+            k: self.k,
+            layout: self.layout,
+            window: self.window,
+            first: self.first,
+            first_block: self.first_block,
+            cold: ColdTier::new(),
+            cold_limit: self.cold_limit,
+            page_bytes: AtomicUsize::new(0),
+        };
+        for e in self.first_block..self.dir.len() {
+            if let Some(cells) = self.page(e) {
+                copy.install(e);
+                let page = copy.dir[e]
+                    .load(Ordering::Relaxed)
+                    .wrapping_add(bias(e, self.k));
+                // SAFETY: just installed: `cells.len()` cells, not yet shared.
+                unsafe { core::ptr::copy_nonoverlapping(cells.as_ptr(), page, cells.len()) };
+            }
+        }
+        // Entries keep their counts (each below 2^32), one entry per bucket.
+        for (slot, n) in self.sorted_entries() {
+            let logical = self.first + slot;
+            let e = BucketPos::of_logical(logical, self.k).block;
+            if copy.cold.add(logical, e, n, usize::MAX).is_none() {
+                unreachable!("no limit");
+            }
+        }
+        copy
+    }
+}
+
+impl<T> Drop for SparseStorage<T> {
+    fn drop(&mut self) {
+        for (e, slot) in self.dir.iter().enumerate() {
+            let page = slot.load(Ordering::Relaxed);
+            if !page.is_null() {
+                let layout = page_layout::<T>(page_len(e, self.k));
+                // SAFETY: a non-null entry is a page `install` allocated with this layout and
+                // biased by `bias(e)`; with `&mut self` no one else holds it, and it is freed
+                // once.
+                unsafe { std::alloc::dealloc(page.wrapping_add(bias(e, self.k)).cast(), layout) };
+            }
+        }
+    }
+}
+
+// SAFETY: the pages are owned by the storage (freed only on drop) and reached through atomic
+// pointers; the cells are `Send + Sync` (`PageCell`).
+unsafe impl<T: Send + Sync> Send for SparseStorage<T> {}
+// SAFETY: shared access reads cells through `&T` (`T: Sync`) and installs pages and tables
+// with atomic compare-and-swap; writes through `&mut T` need `&mut self`.
+unsafe impl<T: Send + Sync> Sync for SparseStorage<T> {}
+
+impl<T> core::fmt::Debug for SparseStorage<T> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("SparseStorage")
+            .field("window", &self.window)
+            .field("blocks", &(self.dir.len() - self.first_block))
+            .field("cold_words", &self.cold.words())
+            .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The radix sort orders entry words by key, keeps the words of a key together, and
+    /// hands keys wider than its passes to the comparison sort: against `sort` for keys of 1
+    /// to 32 bits (one to three passes, and past them).
+    #[test]
+    fn radix_sort_orders_words_by_key() {
+        let mut state = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        for key_bits in [1u32, 7, 8, 9, 15, 16, 17, 24, 25, 32] {
+            for len in [0usize, 1, 2, 3, 100, 1000] {
+                let mask = if key_bits == 32 {
+                    u32::MAX as u64
+                } else {
+                    (1u64 << key_bits) - 1
+                };
+                let mut words: Vec<u64> = (0..len)
+                    .map(|_| {
+                        let w = next();
+                        (((w >> 32) & mask) << 32) | (w & 0xFF)
+                    })
+                    .collect();
+                let mut expected = words.clone();
+                expected.sort_by_key(|&w| w >> 32);
+                radix_sort_by_key(&mut words, key_bits);
+                let keys = |v: &[u64]| v.iter().map(|&w| w >> 32).collect::<Vec<_>>();
+                assert_eq!(
+                    keys(&words),
+                    keys(&expected),
+                    "{key_bits} bits, {len} words"
+                );
+                let (mut a, mut b) = (words.clone(), expected.clone());
+                a.sort_unstable();
+                b.sort_unstable();
+                assert_eq!(a, b, "the same words");
+            }
+        }
+    }
+}

@@ -1,0 +1,389 @@
+//! Sparse storage against dense storage, value for value: every read (buckets, sums, the bulk
+//! read, percentiles, statistics), reset, snapshots, `add` across kinds, the V2 codec and
+//! `.hlog` lines, for the plain, atomic, thread-local and approximate kinds; and the lock-free page
+//! installation under threads that race on fresh blocks (a churn stress test, small enough
+//! for miri).
+
+use picollo_alloc::hdr::{export, export_v2_into, ExportOptions, LogWriter};
+use picollo_alloc::sparse::{widened, SparseStorage, HOT};
+use picollo_alloc::{bulk, heap, HistogramBuilder, Snapshot};
+use picollo_core::scalable::XorShift;
+use picollo_core::{EquivalentValue, HistogramRead, Layout, Percentile, ReadExt, Window};
+use proptest::prelude::*;
+
+/// Every non-empty bucket, through the bulk read.
+fn buckets<H: HistogramRead + ?Sized>(h: &H) -> Vec<(usize, u64)> {
+    let mut out = Vec::new();
+    bulk::recorded_into(h, &mut out);
+    out
+}
+
+/// Asserts that `a` and `b` read alike (same layout and window): buckets, sums over `ranges`,
+/// totals, outside counts, percentiles and statistics.
+fn assert_reads_alike<A, B>(a: &A, b: &B, ranges: &[(usize, usize)])
+where
+    A: HistogramRead + ?Sized,
+    B: HistogramRead + ?Sized,
+{
+    assert_eq!(a.layout(), b.layout());
+    assert_eq!(a.window(), b.window());
+    let recorded = buckets(b);
+    assert_eq!(buckets(a), recorded);
+    for &(slot, n) in &recorded {
+        assert_eq!(a.count_at(slot), n, "slot {slot}");
+        if slot + 1 < a.window().len() {
+            assert_eq!(a.count_at(slot + 1), b.count_at(slot + 1));
+        }
+    }
+    for &(start, end) in ranges {
+        assert_eq!(
+            a.sum_range(start, end),
+            b.sum_range(start, end),
+            "{start}..{end}"
+        );
+    }
+    assert_eq!(a.total(), b.total());
+    assert_eq!((a.underflow(), a.overflow()), (b.underflow(), b.overflow()));
+    assert_eq!(a.min(), b.min());
+    assert_eq!(a.max(), b.max());
+    if b.total() > 0 {
+        for p in [0.0, 50.0, 90.0, 99.0, 99.9, 100.0] {
+            assert_eq!(
+                a.percentile(p, EquivalentValue::Midpoint),
+                b.percentile(p, EquivalentValue::Midpoint),
+                "p{p}"
+            );
+        }
+        assert_eq!(a.int_stats(), b.int_stats());
+        assert_eq!(a.stats(), b.stats());
+        // A batch out of order with a repeated rank: sparse kinds walk their bulk read.
+        let ranks = [99.0, 0.0, 50.0, 99.0, 100.0, 25.0];
+        let (mut pa, mut pb) = ([Percentile::default(); 6], [Percentile::default(); 6]);
+        a.percentiles(&ranks, EquivalentValue::Upper, &mut pa)
+            .unwrap();
+        b.percentiles(&ranks, EquivalentValue::Upper, &mut pb)
+            .unwrap();
+        assert_eq!(pa, pb);
+    }
+}
+
+/// A value spread over every power of two below `2^bits`, from one random word.
+fn spread(word: u64, bits: u32) -> u64 {
+    let v = word >> (word % 64);
+    if bits >= 64 {
+        v
+    } else {
+        v & ((1u64 << bits) - 1)
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(if cfg!(miri) { 2 } else { 48 }))]
+
+    #[test]
+    fn plain_and_atomic_sparse_read_like_dense(
+        k in 1u32..=(if cfg!(miri) { 3 } else { 9 }),
+        bounds in (any::<u64>(), any::<u64>(), 0u32..=64),
+        records in proptest::collection::vec((any::<u64>(), 0u64..40), 0..300),
+        ranges in proptest::collection::vec((any::<u64>(), any::<u64>()), 4),
+    ) {
+        let layout = Layout::from_block_scale(k).unwrap();
+        let (a, b, bits) = bounds;
+        let (lo, hi) = (spread(a, bits).min(spread(b, bits)), spread(a, bits).max(spread(b, bits)));
+        let builder = HistogramBuilder::new().layout(layout).min_trackable(lo).max_trackable(hi);
+        let mut sparse = builder.plain().unwrap();
+        let atomic = builder.atomic().unwrap();
+        let local = builder.thread_local().unwrap();
+        let window = sparse.window();
+        prop_assert_eq!(local.window(), window);
+        prop_assert_eq!(window, widened(layout, Window::new(layout, lo, hi).unwrap()));
+        prop_assert_eq!(atomic.window(), window);
+        let mut dense = heap::plain::<u64>(layout, window);
+        for (i, &(word, n)) in records.iter().enumerate() {
+            let v = spread(word, bits.max(8));
+            // Mostly single records (the cold tier, then pages), some bulk ones.
+            if n < 30 {
+                sparse.record(v);
+                atomic.record(v);
+                dense.record(v);
+            } else {
+                sparse.record_n(v, n);
+                atomic.record_n(v, n);
+                dense.record_n(v, n);
+            }
+            // The thread-local kind: this thread's shard, and every third record from a
+            // thread that exits (its shard folded into the accumulator).
+            if i % 3 == 0 {
+                std::thread::scope(|s| {
+                    s.spawn(|| local.record_n(v, n.max(1) * u64::from(n >= 30) + u64::from(n < 30)));
+                });
+            } else if n < 30 {
+                local.record(v);
+            } else {
+                local.record_n(v, n);
+            }
+        }
+        let len = window.len();
+        let ranges: Vec<_> = ranges
+            .iter()
+            .map(|&(s, e)| ((s % (len as u64 + 2)) as usize, (e % (len as u64 + 2)) as usize))
+            .collect();
+        assert_reads_alike(&sparse, &dense, &ranges);
+        assert_reads_alike(&atomic, &dense, &ranges);
+        assert_reads_alike(&local, &dense, &ranges);
+        // A clone reads alike too.
+        assert_reads_alike(&sparse.clone(), &dense, &ranges);
+    }
+
+    #[test]
+    fn reset_snapshots_add_and_codecs_on_sparse(
+        first in proptest::collection::vec(any::<u64>(), 0..200),
+        second in proptest::collection::vec(any::<u64>(), 1..200),
+    ) {
+        let layout = Layout::from_block_scale(7).unwrap();
+        let builder = HistogramBuilder::new().layout(layout);
+        let atomic = builder.atomic().unwrap();
+        let local = builder.thread_local().unwrap();
+        let mut plain = builder.plain().unwrap();
+        let mut dense = builder.dense().plain().unwrap();
+        for &w in &first {
+            atomic.record(spread(w, 64));
+            local.record(spread(w, 64));
+            plain.record(spread(w, 64));
+        }
+        atomic.reset();
+        local.reset();
+        plain.reset();
+        for &w in &second {
+            let v = spread(w, 64);
+            atomic.record(v);
+            local.record(v);
+            plain.record(v);
+            dense.record(v);
+        }
+        assert_reads_alike(&atomic, &dense, &[(0, layout.logical_len())]);
+        // The thread-local kind after a reset: counts less the shard's (sparse) baseline.
+        assert_reads_alike(&local, &dense, &[(0, layout.logical_len())]);
+        local.reset();
+        prop_assert_eq!(local.total_with_outside(), 0);
+        prop_assert!(buckets(&local).is_empty());
+        assert_reads_alike(&plain, &dense, &[]);
+        prop_assert_eq!((atomic.reset_count(), plain.reset_count()), (1, 1));
+
+        // Snapshots, totals and deltas.
+        let snapshot = Snapshot::new(&atomic);
+        assert_reads_alike(&snapshot, &dense, &[]);
+        let mut deltas = Snapshot::new(&atomic);
+        atomic.record(12_345);
+        deltas.update(&atomic, true);
+        prop_assert_eq!(deltas.total(), 1);
+
+        // `add` across kinds and storages, both directions.
+        let mut into_sparse = builder.plain().unwrap();
+        into_sparse.add(&dense);
+        assert_reads_alike(&into_sparse, &dense, &[]);
+        let mut into_dense = builder.dense().plain().unwrap();
+        into_dense.add(&plain);
+        assert_reads_alike(&into_dense, &dense, &[]);
+        let coarser = HistogramBuilder::new().relative_error(0.05);
+        let (mut s, mut d) = (coarser.plain().unwrap(), coarser.dense().plain().unwrap());
+        prop_assert_eq!(s.add(&plain), d.add(&dense));
+        assert_reads_alike(&s, &d, &[]);
+
+        // The V2 codec and `.hlog` lines, byte for byte.
+        let options = ExportOptions::new().allow_dropping(true);
+        let (mut a, mut b) = (Vec::new(), Vec::new());
+        export_v2_into(&plain, &options, &mut a).unwrap();
+        export_v2_into(&dense, &options, &mut b).unwrap();
+        prop_assert_eq!(&a, &b);
+        let mut log_a = LogWriter::new(Vec::new());
+        let mut log_b = LogWriter::new(Vec::new());
+        log_a.write_interval(Some("x"), 0.0, 1.0, &export(&plain, &options).unwrap().counts).unwrap();
+        log_b.write_interval(Some("x"), 0.0, 1.0, &export(&dense, &options).unwrap().counts).unwrap();
+        prop_assert_eq!(log_a.get_ref(), log_b.get_ref());
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(if cfg!(miri) { 2 } else { 32 }))]
+
+    /// A value unit (HdrHistogram's lowest discernible value) on sparse storage: the positions
+    /// are the unit-free layout's of `v >> u`, the window starts at the layout's first index;
+    /// it reads like dense storage, and `subtract` takes the same counts away.
+    #[test]
+    fn units_and_subtract_on_sparse(
+        k in 2u32..=9,
+        lowest in 1u64..5_000,
+        max in 1_000u64..u64::MAX,
+        records in proptest::collection::vec((any::<u64>(), 1u64..20), 1..200),
+        keep in 0usize..200,
+    ) {
+        let layout = Layout::from_block_scale(k).unwrap();
+        let builder = HistogramBuilder::new()
+            .layout(layout)
+            .lowest_discernible(lowest)
+            .max_trackable(max);
+        let mut sparse = builder.plain_with_unit().unwrap();
+        let atomic = builder.atomic_with_unit().unwrap();
+        let (unit_layout, window) = (sparse.layout(), sparse.window());
+        prop_assert_eq!(window.first() >= unit_layout.first_index(), true);
+        prop_assert_eq!(atomic.window(), window);
+        let mut dense = heap::plain_with_unit::<u64>(unit_layout, window);
+        let mut early = heap::plain_with_unit::<u64>(unit_layout, window);
+        for (i, &(word, n)) in records.iter().enumerate() {
+            let v = spread(word, 64);
+            sparse.record_n(v, n);
+            atomic.record_n(v, n);
+            dense.record_n(v, n);
+            if i < keep {
+                early.record_n(v, n);
+            }
+        }
+        let len = window.len();
+        assert_reads_alike(&sparse, &dense, &[(0, len / 2), (len / 3, len)]);
+        assert_reads_alike(&atomic, &dense, &[(0, len)]);
+        prop_assert_eq!(sparse.subtract(&early), dense.subtract(&early));
+        assert_reads_alike(&sparse, &dense, &[(0, len)]);
+        // More than it holds: refused, nothing changed.
+        if early.total() > 0 {
+            prop_assert!(sparse.subtract(&atomic).is_err());
+            assert_reads_alike(&sparse, &dense, &[]);
+        }
+    }
+}
+
+#[test]
+fn approximate_sparse_is_exact_below_its_threshold() {
+    let builder = HistogramBuilder::new()
+        .min_trackable(1000)
+        .max_trackable(1 << 40);
+    let approx = builder.approximate().unwrap();
+    let mut dense = heap::plain::<u64>(approx.layout(), approx.window());
+    let mut rng = XorShift::new(9);
+    for i in 0..5_000u64 {
+        let v = (i * 7919) % (1 << 30) + i % 3;
+        approx.record(v, &mut rng);
+        dense.record(v);
+    }
+    approx.record_n(5, 3, &mut rng);
+    dense.record_n(5, 3);
+    assert_reads_alike(&approx, &dense, &[(0, 10_000)]);
+    // Pages only: one per block recorded into, no cold tier.
+    assert_eq!(approx.storage().cold_words(), 0);
+    approx.reset();
+    assert_eq!(approx.total_with_outside(), 0);
+}
+
+#[test]
+fn memory_follows_the_data() {
+    let layout = Layout::from_block_scale(7).unwrap();
+    let h = HistogramBuilder::new().layout(layout).atomic().unwrap();
+    let empty = h.footprint();
+    // 20 values over 1 µs .. 1 s (in ns): entries in the first table, no page.
+    for i in 0..20u64 {
+        h.record(1_000 << (i % 20));
+    }
+    assert_eq!(h.storage().pages(), 0);
+    assert!(
+        h.footprint() - empty <= 512,
+        "{} bytes",
+        h.footprint() - empty
+    );
+    // A hot bucket gets its block a page; its early counts stay in the table.
+    for _ in 0..HOT {
+        h.record(777);
+    }
+    assert_eq!(h.storage().pages(), 1);
+    let slot = h.window().storage_index(layout.index_of(777)).unwrap();
+    assert_eq!(h.count_at(slot), HOT);
+    h.record(777);
+    assert_eq!(h.count_at(slot), HOT + 1);
+    // A dense full-range histogram holds every cell.
+    let dense = HistogramBuilder::new()
+        .layout(layout)
+        .dense()
+        .atomic()
+        .unwrap();
+    assert_eq!(
+        dense.footprint() - size_of_val(&dense),
+        layout.logical_len() * 8
+    );
+    // Every page installed: dense memory, page path for every record.
+    h.storage().install_all();
+    assert_eq!(h.storage().pages(), layout.block_count() as usize - 1);
+}
+
+#[test]
+fn cold_tier_stops_at_its_limit_and_pages_take_over() {
+    let layout = Layout::from_block_scale(7).unwrap();
+    let mut h = HistogramBuilder::new().layout(layout).plain().unwrap();
+    let mut dense = heap::plain::<u64>(layout, h.window());
+    // Many distinct buckets, one value each: the tables fill, then blocks get pages.
+    for i in 0..5_000u64 {
+        let v = (i * 2_654_435_761) % (1 << 40);
+        h.record(v);
+        dense.record(v);
+    }
+    let limit = SparseStorage::<u64>::cold_word_limit(layout.block_count() as usize - 1, 7);
+    assert!(h.storage().cold_words() <= limit);
+    assert!(h.storage().pages() > 0);
+    assert_reads_alike(&h, &dense, &[(0, 3000), (3000, 7000)]);
+    h.reset();
+    assert_eq!(h.total_with_outside(), 0);
+    assert!(buckets(&h).is_empty());
+}
+
+#[test]
+fn narrow_cells_saturate_like_dense_ones() {
+    let b = HistogramBuilder::new().max_trackable(1000).u16_storage();
+    let mut sparse = b.plain().unwrap();
+    let atomic = b.atomic().unwrap();
+    for _ in 0..70_000 {
+        sparse.record(7);
+        atomic.record(7);
+    }
+    assert_eq!(sparse.count_at(7), 65_535);
+    assert_eq!(atomic.count_at(7), 65_535);
+}
+
+/// Threads race to record into fresh blocks of fresh histograms (each block's first records
+/// race on its page and on the cold tier's tables): no count is lost, and each histogram
+/// reads like the dense one of the same values.
+#[test]
+fn page_installation_races_lose_no_count() {
+    let (rounds, threads, per_thread) = if cfg!(miri) {
+        (2, 2, 24)
+    } else {
+        (200, 4, 2_000)
+    };
+    let layout = Layout::from_block_scale(4).unwrap();
+    for round in 0..rounds {
+        let h = HistogramBuilder::new().layout(layout).atomic().unwrap();
+        let barrier = std::sync::Barrier::new(threads);
+        std::thread::scope(|s| {
+            for t in 0..threads {
+                let (h, barrier) = (&h, &barrier);
+                s.spawn(move || {
+                    barrier.wait();
+                    for i in 0..per_thread as u64 {
+                        // Every thread walks the same blocks in the same order.
+                        let v = (i * 97 + round) << (i % 40);
+                        if i % 50 == 0 {
+                            h.record_n(v, 3 + t as u64);
+                        } else {
+                            h.record(v);
+                        }
+                    }
+                });
+            }
+        });
+        let mut dense = heap::plain::<u64>(layout, h.window());
+        for t in 0..threads {
+            for i in 0..per_thread as u64 {
+                let v = (i * 97 + round) << (i % 40);
+                dense.record_n(v, if i % 50 == 0 { 3 + t as u64 } else { 1 });
+            }
+        }
+        assert_reads_alike(&h, &dense, &[]);
+    }
+}
