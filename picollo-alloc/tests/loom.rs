@@ -1,5 +1,5 @@
 //! Loom models of sparse storage's lock-free installation (`src/sparse/install.rs`): threads
-//! that race to give a block its page, or the cold tier its first table, while a reader sums.
+//! that race to give a block its page, or the cold tier its first table, while a reader reads.
 //! They run the real storage code: in a loom build (`RUSTFLAGS="--cfg loom"`) its atomics are
 //! loom's, so loom runs every interleaving of the model's threads and every value a load may
 //! read under the C++ memory model (within the preemption bound CI sets, see
@@ -8,9 +8,10 @@
 //! The cells are the model's own [`ModelCell`] (a loom atomic; the real cells are invisible to
 //! loom): sparse storage makes them in each new page (`PageCell::init_page`, loom builds
 //! only), so loom reports a thread that may read a page's cells without the page's
-//! initialization happening before it (the release of the installing compare-and-swap). The
-//! model records as the atomic kind does (`AtomicHistogram::record_n`: the cell if the storage
-//! has one, else `Cells::absent`), and reads through the storage's own reads. The pages live
+//! initialization happening before it (the release of the installing compare-and-swap). These
+//! models record as the atomic kind does (`AtomicHistogram::record_n`: the cell if the storage
+//! has one, else `Cells::absent`), and read through the storage's own reads; one more model
+//! races through the atomic kind itself, over its real cells. The pages live
 //! are counted by this binary's allocator ([`CountPages`]): the loser of a race must free its
 //! page, and the storage the winner's when it drops. (Not loom's own leak tracking,
 //! `loom::alloc`: a model that fails while an allocation it tracks is live aborts the test
@@ -28,7 +29,7 @@ use loom::sync::Arc;
 use loom::thread;
 use picollo_alloc::sparse::{PageCell, SparseStorage, HOT};
 use picollo_core::planted::{self, Bug};
-use picollo_core::{Absent, CellCount, Cells, Window};
+use picollo_core::{Absent, AtomicHistogram, CellCount, Cells, ReadExt, Window};
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::ops::RangeInclusive;
@@ -250,6 +251,42 @@ fn race<T: PageCell + AsRef<ModelCell>>(threads: u64, n: u64, pages: RangeInclus
     assert_eq!(CountPages::live(), live, "page leaked or freed twice");
 }
 
+/// The same race through the atomic kind's own record and read paths
+/// (`AtomicHistogram::record_n`, `ReadExt::total` and `count_at_value`), over sparse storage
+/// of its real cells: two threads record [`HOT`] occurrences each (a page at once) while the
+/// model's thread reads. Those cells are invisible to loom, so this model checks counts, not
+/// the cells' initialization (the models above do).
+fn atomic_histogram_race() {
+    let layout = layout();
+    let window = Window::new(layout, 0, 15).unwrap();
+    let storage = SparseStorage::<picollo_core::cell::AtomicU64>::new(layout, window);
+    let window = storage.window();
+    let h = Arc::new(AtomicHistogram::with_storage(layout, storage, window).unwrap());
+    let recorders: Vec<_> = (0..2)
+        .map(|_| {
+            let h = h.clone();
+            thread::spawn(move || h.record_n(VALUE, HOT))
+        })
+        .collect();
+    let mut last = 0;
+    for _ in 0..2 {
+        let (total, at) = (h.total(), h.count_at_value(VALUE));
+        assert!(
+            total % HOT == 0 && total >= last && at >= total && at <= 2 * HOT,
+            "count lost or torn: read {total} then {at} after {last}"
+        );
+        last = at;
+    }
+    for r in recorders {
+        r.join().unwrap();
+    }
+    assert_eq!(
+        (h.total(), h.count_at_value(VALUE)),
+        (2 * HOT, 2 * HOT),
+        "count lost"
+    );
+}
+
 fn model(f: fn()) {
     let mut builder = loom::model::Builder::new();
     builder.max_branches = 100_000;
@@ -311,4 +348,15 @@ fn sparse_cold_table_race() {
 #[should_panic(expected = "Causality violation")]
 fn sparse_cold_table_race_finds_a_relaxed_install() {
     planted::with(Bug::SparseInstallRelaxed, || model(cold_table_race));
+}
+
+#[test]
+fn sparse_atomic_histogram_race() {
+    model(atomic_histogram_race);
+}
+
+#[test]
+#[should_panic(expected = "count lost")]
+fn sparse_atomic_histogram_race_finds_a_store_for_the_compare_and_swap() {
+    planted::with(Bug::SparseInstallStore, || model(atomic_histogram_race));
 }
