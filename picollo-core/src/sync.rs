@@ -65,7 +65,7 @@ pub mod planted {
         /// threads that race on a page both think they won, and the counts recorded into the
         /// page that was overwritten are lost (and the page leaks).
         SparseInstallStore,
-        /// The loser of an installation race does not free its own allocation: a leak.
+        /// The loser of a race to install a page does not free its own page: a leak.
         SparseLoserLeaks,
     }
 

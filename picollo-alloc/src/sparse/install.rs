@@ -92,9 +92,7 @@ pub(crate) fn replace<T>(
     ) {
         Ok(_) => true,
         Err(_) => {
-            if plant!(SparseLoserLeaks, true, false) {
-                free(new);
-            }
+            free(new);
             false
         }
     }
