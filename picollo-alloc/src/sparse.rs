@@ -83,11 +83,26 @@ pub const HOT: u64 = 8;
 ///
 /// # Safety
 ///
-/// An all-zero bit pattern must be a valid value of the type, meaning a count of zero.
+/// An all-zero bit pattern must be a valid value of the type, meaning a count of zero (in a
+/// loom model build, once `init_page` ran over it).
 pub unsafe trait PageCell: CellCount + Send + Sync + 'static {
     /// Whether buckets may live in the cold tier (as entries with plain counts) before their
     /// block has a page. False for cells whose count has its own update rule (scalable cells).
     const COLD_TIER: bool = true;
+
+    /// Loom model builds only (`tests/loom.rs`): makes the cells of a page just allocated
+    /// zeroed, for a model's cell type that all-zero bytes are not (loom's atomics, whose
+    /// creation loom tracks: a thread that may see the page before its cells were made is then
+    /// caught). Nothing to do for the real cell types.
+    ///
+    /// # Safety
+    ///
+    /// `page` is `len` cells of zeroed memory that no other thread can reach yet.
+    #[cfg(loom)]
+    #[doc(hidden)]
+    unsafe fn init_page(page: *mut Self, len: usize) {
+        let _ = (page, len);
+    }
 }
 
 // SAFETY: zero is the integer 0.
@@ -311,6 +326,11 @@ impl<T: PageCell> SparseStorage<T> {
                 std::alloc::handle_alloc_error(layout);
             }
             // All-zero cells are empty cells (`PageCell`).
+            #[cfg(loom)]
+            // SAFETY: `len` cells of zeroed memory, not yet published.
+            unsafe {
+                T::init_page(page, len)
+            };
             page.wrapping_sub(bias(e, k))
         };
         let free = |page: *mut T| {

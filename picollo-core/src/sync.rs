@@ -1,5 +1,6 @@
 //! The atomics of the lock-free protocols that the loom model checker explores (the frame
-//! ring's publish/validate handshake): `portable_atomic`'s in every normal build, loom's in a
+//! ring's publish/validate handshake; `picollo-alloc`'s sparse storage switches its own the same
+//! way and plants its bugs here too): `portable_atomic`'s in every normal build, loom's in a
 //! model build (`RUSTFLAGS="--cfg loom"`, `tests/loom.rs`), so the models run the real code.
 //!
 //! A model build also has planted bugs ([`planted`]): a model run with one must fail, which
@@ -56,6 +57,16 @@ pub mod planted {
         /// The ring reader skips the sequence word's second load, after the copy: it accepts
         /// a copy the writer overwrote while it was being taken.
         RingNoRecheck,
+        /// Sparse storage installs a page (or a cold table) with a relaxed compare-and-swap
+        /// (`picollo-alloc/src/sparse/install.rs`): a thread that loads the pointer with
+        /// acquire may still see the page's cells before they were made.
+        SparseInstallRelaxed,
+        /// Sparse storage installs with a plain store instead of a compare-and-swap: two
+        /// threads that race on a page both think they won, and the counts recorded into the
+        /// page that was overwritten are lost (and the page leaks).
+        SparseInstallStore,
+        /// The loser of a race to install a page does not free its own page: a leak.
+        SparseLoserLeaks,
     }
 
     std::thread_local! {

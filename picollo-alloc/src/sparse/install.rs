@@ -13,14 +13,32 @@
 //! Nothing installed is freed before the storage itself is dropped: readers and recorders may
 //! hold pointers into it at any time.
 //!
-//! Every atomic type comes through the one import below, so that a model checker can swap
-//! them in (`--cfg loom` names `loom::sync::atomic`; the crate has no such dependency yet, and
-//! builds without that cfg use the standard library's atomics).
+//! Every atomic type comes through the one import below, so that the loom model checker can
+//! swap them in: a model build (`RUSTFLAGS="--cfg loom"`, `tests/loom.rs`) names
+//! `loom::sync::atomic`, normal builds the standard library's. A model build also has the bugs
+//! the models must find planted here ([`plant!`]).
 
 #[cfg(loom)]
 pub(crate) use loom::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 #[cfg(not(loom))]
 pub(crate) use std::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering};
+
+/// `plant!(Bug, correct, planted)`: `correct`, except in a loom build while a model runs with
+/// `picollo_core::planted::Bug::Bug` planted, where it is `planted` (picollo-core's switch,
+/// `picollo_core::planted`). Normal builds compile `correct` alone.
+macro_rules! plant {
+    ($bug:ident, $correct:expr, $planted:expr) => {{
+        #[cfg(not(loom))]
+        let value = $correct;
+        #[cfg(loom)]
+        let value = if picollo_core::planted::is(picollo_core::planted::Bug::$bug) {
+            $planted
+        } else {
+            $correct
+        };
+        value
+    }};
+}
 
 /// Installs the memory `make` allocates into `slot`, unless another thread installed some
 /// first; returns the installed pointer (ours or the winner's) and whether ours won.
@@ -37,15 +55,21 @@ pub(crate) fn install<T>(
         return (current, false);
     }
     let ours = make();
+    if plant!(SparseInstallStore, false, true) {
+        slot.store(ours, Ordering::Release);
+        return (ours, true);
+    }
     match slot.compare_exchange(
         core::ptr::null_mut(),
         ours,
-        Ordering::AcqRel,
-        Ordering::Acquire,
+        plant!(SparseInstallRelaxed, Ordering::AcqRel, Ordering::Relaxed),
+        plant!(SparseInstallRelaxed, Ordering::Acquire, Ordering::Relaxed),
     ) {
         Ok(_) => (ours, true),
         Err(winner) => {
-            free(ours);
+            if plant!(SparseLoserLeaks, true, false) {
+                free(ours);
+            }
             (winner, false)
         }
     }
@@ -60,7 +84,12 @@ pub(crate) fn replace<T>(
     new: *mut T,
     free: impl FnOnce(*mut T),
 ) -> bool {
-    match slot.compare_exchange(expected, new, Ordering::AcqRel, Ordering::Acquire) {
+    match slot.compare_exchange(
+        expected,
+        new,
+        plant!(SparseInstallRelaxed, Ordering::AcqRel, Ordering::Relaxed),
+        plant!(SparseInstallRelaxed, Ordering::Acquire, Ordering::Relaxed),
+    ) {
         Ok(_) => true,
         Err(_) => {
             free(new);
