@@ -266,7 +266,7 @@ mod fork;
 mod shard;
 
 pub use cache::CACHE_SLOTS;
-use cache::{cache_entry, clear_cache, thread_token, Cached, Entry, CACHE, THREAD_SHARDS};
+use cache::{cache_entry, thread_token, Cached, Entry, CACHE, CLOSED, THREAD_SHARDS};
 use shard::{Inner, Owner, Shard, OWNED};
 
 /// A histogram for many writer threads: each thread records into its own shard with a
@@ -469,17 +469,15 @@ impl<C: LocalCounter> ThreadLocalHistogram<C> {
         let shard = THREAD_SHARDS
             .try_with(|list| {
                 let mut list = list.try_borrow_mut().ok()?;
-                if let Some(e) = list.entries.iter().find(|e| e.key == key) {
+                if let Some(e) = list.entries.get(&key) {
                     return Some(e.shard);
                 }
-                // Entries of dropped histograms go; the cache may name some of them.
-                clear_cache();
-                list.entries.retain(|e| !e.owner.is_closed());
+                list.prune();
                 self.inner.check_fork();
                 let token = thread_token();
                 let shard = (self.inner.claim(token) as *const Shard<C>).cast::<()>();
                 let owner: Arc<dyn Owner> = self.inner.clone();
-                list.entries.push(Entry { key, owner, shard });
+                list.entries.insert(key, Entry { owner, shard });
                 Some(shard)
             })
             .ok()
@@ -730,6 +728,8 @@ impl<C: LocalCounter> ThreadLocalHistogram<C> {
 impl<C: LocalCounter> Drop for ThreadLocalHistogram<C> {
     fn drop(&mut self) {
         self.inner.closed.store(true, Ordering::Relaxed);
+        // Release: a thread that sees the count sees `closed` (`ThreadShards::prune`).
+        CLOSED.fetch_add(1, Ordering::Release);
     }
 }
 
