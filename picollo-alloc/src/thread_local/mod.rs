@@ -12,8 +12,8 @@
 //!   folded into the accumulator, zeroed and marked free; the next new thread reuses it, so
 //!   the list grows only to the largest number of threads that recorded at the same time.
 //!   Nodes are freed when the histogram is dropped.
-//! - **Per-thread lookup.** Rust's `thread_local!` is static, so each thread keeps a small
-//!   list of `(histogram, shard)` entries, plus a direct-mapped cache of
+//! - **Per-thread lookup.** Rust's `thread_local!` is static, so each thread keeps a hash
+//!   table of `(histogram, shard)` entries, plus a direct-mapped cache of
 //!   [`CACHE_SLOTS`] entries `(histogram, shard, cells)`. Each histogram gets its cache slot
 //!   when it is made (round robin over the slots), so a thread that records into up to
 //!   [`CACHE_SLOTS`] histograms made one after another (the busy and wall times of a span
@@ -97,8 +97,9 @@
 //! # Dropping the histogram
 //!
 //! Threads that recorded hold a reference to the histogram's shared state, so dropping the
-//! [`ThreadLocalHistogram`] frees the shards only once every such thread has exited or taken
-//! its cold path again (which prunes entries of dropped histograms).
+//! [`ThreadLocalHistogram`] frees the shards only once every such thread has exited or claimed
+//! a shard of another histogram (which prunes the entries of histograms dropped since the
+//! thread last pruned).
 
 use crate::bulk::{push_nonzero_run, RUN};
 use crate::heap::{self, HeapAtomicHistogram, HeapStorage};
@@ -462,7 +463,7 @@ impl<C: LocalCounter> ThreadLocalHistogram<C> {
         }
     }
 
-    /// The calling thread's shard through its entry list, claiming one on first use. `None`
+    /// The calling thread's shard through its entries, claiming one on first use. `None`
     /// while TLS is destroyed or the list is borrowed (re-entrant recording).
     fn local_shard(&self) -> Option<&Shard<C>> {
         let key = self.key;
