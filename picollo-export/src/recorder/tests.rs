@@ -119,3 +119,39 @@ fn float_slot_edges() {
     assert_eq!(b.slot(127.0), None);
     assert_eq!(b.slot(128.0), Some(128));
 }
+
+/// Names as `sanitize` made them character by character, before valid names were copied
+/// as they are.
+fn sanitized_char_by_char(name: &str, colon: bool) -> String {
+    let mut out: String = name
+        .chars()
+        .map(|c| {
+            let allowed = c.is_ascii_alphanumeric() || c == '_' || (colon && c == ':');
+            if allowed {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    if out.is_empty() || out.starts_with(|c: char| c.is_ascii_digit()) {
+        out.insert(0, '_');
+    }
+    if !colon {
+        while out.starts_with("__") {
+            out.remove(0);
+        }
+    }
+    out
+}
+
+proptest! {
+    /// Valid names are copied, others made valid, exactly as character by character.
+    #[test]
+    fn sanitize_copies_valid_names_and_mends_others(
+        name in "[_:a-z0-9é.-]{0,8}|[a-z_][a-z0-9_]{0,12}|__[a-z:]{0,4}",
+        colon in any::<bool>(),
+    ) {
+        prop_assert_eq!(sanitize(&name, colon), sanitized_char_by_char(&name, colon));
+    }
+}

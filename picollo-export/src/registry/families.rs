@@ -4,6 +4,7 @@
 //! the new series with every series of its family, so registering `n` series took O(n²)
 //! (10,000 label sets of one family: 50 million label compares).
 
+use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 
 use super::{Family, Series, Value};
@@ -103,17 +104,20 @@ impl Families {
                 self.list.len() - 1
             }
         };
-        let (family, by_key) = (&mut self.list[index], &mut self.by_key[index]);
-        if let Some(&s) = by_key.get(&key) {
-            return match &family.series[s].value {
-                v @ (Value::Counter(_) | Value::Gauge(_)) => Ok(v.clone()),
-                Value::Histogram(_) => Err(ExportError::DuplicateSeries {
-                    name: name.into(),
-                    labels: labels.to_string(),
-                }),
-            };
-        }
-        by_key.insert(key, family.series.len());
+        let family = &mut self.list[index];
+        // One hash of the labels, for the lookup and the insertion.
+        match self.by_key[index].entry(key) {
+            Entry::Occupied(s) => {
+                return match &family.series[*s.get()].value {
+                    v @ (Value::Counter(_) | Value::Gauge(_)) => Ok(v.clone()),
+                    Value::Histogram(_) => Err(ExportError::DuplicateSeries {
+                        name: name.into(),
+                        labels: labels.to_string(),
+                    }),
+                };
+            }
+            Entry::Vacant(s) => s.insert(family.series.len()),
+        };
         family.series.push(Series {
             id: id(),
             labels: labels.clone(),
