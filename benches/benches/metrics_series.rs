@@ -390,6 +390,8 @@ fn main() {
         }
         return;
     }
+    // Begun before the cases run, so that its load averages frame them.
+    let block = Block::begin("metrics-series");
     let started = Instant::now();
     let cases = cases();
     let peer = SUBJECTS
@@ -424,7 +426,6 @@ fn main() {
         .collect();
 
     let kb = |b: f64| b / 1024.0;
-    let block = Block::begin("metrics-series");
     println!(
         "`metrics::histogram!(\"rpc_latency_seconds\", \"route\" => …)` per label set; series × \
          threads × values per series per thread (spread of the latencies, 1 µs … 1 s); every \

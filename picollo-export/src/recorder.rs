@@ -474,17 +474,26 @@ impl metrics::GaugeFn for Gauge {
 /// `name` with every character Prometheus does not allow replaced by `_` (and `_` in front
 /// of a leading digit); `colon` allows `:` (metric names) or not (label names).
 fn sanitize(name: &str, colon: bool) -> String {
-    let allowed = |c: char| c.is_ascii_alphanumeric() || c == '_' || (colon && c == ':');
     // Most names are valid as they are: one copy (a series' registration sanitizes several).
-    if name.chars().all(allowed)
+    if name.chars().all(|c| allowed(c, colon))
         && name.starts_with(|c: char| !c.is_ascii_digit())
         && (colon || !name.starts_with("__"))
     {
         return name.to_owned();
     }
+    sanitize_chars(name, colon)
+}
+
+/// Whether Prometheus allows `c` in a name; `colon` as in [`sanitize`].
+fn allowed(c: char, colon: bool) -> bool {
+    c.is_ascii_alphanumeric() || c == '_' || (colon && c == ':')
+}
+
+/// [`sanitize`] character by character.
+fn sanitize_chars(name: &str, colon: bool) -> String {
     let mut out: String = name
         .chars()
-        .map(|c| if allowed(c) { c } else { '_' })
+        .map(|c| if allowed(c, colon) { c } else { '_' })
         .collect();
     if out.is_empty() || out.starts_with(|c: char| c.is_ascii_digit()) {
         out.insert(0, '_');

@@ -120,38 +120,24 @@ fn float_slot_edges() {
     assert_eq!(b.slot(128.0), Some(128));
 }
 
-/// Names as `sanitize` made them character by character, before valid names were copied
-/// as they are.
-fn sanitized_char_by_char(name: &str, colon: bool) -> String {
-    let mut out: String = name
-        .chars()
-        .map(|c| {
-            let allowed = c.is_ascii_alphanumeric() || c == '_' || (colon && c == ':');
-            if allowed {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
-    if out.is_empty() || out.starts_with(|c: char| c.is_ascii_digit()) {
-        out.insert(0, '_');
-    }
-    if !colon {
-        while out.starts_with("__") {
-            out.remove(0);
-        }
-    }
-    out
-}
-
 proptest! {
-    /// Valid names are copied, others made valid, exactly as character by character.
+    /// Valid names are copied as they are, others made valid: the same names as character
+    /// by character.
     #[test]
     fn sanitize_copies_valid_names_and_mends_others(
         name in "[_:a-z0-9é.-]{0,8}|[a-z_][a-z0-9_]{0,12}|__[a-z:]{0,4}",
         colon in any::<bool>(),
     ) {
-        prop_assert_eq!(sanitize(&name, colon), sanitized_char_by_char(&name, colon));
+        prop_assert_eq!(sanitize(&name, colon), sanitize_chars(&name, colon));
     }
+}
+
+#[test]
+fn sanitize_mends_invalid_names() {
+    assert_eq!(sanitize("9queue-depth", true), "_9queue_depth");
+    assert_eq!(sanitize("__route", false), "_route");
+    assert_eq!(sanitize("__name", true), "__name");
+    assert_eq!(sanitize("a:b", false), "a_b");
+    assert_eq!(sanitize("", true), "_");
+    assert_eq!(sanitize("rpc_latency", true), "rpc_latency");
 }

@@ -63,19 +63,7 @@ impl Families {
         let (name, help, kind) = family;
         let index = match self.by_name.get(name) {
             Some(&i) => {
-                let f = &self.list[i];
-                if f.kind != kind {
-                    return Err(ExportError::Conflict {
-                        name: name.into(),
-                        reason: format!("kind {:?} (asked for {kind:?})", f.kind),
-                    });
-                }
-                if f.help != help {
-                    return Err(ExportError::Conflict {
-                        name: name.into(),
-                        reason: format!("help text {:?} (asked for {help:?})", f.help),
-                    });
-                }
+                self.list[i].admits(kind, help)?;
                 i
             }
             None => {
@@ -86,14 +74,8 @@ impl Families {
                     series: Vec::new(),
                 };
                 let mine = candidate.sample_names();
-                if let Some((theirs, clash)) = self.first_clash(&mine) {
-                    return Err(ExportError::Conflict {
-                        name: name.into(),
-                        reason: format!(
-                            "a sample name ({clash}) that family {:?} also writes",
-                            theirs.name
-                        ),
-                    });
+                if let Some((theirs, sample)) = self.first_clash(&mine) {
+                    return Err(clash(name, sample, theirs));
                 }
                 for sample in mine {
                     self.samples.insert(sample, candidate.name.clone());
@@ -107,15 +89,7 @@ impl Families {
         let family = &mut self.list[index];
         // One hash of the labels, for the lookup and the insertion.
         match self.by_key[index].entry(key) {
-            Entry::Occupied(s) => {
-                return match &family.series[*s.get()].value {
-                    v @ (Value::Counter(_) | Value::Gauge(_)) => Ok(v.clone()),
-                    Value::Histogram(_) => Err(ExportError::DuplicateSeries {
-                        name: name.into(),
-                        labels: labels.to_string(),
-                    }),
-                };
-            }
+            Entry::Occupied(s) => return existing(&family.series[*s.get()].value, name, labels),
             Entry::Vacant(s) => s.insert(family.series.len()),
         };
         family.series.push(Series {
@@ -170,5 +144,51 @@ impl Families {
             }
         }
         true
+    }
+}
+
+impl Family {
+    /// Whether a series of `kind` with help text `help` may join the family.
+    ///
+    /// # Errors
+    /// The family holds another kind or help text.
+    fn admits(&self, kind: MetricKind, help: &str) -> Result<(), ExportError> {
+        if self.kind != kind {
+            return Err(ExportError::Conflict {
+                name: self.name.clone(),
+                reason: format!("kind {:?} (asked for {kind:?})", self.kind),
+            });
+        }
+        if self.help != help {
+            return Err(ExportError::Conflict {
+                name: self.name.clone(),
+                reason: format!("help text {:?} (asked for {help:?})", self.help),
+            });
+        }
+        Ok(())
+    }
+}
+
+/// The error for a new family `name` with sample name `sample`, which family `theirs`
+/// already writes.
+fn clash(name: &str, sample: &str, theirs: &Family) -> ExportError {
+    ExportError::Conflict {
+        name: name.into(),
+        reason: format!(
+            "a sample name ({sample}) that family {:?} also writes",
+            theirs.name
+        ),
+    }
+}
+
+/// What registering series `labels` of family `name` again gives: the counter or gauge
+/// `value` (get-or-create), or a duplicate error for a histogram.
+fn existing(value: &Value, name: &str, labels: &Labels) -> Result<Value, ExportError> {
+    match value {
+        Value::Counter(_) | Value::Gauge(_) => Ok(value.clone()),
+        Value::Histogram(_) => Err(ExportError::DuplicateSeries {
+            name: name.into(),
+            labels: labels.to_string(),
+        }),
     }
 }

@@ -1,5 +1,5 @@
-//! The indexed families against a naive model (the linear scans the indices replaced), and
-//! many series of one family.
+//! The indexed families against a naive model (the linear scans the indices replaced, with
+//! the same rules for what may join a family), and many series of one family.
 
 use super::*;
 use crate::registry::{Counter, Gauge};
@@ -27,19 +27,7 @@ impl Naive {
     ) -> Result<Value, ExportError> {
         let index = match self.list.iter().position(|(f, _)| f.name == name) {
             Some(i) => {
-                let f = &self.list[i].0;
-                if f.kind != kind {
-                    return Err(ExportError::Conflict {
-                        name: name.into(),
-                        reason: format!("kind {:?} (asked for {kind:?})", f.kind),
-                    });
-                }
-                if f.help != help {
-                    return Err(ExportError::Conflict {
-                        name: name.into(),
-                        reason: format!("help text {:?} (asked for {help:?})", f.help),
-                    });
-                }
+                self.list[i].0.admits(kind, help)?;
                 i
             }
             None => {
@@ -52,14 +40,8 @@ impl Naive {
                 let mine = candidate.sample_names();
                 for (f, _) in &self.list {
                     let theirs = f.sample_names();
-                    if let Some(clash) = mine.iter().find(|n| theirs.contains(n)) {
-                        return Err(ExportError::Conflict {
-                            name: name.into(),
-                            reason: format!(
-                                "a sample name ({clash}) that family {:?} also writes",
-                                f.name
-                            ),
-                        });
+                    if let Some(sample) = mine.iter().find(|n| theirs.contains(n)) {
+                        return Err(clash(name, sample, f));
                     }
                 }
                 self.list.push((candidate, Vec::new()));
@@ -68,13 +50,7 @@ impl Naive {
         };
         let (family, keys) = &mut self.list[index];
         if let Some(s) = keys.iter().position(|k| *k == key) {
-            return match &family.series[s].value {
-                v @ (Value::Counter(_) | Value::Gauge(_)) => Ok(v.clone()),
-                Value::Histogram(_) => Err(ExportError::DuplicateSeries {
-                    name: name.into(),
-                    labels: labels.to_string(),
-                }),
-            };
+            return existing(&family.series[s].value, name, labels);
         }
         keys.push(key);
         family.series.push(Series {
