@@ -67,12 +67,7 @@ impl Families {
                 i
             }
             None => {
-                let candidate = Family {
-                    name: name.to_owned(),
-                    help: help.to_owned(),
-                    kind,
-                    series: Vec::new(),
-                };
+                let candidate = Family::new(name, help, kind);
                 let mine = candidate.sample_names();
                 if let Some((theirs, sample)) = self.first_clash(&mine) {
                     return Err(clash(name, sample, theirs));
@@ -148,6 +143,16 @@ impl Families {
 }
 
 impl Family {
+    /// A family without series yet.
+    fn new(name: &str, help: &str, kind: MetricKind) -> Family {
+        Family {
+            name: name.to_owned(),
+            help: help.to_owned(),
+            kind,
+            series: Vec::new(),
+        }
+    }
+
     /// Whether a series of `kind` with help text `help` may join the family.
     ///
     /// # Errors

@@ -31,12 +31,7 @@ impl Naive {
                 i
             }
             None => {
-                let candidate = Family {
-                    name: name.to_owned(),
-                    help: help.to_owned(),
-                    kind,
-                    series: Vec::new(),
-                };
+                let candidate = Family::new(name, help, kind);
                 let mine = candidate.sample_names();
                 for (f, _) in &self.list {
                     let theirs = f.sample_names();
