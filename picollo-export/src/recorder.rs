@@ -330,12 +330,20 @@ impl Kinded {
 
 /// One histogram series of the recorder.
 struct Entry {
-    title: String,
+    /// The series' name and labels: its title is made when asked for (not per registration).
+    series: (String, Labels),
     histogram: Kinded,
     /// What `register_histogram` hands out for the key (a clone of one `Arc`).
     handle: metrics::Histogram,
     /// Totals at the last `.hlog` interval.
     last: Option<Snapshot>,
+}
+
+impl Entry {
+    /// `name{labels}`.
+    fn title(&self) -> String {
+        format!("{}{}", self.series.0, self.series.1)
+    }
 }
 
 #[derive(Default)]
@@ -604,15 +612,26 @@ impl metrics::GaugeFn for Gauge {
 /// `name` with every character Prometheus does not allow replaced by `_` (and `_` in front
 /// of a leading digit); `colon` allows `:` (metric names) or not (label names).
 fn sanitize(name: &str, colon: bool) -> String {
+    // Most names are valid as they are: one copy (a series' registration sanitizes several).
+    if name.chars().all(|c| allowed(c, colon))
+        && name.starts_with(|c: char| !c.is_ascii_digit())
+        && (colon || !name.starts_with("__"))
+    {
+        return name.to_owned();
+    }
+    sanitize_chars(name, colon)
+}
+
+/// Whether Prometheus allows `c` in a name; `colon` as in [`sanitize`].
+fn allowed(c: char, colon: bool) -> bool {
+    c.is_ascii_alphanumeric() || c == '_' || (colon && c == ':')
+}
+
+/// [`sanitize`] character by character.
+fn sanitize_chars(name: &str, colon: bool) -> String {
     let mut out: String = name
         .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '_' || (colon && c == ':') {
-                c
-            } else {
-                '_'
-            }
-        })
+        .map(|c| if allowed(c, colon) { c } else { '_' })
         .collect();
     if out.is_empty() || out.starts_with(|c: char| c.is_ascii_digit()) {
         out.insert(0, '_');
@@ -691,7 +710,7 @@ impl PicolloRecorder {
         let mut out = String::new();
         for e in &state.entries {
             let table = Summary::from_histogram(e.histogram.read());
-            out.push_str(&table.table(&e.title).to_string());
+            out.push_str(&table.table(&e.title()).to_string());
             out.push('\n');
         }
         out
@@ -734,7 +753,7 @@ impl PicolloRecorder {
             dropped = dropped
                 .saturating_add(export.dropped_underflow)
                 .saturating_add(export.dropped_overflow);
-            let tag = picollo_alloc::hdr::sanitize_tag(&e.title);
+            let tag = picollo_alloc::hdr::sanitize_tag(&e.title());
             log.write_interval(Some(&tag), start_sec, end_sec, &export.counts)?;
         }
         Ok(dropped)
@@ -828,7 +847,7 @@ impl metrics::Recorder for PicolloRecorder {
         let index = state.entries.len();
         state.histograms.insert(key.clone(), index);
         state.entries.push(Entry {
-            title: format!("{name}{labels}"),
+            series: (name, labels),
             histogram,
             handle: handle.clone(),
             last: None,

@@ -12,6 +12,9 @@ use crate::source::Exported;
 use crate::text::{MetricKind, TextEncoder, TextFormat};
 use crate::{check_metric_name, ExportError, Labels};
 
+mod families;
+use families::Families;
+
 /// The zero bucket's half-width in Prometheus expositions: `2^-128`, client_golang's default.
 /// Picollo values are integers, so the zero bucket holds exactly the zeros; a positive
 /// threshold makes Prometheus 2.x recognize even an empty histogram as native.
@@ -148,8 +151,6 @@ pub(crate) struct Series {
     /// Unique in the registry, for per-series state kept elsewhere (OTLP deltas).
     pub(crate) id: u64,
     pub(crate) labels: Labels,
-    /// `labels` in name order: the identity of the series.
-    key: Labels,
     pub(crate) value: Value,
 }
 
@@ -214,7 +215,7 @@ impl Family {
 /// # Ok::<(), picollo_export::ExportError>(())
 /// ```
 pub struct Registry {
-    families: RwLock<Vec<Family>>,
+    families: RwLock<Families>,
     options: ExportOptions,
     next_id: AtomicU64,
 }
@@ -228,6 +229,7 @@ impl Default for Registry {
 impl core::fmt::Debug for Registry {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         let families = self.read();
+        let families = families.list();
         f.debug_struct("Registry")
             .field("families", &families.len())
             .field(
@@ -248,7 +250,7 @@ impl Registry {
     /// An empty registry.
     pub fn with_options(options: ExportOptions) -> Self {
         Registry {
-            families: RwLock::new(Vec::new()),
+            families: RwLock::new(Families::default()),
             options,
             next_id: AtomicU64::new(0),
         }
@@ -259,9 +261,13 @@ impl Registry {
         &self.options
     }
 
-    fn read(&self) -> std::sync::RwLockReadGuard<'_, Vec<Family>> {
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, Families> {
         // Registration never panics with the lock held; tolerate it anyway.
         self.families.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn write(&self) -> std::sync::RwLockWriteGuard<'_, Families> {
+        self.families.write().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Registers histogram `source` (any kind: see [`crate::source`]) as series `labels` of
@@ -346,8 +352,7 @@ impl Registry {
     /// Replaces the help text of family `name`, if registered (for descriptions that arrive
     /// after the first series, as `metrics::describe_*!` may).
     pub fn set_help(&self, name: &str, help: &str) {
-        let mut families = self.families.write().unwrap_or_else(|e| e.into_inner());
-        if let Some(f) = families.iter_mut().find(|f| f.name == name) {
+        if let Some(f) = self.write().get_mut(name) {
             f.help = help.to_owned();
         }
     }
@@ -355,18 +360,7 @@ impl Registry {
     /// Removes series `labels` of family `name` (the family goes with its last series).
     /// Returns whether it was registered.
     pub fn remove(&self, name: &str, labels: &Labels) -> bool {
-        let key = labels.sorted();
-        let mut families = self.families.write().unwrap_or_else(|e| e.into_inner());
-        let Some(fi) = families.iter().position(|f| f.name == name) else {
-            return false;
-        };
-        let before = families[fi].series.len();
-        families[fi].series.retain(|s| s.key != key);
-        let removed = families[fi].series.len() != before;
-        if families[fi].series.is_empty() {
-            families.remove(fi);
-        }
-        removed
+        self.write().remove(name, &labels.sorted())
     }
 
     /// Inserts a series; for counters and gauges, returns the existing value instead of a
@@ -381,71 +375,16 @@ impl Registry {
     ) -> Result<Value, ExportError> {
         check_metric_name(name)?;
         let key = labels.sorted();
-        let mut families = self.families.write().unwrap_or_else(|e| e.into_inner());
-        let candidate = Family {
-            name: name.to_owned(),
-            help: help.to_owned(),
-            kind,
-            series: Vec::new(),
-        };
-        let index = match families.iter().position(|f| f.name == name) {
-            Some(i) => {
-                let f = &families[i];
-                if f.kind != kind {
-                    return Err(ExportError::Conflict {
-                        name: name.into(),
-                        reason: format!("kind {:?} (asked for {kind:?})", f.kind),
-                    });
-                }
-                if f.help != help {
-                    return Err(ExportError::Conflict {
-                        name: name.into(),
-                        reason: format!("help text {:?} (asked for {help:?})", f.help),
-                    });
-                }
-                i
-            }
-            None => {
-                let mine = candidate.sample_names();
-                for f in families.iter() {
-                    let theirs = f.sample_names();
-                    if let Some(clash) = mine.iter().find(|n| theirs.contains(n)) {
-                        return Err(ExportError::Conflict {
-                            name: name.into(),
-                            reason: format!(
-                                "a sample name ({clash}) that family {:?} also writes",
-                                f.name
-                            ),
-                        });
-                    }
-                }
-                families.push(candidate);
-                families.len() - 1
-            }
-        };
-        let family = &mut families[index];
-        if let Some(s) = family.series.iter().find(|s| s.key == key) {
-            return match (&s.value, kind) {
-                (Value::Counter(_) | Value::Gauge(_), _) => Ok(s.value.clone()),
-                _ => Err(ExportError::DuplicateSeries {
-                    name: name.into(),
-                    labels: labels.to_string(),
-                }),
-            };
-        }
-        family.series.push(Series {
-            id: self.next_id.fetch_add(1, Ordering::Relaxed),
-            labels: labels.clone(),
-            key,
-            value: value.clone(),
-        });
-        Ok(value)
+        self.write()
+            .insert((name, help, kind), labels, key, value, || {
+                self.next_id.fetch_add(1, Ordering::Relaxed)
+            })
     }
 
     /// A copy of the families (cheap: `Arc`s), so that encoding holds no lock while it reads
     /// histograms and registration is never blocked by a scrape.
     pub(crate) fn families(&self) -> Vec<Family> {
-        self.read().clone()
+        self.read().list().to_vec()
     }
 
     /// Appends the Prometheus protobuf exposition (`application/vnd.google.protobuf;

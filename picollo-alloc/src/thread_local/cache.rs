@@ -3,18 +3,43 @@
 //! and the thread's token.
 
 use super::*;
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, DefaultHasher};
 
 /// One histogram a thread recorded into.
 pub(super) struct Entry {
-    /// The `Inner`'s address: unique among live histograms, and the entry keeps it alive.
-    pub(super) key: usize,
+    /// The entry keeps the histogram's `Inner` alive (so its address, the entry's key in
+    /// [`ThreadShards`], stays unique among live histograms).
     pub(super) owner: Arc<dyn Owner>,
     pub(super) shard: *const (),
 }
 
-/// The per-thread list of entries; its destructor folds the thread's shards.
+/// The per-thread entries, by the address of the histogram's `Inner`: found by hash, since
+/// a thread may record into thousands of histograms (one per series of a metrics recorder),
+/// more than its cache holds. Its destructor folds the thread's shards.
 pub(super) struct ThreadShards {
-    pub(super) entries: Vec<Entry>,
+    pub(super) entries: HashMap<usize, Entry, BuildHasherDefault<DefaultHasher>>,
+    /// [`CLOSED`] when the entries of dropped histograms were last pruned.
+    pruned: u64,
+}
+
+/// Histograms dropped in this process so far: a thread prunes its entries when this moved
+/// since it last did, rather than look at every entry each time it claims a shard.
+pub(super) static CLOSED: AtomicU64 = AtomicU64::new(0);
+
+impl ThreadShards {
+    /// Drops the entries of histograms dropped since the last prune (their `Inner`s are freed
+    /// with the last entry that holds them). Clears the cache first: it may name them.
+    pub(super) fn prune(&mut self) {
+        // Acquire: pairs with the release increment after a histogram's `closed` store, so
+        // every histogram counted in `closed` reads as closed below.
+        let closed = CLOSED.load(Ordering::Acquire);
+        if closed != self.pruned {
+            clear_cache();
+            self.entries.retain(|_, e| !e.owner.is_closed());
+            self.pruned = closed;
+        }
+    }
 }
 
 impl Drop for ThreadShards {
@@ -22,7 +47,7 @@ impl Drop for ThreadShards {
         // Records from later TLS destructors must not hit a shard that is about to be freed.
         clear_cache();
         let token = thread_token();
-        for e in self.entries.drain(..) {
+        for (_, e) in self.entries.drain() {
             // SAFETY: `e.shard` is the shard `e.owner` gave this thread, whose token is
             // `token`, and the entry's `Arc` keeps the owner alive.
             unsafe { e.owner.retire(e.shard, token) };
@@ -63,7 +88,12 @@ thread_local! {
     pub(super) static TOKEN: Cell<u64> = const { Cell::new(0) };
     /// Every histogram this thread recorded into.
     pub(super) static THREAD_SHARDS: RefCell<ThreadShards> =
-        const { RefCell::new(ThreadShards { entries: Vec::new() }) };
+        const {
+            RefCell::new(ThreadShards {
+                entries: HashMap::with_hasher(BuildHasherDefault::new()),
+                pruned: 0,
+            })
+        };
 }
 
 /// The entry at byte offset `offset` of the cache.

@@ -17,8 +17,8 @@
 //!   folded into the accumulator, zeroed and marked free; the next new thread reuses it, so
 //!   the list grows only to the largest number of threads that recorded at the same time.
 //!   Nodes are freed when the histogram is dropped.
-//! - **Per-thread lookup.** Rust's `thread_local!` is static, so each thread keeps a small
-//!   list of `(histogram, shard)` entries, plus a direct-mapped cache of
+//! - **Per-thread lookup.** Rust's `thread_local!` is static, so each thread keeps a hash
+//!   table of `(histogram, shard)` entries, plus a direct-mapped cache of
 //!   [`CACHE_SLOTS`] entries `(histogram, shard, cells)`. Each histogram gets its cache slot
 //!   when it is made (round robin over the slots), so a thread that records into up to
 //!   [`CACHE_SLOTS`] histograms made one after another (the busy and wall times of a span
@@ -105,8 +105,9 @@
 //! # Dropping the histogram
 //!
 //! Threads that recorded hold a reference to the histogram's shared state, so dropping the
-//! [`ThreadLocalHistogram`] frees the shards only once every such thread has exited or taken
-//! its cold path again (which prunes entries of dropped histograms).
+//! [`ThreadLocalHistogram`] frees the shards only once every such thread has exited or claimed
+//! a shard of another histogram (which prunes the entries of histograms dropped since the
+//! thread last pruned).
 
 use crate::builder::{BuiltAtomicHistogram, Sparse, StorageChoice};
 use crate::bulk::{push_nonzero_run, RUN};
@@ -279,7 +280,7 @@ mod fork;
 mod shard;
 
 pub use cache::CACHE_SLOTS;
-use cache::{cache_entry, clear_cache, thread_token, Cached, Entry, CACHE, THREAD_SHARDS};
+use cache::{cache_entry, thread_token, Cached, Entry, CACHE, CLOSED, THREAD_SHARDS};
 use shard::{Inner, Owner, Shard, OWNED};
 
 /// The accumulator of a thread-local histogram over storage `S`: the atomic kind.
@@ -490,24 +491,22 @@ impl<C: LocalCounter, S: StorageChoice> ThreadLocalHistogram<C, S> {
         }
     }
 
-    /// The calling thread's shard through its entry list, claiming one on first use. `None`
+    /// The calling thread's shard through its entries, claiming one on first use. `None`
     /// while TLS is destroyed or the list is borrowed (re-entrant recording).
     fn local_shard(&self) -> Option<&Shard<C, S>> {
         let key = self.key;
         let shard = THREAD_SHARDS
             .try_with(|list| {
                 let mut list = list.try_borrow_mut().ok()?;
-                if let Some(e) = list.entries.iter().find(|e| e.key == key) {
+                if let Some(e) = list.entries.get(&key) {
                     return Some(e.shard);
                 }
-                // Entries of dropped histograms go; the cache may name some of them.
-                clear_cache();
-                list.entries.retain(|e| !e.owner.is_closed());
+                list.prune();
                 self.inner.check_fork();
                 let token = thread_token();
                 let shard = (self.inner.claim(token) as *const Shard<C, S>).cast::<()>();
                 let owner: Arc<dyn Owner> = self.inner.clone();
-                list.entries.push(Entry { key, owner, shard });
+                list.entries.insert(key, Entry { owner, shard });
                 Some(shard)
             })
             .ok()
@@ -833,6 +832,8 @@ impl<C: LocalCounter> ThreadLocalHistogram<C, crate::Dense> {
 impl<C: LocalCounter, S: StorageChoice> Drop for ThreadLocalHistogram<C, S> {
     fn drop(&mut self) {
         self.inner.closed.store(true, Ordering::Relaxed);
+        // Release: a thread that sees the count sees `closed` (`ThreadShards::prune`).
+        CLOSED.fetch_add(1, Ordering::Release);
     }
 }
 

@@ -129,3 +129,25 @@ fn float_slot_edges() {
     assert_eq!(b.slot(127.0), None);
     assert_eq!(b.slot(128.0), Some(128));
 }
+
+proptest! {
+    /// Valid names are copied as they are, others made valid: the same names as character
+    /// by character.
+    #[test]
+    fn sanitize_copies_valid_names_and_mends_others(
+        name in "[_:a-z0-9é.-]{0,8}|[a-z_][a-z0-9_]{0,12}|__[a-z:]{0,4}",
+        colon in any::<bool>(),
+    ) {
+        prop_assert_eq!(sanitize(&name, colon), sanitize_chars(&name, colon));
+    }
+}
+
+#[test]
+fn sanitize_mends_invalid_names() {
+    assert_eq!(sanitize("9queue-depth", true), "_9queue_depth");
+    assert_eq!(sanitize("__route", false), "_route");
+    assert_eq!(sanitize("__name", true), "__name");
+    assert_eq!(sanitize("a:b", false), "a_b");
+    assert_eq!(sanitize("", true), "_");
+    assert_eq!(sanitize("rpc_latency", true), "rpc_latency");
+}
