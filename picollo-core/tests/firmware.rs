@@ -49,8 +49,8 @@ fn const_typed_histograms_record_like_runtime_ones() {
     use picollo_core::scalable::RandomSource;
     // The values start with both ends (0 under the window, u64::MAX over it), so that the
     // short run under miri, where each call on these large histograms is slow, hits both.
-    let random = (0..if cfg!(miri) { 200 } else { 20_000 })
-        .map(|_| rng.next_u64() >> (rng.next_u32() % 64));
+    let random =
+        (0..if cfg!(miri) { 200 } else { 20_000 }).map(|_| rng.next_u64() >> (rng.next_u32() % 64));
     for v in [0, u64::MAX].into_iter().chain(random) {
         typed.record(v);
         runtime.record(v);
