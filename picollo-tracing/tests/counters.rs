@@ -292,6 +292,28 @@ fn a_span_polled_on_two_threads_counts_both_threads_intervals() {
 /// read would dominate.
 #[test]
 fn task_clock_per_span_stays_within_the_busy_time() {
+    // The uncorrected read is a bias: about a microsecond over in every round. Load only adds
+    // noise (a read preempted, a calibration taken while the machine was busy), so the test
+    // passes when one of a few rounds is within bounds, and a bias fails them all.
+    let mut rounds = Vec::new();
+    for _ in 0..5 {
+        // A new thread each round: the read cost is calibrated once per thread.
+        let (busy, clock) = std::thread::spawn(short_spans_busy_and_task_clock)
+            .join()
+            .expect("round");
+        eprintln!("busy p50 {busy} ns, task-clock p50 {clock} ns");
+        // Without the correction task-clock ran about a microsecond over; allow a quarter.
+        if clock <= busy + busy / 4 {
+            return;
+        }
+        rounds.push((busy, clock));
+    }
+    panic!("task-clock over busy time by more than a quarter in every round: {rounds:?}");
+}
+
+/// The p50 busy time and task-clock delta of 400 spans of about 2 µs each, under a fresh
+/// subscriber.
+fn short_spans_busy_and_task_clock() -> (u64, u64) {
     let (sub, h) = subscriber();
     tracing::subscriber::with_default(sub, || {
         drop(tracing::info_span!("warm-up").entered());
@@ -310,11 +332,5 @@ fn task_clock_per_span_stays_within_the_busy_time() {
             .unwrap()
             .value
     };
-    let (busy, clock) = (p50(&r.busy_ns), p50(&tc.deltas));
-    eprintln!("busy p50 {busy} ns, task-clock p50 {clock} ns");
-    // Without the correction task-clock ran about a microsecond over; allow a quarter.
-    assert!(
-        clock <= busy + busy / 4,
-        "task-clock {clock} ns over busy {busy} ns"
-    );
+    (p50(&r.busy_ns), p50(&tc.deltas))
 }
