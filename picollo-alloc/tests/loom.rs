@@ -29,7 +29,7 @@ use loom::sync::Arc;
 use loom::thread;
 use picollo_alloc::sparse::{PageCell, SparseStorage, HOT};
 use picollo_core::planted::{self, Bug};
-use picollo_core::{Absent, AtomicHistogram, CellCount, Cells, ReadExt, Window};
+use picollo_core::{Absent, AtomicHistogram, CellCount, Cells, Lookup, ReadExt, Window};
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::ops::RangeInclusive;
@@ -168,9 +168,9 @@ fn record<T: PageCell + AsRef<ModelCell>>(s: &SparseStorage<T>, value: u64, n: u
     );
     // SAFETY: `pos` is a position under `layout`, the storage's layout.
     match unsafe { s.cell(pos, k, first) } {
-        Some(cell) => add(cell.as_ref(), n),
+        Lookup::Found(cell) => add(cell.as_ref(), n),
         // SAFETY: as above.
-        None => match unsafe { s.absent(pos, k, first, n) } {
+        Lookup::Missing => match unsafe { s.absent(pos, k, first, n) } {
             Absent::Cell(cell) => add(cell.as_ref(), n),
             Absent::Counted => {}
             Absent::Outside(_) => panic!("{value} is inside the window"),
