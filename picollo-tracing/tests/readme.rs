@@ -5,6 +5,9 @@
 //! promises: the per-phase table on stderr at exit, with a row per span, its count, and the
 //! columns shown (time only: no `PICOLLO_COUNTERS`).
 
+// The README's example is a Linux server's (`finish_on_sigterm` is Linux only).
+#![cfg(target_os = "linux")]
+
 use std::process::Command;
 
 use std::fs::File;
