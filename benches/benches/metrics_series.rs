@@ -29,8 +29,8 @@
 //! The block ends with a ✔/✘ row per target and Picollo subject under the release defaults;
 //! under fat LTO it gives the same ratios without a mark.
 //!
-//! **Adding a Picollo storage** (the sparse one of issue 30) is one line in [`SUBJECTS`]: its
-//! name and the `RecorderBuilder` that makes it.
+//! **Adding a Picollo configuration** is one line in [`SUBJECTS`]: its name and the
+//! `RecorderBuilder` that makes it (the recorder's default, atomic over sparse storage, first).
 //!
 //! Cases (`PICOLLO_SERIES` = `default`, `full` or `smoke`; `smoke` when the variable is unset
 //! and `CI` is set): `default` has the rows of the issue's table and the targets' rows,
@@ -73,12 +73,24 @@ struct Subject {
 /// storage is one more line here (name, builder).
 const SUBJECTS: &[Subject] = &[
     Subject {
-        name: "Picollo thread-local (dense)",
+        name: "Picollo atomic, sparse (default)",
         recorder: Recorder::Picollo(RecorderBuilder::new),
     },
     Subject {
-        name: "Picollo atomic (dense)",
-        recorder: Recorder::Picollo(|| RecorderBuilder::new().kind(HistogramKind::Atomic)),
+        name: "Picollo thread-local, sparse",
+        recorder: Recorder::Picollo(|| RecorderBuilder::new().kind(HistogramKind::ThreadLocal)),
+    },
+    Subject {
+        name: "Picollo atomic, dense",
+        recorder: Recorder::Picollo(|| RecorderBuilder::new().dense()),
+    },
+    Subject {
+        name: "Picollo thread-local, dense",
+        recorder: Recorder::Picollo(|| {
+            RecorderBuilder::new()
+                .kind(HistogramKind::ThreadLocal)
+                .dense()
+        }),
     },
     Subject {
         name: "metrics-exporter-prometheus",
