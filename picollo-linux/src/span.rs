@@ -90,9 +90,11 @@ use picollo_alloc::span::frame::{event_head, store_counter_samples};
 use picollo_core::ring::{WordArray, MAX_COUNTERS};
 
 mod config;
+mod error;
 mod live;
 mod thread;
 
+pub use error::SpanError;
 pub use live::{RequestOutcome, RingEvent, SpanConsumer};
 pub use picollo_alloc::span::{
     unavailable_reason, EventRow, EventStats, PhaseCounter, PhaseRow, SpanAggregator, SpanDecoder,
@@ -123,6 +125,8 @@ pub struct Span {
     start: u64,
     /// 0 when inactive; else the nesting depth (1 for the outermost span).
     depth: u32,
+    /// The thread's ticket for this span's start samples (see `OpenStack::push_scoped`).
+    ticket: u32,
     _not_send: PhantomData<*const ()>,
 }
 
@@ -143,11 +147,16 @@ impl Span {
     pub fn enter(name: SpanName) -> Span {
         // `begin` returns its values rather than writing into the guard, so the guard can
         // stay in registers on the path where nobody listens.
-        let (start, depth) = if listening() { Self::begin() } else { (0, 0) };
+        let (start, depth, ticket) = if listening() {
+            Self::begin()
+        } else {
+            (0, 0, 0)
+        };
         Span {
             name,
             start,
             depth,
+            ticket,
             _not_send: PhantomData,
         }
     }
@@ -158,12 +167,12 @@ impl Span {
         Self::enter(SpanName::new(name))
     }
 
-    /// The attached (or not yet opened) path of `enter`: the start and the depth, or
-    /// `(0, 0)` for an inactive span. The interval goes on the thread's stack (shared with
-    /// span layers).
+    /// The attached (or not yet opened) path of `enter`: the start, the depth and the
+    /// ticket, or `(0, 0, 0)` for an inactive span. The interval goes on the thread's stack
+    /// (shared with span layers).
     #[inline(never)]
-    fn begin() -> (u64, u32) {
-        raw::with_thread(ThreadSpans::begin_guard).unwrap_or((0, 0))
+    fn begin() -> (u64, u32, u32) {
+        raw::with_thread(ThreadSpans::begin_guard).unwrap_or((0, 0, 0))
     }
 
     /// Whether this span samples and saves (a consumer was attached when it began).
@@ -188,8 +197,8 @@ impl Span {
     fn finish_active(&mut self) {
         let end = now();
         let depth = core::mem::replace(&mut self.depth, 0);
-        let (name, start) = (self.name, self.start);
-        raw::with_thread(|st| st.end_guard(name, start, depth, end));
+        let (name, start, ticket) = (self.name, self.start, self.ticket);
+        raw::with_thread(|st| st.end_guard(name, start, depth, ticket, end));
     }
 }
 

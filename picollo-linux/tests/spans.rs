@@ -411,7 +411,14 @@ fn counters_requested_at_attach_time() {
         "page-faults,cycles,instructions,task-clock,branches,branch-misses",
     )
     .unwrap();
-    assert!(consumer.request_counters(&six).is_err());
+    assert!(matches!(
+        consumer.request_counters(&six),
+        Err(span::SpanError::TooManyCounters {
+            asked: 6,
+            slots: 4,
+            ..
+        })
+    ));
     child.send("work");
     child.wait_for("WORKED");
     consumer.poll().unwrap();

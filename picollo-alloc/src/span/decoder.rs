@@ -6,7 +6,7 @@
 use picollo_core::ring::{CounterStatus, CounterTable, RingInfo, MAX_COUNTERS};
 
 use super::aggregate::SpanAggregator;
-use super::frame::{SpanFrame, SpanLayout};
+use super::frame::{LayoutError, SpanFrame, SpanLayout, NOT_COUNTED};
 
 /// Decodes the frames of one span ring into a [`SpanAggregator`], following the ring's
 /// counter table as it changes (counters chosen at attach time).
@@ -23,8 +23,8 @@ pub struct SpanDecoder {
 impl SpanDecoder {
     /// A decoder for frames described by `info`, or why they are not span frames (rings of
     /// an earlier frame layout included: see [`super::LayoutError`]).
-    pub fn new(info: &RingInfo) -> Result<Self, String> {
-        let layout = SpanLayout::from_info(info).map_err(|e| e.to_string())?;
+    pub fn new(info: &RingInfo) -> Result<Self, LayoutError> {
+        let layout = SpanLayout::from_info(info)?;
         Ok(Self {
             layout,
             epoch: None,
@@ -69,6 +69,9 @@ impl SpanDecoder {
                 let mut deltas = [(0usize, 0u64); MAX_COUNTERS];
                 let mut n = 0;
                 for ((index, s), e) in self.map.iter().zip(starts).zip(ends) {
+                    if (*s, *e) == (NOT_COUNTED, NOT_COUNTED) {
+                        continue;
+                    }
                     if let Some(index) = index {
                         deltas[n] = (*index, e.wrapping_sub(*s));
                         n += 1;

@@ -125,6 +125,12 @@ pub fn store_counter_samples(data: &[RingWord], slots: usize, starts: &[u64], en
     store_words(data, HEAD_WORDS + slots, ends);
 }
 
+/// A counter slot's sample at both ends of a span frame whose counters were not counted
+/// (its start samples were lost: a `span!` guard that ended after its outer guard). A
+/// counter never reaches it (2^64 - 1 events); readers skip such a slot for that frame
+/// rather than record a delta of 0.
+pub const NOT_COUNTED: u64 = u64::MAX;
+
 /// Stores `values` into `data[at..]` (relaxed; what does not fit is dropped).
 #[inline(always)]
 fn store_words(data: &[RingWord], at: usize, values: &[u64]) {

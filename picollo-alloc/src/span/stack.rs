@@ -84,8 +84,11 @@ pub struct OpenStack<S> {
     samples: Vec<S>,
     /// The start samples of the last layer interval that ended out of order.
     below: Option<S>,
-    /// `scoped[d - 1]`: the start samples of the scoped interval open at depth `d`.
-    scoped: Vec<S>,
+    /// `scoped[d - 1]`: the start samples of the scoped interval open at depth `d`, with
+    /// the ticket of the interval that took them.
+    scoped: Vec<(S, u32)>,
+    /// The ticket of the last scoped interval begun (see [`OpenStack::push_scoped`]).
+    tickets: u32,
 }
 
 impl<S> Default for OpenStack<S> {
@@ -103,6 +106,7 @@ impl<S> OpenStack<S> {
             samples: Vec::new(),
             below: None,
             scoped: Vec::new(),
+            tickets: 0,
         }
     }
 
@@ -128,12 +132,18 @@ impl<S> OpenStack<S> {
         self.depth
     }
 
-    /// Opens a scoped interval; returns its depth (1 for the outermost), which its owner
-    /// keeps and hands back to [`OpenStack::samples_of`].
+    /// Opens a scoped interval; returns its depth (1 for the outermost) and its ticket,
+    /// which its owner keeps and hands back to [`OpenStack::scoped_samples_of`].
+    ///
+    /// The ticket tells a scoped interval ended out of order from one that ended in order:
+    /// a guard whose outer guard ended first (`a.end()` while `b` is open) leaves its depth
+    /// to the next interval begun, whose start samples then take its slot; the ticket shows
+    /// they are not its own any more.
     #[inline(always)]
-    pub fn push_scoped(&mut self) -> u32 {
+    pub fn push_scoped(&mut self) -> (u32, u32) {
         self.depth = self.depth.wrapping_add(1);
-        self.depth
+        self.tickets = self.tickets.wrapping_add(1);
+        (self.depth, self.tickets)
     }
 
     /// Ends the innermost scoped interval.
@@ -151,10 +161,24 @@ impl<S: Copy + Default> OpenStack<S> {
         grown_to(&mut self.samples, self.open.len())
     }
 
-    /// The start samples of the scoped interval at `depth` (from [`OpenStack::push_scoped`]).
+    /// The start samples of the scoped interval at `depth` with `ticket` (both from
+    /// [`OpenStack::push_scoped`]), to fill.
     #[inline]
-    pub fn scoped_samples(&mut self, depth: u32) -> &mut S {
-        grown_to(&mut self.scoped, (depth as usize).saturating_sub(1))
+    pub fn scoped_samples(&mut self, depth: u32, ticket: u32) -> &mut S {
+        let slot = grown_to(&mut self.scoped, (depth as usize).saturating_sub(1));
+        slot.1 = ticket;
+        &mut slot.0
+    }
+
+    /// The start samples of the scoped interval at `depth` with `ticket`, when it took
+    /// samples and no later interval took its slot since (it ended out of order: see
+    /// [`OpenStack::push_scoped`]). Call it before the next push.
+    #[inline(always)]
+    pub fn scoped_samples_of(&self, depth: u32, ticket: u32) -> Option<&S> {
+        match self.scoped.get((depth as usize).wrapping_sub(1)) {
+            Some((samples, t)) if *t == ticket => Some(samples),
+            _ => None,
+        }
     }
 
     /// Ends the innermost open interval of `owner`'s span `id` (the top of the layers'
@@ -221,14 +245,18 @@ impl<S: Copy + Default> OpenStack<S> {
     }
 
     /// The start samples of `ended`: the interval [`OpenStack::take`] just returned, or a
-    /// scoped interval [`OpenStack::pop_scoped`] just ended, when it was sampled.
+    /// scoped interval [`OpenStack::pop_scoped`] just ended whose samples are its own
+    /// ([`OpenStack::scoped_samples_of`] says), when it was sampled.
     #[inline(always)]
     pub fn samples_of(&self, ended: &Ended) -> Option<&S> {
         match ended.starts {
             StartSamples::None => None,
             StartSamples::Top => self.samples.get(self.open.len()),
             StartSamples::SetAside => self.below.as_ref(),
-            StartSamples::Scoped => self.scoped.get((ended.depth as usize).wrapping_sub(1)),
+            StartSamples::Scoped => self
+                .scoped
+                .get((ended.depth as usize).wrapping_sub(1))
+                .map(|(samples, _)| samples),
         }
     }
 }
@@ -323,12 +351,13 @@ mod tests {
     #[test]
     fn scoped_and_layer_intervals_share_the_depth() {
         let mut s: OpenStack<u32> = OpenStack::new();
-        let guard = s.push_scoped();
-        *s.scoped_samples(guard) = 11;
+        let (guard, ticket) = s.push_scoped();
+        *s.scoped_samples(guard, ticket) = 11;
         *s.next_samples() = 22;
         assert_eq!((guard, s.push(open(7, 1, true))), (1, 2));
-        let inner = s.push_scoped();
-        *s.scoped_samples(inner) = 33;
+        let (inner, ticket) = s.push_scoped();
+        *s.scoped_samples(inner, ticket) = 33;
+        assert_eq!(s.scoped_samples_of(inner, ticket), Some(&33));
         assert_eq!((inner, s.depth()), (3, 3));
         s.pop_scoped();
         let e = Ended {
@@ -349,6 +378,28 @@ mod tests {
         assert_eq!(s.push(open(7, 3, false)), 2);
         assert_eq!(s.take(7, 2, |_| {}).unwrap().depth, 2);
         assert_eq!(s.take(7, 3, |_| {}).unwrap().depth, 2);
+        assert_eq!(s.depth(), 0);
+    }
+
+    #[test]
+    fn a_scoped_interval_ended_out_of_order_keeps_no_other_samples() {
+        let mut s: OpenStack<u32> = OpenStack::new();
+        let (a, a_ticket) = s.push_scoped();
+        *s.scoped_samples(a, a_ticket) = 1;
+        let (b, b_ticket) = s.push_scoped();
+        *s.scoped_samples(b, b_ticket) = 2;
+        // `a` ends first: `b` is still open, at depth 2, but the depth count drops to 1.
+        assert_eq!(s.scoped_samples_of(a, a_ticket), Some(&1));
+        s.pop_scoped();
+        // The next interval takes depth 2, and with it `b`'s slot.
+        let (c, c_ticket) = s.push_scoped();
+        assert_eq!(c, b);
+        *s.scoped_samples(c, c_ticket) = 3;
+        // `b` ends: its samples are gone, and it is told so rather than handed `c`'s.
+        assert_eq!(s.scoped_samples_of(b, b_ticket), None);
+        s.pop_scoped();
+        assert_eq!(s.scoped_samples_of(c, c_ticket), Some(&3));
+        s.pop_scoped();
         assert_eq!(s.depth(), 0);
     }
 }

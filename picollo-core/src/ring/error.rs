@@ -37,6 +37,14 @@ pub enum RingError {
         /// Its value (for names, the entry index).
         value: u64,
     },
+    /// More counters were given than the ring has counter slots (fixed when the ring was
+    /// made: [`RingOptions`](super::RingOptions)`::counters`).
+    TooManyCounters {
+        /// Counters given.
+        asked: usize,
+        /// Counter slots the ring has.
+        slots: usize,
+    },
     /// `head` went backwards: the writer re-initialized the ring, or the region is corrupt.
     /// Attach again.
     HeadMovedBackwards {
@@ -92,6 +100,9 @@ impl fmt::Display for RingError {
             }
             Self::BadHeader { field, value } => {
                 write!(f, "corrupt ring header: {field} = {value}")
+            }
+            Self::TooManyCounters { asked, slots } => {
+                write!(f, "{asked} counters given, the ring has {slots} counter slots")
             }
             Self::HeadMovedBackwards { head, before } => write!(
                 f,

@@ -710,7 +710,10 @@ fn ring_counter_table_switches_at_the_right_frame() {
     assert_eq!(r.unattributed(), 0);
     // More counters than slots, or a bad description, are refused.
     let four = [CounterInfo::measured("a"); 4];
-    assert!(w.ring_mut().set_counters(&four).is_err());
+    assert_eq!(
+        w.ring_mut().set_counters(&four),
+        Err(RingError::TooManyCounters { asked: 4, slots: 3 })
+    );
     assert!(w
         .ring_mut()
         .set_counters(&[CounterInfo {

@@ -351,9 +351,9 @@ impl<'a> RingWriter<'a> {
     /// marks the frames in between as not attributable rather than guessing.
     pub fn set_counters(&mut self, counters: &[CounterInfo<'_>]) -> Result<(), RingError> {
         if counters.len() > self.counter_slots {
-            return Err(RingError::BadHeader {
-                field: "counter count",
-                value: counters.len() as u64,
+            return Err(RingError::TooManyCounters {
+                asked: counters.len(),
+                slots: self.counter_slots,
             });
         }
         let mut table = CounterTable::new(counters)?;

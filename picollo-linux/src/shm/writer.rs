@@ -118,9 +118,14 @@ impl ShmWriter {
         let map = Map::new(fd.as_fd(), bytes).map_err(|e| ShmError::os("mmap", &segment, e))?;
         // SAFETY: `map` is a live, page-aligned, read-write shared mapping of `bytes` bytes
         // of a segment sealed at that size, which `Self` owns and unmaps only after dropping
-        // `ring` (field order). Every process accesses it through 64-bit atomics only (this
-        // crate's readers and writers). The `'static` lifetime never escapes `Self`: no
-        // method returns a reference derived from it. This is the only writer: the memfd was
+        // `ring` (field order); the mapping stays where it is when `Self` moves. Every
+        // process accesses it through 64-bit atomics only (this crate's readers and
+        // writers). The `'static` lifetime escapes `Self` in one place only: the crate-private
+        // `attached_word` hands out a raw pointer to the mapping's `attached` word, valid
+        // while `Self` lives; its one user (`span::thread`'s `ThreadRing::publish`, the
+        // thread-local fast check) points the thread-local away in `ThreadRing`'s `Drop`,
+        // which runs before its writer field (and so the mapping) drops. No method returns a
+        // reference derived from it. This is the only writer: the memfd was
         // just created, and the name is claimed in this process; a new memfd reads as zeros.
         // The memfd is new, so all zeros: its slots' pages stay unallocated until frames are
         // saved, which happens only while a reader is attached (a thread's span ring costs
@@ -261,7 +266,9 @@ impl ShmWriter {
     }
 
     /// The ring's `attached` word (in the mapping, or a static zero once the writer is
-    /// disabled): valid while `self` lives, wherever `self` moves.
+    /// disabled): valid while `self` lives, wherever `self` moves. A caller that keeps the
+    /// pointer must stop reading it before `self` drops (the mapping is unmapped then); see
+    /// the SAFETY note in `create_claimed`.
     pub(crate) fn attached_word(&self) -> *const RingWord {
         self.ring.attached_word()
     }

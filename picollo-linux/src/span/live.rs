@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use picollo_alloc::span::{SpanAggregator, SpanDecoder, SpanTable};
 use picollo_core::ring::{CounterStatus, Drained, RequestStatus, RingInfo};
 
-use super::{new_aggregator, SpanCounters, RING_PREFIX};
+use super::{new_aggregator, SpanCounters, SpanError, RING_PREFIX};
 use crate::shm::{list_rings, ShmError, ShmReader};
 
 /// One attached ring.
@@ -174,7 +174,7 @@ impl SpanConsumer {
                 Ok(d) => Some(d),
                 Err(why) if self.which == Which::Spans => {
                     self.skipped_inodes.push(e.inode);
-                    self.skipped.push((e.segment, why));
+                    self.skipped.push((e.segment, why.to_string()));
                     continue;
                 }
                 Err(_) => None,
@@ -255,22 +255,21 @@ impl SpanConsumer {
     /// Asks every attached span ring's writer thread, and those attached later, to count
     /// `counters` instead of what it counts now; returns how many rings were asked.
     /// [`SpanConsumer::request_outcomes`] waits for the threads to apply it (each does at its
-    /// next outermost span) and says what became of it. Refused (before anything is asked)
-    /// when a ring has fewer counter slots than counters asked for. The counters are typed,
+    /// next outermost span) and says what became of it. Refused before anything is asked,
+    /// with [`SpanError::TooManyCounters`], when a ring has fewer counter slots than counters
+    /// asked for. The counters are typed,
     /// so only events reach the writers (`SpanCounters::parse` checks a list a user typed);
     /// each writer checks the list again, as it comes from another process.
-    pub fn request_counters(&mut self, counters: &SpanCounters) -> Result<usize, ShmError> {
+    pub fn request_counters(&mut self, counters: &SpanCounters) -> Result<usize, SpanError> {
         for ring in &self.rings {
             let Some(decoder) = &ring.decoder else {
                 continue;
             };
             if counters.len() > decoder.counter_slots() {
-                return Err(ShmError::Ring {
+                return Err(SpanError::TooManyCounters {
                     segment: ring.reader.segment().to_owned(),
-                    error: picollo_core::ring::RingError::BadHeader {
-                        field: "counter slots (fewer than the counters asked for)",
-                        value: decoder.counter_slots() as u64,
-                    },
+                    asked: counters.len(),
+                    slots: decoder.counter_slots(),
                 });
             }
         }

@@ -25,15 +25,15 @@
 //! The ring, its counters and its clock ([`super::now`]) are the ones [`super::Span`]
 //! uses, so a consumer sees both kinds of spans alike.
 
-use picollo_alloc::span::frame::{span_head, store_counter_samples, HEAD_WORDS};
+use picollo_alloc::span::frame::{span_head, store_counter_samples, HEAD_WORDS, NOT_COUNTED};
 use picollo_alloc::span::stack::{Ended, Open, StartSamples};
 use picollo_core::ring::{WordArray, MAX_COUNTERS};
 
 use super::thread::{listening, RingState, THREAD};
+use super::SpanError;
 use super::{now, SpanName};
 use crate::count::Reading;
 use crate::event::Event;
-use crate::shm::ShmError;
 
 pub use super::thread::ThreadSpans;
 pub use picollo_alloc::span::stack::{SlotMap, NO_COUNTER};
@@ -134,7 +134,7 @@ impl ThreadSpans {
     /// The event of each counter slot the thread measures, in slot order (opening its ring
     /// and counters first), or the error that kept the ring from opening.
     #[cold]
-    pub fn counter_events(&mut self) -> Result<Vec<Event>, ShmError> {
+    pub fn counter_events(&mut self) -> Result<Vec<Event>, SpanError> {
         self.measured_counters(|c| c.event().clone())
     }
 
@@ -238,6 +238,37 @@ impl ThreadSpans {
         };
         if t.writer.is_disabled() {
             // A child after fork: its writer turned itself off; stop taking this path.
+            t.publish();
+        }
+        saved
+    }
+}
+
+impl ThreadSpans {
+    /// Saves the frame of an interval whose start samples are lost (a `span!` guard ended
+    /// out of order): its times, and every measured counter slot marked
+    /// [`NOT_COUNTED`] rather than another span's values. Returns whether a frame was saved.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn save_frame_uncounted(
+        &mut self,
+        name: SpanName,
+        depth: u32,
+        start: u64,
+        end: u64,
+    ) -> bool {
+        let RingState::Open(t) = &mut self.ring else {
+            return false;
+        };
+        let k = t.measured.min(t.slots);
+        let head = span_head(name, depth, start, end);
+        const NONE: [u64; MAX_COUNTERS] = [NOT_COUNTED; MAX_COUNTERS];
+        let slots = t.slots;
+        let saved = t.writer.save_with(|data| {
+            head.store_into(data);
+            store_counter_samples(data, slots, &NONE[..k], &NONE[..k]);
+        });
+        if t.writer.is_disabled() {
             t.publish();
         }
         saved

@@ -16,6 +16,7 @@ use crate::session::{CounterSession, OnUnsupported};
 use crate::shm::{ShmError, ShmWriter};
 
 use super::config::{config, counters_in_force, set_requested, SpanCounters, RING_PREFIX};
+use super::error::SpanError;
 use super::raw::Interval;
 
 // ---------------------------------------------------------------------------------------------
@@ -364,31 +365,40 @@ impl ThreadSpans {
     /// measures any, then reads the clock. Returns the start and the depth, or `(0, 0)` when
     /// nobody is attached.
     #[inline(always)]
-    pub(crate) fn begin_guard(&mut self) -> (u64, u32) {
+    pub(crate) fn begin_guard(&mut self) -> (u64, u32, u32) {
         let t = match &mut self.ring {
             // `listening` read this ring's attached word: a consumer is attached.
             RingState::Open(t) => t,
             ring => match ring.open_slow() {
                 Some(t) if t.writer.is_attached() => t,
-                _ => return (0, 0),
+                _ => return (0, 0, 0),
             },
         };
         if self.open.depth() == 0 && t.writer.has_counter_request() {
             t.apply_request();
             self.slot_map = SlotMap::NONE;
         }
-        let depth = self.open.push_scoped();
+        let (depth, ticket) = self.open.push_scoped();
         if t.measured > 0 {
-            t.sample(self.open.scoped_samples(depth));
+            t.sample(self.open.scoped_samples(depth, ticket));
         }
-        (super::now(), depth)
+        (super::now(), depth, ticket)
     }
 
-    /// Ends a `span!` guard's interval (its `start` and `depth` from
+    /// Ends a `span!` guard's interval (its `start`, `depth` and `ticket` from
     /// [`ThreadSpans::begin_guard`]) whose clock reading at the end the caller took: samples
-    /// the counters when the ring measures any, and saves the frame `name`.
+    /// the counters when the ring measures any, and saves the frame `name`. A guard that
+    /// ended after its outer guard (out of order) may have lost its start samples to a later
+    /// span: its frame then says its counters were not counted.
     #[inline(always)]
-    pub(crate) fn end_guard(&mut self, name: super::SpanName, start: u64, depth: u32, end: u64) {
+    pub(crate) fn end_guard(
+        &mut self,
+        name: super::SpanName,
+        start: u64,
+        depth: u32,
+        ticket: u32,
+        end: u64,
+    ) {
         let RingState::Open(t) = &mut self.ring else {
             self.open.pop_scoped();
             return;
@@ -396,6 +406,11 @@ impl ThreadSpans {
         let sampled = t.measured > 0;
         let n = if sampled { t.sample(&mut self.ends) } else { 0 };
         self.open.pop_scoped();
+        // Checked after the end sample, so the check is outside the counter window.
+        if sampled && self.open.scoped_samples_of(depth, ticket).is_none() {
+            self.save_frame_uncounted(name, depth, start, end);
+            return;
+        }
         let interval = Interval::new(
             start,
             depth,
@@ -472,15 +487,22 @@ pub(crate) fn listening() -> bool {
 
 /// Opens this thread's span ring now (spans do it on first use) and returns its segment path,
 /// so a consumer can attach before the first span.
-pub fn open_thread_ring() -> Result<String, ShmError> {
+pub fn open_thread_ring() -> Result<String, SpanError> {
+    with_thread_state(ThreadSpans::ring_path)
+}
+
+/// Runs `f` with this thread's span state: [`SpanError::RingBusy`] when it is borrowed
+/// already (a call from inside a span hook), [`SpanError::ThreadExiting`] once the thread's
+/// thread-locals are gone.
+fn with_thread_state<T>(
+    f: impl FnOnce(&mut ThreadSpans) -> Result<T, SpanError>,
+) -> Result<T, SpanError> {
     THREAD
         .try_with(|cell| {
-            let mut st = cell
-                .try_borrow_mut()
-                .map_err(|_| ShmError::BadName("span ring in use".to_owned()))?;
-            st.ring_path()
+            let mut st = cell.try_borrow_mut().map_err(|_| SpanError::RingBusy)?;
+            f(&mut st)
         })
-        .unwrap_or_else(|_| Err(ShmError::BadName("thread is exiting".to_owned())))
+        .unwrap_or(Err(SpanError::ThreadExiting))
 }
 
 /// Closes this thread's span ring (the kernel frees its segment once no reader holds it); the
@@ -498,39 +520,32 @@ pub fn reset_thread() {
 
 /// What this thread's ring samples: the measured counter names (in slot order), or the error
 /// that kept the ring from opening.
-pub fn thread_counters() -> Result<Vec<String>, ShmError> {
+pub fn thread_counters() -> Result<Vec<String>, SpanError> {
     measured_counters(|c| c.name().to_owned())
 }
 
 /// What this thread's ring samples, typed: the event of each measured counter slot (in slot
 /// order), or the error that kept the ring from opening. What a span layer matches its
 /// configured [`SpanCounters`](super::SpanCounters) against.
-pub fn thread_counter_events() -> Result<Vec<Event>, ShmError> {
+pub fn thread_counter_events() -> Result<Vec<Event>, SpanError> {
     measured_counters(|c| c.event().clone())
 }
 
 /// `what` of each measured counter of this thread's ring, in slot order (opening the ring
 /// first), or the error that kept the ring from opening.
-fn measured_counters<T>(what: impl Fn(&crate::session::Counter) -> T) -> Result<Vec<T>, ShmError> {
-    THREAD
-        .try_with(|cell| {
-            let mut st = cell
-                .try_borrow_mut()
-                .map_err(|_| ShmError::BadName("span ring in use".to_owned()))?;
-            st.measured_counters(what)
-        })
-        .unwrap_or_else(|_| Err(ShmError::BadName("thread is exiting".to_owned())))
+fn measured_counters<T>(what: impl Fn(&crate::session::Counter) -> T) -> Result<Vec<T>, SpanError> {
+    with_thread_state(|st| st.measured_counters(what))
 }
 
 impl ThreadSpans {
     /// The ring's segment path (opening it first), or why it could not open.
-    pub(crate) fn ring_path(&mut self) -> Result<String, ShmError> {
-        match self.ring.get() {
-            Some(t) => Ok(t.writer.segment().to_owned()),
-            None => match &self.ring {
-                RingState::Failed(e) => Err(e.clone()),
-                _ => Err(ShmError::BadName("span ring".to_owned())),
-            },
+    pub(crate) fn ring_path(&mut self) -> Result<String, SpanError> {
+        self.ring.get();
+        match &self.ring {
+            RingState::Open(t) => Ok(t.writer.segment().to_owned()),
+            RingState::Failed(e) => Err(SpanError::Ring(e.clone())),
+            // `get` leaves the ring open or failed, never unopened.
+            RingState::Unopened => unreachable!("RingState::get opens the ring"),
         }
     }
 
@@ -538,7 +553,7 @@ impl ThreadSpans {
     pub(crate) fn measured_counters<T>(
         &mut self,
         what: impl Fn(&crate::session::Counter) -> T,
-    ) -> Result<Vec<T>, ShmError> {
+    ) -> Result<Vec<T>, SpanError> {
         self.ring_path()?;
         Ok(match &self.ring {
             RingState::Open(t) => t
