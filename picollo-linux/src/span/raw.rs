@@ -25,8 +25,8 @@
 //! The ring, its counters and its clock ([`super::now`]) are the ones [`super::Span`]
 //! uses, so a consumer sees both kinds of spans alike.
 
-use picollo_alloc::span::frame::{span_head, store_counter_samples, HEAD_WORDS, NOT_COUNTED};
-use picollo_alloc::span::stack::{Ended, Open, StartSamples};
+use picollo_alloc::span::frame::{span_head, store_counter_samples, HEAD_WORDS};
+use picollo_alloc::span::stack::Open;
 use picollo_core::ring::{WordArray, MAX_COUNTERS};
 
 use super::thread::{listening, RingState, THREAD};
@@ -35,48 +35,12 @@ use super::{now, SpanName};
 use crate::count::Reading;
 use crate::event::Event;
 
-pub use super::thread::ThreadSpans;
+pub use super::thread::{Interval, ThreadSpans};
 pub use picollo_alloc::span::stack::{SlotMap, NO_COUNTER};
 pub use picollo_alloc::span::{format_duration_ns, AggregatedSpans};
 
 /// Counter samples of one interval end: one per counter slot.
 pub type Samples = [Reading; MAX_COUNTERS];
-
-/// An interval that ended ([`ThreadSpans::end`]): 16 bytes, so the hot path moves no
-/// samples (they stay in the thread's state: [`ThreadSpans::counters`]) and the interval
-/// stays in registers.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Interval {
-    /// The span clock at its start.
-    pub start: u64,
-    /// Its nesting depth on the thread (1 for the outermost).
-    pub depth: u32,
-    starts: StartSamples,
-    /// Counter slots sampled at its end (0 when its start was not sampled).
-    n: u8,
-}
-
-impl Interval {
-    /// An interval from its start, depth, start samples and end samples (`n` slots).
-    #[inline(always)]
-    pub(crate) fn new(start: u64, depth: u32, starts: StartSamples, n: usize) -> Self {
-        Self {
-            start,
-            depth,
-            starts,
-            // At most MAX_COUNTERS (8).
-            n: n as u8,
-        }
-    }
-
-    fn ended(&self) -> Ended {
-        Ended {
-            start: self.start,
-            depth: self.depth,
-            starts: self.starts,
-        }
-    }
-}
 
 /// Runs `f` with this thread's span state, borrowed once; `None` while the thread exits (its
 /// thread-locals are gone) or when `f` would borrow it again from inside.
@@ -238,37 +202,6 @@ impl ThreadSpans {
         };
         if t.writer.is_disabled() {
             // A child after fork: its writer turned itself off; stop taking this path.
-            t.publish();
-        }
-        saved
-    }
-}
-
-impl ThreadSpans {
-    /// Saves the frame of an interval whose start samples are lost (a `span!` guard ended
-    /// out of order): its times, and every measured counter slot marked
-    /// [`NOT_COUNTED`] rather than another span's values. Returns whether a frame was saved.
-    #[cold]
-    #[inline(never)]
-    pub(crate) fn save_frame_uncounted(
-        &mut self,
-        name: SpanName,
-        depth: u32,
-        start: u64,
-        end: u64,
-    ) -> bool {
-        let RingState::Open(t) = &mut self.ring else {
-            return false;
-        };
-        let k = t.measured.min(t.slots);
-        let head = span_head(name, depth, start, end);
-        const NONE: [u64; MAX_COUNTERS] = [NOT_COUNTED; MAX_COUNTERS];
-        let slots = t.slots;
-        let saved = t.writer.save_with(|data| {
-            head.store_into(data);
-            store_counter_samples(data, slots, &NONE[..k], &NONE[..k]);
-        });
-        if t.writer.is_disabled() {
             t.publish();
         }
         saved

@@ -5,9 +5,12 @@ use std::cell::{Cell, RefCell};
 use std::sync::OnceLock;
 
 use picollo_alloc::span::frame;
-use picollo_alloc::span::stack::{OpenStack, SlotMap, StartSamples};
+use picollo_alloc::span::frame::{span_head, store_counter_samples, NOT_COUNTED};
+use picollo_alloc::span::stack::{Ended, OpenStack, SlotMap, StartSamples};
+use picollo_alloc::span::SpanName;
 use picollo_core::ring::{
-    AtomicU64 as RingWord, CounterInfo, RingOptions, MAX_COUNTERS, NAME_BYTES, REQUEST_BYTES,
+    AtomicU64 as RingWord, CounterInfo, RingOptions, WordArray, MAX_COUNTERS, NAME_BYTES,
+    REQUEST_BYTES,
 };
 
 use crate::count::Reading;
@@ -17,7 +20,6 @@ use crate::shm::{ShmError, ShmWriter};
 
 use super::config::{config, counters_in_force, set_requested, SpanCounters, RING_PREFIX};
 use super::error::SpanError;
-use super::raw::Interval;
 
 // ---------------------------------------------------------------------------------------------
 // The thread's ring
@@ -422,6 +424,73 @@ impl ThreadSpans {
             n,
         );
         self.save_frame(name, &interval, end);
+    }
+}
+
+/// An interval that ended ([`ThreadSpans::end`](super::raw)): 16 bytes, so the hot path moves no
+/// samples (they stay in the thread's state: `ThreadSpans::counters`) and the interval
+/// stays in registers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Interval {
+    /// The span clock at its start.
+    pub start: u64,
+    /// Its nesting depth on the thread (1 for the outermost).
+    pub depth: u32,
+    starts: StartSamples,
+    /// Counter slots sampled at its end (0 when its start was not sampled).
+    pub(crate) n: u8,
+}
+
+impl Interval {
+    /// An interval from its start, depth, start samples and end samples (`n` slots).
+    #[inline(always)]
+    pub(crate) fn new(start: u64, depth: u32, starts: StartSamples, n: usize) -> Self {
+        Self {
+            start,
+            depth,
+            starts,
+            // At most MAX_COUNTERS (8).
+            n: n as u8,
+        }
+    }
+
+    pub(crate) fn ended(&self) -> Ended {
+        Ended {
+            start: self.start,
+            depth: self.depth,
+            starts: self.starts,
+        }
+    }
+}
+
+impl ThreadSpans {
+    /// Saves the frame of an interval whose start samples are lost (a `span!` guard ended
+    /// out of order): its times, and every measured counter slot marked
+    /// [`NOT_COUNTED`] rather than another span's values. Returns whether a frame was saved.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn save_frame_uncounted(
+        &mut self,
+        name: SpanName,
+        depth: u32,
+        start: u64,
+        end: u64,
+    ) -> bool {
+        let RingState::Open(t) = &mut self.ring else {
+            return false;
+        };
+        let k = t.measured.min(t.slots);
+        let head = span_head(name, depth, start, end);
+        const NONE: [u64; MAX_COUNTERS] = [NOT_COUNTED; MAX_COUNTERS];
+        let slots = t.slots;
+        let saved = t.writer.save_with(|data| {
+            head.store_into(data);
+            store_counter_samples(data, slots, &NONE[..k], &NONE[..k]);
+        });
+        if t.writer.is_disabled() {
+            t.publish();
+        }
+        saved
     }
 }
 
