@@ -228,21 +228,9 @@ fn is_inverse(c: &str) -> bool {
 /// A missing header, a malformed or out-of-order step, a footer that contradicts the steps,
 /// or more than [`MAX_HGRM_LINES`] lines.
 pub fn parse_hgrm(text: &str) -> Result<HgrmFile, HgrmParseError> {
-    let err = |line: usize, what: String| HgrmParseError { line, what };
     let text = text.trim_start_matches('\u{feff}');
     let mut lines = text.lines().enumerate().map(|(i, l)| (i + 1, l));
-    let header = lines.by_ref().find(|(_, l)| !is_comment(l, false));
-    let columns = match header {
-        Some((n, l)) => Columns::of_header(l).ok_or_else(|| {
-            err(
-                n,
-                "not an .hgrm percentile distribution: the first line after the comments is \
-                 not `Value Percentile TotalCount 1/(1-Percentile)`"
-                    .into(),
-            )
-        })?,
-        None => return Err(err(0, "empty text: not an .hgrm file".into())),
-    };
+    let columns = read_header(&mut lines)?;
     let mut file = HgrmFile::default();
     let mut raw: Vec<(usize, &str)> = Vec::new();
     let mut footer_seen = false;
@@ -259,129 +247,195 @@ pub fn parse_hgrm(text: &str) -> Result<HgrmFile, HgrmParseError> {
         }
         if let Some(body) = t.strip_prefix("#[") {
             footer_seen = true;
-            let body = body
-                .strip_suffix(']')
-                .ok_or_else(|| err(n, "a footer line without its closing `]`".into()))?;
-            for pair in body.split(',') {
-                let (k, v) = pair
-                    .split_once('=')
-                    .ok_or_else(|| err(n, format!("footer item `{}` has no `=`", pair.trim())))?;
-                let v = v.trim();
-                let num = || -> Result<f64, HgrmParseError> {
-                    v.parse::<f64>()
-                        .ok()
-                        .filter(|x| x.is_finite())
-                        .ok_or_else(|| err(n, format!("`{v}` is not a number")))
-                };
-                let int = || -> Result<u64, HgrmParseError> {
-                    v.parse::<u64>()
-                        .map_err(|_| err(n, format!("`{v}` is not a count")))
-                };
-                match k.trim() {
-                    "Mean" => file.mean = Some(num()?),
-                    "StdDeviation" => file.stdev = Some(num()?),
-                    "Max" => file.max = Some(num()?),
-                    "Total count" => file.total = Some(int()?),
-                    "Buckets" => file.buckets = Some(int()?),
-                    "SubBuckets" => file.sub_buckets = Some(int()?),
-                    other => return Err(err(n, format!("unknown footer item `{other}`"))),
-                }
-            }
-            continue;
-        }
-        if footer_seen {
+            read_footer_line(&mut file, n, body)?;
+        } else if footer_seen {
             return Err(err(n, "a percentile step after the footer".into()));
+        } else {
+            raw.push((n, t));
         }
-        raw.push((n, t));
     }
     if columns == Columns::Rust {
-        // The crate's `SubBuckets` is its counts length, `(buckets + 1) · sub_buckets / 2`.
-        if let (Some(b), Some(len)) = (file.buckets, file.sub_buckets) {
-            let sub = (len / (b + 1)).saturating_mul(2);
-            if sub.is_power_of_two() && (b + 1).saturating_mul(sub / 2) == len {
-                file.sub_buckets = Some(sub);
-            }
-        }
+        file.sub_buckets = rust_sub_buckets(file.buckets, file.sub_buckets);
     }
+    let cells = raw
+        .iter()
+        .map(|&(n, t)| read_step(columns, n, t))
+        .collect::<Result<Vec<_>, _>>()?;
     // Decimals: those of the value column, when any value has a fraction.
-    let mut decimals = 0u32;
-    let mut parsed = Vec::with_capacity(raw.len());
-    for (n, t) in &raw {
-        let cols: Vec<&str> = match columns {
-            Columns::Csv => t.split(',').map(str::trim).collect(),
-            _ => t.split_whitespace().collect(),
-        };
-        // Value, percentile, total count and the optional `1/(1-p)`, by column index.
-        let (at, expected) = match columns {
-            Columns::Rust => ([0, 2, 3, 4], 4..=5),
-            _ => ([0, 1, 2, 3], 3..=4),
-        };
-        if !expected.contains(&cols.len()) {
-            return Err(err(
-                *n,
-                format!(
-                    "a step has {} columns ({} or {} expected)",
-                    cols.len(),
-                    expected.start(),
-                    expected.end()
-                ),
-            ));
-        }
-        let value = Decimal::parse(cols[at[0]])
-            .ok_or_else(|| err(*n, format!("value `{}` is not a number", cols[at[0]])))?;
-        if value.has_fraction() {
-            decimals = decimals.max((value.frac.len() as u32).min(MAX_HGRM_DECIMALS));
-        }
-        let percentile: f64 = cols[at[1]]
-            .parse()
-            .ok()
-            .filter(|p: &f64| (0.0..=1.0).contains(p))
-            .ok_or_else(|| {
-                err(
-                    *n,
-                    format!("percentile `{}` is not between 0 and 1", cols[at[1]]),
-                )
-            })?;
-        let total: u64 = cols[at[2]]
-            .parse()
-            .map_err(|_| err(*n, format!("total count `{}` is not a count", cols[at[2]])))?;
-        if columns == Columns::Rust
-            && !cols[1]
-                .parse::<f64>()
-                .is_ok_and(|q| (0.0..=1.0).contains(&q))
-        {
-            return Err(err(
-                *n,
-                format!("quantile `{}` is not between 0 and 1", cols[1]),
-            ));
-        }
-        if let Some(c) = cols.get(at[3]) {
-            if !is_inverse(c) {
-                return Err(err(*n, format!("`{c}` is not a number")));
+    file.decimals = cells
+        .iter()
+        .filter(|c| c.value.has_fraction())
+        .map(|c| (c.value.frac.len() as u32).min(MAX_HGRM_DECIMALS))
+        .max()
+        .unwrap_or(0);
+    file.steps = ordered_steps(cells, file.decimals)?;
+    check_footer(&file)?;
+    Ok(file)
+}
+
+fn err(line: usize, what: String) -> HgrmParseError {
+    HgrmParseError { line, what }
+}
+
+/// The column header, after the comment lines before it: which writer's columns follow.
+fn read_header<'a>(
+    lines: &mut impl Iterator<Item = (usize, &'a str)>,
+) -> Result<Columns, HgrmParseError> {
+    match lines.find(|(_, l)| !is_comment(l, false)) {
+        Some((n, l)) => Columns::of_header(l).ok_or_else(|| {
+            err(
+                n,
+                "not an .hgrm percentile distribution: the first line after the comments is \
+                 not `Value Percentile TotalCount 1/(1-Percentile)`"
+                    .into(),
+            )
+        }),
+        None => Err(err(0, "empty text: not an .hgrm file".into())),
+    }
+}
+
+/// A footer field: how its value is read, and where it goes.
+enum FooterField {
+    /// A finite number.
+    Number(fn(&mut HgrmFile) -> &mut Option<f64>),
+    /// A count.
+    Count(fn(&mut HgrmFile) -> &mut Option<u64>),
+}
+
+/// The footer's fields, by the name the writers print (`#[Mean = …, StdDeviation = …]`).
+const FOOTER: [(&str, FooterField); 6] = [
+    ("Mean", FooterField::Number(|f| &mut f.mean)),
+    ("StdDeviation", FooterField::Number(|f| &mut f.stdev)),
+    ("Max", FooterField::Number(|f| &mut f.max)),
+    ("Total count", FooterField::Count(|f| &mut f.total)),
+    ("Buckets", FooterField::Count(|f| &mut f.buckets)),
+    ("SubBuckets", FooterField::Count(|f| &mut f.sub_buckets)),
+];
+
+/// Reads footer line `n` (`body`: what follows its `#[`) into `file`.
+fn read_footer_line(file: &mut HgrmFile, n: usize, body: &str) -> Result<(), HgrmParseError> {
+    let body = body
+        .strip_suffix(']')
+        .ok_or_else(|| err(n, "a footer line without its closing `]`".into()))?;
+    for pair in body.split(',') {
+        let (k, v) = pair
+            .split_once('=')
+            .ok_or_else(|| err(n, format!("footer item `{}` has no `=`", pair.trim())))?;
+        let (k, v) = (k.trim(), v.trim());
+        let field = FOOTER
+            .iter()
+            .find(|(name, _)| *name == k)
+            .map(|(_, field)| field)
+            .ok_or_else(|| err(n, format!("unknown footer item `{k}`")))?;
+        match field {
+            FooterField::Number(slot) => {
+                let x = v.parse::<f64>().ok().filter(|x| x.is_finite());
+                *slot(file) = Some(x.ok_or_else(|| err(n, format!("`{v}` is not a number")))?);
+            }
+            FooterField::Count(slot) => {
+                let x = v.parse::<u64>();
+                *slot(file) = Some(x.map_err(|_| err(n, format!("`{v}` is not a count")))?);
             }
         }
-        parsed.push((*n, cols[at[0]], value, percentile, total));
     }
-    file.decimals = decimals;
-    let mut prev: Option<&HgrmStep> = None;
-    let mut steps = Vec::with_capacity(parsed.len());
-    for (n, text_value, value, percentile, total_count) in parsed {
-        let scaled = value
+    Ok(())
+}
+
+/// The `hdrhistogram` crate's `SubBuckets` is its counts length, `(buckets + 1) ·
+/// sub_buckets / 2`: the sub-bucket count it stands for, when it is one.
+fn rust_sub_buckets(buckets: Option<u64>, sub_buckets: Option<u64>) -> Option<u64> {
+    if let (Some(b), Some(len)) = (buckets, sub_buckets) {
+        let sub = (len / (b + 1)).saturating_mul(2);
+        if sub.is_power_of_two() && (b + 1).saturating_mul(sub / 2) == len {
+            return Some(sub);
+        }
+    }
+    sub_buckets
+}
+
+/// The cells of one step line, checked.
+struct StepCells<'a> {
+    line: usize,
+    text_value: &'a str,
+    value: Decimal<'a>,
+    percentile: f64,
+    total_count: u64,
+}
+
+/// Reads step line `n` (`t`, trimmed) of a text with `columns`.
+fn read_step(columns: Columns, n: usize, t: &str) -> Result<StepCells<'_>, HgrmParseError> {
+    let cols: Vec<&str> = match columns {
+        Columns::Csv => t.split(',').map(str::trim).collect(),
+        _ => t.split_whitespace().collect(),
+    };
+    // Value, percentile, total count and the optional `1/(1-p)`, by column index.
+    let (at, expected) = match columns {
+        Columns::Rust => ([0, 2, 3, 4], 4..=5),
+        _ => ([0, 1, 2, 3], 3..=4),
+    };
+    if !expected.contains(&cols.len()) {
+        let (lo, hi) = (expected.start(), expected.end());
+        return Err(err(
+            n,
+            format!("a step has {} columns ({lo} or {hi} expected)", cols.len()),
+        ));
+    }
+    let value = Decimal::parse(cols[at[0]])
+        .ok_or_else(|| err(n, format!("value `{}` is not a number", cols[at[0]])))?;
+    let in_unit = |c: &str| c.parse::<f64>().ok().filter(|p| (0.0..=1.0).contains(p));
+    let percentile = in_unit(cols[at[1]]).ok_or_else(|| {
+        err(
+            n,
+            format!("percentile `{}` is not between 0 and 1", cols[at[1]]),
+        )
+    })?;
+    let total_count: u64 = cols[at[2]]
+        .parse()
+        .map_err(|_| err(n, format!("total count `{}` is not a count", cols[at[2]])))?;
+    if columns == Columns::Rust && in_unit(cols[1]).is_none() {
+        return Err(err(
+            n,
+            format!("quantile `{}` is not between 0 and 1", cols[1]),
+        ));
+    }
+    if let Some(c) = cols.get(at[3]) {
+        if !is_inverse(c) {
+            return Err(err(n, format!("`{c}` is not a number")));
+        }
+    }
+    Ok(StepCells {
+        line: n,
+        text_value: cols[at[0]],
+        value,
+        percentile,
+        total_count,
+    })
+}
+
+/// The steps, their values scaled by `10^decimals`, checked not to decrease.
+fn ordered_steps(
+    cells: Vec<StepCells<'_>>,
+    decimals: u32,
+) -> Result<Vec<HgrmStep>, HgrmParseError> {
+    let mut steps: Vec<HgrmStep> = Vec::with_capacity(cells.len());
+    for c in cells {
+        let scaled = c
+            .value
             .scaled(decimals)
-            .ok_or_else(|| err(n, format!("value `{text_value}` is too large")))?;
+            .ok_or_else(|| err(c.line, format!("value `{}` is too large", c.text_value)))?;
         let step = HgrmStep {
-            value: text_value.parse().unwrap_or(f64::INFINITY),
+            value: c.text_value.parse().unwrap_or(f64::INFINITY),
             scaled,
-            percentile,
-            total_count,
+            percentile: c.percentile,
+            total_count: c.total_count,
         };
-        if let Some(p) = prev {
+        if let Some(p) = steps.last() {
             if step.scaled < p.scaled
                 || step.percentile < p.percentile
                 || step.total_count < p.total_count
             {
                 return Err(err(
-                    n,
+                    c.line,
                     "a step below the one before it (values, percentiles and counts must not \
                      decrease)"
                         .into(),
@@ -389,9 +443,13 @@ pub fn parse_hgrm(text: &str) -> Result<HgrmFile, HgrmParseError> {
             }
         }
         steps.push(step);
-        prev = steps.last();
     }
-    if let (Some(total), Some(last)) = (file.total, steps.last()) {
+    Ok(steps)
+}
+
+/// The footer's total count against the steps.
+fn check_footer(file: &HgrmFile) -> Result<(), HgrmParseError> {
+    if let (Some(total), Some(last)) = (file.total, file.steps.last()) {
         if last.total_count != total {
             return Err(err(
                 0,
@@ -402,14 +460,13 @@ pub fn parse_hgrm(text: &str) -> Result<HgrmFile, HgrmParseError> {
             ));
         }
     }
-    if steps.is_empty() && file.total.is_some_and(|t| t > 0) {
+    if file.steps.is_empty() && file.total.is_some_and(|t| t > 0) {
         return Err(err(
             0,
             "a footer with values but no percentile steps".into(),
         ));
     }
-    file.steps = steps;
-    Ok(file)
+    Ok(())
 }
 
 impl HgrmFile {
