@@ -107,27 +107,10 @@ impl RingInfo {
         if version != VERSION {
             return Err(RingError::UnsupportedVersion(version));
         }
-        let bad = |field: &'static str, value: u64| RingError::BadHeader { field, value };
-        for (i, field) in [(w::FLAGS, "flags"), (w::RESERVED, "reserved word")] {
-            let v = load(region, i)?;
-            if v != 0 {
-                return Err(bad(field, v));
-            }
-        }
+        check_words(region, &COUNTS)?;
         let epoch = load(region, w::COUNTERS_EPOCH)?;
-        if epoch & 1 != 0 {
-            return Err(bad("counter table epoch", epoch));
-        }
-
-        let field_count = load(region, w::FIELD_COUNT)?;
-        if field_count > MAX_FIELDS as u64 {
-            return Err(bad("field count", field_count));
-        }
-        let counter_count = load(region, w::COUNTER_COUNT)?;
-        if counter_count > MAX_COUNTERS as u64 {
-            return Err(bad("counter count", counter_count));
-        }
-        let (field_count, counter_count) = (field_count as usize, counter_count as usize);
+        let field_count = load(region, w::FIELD_COUNT)? as usize;
+        let counter_count = load(region, w::COUNTER_COUNT)? as usize;
         let header = load(region, w::HEADER_WORDS)?;
         let expected_header = header_words(field_count, counter_count);
         if header != expected_header as u64 {
@@ -139,19 +122,9 @@ impl RingInfo {
                 words: region.words(),
             });
         }
-
+        check_words(region, &SLOTS)?;
         let slot_count = load(region, w::SLOT_COUNT)?;
-        if !slot_count.is_power_of_two()
-            || slot_count < u64::from(MIN_SLOTS)
-            || slot_count > u64::from(MAX_SLOTS)
-        {
-            return Err(bad("slot count", slot_count));
-        }
-        let slot_words = load(region, w::SLOT_WORDS)?;
-        if slot_words == 0 || slot_words > 1 + MAX_PAYLOAD_WORDS as u64 {
-            return Err(bad("slot words", slot_words));
-        }
-        let slot_words = slot_words as usize;
+        let slot_words = load(region, w::SLOT_WORDS)? as usize;
         let total = usize::try_from(slot_count)
             .ok()
             .and_then(|n| n.checked_mul(slot_words))
@@ -163,65 +136,16 @@ impl RingInfo {
                 words: region.words(),
             });
         }
-
-        let clock_kind = load(region, w::CLOCK_KIND)?;
-        let clock = ClockInfo {
-            kind: ClockKind::from_code(clock_kind).ok_or(bad("clock kind", clock_kind))?,
-            hz: load(region, w::CLOCK_HZ)?,
-            ref_ticks: load(region, w::CLOCK_REF_TICKS)?,
-            ref_ns: load(region, w::CLOCK_REF_NS)?,
-        };
-
+        let clock = read_clock(region)?;
         let name = NameBuf::<FRAME_NAME_BYTES>::read(region, w::FRAME_NAME)?;
         if !name.is_clean() || check_name(name.as_str(), FRAME_NAME_BYTES).is_err() {
             return Err(bad("frame name", 0));
         }
-
         let counters = CounterTable::read(region, w::TABLES, counter_count)?;
-
-        let mut fields = [FieldDesc {
-            name: NameBuf::EMPTY,
-            kind: FieldKind::U64,
-            offset: 0,
-        }; MAX_FIELDS];
-        let mut offset = 0usize;
-        for i in 0..field_count {
-            let at = w::TABLES + w::ENTRY * (counter_count + i);
-            let name = NameBuf::<NAME_BYTES>::read(region, at)?;
-            if !name.is_clean() || check_name(name.as_str(), NAME_BYTES).is_err() {
-                return Err(bad("field name", i as u64));
-            }
-            if fields
-                .iter()
-                .take(i)
-                .any(|f| f.name.as_str() == name.as_str())
-            {
-                return Err(bad("duplicate field name", i as u64));
-            }
-            let meta = load(region, at + 3)?;
-            let kind = FieldKind::from_tag(meta as u8, (meta >> 8) as u8)
-                .ok_or(bad("field kind", meta))?;
-            let words = (meta >> 16) & 0xffff;
-            let at_offset = (meta >> 32) & 0xffff;
-            if words != kind.words() as u64 || at_offset != offset as u64 || meta >> 48 != 0 {
-                return Err(bad("field layout", meta));
-            }
-            offset += kind.words();
-            if offset > MAX_PAYLOAD_WORDS {
-                return Err(bad("payload words", offset as u64));
-            }
-            if let Some(f) = fields.get_mut(i) {
-                *f = FieldDesc {
-                    name,
-                    kind,
-                    offset: at_offset as u16,
-                };
-            }
-        }
-        if offset + 1 != slot_words {
+        let (fields, payload) = read_fields(region, counter_count, field_count)?;
+        if payload + 1 != slot_words {
             return Err(bad("slot words", slot_words as u64));
         }
-
         Ok(Self {
             header_words: expected_header,
             slot_words,
@@ -417,3 +341,106 @@ impl fmt::Display for RingInfo {
 // ---------------------------------------------------------------------------------------------
 // Writer
 // ---------------------------------------------------------------------------------------------
+
+/// A header word checked on its own: the word, its name in errors, and what it may hold.
+type CheckedWord = (usize, &'static str, fn(u64) -> bool);
+
+/// The header's flags, reserved word, counter table epoch and table sizes, checked in this
+/// order (the epoch is even outside a table rewrite; the sizes bound every table read).
+const COUNTS: [CheckedWord; 5] = [
+    (w::FLAGS, "flags", |v| v == 0),
+    (w::RESERVED, "reserved word", |v| v == 0),
+    (w::COUNTERS_EPOCH, "counter table epoch", |v| v & 1 == 0),
+    (w::FIELD_COUNT, "field count", |v| v <= MAX_FIELDS as u64),
+    (w::COUNTER_COUNT, "counter count", |v| {
+        v <= MAX_COUNTERS as u64
+    }),
+];
+
+/// The slot geometry: a power-of-two count within the limits, and words that hold a
+/// sequence word and at most the largest payload.
+const SLOTS: [CheckedWord; 2] = [
+    (w::SLOT_COUNT, "slot count", |v| {
+        v.is_power_of_two() && v >= u64::from(MIN_SLOTS) && v <= u64::from(MAX_SLOTS)
+    }),
+    (w::SLOT_WORDS, "slot words", |v| {
+        v != 0 && v <= 1 + MAX_PAYLOAD_WORDS as u64
+    }),
+];
+
+fn bad(field: &'static str, value: u64) -> RingError {
+    RingError::BadHeader { field, value }
+}
+
+/// Checks `words` of `region`, in order: the first that does not hold what it may is the
+/// error.
+fn check_words<W: Words + ?Sized>(region: &W, words: &[CheckedWord]) -> Result<(), RingError> {
+    for &(at, field, valid) in words {
+        let v = load(region, at)?;
+        if !valid(v) {
+            return Err(bad(field, v));
+        }
+    }
+    Ok(())
+}
+
+/// The header's clock: its kind (checked), rate and reference pair.
+fn read_clock<W: Words + ?Sized>(region: &W) -> Result<ClockInfo, RingError> {
+    let clock_kind = load(region, w::CLOCK_KIND)?;
+    Ok(ClockInfo {
+        kind: ClockKind::from_code(clock_kind).ok_or(bad("clock kind", clock_kind))?,
+        hz: load(region, w::CLOCK_HZ)?,
+        ref_ticks: load(region, w::CLOCK_REF_TICKS)?,
+        ref_ns: load(region, w::CLOCK_REF_NS)?,
+    })
+}
+
+/// The schema's `field_count` field descriptions (after the `counter_count` counter
+/// entries), each checked (clean, distinct names; known kinds; offsets that follow one
+/// another), and the payload words they take.
+fn read_fields<W: Words + ?Sized>(
+    region: &W,
+    counter_count: usize,
+    field_count: usize,
+) -> Result<([FieldDesc; MAX_FIELDS], usize), RingError> {
+    let mut fields = [FieldDesc {
+        name: NameBuf::EMPTY,
+        kind: FieldKind::U64,
+        offset: 0,
+    }; MAX_FIELDS];
+    let mut offset = 0usize;
+    for i in 0..field_count {
+        let at = w::TABLES + w::ENTRY * (counter_count + i);
+        let name = NameBuf::<NAME_BYTES>::read(region, at)?;
+        if !name.is_clean() || check_name(name.as_str(), NAME_BYTES).is_err() {
+            return Err(bad("field name", i as u64));
+        }
+        if fields
+            .iter()
+            .take(i)
+            .any(|f| f.name.as_str() == name.as_str())
+        {
+            return Err(bad("duplicate field name", i as u64));
+        }
+        let meta = load(region, at + 3)?;
+        let kind =
+            FieldKind::from_tag(meta as u8, (meta >> 8) as u8).ok_or(bad("field kind", meta))?;
+        let words = (meta >> 16) & 0xffff;
+        let at_offset = (meta >> 32) & 0xffff;
+        if words != kind.words() as u64 || at_offset != offset as u64 || meta >> 48 != 0 {
+            return Err(bad("field layout", meta));
+        }
+        offset += kind.words();
+        if offset > MAX_PAYLOAD_WORDS {
+            return Err(bad("payload words", offset as u64));
+        }
+        if let Some(f) = fields.get_mut(i) {
+            *f = FieldDesc {
+                name,
+                kind,
+                offset: at_offset as u16,
+            };
+        }
+    }
+    Ok((fields, offset))
+}

@@ -238,157 +238,232 @@ impl<R: Read> CaptureReader<R> {
         self.next_record()
     }
 
+    /// Reads the next record and turns it into an event (or, for a frames record, its first
+    /// frame; for the end record, checks it and reads on).
     fn next_record(&mut self) -> Result<Option<CaptureEvent<'_>>, CaptureError> {
         let at = self.offset;
-        let invalid = |what: String| CaptureError::Invalid { offset: at, what };
+        let Some((kind, ring)) = self.read_record(at)? else {
+            return Ok(None);
+        };
+        match kind {
+            kind::RING => self.ring_record(at, ring),
+            kind::FRAMES => self.frames_record(at, ring),
+            kind::LOST => self.lost_record(at, ring),
+            kind::COUNTERS => self.counters_record(at, ring),
+            kind::END => self.end_record(at),
+            k => Err(invalid(at, format!("unknown record kind {k}"))),
+        }
+    }
+
+    /// Reads a record's header and its bytes into `self.record`: its kind and ring, or
+    /// `None` at the end of the file (a record after the end record is an error).
+    fn read_record(&mut self, at: u64) -> Result<Option<(u32, u32)>, CaptureError> {
         let mut h = [0u8; RECORD_HEADER];
         match read_full(&mut self.input, &mut h) {
             Ok(true) => {}
             Ok(false) => return Ok(None),
             Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => {
-                return Err(invalid("the file ends inside a record header".to_owned()))
+                return Err(invalid(
+                    at,
+                    "the file ends inside a record header".to_owned(),
+                ))
             }
             Err(e) => return Err(e.into()),
         }
         if self.end.is_some() {
-            return Err(invalid("a record after the end record".to_owned()));
+            return Err(invalid(at, "a record after the end record".to_owned()));
         }
         let kind = u32_at(&h, 0).unwrap_or(0);
         let ring = u32_at(&h, 4).unwrap_or(0);
         let len = u64_at(&h, 8).unwrap_or(0);
         if len > MAX_RECORD_BYTES {
-            return Err(invalid(format!(
-                "a record of {len} bytes (at most {MAX_RECORD_BYTES})"
-            )));
+            return Err(invalid(
+                at,
+                format!("a record of {len} bytes (at most {MAX_RECORD_BYTES})"),
+            ));
         }
         self.record.clear();
         self.record.resize(len as usize, 0);
         match read_full(&mut self.input, &mut self.record) {
             Ok(_) => {}
             Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => {
-                return Err(invalid(format!(
-                    "the file ends inside a record of {len} bytes (cut short?)"
-                )))
+                return Err(invalid(
+                    at,
+                    format!("the file ends inside a record of {len} bytes (cut short?)"),
+                ))
             }
             Err(e) => return Err(e.into()),
         }
         self.offset += RECORD_HEADER as u64 + len;
-        let known = (ring as usize) < self.rings.len();
-        let p = &self.record;
-        match kind {
-            kind::RING => {
-                if ring as usize != self.rings.len() || ring >= MAX_RINGS {
-                    return Err(invalid(format!(
-                        "ring {ring} described out of order (expected ring {})",
-                        self.rings.len()
-                    )));
-                }
-                let name_len =
-                    u32_at(p, 0).ok_or_else(|| invalid("empty ring record".into()))? as usize;
-                if name_len > MAX_RING_NAME {
-                    return Err(invalid(format!("a ring name of {name_len} bytes")));
-                }
-                let name = p
-                    .get(4..4 + name_len)
-                    .and_then(|b| std::str::from_utf8(b).ok())
-                    .filter(|n| !n.chars().any(char::is_control))
-                    .ok_or_else(|| invalid("a ring name that is not clean UTF-8".into()))?
-                    .to_owned();
-                let rest = p.get(4 + name_len..).unwrap_or(&[]);
-                if rest.len() % 8 != 0 || rest.len() / 8 > MAX_HEADER_WORDS {
-                    return Err(invalid(format!("a ring header of {} bytes", rest.len())));
-                }
-                let words: Vec<u64> = rest
-                    .chunks_exact(8)
-                    .map(|c| u64::from_le_bytes(c.try_into().unwrap_or([0; 8])))
-                    .collect();
-                let info = RingInfo::from_header_words(&words)
-                    .map_err(|error| CaptureError::Ring { offset: at, error })?;
-                if info.header_words() != words.len() {
-                    return Err(invalid("a ring header with extra words".into()));
-                }
-                self.rings.push(ReadRing {
-                    name,
-                    info,
-                    last: None,
-                });
-                let r = &self.rings[ring as usize];
-                Ok(Some(CaptureEvent::Ring {
-                    id: ring,
-                    name: &r.name,
-                    info: &r.info,
-                }))
-            }
-            kind::FRAMES => {
-                if !known {
-                    return Err(invalid(format!("frames of undescribed ring {ring}")));
-                }
-                let size = 8 * (1 + self.rings[ring as usize].info.payload_words());
-                if p.is_empty() || !p.len().is_multiple_of(size) {
-                    return Err(invalid(format!(
-                        "a frames record of {} bytes for frames of {size}",
-                        p.len()
-                    )));
-                }
-                self.frames = Some((ring, 0));
-                self.next_event()
-            }
-            kind::LOST => {
-                if !known {
-                    return Err(invalid(format!("losses of undescribed ring {ring}")));
-                }
-                let count = u64_at(p, 0)
-                    .filter(|_| p.len() == 8)
-                    .ok_or_else(|| invalid("a lost record that is not 8 bytes".into()))?;
-                self.lost_read = self.lost_read.saturating_add(count);
-                Ok(Some(CaptureEvent::Lost { ring, count }))
-            }
-            kind::COUNTERS => {
-                if !known {
-                    return Err(invalid(format!("counters of undescribed ring {ring}")));
-                }
-                let (Some(epoch), Some(since)) = (u64_at(p, 0), u64_at(p, 8)) else {
-                    return Err(invalid("a counters record shorter than 16 bytes".into()));
-                };
-                let rest = &p[16..];
-                if !rest.len().is_multiple_of(8) || rest.len() > 32 * MAX_COUNTERS {
-                    return Err(invalid(format!("a counter table of {} bytes", rest.len())));
-                }
-                let words: Vec<u64> = rest
-                    .chunks_exact(8)
-                    .map(|c| u64::from_le_bytes(c.try_into().unwrap_or([0; 8])))
-                    .collect();
-                let table = CounterTable::decode(&words)
-                    .map_err(|error| CaptureError::Ring { offset: at, error })?;
-                let r = &mut self.rings[ring as usize];
-                r.info
-                    .set_counter_table(table, epoch, since)
-                    .map_err(|error| CaptureError::Ring { offset: at, error })?;
-                Ok(Some(CaptureEvent::Counters {
-                    ring,
-                    info: &r.info,
-                }))
-            }
-            kind::END => {
-                let (Some(frames), Some(lost)) = (u64_at(p, 0), u64_at(p, 8)) else {
-                    return Err(invalid("an end record shorter than 16 bytes".into()));
-                };
-                if p.len() != 16 {
-                    return Err(invalid("an end record that is not 16 bytes".into()));
-                }
-                if frames != self.frames_read || lost != self.lost_read {
-                    return Err(invalid(format!(
-                        "the end record counts {frames} frames and {lost} lost, the file holds \
-                         {} and {}",
-                        self.frames_read, self.lost_read
-                    )));
-                }
-                self.end = Some((frames, lost));
-                self.next_record()
-            }
-            k => Err(invalid(format!("unknown record kind {k}"))),
+        Ok(Some((kind, ring)))
+    }
+
+    /// Ring `ring`'s index when an earlier record described it; else what `what` of an
+    /// undescribed ring is.
+    fn known(&self, at: u64, ring: u32, what: &str) -> Result<usize, CaptureError> {
+        let i = ring as usize;
+        if i < self.rings.len() {
+            Ok(i)
+        } else {
+            Err(invalid(at, format!("{what} of undescribed ring {ring}")))
         }
     }
+
+    /// A ring record: the ring's name and header words, describing ring `ring` (the next).
+    fn ring_record(
+        &mut self,
+        at: u64,
+        ring: u32,
+    ) -> Result<Option<CaptureEvent<'_>>, CaptureError> {
+        if ring as usize != self.rings.len() || ring >= MAX_RINGS {
+            return Err(invalid(
+                at,
+                format!(
+                    "ring {ring} described out of order (expected ring {})",
+                    self.rings.len()
+                ),
+            ));
+        }
+        let p = &self.record;
+        let name_len =
+            u32_at(p, 0).ok_or_else(|| invalid(at, "empty ring record".into()))? as usize;
+        if name_len > MAX_RING_NAME {
+            return Err(invalid(at, format!("a ring name of {name_len} bytes")));
+        }
+        let name = p
+            .get(4..4 + name_len)
+            .and_then(|b| std::str::from_utf8(b).ok())
+            .filter(|n| !n.chars().any(char::is_control))
+            .ok_or_else(|| invalid(at, "a ring name that is not clean UTF-8".into()))?
+            .to_owned();
+        let rest = p.get(4 + name_len..).unwrap_or(&[]);
+        if rest.len() % 8 != 0 || rest.len() / 8 > MAX_HEADER_WORDS {
+            return Err(invalid(
+                at,
+                format!("a ring header of {} bytes", rest.len()),
+            ));
+        }
+        let words = words_of(rest);
+        let info = RingInfo::from_header_words(&words)
+            .map_err(|error| CaptureError::Ring { offset: at, error })?;
+        if info.header_words() != words.len() {
+            return Err(invalid(at, "a ring header with extra words".into()));
+        }
+        self.rings.push(ReadRing {
+            name,
+            info,
+            last: None,
+        });
+        let r = &self.rings[ring as usize];
+        Ok(Some(CaptureEvent::Ring {
+            id: ring,
+            name: &r.name,
+            info: &r.info,
+        }))
+    }
+
+    /// A frames record: whole frames of ring `ring`, handed out one event each.
+    fn frames_record(
+        &mut self,
+        at: u64,
+        ring: u32,
+    ) -> Result<Option<CaptureEvent<'_>>, CaptureError> {
+        let i = self.known(at, ring, "frames")?;
+        let size = 8 * (1 + self.rings[i].info.payload_words());
+        let p = &self.record;
+        if p.is_empty() || !p.len().is_multiple_of(size) {
+            return Err(invalid(
+                at,
+                format!("a frames record of {} bytes for frames of {size}", p.len()),
+            ));
+        }
+        self.frames = Some((ring, 0));
+        self.next_event()
+    }
+
+    /// A lost record: frames of ring `ring` the capture missed.
+    fn lost_record(
+        &mut self,
+        at: u64,
+        ring: u32,
+    ) -> Result<Option<CaptureEvent<'_>>, CaptureError> {
+        self.known(at, ring, "losses")?;
+        let p = &self.record;
+        let count = u64_at(p, 0)
+            .filter(|_| p.len() == 8)
+            .ok_or_else(|| invalid(at, "a lost record that is not 8 bytes".into()))?;
+        self.lost_read = self.lost_read.saturating_add(count);
+        Ok(Some(CaptureEvent::Lost { ring, count }))
+    }
+
+    /// A counters record: ring `ring`'s new counter table, its epoch and first frame.
+    fn counters_record(
+        &mut self,
+        at: u64,
+        ring: u32,
+    ) -> Result<Option<CaptureEvent<'_>>, CaptureError> {
+        let i = self.known(at, ring, "counters")?;
+        let p = &self.record;
+        let (Some(epoch), Some(since)) = (u64_at(p, 0), u64_at(p, 8)) else {
+            return Err(invalid(
+                at,
+                "a counters record shorter than 16 bytes".into(),
+            ));
+        };
+        let rest = &p[16..];
+        if !rest.len().is_multiple_of(8) || rest.len() > 32 * MAX_COUNTERS {
+            return Err(invalid(
+                at,
+                format!("a counter table of {} bytes", rest.len()),
+            ));
+        }
+        let table = CounterTable::decode(&words_of(rest))
+            .map_err(|error| CaptureError::Ring { offset: at, error })?;
+        let r = &mut self.rings[i];
+        r.info
+            .set_counter_table(table, epoch, since)
+            .map_err(|error| CaptureError::Ring { offset: at, error })?;
+        Ok(Some(CaptureEvent::Counters {
+            ring,
+            info: &r.info,
+        }))
+    }
+
+    /// The end record: the frames and losses the file holds, checked against those read.
+    fn end_record(&mut self, at: u64) -> Result<Option<CaptureEvent<'_>>, CaptureError> {
+        let p = &self.record;
+        let (Some(frames), Some(lost)) = (u64_at(p, 0), u64_at(p, 8)) else {
+            return Err(invalid(at, "an end record shorter than 16 bytes".into()));
+        };
+        if p.len() != 16 {
+            return Err(invalid(at, "an end record that is not 16 bytes".into()));
+        }
+        if frames != self.frames_read || lost != self.lost_read {
+            return Err(invalid(
+                at,
+                format!(
+                    "the end record counts {frames} frames and {lost} lost, the file holds {} \
+                     and {}",
+                    self.frames_read, self.lost_read
+                ),
+            ));
+        }
+        self.end = Some((frames, lost));
+        self.next_record()
+    }
+}
+
+/// A malformed record at `offset`.
+fn invalid(offset: u64, what: String) -> CaptureError {
+    CaptureError::Invalid { offset, what }
+}
+
+/// Little-endian words (`bytes` is a whole number of them).
+fn words_of(bytes: &[u8]) -> Vec<u64> {
+    bytes
+        .chunks_exact(8)
+        .map(|c| u64::from_le_bytes(c.try_into().unwrap_or([0; 8])))
+        .collect()
 }
 
 #[cfg(test)]
