@@ -123,10 +123,11 @@ pub struct Span {
     name: SpanName,
     /// The span clock at its start.
     start: u64,
-    /// 0 when inactive; else the nesting depth (1 for the outermost span).
-    depth: u32,
-    /// The thread's ticket for this span's start samples (see `OpenStack::push_scoped`).
-    ticket: u32,
+    /// 0 when inactive; else the nesting depth (1 for the outermost span) in the low 32
+    /// bits and the thread's ticket for its start samples in the high 32
+    /// (`thread::Scope`): one word, so keeping the ticket costs the counter window
+    /// nothing.
+    scope: u64,
     _not_send: PhantomData<*const ()>,
 }
 
@@ -135,7 +136,7 @@ impl fmt::Debug for Span {
         f.debug_struct("Span")
             .field("name", &self.name)
             .field("active", &self.is_active())
-            .field("depth", &self.depth)
+            .field("depth", &thread::Scope(self.scope).depth())
             .finish_non_exhaustive()
     }
 }
@@ -147,16 +148,11 @@ impl Span {
     pub fn enter(name: SpanName) -> Span {
         // `begin` returns its values rather than writing into the guard, so the guard can
         // stay in registers on the path where nobody listens.
-        let (start, depth, ticket) = if listening() {
-            Self::begin()
-        } else {
-            (0, 0, 0)
-        };
+        let (start, scope) = if listening() { Self::begin() } else { (0, 0) };
         Span {
             name,
             start,
-            depth,
-            ticket,
+            scope,
             _not_send: PhantomData,
         }
     }
@@ -167,17 +163,17 @@ impl Span {
         Self::enter(SpanName::new(name))
     }
 
-    /// The attached (or not yet opened) path of `enter`: the start, the depth and the
-    /// ticket, or `(0, 0, 0)` for an inactive span. The interval goes on the thread's stack
-    /// (shared with span layers).
+    /// The attached (or not yet opened) path of `enter`: the start and the scope (depth
+    /// and ticket), or `(0, 0)` for an inactive span. The interval goes on the thread's
+    /// stack (shared with span layers).
     #[inline(never)]
-    fn begin() -> (u64, u32, u32) {
-        raw::with_thread(ThreadSpans::begin_guard).unwrap_or((0, 0, 0))
+    fn begin() -> (u64, u64) {
+        raw::with_thread(ThreadSpans::begin_guard).unwrap_or((0, 0))
     }
 
     /// Whether this span samples and saves (a consumer was attached when it began).
     pub fn is_active(&self) -> bool {
-        self.depth != 0
+        self.scope != 0
     }
 
     /// Ends the span now.
@@ -188,7 +184,7 @@ impl Span {
 
     #[inline(always)]
     fn finish(&mut self) {
-        if self.depth != 0 {
+        if self.scope != 0 {
             self.finish_active();
         }
     }
@@ -196,9 +192,9 @@ impl Span {
     #[inline(never)]
     fn finish_active(&mut self) {
         let end = now();
-        let depth = core::mem::replace(&mut self.depth, 0);
-        let (name, start, ticket) = (self.name, self.start, self.ticket);
-        raw::with_thread(|st| st.end_guard(name, start, depth, ticket, end));
+        let scope = thread::Scope(core::mem::replace(&mut self.scope, 0));
+        let (name, start) = (self.name, self.start);
+        raw::with_thread(|st| st.end_guard(name, start, scope, end));
     }
 }
 

@@ -367,13 +367,13 @@ impl ThreadSpans {
     /// measures any, then reads the clock. Returns the start and the depth, or `(0, 0)` when
     /// nobody is attached.
     #[inline(always)]
-    pub(crate) fn begin_guard(&mut self) -> (u64, u32, u32) {
+    pub(crate) fn begin_guard(&mut self) -> (u64, u64) {
         let t = match &mut self.ring {
             // `listening` read this ring's attached word: a consumer is attached.
             RingState::Open(t) => t,
             ring => match ring.open_slow() {
                 Some(t) if t.writer.is_attached() => t,
-                _ => return (0, 0, 0),
+                _ => return (0, 0),
             },
         };
         if self.open.depth() == 0 && t.writer.has_counter_request() {
@@ -381,26 +381,20 @@ impl ThreadSpans {
             self.slot_map = SlotMap::NONE;
         }
         let (depth, ticket) = self.open.push_scoped();
+        let scope = Scope::new(depth, ticket);
         if t.measured > 0 {
             t.sample(self.open.scoped_samples(depth, ticket));
         }
-        (super::now(), depth, ticket)
+        (super::now(), scope.0)
     }
 
-    /// Ends a `span!` guard's interval (its `start`, `depth` and `ticket` from
+    /// Ends a `span!` guard's interval (its `start` and `scope` from
     /// [`ThreadSpans::begin_guard`]) whose clock reading at the end the caller took: samples
     /// the counters when the ring measures any, and saves the frame `name`. A guard that
     /// ended after its outer guard (out of order) may have lost its start samples to a later
     /// span: its frame then says its counters were not counted.
     #[inline(always)]
-    pub(crate) fn end_guard(
-        &mut self,
-        name: super::SpanName,
-        start: u64,
-        depth: u32,
-        ticket: u32,
-        end: u64,
-    ) {
+    pub(crate) fn end_guard(&mut self, name: super::SpanName, start: u64, scope: Scope, end: u64) {
         let RingState::Open(t) = &mut self.ring else {
             self.open.pop_scoped();
             return;
@@ -408,7 +402,8 @@ impl ThreadSpans {
         let sampled = t.measured > 0;
         let n = if sampled { t.sample(&mut self.ends) } else { 0 };
         self.open.pop_scoped();
-        // Checked after the end sample, so the check is outside the counter window.
+        // Unpacked and checked after the end sample: outside the counter window.
+        let (depth, ticket) = (scope.depth(), scope.ticket());
         if sampled && self.open.scoped_samples_of(depth, ticket).is_none() {
             self.save_frame_uncounted(name, depth, start, end);
             return;
@@ -491,6 +486,31 @@ impl ThreadSpans {
             t.publish();
         }
         saved
+    }
+}
+
+/// A `span!` guard's place on the thread: its depth (low 32 bits, 0 for an inactive guard)
+/// and the ticket of its start samples (high 32 bits; see `OpenStack::push_scoped`),
+/// packed in one word that the guard keeps.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Scope(pub(crate) u64);
+
+impl Scope {
+    #[inline(always)]
+    pub(crate) fn new(depth: u32, ticket: u32) -> Self {
+        Self(u64::from(depth) | u64::from(ticket) << 32)
+    }
+
+    /// The nesting depth (1 for the outermost), 0 for an inactive guard.
+    #[inline(always)]
+    pub(crate) fn depth(self) -> u32 {
+        self.0 as u32
+    }
+
+    /// The ticket of the guard's start samples.
+    #[inline(always)]
+    pub(crate) fn ticket(self) -> u32 {
+        (self.0 >> 32) as u32
     }
 }
 
