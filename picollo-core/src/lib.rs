@@ -36,6 +36,9 @@
 //! ```
 #![no_std]
 #![doc(test(attr(deny(warnings))))]
+// Library crates: an item is `pub` only where a user can reach it (the public surface is
+// what users call; `missing_docs` is on for the workspace).
+#![warn(unreachable_pub)]
 // docs.rs (`--cfg docsrs`, nightly) marks the items that need a feature or a target.
 #![cfg_attr(docsrs, feature(doc_cfg))]
 // The docs name `ring` and `AtomicU64`, which targets without 64-bit atomics (thumbv7em,

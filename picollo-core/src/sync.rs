@@ -10,12 +10,16 @@
 #[cfg(not(loom))]
 pub(crate) use core::hint::spin_loop;
 #[cfg(not(loom))]
-pub use portable_atomic::{fence, AtomicU64, Ordering};
+pub use portable_atomic::AtomicU64;
+#[cfg(not(loom))]
+pub(crate) use portable_atomic::{fence, Ordering};
 
 #[cfg(loom)]
 pub(crate) use loom::hint::spin_loop;
 #[cfg(loom)]
-pub use loom::sync::atomic::{fence, AtomicU64, Ordering};
+pub use loom::sync::atomic::AtomicU64;
+#[cfg(loom)]
+pub(crate) use loom::sync::atomic::{fence, Ordering};
 
 /// `plant!(Bug, correct, planted)`: `correct`, except in a loom build while the model runs with
 /// `planted::Bug::Bug` planted ([`planted::with`]), where it is `planted`. Normal builds

@@ -121,6 +121,9 @@
 //! assert!(m.is_exact(layout.index_of(18))); // [18, 20) lies in (17.45, 19.03]
 //! ```
 #![doc(test(attr(deny(warnings))))]
+// Library crates: an item is `pub` only where a user can reach it (the public surface is
+// what users call; `missing_docs` is on for the workspace).
+#![warn(unreachable_pub)]
 // docs.rs (`--cfg docsrs`, nightly) marks the items that need a feature or a target.
 #![cfg_attr(docsrs, feature(doc_cfg))]
 

@@ -125,6 +125,9 @@
 //!   `shutdown`: the last `.hlog` interval and the table when the program stops (exit,
 //!   `SIGTERM`, [`Handle::finish`]) and the periodic `.hlog` writer.
 #![doc(test(attr(deny(warnings))))]
+// Library crates: an item is `pub` only where a user can reach it (the public surface is
+// what users call; `missing_docs` is on for the workspace).
+#![warn(unreachable_pub)]
 // docs.rs (`--cfg docsrs`, nightly) marks the items that need a feature or a target.
 #![cfg_attr(docsrs, feature(doc_cfg))]
 

@@ -13,36 +13,36 @@ use crate::sync::AtomicU64;
 
 /// Header word indices.
 pub(super) mod w {
-    pub const MAGIC: usize = 0;
-    pub const VERSION: usize = 1;
-    pub const HEADER_WORDS: usize = 2;
-    pub const SLOT_WORDS: usize = 3;
-    pub const SLOT_COUNT: usize = 4;
-    pub const WRITER_A: usize = 5;
-    pub const WRITER_B: usize = 6;
-    pub const FLAGS: usize = 7;
-    pub const HEAD: usize = 8;
-    pub const ATTACHED: usize = 16;
-    pub const CLOCK_KIND: usize = 17;
-    pub const CLOCK_HZ: usize = 18;
-    pub const CLOCK_REF_TICKS: usize = 19;
-    pub const CLOCK_REF_NS: usize = 20;
-    pub const FIELD_COUNT: usize = 21;
-    pub const COUNTER_COUNT: usize = 22;
-    pub const RESERVED: usize = 23;
-    pub const FRAME_NAME: usize = 24;
+    pub(crate) const MAGIC: usize = 0;
+    pub(crate) const VERSION: usize = 1;
+    pub(crate) const HEADER_WORDS: usize = 2;
+    pub(crate) const SLOT_WORDS: usize = 3;
+    pub(crate) const SLOT_COUNT: usize = 4;
+    pub(crate) const WRITER_A: usize = 5;
+    pub(crate) const WRITER_B: usize = 6;
+    pub(crate) const FLAGS: usize = 7;
+    pub(crate) const HEAD: usize = 8;
+    pub(crate) const ATTACHED: usize = 16;
+    pub(crate) const CLOCK_KIND: usize = 17;
+    pub(crate) const CLOCK_HZ: usize = 18;
+    pub(crate) const CLOCK_REF_TICKS: usize = 19;
+    pub(crate) const CLOCK_REF_NS: usize = 20;
+    pub(crate) const FIELD_COUNT: usize = 21;
+    pub(crate) const COUNTER_COUNT: usize = 22;
+    pub(crate) const RESERVED: usize = 23;
+    pub(crate) const FRAME_NAME: usize = 24;
     /// Written by the writer: the counter table's seqlock.
-    pub const COUNTERS_EPOCH: usize = 32;
+    pub(crate) const COUNTERS_EPOCH: usize = 32;
     /// The first frame number the current counter table describes.
-    pub const COUNTERS_SINCE: usize = 33;
+    pub(crate) const COUNTERS_SINCE: usize = 33;
     /// Written by readers (their own cache lines): the counter request.
-    pub const REQUEST_SEQ: usize = 40;
-    pub const REQUEST_ACK: usize = 41;
-    pub const REQUEST_LEN: usize = 42;
-    pub const REQUEST_TEXT: usize = 48;
-    pub const TABLES: usize = 80;
+    pub(crate) const REQUEST_SEQ: usize = 40;
+    pub(crate) const REQUEST_ACK: usize = 41;
+    pub(crate) const REQUEST_LEN: usize = 42;
+    pub(crate) const REQUEST_TEXT: usize = 48;
+    pub(crate) const TABLES: usize = 80;
     /// Words of one counter or field entry.
-    pub const ENTRY: usize = 4;
+    pub(crate) const ENTRY: usize = 4;
 }
 
 /// Header words for a schema of `fields` fields and `counters` counters: the fixed part plus

@@ -45,7 +45,7 @@ pub(super) struct Counters {
 }
 
 impl Counters {
-    pub fn stats(&self) -> ServerStats {
+    pub(crate) fn stats(&self) -> ServerStats {
         ServerStats {
             connections: self.connections.load(Relaxed),
             open: self.open.load(Relaxed),
@@ -174,7 +174,7 @@ pub(super) struct Conn<S> {
 }
 
 impl<S: Transport> Conn<S> {
-    pub fn new(stream: S) -> Self {
+    pub(crate) fn new(stream: S) -> Self {
         Conn {
             stream,
             buf: Vec::new(),
@@ -186,7 +186,7 @@ impl<S: Transport> Conn<S> {
     }
 
     /// When the current state times out (never while rendering).
-    pub fn deadline(&self, o: &ServerOptions) -> Option<Instant> {
+    pub(crate) fn deadline(&self, o: &ServerOptions) -> Option<Instant> {
         let limit = match self.state {
             State::Reading { .. } if self.started => o.header_timeout,
             State::Reading { .. } => o.idle_timeout,
@@ -197,7 +197,7 @@ impl<S: Transport> Conn<S> {
         Some(self.since + limit)
     }
 
-    pub fn interest(&self) -> Interest {
+    pub(crate) fn interest(&self) -> Interest {
         match self.state {
             State::Reading { .. } | State::Lingering { .. } => Interest::Read,
             State::Writing { .. } => Interest::Write,
@@ -207,12 +207,12 @@ impl<S: Transport> Conn<S> {
 
     /// Input bytes held (a partial head, pipelined requests): at most the head limit.
     #[cfg(feature = "testing")]
-    pub fn buffered(&self) -> usize {
+    pub(crate) fn buffered(&self) -> usize {
         self.buf.len()
     }
 
     /// Response bytes still to send.
-    pub fn pending(&self) -> usize {
+    pub(crate) fn pending(&self) -> usize {
         match &self.state {
             State::Writing {
                 head, body, sent, ..
@@ -222,7 +222,7 @@ impl<S: Transport> Conn<S> {
     }
 
     /// Starts sending the response to the scrape it waited for; [`Conn::advance`] sends it.
-    pub fn respond(&mut self, r: Response) {
+    pub(crate) fn respond(&mut self, r: Response) {
         self.state = State::Writing {
             head: r.head,
             body: r.body,
@@ -233,7 +233,7 @@ impl<S: Transport> Conn<S> {
     }
 
     /// Runs the connection as far as it can go without blocking.
-    pub fn advance(&mut self, cx: &mut Ctx<'_>) -> Outcome {
+    pub(crate) fn advance(&mut self, cx: &mut Ctx<'_>) -> Outcome {
         loop {
             match &mut self.state {
                 State::Reading { scanned } => {

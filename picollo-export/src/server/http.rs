@@ -4,6 +4,10 @@
 //! connection stays open, and whether a body follows (bodies are never read: the connection
 //! is closed after the response instead). Every limit is checked before anything is stored.
 
+// Public only with feature `testing` (`server::testing` re-exports the parser for the fuzz
+// targets); crate-private otherwise.
+#![cfg_attr(not(feature = "testing"), allow(unreachable_pub))]
+
 use std::fmt::Write as _;
 
 /// The limits on a request head.

@@ -157,12 +157,12 @@ pub(super) struct Shared {
 }
 
 impl Shared {
-    pub fn wake(&self) {
+    pub(crate) fn wake(&self) {
         // A full pipe already holds a wake-up.
         let _ = (&self.waker).write(&[1]);
     }
 
-    pub fn stats(&self) -> ServerStats {
+    pub(crate) fn stats(&self) -> ServerStats {
         self.counters.stats()
     }
 }

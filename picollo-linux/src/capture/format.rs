@@ -25,11 +25,11 @@ pub(super) const MAX_HEADER_WORDS: usize = 80 + 4 * (32 + MAX_COUNTERS);
 pub(super) const FRAME_BUFFER: usize = 64 << 10;
 
 pub(super) mod kind {
-    pub const RING: u32 = 1;
-    pub const FRAMES: u32 = 2;
-    pub const LOST: u32 = 3;
-    pub const COUNTERS: u32 = 4;
-    pub const END: u32 = 5;
+    pub(crate) const RING: u32 = 1;
+    pub(crate) const FRAMES: u32 = 2;
+    pub(crate) const LOST: u32 = 3;
+    pub(crate) const COUNTERS: u32 = 4;
+    pub(crate) const END: u32 = 5;
 }
 
 /// Why a capture could not be written or read.
