@@ -25,77 +25,16 @@ pub(crate) fn report() -> String {
     for line in caps.to_string().lines() {
         let _ = writeln!(out, "  {line}");
     }
-    out.push_str("\nEvents (each opened alone on this thread, user space only)\n");
-    let mut events: Vec<(&str, Event)> = Vec::new();
-    for e in SoftwareEvent::ALL {
-        if matches!(e, SoftwareEvent::Dummy | SoftwareEvent::BpfOutput) {
-            continue;
-        }
-        events.push(("software", e.into()));
-    }
-    for e in HardwareEvent::ALL {
-        events.push(("hardware", e.into()));
-    }
-    for name in CACHE_EVENTS {
-        if let Ok(e) = name.parse() {
-            events.push(("cache", e));
-        }
-    }
-    let width = events
-        .iter()
-        .map(|(_, e)| e.to_string().len())
-        .max()
-        .unwrap_or(0);
-    let mut missing = 0;
-    for (kind, event) in &events {
-        let name = event.to_string();
-        let status = match CounterSession::builder().event(event.clone()).build() {
-            Ok(_) => "available".to_string(),
-            Err(e) => {
-                missing += 1;
-                format!("missing: {}", short_reason(&e))
-            }
-        };
-        let _ = writeln!(out, "  {kind:<8}  {name:<width$}  {status}");
-    }
-    let mut probed = events.len();
+    let mut tally = Tally::default();
+    generic_events(&mut out, &mut tally);
     // The core PMUs' own events, as the kernel lists them in sysfs (`pmu/alias/`): on arm64
     // the PMUv3 events the CPU implements, on x86 the kernel's aliases of the CPU PMU.
     let sysfs = Sysfs::system();
     for pmu in &caps.core_pmus {
-        let names = sysfs.event_names(&pmu.name);
-        let _ = writeln!(
-            out,
-            "\nEvents of the {} PMU ({} in {}/{}/events, each opened alone)",
-            pmu.name,
-            names.len(),
-            sysfs.root().display(),
-            pmu.name
-        );
-        let spelled: Vec<String> = names.iter().map(|n| format!("{}/{n}/", pmu.name)).collect();
-        let width = spelled.iter().map(String::len).max().unwrap_or(0);
-        for name in &spelled {
-            let opened = name
-                .parse::<Event>()
-                .map_err(|e| e.to_string())
-                .and_then(|e| {
-                    CounterSession::builder()
-                        .event(e)
-                        .build()
-                        .map_err(|e| short_reason(&e))
-                });
-            let status = match opened {
-                Ok(_) => "available".to_string(),
-                Err(why) => {
-                    missing += 1;
-                    format!("missing: {why}")
-                }
-            };
-            let _ = writeln!(out, "  {name:<width$}  {status}");
-        }
-        probed += names.len();
+        pmu_events(&mut out, &mut tally, &sysfs, &pmu.name);
     }
     out.push('\n');
+    let Tally { missing, probed } = tally;
     if caps.has_hardware_pmu() {
         let _ = writeln!(
             out,
@@ -115,6 +54,86 @@ pub(crate) fn report() -> String {
         );
     }
     out
+}
+
+/// Events probed, and how many of them could not be opened.
+#[derive(Default)]
+struct Tally {
+    missing: usize,
+    probed: usize,
+}
+
+impl Tally {
+    /// Counts one probe: `available`, or missing for `why`; returns its status line.
+    fn probe(&mut self, opened: Result<(), String>) -> String {
+        self.probed += 1;
+        match opened {
+            Ok(()) => "available".to_string(),
+            Err(why) => {
+                self.missing += 1;
+                format!("missing: {why}")
+            }
+        }
+    }
+}
+
+/// Opens `event` alone on this thread (user space only): `Ok`, or the short reason.
+fn open_alone(event: Event) -> Result<(), String> {
+    CounterSession::builder()
+        .event(event)
+        .build()
+        .map(drop)
+        .map_err(|e| short_reason(&e))
+}
+
+/// The generic software, hardware and cache events, each opened alone.
+fn generic_events(out: &mut String, tally: &mut Tally) {
+    out.push_str("\nEvents (each opened alone on this thread, user space only)\n");
+    let mut events: Vec<(&str, Event)> = Vec::new();
+    for e in SoftwareEvent::ALL {
+        if !matches!(e, SoftwareEvent::Dummy | SoftwareEvent::BpfOutput) {
+            events.push(("software", e.into()));
+        }
+    }
+    for e in HardwareEvent::ALL {
+        events.push(("hardware", e.into()));
+    }
+    for name in CACHE_EVENTS {
+        if let Ok(e) = name.parse() {
+            events.push(("cache", e));
+        }
+    }
+    let width = events
+        .iter()
+        .map(|(_, e)| e.to_string().len())
+        .max()
+        .unwrap_or(0);
+    for (kind, event) in events {
+        let name = event.to_string();
+        let status = tally.probe(open_alone(event));
+        let _ = writeln!(out, "  {kind:<8}  {name:<width$}  {status}");
+    }
+}
+
+/// The events sysfs lists for core PMU `pmu`, each opened alone.
+fn pmu_events(out: &mut String, tally: &mut Tally, sysfs: &Sysfs, pmu: &str) {
+    let names = sysfs.event_names(pmu);
+    let _ = writeln!(
+        out,
+        "\nEvents of the {pmu} PMU ({} in {}/{pmu}/events, each opened alone)",
+        names.len(),
+        sysfs.root().display(),
+    );
+    let spelled: Vec<String> = names.iter().map(|n| format!("{pmu}/{n}/")).collect();
+    let width = spelled.iter().map(String::len).max().unwrap_or(0);
+    for name in &spelled {
+        let opened = name
+            .parse::<Event>()
+            .map_err(|e| e.to_string())
+            .and_then(open_alone);
+        let status = tally.probe(opened);
+        let _ = writeln!(out, "  {name:<width$}  {status}");
+    }
 }
 
 /// A short reason for a failed open: the errno's meaning and, for the usual causes, the

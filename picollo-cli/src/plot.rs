@@ -149,6 +149,84 @@ pub(crate) fn render(series: &[Series], title: &str, y_scale: YScale) -> Result<
 
 type DrawResult = std::result::Result<(), DrawingAreaErrorKind<std::io::Error>>;
 
+/// A panel's y axis: linear, or log scale drawn as `log10(value)` on a linear axis.
+#[derive(Clone, Copy, Debug)]
+struct YAxis {
+    log: bool,
+    /// Where zeros sit: on log scale, a decade below the smallest positive value.
+    floor: f64,
+    /// The axis range, in drawn units.
+    lo: f64,
+    top: f64,
+}
+
+impl YAxis {
+    /// The axis for values from `y_min_pos` (the smallest positive) to `y_max`.
+    fn new(y_scale: YScale, y_min_pos: f64, y_max: f64) -> Self {
+        let log = match y_scale {
+            YScale::Linear => false,
+            YScale::Log => y_max > 0.0,
+            YScale::Auto => spans_decades(y_min_pos, y_max),
+        };
+        let floor = if log { y_min_pos.log10().floor() } else { 0.0 };
+        let (lo, top) = if log {
+            (
+                floor,
+                y_max.log10() + 0.05 * (y_max.log10() - floor).max(1.0),
+            )
+        } else if y_max > 0.0 {
+            (0.0, y_max * 1.05)
+        } else {
+            (0.0, 1.0)
+        };
+        Self {
+            log,
+            floor,
+            lo,
+            top,
+        }
+    }
+
+    /// Where value `v` is drawn.
+    fn map(self, v: f64) -> f64 {
+        match (self.log, v > 0.0) {
+            (true, true) => v.log10(),
+            (true, false) => self.floor,
+            (false, _) => v,
+        }
+    }
+
+    /// The label at drawn position `y`: on log scale only 1, 2 and 5 times a power of ten
+    /// get one, printed exactly.
+    fn label(self, y: f64) -> String {
+        if self.log {
+            let k = y.floor();
+            let mantissa = 10f64.powf(y - k);
+            match [1.0, 2.0, 5.0, 10.0]
+                .iter()
+                .find(|m| (mantissa - **m).abs() < 0.02)
+            {
+                Some(&m) => decade_label(m, k as i32),
+                None => String::new(),
+            }
+        } else if self.top >= 100.0 {
+            Grouped(y.round() as u64).to_string()
+        } else {
+            format!("{y:.2}")
+        }
+    }
+}
+
+/// The label at percentile-axis position `x`: whole positions only.
+fn percentile_tick(x: f64) -> String {
+    let k = x.round();
+    if (x - k).abs() < 1e-9 && k >= 0.0 {
+        percentile_label(k as u32)
+    } else {
+        String::new()
+    }
+}
+
 /// Draws one panel: log scale is drawn as `log10(value)` on a linear axis, labelled with the
 /// values at whole decades (and 2× and 5× between them).
 fn draw_panel(
@@ -164,36 +242,8 @@ fn draw_panel(
         .map(|p| p.1)
         .filter(|&v| v > 0.0)
         .fold(f64::INFINITY, f64::min);
-    let log = match y_scale {
-        YScale::Linear => false,
-        YScale::Log => y_max > 0.0,
-        YScale::Auto => spans_decades(y_min_pos, y_max),
-    };
-    // Log scale: zeros (nothing below the first bucket) sit on the floor, a decade below
-    // the smallest positive value.
-    let floor = if log { y_min_pos.log10().floor() } else { 0.0 };
-    let map = |v: f64| {
-        if log {
-            if v > 0.0 {
-                v.log10()
-            } else {
-                floor
-            }
-        } else {
-            v
-        }
-    };
-    let (y_lo, y_top) = if log {
-        (
-            floor,
-            y_max.log10() + 0.05 * (y_max.log10() - floor).max(1.0),
-        )
-    } else if y_max > 0.0 {
-        (0.0, y_max * 1.05)
-    } else {
-        (0.0, 1.0)
-    };
-    let y_desc = if log {
+    let y = YAxis::new(y_scale, y_min_pos, y_max);
+    let y_desc = if y.log {
         format!("{} (log scale)", panel.y_desc)
     } else {
         panel.y_desc.to_string()
@@ -203,37 +253,12 @@ fn draw_panel(
         .margin_right(50)
         .x_label_area_size(50)
         .y_label_area_size(100)
-        .build_cartesian_2d(0f64..x_end, y_lo..y_top)?;
-    let x_fmt = |x: &f64| {
-        let k = x.round();
-        if (x - k).abs() < 1e-9 && k >= 0.0 {
-            percentile_label(k as u32)
-        } else {
-            String::new()
-        }
-    };
-    let y_fmt = |y: &f64| {
-        if log {
-            // Only 1, 2 and 5 times a power of ten get a label, printed exactly.
-            let k = y.floor();
-            let mantissa = 10f64.powf(y - k);
-            match [1.0, 2.0, 5.0, 10.0]
-                .iter()
-                .find(|m| (mantissa - **m).abs() < 0.02)
-            {
-                Some(&m) => decade_label(m, k as i32),
-                None => String::new(),
-            }
-        } else if y_top >= 100.0 {
-            Grouped(y.round() as u64).to_string()
-        } else {
-            format!("{y:.2}")
-        }
-    };
+        .build_cartesian_2d(0f64..x_end, y.lo..y.top)?;
+    let (x_fmt, y_fmt) = (|x: &f64| percentile_tick(*x), |v: &f64| y.label(*v));
     chart
         .configure_mesh()
         .x_labels(decades as usize + 1)
-        .y_labels(if log { 40 } else { 10 })
+        .y_labels(if y.log { 40 } else { 10 })
         .x_label_formatter(&x_fmt)
         .y_label_formatter(&y_fmt)
         .light_line_style(BLACK.mix(0.04))
@@ -246,7 +271,7 @@ fn draw_panel(
         let color = COLORS[i % COLORS.len()];
         chart
             .draw_series(LineSeries::new(
-                s.points.iter().map(|&(x, y)| (x, map(y))),
+                s.points.iter().map(|&(x, v)| (x, y.map(v))),
                 color.stroke_width(2),
             ))?
             .label(s.label.clone())

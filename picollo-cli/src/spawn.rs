@@ -86,37 +86,7 @@ pub(crate) fn run(
     let (go_r, mut go_w) = pipe()?;
     let (pid_w_fd, go_r_fd, go_w_fd) = (pid_w.as_raw_fd(), go_r.as_raw_fd(), go_w.as_raw_fd());
 
-    let mut cmd = Command::new(program);
-    cmd.args(args).stdin(Stdio::null());
-    match output {
-        ChildOutput::Discard => {
-            cmd.stdout(Stdio::null());
-        }
-        ChildOutput::ToStderr => {
-            let err = std::io::stderr()
-                .as_fd()
-                .try_clone_to_owned()
-                .map_err(|e| CliError::new(format!("cannot duplicate stderr: {e}")))?;
-            cmd.stdout(Stdio::from(err));
-        }
-    }
-    // SAFETY: the hook runs in the forked child before exec and calls only async-signal-safe
-    // functions (close, getpid, write, read) on descriptors and stack buffers; it allocates
-    // nothing (the error is built from a raw errno).
-    unsafe {
-        cmd.pre_exec(move || {
-            libc::close(go_w_fd);
-            let pid = libc::getpid().to_ne_bytes();
-            if libc::write(pid_w_fd, pid.as_ptr().cast(), pid.len()) != pid.len() as isize {
-                return Err(std::io::Error::from_raw_os_error(libc::EPIPE));
-            }
-            let mut go = 0u8;
-            if libc::read(go_r_fd, (&mut go as *mut u8).cast(), 1) != 1 {
-                return Err(std::io::Error::from_raw_os_error(libc::ECANCELED));
-            }
-            Ok(())
-        });
-    }
+    let mut cmd = held_at_exec(program, args, output, pid_w_fd, go_r_fd, go_w_fd)?;
 
     std::thread::scope(|scope| {
         let spawner = scope.spawn(move || {
@@ -159,25 +129,75 @@ pub(crate) fn run(
             .wait()
             .map_err(|e| CliError::new(format!("cannot wait for the command: {e}")))?;
         let wall_ns = u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX);
-        let mut counts = Vec::new();
-        for mut session in sessions {
-            session
-                .read(true)
-                .map_err(|e| CliError::new(format!("cannot read the counters: {e}")))?;
-            counts.extend(
-                session
-                    .counters()
-                    .iter()
-                    .map(|c| (c.name().to_string(), c.value().unwrap_or(Count::NotCounted))),
-            );
-        }
         Ok(Run {
             wall_ns,
             status,
-            counts,
+            counts: read_counts(sessions)?,
             dropped,
         })
     })
+}
+
+/// The command `program args`, its output sent where `output` says, held at its exec: in
+/// the forked child, before exec, it writes its pid into `pid_w_fd` and waits for a byte on
+/// `go_r_fd` (closing its copy of `go_w_fd`), so that the counters open on it first.
+fn held_at_exec(
+    program: &OsString,
+    args: &[OsString],
+    output: ChildOutput,
+    pid_w_fd: i32,
+    go_r_fd: i32,
+    go_w_fd: i32,
+) -> Result<Command> {
+    let mut cmd = Command::new(program);
+    cmd.args(args).stdin(Stdio::null());
+    match output {
+        ChildOutput::Discard => {
+            cmd.stdout(Stdio::null());
+        }
+        ChildOutput::ToStderr => {
+            let err = std::io::stderr()
+                .as_fd()
+                .try_clone_to_owned()
+                .map_err(|e| CliError::new(format!("cannot duplicate stderr: {e}")))?;
+            cmd.stdout(Stdio::from(err));
+        }
+    }
+    // SAFETY: the hook runs in the forked child before exec and calls only async-signal-safe
+    // functions (close, getpid, write, read) on descriptors and stack buffers; it allocates
+    // nothing (the error is built from a raw errno).
+    unsafe {
+        cmd.pre_exec(move || {
+            libc::close(go_w_fd);
+            let pid = libc::getpid().to_ne_bytes();
+            if libc::write(pid_w_fd, pid.as_ptr().cast(), pid.len()) != pid.len() as isize {
+                return Err(std::io::Error::from_raw_os_error(libc::EPIPE));
+            }
+            let mut go = 0u8;
+            if libc::read(go_r_fd, (&mut go as *mut u8).cast(), 1) != 1 {
+                return Err(std::io::Error::from_raw_os_error(libc::ECANCELED));
+            }
+            Ok(())
+        });
+    }
+    Ok(cmd)
+}
+
+/// Each session's counters, read once (the command has exited).
+fn read_counts(sessions: Vec<CounterSession>) -> Result<Vec<(String, Count)>> {
+    let mut counts = Vec::new();
+    for mut session in sessions {
+        session
+            .read(true)
+            .map_err(|e| CliError::new(format!("cannot read the counters: {e}")))?;
+        counts.extend(
+            session
+                .counters()
+                .iter()
+                .map(|c| (c.name().to_string(), c.value().unwrap_or(Count::NotCounted))),
+        );
+    }
+    Ok(counts)
 }
 
 /// Opens `events` on `pid` and its future children, enabled at its exec: as one group when
