@@ -235,92 +235,115 @@ impl<S: Transport> Conn<S> {
     /// Runs the connection as far as it can go without blocking.
     pub(crate) fn advance(&mut self, cx: &mut Ctx<'_>) -> Outcome {
         loop {
-            match &mut self.state {
-                State::Reading { scanned } => {
-                    // Parse what is buffered first (pipelined requests), then read more.
-                    match http::parse(&self.buf, *scanned, cx.limits) {
-                        Parsed::Complete(head, used) => {
-                            self.buf.drain(..used);
-                            if let Some(scrape) = self.dispatch(head, cx) {
-                                return Outcome::Render(scrape);
-                            }
-                            continue;
-                        }
-                        Parsed::Refused(status) => {
-                            bump(&cx.counters.client_errors);
-                            self.buf.clear();
-                            self.respond(error(status, false, false));
-                            continue;
-                        }
-                        Parsed::Incomplete { scanned: s } => *scanned = s,
-                    }
-                    // At most up to the head limit: a full buffer is refused above.
-                    let room = (cx.limits.head - self.buf.len()).min(cx.scratch.len());
-                    match self.stream.read(&mut cx.scratch[..room]) {
-                        Ok(0) => return Outcome::Close,
-                        Ok(n) => {
-                            self.buf.extend_from_slice(&cx.scratch[..n]);
-                            if !self.started {
-                                self.started = true;
-                                self.since = Instant::now();
-                            }
-                        }
-                        Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Outcome::Keep,
-                        Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                        Err(_) => return Outcome::Close,
+            let step = match self.state {
+                State::Reading { .. } => self.read_step(cx),
+                State::Rendering => Some(Outcome::Keep),
+                State::Writing { .. } => self.write_step(cx),
+                State::Lingering { .. } => Some(self.linger(cx)),
+            };
+            if let Some(outcome) = step {
+                return outcome;
+            }
+        }
+    }
+
+    /// Reading: parses what is buffered first (pipelined requests), then reads more. `None`
+    /// when the connection can go on at once (a request answered, bytes read).
+    fn read_step(&mut self, cx: &mut Ctx<'_>) -> Option<Outcome> {
+        let State::Reading { scanned } = &mut self.state else {
+            return None;
+        };
+        match http::parse(&self.buf, *scanned, cx.limits) {
+            Parsed::Complete(head, used) => {
+                self.buf.drain(..used);
+                return self.dispatch(head, cx).map(Outcome::Render);
+            }
+            Parsed::Refused(status) => {
+                bump(&cx.counters.client_errors);
+                self.buf.clear();
+                self.respond(error(status, false, false));
+                return None;
+            }
+            Parsed::Incomplete { scanned: s } => *scanned = s,
+        }
+        // At most up to the head limit: a full buffer is refused above.
+        let room = (cx.limits.head - self.buf.len()).min(cx.scratch.len());
+        match self.stream.read(&mut cx.scratch[..room]) {
+            Ok(0) => Some(Outcome::Close),
+            Ok(n) => {
+                self.buf.extend_from_slice(&cx.scratch[..n]);
+                if !self.started {
+                    self.started = true;
+                    self.since = Instant::now();
+                }
+                None
+            }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => Some(Outcome::Keep),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => None,
+            Err(_) => Some(Outcome::Close),
+        }
+    }
+
+    /// Writing: sends what is left of the response, then reads the next request (keep-alive)
+    /// or shuts its side and lingers. `None` when the response went out whole.
+    fn write_step(&mut self, cx: &mut Ctx<'_>) -> Option<Outcome> {
+        let State::Writing {
+            head,
+            body,
+            sent,
+            keep_alive,
+        } = &mut self.state
+        else {
+            return None;
+        };
+        let total = head.len() + body.len();
+        while *sent < total {
+            let slices = if *sent < head.len() {
+                [IoSlice::new(&head[*sent..]), IoSlice::new(body)]
+            } else {
+                [IoSlice::new(&body[*sent - head.len()..]), IoSlice::new(&[])]
+            };
+            match self.stream.write_vectored(&slices) {
+                Ok(0) => return Some(Outcome::Close),
+                Ok(n) => *sent += n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Some(Outcome::Keep),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(_) => return Some(Outcome::Close),
+            }
+        }
+        let keep_alive = *keep_alive;
+        bump(&cx.counters.responses);
+        self.requests += 1;
+        if keep_alive && self.requests < cx.options.max_requests_per_connection {
+            self.state = State::Reading { scanned: 0 };
+            self.started = !self.buf.is_empty();
+        } else {
+            self.buf = Vec::new();
+            self.stream.shutdown_write();
+            self.state = State::Lingering { discarded: 0 };
+        }
+        self.since = Instant::now();
+        None
+    }
+
+    /// Lingering: reads and discards what the client still sends until it closes (or sends
+    /// too much).
+    fn linger(&mut self, cx: &mut Ctx<'_>) -> Outcome {
+        let State::Lingering { discarded } = &mut self.state else {
+            return Outcome::Keep;
+        };
+        loop {
+            match self.stream.read(cx.scratch) {
+                Ok(0) => return Outcome::Close,
+                Ok(n) => {
+                    *discarded += n;
+                    if *discarded > LINGER_BYTES {
+                        return Outcome::Close;
                     }
                 }
-                State::Rendering => return Outcome::Keep,
-                State::Writing {
-                    head,
-                    body,
-                    sent,
-                    keep_alive,
-                } => {
-                    let total = head.len() + body.len();
-                    while *sent < total {
-                        let slices = if *sent < head.len() {
-                            [IoSlice::new(&head[*sent..]), IoSlice::new(body)]
-                        } else {
-                            [IoSlice::new(&body[*sent - head.len()..]), IoSlice::new(&[])]
-                        };
-                        match self.stream.write_vectored(&slices) {
-                            Ok(0) => return Outcome::Close,
-                            Ok(n) => *sent += n,
-                            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                                return Outcome::Keep
-                            }
-                            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                            Err(_) => return Outcome::Close,
-                        }
-                    }
-                    bump(&cx.counters.responses);
-                    self.requests += 1;
-                    if *keep_alive && self.requests < cx.options.max_requests_per_connection {
-                        self.state = State::Reading { scanned: 0 };
-                        self.started = !self.buf.is_empty();
-                        self.since = Instant::now();
-                    } else {
-                        self.buf = Vec::new();
-                        self.stream.shutdown_write();
-                        self.state = State::Lingering { discarded: 0 };
-                        self.since = Instant::now();
-                    }
-                }
-                State::Lingering { discarded } => loop {
-                    match self.stream.read(cx.scratch) {
-                        Ok(0) => return Outcome::Close,
-                        Ok(n) => {
-                            *discarded += n;
-                            if *discarded > LINGER_BYTES {
-                                return Outcome::Close;
-                            }
-                        }
-                        Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Outcome::Keep,
-                        Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                        Err(_) => return Outcome::Close,
-                    }
-                },
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Outcome::Keep,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(_) => return Outcome::Close,
             }
         }
     }
