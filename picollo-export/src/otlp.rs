@@ -18,7 +18,7 @@ use crate::native::{Mapping, NativeHistogram};
 use crate::proto::otlp as pb;
 use crate::registry::{Family, Value};
 use crate::text::MetricKind;
-use crate::{Labels, Registry};
+use crate::{Exported, Labels, Registry};
 
 /// How data points relate to time.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -156,6 +156,16 @@ struct Previous {
     counter: u64,
 }
 
+impl Previous {
+    /// A counter's increase since the last collection, `now` being its value; a counter
+    /// below its previous value was reset, and is reported whole.
+    fn counter_delta(&mut self, now: u64) -> u64 {
+        let d = now.checked_sub(self.counter).unwrap_or(now);
+        self.counter = now;
+        d
+    }
+}
+
 struct State {
     /// The end of the previous collection (the start of the next delta interval).
     last: SystemTime,
@@ -280,14 +290,7 @@ impl OtlpExporter {
             match &s.value {
                 Value::Counter(c) => {
                     let now = c.get();
-                    let v = if delta {
-                        // A counter below its previous value was reset: report it whole.
-                        let d = now.checked_sub(prev.counter).unwrap_or(now);
-                        prev.counter = now;
-                        d
-                    } else {
-                        now
-                    };
+                    let v = if delta { prev.counter_delta(now) } else { now };
                     number_points.push(number(pb::number_data_point::Value::AsInt(
                         v.min(i64::MAX as u64) as i64,
                     )));
@@ -296,28 +299,7 @@ impl OtlpExporter {
                     number_points.push(number(pb::number_data_point::Value::AsDouble(g.get())))
                 }
                 Value::Histogram(h) => {
-                    let schema = self.registry.options().schema_override();
-                    if delta {
-                        let snapshot = prev.snapshot.get_or_insert_with(|| {
-                            // Re-shaped by the first update (one cell until then).
-                            let tiny = Layout::from_block_scale(1).unwrap_or(Layout::DEFAULT);
-                            Snapshot::empty(tiny, Window::from_indices(tiny, 0, 1))
-                        });
-                        // The first update of an empty snapshot gives the totals (re-shaped
-                        // to the source's layout and window).
-                        let exact = h.fill_snapshot(snapshot, true);
-                        let layout = snapshot.layout();
-                        let mapping =
-                            schema.map_or(Mapping::for_layout(layout), |s| Mapping::new(layout, s));
-                        native.fill_from(&*snapshot, mapping);
-                        if let Some(sum) = exact {
-                            let before = prev.exact_sum.unwrap_or(0);
-                            native.set_exact_sum(sum.checked_sub(before).unwrap_or(sum));
-                            prev.exact_sum = Some(sum);
-                        }
-                    } else {
-                        h.fill_native(native, schema);
-                    }
+                    self.fill_native(&**h, prev, native);
                     histogram_points.push(exponential_point(native, attributes, start, time));
                 }
             }
@@ -346,6 +328,33 @@ impl OtlpExporter {
             description: family.help.clone(),
             unit: String::new(),
             data: Some(data),
+        }
+    }
+
+    /// Fills `native` with histogram `h`'s point: its counts since the last collection
+    /// (`prev` keeps the snapshot they are taken against) with delta temporality, its totals
+    /// with cumulative.
+    fn fill_native(&self, h: &dyn Exported, prev: &mut Previous, native: &mut NativeHistogram) {
+        let schema = self.registry.options().schema_override();
+        if self.temporality != Temporality::Delta {
+            h.fill_native(native, schema);
+            return;
+        }
+        let snapshot = prev.snapshot.get_or_insert_with(|| {
+            // Re-shaped by the first update (one cell until then).
+            let tiny = Layout::from_block_scale(1).unwrap_or(Layout::DEFAULT);
+            Snapshot::empty(tiny, Window::from_indices(tiny, 0, 1))
+        });
+        // The first update of an empty snapshot gives the totals (re-shaped to the source's
+        // layout and window).
+        let exact = h.fill_snapshot(snapshot, true);
+        let layout = snapshot.layout();
+        let mapping = schema.map_or(Mapping::for_layout(layout), |s| Mapping::new(layout, s));
+        native.fill_from(&*snapshot, mapping);
+        if let Some(sum) = exact {
+            let before = prev.exact_sum.unwrap_or(0);
+            native.set_exact_sum(sum.checked_sub(before).unwrap_or(sum));
+            prev.exact_sum = Some(sum);
         }
     }
 
