@@ -87,7 +87,7 @@ pub struct OpenStack<S> {
     /// `scoped[d - 1]`: the start samples of the scoped interval open at depth `d`, with
     /// the ticket of the interval that took them.
     scoped: Vec<(S, u32)>,
-    /// The ticket of the last scoped interval begun (see [`OpenStack::push_scoped`]).
+    /// The ticket of the last scoped interval sampled (see [`OpenStack::scoped_samples`]).
     tickets: u32,
 }
 
@@ -132,18 +132,12 @@ impl<S> OpenStack<S> {
         self.depth
     }
 
-    /// Opens a scoped interval; returns its depth (1 for the outermost) and its ticket,
-    /// which its owner keeps and hands back to [`OpenStack::scoped_samples_of`].
-    ///
-    /// The ticket tells a scoped interval ended out of order from one that ended in order:
-    /// a guard whose outer guard ended first (`a.end()` while `b` is open) leaves its depth
-    /// to the next interval begun, whose start samples then take its slot; the ticket shows
-    /// they are not its own any more.
+    /// Opens a scoped interval; returns its depth (1 for the outermost), which its owner
+    /// keeps and hands back to [`OpenStack::samples_of`].
     #[inline(always)]
-    pub fn push_scoped(&mut self) -> (u32, u32) {
+    pub fn push_scoped(&mut self) -> u32 {
         self.depth = self.depth.wrapping_add(1);
-        self.tickets = self.tickets.wrapping_add(1);
-        (self.depth, self.tickets)
+        self.depth
     }
 
     /// Ends the innermost scoped interval.
@@ -161,18 +155,26 @@ impl<S: Copy + Default> OpenStack<S> {
         grown_to(&mut self.samples, self.open.len())
     }
 
-    /// The start samples of the scoped interval at `depth` with `ticket` (both from
-    /// [`OpenStack::push_scoped`]), to fill.
+    /// The start samples of the scoped interval at `depth` (from [`OpenStack::push_scoped`]),
+    /// to fill, and their ticket, which the interval keeps and hands back to
+    /// [`OpenStack::scoped_samples_of`].
+    ///
+    /// The ticket tells a scoped interval ended out of order from one that ended in order:
+    /// a guard whose outer guard ended first (`a.end()` while `b` is open) leaves its depth
+    /// to the next interval begun, whose start samples then take its slot; the ticket shows
+    /// they are not its own any more. Only sampled intervals take one (0 is never a ticket).
     #[inline]
-    pub fn scoped_samples(&mut self, depth: u32, ticket: u32) -> &mut S {
+    pub fn scoped_samples(&mut self, depth: u32) -> (&mut S, u32) {
+        self.tickets = self.tickets.wrapping_add(1).max(1);
+        let ticket = self.tickets;
         let slot = grown_to(&mut self.scoped, (depth as usize).saturating_sub(1));
         slot.1 = ticket;
-        &mut slot.0
+        (&mut slot.0, ticket)
     }
 
     /// The start samples of the scoped interval at `depth` with `ticket`, when it took
     /// samples and no later interval took its slot since (it ended out of order: see
-    /// [`OpenStack::push_scoped`]). Call it before the next push.
+    /// [`OpenStack::scoped_samples`]). Call it before the next push.
     #[inline(always)]
     pub fn scoped_samples_of(&self, depth: u32, ticket: u32) -> Option<&S> {
         match self.scoped.get((depth as usize).wrapping_sub(1)) {
@@ -351,12 +353,13 @@ mod tests {
     #[test]
     fn scoped_and_layer_intervals_share_the_depth() {
         let mut s: OpenStack<u32> = OpenStack::new();
-        let (guard, ticket) = s.push_scoped();
-        *s.scoped_samples(guard, ticket) = 11;
+        let guard = s.push_scoped();
+        *s.scoped_samples(guard).0 = 11;
         *s.next_samples() = 22;
         assert_eq!((guard, s.push(open(7, 1, true))), (1, 2));
-        let (inner, ticket) = s.push_scoped();
-        *s.scoped_samples(inner, ticket) = 33;
+        let inner = s.push_scoped();
+        let (samples, ticket) = s.scoped_samples(inner);
+        *samples = 33;
         assert_eq!(s.scoped_samples_of(inner, ticket), Some(&33));
         assert_eq!((inner, s.depth()), (3, 3));
         s.pop_scoped();
@@ -384,17 +387,20 @@ mod tests {
     #[test]
     fn a_scoped_interval_ended_out_of_order_keeps_no_other_samples() {
         let mut s: OpenStack<u32> = OpenStack::new();
-        let (a, a_ticket) = s.push_scoped();
-        *s.scoped_samples(a, a_ticket) = 1;
-        let (b, b_ticket) = s.push_scoped();
-        *s.scoped_samples(b, b_ticket) = 2;
+        let a = s.push_scoped();
+        let (samples, a_ticket) = s.scoped_samples(a);
+        *samples = 1;
+        let b = s.push_scoped();
+        let (samples, b_ticket) = s.scoped_samples(b);
+        *samples = 2;
         // `a` ends first: `b` is still open, at depth 2, but the depth count drops to 1.
         assert_eq!(s.scoped_samples_of(a, a_ticket), Some(&1));
         s.pop_scoped();
         // The next interval takes depth 2, and with it `b`'s slot.
-        let (c, c_ticket) = s.push_scoped();
+        let c = s.push_scoped();
         assert_eq!(c, b);
-        *s.scoped_samples(c, c_ticket) = 3;
+        let (samples, c_ticket) = s.scoped_samples(c);
+        *samples = 3;
         // `b` ends: its samples are gone, and it is told so rather than handed `c`'s.
         assert_eq!(s.scoped_samples_of(b, b_ticket), None);
         s.pop_scoped();

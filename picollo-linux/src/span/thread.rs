@@ -380,10 +380,13 @@ impl ThreadSpans {
             t.apply_request();
             self.slot_map = SlotMap::NONE;
         }
-        let (depth, ticket) = self.open.push_scoped();
-        let scope = Scope::new(depth, ticket);
+        let depth = self.open.push_scoped();
+        // Only a sampled guard takes a ticket: the time-only path stays as it was.
+        let mut scope = Scope::new(depth, 0);
         if t.measured > 0 {
-            t.sample(self.open.scoped_samples(depth, ticket));
+            let (samples, ticket) = self.open.scoped_samples(depth);
+            scope = Scope::new(depth, ticket);
+            t.sample(samples);
         }
         (super::now(), scope.0)
     }
@@ -403,8 +406,8 @@ impl ThreadSpans {
         let n = if sampled { t.sample(&mut self.ends) } else { 0 };
         self.open.pop_scoped();
         // Unpacked and checked after the end sample: outside the counter window.
-        let (depth, ticket) = (scope.depth(), scope.ticket());
-        if sampled && self.open.scoped_samples_of(depth, ticket).is_none() {
+        let depth = scope.depth();
+        if sampled && self.open.scoped_samples_of(depth, scope.ticket()).is_none() {
             self.save_frame_uncounted(name, depth, start, end);
             return;
         }
