@@ -9,6 +9,7 @@ use std::path::PathBuf;
 use clap::{ArgGroup, Args};
 
 use picollo_linux::capture::{CaptureEvent, CaptureReader};
+use picollo_linux::span::SpanAggregator;
 
 use crate::attach::LiveFormat;
 use crate::error::{CliError, Result};
@@ -59,20 +60,7 @@ pub(crate) fn run(o: &ConvertArgs) -> Result<String> {
         sinks = sinks.json_lines(Box::new(std::io::stdout()));
     }
     while let Some(event) = reader.next_event().map_err(|e| damaged(&e))? {
-        match event {
-            CaptureEvent::Ring { name, info, .. } => {
-                sinks.add_ring(name, info)?;
-            }
-            CaptureEvent::Frame {
-                ring,
-                number,
-                info,
-                words,
-            } => sinks.frame(ring, info, number, words)?,
-            CaptureEvent::Lost { ring, count } => sinks.lost(ring, count)?,
-            CaptureEvent::Counters { ring, info } => sinks.counters_changed(ring, info)?,
-            _ => {}
-        }
+        feed(&mut sinks, event)?;
     }
     sinks.finish()?;
     if !reader.is_complete() {
@@ -98,27 +86,55 @@ pub(crate) fn run(o: &ConvertArgs) -> Result<String> {
         out.push_str(&csv_summary(&sinks.totals()));
     }
     if let Some(agg) = sinks.aggregator() {
-        if o.format == Some(LiveFormat::Json) {
-            let head = ConvertHead {
-                kind: "convert",
-                file: &shown,
-                pid,
-                rings: sinks.span_rings(),
-            };
-            out.push_str(&json::to_line(&Spans::new(head, agg)));
-            out.push('\n');
-        } else {
-            if !out.is_empty() {
-                out.push('\n');
-            }
-            out.push_str(&format!(
-                "- capture: {shown}\n- process: {pid}\n- rings: {}\n- frames: {} ({} lost)\n\n{}",
-                sinks.span_rings(),
-                agg.accepted(),
-                agg.lost(),
-                spans_markdown(agg)
-            ));
-        }
+        span_report(&mut out, o.format, &shown, pid, sinks.span_rings(), agg);
     }
     Ok(out)
+}
+
+/// Hands one capture event to the sinks.
+fn feed(sinks: &mut Sinks, event: CaptureEvent<'_>) -> Result<()> {
+    match event {
+        CaptureEvent::Ring { name, info, .. } => sinks.add_ring(name, info).map(drop),
+        CaptureEvent::Frame {
+            ring,
+            number,
+            info,
+            words,
+        } => sinks.frame(ring, info, number, words),
+        CaptureEvent::Lost { ring, count } => sinks.lost(ring, count),
+        CaptureEvent::Counters { ring, info } => sinks.counters_changed(ring, info),
+        _ => Ok(()),
+    }
+}
+
+/// Appends the span report of capture `shown` (process `pid`, `rings` span rings) to `out`:
+/// one JSON line, or the Markdown table.
+fn span_report(
+    out: &mut String,
+    format: Option<LiveFormat>,
+    shown: &str,
+    pid: u64,
+    rings: usize,
+    agg: &SpanAggregator,
+) {
+    if format == Some(LiveFormat::Json) {
+        let head = ConvertHead {
+            kind: "convert",
+            file: shown,
+            pid,
+            rings,
+        };
+        out.push_str(&json::to_line(&Spans::new(head, agg)));
+        out.push('\n');
+        return;
+    }
+    if !out.is_empty() {
+        out.push('\n');
+    }
+    out.push_str(&format!(
+        "- capture: {shown}\n- process: {pid}\n- rings: {rings}\n- frames: {} ({} lost)\n\n{}",
+        agg.accepted(),
+        agg.lost(),
+        spans_markdown(agg)
+    ));
 }

@@ -8,7 +8,7 @@ use picollo_core::fmt::{Grouped, GroupedFloat};
 use picollo_core::ring::ClockKind;
 use picollo_core::{EquivalentValue, ReadExt};
 
-use super::aggregate::{is_cycles, SpanAggregator};
+use super::aggregate::{is_cycles, SpanAggregator, SpanStats};
 use super::COUNTERS_ENV;
 
 /// Linux errno values, as a span ring's header records them (the writer is a Linux
@@ -123,25 +123,7 @@ pub struct EventRow {
 impl SpanAggregator {
     /// The rows of the per-phase table as numbers: by total cycles (or time), largest first.
     pub fn phases(&self) -> Vec<PhaseRow> {
-        let hz = self.clock_hz().filter(|h| *h > 0.0);
-        let ns = |ticks: f64| hz.map(|hz| ticks * 1e9 / hz);
         let cycles = self.cycles_index();
-        let instructions = self.instructions_index();
-        // `%` divides by the outermost spans' time (or cycles): nested spans are part of
-        // their parents', not added to them. Spans added without a depth
-        // (`record_histograms`) make the whole when no outermost span was seen.
-        let total_ticks: u128 = if self.outer_ticks > 0 {
-            self.outer_ticks
-        } else {
-            self.spans.values().map(|s| s.ticks).sum()
-        };
-        let total_cycles: u128 = if self.outer_cycles > 0 {
-            self.outer_cycles
-        } else {
-            cycles
-                .map(|c| self.spans.values().filter_map(|s| s.counter_sum(c)).sum())
-                .unwrap_or(0)
-        };
         let mut names: Vec<&String> = self.spans.keys().collect();
         names.sort_by(|a, b| {
             let key = |n: &String| {
@@ -150,69 +132,98 @@ impl SpanAggregator {
             };
             key(b).cmp(&key(a)).then(a.cmp(b))
         });
+        let whole = self.whole();
         names
             .into_iter()
-            .map(|name| {
-                let s = &self.spans[name];
-                let share = match cycles {
-                    Some(c) if total_cycles > 0 => {
-                        s.counter_sum(c).unwrap_or(0) as f64 / total_cycles as f64
-                    }
-                    _ if total_ticks > 0 => s.ticks as f64 / total_ticks as f64,
-                    _ => 0.0,
-                };
-                let p50 = s
-                    .durations
-                    .percentile(50.0, EquivalentValue::Midpoint)
-                    .ok()
-                    .map(|p| p.value);
-                let wall_p50 = s.wall.as_ref().and_then(|w| {
-                    w.percentile(50.0, EquivalentValue::Midpoint)
-                        .ok()
-                        .map(|p| p.value)
-                });
-                let ipc = (s.ipc_micro.total() > 0).then(|| {
-                    [5.0, 50.0, 95.0].map(|p| {
-                        s.ipc_micro
-                            .percentile(p, EquivalentValue::Midpoint)
-                            .map_or(0.0, |v| v.value as f64 / 1e6)
-                    })
-                });
-                let instr = instructions.and_then(|j| s.counter_sum(j));
-                let counters = (0..self.counters.len())
-                    .filter(|&i| Some(i) != cycles && Some(i) != instructions)
-                    .filter_map(|i| {
-                        let sum = s.counter_sum(i)?;
-                        let spans = s.counter_count(i);
-                        Some(PhaseCounter {
-                            name: self.counters[i].clone(),
-                            sum,
-                            spans,
-                            per_kilo_instruction: instr
-                                .filter(|n| *n > 0)
-                                .map(|n| sum as f64 * 1000.0 / n as f64),
-                            per_span: if spans == 0 {
-                                0.0
-                            } else {
-                                sum as f64 / spans as f64
-                            },
-                        })
-                    })
-                    .collect();
-                PhaseRow {
-                    name: name.clone(),
-                    count: s.count,
-                    ticks: s.ticks,
-                    time_ns: ns(s.ticks as f64),
-                    share,
-                    p50_ticks: p50,
-                    p50_ns: p50.and_then(|p| ns(p as f64)),
-                    wall_p50_ticks: wall_p50,
-                    cycles: cycles.and_then(|c| s.counter_sum(c)),
-                    instructions: instr,
-                    ipc,
-                    counters,
-                }
+            .map(|name| self.phase_row(name, &self.spans[name], whole))
+            .collect()
+    }
+
+    /// What `%` divides by: the outermost spans' time and cycles (nested spans are part of
+    /// their parents', not added to them). Spans added without a depth
+    /// (`record_histograms`) make the whole when no outermost span was seen.
+    fn whole(&self) -> (u128, u128) {
+        let ticks = if self.outer_ticks > 0 {
+            self.outer_ticks
+        } else {
+            self.spans.values().map(|s| s.ticks).sum()
+        };
+        let cycles = if self.outer_cycles > 0 {
+            self.outer_cycles
+        } else {
+            self.cycles_index()
+                .map(|c| self.spans.values().filter_map(|s| s.counter_sum(c)).sum())
+                .unwrap_or(0)
+        };
+        (ticks, cycles)
+    }
+
+    /// The row of span `name`, whose statistics are `s`; `whole` from
+    /// [`SpanAggregator::whole`].
+    fn phase_row(&self, name: &str, s: &SpanStats, whole: (u128, u128)) -> PhaseRow {
+        let hz = self.clock_hz().filter(|h| *h > 0.0);
+        let ns = |ticks: f64| hz.map(|hz| ticks * 1e9 / hz);
+        let (cycles, instructions) = (self.cycles_index(), self.instructions_index());
+        let (total_ticks, total_cycles) = whole;
+        let share = match cycles {
+            Some(c) if total_cycles > 0 => {
+                s.counter_sum(c).unwrap_or(0) as f64 / total_cycles as f64
+            }
+            _ if total_ticks > 0 => s.ticks as f64 / total_ticks as f64,
+            _ => 0.0,
+        };
+        let median = |h: &crate::HeapHistogram| {
+            h.percentile(50.0, EquivalentValue::Midpoint)
+                .ok()
+                .map(|p| p.value)
+        };
+        let p50 = median(&s.durations);
+        let ipc = (s.ipc_micro.total() > 0).then(|| {
+            [5.0, 50.0, 95.0].map(|p| {
+                s.ipc_micro
+                    .percentile(p, EquivalentValue::Midpoint)
+                    .map_or(0.0, |v| v.value as f64 / 1e6)
+            })
+        });
+        let instr = instructions.and_then(|j| s.counter_sum(j));
+        PhaseRow {
+            name: name.to_owned(),
+            count: s.count,
+            ticks: s.ticks,
+            time_ns: ns(s.ticks as f64),
+            share,
+            p50_ticks: p50,
+            p50_ns: p50.and_then(|p| ns(p as f64)),
+            wall_p50_ticks: s.wall.as_ref().and_then(median),
+            cycles: cycles.and_then(|c| s.counter_sum(c)),
+            instructions: instr,
+            ipc,
+            counters: self.phase_counters(s, instr),
+        }
+    }
+
+    /// The other counters of a row (all but cycles and instructions), with `instr` the span's
+    /// instructions when counted.
+    fn phase_counters(&self, s: &SpanStats, instr: Option<u128>) -> Vec<PhaseCounter> {
+        let (cycles, instructions) = (self.cycles_index(), self.instructions_index());
+        (0..self.counters.len())
+            .filter(|&i| Some(i) != cycles && Some(i) != instructions)
+            .filter_map(|i| {
+                let sum = s.counter_sum(i)?;
+                let spans = s.counter_count(i);
+                Some(PhaseCounter {
+                    name: self.counters[i].clone(),
+                    sum,
+                    spans,
+                    per_kilo_instruction: instr
+                        .filter(|n| *n > 0)
+                        .map(|n| sum as f64 * 1000.0 / n as f64),
+                    per_span: if spans == 0 {
+                        0.0
+                    } else {
+                        sum as f64 / spans as f64
+                    },
+                })
             })
             .collect()
     }
@@ -329,97 +340,10 @@ impl SpanAggregator {
 
     /// The per-phase table, with what this machine can and cannot measure.
     pub fn table(&self) -> SpanTable {
-        let hz = self.clock_hz();
-        let cycles = self.cycles_index();
-        let instructions = self.instructions_index();
-        let requested_ipc = self.requested_ipc();
-        let others: Vec<&String> = self
-            .counters
-            .iter()
-            .enumerate()
-            .filter(|&(i, _)| Some(i) != cycles && Some(i) != instructions)
-            .map(|(_, n)| n)
-            .collect();
-        let show_cycles = cycles.is_some() || self.unavailable.keys().any(|n| is_cycles(n));
-        let show_instructions =
-            instructions.is_some() || self.unavailable.contains_key("instructions");
-        let mut columns: Vec<String> = ["Phase", "N", "Time", "%", "p50"]
-            .map(str::to_owned)
-            .to_vec();
-        let show_wall = self.spans.values().any(|s| s.wall.is_some());
-        if show_wall {
-            columns.push("wall p50".to_owned());
-        }
-        if show_cycles {
-            columns.push("Cycles".to_owned());
-        }
-        if show_instructions {
-            columns.push("Instructions".to_owned());
-        }
-        if requested_ipc {
-            columns.extend(["IPC p5", "IPC p50", "IPC p95"].map(str::to_owned));
-        }
-        let unit = if instructions.is_some() {
-            "/ki"
-        } else {
-            "/span"
-        };
-        for n in &others {
-            columns.push(format!("{n}{unit}"));
-        }
-        let unavailable_others: Vec<&String> = self
-            .unavailable
-            .keys()
-            .filter(|n| !is_cycles(n) && *n != "instructions" && !self.counters.contains(n))
-            .collect();
-        for n in &unavailable_others {
-            columns.push((*n).clone());
-        }
-
-        let na = || "n/a".to_owned();
-        let rows = self
-            .phases()
-            .into_iter()
-            .map(|p| {
-                let mut row = vec![p.name.clone(), group_digits(p.count)];
-                row.push(fmt_ticks(p.ticks as f64, hz));
-                row.push(format!("{:.1}%", p.share * 100.0));
-                row.push(p.p50_ticks.map_or_else(na, |t| fmt_ticks(t as f64, hz)));
-                if show_wall {
-                    row.push(
-                        p.wall_p50_ticks
-                            .map_or_else(na, |t| fmt_ticks(t as f64, hz)),
-                    );
-                }
-                if show_cycles {
-                    row.push(p.cycles.map_or_else(na, |c| fmt_si(c as f64)));
-                }
-                if show_instructions {
-                    row.push(p.instructions.map_or_else(na, |c| fmt_si(c as f64)));
-                }
-                if requested_ipc {
-                    match p.ipc {
-                        Some(ipc) => row.extend(ipc.map(|v| format!("{v:.3}"))),
-                        None => row.extend([na(), na(), na()]),
-                    }
-                }
-                for n in &others {
-                    let cell = p.counters.iter().find(|c| &&c.name == n);
-                    row.push(match cell {
-                        Some(c) if instructions.is_some() => c
-                            .per_kilo_instruction
-                            .map_or_else(na, |v| format!("{v:.1}")),
-                        Some(c) if c.spans > 0 => fmt_per_span(&c.name, c.per_span),
-                        _ => na(),
-                    });
-                }
-                row.extend(unavailable_others.iter().map(|_| na()));
-                row
-            })
-            .collect();
+        let shown = Shown::of(self);
         SpanTable {
-            columns,
-            rows,
+            columns: shown.columns(),
+            rows: self.phases().iter().map(|p| shown.row(p)).collect(),
             notes: self.notes(),
         }
     }
@@ -592,6 +516,101 @@ impl fmt::Display for SpanTable {
 /// A duration in nanoseconds as the per-phase table writes it (`6.00 ms`, `812 ns`).
 pub fn format_duration_ns(ns: f64) -> String {
     fmt_ticks(ns, Some(1e9))
+}
+
+/// The columns of a per-phase table: which are shown, and how their cells are written.
+struct Shown<'a> {
+    hz: Option<f64>,
+    wall: bool,
+    cycles: bool,
+    instructions: bool,
+    /// Counted instructions: the other counters are shown per 1000 of them, not per span.
+    per_kilo: bool,
+    ipc: bool,
+    /// The other counters measured, and those asked for but unavailable.
+    others: Vec<&'a String>,
+    unavailable: Vec<&'a String>,
+}
+
+impl<'a> Shown<'a> {
+    fn of(agg: &'a SpanAggregator) -> Self {
+        let (cycles, instructions) = (agg.cycles_index(), agg.instructions_index());
+        Self {
+            hz: agg.clock_hz(),
+            wall: agg.spans.values().any(|s| s.wall.is_some()),
+            cycles: cycles.is_some() || agg.unavailable.keys().any(|n| is_cycles(n)),
+            instructions: instructions.is_some() || agg.unavailable.contains_key("instructions"),
+            per_kilo: instructions.is_some(),
+            ipc: agg.requested_ipc(),
+            others: agg
+                .counters
+                .iter()
+                .enumerate()
+                .filter(|&(i, _)| Some(i) != cycles && Some(i) != instructions)
+                .map(|(_, n)| n)
+                .collect(),
+            unavailable: agg
+                .unavailable
+                .keys()
+                .filter(|n| !is_cycles(n) && *n != "instructions" && !agg.counters.contains(n))
+                .collect(),
+        }
+    }
+
+    fn columns(&self) -> Vec<String> {
+        let mut columns: Vec<String> = ["Phase", "N", "Time", "%", "p50"]
+            .map(str::to_owned)
+            .to_vec();
+        let optional = [
+            (self.wall, "wall p50"),
+            (self.cycles, "Cycles"),
+            (self.instructions, "Instructions"),
+        ];
+        columns.extend(optional.iter().filter(|c| c.0).map(|c| c.1.to_owned()));
+        if self.ipc {
+            columns.extend(["IPC p5", "IPC p50", "IPC p95"].map(str::to_owned));
+        }
+        let unit = if self.per_kilo { "/ki" } else { "/span" };
+        columns.extend(self.others.iter().map(|n| format!("{n}{unit}")));
+        columns.extend(self.unavailable.iter().map(|n| (*n).clone()));
+        columns
+    }
+
+    fn row(&self, p: &PhaseRow) -> Vec<String> {
+        let na = || "n/a".to_owned();
+        let ticks = |t: u64| fmt_ticks(t as f64, self.hz);
+        let mut row = vec![p.name.clone(), group_digits(p.count)];
+        row.push(fmt_ticks(p.ticks as f64, self.hz));
+        row.push(format!("{:.1}%", p.share * 100.0));
+        row.push(p.p50_ticks.map_or_else(na, ticks));
+        if self.wall {
+            row.push(p.wall_p50_ticks.map_or_else(na, ticks));
+        }
+        if self.cycles {
+            row.push(p.cycles.map_or_else(na, |c| fmt_si(c as f64)));
+        }
+        if self.instructions {
+            row.push(p.instructions.map_or_else(na, |c| fmt_si(c as f64)));
+        }
+        if self.ipc {
+            match p.ipc {
+                Some(ipc) => row.extend(ipc.map(|v| format!("{v:.3}"))),
+                None => row.extend([na(), na(), na()]),
+            }
+        }
+        for n in &self.others {
+            let cell = p.counters.iter().find(|c| &&c.name == n);
+            row.push(match cell {
+                Some(c) if self.per_kilo => c
+                    .per_kilo_instruction
+                    .map_or_else(na, |v| format!("{v:.1}")),
+                Some(c) if c.spans > 0 => fmt_per_span(&c.name, c.per_span),
+                _ => na(),
+            });
+        }
+        row.extend(self.unavailable.iter().map(|_| na()));
+        row
+    }
 }
 
 #[cfg(test)]
