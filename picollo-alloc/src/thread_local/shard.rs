@@ -2,7 +2,14 @@
 //! the histogram's shard list, accumulator, version lock and fork generation ([`Inner`]):
 //! claiming a shard, folding an exiting owner's shard, the fork clean-up of a histogram.
 
-use super::*;
+use super::{fork, Accumulator, LocalCounter, ThreadLocalHistogram};
+use crate::builder::StorageChoice;
+use core::marker::PhantomData;
+use core::ptr;
+use picollo_core::atomic::Version;
+use picollo_core::{Absent, BucketPos, Cells, Layout, LayoutSpec, Lookup, Window};
+use portable_atomic::AtomicU64;
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU8, AtomicUsize, Ordering};
 
 /// Shard states.
 pub(super) const FREE: u8 = 0;
