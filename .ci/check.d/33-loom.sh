@@ -2,7 +2,9 @@
 # Loom models of the lock-free protocols, over the real code: the frame ring's writer/reader
 # handshake (picollo-core/tests/loom.rs; the ring's atomics are loom's in a `--cfg loom` build,
 # see picollo-core/src/sync.rs) and sparse storage's page and cold-table installation races
-# (picollo-alloc/tests/loom.rs; its atomics come through picollo-alloc/src/sparse/install.rs).
+# (picollo-alloc/tests/loom.rs; its atomics come through picollo-alloc/src/sparse/install.rs),
+# and the thread-local kind's shard life: claim, record, thread-exit fold and release beside a
+# reader (the same file; its atomics come through picollo-alloc/src/thread_local/sync.rs).
 # Each model runs as written, and again with a bug planted (`planted::with`), where it must fail
 # with its own assertion or loom's (`#[should_panic(expected = ...)]`): so each model is shown
 # able to fail. The preemption bound keeps the state space small: every interleaving with at

@@ -126,7 +126,7 @@ use picollo_core::{
 };
 use portable_atomic::{AtomicU16, AtomicU32, AtomicU64};
 use std::cell::Cell;
-use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 /// A counter type for the shards of a [`ThreadLocalHistogram`]: `u16`, `u32` or `u64`.
@@ -163,6 +163,7 @@ macro_rules! local_counter {
             }
             #[inline(always)]
             fn load(cell: &$cell) -> u64 {
+                sync::cells_read();
                 cell.load(Ordering::Relaxed) as u64
             }
             #[inline(always)]
@@ -279,8 +280,12 @@ local_counter!(u64, AtomicU64, increment_wide);
 
 mod cache;
 mod fork;
+#[cfg(loom)]
+#[doc(hidden)]
+pub mod model;
 mod read;
 mod shard;
+mod sync;
 
 pub use cache::CACHE_SLOTS;
 use cache::{cache_entry, thread_token, Cached, Entry, CACHE, CLOSED, THREAD_SHARDS};
@@ -352,11 +357,11 @@ impl<C: LocalCounter, S: StorageChoice> ThreadLocalHistogram<C, S> {
             layout,
             window,
             version: Version::new(),
-            head: AtomicPtr::new(ptr::null_mut()),
+            head: sync::AtomicPtr::new(ptr::null_mut()),
             acc,
-            acc_used: AtomicBool::new(false),
+            acc_used: sync::AtomicBool::new(false),
             fork_gen: AtomicU64::new(fork::generation()),
-            closed: AtomicBool::new(false),
+            closed: sync::AtomicBool::new(false),
             allocated: AtomicUsize::new(0),
             _nodes: PhantomData,
         });

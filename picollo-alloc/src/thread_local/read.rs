@@ -15,6 +15,7 @@
 //! No buffer: a read of dense shards allocates nothing.
 
 use super::shard::{Shard, OWNED};
+use super::sync::{self, plant};
 use super::{Accumulator, LocalCounter, ThreadLocalHistogram};
 use crate::builder::StorageChoice;
 use crate::bulk::{push_nonzero_run, RUN};
@@ -62,6 +63,7 @@ impl<C: LocalCounter, S: StorageChoice> ThreadLocalHistogram<C, S> {
             // Unchecked: the whole read (runs and outside counts) is retried below.
             self.pass_once(|start, counts| push_nonzero_run(out, start, counts.iter().copied()));
             let acc = inner.acc_used.load(Ordering::Relaxed).then_some(&inner.acc);
+            sync::cells_read();
             let mut outside = acc.map_or((0, 0), |a| (a.underflow(), a.overflow()));
             for shard in inner.shards() {
                 outside.0 = outside.0.saturating_add(shard.underflow());
@@ -112,7 +114,7 @@ impl<C: LocalCounter, S: StorageChoice> ThreadLocalHistogram<C, S> {
                 if stale || skip >= counts.len() {
                     return;
                 }
-                if version.read_retry(token) {
+                if plant!(LocalReadUnchecked, version.read_retry(token), false) {
                     stale = true;
                     return;
                 }
@@ -121,7 +123,7 @@ impl<C: LocalCounter, S: StorageChoice> ThreadLocalHistogram<C, S> {
             });
             // The runs after the last one handed on may have looked empty only because a
             // fold cleared a shard meanwhile: checked once more at the end.
-            if !stale && !version.read_retry(token) {
+            if !stale && !plant!(LocalReadUnchecked, version.read_retry(token), false) {
                 return;
             }
             from = reached;
@@ -196,12 +198,14 @@ impl<C: LocalCounter, S: StorageChoice> ThreadLocalHistogram<C, S> {
             |r| {
                 let mut nonzero = owned().fold(0u64, |a, s| a | or(&cells_of(s)[range(r)]));
                 if let Some(acc) = acc {
+                    sync::cells_read();
                     nonzero |= range(r).fold(0u64, |a, i| a | acc.count_at(i));
                 }
                 nonzero != 0
             },
             |r| {
                 for (n, i) in counts.iter_mut().zip(range(r)) {
+                    sync::cells_read();
                     *n = owned().fold(acc.map_or(0, |a| a.count_at(i)), |n, s| {
                         n.saturating_add(s.count_at(i))
                     });
@@ -233,6 +237,7 @@ impl<C: LocalCounter, S: StorageChoice> ThreadLocalHistogram<C, S> {
             }
         }
         if let Some(acc) = acc {
+            sync::cells_read();
             crate::bulk::recorded_into(acc, &mut pairs);
         }
         pairs.sort_unstable_by_key(|&(slot, _)| slot);
@@ -253,6 +258,7 @@ impl<C: LocalCounter, S: StorageChoice> ThreadLocalHistogram<C, S> {
         inner.check_fork();
         loop {
             let token = inner.version.read_begin();
+            sync::cells_read();
             let sum = inner
                 .shards()
                 .fold(acc(&inner.acc), |sum, s| sum.saturating_add(f(s)));
