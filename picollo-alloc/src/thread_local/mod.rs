@@ -86,8 +86,8 @@
 //! ([`HistogramRead::recorded_runs`], [`ThreadLocalHistogram::read_recorded`],
 //! [`ThreadLocalHistogram::for_each_recorded`]) retries on its own, so it never sees a fold
 //! half done (the bulk reads that hand runs to a callback check each run before handing it
-//! on, and read again only what they have not handed on yet). As with the atomic kind, a read that overlaps records sees each
-//! bucket at some value it had during the read.
+//! on, and read again only what they have not handed on yet). As with the atomic kind, a read
+//! that overlaps records sees each bucket at some value it had during the read.
 //!
 //! # Fork
 //!
