@@ -671,9 +671,10 @@ impl<C: LocalCounter, S: StorageChoice> HistogramRead for ThreadLocalHistogram<C
         self.inner.version.read_begin()
     }
     /// `None` while a reset or a fold is in progress. The `try_` reads stop there; but each
-    /// cell read ([`HistogramRead::count_at`], [`HistogramRead::sum_range`]) still redoes its
-    /// own pass over the shards, waiting for a fold that starts meanwhile: this kind is read
-    /// from threads, where the fold's thread goes on, not from signal handlers.
+    /// cell read ([`HistogramRead::count_at`], [`HistogramRead::sum_range`]) and bulk read
+    /// ([`HistogramRead::recorded_runs`]) still checks its own pass against the version,
+    /// waiting for a fold that starts meanwhile before it reads again: this kind is read from
+    /// threads, where the fold's thread goes on, not from signal handlers.
     fn try_read_begin(&self) -> Option<u64> {
         self.inner.check_fork();
         self.inner.version.try_read_begin()
