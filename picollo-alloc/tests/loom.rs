@@ -1,5 +1,7 @@
 //! Loom models of sparse storage's lock-free installation (`src/sparse/install.rs`): threads
-//! that race to give a block its page, or the cold tier its first table, while a reader reads.
+//! that race to give a block its page, or the cold tier its first table, while a reader reads;
+//! and of the thread-local kind's shard life (claim, record, thread-exit fold, release) beside
+//! a reader (`src/thread_local/`, below).
 //! They run the real storage code: in a loom build (`RUSTFLAGS="--cfg loom"`) its atomics are
 //! loom's, so loom runs every interleaving of the model's threads and every value a load may
 //! read under the C++ memory model (within the preemption bound CI sets, see
@@ -28,8 +30,11 @@ use loom::sync::atomic::{AtomicU64, Ordering};
 use loom::sync::Arc;
 use loom::thread;
 use picollo_alloc::sparse::{PageCell, SparseStorage, HOT};
+use picollo_alloc::{Dense, ThreadLocalHistogram};
 use picollo_core::planted::{self, Bug};
-use picollo_core::{Absent, AtomicHistogram, CellCount, Cells, Lookup, ReadExt, Window};
+use picollo_core::{
+    Absent, AtomicHistogram, CellCount, Cells, HistogramRead, Lookup, ReadExt, Window,
+};
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::ops::RangeInclusive;
@@ -359,4 +364,153 @@ fn sparse_atomic_histogram_race() {
 #[should_panic(expected = "count lost")]
 fn sparse_atomic_histogram_race_finds_a_store_for_the_compare_and_swap() {
     planted::with(Bug::SparseInstallStore, || model(atomic_histogram_race));
+}
+
+// The thread-local kind's shard life (`src/thread_local/`): a thread claims a shard (a free one
+// by compare-and-swap from `FREE`, else a new node on the list), records into it as its owner,
+// and at its exit folds it into the accumulator under the version lock (counts added, shard
+// cleared, then released to `FREE`), while a reader reads with the kind's public reads, which
+// check the version and read again what a fold overlapped. The model drives the real claim,
+// record and fold (`picollo_alloc::thread_local::model`; the per-thread list and cache are the
+// standard library's thread-locals, which loom's threads would share); the shard list, the
+// shards' states and owners and the accumulator's flag are loom's atomics in a loom build
+// (`src/thread_local/sync.rs`), the cells and the version word are not (see there).
+
+/// A thread-local histogram over dense cells of the small layout: no page installation, so
+/// loom's interleavings are those of the shard life. One bucket, [`VALUE`]'s: every cell read
+/// is a point where loom tries the other threads (`cells_read`), and more cells would
+/// multiply the interleavings without adding an order of events.
+fn local_histogram() -> ThreadLocalHistogram<u64, Dense> {
+    let layout = layout();
+    let h = ThreadLocalHistogram::new(layout, Window::new(layout, VALUE, VALUE).unwrap());
+    assert_eq!(h.window().len(), 1);
+    h
+}
+
+/// Keeps a reference to the model's histogram, and leaks it when the model fails: dropping
+/// the histogram touches loom's atomics, which loom refuses once a failing execution unwinds
+/// (a panic in a destructor, which would abort the test binary, twins with planted bugs
+/// included). The models share the histogram through the standard library's `Arc`, not
+/// loom's, for the same reason: loom drops the closures of threads not yet started after a
+/// failing execution, and its `Arc`'s drop touches its state.
+struct LeakOnPanic(Option<std::sync::Arc<ThreadLocalHistogram<u64, Dense>>>);
+
+impl Drop for LeakOnPanic {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            std::mem::forget(self.0.take());
+        }
+    }
+}
+
+/// The storage index of [`VALUE`]'s bucket.
+fn slot(h: &ThreadLocalHistogram<u64, Dense>) -> usize {
+    h.window()
+        .storage_index(h.layout().index_of(VALUE))
+        .unwrap()
+}
+
+/// [`VALUE`]'s count in one bulk read (`HistogramRead::recorded_runs`, unbracketed), which
+/// must see no count in any other bucket.
+fn bulk_count(h: &ThreadLocalHistogram<u64, Dense>) -> u64 {
+    let (slot, mut n) = (slot(h), 0);
+    h.recorded_runs(&mut |start, counts| {
+        for (s, &c) in (start..).zip(counts) {
+            if s == slot {
+                n = c;
+            } else {
+                assert_eq!(
+                    c, 0,
+                    "counted twice: a count in bucket {s}, never recorded into"
+                );
+            }
+        }
+    });
+    n
+}
+
+/// A model thread: claims a shard as thread `token`, records [`VALUE`] once, exits.
+fn record_and_exit(h: &ThreadLocalHistogram<u64, Dense>, token: u64) {
+    let shard = h.model_claim(token);
+    shard.record_n(VALUE, 1);
+    shard.exit();
+}
+
+/// A thread that recorded and exited earlier (its count in the accumulator, its shard free),
+/// then another thread that claims (the freed shard, by compare-and-swap), records and exits
+/// while the model's thread reads once, by the bulk read (`bulk`) or by `count_at`. The read
+/// sees the earlier count and at most the later one (2 records in all: above that a count was
+/// seen twice, in the shard and in the accumulator); at the end both records, and no shard
+/// owned.
+fn fold_race(bulk: bool) {
+    let h = std::sync::Arc::new(local_histogram());
+    let _leak = LeakOnPanic(Some(h.clone()));
+    record_and_exit(&h, 1);
+    let exiting = {
+        let h = h.clone();
+        thread::spawn(move || record_and_exit(&h, 2))
+    };
+    let n = if bulk {
+        bulk_count(&h)
+    } else {
+        h.count_at(slot(&h))
+    };
+    assert!(n <= 2, "counted twice: read {n} of 2 records");
+    assert!(n >= 1, "count lost: read {n}, after an exit that folded 1");
+    exiting.join().unwrap();
+    assert_eq!((bulk_count(&h), h.count_at(slot(&h))), (2, 2), "count lost");
+    assert_eq!(h.live_shard_count(), 0, "a shard left owned");
+}
+
+/// Two threads claim, record and exit at the same time: the later claim may take the shard
+/// the earlier exit freed, or a new node. At the end both records, in no more than two
+/// shards, none owned.
+fn reuse_race() {
+    let h = std::sync::Arc::new(local_histogram());
+    let _leak = LeakOnPanic(Some(h.clone()));
+    let threads: Vec<_> = (1..=2)
+        .map(|token| {
+            let h = h.clone();
+            thread::spawn(move || record_and_exit(&h, token))
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    assert_eq!(h.count_at(slot(&h)), 2, "count lost");
+    assert_eq!(bulk_count(&h), 2, "count lost");
+    assert!(h.shard_count() <= 2 && h.live_shard_count() == 0);
+}
+
+#[test]
+fn local_fold_race_bulk_read() {
+    model(|| fold_race(true));
+}
+
+#[test]
+fn local_fold_race_bucket_read() {
+    model(|| fold_race(false));
+}
+
+#[test]
+#[should_panic(expected = "counted twice")]
+fn local_fold_race_finds_a_reader_without_the_version_check() {
+    planted::with(Bug::LocalReadUnchecked, || model(|| fold_race(true)));
+}
+
+#[test]
+#[should_panic(expected = "count lost")]
+fn local_fold_race_finds_a_clear_before_the_add() {
+    planted::with(Bug::LocalClearBeforeAdd, || model(|| fold_race(false)));
+}
+
+#[test]
+fn local_reuse_race() {
+    model(reuse_race);
+}
+
+#[test]
+#[should_panic(expected = "count lost")]
+fn local_reuse_race_finds_a_release_before_the_clear() {
+    planted::with(Bug::LocalReleaseBeforeClear, || model(reuse_race));
 }

@@ -112,10 +112,15 @@ proptest! {
                 dense.record_n(v, n);
             }
             // The thread-local kind: this thread's shard, and every third record from a
-            // thread that exits (its shard folded into the accumulator).
+            // thread that exits (its shard folded into the accumulator). Joined explicitly:
+            // the end of `thread::scope` does not wait for the thread's TLS destructors
+            // (rust-lang/rust#116179), which fold its shard; `join` does, so the reads below
+            // check the folded counts, not a fold still in progress.
             if i % 3 == 0 {
                 std::thread::scope(|s| {
-                    s.spawn(|| local.record_n(v, n.max(1) * u64::from(n >= 30) + u64::from(n < 30)));
+                    s.spawn(|| local.record_n(v, n.max(1) * u64::from(n >= 30) + u64::from(n < 30)))
+                        .join()
+                        .unwrap();
                 });
             } else if n < 30 {
                 local.record(v);

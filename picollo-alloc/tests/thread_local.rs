@@ -324,120 +324,20 @@ fn more_histograms_than_cache_slots() {
     // SAFETY: `slot` is below the window's length.
     unsafe { h.record_slot_unchecked(slot) };
     assert_eq!((h.count_at(slot), h.total_with_outside()), (1, 1));
-    // On another thread (the cold path: no shard yet), and folded when it exits.
+    // On another thread (the cold path: no shard yet), and folded when it exits (the
+    // explicit join waits for that: see `sequential_threads_reuse_one_shard`).
     std::thread::scope(|s| {
         // SAFETY: as above.
-        s.spawn(|| unsafe { h.record_slot_unchecked(slot) });
+        s.spawn(|| unsafe { h.record_slot_unchecked(slot) })
+            .join()
+            .unwrap();
     });
+    assert_eq!(
+        h.live_shard_count(),
+        1,
+        "the other thread's shard was not folded"
+    );
     assert_eq!((h.count_at(slot), h.total_with_outside()), (2, 2));
-}
-
-/// `read_recorded` against bucket-by-bucket reads: live shards, a folded accumulator, a reset
-/// (baselines), underflow and overflow.
-#[test]
-fn read_recorded_matches_bucket_reads() {
-    fn check(h: &ThreadLocalHistogram) {
-        let mut buckets = Vec::new();
-        let (under, over) = h.read_recorded(&mut buckets);
-        let expected: Vec<(usize, u64)> = (0..h.window().len())
-            .map(|s| (s, h.count_at(s)))
-            .filter(|&(_, n)| n != 0)
-            .collect();
-        assert_eq!(buckets, expected);
-        assert_eq!((under, over), (h.underflow(), h.overflow()));
-    }
-    let h = ThreadLocalHistogram::<u64>::new(layout(), window());
-    check(&h);
-    let n = scale(5_000);
-    (0..n).for_each(|i| h.record(value(0, i)));
-    check(&h);
-    // Two live shards besides this thread's, then their exit folds them.
-    let recorded = Barrier::new(3);
-    let checked = Barrier::new(3);
-    std::thread::scope(|s| {
-        for t in 1..3 {
-            let (h, recorded, checked) = (&h, &recorded, &checked);
-            s.spawn(move || {
-                (0..n).for_each(|i| h.record(value(t, i)));
-                recorded.wait();
-                checked.wait();
-            });
-        }
-        recorded.wait();
-        check(&h);
-        checked.wait();
-    });
-    check(&h);
-    assert_eq!(h.total_with_outside(), 3 * n);
-    // A reset leaves baselines; later records count above them.
-    h.reset();
-    check(&h);
-    (0..n).for_each(|i| h.record(value(3, i)));
-    std::thread::scope(|s| {
-        s.spawn(|| (0..n).for_each(|i| h.record(value(4, i))));
-    });
-    check(&h);
-    assert_eq!(h.total_with_outside(), 2 * n);
-}
-
-/// `read_recorded` while threads record, exit and are replaced: every read is bounded by the
-/// final counts and never goes down; the last read is exact.
-#[test]
-fn read_recorded_racing_records_and_exits() {
-    let h = ThreadLocalHistogram::<u32>::new(layout(), window());
-    let per_thread = scale(50_000);
-    let threads = 6u64;
-    let mut expected = heap::plain::<u64>(layout(), window());
-    for t in 0..threads {
-        (0..per_thread).for_each(|i| expected.record(value(t, i)));
-    }
-    let done = AtomicBool::new(false);
-    std::thread::scope(|s| {
-        s.spawn(|| {
-            let (mut now, mut before) = (Vec::new(), Vec::new());
-            let mut last_total = 0;
-            loop {
-                let last = done.load(Ordering::Acquire);
-                h.read_recorded(&mut now);
-                let mut total = 0;
-                for &(i, n) in &now {
-                    assert!(
-                        n <= expected.count_at(i),
-                        "bucket {i} above its final count"
-                    );
-                    if let Ok(at) = before.binary_search_by_key(&i, |&(j, _)| j) {
-                        let (_, m): (usize, u64) = before[at];
-                        assert!(n >= m, "bucket {i} went down: {m} -> {n}");
-                    }
-                    total += n;
-                }
-                assert!(total >= last_total);
-                last_total = total;
-                std::mem::swap(&mut now, &mut before);
-                if last {
-                    break;
-                }
-            }
-        });
-        // Three at a time: the later ones reuse the shards of the exited ones.
-        for wave in [0..3, 3..threads] {
-            std::thread::scope(|w| {
-                for t in wave {
-                    let h = &h;
-                    w.spawn(move || (0..per_thread).for_each(|i| h.record(value(t, i))));
-                }
-            });
-        }
-        done.store(true, Ordering::Release);
-    });
-    let mut buckets = Vec::new();
-    let (under, over) = h.read_recorded(&mut buckets);
-    let exact: Vec<(usize, u64)> = (0..expected.window().len())
-        .map(|s| (s, expected.count_at(s)))
-        .filter(|&(_, n)| n != 0)
-        .collect();
-    assert_eq!(buckets, exact);
-    assert_eq!((under, over), (expected.underflow(), expected.overflow()));
 }
 
 #[test]
@@ -448,7 +348,7 @@ fn quiescent_reset_is_exact() {
     let after_reset = Barrier::new(2);
     std::thread::scope(|s| {
         // A thread that records, sits idle across the reset, then records again.
-        s.spawn(|| {
+        let idler = s.spawn(|| {
             (0..n).for_each(|i| h.record(value(1, i)));
             idle.wait();
             after_reset.wait();
@@ -460,10 +360,17 @@ fn quiescent_reset_is_exact() {
         h.reset();
         let after = (h.total_with_outside(), h.underflow(), h.overflow());
         after_reset.wait();
+        // Joined: waits for its exit's fold (the scope's end alone does not).
+        idler.join().unwrap();
         // (Asserted after the barrier, so that a failure does not leave the thread waiting.)
         assert_eq!(before_reset, 2 * n);
         assert_eq!(after, (0, 0, 0));
     });
+    assert_eq!(
+        h.live_shard_count(),
+        1,
+        "the idle thread's shard was not folded"
+    );
     // The idle thread's stale counts were dropped; its later records count; its exit folds
     // only those.
     let mut expected = heap::plain::<u64>(layout(), window());
@@ -474,7 +381,7 @@ fn quiescent_reset_is_exact() {
     let go = Barrier::new(2);
     let reset_done = Barrier::new(2);
     std::thread::scope(|s| {
-        s.spawn(|| {
+        let exiting = s.spawn(|| {
             (0..n).for_each(|i| h.record(value(3, i)));
             go.wait();
             reset_done.wait();
@@ -482,7 +389,13 @@ fn quiescent_reset_is_exact() {
         go.wait();
         h.reset();
         reset_done.wait();
+        exiting.join().unwrap();
     });
+    assert_eq!(
+        h.live_shard_count(),
+        1,
+        "the exited thread's shard was not folded"
+    );
     assert_eq!(h.total_with_outside(), 0);
     h.record(MIN);
     assert_eq!(h.total(), 1);
@@ -682,9 +595,11 @@ fn fork_child_drops_other_threads_shards() {
 fn fork_test() {
     let h = ThreadLocalHistogram::<u64>::new(layout(), window());
     let other = ThreadLocalHistogram::<u64>::new(layout(), window());
-    // An exited thread: its counts are in the accumulator, which the child keeps.
+    // An exited thread: its counts are in the accumulator, which the child keeps. Joined
+    // explicitly, which waits for its fold: the scope's end alone does not, and a shard still
+    // owned at the fork would be dropped in the child as another thread's.
     std::thread::scope(|s| {
-        s.spawn(|| h.record_n(200, 7));
+        s.spawn(|| h.record_n(200, 7)).join().unwrap();
     });
     // This thread's own shard.
     h.record_n(300, 11);

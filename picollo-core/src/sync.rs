@@ -71,6 +71,16 @@ pub mod planted {
         SparseInstallStore,
         /// The loser of a race to install a page does not free its own page: a leak.
         SparseLoserLeaks,
+        /// The thread-local kind's bulk read hands its runs on without checking them against
+        /// the version lock (`picollo-alloc/src/thread_local/read.rs`), as it did before issue
+        /// 40: a thread-exit fold that lands in the pass is counted twice.
+        LocalReadUnchecked,
+        /// A thread-exit fold clears the shard before adding its counts to the accumulator
+        /// (`thread_local/shard.rs`): the thread's counts are lost.
+        LocalClearBeforeAdd,
+        /// A thread-exit fold frees the shard before clearing it: a thread that claims it in
+        /// between records into cells that are then cleared, and its counts are lost.
+        LocalReleaseBeforeClear,
     }
 
     std::thread_local! {

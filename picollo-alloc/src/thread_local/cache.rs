@@ -2,9 +2,14 @@
 //! destructor folds its shards at thread exit), the direct-mapped cache the record path reads,
 //! and the thread's token.
 
-use super::*;
+use super::shard::Owner;
+use portable_atomic::AtomicU64;
+use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, DefaultHasher};
+use std::ptr;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
 
 /// One histogram a thread recorded into.
 pub(super) struct Entry {

@@ -1,7 +1,13 @@
 //! Fork handling: the generation counter, the forking thread's token, and the list of live
 //! histograms whose version locks the fork handlers hold across `fork`.
 
-use super::*;
+use picollo_core::atomic::Version;
+use portable_atomic::AtomicU64;
+#[cfg(all(unix, not(miri)))]
+use std::cell::Cell;
+use std::cell::UnsafeCell;
+use std::ptr;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 static GENERATION: AtomicU64 = AtomicU64::new(0);
 static FORKER: AtomicU64 = AtomicU64::new(0);

@@ -34,8 +34,10 @@
 //!   be used (below).
 //! - **Bulk reads.** [`ThreadLocalHistogram::read_recorded`] reads every non-empty bucket in one
 //!   pass over each shard (skipping runs of empty cells, and the accumulator while it never
-//!   held a count), for exporters that serve many sparse histograms; the [`HistogramRead`]
-//!   methods read bucket by bucket.
+//!   held a count), for exporters that serve many sparse histograms; the other
+//!   [`HistogramRead`] methods read bucket by bucket. Every read, bulk or not, retries under
+//!   the version lock (below), so none sees a thread's counts twice or not at all while its
+//!   exit moves them from its shard to the accumulator.
 //!
 //! # Thread exit, and recording after TLS destruction
 //!
@@ -80,9 +82,12 @@
 //! are serialized by the version lock. Reads through [`HistogramRead`] retry when one of them
 //! overlapped (Picollo for .NET, "Optimistic retry"): a batch read through
 //! [`picollo_core::read::consistent`] never mixes pre- and post-reset counts, and even a
-//! single `count_at`, `underflow`, `overflow` or `sum_range` retries on its own, so it never
-//! sees a fold half done. As with the atomic kind, a read that overlaps records sees each
-//! bucket at some value it had during the read.
+//! single `count_at`, `underflow`, `overflow`, `sum_range` or bulk read
+//! ([`HistogramRead::recorded_runs`], [`ThreadLocalHistogram::read_recorded`],
+//! [`ThreadLocalHistogram::for_each_recorded`]) retries on its own, so it never sees a fold
+//! half done (the bulk reads that hand runs to a callback check each run before handing it
+//! on, and read again only what they have not handed on yet). As with the atomic kind, a read
+//! that overlaps records sees each bucket at some value it had during the read.
 //!
 //! # Fork
 //!
@@ -110,21 +115,18 @@
 //! thread last pruned).
 
 use crate::builder::{BuiltAtomicHistogram, Sparse, StorageChoice};
-use crate::bulk::{push_nonzero_run, RUN};
 use crate::heap;
 use crate::sparse::PageCell;
 use core::fmt;
 use core::marker::PhantomData;
 use core::ptr;
 use picollo_core::atomic::Version;
-use picollo_core::read::for_each_nonempty_run;
 use picollo_core::{
-    Absent, AtomicHistogram, BucketPos, Cells, Counter, HistogramRead, Layout, LayoutSpec, Lookup,
-    Window,
+    AtomicHistogram, BucketPos, Cells, Counter, HistogramRead, Layout, LayoutSpec, Lookup, Window,
 };
 use portable_atomic::{AtomicU16, AtomicU32, AtomicU64};
-use std::cell::{Cell, RefCell, UnsafeCell};
-use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU8, AtomicUsize, Ordering};
+use std::cell::Cell;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 /// A counter type for the shards of a [`ThreadLocalHistogram`]: `u16`, `u32` or `u64`.
@@ -161,6 +163,7 @@ macro_rules! local_counter {
             }
             #[inline(always)]
             fn load(cell: &$cell) -> u64 {
+                sync::cells_read();
                 cell.load(Ordering::Relaxed) as u64
             }
             #[inline(always)]
@@ -277,7 +280,12 @@ local_counter!(u64, AtomicU64, increment_wide);
 
 mod cache;
 mod fork;
+#[cfg(loom)]
+#[doc(hidden)]
+pub mod model;
+mod read;
 mod shard;
+mod sync;
 
 pub use cache::CACHE_SLOTS;
 use cache::{cache_entry, thread_token, Cached, Entry, CACHE, CLOSED, THREAD_SHARDS};
@@ -349,11 +357,11 @@ impl<C: LocalCounter, S: StorageChoice> ThreadLocalHistogram<C, S> {
             layout,
             window,
             version: Version::new(),
-            head: AtomicPtr::new(ptr::null_mut()),
+            head: sync::AtomicPtr::new(ptr::null_mut()),
             acc,
-            acc_used: AtomicBool::new(false),
+            acc_used: sync::AtomicBool::new(false),
             fork_gen: AtomicU64::new(fork::generation()),
-            closed: AtomicBool::new(false),
+            closed: sync::AtomicBool::new(false),
             allocated: AtomicUsize::new(0),
             _nodes: PhantomData,
         });
@@ -585,218 +593,6 @@ impl<C: LocalCounter, S: StorageChoice> ThreadLocalHistogram<C, S> {
         let mut recorder = self;
         picollo_core::Record::record_corrected(&mut recorder, value, expected_interval)
     }
-
-    /// Reads every bucket that holds a count, in one pass over each shard's cells (and over
-    /// the accumulator, once an exited thread or a record without a shard put counts there):
-    /// `out` receives `(storage index, count)` for each non-empty bucket, in increasing
-    /// order, and the underflow and overflow are returned.
-    ///
-    /// Runs of empty cells are skipped 8 at a time, so a sparse histogram (a full-range one
-    /// holds tens of thousands of cells) costs about two instructions per cell. Recorders never
-    /// wait; the read is retried (as a whole) when a reset, thread-exit fold or fork clean-up
-    /// overlapped it, so it never mixes counts from both sides of one, and it sees each bucket
-    /// at some value it had during the read (as every read of this kind).
-    ///
-    /// ```
-    /// use picollo_alloc::ThreadLocalHistogram;
-    /// use picollo_core::{Layout, Window};
-    ///
-    /// let layout = Layout::DEFAULT;
-    /// let h = ThreadLocalHistogram::<u64>::new(layout, Window::full(layout));
-    /// h.record_n(3, 2);
-    /// std::thread::scope(|s| {
-    ///     s.spawn(|| h.record(1_000_000)); // folded into the accumulator at thread exit
-    /// });
-    /// let mut buckets = Vec::new();
-    /// let (underflow, overflow) = h.read_recorded(&mut buckets);
-    /// assert_eq!(buckets, [(3, 2), (h.window().storage_index(layout.index_of(1_000_000)).unwrap(), 1)]);
-    /// assert_eq!((underflow, overflow), (0, 0));
-    /// ```
-    pub fn read_recorded(&self, out: &mut Vec<(usize, u64)>) -> (u64, u64) {
-        let inner = &*self.inner;
-        inner.check_fork();
-        loop {
-            let token = inner.version.read_begin();
-            out.clear();
-            self.pass_recorded(|start, counts| {
-                push_nonzero_run(out, start, counts.iter().copied())
-            });
-            let acc = inner.acc_used.load(Ordering::Relaxed).then_some(&inner.acc);
-            let mut outside = acc.map_or((0, 0), |a| (a.underflow(), a.overflow()));
-            for shard in inner.shards() {
-                outside.0 = outside.0.saturating_add(shard.underflow());
-                outside.1 = outside.1.saturating_add(shard.overflow());
-            }
-            if !inner.version.read_retry(token) {
-                return outside;
-            }
-            core::hint::spin_loop();
-        }
-    }
-
-    /// The pass of [`ThreadLocalHistogram::read_recorded`] without its retry: calls
-    /// `f(storage index, count)` for each non-empty bucket, in increasing order. A reset,
-    /// thread-exit fold or fork clean-up that overlaps the pass can make it see some counts
-    /// twice or not at all: bracket it with [`HistogramRead::read_begin`] and
-    /// [`HistogramRead::read_retry`] ([`picollo_core::read::consistent`]) and redo it when
-    /// told to, as exporters that read underflow, overflow and buckets together do.
-    pub fn for_each_recorded(&self, mut f: impl FnMut(usize, u64)) {
-        self.inner.check_fork();
-        self.pass_recorded(|start, counts| {
-            for (i, &n) in counts.iter().enumerate() {
-                if n != 0 {
-                    f(start + i, n);
-                }
-            }
-        })
-    }
-
-    /// Calls `run(start, counts)` with the counts of every run of [`RUN`] cells (the last
-    /// may be shorter) that holds a count, in increasing order. For each run, the OR of
-    /// every owned shard's cells (and the accumulator's, once it held a count) says whether
-    /// any is non-zero; only then are the counts summed (less the shards' baselines).
-    fn pass_recorded(&self, mut run: impl FnMut(usize, &[u64])) {
-        /// Shards whose cells the common path reads from an array (more take the general
-        /// path, which walks the shard list per run).
-        const DIRECT: usize = 16;
-        let acc = self
-            .inner
-            .acc_used
-            .load(Ordering::Relaxed)
-            .then_some(&self.inner.acc);
-        let owned = || {
-            self.inner
-                .shards()
-                .filter(|s| s.state.load(Ordering::Relaxed) == OWNED)
-        };
-        if S::dense_cells(self.inner.acc.storage()).is_none() {
-            return self.pass_recorded_sparse(acc, run);
-        }
-        fn cells_of<C: LocalCounter, S: StorageChoice>(shard: &Shard<C, S>) -> &[C::Cell] {
-            S::dense_cells(&shard.cells).unwrap_or(&[])
-        }
-        let mut direct: [&[C::Cell]; DIRECT] = [&[]; DIRECT];
-        let mut count = 0;
-        let mut general = acc.is_some();
-        for shard in owned() {
-            general |= count == DIRECT || shard.baseline().is_some();
-            if let Some(slot) = direct.get_mut(count) {
-                *slot = cells_of(shard);
-                count += 1;
-            }
-        }
-        let len = self.window.len();
-        let runs = len.div_ceil(RUN);
-        let range = |r: usize| r * RUN..((r + 1) * RUN).min(len);
-        let or = |cells: &[C::Cell]| cells.iter().fold(0u64, |a, c| a | C::load(c));
-        let mut counts = [0u64; RUN];
-        if !general {
-            // Owned shards without baselines, nothing in the accumulator: the common case.
-            match &direct[..count] {
-                [] => {}
-                // One recording thread: its cells alone, the scan of a slice of cells.
-                [cells] => picollo_core::storage::cell_runs(cells, |c| C::load(c), &mut run),
-                shards => for_each_nonempty_run(
-                    runs,
-                    |r| shards.iter().fold(0, |a, c| a | or(&c[range(r)])) != 0,
-                    |r| {
-                        for (n, i) in counts.iter_mut().zip(range(r)) {
-                            *n = shards
-                                .iter()
-                                .fold(0u64, |n, c| n.saturating_add(C::load(&c[i])));
-                        }
-                        run(r * RUN, &counts[..range(r).len()]);
-                    },
-                ),
-            }
-            return;
-        }
-        for_each_nonempty_run(
-            runs,
-            |r| {
-                let mut nonzero = owned().fold(0u64, |a, s| a | or(&cells_of(s)[range(r)]));
-                if let Some(acc) = acc {
-                    nonzero |= range(r).fold(0u64, |a, i| a | acc.count_at(i));
-                }
-                nonzero != 0
-            },
-            |r| {
-                for (n, i) in counts.iter_mut().zip(range(r)) {
-                    *n = owned().fold(acc.map_or(0, |a| a.count_at(i)), |n, s| {
-                        n.saturating_add(s.count_at(i))
-                    });
-                }
-                run(r * RUN, &counts[..range(r).len()]);
-            },
-        );
-    }
-
-    /// [`ThreadLocalHistogram::pass_recorded`] over sparse storage: every owned shard's counts
-    /// since the last reset (their bulk reads, less their baselines), and the accumulator's,
-    /// merged by storage index and handed over in runs of [`RUN`] cells aligned like the dense
-    /// scan's.
-    fn pass_recorded_sparse(
-        &self,
-        acc: Option<&Accumulator<S>>,
-        mut run: impl FnMut(usize, &[u64]),
-    ) {
-        let mut owned = self
-            .inner
-            .shards()
-            .filter(|s| s.state.load(Ordering::Relaxed) == OWNED);
-        if let (Some(only), None, None) = (owned.next(), owned.next(), acc) {
-            if only.baseline().is_none() {
-                // One recording thread, never reset: its storage's own bulk read.
-                return only.cells.recorded_runs(&mut run);
-            }
-        }
-        let mut pairs: Vec<(usize, u64)> = Vec::new();
-        for shard in self.inner.shards() {
-            if shard.state.load(Ordering::Relaxed) == OWNED {
-                shard.for_each_count(|slot, n| pairs.push((slot, n)));
-            }
-        }
-        if let Some(acc) = acc {
-            crate::bulk::recorded_into(acc, &mut pairs);
-        }
-        pairs.sort_unstable_by_key(|&(slot, _)| slot);
-        let len = self.window.len();
-        let mut i = 0;
-        while let Some(&(slot, _)) = pairs.get(i) {
-            let start = slot / RUN * RUN;
-            let stop = (start + RUN).min(len);
-            let mut counts = [0u64; RUN];
-            while let Some(&(s, n)) = pairs.get(i).filter(|&&(s, _)| s < stop) {
-                counts[s - start] = counts[s - start].saturating_add(n);
-                i += 1;
-            }
-            run(start, &counts[..stop - start]);
-        }
-    }
-
-    /// Sums `acc(accumulator)` and `f` over the shards, retrying if a reset, fold or fork
-    /// clean-up overlapped: so even one `count_at` outside a [`HistogramRead::read_begin`]
-    /// bracket never sees a fold half done (counts in both the shard and the accumulator, or
-    /// in neither) or a reset half done.
-    #[inline]
-    fn sum_shards(
-        &self,
-        mut acc: impl FnMut(&Accumulator<S>) -> u64,
-        mut f: impl FnMut(&Shard<C, S>) -> u64,
-    ) -> u64 {
-        let inner = &*self.inner;
-        inner.check_fork();
-        loop {
-            let token = inner.version.read_begin();
-            let sum = inner
-                .shards()
-                .fold(acc(&inner.acc), |sum, s| sum.saturating_add(f(s)));
-            if !inner.version.read_retry(token) {
-                return sum;
-            }
-            core::hint::spin_loop();
-        }
-    }
 }
 
 impl<C: LocalCounter> ThreadLocalHistogram<C, crate::Dense> {
@@ -859,10 +655,13 @@ impl<C: LocalCounter, S: StorageChoice> HistogramRead for ThreadLocalHistogram<C
     fn sum_range(&self, start: usize, end: usize) -> u64 {
         self.sum_shards(|acc| acc.sum_range(start, end), |s| s.sum_range(start, end))
     }
-    /// One pass over the shards' cells ([`ThreadLocalHistogram::for_each_recorded`]).
+    /// One pass over the shards' cells, each run checked against the version lock before `f`
+    /// receives it and read again where a reset, thread-exit fold or fork clean-up overlapped
+    /// it ([`ThreadLocalHistogram::for_each_recorded`]), so no count is seen twice or missed
+    /// while a fold moves it.
     fn recorded_runs(&self, f: &mut dyn FnMut(usize, &[u64])) {
         self.inner.check_fork();
-        self.pass_recorded(f)
+        self.pass_checked(f)
     }
     fn reads_in_bulk(&self) -> bool {
         <S::Cells<AtomicU64> as Cells>::READS_IN_BULK
@@ -872,9 +671,10 @@ impl<C: LocalCounter, S: StorageChoice> HistogramRead for ThreadLocalHistogram<C
         self.inner.version.read_begin()
     }
     /// `None` while a reset or a fold is in progress. The `try_` reads stop there; but each
-    /// cell read ([`HistogramRead::count_at`], [`HistogramRead::sum_range`]) still redoes its
-    /// own pass over the shards, waiting for a fold that starts meanwhile: this kind is read
-    /// from threads, where the fold's thread goes on, not from signal handlers.
+    /// cell read ([`HistogramRead::count_at`], [`HistogramRead::sum_range`]) and bulk read
+    /// ([`HistogramRead::recorded_runs`]) still checks its own pass against the version,
+    /// waiting for a fold that starts meanwhile before it reads again: this kind is read from
+    /// threads, where the fold's thread goes on, not from signal handlers.
     fn try_read_begin(&self) -> Option<u64> {
         self.inner.check_fork();
         self.inner.version.try_read_begin()

@@ -2,7 +2,15 @@
 //! the histogram's shard list, accumulator, version lock and fork generation ([`Inner`]):
 //! claiming a shard, folding an exiting owner's shard, the fork clean-up of a histogram.
 
-use super::*;
+use super::sync::{self, plant, AtomicBool, AtomicPtr, AtomicU8};
+use super::{fork, Accumulator, LocalCounter, ThreadLocalHistogram};
+use crate::builder::StorageChoice;
+use core::marker::PhantomData;
+use core::ptr;
+use picollo_core::atomic::Version;
+use picollo_core::{Absent, BucketPos, Cells, Layout, LayoutSpec, Lookup, Window};
+use portable_atomic::AtomicU64;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// Shard states.
 pub(super) const FREE: u8 = 0;
@@ -22,12 +30,15 @@ pub(super) struct Shard<C: LocalCounter, S: StorageChoice> {
     pub(super) cells: S::Cells<C::Cell>,
     pub(super) underflow: AtomicU64,
     pub(super) overflow: AtomicU64,
-    /// The counts at the last reset; null until the first reset (all zero).
-    pub(super) base: AtomicPtr<Baseline<C, S>>,
+    /// The counts at the last reset; null until the first reset (all zero). Installed under
+    /// the version lock by a reset, which the loom models leave out: the standard library's
+    /// atomic in every build (loom would try the other threads at each of its loads, on every
+    /// shard read, for nothing the models check).
+    pub(super) base: std::sync::atomic::AtomicPtr<Baseline<C, S>>,
     /// `FREE` or `OWNED`.
     pub(super) state: AtomicU8,
     /// The owner's thread token (see `thread_token`).
-    pub(super) owner: AtomicU64,
+    pub(super) owner: sync::AtomicU64,
     /// The next node; set before the node is published, never changed after.
     pub(super) next: AtomicPtr<Shard<C, S>>,
 }
@@ -83,18 +94,21 @@ impl<C: LocalCounter, S: StorageChoice> Shard<C, S> {
     /// The count at storage index `i` since the last reset.
     #[inline]
     pub(super) fn count_at(&self, i: usize) -> u64 {
+        sync::cells_read();
         let base = self.baseline().map_or(0, |b| b.cells.count_at(i));
         self.cells.count_at(i).saturating_sub(base)
     }
 
     /// The sum of the counts at storage indices `start..end` since the last reset.
     pub(super) fn sum_range(&self, start: usize, end: usize) -> u64 {
+        sync::cells_read();
         let base = self.baseline().map_or(0, |b| b.cells.sum_range(start, end));
         self.cells.sum_range(start, end).saturating_sub(base)
     }
 
     /// Calls `f(storage index, count since the last reset)` for every bucket with a count.
     pub(super) fn for_each_count(&self, mut f: impl FnMut(usize, u64)) {
+        sync::cells_read();
         let base = self.baseline();
         self.cells.recorded_runs(&mut |start, counts| {
             for (slot, &n) in (start..).zip(counts) {
@@ -110,6 +124,7 @@ impl<C: LocalCounter, S: StorageChoice> Shard<C, S> {
 
     /// Underflow since the last reset.
     pub(super) fn underflow(&self) -> u64 {
+        sync::cells_read();
         let base = self
             .baseline()
             .map_or(0, |b| b.underflow.load(Ordering::Relaxed));
@@ -118,6 +133,7 @@ impl<C: LocalCounter, S: StorageChoice> Shard<C, S> {
 
     /// Overflow since the last reset.
     pub(super) fn overflow(&self) -> u64 {
+        sync::cells_read();
         let base = self
             .baseline()
             .map_or(0, |b| b.overflow.load(Ordering::Relaxed));
@@ -255,9 +271,9 @@ impl<C: LocalCounter, S: StorageChoice> Inner<C, S> {
             cells: S::cells::<C::Cell>(self.layout, self.window).0,
             underflow: AtomicU64::new(0),
             overflow: AtomicU64::new(0),
-            base: AtomicPtr::new(ptr::null_mut()),
+            base: std::sync::atomic::AtomicPtr::new(ptr::null_mut()),
             state: AtomicU8::new(OWNED),
-            owner: AtomicU64::new(token),
+            owner: sync::AtomicU64::new(token),
             next: AtomicPtr::new(ptr::null_mut()),
         }));
         self.allocated.fetch_add(1, Ordering::Relaxed);
@@ -289,7 +305,12 @@ impl<C: LocalCounter, S: StorageChoice> Inner<C, S> {
             && shard.owner.load(Ordering::Relaxed) == token
         {
             self.acc_used.store(true, Ordering::Relaxed);
+            if plant!(LocalClearBeforeAdd, false, true) {
+                sync::cells_written();
+                shard.clear();
+            }
             let (layout, first) = (self.layout, self.window.first());
+            sync::cells_written();
             // The shard's bulk read: only the buckets it holds.
             shard.for_each_count(|slot, n| {
                 // The lowest value of a bucket maps back to that bucket.
@@ -307,8 +328,16 @@ impl<C: LocalCounter, S: StorageChoice> Inner<C, S> {
                 let above = self.window.max_value(layout).saturating_add(1);
                 self.acc.record_n(above, over);
             }
+            // Cleared, then released: a thread that claims the shard (acquire) finds it zero.
+            let release_first = plant!(LocalReleaseBeforeClear, false, true);
+            if release_first {
+                shard.state.store(FREE, Ordering::Release);
+            }
+            sync::cells_written();
             shard.clear();
-            shard.state.store(FREE, Ordering::Release);
+            if !release_first {
+                shard.state.store(FREE, Ordering::Release);
+            }
         }
         self.version.unlock(odd);
     }
@@ -317,7 +346,7 @@ impl<C: LocalCounter, S: StorageChoice> Inner<C, S> {
 impl<C: LocalCounter, S: StorageChoice> Drop for Inner<C, S> {
     fn drop(&mut self) {
         fork::deregister(&self.version);
-        let mut p = *self.head.get_mut();
+        let mut p = sync::owned_ptr(&mut self.head);
         while !p.is_null() {
             // SAFETY: every node was made by `Box::into_raw` in `claim` and linked once; with
             // `&mut self` nothing else can reach the list, and each node is freed once.

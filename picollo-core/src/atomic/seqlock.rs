@@ -18,6 +18,17 @@ const ACTIVE_MASK: Word = (1 << ACTIVE_BITS) - 1;
 /// One ended section, in the version word.
 pub(super) const GENERATION: Word = 1 << ACTIVE_BITS;
 
+/// One turn of a wait: the processor's spin hint, or loom's yield in model builds
+/// (`RUSTFLAGS="--cfg loom"`: `picollo-alloc`'s models of the thread-local kind wait on a
+/// version), so that a waiting model thread lets the others run.
+#[inline(always)]
+fn spin() {
+    #[cfg(loom)]
+    loom::hint::spin_loop();
+    #[cfg(not(loom))]
+    core::hint::spin_loop();
+}
+
 /// The version word of a seqlock: how many sections (resets, folds) are in progress, in its low
 /// bits, and how many have ended (the generation), above them. Stable when none is in
 /// progress; every section that starts or ends changes it, which is what makes an optimistic
@@ -73,7 +84,7 @@ impl Version {
                 portable_atomic::fence(Ordering::Release);
                 return v.wrapping_add(1) as u64;
             }
-            core::hint::spin_loop();
+            spin();
         }
     }
 
@@ -105,7 +116,7 @@ impl Version {
                 portable_atomic::fence(Ordering::Release);
                 return;
             }
-            core::hint::spin_loop();
+            spin();
         }
     }
 
@@ -131,7 +142,7 @@ impl Version {
             if let Some(token) = self.try_read_begin() {
                 return token;
             }
-            core::hint::spin_loop();
+            spin();
         }
     }
 

@@ -38,11 +38,28 @@ pub trait HistogramRead {
     /// too (readers skip its zeros), and runs of empty buckets are left out, which is what
     /// makes a sparse full-range histogram (tens of thousands of cells) cheap to read.
     ///
-    /// One pass, not retried: a reader that needs the buckets consistent with
-    /// [`HistogramRead::underflow`] and [`HistogramRead::overflow`] brackets it with
-    /// [`HistogramRead::read_begin`] and [`HistogramRead::read_retry`]
-    /// ([`consistent`](super::consistent)). Each count is one that bucket held during the pass, as for
-    /// [`HistogramRead::count_at`].
+    /// **What every kind guarantees**, whatever other threads do meanwhile (record, reset, exit):
+    ///
+    /// - `f` receives each bucket once: a kind that must read part of its pass again (below)
+    ///   reads again only what it has not handed to `f` yet, so `f` never receives counts it
+    ///   would have to take back.
+    /// - Each count is one the bucket held during the call, as for
+    ///   [`HistogramRead::count_at`]: no record is counted twice, and none is missed that
+    ///   completed before the call began and was not cleared by a reset. (Where a bucket lives
+    ///   in several places, as in sparse storage's page and cold entries, each place is read
+    ///   once during the call and their sum lies between the bucket's counts at the call's
+    ///   start and end, resets aside.) A histogram's own moves are never seen half done: the
+    ///   thread-local kind's thread-exit fold (a thread's counts added to the accumulator, then
+    ///   its shard cleared) and fork clean-up take its version lock, and its pass checks each
+    ///   run against that lock before handing it on, reading again what one overlapped.
+    ///
+    /// What needs a bracket: the pass is not one instant across buckets. A reset that overlaps
+    /// it may be seen by some buckets and not others, and the buckets are not read together
+    /// with [`HistogramRead::underflow`] and [`HistogramRead::overflow`]: a reader that needs
+    /// that brackets the call with [`HistogramRead::read_begin`] and
+    /// [`HistogramRead::read_retry`] ([`consistent`](super::consistent)), which costs nothing
+    /// when no reset overlapped. The plain kind and snapshots are read through `&self` while
+    /// nothing can change them: their pass is exact.
     ///
     /// The default skips each run of 16 empty buckets with one [`HistogramRead::sum_range`]
     /// and reads the others with [`HistogramRead::count_at`]. Kinds whose cells are a slice
