@@ -22,6 +22,6 @@ tsan() {
 }
 tsan -p picollo-core --lib -- ring:: atomic::
 tsan -p picollo-core --test atomic
-tsan -p picollo-alloc --test thread_local
+tsan -p picollo-alloc --test thread_local --test thread_local_reads
 tsan -p picollo-linux --test shm
 tsan -p picollo-tracing --lib -- spans:: callsite::
