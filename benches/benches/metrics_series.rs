@@ -40,6 +40,11 @@
 //! 3, or 1 for `smoke`), every subject once per round, and each figure is the lowest of its
 //! rounds: on a shared machine a child that was preempted would otherwise decide a ratio.
 //!
+//! A second table, **records while exporting** ([`exporting`], issue 38), times every
+//! `histogram!(…).record(…)` call of two threads over 10,000 series, quiet and then while an
+//! exporter scrapes (and, for Picollo, writes an `.hlog` interval) every 100 ms; it runs for
+//! `default` and `full`, and alone with `PICOLLO_SERIES=exporting`.
+//!
 //! Run: `cargo bench -p picollo-benches --bench metrics_series` (with `--profile
 //! bench-default` for the targets).
 
@@ -52,6 +57,9 @@ use picollo_benches::latency;
 use picollo_benches::report::{header, profile, Block};
 use picollo_export::recorder::{HistogramKind, RecorderBuilder};
 use picollo_export::Registry;
+
+#[path = "metrics_series/exporting.rs"]
+mod exporting;
 
 /// What a subject installs.
 #[derive(Clone, Copy)]
@@ -216,6 +224,7 @@ fn cases() -> Vec<Case> {
             all
         }
         "smoke" => SMOKE.to_vec(),
+        "exporting" => Vec::new(),
         _ => DEFAULT.to_vec(),
     }
 }
@@ -400,6 +409,9 @@ fn main() {
             let case = Case::new(series, threads, values, spread);
             measure(&SUBJECTS[subject], case);
         }
+        if let (Some(&"exporting"), Some(subject)) = (words.first(), num(1)) {
+            measure_exporting(&SUBJECTS[subject]);
+        }
         return;
     }
     // Begun before the cases run, so that its load averages frame them.
@@ -553,6 +565,9 @@ fn main() {
         }
     }
     println!();
+    if matches!(choice().as_str(), "default" | "full" | "exporting") {
+        exporting_row(peer, rounds);
+    }
     println!(
         "{} cases × {} recorders × {rounds} rounds, {:.0} s.",
         cases.len(),
@@ -560,4 +575,50 @@ fn main() {
         started.elapsed().as_secs_f64()
     );
     drop(block);
+}
+
+/// The subjects of "records while exporting": the sparse ones and the peer.
+const EXPORTING_SUBJECTS: [usize; 3] = [0, 1, 4];
+
+/// A child of "records while exporting": installs `subject`'s recorder and runs the row.
+fn measure_exporting(subject: &Subject) {
+    match subject.recorder {
+        Recorder::Picollo(builder) => {
+            let registry = Arc::new(Registry::new());
+            let recorder = builder()
+                .scale(1e9)
+                .install(registry.clone())
+                .expect("the only recorder of this process");
+            exporting::measure(Some((recorder, registry)), None);
+        }
+        Recorder::Prometheus => {
+            let handle = metrics_exporter_prometheus::PrometheusBuilder::new()
+                .install_recorder()
+                .expect("the only recorder of this process");
+            exporting::measure(None, Some(handle));
+        }
+    }
+}
+
+/// Runs "records while exporting" for [`EXPORTING_SUBJECTS`], each child `rounds` times
+/// (the round with the most records while exporting kept), and prints its tables.
+fn exporting_row(peer: usize, rounds: usize) {
+    let figures: Vec<exporting::Figures> = EXPORTING_SUBJECTS
+        .iter()
+        .map(|&i| {
+            (0..rounds)
+                .map(|_| exporting::Figures::read(&child::run(&format!("exporting {i}"), &[])))
+                .max_by(|a, b| a.busy_made.total_cmp(&b.busy_made))
+                .expect("at least one round")
+        })
+        .collect();
+    let names: Vec<&str> = EXPORTING_SUBJECTS
+        .iter()
+        .map(|&i| SUBJECTS[i].name)
+        .collect();
+    let peer_at = EXPORTING_SUBJECTS
+        .iter()
+        .position(|&i| i == peer)
+        .expect("the peer is a subject");
+    exporting::report(&names, &figures, peer_at);
 }

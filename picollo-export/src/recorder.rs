@@ -141,7 +141,7 @@ use picollo_core::Layout;
 use picollo_core::Window;
 
 use crate::registry::Counter;
-use crate::sync::{planted, Mutex, MutexGuard, RwLock, RwLockReadGuard};
+use crate::sync::{is_planted, Mutex, MutexGuard, RwLock, RwLockReadGuard};
 use crate::{Labels, Registry};
 use handle_cache::{cached_handle, remember_handle};
 use index::Index;
@@ -423,7 +423,7 @@ impl PicolloRecorder {
         // `build` made one of this configuration, so this fails only as `build` would have.
         let made = Kinded::new(&self.inner.config, &self.inner.invalid).ok();
         let mut shard = self.inner.histograms.lock(key);
-        if let Some(found) = shard.get(key).filter(|_| !planted!(RecorderNoRecheck)) {
+        if let Some(found) = shard.get(key).filter(|_| !is_planted!(RecorderNoRecheck)) {
             return found.clone();
         }
         let help = read(&self.inner.help);

@@ -9,7 +9,7 @@ use crate::proto::prometheus as pb;
 use crate::proto::wire;
 use crate::schema::Schema;
 use crate::source::Exported;
-use crate::sync::{planted, Mutex, MutexGuard, RwLock};
+use crate::sync::{is_planted, Mutex, MutexGuard, RwLock};
 use crate::text::{MetricKind, TextEncoder, TextFormat};
 use crate::{check_metric_name, ExportError, Labels};
 
@@ -414,7 +414,7 @@ impl Registry {
         drop(cached);
         let families = self.lock();
         let list: FamilyList = Arc::new(families.list().to_vec());
-        if planted!(RegistryStaleSnapshot) {
+        if is_planted!(RegistryStaleSnapshot) {
             drop(families);
         }
         // Stored under `families`' lock: no change can come between the copy and the store

@@ -11,9 +11,9 @@ pub(crate) use std::sync::{Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWri
 #[cfg(loom)]
 pub(crate) use loom::sync::{Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
-/// Whether `planted::Bug::$bug` is planted: always `false` outside a loom build (so the
-/// planted branch compiles away).
-macro_rules! planted {
+/// `is_planted!(Bug)`: whether `planted::Bug::Bug` is planted; always `false` outside a loom
+/// build (so the planted branch compiles away).
+macro_rules! is_planted {
     ($bug:ident) => {{
         #[cfg(not(loom))]
         let planted = false;
@@ -22,7 +22,7 @@ macro_rules! planted {
         planted
     }};
 }
-pub(crate) use planted;
+pub(crate) use is_planted;
 
 /// Bugs planted on purpose in loom builds, one at a time, each a change a careless edit could
 /// make: the models of `tests/loom.rs` must find each.
