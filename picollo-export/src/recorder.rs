@@ -97,7 +97,7 @@
 //! with its unit by the atomic kinds (sparse or dense: values in units of the largest power of
 //! two not above it, as HdrHistogram does). The thread-local kind records no unit, and
 //! [`RecorderBuilder::build`] refuses that combination with
-//! [`BuildError::UnitNotRecorded`](picollo_alloc::BuildError::UnitNotRecorded).
+//! [`BuildError::UnitNotRecorded`].
 //!
 //! ```
 //! use std::sync::Arc;

@@ -284,10 +284,13 @@ impl Registry {
         let mut families = self.lock();
         let before = families.changes();
         let out = f(&mut families);
+        let mut stale = None;
         if families.changes() != before {
-            *self.snapshot.write().unwrap_or_else(|e| e.into_inner()) = None;
+            stale = self.snapshot.write().unwrap_or_else(|e| e.into_inner()).take();
         }
         drop(families);
+        // Freed (when no scrape holds it) after the lock: a copy of every series.
+        drop(stale);
         out
     }
 
