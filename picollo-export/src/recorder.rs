@@ -126,6 +126,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 mod handle_cache;
+mod hlog;
 mod index;
 mod kinded;
 mod names;
@@ -135,7 +136,7 @@ mod tests;
 use metrics::{Key, KeyName, Metadata, SharedString, Unit};
 use picollo_alloc::hdr::interop::{self, ExportOptions as HdrOptions};
 use picollo_alloc::hdr::{LogError, LogWriter};
-use picollo_alloc::{BuildError, Snapshot, Summary};
+use picollo_alloc::{BuildError, Summary};
 use picollo_core::Layout;
 #[cfg(test)]
 use picollo_core::Window;
@@ -330,7 +331,7 @@ struct Entry {
     labels: Labels,
     histogram: Kinded,
     /// Totals at the last `.hlog` interval (locked only by the `.hlog` writer).
-    last: Mutex<Option<Snapshot>>,
+    last: Mutex<hlog::Last>,
 }
 
 impl Entry {
@@ -442,7 +443,7 @@ impl PicolloRecorder {
                 name,
                 labels,
                 histogram,
-                last: Mutex::new(None),
+                last: Mutex::new(hlog::Last::default()),
             })),
             None => self.inner.refused.inc(),
         }
@@ -500,21 +501,18 @@ impl PicolloRecorder {
         let mut dropped = 0u64;
         for e in self.entries() {
             let h = e.histogram.read();
-            let mut last = lock(&e.last);
-            let snapshot = last.get_or_insert_with(|| Snapshot::empty(h.layout(), h.window()));
-            snapshot.update(h, true);
+            let delta = lock(&e.last).interval(h);
             let layout = h.layout();
             let digits = interop::significant_digits_for(layout)
                 .or_else(|| interop::finer_significant_digits(layout))
                 .unwrap_or(5);
             let export = interop::export(
-                &*snapshot,
+                &delta,
                 &HdrOptions::new()
                     .significant_digits(digits)
                     .allow_dropping(true),
             )
             .map_err(|e| LogError::Io(std::io::Error::other(e.to_string())))?;
-            drop(last);
             dropped = dropped
                 .saturating_add(export.dropped_underflow)
                 .saturating_add(export.dropped_overflow);

@@ -286,7 +286,11 @@ impl Registry {
         let out = f(&mut families);
         let mut stale = None;
         if families.changes() != before {
-            stale = self.snapshot.write().unwrap_or_else(|e| e.into_inner()).take();
+            stale = self
+                .snapshot
+                .write()
+                .unwrap_or_else(|e| e.into_inner())
+                .take();
         }
         drop(families);
         // Freed (when no scrape holds it) after the lock: a copy of every series.
