@@ -5,6 +5,8 @@
 //! counts are read with the kind's bulk read and handed to the HdrHistogram export as a
 //! [`Delta`], a read over the same list form.
 
+use std::cell::Cell;
+
 use picollo_core::read::consistent;
 use picollo_core::{HistogramRead, Layout, Window};
 
@@ -45,6 +47,7 @@ impl Last {
             counts,
             underflow: underflow - base(self.underflow),
             overflow: overflow - base(self.overflow),
+            cursor: Cell::new(0),
         };
         *self = Last {
             totals: now,
@@ -93,6 +96,9 @@ pub(super) struct Delta {
     counts: Vec<(usize, u64)>,
     underflow: u64,
     overflow: u64,
+    /// Where [`HistogramRead::count_at`] found the last index asked for: the first entry at
+    /// or above it.
+    cursor: Cell<usize>,
 }
 
 impl HistogramRead for Delta {
@@ -103,9 +109,23 @@ impl HistogramRead for Delta {
         self.window
     }
     fn count_at(&self, storage_index: usize) -> u64 {
-        self.counts
-            .binary_search_by_key(&storage_index, |&(i, _)| i)
-            .map_or(0, |at| self.counts[at].1)
+        // The HdrHistogram export asks for every index in increasing order: a cursor walks
+        // the list once (a search per call made it a fifth of an interval's time).
+        let counts = &self.counts;
+        let mut at = self.cursor.get();
+        let behind = at > 0 && counts.get(at - 1).is_none_or(|&(i, _)| i >= storage_index);
+        if behind {
+            at = counts.partition_point(|&(i, _)| i < storage_index);
+        } else {
+            while counts.get(at).is_some_and(|&(i, _)| i < storage_index) {
+                at += 1;
+            }
+        }
+        self.cursor.set(at);
+        match counts.get(at) {
+            Some(&(i, n)) if i == storage_index => n,
+            _ => 0,
+        }
     }
     fn underflow(&self) -> u64 {
         self.underflow
@@ -157,7 +177,8 @@ mod tests {
                     want.record_n(v, n);
                 }
                 let delta = last.interval(&h);
-                for s in 0..len {
+                // In order (the export's way), then backwards and jumping (any order).
+                for s in (0..len).chain((0..len).rev()).chain((0..len).step_by(7)) {
                     prop_assert_eq!(delta.count_at(s), want.count_at(s));
                 }
                 prop_assert_eq!(delta.total(), want.total());
