@@ -16,3 +16,7 @@
 set -euo pipefail
 RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom LOOM_MAX_PREEMPTIONS=3 \
   cargo test -p picollo-core -p picollo-alloc --test loom
+# The registry's copy-on-write snapshot and the recorder's registration race
+# (picollo-export/tests/loom.rs; its locks come through picollo-export/src/sync.rs).
+RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom LOOM_MAX_PREEMPTIONS=3 \
+  cargo test -p picollo-export --test loom

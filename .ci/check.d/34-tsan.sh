@@ -25,3 +25,7 @@ tsan -p picollo-core --test atomic
 tsan -p picollo-alloc --test thread_local --test thread_local_reads
 tsan -p picollo-linux --test shm
 tsan -p picollo-tracing --lib -- spans:: callsite::
+# picollo-export: the `metrics` recorder's sharded index and registration race, and the
+# registry's copy-on-write snapshot, under threads that create, record, drop and scrape series
+# at once (tests/recorder_stress.rs).
+tsan -p picollo-export --features metrics --test recorder_stress

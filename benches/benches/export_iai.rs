@@ -66,7 +66,8 @@ fn picollo_thread_local_record(
 fn picollo_handle() -> (Vec<u64>, metrics::Histogram) {
     let recorder = RecorderBuilder::new()
         .layout(LAYOUT)
-        .build(Arc::new(Registry::new()));
+        .build(Arc::new(Registry::new()))
+        .expect("a configuration the builder accepts");
     let h = recorder.register_histogram(&Key::from_name("latency"), &metadata());
     h.record(1.0);
     (values(), h)
@@ -134,7 +135,8 @@ fn picollo_handle_f64(kind: HistogramKind) -> (Vec<f64>, metrics::Histogram) {
     let recorder = RecorderBuilder::new()
         .layout(LAYOUT)
         .kind(kind)
-        .build(Arc::new(Registry::new()));
+        .build(Arc::new(Registry::new()))
+        .expect("a configuration the builder accepts");
     let h = recorder.register_histogram(&Key::from_name("latency"), &metadata());
     h.record(1.0);
     (values_f64(), h)
@@ -166,7 +168,8 @@ fn picollo_recorder(kind: HistogramKind) -> (Vec<f64>, BoxedRecorder) {
     let recorder = RecorderBuilder::new()
         .layout(LAYOUT)
         .kind(kind)
-        .build(Arc::new(Registry::new()));
+        .build(Arc::new(Registry::new()))
+        .expect("a configuration the builder accepts");
     (values_f64(), Box::new(recorder))
 }
 

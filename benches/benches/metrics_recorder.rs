@@ -34,11 +34,13 @@ fn main() {
     let n = values.len();
     let ours_tl = RecorderBuilder::new()
         .layout(LAYOUT)
-        .build(Arc::new(Registry::new()));
+        .build(Arc::new(Registry::new()))
+        .expect("a configuration the builder accepts");
     let ours_atomic = RecorderBuilder::new()
         .layout(LAYOUT)
         .kind(HistogramKind::Atomic)
-        .build(Arc::new(Registry::new()));
+        .build(Arc::new(Registry::new()))
+        .expect("a configuration the builder accepts");
     let theirs = metrics_exporter_prometheus::PrometheusBuilder::new().build_recorder();
     let drain = theirs.handle();
     let floor = FloorRecorder::new();

@@ -319,9 +319,15 @@ impl<C: StorageWidth, S: StorageChoice> HistogramBuilder<C, S> {
         self
     }
 
-    /// An explicit layout.
+    /// An explicit layout. A layout with a value unit ([`Layout::with_lowest_discernible`])
+    /// keeps it, as if [`HistogramBuilder::lowest_discernible`] had been set to its unit: the
+    /// kinds that record one (`*_with_unit`) record it, the others refuse it
+    /// ([`BuildError::UnitNotRecorded`]); it is never dropped.
     pub fn layout(mut self, layout: Layout) -> Self {
         self.layout = Ok(layout);
+        if layout.unit_magnitude() != 0 {
+            self.lowest_discernible = layout.unit();
+        }
         self
     }
 

@@ -63,6 +63,7 @@
 
 mod cold;
 mod install;
+mod scratch;
 
 use cold::ColdTier;
 use install::{AtomicPtr, AtomicUsize, Ordering};
@@ -436,12 +437,20 @@ impl<T: PageCell> SparseStorage<T> {
     /// sort within each block cost more than the rest of a scrape's read (block 0 of a
     /// full-range histogram holds ten octaves).
     fn sorted_words(&self) -> Vec<u64> {
-        let mut words = Vec::with_capacity(self.cold.entries());
+        let (mut words, mut other) = (Vec::new(), Vec::new());
+        self.sorted_words_into(&mut words, &mut other);
+        words
+    }
+
+    /// [`Self::sorted_words`] into `words`, with `other` for the sort (both reused: a
+    /// scrape reads thousands of storages through one thread's [`scratch`]).
+    fn sorted_words_into(&self, words: &mut Vec<u64>, other: &mut Vec<u64>) {
+        words.clear();
+        words.reserve(self.cold.entries());
         self.cold.for_each_word(|w| words.push(w));
         // Keys are at most `first + len` (the index plus one).
         let key_bits = usize::BITS - (self.first + self.window.len()).leading_zeros();
-        radix_sort_by_key(&mut words, key_bits);
-        words
+        radix_sort_by_key(words, key_bits, other);
     }
 
     /// The storage index of an entry word.
@@ -469,7 +478,7 @@ impl<T: PageCell> SparseStorage<T> {
 /// Sorts entry words by their key (the high 32 bits), of which only the low `key_bits` may be
 /// set: least significant byte first, a stable scatter per byte. The counts of every byte are
 /// taken in one pass before the scatters (the digits of a word do not change).
-fn radix_sort_by_key(words: &mut Vec<u64>, key_bits: u32) {
+fn radix_sort_by_key(words: &mut Vec<u64>, key_bits: u32, other: &mut Vec<u64>) {
     /// Most passes: keys of up to 24 bits (windows of up to 2^24 buckets; wider ones, of
     /// layouts finer than any server uses, take a comparison sort).
     const DIGITS: usize = 3;
@@ -489,7 +498,8 @@ fn radix_sort_by_key(words: &mut Vec<u64>, key_bits: u32) {
             counts[digit(w, pass)] += 1;
         }
     }
-    let mut other: Vec<u64> = Vec::with_capacity(len);
+    other.clear();
+    other.reserve(len);
     for (pass, counts) in starts.iter_mut().enumerate().take(passes) {
         // Exclusive prefix sums: where each digit's words start.
         let mut at = 0u32;
@@ -509,7 +519,7 @@ fn radix_sort_by_key(words: &mut Vec<u64>, key_bits: u32) {
         // SAFETY: the scatter wrote every index of `0..len` once (the positions it handed out
         // are a permutation of `0..len`).
         unsafe { other.set_len(len) };
-        core::mem::swap(words, &mut other);
+        core::mem::swap(words, other);
     }
 }
 
@@ -606,9 +616,33 @@ impl<T: PageCell> Cells for SparseStorage<T> {
     }
 
     fn recorded_runs(&self, f: &mut dyn FnMut(usize, &[u64])) {
-        let words = self.sorted_words();
+        scratch::with(|scratch| self.runs_with(scratch, f));
+    }
+
+    fn clear_shared(&self, clear: impl Fn(&T)) {
+        for e in self.first_block..self.dir.len() {
+            if let Some(cells) = self.page(e) {
+                cells.iter().for_each(&clear);
+            }
+        }
+        self.cold.clear_counts();
+    }
+
+    fn held_bytes(&self) -> usize {
+        size_of_val(&*self.dir) + self.page_bytes.load(Ordering::Relaxed) + self.cold.held_bytes()
+    }
+}
+
+impl<T: PageCell> SparseStorage<T> {
+    /// [`Cells::recorded_runs`] with the buffers of `scratch`.
+    fn runs_with(&self, scratch: &mut scratch::Scratch, f: &mut dyn FnMut(usize, &[u64])) {
+        let scratch::Scratch {
+            words,
+            other,
+            merged,
+        } = scratch;
+        self.sorted_words_into(words, other);
         let mut rest = &words[..];
-        let mut merged: Vec<u64> = Vec::new();
         for e in self.first_block..self.dir.len() {
             let page = self.page(e);
             if rest.is_empty() && page.is_none() {
@@ -633,24 +667,11 @@ impl<T: PageCell> Cells for SparseStorage<T> {
                         let cell = &mut merged[self.slot_of_word(w) - slot0];
                         *cell = cell.saturating_add(w & cold::COUNT_MASK).min(T::MAX);
                     }
-                    cell_runs(&merged, |&n| n, &mut |s, counts| f(slot0 + s, counts))
+                    cell_runs(merged, |&n| n, &mut |s, counts| f(slot0 + s, counts))
                 }
                 None => self.entry_runs(block_words, f),
             }
         }
-    }
-
-    fn clear_shared(&self, clear: impl Fn(&T)) {
-        for e in self.first_block..self.dir.len() {
-            if let Some(cells) = self.page(e) {
-                cells.iter().for_each(&clear);
-            }
-        }
-        self.cold.clear_counts();
-    }
-
-    fn held_bytes(&self) -> usize {
-        size_of_val(&*self.dir) + self.page_bytes.load(Ordering::Relaxed) + self.cold.held_bytes()
     }
 }
 
@@ -814,7 +835,7 @@ mod tests {
                     .collect();
                 let mut expected = words.clone();
                 expected.sort_by_key(|&w| w >> 32);
-                radix_sort_by_key(&mut words, key_bits);
+                radix_sort_by_key(&mut words, key_bits, &mut Vec::new());
                 let keys = |v: &[u64]| v.iter().map(|&w| w >> 32).collect::<Vec<_>>();
                 assert_eq!(
                     keys(&words),

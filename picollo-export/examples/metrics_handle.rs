@@ -42,7 +42,10 @@ impl Handler {
 fn main() {
     let registry = Arc::new(Registry::new());
     // Latencies as `Duration`s are seconds: the scale turns them into nanoseconds.
-    let recorder = RecorderBuilder::new().scale(1e9).build(registry.clone());
+    let recorder = RecorderBuilder::new()
+        .scale(1e9)
+        .build(registry.clone())
+        .expect("a configuration the builder accepts");
     metrics::set_global_recorder(recorder).expect("no other global recorder");
 
     std::thread::scope(|s| {

@@ -42,7 +42,8 @@ fn main() {
                 let recorder = RecorderBuilder::new()
                     .kind(kind)
                     .scale(1e9)
-                    .build(Arc::new(Registry::new()));
+                    .build(Arc::new(Registry::new()))
+                    .expect("a configuration the builder accepts");
                 let series: Vec<Vec<f64>> = (0..SERIES).map(|i| values(i, n)).collect();
                 let start = Instant::now();
                 metrics::with_local_recorder(&recorder, || {

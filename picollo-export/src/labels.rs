@@ -1,6 +1,7 @@
 //! Metric and label names checked against Prometheus' rules, and label sets.
 
 use core::fmt;
+use std::sync::Arc;
 
 use crate::ExportError;
 
@@ -57,7 +58,8 @@ pub fn check_label_name(name: &str) -> Result<(), ExportError> {
 }
 
 /// A checked label set: valid, distinct names, in the order given. Values are any UTF-8
-/// (the text format escapes them).
+/// (the text format escapes them). Cloning shares the pairs (one `Arc`): the registry's
+/// series list, its index and the `metrics` recorder hold one copy of a series' labels.
 ///
 /// ```
 /// use picollo_export::Labels;
@@ -66,13 +68,19 @@ pub fn check_label_name(name: &str) -> Result<(), ExportError> {
 /// assert!(Labels::new([("a", "1"), ("a", "2")]).is_err());
 /// assert!(Labels::new([("__name__", "x")]).is_err());
 /// ```
-#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
-pub struct Labels(Vec<(String, String)>);
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Labels(Arc<[(String, String)]>);
+
+impl Default for Labels {
+    fn default() -> Self {
+        Self::empty()
+    }
+}
 
 impl Labels {
     /// No labels.
     pub fn empty() -> Self {
-        Labels(Vec::new())
+        Labels(Arc::new([]))
     }
 
     /// A label set from `(name, value)` pairs.
@@ -91,7 +99,7 @@ impl Labels {
             }
             out.push((k, v.into()));
         }
-        Ok(Labels(out))
+        Ok(Labels(out.into()))
     }
 
     /// The pairs, in order.
@@ -109,11 +117,15 @@ impl Labels {
         self.0.is_empty()
     }
 
-    /// The same set in name order: two sets that differ only in order are one series.
+    /// The same set in name order: two sets that differ only in order are one series. A set
+    /// already in order (one label, or labels given sorted) is shared, not copied.
     pub(crate) fn sorted(&self) -> Labels {
-        let mut s = self.0.clone();
+        if self.0.is_sorted() {
+            return self.clone();
+        }
+        let mut s = self.0.to_vec();
         s.sort();
-        Labels(s)
+        Labels(s.into())
     }
 }
 

@@ -142,6 +142,7 @@ pub mod schema;
 #[cfg_attr(docsrs, doc(cfg(all(feature = "server", unix))))]
 pub mod server;
 pub mod source;
+mod sync;
 pub mod text;
 
 pub use classic::{ClassicBuckets, ClassicHistogram};
@@ -151,6 +152,10 @@ pub use native::{Mapping, NativeHistogram};
 pub use registry::{Counter, ExportOptions, Gauge, Registry, ZERO_THRESHOLD};
 pub use schema::{Schema, MAX_SCHEMA, MIN_SCHEMA};
 pub use source::{Exported, Readable, Summed};
+/// Bugs planted in loom builds for the models to find (see `tests/loom.rs`).
+#[cfg(loom)]
+#[doc(hidden)]
+pub use sync::planted;
 
 /// The README's examples, compiled and run as doc tests.
 #[cfg(doctest)]

@@ -264,7 +264,7 @@ impl OtlpExporter {
             .flat_map(|f| f.series.iter().map(|s| s.id))
             .collect();
         state.previous.retain(|id, _| live.contains(id));
-        for family in &families {
+        for family in families.iter() {
             metrics.push(self.metric(family, &mut state, start, time));
         }
         state.last = now;

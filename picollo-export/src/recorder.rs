@@ -59,7 +59,7 @@
 //! use picollo_export::recorder::RecorderBuilder;
 //! use picollo_export::Registry;
 //!
-//! let recorder = RecorderBuilder::new().build(Arc::new(Registry::new()));
+//! let recorder = RecorderBuilder::new().build(Arc::new(Registry::new()))?;
 //! metrics::with_local_recorder(&recorder, || {
 //!     // Per call: a lookup, an `Arc` clone and drop each time.
 //!     for v in 0..1000u32 {
@@ -72,12 +72,32 @@
 //!     }
 //! });
 //! assert!(recorder.summaries().contains("work_size"));
+//! # Ok::<(), picollo_alloc::BuildError>(())
 //! ```
 //!
 //! Names and label keys are made valid for Prometheus (every other character becomes `_`, a
 //! leading digit gets a `_` in front; a label called `le` on a histogram becomes `le_`). A key
-//! the registry refuses (its name already holds another kind) gets a no-op handle and is
-//! counted in `picollo_recorder_refused_registrations_total`.
+//! the registry refuses (its name already holds another kind) gets a no-op handle; the key is
+//! remembered (later calls cost one lookup) and counted once in
+//! `picollo_recorder_refused_registrations_total`.
+//!
+//! # Concurrency
+//!
+//! No lock shared by all threads is on a record path: a key registered before is found in an
+//! index sharded by the key's hash (a read lock on one of 32 shards, after the thread's own
+//! handle cache); a new key's histogram is made outside any lock, then inserted under its
+//! shard's lock if no other thread inserted the key meanwhile (the loser's histogram is
+//! dropped before anything was recorded into it). Exports ([`PicolloRecorder::summaries`],
+//! [`PicolloRecorder::write_hlog_interval`], the registry's scrapes) copy the list of series
+//! (`Arc`s) and read every histogram with no lock held, so a scrape delays no record.
+//!
+//! # Value units
+//!
+//! A layout with a lowest discernible value ([`Layout::with_lowest_discernible`]) is recorded
+//! with its unit by the atomic kinds (sparse or dense: values in units of the largest power of
+//! two not above it, as HdrHistogram does). The thread-local kind records no unit, and
+//! [`RecorderBuilder::build`] refuses that combination with
+//! [`BuildError::UnitNotRecorded`].
 //!
 //! ```
 //! use std::sync::Arc;
@@ -86,7 +106,7 @@
 //! use picollo_export::Registry;
 //!
 //! let registry = Arc::new(Registry::new());
-//! let recorder = RecorderBuilder::new().scale(1e9).build(registry.clone());
+//! let recorder = RecorderBuilder::new().scale(1e9).build(registry.clone())?;
 //! metrics::with_local_recorder(&recorder, || {
 //!     metrics::describe_histogram!("db.query", "query time in nanoseconds");
 //!     let h = metrics::histogram!("db.query", "table" => "users");
@@ -97,33 +117,40 @@
 //! assert!(text.contains("db_query_count{table=\"users\"} 1"));
 //! assert!(text.contains("db_queries 1"));
 //! assert!(recorder.summaries().contains("db_query{table=\"users\"}"));
+//! # Ok::<(), picollo_alloc::BuildError>(())
 //! ```
 
 use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
 use std::io::Write;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 mod handle_cache;
+mod hlog;
+mod index;
+mod kinded;
+mod names;
 #[cfg(test)]
 mod tests;
 
 use metrics::{Key, KeyName, Metadata, SharedString, Unit};
 use picollo_alloc::hdr::interop::{self, ExportOptions as HdrOptions};
 use picollo_alloc::hdr::{LogError, LogWriter};
-use picollo_alloc::sparse::SparseStorage;
-use picollo_alloc::{
-    heap, Dense, HeapAtomicHistogram, Snapshot, SparseAtomicHistogram, Summary,
-    ThreadLocalHistogram,
-};
-use picollo_core::{AtomicHistogram, BucketPos, HistogramRead, Layout, Window};
+use picollo_alloc::{BuildError, Summary};
+use picollo_core::Layout;
+#[cfg(test)]
+use picollo_core::Window;
 
-use crate::registry::{Counter, Gauge};
-use crate::source::Exported;
+use crate::registry::Counter;
+use crate::sync::{is_planted, Mutex, MutexGuard, RwLock, RwLockReadGuard};
 use crate::{Labels, Registry};
 use handle_cache::{cached_handle, remember_handle};
-
+use index::Index;
+use kinded::Kinded;
+#[cfg(test)]
+use kinded::{FloatBuckets, TWO_63};
+#[cfg(test)]
+use names::{sanitize, sanitize_chars};
 /// Which Picollo kind the recorder's histograms are (see the [module docs](self), "Which
 /// kind").
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -183,33 +210,16 @@ impl RecorderBuilder {
 
     /// The bytes one series of this configuration holds right after it was created, before
     /// anything is recorded (a thread-local series then adds a shard per recording thread).
-    pub fn series_footprint(&self) -> usize {
-        let window = self.window();
-        match (self.kind, self.dense) {
-            (HistogramKind::Atomic, false) => {
-                let cells = SparseStorage::<picollo_core::AtomicU64>::new(self.layout, window);
-                let window = cells.window();
-                AtomicHistogram::with_storage(self.layout, cells, window)
-                    .map_or(0, |h| h.footprint())
-            }
-            (HistogramKind::Atomic, true) => {
-                heap::atomic::<picollo_core::AtomicU64>(self.layout, window).footprint()
-            }
-            (HistogramKind::ThreadLocal, true) => {
-                ThreadLocalHistogram::<u64, Dense>::new(self.layout, window).footprint()
-            }
-            (HistogramKind::ThreadLocal, false) => {
-                ThreadLocalHistogram::<u64>::new(self.layout, window).footprint()
-            }
-        }
+    ///
+    /// # Errors
+    /// As [`RecorderBuilder::build`].
+    pub fn series_footprint(&self) -> Result<usize, BuildError> {
+        Ok(Kinded::new(self, &Counter::default())?.footprint())
     }
 
-    /// The window of every series: `0..=max_trackable` under the layout.
-    fn window(&self) -> Window {
-        Window::new(self.layout, 0, self.max_trackable).unwrap_or(Window::full(self.layout))
-    }
-
-    /// The histograms' layout.
+    /// The histograms' layout. A layout with a lowest discernible value
+    /// ([`Layout::with_lowest_discernible`]) is recorded with its unit by the atomic kind;
+    /// the thread-local kind is refused with it (see [`RecorderBuilder::build`]).
     pub fn layout(mut self, layout: Layout) -> Self {
         self.layout = layout;
         self
@@ -235,7 +245,14 @@ impl RecorderBuilder {
     }
 
     /// A recorder registering into `registry`.
-    pub fn build(self, registry: Arc<Registry>) -> PicolloRecorder {
+    ///
+    /// # Errors
+    /// The configuration makes no histogram ([`HistogramBuilder`](picollo_alloc::HistogramBuilder)'s
+    /// errors): [`BuildError::UnitNotRecorded`] for a layout with a value unit and the
+    /// thread-local kind, [`BuildError::Window`] for a `max_trackable` the layout cannot hold.
+    pub fn build(self, registry: Arc<Registry>) -> Result<PicolloRecorder, BuildError> {
+        // Every series is made from this configuration: refuse it here, not per series.
+        Kinded::new(&self, &Counter::default())?;
         let invalid = registry
             .counter(
                 "picollo_recorder_invalid_values_total",
@@ -250,125 +267,77 @@ impl RecorderBuilder {
                 &Labels::empty(),
             )
             .unwrap_or_default();
-        PicolloRecorder {
+        Ok(PicolloRecorder {
             inner: Arc::new(Inner {
                 id: NEXT_RECORDER_ID.fetch_add(1, Ordering::Relaxed),
                 registry,
                 config: self,
                 invalid,
                 refused,
-                state: Mutex::new(State::default()),
+                help: RwLock::new(HashMap::new()),
+                histograms: Index::default(),
+                counters: Index::default(),
+                gauges: Index::default(),
+                entries: Mutex::new(Vec::new()),
             }),
-        }
+        })
     }
 
     /// Builds the recorder and installs it as the process-wide `metrics` recorder.
     ///
     /// # Errors
-    /// When a global recorder is already installed.
-    pub fn install(
-        self,
-        registry: Arc<Registry>,
-    ) -> Result<PicolloRecorder, metrics::SetRecorderError<PicolloRecorder>> {
-        let recorder = self.build(registry);
-        metrics::set_global_recorder(recorder.clone())?;
+    /// As [`RecorderBuilder::build`], or [`InstallError::Installed`] when a global recorder is
+    /// already installed.
+    pub fn install(self, registry: Arc<Registry>) -> Result<PicolloRecorder, InstallError> {
+        let recorder = self.build(registry).map_err(InstallError::Build)?;
+        metrics::set_global_recorder(recorder.clone()).map_err(InstallError::Installed)?;
         Ok(recorder)
     }
 }
 
-/// One histogram of the recorder, of the kind it was built with: the handle `metrics` calls
-/// holds the histogram itself (one indirection from the call to the cells), and the
-/// registry serves the same `Arc`.
-#[derive(Clone)]
-enum Kinded {
-    ThreadLocal(Arc<Handle<ThreadLocalHistogram<u64, Dense>>>),
-    SparseThreadLocal(Arc<Handle<ThreadLocalHistogram<u64>>>),
-    Atomic(Arc<Handle<HeapAtomicHistogram>>),
-    SparseAtomic(Arc<Handle<SparseAtomicHistogram>>),
+/// Why [`RecorderBuilder::install`] failed.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum InstallError {
+    /// The configuration makes no histogram ([`RecorderBuilder::build`]).
+    Build(BuildError),
+    /// A global `metrics` recorder was installed before.
+    Installed(metrics::SetRecorderError<PicolloRecorder>),
 }
 
-impl Kinded {
-    fn read(&self) -> &dyn HistogramRead {
+impl core::fmt::Display for InstallError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         match self {
-            Self::ThreadLocal(h) => &h.histogram,
-            Self::SparseThreadLocal(h) => &h.histogram,
-            Self::Atomic(h) => &h.histogram,
-            Self::SparseAtomic(h) => &h.histogram,
+            Self::Build(e) => write!(f, "the recorder's configuration: {e}"),
+            Self::Installed(e) => write!(f, "{e}"),
         }
     }
+}
 
-    fn exported(&self) -> Arc<dyn Exported> {
+impl std::error::Error for InstallError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
-            Self::ThreadLocal(h) => h.clone(),
-            Self::SparseThreadLocal(h) => h.clone(),
-            Self::Atomic(h) => h.clone(),
-            Self::SparseAtomic(h) => h.clone(),
-        }
-    }
-
-    /// The handle `metrics` calls: typed, so a record is the conversion plus the kind's own
-    /// record, with no dynamic dispatch inside.
-    fn handle(&self) -> metrics::Histogram {
-        match self {
-            Self::ThreadLocal(h) => metrics::Histogram::from_arc(h.clone()),
-            Self::SparseThreadLocal(h) => metrics::Histogram::from_arc(h.clone()),
-            Self::Atomic(h) => metrics::Histogram::from_arc(h.clone()),
-            Self::SparseAtomic(h) => metrics::Histogram::from_arc(h.clone()),
-        }
-    }
-
-    /// Bytes the series' histogram holds now.
-    fn footprint(&self) -> usize {
-        match self {
-            Self::ThreadLocal(h) => h.histogram.footprint(),
-            Self::SparseThreadLocal(h) => h.histogram.footprint(),
-            Self::Atomic(h) => h.histogram.footprint(),
-            Self::SparseAtomic(h) => h.histogram.footprint(),
+            Self::Build(e) => Some(e),
+            Self::Installed(e) => Some(e),
         }
     }
 }
 
 /// One histogram series of the recorder.
 struct Entry {
-    /// The series' name and labels: its title is made when asked for (not per registration).
-    series: (String, Labels),
+    /// The series' name; its title is made when asked for (not per registration).
+    name: String,
+    /// Its labels, shared with the registry's series.
+    labels: Labels,
     histogram: Kinded,
-    /// What `register_histogram` hands out for the key (a clone of one `Arc`).
-    handle: metrics::Histogram,
-    /// Totals at the last `.hlog` interval.
-    last: Option<Snapshot>,
+    /// Totals at the last `.hlog` interval (locked only by the `.hlog` writer).
+    last: Mutex<hlog::Last>,
 }
 
 impl Entry {
     /// `name{labels}`.
     fn title(&self) -> String {
-        format!("{}{}", self.series.0, self.series.1)
-    }
-}
-
-#[derive(Default)]
-struct State {
-    help: HashMap<String, String>,
-    histograms: HashMap<Key, usize, BuildHasherDefault<KeyHash>>,
-    entries: Vec<Entry>,
-}
-
-/// Hashes a [`Key`] by the hash it already carries (`Key` writes exactly one `u64`).
-#[derive(Default)]
-struct KeyHash(u64);
-
-impl Hasher for KeyHash {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        // Not used by `Key`; fold anything else in rather than ignore it.
-        for &b in bytes {
-            self.0 = (self.0.rotate_left(8) ^ b as u64).wrapping_mul(0x100_0000_01b3);
-        }
-    }
-    fn write_u64(&mut self, n: u64) {
-        self.0 ^= n;
+        format!("{}{}", self.name, self.labels)
     }
 }
 
@@ -380,7 +349,15 @@ struct Inner {
     config: RecorderBuilder,
     invalid: Counter,
     refused: Counter,
-    state: Mutex<State>,
+    /// Descriptions by sanitized name (read when a series is registered, under the read
+    /// lock, so a description set meanwhile reaches the registry exactly once).
+    help: RwLock<HashMap<String, String>>,
+    histograms: Index<metrics::Histogram>,
+    counters: Index<metrics::Counter>,
+    gauges: Index<metrics::Gauge>,
+    /// The histogram series in registration order, for the recorder's own exports: copied
+    /// (`Arc`s) under the lock, read with none held.
+    entries: Mutex<Vec<Arc<Entry>>>,
 }
 
 /// The `metrics` recorder. Cheap to clone (one `Arc`); see the [module docs](self).
@@ -397,318 +374,108 @@ impl core::fmt::Debug for PicolloRecorder {
     }
 }
 
-/// A histogram kind the recorder can hand to `metrics`.
-trait RecorderHistogram: Send + Sync + 'static {
-    fn record_value(&self, value: u64);
-}
-
-impl<S: picollo_alloc::StorageChoice> RecorderHistogram for ThreadLocalHistogram<u64, S> {
-    #[inline]
-    fn record_value(&self, value: u64) {
-        self.record(value)
-    }
-}
-
-impl RecorderHistogram for HeapAtomicHistogram {
-    #[inline]
-    fn record_value(&self, value: u64) {
-        self.record(value)
-    }
-}
-
-impl RecorderHistogram for SparseAtomicHistogram {
-    #[inline]
-    fn record_value(&self, value: u64) {
-        self.record(value)
-    }
-}
-
-/// The handle `metrics::histogram!` returns, holding the histogram: converts and records.
-struct Handle<H> {
-    histogram: H,
-    scale: f64,
-    /// The bucket of a scaled value from its bits (the thread-local kind's fast path).
-    buckets: FloatBuckets,
-    invalid: Counter,
-}
-
-impl<H: RecorderHistogram + HistogramRead> Handle<H> {
-    fn new(histogram: H, scale: f64, invalid: Counter) -> Self {
-        Handle {
-            buckets: FloatBuckets::new(histogram.layout(), histogram.window()),
-            histogram,
-            scale,
-            invalid,
-        }
-    }
-}
-
-/// `2^63` as an `f64`: values below it convert with one signed conversion.
-const TWO_63: f64 = 9_223_372_036_854_775_808.0;
-
-/// The storage slot of a (scaled) `f64` value, read from its bits without converting it to
-/// an integer first.
-///
-/// For a value `v >= 2^k` (`k` the layout's block scale, `B = 2^k`) with binary exponent `m`,
-/// Picollo's bucket is `(m - k + 1)·B + j`, where `j` is the top `k` bits of the mantissa
-/// below the leading one (`Layout::index_of`). An `f64`'s bits shifted right by `52 - k`
-/// are `(m + 1023)·B + j`: the same number plus the constant `(1022 + k)·B`. The bucket of a
-/// real `v` is that of its integer part (bucket edges at and above `B` are integers), which
-/// is what converting first would record. So one shift and one subtraction give the slot,
-/// and one unsigned comparison keeps the path to values in `[2^k, 2^64)` that fall inside
-/// the window: everything else (values below `B`, whose buckets are not spaced this way;
-/// outside the window; negative; infinite; NaN, whose bits all land far above the window)
-/// takes [`Handle::record_converted`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct FloatBuckets {
-    shift: u32,
-    /// The shifted bits of the first value of the fast range.
-    base: u64,
-    /// Buckets in the fast range.
-    limit: u64,
-    /// The slot of the fast range's first bucket.
-    offset: usize,
-}
-
-impl FloatBuckets {
-    fn new(layout: Layout, window: Window) -> Self {
-        let k = layout.block_scale();
-        let b = 1usize << k;
-        let (first, end) = (window.first(), window.first() + window.len());
-        // The fast range: buckets at or above B's, inside the window; with a value unit, the
-        // buckets above its two coarse blocks (the plain layout's from there on).
-        let lo = first.max(b + layout.first_index());
-        FloatBuckets {
-            shift: 52 - k,
-            base: ((1022 + u64::from(k)) << k) + lo as u64,
-            limit: end.saturating_sub(lo) as u64,
-            offset: lo - first,
-        }
-    }
-
-    /// The storage slot of `v`, when `v` is in the fast range; then `slot < window.len()`
-    /// (`limit + offset` is the window's length).
-    #[inline(always)]
-    fn slot(&self, v: f64) -> Option<usize> {
-        let t = (v.to_bits() >> self.shift).wrapping_sub(self.base);
-        (t < self.limit).then(|| t as usize + self.offset)
-    }
-
-    /// The [`BucketPos`] of `v` for `v` in `[B, 2^64)` (any window: the storage sorts out
-    /// what falls outside its own): the same shifted bits, less `(1023 + k)·B`, are
-    /// `(m - k)·B + j`, block `m - k` and offset `B + j` (`Layout::position`).
-    #[inline(always)]
-    fn position(&self, v: f64) -> Option<BucketPos> {
-        let k = 52 - self.shift;
-        let u = (v.to_bits() >> self.shift).wrapping_sub((1023 + u64::from(k)) << k);
-        (u < (64 - u64::from(k)) << k).then(|| BucketPos {
-            block: (u >> k) as usize,
-            offset: ((1u64 << k) | (u & ((1u64 << k) - 1))) as usize,
-        })
-    }
-}
-
-impl metrics::HistogramFn for Handle<ThreadLocalHistogram<u64>> {
-    #[inline]
-    fn record(&self, value: f64) {
-        let v = value * self.scale;
-        match self.buckets.position(v) {
-            // SAFETY: `FloatBuckets::position` returns positions of values under this
-            // histogram's layout (the buckets were made from it).
-            Some(pos) => unsafe { self.histogram.record_position(pos) },
-            None => self.record_converted(v),
-        }
-    }
-}
-
-impl metrics::HistogramFn for Handle<ThreadLocalHistogram<u64, Dense>> {
-    #[inline]
-    fn record(&self, value: f64) {
-        let v = value * self.scale;
-        match self.buckets.slot(v) {
-            // SAFETY: `FloatBuckets::slot` returns slots below the window's length (the
-            // buckets were made from this histogram's layout and window).
-            Some(slot) => unsafe { self.histogram.record_slot_unchecked(slot) },
-            None => self.record_converted(v),
-        }
-    }
-}
-
-impl metrics::HistogramFn for Handle<HeapAtomicHistogram> {
-    #[inline]
-    fn record(&self, value: f64) {
-        let v = value * self.scale;
-        // The range check also turns away NaN (every comparison with it is false).
-        if (0.0..TWO_63).contains(&v) {
-            // SAFETY: `v` is finite and in [0, 2^63), so truncating it fits an i64.
-            self.histogram
-                .record_value(unsafe { v.to_int_unchecked::<i64>() } as u64);
-        } else {
-            self.record_converted(v);
-        }
-    }
-}
-
-impl metrics::HistogramFn for Handle<SparseAtomicHistogram> {
-    #[inline]
-    fn record(&self, value: f64) {
-        let v = value * self.scale;
-        match self.buckets.position(v) {
-            // SAFETY: `FloatBuckets::position` returns positions of values under this
-            // histogram's layout (the buckets were made from it).
-            Some(pos) => unsafe { self.histogram.record_position(pos) },
-            None => self.record_converted(v),
-        }
-    }
-}
-
-impl<H: RecorderHistogram> Handle<H> {
-    /// Converts and records: NaN counts as invalid; negative values as 0; `2^64` and above
-    /// saturate at `u64::MAX`.
-    #[cold]
-    #[inline(never)]
-    fn record_converted(&self, v: f64) {
-        if v.is_nan() {
-            self.invalid.inc();
-        } else {
-            self.histogram.record_value(v as u64);
-        }
-    }
-}
-
-impl<H: Exported> Exported for Handle<H> {
-    fn fill_native(&self, out: &mut crate::NativeHistogram, schema: Option<crate::Schema>) {
-        self.histogram.fill_native(out, schema)
-    }
-    fn fill_classic(&self, out: &mut crate::ClassicHistogram, buckets: &crate::ClassicBuckets) {
-        self.histogram.fill_classic(out, buckets)
-    }
-    fn fill_snapshot(&self, snapshot: &mut Snapshot, deltas: bool) -> Option<u128> {
-        self.histogram.fill_snapshot(snapshot, deltas)
-    }
-}
-
-impl metrics::CounterFn for Counter {
-    fn increment(&self, value: u64) {
-        self.add(value);
-    }
-    fn absolute(&self, value: u64) {
-        self.set(value.max(self.get()));
-    }
-}
-
-impl metrics::GaugeFn for Gauge {
-    fn increment(&self, value: f64) {
-        self.add(value);
-    }
-    fn decrement(&self, value: f64) {
-        self.add(-value);
-    }
-    fn set(&self, value: f64) {
-        Gauge::set(self, value);
-    }
-}
-
-/// `name` with every character Prometheus does not allow replaced by `_` (and `_` in front
-/// of a leading digit); `colon` allows `:` (metric names) or not (label names).
-fn sanitize(name: &str, colon: bool) -> String {
-    // Most names are valid as they are: one copy (a series' registration sanitizes several).
-    if name.chars().all(|c| allowed(c, colon))
-        && name.starts_with(|c: char| !c.is_ascii_digit())
-        && (colon || !name.starts_with("__"))
-    {
-        return name.to_owned();
-    }
-    sanitize_chars(name, colon)
-}
-
-/// Whether Prometheus allows `c` in a name; `colon` as in [`sanitize`].
-fn allowed(c: char, colon: bool) -> bool {
-    c.is_ascii_alphanumeric() || c == '_' || (colon && c == ':')
-}
-
-/// [`sanitize`] character by character.
-fn sanitize_chars(name: &str, colon: bool) -> String {
-    let mut out: String = name
-        .chars()
-        .map(|c| if allowed(c, colon) { c } else { '_' })
-        .collect();
-    if out.is_empty() || out.starts_with(|c: char| c.is_ascii_digit()) {
-        out.insert(0, '_');
-    }
-    if !colon {
-        while out.starts_with("__") {
-            out.remove(0);
-        }
-    }
-    out
-}
-
 impl PicolloRecorder {
     /// The registry the recorder registers into.
     pub fn registry(&self) -> &Arc<Registry> {
         &self.inner.registry
     }
 
-    fn state(&self) -> std::sync::MutexGuard<'_, State> {
-        self.inner.state.lock().unwrap_or_else(|e| e.into_inner())
+    /// The histogram series now (a copy of the list of `Arc`s; no lock is held after).
+    fn entries(&self) -> Vec<Arc<Entry>> {
+        lock(&self.inner.entries).clone()
     }
 
-    fn labels(key: &Key, histogram: bool) -> Labels {
-        let mut pairs: Vec<(String, String)> = Vec::new();
-        for l in key.labels() {
-            let mut k = sanitize(l.key(), false);
-            if histogram && k == "le" {
-                k.push('_');
-            }
-            // A later label with the same (sanitized) key replaces the earlier one.
-            pairs.retain(|(existing, _)| *existing != k);
-            pairs.push((k, l.value().to_owned()));
-        }
-        // Sanitized keys are valid and distinct.
-        Labels::new(pairs).unwrap_or_default()
-    }
-
-    /// A counter or gauge of the registry for `key` (`make` is [`Registry::counter`] or
-    /// [`Registry::gauge`]); `None`, counted as refused, when the registry refuses it (its
-    /// name already holds another kind).
-    fn register_number<T>(
+    /// Registers the counter or gauge of `key` (`make` is [`Registry::counter`] or
+    /// [`Registry::gauge`]) under its shard's lock, unless another thread did: what the
+    /// index then holds for the key (`None`, counted once, when the registry refused it).
+    fn register_number<T: Clone>(
         &self,
         key: &Key,
+        index: &Index<T>,
         make: impl FnOnce(&Registry, &str, &str, &Labels) -> Result<T, crate::ExportError>,
     ) -> Option<T> {
-        let name = sanitize(key.name(), true);
-        let state = self.state();
-        let help = state.help.get(&name).map_or("", String::as_str);
-        let made = make(&self.inner.registry, &name, help, &Self::labels(key, false));
-        if made.is_err() {
+        if let Some(found) = index.get(key) {
+            return found;
+        }
+        let name = names::sanitize(key.name(), true);
+        let labels = names::labels(key, false);
+        let mut shard = index.lock(key);
+        if let Some(found) = shard.get(key) {
+            return found.clone();
+        }
+        let help = read(&self.inner.help);
+        let description = help.get(&name).map_or("", String::as_str);
+        let made = make(&self.inner.registry, &name, description, &labels).ok();
+        drop(help);
+        if made.is_none() {
             self.inner.refused.inc();
         }
-        made.ok()
+        shard.insert(key.clone(), made.clone());
+        made
+    }
+
+    /// Makes and registers the histogram of `key`, a key this recorder's index did not hold:
+    /// the histogram is made with no lock held, then registered under the key's shard lock
+    /// unless another thread registered the key meanwhile (then that one is returned and this
+    /// one dropped, never recorded into). `None`, counted once, when the registry refused it.
+    fn register_new_histogram(&self, key: &Key) -> Option<metrics::Histogram> {
+        let name = names::sanitize(key.name(), true);
+        let labels = names::labels(key, true);
+        // `build` made one of this configuration, so this fails only as `build` would have.
+        let made = Kinded::new(&self.inner.config, &self.inner.invalid).ok();
+        let mut shard = self.inner.histograms.lock(key);
+        if let Some(found) = shard.get(key).filter(|_| !is_planted!(RecorderNoRecheck)) {
+            return found.clone();
+        }
+        let help = read(&self.inner.help);
+        let description = help.get(&name).map_or("", String::as_str);
+        let registered = made.filter(|histogram| {
+            let exported = histogram.exported();
+            let registry = &self.inner.registry;
+            registry
+                .register_dyn(&name, description, &labels, exported)
+                .is_ok()
+        });
+        drop(help);
+        let handle = registered.as_ref().map(Kinded::handle);
+        match registered {
+            Some(histogram) => lock(&self.inner.entries).push(Arc::new(Entry {
+                name,
+                labels,
+                histogram,
+                last: Mutex::new(hlog::Last::default()),
+            })),
+            None => self.inner.refused.inc(),
+        }
+        shard.insert(key.clone(), handle.clone());
+        handle
     }
 
     fn describe(&self, key: KeyName, description: SharedString) {
-        let name = sanitize(key.as_str(), true);
-        let mut state = self.state();
-        state.help.insert(name.clone(), description.into_owned());
-        self.inner.registry.set_help(&name, &state.help[&name]);
+        let name = names::sanitize(key.as_str(), true);
+        let description = description.into_owned();
+        // Under the write lock: a series registered meanwhile reads the new text, or is
+        // registered before and gets it from `set_help`.
+        let mut help = self.inner.help.write().unwrap_or_else(|e| e.into_inner());
+        self.inner.registry.set_help(&name, &description);
+        help.insert(name, description);
     }
 
     /// Bytes the recorder's histograms hold now, all series together (their cells, pages,
-    /// tables and shards: [`AtomicHistogram::footprint`],
-    /// [`ThreadLocalHistogram::footprint`]), and the number of series.
+    /// tables and shards: [`AtomicHistogram::footprint`](picollo_core::AtomicHistogram::footprint),
+    /// [`ThreadLocalHistogram::footprint`](picollo_alloc::ThreadLocalHistogram::footprint)),
+    /// and the number of series.
     pub fn histogram_footprint(&self) -> (usize, usize) {
-        let state = self.state();
-        let bytes = state.entries.iter().map(|e| e.histogram.footprint()).sum();
-        (bytes, state.entries.len())
+        let entries = self.entries();
+        let bytes = entries.iter().map(|e| e.histogram.footprint()).sum();
+        (bytes, entries.len())
     }
 
     /// The histograms as Picollo for .NET's summary tables, one per series, titled
     /// `name{labels}`.
     pub fn summaries(&self) -> String {
-        let state = self.state();
         let mut out = String::new();
-        for e in &state.entries {
+        for e in self.entries() {
             let table = Summary::from_histogram(e.histogram.read());
             out.push_str(&table.table(&e.title()).to_string());
             out.push('\n');
@@ -721,7 +488,7 @@ impl PicolloRecorder {
     /// commas and spaces as `_`). Layouts with an HdrHistogram twin (block scales 4, 7, 10,
     /// 14, 17; the default 7 is one) convert exactly; others at the next finer precision.
     /// Returns the values HdrHistogram V2 cannot hold (outside the window), which are left
-    /// out of the log and counted here.
+    /// out of the log and counted here. Holds no lock shared with the record path.
     ///
     /// # Errors
     /// An I/O error of the writer.
@@ -731,20 +498,16 @@ impl PicolloRecorder {
         start_sec: f64,
         end_sec: f64,
     ) -> Result<u64, LogError> {
-        let mut state = self.state();
         let mut dropped = 0u64;
-        for e in &mut state.entries {
+        for e in self.entries() {
             let h = e.histogram.read();
-            let snapshot = e
-                .last
-                .get_or_insert_with(|| Snapshot::empty(h.layout(), h.window()));
-            snapshot.update(h, true);
+            let delta = lock(&e.last).interval(h);
             let layout = h.layout();
             let digits = interop::significant_digits_for(layout)
                 .or_else(|| interop::finer_significant_digits(layout))
                 .unwrap_or(5);
             let export = interop::export(
-                &*snapshot,
+                &delta,
                 &HdrOptions::new()
                     .significant_digits(digits)
                     .allow_dropping(true),
@@ -758,6 +521,16 @@ impl PicolloRecorder {
         }
         Ok(dropped)
     }
+}
+
+/// Locks `m`, through a poisoned lock (nothing here panics while holding one).
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Read-locks `l`, through a poisoned lock.
+fn read<T>(l: &RwLock<T>) -> RwLockReadGuard<'_, T> {
+    l.read().unwrap_or_else(|e| e.into_inner())
 }
 
 impl metrics::Recorder for PicolloRecorder {
@@ -774,85 +547,34 @@ impl metrics::Recorder for PicolloRecorder {
     }
 
     fn register_counter(&self, key: &Key, _metadata: &Metadata<'_>) -> metrics::Counter {
-        self.register_number(key, Registry::counter)
-            .map_or(metrics::Counter::noop(), |c| {
-                metrics::Counter::from_arc(Arc::new(c))
-            })
+        let make = |r: &Registry, name: &str, help: &str, labels: &Labels| {
+            r.counter(name, help, labels)
+                .map(|c| metrics::Counter::from_arc(Arc::new(c)))
+        };
+        self.register_number(key, &self.inner.counters, make)
+            .unwrap_or_else(metrics::Counter::noop)
     }
 
     fn register_gauge(&self, key: &Key, _metadata: &Metadata<'_>) -> metrics::Gauge {
-        self.register_number(key, Registry::gauge)
-            .map_or(metrics::Gauge::noop(), |g| {
-                metrics::Gauge::from_arc(Arc::new(g))
-            })
+        let make = |r: &Registry, name: &str, help: &str, labels: &Labels| {
+            r.gauge(name, help, labels)
+                .map(|g| metrics::Gauge::from_arc(Arc::new(g)))
+        };
+        self.register_number(key, &self.inner.gauges, make)
+            .unwrap_or_else(metrics::Gauge::noop)
     }
 
     fn register_histogram(&self, key: &Key, _metadata: &Metadata<'_>) -> metrics::Histogram {
         // `histogram!(…)` registers on every call: a handle this thread already got for the
-        // key comes from its cache, without the recorder's lock.
+        // key comes from its cache, without any lock.
         if let Some(handle) = cached_handle(self.inner.id, key) {
             return handle;
         }
-        let mut state = self.state();
-        let config = &self.inner.config;
-        if let Some(&i) = state.histograms.get(key) {
-            let handle = state.entries[i].handle.clone();
-            drop(state);
-            remember_handle(self.inner.id, key, &handle);
-            return handle;
+        let handle = match self.inner.histograms.get(key) {
+            Some(found) => found,
+            None => self.register_new_histogram(key),
         }
-        let name = sanitize(key.name(), true);
-        let labels = Self::labels(key, true);
-        let help = state.help.get(&name).cloned().unwrap_or_default();
-        let window = config.window();
-        let (scale, invalid) = (config.scale, self.inner.invalid.clone());
-        let layout = config.layout;
-        let histogram = match (config.kind, config.dense) {
-            (HistogramKind::ThreadLocal, true) => Kinded::ThreadLocal(Arc::new(Handle::new(
-                ThreadLocalHistogram::<u64, Dense>::new(layout, window),
-                scale,
-                invalid,
-            ))),
-            (HistogramKind::ThreadLocal, false) => {
-                Kinded::SparseThreadLocal(Arc::new(Handle::new(
-                    ThreadLocalHistogram::<u64>::new(layout, window),
-                    scale,
-                    invalid,
-                )))
-            }
-            (HistogramKind::Atomic, true) => Kinded::Atomic(Arc::new(Handle::new(
-                heap::atomic(layout, window),
-                scale,
-                invalid,
-            ))),
-            (HistogramKind::Atomic, false) => {
-                let cells = SparseStorage::new(layout, window);
-                let window = cells.window();
-                match AtomicHistogram::with_storage(layout, cells, window) {
-                    Ok(h) => Kinded::SparseAtomic(Arc::new(Handle::new(h, scale, invalid))),
-                    // The storage was made for this layout and window.
-                    Err(_) => return metrics::Histogram::noop(),
-                }
-            }
-        };
-        let registered =
-            self.inner
-                .registry
-                .register_dyn(&name, &help, &labels, histogram.exported());
-        if registered.is_err() {
-            self.inner.refused.inc();
-            return metrics::Histogram::noop();
-        }
-        let handle = histogram.handle();
-        let index = state.entries.len();
-        state.histograms.insert(key.clone(), index);
-        state.entries.push(Entry {
-            series: (name, labels),
-            histogram,
-            handle: handle.clone(),
-            last: None,
-        });
-        drop(state);
+        .unwrap_or_else(metrics::Histogram::noop);
         remember_handle(self.inner.id, key, &handle);
         handle
     }

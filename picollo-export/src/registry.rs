@@ -1,7 +1,7 @@
 //! The registry: named, labelled histograms, counters and gauges, encoded for a scrape.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
 
 use crate::classic::{ClassicBuckets, ClassicHistogram};
 use crate::native::{Mapping, NativeHistogram};
@@ -9,6 +9,7 @@ use crate::proto::prometheus as pb;
 use crate::proto::wire;
 use crate::schema::Schema;
 use crate::source::Exported;
+use crate::sync::{is_planted, Mutex, MutexGuard, RwLock};
 use crate::text::{MetricKind, TextEncoder, TextFormat};
 use crate::{check_metric_name, ExportError, Labels};
 
@@ -215,10 +216,21 @@ impl Family {
 /// # Ok::<(), picollo_export::ExportError>(())
 /// ```
 pub struct Registry {
-    families: RwLock<Families>,
+    /// What registration, removal and help texts change (each under this lock for a few hash
+    /// operations, never while a series is read or encoded).
+    families: Mutex<Families>,
+    /// The families as the last scrape saw them, shared by every scrape until a change:
+    /// cleared under `families`' lock by each change, rebuilt under it by the next scrape
+    /// (so a snapshot stored is never older than a change that completed). Lock order:
+    /// `families`, then `snapshot`.
+    snapshot: RwLock<Option<FamilyList>>,
     options: ExportOptions,
     next_id: AtomicU64,
 }
+
+/// The families of one scrape, shared: the series' labels and values are `Arc`s, so a
+/// snapshot costs a few allocations per family, none per series.
+pub(crate) type FamilyList = Arc<Vec<Family>>;
 
 impl Default for Registry {
     fn default() -> Self {
@@ -228,8 +240,7 @@ impl Default for Registry {
 
 impl core::fmt::Debug for Registry {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        let families = self.read();
-        let families = families.list();
+        let families = self.families();
         f.debug_struct("Registry")
             .field("families", &families.len())
             .field(
@@ -250,7 +261,8 @@ impl Registry {
     /// An empty registry.
     pub fn with_options(options: ExportOptions) -> Self {
         Registry {
-            families: RwLock::new(Families::default()),
+            families: Mutex::new(Families::default()),
+            snapshot: RwLock::new(None),
             options,
             next_id: AtomicU64::new(0),
         }
@@ -261,13 +273,29 @@ impl Registry {
         &self.options
     }
 
-    fn read(&self) -> std::sync::RwLockReadGuard<'_, Families> {
+    fn lock(&self) -> MutexGuard<'_, Families> {
         // Registration never panics with the lock held; tolerate it anyway.
-        self.families.read().unwrap_or_else(|e| e.into_inner())
+        self.families.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    fn write(&self) -> std::sync::RwLockWriteGuard<'_, Families> {
-        self.families.write().unwrap_or_else(|e| e.into_inner())
+    /// Runs `f` on the families; when it changed them, clears the snapshot before the lock is
+    /// released, so that no scrape after this returns misses the change.
+    fn change<R>(&self, f: impl FnOnce(&mut Families) -> R) -> R {
+        let mut families = self.lock();
+        let before = families.changes();
+        let out = f(&mut families);
+        let mut stale = None;
+        if families.changes() != before {
+            stale = self
+                .snapshot
+                .write()
+                .unwrap_or_else(|e| e.into_inner())
+                .take();
+        }
+        drop(families);
+        // Freed (when no scrape holds it) after the lock: a copy of every series.
+        drop(stale);
+        out
     }
 
     /// Registers histogram `source` (any kind: see [`crate::source`]) as series `labels` of
@@ -352,15 +380,14 @@ impl Registry {
     /// Replaces the help text of family `name`, if registered (for descriptions that arrive
     /// after the first series, as `metrics::describe_*!` may).
     pub fn set_help(&self, name: &str, help: &str) {
-        if let Some(f) = self.write().get_mut(name) {
-            f.help = help.to_owned();
-        }
+        self.change(|families| families.set_help(name, help))
     }
 
     /// Removes series `labels` of family `name` (the family goes with its last series).
     /// Returns whether it was registered.
     pub fn remove(&self, name: &str, labels: &Labels) -> bool {
-        self.write().remove(name, &labels.sorted())
+        let key = labels.sorted();
+        self.change(|families| families.remove(name, &key))
     }
 
     /// Inserts a series; for counters and gauges, returns the existing value instead of a
@@ -375,16 +402,32 @@ impl Registry {
     ) -> Result<Value, ExportError> {
         check_metric_name(name)?;
         let key = labels.sorted();
-        self.write()
-            .insert((name, help, kind), labels, key, value, || {
+        self.change(|families| {
+            families.insert((name, help, kind), labels, key, value, || {
                 self.next_id.fetch_add(1, Ordering::Relaxed)
             })
+        })
     }
 
-    /// A copy of the families (cheap: `Arc`s), so that encoding holds no lock while it reads
-    /// histograms and registration is never blocked by a scrape.
-    pub(crate) fn families(&self) -> Vec<Family> {
-        self.read().list().to_vec()
+    /// The families now, shared (copy-on-write): the last snapshot when nothing changed since
+    /// it was taken, else a new one. Encoding holds no lock while it reads histograms, and
+    /// registration is never blocked by a scrape for longer than a snapshot's copy of the
+    /// series' `Arc`s (after a change).
+    pub(crate) fn families(&self) -> FamilyList {
+        let cached = self.snapshot.read().unwrap_or_else(|e| e.into_inner());
+        if let Some(list) = cached.as_ref() {
+            return list.clone();
+        }
+        drop(cached);
+        let families = self.lock();
+        let list: FamilyList = Arc::new(families.list().to_vec());
+        if is_planted!(RegistryStaleSnapshot) {
+            drop(families);
+        }
+        // Stored under `families`' lock: no change can come between the copy and the store
+        // (a change clears the snapshot while holding that lock).
+        *self.snapshot.write().unwrap_or_else(|e| e.into_inner()) = Some(list.clone());
+        list
     }
 
     /// Appends the Prometheus protobuf exposition (`application/vnd.google.protobuf;
@@ -393,7 +436,7 @@ impl Registry {
     /// classic buckets with [`ExportOptions::classic_in_protobuf`]).
     pub fn encode_protobuf(&self, out: &mut Vec<u8>) {
         let mut scratch = Scratch::default();
-        for family in self.families() {
+        for family in self.families().iter() {
             let kind = match family.kind {
                 MetricKind::Counter => pb::MetricType::Counter,
                 MetricKind::Gauge => pb::MetricType::Gauge,
@@ -513,7 +556,7 @@ impl Registry {
     pub fn encode_text(&self, format: TextFormat) -> String {
         let mut text = TextEncoder::new(format);
         let mut classic = ClassicHistogram::default();
-        for family in self.families() {
+        for family in self.families().iter() {
             // Names were checked at registration.
             if text
                 .family(&family.name, &family.help, family.kind)

@@ -5,6 +5,8 @@
 use std::sync::Arc;
 
 use picollo_alloc::hdr::{interop, LogReader, LogWriter};
+use picollo_alloc::BuildError;
+use picollo_core::Layout;
 use picollo_core::ReadExt;
 use picollo_export::recorder::{HistogramKind, RecorderBuilder};
 use picollo_export::text::TextFormat;
@@ -22,7 +24,10 @@ fn sample(text: &str, series: &str) -> f64 {
 fn histograms_counters_and_gauges_arrive_with_labels() {
     for kind in [HistogramKind::ThreadLocal, HistogramKind::Atomic] {
         let registry = Arc::new(Registry::new());
-        let recorder = RecorderBuilder::new().kind(kind).build(registry.clone());
+        let recorder = RecorderBuilder::new()
+            .kind(kind)
+            .build(registry.clone())
+            .unwrap();
         metrics::with_local_recorder(&recorder, || {
             let h = metrics::histogram!("rpc.latency", "method" => "GET", "le" => "x");
             let again = metrics::histogram!("rpc.latency", "method" => "GET", "le" => "x");
@@ -42,8 +47,14 @@ fn histograms_counters_and_gauges_arrive_with_labels() {
             g.set(4.0);
             g.increment(1.5);
             g.decrement(0.5);
-            // A histogram name already used by a counter: refused, counted, never a panic.
-            metrics::histogram!("rpc.calls").record(1.0);
+            // A histogram name already used by a counter: refused, counted once per key (the
+            // key is remembered), never a panic.
+            for _ in 0..3 {
+                metrics::histogram!("rpc.calls").record(1.0);
+            }
+            std::thread::scope(|s| {
+                s.spawn(|| metrics::histogram!("rpc.calls").record(1.0));
+            });
         });
         let text = registry.encode_text(TextFormat::Prometheus);
         let series = "rpc_latency_count{method=\"GET\",le_=\"x\"}";
@@ -75,7 +86,10 @@ fn histograms_counters_and_gauges_arrive_with_labels() {
 #[test]
 fn scale_turns_durations_into_nanoseconds() {
     let registry = Arc::new(Registry::new());
-    let recorder = RecorderBuilder::new().scale(1e9).build(registry.clone());
+    let recorder = RecorderBuilder::new()
+        .scale(1e9)
+        .build(registry.clone())
+        .unwrap();
     metrics::with_local_recorder(&recorder, || {
         let h = metrics::histogram!("op");
         h.record(std::time::Duration::from_micros(1_500));
@@ -91,7 +105,7 @@ fn scale_turns_durations_into_nanoseconds() {
 #[test]
 fn hlog_intervals_hold_what_each_interval_recorded() {
     let registry = Arc::new(Registry::new());
-    let recorder = RecorderBuilder::new().build(registry);
+    let recorder = RecorderBuilder::new().build(registry).unwrap();
     let mut log = LogWriter::new(Vec::new());
     log.write_log_format_version().unwrap();
     metrics::with_local_recorder(&recorder, || {
@@ -122,9 +136,12 @@ fn hlog_intervals_hold_what_each_interval_recorded() {
 #[test]
 fn cached_handles_never_mix_recorders_or_keys() {
     let registries = [Arc::new(Registry::new()), Arc::new(Registry::new())];
-    let recorders = registries
-        .clone()
-        .map(|r| RecorderBuilder::new().kind(HistogramKind::Atomic).build(r));
+    let recorders = registries.clone().map(|r| {
+        RecorderBuilder::new()
+            .kind(HistogramKind::Atomic)
+            .build(r)
+            .unwrap()
+    });
     const KEYS: usize = 40;
     for round in 0..3 {
         for k in 0..KEYS {
@@ -150,4 +167,72 @@ fn cached_handles_never_mix_recorders_or_keys() {
             }
         }
     }
+}
+
+/// A layout with a lowest discernible value is recorded with its unit by the atomic kinds
+/// (sparse and dense) and appears in the exposition; the thread-local kind, which records
+/// no unit, is refused when the recorder is built. Never stripped, never dropped.
+#[test]
+fn a_unit_layout_records_or_is_refused_at_build() {
+    let layout = Layout::from_block_scale(7)
+        .unwrap()
+        .with_lowest_discernible(1000)
+        .unwrap();
+    for dense in [false, true] {
+        let registry = Arc::new(Registry::new());
+        let builder = RecorderBuilder::new().layout(layout);
+        let builder = if dense { builder.dense() } else { builder };
+        assert!(builder.series_footprint().unwrap() > 0);
+        let recorder = builder.build(registry.clone()).unwrap();
+        metrics::with_local_recorder(&recorder, || {
+            for v in 0..100u32 {
+                metrics::histogram!("io.size", "dev" => "sda").record(f64::from(v) * 1000.0);
+            }
+        });
+        let text = registry.encode_text(TextFormat::Prometheus);
+        assert_eq!(sample(&text, "io_size_count{dev=\"sda\"}"), 100.0, "{text}");
+        // Values in units of 512 (the largest power of two not above 1,000): 99,000 is
+        // counted in a bucket of width at most 512 around it.
+        let sum = sample(&text, "io_size_sum{dev=\"sda\"}");
+        assert!((sum - 4_950_000.0).abs() <= 100.0 * 512.0, "{sum}");
+        let (bytes, series) = recorder.histogram_footprint();
+        assert!(bytes > 0 && series == 1, "{bytes} {series}");
+        assert!(recorder.summaries().contains("io_size{dev=\"sda\"}"));
+    }
+    let thread_local = RecorderBuilder::new()
+        .layout(layout)
+        .kind(HistogramKind::ThreadLocal);
+    let refused = |e: BuildError| matches!(e, BuildError::UnitNotRecorded { .. });
+    assert!(thread_local.series_footprint().err().is_some_and(refused));
+    let built = thread_local.build(Arc::new(Registry::new()));
+    assert!(built.err().is_some_and(refused));
+}
+
+/// A key the registry refuses is remembered: it is counted once however often and from how
+/// many threads it is asked for, and two refused keys count two.
+#[test]
+fn refused_keys_are_counted_once_per_key() {
+    let registry = Arc::new(Registry::new());
+    let recorder = RecorderBuilder::new().build(registry.clone()).unwrap();
+    metrics::with_local_recorder(&recorder, || {
+        metrics::counter!("jobs").increment(1);
+        metrics::gauge!("depth").set(1.0);
+    });
+    std::thread::scope(|s| {
+        for _ in 0..4 {
+            s.spawn(|| {
+                metrics::with_local_recorder(&recorder, || {
+                    for _ in 0..100 {
+                        metrics::histogram!("jobs").record(1.0);
+                        metrics::histogram!("depth").record(1.0);
+                        metrics::counter!("depth").increment(1);
+                    }
+                })
+            });
+        }
+    });
+    let text = registry.encode_text(TextFormat::Prometheus);
+    let refused = sample(&text, "picollo_recorder_refused_registrations_total");
+    assert_eq!(refused, 3.0, "{text}");
+    assert_eq!(sample(&text, "jobs"), 1.0);
 }

@@ -134,7 +134,13 @@ impl ColdTier {
         max_words: usize,
     ) -> Option<u64> {
         let key = key_of(logical);
-        self.blocks.fetch_or(1 << (block % 64), Ordering::Relaxed);
+        let bit = 1 << (block % 64);
+        // A load first: the bit is set on all but a block's first cold record, and a locked
+        // `fetch_or` on this one word would bounce its cache line between every recording
+        // core.
+        if self.blocks.load(Ordering::Relaxed) & bit == 0 {
+            self.blocks.fetch_or(bit, Ordering::Relaxed);
+        }
         loop {
             let newest = self.newest.load(Ordering::Acquire);
             // SAFETY: `newest` is null or a table published by `grow` (release CAS, read with
@@ -152,7 +158,10 @@ impl ColdTier {
         // SAFETY: as in `add`.
         let size = unsafe { newest.as_ref() }.map_or(FIRST_WORDS, |t| t.words.len() * 2);
         if self.words.load(Ordering::Relaxed) + size > max_words {
-            return None;
+            // `words` counts a table another thread installed after `newest` was read: with
+            // `newest` stale, that table may have room, so look again rather than give the
+            // block a page early.
+            return (self.newest.load(Ordering::Acquire) != newest).then_some(());
         }
         let table = Table::new(size, newest);
         let free = |t: *mut Table| {

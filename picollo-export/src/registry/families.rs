@@ -29,6 +29,9 @@ pub(crate) struct Families {
     /// Registration refuses a family whose sample names clash with another's, so each
     /// sample name has one writer.
     samples: HashMap<String, String>,
+    /// Changes so far (series added or removed, help texts replaced): a snapshot of `list`
+    /// taken at one count is current while the count stays.
+    changes: u64,
 }
 
 impl Families {
@@ -37,10 +40,20 @@ impl Families {
         &self.list
     }
 
-    /// Family `name`, if registered.
-    pub(crate) fn get_mut(&mut self, name: &str) -> Option<&mut Family> {
-        let &i = self.by_name.get(name)?;
-        Some(&mut self.list[i])
+    /// Changes so far ([`Families::insert`] of a new series, [`Families::remove`],
+    /// [`Families::set_help`]).
+    pub(crate) fn changes(&self) -> u64 {
+        self.changes
+    }
+
+    /// Replaces the help text of family `name`, if registered.
+    pub(crate) fn set_help(&mut self, name: &str, help: &str) {
+        if let Some(&i) = self.by_name.get(name) {
+            if self.list[i].help != help {
+                self.list[i].help = help.to_owned();
+                self.changes += 1;
+            }
+        }
     }
 
     /// Adds series `labels` (identified by `key`, the same labels in name order) with
@@ -92,6 +105,7 @@ impl Families {
             labels: labels.clone(),
             value: value.clone(),
         });
+        self.changes += 1;
         Ok(value)
     }
 
@@ -120,6 +134,7 @@ impl Families {
             return false;
         };
         self.list[fi].series.remove(si);
+        self.changes += 1;
         for position in self.by_key[fi].values_mut() {
             if *position > si {
                 *position -= 1;

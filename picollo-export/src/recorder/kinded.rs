@@ -1,0 +1,362 @@
+//! The recorder's histograms: the kinds it makes ([`Kinded`]), the handle `metrics` records
+//! through ([`Handle`]), and the float-to-bucket map of its record path ([`FloatBuckets`]).
+
+use std::sync::Arc;
+
+use picollo_alloc::{
+    BuildError, Dense, HeapAtomicHistogram, HeapUnitAtomicHistogram, HistogramBuilder, Snapshot,
+    SparseAtomicHistogram, SparseStorage, StorageWidth, ThreadLocalHistogram,
+};
+use picollo_core::{AtomicHistogram, BucketPos, HistogramRead, Layout, UnitLayout, Window};
+
+use super::{HistogramKind, RecorderBuilder};
+use crate::registry::{Counter, Gauge};
+use crate::source::Exported;
+
+/// An atomic histogram recording a value unit (a layout with a lowest discernible value),
+/// over sparse storage.
+pub(super) type SparseUnitAtomic =
+    AtomicHistogram<SparseStorage<<u64 as StorageWidth>::Atomic>, UnitLayout>;
+/// An atomic histogram recording a value unit, over dense storage.
+pub(super) type DenseUnitAtomic = HeapUnitAtomicHistogram;
+
+/// One histogram of the recorder, of the kind it was built with: the handle `metrics` calls
+/// holds the histogram itself (one indirection from the call to the cells), and the
+/// registry serves the same `Arc`.
+#[derive(Clone)]
+pub(super) enum Kinded {
+    ThreadLocal(Arc<Handle<ThreadLocalHistogram<u64, Dense>>>),
+    SparseThreadLocal(Arc<Handle<ThreadLocalHistogram<u64>>>),
+    Atomic(Arc<Handle<HeapAtomicHistogram>>),
+    SparseAtomic(Arc<Handle<SparseAtomicHistogram>>),
+    /// The atomic kind with a value unit (dense storage).
+    UnitAtomic(Arc<Handle<DenseUnitAtomic>>),
+    /// The atomic kind with a value unit (sparse storage).
+    SparseUnitAtomic(Arc<Handle<SparseUnitAtomic>>),
+}
+
+/// Applies `$body` to the handle of whichever kind `$kinded` is, bound as `$h`.
+macro_rules! each_kind {
+    ($kinded:expr, $h:ident => $body:expr) => {
+        match $kinded {
+            Kinded::ThreadLocal($h) => $body,
+            Kinded::SparseThreadLocal($h) => $body,
+            Kinded::Atomic($h) => $body,
+            Kinded::SparseAtomic($h) => $body,
+            Kinded::UnitAtomic($h) => $body,
+            Kinded::SparseUnitAtomic($h) => $body,
+        }
+    };
+}
+
+impl Kinded {
+    /// A new histogram of `config`'s kind, made by [`HistogramBuilder`] (so that a layout
+    /// with a lowest discernible value is recorded with its unit, or refused for a kind that
+    /// records none: never stripped).
+    ///
+    /// # Errors
+    /// The builder's: an invalid window, or a value unit with the thread-local kind.
+    pub(super) fn new(config: &RecorderBuilder, invalid: &Counter) -> Result<Kinded, BuildError> {
+        let builder = HistogramBuilder::new()
+            .layout(config.layout)
+            .max_trackable(config.max_trackable);
+        let unit = config.layout.unit_magnitude() != 0;
+        let (scale, invalid) = (config.scale, invalid.clone());
+        let handle = |h| Arc::new(Handle::new(h, scale, invalid.clone()));
+        Ok(match (config.kind, config.dense, unit) {
+            (HistogramKind::ThreadLocal, true, _) => Kinded::ThreadLocal(Arc::new(Handle::new(
+                builder.dense().thread_local()?,
+                scale,
+                invalid,
+            ))),
+            (HistogramKind::ThreadLocal, false, _) => Kinded::SparseThreadLocal(Arc::new(
+                Handle::new(builder.thread_local()?, scale, invalid),
+            )),
+            (HistogramKind::Atomic, true, false) => {
+                Kinded::Atomic(handle(builder.dense().atomic()?))
+            }
+            (HistogramKind::Atomic, false, false) => {
+                Kinded::SparseAtomic(Arc::new(Handle::new(builder.atomic()?, scale, invalid)))
+            }
+            (HistogramKind::Atomic, true, true) => Kinded::UnitAtomic(Arc::new(Handle::new(
+                builder.dense().atomic_with_unit()?,
+                scale,
+                invalid,
+            ))),
+            (HistogramKind::Atomic, false, true) => Kinded::SparseUnitAtomic(Arc::new(
+                Handle::new(builder.atomic_with_unit()?, scale, invalid),
+            )),
+        })
+    }
+
+    pub(super) fn read(&self) -> &dyn HistogramRead {
+        each_kind!(self, h => &h.histogram)
+    }
+
+    pub(super) fn exported(&self) -> Arc<dyn Exported> {
+        each_kind!(self, h => h.clone())
+    }
+
+    /// The handle `metrics` calls: typed, so a record is the conversion plus the kind's own
+    /// record, with no dynamic dispatch inside.
+    pub(super) fn handle(&self) -> metrics::Histogram {
+        each_kind!(self, h => metrics::Histogram::from_arc(h.clone()))
+    }
+
+    /// Bytes the series' histogram holds now.
+    pub(super) fn footprint(&self) -> usize {
+        each_kind!(self, h => h.histogram.footprint())
+    }
+}
+
+/// A histogram kind the recorder can hand to `metrics`.
+pub(super) trait RecorderHistogram: Send + Sync + 'static {
+    fn record_value(&self, value: u64);
+}
+
+impl<S: picollo_alloc::StorageChoice> RecorderHistogram for ThreadLocalHistogram<u64, S> {
+    #[inline]
+    fn record_value(&self, value: u64) {
+        self.record(value)
+    }
+}
+
+impl RecorderHistogram for HeapAtomicHistogram {
+    #[inline]
+    fn record_value(&self, value: u64) {
+        self.record(value)
+    }
+}
+
+impl RecorderHistogram for SparseAtomicHistogram {
+    #[inline]
+    fn record_value(&self, value: u64) {
+        self.record(value)
+    }
+}
+
+impl RecorderHistogram for DenseUnitAtomic {
+    #[inline]
+    fn record_value(&self, value: u64) {
+        self.record(value)
+    }
+}
+
+impl RecorderHistogram for SparseUnitAtomic {
+    #[inline]
+    fn record_value(&self, value: u64) {
+        self.record(value)
+    }
+}
+
+/// The handle `metrics::histogram!` returns, holding the histogram: converts and records.
+pub(super) struct Handle<H> {
+    histogram: H,
+    scale: f64,
+    /// The bucket of a scaled value from its bits (the thread-local kind's fast path).
+    buckets: FloatBuckets,
+    invalid: Counter,
+}
+
+impl<H: RecorderHistogram + HistogramRead> Handle<H> {
+    fn new(histogram: H, scale: f64, invalid: Counter) -> Self {
+        Handle {
+            buckets: FloatBuckets::new(histogram.layout(), histogram.window()),
+            histogram,
+            scale,
+            invalid,
+        }
+    }
+}
+
+/// `2^63` as an `f64`: values below it convert with one signed conversion.
+pub(super) const TWO_63: f64 = 9_223_372_036_854_775_808.0;
+
+/// The storage slot of a (scaled) `f64` value, read from its bits without converting it to
+/// an integer first.
+///
+/// For a value `v >= 2^k` (`k` the layout's block scale, `B = 2^k`) with binary exponent `m`,
+/// Picollo's bucket is `(m - k + 1)·B + j`, where `j` is the top `k` bits of the mantissa
+/// below the leading one (`Layout::index_of`). An `f64`'s bits shifted right by `52 - k`
+/// are `(m + 1023)·B + j`: the same number plus the constant `(1022 + k)·B`. The bucket of a
+/// real `v` is that of its integer part (bucket edges at and above `B` are integers), which
+/// is what converting first would record. So one shift and one subtraction give the slot,
+/// and one unsigned comparison keeps the path to values in `[2^k, 2^64)` that fall inside
+/// the window: everything else (values below `B`, whose buckets are not spaced this way;
+/// outside the window; negative; infinite; NaN, whose bits all land far above the window)
+/// takes [`Handle::record_converted`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct FloatBuckets {
+    shift: u32,
+    /// The shifted bits of the first value of the fast range.
+    base: u64,
+    /// Buckets in the fast range.
+    limit: u64,
+    /// The slot of the fast range's first bucket.
+    offset: usize,
+}
+
+impl FloatBuckets {
+    pub(super) fn new(layout: Layout, window: Window) -> Self {
+        let k = layout.block_scale();
+        let b = 1usize << k;
+        let (first, end) = (window.first(), window.first() + window.len());
+        // The fast range: buckets at or above B's, inside the window; with a value unit, the
+        // buckets above its two coarse blocks (the plain layout's from there on).
+        let lo = first.max(b + layout.first_index());
+        FloatBuckets {
+            shift: 52 - k,
+            base: ((1022 + u64::from(k)) << k) + lo as u64,
+            limit: end.saturating_sub(lo) as u64,
+            offset: lo - first,
+        }
+    }
+
+    /// The storage slot of `v`, when `v` is in the fast range; then `slot < window.len()`
+    /// (`limit + offset` is the window's length).
+    #[inline(always)]
+    pub(super) fn slot(&self, v: f64) -> Option<usize> {
+        let t = (v.to_bits() >> self.shift).wrapping_sub(self.base);
+        (t < self.limit).then(|| t as usize + self.offset)
+    }
+
+    /// The [`BucketPos`] of `v` for `v` in `[B, 2^64)` (any window: the storage sorts out
+    /// what falls outside its own): the same shifted bits, less `(1023 + k)·B`, are
+    /// `(m - k)·B + j`, block `m - k` and offset `B + j` (`Layout::position`).
+    #[inline(always)]
+    pub(super) fn position(&self, v: f64) -> Option<BucketPos> {
+        let k = 52 - self.shift;
+        let u = (v.to_bits() >> self.shift).wrapping_sub((1023 + u64::from(k)) << k);
+        (u < (64 - u64::from(k)) << k).then(|| BucketPos {
+            block: (u >> k) as usize,
+            offset: ((1u64 << k) | (u & ((1u64 << k) - 1))) as usize,
+        })
+    }
+}
+
+impl metrics::HistogramFn for Handle<ThreadLocalHistogram<u64>> {
+    #[inline]
+    fn record(&self, value: f64) {
+        let v = value * self.scale;
+        match self.buckets.position(v) {
+            // SAFETY: `FloatBuckets::position` returns positions of values under this
+            // histogram's layout (the buckets were made from it).
+            Some(pos) => unsafe { self.histogram.record_position(pos) },
+            None => self.record_converted(v),
+        }
+    }
+}
+
+impl metrics::HistogramFn for Handle<ThreadLocalHistogram<u64, Dense>> {
+    #[inline]
+    fn record(&self, value: f64) {
+        let v = value * self.scale;
+        match self.buckets.slot(v) {
+            // SAFETY: `FloatBuckets::slot` returns slots below the window's length (the
+            // buckets were made from this histogram's layout and window).
+            Some(slot) => unsafe { self.histogram.record_slot_unchecked(slot) },
+            None => self.record_converted(v),
+        }
+    }
+}
+
+impl metrics::HistogramFn for Handle<HeapAtomicHistogram> {
+    #[inline]
+    fn record(&self, value: f64) {
+        let v = value * self.scale;
+        // The range check also turns away NaN (every comparison with it is false).
+        if (0.0..TWO_63).contains(&v) {
+            // SAFETY: `v` is finite and in [0, 2^63), so truncating it fits an i64.
+            self.histogram
+                .record_value(unsafe { v.to_int_unchecked::<i64>() } as u64);
+        } else {
+            self.record_converted(v);
+        }
+    }
+}
+
+impl metrics::HistogramFn for Handle<SparseAtomicHistogram> {
+    #[inline]
+    fn record(&self, value: f64) {
+        let v = value * self.scale;
+        match self.buckets.position(v) {
+            // SAFETY: `FloatBuckets::position` returns positions of values under this
+            // histogram's layout (the buckets were made from it).
+            Some(pos) => unsafe { self.histogram.record_position(pos) },
+            None => self.record_converted(v),
+        }
+    }
+}
+
+/// The unit kinds record through the conversion: their buckets are the unit's, which the
+/// float map does not follow.
+impl metrics::HistogramFn for Handle<DenseUnitAtomic> {
+    #[inline]
+    fn record(&self, value: f64) {
+        self.record_any(value * self.scale)
+    }
+}
+
+impl metrics::HistogramFn for Handle<SparseUnitAtomic> {
+    #[inline]
+    fn record(&self, value: f64) {
+        self.record_any(value * self.scale)
+    }
+}
+
+impl<H: RecorderHistogram> Handle<H> {
+    /// [`Handle::record_converted`] on the record path (the unit kinds').
+    #[inline]
+    fn record_any(&self, v: f64) {
+        if v.is_nan() {
+            self.invalid.inc();
+        } else {
+            self.histogram.record_value(v as u64);
+        }
+    }
+
+    /// Converts and records: NaN counts as invalid; negative values as 0; `2^64` and above
+    /// saturate at `u64::MAX`.
+    #[cold]
+    #[inline(never)]
+    fn record_converted(&self, v: f64) {
+        if v.is_nan() {
+            self.invalid.inc();
+        } else {
+            self.histogram.record_value(v as u64);
+        }
+    }
+}
+
+impl<H: Exported> Exported for Handle<H> {
+    fn fill_native(&self, out: &mut crate::NativeHistogram, schema: Option<crate::Schema>) {
+        self.histogram.fill_native(out, schema)
+    }
+    fn fill_classic(&self, out: &mut crate::ClassicHistogram, buckets: &crate::ClassicBuckets) {
+        self.histogram.fill_classic(out, buckets)
+    }
+    fn fill_snapshot(&self, snapshot: &mut Snapshot, deltas: bool) -> Option<u128> {
+        self.histogram.fill_snapshot(snapshot, deltas)
+    }
+}
+
+impl metrics::CounterFn for Counter {
+    fn increment(&self, value: u64) {
+        self.add(value);
+    }
+    fn absolute(&self, value: u64) {
+        self.set(value.max(self.get()));
+    }
+}
+
+impl metrics::GaugeFn for Gauge {
+    fn increment(&self, value: f64) {
+        self.add(value);
+    }
+    fn decrement(&self, value: f64) {
+        self.add(-value);
+    }
+    fn set(&self, value: f64) {
+        Gauge::set(self, value);
+    }
+}

@@ -1,0 +1,130 @@
+//! Loom models of the registry's and the recorder's concurrency, over the real code: in a
+//! loom build (`RUSTFLAGS="--cfg loom"`) their locks are loom's (`src/sync.rs`), and so are
+//! the atomics of picollo-core's atomic kind, so loom runs every
+//! interleaving of the model's threads (within the preemption bound CI sets,
+//! `.ci/check.d/33-loom.sh`). The recorder's histograms are dense here: sparse storage's own
+//! races have models of their own (picollo-alloc/tests/loom.rs), and its page and table
+//! atomics would multiply the states of this model for nothing it checks.
+//!
+//! - **Registration race.** Two threads ask the recorder for the same new key at once and
+//!   record one value each: one series exists after, holding both values, and nothing is
+//!   refused (the loser of the race drops its histogram and records into the winner's).
+//! - **Copy-on-write list.** One thread registers a series while another scrapes (the scrape
+//!   copies the families into the shared snapshot): a scrape after both sees the series.
+//!
+//! Each model has a twin with a bug planted (`picollo_export::planted`), which must fail.
+//!
+//! The models call `metrics::Recorder`'s methods directly rather than the `histogram!` macro:
+//! the facade's local recorder is a thread-local, which loom's threads (coroutines on one
+//! OS thread) would share.
+//!
+//! Run: `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=3 cargo test -p picollo-export --test
+//! loom`.
+#![cfg(loom)]
+
+use std::sync::Arc;
+
+use loom::thread;
+use metrics::{Key, Label, Level, Metadata, Recorder};
+use picollo_export::planted::{self, Bug};
+use picollo_export::recorder::RecorderBuilder;
+use picollo_export::text::TextFormat;
+use picollo_export::{Labels, Registry};
+
+fn metadata() -> Metadata<'static> {
+    Metadata::new("loom", Level::INFO, None)
+}
+
+fn sample(text: &str, series: &str) -> Option<f64> {
+    text.lines()
+        .find_map(|l| l.strip_prefix(series)?.strip_prefix(' '))
+        .map(|v| v.parse().unwrap())
+}
+
+/// Two threads create the same key at once and record into it.
+fn registration_race() {
+    loom::model(|| {
+        let registry = Arc::new(Registry::new());
+        // Dense storage: the model is of the index and the registry, not of sparse storage's
+        // page installation (picollo-alloc's models cover that).
+        let recorder = RecorderBuilder::new()
+            .dense()
+            .build(registry.clone())
+            .unwrap();
+        let key = || Key::from_parts("op", vec![Label::new("route", "/a")]);
+        let racer = {
+            let recorder = recorder.clone();
+            thread::spawn(move || {
+                recorder
+                    .register_histogram(&key(), &metadata())
+                    .record(2_000.0)
+            })
+        };
+        recorder
+            .register_histogram(&key(), &metadata())
+            .record(3_000.0);
+        racer.join().unwrap();
+        let text = registry.encode_text(TextFormat::Prometheus);
+        assert_eq!(
+            sample(&text, "picollo_recorder_refused_registrations_total"),
+            Some(0.0),
+            "a racing registration was refused"
+        );
+        assert_eq!(
+            sample(&text, "op_count{route=\"/a\"}"),
+            Some(2.0),
+            "a record was lost"
+        );
+        assert_eq!(recorder.histogram_footprint().1, 1);
+    });
+}
+
+/// A registration while a scrape takes the snapshot; a scrape after both sees the series.
+fn snapshot_race() {
+    loom::model(|| {
+        let registry = Arc::new(Registry::new());
+        registry
+            .counter("first_total", "", &Labels::empty())
+            .unwrap();
+        let registrar = {
+            let registry = registry.clone();
+            thread::spawn(move || {
+                let c = registry
+                    .counter("second_total", "", &Labels::empty())
+                    .unwrap();
+                c.inc();
+            })
+        };
+        let during = registry.encode_text(TextFormat::Prometheus);
+        assert!(during.contains("first_total 0"), "{during}");
+        registrar.join().unwrap();
+        let after = registry.encode_text(TextFormat::Prometheus);
+        assert_eq!(
+            sample(&after, "second_total"),
+            Some(1.0),
+            "a series registered before this scrape is missing:\n{after}"
+        );
+    });
+}
+
+#[test]
+fn racing_registrations_make_one_series_and_lose_no_record() {
+    registration_race();
+}
+
+#[test]
+#[should_panic(expected = "a racing registration was refused")]
+fn planted_no_recheck_loses_a_record() {
+    planted::with(Bug::RecorderNoRecheck, registration_race);
+}
+
+#[test]
+fn a_scrape_after_a_registration_sees_it() {
+    snapshot_race();
+}
+
+#[test]
+#[should_panic(expected = "is missing")]
+fn planted_stale_snapshot_hides_a_series() {
+    planted::with(Bug::RegistryStaleSnapshot, snapshot_race);
+}
