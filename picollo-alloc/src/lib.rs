@@ -31,6 +31,7 @@
 pub mod builder;
 pub mod bulk;
 pub mod clock;
+mod storage_choice;
 // Frame rings exist only on targets with native 64-bit atomics (see `picollo_core::ring`).
 #[cfg(target_has_atomic = "64")]
 pub mod csv;

@@ -2,7 +2,6 @@
 //! destructor folds its shards at thread exit), the direct-mapped cache the record path reads,
 //! and the thread's token.
 
-use super::shard::Owner;
 use portable_atomic::AtomicU64;
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
@@ -10,6 +9,19 @@ use std::hash::{BuildHasherDefault, Hasher};
 use std::ptr;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
+
+/// Type-erased access to a histogram's shared state (`shard::Inner<C, S>`) for the
+/// per-thread list: what a thread's exit does with each histogram it recorded into.
+pub(super) trait Owner: Send + Sync {
+    /// Folds and frees the calling thread's shard at thread exit.
+    ///
+    /// # Safety
+    ///
+    /// `shard` must be the shard this `Inner` gave the calling thread, which is `token`.
+    unsafe fn retire(&self, shard: *const (), token: u64);
+    /// Whether the histogram handle was dropped.
+    fn is_closed(&self) -> bool;
+}
 
 /// One histogram a thread recorded into.
 pub(super) struct Entry {

@@ -114,9 +114,9 @@
 //! a shard of another histogram (which prunes the entries of histograms dropped since the
 //! thread last pruned).
 
-use crate::builder::{BuiltAtomicHistogram, Sparse, StorageChoice};
 use crate::heap;
 use crate::sparse::PageCell;
+use crate::storage_choice::{BuiltAtomicHistogram, Sparse, StorageChoice};
 use core::fmt;
 use core::marker::PhantomData;
 use core::ptr;
@@ -287,9 +287,10 @@ mod read;
 mod shard;
 mod sync;
 
+use cache::Owner;
 pub use cache::CACHE_SLOTS;
 use cache::{cache_entry, thread_token, Cached, Entry, CACHE, CLOSED, THREAD_SHARDS};
-use shard::{Inner, Owner, Shard, OWNED};
+use shard::{Inner, Shard, OWNED};
 
 /// The accumulator of a thread-local histogram over storage `S`: the atomic kind.
 type Accumulator<S> = BuiltAtomicHistogram<AtomicU64, S>;

@@ -10,7 +10,7 @@
 
 use super::shard::Shard;
 use super::{LocalCounter, ThreadLocalHistogram};
-use crate::builder::StorageChoice;
+use crate::storage_choice::StorageChoice;
 
 /// A model thread's shard.
 pub struct ModelShard<'a, C: LocalCounter, S: StorageChoice> {

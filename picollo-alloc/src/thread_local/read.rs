@@ -17,8 +17,8 @@
 use super::shard::{Shard, OWNED};
 use super::sync::{self, plant};
 use super::{Accumulator, LocalCounter, ThreadLocalHistogram};
-use crate::builder::StorageChoice;
 use crate::bulk::{push_nonzero_run, RUN};
+use crate::storage_choice::StorageChoice;
 use picollo_core::read::for_each_nonempty_run;
 use picollo_core::{Cells, HistogramRead};
 use std::sync::atomic::Ordering;

@@ -2,9 +2,10 @@
 //! the histogram's shard list, accumulator, version lock and fork generation ([`Inner`]):
 //! claiming a shard, folding an exiting owner's shard, the fork clean-up of a histogram.
 
+use super::cache::Owner;
 use super::sync::{self, plant, AtomicBool, AtomicPtr, AtomicU8};
 use super::{fork, Accumulator, LocalCounter, ThreadLocalHistogram};
-use crate::builder::StorageChoice;
+use crate::storage_choice::StorageChoice;
 use core::marker::PhantomData;
 use core::ptr;
 use picollo_core::atomic::Version;
@@ -373,18 +374,6 @@ impl<'a, C: LocalCounter, S: StorageChoice> Iterator for Shards<'a, C, S> {
         self.next = shard.next.load(Ordering::Acquire);
         Some(shard)
     }
-}
-
-/// Type-erased access to an `Inner<C, S>` for the per-thread list.
-pub(super) trait Owner: Send + Sync {
-    /// Folds and frees the calling thread's shard at thread exit.
-    ///
-    /// # Safety
-    ///
-    /// `shard` must be the shard this `Inner` gave the calling thread, which is `token`.
-    unsafe fn retire(&self, shard: *const (), token: u64);
-    /// Whether the histogram handle was dropped.
-    fn is_closed(&self) -> bool;
 }
 
 impl<C: LocalCounter, S: StorageChoice> Owner for Inner<C, S> {
