@@ -64,6 +64,11 @@
 mod cold;
 mod install;
 mod scratch;
+mod sort;
+#[cfg(test)]
+mod tests;
+
+use sort::radix_sort_by_key;
 
 use cold::ColdTier;
 use install::{AtomicPtr, AtomicUsize, Ordering};
@@ -475,54 +480,6 @@ impl<T: PageCell> SparseStorage<T> {
     }
 }
 
-/// Sorts entry words by their key (the high 32 bits), of which only the low `key_bits` may be
-/// set: least significant byte first, a stable scatter per byte. The counts of every byte are
-/// taken in one pass before the scatters (the digits of a word do not change).
-fn radix_sort_by_key(words: &mut Vec<u64>, key_bits: u32, other: &mut Vec<u64>) {
-    /// Most passes: keys of up to 24 bits (windows of up to 2^24 buckets; wider ones, of
-    /// layouts finer than any server uses, take a comparison sort).
-    const DIGITS: usize = 3;
-    let len = words.len();
-    let passes = (key_bits as usize).div_ceil(8);
-    if len < 2 {
-        return;
-    }
-    if passes > DIGITS || len > u32::MAX as usize {
-        words.sort_unstable_by_key(|&w| w >> 32);
-        return;
-    }
-    let digit = |w: u64, pass: usize| ((w >> (32 + 8 * pass)) & 0xFF) as usize;
-    let mut starts = [[0u32; 256]; DIGITS];
-    for &w in words.iter() {
-        for (pass, counts) in starts.iter_mut().enumerate().take(passes) {
-            counts[digit(w, pass)] += 1;
-        }
-    }
-    other.clear();
-    other.reserve(len);
-    for (pass, counts) in starts.iter_mut().enumerate().take(passes) {
-        // Exclusive prefix sums: where each digit's words start.
-        let mut at = 0u32;
-        for c in counts.iter_mut() {
-            (*c, at) = (at, at + *c);
-        }
-        other.clear();
-        let spare = other.spare_capacity_mut();
-        for &w in words.iter() {
-            let d = &mut counts[digit(w, pass)];
-            // SAFETY: `*d < len <= spare.len()`: the starts are the prefix sums of the counts
-            // of these same `len` words, so each digit's positions stay below the next
-            // digit's start, the last below `len`.
-            unsafe { spare.get_unchecked_mut(*d as usize) }.write(w);
-            *d += 1;
-        }
-        // SAFETY: the scatter wrote every index of `0..len` once (the positions it handed out
-        // are a permutation of `0..len`).
-        unsafe { other.set_len(len) };
-        core::mem::swap(words, other);
-    }
-}
-
 /// The allocation layout of a page of `len` cells.
 fn page_layout<T>(len: usize) -> std::alloc::Layout {
     match std::alloc::Layout::array::<T>(len) {
@@ -801,52 +758,5 @@ impl<T> core::fmt::Debug for SparseStorage<T> {
             .field("blocks", &(self.dir.len() - self.first_block))
             .field("cold_words", &self.cold.words())
             .finish_non_exhaustive()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// The radix sort orders entry words by key, keeps the words of a key together, and
-    /// hands keys wider than its passes to the comparison sort: against `sort` for keys of 1
-    /// to 32 bits (one to three passes, and past them).
-    #[test]
-    fn radix_sort_orders_words_by_key() {
-        let mut state = 0x9E37_79B9_7F4A_7C15u64;
-        let mut next = || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
-        for key_bits in [1u32, 7, 8, 9, 15, 16, 17, 24, 25, 32] {
-            for len in [0usize, 1, 2, 3, 100, 1000] {
-                let mask = if key_bits == 32 {
-                    u32::MAX as u64
-                } else {
-                    (1u64 << key_bits) - 1
-                };
-                let mut words: Vec<u64> = (0..len)
-                    .map(|_| {
-                        let w = next();
-                        (((w >> 32) & mask) << 32) | (w & 0xFF)
-                    })
-                    .collect();
-                let mut expected = words.clone();
-                expected.sort_by_key(|&w| w >> 32);
-                radix_sort_by_key(&mut words, key_bits, &mut Vec::new());
-                let keys = |v: &[u64]| v.iter().map(|&w| w >> 32).collect::<Vec<_>>();
-                assert_eq!(
-                    keys(&words),
-                    keys(&expected),
-                    "{key_bits} bits, {len} words"
-                );
-                let (mut a, mut b) = (words.clone(), expected.clone());
-                a.sort_unstable();
-                b.sort_unstable();
-                assert_eq!(a, b, "the same words");
-            }
-        }
     }
 }
