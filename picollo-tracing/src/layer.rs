@@ -53,7 +53,6 @@ pub struct Builder {
     no_rings: bool,
     report_at_exit: bool,
     hlog: Option<HlogEvery>,
-    #[cfg(target_os = "linux")]
     finish_on_sigterm: bool,
 }
 
@@ -141,11 +140,20 @@ impl Builder {
 
     /// On `SIGTERM` (how systemd, docker and `kill` stop a server; it runs no `atexit`
     /// handler), writes the last `.hlog` interval and prints the table as at exit, then lets
-    /// the signal do what it did before (end the process, by default). Signal-safe: the
-    /// handler only writes a byte into a pipe, which a thread of the layer's reads. For
-    /// programs that do not handle `SIGTERM` themselves; one that does (a graceful shutdown)
-    /// calls [`Handle::finish`] or returns from `main` instead. Linux only.
-    #[cfg(target_os = "linux")]
+    /// the signal end the process as it would have (killed by `SIGTERM`). Signal-safe: the
+    /// handler only writes a byte into a pipe, which a thread of the layer's reads.
+    ///
+    /// Only for programs that do not handle `SIGTERM` themselves; one that does keeps its
+    /// shutdown exactly as it was. When the layer is built, nothing is installed if `SIGTERM`
+    /// already has a handler, is ignored, or is blocked (`sigwait`, a signalfd); when the
+    /// program installs its handler after the layer (`tokio::signal`, `signal-hook`, which
+    /// call the handler they replaced), the layer's thread sees at the signal that the
+    /// handler is no longer its own and does nothing. Such a program calls
+    /// [`Handle::finish`] at the end of its shutdown (or returns from `main`), so that the
+    /// spans closed during the shutdown are in the table and the last interval.
+    ///
+    /// On Linux and macOS; elsewhere (Windows, where no `SIGTERM` is sent) a no-op, so the
+    /// same builder compiles everywhere.
     pub fn finish_on_sigterm(mut self, on: bool) -> Self {
         self.finish_on_sigterm = on;
         self
@@ -205,7 +213,6 @@ impl Builder {
         if self.report_at_exit || log.is_some() {
             shutdown::register(layer.handle(), self.report_at_exit, log);
         }
-        #[cfg(target_os = "linux")]
         if self.finish_on_sigterm {
             if let Err(e) = shutdown::install_sigterm() {
                 eprintln!("picollo-tracing: SIGTERM will not flush the table and log: {e}");

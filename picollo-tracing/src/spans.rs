@@ -332,6 +332,33 @@ impl LiveSpans {
             .find_map(|p| Self::table(p)?.find(id))
     }
 
+    /// Calls `f` with each live span's callsite, its outermost busy time so far (ticks of the
+    /// intervals that were outermost on their thread and have exited) and those intervals'
+    /// cycles: what the per-phase table adds to the whole of `%` while spans are open. Reads
+    /// race with the hooks: a state whose id changed while it was read (its span closed, or
+    /// another took it) is skipped, so a span is never counted with another's values.
+    pub(crate) fn for_each_live(&self, mut f: impl FnMut(&CallsiteStats, u64, u64)) {
+        let made = self.made.load(Ordering::Acquire);
+        for table in self.tables[..made].iter().filter_map(Self::table) {
+            for state in table.states.iter() {
+                let id = state.id.load(Ordering::Acquire);
+                if id == 0 || id == CLAIMED {
+                    continue;
+                }
+                let outer = state.outer.load(Ordering::Relaxed);
+                let cycles = state.outer_cycles.load(Ordering::Relaxed);
+                // The acquire load above saw the id published after `stats` was stored, so
+                // `stats()` is the span's (a valid pointer in any case: states only ever
+                // point to the layer's callsite statistics).
+                let stats = state.stats();
+                std::sync::atomic::fence(Ordering::Acquire);
+                if state.id.load(Ordering::Relaxed) == id {
+                    f(stats, outer, cycles);
+                }
+            }
+        }
+    }
+
     /// Spans that were not timed because no state was free.
     pub(crate) fn untracked(&self) -> u64 {
         self.untracked.load(Ordering::Relaxed)
