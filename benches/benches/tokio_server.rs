@@ -198,7 +198,8 @@ fn serve(kind: &str) {
         // As the README configures it (its `fmt` layer aside: the application's log is the
         // same cost with any layer).
         "picollo" => {
-            let hlog = std::env::temp_dir().join(format!("picollo-tokio-{}.hlog", std::process::id()));
+            let hlog =
+                std::env::temp_dir().join(format!("picollo-tokio-{}.hlog", std::process::id()));
             let file = std::fs::File::create(&hlog).expect("the .hlog");
             // Removed now: the server writes to its open file until killed.
             let _ = std::fs::remove_file(&hlog);
