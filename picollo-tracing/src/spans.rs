@@ -459,6 +459,36 @@ mod tests {
         assert_eq!(table.untracked(), 0);
     }
 
+    /// The live spans a table adds to the whole of `%`: every live span once, with its
+    /// outermost time, in every table; released spans no more.
+    #[test]
+    fn live_spans_are_listed_once() {
+        let stats = stats();
+        let table = LiveSpans::new(0);
+        let n = if cfg!(miri) { 40 } else { 3 * FIRST_TABLE as u64 };
+        for id in 1..=n {
+            let s = table.start(id, &stats, 0, 0).unwrap();
+            s.state().outer.fetch_add(id, Ordering::Relaxed);
+            s.state().outer_cycles.fetch_add(1, Ordering::Relaxed);
+        }
+        let sum = |table: &LiveSpans| {
+            let (mut spans, mut outer, mut cycles) = (0, 0, 0);
+            table.for_each_live(|s, o, c| {
+                assert!(core::ptr::eq(s, &stats));
+                spans += 1;
+                outer += o;
+                cycles += c;
+            });
+            (spans, outer, cycles)
+        };
+        assert_eq!(sum(&table), (n, n * (n + 1) / 2, n));
+        for id in (1..=n).filter(|id| id % 2 == 0) {
+            table.find(id).unwrap().release();
+        }
+        let odd = n.div_ceil(2);
+        assert_eq!(sum(&table), (odd, odd * odd, odd));
+    }
+
     /// More live spans than the first table holds: tables are added, every span is found.
     #[test]
     fn crowded_tables_grow() {
