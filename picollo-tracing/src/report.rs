@@ -391,7 +391,8 @@ impl OpenSpans {
         let mut names = Vec::new();
         let mut rowless = (0, 0);
         for stats in callsites {
-            let Some(&(n, ns, cycles)) = by_callsite.get(&(Arc::as_ptr(stats) as usize)) else {
+            let key = Arc::as_ptr(stats) as usize;
+            let Some(&(n, ns, cycles)) = by_callsite.get(&key) else {
                 continue;
             };
             if ns > 0 {
@@ -400,6 +401,9 @@ impl OpenSpans {
             if stats.recorded().is_none() {
                 rowless.0 += ns;
                 rowless.1 += cycles;
+                // Counted here once: a first span that closes before the table reaches the
+                // callsite gives it a row, which must not carry the same time again.
+                by_callsite.remove(&key);
             }
         }
         Self {
