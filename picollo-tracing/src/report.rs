@@ -199,8 +199,9 @@ impl Handle {
     /// At any moment, spans open included: the whole that `%` divides is the outermost busy
     /// time of the closed spans and of the open ones so far (their intervals that exited), so
     /// the requests that closed inside a server's open connection spans are a part of them,
-    /// never above 100 %; a note names the open spans and their busy time so far. (An
-    /// interval still in progress on another thread counts when it exits.)
+    /// never above 100 %; a note names the open spans and their busy time so far. An interval
+    /// still in progress counts when it exits: a span with no closed span and no interval
+    /// ended yet (a `main` span around the whole program) is named in the note as such.
     pub fn table(&self) -> SpanTable {
         let shared = &*self.shared;
         let mut agg = crate::counters::new_aggregator();
@@ -371,8 +372,12 @@ impl Handle {
 struct OpenSpans {
     /// Per callsite (by address): open spans, their outermost busy time in ns and cycles.
     by_callsite: HashMap<usize, (u64, u128, u128)>,
-    /// Names and counts for the note, in callsite order.
+    /// For the note, in callsite order: each callsite with open outermost time (its name,
+    /// open spans, that time in ns), and each callsite with no closed span whose open spans
+    /// have ended no interval yet (a `main` span still in its first interval: its time is in
+    /// no row and not yet in the whole).
     names: Vec<(String, u64, u128)>,
+    not_ended: Vec<(String, u64)>,
     /// Added to the whole through the first row (callsites with open spans and no row).
     rowless: Option<(u128, u128)>,
 }
@@ -380,14 +385,25 @@ struct OpenSpans {
 impl OpenSpans {
     fn now(shared: &Shared, callsites: &[Arc<CallsiteStats>]) -> Self {
         let mut by_callsite: HashMap<usize, (u64, u128, u128)> = HashMap::new();
-        shared.spans.for_each_live(|stats, outer, cycles| {
-            let e = by_callsite
-                .entry(stats as *const CallsiteStats as usize)
-                .or_default();
+        let mut not_ended_by: HashMap<usize, u64> = HashMap::new();
+        shared.spans.for_each_live(|stats, outer, nested, cycles| {
+            let key = stats as *const CallsiteStats as usize;
+            let e = by_callsite.entry(key).or_default();
             e.0 += 1;
             e.1 += u128::from(ticks_to_ns(outer));
             e.2 += u128::from(cycles);
+            if outer == 0 && nested == 0 {
+                *not_ended_by.entry(key).or_default() += 1;
+            }
         });
+        let not_ended = callsites
+            .iter()
+            .filter(|s| s.recorded().is_none())
+            .filter_map(|s| {
+                let n = not_ended_by.get(&(Arc::as_ptr(s) as usize))?;
+                Some((s.label(), *n))
+            })
+            .collect();
         let mut names = Vec::new();
         let mut rowless = (0, 0);
         for stats in callsites {
@@ -409,6 +425,7 @@ impl OpenSpans {
         Self {
             by_callsite,
             names,
+            not_ended,
             rowless: Some(rowless),
         }
     }
@@ -428,9 +445,10 @@ impl OpenSpans {
         (ns, cycles)
     }
 
-    /// What the table says about open spans, when some have outermost time.
+    /// What the table says about open spans, when some have outermost time or have ended no
+    /// interval yet (and have no row).
     fn note(&self) -> Option<String> {
-        if self.names.is_empty() {
+        if self.names.is_empty() && self.not_ended.is_empty() {
             return None;
         }
         let list: Vec<String> = self
@@ -443,6 +461,11 @@ impl OpenSpans {
                     format_duration_ns(*ns as f64)
                 )
             })
+            .chain(
+                self.not_ended
+                    .iter()
+                    .map(|(name, n)| format!("{name} ×{} (no interval ended yet)", Grouped(*n))),
+            )
             .collect();
         Some(format!(
             "open spans: {}: their outermost busy time so far is in the whole that % divides, \

@@ -333,11 +333,12 @@ impl LiveSpans {
     }
 
     /// Calls `f` with each live span's callsite, its outermost busy time so far (ticks of the
-    /// intervals that were outermost on their thread and have exited) and those intervals'
-    /// cycles: what the per-phase table adds to the whole of `%` while spans are open. Reads
+    /// intervals that were outermost on their thread and have exited), its nested busy time
+    /// so far, and the outermost intervals' cycles: what the per-phase table adds to the
+    /// whole of `%` while spans are open. Reads
     /// race with the hooks: a state whose id changed while it was read (its span closed, or
     /// another took it) is skipped, so a span is never counted with another's values.
-    pub(crate) fn for_each_live(&self, mut f: impl FnMut(&CallsiteStats, u64, u64)) {
+    pub(crate) fn for_each_live(&self, mut f: impl FnMut(&CallsiteStats, u64, u64, u64)) {
         let made = self.made.load(Ordering::Acquire);
         for table in self.tables[..made].iter().filter_map(Self::table) {
             for state in table.states.iter() {
@@ -346,6 +347,7 @@ impl LiveSpans {
                     continue;
                 }
                 let outer = state.outer.load(Ordering::Relaxed);
+                let nested = state.nested.load(Ordering::Relaxed);
                 let cycles = state.outer_cycles.load(Ordering::Relaxed);
                 // The acquire load above saw the id published after `stats` was stored, so
                 // `stats()` is the span's (a valid pointer in any case: states only ever
@@ -353,7 +355,7 @@ impl LiveSpans {
                 let stats = state.stats();
                 std::sync::atomic::fence(Ordering::Acquire);
                 if state.id.load(Ordering::Relaxed) == id {
-                    f(stats, outer, cycles);
+                    f(stats, outer, nested, cycles);
                 }
             }
         }
@@ -465,7 +467,11 @@ mod tests {
     fn live_spans_are_listed_once() {
         let stats = stats();
         let table = LiveSpans::new(0);
-        let n = if cfg!(miri) { 40 } else { 3 * FIRST_TABLE as u64 };
+        let n = if cfg!(miri) {
+            40
+        } else {
+            3 * FIRST_TABLE as u64
+        };
         for id in 1..=n {
             let s = table.start(id, &stats, 0, 0).unwrap();
             s.state().outer.fetch_add(id, Ordering::Relaxed);
@@ -473,7 +479,7 @@ mod tests {
         }
         let sum = |table: &LiveSpans| {
             let (mut spans, mut outer, mut cycles) = (0, 0, 0);
-            table.for_each_live(|s, o, c| {
+            table.for_each_live(|s, o, _, c| {
                 assert!(core::ptr::eq(s, &stats));
                 spans += 1;
                 outer += o;

@@ -120,3 +120,29 @@ fn some_open_some_closed() {
         assert!(note.contains("connection ×2"), "{note}");
     });
 }
+
+/// A table taken inside a span still in its first interval (a `main` span around the whole
+/// program): its time is in no row and not yet in the whole, and the table says so.
+#[test]
+fn a_span_still_in_its_first_interval_is_named() {
+    let layer = PicolloLayer::builder().time_only().rings(false).build();
+    let handle = layer.handle();
+    let subscriber = tracing_subscriber::registry().with(layer);
+    tracing::subscriber::with_default(subscriber, || {
+        let _main = tracing::info_span!("main").entered();
+        for _ in 0..3 {
+            let _request = tracing::info_span!("request").entered();
+            spin(Duration::from_micros(20));
+        }
+        let table = handle.table();
+        println!("{table}");
+        assert_eq!(table.cell("request", "N"), Some("3"));
+        assert!(table.cell("main", "N").is_none());
+        let note = table
+            .notes
+            .iter()
+            .find(|n| n.starts_with("open spans:"))
+            .unwrap_or_else(|| panic!("a note on the open spans: {:?}", table.notes));
+        assert!(note.contains("main ×1 (no interval ended yet)"), "{note}");
+    });
+}
