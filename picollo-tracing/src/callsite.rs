@@ -58,10 +58,9 @@ pub(crate) struct CallsiteStats {
     /// hook reads a whole name whatever a rename does meanwhile.
     frame_name: AtomicPtr<SpanName>,
     /// Every frame name the callsite had (renames are rare: at most one per callsite of the
-    /// same name), kept so that a pointer read before a rename stays valid: boxed, so that
-    /// the names stay where they are when the vector grows.
-    #[allow(clippy::vec_box)]
-    frame_names: Mutex<Vec<Box<SpanName>>>,
+    /// same name), kept so that a pointer read before a rename stays valid: in `Arc`s, whose
+    /// contents stay where they are (and keep their pointers valid) when the vector grows.
+    frame_names: Mutex<Vec<Arc<SpanName>>>,
     /// A span of this callsite was created (else a filter ahead of the layer disabled it).
     seen: AtomicBool,
     /// Counters of the layer, and whether it counts IPC.
@@ -152,13 +151,13 @@ pub(crate) struct Histograms {
 
 impl CallsiteStats {
     pub(crate) fn new(meta: &'static Metadata<'static>, counters: usize, ipc: bool) -> Self {
-        let mut first = Box::new(SpanName::new(meta.name()));
+        let first = Arc::new(SpanName::new(meta.name()));
         Self {
             name: meta.name(),
             target: meta.target(),
             level: *meta.level(),
             label: Mutex::new(meta.name().to_owned()),
-            frame_name: AtomicPtr::new(&raw mut *first),
+            frame_name: AtomicPtr::new(Arc::as_ptr(&first).cast_mut()),
             frame_names: Mutex::new(vec![first]),
             seen: AtomicBool::new(false),
             counters,
@@ -185,8 +184,10 @@ impl CallsiteStats {
     /// The name frames carry: [`CallsiteStats::label`], cut to 24 bytes.
     #[inline]
     pub(crate) fn frame_name(&self) -> SpanName {
-        // SAFETY: the pointer is to a box of `frame_names`, which keeps every name the
-        // callsite had until the statistics drop; `self` is borrowed, so they have not.
+        // SAFETY: the pointer is to the contents of an `Arc` of `frame_names` (stored with
+        // release after the name was written), which keeps every name the callsite had until
+        // the statistics drop; `self` is borrowed, so they have not. Nothing writes a name
+        // after it is shared.
         unsafe { *self.frame_name.load(Ordering::Acquire) }
     }
 
@@ -205,8 +206,9 @@ impl CallsiteStats {
         if *current == label {
             return;
         }
-        let mut name = Box::new(SpanName::new(&label));
-        self.frame_name.store(&raw mut *name, Ordering::Release);
+        let name = Arc::new(SpanName::new(&label));
+        self.frame_name
+            .store(Arc::as_ptr(&name).cast_mut(), Ordering::Release);
         self.frame_names
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
