@@ -19,6 +19,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use clap::{ArgGroup, Args, ValueEnum};
+use picollo_core::fmt::Grouped;
 use picollo_core::ring::{CounterStatus, RequestStatus};
 use picollo_linux::shm::ShmError;
 use picollo_linux::span::{unavailable_reason, RingEvent, SpanConsumer, SpanCounters};
@@ -537,8 +538,10 @@ pub(crate) fn attach(o: &AttachArgs) -> Result<String> {
             let mut out = csv_summary(&totals);
             if let Some((path, frames, lost)) = &capture {
                 out.push_str(&format!(
-                    "{}: {frames} frames, {lost} lost, {} rings\n",
+                    "{}: {} frames, {} lost, {} rings\n",
                     path.display(),
+                    Grouped(*frames),
+                    Grouped(*lost),
                     totals.len()
                 ));
             }
@@ -550,8 +553,8 @@ pub(crate) fn attach(o: &AttachArgs) -> Result<String> {
                     "- process: {}\n- rings: {}\n- frames: {} ({} lost)\n\n{}",
                     o.pid,
                     live.sinks.span_rings(),
-                    agg.accepted(),
-                    agg.lost(),
+                    Grouped(agg.accepted()),
+                    Grouped(agg.lost()),
                     spans_markdown(agg)
                 ));
             }
@@ -664,10 +667,10 @@ pub(crate) fn top(o: &TopArgs) -> Result<String> {
                     o.pid,
                     o.interval,
                     started.elapsed().as_secs_f64(),
-                    a.accepted(),
-                    a.lost(),
-                    totals.0,
-                    totals.1,
+                    Grouped(a.accepted()),
+                    Grouped(a.lost()),
+                    Grouped(totals.0),
+                    Grouped(totals.1),
                     live.sinks.span_rings(),
                     spans_markdown(&a)
                 ));

@@ -18,6 +18,7 @@ use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 use picollo_alloc::csv::{write_csv_header, FrameCsv};
+use picollo_core::fmt::Grouped;
 use picollo_core::ring::{DynamicFrame, RingInfo};
 use picollo_linux::capture::CaptureWriter;
 use picollo_linux::span::{SpanAggregator, SpanDecoder};
@@ -392,14 +393,16 @@ pub(crate) fn csv_summary(totals: &[RingTotals]) -> String {
         for (i, (path, frames)) in t.csv.iter().enumerate() {
             if i == 0 {
                 out.push_str(&format!(
-                    "{}: {frames} frames, {} lost\n",
+                    "{}: {} frames, {} lost\n",
                     path.display(),
-                    t.lost
+                    Grouped(*frames),
+                    Grouped(t.lost)
                 ));
             } else {
                 out.push_str(&format!(
-                    "{}: {frames} frames (after a counter change)\n",
-                    path.display()
+                    "{}: {} frames (after a counter change)\n",
+                    path.display(),
+                    Grouped(*frames)
                 ));
             }
         }

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+use picollo_core::fmt::Grouped;
 use picollo_core::ring::{RingOptions, TimeInterval};
 use picollo_linux::shm::ShmFrameWriter;
 use picollo_linux::span;
@@ -166,7 +167,7 @@ fn attach_csv_drains_a_ring() {
         assert_eq!((r[2], r[3], r[4]), (512, 10 * r[1], 10 * r[1] + 4));
     }
     assert!(
-        summary.ends_with(&format!(": {} frames, 0 lost", rows.len())),
+        summary.ends_with(&format!(": {} frames, 0 lost", Grouped(rows.len() as u64))),
         "{summary}"
     );
 }
@@ -429,7 +430,10 @@ fn capture_then_convert() {
         assert_eq!((r[2], r[3], r[4]), (512, 10 * r[1], 10 * r[1] + 4));
     }
     assert!(
-        stdout.contains(&format!("cli-test-capture.csv: {} frames, ", rows.len())),
+        stdout.contains(&format!(
+            "cli-test-capture.csv: {} frames, ",
+            Grouped(rows.len() as u64)
+        )),
         "{stdout}"
     );
     let span_csv = std::fs::read_dir(&dir)

@@ -128,11 +128,7 @@ fn main() -> std::io::Result<()> {
     }
     if args.listen {
         // A server stopped by SIGTERM: the last interval and the table on the way out.
-        builder = builder.report_at_exit(true);
-        #[cfg(target_os = "linux")]
-        {
-            builder = builder.finish_on_sigterm(true);
-        }
+        builder = builder.report_at_exit(true).finish_on_sigterm(true);
     }
     let layer = builder.build();
     let handle = layer.handle();

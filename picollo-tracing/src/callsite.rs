@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use picollo_alloc::span::SpanName;
-use picollo_alloc::ThreadLocalHistogram;
+use picollo_alloc::{Dense, ThreadLocalHistogram};
 use picollo_core::{Layout, Window};
 use tracing_core::{Level, Metadata};
 
@@ -31,8 +31,11 @@ pub(crate) const MAX_IPC_MICRO: u64 = 1 << 24;
 const TABLE_SLOTS: usize = 4096;
 
 /// A thread-local histogram with `u32` shard cells (half the memory of `u64`; a shard's
-/// bucket saturates at 4·10^9 spans, the accumulator of exited threads is 64-bit).
-pub(crate) type SpanHistogram = ThreadLocalHistogram<u32>;
+/// bucket saturates at 4·10^9 spans, the accumulator of exited threads is 64-bit), in dense
+/// storage: a layer has few series (one set per callsite that closed a span), recorded at
+/// every close, where sparse storage's page lookup cost a close about 45 instructions
+/// (`tracing_iai`); dense storage takes the memory the crate docs give.
+pub(crate) type SpanHistogram = ThreadLocalHistogram<u32, Dense>;
 
 fn histogram(max: u64) -> SpanHistogram {
     let window = Window::new(LAYOUT, 0, max).unwrap_or(Window::full(LAYOUT));
@@ -45,12 +48,19 @@ pub(crate) struct CallsiteStats {
     pub(crate) target: &'static str,
     /// The callsite's level (what a filter ahead of the layer compares).
     pub(crate) level: Level,
-    /// The name as frames carry it (cut to 24 bytes), and the name qualified by the last
-    /// part of the target (`get::apply`), used once another target has a span so named.
-    frame_name: SpanName,
-    qualified_frame_name: SpanName,
-    /// Another target has a span of the same name: rows, `.hlog` tags and frames say which.
-    clash: AtomicBool,
+    /// The callsite's one name in every tool (the table's rows, `.hlog` tags, the frames
+    /// `picollo attach` and `top` read): the span's name, or, once another target has a span
+    /// so named, the name qualified by the fewest last parts of the target that tell them
+    /// apart (`get::apply`, `set::apply` for `mini_redis::cmd::get` and `…::set`). Renamed
+    /// only under the callsite registry's lock.
+    label: Mutex<String>,
+    /// The label as frames carry it (cut to 24 bytes): a pointer into `frame_names`, so a
+    /// hook reads a whole name whatever a rename does meanwhile.
+    frame_name: AtomicPtr<SpanName>,
+    /// Every frame name the callsite had (renames are rare: at most one per callsite of the
+    /// same name), kept so that a pointer read before a rename stays valid: in `Arc`s, whose
+    /// contents stay where they are (and keep their pointers valid) when the vector grows.
+    frame_names: Mutex<Vec<Arc<SpanName>>>,
     /// A span of this callsite was created (else a filter ahead of the layer disabled it).
     seen: AtomicBool,
     /// Counters of the layer, and whether it counts IPC.
@@ -141,14 +151,14 @@ pub(crate) struct Histograms {
 
 impl CallsiteStats {
     pub(crate) fn new(meta: &'static Metadata<'static>, counters: usize, ipc: bool) -> Self {
-        let module = meta.target().rsplit("::").next().unwrap_or_default();
+        let first = Arc::new(SpanName::new(meta.name()));
         Self {
             name: meta.name(),
             target: meta.target(),
             level: *meta.level(),
-            frame_name: SpanName::new(meta.name()),
-            qualified_frame_name: SpanName::new(&format!("{module}::{}", meta.name())),
-            clash: AtomicBool::new(false),
+            label: Mutex::new(meta.name().to_owned()),
+            frame_name: AtomicPtr::new(Arc::as_ptr(&first).cast_mut()),
+            frame_names: Mutex::new(vec![first]),
             seen: AtomicBool::new(false),
             counters,
             ipc,
@@ -171,25 +181,39 @@ impl CallsiteStats {
         })
     }
 
-    /// The name frames carry: the span's name, or `module::name` once another target has a
-    /// span of that name (so `picollo attach` and `top` show one row per callsite).
+    /// The name frames carry: [`CallsiteStats::label`], cut to 24 bytes.
     #[inline]
     pub(crate) fn frame_name(&self) -> SpanName {
-        if self.clash.load(Ordering::Relaxed) {
-            self.qualified_frame_name
-        } else {
-            self.frame_name
-        }
+        // SAFETY: the pointer is to the contents of an `Arc` of `frame_names` (stored with
+        // release after the name was written), which keeps every name the callsite had until
+        // the statistics drop; `self` is borrowed, so they have not. Nothing writes a name
+        // after it is shared.
+        unsafe { *self.frame_name.load(Ordering::Acquire) }
     }
 
-    /// The callsite's name in the per-phase table and `.hlog` tags: the span's name, or
-    /// `target::name` where another target has a span of that name.
+    /// The callsite's name in the per-phase table, `.hlog` tags and frames: the span's name,
+    /// or `module::name` where another target has a span of that name (see `label`).
     pub(crate) fn label(&self) -> String {
-        if self.clash.load(Ordering::Relaxed) {
-            format!("{}::{}", self.target, self.name)
-        } else {
-            self.name.to_owned()
+        self.label
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Renames the callsite (the registry's lock held): its label and frame name.
+    fn rename(&self, label: String) {
+        let mut current = self.label.lock().unwrap_or_else(PoisonError::into_inner);
+        if *current == label {
+            return;
         }
+        let name = Arc::new(SpanName::new(&label));
+        self.frame_name
+            .store(Arc::as_ptr(&name).cast_mut(), Ordering::Release);
+        self.frame_names
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(name);
+        *current = label;
     }
 
     /// Notes that a span of the callsite was created (one load once it has been).
@@ -300,12 +324,16 @@ impl Callsites {
             .or_insert_with(|| Arc::new(CallsiteStats::new(meta, counters, ipc)))
             .clone();
         if !reg.order.iter().any(|s| Arc::ptr_eq(s, &stats)) {
-            // Another target with a span of this name: both are qualified from now on.
-            for other in reg.order.iter().filter(|o| o.name == stats.name) {
-                other.clash.store(true, Ordering::Relaxed);
-                stats.clash.store(true, Ordering::Relaxed);
-            }
             reg.order.push(stats.clone());
+            // Other targets with a span of this name: all of them are qualified from now on.
+            let same_name: Vec<&Arc<CallsiteStats>> =
+                reg.order.iter().filter(|o| o.name == stats.name).collect();
+            if same_name.len() > 1 {
+                let targets: Vec<&str> = same_name.iter().map(|s| s.target).collect();
+                for (s, label) in same_name.iter().zip(qualified_labels(&targets, stats.name)) {
+                    s.rename(label);
+                }
+            }
         }
         let ptr: *const CallsiteStats = Arc::as_ptr(&stats);
         // Insertions are serialized by the registry lock; readers probe without it.
@@ -340,6 +368,40 @@ impl Callsites {
     /// Every `(name, target)` registered, in registration order.
     pub(crate) fn all(&self) -> Vec<Arc<CallsiteStats>> {
         self.registry().order.clone()
+    }
+}
+
+/// The last `parts` `::`-separated parts of `target` (all of it when it has fewer).
+fn target_suffix(target: &str, parts: usize) -> &str {
+    let mut at = target.len();
+    for _ in 0..parts {
+        match target[..at].rfind("::") {
+            Some(i) => at = i,
+            None => return target,
+        }
+    }
+    &target[at + 2..]
+}
+
+/// `suffix::name` for each of `targets` (distinct targets of spans named `name`), with the
+/// fewest last parts of the targets that make the labels distinct.
+fn qualified_labels(targets: &[&str], name: &str) -> Vec<String> {
+    let most = targets
+        .iter()
+        .map(|t| t.split("::").count())
+        .max()
+        .unwrap_or(1);
+    let mut parts = 1;
+    loop {
+        let suffixes: Vec<&str> = targets.iter().map(|t| target_suffix(t, parts)).collect();
+        let distinct = suffixes
+            .iter()
+            .enumerate()
+            .all(|(i, s)| !suffixes[..i].contains(s));
+        if distinct || parts >= most {
+            return suffixes.iter().map(|s| format!("{s}::{name}")).collect();
+        }
+        parts += 1;
     }
 }
 
@@ -431,6 +493,39 @@ mod tests {
         assert_eq!(a.frame_name(), SpanName::new("t1::a"));
         assert_eq!(table.get(&META_B).unwrap().label(), "b");
         assert_eq!(all[0].histograms().counters.len(), 1);
+    }
+
+    test_metadata!(CS_G, META_G, "apply", "mini_redis::cmd::get");
+    test_metadata!(CS_S, META_S, "apply", "mini_redis::cmd::set");
+    test_metadata!(CS_OG, META_OG, "apply", "other::cmd::get");
+
+    /// One name per callsite: the table's, the `.hlog`'s and the frames' (what `picollo
+    /// attach` and `top` show) are the same, qualified by as few parts of the target as
+    /// tell callsites of one name apart, and renamed when a new one needs more.
+    #[test]
+    fn one_name_per_callsite_everywhere() {
+        let table = Callsites::new();
+        let get = table.register(&META_G, 0, false);
+        assert_eq!(get.label(), "apply");
+        assert_eq!(get.frame_name(), SpanName::new("apply"));
+        let set = table.register(&META_S, 0, false);
+        for (s, name) in [(get, "get::apply"), (set, "set::apply")] {
+            assert_eq!(s.label(), name);
+            assert_eq!(s.frame_name(), SpanName::new(name));
+        }
+        let other = table.register(&META_OG, 0, false);
+        // `cmd::get` is not enough to tell `mini_redis::cmd::get` from `other::cmd::get`.
+        for (s, name) in [
+            (get, "mini_redis::cmd::get::apply"),
+            (set, "mini_redis::cmd::set::apply"),
+            (other, "other::cmd::get::apply"),
+        ] {
+            assert_eq!(s.label(), name);
+            // Frames carry 24 bytes: the label's first 24 here.
+            assert_eq!(s.frame_name(), SpanName::new(name));
+        }
+        assert_eq!(target_suffix("a::b::c", 2), "b::c");
+        assert_eq!(target_suffix("c", 2), "c");
     }
 
     #[test]

@@ -27,6 +27,9 @@ use crate::spans::{LiveSpan, LiveSpans};
 /// [crate docs](crate).
 pub struct PicolloLayer {
     shared: Arc<Shared>,
+    /// `ticks_to_ns`'s factor, read once at build: a close converts its two times with a
+    /// multiply and a shift each, without the calibration's once-check.
+    ns_per_tick: NsPerTick,
     /// `shared.id`, the owner of this layer's intervals on the threads' stacks (here to
     /// spare the hooks a load).
     id: u64,
@@ -53,7 +56,6 @@ pub struct Builder {
     no_rings: bool,
     report_at_exit: bool,
     hlog: Option<HlogEvery>,
-    #[cfg(target_os = "linux")]
     finish_on_sigterm: bool,
 }
 
@@ -141,11 +143,20 @@ impl Builder {
 
     /// On `SIGTERM` (how systemd, docker and `kill` stop a server; it runs no `atexit`
     /// handler), writes the last `.hlog` interval and prints the table as at exit, then lets
-    /// the signal do what it did before (end the process, by default). Signal-safe: the
-    /// handler only writes a byte into a pipe, which a thread of the layer's reads. For
-    /// programs that do not handle `SIGTERM` themselves; one that does (a graceful shutdown)
-    /// calls [`Handle::finish`] or returns from `main` instead. Linux only.
-    #[cfg(target_os = "linux")]
+    /// the signal end the process as it would have (killed by `SIGTERM`). Signal-safe: the
+    /// handler only writes a byte into a pipe, which a thread of the layer's reads.
+    ///
+    /// Only for programs that do not handle `SIGTERM` themselves; one that does keeps its
+    /// shutdown exactly as it was. When the layer is built, nothing is installed if `SIGTERM`
+    /// already has a handler, is ignored, or is blocked (`sigwait`, a signalfd); when the
+    /// program installs its handler after the layer (`tokio::signal`, `signal-hook`, which
+    /// call the handler they replaced), the layer's thread sees at the signal that the
+    /// handler is no longer its own and does nothing. Such a program calls
+    /// [`Handle::finish`] at the end of its shutdown (or returns from `main`), so that the
+    /// spans closed during the shutdown are in the table and the last interval.
+    ///
+    /// On Linux and macOS; elsewhere (Windows, where no `SIGTERM` is sent) a no-op, so the
+    /// same builder compiles everywhere.
     pub fn finish_on_sigterm(mut self, on: bool) -> Self {
         self.finish_on_sigterm = on;
         self
@@ -166,7 +177,7 @@ impl Builder {
         let ipc = raw::ipc_pair(&counters);
         let cycles = raw::cycles_index(&counters);
         // Calibrate the tick rate now rather than in the first span's close.
-        let _ = ticks_to_ns(1);
+        let ns_per_tick = NsPerTick::calibrated();
         let shared = Arc::new(Shared {
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             callsites: Callsites::new(),
@@ -183,6 +194,7 @@ impl Builder {
             shared.warn_once(p);
         }
         let layer = PicolloLayer {
+            ns_per_tick,
             id: shared.id,
             counters: !shared.counters.is_empty(),
             rings: !self.no_rings,
@@ -205,13 +217,29 @@ impl Builder {
         if self.report_at_exit || log.is_some() {
             shutdown::register(layer.handle(), self.report_at_exit, log);
         }
-        #[cfg(target_os = "linux")]
         if self.finish_on_sigterm {
             if let Err(e) = shutdown::install_sigterm() {
                 eprintln!("picollo-tracing: SIGTERM will not flush the table and log: {e}");
             }
         }
         layer
+    }
+}
+
+/// [`ticks_to_ns`] as a factor kept by the layer: `ticks · factor >> 32`, the same
+/// conversion (`ticks_to_ns(2^32)` is the factor itself).
+#[derive(Clone, Copy, Debug)]
+struct NsPerTick(u64);
+
+impl NsPerTick {
+    fn calibrated() -> Self {
+        Self(ticks_to_ns(1 << 32))
+    }
+
+    /// `ticks` in nanoseconds, as `ticks_to_ns(ticks)`.
+    #[inline(always)]
+    fn of(self, ticks: u64) -> u64 {
+        u64::try_from((u128::from(ticks) * u128::from(self.0)) >> 32).unwrap_or(u64::MAX)
     }
 }
 
@@ -421,8 +449,9 @@ where
             state.outer.load(Ordering::Relaxed),
             state.nested.load(Ordering::Relaxed),
         );
-        let busy = ticks_to_ns(outer.wrapping_add(nested));
-        let wall = ticks_to_ns(end.wrapping_sub(state.created.load(Ordering::Relaxed)));
+        let to_ns = self.ns_per_tick;
+        let busy = to_ns.of(outer.wrapping_add(nested));
+        let wall = to_ns.of(end.wrapping_sub(state.created.load(Ordering::Relaxed)));
         let hists = stats.histograms();
         hists.busy.record(busy);
         hists.wall.record(wall);
@@ -431,7 +460,7 @@ where
         } else if outer == 0 {
             hists.note_outer(NESTED, 0);
         } else {
-            hists.note_outer(MIXED, ticks_to_ns(outer));
+            hists.note_outer(MIXED, to_ns.of(outer));
         }
         if self.counters {
             if self.shared.cycles.is_some() {
@@ -459,5 +488,25 @@ where
             }
         }
         span.release();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The layer's kept factor converts exactly as `ticks_to_ns` does, over the whole range
+    /// of span times (and past it).
+    #[test]
+    fn kept_factor_converts_as_ticks_to_ns() {
+        let to_ns = NsPerTick::calibrated();
+        let mut t = 0u64;
+        while t < u64::MAX / 3 {
+            for v in [t, t + 1, t.wrapping_mul(3) / 2] {
+                assert_eq!(to_ns.of(v), ticks_to_ns(v), "{v} ticks");
+            }
+            t = t * 2 + 7;
+        }
+        assert_eq!(to_ns.of(u64::MAX), ticks_to_ns(u64::MAX));
     }
 }

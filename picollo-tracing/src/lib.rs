@@ -104,6 +104,12 @@
 //! nesting depth on the thread, start and end clock, counter samples): those tools count
 //! intervals (polls, for async spans), while the layer's own table counts spans.
 //!
+//! A callsite has one name in the table, the `.hlog` tags and the frames: its span's name,
+//! or, where another target has a span of the same name, the name qualified by the fewest
+//! last parts of the target that tell them apart (`get::apply`, `set::apply`). `tracing`
+//! registers a callsite when it first runs, so the qualified names start then: frames
+//! written before carry the short name (`.hlog` lines and tables taken before, too).
+//!
 //! Counters asked for at attach time (`picollo attach PID -e page-faults`, or
 //! `SpanConsumer::request_counters`) are applied by the thread at its next outermost span
 //! (when none of its spans is open, so no interval mixes two counter sets): a time-only

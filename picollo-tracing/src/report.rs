@@ -9,8 +9,10 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use picollo_alloc::hdr::interop::{export, ExportOptions};
 use picollo_alloc::hdr::{LogError, LogWriter};
-use picollo_alloc::span::{AggregatedSpans, SpanTable};
+use picollo_alloc::span::clock::ticks_to_ns;
+use picollo_alloc::span::{format_duration_ns, AggregatedSpans, SpanTable};
 use picollo_alloc::Snapshot;
+use picollo_core::fmt::Grouped;
 use picollo_core::ring::{ClockInfo, ClockKind};
 use picollo_core::{HistogramRead, ReadExt};
 
@@ -118,9 +120,11 @@ impl Handle {
 
     /// Finishes the layer now, as at exit: writes the last interval of its periodic `.hlog`
     /// ([`Builder::hlog`](crate::Builder::hlog)) and prints its table when it reports at
-    /// exit, once (exit then does nothing more). For a program that handles `SIGTERM` itself
-    /// (a graceful shutdown), in its shutdown path; `Builder::finish_on_sigterm` does it for
-    /// programs that do not.
+    /// exit, once (exit then does nothing more); returns when that is done, also when
+    /// another thread started it. For a program that handles `SIGTERM` itself (a graceful
+    /// shutdown), at the end of its shutdown path, so that the spans closed during the
+    /// shutdown are reported; `Builder::finish_on_sigterm` does it for programs that do not
+    /// (and does nothing where the program handles the signal).
     pub fn finish(&self) {
         crate::shutdown::finish(self);
     }
@@ -187,9 +191,17 @@ impl Handle {
     /// time (or cycles: nested spans are a part of it, not added to it), p50, wall p50, and
     /// with counters the cycles, IPC p5/p50/p95 and the other counters per 1,000
     /// instructions (per span without instructions). Counters this machine does not count
-    /// read `n/a`, never 0. Rows are named by span name, or `target::name` where two targets
-    /// share a name. With no span closed, the notes say why (spans a filter ahead of the
-    /// layer disabled, and which).
+    /// read `n/a`, never 0. Rows are named by span name, or `module::name` where two targets
+    /// share a name (the fewest last parts of the target that tell them apart: the name
+    /// `picollo attach` and `top` show too). With no span closed, the notes say why (spans a
+    /// filter ahead of the layer disabled, and which).
+    ///
+    /// At any moment, spans open included: the whole that `%` divides is the outermost busy
+    /// time of the closed spans and of the open ones so far (their intervals that exited), so
+    /// the requests that closed inside a server's open connection spans are a part of them,
+    /// never above 100 %; a note names the open spans and their busy time so far. An interval
+    /// still in progress counts when it exits: a span with no closed span and no interval
+    /// ended yet (a `main` span around the whole program) is named in the note as such.
     pub fn table(&self) -> SpanTable {
         let shared = &*self.shared;
         let mut agg = crate::counters::new_aggregator();
@@ -211,10 +223,12 @@ impl Handle {
             .collect();
         let mut not_counted = 0u64;
         let callsites = shared.callsites.all();
+        let mut open = OpenSpans::now(shared, &callsites);
         for stats in &callsites {
             let Some(h) = stats.recorded() else {
                 continue;
             };
+            let (open_ns, open_cycles) = open.take_whole_part(stats);
             let r = SpanReport::new(stats, h, shared);
             let mut counters: Vec<(usize, u128, &dyn HistogramRead)> = Vec::new();
             for (c, slot) in r.counters.iter().zip(&slots) {
@@ -232,14 +246,17 @@ impl Handle {
                 AggregatedSpans {
                     durations: &r.busy_ns,
                     total: midpoint_sum(&r.busy_ns),
-                    outermost: match h.outermost() {
-                        Outermost::All => midpoint_sum(&r.busy_ns),
-                        Outermost::None => 0,
-                        Outermost::Recorded(o) => o.map_or(0, |o| midpoint_sum(&Snapshot::new(o))),
-                    },
+                    outermost: open_ns
+                        + match h.outermost() {
+                            Outermost::All => midpoint_sum(&r.busy_ns),
+                            Outermost::None => 0,
+                            Outermost::Recorded(o) => {
+                                o.map_or(0, |o| midpoint_sum(&Snapshot::new(o)))
+                            }
+                        },
                     outermost_cycles: shared
                         .cycles
-                        .map(|_| u128::from(h.outer_cycles.load(Ordering::Relaxed))),
+                        .map(|_| u128::from(h.outer_cycles.load(Ordering::Relaxed)) + open_cycles),
                     counters: &counters,
                     ipc_micro: r.ipc_micro.as_ref().map(|h| h as &dyn HistogramRead),
                     wall: Some(&r.wall_ns),
@@ -249,6 +266,9 @@ impl Handle {
         agg.add_note(
             "Time: busy time (enter → exit, summed over re-entries); wall: creation → close",
         );
+        if let Some(note) = open.note() {
+            agg.add_note(note);
+        }
         if let Some(p) = self.counter_problem() {
             // The layer's own message names the counters and the error that kept them from
             // opening here: more precise than the aggregator's note about the PMU.
@@ -345,10 +365,121 @@ impl Handle {
     }
 }
 
+/// The spans open when a table is taken, per callsite: their outermost busy time so far
+/// goes into the whole that `%` divides (not into their rows, which hold closed spans), so
+/// a nested span that closed inside an open connection span is a part of it, never above
+/// 100 %.
+struct OpenSpans {
+    /// Per callsite (by address): open spans, their outermost busy time in ns and cycles.
+    by_callsite: HashMap<usize, (u64, u128, u128)>,
+    /// For the note, in callsite order: each callsite with open outermost time (its name,
+    /// open spans, that time in ns), and each callsite with no closed span whose open spans
+    /// have ended no interval yet (a `main` span still in its first interval: its time is in
+    /// no row and not yet in the whole).
+    names: Vec<(String, u64, u128)>,
+    not_ended: Vec<(String, u64)>,
+    /// Added to the whole through the first row (callsites with open spans and no row).
+    rowless: Option<(u128, u128)>,
+}
+
+impl OpenSpans {
+    fn now(shared: &Shared, callsites: &[Arc<CallsiteStats>]) -> Self {
+        let mut by_callsite: HashMap<usize, (u64, u128, u128)> = HashMap::new();
+        let mut not_ended_by: HashMap<usize, u64> = HashMap::new();
+        shared.spans.for_each_live(|stats, outer, nested, cycles| {
+            let key = stats as *const CallsiteStats as usize;
+            let e = by_callsite.entry(key).or_default();
+            e.0 += 1;
+            e.1 += u128::from(ticks_to_ns(outer));
+            e.2 += u128::from(cycles);
+            if outer == 0 && nested == 0 {
+                *not_ended_by.entry(key).or_default() += 1;
+            }
+        });
+        let not_ended = callsites
+            .iter()
+            .filter(|s| s.recorded().is_none())
+            .filter_map(|s| {
+                let n = not_ended_by.get(&(Arc::as_ptr(s) as usize))?;
+                Some((s.label(), *n))
+            })
+            .collect();
+        let mut names = Vec::new();
+        let mut rowless = (0, 0);
+        for stats in callsites {
+            let key = Arc::as_ptr(stats) as usize;
+            let Some(&(n, ns, cycles)) = by_callsite.get(&key) else {
+                continue;
+            };
+            if ns > 0 {
+                names.push((stats.label(), n, ns));
+            }
+            if stats.recorded().is_none() {
+                rowless.0 += ns;
+                rowless.1 += cycles;
+                // Counted here once: a first span that closes before the table reaches the
+                // callsite gives it a row, which must not carry the same time again.
+                by_callsite.remove(&key);
+            }
+        }
+        Self {
+            by_callsite,
+            names,
+            not_ended,
+            rowless: Some(rowless),
+        }
+    }
+
+    /// The part of the whole that `stats`'s row carries: its open spans' outermost time and
+    /// cycles, plus, for the first row, those of callsites that have no row.
+    fn take_whole_part(&mut self, stats: &CallsiteStats) -> (u128, u128) {
+        let (_, mut ns, mut cycles) = self
+            .by_callsite
+            .get(&(stats as *const CallsiteStats as usize))
+            .copied()
+            .unwrap_or_default();
+        if let Some((n, c)) = self.rowless.take() {
+            ns += n;
+            cycles += c;
+        }
+        (ns, cycles)
+    }
+
+    /// What the table says about open spans, when some have outermost time or have ended no
+    /// interval yet (and have no row).
+    fn note(&self) -> Option<String> {
+        if self.names.is_empty() && self.not_ended.is_empty() {
+            return None;
+        }
+        let list: Vec<String> = self
+            .names
+            .iter()
+            .map(|(name, n, ns)| {
+                format!(
+                    "{name} ×{} ({} busy so far)",
+                    Grouped(*n),
+                    format_duration_ns(*ns as f64)
+                )
+            })
+            .chain(
+                self.not_ended
+                    .iter()
+                    .map(|(name, n)| format!("{name} ×{} (no interval ended yet)", Grouped(*n))),
+            )
+            .collect();
+        Some(format!(
+            "open spans: {}: their outermost busy time so far is in the whole that % divides, \
+             their rows hold closed spans only; an interval still in progress counts when it \
+             exits",
+            list.join(", ")
+        ))
+    }
+}
+
 /// An HdrHistogram interval log (`.hlog`) of a layer's spans: each
 /// [`write_interval`](SpanLog::write_interval) writes, for every span callsite with spans
 /// closed since the previous call, one line per statistic, tagged `<name>.busy`,
-/// `<name>.wall` and `<name>.<counter>` (`<target>::<name>` where two targets have a span so
+/// `<name>.wall` and `<name>.<counter>` (`<module>::<name>` where two targets have a span so
 /// named, as the table's rows; spaces and commas in names become `_`), times in
 /// nanoseconds. `picollo report` and HdrHistogram's tools read it.
 pub struct SpanLog<W: Write> {

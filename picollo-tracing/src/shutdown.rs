@@ -3,13 +3,20 @@
 //!
 //! - Returning from `main` or `std::process::exit`: an `atexit` handler.
 //! - `SIGTERM` (systemd, docker, `kill`), which runs no `atexit` handler, with
-//!   [`Builder::finish_on_sigterm`](crate::Builder::finish_on_sigterm): the handler only
-//!   writes the signal's number into a pipe (`write` is async-signal-safe; nothing is
-//!   allocated or locked in the handler); a thread of the layer's, blocked on the pipe,
-//!   finishes every layer, then puts back the signal's previous disposition and raises it
-//!   again, so the process ends as it would have (killed by `SIGTERM`, as supervisors expect).
-//! - A program that handles `SIGTERM` itself (a graceful shutdown with `tokio::signal`):
-//!   [`Handle::finish`] in its shutdown path, or returning from `main`.
+//!   [`Builder::finish_on_sigterm`](crate::Builder::finish_on_sigterm), for a program that
+//!   does not handle `SIGTERM` itself: the handler only writes the signal's number into a pipe
+//!   (`write` is async-signal-safe; nothing is allocated or locked in the handler); a thread
+//!   of the layer's, blocked on the pipe, finishes every layer, then puts back the default
+//!   disposition and raises the signal again, so the process ends as it would have (killed
+//!   by `SIGTERM`, as supervisors expect).
+//! - A program that handles `SIGTERM` itself (a graceful shutdown with `tokio::signal`,
+//!   `signal-hook`, `sigaction`, or `sigwait` on a blocked signal) keeps its shutdown exactly
+//!   as it was: the layer installs nothing when `SIGTERM` already has a handler, is ignored or
+//!   is blocked when the layer is built, and when a handler installed after the layer's calls
+//!   the layer's (as `signal-hook` chains to the handler it replaced), the layer's thread sees
+//!   that the disposition is no longer its own and does nothing. The program's
+//!   [`Handle::finish`] (or its return from `main`) then reports everything, the spans closed
+//!   during its shutdown included.
 //!
 //! And while the program runs, [`Builder::hlog`](crate::Builder::hlog) writes an interval
 //! every period from a thread of its own.
@@ -31,13 +38,20 @@ pub(crate) struct Finisher {
     print: bool,
     /// The layer's periodic log, written a last time.
     log: Mutex<Option<SpanLog<LogOut>>>,
+    /// The last interval was written (the periodic writer stops).
     done: AtomicBool,
+    /// Held while finishing, true once finished: a second caller (exit while the signal
+    /// thread finishes, or `Handle::finish` on two threads) waits until the first is done,
+    /// so that nobody returns while the table is half printed.
+    finished: Mutex<bool>,
 }
 
 impl Finisher {
-    /// Writes the last interval and prints the table, once.
+    /// Writes the last interval and prints the table, once; returns when it is done, by
+    /// this caller or another.
     fn finish(&self) {
-        if self.done.swap(true, Ordering::AcqRel) {
+        let mut finished = self.finished.lock().unwrap_or_else(PoisonError::into_inner);
+        if *finished {
             return;
         }
         let mut log = self.log.lock().unwrap_or_else(PoisonError::into_inner);
@@ -46,10 +60,13 @@ impl Finisher {
                 eprintln!("picollo-tracing: the last .hlog interval could not be written: {e}");
             }
         }
+        // Under the log's lock: the periodic writer writes nothing after the last interval.
+        self.done.store(true, Ordering::Release);
         drop(log);
         if self.print {
             self.handle.print_report();
         }
+        *finished = true;
     }
 
     fn is_for(&self, handle: &Handle) -> bool {
@@ -90,6 +107,7 @@ pub(crate) fn register(handle: Handle, print: bool, log: Option<(SpanLog<LogOut>
         print,
         log: Mutex::new(log.map(|(l, _)| l)),
         done: AtomicBool::new(false),
+        finished: Mutex::new(false),
     });
     FINISHERS
         .lock()
@@ -138,103 +156,19 @@ fn install_atexit() {
     });
 }
 
-#[cfg(target_os = "linux")]
-pub(crate) use sigterm::install as install_sigterm;
-
-#[cfg(target_os = "linux")]
-mod sigterm {
-    use std::sync::atomic::{AtomicI32, Ordering};
-    use std::sync::OnceLock;
-
-    /// The pipe's write end, for the handler (-1 before the pipe exists).
-    static PIPE: AtomicI32 = AtomicI32::new(-1);
-    /// `SIGTERM`'s disposition before the layer's, put back before raising it again.
-    static PREVIOUS: OnceLock<Result<Previous, String>> = OnceLock::new();
-
-    struct Previous(libc::sigaction);
-
-    // SAFETY: a `sigaction` is plain data (a handler address, flags and a mask), read only
-    // after it is written once.
-    unsafe impl Send for Previous {}
-    // SAFETY: as above.
-    unsafe impl Sync for Previous {}
-
-    /// The handler: one `write` of the signal number into the pipe, errno kept. Nothing else
-    /// (no lock, no allocation: both could deadlock in a handler).
-    extern "C" fn on_signal(sig: libc::c_int) {
-        // SAFETY: `__errno_location` returns this thread's errno, valid in a handler.
-        let errno = unsafe { *libc::__errno_location() };
-        let fd = PIPE.load(Ordering::Relaxed);
-        if fd >= 0 {
-            let b = sig as u8;
-            // SAFETY: `write` is async-signal-safe; `b` is valid for one byte; a full pipe
-            // (O_NONBLOCK) drops the byte, and one byte is enough.
-            unsafe { libc::write(fd, (&raw const b).cast(), 1) };
-        }
-        // SAFETY: as above.
-        unsafe { *libc::__errno_location() = errno };
-    }
-
-    /// Installs the `SIGTERM` handler and its thread (once per process); the error says why
-    /// it could not.
-    pub(crate) fn install() -> Result<(), String> {
-        PREVIOUS
-            .get_or_init(install_once)
-            .as_ref()
-            .map(|_| ())
-            .map_err(Clone::clone)
-    }
-
-    fn install_once() -> Result<Previous, String> {
-        let mut fds = [0 as libc::c_int; 2];
-        // SAFETY: `fds` holds two ints for the two ends.
-        if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC | libc::O_NONBLOCK) } != 0 {
-            return Err(format!("pipe2: {}", std::io::Error::last_os_error()));
-        }
-        let (read, write) = (fds[0], fds[1]);
-        // The reading end blocks: the thread sleeps in `read` until a signal comes.
-        // SAFETY: `read` is an open descriptor; F_SETFL takes an int.
-        unsafe { libc::fcntl(read, libc::F_SETFL, 0) };
-        PIPE.store(write, Ordering::Relaxed);
-        std::thread::Builder::new()
-            .name("picollo-sigterm".to_owned())
-            .spawn(move || wait(read))
-            .map_err(|e| format!("no thread for SIGTERM: {e}"))?;
-        // SAFETY: an all-zero sigaction is a valid value to fill in.
-        let mut action: libc::sigaction = unsafe { core::mem::zeroed() };
-        action.sa_sigaction = on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t;
-        action.sa_flags = libc::SA_RESTART;
-        // SAFETY: as above.
-        let mut previous: libc::sigaction = unsafe { core::mem::zeroed() };
-        // SAFETY: both point to valid sigaction values; the handler is async-signal-safe.
-        if unsafe { libc::sigaction(libc::SIGTERM, &action, &mut previous) } != 0 {
-            return Err(format!("sigaction: {}", std::io::Error::last_os_error()));
-        }
-        Ok(Previous(previous))
-    }
-
-    /// The signal thread: waits for the handler's byte, finishes every layer, then lets the
-    /// signal do what it did before.
-    fn wait(read: libc::c_int) {
-        let mut b = 0u8;
-        loop {
-            // SAFETY: `read` is the pipe's open reading end; `b` is valid for one byte.
-            let n = unsafe { libc::read(read, (&raw mut b).cast(), 1) };
-            if n == 1 {
-                break;
-            }
-            if n < 0 && std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
-                continue;
-            }
-            return; // the pipe failed: nothing will come
-        }
-        super::finish_all();
-        if let Some(Ok(Previous(previous))) = PREVIOUS.get() {
-            // SAFETY: puts back the disposition read when the handler was installed.
-            unsafe { libc::sigaction(libc::SIGTERM, previous, core::ptr::null_mut()) };
-        }
-        // SAFETY: raising a signal has no memory effects here; with the default disposition
-        // the process ends, killed by SIGTERM.
-        unsafe { libc::raise(libc::SIGTERM) };
-    }
+/// Installs the `SIGTERM` handler for [`Builder::finish_on_sigterm`](crate::Builder::finish_on_sigterm)
+/// unless the program handles `SIGTERM` itself; the error says why it could not.
+#[cfg(any(target_os = "linux", target_os = "macos"))]
+pub(crate) fn install_sigterm() -> Result<(), String> {
+    sigterm::install()
 }
+
+/// No signals here: nothing to install (a program stops by returning from `main`, by
+/// `std::process::exit`, or calls [`Handle::finish`]).
+#[cfg(not(any(target_os = "linux", target_os = "macos")))]
+pub(crate) fn install_sigterm() -> Result<(), String> {
+    Ok(())
+}
+
+#[cfg(any(target_os = "linux", target_os = "macos"))]
+mod sigterm;

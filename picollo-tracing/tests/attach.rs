@@ -34,6 +34,10 @@ fn child_traced_program() {
         .init();
     // The first span opens this thread's ring.
     drop(tracing::info_span!("start").entered());
+    // Both `apply` callsites registered (a callsite is renamed `module::name` when a second
+    // target's span of its name first appears), before anyone attaches.
+    get::apply();
+    set::apply();
     let mut out = std::io::stdout().lock();
     writeln!(out, "\nREADY").unwrap();
     out.flush().unwrap();
@@ -51,10 +55,26 @@ fn child_traced_program() {
         polled.in_scope(|| std::hint::black_box(1));
     }
     drop(polled);
+    // Two targets with a span named `apply` (mini-redis's commands): the frames name them as
+    // the table and the `.hlog` do.
+    get::apply();
+    set::apply();
     writeln!(out, "DONE").unwrap();
     out.flush().unwrap();
     line.clear();
     stdin.read_line(&mut line).unwrap();
+}
+
+mod get {
+    pub fn apply() {
+        let _s = tracing::info_span!("apply").entered();
+    }
+}
+
+mod set {
+    pub fn apply() {
+        let _s = tracing::info_span!("apply").entered();
+    }
 }
 
 /// The `picollo` binary of this workspace, if it was built (it is whenever the workspace's
@@ -125,7 +145,7 @@ fn attach_to_a_program_that_only_installs_the_layer() {
     assert_eq!(d.lost, 0);
     assert_eq!(
         d.accepted as usize,
-        2 * ROUNDS + 3,
+        2 * ROUNDS + 3 + 2,
         "one frame per busy interval"
     );
     let table = consumer.table();
@@ -133,6 +153,9 @@ fn attach_to_a_program_that_only_installs_the_layer() {
     assert_eq!(table.cell("request", "N"), Some("30"));
     assert_eq!(table.cell("alloc", "N"), Some("30"));
     assert_eq!(table.cell("polled", "N"), Some("3"), "intervals, not spans");
+    // One name per callsite: what the layer's table and `.hlog` call them.
+    assert_eq!(table.cell("get::apply", "N"), Some("1"), "{table}");
+    assert_eq!(table.cell("set::apply", "N"), Some("1"), "{table}");
     let agg = consumer.aggregator();
     let pf = agg
         .counters()
@@ -166,6 +189,7 @@ fn attach_to_a_program_that_only_installs_the_layer() {
         };
         assert_eq!(row("alloc")[2], "30", "N");
         assert_eq!(row("request")[2], "30", "N");
+        assert_eq!(row("get::apply")[2], "1", "N");
         assert!(text.contains("page-faults"), "{text}");
     }
 }
@@ -187,6 +211,10 @@ fn child_time_only_program() {
     tracing_subscriber::registry().with(layer).init();
     // The first span opens this thread's ring.
     drop(tracing::info_span!("start").entered());
+    // Both `apply` callsites registered (a callsite is renamed `module::name` when a second
+    // target's span of its name first appears), before anyone attaches.
+    get::apply();
+    set::apply();
     let counters = || picollo_linux::span::thread_counters().unwrap();
     let mut out = std::io::stdout().lock();
     writeln!(out, "\nREADY {:?}", counters()).unwrap();
