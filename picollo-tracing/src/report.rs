@@ -10,7 +10,7 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 use picollo_alloc::hdr::interop::{export, ExportOptions};
 use picollo_alloc::hdr::{LogError, LogWriter};
 use picollo_alloc::span::clock::ticks_to_ns;
-use picollo_alloc::span::{format_duration_ns, AggregatedSpans, SpanTable};
+use picollo_alloc::span::{format_duration_ns, AggregatedSpans, SpanAggregator, SpanTable};
 use picollo_alloc::Snapshot;
 use picollo_core::fmt::Grouped;
 use picollo_core::ring::{ClockInfo, ClockKind};
@@ -118,17 +118,6 @@ impl Handle {
         Arc::ptr_eq(&self.shared, &other.shared)
     }
 
-    /// Finishes the layer now, as at exit: writes the last interval of its periodic `.hlog`
-    /// ([`Builder::hlog`](crate::Builder::hlog)) and prints its table when it reports at
-    /// exit, once (exit then does nothing more); returns when that is done, also when
-    /// another thread started it. For a program that handles `SIGTERM` itself (a graceful
-    /// shutdown), at the end of its shutdown path, so that the spans closed during the
-    /// shutdown are reported; `Builder::finish_on_sigterm` does it for programs that do not
-    /// (and does nothing where the program handles the signal).
-    pub fn finish(&self) {
-        crate::shutdown::finish(self);
-    }
-
     /// The counters the layer samples (empty: time only).
     pub fn counters(&self) -> Vec<String> {
         self.shared
@@ -206,8 +195,24 @@ impl Handle {
         let shared = &*self.shared;
         let mut agg = crate::counters::new_aggregator();
         agg.set_clock(ClockInfo::nanoseconds(ClockKind::MonotonicNs));
-        let measured = shared.measured_somewhere.load(Ordering::Relaxed);
-        let slots: Vec<Option<usize>> = shared
+        let slots = self.counter_slots(&mut agg);
+        let mut not_counted = 0u64;
+        let callsites = shared.callsites.all();
+        let mut open = OpenSpans::now(shared, &callsites);
+        for stats in &callsites {
+            if let Some(h) = stats.recorded() {
+                not_counted += add_callsite(&mut agg, shared, stats, h, &slots, &mut open);
+            }
+        }
+        self.add_notes(&mut agg, &open, not_counted);
+        agg.table()
+    }
+
+    /// The aggregator's counter index of each of the layer's counters measured somewhere
+    /// (`None` for a counter measured nowhere, noted in `agg` as unavailable).
+    fn counter_slots(&self, agg: &mut SpanAggregator) -> Vec<Option<usize>> {
+        let measured = self.shared.measured_somewhere.load(Ordering::Relaxed);
+        self.shared
             .counters
             .iter()
             .enumerate()
@@ -220,49 +225,12 @@ impl Handle {
                     None
                 }
             })
-            .collect();
-        let mut not_counted = 0u64;
-        let callsites = shared.callsites.all();
-        let mut open = OpenSpans::now(shared, &callsites);
-        for stats in &callsites {
-            let Some(h) = stats.recorded() else {
-                continue;
-            };
-            let (open_ns, open_cycles) = open.take_whole_part(stats);
-            let r = SpanReport::new(stats, h, shared);
-            let mut counters: Vec<(usize, u128, &dyn HistogramRead)> = Vec::new();
-            for (c, slot) in r.counters.iter().zip(&slots) {
-                if let Some(slot) = slot {
-                    // Counters measured nowhere are noted as such; these were measured on
-                    // some threads but not in every interval of these spans.
-                    not_counted += c.not_counted;
-                    if c.deltas.total_with_outside() > 0 {
-                        counters.push((*slot, midpoint_sum(&c.deltas), &c.deltas));
-                    }
-                }
-            }
-            agg.record_histograms(
-                &stats.label(),
-                AggregatedSpans {
-                    durations: &r.busy_ns,
-                    total: midpoint_sum(&r.busy_ns),
-                    outermost: open_ns
-                        + match h.outermost() {
-                            Outermost::All => midpoint_sum(&r.busy_ns),
-                            Outermost::None => 0,
-                            Outermost::Recorded(o) => {
-                                o.map_or(0, |o| midpoint_sum(&Snapshot::new(o)))
-                            }
-                        },
-                    outermost_cycles: shared
-                        .cycles
-                        .map(|_| u128::from(h.outer_cycles.load(Ordering::Relaxed)) + open_cycles),
-                    counters: &counters,
-                    ipc_micro: r.ipc_micro.as_ref().map(|h| h as &dyn HistogramRead),
-                    wall: Some(&r.wall_ns),
-                },
-            );
-        }
+            .collect()
+    }
+
+    /// The table's notes: what the times mean, the open spans, counters not counted, and
+    /// every interval or span the layer could not time.
+    fn add_notes(&self, agg: &mut SpanAggregator, open: &OpenSpans, not_counted: u64) {
         agg.add_note(
             "Time: busy time (enter → exit, summed over re-entries); wall: creation → close",
         );
@@ -280,28 +248,28 @@ impl Handle {
                  counter): left out, not recorded as 0"
             ));
         }
-        let unmatched = self.unmatched_exits();
-        if unmatched > 0 {
-            agg.add_note(format!(
-                "{unmatched} exits matched no enter on their thread (not timed)"
-            ));
-        }
-        let lost = self.lost_intervals();
-        if lost > 0 {
-            agg.add_note(format!(
-                "{lost} intervals ended after their span closed (not timed)"
-            ));
-        }
-        let untracked = self.untracked_spans();
-        if untracked > 0 {
-            agg.add_note(format!(
-                "{untracked} spans were not timed: too many spans live at once"
-            ));
+        let untimed = [
+            (
+                self.unmatched_exits(),
+                "exits matched no enter on their thread (not timed)",
+            ),
+            (
+                self.lost_intervals(),
+                "intervals ended after their span closed (not timed)",
+            ),
+            (
+                self.untracked_spans(),
+                "spans were not timed: too many spans live at once",
+            ),
+        ];
+        for (n, what) in untimed {
+            if n > 0 {
+                agg.add_note(format!("{n} {what}"));
+            }
         }
         if let Some(why) = self.why_empty() {
             agg.add_note(why);
         }
-        agg.table()
     }
 
     /// Why no span closed, when none did: the span callsites that reached the layer but were
@@ -363,6 +331,53 @@ impl Handle {
     pub fn hlog<W: Write>(&self, out: W) -> Result<SpanLog<W>, LogError> {
         SpanLog::new(self.clone(), out)
     }
+}
+
+/// Adds callsite `stats` (its histograms `h`) to the table's aggregator: its busy times,
+/// its part of the whole (closed outermost spans, and `open`'s part for its open ones), and
+/// its counters through `slots`. Returns its span·counter values not counted.
+fn add_callsite(
+    agg: &mut SpanAggregator,
+    shared: &Shared,
+    stats: &CallsiteStats,
+    h: &Histograms,
+    slots: &[Option<usize>],
+    open: &mut OpenSpans,
+) -> u64 {
+    let (open_ns, open_cycles) = open.take_whole_part(stats);
+    let r = SpanReport::new(stats, h, shared);
+    let mut not_counted = 0;
+    let mut counters: Vec<(usize, u128, &dyn HistogramRead)> = Vec::new();
+    for (c, slot) in r.counters.iter().zip(slots) {
+        if let Some(slot) = slot {
+            // Counters measured nowhere are noted as such; these were measured on some
+            // threads but not in every interval of these spans.
+            not_counted += c.not_counted;
+            if c.deltas.total_with_outside() > 0 {
+                counters.push((*slot, midpoint_sum(&c.deltas), &c.deltas));
+            }
+        }
+    }
+    let closed = match h.outermost() {
+        Outermost::All => midpoint_sum(&r.busy_ns),
+        Outermost::None => 0,
+        Outermost::Recorded(o) => o.map_or(0, |o| midpoint_sum(&Snapshot::new(o))),
+    };
+    agg.record_histograms(
+        &stats.label(),
+        AggregatedSpans {
+            durations: &r.busy_ns,
+            total: midpoint_sum(&r.busy_ns),
+            outermost: open_ns + closed,
+            outermost_cycles: shared
+                .cycles
+                .map(|_| u128::from(h.outer_cycles.load(Ordering::Relaxed)) + open_cycles),
+            counters: &counters,
+            ipc_micro: r.ipc_micro.as_ref().map(|h| h as &dyn HistogramRead),
+            wall: Some(&r.wall_ns),
+        },
+    );
+    not_counted
 }
 
 /// The spans open when a table is taken, per callsite: their outermost busy time so far

@@ -92,9 +92,20 @@ fn finish_all() {
 }
 
 /// Finishes the layers of `handle` (see [`Handle::finish`]).
-pub(crate) fn finish(handle: &Handle) {
-    for f in finishers().iter().filter(|f| f.is_for(handle)) {
-        f.finish();
+impl Handle {
+    /// Finishes the layer now, as at exit: writes the last interval of its periodic `.hlog`
+    /// ([`Builder::hlog`](crate::Builder::hlog)) and prints its table when it reports at
+    /// exit, once (exit then does nothing more); returns when that is done, also when
+    /// another thread started it. For a program that handles `SIGTERM` itself (a graceful
+    /// shutdown), at the end of its shutdown path, so that the spans closed during the
+    /// shutdown are reported; `Builder::finish_on_sigterm` does it for programs that do not
+    /// (and does nothing where the program handles the signal).
+    // Defined here, beside the finishers it runs, so that `report` (the handle's reads)
+    // does not import this module back.
+    pub fn finish(&self) {
+        for f in finishers().iter().filter(|f| f.is_for(self)) {
+            f.finish();
+        }
     }
 }
 
