@@ -22,7 +22,9 @@ use clap::{ArgGroup, Args, ValueEnum};
 use picollo_core::fmt::Grouped;
 use picollo_core::ring::{CounterStatus, RequestStatus};
 use picollo_linux::shm::ShmError;
-use picollo_linux::span::{unavailable_reason, RingEvent, SpanConsumer, SpanCounters};
+use picollo_linux::span::{
+    unavailable_reason, RingEvent, SpanAggregator, SpanConsumer, SpanCounters,
+};
 
 use crate::error::{CliError, Result};
 use crate::frames::{csv_summary, spans_markdown, Sinks};
@@ -312,6 +314,33 @@ impl Live {
         failed.map_or(Ok(()), Err)
     }
 
+    /// Drains the rings for `step` (rescanning for new rings every `RESCAN`), or until
+    /// process `pid` exits; `false` when the user asked to quit.
+    fn drain_for(
+        &mut self,
+        step: Duration,
+        pid: i32,
+        keys: &mut Keys,
+        last_scan: &mut Instant,
+    ) -> Result<bool> {
+        let t0 = Instant::now();
+        while t0.elapsed() < step {
+            self.drain()?;
+            if keys.quit() {
+                return Ok(false);
+            }
+            if !alive(pid) {
+                break;
+            }
+            if last_scan.elapsed() >= RESCAN {
+                *last_scan = Instant::now();
+                self.scan()?;
+            }
+            std::thread::sleep(POLL.min(step));
+        }
+        Ok(true)
+    }
+
     /// Waits (draining) until every ring asked with `-e` applied it, or `wait` passed, then
     /// reports per ring on stderr and returns the JSON of the outcome.
     fn settle_request(&mut self, wait: Duration) -> Result<Option<CounterRequest>> {
@@ -496,71 +525,85 @@ pub(crate) fn attach(o: &AttachArgs) -> Result<String> {
     live.drain()?;
     let capture = live.sinks.finish()?;
     let seconds = started.elapsed().as_secs_f64();
-    let totals = live.sinks.totals();
-    match o.format {
-        LiveFormat::Json => {
-            let report = AttachReport {
-                kind: "attach",
-                pid: o.pid,
-                seconds,
-                rings: totals
+    Ok(match o.format {
+        LiveFormat::Json => attach_json(o.pid, seconds, &live, capture.as_ref(), request),
+        LiveFormat::Markdown => attach_markdown(o.pid, &live, capture.as_ref()),
+    })
+}
+
+/// `attach`'s report as one JSON line: every ring's frames, losses and CSV files, the
+/// capture, the counter request's outcome and the span report.
+fn attach_json(
+    pid: i32,
+    seconds: f64,
+    live: &Live,
+    capture: Option<&(PathBuf, u64, u64)>,
+    request: Option<CounterRequest>,
+) -> String {
+    let report = AttachReport {
+        kind: "attach",
+        pid,
+        seconds,
+        rings: live
+            .sinks
+            .totals()
+            .iter()
+            .map(|t| AttachRing {
+                ring: t.name.clone(),
+                frames: t.frames,
+                lost: t.lost,
+                csv: t
+                    .csv
                     .iter()
-                    .map(|t| AttachRing {
-                        ring: t.name.clone(),
-                        frames: t.frames,
-                        lost: t.lost,
-                        csv: t
-                            .csv
-                            .iter()
-                            .map(|(p, n)| FileFrames {
-                                path: path(p),
-                                frames: *n,
-                            })
-                            .collect(),
+                    .map(|(p, n)| FileFrames {
+                        path: path(p),
+                        frames: *n,
                     })
                     .collect(),
-                capture: capture.as_ref().map(|(p, frames, lost)| Capture {
-                    path: path(p),
-                    frames: *frames,
-                    lost: *lost,
-                }),
-                counter_request: request,
-                spans: live.sinks.aggregator().map(|agg| {
-                    let head = AttachSpans {
-                        rings: live.sinks.span_rings(),
-                    };
-                    Spans::new(head, agg)
-                }),
+            })
+            .collect(),
+        capture: capture.map(|(p, frames, lost)| Capture {
+            path: path(p),
+            frames: *frames,
+            lost: *lost,
+        }),
+        counter_request: request,
+        spans: live.sinks.aggregator().map(|agg| {
+            let head = AttachSpans {
+                rings: live.sinks.span_rings(),
             };
-            Ok(format!("{}\n", json::to_line(&report)))
-        }
-        LiveFormat::Markdown => {
-            let mut out = csv_summary(&totals);
-            if let Some((path, frames, lost)) = &capture {
-                out.push_str(&format!(
-                    "{}: {} frames, {} lost, {} rings\n",
-                    path.display(),
-                    Grouped(*frames),
-                    Grouped(*lost),
-                    totals.len()
-                ));
-            }
-            if let Some(agg) = live.sinks.aggregator() {
-                if !out.is_empty() {
-                    out.push('\n');
-                }
-                out.push_str(&format!(
-                    "- process: {}\n- rings: {}\n- frames: {} ({} lost)\n\n{}",
-                    o.pid,
-                    live.sinks.span_rings(),
-                    Grouped(agg.accepted()),
-                    Grouped(agg.lost()),
-                    spans_markdown(agg)
-                ));
-            }
-            Ok(out)
-        }
+            Spans::new(head, agg)
+        }),
+    };
+    format!("{}\n", json::to_line(&report))
+}
+
+/// `attach`'s report in Markdown: the CSV files, the capture and the span tables.
+fn attach_markdown(pid: i32, live: &Live, capture: Option<&(PathBuf, u64, u64)>) -> String {
+    let totals = live.sinks.totals();
+    let mut out = csv_summary(&totals);
+    if let Some((path, frames, lost)) = capture {
+        out.push_str(&format!(
+            "{}: {} frames, {} lost, {} rings\n",
+            path.display(),
+            Grouped(*frames),
+            Grouped(*lost),
+            totals.len()
+        ));
     }
+    if let Some(agg) = live.sinks.aggregator() {
+        if !out.is_empty() {
+            out.push('\n');
+        }
+        out.push_str(&format!(
+            "- process: {pid}\n- rings: {}\n- frames: {} ({} lost)\n\n{}",
+            live.sinks.span_rings(),
+            Grouped(agg.accepted()),
+            Grouped(agg.lost()),
+            spans_markdown(agg)
+        ));
+    }
+    out
 }
 
 /// The arguments of `top`.
@@ -615,20 +658,8 @@ pub(crate) fn top(o: &TopArgs) -> Result<String> {
     let mut last_scan = Instant::now();
     let mut keys = Keys::watch();
     loop {
-        let t0 = Instant::now();
-        while t0.elapsed() < step {
-            live.drain()?;
-            if keys.quit() {
-                return Ok(String::new());
-            }
-            if !alive(o.pid) {
-                break;
-            }
-            if last_scan.elapsed() >= RESCAN {
-                last_scan = Instant::now();
-                live.scan()?;
-            }
-            std::thread::sleep(POLL.min(step));
+        if !live.drain_for(step, o.pid, &mut keys, &mut last_scan)? {
+            return Ok(String::new());
         }
         live.drain()?;
         let exited = !alive(o.pid);
@@ -638,44 +669,16 @@ pub(crate) fn top(o: &TopArgs) -> Result<String> {
         totals.0 += a.accepted();
         totals.1 += a.lost();
         shown += 1;
+        let view = TopView {
+            o,
+            started,
+            shown,
+            totals,
+            rings: live.sinks.span_rings(),
+        };
         let screen = match o.format {
-            LiveFormat::Json => {
-                let head = TopHead {
-                    kind: "top",
-                    pid: o.pid,
-                    refresh: shown,
-                    interval_s: o.interval,
-                    uptime_s: started.elapsed().as_secs_f64(),
-                    rings: live.sinks.span_rings(),
-                    total: Totals {
-                        read: totals.0,
-                        lost: totals.1,
-                    },
-                    counter_request: if shown == 1 { request.clone() } else { None },
-                };
-                format!("{}\n", json::to_line(&Spans::new(head, &a)))
-            }
-            LiveFormat::Markdown => {
-                let mut screen = String::new();
-                if clear {
-                    screen.push_str("\x1b[H\x1b[2J");
-                }
-                screen.push_str(&format!(
-                    "picollo top {}: every {} s, refresh {shown}, up {:.1} s; last interval: \
-                     {} busy intervals ({} lost); total {} busy intervals ({} lost); {} \
-                     rings\n\n{}\n",
-                    o.pid,
-                    o.interval,
-                    started.elapsed().as_secs_f64(),
-                    Grouped(a.accepted()),
-                    Grouped(a.lost()),
-                    Grouped(totals.0),
-                    Grouped(totals.1),
-                    live.sinks.span_rings(),
-                    spans_markdown(&a)
-                ));
-                screen
-            }
+            LiveFormat::Json => view.json(&a, if shown == 1 { request.clone() } else { None }),
+            LiveFormat::Markdown => view.markdown(&a, clear),
         };
         let mut out = std::io::stdout().lock();
         if out
@@ -693,5 +696,59 @@ pub(crate) fn top(o: &TopArgs) -> Result<String> {
             eprintln!("picollo: process {} exited", o.pid);
             return Ok(String::new());
         }
+    }
+}
+
+/// One refresh of `top`: its place in the run, for the header.
+struct TopView<'a> {
+    o: &'a TopArgs,
+    started: Instant,
+    shown: u64,
+    /// Busy intervals read and lost since the start.
+    totals: (u64, u64),
+    rings: usize,
+}
+
+impl TopView<'_> {
+    /// The refresh as one JSON line; `request` on the first only.
+    fn json(&self, a: &SpanAggregator, request: Option<CounterRequest>) -> String {
+        let head = TopHead {
+            kind: "top",
+            pid: self.o.pid,
+            refresh: self.shown,
+            interval_s: self.o.interval,
+            uptime_s: self.started.elapsed().as_secs_f64(),
+            rings: self.rings,
+            total: Totals {
+                read: self.totals.0,
+                lost: self.totals.1,
+            },
+            counter_request: request,
+        };
+        format!("{}\n", json::to_line(&Spans::new(head, a)))
+    }
+
+    /// The refresh as a screen: the header and the last interval's tables (after a
+    /// clear-screen sequence on a terminal).
+    fn markdown(&self, a: &SpanAggregator, clear: bool) -> String {
+        let mut screen = String::new();
+        if clear {
+            screen.push_str("\x1b[H\x1b[2J");
+        }
+        screen.push_str(&format!(
+            "picollo top {}: every {} s, refresh {}, up {:.1} s; last interval: {} busy \
+             intervals ({} lost); total {} busy intervals ({} lost); {} rings\n\n{}\n",
+            self.o.pid,
+            self.o.interval,
+            self.shown,
+            self.started.elapsed().as_secs_f64(),
+            Grouped(a.accepted()),
+            Grouped(a.lost()),
+            Grouped(self.totals.0),
+            Grouped(self.totals.1),
+            self.rings,
+            spans_markdown(a)
+        ));
+        screen
     }
 }

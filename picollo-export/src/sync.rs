@@ -6,10 +6,15 @@
 //! shows that it can fail at all. Normal builds contain neither loom nor the plants.
 
 #[cfg(not(loom))]
-pub(crate) use std::sync::{Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
+pub(crate) use std::sync::{Mutex, MutexGuard, RwLock};
+// The guards name the `metrics` recorder's lock helpers.
+#[cfg(all(not(loom), feature = "metrics"))]
+pub(crate) use std::sync::{RwLockReadGuard, RwLockWriteGuard};
 
 #[cfg(loom)]
-pub(crate) use loom::sync::{Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
+pub(crate) use loom::sync::{Mutex, MutexGuard, RwLock};
+#[cfg(all(loom, feature = "metrics"))]
+pub(crate) use loom::sync::{RwLockReadGuard, RwLockWriteGuard};
 
 /// `is_planted!(Bug)`: whether `planted::Bug::Bug` is planted; always `false` outside a loom
 /// build (so the planted branch compiles away).
