@@ -499,14 +499,17 @@ fn untyped_writer_and_reader() {
 const CHILD_ENV: &str = "PICOLLO_SHM_TEST_CHILD";
 const CHILD_FRAMES: u64 = 1000;
 
-/// The writer process: only does something when started by [`spawn_writer`] (the variable
-/// is set). It creates its rings when told `create` (so a test can first squat names for its
-/// pid), saves `CHILD_FRAMES` frames when told `go`, and exits when told `exit`.
+/// The writer process, run only by [`WriterChild::spawn`] (`--ignored --exact`, the variable
+/// set): ignored in a plain run, so it is never counted as a pass. It creates its rings when
+/// told `create` (so a test can first squat names for its pid), saves `CHILD_FRAMES` frames
+/// when told `go`, and exits when told `exit`.
 #[test]
+#[ignore = "child process of the cross-process tests (WriterChild::spawn); run by them"]
 fn child_frame_writer() {
-    if std::env::var_os(CHILD_ENV).is_none() {
-        return;
-    }
+    assert!(
+        std::env::var_os(CHILD_ENV).is_some(),
+        "child process of the cross-process tests (WriterChild::spawn): run by them, not on its own"
+    );
     let mut out = std::io::stdout().lock();
     let mut stdin = std::io::stdin().lock();
     let mut line = String::new();
@@ -514,16 +517,23 @@ fn child_frame_writer() {
     let mut w = ShmFrameWriter::<Sample>::create("xproc", &RingOptions::new(4096)).unwrap();
     let span = picollo_linux::span::open_thread_ring().unwrap();
     // Two more threads with span rings, and a second frame ring, for the leftovers check.
+    // Each thread says when its ring exists (waited for, not slept on: a loaded machine may
+    // start a thread late).
+    let (opened, rings) = std::sync::mpsc::channel();
     let threads: Vec<_> = (0..2)
         .map(|_| {
-            std::thread::spawn(|| {
+            let opened = opened.clone();
+            std::thread::spawn(move || {
                 picollo_linux::span::open_thread_ring().unwrap();
+                opened.send(()).unwrap();
                 std::thread::park();
             })
         })
         .collect();
     let _other = ShmFrameWriter::<Sample>::create("other", &RingOptions::new(64)).unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(50));
+    for _ in &threads {
+        rings.recv().unwrap();
+    }
     writeln!(out, "\nREADY {span}").unwrap();
     out.flush().unwrap();
     line.clear();
@@ -554,6 +564,7 @@ impl WriterChild {
     fn spawn() -> Self {
         let mut child = Command::new(std::env::current_exe().unwrap())
             .args([
+                "--ignored",
                 "--exact",
                 "child_frame_writer",
                 "--nocapture",
