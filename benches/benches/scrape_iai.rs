@@ -55,32 +55,32 @@ const BASES: [(&str, &str, [f64; 2]); 6] = [
     (
         "picollo_sparse",
         "Picollo registry, plain histograms behind a lock, sparse storage (the default)",
-        [278_775.0, 279_026.0],
+        [279_782.0, 279_026.0],
     ),
     (
         "picollo_sparse_atomic",
         "Picollo registry, atomic histograms, sparse storage (the recorder's default)",
-        [279_219.0, 280_611.0],
+        [280_201.0, 280_611.0],
     ),
     (
         "picollo_sparse_thread_local",
         "Picollo registry, thread-local histograms, sparse shards",
-        [279_488.0, 285_208.0],
+        [280_471.0, 285_208.0],
     ),
     (
         "picollo_plain",
         "Picollo registry, plain histograms behind a lock, dense storage",
-        [306_182.0, 313_147.0],
+        [306_814.0, 313_147.0],
     ),
     (
         "picollo_thread_local",
         "Picollo registry, thread-local histograms (dense shards)",
-        [339_332.0, 338_371.0],
+        [339_965.0, 338_371.0],
     ),
     (
         "picollo_atomic",
         "Picollo registry, atomic histograms, dense storage",
-        [339_094.0, 338_236.0],
+        [339_727.0, 338_236.0],
     ),
 ];
 /// Cells per run of the bulk read, and per bit of the prototype summary.
