@@ -118,10 +118,8 @@ impl Clocks {
         // SAFETY: an all-zero `rusage` is a valid value of this plain C struct.
         let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
         // SAFETY: `usage` is valid to write; RUSAGE_THREAD asks for the calling thread.
-        assert_eq!(
-            unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut usage) },
-            0
-        );
+        let r = unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut usage) };
+        assert_eq!(r, 0, "getrusage");
         Clocks {
             wall: Instant::now(),
             switches: (usage.ru_nvcsw + usage.ru_nivcsw) as u64,
