@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # How many hardware tests did not run, and why: libtest reports a test that returned early
 # as passed and hides its stderr, so a green run alone says nothing about the PMU. Tests
-# that skip for lack of hardware call picollo_linux::skip::hardware, which appends
-# `hardware<TAB><test><TAB><reason>` to $PICOLLO_SKIP_LOG. Prints, for the CI log summary:
+# that skip for lack of hardware, or of the kernel setting they need (perf_event_paranoid,
+# privileges to drop; the no-PMU tests on a machine with one), call
+# picollo_linux::skip::hardware, which appends `hardware<TAB><test><TAB><reason>` to
+# $PICOLLO_SKIP_LOG. (Child processes of other tests are `#[ignore]`d instead, so they are
+# never counted as passes.) Prints, for the CI log summary:
 #
 #   hardware tests: 5 skipped: no PMU
 #     cache_events_count: no hardware PMU: perf_event_open(cycles) failed with …

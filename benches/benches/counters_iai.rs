@@ -7,8 +7,8 @@
 //! cap: one write per 1024 increments) with the no-CAS configuration, so that one thread takes
 //! the path two contended threads take; `baseline_loop` runs the same loop with nothing but a
 //! `black_box` of the index. The teardown prints block `counter-instructions` and marks `✘`
-//! (CI fails) when an increment with `WyRand` costs more than `WYRAND_TARGET` instructions or
-//! more than one with `XorShift` in the same run.
+//! (CI fails) when an increment with `WyRand` costs more than its gate (`WYRAND_BASE` plus
+//! `iai::margin`) or more than one with `XorShift` in the same run.
 //!
 //! The wall-clock gain of `WyRand` is not visible here: callgrind counts instructions, and
 //! both generators cost about the same number; what differs is the length of the dependency
@@ -19,17 +19,19 @@
 #![allow(missing_docs)] // iai-callgrind's macros generate undocumented modules.
 
 use iai_callgrind::{library_benchmark, library_benchmark_group, main};
-use picollo_benches::iai::{cell, instructions, per_op};
+use picollo_benches::iai::{cell, instructions, limit_text, passes, per_op, release_defaults};
 use picollo_benches::report::{header, Block};
 use picollo_core::scalable::{RandomSource, ScalableConfig, ScalableCounter, WyRand, XorShift};
 use std::hint::black_box;
 
 /// Increments per benchmark.
 const INCS: u64 = 1_000_000;
-/// Most instructions an increment with `WyRand` may cost on the probabilistic path (29 with
-/// the release defaults since the hot path's bit-length range check and the configuration read
-/// by reference, issue 21; it was 38, and the gate 40, before).
-const WYRAND_TARGET: f64 = 32.0;
+/// Base count of the gate on an increment with `WyRand` on the probabilistic path, fat LTO
+/// and release defaults (the highest measured on the machines listed in
+/// `benches/RESULTS.md`, "Instruction gates"; 38 with the release defaults before the hot
+/// path's bit-length range check and the configuration read by reference, issue 21). The gate
+/// allows `iai::margin` over it (2 instructions here).
+const WYRAND_BASE: [f64; 2] = [28.01, 29.01];
 
 fn counter() -> ScalableCounter {
     let c = ScalableCounter::with_config(ScalableConfig::new().with_exact_while_uncontended(false));
@@ -89,7 +91,7 @@ fn tables() {
          `baseline_loop`) / {INCS}."
     );
     println!();
-    header(&["bench", "total Ir", "per increment", "target"]);
+    header(&["bench", "total Ir", "per increment", "gate: base + margin"]);
     println!("| `baseline_loop` (loop only) | {} | — | |", cell(base));
     let xorshift = each("scalable_xorshift");
     for (function, label) in [
@@ -99,11 +101,11 @@ fn tables() {
         let per = each(function);
         let verdict = match (per, xorshift) {
             (Some(p), Some(x)) if function == "scalable_wyrand" => {
-                // Judged as printed (two decimals).
-                let ok = (p * 100.0).round() <= WYRAND_TARGET * 100.0
-                    && (p * 100.0).round() <= (x * 100.0).round();
+                // The `XorShift` comparison is judged as printed (two decimals).
+                let base = WYRAND_BASE[usize::from(release_defaults())];
+                let ok = passes(p, base) && (p * 100.0).round() <= (x * 100.0).round();
                 let mark = if ok { "✔" } else { "✘" };
-                format!("≤ {WYRAND_TARGET} and ≤ `XorShift` {mark}")
+                format!("{} and ≤ `XorShift` {mark}", limit_text(base))
             }
             _ => String::new(),
         };

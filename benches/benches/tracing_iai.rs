@@ -6,9 +6,9 @@
 //! is not counted by callgrind.
 //!
 //! The teardown prints block `tracing-instructions`: the Picollo layer's instructions per span
-//! over the bare `Registry`, each gated (`✘` fails CI) at the counts measured after issue 34
-//! (one per-thread handle per hook, `%` from outermost intervals), which are at or below the
-//! counts before it: see `benches/RESULTS.md`.
+//! over the bare `Registry`, each gated (`✘` fails CI) at its base count (`TARGETS`, the
+//! highest measured across machines) plus `iai::margin`: see `benches/RESULTS.md`,
+//! "Instruction gates".
 //!
 //! Run: `cargo bench -p picollo-benches --bench tracing_iai`.
 #![allow(missing_docs)] // iai-callgrind's macros generate undocumented modules.
@@ -130,13 +130,15 @@ library_benchmark_group!(
     benchmarks = enter_exit, whole_span
 );
 
-/// Instructions per span over the bare `Registry` at most, fat LTO and release defaults
-/// (fat-LTO whole span 468 → 512.5 instructions when issue 30 made the layer's histograms
-/// sparse, then 460 with issue 39's dense span histograms and the layer's kept tick factor;
-/// release defaults remeasured for issue 39: the tree before it measured 172.7, 802.9,
-/// 557.0 and 1256.1 against gates of 172.4, 802.5, 549.1 and 1257.1, issue 39's gives
-/// 174.4, 804.5, 546.1 and 1254.1; before issue 34: 162.4 / 186.5, 814.5 / 898.5, 478 /
-/// 582.1 and 1211 / 1374.1).
+/// Base counts of the gates: instructions per span over the bare `Registry`, fat LTO and
+/// release defaults, the highest measured on the machines listed in `benches/RESULTS.md`
+/// ("Instruction gates") for the code as it is; each gate allows `iai::margin` over its base
+/// (issue 40: CI once measured 781.8 against a gate of 781.7 set at one run's count).
+/// History: the fat-LTO whole span went 468 → 512.5 when issue 30 made the layer's histograms
+/// sparse, then 460 with issue 39's dense span histograms and kept tick factor (the whole-span
+/// bases are issue 39's counts: the code the older counts measured is gone); release defaults
+/// remeasured for issue 39 (174.4, 804.5, 546.1, 1254.1); before issue 34: 162.4 / 186.5,
+/// 814.5 / 898.5, 478 / 582.1 and 1211 / 1374.1.
 const TARGETS: [(&str, &str, &str, [f64; 2]); 4] = [
     (
         "enter_exit",
@@ -148,7 +150,7 @@ const TARGETS: [(&str, &str, &str, [f64; 2]); 4] = [
         "enter_exit",
         "picollo_counters_page_faults",
         "enter + exit, page-faults",
-        [781.7, 804.5],
+        [781.8, 804.5],
     ),
     (
         "whole_span",
@@ -175,7 +177,13 @@ fn tables() {
          not count)."
     );
     println!();
-    header(&["case", "total Ir", "registry Ir", "per span", "target"]);
+    header(&[
+        "case",
+        "total Ir",
+        "registry Ir",
+        "per span",
+        "gate: base + margin",
+    ]);
     for (function, id, label, targets) in TARGETS {
         let (total, base) = (count(function, id), count(function, "registry"));
         let per = per_op(total, base, SPANS);

@@ -365,7 +365,9 @@ pub fn report(block_id: &'static str, binary: &str) {
             static_ratio("static_u32", "plain_u32", "wall"),
         );
     }
-    let mark = if worst_all <= TARGET { "✔" } else { "✘" };
+    // In words, not ✔/✘: a CPU-time ratio moves with the load of the machine, and `✘` is kept
+    // for repeatable targets (instruction counts), which fail CI.
+    let mark = if worst_all <= TARGET { "met" } else { "missed" };
     println!(
         "| **target: thread-local ≤ {TARGET}× plain, every layout and copy (by reference)** | \
          | | | worst of both widths: {worst_all:.2}× {mark} | | | | |"

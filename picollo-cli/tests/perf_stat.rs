@@ -162,7 +162,10 @@ fn page_faults_and_context_switches_agree_with_perf_stat() {
         return;
     }
     if let Err(why) = Capabilities::detect().kernel_counting() {
-        eprintln!("skip: {why}");
+        picollo_linux::skip::hardware(
+            "page_faults_and_context_switches_agree_with_perf_stat",
+            &why,
+        );
         return;
     }
     let faults = interleaved(FAULTS);

@@ -434,6 +434,10 @@ fn add_chain_instructions_scale_under_callgrind() {
             .output()
             .is_ok_and(|o| o.status.success());
         if !have_valgrind {
+            assert!(
+                std::env::var_os("CI").is_none(),
+                "CI must install valgrind (.ci/install.d): this check needs callgrind"
+            );
             // Written to stderr directly, so it shows even when the harness captures output.
             let _ = writeln!(
                 std::io::stderr(),
@@ -444,6 +448,10 @@ fn add_chain_instructions_scale_under_callgrind() {
         }
         let (n1, n2) = (1_000u64, 21_000u64);
         let Some(exe) = add_chain_example() else {
+            assert!(
+                std::env::var_os("CI").is_none(),
+                "the add_chain example is not built: CI's `cargo test` builds examples"
+            );
             let _ = writeln!(
                 std::io::stderr(),
                 "SKIPPED add_chain_instructions_scale_under_callgrind: the add_chain example is \

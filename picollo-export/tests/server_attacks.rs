@@ -26,7 +26,7 @@ use std::time::{Duration, Instant};
 
 use client::*;
 use picollo_alloc::{HistogramBuilder, ThreadLocalHistogram};
-use picollo_export::server::{MetricsServer, ServerOptions};
+use picollo_export::server::{MetricsServer, ServerOptions, ServerStats};
 use picollo_export::{ClassicBuckets, ExportOptions, Labels, Registry};
 
 const HEADER_TIMEOUT: Duration = Duration::from_secs(1);
@@ -126,6 +126,19 @@ const WORKERS: usize = 2;
 /// Asserts that no connection made a thread: the server has at most its fixed threads, and
 /// this process at most one more than at the start (a client thread of this test that was
 /// just joined may still be listed for a moment: the kernel lists a task until it is reaped).
+/// The server's statistics once `ready` holds of them, or after 60 s (the caller's assertion
+/// then says what was not reached): events the test waits for, never sleeps on.
+fn wait_for_stats(t: &Target, ready: impl Fn(&ServerStats) -> bool) -> ServerStats {
+    let started = Instant::now();
+    loop {
+        let stats = t.server.stats();
+        if ready(&stats) || started.elapsed() > Duration::from_secs(60) {
+            return stats;
+        }
+        thread::sleep(Duration::from_millis(20));
+    }
+}
+
 fn assert_threads_bounded(baseline: usize, during: &str) {
     let (all, server) = (threads(), server_threads());
     eprintln!("{during}: {all} threads ({server} of the server), {baseline} at the start");
@@ -234,8 +247,9 @@ fn attacks_leave_scrapes_working_and_counts_exact() {
     t.record(1_000);
     t.scrapes_succeed(6, "a client pipelines 50 GETs and never reads");
     // The server gives up on it at its write deadline: it sent far less than 50 responses.
-    thread::sleep(WRITE_TIMEOUT + Duration::from_millis(500));
-    let after = t.server.stats();
+    // Waited for, not slept on: on a loaded machine the server may reach its deadline check
+    // late, which is not what is judged here.
+    let after = wait_for_stats(&t, |s| s.timed_out > before.timed_out);
     assert!(after.timed_out > before.timed_out, "{after:?}");
     let (closed, received) = closed_by_server(&mut slow);
     assert!(closed, "the slow reader is disconnected");
@@ -247,8 +261,10 @@ fn attacks_leave_scrapes_working_and_counts_exact() {
     assert_threads_bounded(baseline, "after a slow reader");
 
     // 3. 1,200 idle sockets: no thread each, scrapes still served, at most 512 kept.
+    let before_idle = t.server.stats();
     let idle: Vec<TcpStream> = (0..1_200).map(|_| connect(t.addr)).collect();
-    thread::sleep(Duration::from_millis(300)); // let the server accept them all
+    // Let the server accept them all (waited for: how long it takes is not judged).
+    wait_for_stats(&t, |s| s.connections >= before_idle.connections + 1_200);
     assert_threads_bounded(baseline, "1,200 idle sockets");
     t.record(1_000);
     t.scrapes_succeed(6, "1,200 idle sockets");

@@ -309,11 +309,8 @@ mod tests {
     use super::*;
 
     #[test]
+    #[cfg_attr(miri, ignore = "miri isolation forbids reading perf_event_paranoid")]
     fn actions_name_the_fix() {
-        if cfg!(miri) {
-            eprintln!("skip: miri isolation forbids reading perf_event_paranoid");
-            return;
-        }
         let e = PerfError::from_open_errno(libc::EACCES, "task-clock", false);
         let s = e.to_string();
         assert!(

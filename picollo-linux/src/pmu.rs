@@ -445,11 +445,8 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "miri isolation forbids the file system")]
     fn resolves_intel_like_cpu_pmu() {
-        if cfg!(miri) {
-            eprintln!("skip: miri isolation forbids the file system");
-            return;
-        }
         let fs = FakeSysfs::new("cpu");
         fs.file("cpu/type", "4\n");
         fs.file("cpu/format/event", "config:0-7\n");
@@ -524,11 +521,8 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "miri isolation forbids the file system")]
     fn resolves_real_msr_pmu_when_present() {
-        if cfg!(miri) {
-            eprintln!("skip: miri isolation forbids the file system");
-            return;
-        }
         let sysfs = Sysfs::system();
         let Some(type_) = sysfs.pmu_type("msr") else {
             crate::skip::hardware(

@@ -10,14 +10,7 @@ use picollo_linux::page::Fallback;
 use picollo_linux::session::{CounterSession, OnUnsupported, ReadPath, Target};
 use picollo_linux::workload::FreshPages;
 use picollo_linux::{thread_cpu_time_ns, PerfError};
-
-/// Skips (returns true, with the reason printed) under miri, which cannot make syscalls.
-fn skip_under_miri() -> bool {
-    if cfg!(miri) {
-        eprintln!("skip: miri cannot call perf_event_open");
-    }
-    cfg!(miri)
-}
+use std::time::Instant;
 
 fn exact(c: Option<Count>) -> u64 {
     match c {
@@ -27,10 +20,8 @@ fn exact(c: Option<Count>) -> u64 {
 }
 
 #[test]
+#[cfg_attr(miri, ignore = "miri cannot call perf_event_open")]
 fn page_faults_are_exact_on_fresh_pages() {
-    if skip_under_miri() {
-        return;
-    }
     let mut s = CounterSession::builder()
         .software(SoftwareEvent::PageFaults)
         .software(SoftwareEvent::MinorFaults)
@@ -55,11 +46,9 @@ fn page_faults_are_exact_on_fresh_pages() {
 }
 
 #[test]
+#[cfg_attr(miri, ignore = "miri cannot call perf_event_open")]
 fn record_fills_per_counter_histograms_and_reset_clears_them() {
     use picollo_core::ReadExt;
-    if skip_under_miri() {
-        return;
-    }
     let mut s = CounterSession::builder()
         .software(SoftwareEvent::PageFaults)
         .build()
@@ -99,22 +88,99 @@ fn record_fills_per_counter_histograms_and_reset_clears_them() {
     assert_eq!(s.counters()[0].histogram().total(), 21);
 }
 
+/// Spins until the thread has run `ns` nanoseconds of CPU time (`CLOCK_THREAD_CPUTIME_ID`)
+/// and returns the CPU time between its first and its last clock read (at least `ns`).
 fn spin_cpu(ns: u64) -> u64 {
     let start = thread_cpu_time_ns().unwrap();
     let mut x = 1u64;
-    while thread_cpu_time_ns().unwrap() - start < ns {
+    loop {
+        let ran = thread_cpu_time_ns().unwrap() - start;
+        if ran >= ns {
+            std::hint::black_box(x);
+            return ran;
+        }
         for _ in 0..1000 {
             x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
         }
     }
-    x
+}
+
+/// The clocks task-clock is judged against, read together just outside a counted interval:
+/// the wall clock and the thread's context switches so far.
+#[derive(Clone, Copy)]
+struct Clocks {
+    wall: Instant,
+    switches: u64,
+}
+
+impl Clocks {
+    fn now() -> Self {
+        // SAFETY: an all-zero `rusage` is a valid value of this plain C struct.
+        let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+        // SAFETY: `usage` is valid to write; RUSAGE_THREAD asks for the calling thread.
+        let r = unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut usage) };
+        assert_eq!(r, 0, "getrusage");
+        Clocks {
+            wall: Instant::now(),
+            switches: (usage.ru_nvcsw + usage.ru_nivcsw) as u64,
+        }
+    }
+}
+
+/// How far task-clock may fall below the thread's CPU time of the work it counted: a share
+/// of that time, and a fixed part per context switch (see [`assert_task_clock`]).
+const TASK_CLOCK_SHARE: f64 = 0.05;
+/// See [`TASK_CLOCK_SHARE`].
+const TASK_CLOCK_PER_SWITCH_NS: u64 = 100_000;
+/// How much faster than the wall clock task-clock may run: the two are different clocks
+/// (the scheduler's `sched_clock`, and `CLOCK_MONOTONIC`, which NTP slews by up to 0.05 %).
+const TASK_CLOCK_RATE: f64 = 0.005;
+
+/// Judges `counted`, a task-clock delta read between `before` and `after` (clocks read just
+/// outside the two counter reads), against what task-clock is defined as: the nanoseconds
+/// the thread ran while its counters were enabled. `work_cpu` is the thread's CPU time
+/// (`CLOCK_THREAD_CPUTIME_ID`) of the work between the reads, measured inside them.
+///
+/// - Not more than the wall-clock time between `before` and `after` (less than that when
+///   the thread waited): no clock of running time outruns time itself, on any machine,
+///   however busy. `TASK_CLOCK_RATE` is for the clocks' rates (task-clock ran at 0.9988 of
+///   the wall clock at most in 10,000 trials on the project's VM).
+/// - Not less than `work_cpu`, within `TASK_CLOCK_SHARE` and `TASK_CLOCK_PER_SWITCH_NS` per
+///   context switch of the thread (`getrusage(RUSAGE_THREAD)`): both clocks are the
+///   scheduler's, but the kernel starts and stops them at different points of a switch
+///   (perf when it schedules the task's events in and out, the CPU clock when it picks and
+///   puts the task) and a hypervisor's stolen time reaches them differently. Measured on the
+///   project's 2-vCPU VM with six CPU hogs beside it: at most 106 µs below a 1 ms spin (53 µs
+///   per switch + 1), 38 µs below a 10 ms spin; CI once saw 5 µs below a 1 ms spin, which
+///   failed the exact bound this replaces.
+///
+/// A task-clock in the wrong unit, of another counter, or missing a delta fails the lower
+/// bound; one counting twice or a total instead of a delta fails the upper bound wherever
+/// the thread ran most of the interval (a machine not loaded 2× over).
+fn assert_task_clock(counted: u64, work_cpu: u64, before: Clocks, after: Clocks) {
+    let wall = after.wall.duration_since(before.wall).as_nanos() as u64;
+    let switches = after.switches - before.switches;
+    let lower =
+        work_cpu as f64 * (1.0 - TASK_CLOCK_SHARE) - (switches * TASK_CLOCK_PER_SWITCH_NS) as f64;
+    let upper = wall as f64 * (1.0 + TASK_CLOCK_RATE);
+    eprintln!(
+        "task-clock {counted} ns; the work's CPU time {work_cpu} ns, wall {wall} ns, \
+         {switches} context switches: bounds [{lower:.0}, {upper:.0}]"
+    );
+    assert!(
+        counted as f64 >= lower,
+        "task-clock {counted} ns below the {work_cpu} ns of CPU time it counted, beyond \
+         {TASK_CLOCK_SHARE} and {TASK_CLOCK_PER_SWITCH_NS} ns × {switches} switches"
+    );
+    assert!(
+        counted as f64 <= upper,
+        "task-clock {counted} ns over the {wall} ns of wall-clock time around it"
+    );
 }
 
 #[test]
+#[cfg_attr(miri, ignore = "miri cannot call perf_event_open")]
 fn task_clock_is_monotone_and_matches_thread_time() {
-    if skip_under_miri() {
-        return;
-    }
     let mut s = CounterSession::builder()
         .software(SoftwareEvent::TaskClock)
         .build()
@@ -127,27 +193,18 @@ fn task_clock_is_monotone_and_matches_thread_time() {
         assert!(v >= last, "task-clock went backwards: {v} < {last}");
         last = v;
     }
-    // Close to the thread's CPU time over a 30 ms busy loop.
+    // The thread's CPU time over a 30 ms busy loop, judged as `assert_task_clock` says.
+    let before = Clocks::now();
     s.read(true).unwrap();
-    let t0 = thread_cpu_time_ns().unwrap();
-    std::hint::black_box(spin_cpu(30_000_000));
-    let t1 = thread_cpu_time_ns().unwrap();
+    let work = spin_cpu(30_000_000);
     s.read(true).unwrap();
-    let counted = exact(s.counters()[0].delta()) as f64;
-    let elapsed = (t1 - t0) as f64;
-    let err = (counted - elapsed).abs() / elapsed;
-    eprintln!(
-        "task-clock {counted} ns vs thread CPU time {elapsed} ns: {:.2}%",
-        err * 100.0
-    );
-    assert!(err < 0.05, "task-clock {counted} vs thread time {elapsed}");
+    let after = Clocks::now();
+    assert_task_clock(exact(s.counters()[0].delta()), work, before, after);
 }
 
 #[test]
+#[cfg_attr(miri, ignore = "miri cannot call perf_event_open")]
 fn group_read_returns_every_counter_with_shared_times() {
-    if skip_under_miri() {
-        return;
-    }
     let mut s = CounterSession::builder()
         .software(SoftwareEvent::TaskClock)
         .software(SoftwareEvent::PageFaults)
@@ -161,11 +218,14 @@ fn group_read_returns_every_counter_with_shared_times() {
         "{ids:?}"
     );
     assert!(s.deltas().is_none(), "no deltas before two reads");
+    let before = Clocks::now();
     assert_eq!(s.read(true).unwrap(), ReadPath::Syscall);
     assert!(s.deltas().is_none(), "no deltas after one read");
-    std::hint::black_box(spin_cpu(1_000_000));
+    let work = spin_cpu(10_000_000);
     // Software events have no usable rdpmc page: the fast path falls back to the syscall.
     assert_eq!(s.read(false).unwrap(), ReadPath::Syscall);
+    let after = Clocks::now();
+    assert!(s.deltas().is_some(), "deltas after two reads");
     if s.fast_path_allowed() {
         assert!(s.counters().iter().all(|c| c.has_mmap_page()));
         assert_eq!(s.last_fallback(), Some(Fallback::NoUserRdpmc));
@@ -183,7 +243,7 @@ fn group_read_returns_every_counter_with_shared_times() {
         .map(|(c, d)| (c.name().to_owned(), d))
         .collect();
     assert_eq!(deltas[0].0, "task-clock");
-    assert!(deltas[0].1.value().unwrap() >= 1_000_000, "{deltas:?}");
+    assert_task_clock(deltas[0].1.value().unwrap(), work, before, after);
     assert_eq!(
         deltas[1].1, deltas[2].1,
         "page-faults = minor-faults here: {deltas:?}"
@@ -200,10 +260,8 @@ fn group_read_returns_every_counter_with_shared_times() {
 }
 
 #[test]
+#[cfg_attr(miri, ignore = "miri cannot call perf_event_open")]
 fn disabled_group_is_not_counted_until_enabled() {
-    if skip_under_miri() {
-        return;
-    }
     let mut s = CounterSession::builder()
         .enabled(false)
         .software(SoftwareEvent::TaskClock)
@@ -242,10 +300,8 @@ fn disabled_group_is_not_counted_until_enabled() {
 }
 
 #[test]
+#[cfg_attr(miri, ignore = "miri cannot call perf_event_open")]
 fn counter_source_writes_values() {
-    if skip_under_miri() {
-        return;
-    }
     let mut s = CounterSession::builder()
         .software(SoftwareEvent::TaskClock)
         .software(SoftwareEvent::PageFaults)
@@ -269,12 +325,13 @@ fn hardware_pmu_reason() -> Option<String> {
 }
 
 #[test]
+#[cfg_attr(miri, ignore = "miri cannot call perf_event_open")]
 fn unsupported_hardware_events_fail_by_default() {
-    if skip_under_miri() {
-        return;
-    }
     if hardware_pmu_reason().is_none() {
-        eprintln!("skip: this machine has a hardware PMU, so cycles is not unsupported here");
+        picollo_linux::skip::hardware(
+            "unsupported_hardware_events_fail_by_default",
+            "this machine has a hardware PMU, so cycles is not unsupported here",
+        );
         return;
     }
     let err = CounterSession::builder()
@@ -316,12 +373,13 @@ fn unsupported_hardware_events_fail_by_default() {
 }
 
 #[test]
+#[cfg_attr(miri, ignore = "miri cannot call perf_event_open")]
 fn unsupported_hardware_events_can_be_dropped() {
-    if skip_under_miri() {
-        return;
-    }
     if hardware_pmu_reason().is_none() {
-        eprintln!("skip: this machine has a hardware PMU, so nothing is dropped here");
+        picollo_linux::skip::hardware(
+            "unsupported_hardware_events_can_be_dropped",
+            "this machine has a hardware PMU, so nothing is dropped here",
+        );
         return;
     }
     // The would-be leader (cycles) is dropped; task-clock becomes the leader.
@@ -370,10 +428,8 @@ fn unsupported_hardware_events_can_be_dropped() {
 }
 
 #[test]
+#[cfg_attr(miri, ignore = "miri cannot call perf_event_open")]
 fn builder_errors() {
-    if skip_under_miri() {
-        return;
-    }
     assert_eq!(
         CounterSession::builder().build().unwrap_err(),
         PerfError::NoEvents
@@ -399,10 +455,8 @@ fn builder_errors() {
 }
 
 #[test]
+#[cfg_attr(miri, ignore = "miri cannot call perf_event_open")]
 fn pmu_event_errors_are_mapped() {
-    if skip_under_miri() {
-        return;
-    }
     let e = CounterSession::builder()
         .event_name("no_such_pmu/event=0x1/")
         .unwrap()
@@ -470,13 +524,14 @@ fn in_unprivileged_child(f: impl FnOnce() -> i32) -> i32 {
 }
 
 #[test]
+#[cfg_attr(miri, ignore = "miri cannot call perf_event_open")]
 fn counting_the_kernel_unprivileged_is_eacces() {
-    if skip_under_miri() {
-        return;
-    }
     let paranoid = picollo_linux::error::perf_event_paranoid();
     if paranoid.is_none_or(|p| p < 2) {
-        eprintln!("skip: perf_event_paranoid is {paranoid:?}; EACCES needs 2 or more");
+        picollo_linux::skip::hardware(
+            "counting_the_kernel_unprivileged_is_eacces",
+            &format!("perf_event_paranoid is {paranoid:?}; EACCES needs 2 or more"),
+        );
         return;
     }
     // SAFETY: geteuid has no preconditions.
@@ -502,7 +557,10 @@ fn counting_the_kernel_unprivileged_is_eacces() {
     };
     let code = in_unprivileged_child(open(false));
     if code == 254 {
-        eprintln!("skip: could not drop privileges in a child");
+        picollo_linux::skip::hardware(
+            "counting_the_kernel_unprivileged_is_eacces",
+            "could not drop privileges in a child",
+        );
         return;
     }
     assert_eq!(code, libc::EACCES, "unprivileged, kernel included");
@@ -528,10 +586,8 @@ fn counting_the_kernel_unprivileged_is_eacces() {
 }
 
 #[test]
+#[cfg_attr(miri, ignore = "miri cannot call perf_event_open")]
 fn counts_a_child_from_exec_with_inherit() {
-    if skip_under_miri() {
-        return;
-    }
     use std::ffi::CString;
     let sh = CString::new("/bin/sh").unwrap();
     let argv0 = CString::new("sh").unwrap();
@@ -604,12 +660,10 @@ fn counts_a_child_from_exec_with_inherit() {
 /// session counting the kernel) reads every switch. Skips, saying why, where the kernel may
 /// not be counted (perf_event_paranoid 2 or more without CAP_PERFMON).
 #[test]
+#[cfg_attr(miri, ignore = "miri cannot call perf_event_open")]
 fn modifiers_choose_what_is_counted() {
-    if skip_under_miri() {
-        return;
-    }
     if let Err(why) = Capabilities::detect().kernel_counting() {
-        eprintln!("skip modifiers_choose_what_is_counted: {why}");
+        picollo_linux::skip::hardware("modifiers_choose_what_is_counted", &why);
         return;
     }
     let mut s = CounterSession::builder()

@@ -147,7 +147,7 @@ fn a_panic_inside_a_span_still_closes_it() {
         5,
         "panicking spans are exited and closed while unwinding"
     );
-    assert!(r.busy_ns.min().unwrap() >= 299_000);
+    assert!(r.busy_ns.min().unwrap() >= at_least(300_000));
     assert_eq!(h.span("after_panics").unwrap().count(), 1);
     assert_eq!(h.unmatched_exits(), 0);
 }
@@ -219,7 +219,10 @@ fn spans_moving_between_tokio_workers() {
     assert_eq!(r.count(), u64::from(tasks));
     // Each task spun `polls` × 100 µs inside its span, on whatever worker polled it.
     let min_busy = r.busy_ns.min().unwrap();
-    assert!(min_busy >= u64::from(polls) * 99_000, "busy {min_busy}");
+    assert!(
+        min_busy >= at_least(u64::from(polls) * 100_000),
+        "busy {min_busy}"
+    );
     // Wall time includes the sleeps (at least `polls` × 50 µs) on top of the busy time.
     let min_wall = r.wall_ns.min().unwrap();
     assert!(min_wall > min_busy, "wall {min_wall} busy {min_busy}");
@@ -269,7 +272,7 @@ fn hlog_interval_log_round_trips() {
         let counts = entry.decode().unwrap();
         assert_eq!(counts.total_count(), 7);
         assert!(
-            counts.min() >= 49_000,
+            counts.min() >= at_least(50_000),
             "busy and wall at least 50 µs: {}",
             counts.min()
         );
@@ -302,7 +305,18 @@ fn shares_are_parts_of_the_outermost_spans() {
         .trim_end_matches('%')
         .parse()
         .unwrap();
-    assert!(command > 50.0 && command < 100.0, "{command}");
+    // `%` is the commands' busy time over the outermost spans' (the runs'), whatever the
+    // machine did meanwhile (a run preempted between two commands counts the wait in its busy
+    // time, so no fixed share can be asserted): within the histograms' error of the sums.
+    let sum = |name: &str| {
+        let r = h.span(name).unwrap();
+        r.busy_ns.mean() * r.count() as f64
+    };
+    let expected = 100.0 * sum("command") / sum("run");
+    assert!(
+        (command - expected).abs() <= 1.0 && command < 100.0,
+        "command {command}%, its busy time over the runs' {expected:.1}%"
+    );
     assert!(table.columns.iter().any(|c| c == "wall p50"));
 }
 

@@ -82,10 +82,12 @@ fn deny_perf_event_open() {
 
 /// The child: perf refused, software counters asked for.
 #[test]
+#[ignore = "child process of perf_unavailable_gives_one_message_and_times; run by it"]
 fn child_without_perf() {
-    if std::env::var_os(CHILD_ENV).is_none() {
-        return;
-    }
+    assert!(
+        std::env::var_os(CHILD_ENV).is_some(),
+        "child process of perf_unavailable_gives_one_message_and_times: run by it, not on its own"
+    );
     deny_perf_event_open();
     let layer = PicolloLayer::builder()
         .counters(SpanCounters::parse("page-faults,task-clock").expect("perf event names"))
@@ -102,7 +104,9 @@ fn child_without_perf() {
     });
     let r = h.span("work").unwrap();
     assert_eq!(r.count(), 5, "spans are recorded");
-    assert!(r.busy_ns.min().unwrap() >= 99_000, "and timed");
+    // Busy time is TSC ticks at the rate calibrated against the monotonic clock: 2 % for
+    // the calibration (as `layer.rs`'s `at_least`), whatever the load.
+    assert!(r.busy_ns.min().unwrap() >= 98_000, "and timed");
     for c in &r.counters {
         assert_eq!(c.deltas.total(), 0, "{}: nothing recorded as 0", c.name);
         assert_eq!(c.not_counted, 5, "{}", c.name);
@@ -119,6 +123,7 @@ fn child_without_perf() {
 fn perf_unavailable_gives_one_message_and_times() {
     let out = Command::new(std::env::current_exe().unwrap())
         .args([
+            "--ignored",
             "--exact",
             "child_without_perf",
             "--nocapture",

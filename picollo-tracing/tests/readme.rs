@@ -22,10 +22,12 @@ const REQUESTS: usize = 25;
 /// The child: the README's example, then the spans of a small server, then exit (which prints the
 /// table, as returning from `main` would).
 #[test]
+#[ignore = "child process of readme_tracing; run by it"]
 fn child_readme_example() {
-    if std::env::var_os(CHILD_ENV).is_none() {
-        return;
-    }
+    assert!(
+        std::env::var_os(CHILD_ENV).is_some(),
+        "child process of readme_tracing: run by it, not on its own"
+    );
     let dir = std::env::temp_dir().join(format!("picollo-readme-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let spans_hlog = dir.join("spans.hlog");
@@ -70,6 +72,7 @@ fn readme_tracing() {
     );
     let out = Command::new(std::env::current_exe().unwrap())
         .args([
+            "--ignored",
             "--exact",
             "child_readme_example",
             "--nocapture",
