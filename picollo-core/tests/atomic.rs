@@ -107,14 +107,8 @@ fn reset_has_no_old_plus_one_race() {
     // the bucket is always far below what it held before.
     let h: Arc<AtomicHistogram<[AtomicU64; LEN]>> = Arc::new(AtomicHistogram::new(L, 0, MAX));
     let stop = AtomicBool::new(false);
-    if cfg!(miri) {
-        // Spinning on a relaxed load while another thread hammers the bucket does not make
-        // progress under miri's weak-memory emulation; the atomicity it shows is covered there
-        // by the other tests of this file.
-        eprintln!("skip reset_has_no_old_plus_one_race: spin-wait test, too slow under miri");
-        return;
-    }
-    let (threshold, resets) = (200_000, 20);
+    // Under miri a handful of records per round: every call there retags the whole histogram.
+    let (threshold, resets) = if cfg!(miri) { (4, 2) } else { (200_000, 20) };
     std::thread::scope(|s| {
         s.spawn(|| {
             while !stop.load(Ordering::Relaxed) {

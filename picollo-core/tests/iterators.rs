@@ -11,7 +11,13 @@ use common::Cells;
 fn pair(values: &[u64]) -> (hdrhistogram::Histogram<u64>, Histogram<Cells>, Layout) {
     let mut hdr = hdrhistogram::Histogram::<u64>::new_with_bounds(1, 1 << 40, 3).unwrap();
     let layout = Layout::from_block_scale(10).unwrap();
-    let full = Window::full(layout);
+    // Under miri the window ends above the largest sample (7 million) at 14,000 cells, not the
+    // full range's 55,000: each read of a cell there retags the whole storage.
+    let full = if cfg!(miri) {
+        Window::new(layout, 0, (1 << 23) - 1).unwrap()
+    } else {
+        Window::full(layout)
+    };
     let mut h = Histogram::with_storage(layout, Cells(vec![0; full.len()]), full).unwrap();
     for &v in values {
         hdr.record(v).unwrap();
