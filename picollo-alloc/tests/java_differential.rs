@@ -217,6 +217,10 @@ fn first_difference(want: &str, got: &str) -> String {
 }
 
 #[test]
+#[cfg_attr(
+    miri,
+    ignore = "runs java (the HdrHistogram Java peer): miri cannot spawn a process"
+)]
 fn every_total_at_the_standard_ranks_as_java() {
     let Some(java) = java() else { return };
     let dir = scratch("ranks");
@@ -284,6 +288,10 @@ fn whole(text: &str) -> u64 {
 }
 
 #[test]
+#[cfg_attr(
+    miri,
+    ignore = "runs java (the HdrHistogram Java peer): miri cannot spawn a process"
+)]
 fn java_reads_picollo_hlog() {
     let Some(java) = java() else { return };
     let dir = scratch("picollo-hlog");
@@ -389,6 +397,10 @@ fn java_reads_picollo_hlog() {
 }
 
 #[test]
+#[cfg_attr(
+    miri,
+    ignore = "runs java (the HdrHistogram Java peer): miri cannot spawn a process"
+)]
 fn picollo_reads_java_hlog() {
     let Some(java) = java() else { return };
     let dir = scratch("java-hlog");

@@ -582,6 +582,7 @@ fn records_from_tls_destructors_are_kept() {
 /// After `fork`, the child reports the forking thread's shard and the accumulator, not the
 /// shards of the parent's other threads; a reset racing the fork leaves no lock held.
 #[test]
+#[cfg_attr(miri, ignore = "forks: miri cannot fork a process")]
 fn fork_child_drops_other_threads_shards() {
     if cfg!(miri) || !cfg!(unix) {
         println!("skipped: fork is not available under Miri");

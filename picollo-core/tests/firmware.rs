@@ -10,12 +10,26 @@ use proptest::prelude::*;
 
 const K: u32 = 9;
 const L: Layout = ConstLayout::<K>::LAYOUT;
-const MIN: u64 = 1;
-const MAX: u64 = 1_000_000;
+/// Under miri two octaves (1024 cells) instead of 1..10^6 (5.6k cells): each call on a
+/// histogram held by value retags all of it, and for atomic cells visits every cell for its
+/// `UnsafeCell`, so a test's time grows with the square of the length (the first test took over
+/// 150 s at full size).
+const MIN: u64 = if cfg!(miri) { 1 << 16 } else { 1 };
+const MAX: u64 = if cfg!(miri) { (1 << 18) - 1 } else { 1_000_000 };
 const LEN: usize = storage_len(L, MIN, MAX);
 
 type Plain = Histogram<[u32; LEN], ConstLayout<K>, ConstWindow<MIN, MAX>>;
 type Shared = AtomicHistogram<[AtomicU32; LEN], ConstLayout<K>, ConstWindow<MIN, MAX>>;
+
+/// The largest block scale the properties draw, and the layout of the full-range property:
+/// under miri 8 (window of 1000..2^28: 4,600 cells, not 245,000 at 14) and 4 (full range: 976
+/// cells, not 28,700 at 9).
+const MAX_K: u32 = if cfg!(miri) { 8 } else { 14 };
+const FULL_L: Layout = if cfg!(miri) {
+    ConstLayout::<4>::LAYOUT
+} else {
+    L
+};
 
 static PLAIN_AT_REST: Plain = Histogram::empty();
 static SHARED_AT_REST: Shared = AtomicHistogram::empty();
@@ -70,7 +84,7 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: if cfg!(miri) { 4 } else { 256 }, ..ProptestConfig::default() })]
 
     #[test]
-    fn record_u32_is_record(k in 1u32..=14, values in proptest::collection::vec(any::<u32>(), 1..200)) {
+    fn record_u32_is_record(k in 1u32..=MAX_K, values in proptest::collection::vec(any::<u32>(), 1..200)) {
         let layout = Layout::from_block_scale(k).unwrap();
         let (min, max) = (1000, 1 << 28);
         let len = storage_len(layout, min, max);
@@ -99,9 +113,9 @@ proptest! {
 
     #[test]
     fn fixed_percentiles_match_float_ones(values in proptest::collection::vec(any::<u64>().prop_map(|v| v >> (v % 64)), 1..400)) {
-        let w = Window::full(L);
+        let w = Window::full(FULL_L);
         let mut cells = vec![0u64; w.len()];
-        let mut h = Histogram::with_storage(L, &mut cells[..], w).unwrap();
+        let mut h = Histogram::with_storage(FULL_L, &mut cells[..], w).unwrap();
         for &v in &values {
             h.record(v);
         }
@@ -195,7 +209,8 @@ fn rank_parsing_and_printing() {
 
 #[test]
 fn integer_stats_on_known_values() {
-    let mut h = Histogram::<[u16; LEN]>::new(L, MIN, MAX);
+    const STATS_LEN: usize = storage_len(L, 1, 1_000_000);
+    let mut h = Histogram::<[u16; STATS_LEN]>::new(L, 1, 1_000_000);
     assert_eq!(h.int_stats(), IntStats::default());
     for v in [0, 100, 200, 300, 5_000_000] {
         h.record(v);
@@ -261,22 +276,36 @@ fn corrected_by_hand(h: &mut impl Record, value: u64, interval: u64) {
 
 #[test]
 fn corrected_recording_is_one_implementation_for_every_kind() {
-    const CASES: [(u64, u64); 6] = [
-        (10_000, 7),
-        (3000, 1),
-        (99, 100),
-        (200, 100),
-        (5, 0),
-        (2_500_000, 40_000),
-    ];
-    const W_LEN: usize = storage_len(Layout::DEFAULT, 50, 5000);
-    let mut expected = Histogram::<[u64; W_LEN]>::new(Layout::DEFAULT, 50, 5000);
-    let mut plain = Histogram::<[u64; W_LEN]>::new(Layout::DEFAULT, 50, 5000);
-    let atomic = AtomicHistogram::<[AtomicU64; W_LEN]>::new(Layout::DEFAULT, 50, 5000);
-    let narrow = AtomicHistogram::<[AtomicU16; W_LEN]>::new(Layout::DEFAULT, 50, 5000);
+    // Under miri a tenth of the values and of the window (450 cells, not 2100: see `MIN`).
+    const CASES: [(u64, u64); 6] = if cfg!(miri) {
+        [
+            (1000, 7),
+            (300, 1),
+            (99, 100),
+            (200, 100),
+            (5, 0),
+            (250_000, 40_000),
+        ]
+    } else {
+        [
+            (10_000, 7),
+            (3000, 1),
+            (99, 100),
+            (200, 100),
+            (5, 0),
+            (2_500_000, 40_000),
+        ]
+    };
+    const W_MAX: u64 = if cfg!(miri) { 500 } else { 5000 };
+    const MIN_TOTAL: u64 = if cfg!(miri) { 200 } else { 1000 };
+    const W_LEN: usize = storage_len(Layout::DEFAULT, 50, W_MAX);
+    let mut expected = Histogram::<[u64; W_LEN]>::new(Layout::DEFAULT, 50, W_MAX);
+    let mut plain = Histogram::<[u64; W_LEN]>::new(Layout::DEFAULT, 50, W_MAX);
+    let atomic = AtomicHistogram::<[AtomicU64; W_LEN]>::new(Layout::DEFAULT, 50, W_MAX);
+    let narrow = AtomicHistogram::<[AtomicU16; W_LEN]>::new(Layout::DEFAULT, 50, W_MAX);
     // Counts stay below the scalable threshold (8192), where the approximate kind is exact.
     let approx: ApproxHistogram<[ScalableCell; W_LEN]> =
-        ApproxHistogram::new(Layout::DEFAULT, 50, 5000);
+        ApproxHistogram::new(Layout::DEFAULT, 50, W_MAX);
     let mut rng = XorShift::new(9);
     for (value, interval) in CASES {
         corrected_by_hand(&mut expected, value, interval);
@@ -293,7 +322,7 @@ fn corrected_recording_is_one_implementation_for_every_kind() {
             assert_eq!(h.count_at(s), expected.count_at(s), "cell {s}");
         }
     }
-    assert!(expected.overflow() > 0 && expected.underflow() > 0 && expected.total() > 1000);
+    assert!(expected.overflow() > 0 && expected.underflow() > 0 && expected.total() > MIN_TOTAL);
 }
 
 #[test]

@@ -8,6 +8,12 @@ fn any_layout() -> impl Strategy<Value = Layout> {
     (1u32..=20).prop_map(|k| Layout::from_block_scale(k).unwrap())
 }
 
+/// The largest block scale of the windowed property, and the finer layout of the full-range
+/// additions: under miri 8 and 6 (full range: 3,800 cells, not 14,600 at 8), where each read of
+/// a cell retags the whole storage.
+const MAX_K: u32 = if cfg!(miri) { 8 } else { 12 };
+const FINE_K: u32 = if cfg!(miri) { 6 } else { 8 };
+
 /// Values spread over all magnitudes, not just the uniform top of `u64`.
 fn any_value() -> impl Strategy<Value = u64> {
     prop_oneof![
@@ -52,7 +58,7 @@ proptest! {
 
     #[test]
     fn totals_are_exact_and_outside_split(
-        k in 1u32..=12,
+        k in 1u32..=MAX_K,
         min in any_value(),
         span in any_value(),
         values in proptest::collection::vec(any_value(), 0..200),
@@ -126,8 +132,8 @@ proptest! {
 
     #[test]
     fn add_into_coarser_is_exact(values in proptest::collection::vec(any_value(), 0..200)) {
-        let fine = Layout::from_block_scale(8).unwrap();
-        let coarse = Layout::from_block_scale(5).unwrap();
+        let fine = Layout::from_block_scale(FINE_K).unwrap();
+        let coarse = Layout::from_block_scale(FINE_K - 3).unwrap();
         let mut fine_cells = vec![0u64; fine.logical_len()];
         let mut f = Histogram::with_storage(fine, &mut fine_cells[..], Window::full(fine)).unwrap();
         let mut direct_cells = vec![0u64; coarse.logical_len()];
@@ -142,7 +148,7 @@ proptest! {
     #[test]
     fn add_into_finer_respects_bound(v in 1u64..u64::MAX) {
         let coarse = Layout::from_block_scale(4).unwrap();
-        let fine = Layout::from_block_scale(9).unwrap();
+        let fine = Layout::from_block_scale(FINE_K + 1).unwrap();
         let mut c_cells = vec![0u64; coarse.logical_len()];
         let mut c = Histogram::with_storage(coarse, &mut c_cells[..], Window::full(coarse)).unwrap();
         c.record(v);

@@ -14,8 +14,9 @@ const STANDARD: [&str; 16] = [
     "99.9999", "100",
 ];
 
-/// Totals compared exhaustively.
-const TOTALS: u64 = if cfg!(miri) { 100 } else { 100_000 };
+/// Totals compared exhaustively. Under miri 30: after every value the bucket-for-bucket test
+/// reads 48 percentiles cell by cell, each read retagging the whole storage.
+const TOTALS: u64 = if cfg!(miri) { 30 } else { 100_000 };
 
 /// The quantile a user of the crate passes for `text` percent: the decimal divided by 100,
 /// parsed (`"99.9"` → `0.999`, not `99.9 / 100.0`).
