@@ -37,8 +37,7 @@ pub(crate) const TRACING_CONSTANT_BASE: u64 = 403;
 /// The gates: base + margin.
 pub(crate) const MAX_SPAN_CONSTANT: u64 = SPAN_CONSTANT_BASE + margin(SPAN_CONSTANT_BASE);
 /// See [`MAX_SPAN_CONSTANT`].
-pub(crate) const MAX_TRACING_CONSTANT: u64 =
-    TRACING_CONSTANT_BASE + margin(TRACING_CONSTANT_BASE);
+pub(crate) const MAX_TRACING_CONSTANT: u64 = TRACING_CONSTANT_BASE + margin(TRACING_CONSTANT_BASE);
 
 /// The margin of a gate with base count `base`: 1 % (rounded down), at least 2 instructions.
 const fn margin(base: u64) -> u64 {
