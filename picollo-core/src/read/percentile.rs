@@ -271,6 +271,10 @@ walk_slot!(FixedPercentile);
 
 /// One percentile batch: the total (kept as `SECTIONS` section sums), each slot's target count
 /// from `target(slot, total)`, then one forward walk that fills every slot.
+// module-rules: long function allowed: firmware's size budgets (firmware/size-limits.txt)
+// measure this walk on thumbv7em, and every split of it tried (a walker struct; inlined
+// helpers for the first pass, the section jump and the fallback) cost 12 to 284 bytes of code
+// and up to 80 bytes of stack there.
 fn walk<H, P, const SECTIONS: usize>(
     h: &H,
     out: &mut [P],
@@ -286,8 +290,19 @@ where
     }
     let layout = h.layout();
     let window = h.window();
-    let sections = Sections::<SECTIONS>::sum(h);
-    let total = sections.total();
+    // First pass: the total, kept as per-section sums so that each rank's walk can start at
+    // the section holding its bucket instead of re-reading everything below it.
+    let section = window.len().div_ceil(SECTIONS).next_multiple_of(SKIP_CHUNK);
+    let mut sums = [0u64; SECTIONS];
+    let mut total = 0u64;
+    for (k, sum) in sums.iter_mut().enumerate() {
+        let start = k * section;
+        if start >= window.len() {
+            break;
+        }
+        *sum = h.sum_range(start, start + section);
+        total = total.saturating_add(*sum);
+    }
     if total == 0 {
         return Err(PercentileError::Empty);
     }
@@ -300,137 +315,68 @@ where
     // below the walk position are never re-read and the total is fixed for the batch, so the
     // answers are monotone in rank even while other threads record (counts only grow between
     // resets, and resets make the caller retry).
-    let mut walker = Walker::new(sections);
+    let (mut s, mut below, mut last_nonzero) = (0usize, 0u64, None);
+    let mut last_chunk: Option<usize> = None;
+    let (mut sec, mut sec_below) = (0usize, 0u64);
     let mut previous: Option<(u64, usize)> = None;
     for _ in 0..out.len() {
         let next = next_slot(out, previous);
         let Some((target, j)) = next else { break };
         previous = next;
-        let (s_found, n) = walker.seek(h, target);
-        let i = window.first() + s_found;
-        out[j].set_bucket(selection.of(layout, i), i, s_found, layout, n);
-    }
-    Ok(())
-}
-
-/// The window's total, kept as `N` section sums so that each rank's walk can start at the
-/// section holding its bucket instead of re-reading everything below it.
-struct Sections<const N: usize> {
-    /// Storage indices per section (a whole number of skip chunks).
-    len: usize,
-    sums: [u64; N],
-    /// The window's length.
-    window: usize,
-}
-
-impl<const N: usize> Sections<N> {
-    /// The first pass: each section's sum.
-    #[inline]
-    fn sum<H: HistogramRead + ?Sized>(h: &H) -> Self {
-        let window = h.window().len();
-        let len = window.div_ceil(N).next_multiple_of(SKIP_CHUNK);
-        let mut sums = [0u64; N];
-        for (k, sum) in sums.iter_mut().enumerate() {
-            let start = k * len;
-            if start >= window {
-                break;
-            }
-            *sum = h.sum_range(start, start + len);
-        }
-        Self { len, sums, window }
-    }
-
-    fn total(&self) -> u64 {
-        self.sums.iter().fold(0u64, |t, s| t.saturating_add(*s))
-    }
-}
-
-/// The forward walk of one percentile batch: where it stands, the count below that, and the
-/// last non-empty bucket or chunk it passed (the answer when counts vanish mid-walk).
-struct Walker<const N: usize> {
-    sections: Sections<N>,
-    /// The section the walk is in, and the count below it.
-    sec: usize,
-    sec_below: u64,
-    /// The storage index the walk is at, and the count below it.
-    s: usize,
-    below: u64,
-    last_nonzero: Option<(usize, u64)>,
-    last_chunk: Option<usize>,
-}
-
-impl<const N: usize> Walker<N> {
-    fn new(sections: Sections<N>) -> Self {
-        Self {
-            sections,
-            sec: 0,
-            sec_below: 0,
-            s: 0,
-            below: 0,
-            last_nonzero: None,
-            last_chunk: None,
-        }
-    }
-
-    /// Walks forward to the bucket where the cumulative count reaches `target`: its storage
-    /// index and count.
-    #[inline]
-    fn seek<H: HistogramRead + ?Sized>(&mut self, h: &H, target: u64) -> (usize, u64) {
-        let (len, window) = (self.sections.len, self.sections.window);
         // Jump (forward only) to the section where the cumulative count reaches the target.
-        while self.sec + 1 < N
-            && (self.sec + 1) * len < window
-            && self.sec_below.saturating_add(self.sections.sums[self.sec]) < target
+        while sec + 1 < SECTIONS
+            && (sec + 1) * section < window.len()
+            && sec_below.saturating_add(sums[sec]) < target
         {
-            self.sec_below = self.sec_below.saturating_add(self.sections.sums[self.sec]);
-            self.sec += 1;
+            sec_below = sec_below.saturating_add(sums[sec]);
+            sec += 1;
         }
-        if self.s < self.sec * len {
-            self.s = self.sec * len;
-            self.below = self.sec_below;
+        if s < sec * section {
+            s = sec * section;
+            below = sec_below;
         }
-        while self.s < window {
-            let s = self.s;
+        let mut found = None;
+        while s < window.len() {
             // Skip whole chunks that stay below the target with one (vectorized) sum.
-            if s.is_multiple_of(SKIP_CHUNK) && s + SKIP_CHUNK <= window {
+            if s % SKIP_CHUNK == 0 && s + SKIP_CHUNK <= window.len() {
                 let chunk = h.sum_range(s, s + SKIP_CHUNK);
-                if self.below.saturating_add(chunk) < target {
-                    self.below = self.below.saturating_add(chunk);
+                if below.saturating_add(chunk) < target {
+                    below = below.saturating_add(chunk);
                     if chunk != 0 {
-                        self.last_nonzero = None;
-                        self.last_chunk = Some(s);
+                        last_nonzero = None;
+                        last_chunk = Some(s);
                     }
-                    self.s += SKIP_CHUNK;
+                    s += SKIP_CHUNK;
                     continue;
                 }
             }
             let n = h.count_at(s);
             if n != 0 {
-                self.last_nonzero = Some((s, n));
-                if self.below.saturating_add(n) >= target {
-                    return (s, n);
+                last_nonzero = Some((s, n));
+                if below.saturating_add(n) >= target {
+                    found = Some((s, n));
+                    break;
                 }
             }
-            self.below = self.below.saturating_add(n);
-            self.s += 1;
+            below = below.saturating_add(n);
+            s += 1;
         }
-        self.fallback(h)
-    }
-
-    /// Counts that vanished mid-walk (only with a racing reset, which the caller retries)
-    /// leave nothing found: the last non-empty bucket seen.
-    #[cold]
-    fn fallback<H: HistogramRead + ?Sized>(&self, h: &H) -> (usize, u64) {
-        self.last_nonzero
-            .or_else(|| {
-                let c = self.last_chunk?;
+        // Counts that vanished mid-walk (only with a racing reset, which the caller retries)
+        // leave nothing found: answer with the last non-empty bucket seen.
+        let fallback = || {
+            last_nonzero.or_else(|| {
+                let c = last_chunk?;
                 (c..c + SKIP_CHUNK)
                     .rev()
                     .map(|i| (i, h.count_at(i)))
                     .find(|&(_, n)| n != 0)
             })
-            .unwrap_or((0, 0))
+        };
+        let (s_found, n) = found.or_else(fallback).unwrap_or((0, 0));
+        let i = window.first() + s_found;
+        out[j].set_bucket(selection.of(layout, i), i, s_found, layout, n);
     }
+    Ok(())
 }
 
 /// The slot that comes after `previous` (the first when `None`) in order of `(target count,
