@@ -65,7 +65,10 @@ const BASES: [(&str, &str, [f64; 2]); 6] = [
     (
         "picollo_sparse_thread_local",
         "Picollo registry, thread-local histograms, sparse shards",
-        [280_471.0, 285_208.0],
+        // Fat LTO re-based after issue 40 (280,471 before): the thread-local kind's bulk read
+        // checks the version lock before handing on each run, so that a thread-exit fold
+        // never shows a count twice; about 290 instructions per histogram of 1,000 values.
+        [309_430.0, 285_208.0],
     ),
     (
         "picollo_plain",
@@ -75,7 +78,8 @@ const BASES: [(&str, &str, [f64; 2]); 6] = [
     (
         "picollo_thread_local",
         "Picollo registry, thread-local histograms (dense shards)",
-        [339_965.0, 338_371.0],
+        // Fat LTO re-based after issue 40 (339,965 before), as the sparse shards above.
+        [354_174.0, 338_371.0],
     ),
     (
         "picollo_atomic",
@@ -369,22 +373,28 @@ fn tables() {
         );
     }
     println!();
-    // Issue 30's target for the defaults: a scrape of sparse histograms costs fewer
-    // instructions than `prometheus-client`'s of the same values, in the same run.
-    let below_peer = |function: &str| match (scrape(function), peer) {
-        (Some(ours), Some(theirs)) => format!(
-            "{:.2}× {}",
-            ours as f64 / theirs as f64,
-            if ours < theirs { "✔" } else { "✘" }
-        ),
-        _ => "— ✘ (no result)".to_string(),
+    // Issue 30's target for the defaults (plain, the builder's; atomic, the recorder's): a
+    // scrape of sparse histograms costs fewer instructions than `prometheus-client`'s of the
+    // same values, in the same run. The thread-local kind is not a default: its ratio is
+    // reported in words (its bulk read checks each run against the version lock, issue 40).
+    let ratio_to_peer = |function: &str| match (scrape(function), peer) {
+        (Some(ours), Some(theirs)) => Some((ours as f64 / theirs as f64, ours < theirs)),
+        _ => None,
+    };
+    let below_peer = |function: &str| match ratio_to_peer(function) {
+        Some((r, below)) => format!("{r:.2}× {}", if below { "✔" } else { "✘" }),
+        None => "— ✘ (no result)".to_string(),
+    };
+    let reported = |function: &str| match ratio_to_peer(function) {
+        Some((r, below)) => format!("{r:.2}× ({})", if below { "below" } else { "above" }),
+        None => "— (no result)".to_string(),
     };
     println!(
-        "Sparse scrapes against `prometheus-client` (target: below 1.00×): plain {}, atomic {}, \
-         thread-local {}.",
+        "Sparse scrapes against `prometheus-client` (target for the defaults: below 1.00×): \
+         plain {}, atomic {}; thread-local (not a default) {}.",
         below_peer("picollo_sparse"),
         below_peer("picollo_sparse_atomic"),
-        below_peer("picollo_sparse_thread_local")
+        reported("picollo_sparse_thread_local")
     );
     println!();
     println!(
