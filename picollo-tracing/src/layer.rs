@@ -498,7 +498,10 @@ mod tests {
     /// The layer's kept factor converts exactly as `ticks_to_ns` does, over the whole range
     /// of span times (and past it).
     #[test]
-    #[cfg_attr(miri, ignore = "calibrates the span clock against the TSC: no rdtsc under miri")]
+    #[cfg_attr(
+        miri,
+        ignore = "calibrates the span clock against the TSC: no rdtsc under miri"
+    )]
     fn kept_factor_converts_as_ticks_to_ns() {
         let to_ns = NsPerTick::calibrated();
         let mut t = 0u64;
