@@ -307,14 +307,18 @@ fn shares_are_parts_of_the_outermost_spans() {
         .unwrap();
     // `%` is the commands' busy time over the outermost spans' (the runs'), whatever the
     // machine did meanwhile (a run preempted between two commands counts the wait in its busy
-    // time, so no fixed share can be asserted): within the histograms' error of the sums.
+    // time, so no fixed share can be asserted): within the histograms' error of the sums. The
+    // runs' own time outside their commands can be under 0.05 % of it, so the commands' row
+    // may read 100.0 % (one decimal, and busy times summed from 0.1 % buckets): a part of the
+    // whole is at most 100 % within that error, never strictly below it (`.ci/stress-suite`
+    // caught `command < 100.0` failing once in ten runs).
     let sum = |name: &str| {
         let r = h.span(name).unwrap();
         r.busy_ns.mean() * r.count() as f64
     };
     let expected = 100.0 * sum("command") / sum("run");
     assert!(
-        (command - expected).abs() <= 1.0 && command < 100.0,
+        (command - expected).abs() <= 1.0 && command <= 100.2,
         "command {command}%, its busy time over the runs' {expected:.1}%"
     );
     assert!(table.columns.iter().any(|c| c == "wall p50"));
