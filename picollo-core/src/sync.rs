@@ -5,7 +5,8 @@
 //!
 //! A model build also has planted bugs ([`planted`]): a model run with one must fail, which
 //! shows that the model can fail at all. Normal builds contain neither loom nor the plants:
-//! [`plant!`](crate::sync::plant) is the correct expression there.
+//! [`plant!`](crate::plant) is the correct expression there. `picollo-alloc` and
+//! `picollo-export` plant their bugs through the same switch.
 
 #[cfg(not(loom))]
 pub(crate) use core::hint::spin_loop;
@@ -22,14 +23,17 @@ pub use loom::sync::atomic::AtomicU64;
 pub(crate) use loom::sync::atomic::{fence, Ordering};
 
 /// `plant!(Bug, correct, planted)`: `correct`, except in a loom build while the model runs with
-/// `planted::Bug::Bug` planted ([`planted::with`]), where it is `planted`. Normal builds
-/// compile `correct` alone.
+/// `planted::Bug::Bug` planted (`planted::with`), where it is `planted`. Normal builds compile
+/// `correct` alone. Exported (hidden) for the other crates' lock-free code: one switch and one
+/// list of bugs for every model in the workspace.
+#[doc(hidden)]
+#[macro_export]
 macro_rules! plant {
     ($bug:ident, $correct:expr, $planted:expr) => {{
         #[cfg(not(loom))]
         let value = $correct;
         #[cfg(loom)]
-        let value = if $crate::sync::planted::is($crate::sync::planted::Bug::$bug) {
+        let value = if $crate::planted::is($crate::planted::Bug::$bug) {
             $planted
         } else {
             $correct
@@ -37,7 +41,6 @@ macro_rules! plant {
         value
     }};
 }
-pub(crate) use plant;
 
 /// Bugs planted on purpose in loom builds, one at a time, each a change a careless edit could
 /// make: every model must find the bug planted in the code it checks.
@@ -81,6 +84,14 @@ pub mod planted {
         /// A thread-exit fold frees the shard before clearing it: a thread that claims it in
         /// between records into cells that are then cleared, and its counts are lost.
         LocalReleaseBeforeClear,
+        /// `picollo-export`'s `metrics` recorder inserts a new key's histogram without looking
+        /// again under the shard's lock: two threads that race to create a key both register,
+        /// the loser is refused by the registry (a duplicate series), and its records are lost.
+        RecorderNoRecheck,
+        /// A `picollo-export` scrape stores the snapshot it copied after releasing the
+        /// families' lock: a series registered in between is missing from every later scrape
+        /// until the next change.
+        RegistryStaleSnapshot,
     }
 
     std::thread_local! {

@@ -152,10 +152,6 @@ pub use native::{Mapping, NativeHistogram};
 pub use registry::{Counter, ExportOptions, Gauge, Registry, ZERO_THRESHOLD};
 pub use schema::{Schema, MAX_SCHEMA, MIN_SCHEMA};
 pub use source::{Exported, Readable, Summed};
-/// Bugs planted in loom builds for the models to find (see `tests/loom.rs`).
-#[cfg(loom)]
-#[doc(hidden)]
-pub use sync::planted;
 
 /// The README's examples, compiled and run as doc tests.
 #[cfg(doctest)]

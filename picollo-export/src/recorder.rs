@@ -142,7 +142,7 @@ use picollo_core::Layout;
 use picollo_core::Window;
 
 use crate::registry::Counter;
-use crate::sync::{is_planted, Mutex, MutexGuard, RwLock, RwLockReadGuard};
+use crate::sync::{Mutex, MutexGuard, RwLock, RwLockReadGuard};
 use crate::{Labels, Registry};
 use handle_cache::{cached_handle, remember_handle};
 use index::Index;
@@ -151,6 +151,7 @@ use kinded::Kinded;
 use kinded::{FloatBuckets, TWO_63};
 #[cfg(test)]
 use names::{sanitize, sanitize_chars};
+use picollo_core::plant;
 /// Which Picollo kind the recorder's histograms are (see the [module docs](self), "Which
 /// kind").
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -424,7 +425,10 @@ impl PicolloRecorder {
         // `build` made one of this configuration, so this fails only as `build` would have.
         let made = Kinded::new(&self.inner.config, &self.inner.invalid).ok();
         let mut shard = self.inner.histograms.lock(key);
-        if let Some(found) = shard.get(key).filter(|_| !is_planted!(RecorderNoRecheck)) {
+        if let Some(found) = shard
+            .get(key)
+            .filter(|_| !plant!(RecorderNoRecheck, false, true))
+        {
             return found.clone();
         }
         let help = read(&self.inner.help);

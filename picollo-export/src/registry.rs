@@ -9,9 +9,10 @@ use crate::proto::prometheus as pb;
 use crate::proto::wire;
 use crate::schema::Schema;
 use crate::source::Exported;
-use crate::sync::{is_planted, Mutex, MutexGuard, RwLock};
+use crate::sync::{Mutex, MutexGuard, RwLock};
 use crate::text::{MetricKind, TextEncoder, TextFormat};
 use crate::{check_metric_name, ExportError, Labels};
+use picollo_core::plant;
 
 mod families;
 use families::Families;
@@ -421,7 +422,7 @@ impl Registry {
         drop(cached);
         let families = self.lock();
         let list: FamilyList = Arc::new(families.list().to_vec());
-        if is_planted!(RegistryStaleSnapshot) {
+        if plant!(RegistryStaleSnapshot, false, true) {
             drop(families);
         }
         // Stored under `families`' lock: no change can come between the copy and the store

@@ -23,22 +23,8 @@ pub(crate) use loom::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering}
 #[cfg(not(loom))]
 pub(crate) use std::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 
-/// `plant!(Bug, correct, planted)`: `correct`, except in a loom build while a model runs with
-/// `picollo_core::planted::Bug::Bug` planted, where it is `planted` (picollo-core's switch,
-/// `picollo_core::planted`). Normal builds compile `correct` alone.
-macro_rules! plant {
-    ($bug:ident, $correct:expr, $planted:expr) => {{
-        #[cfg(not(loom))]
-        let value = $correct;
-        #[cfg(loom)]
-        let value = if picollo_core::planted::is(picollo_core::planted::Bug::$bug) {
-            $planted
-        } else {
-            $correct
-        };
-        value
-    }};
-}
+// `plant!(Bug, correct, planted)`: picollo-core's switch, `correct` in every normal build.
+use picollo_core::plant;
 
 /// Installs the memory `make` allocates into `slot`, unless another thread installed some
 /// first; returns the installed pointer (ours or the winner's) and whether ours won.

@@ -15,10 +15,11 @@
 //! No buffer: a read of dense shards allocates nothing.
 
 use super::shard::{Shard, OWNED};
-use super::sync::{self, plant};
+use super::sync;
 use super::{Accumulator, LocalCounter, ThreadLocalHistogram};
 use crate::bulk::{push_nonzero_run, RUN};
 use crate::storage_choice::StorageChoice;
+use picollo_core::plant;
 use picollo_core::read::for_each_nonempty_run;
 use picollo_core::{Cells, HistogramRead};
 use std::sync::atomic::Ordering;

@@ -3,12 +3,13 @@
 //! claiming a shard, folding an exiting owner's shard, the fork clean-up of a histogram.
 
 use super::cache::Owner;
-use super::sync::{self, plant, AtomicBool, AtomicPtr, AtomicU8};
+use super::sync::{self, AtomicBool, AtomicPtr, AtomicU8};
 use super::{fork, Accumulator, LocalCounter, ThreadLocalHistogram};
 use crate::storage_choice::StorageChoice;
 use core::marker::PhantomData;
 use core::ptr;
 use picollo_core::atomic::Version;
+use picollo_core::plant;
 use picollo_core::{Absent, BucketPos, Cells, Layout, LayoutSpec, Lookup, Window};
 use portable_atomic::AtomicU64;
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -21,24 +21,6 @@ pub(super) use portable_atomic::AtomicU64;
 #[cfg(not(loom))]
 pub(super) use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU8};
 
-/// `plant!(Bug, correct, planted)`: `correct`, except in a loom build while a model runs with
-/// `picollo_core::planted::Bug::Bug` planted, where it is `planted` (picollo-core's switch, as
-/// in `sparse/install.rs`). Normal builds compile `correct` alone.
-macro_rules! plant {
-    ($bug:ident, $correct:expr, $planted:expr) => {{
-        #[cfg(not(loom))]
-        let value = $correct;
-        #[cfg(loom)]
-        let value = if picollo_core::planted::is(picollo_core::planted::Bug::$bug) {
-            $planted
-        } else {
-            $correct
-        };
-        value
-    }};
-}
-pub(super) use plant;
-
 /// The pointer in `p`, read through `&mut` (no other thread can reach it).
 pub(super) fn owned_ptr<T>(p: &mut AtomicPtr<T>) -> *mut T {
     #[cfg(not(loom))]

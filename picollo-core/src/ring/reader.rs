@@ -3,7 +3,8 @@
 
 use core::fmt;
 
-use crate::sync::{fence, plant, spin_loop, Ordering};
+use crate::plant;
+use crate::sync::{fence, spin_loop, Ordering};
 
 use super::counters::*;
 use super::dynamic::*;

@@ -5,7 +5,8 @@
 use core::fmt;
 use core::marker::PhantomData;
 
-use crate::sync::{fence, plant, Ordering};
+use crate::plant;
+use crate::sync::{fence, Ordering};
 
 use super::counters::*;
 use super::error::*;
