@@ -31,9 +31,7 @@
 #![allow(missing_docs)]
 
 use std::collections::HashMap;
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use picollo_benches::report::{header, Block};
@@ -42,19 +40,23 @@ use tokio::net::{TcpListener, TcpStream};
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
 
+#[path = "common/resp.rs"]
+mod resp;
+use resp::{env_or, mean_se, Db, Load, NothingLayer, MAX_REQUEST};
+
 /// Set in the server child: which subscriber it installs.
 const SERVE_ENV: &str = "PICOLLO_TOKIO_SERVE";
-/// The most bytes a request may hold before the connection is closed.
-const MAX_REQUEST: usize = 1 << 20;
+/// The loads: 50 clients, pipelined by 16 and not.
+const PIPELINED: Load = Load {
+    pipeline: 16,
+    clients: 50,
+};
+const UNPIPELINED: Load = Load {
+    pipeline: 1,
+    clients: 50,
+};
 /// The sides, in the order of the first round.
 const KINDS: [&str; 3] = ["picollo", "nothing", "none"];
-
-type Db = Arc<Mutex<HashMap<Vec<u8>, Vec<u8>>>>;
-
-/// A layer that does nothing: the floor every layer pays.
-struct NothingLayer;
-
-impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for NothingLayer {}
 
 /// The commands, one module each as in mini-redis (so their spans share the name `apply`
 /// and the tools tell them apart by module: `get::apply`, `set::apply`).
@@ -93,63 +95,13 @@ mod cmd {
     }
 }
 
-/// A parsed request: its arguments and the bytes it took.
-type Request<'a> = (Vec<&'a [u8]>, usize);
-
-/// One RESP array of bulk strings from the front of `buf`: `Ok(Some((args, used)))`, or
-/// `Ok(None)` when more bytes are needed; `Err` for bytes that are not such an array.
-fn parse(buf: &[u8]) -> Result<Option<Request<'_>>, ()> {
-    fn line(buf: &[u8], at: usize) -> Option<(&[u8], usize)> {
-        let end = buf.get(at..)?.windows(2).position(|w| w == b"\r\n")?;
-        Some((&buf[at..at + end], at + end + 2))
-    }
-    fn number(s: &[u8]) -> Result<usize, ()> {
-        std::str::from_utf8(s)
-            .ok()
-            .and_then(|s| s.parse().ok())
-            .filter(|n| *n <= MAX_REQUEST)
-            .ok_or(())
-    }
-    let Some((head, mut at)) = line(buf, 0) else {
-        return Ok(None);
-    };
-    let count = match head.split_first() {
-        Some((b'*', n)) => number(n)?,
-        _ => return Err(()),
-    };
-    let mut args = Vec::with_capacity(count);
-    for _ in 0..count {
-        let Some((len, next)) = line(buf, at) else {
-            return Ok(None);
-        };
-        let len = match len.split_first() {
-            Some((b'$', n)) => number(n)?,
-            _ => return Err(()),
-        };
-        if buf.len() < next + len + 2 {
-            return Ok(None);
-        }
-        args.push(&buf[next..next + len]);
-        at = next + len + 2;
-    }
-    Ok(Some((args, at)))
-}
-
 /// Applies one command through the instrumented handlers, appending the reply to `out`.
 async fn apply(db: &Db, args: &[&[u8]], out: &mut Vec<u8>) {
     let name = args.first().map(|n| n.to_ascii_uppercase());
     match (name.as_deref(), args.len()) {
         (Some(b"SET"), 3) => cmd::set::apply(db, args[1], args[2], out).await,
         (Some(b"GET"), 2) => cmd::get::apply(db, args[1], out).await,
-        (Some(b"PING"), 1) => out.extend_from_slice(b"+PONG\r\n"),
-        // redis-benchmark asks for the server's configuration first (`CONFIG GET save`,
-        // `appendonly`): each parameter empty.
-        (Some(b"CONFIG"), 3) => {
-            out.extend_from_slice(format!("*2\r\n${}\r\n", args[2].len()).as_bytes());
-            out.extend_from_slice(args[2]);
-            out.extend_from_slice(b"\r\n$0\r\n\r\n");
-        }
-        _ => out.extend_from_slice(b"-ERR unknown command\r\n"),
+        _ => resp::reply_other(args, out),
     }
 }
 
@@ -169,7 +121,7 @@ async fn run(mut stream: TcpStream, db: Db) -> std::io::Result<()> {
         buf.extend_from_slice(&chunk[..n]);
         let mut used = 0;
         loop {
-            match parse(&buf[used..]) {
+            match resp::parse(&buf[used..]) {
                 Ok(Some((args, len))) => {
                     apply(&db, &args, &mut out).await;
                     used += len;
@@ -232,163 +184,15 @@ fn serve(kind: &str) {
     });
 }
 
-/// The CPU time of process `pid` so far, in seconds: the on-CPU time of each of its threads
-/// (`/proc/<pid>/task/*/schedstat`, nanoseconds) summed. The server's threads live as long
-/// as it does, so no thread's time is missed.
-fn cpu_seconds(pid: u32) -> f64 {
-    let mut ns = 0u64;
-    let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).expect("/proc/PID/task");
-    for task in tasks.flatten() {
-        let stat = std::fs::read_to_string(task.path().join("schedstat")).unwrap_or_default();
-        ns += stat
-            .split_whitespace()
-            .next()
-            .and_then(|v| v.parse::<u64>().ok())
-            .unwrap_or(0);
-    }
-    ns as f64 / 1e9
-}
-
-struct Server {
-    child: Child,
-    port: String,
-}
-
-impl Server {
-    /// A fresh server of `kind`, run under `wrapper` (a command and its arguments, such as
-    /// valgrind's) when not empty: the wrapper must run it in its own process and leave its
-    /// stdout alone.
-    fn start(kind: &str, wrapper: &[&str]) -> Server {
-        let exe = std::env::current_exe().expect("this bench");
-        let mut command = match wrapper.split_first() {
-            Some((program, args)) => {
-                let mut c = Command::new(program);
-                c.args(args).arg(&exe);
-                c
-            }
-            None => Command::new(&exe),
-        };
-        let mut child = command
-            .env(SERVE_ENV, kind)
-            .env_remove("PICOLLO_COUNTERS")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("the server starts");
-        let mut port = String::new();
-        BufReader::new(child.stdout.take().expect("its stdout"))
-            .read_line(&mut port)
-            .expect("its port");
-        Server {
-            child,
-            port: port.trim().to_owned(),
-        }
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// `redis-benchmark -P pipeline -c 50 -t set,get -n n` against `server`: `2 n` requests.
-fn load(server: &Server, pipeline: u32, n: u64) {
-    let status = Command::new("redis-benchmark")
-        .args(["-h", "127.0.0.1", "-p", &server.port, "-q", "-c", "50"])
-        .args(["-P", &pipeline.to_string()])
-        .args(["-t", "set,get", "-n", &n.to_string()])
-        .stdout(Stdio::null())
-        .status()
-        .expect("redis-benchmark runs");
-    assert!(status.success(), "redis-benchmark failed");
-}
-
-/// One run against a fresh server of `kind`: server CPU µs per request.
-fn run_once(kind: &str, pipeline: u32, requests: u64) -> f64 {
-    let server = Server::start(kind, &[]);
-    load(&server, pipeline, requests / 10); // warm-up: threads, rings, callsites
-    let before = cpu_seconds(server.child.id());
-    load(&server, pipeline, requests);
-    let after = cpu_seconds(server.child.id());
-    (after - before) * 1e6 / (2 * requests) as f64
-}
-
-/// Instructions the server of `kind` executes per request at `-P 16` (callgrind `Ir`,
-/// every thread), counted from a reset after a warm-up to a dump after `2 requests`
-/// requests. `None`, with the reason on stderr, when valgrind or callgrind_control is
-/// missing or the dump was not read.
-fn instructions_per_request(kind: &str, requests: u64) -> Option<f64> {
-    let dir = std::env::temp_dir().join(format!("picollo-tokio-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("a temporary folder");
-    let out = dir.join(format!("callgrind.{kind}"));
-    let out_arg = format!("--callgrind-out-file={}", out.display());
-    let control = |server: &Server, what: &str| {
-        Command::new("callgrind_control")
-            .args([what, &server.child.id().to_string()])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success())
-    };
-    if Command::new("valgrind").arg("--version").output().is_err() {
-        let why = "valgrind is missing (apt-get install valgrind)";
-        assert!(std::env::var_os("CI").is_none(), "{why}");
-        eprintln!("tokio_server: no instruction counts: {why}");
-        return None;
-    }
-    let server = Server::start(kind, &["valgrind", "--tool=callgrind", "-q", &out_arg]);
-    load(&server, 16, requests / 10);
-    if !control(&server, "-z") {
-        eprintln!("tokio_server: no instruction counts: callgrind_control -z failed");
-        return None;
-    }
-    load(&server, 16, requests);
-    let dumped = control(&server, "-d");
-    let dump = dir.join(format!("callgrind.{kind}.1"));
-    let mut ir = None;
-    for _ in 0..50 {
-        ir = dumped
-            .then(|| std::fs::read_to_string(&dump).ok())
-            .flatten()
-            .and_then(|text| picollo_benches::iai::parse_ir(&text));
-        if ir.is_some() || !dumped {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    drop(server);
-    let _ = std::fs::remove_dir_all(&dir);
-    if ir.is_none() {
-        eprintln!("tokio_server: no instruction counts: callgrind's dump was not read");
-    }
-    Some(ir? as f64 / (2 * requests) as f64)
-}
-
-fn mean_se(v: &[f64]) -> (f64, f64) {
-    let n = v.len() as f64;
-    let mean = v.iter().sum::<f64>() / n;
-    let var = v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0).max(1.0);
-    (mean, (var / n).sqrt())
-}
-
-fn env_or(name: &str, default: u64) -> u64 {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
-
 /// The rounds of one load: per side, the CPU µs per request of each round.
-fn rounds(pipeline: u32, requests: u64, rounds: usize) -> HashMap<&'static str, Vec<f64>> {
+fn rounds(load: Load, requests: u64, rounds: usize) -> HashMap<&'static str, Vec<f64>> {
     let mut by_kind: HashMap<&'static str, Vec<f64>> = HashMap::new();
     for r in 0..rounds {
         // Rotate which side runs first, so a drift in the machine's load hurts all alike.
-        let mut line = format!("-P {pipeline} round {r}:");
+        let mut line = format!("-P {} round {r}:", load.pipeline);
         for i in 0..KINDS.len() {
             let kind = KINDS[(i + r) % KINDS.len()];
-            let us = run_once(kind, pipeline, requests);
+            let us = load.cpu_us_per_request(SERVE_ENV, kind, requests);
             line.push_str(&format!(" {kind} {us:.3} µs"));
             by_kind.entry(kind).or_default().push(us);
         }
@@ -427,25 +231,18 @@ fn main() {
         serve(&kind);
         return;
     }
-    if Command::new("redis-benchmark")
-        .arg("--version")
-        .output()
-        .is_err()
-    {
-        let why = "redis-benchmark is missing (apt-get install redis-tools)";
-        assert!(std::env::var_os("CI").is_none(), "{why}");
-        eprintln!("tokio_server: skipped: {why}");
+    if !resp::redis_benchmark_present("tokio_server") {
         return;
     }
     let n_rounds = env_or("PICOLLO_TOKIO_ROUNDS", 6) as usize;
     let pipelined = env_or("PICOLLO_TOKIO_REQUESTS", 200_000);
     let unpipelined = env_or("PICOLLO_TOKIO_UNPIPELINED", 50_000);
-    let p16 = rounds(16, pipelined, n_rounds);
-    let p1 = rounds(1, unpipelined, n_rounds);
+    let p16 = rounds(PIPELINED, pipelined, n_rounds);
+    let p1 = rounds(UNPIPELINED, unpipelined, n_rounds);
     let counted = env_or("PICOLLO_TOKIO_COUNTED", 20_000);
     let ir: Vec<Option<f64>> = KINDS
         .iter()
-        .map(|k| instructions_per_request(k, counted))
+        .map(|k| PIPELINED.instructions_per_request("tokio_server", SERVE_ENV, k, counted))
         .collect();
     let _block = Block::begin("tokio-server");
     println!(
