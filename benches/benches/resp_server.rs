@@ -20,18 +20,16 @@
 //! `PICOLLO_RESP_COUNTED` changes those runs' requests per command (20,000).
 #![allow(missing_docs)]
 
-use std::sync::{Arc, PoisonError};
+use std::sync::PoisonError;
 
 use picollo_benches::report::{header, Block};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
 use tracing::Instrument;
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
 
 #[path = "common/resp.rs"]
 mod resp;
-use resp::{env_or, mean_se, Db, Load, NothingLayer, MAX_REQUEST};
+use resp::{env_or, mean_se, Db, Load, NothingLayer};
 
 /// Set in the server child: which layer it installs.
 const SERVE_ENV: &str = "PICOLLO_RESP_SERVE";
@@ -68,39 +66,6 @@ fn apply(db: &Db, args: &[&[u8]], out: &mut Vec<u8>) {
     }
 }
 
-async fn connection(mut stream: TcpStream, db: Db) -> std::io::Result<()> {
-    let mut buf = Vec::with_capacity(16 * 1024);
-    let mut out = Vec::with_capacity(16 * 1024);
-    let mut chunk = [0u8; 16 * 1024];
-    loop {
-        let n = stream.read(&mut chunk).await?;
-        if n == 0 {
-            return Ok(());
-        }
-        buf.extend_from_slice(&chunk[..n]);
-        let mut used = 0;
-        loop {
-            match resp::parse(&buf[used..]) {
-                Ok(Some((args, len))) => {
-                    apply(&db, &args, &mut out);
-                    used += len;
-                }
-                Ok(None) => break,
-                Err(()) => {
-                    stream.write_all(b"-ERR protocol error\r\n").await?;
-                    return Ok(());
-                }
-            }
-        }
-        buf.drain(..used);
-        if buf.len() > MAX_REQUEST {
-            return Ok(());
-        }
-        stream.write_all(&out).await?;
-        out.clear();
-    }
-}
-
 /// The server child: installs the layer `kind` names, serves on 127.0.0.1 until killed.
 fn serve(kind: &str) {
     let registry = tracing_subscriber::registry();
@@ -108,24 +73,15 @@ fn serve(kind: &str) {
         "picollo" => registry.with(picollo_tracing::PicolloLayer::new()).init(),
         _ => registry.with(NothingLayer).init(),
     }
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("a runtime");
-    rt.block_on(async {
-        let listener = TcpListener::bind("127.0.0.1:0").await.expect("a port");
-        println!("{}", listener.local_addr().expect("an address").port());
-        let db: Db = Arc::default();
-        while let Ok((stream, _)) = listener.accept().await {
-            let db = db.clone();
-            tokio::spawn(
-                async move {
-                    let _ = connection(stream, db).await;
-                }
-                .instrument(tracing::info_span!("connection")),
-            );
-        }
+    resp::listen(|stream, db| {
+        let connection =
+            resp::serve_connection(stream, db, async |db, args, out| apply(db, args, out));
+        tokio::spawn(
+            async move {
+                let _ = connection.await;
+            }
+            .instrument(tracing::info_span!("connection")),
+        );
     });
 }
 

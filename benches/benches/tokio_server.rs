@@ -31,18 +31,16 @@
 #![allow(missing_docs)]
 
 use std::collections::HashMap;
-use std::sync::Arc;
 use std::time::Duration;
 
 use picollo_benches::report::{header, Block};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpStream;
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
 
 #[path = "common/resp.rs"]
 mod resp;
-use resp::{env_or, mean_se, Db, Load, NothingLayer, MAX_REQUEST};
+use resp::{env_or, mean_se, Db, Load, NothingLayer};
 
 /// Set in the server child: which subscriber it installs.
 const SERVE_ENV: &str = "PICOLLO_TOKIO_SERVE";
@@ -109,37 +107,8 @@ async fn apply(db: &Db, args: &[&[u8]], out: &mut Vec<u8>) {
 /// (one write per read, as a buffered connection flushes). Its span is entered at every
 /// poll, as mini-redis's `Handler::run`.
 #[tracing::instrument(skip_all)]
-async fn run(mut stream: TcpStream, db: Db) -> std::io::Result<()> {
-    let mut buf = Vec::with_capacity(16 * 1024);
-    let mut out = Vec::with_capacity(16 * 1024);
-    let mut chunk = vec![0u8; 16 * 1024];
-    loop {
-        let n = stream.read(&mut chunk).await?;
-        if n == 0 {
-            return Ok(());
-        }
-        buf.extend_from_slice(&chunk[..n]);
-        let mut used = 0;
-        loop {
-            match resp::parse(&buf[used..]) {
-                Ok(Some((args, len))) => {
-                    apply(&db, &args, &mut out).await;
-                    used += len;
-                }
-                Ok(None) => break,
-                Err(()) => {
-                    stream.write_all(b"-ERR protocol error\r\n").await?;
-                    return Ok(());
-                }
-            }
-        }
-        buf.drain(..used);
-        if buf.len() > MAX_REQUEST {
-            return Ok(());
-        }
-        stream.write_all(&out).await?;
-        out.clear();
-    }
+async fn run(stream: TcpStream, db: Db) -> std::io::Result<()> {
+    resp::serve_connection(stream, db, apply).await
 }
 
 /// The server child: installs the subscriber `kind` names, serves on 127.0.0.1 until
@@ -168,19 +137,9 @@ fn serve(kind: &str) {
         "nothing" => registry.with(NothingLayer).init(),
         _ => {} // no subscriber: spans are disabled
     }
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("a runtime");
-    rt.block_on(async {
-        let listener = TcpListener::bind("127.0.0.1:0").await.expect("a port");
-        println!("{}", listener.local_addr().expect("an address").port());
-        let db: Db = Arc::default();
-        while let Ok((stream, _)) = listener.accept().await {
-            let _ = stream.set_nodelay(true);
-            tokio::spawn(run(stream, db.clone()));
-        }
+    resp::listen(|stream, db| {
+        let _ = stream.set_nodelay(true);
+        tokio::spawn(run(stream, db));
     });
 }
 

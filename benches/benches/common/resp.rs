@@ -1,6 +1,6 @@
 //! What the two RESP server benches share (`resp_server`: a `command` span per request;
 //! `tokio_server`: `#[instrument]`ed handlers as tokio servers have them): the request parser,
-//! the server child process and its CPU time, the `redis-benchmark` load, the callgrind count
+//! the connection loop and the listener, the server child process and its CPU time, the `redis-benchmark` load, the callgrind count
 //! per request, and the statistics.
 
 #![allow(dead_code)] // Each bench uses part of it.
@@ -10,6 +10,9 @@ use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
 
 /// The most bytes a request may hold before the connection is closed (a bound on what a
 /// client can make the server buffer).
@@ -79,6 +82,65 @@ pub fn reply_other(args: &[&[u8]], out: &mut Vec<u8>) {
         }
         _ => out.extend_from_slice(b"-ERR unknown command\r\n"),
     }
+}
+
+/// One client's connection: reads, applies every whole request read with `apply` (in order),
+/// writes the replies (one write per read, as a buffered connection flushes). Closes on a
+/// protocol error or a request over [`MAX_REQUEST`].
+pub async fn serve_connection(
+    mut stream: TcpStream,
+    db: Db,
+    apply: impl AsyncFn(&Db, &[&[u8]], &mut Vec<u8>),
+) -> std::io::Result<()> {
+    let mut buf = Vec::with_capacity(16 * 1024);
+    let mut out = Vec::with_capacity(16 * 1024);
+    let mut chunk = vec![0u8; 16 * 1024];
+    loop {
+        let n = stream.read(&mut chunk).await?;
+        if n == 0 {
+            return Ok(());
+        }
+        buf.extend_from_slice(&chunk[..n]);
+        let mut used = 0;
+        loop {
+            match parse(&buf[used..]) {
+                Ok(Some((args, len))) => {
+                    apply(&db, &args, &mut out).await;
+                    used += len;
+                }
+                Ok(None) => break,
+                Err(()) => {
+                    stream.write_all(b"-ERR protocol error\r\n").await?;
+                    return Ok(());
+                }
+            }
+        }
+        buf.drain(..used);
+        if buf.len() > MAX_REQUEST {
+            return Ok(());
+        }
+        stream.write_all(&out).await?;
+        out.clear();
+    }
+}
+
+/// The server child's runtime (tokio, 2 worker threads): listens on 127.0.0.1, prints its
+/// port for the parent, and hands each accepted client to `spawn` (inside the runtime) until
+/// killed.
+pub fn listen(spawn: impl Fn(TcpStream, Db)) {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("a runtime");
+    rt.block_on(async {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("a port");
+        println!("{}", listener.local_addr().expect("an address").port());
+        let db: Db = Arc::default();
+        while let Ok((stream, _)) = listener.accept().await {
+            spawn(stream, db.clone());
+        }
+    });
 }
 
 /// The CPU time of process `pid` so far, in seconds: the on-CPU time of each of its threads
