@@ -11,6 +11,10 @@ use picollo_core::{EquivalentValue, HistogramRead, Layout, ReadExt, Record, Wind
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Barrier, LazyLock};
 
+#[path = "common/spread.rs"]
+mod spread;
+use spread::scale;
+
 /// A small layout under Miri (few buckets), the default otherwise.
 fn layout() -> Layout {
     if cfg!(miri) {
@@ -31,20 +35,9 @@ fn window() -> Window {
     picollo_alloc::sparse::widened(layout(), Window::new(layout(), MIN, MAX).unwrap())
 }
 
-fn scale(n: u64) -> u64 {
-    if cfg!(miri) {
-        (n / 2000).max(8)
-    } else {
-        n
-    }
-}
-
 /// Thread `t`'s `i`-th value: a fixed pseudo-random spread over `0..SPAN`.
 fn value(t: u64, i: u64) -> u64 {
-    let mut z = (t << 32 | i).wrapping_add(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    (z ^ (z >> 31)) % SPAN
+    spread::value(t, i, SPAN)
 }
 
 /// Asserts that `h` holds exactly the counts of `expected`, bucket by bucket.
