@@ -7,38 +7,13 @@
 
 use picollo_alloc::{heap, Snapshot, ThreadLocalHistogram};
 use picollo_core::read::consistent;
-use picollo_core::{EquivalentValue, HistogramRead, Layout, ReadExt, Record, Window};
+use picollo_core::{EquivalentValue, HistogramRead, ReadExt, Record};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Barrier, LazyLock};
 
 #[path = "common/spread.rs"]
 mod spread;
-use spread::scale;
-
-/// A small layout under Miri (few buckets), the default otherwise.
-fn layout() -> Layout {
-    if cfg!(miri) {
-        Layout::from_block_scale(2).unwrap()
-    } else {
-        Layout::DEFAULT
-    }
-}
-
-const MIN: u64 = 100;
-const MAX: u64 = 50_000;
-/// Values are drawn from `0..SPAN`: some fall below `MIN`, some above `MAX`.
-const SPAN: u64 = 60_000;
-
-/// The window of the tests' histograms: `MIN..=MAX` widened to whole blocks, the window the
-/// default (sparse) storage serves, so that dense expectations share it.
-fn window() -> Window {
-    picollo_alloc::sparse::widened(layout(), Window::new(layout(), MIN, MAX).unwrap())
-}
-
-/// Thread `t`'s `i`-th value: a fixed pseudo-random spread over `0..SPAN`.
-fn value(t: u64, i: u64) -> u64 {
-    spread::value(t, i, SPAN)
-}
+use spread::{layout, scale, value, window, MIN};
 
 /// Asserts that `h` holds exactly the counts of `expected`, bucket by bucket.
 fn assert_same(h: &impl HistogramRead, expected: &impl HistogramRead) {

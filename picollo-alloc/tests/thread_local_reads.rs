@@ -13,34 +13,13 @@
 //! picollo-alloc --test thread_local_reads`, about 20 s).
 
 use picollo_alloc::{bulk, heap, Dense, LocalCounter, Sparse, StorageChoice, ThreadLocalHistogram};
-use picollo_core::{HistogramRead, Layout, ReadExt, Window};
+use picollo_core::{HistogramRead, ReadExt, Window};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Barrier;
 
 #[path = "common/spread.rs"]
 mod spread;
-use spread::scale;
-
-/// A small layout under Miri (few buckets), the default otherwise.
-fn layout() -> Layout {
-    if cfg!(miri) {
-        Layout::from_block_scale(2).unwrap()
-    } else {
-        Layout::DEFAULT
-    }
-}
-
-/// The window of the bucket-read tests: `100..=50_000` widened to whole blocks (the window
-/// the default, sparse, storage serves), so that dense expectations share it.
-fn window() -> Window {
-    picollo_alloc::sparse::widened(layout(), Window::new(layout(), 100, 50_000).unwrap())
-}
-
-/// Thread `t`'s `i`-th value: a fixed pseudo-random spread over `0..60_000` (some below the
-/// window, some above).
-fn value(t: u64, i: u64) -> u64 {
-    spread::value(t, i, 60_000)
-}
+use spread::{layout, scale, value, window};
 
 /// `read_recorded` against bucket-by-bucket reads: live shards, a folded accumulator, a reset
 /// (baselines), underflow and overflow.
