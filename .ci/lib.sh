@@ -1,13 +1,86 @@
 # Shared helpers for .ci/run and the drop-in steps in .ci/install.d and .ci/check.d.
 # Sourced, not executed.
 
-# Starts a step, saying how long the previous one took (CI must stay under about 25 minutes:
-# the log shows where the time goes).
+# Starts a step: says how long the previous one took (the log shows where the time goes),
+# and gives the new one a time limit, LIMIT seconds (the second argument; 600 when absent).
+# A step that passes its limit fails CI with its name, the seconds it ran and what was running
+# then (the test binary among it), instead of hanging until the CI's own limit kills the run
+# without a word: a watchdog process, started here and stopped by the next `step` or
+# `steps_done`, waits for the limit, prints that report, then ends the run: SIGTERM to the
+# shell running .ci/run and to everything under it, SIGKILL to what is left 10 s later.
+# Limits are about three times a step's length on a fresh 2-core machine: a slow machine
+# passes, a hang costs minutes.
 step() {
   local now; now=$(date +%s)
   [ -n "${PICOLLO_STEP_START:-}" ] && printf '(%s s)\n' "$(( now - PICOLLO_STEP_START ))"
+  steps_watchdog_stop
   PICOLLO_STEP_START=$now
-  printf '\n==> %s\n' "$*"
+  printf '\n==> %s\n' "$1"
+  local limit=${2:-600}
+  local name=$1 ci_shell=$$
+  ( trap 'exit 0' TERM
+    sleep "$limit" & wait $!
+    step_overrun "$ci_shell" "$name" "$limit" >&2 ) &
+  PICOLLO_WATCHDOG=$!
+}
+
+# Stops the current step's watchdog, and prints the last step's seconds.
+steps_done() {
+  steps_watchdog_stop
+  [ -n "${PICOLLO_STEP_START:-}" ] && printf '(%s s)\n' "$(( $(date +%s) - PICOLLO_STEP_START ))"
+  PICOLLO_STEP_START=
+}
+
+steps_watchdog_stop() {
+  if [ -n "${PICOLLO_WATCHDOG:-}" ]; then
+    pkill -TERM -P "$PICOLLO_WATCHDOG" sleep 2>/dev/null || true
+    kill -TERM "$PICOLLO_WATCHDOG" 2>/dev/null || true
+    wait "$PICOLLO_WATCHDOG" 2>/dev/null || true
+    PICOLLO_WATCHDOG=
+  fi
+}
+
+# The processes under PID, one per line, leaving out EXCLUDED and the processes under it.
+descendants() {
+  ps -e -o pid=,ppid= | awk -v root="$1" -v excluded="${2:-}" '
+    { parent[$1] = $2 }
+    END {
+      found[root] = 1
+      do { grew = 0
+        for (p in parent)
+          if (!(p in found) && p != excluded && (parent[p] in found)) { found[p] = 1; grew = 1 }
+      } while (grew)
+      for (p in found) if (p != root) print p
+    }'
+}
+
+# The watchdog's report and kill (see `step`): CI_SHELL NAME LIMIT.
+step_overrun() {
+  local ci_shell=$1 name=$2 limit=$3 self=$BASHPID pids pid tests
+  set +eu +o pipefail # a report, best effort: a process may end while it is written
+  trap '' TERM # this watchdog ends the others, never itself halfway
+  pids=$(descendants "$ci_shell" "$self" | sort -n)
+  echo
+  echo "error: CI step '$name' passed its time limit of $limit s; it ran $(( $(date +%s) - PICOLLO_STEP_START )) s."
+  echo "Running when it was stopped (pid, seconds running, command):"
+  for pid in $pids; do
+    ps -o pid=,etimes=,args= -p "$pid" 2>/dev/null | cut -c1-240
+  done | sort -n | sed 's/^/  /'
+  # Test binaries: cargo's target/<profile>/deps/<name>-<hash>, and cargo-miri's runner.
+  tests=$(for pid in $pids; do ps -o etimes=,args= -p "$pid" 2>/dev/null; done |
+    grep -E '/deps/[A-Za-z0-9_]+-[0-9a-f]{16}( |$)' | grep -v 'rustc' || true)
+  if [ -n "$tests" ]; then
+    echo "Test binaries running:"
+    printf '%s\n' "$tests" | awk '{ s = $1; $1 = ""; printf "  %s (for %s s)\n", substr($0, 2), s }' |
+      cut -c1-240
+  else
+    echo "No test binary was running."
+  fi
+  kill -TERM "$ci_shell" 2>/dev/null
+  for pid in $pids; do kill -TERM "$pid" 2>/dev/null; done
+  sleep 10
+  for pid in $pids; do kill -KILL "$pid" 2>/dev/null; done
+  kill -KILL "$ci_shell" 2>/dev/null
 }
 
 # Runs a command as root: directly when we are root, else through sudo when it exists.

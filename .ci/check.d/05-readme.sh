@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# ci-time-limit: 900
 # The README's first command, as written there, in this fresh copy (.ci/run runs every step in
 # one, with nothing beside it); the second, cargo test --workspace, is the test step. The
 # release build of picollo-cli (no other step builds the release profile) takes about 80 s of

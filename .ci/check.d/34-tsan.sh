@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# ci-time-limit: 900
 # ThreadSanitizer over the lock-free code's tests, with the standard library rebuilt
 # instrumented (-Zbuild-std; nightly's rust-src, installed by .ci/run):
 # - picollo-core: the frame ring (ring::, among them the concurrent writer/reader stress

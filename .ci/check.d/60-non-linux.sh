@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# ci-time-limit: 900
 # picollo-tracing builds and records time only where picollo-linux is not built: checked for
 # Windows (all targets: the lib, its tests and example, the README's snippet in tests/readme.rs)
 # and macOS (the lib, the README's snippet, and the SIGTERM handling of tests/sigterm.rs), and built,
