@@ -11,6 +11,7 @@
 //! 5–7 ns. The machine is shared and noisy: compare medians across several invocations.
 
 use picollo_core::ring::{required_words, Frame, FrameWriter, RingOptions, RingReader};
+use picollo_testkit::StopFlag;
 use portable_atomic::AtomicU64;
 use std::hint::black_box;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -152,14 +153,16 @@ fn run<F: Make, const IN_MEMORY: bool>(case: Case) -> (f64, f64, Option<f64>) {
                 save_loop::<F, IN_MEMORY>(&mut w)
             }
             Case::SpinningReader | Case::PollingReader => {
-                let stop = AtomicBool::new(false);
+                let stop = StopFlag::new();
                 let mut r = RingReader::attach(region).unwrap();
                 let started = AtomicBool::new(false);
                 std::thread::scope(|s| {
+                    // The reader stops however this closure ends.
+                    let _stop = stop.raise_on_drop();
                     let reader = s.spawn(|| {
                         let mut buf = [0u64; 16];
                         started.store(true, Ordering::Release);
-                        while !stop.load(Ordering::Relaxed) {
+                        while !stop.is_raised() {
                             while r.next_into(&mut buf).unwrap().is_some() {}
                             if case == Case::PollingReader {
                                 std::thread::sleep(std::time::Duration::from_micros(100));
@@ -171,7 +174,7 @@ fn run<F: Make, const IN_MEMORY: bool>(case: Case) -> (f64, f64, Option<f64>) {
                         std::hint::spin_loop();
                     }
                     let ns = save_loop::<F, IN_MEMORY>(&mut w);
-                    stop.store(true, Ordering::Relaxed);
+                    stop.raise();
                     let (a, l) = reader.join().unwrap();
                     if run > 0 {
                         accepted_share += a as f64 / (a + l).max(1) as f64 / RUNS as f64;

@@ -11,6 +11,7 @@
 //! overflow the `10_000..=30_000` range.
 
 use picollo_alloc::{HistogramBuilder, SnapshotExt, Summary, SummaryExt, ThreadLocalHistogram};
+use std::io::Write;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant, SystemTime};
 
@@ -71,12 +72,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 // The counts recorded since the previous update; nothing allocates here.
                 snapshot.update(&h, true);
                 summary.fill_from(&snapshot);
-                println!(
+                // Not `println!`: it panics when stdout is closed (`| head -3`), and a panic
+                // here would leave the writer recording forever, with the scope waiting on it.
+                let line = writeln!(
+                    std::io::stdout(),
                     "{} | {}",
                     TimeOfDay(snapshot.timestamp()),
                     summary.one_line(NAME)
                 );
-                if end >= start + run_for {
+                if line.is_err() || end >= start + run_for {
                     break;
                 }
             }

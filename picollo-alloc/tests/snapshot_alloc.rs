@@ -5,6 +5,7 @@
 
 use picollo_alloc::{heap, Snapshot, SnapshotExt, Summary, ThreadLocalHistogram};
 use picollo_core::{EquivalentValue, HistogramRead, Layout, Percentile, ReadExt, Window};
+use picollo_testkit::StopFlag;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 #[path = "common/counting_alloc.rs"]
@@ -87,22 +88,23 @@ fn steady_state_updates_from_a_thread_local_histogram_allocate_nothing() {
     // Dense shards: their bulk read allocates nothing. (Sparse shards, the default, sort
     // their cold entries into a list on each read: a read allocates, a record does not.)
     let h = ThreadLocalHistogram::<u64, picollo_alloc::Dense>::new(layout(), window());
-    let stop = AtomicBool::new(false);
+    let stop = StopFlag::new();
     let ready = AtomicBool::new(false);
     std::thread::scope(|s| {
+        // The recording thread stops however this closure ends.
+        let _stop = stop.raise_on_drop();
         s.spawn(|| {
+            let _stop = stop.raise_on_drop();
             h.record(18_000);
             ready.store(true, Ordering::Release);
             let mut i = 0u64;
-            while !stop.load(Ordering::Relaxed) {
+            while !stop.is_raised() {
                 h.record(18_000 + i % 9000);
                 i += 1;
             }
         });
         h.record(20_000); // claims this thread's shard (allocates once)
-        while !ready.load(Ordering::Acquire) {
-            std::thread::yield_now();
-        }
+        assert!(stop.wait_until(|| ready.load(Ordering::Acquire)));
         h.reset(); // allocates a baseline for each of the two shards
         let mut snapshot = h.snapshot();
         let mut summary = Summary::new();
@@ -120,7 +122,7 @@ fn steady_state_updates_from_a_thread_local_histogram_allocate_nothing() {
         }
         snapshot.update(&h, false);
         let allocated = allocations() - before;
-        stop.store(true, Ordering::Relaxed);
+        stop.raise();
         assert_eq!(allocated, 0);
         assert!(deltas >= ROUNDS / 4);
     });

@@ -8,6 +8,7 @@
 use picollo_alloc::{heap, Snapshot, ThreadLocalHistogram};
 use picollo_core::read::consistent;
 use picollo_core::{EquivalentValue, HistogramRead, ReadExt, Record};
+use picollo_testkit::StopFlag;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Barrier, LazyLock};
 
@@ -385,7 +386,7 @@ fn reset_racing_records_loses_nothing_after_it() {
     for _ in 0..rounds {
         let started = AtomicBool::new(false);
         let finished = AtomicBool::new(false);
-        let stop = AtomicBool::new(false);
+        let stop = StopFlag::new();
         let running = AtomicUsize::new(0);
         // Per writer: records of each phase (read after join), and the phase-0 records
         // published so far.
@@ -397,9 +398,10 @@ fn reset_racing_records_loses_nothing_after_it() {
                 let (h, started, finished, stop, running) =
                     (&h, &started, &finished, &stop, &running);
                 s.spawn(move || {
+                    let _stop = stop.raise_on_drop();
                     running.fetch_add(1, Ordering::Relaxed);
                     let mut local = [0u64; 3];
-                    while !stop.load(Ordering::Acquire) {
+                    while !stop.is_raised() {
                         let phase = if finished.load(Ordering::Acquire) {
                             2
                         } else if started.load(Ordering::Acquire) {
@@ -418,8 +420,10 @@ fn reset_racing_records_loses_nothing_after_it() {
                     }
                 });
             }
-            while running.load(Ordering::Relaxed) < writers {
-                std::thread::yield_now();
+            // The writers stop however this thread ends.
+            let _stop = stop.raise_on_drop();
+            if !stop.wait_until(|| running.load(Ordering::Relaxed) == writers) {
+                return;
             }
             std::thread::yield_now();
             started.store(true, Ordering::Release);
@@ -430,7 +434,6 @@ fn reset_racing_records_loses_nothing_after_it() {
             for _ in 0..if cfg!(miri) { 2 } else { 20 } {
                 std::thread::yield_now();
             }
-            stop.store(true, Ordering::Release);
         });
         let sum = |k: usize| {
             counts
@@ -464,13 +467,15 @@ fn reset_racing_records_loses_nothing_after_it() {
 fn reads_never_mix_pre_and_post_reset() {
     let h = ThreadLocalHistogram::<u32>::new(layout(), window());
     let len = window().len();
-    let stop = AtomicBool::new(false);
+    let stop = StopFlag::new();
     let reads = AtomicU64::new(0);
     let rounds = scale(2_000_000) / 1000;
     std::thread::scope(|s| {
         for _ in 0..2 {
             s.spawn(|| {
-                while !stop.load(Ordering::Relaxed) {
+                // A failed assertion here stops the others too.
+                let _stop = stop.raise_on_drop();
+                while !stop.is_raised() {
                     let (even, odd) = consistent(&h, |h| {
                         let (mut even, mut odd) = (0u64, 0u64);
                         for i in 0..len {
@@ -491,8 +496,9 @@ fn reads_never_mix_pre_and_post_reset() {
         s.spawn(|| {
             // Start once the readers read: on a loaded machine the writer could otherwise
             // finish before either reader was scheduled, and nothing would be tested.
-            while reads.load(Ordering::Relaxed) < 2 {
-                std::thread::yield_now();
+            let _stop = stop.raise_on_drop();
+            if !stop.wait_until(|| reads.load(Ordering::Relaxed) >= 2) {
+                return;
             }
             let before = reads.load(Ordering::Relaxed);
             let lay = layout();
@@ -505,10 +511,7 @@ fn reads_never_mix_pre_and_post_reset() {
             }
             // Stop once a read that began during the resets has ended (no more resets now,
             // so its retry ends too).
-            while reads.load(Ordering::Relaxed) == before {
-                std::thread::yield_now();
-            }
-            stop.store(true, Ordering::Relaxed);
+            stop.wait_until(|| reads.load(Ordering::Relaxed) != before);
         });
     });
 }
@@ -572,14 +575,16 @@ fn fork_test() {
     });
     // This thread's own shard.
     h.record_n(300, 11);
-    let stop = AtomicBool::new(false);
+    let stop = StopFlag::new();
     let ready = Barrier::new(3);
     std::thread::scope(|s| {
+        // The two loops stop however this closure ends.
+        let _stop = stop.raise_on_drop();
         // A live thread with a shard, recording while the fork happens.
         s.spawn(|| {
             h.record_n(400, 1000);
             ready.wait();
-            while !stop.load(Ordering::Relaxed) {
+            while !stop.is_raised() {
                 h.record(400);
             }
         });
@@ -587,7 +592,7 @@ fn fork_test() {
         s.spawn(|| {
             other.record(1);
             ready.wait();
-            while !stop.load(Ordering::Relaxed) {
+            while !stop.is_raised() {
                 other.reset();
             }
         });
@@ -602,7 +607,7 @@ fn fork_test() {
             // SAFETY: leaves the child at once, without running the parent's destructors.
             unsafe { libc::_exit(code) };
         }
-        stop.store(true, Ordering::Relaxed);
+        stop.raise();
         assert!(pid > 0, "fork failed");
         let mut status = 0;
         // SAFETY: `pid` is our child; `status` is a valid out-pointer.

@@ -1,8 +1,8 @@
 //! `attach` and `top` against a live process: this test process writes frames and spans on
 //! helper threads, and the `picollo` binary attaches to it by pid.
 
+use picollo_testkit::StopFlag;
 use std::process::Command;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -37,7 +37,7 @@ fn tmp(name: &str) -> std::path::PathBuf {
 
 /// A thread that runs `body` in a loop until dropped.
 struct Busy {
-    stop: Arc<AtomicBool>,
+    stop: Arc<StopFlag>,
     handle: Option<JoinHandle<()>>,
 }
 
@@ -46,13 +46,13 @@ impl Busy {
         setup: impl FnOnce() + Send + 'static,
         mut body: impl FnMut() + Send + 'static,
     ) -> Self {
-        let stop = Arc::new(AtomicBool::new(false));
+        let stop = Arc::new(StopFlag::new());
         let (ready_tx, ready_rx) = std::sync::mpsc::channel();
         let flag = stop.clone();
         let handle = std::thread::spawn(move || {
             setup();
             ready_tx.send(()).unwrap();
-            while !flag.load(Ordering::Relaxed) {
+            while !flag.is_raised() {
                 body();
             }
         });
@@ -66,7 +66,7 @@ impl Busy {
 
 impl Drop for Busy {
     fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
+        self.stop.raise();
         if let Some(h) = self.handle.take() {
             let _ = h.join();
         }
@@ -129,6 +129,8 @@ fn attach_spans_prints_the_phase_table() {
 #[test]
 fn attach_csv_drains_a_ring() {
     let (segment, stop, saver) = request_saver("cli-test-requests");
+    // The saver stops however this test ends.
+    let _stop = stop.raise_on_drop();
     let dir = tmp("csv");
     let _ = std::fs::remove_dir_all(&dir);
     let out = Command::new(BIN)
@@ -142,7 +144,7 @@ fn attach_csv_drains_a_ring() {
         ])
         .output()
         .unwrap();
-    stop.store(true, Ordering::Relaxed);
+    stop.raise();
     let saved = saver.join().unwrap();
     let stdout = String::from_utf8(out.stdout).unwrap();
     let stderr = String::from_utf8(out.stderr).unwrap();
@@ -365,15 +367,15 @@ fn run(args: &[&str]) -> (i32, String, String) {
 
 /// A ring of `Request` frames saved on a helper thread while a reader is attached: its
 /// segment, the flag that stops the thread, and the thread (which returns the frames saved).
-fn request_saver(name: &'static str) -> (String, Arc<AtomicBool>, JoinHandle<u64>) {
+fn request_saver(name: &'static str) -> (String, Arc<StopFlag>, JoinHandle<u64>) {
     let mut writer =
         ShmFrameWriter::<Request>::create(name, &RingOptions::new(4096)).expect("create a ring");
     let segment = writer.inner().segment().to_string();
-    let stop = Arc::new(AtomicBool::new(false));
+    let stop = Arc::new(StopFlag::new());
     let flag = stop.clone();
     let saver = std::thread::spawn(move || {
         let mut id = 0u64;
-        while !flag.load(Ordering::Relaxed) {
+        while !flag.is_raised() {
             if writer.save(&Request {
                 id,
                 bytes: 512,
@@ -393,6 +395,8 @@ fn request_saver(name: &'static str) -> (String, Arc<AtomicBool>, JoinHandle<u64
 fn capture_then_convert() {
     let _worker = span_worker();
     let (_, stop, saver) = request_saver("cli-test-capture");
+    // The saver stops however this test ends.
+    let _stop = stop.raise_on_drop();
     let file = tmp("run.bin");
     let (code, stdout, stderr) = run(&[
         "attach",
@@ -402,7 +406,7 @@ fn capture_then_convert() {
         "--duration",
         "1",
     ]);
-    stop.store(true, Ordering::Relaxed);
+    stop.raise();
     saver.join().unwrap();
     assert_eq!(code, 0, "{stderr}");
     let line = stdout

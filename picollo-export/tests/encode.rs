@@ -1,6 +1,7 @@
 //! The conversions and expositions: counts exact, nothing dropped, bad input refused with a
 //! clear error, protobuf and OTLP round trips.
 
+use picollo_testkit::StopFlag;
 use std::sync::{Arc, Mutex};
 
 use picollo_alloc::{heap, HistogramBuilder, Snapshot, ThreadLocalHistogram};
@@ -531,18 +532,21 @@ fn scrapes_never_wait_for_recorders() {
         .register("live", "", &Labels::empty(), h.clone())
         .unwrap();
     let recorded = std::sync::Barrier::new(2);
-    let release = std::sync::Barrier::new(2);
-    let stop = std::sync::atomic::AtomicBool::new(false);
+    // Both raised however the closure below ends, so no thread outlives a failed assertion.
+    let (release, stop) = (StopFlag::new(), StopFlag::new());
     let busy_started = std::sync::atomic::AtomicBool::new(false);
     std::thread::scope(|s| {
+        let (_release, _stop) = (release.raise_on_drop(), stop.raise_on_drop());
         s.spawn(|| {
             (0..1_000).for_each(|v| h.record(v));
             recorded.wait();
-            release.wait(); // blocked until the scrape below is done
+            // Blocked (neither exiting nor recording) until the scrapes below are done.
+            release.wait_until(|| false);
         });
         let busy = s.spawn(|| {
+            let _stop = stop.raise_on_drop();
             let mut n = 0u64;
-            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+            while !stop.is_raised() {
                 h.record(5_000);
                 n += 1;
                 busy_started.store(true, std::sync::atomic::Ordering::Relaxed);
@@ -551,9 +555,7 @@ fn scrapes_never_wait_for_recorders() {
         });
         recorded.wait();
         // Scrape while the busy thread records (a scrape takes microseconds: wait for it).
-        while !busy_started.load(std::sync::atomic::Ordering::Relaxed) {
-            std::thread::yield_now();
-        }
+        assert!(stop.wait_until(|| busy_started.load(std::sync::atomic::Ordering::Relaxed)));
         for _ in 0..20 {
             let mut bytes = Vec::new();
             registry.encode_protobuf(&mut bytes);
@@ -568,8 +570,8 @@ fn scrapes_never_wait_for_recorders() {
                 "the blocked thread's counts are served: {count}"
             );
         }
-        release.wait();
-        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        release.raise();
+        stop.raise();
         let busy = busy.join().unwrap();
         assert!(busy > 0);
         assert_eq!(h.total(), 1_000 + busy, "nothing lost while scraping");

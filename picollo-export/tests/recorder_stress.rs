@@ -4,8 +4,8 @@
 //! (series registered and removed while scrapes read it), and exports that read with no lock
 //! held (`.hlog` intervals whose sum is every record).
 
+use picollo_testkit::StopFlag;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Barrier};
 
 use picollo_alloc::hdr::{interop, LogReader, LogWriter};
@@ -50,9 +50,9 @@ fn write(t: usize, start: &Barrier) {
 /// Registers, records into, checks and removes series of its own while the others run:
 /// each one's count is exact in the scrape between its registration and its removal, and
 /// gone after.
-fn churn(registry: &Registry, stop: &AtomicBool) -> usize {
+fn churn(registry: &Registry, stop: &StopFlag) -> usize {
     let mut done = 0;
-    while !stop.load(Ordering::Relaxed) || done < 20 {
+    while !stop.is_raised() || done < 20 {
         let labels = Labels::new([("n", done.to_string())]).unwrap();
         let h = Arc::new(HistogramBuilder::new().atomic().unwrap());
         registry.register("churn", "", &labels, h.clone()).unwrap();
@@ -87,11 +87,14 @@ fn stress(kind: HistogramKind) {
         .kind(kind)
         .build(registry.clone())
         .unwrap();
-    let stop = AtomicBool::new(false);
+    let stop = StopFlag::new();
     let start = Barrier::new(WRITERS);
     let mut log = LogWriter::new(Vec::new());
     log.write_log_format_version().unwrap();
     let scrapes = std::thread::scope(|s| {
+        // The churner and the scraper stop however this closure ends (a writer that panicked
+        // makes its `join` below panic).
+        let _stop = stop.raise_on_drop();
         let writers: Vec<_> = (0..WRITERS)
             .map(|t| {
                 let (recorder, start) = (&recorder, &start);
@@ -103,7 +106,7 @@ fn stress(kind: HistogramKind) {
             let mut scrapes = 0usize;
             let mut at = 0.0;
             // At least a few, however soon the writers finish.
-            while !stop.load(Ordering::Relaxed) || scrapes < 10 {
+            while !stop.is_raised() || scrapes < 10 {
                 let mut out = Vec::new();
                 registry.encode_protobuf(&mut out);
                 let _ = recorder.summaries();
@@ -116,7 +119,7 @@ fn stress(kind: HistogramKind) {
             scrapes
         });
         writers.into_iter().for_each(|w| w.join().unwrap());
-        stop.store(true, Ordering::Relaxed);
+        stop.raise();
         assert!(churner.join().unwrap() >= 20);
         scraper.join().unwrap()
     });

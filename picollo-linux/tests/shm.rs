@@ -921,17 +921,19 @@ fn truncation_and_scribbling_by_another_process_do_not_stop_the_writer() {
 #[test]
 fn writer_saves_through_concurrent_truncation_attempts() {
     let _forks = forks();
-    use std::sync::atomic::{AtomicBool, Ordering};
+    use picollo_testkit::StopFlag;
     use std::sync::Arc;
 
     let mut w = ShmFrameWriter::<Sample>::create("stress", &RingOptions::new(1024)).unwrap();
     let segment = w.inner().segment().to_owned();
     let mut r = ShmReader::attach_segment(&segment).unwrap();
-    let stop = Arc::new(AtomicBool::new(false));
+    let stop = Arc::new(StopFlag::new());
+    // The writer stops however this test ends, not only on its normal path.
+    let _stop = stop.raise_on_drop();
     let flag = stop.clone();
     let writer = std::thread::spawn(move || {
         let mut n = 0u64;
-        while !flag.load(Ordering::Relaxed) {
+        while !flag.is_raised() {
             if w.save(&sample(n)) {
                 n += 1;
             }
@@ -964,7 +966,7 @@ fn writer_saves_through_concurrent_truncation_attempts() {
         assert_eq!(code, 0, "round {round}: the truncation was not refused");
         check(&mut r);
     }
-    stop.store(true, Ordering::Relaxed);
+    stop.raise();
     let written = writer.join().unwrap();
     check(&mut r);
     assert!(written > 0 && read > 0, "written {written}, read {read}");

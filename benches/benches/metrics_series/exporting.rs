@@ -11,7 +11,8 @@
 //! call and the rate come first: a thread blocked by an export records nothing meanwhile, so
 //! its wait reaches no percentile.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use picollo_testkit::StopFlag;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Barrier;
 use std::time::{Duration, Instant};
 
@@ -52,11 +53,13 @@ fn run_phase(
     routes: &[&'static str],
     export: Option<&mut (dyn FnMut() -> [Duration; 2] + Send)>,
 ) -> (Calls, [f64; 4]) {
-    let stop = AtomicBool::new(false);
+    let stop = StopFlag::new();
     let start = Barrier::new(THREADS + 1);
     let (made, longest) = (AtomicU64::new(0), AtomicU64::new(0));
     let mut merged = HistogramBuilder::new().sigfig(2).plain().expect("a layout");
     let exports = std::thread::scope(|s| {
+        // The recording threads and the exporter stop however this closure ends.
+        let _stop = stop.raise_on_drop();
         let threads: Vec<_> = (0..THREADS)
             .map(|t| {
                 let (stop, start, made, longest) = (&stop, &start, &made, &longest);
@@ -68,7 +71,7 @@ fn run_phase(
             let stop = &stop;
             s.spawn(move || {
                 let mut exports: Vec<(f64, f64, f64)> = Vec::new();
-                while !stop.load(Ordering::Relaxed) {
+                while !stop.is_raised() {
                     let tick = Instant::now();
                     let [first, cpu] = export();
                     let ms = |d: Duration| d.as_secs_f64() * 1e3;
@@ -80,7 +83,7 @@ fn run_phase(
         });
         start.wait();
         std::thread::sleep(phase());
-        stop.store(true, Ordering::Relaxed);
+        stop.raise();
         for t in threads {
             merged.add(&t.join().expect("a recording thread"));
         }
@@ -109,7 +112,7 @@ fn run_phase(
 fn record(
     keys: &[&'static str],
     t: usize,
-    stop: &AtomicBool,
+    stop: &StopFlag,
     start: &Barrier,
     (made, longest): (&AtomicU64, &AtomicU64),
 ) -> picollo_alloc::SparseHistogram {
@@ -117,7 +120,7 @@ fn record(
     let table = picollo_benches::latency::log_uniform(4096, 7 + t as u64);
     let mut n = 0usize;
     start.wait();
-    while !stop.load(Ordering::Relaxed) {
+    while !stop.is_raised() {
         for &route in keys {
             let v = table[n & 4095];
             n += 1;
