@@ -263,7 +263,7 @@ mod tests {
     use super::*;
     use crate::page::{Arm64Counter, NativeInstructions, PageState, SyntheticPage};
     use core::cell::Cell;
-    use std::sync::atomic::AtomicBool;
+    use picollo_testkit::StopFlag;
     use std::sync::Arc;
 
     /// Fake instructions: a fixed PMC and TSC, counting calls.
@@ -664,11 +664,13 @@ mod tests {
             time_offset: 5,
             ..base()
         }));
-        let done = Arc::new(AtomicBool::new(false));
+        // Raised when the writer ends, by a panic too: the loop below waits for it.
+        let done = Arc::new(StopFlag::new());
         let writer = {
             let page = Arc::clone(&page);
             let done = Arc::clone(&done);
             std::thread::spawn(move || {
+                let _done = done.raise_on_drop();
                 for k in 1..=updates {
                     page.begin_update();
                     page.store_fields(&PageState {
@@ -683,14 +685,13 @@ mod tests {
                         std::thread::yield_now();
                     }
                 }
-                done.store(true, Ordering::Release);
             })
         };
         let ins = Fake::new(0, 0);
         let (mut accepted, mut contended, mut retried) = (0u64, 0u64, 0u64);
         let mut last = 0u64;
         loop {
-            let finished = done.load(Ordering::Acquire);
+            let finished = done.is_raised();
             match read(&page, &ins) {
                 PageRead::Counted(c) => {
                     let k = c.value;
