@@ -154,3 +154,4 @@ mod spans;
 pub use counters::SpanCounters;
 pub use layer::{Builder, PicolloLayer};
 pub use report::{CounterReport, Handle, SpanLog, SpanReport};
+pub use shutdown::DEFAULT_SIGTERM_GRACE;

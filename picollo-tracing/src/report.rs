@@ -313,15 +313,22 @@ impl Handle {
     /// nothing suggests why (a program that stopped at `--help` or a usage error), one line
     /// saying why when a filter kept the spans from the layer.
     pub fn print_report(&self) {
-        let table = self.table();
-        let mut err = std::io::stderr().lock();
-        if table.rows.is_empty() {
-            if let Some(why) = self.why_empty() {
-                let _ = writeln!(err, "picollo-tracing: {why}");
-            }
-            return;
+        let text = self.report_text();
+        if !text.is_empty() {
+            let _ = std::io::stderr().lock().write_all(text.as_bytes());
         }
-        let _ = writeln!(err, "\npicollo-tracing spans:\n{table}");
+    }
+
+    /// What [`Handle::print_report`] prints (empty: nothing).
+    pub(crate) fn report_text(&self) -> String {
+        let table = self.table();
+        if table.rows.is_empty() {
+            return self
+                .why_empty()
+                .map(|why| format!("picollo-tracing: {why}\n"))
+                .unwrap_or_default();
+        }
+        format!("\npicollo-tracing spans:\n{table}\n")
     }
 
     /// An `.hlog` interval log of the spans into `out` (see [`SpanLog`]).
