@@ -148,6 +148,14 @@ mod report;
 mod shared;
 mod shutdown;
 mod spans;
+mod sync;
+
+/// The loom model's way in (`tests/loom.rs`): the live-span table over a fixed pair of
+/// callsites, and this crate's planted bugs. Only in a model build
+/// (`RUSTFLAGS="--cfg loom"`), not part of the API.
+#[cfg(loom)]
+#[doc(hidden)]
+pub mod loom_model;
 
 #[cfg(all(feature = "counters", target_os = "linux"))]
 #[cfg_attr(docsrs, doc(cfg(all(feature = "counters", target_os = "linux"))))]
