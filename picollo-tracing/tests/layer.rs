@@ -256,7 +256,11 @@ fn same_name_in_two_targets_gets_two_rows() {
     assert_eq!(h.span("cache::query").unwrap().count(), 3);
     assert_eq!(h.span("app::cache::query").unwrap().count(), 3);
     assert_eq!(h.span("app::db::query").unwrap().count(), 1);
-    assert_eq!(h.span("query").unwrap().target, "app::db", "the first target's");
+    assert_eq!(
+        h.span("query").unwrap().target,
+        "app::db",
+        "the first target's"
+    );
     assert!(h.span("other::query").is_none());
     assert!(h.span("cache").is_none());
 }
