@@ -129,7 +129,9 @@
 //! - `shared`: the state a layer shares with its [`Handle`]s (a leaf, so layer and report import
 //!   one way); `report`: per-span statistics, the per-phase table and `.hlog` logs;
 //!   `shutdown`: the last `.hlog` interval and the table when the program stops (exit,
-//!   `SIGTERM`, [`Handle::finish`]) and the periodic `.hlog` writer.
+//!   `SIGTERM`, [`Handle::finish`]) and the periodic `.hlog` writer; `sync`: the live-span
+//!   table's atomics (loom's in a model build, `tests/loom.rs`) and the crate's planted loom
+//!   bugs.
 #![doc(test(attr(deny(warnings))))]
 // Library crates: an item is `pub` only where a user can reach it (the public surface is
 // what users call; `missing_docs` is on for the workspace).
