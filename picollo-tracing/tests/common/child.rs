@@ -103,6 +103,11 @@ impl Watched {
         }
     }
 
+    /// The child's stdin, when its command had it piped.
+    pub fn stdin(&mut self) -> std::process::ChildStdin {
+        self.child.stdin.take().expect("stdin piped, taken once")
+    }
+
     /// The child's pid.
     pub fn pid(&self) -> i32 {
         i32::try_from(self.child.id()).unwrap()
