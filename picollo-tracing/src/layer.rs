@@ -18,13 +18,20 @@ use crate::counters::SpanCounters;
 use crate::counters::{self as raw, Interval, ThreadSpans};
 use crate::report::Handle;
 use crate::shared::Shared;
-use crate::shutdown::{self, LogOut};
+use crate::shutdown::{LogOut, Registration, DEFAULT_SIGTERM_GRACE};
 use crate::spans::{LiveSpan, LiveSpans};
 
 /// A `tracing_subscriber::Layer` that times spans into Picollo histograms per callsite (name
 /// and target): busy time, wall time and, optionally, counter deltas over the busy time; and
 /// saves each busy interval as a frame into this thread's shared-memory span ring. See the
 /// [crate docs](crate).
+///
+/// Dropping the layer (a subscriber set with `tracing::subscriber::with_default` that goes
+/// out of scope) writes the last interval of its [`Builder::hlog`] and closes the sink, stops
+/// its periodic writer, and takes it off the work done at exit and on `SIGTERM`: nothing is
+/// printed for it afterwards, and when it was the last layer with
+/// [`Builder::finish_on_sigterm`], a `SIGTERM` ends the process as if no layer had been
+/// installed. Its statistics are freed with the last of its [`Handle`]s.
 pub struct PicolloLayer {
     shared: Arc<Shared>,
     /// `ticks_to_ns`'s factor, read once at build: a close converts its two times with a
@@ -35,6 +42,9 @@ pub struct PicolloLayer {
     id: u64,
     counters: bool,
     rings: bool,
+    /// The layer's place among the finishers at exit and on `SIGTERM`, given up when the
+    /// layer drops (it then prints nothing more).
+    _shutdown: Registration,
 }
 
 impl std::fmt::Debug for PicolloLayer {
@@ -57,6 +67,7 @@ pub struct Builder {
     report_at_exit: bool,
     hlog: Option<HlogEvery>,
     finish_on_sigterm: bool,
+    sigterm_grace: Option<Duration>,
 }
 
 /// A `.hlog` the layer writes on its own ([`Builder::hlog`]).
@@ -155,10 +166,29 @@ impl Builder {
     /// [`Handle::finish`] at the end of its shutdown (or returns from `main`), so that the
     /// spans closed during the shutdown are in the table and the last interval.
     ///
+    /// A finish that blocks (an `.hlog` sink that does not return, a full stderr pipe)
+    /// does not keep the signal from ending the process: it is waited for at most
+    /// [`Builder::sigterm_grace`] ([`DEFAULT_SIGTERM_GRACE`], 3 s, by default), then a line
+    /// on stderr says that the finish was cut short and what it did not write (the table is
+    /// printed then if the finish had not started printing it; all of it best effort, as
+    /// stderr may be what blocks), and the signal ends the process.
+    ///
+    /// A layer that is dropped stops: when no layer that asked for this is left, a `SIGTERM`
+    /// ends the process as if none had been installed (see [`PicolloLayer`]'s `Drop`).
+    ///
     /// On Linux and macOS; elsewhere (Windows, where no `SIGTERM` is sent) a no-op, so the
     /// same builder compiles everywhere.
     pub fn finish_on_sigterm(mut self, on: bool) -> Self {
         self.finish_on_sigterm = on;
+        self
+    }
+
+    /// How long a `SIGTERM` waits for the layers to finish (the last `.hlog` interval, the
+    /// table) before it ends the process anyway, with [`Builder::finish_on_sigterm`]:
+    /// [`DEFAULT_SIGTERM_GRACE`] (3 s) unless set. With several layers, the longest grace
+    /// of those in use. A no-op where `finish_on_sigterm` is.
+    pub fn sigterm_grace(mut self, grace: Duration) -> Self {
+        self.sigterm_grace = Some(grace);
         self
     }
 
@@ -193,20 +223,13 @@ impl Builder {
         if let Some(p) = problem {
             shared.warn_once(p);
         }
-        let layer = PicolloLayer {
-            ns_per_tick,
-            id: shared.id,
-            counters: !shared.counters.is_empty(),
-            rings: !self.no_rings,
-            shared,
-        };
         let log = self.hlog.and_then(|h| {
             let out = h
                 .out
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)
                 .take()?;
-            match layer.handle().hlog(out) {
+            match Handle::new(shared.clone()).hlog(out) {
                 Ok(log) => Some((log, h.period)),
                 Err(e) => {
                     eprintln!("picollo-tracing: the .hlog could not be started: {e}");
@@ -214,15 +237,24 @@ impl Builder {
                 }
             }
         });
+        let mut shutdown = Registration::default();
         if self.report_at_exit || log.is_some() {
-            shutdown::register(layer.handle(), self.report_at_exit, log);
+            shutdown.finish(Handle::new(shared.clone()), self.report_at_exit, log);
         }
         if self.finish_on_sigterm {
-            if let Err(e) = shutdown::install_sigterm() {
+            let grace = self.sigterm_grace.unwrap_or(DEFAULT_SIGTERM_GRACE);
+            if let Err(e) = shutdown.finish_on_sigterm(shared.id, grace) {
                 eprintln!("picollo-tracing: SIGTERM will not flush the table and log: {e}");
             }
         }
-        layer
+        PicolloLayer {
+            ns_per_tick,
+            id: shared.id,
+            counters: !shared.counters.is_empty(),
+            rings: !self.no_rings,
+            shared,
+            _shutdown: shutdown,
+        }
     }
 }
 

@@ -129,7 +129,9 @@
 //! - `shared`: the state a layer shares with its [`Handle`]s (a leaf, so layer and report import
 //!   one way); `report`: per-span statistics, the per-phase table and `.hlog` logs;
 //!   `shutdown`: the last `.hlog` interval and the table when the program stops (exit,
-//!   `SIGTERM`, [`Handle::finish`]) and the periodic `.hlog` writer.
+//!   `SIGTERM`, [`Handle::finish`]) and the periodic `.hlog` writer; `sync`: the live-span
+//!   table's atomics (loom's in a model build, `tests/loom.rs`) and the crate's planted loom
+//!   bugs.
 #![doc(test(attr(deny(warnings))))]
 // Library crates: an item is `pub` only where a user can reach it (the public surface is
 // what users call; `missing_docs` is on for the workspace).
@@ -148,9 +150,18 @@ mod report;
 mod shared;
 mod shutdown;
 mod spans;
+mod sync;
+
+/// The loom model's way in (`tests/loom.rs`): the live-span table over a fixed pair of
+/// callsites, and this crate's planted bugs. Only in a model build
+/// (`RUSTFLAGS="--cfg loom"`), not part of the API.
+#[cfg(loom)]
+#[doc(hidden)]
+pub mod loom_model;
 
 #[cfg(all(feature = "counters", target_os = "linux"))]
 #[cfg_attr(docsrs, doc(cfg(all(feature = "counters", target_os = "linux"))))]
 pub use counters::SpanCounters;
 pub use layer::{Builder, PicolloLayer};
 pub use report::{CounterReport, Handle, SpanLog, SpanReport};
+pub use shutdown::DEFAULT_SIGTERM_GRACE;

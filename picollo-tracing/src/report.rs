@@ -82,6 +82,40 @@ impl SpanReport {
         }
     }
 
+    /// The reports of callsites of one name and target, as one (`None` for none).
+    fn merge(mut reports: Vec<SpanReport>) -> Option<SpanReport> {
+        if reports.len() <= 1 {
+            return reports.pop();
+        }
+        let merged = |of: &dyn Fn(&SpanReport) -> &Snapshot| {
+            let first = of(&reports[0]);
+            let mut sum = picollo_alloc::heap::plain::<u64>(first.layout(), first.window());
+            for r in &reports {
+                sum.add(of(r));
+            }
+            Snapshot::new(&sum)
+        };
+        let counters = (0..reports[0].counters.len())
+            .map(|i| CounterReport {
+                name: reports[0].counters[i].name.clone(),
+                deltas: merged(&|r| &r.counters[i].deltas),
+                not_counted: reports.iter().map(|r| r.counters[i].not_counted).sum(),
+            })
+            .collect();
+        let ipc_micro = reports
+            .iter()
+            .all(|r| r.ipc_micro.is_some())
+            .then(|| merged(&|r| r.ipc_micro.as_ref().unwrap_or(&r.busy_ns)));
+        Some(SpanReport {
+            name: reports[0].name,
+            target: reports[0].target,
+            busy_ns: merged(&|r| &r.busy_ns),
+            wall_ns: merged(&|r| &r.wall_ns),
+            counters,
+            ipc_micro,
+        })
+    }
+
     /// Spans closed.
     pub fn count(&self) -> u64 {
         self.busy_ns.total_with_outside()
@@ -137,14 +171,35 @@ impl Handle {
             .collect()
     }
 
-    /// The callsite named `name` (the first, if several targets have one so named), once a
-    /// span of it closed.
+    /// The span callsite named `name` in the per-phase table, once a span of it closed: its
+    /// row's name, the span's name or `module::name` where two targets have a span so named
+    /// (see [`Handle::table`]); the callsites of one name and target (one row) together.
+    /// Also found by the span's bare name (the first target's, when several targets have a
+    /// span so named) and by `target::name` with the whole target.
     pub fn span(&self, name: &str) -> Option<SpanReport> {
         let all = self.shared.callsites.all();
-        let s = all
+        let closed: Vec<(&CallsiteStats, &Histograms)> = all
             .iter()
-            .find(|s| s.name == name && s.recorded().is_some())?;
-        Some(SpanReport::new(s, s.recorded()?, &self.shared))
+            .filter_map(|s| Some((&**s, s.recorded()?)))
+            .collect();
+        let labelled: Vec<_> = closed.iter().filter(|(s, _)| s.label() == name).collect();
+        let (first, _) = match labelled.first() {
+            Some(s) => **s,
+            None => *closed.iter().find(|(s, _)| {
+                s.name == name
+                    || name
+                        .strip_suffix(s.name)
+                        .and_then(|t| t.strip_suffix("::"))
+                        .is_some_and(|t| t == s.target)
+            })?,
+        };
+        // Every callsite of that name and target: the table's row.
+        let reports = closed
+            .iter()
+            .filter(|(s, _)| s.name == first.name && s.target == first.target)
+            .map(|(s, h)| SpanReport::new(s, h, &self.shared))
+            .collect();
+        SpanReport::merge(reports)
     }
 
     /// Exits that matched no enter on their thread: enters that happened before the layer
@@ -313,15 +368,22 @@ impl Handle {
     /// nothing suggests why (a program that stopped at `--help` or a usage error), one line
     /// saying why when a filter kept the spans from the layer.
     pub fn print_report(&self) {
-        let table = self.table();
-        let mut err = std::io::stderr().lock();
-        if table.rows.is_empty() {
-            if let Some(why) = self.why_empty() {
-                let _ = writeln!(err, "picollo-tracing: {why}");
-            }
-            return;
+        let text = self.report_text();
+        if !text.is_empty() {
+            let _ = std::io::stderr().lock().write_all(text.as_bytes());
         }
-        let _ = writeln!(err, "\npicollo-tracing spans:\n{table}");
+    }
+
+    /// What [`Handle::print_report`] prints (empty: nothing).
+    pub(crate) fn report_text(&self) -> String {
+        let table = self.table();
+        if table.rows.is_empty() {
+            return self
+                .why_empty()
+                .map(|why| format!("picollo-tracing: {why}\n"))
+                .unwrap_or_default();
+        }
+        format!("\npicollo-tracing spans:\n{table}\n")
     }
 
     /// An `.hlog` interval log of the spans into `out` (see [`SpanLog`]).

@@ -8,8 +8,12 @@
 //!
 //! - **Insert** (`on_new_span`): hash the span id (Fibonacci hashing), claim the first free
 //!   state of a window of [`WINDOW`] states from there with one compare-and-swap of its `id`
-//!   (0 → [`CLAIMED`]), fill it in, then publish the span's id (a release store). A span id
-//!   is published only after the state it names is complete.
+//!   (0 → [`CLAIMED`]), a release fence, fill it in, then publish the span's id (a release
+//!   store). A span id is published only after the state it names is complete; and the
+//!   fence orders the claim before every field stored for the new span, so a reader that
+//!   read the state's previous id, then one of the new span's fields, and re-reads the id
+//!   after an acquire fence (the listing of live spans does) sees that the state changed
+//!   hands (`tests/loom.rs` models it, with the fence planted out).
 //! - **Find** (`on_exit`, `on_close`, on any thread): scan the same window for the id (an
 //!   acquire load: a find that sees the id sees the filled-in state). A span sits at its home
 //!   state unless its window was crowded.
@@ -34,16 +38,18 @@
 //! released after everything was read from it, and the next span that claims it (acquire,
 //! after the release store) starts from fresh values.
 
-use std::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Mutex, PoisonError};
+use std::sync::atomic::Ordering;
+use std::sync::PoisonError;
 
 use crate::callsite::CallsiteStats;
+use crate::sync::{fence, plant, ptr_mut, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Mutex};
 
 /// States scanned from a span's home state: a claim looks for a free one among them, a find
-/// for the span's id.
-pub(crate) const WINDOW: usize = 16;
-/// States of the first table (more come when it crowds).
-const FIRST_TABLE: usize = 1024;
+/// for the span's id. (Two in a loom model, whose tables are of two states.)
+pub(crate) const WINDOW: usize = if cfg!(loom) { 2 } else { 16 };
+/// States of the first table (more come when it crowds). (Two in a loom model: a span that
+/// starts while two are live reuses a released state.)
+const FIRST_TABLE: usize = if cfg!(loom) { 2 } else { 1024 };
 /// Tables at most: `FIRST_TABLE · (2^MAX_TABLES - 1)` states in all.
 pub(crate) const MAX_TABLES: usize = 10;
 /// The `id` of a state being filled in: claimed, not yet findable.
@@ -146,6 +152,11 @@ impl<'a> LiveSpan<'a> {
     /// Fills a just-claimed state, then publishes it under `id`.
     fn start(&self, id: u64, stats: &CallsiteStats, created: u64, all_counters: u32) {
         let s = self.state();
+        // The claim (the compare-and-swap that made `id` CLAIMED) before every store below:
+        // a reader of the live spans that reads one of them and, after its acquire fence,
+        // the id again sees the claim, so it never counts the state's previous span with
+        // this one's fields (`LiveSpans::for_each_live`).
+        plant!(SpansNoClaimFence, fence(Ordering::Release), ());
         s.stats.store(
             (stats as *const CallsiteStats).cast_mut(),
             Ordering::Relaxed,
@@ -248,7 +259,7 @@ impl LiveSpans {
     pub(crate) fn new(counters: usize) -> Self {
         LiveSpans {
             newest: AtomicPtr::new(core::ptr::null_mut()),
-            tables: [const { AtomicPtr::new(core::ptr::null_mut()) }; MAX_TABLES],
+            tables: core::array::from_fn(|_| AtomicPtr::new(core::ptr::null_mut())),
             made: AtomicUsize::new(0),
             grow: Mutex::new(()),
             counters,
@@ -353,7 +364,10 @@ impl LiveSpans {
                 // `stats()` is the span's (a valid pointer in any case: states only ever
                 // point to the layer's callsite statistics).
                 let stats = state.stats();
-                std::sync::atomic::fence(Ordering::Acquire);
+                // Pairs with the release fence after the claim (`LiveSpan::start`): if any
+                // load above read a field stored for a span that claimed the state since,
+                // the load below sees that claim, and the state is skipped.
+                fence(Ordering::Acquire);
                 if state.id.load(Ordering::Relaxed) == id {
                     f(stats, outer, nested, cycles);
                 }
@@ -381,7 +395,7 @@ impl LiveSpans {
 impl Drop for LiveSpans {
     fn drop(&mut self) {
         for p in &mut self.tables {
-            let t = *p.get_mut();
+            let t = ptr_mut(p);
             if !t.is_null() {
                 // SAFETY: made by `Box::into_raw` in `start_slow`, stored once, freed only
                 // here; with `&mut self` no span of the table can be borrowed.

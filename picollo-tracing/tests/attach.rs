@@ -3,10 +3,14 @@
 //! CLI is built) and gets the per-phase table.
 #![cfg(all(feature = "counters", target_os = "linux"))] // counters and span rings: Linux
 
-use std::io::{BufRead, BufReader, Write};
+mod common;
+
+use std::io::{BufRead, Write};
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
+
+use common::child::{Watched, DEADLINE};
 
 use picollo_linux::span::SpanConsumer;
 use picollo_tracing::PicolloLayer;
@@ -89,29 +93,24 @@ fn picollo_bin() -> Option<PathBuf> {
 
 #[test]
 fn attach_to_a_program_that_only_installs_the_layer() {
-    let mut child = Command::new(std::env::current_exe().unwrap())
-        .args([
-            "--ignored",
-            "--exact",
-            "child_traced_program",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env(CHILD_ENV, "1")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let pid = child.id() as i32;
-    let mut stdin = child.stdin.take().unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut child = Watched::spawn(
+        "child_traced_program",
+        Command::new(std::env::current_exe().unwrap())
+            .args([
+                "--ignored",
+                "--exact",
+                "child_traced_program",
+                "--nocapture",
+                "--test-threads=1",
+            ])
+            .env(CHILD_ENV, "1")
+            .stdin(Stdio::piped()),
+        false,
+    );
+    let pid = child.pid();
+    let mut stdin = child.stdin();
     let mut wait_for = |what: &str| {
-        for line in lines.by_ref() {
-            if line.unwrap().contains(what) {
-                return;
-            }
-        }
-        panic!("child ended before {what}");
+        child.line_containing(what, DEADLINE);
     };
     wait_for("READY");
     let mut consumer = SpanConsumer::attach(pid).unwrap();
@@ -119,14 +118,13 @@ fn attach_to_a_program_that_only_installs_the_layer() {
 
     // The real CLI too, when built: attached until the child exits.
     let cli = picollo_bin().map(|bin| {
-        let cli = Command::new(bin)
-            .args(["attach", &pid.to_string(), "--spans"])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
+        let cli = Watched::spawn(
+            "picollo attach --spans",
+            Command::new(bin).args(["attach", &pid.to_string(), "--spans"]),
+            false,
+        );
         // Attached once it maps the child's ring (a memfd `picollo-span-<tid>`).
-        let maps = format!("/proc/{}/maps", cli.id());
+        let maps = format!("/proc/{}/maps", cli.pid());
         let deadline = Instant::now() + Duration::from_secs(20);
         while !std::fs::read_to_string(&maps)
             .unwrap_or_default()
@@ -176,15 +174,10 @@ fn attach_to_a_program_that_only_installs_the_layer() {
 
     writeln!(stdin, "exit").unwrap();
     drop(stdin);
-    lines.for_each(drop);
-    assert!(child.wait().unwrap().success());
+    assert!(child.wait(DEADLINE).status.success());
     if let Some(cli) = cli {
-        let out = cli.wait_with_output().unwrap();
-        let text = String::from_utf8_lossy(&out.stdout);
-        eprintln!(
-            "picollo attach --spans:\n{text}\n{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        let out = cli.wait(DEADLINE);
+        let text = out.stdout;
         assert!(out.status.success());
         let row = |name: &str| {
             text.lines()
@@ -266,31 +259,30 @@ fn counters_requested_at_attach_time_reach_a_time_only_layer() {
     use picollo_core::ring::{CounterStatus, RequestStatus};
     use picollo_core::ReadExt;
 
-    let mut child = Command::new(std::env::current_exe().unwrap())
-        .args([
-            "--ignored",
-            "--exact",
-            "child_time_only_program",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env(TIME_ONLY_CHILD_ENV, "1")
-        .env(picollo_linux::span::COUNTERS_ENV, "")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let pid = child.id() as i32;
-    let mut stdin = child.stdin.take().unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut child = Watched::spawn(
+        "child_time_only_program",
+        Command::new(std::env::current_exe().unwrap())
+            .args([
+                "--ignored",
+                "--exact",
+                "child_time_only_program",
+                "--nocapture",
+                "--test-threads=1",
+            ])
+            .env(TIME_ONLY_CHILD_ENV, "1")
+            .env(picollo_linux::span::COUNTERS_ENV, "")
+            .stdin(Stdio::piped()),
+        false,
+    );
+    let pid = child.pid();
+    let mut stdin = child.stdin();
     let mut wait_for = |what: &str| -> String {
-        for line in lines.by_ref() {
-            let line = line.unwrap();
+        loop {
+            let line = child.line_containing(what, DEADLINE);
             if line.starts_with(what) {
-                return line;
+                return line.trim_end().to_owned();
             }
         }
-        panic!("child ended before {what}");
     };
     let mut send = |what: &str| {
         writeln!(stdin, "{what}").unwrap();
@@ -351,6 +343,5 @@ fn counters_requested_at_attach_time_reach_a_time_only_layer() {
 
     send("exit");
     drop(stdin);
-    lines.for_each(drop);
-    assert!(child.wait().unwrap().success());
+    assert!(child.wait(DEADLINE).status.success());
 }

@@ -249,6 +249,20 @@ fn same_name_in_two_targets_gets_two_rows() {
     eprintln!("{t}");
     assert_eq!(t.cell("db::query", "N"), Some("1"));
     assert_eq!(t.cell("cache::query", "N"), Some("3"));
+    // `Handle::span` finds a span by the name its row has (the row's callsites together),
+    // and by its whole target.
+    assert_eq!(h.span("db::query").unwrap().count(), 1);
+    assert_eq!(h.span("db::query").unwrap().target, "app::db");
+    assert_eq!(h.span("cache::query").unwrap().count(), 3);
+    assert_eq!(h.span("app::cache::query").unwrap().count(), 3);
+    assert_eq!(h.span("app::db::query").unwrap().count(), 1);
+    assert_eq!(
+        h.span("query").unwrap().target,
+        "app::db",
+        "the first target's"
+    );
+    assert!(h.span("other::query").is_none());
+    assert!(h.span("cache").is_none());
 }
 
 #[test]

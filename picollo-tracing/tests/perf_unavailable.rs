@@ -2,8 +2,12 @@
 //! one clear message, counters reported as not counted, span times recorded as usual.
 #![cfg(all(feature = "counters", target_os = "linux"))] // counters and span rings: Linux
 
+mod common;
+
 use std::process::Command;
 use std::time::{Duration, Instant};
+
+use common::child::{Watched, DEADLINE};
 
 use picollo_core::ReadExt;
 use picollo_tracing::{PicolloLayer, SpanCounters};
@@ -121,20 +125,21 @@ fn child_without_perf() {
 
 #[test]
 fn perf_unavailable_gives_one_message_and_times() {
-    let out = Command::new(std::env::current_exe().unwrap())
-        .args([
-            "--ignored",
-            "--exact",
-            "child_without_perf",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env(CHILD_ENV, "1")
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    eprintln!("child stdout:\n{stdout}\nchild stderr:\n{stderr}");
+    let out = Watched::spawn(
+        "child_without_perf",
+        Command::new(std::env::current_exe().unwrap())
+            .args([
+                "--ignored",
+                "--exact",
+                "child_without_perf",
+                "--nocapture",
+                "--test-threads=1",
+            ])
+            .env(CHILD_ENV, "1"),
+        false,
+    )
+    .wait(DEADLINE);
+    let (stdout, stderr) = (out.stdout, out.stderr);
     assert!(out.status.success());
     assert!(stdout.contains("CHILD-OK"), "the child ran its checks");
     let messages: Vec<&str> = stderr

@@ -8,6 +8,8 @@
 // The README's example builds everywhere (`finish_on_sigterm` is a no-op where there are no
 // signals): CI's Windows check compiles this file.
 
+mod common;
+
 use std::process::Command;
 
 use std::fs::File;
@@ -15,6 +17,8 @@ use std::time::Duration;
 
 use picollo_tracing::PicolloLayer;
 use tracing_subscriber::{fmt, prelude::*, EnvFilter};
+
+use common::child::{Watched, DEADLINE};
 
 const CHILD_ENV: &str = "PICOLLO_TRACING_README_CHILD";
 const REQUESTS: usize = 25;
@@ -70,21 +74,23 @@ fn readme_tracing() {
         std::env::var_os(CHILD_ENV).is_none(),
         "the child runs child_readme_example"
     );
-    let out = Command::new(std::env::current_exe().unwrap())
-        .args([
-            "--ignored",
-            "--exact",
-            "child_readme_example",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env(CHILD_ENV, "1")
-        .env_remove("PICOLLO_COUNTERS")
-        .env_remove("RUST_LOG")
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    eprintln!("{stderr}");
+    let out = Watched::spawn(
+        "child_readme_example",
+        Command::new(std::env::current_exe().unwrap())
+            .args([
+                "--ignored",
+                "--exact",
+                "child_readme_example",
+                "--nocapture",
+                "--test-threads=1",
+            ])
+            .env(CHILD_ENV, "1")
+            .env_remove("PICOLLO_COUNTERS")
+            .env_remove("RUST_LOG"),
+        false,
+    )
+    .wait(DEADLINE);
+    let stderr = out.stderr;
     assert!(out.status.success(), "{stderr}");
     let split = |l: &str| -> Vec<String> { l.split('|').map(|c| c.trim().to_owned()).collect() };
     let lines: Vec<&str> = stderr.lines().collect();

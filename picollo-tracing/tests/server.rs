@@ -3,13 +3,20 @@
 //! periodic `.hlog`, the table at exit, `finish_on_sigterm`), started, driven over TCP and
 //! stopped with SIGTERM, as systemd, docker and `kill` stop a server. It must leave the
 //! per-phase table on stderr and an `.hlog` whose intervals hold every request.
+//!
+//! The server's output is read with a deadline (`common/child.rs`): a server that does not
+//! start, or does not end at the signal, fails the test instead of hanging it.
 #![cfg(target_os = "linux")]
+
+mod common;
 
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::process::ExitStatusExt;
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
+
+use common::child::{Watched, DEADLINE};
 
 use picollo_alloc::hdr::LogReader;
 
@@ -48,19 +55,17 @@ fn a_server_stopped_by_sigterm_leaves_its_table_and_log() {
     let dir = std::env::temp_dir().join(format!("picollo-server-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let hlog = dir.join("spans.hlog");
-    let mut child = Command::new(example())
-        .args(["--listen", "--hlog"])
-        .arg(&hlog)
-        .args(["--period", "0.2"])
-        .env_remove("RUST_LOG") // the application's log: errors only
-        .env_remove("PICOLLO_COUNTERS")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut out = BufReader::new(child.stdout.take().unwrap());
-    let mut line = String::new();
-    out.read_line(&mut line).unwrap();
+    let mut child = Watched::spawn(
+        "the example server",
+        Command::new(example())
+            .args(["--listen", "--hlog"])
+            .arg(&hlog)
+            .args(["--period", "0.2"])
+            .env_remove("RUST_LOG") // the application's log: errors only
+            .env_remove("PICOLLO_COUNTERS"),
+        false,
+    );
+    let line = child.line_containing("listening on", DEADLINE);
     let addr = line
         .trim()
         .rsplit(' ')
@@ -85,11 +90,9 @@ fn a_server_stopped_by_sigterm_leaves_its_table_and_log() {
     }
     // Periodic intervals meanwhile, and time for the server to see the close.
     std::thread::sleep(Duration::from_millis(600));
-    // SAFETY: `kill` has no memory effects; the pid is our child's.
-    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGTERM) }, 0);
-    let output = child.wait_with_output().unwrap();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    eprintln!("{stderr}");
+    child.signal(libc::SIGTERM);
+    let output = child.wait(DEADLINE);
+    let stderr = output.stderr;
     assert_eq!(
         output.status.signal(),
         Some(libc::SIGTERM),

@@ -1,0 +1,2 @@
+//! What the tests that run child processes share.
+pub mod child;
