@@ -590,28 +590,32 @@ mod tests {
     /// half-filled state as a null dereference or a failed assertion.
     #[test]
     fn readers_never_see_a_half_filled_state() {
-        use std::sync::atomic::AtomicBool;
+        use picollo_testkit::StopFlag;
         let stats = stats();
         let other = CallsiteStats::new(&META, 2, false);
         let table = LiveSpans::new(2);
         let rounds: u64 = if cfg!(miri) { 40 } else { 20_000 };
         let latest = AtomicU64::new(0);
-        let done = AtomicBool::new(false);
+        // Raised when the writer ends, by a panic too: the readers wait for it.
+        let done = StopFlag::new();
         std::thread::scope(|s| {
             let (table, stats, latest, done) = (&table, &stats, &latest, &done);
             s.spawn(move || {
+                let _done = done.raise_on_drop();
                 for id in 1..=rounds {
                     table.start(id, stats, id, 0b11).unwrap();
                     latest.store(id, Ordering::Relaxed);
                 }
-                done.store(true, Ordering::Release);
             });
             for _ in 0..2 {
                 s.spawn(move || {
                     let mut seen = 0u64;
-                    while !done.load(Ordering::Acquire) || seen < rounds {
+                    while !done.is_raised() || seen < rounds {
                         let id = latest.load(Ordering::Relaxed);
                         if id == 0 {
+                            if done.is_raised() {
+                                break; // the writer ended (failed) before its first span
+                            }
                             std::hint::spin_loop();
                             continue;
                         }
@@ -622,7 +626,7 @@ mod tests {
                             assert_eq!(state.counted.load(Ordering::Relaxed), 0b11 | NOT_ENTERED);
                         }
                         seen = seen.max(id);
-                        if done.load(Ordering::Acquire) {
+                        if done.is_raised() {
                             break;
                         }
                     }
