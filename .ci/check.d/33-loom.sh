@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Loom models of the lock-free protocols, over the real code: the frame ring's writer/reader
-# handshake (picollo-core/tests/loom.rs; the ring's atomics are loom's in a `--cfg loom` build,
-# see picollo-core/src/sync.rs) and sparse storage's page and cold-table installation races
+# handshake (picollo-ring/tests/loom.rs; the ring's atomics are loom's in a `--cfg loom` build,
+# see picollo-ring/src/sync.rs) and sparse storage's page and cold-table installation races
 # (picollo-alloc/tests/loom.rs; its atomics come through picollo-alloc/src/sparse/install.rs),
 # and the thread-local kind's shard life: claim, record, thread-exit fold and release beside a
 # reader (the same file; its atomics come through picollo-alloc/src/thread_local/sync.rs).
@@ -11,11 +11,11 @@
 # most 3 preemptions, and every value each load may read; 4 costs about 5 times as long,
 # unbounded does not finish in 10 minutes. The thread-local models (`local_*`, six with their
 # twins) take about 24 s of the run (40 s for picollo-alloc's 15 models, 18 s for
-# picollo-core's 6, on 2 cores shared with other builds). Its own target folder, since
+# picollo-ring's 6, on 2 cores shared with other builds). Its own target folder, since
 # RUSTFLAGS differ.
 set -euo pipefail
 RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom LOOM_MAX_PREEMPTIONS=3 \
-  cargo test -p picollo-core -p picollo-alloc --test loom
+  cargo test -p picollo-ring -p picollo-alloc --test loom
 # The registry's copy-on-write snapshot and the recorder's registration race
 # (picollo-export/tests/loom.rs; its locks come through picollo-export/src/sync.rs).
 RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom LOOM_MAX_PREEMPTIONS=3 \

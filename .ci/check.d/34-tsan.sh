@@ -2,8 +2,9 @@
 # ci-time-limit: 900
 # ThreadSanitizer over the lock-free code's tests, with the standard library rebuilt
 # instrumented (-Zbuild-std; nightly's rust-src, installed by .ci/run):
-# - picollo-core: the frame ring (ring::, among them the concurrent writer/reader stress
-#   test), the atomic kind and its seqlock (atomic::, tests/atomic.rs);
+# - picollo-ring: the frame ring (its unit tests, among them the concurrent writer/reader
+#   stress test);
+# - picollo-core: the atomic kind and its seqlock (atomic::, tests/atomic.rs);
 # - picollo-alloc: the thread-local registry (tests/thread_local.rs: shard claims, thread-exit
 #   folds, resets and reads racing);
 # - picollo-linux: the shared-memory rings (tests/shm.rs: in-process and cross-process
@@ -21,7 +22,8 @@ export TSAN_OPTIONS="halt_on_error=1 die_after_fork=0"
 tsan() {
   cargo +nightly test -q -Zbuild-std --target x86_64-unknown-linux-gnu "$@"
 }
-tsan -p picollo-core --lib -- ring:: atomic::
+tsan -p picollo-ring --lib
+tsan -p picollo-core --lib -- atomic::
 tsan -p picollo-core --test atomic
 tsan -p picollo-alloc --test thread_local --test thread_local_reads
 tsan -p picollo-linux --test shm

@@ -1,4 +1,4 @@
-//! The lossy frame ring (`picollo_core::ring`): ns per save with no reader attached, with a
+//! The lossy frame ring (`picollo_ring`): ns per save with no reader attached, with a
 //! reader attached, and with a reader draining concurrently; and the reader's drain rate.
 //! Wall clock, best of `RUNS`, no criterion.
 //!
@@ -10,7 +10,7 @@
 //! same 2-core VM): no reader 1.1–1.7 ns, attached 2.7 ns, attached with a concurrent reader
 //! 5–7 ns. The machine is shared and noisy: compare medians across several invocations.
 
-use picollo_core::ring::{required_words, Frame, FrameWriter, RingOptions, RingReader};
+use picollo_ring::{required_words, Frame, FrameWriter, RingOptions, RingReader};
 use picollo_testkit::StopFlag;
 use portable_atomic::AtomicU64;
 use std::hint::black_box;
@@ -35,7 +35,7 @@ fn slots() -> u32 {
         .unwrap_or(DEFAULT_SLOTS)
 }
 
-picollo_core::frame! {
+picollo_ring::frame! {
     /// Seven payload words: with the sequence word, one 64-byte slot.
     #[derive(Clone, Copy, Default)]
     struct Frame64 {
@@ -49,7 +49,7 @@ picollo_core::frame! {
     }
 }
 
-picollo_core::frame! {
+picollo_ring::frame! {
     /// Eight payload words: a 64-byte payload in a 72-byte slot.
     #[derive(Clone, Copy, Default)]
     struct Payload64 {

@@ -88,7 +88,7 @@ fn switch_counters(consumer: &mut SpanConsumer, counters: &str) -> Vec<String> {
     outcome[0]
         .counters
         .iter()
-        .filter(|c| c.1 == picollo_core::ring::CounterStatus::Measured)
+        .filter(|c| c.1 == picollo_ring::CounterStatus::Measured)
         .map(|c| c.0.clone())
         .collect()
 }

@@ -4,8 +4,17 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use picollo_alloc::csv::FrameCsv;
-use picollo_linux::capture::{CaptureEvent, CaptureReader};
+use picollo_ring::csv::FrameCsv;
+
+// The capture format is the `picollo` command's (picollo-cli/src/capture/): its reader and
+// format, compiled here from the CLI's own files.
+#[path = "../../picollo-cli/src/capture"]
+#[allow(dead_code)]
+mod capture {
+    pub(crate) mod format;
+    pub(crate) mod reader;
+}
+use capture::reader::{CaptureEvent, CaptureReader};
 
 fuzz_target!(|data: &[u8]| {
     let Ok(mut reader) = CaptureReader::new(data) else {
@@ -16,7 +25,7 @@ fuzz_target!(|data: &[u8]| {
         events += 1;
         if let CaptureEvent::Frame { info, words, .. } = event {
             assert_eq!(words.len(), info.payload_words());
-            let f = picollo_core::ring::DynamicFrame::new(info, 0, words);
+            let f = picollo_ring::DynamicFrame::new(info, 0, words);
             let mut csv = String::new();
             let _ = f.to_csv(&mut csv, true);
         }

@@ -4,8 +4,8 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use picollo_alloc::csv::FrameCsv;
-use picollo_core::ring::RingReader;
+use picollo_ring::csv::FrameCsv;
+use picollo_ring::RingReader;
 use portable_atomic::AtomicU64;
 
 fuzz_target!(|data: &[u8]| {

@@ -6,7 +6,8 @@ use std::time::{Duration, Instant};
 
 use picollo_core::workload::add_chain_256;
 use picollo_linux::event::HardwareEvent;
-use picollo_linux::span::{self, Span, SpanConfig, SpanConsumer, SpanName};
+use picollo_linux::span::{self, Span, SpanConfig, SpanConsumer};
+use picollo_spans::SpanName;
 
 use crate::model::{MAX_CONSTANT, MAX_SPAN_CONSTANT, MAX_TRACING_CONSTANT, PER_UNIT};
 use crate::report::Report;

@@ -16,10 +16,8 @@
 //! - [`summary`]: summaries, their tables and diffs.
 //! - [`hdr`]: HdrHistogram's V2 encoding and `.hlog` interval logs; [`hgrm`]: its `.hgrm`
 //!   percentile text, written and read.
-//! - [`clock`]: std clocks as counter sources, and the tick counter the span clock reads.
-//! - [`span`]: the platform-neutral half of spans: the frame codec, the span clock, and the
-//!   decoder, aggregator and per-phase table that `picollo-linux` and `picollo-tracing` share.
-//! - [`csv`](mod@csv): frames of a ring as CSV.
+//! - [`clock`]: std clocks as counter sources, and the tick counter the span clock of
+//!   `picollo-spans` reads.
 #![forbid(unsafe_op_in_unsafe_fn)]
 #![doc(test(attr(deny(warnings))))]
 // Library crates: an item is `pub` only where a user can reach it (the public surface is
@@ -31,16 +29,12 @@
 pub mod builder;
 pub mod bulk;
 pub mod clock;
-mod storage_choice;
-// Frame rings exist only on targets with native 64-bit atomics (see `picollo_core::ring`).
-#[cfg(target_has_atomic = "64")]
-pub mod csv;
 pub mod hdr;
 pub mod heap;
 pub mod hgrm;
 pub mod snapshot;
-pub mod span;
 pub mod sparse;
+mod storage_choice;
 pub mod summary;
 pub mod thread_local;
 

@@ -20,11 +20,10 @@ use std::time::{Duration, Instant};
 
 use clap::{ArgGroup, Args, ValueEnum};
 use picollo_core::fmt::Grouped;
-use picollo_core::ring::{CounterStatus, RequestStatus};
 use picollo_linux::shm::ShmError;
-use picollo_linux::span::{
-    unavailable_reason, RingEvent, SpanAggregator, SpanConsumer, SpanCounters,
-};
+use picollo_linux::span::{RingEvent, SpanConsumer, SpanCounters};
+use picollo_ring::{CounterStatus, RequestStatus};
+use picollo_spans::{unavailable_reason, SpanAggregator};
 
 use crate::error::{CliError, Result};
 use crate::frames::{csv_summary, spans_markdown, Sinks};

@@ -8,8 +8,8 @@ use std::path::PathBuf;
 
 use clap::{ArgGroup, Args};
 
-use picollo_linux::capture::{CaptureEvent, CaptureReader};
-use picollo_linux::span::SpanAggregator;
+use crate::capture::{CaptureEvent, CaptureReader};
+use picollo_spans::SpanAggregator;
 
 use crate::attach::LiveFormat;
 use crate::error::{CliError, Result};
@@ -94,7 +94,12 @@ pub(crate) fn run(o: &ConvertArgs) -> Result<String> {
 /// Hands one capture event to the sinks.
 fn feed(sinks: &mut Sinks, event: CaptureEvent<'_>) -> Result<()> {
     match event {
-        CaptureEvent::Ring { name, info, .. } => sinks.add_ring(name, info).map(drop),
+        CaptureEvent::Ring { id, name, info } => {
+            // The reader numbers rings in file order, as the sinks do.
+            let sink_id = sinks.add_ring(name, info)?;
+            debug_assert_eq!(sink_id, id);
+            Ok(())
+        }
         CaptureEvent::Frame {
             ring,
             number,
@@ -103,7 +108,6 @@ fn feed(sinks: &mut Sinks, event: CaptureEvent<'_>) -> Result<()> {
         } => sinks.frame(ring, info, number, words),
         CaptureEvent::Lost { ring, count } => sinks.lost(ring, count),
         CaptureEvent::Counters { ring, info } => sinks.counters_changed(ring, info),
-        _ => Ok(()),
     }
 }
 

@@ -17,11 +17,11 @@ use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
-use picollo_alloc::csv::{write_csv_header, FrameCsv};
+use crate::capture::CaptureWriter;
 use picollo_core::fmt::Grouped;
-use picollo_core::ring::{DynamicFrame, RingInfo};
-use picollo_linux::capture::CaptureWriter;
-use picollo_linux::span::{SpanAggregator, SpanDecoder};
+use picollo_ring::csv::{write_csv_header, FrameCsv};
+use picollo_ring::{DynamicFrame, RingInfo};
+use picollo_spans::{SpanAggregator, SpanDecoder};
 
 use crate::error::{CliError, Result};
 use crate::json;
@@ -211,7 +211,7 @@ impl Sinks {
         }
         if let (Some(agg), Some(d)) = (&mut self.spans, &mut ring.span) {
             d.record(agg, info, words);
-            agg.add_counts(picollo_core::ring::Drained {
+            agg.add_counts(picollo_ring::Drained {
                 accepted: 1,
                 lost: 0,
             });
@@ -252,7 +252,7 @@ impl Sinks {
         }
         if let Some(agg) = &mut self.spans {
             if ring.span.is_some() {
-                agg.add_counts(picollo_core::ring::Drained {
+                agg.add_counts(picollo_ring::Drained {
                     accepted: 0,
                     lost: count,
                 });

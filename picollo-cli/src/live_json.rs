@@ -11,8 +11,8 @@
 
 use std::path::Path;
 
-use picollo_core::ring::{ClockKind, CounterInfo, CounterStatus, DynamicFrame, RingInfo, Value};
-use picollo_linux::span::{unavailable_reason, SpanAggregator};
+use picollo_ring::{ClockKind, CounterInfo, CounterStatus, DynamicFrame, RingInfo, Value};
+use picollo_spans::{unavailable_reason, SpanAggregator};
 use serde::Serialize;
 
 use crate::json::Ordered;
@@ -386,8 +386,8 @@ impl<H> Spans<H> {
     }
 }
 
-impl From<picollo_linux::span::PhaseRow> for Phase {
-    fn from(p: picollo_linux::span::PhaseRow) -> Self {
+impl From<picollo_spans::PhaseRow> for Phase {
+    fn from(p: picollo_spans::PhaseRow) -> Self {
         Phase {
             name: p.name,
             n: p.count,

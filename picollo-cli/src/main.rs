@@ -23,7 +23,8 @@
 //!   plots), `report` and `diff` (here), `export` and `plot`, all four over `hlog` (histogram
 //!   files, told apart by content), `attach` (and `top`), `convert`;
 //! - `spawn`: one run of a command with counters on it; `frames`: where ring frames go (CSV,
-//!   the span table, a capture file); `output`: the printed forms of summaries and diffs;
+//!   the span table, a capture file); `capture`: the capture file format, its writer and its
+//!   checking reader; `output`: the printed forms of summaries and diffs;
 //!   `json`: the JSON writer of every output, `live_json`: the JSON of attach, top and
 //!   convert; `error`: the tool's one error type.
 
@@ -31,6 +32,7 @@
 #![warn(unreachable_pub)]
 
 mod attach;
+mod capture;
 mod convert;
 mod counters;
 mod error;

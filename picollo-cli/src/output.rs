@@ -10,10 +10,10 @@
 use core::fmt::Write as _;
 
 use clap::ValueEnum;
-use picollo_alloc::csv::write_csv_row;
 use picollo_alloc::summary::format_change;
 use picollo_alloc::Summary;
 use picollo_core::fmt::{Grouped, GroupedFloat, Trimmed};
+use picollo_ring::csv::write_csv_row;
 use serde::Serialize;
 use serde_json::value::RawValue;
 

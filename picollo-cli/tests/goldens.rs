@@ -10,11 +10,19 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use picollo_core::ring::{
+// The capture writer is the binary's (src/capture/): its format and writer, compiled here
+// from the binary's own files to write the capture file that `convert` reads.
+#[path = "../src/capture"]
+#[allow(dead_code)]
+mod capture {
+    pub(crate) mod format;
+    pub(crate) mod writer;
+}
+use capture::writer::CaptureWriter;
+use picollo_ring::{
     required_words, AtomicU64, ClockInfo, ClockKind, CounterInfo, CounterInterval, Frame,
     FrameWriter, Label, RingOptions, RingReader, TimeInterval,
 };
-use picollo_linux::capture::CaptureWriter;
 
 const BIN: &str = env!("CARGO_BIN_EXE_picollo");
 const JHICCUP: &str = "jHiccup-2.0.7S.logV2.hlog";
@@ -236,7 +244,7 @@ fn saved_stat_run_to_hgrm_files() {
     assert!(failed.is_empty(), "{failed:?}");
 }
 
-picollo_core::frame! {
+picollo_ring::frame! {
     #[derive(Clone, Copy, Debug, Default, PartialEq)]
     struct Op {
         name: Label,

@@ -8,13 +8,13 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use picollo_core::fmt::Grouped;
-use picollo_core::ring::{RingOptions, TimeInterval};
 use picollo_linux::shm::ShmFrameWriter;
 use picollo_linux::span;
+use picollo_ring::{RingOptions, TimeInterval};
 
 const BIN: &str = env!("CARGO_BIN_EXE_picollo");
 
-picollo_core::frame! {
+picollo_ring::frame! {
     /// A request as a server would log it.
     #[derive(Clone, Copy, Debug, PartialEq)]
     pub struct Request {

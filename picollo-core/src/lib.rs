@@ -19,7 +19,6 @@
 //!   HdrHistogram's value iterations over the same trait.
 //! - [`scalable`]: scalable approximate counters for contended shared counting.
 //! - [`source`]: counter sources (clocks, cycle counters, PMU groups) and scopes.
-//! - [`ring`]: lossy single-writer frame rings over any byte region, and the frame schema.
 //! - [`fmt`]: allocation-free number formatting shared by every printer.
 //! - `workload` (feature `testing`): calibrated workloads for checking counters.
 //!
@@ -41,8 +40,8 @@
 #![warn(unreachable_pub)]
 // docs.rs (`--cfg docsrs`, nightly) marks the items that need a feature or a target.
 #![cfg_attr(docsrs, feature(doc_cfg))]
-// The docs name `ring` and `AtomicU64`, which targets without 64-bit atomics (thumbv7em,
-// riscv32imc) do not have: there those links are plain text, not a broken page.
+// The docs name `AtomicU64`, which targets without 64-bit atomics (thumbv7em, riscv32imc) do
+// not have: there those links are plain text, not a broken page.
 #![cfg_attr(not(target_has_atomic = "64"), allow(rustdoc::broken_intra_doc_links))]
 
 pub mod approx;
@@ -53,13 +52,10 @@ pub mod histogram;
 pub mod iter;
 pub mod layout;
 pub mod read;
-// Frame rings are made of 64-bit atomic words: only on targets with native 64-bit atomics
-// (never a lock-based emulation, see `cell`).
-#[cfg(target_has_atomic = "64")]
-pub mod ring;
 pub mod scalable;
 pub mod source;
 pub mod storage;
+// The planted-bug switch of the loom models (`plant!`, `planted`).
 #[cfg(target_has_atomic = "64")]
 mod sync;
 pub mod window;
@@ -78,7 +74,8 @@ pub use read::{
     Rank, ReadExt, ResetInProgress, Stats,
 };
 pub use storage::{Absent, CellCount, Cells, CellsMut, Counter, Lookup, Storage, StorageMut};
-/// Bugs planted in loom builds for the models to find (see `tests/loom.rs`).
+/// Bugs planted in loom builds for the models to find (`picollo-ring`'s, `picollo-alloc`'s and
+/// `picollo-export`'s `tests/loom.rs`).
 #[cfg(loom)]
 #[doc(hidden)]
 pub use sync::planted;

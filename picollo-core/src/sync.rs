@@ -1,26 +1,11 @@
-//! The atomics of the lock-free protocols that the loom model checker explores (the frame
-//! ring's publish/validate handshake; `picollo-alloc`'s sparse storage switches its own the same
-//! way and plants its bugs here too): `portable_atomic`'s in every normal build, loom's in a
-//! model build (`RUSTFLAGS="--cfg loom"`, `tests/loom.rs`), so the models run the real code.
+//! The switch for bugs planted in loom model builds (`RUSTFLAGS="--cfg loom"`): the lock-free
+//! protocols of the other crates (`picollo-ring`'s publish/validate handshake, `picollo-alloc`'s
+//! sparse storage and thread-local shards, `picollo-export`'s registry) swap in loom's atomics
+//! themselves and plant their bugs through this one list.
 //!
-//! A model build also has planted bugs ([`planted`]): a model run with one must fail, which
-//! shows that the model can fail at all. Normal builds contain neither loom nor the plants:
-//! [`plant!`](crate::plant) is the correct expression there. `picollo-alloc` and
-//! `picollo-export` plant their bugs through the same switch.
-
-#[cfg(not(loom))]
-pub(crate) use core::hint::spin_loop;
-#[cfg(not(loom))]
-pub use portable_atomic::AtomicU64;
-#[cfg(not(loom))]
-pub(crate) use portable_atomic::{fence, Ordering};
-
-#[cfg(loom)]
-pub(crate) use loom::hint::spin_loop;
-#[cfg(loom)]
-pub use loom::sync::atomic::AtomicU64;
-#[cfg(loom)]
-pub(crate) use loom::sync::atomic::{fence, Ordering};
+//! A model build has planted bugs ([`planted`]): a model run with one must fail, which shows
+//! that the model can fail at all. Normal builds contain neither loom nor the plants:
+//! [`plant!`](crate::plant) is the correct expression there.
 
 /// `plant!(Bug, correct, planted)`: `correct`, except in a loom build while the model runs with
 /// `planted::Bug::Bug` planted (`planted::with`), where it is `planted`. Normal builds compile

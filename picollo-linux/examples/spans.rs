@@ -186,7 +186,7 @@ fn cost() {
         let t = Instant::now();
         let mut x = 0u64;
         for _ in 0..N {
-            x = x.wrapping_add(span::now());
+            x = x.wrapping_add(picollo_spans::clock::now());
         }
         std::hint::black_box(x);
         best = best.min(t.elapsed().as_nanos() as f64 / f64::from(N));

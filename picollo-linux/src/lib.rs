@@ -19,15 +19,15 @@
 //! - `workload` (feature `testing`): known work for checking counters without a PMU (fresh
 //!   pages: one page fault each).
 //!
-//! # Rings, spans, captures
+//! # Rings and spans
 //!
 //! - [`shm`]: frame rings in sealed shared memory (`memfd`), found through `/proc/PID/fd`, with
 //!   the `flock` attach protocol.
 //! - [`span`](mod@span): spans with counters (`span!`) and user counter events (`counter!`) into each
 //!   thread's ring; counters chosen at start or at attach time; the consumer that turns the
-//!   frames into the per-phase and counter-event tables.
-//! - [`capture`]: capture files of drained frames (with each ring's schema, clock and
-//!   counter tables), read back with full validation for conversion anywhere.
+//!   frames into the per-phase and counter-event tables. The span frame codec, clock,
+//!   decoder, aggregator and tables are `picollo-spans`; the rings themselves `picollo-ring`.
+//!   Capture files of drained frames are the `picollo` command's (`picollo-cli`).
 //!
 //! # What needs a hardware PMU
 //!
@@ -73,7 +73,7 @@ compile_error!("picollo-linux supports Linux (and Android) only");
 
 // Layering: a module imports only modules listed before it here (leaves first), so imports
 // run one way and there are no circles:
-//   count, skip, workload, capture, page, event   import nothing from this crate
+//   count, skip, workload, page, event   import nothing from this crate
 //   error    ← event                (PerfError, DroppedEvent)
 //   sys      ← event, page          (the perf system calls)
 //   pmu      ← error, event, sys    (the sysfs resolver of `pmu/…/` events)
@@ -85,7 +85,6 @@ compile_error!("picollo-linux supports Linux (and Android) only");
 // implements it for `Sysfs`. Inside a module split over files, the parent file is the map
 // (docs and `pub use`) and its children import each other one way too.
 pub mod caps;
-pub mod capture;
 pub mod count;
 pub mod error;
 pub mod event;
@@ -108,3 +107,8 @@ pub use error::PerfError;
 pub use event::{Event, EventSpec, Modifiers};
 pub use session::{CounterSession, CounterSessionBuilder};
 pub use sys::thread_cpu_time_ns;
+
+// The span name type for the `span!` and `counter!` macros, reachable from `$crate` (users
+// import `picollo_spans` themselves).
+#[doc(hidden)]
+pub use picollo_spans as __spans;

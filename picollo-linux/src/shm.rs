@@ -5,7 +5,7 @@
 //! # Segments
 //!
 //! One segment per ring (Linux 3.17 or later): an anonymous `memfd_create("picollo-<name>")`
-//! file (`MFD_CLOEXEC`, `MFD_NOEXEC_SEAL` where the kernel has it, mode 0600) holding a [`picollo_core::ring`] header and slots, sized once and then sealed
+//! file (`MFD_CLOEXEC`, `MFD_NOEXEC_SEAL` where the kernel has it, mode 0600) holding a [`picollo_ring`] header and slots, sized once and then sealed
 //! with `F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL`. Such a segment
 //!
 //! - **cannot be truncated** by anyone, the writer included (`ftruncate` fails with `EPERM`),
@@ -45,7 +45,7 @@
 //! A reader checks that what it opened is a Picollo memfd, that it belongs to its own user and is
 //! not accessible to others, that it is sealed against shrinking (so its mapping can never fault),
 //! that its size is sane, and then every header field
-//! ([`RingInfo::parse`](picollo_core::ring::RingInfo::parse)); a corrupt or hostile segment gets an
+//! ([`RingInfo::parse`](picollo_ring::RingInfo::parse)); a corrupt or hostile segment gets an
 //! error, never a crash.
 //!
 //! # fork
@@ -53,16 +53,16 @@
 //! A child process must not write into its parent's ring. A `pthread_atfork` child handler bumps a
 //! fork generation; an attached save compares it (one relaxed load, on the attached path only) and
 //! a writer that finds itself in a child turns into a no-op for good
-//! ([`RingWriter::disable`](picollo_core::ring::RingWriter::disable)). The child's drop leaves the
+//! ([`RingWriter::disable`](picollo_ring::RingWriter::disable)). The child's drop leaves the
 //! parent's segment alone. A child that wants frames creates its own ring. The child inherits the
 //! parent's descriptors until it `exec`s, so its `/proc/PID/fd` lists them: a reader refuses them
 //! ([`ShmError::WrongWriter`]: the header names the parent).
 //!
 //! ```
-//! use picollo_core::ring::{RingOptions, TimeInterval};
+//! use picollo_ring::{RingOptions, TimeInterval};
 //! use picollo_linux::shm::{ShmFrameWriter, ShmReader};
 //!
-//! picollo_core::frame! {
+//! picollo_ring::frame! {
 //!     #[derive(Clone, Copy, Debug, PartialEq)]
 //!     pub struct Request { pub id: u64, pub bytes: u32, pub t: TimeInterval }
 //! }

@@ -25,11 +25,11 @@
 //!   counters at the end (so reading counters is not timed), and saves one frame:
 //!   `name` (24 bytes), `kind` (span), `time` (an interval), `value` (the nesting depth, 1
 //!   for the outermost span) and `counters` (an interval of each counter slot). The frame
-//!   layout is [`picollo_alloc::span::frame`]'s, the one codec of every writer and reader.
+//!   layout is [`picollo_spans::frame`]'s, the one codec of every writer and reader.
 //! - [`counter!`](crate::counter!) saves a user counter event into the same ring: its name,
 //!   `kind` counter event, the time (start = end) and its `value`. Consumers show counter
 //!   events in a table of their own next to the phase table.
-//! - The clock is [`picollo_alloc::span::clock`]'s: the TSC on x86 and x86_64 (the consumer
+//! - The clock is [`picollo_spans::clock`]'s: the TSC on x86 and x86_64 (the consumer
 //!   calibrates it against `CLOCK_MONOTONIC` from a reference pair in the ring header),
 //!   `cntvct_el0` on aarch64 (its rate is in the header), `CLOCK_MONOTONIC` nanoseconds
 //!   elsewhere.
@@ -81,13 +81,15 @@
 //! [`SpanCounters`]); `thread` each thread's ring, its counter groups, attach-time requests
 //! and fork; `live` the in-process consumer ([`SpanConsumer`]); [`raw`] the low-level frame
 //! writes. The frame codec, the span clock and the decoder, aggregator and tables are
-//! platform-neutral, in `picollo_alloc::span`, and re-exported here.
+//! platform-neutral, in `picollo-spans` (`picollo_spans`), which users import themselves.
 
 use core::fmt;
 use core::marker::PhantomData;
 
-use picollo_alloc::span::frame::{event_head, store_counter_samples};
-use picollo_core::ring::{WordArray, MAX_COUNTERS};
+use picollo_ring::{WordArray, MAX_COUNTERS};
+use picollo_spans::clock::now;
+use picollo_spans::frame::{event_head, store_counter_samples};
+use picollo_spans::SpanName;
 
 mod config;
 mod error;
@@ -96,15 +98,8 @@ mod thread;
 
 pub use error::SpanError;
 pub use live::{RequestOutcome, RingEvent, SpanConsumer};
-pub use picollo_alloc::span::{
-    unavailable_reason, EventRow, EventStats, PhaseCounter, PhaseRow, SpanAggregator, SpanDecoder,
-    SpanStats, SpanTable, COUNTERS_ENV,
-};
 
 pub mod raw;
-
-pub use picollo_alloc::span::clock::{clock_hz, clock_kind, monotonic_ns, now};
-pub use picollo_alloc::span::{FrameKind, SpanName, SPAN_FRAME};
 
 pub use config::{
     config, configure, env_error, new_aggregator, SpanConfig, SpanCounters, DEFAULT_COUNTER_SLOTS,
@@ -211,7 +206,7 @@ impl Drop for Span {
 #[macro_export]
 macro_rules! span {
     ($name:literal) => {
-        $crate::span::Span::enter(const { $crate::span::SpanName::new($name) })
+        $crate::span::Span::enter(const { $crate::__spans::SpanName::new($name) })
     };
     ($name:expr) => {
         $crate::span::Span::enter_str($name)
@@ -220,7 +215,7 @@ macro_rules! span {
 
 /// Saves a user counter event (a name and a value: a queue length, bytes in flight, a
 /// cache's size) into this thread's span ring, next to its spans: a frame of kind
-/// [`FrameKind::CounterEvent`], the time at both ends of the interval, `value`, and 0 in the
+/// [`FrameKind::CounterEvent`](picollo_spans::FrameKind::CounterEvent), the time at both ends of the interval, `value`, and 0 in the
 /// measured counter slots (an event reads no counters). A no-op (one thread-local load and a branch) when
 /// no consumer is attached. Use [`counter!`](crate::counter!).
 #[inline(always)]
@@ -267,12 +262,12 @@ fn save_counter_event(name: SpanName, value: i64) {
 macro_rules! counter {
     ($name:literal, $value:expr) => {
         $crate::span::counter_event(
-            const { $crate::span::SpanName::new($name) },
+            const { $crate::__spans::SpanName::new($name) },
             ($value) as i64,
         )
     };
     ($name:expr, $value:expr) => {
-        $crate::span::counter_event($crate::span::SpanName::new($name), ($value) as i64)
+        $crate::span::counter_event($crate::__spans::SpanName::new($name), ($value) as i64)
     };
 }
 

@@ -8,16 +8,16 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::process::{Child, ChildStdin, Command, Stdio};
 
-use picollo_core::ring::{
-    ClockInfo, ClockKind, CounterInfo, CounterInterval, Frame, Label, RingError, RingOptions,
-    TimeInterval, Value,
-};
 use picollo_linux::shm::{
     list_rings, segment_path, writer_alive, ShmError, ShmFrameWriter, ShmReader, ShmWriter,
     STALE_CHECK_INTERVAL,
 };
+use picollo_ring::{
+    ClockInfo, ClockKind, CounterInfo, CounterInterval, Frame, Label, RingError, RingOptions,
+    TimeInterval, Value,
+};
 
-picollo_core::frame! {
+picollo_ring::frame! {
     /// ppt's `first` frame plus a label.
     #[derive(Clone, Copy, Debug, Default, PartialEq)]
     struct Sample {
@@ -499,11 +499,11 @@ fn crashed_writer_leaves_nothing() {
 
 #[test]
 fn untyped_writer_and_reader() {
-    const FIELDS: [picollo_core::ring::Field<'static>; 2] = [
-        picollo_core::ring::Field::new("x", picollo_core::ring::FieldKind::U64),
-        picollo_core::ring::Field::new("y", picollo_core::ring::FieldKind::F64),
+    const FIELDS: [picollo_ring::Field<'static>; 2] = [
+        picollo_ring::Field::new("x", picollo_ring::FieldKind::U64),
+        picollo_ring::Field::new("y", picollo_ring::FieldKind::F64),
     ];
-    let schema = picollo_core::ring::Schema::new("xy", &FIELDS);
+    let schema = picollo_ring::Schema::new("xy", &FIELDS);
     let mut w = ShmWriter::create("untyped", &schema, &RingOptions::new(4)).unwrap();
     let mut r = ShmReader::attach(pid(), "untyped").unwrap();
     for i in 0..10u64 {

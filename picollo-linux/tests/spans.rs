@@ -5,9 +5,9 @@ use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
 use std::sync::Once;
 
-use picollo_core::ring::{CounterStatus, RequestStatus};
 use picollo_linux::caps::Capabilities;
 use picollo_linux::span::{self, Span, SpanConfig, SpanConsumer};
+use picollo_ring::{CounterStatus, RequestStatus};
 
 /// The counters every test in this binary asks for: two software events that work on any
 /// Linux, and two hardware events that need a PMU.
@@ -286,7 +286,7 @@ fn child_span_writer() {
 fn spans_cross_process_table() {
     let mut child = ChildTest::spawn(
         "child_span_writer",
-        &[(CHILD_ENV, "1"), (span::COUNTERS_ENV, COUNTERS)],
+        &[(CHILD_ENV, "1"), (picollo_spans::COUNTERS_ENV, COUNTERS)],
     );
     let child_pid = child.pid();
     let ready = child.wait_for("READY");
@@ -388,7 +388,7 @@ fn child_request_writer() {
 fn counters_requested_at_attach_time() {
     let mut child = ChildTest::spawn(
         "child_request_writer",
-        &[(REQUEST_CHILD_ENV, "1"), (span::COUNTERS_ENV, "")],
+        &[(REQUEST_CHILD_ENV, "1"), (picollo_spans::COUNTERS_ENV, "")],
     );
     let child_pid = child.pid();
     assert_eq!(

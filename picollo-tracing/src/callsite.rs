@@ -11,13 +11,13 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
-use picollo_alloc::span::SpanName;
 use picollo_alloc::{Dense, ThreadLocalHistogram};
 use picollo_core::{Layout, Window};
+use picollo_spans::SpanName;
 use tracing_core::{Level, Metadata};
 
 /// The layout of every span histogram: 128 buckets per power of two (0.4% relative error),
-/// the layout of [`picollo_alloc::span::SpanAggregator`] and of HdrHistogram with 2
+/// the layout of [`picollo_spans::SpanAggregator`] and of HdrHistogram with 2
 /// significant digits, so `.hlog` export is bucket for bucket.
 pub(crate) const LAYOUT: Layout = Layout::from_block_scale(7).unwrap();
 /// Busy and wall time in nanoseconds up to 2^45 ns (9.8 hours); longer spans count as

@@ -2,17 +2,17 @@
 //! the process's span counters, the thread's ring and its counter samples, and the mapping
 //! of the thread's counter slots to the layer's counters, by event.
 
-use picollo_alloc::span::SpanAggregator;
-use picollo_core::ring::MAX_COUNTERS;
 use picollo_linux::event::{Event, EventSpec, HardwareEvent};
 use picollo_linux::session::CounterSession;
 use picollo_linux::span::{self, SpanConfig};
+use picollo_ring::MAX_COUNTERS;
+use picollo_spans::SpanAggregator;
 
 pub(crate) use picollo_linux::count::Reading;
 pub(crate) use picollo_linux::span::raw::{with_thread, Interval, ThreadSpans};
 pub use picollo_linux::span::SpanCounters;
 
-use picollo_alloc::span::stack::SlotMap;
+use picollo_spans::stack::SlotMap;
 
 /// One counter the layer samples: the event as configured (typed from the builder or
 /// `PICOLLO_COUNTERS` to here; never a name parsed back).
@@ -70,7 +70,7 @@ pub(crate) fn configure(wanted: Option<&SpanCounters>) -> (Vec<CounterSpec>, Opt
             }
         }
     } else if let Some(e) = span::env_error() {
-        problem = Some(format!("{}: {e}", picollo_alloc::span::COUNTERS_ENV));
+        problem = Some(format!("{}: {e}", picollo_spans::COUNTERS_ENV));
     }
     let events = span::config().counters().events();
     if events.len() > MAX_COUNTERS {

@@ -4,8 +4,8 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use picollo_alloc::span::clock::{now, ticks_to_ns};
-use picollo_alloc::span::stack::{SlotMap, NO_COUNTER};
+use picollo_spans::clock::{now, ticks_to_ns};
+use picollo_spans::stack::{SlotMap, NO_COUNTER};
 use tracing_core::span::{Attributes, Id};
 use tracing_core::subscriber::Interest;
 use tracing_core::{Metadata, Subscriber};

@@ -44,7 +44,7 @@
 //! On macOS, Windows, or with `default-features = false`, the layer builds and records busy
 //! and wall times, the per-phase table and `.hlog` logs the same way, with no counters and
 //! no rings (CI checks the Windows and macOS builds). The span clock is
-//! `picollo_alloc::span::clock` on every platform.
+//! `picollo_spans::clock` on every platform.
 //!
 //! # What is measured, exactly
 //!

@@ -9,12 +9,12 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use picollo_alloc::hdr::interop::{export, ExportOptions};
 use picollo_alloc::hdr::{LogError, LogWriter};
-use picollo_alloc::span::clock::ticks_to_ns;
-use picollo_alloc::span::{format_duration_ns, AggregatedSpans, SpanAggregator, SpanTable};
 use picollo_alloc::Snapshot;
 use picollo_core::fmt::Grouped;
-use picollo_core::ring::{ClockInfo, ClockKind};
 use picollo_core::{HistogramRead, ReadExt};
+use picollo_ring::{ClockInfo, ClockKind};
+use picollo_spans::clock::ticks_to_ns;
+use picollo_spans::{format_duration_ns, AggregatedSpans, SpanAggregator, SpanTable};
 
 use crate::callsite::{CallsiteStats, Histograms, Outermost, SpanHistogram};
 use crate::shared::Shared;

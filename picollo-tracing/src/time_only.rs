@@ -1,15 +1,15 @@
 //! Time only: where `picollo-linux` is not built (another OS than Linux, or the `counters`
 //! feature off), the layer has no counters and no span rings. These are the same items as
 //! the Linux `counters` module, with nothing to sample: the thread's span state is its stack
-//! of open intervals (the platform-neutral one of `picollo_alloc::span::stack`), and the
+//! of open intervals (the platform-neutral one of `picollo_spans::stack`), and the
 //! layer records busy and wall times, the per-phase table and `.hlog` logs exactly as on
 //! Linux.
 
 use std::cell::RefCell;
 
-use picollo_alloc::span::stack::{Open, OpenStack, SlotMap};
-use picollo_alloc::span::{clock::now, SpanAggregator, SpanName};
-use picollo_core::ring::MAX_COUNTERS;
+use picollo_ring::MAX_COUNTERS;
+use picollo_spans::stack::{Open, OpenStack, SlotMap};
+use picollo_spans::{clock::now, SpanAggregator, SpanName};
 
 /// A counter sample; there are none here.
 #[derive(Clone, Copy, Debug, Default)]

@@ -256,8 +256,8 @@ fn child_time_only_program() {
 /// then on every span frame carries the page faults, exactly.
 #[test]
 fn counters_requested_at_attach_time_reach_a_time_only_layer() {
-    use picollo_core::ring::{CounterStatus, RequestStatus};
     use picollo_core::ReadExt;
+    use picollo_ring::{CounterStatus, RequestStatus};
 
     let mut child = Watched::spawn(
         "child_time_only_program",
@@ -270,7 +270,7 @@ fn counters_requested_at_attach_time_reach_a_time_only_layer() {
                 "--test-threads=1",
             ])
             .env(TIME_ONLY_CHILD_ENV, "1")
-            .env(picollo_linux::span::COUNTERS_ENV, "")
+            .env(picollo_spans::COUNTERS_ENV, "")
             .stdin(Stdio::piped()),
         false,
     );

@@ -19,7 +19,7 @@ fn spin(d: Duration) {
 }
 
 /// The `%` cell of `name`'s row, as a number.
-fn share(table: &picollo_alloc::span::SpanTable, name: &str) -> Option<f64> {
+fn share(table: &picollo_spans::SpanTable, name: &str) -> Option<f64> {
     let cell = table.cell(name, "%")?;
     cell.trim_end_matches('%').parse().ok()
 }

@@ -3,7 +3,7 @@
 
 use core::fmt::Write as _;
 
-use picollo_alloc::csv::write_csv_row;
+use picollo_ring::csv::write_csv_row;
 
 use super::human::{ratio, ratio_in, Scale};
 use super::model::{BaselineRef, Comparison, Kind, Saved, Series, Verdict};

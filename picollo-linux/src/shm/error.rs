@@ -5,7 +5,7 @@ use core::fmt;
 
 use std::io;
 
-use picollo_core::ring::RingError;
+use picollo_ring::RingError;
 
 use super::segment::MAX_NAME_BYTES;
 

@@ -4,7 +4,7 @@
 use std::collections::HashSet;
 use std::sync::Mutex;
 
-use picollo_core::ring::WriterId;
+use picollo_ring::WriterId;
 
 use super::error::ShmError;
 use super::segment::{MAX_NAME_BYTES, PROC_DIR, SEGMENT_PREFIX};

@@ -6,12 +6,12 @@ use core::fmt;
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 
-use picollo_core::ring::{
+use picollo_ring::{
     CounterTable, Drained, DynamicFrame, Frame, RequestStatus, RingInfo, RingReader,
 };
 
 use crate::sys::SharedMapping as Map;
-use picollo_alloc::csv::FrameCsv;
+use picollo_ring::csv::FrameCsv;
 
 use super::error::ShmError;
 use super::list::{list_rings, RingEntry};
@@ -267,7 +267,7 @@ impl ShmReader {
     pub fn csv_header(&self) -> String {
         let mut s = String::new();
         // Writing into a `String` cannot fail.
-        let _ = picollo_alloc::csv::write_csv_header(self.reader.info(), &mut s);
+        let _ = picollo_ring::csv::write_csv_header(self.reader.info(), &mut s);
         s
     }
 
@@ -307,7 +307,7 @@ impl ShmReader {
         self.reader.detach();
     }
 
-    /// Payload words of this ring's frames (at most [`picollo_core::ring::MAX_PAYLOAD_WORDS`]).
+    /// Payload words of this ring's frames (at most [`picollo_ring::MAX_PAYLOAD_WORDS`]).
     pub fn payload_words(&self) -> usize {
         self.reader.info().payload_words()
     }

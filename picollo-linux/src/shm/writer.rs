@@ -7,7 +7,7 @@ use core::marker::PhantomData;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::sync::atomic::Ordering;
 
-use picollo_core::ring::{
+use picollo_ring::{
     AtomicU64 as RingWord, CounterInfo, CounterRequest, Frame, RingOptions, RingWriter, Schema,
     WriterId, REQUEST_BYTES,
 };
@@ -84,8 +84,7 @@ impl ShmWriter {
         pid: u32,
     ) -> Result<Self, ShmError> {
         let options = options.with_writer(id);
-        let words =
-            picollo_core::ring::required_words(schema, options.counters.len(), options.slots);
+        let words = picollo_ring::required_words(schema, options.counters.len(), options.slots);
         let bytes = words
             .checked_mul(8)
             .filter(|b| *b as u64 <= MAX_SEGMENT_BYTES)
@@ -162,7 +161,7 @@ impl ShmWriter {
 
     #[inline]
     fn save_attached(&mut self, payload: &[u64]) -> bool {
-        self.save_attached_with(|data| picollo_core::ring::store_payload(data, payload))
+        self.save_attached_with(|data| picollo_ring::store_payload(data, payload))
     }
 
     /// Saves a frame if a reader is attached, with `fill` storing the payload into the slot's

@@ -3,11 +3,11 @@
 
 use std::sync::{Mutex, OnceLock, PoisonError};
 
-use picollo_core::ring::MAX_COUNTERS;
+use picollo_ring::MAX_COUNTERS;
 
 use crate::event::{parse_list, Event, EventSpec, ParseEventError};
 
-use picollo_alloc::span::{SpanAggregator, COUNTERS_ENV};
+use picollo_spans::{SpanAggregator, COUNTERS_ENV};
 
 /// Span rings are named `span-<tid>`.
 pub const RING_PREFIX: &str = "span-";

@@ -5,13 +5,13 @@
 //! [`SpanDecoder`] per ring); [`SpanConsumer::poll_with`] hands each ring, frame and loss to
 //! a callback instead (`picollo attach` and `top` write them to CSV, a capture file or their
 //! tables). Decoding, aggregating and the tables are platform-neutral and live in
-//! [`picollo_alloc::span`].
+//! [`picollo_spans`].
 
 use core::fmt;
 use std::time::{Duration, Instant};
 
-use picollo_alloc::span::{SpanAggregator, SpanDecoder, SpanTable};
-use picollo_core::ring::{CounterStatus, Drained, RequestStatus, RingInfo};
+use picollo_ring::{CounterStatus, Drained, RequestStatus, RingInfo};
+use picollo_spans::{SpanAggregator, SpanDecoder, SpanTable};
 
 use super::{new_aggregator, SpanCounters, SpanError, RING_PREFIX};
 use crate::shm::{list_rings, ShmError, ShmReader};

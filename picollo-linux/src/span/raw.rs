@@ -18,26 +18,26 @@
 //!   interval open.
 //! - [`ThreadSpans::slot_map`]: the layer's mapping of the thread's counter slots to its own
 //!   counters, kept here and marked stale whenever the thread's counters change.
-//! - [`SpanAggregator::record_histograms`](super::SpanAggregator::record_histograms): adds
-//!   spans already aggregated into histograms to the per-phase table;
-//!   [`format_duration_ns`] writes a duration as that table does.
+//! - [`SpanAggregator::record_histograms`](picollo_spans::SpanAggregator::record_histograms)
+//!   (in `picollo-spans`): adds spans already aggregated into histograms to the per-phase
+//!   table; [`format_duration_ns`](picollo_spans::format_duration_ns) writes a duration as
+//!   that table does.
 //!
-//! The ring, its counters and its clock ([`super::now`]) are the ones [`super::Span`]
+//! The ring, its counters and its clock ([`picollo_spans::clock::now`]) are the ones [`super::Span`]
 //! uses, so a consumer sees both kinds of spans alike.
 
-use picollo_alloc::span::frame::{span_head, store_counter_samples, HEAD_WORDS};
-use picollo_alloc::span::stack::Open;
-use picollo_core::ring::{WordArray, MAX_COUNTERS};
+use picollo_ring::{WordArray, MAX_COUNTERS};
+use picollo_spans::frame::{span_head, store_counter_samples, HEAD_WORDS};
+use picollo_spans::stack::{Open, SlotMap};
 
 use super::thread::{listening, RingState, THREAD};
 use super::SpanError;
-use super::{now, SpanName};
 use crate::count::Reading;
 use crate::event::Event;
+use picollo_spans::clock::now;
+use picollo_spans::SpanName;
 
 pub use super::thread::{Interval, ThreadSpans};
-pub use picollo_alloc::span::stack::{SlotMap, NO_COUNTER};
-pub use picollo_alloc::span::{format_duration_ns, AggregatedSpans};
 
 /// Counter samples of one interval end: one per counter slot.
 pub type Samples = [Reading; MAX_COUNTERS];

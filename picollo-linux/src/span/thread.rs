@@ -4,14 +4,14 @@
 use std::cell::{Cell, RefCell};
 use std::sync::OnceLock;
 
-use picollo_alloc::span::frame;
-use picollo_alloc::span::frame::{span_head, store_counter_samples, NOT_COUNTED};
-use picollo_alloc::span::stack::{Ended, OpenStack, SlotMap, StartSamples};
-use picollo_alloc::span::SpanName;
-use picollo_core::ring::{
+use picollo_ring::{
     AtomicU64 as RingWord, CounterInfo, RingOptions, WordArray, MAX_COUNTERS, NAME_BYTES,
     REQUEST_BYTES,
 };
+use picollo_spans::frame;
+use picollo_spans::frame::{span_head, store_counter_samples, NOT_COUNTED};
+use picollo_spans::stack::{Ended, OpenStack, SlotMap, StartSamples};
+use picollo_spans::SpanName;
 
 use crate::count::Reading;
 use crate::event::{split_list, Event, EventSpec, SoftwareEvent};
@@ -163,7 +163,7 @@ impl ThreadRing {
         let fields = frame::fields(slots);
         let schema = frame::schema(&fields);
         let options = RingOptions::new(cfg.slots())
-            .with_clock(picollo_alloc::span::clock::clock_info())
+            .with_clock(picollo_spans::clock::clock_info())
             .with_counters(&counters);
         let writer = ShmWriter::create(&format!("{RING_PREFIX}{}", gettid()), &schema, &options)?;
         Ok(Self {

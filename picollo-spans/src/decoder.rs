@@ -3,7 +3,7 @@
 //! following the ring's counter table as it changes (counters chosen at attach time). The
 //! same decoder serves a live process and a capture file.
 
-use picollo_core::ring::{CounterStatus, CounterTable, RingInfo, MAX_COUNTERS};
+use picollo_ring::{CounterStatus, CounterTable, RingInfo, MAX_COUNTERS};
 
 use super::aggregate::SpanAggregator;
 use super::frame::{LayoutError, SpanFrame, SpanLayout, NOT_COUNTED};

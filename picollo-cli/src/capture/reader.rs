@@ -5,7 +5,7 @@
 use core::fmt;
 use std::io::{self, Read};
 
-use picollo_core::ring::{CounterTable, RingInfo, MAX_COUNTERS, MAX_PAYLOAD_WORDS};
+use picollo_ring::{CounterTable, RingInfo, MAX_COUNTERS, MAX_PAYLOAD_WORDS};
 
 use super::format::{
     kind, CaptureError, FILE_HEADER, MAGIC, MAX_HEADER_WORDS, MAX_RECORD_BYTES, MAX_RINGS,
@@ -15,7 +15,7 @@ use super::format::{
 /// One thing a capture holds, in file order.
 #[derive(Debug)]
 #[non_exhaustive]
-pub enum CaptureEvent<'a> {
+pub(crate) enum CaptureEvent<'a> {
     /// A ring is described: later events of ring `id` are its frames.
     Ring {
         /// Its id in this capture.
@@ -63,7 +63,7 @@ struct ReadRing {
 }
 
 /// Reads a capture file, checking everything (see the [module docs](crate::capture)).
-pub struct CaptureReader<R: Read> {
+pub(crate) struct CaptureReader<R: Read> {
     input: R,
     offset: u64,
     pid: u64,
@@ -83,6 +83,7 @@ impl<R: Read> fmt::Debug for CaptureReader<R> {
         f.debug_struct("CaptureReader")
             .field("offset", &self.offset)
             .field("pid", &self.pid)
+            .field("started_ns", &self.started_ns)
             .field("rings", &self.rings.len())
             .field("frames", &self.frames_read)
             .finish_non_exhaustive()
@@ -114,7 +115,7 @@ fn read_full(input: &mut impl Read, buf: &mut [u8]) -> io::Result<bool> {
 
 impl<R: Read> CaptureReader<R> {
     /// Reads and checks the file header.
-    pub fn new(mut input: R) -> Result<Self, CaptureError> {
+    pub(crate) fn new(mut input: R) -> Result<Self, CaptureError> {
         let mut h = [0u8; FILE_HEADER];
         let invalid = |what: &str| CaptureError::Invalid {
             offset: 0,
@@ -160,48 +161,28 @@ impl<R: Read> CaptureReader<R> {
     }
 
     /// The pid of the process the frames came from.
-    pub fn pid(&self) -> u64 {
+    pub(crate) fn pid(&self) -> u64 {
         self.pid
     }
 
-    /// When the capture started, in nanoseconds since the Unix epoch.
-    pub fn started_ns(&self) -> u64 {
-        self.started_ns
-    }
-
     /// Whether the end record was read (false for a capture cut short, until then).
-    pub fn is_complete(&self) -> bool {
+    pub(crate) fn is_complete(&self) -> bool {
         self.end.is_some()
     }
 
     /// Frames read so far.
-    pub fn frames(&self) -> u64 {
+    pub(crate) fn frames(&self) -> u64 {
         self.frames_read
     }
 
     /// Lost frames recorded so far.
-    pub fn lost(&self) -> u64 {
+    pub(crate) fn lost(&self) -> u64 {
         self.lost_read
-    }
-
-    /// The name of ring `id`.
-    pub fn ring_name(&self, id: u32) -> Option<&str> {
-        self.rings.get(id as usize).map(|r| r.name.as_str())
-    }
-
-    /// The header of ring `id` as of the last event read.
-    pub fn ring_info(&self, id: u32) -> Option<&RingInfo> {
-        self.rings.get(id as usize).map(|r| &r.info)
-    }
-
-    /// Rings described so far.
-    pub fn rings(&self) -> usize {
-        self.rings.len()
     }
 
     /// The next event; `Ok(None)` at the end of the file. A file cut short (no end record)
     /// ends without error; [`CaptureReader::is_complete`] says so.
-    pub fn next_event(&mut self) -> Result<Option<CaptureEvent<'_>>, CaptureError> {
+    pub(crate) fn next_event(&mut self) -> Result<Option<CaptureEvent<'_>>, CaptureError> {
         if let Some((ring, at)) = self.frames {
             let r = &self.rings[ring as usize];
             let pw = r.info.payload_words();
@@ -471,12 +452,12 @@ mod tests {
     use super::*;
     use crate::capture::format::{FILE_HEADER, RECORD_HEADER};
     use crate::capture::CaptureWriter;
-    use picollo_core::ring::{
+    use picollo_ring::{
         required_words, AtomicU64, ClockInfo, ClockKind, CounterInfo, CounterInterval, Frame,
         FrameWriter, Label, RingOptions, RingReader, TimeInterval,
     };
 
-    picollo_core::frame! {
+    picollo_ring::frame! {
         #[derive(Clone, Copy, Debug, Default, PartialEq)]
         struct Op {
             name: Label,

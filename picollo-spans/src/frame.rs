@@ -2,7 +2,7 @@
 //! writer (`picollo_linux::span!`, `counter!`, the tracing layer) and by the reader
 //! ([`super::SpanDecoder`]).
 //!
-//! A frame is a [`SpanHead`] (seven words, a [`frame!`](picollo_core::frame) of the core's
+//! A frame is a [`SpanHead`] (seven words, a [`frame!`](picollo_ring::frame) of the ring's
 //! frame machinery) followed by the counter samples of the ring's counter slots (a
 //! [`FieldKind::CounterInterval`]: all the starts, then all the ends):
 //!
@@ -20,7 +20,7 @@
 
 use core::fmt;
 
-use picollo_core::ring::{
+use picollo_ring::{
     AtomicU64 as RingWord, Field, FieldKind, Frame, Label, RingInfo, Schema, TimeInterval,
     MAX_COUNTERS,
 };
@@ -28,7 +28,7 @@ use picollo_core::ring::{
 /// The frame name of span rings.
 pub const SPAN_FRAME: &str = "span";
 
-picollo_core::frame! {
+picollo_ring::frame! {
     /// The head of every span frame, before its counter samples (see the [module](self)).
     #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
     pub struct SpanHead {
@@ -331,7 +331,7 @@ mod tests {
         let layout = SpanLayout::new(2);
         let ring: Vec<RingWord> = (0..layout.words()).map(|_| RingWord::new(0)).collect();
         let head = span_head(SpanName::new("parse"), 2, 100, 150);
-        picollo_core::ring::WordArray::store_into(&head, &ring);
+        picollo_ring::WordArray::store_into(&head, &ring);
         store_counter_samples(&ring, 2, &[1, 2], &[11, 22]);
         let words: Vec<u64> = ring
             .iter()

@@ -1,15 +1,15 @@
 //! Frames of a ring as CSV: the header line a ring's schema and counter table give, and one
-//! row per frame. The std side of `picollo_core::ring`'s frames (the `no_std` core decodes
+//! row per frame. The std side of the frames (feature `std`; the `no_std` part decodes
 //! them, [`DynamicFrame`]; rendering text belongs here), used by `picollo record`, the span
 //! rings of `picollo-linux` and the fuzz targets.
 //!
 //! ```
-//! use picollo_alloc::csv::FrameCsv;
-//! use picollo_core::ring::{
+//! use picollo_ring::csv::FrameCsv;
+//! use picollo_ring::{
 //!     required_words, DynamicFrame, Frame, RingBuffer, RingOptions, TimeInterval,
 //! };
 //!
-//! picollo_core::frame! {
+//! picollo_ring::frame! {
 //!     pub struct Io { pub bytes: u32, pub ok: bool, pub t: TimeInterval }
 //! }
 //! static RING: RingBuffer<{ required_words(&Io::SCHEMA, 0, 8) }> = RingBuffer::new();
@@ -26,9 +26,11 @@
 //! ```
 
 use core::fmt;
-use picollo_core::ring::{CounterStatus, DynamicFrame, FieldKind, RingInfo, Value};
+use std::format;
 
-/// CSV output for a decoded frame ([`DynamicFrame`]): `use picollo_alloc::csv::FrameCsv;`.
+use crate::{CounterStatus, DynamicFrame, FieldKind, RingInfo, Value};
+
+/// CSV output for a decoded frame ([`DynamicFrame`]): `use picollo_ring::csv::FrameCsv;`.
 pub trait FrameCsv {
     /// Writes the CSV header line: `frame`, then one column per scalar field, `NAME_start` and
     /// `NAME_end` for intervals, and `NAME_COUNTER` (`NAME_COUNTER_start`, `NAME_COUNTER_end`)
@@ -79,8 +81,6 @@ impl FrameCsv for DynamicFrame<'_> {
                         counter_cell(info, w, i, *e)?;
                     }
                 }
-                // A kind this version cannot decode: one empty cell.
-                _ => w.write_char(',')?,
             }
         }
         w.write_char('\n')
@@ -167,7 +167,7 @@ pub fn write_csv_cell(w: &mut dyn fmt::Write, s: &str) -> fmt::Result {
 ///
 /// ```
 /// let mut s = String::new();
-/// picollo_alloc::csv::write_csv_row(&mut s, ["a", "b,c", "", "say \"hi\""])?;
+/// picollo_ring::csv::write_csv_row(&mut s, ["a", "b,c", "", "say \"hi\""])?;
 /// assert_eq!(s, "a,\"b,c\",,\"say \"\"hi\"\"\"\n");
 /// # Ok::<(), core::fmt::Error>(())
 /// ```
@@ -188,12 +188,14 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
-    use picollo_core::ring::{
+    use crate::{
         required_words, AtomicU64, CounterInfo, CounterInterval, Frame, FrameWriter, Label,
         RingOptions, RingReader, TimeInterval,
     };
+    use std::string::String;
+    use std::vec::Vec;
 
-    picollo_core::frame! {
+    crate::frame! {
         struct Span {
             name: Label,
             depth: u32,

@@ -4,7 +4,7 @@
 use core::fmt;
 use std::io::{self, Write};
 
-use picollo_core::ring::{RingInfo, MAX_COUNTERS};
+use picollo_ring::{RingInfo, MAX_COUNTERS};
 
 use super::format::{
     kind, CaptureError, FILE_HEADER, FRAME_BUFFER, MAGIC, MAX_HEADER_WORDS, MAX_RINGS,
@@ -23,7 +23,7 @@ struct WrittenRing {
 /// Frames are buffered per call sequence and written as one record when the buffer fills,
 /// when another ring's frame comes, or on [`CaptureWriter::flush`]; call
 /// [`CaptureWriter::finish`] at the end (a file without its end record reads as cut short).
-pub struct CaptureWriter<W: Write> {
+pub(crate) struct CaptureWriter<W: Write> {
     out: W,
     rings: Vec<WrittenRing>,
     /// The ring whose frames are buffered, and the buffer.
@@ -54,7 +54,7 @@ fn put_record(out: &mut impl Write, kind: u32, ring: u32, payload: &[u8]) -> io:
 
 impl<W: Write> CaptureWriter<W> {
     /// Starts a capture of process `pid`'s frames: writes the file header.
-    pub fn new(mut out: W, pid: u32) -> Result<Self, CaptureError> {
+    pub(crate) fn new(mut out: W, pid: u32) -> Result<Self, CaptureError> {
         let started = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX));
@@ -76,7 +76,7 @@ impl<W: Write> CaptureWriter<W> {
 
     /// Describes a ring (its name, and the header `info` as the reader validated it) and
     /// returns its id for [`CaptureWriter::frame`].
-    pub fn add_ring(&mut self, name: &str, info: &RingInfo) -> Result<u32, CaptureError> {
+    pub(crate) fn add_ring(&mut self, name: &str, info: &RingInfo) -> Result<u32, CaptureError> {
         if name.len() > MAX_RING_NAME {
             return Err(CaptureError::Unrecordable(format!(
                 "ring name of {} bytes (at most {MAX_RING_NAME})",
@@ -110,7 +110,7 @@ impl<W: Write> CaptureWriter<W> {
     /// Records frame `number` of ring `ring` with payload `words`, described by `info` (the
     /// header as of that frame: a counter table different from the last one written is
     /// recorded first).
-    pub fn frame(
+    pub(crate) fn frame(
         &mut self,
         ring: u32,
         info: &RingInfo,
@@ -158,7 +158,7 @@ impl<W: Write> CaptureWriter<W> {
     }
 
     /// Records that the reader lost `count` frames of ring `ring` (nothing when 0).
-    pub fn lost(&mut self, ring: u32, count: u64) -> Result<(), CaptureError> {
+    pub(crate) fn lost(&mut self, ring: u32, count: u64) -> Result<(), CaptureError> {
         if count == 0 {
             return Ok(());
         }
@@ -182,24 +182,24 @@ impl<W: Write> CaptureWriter<W> {
     }
 
     /// Writes buffered frames and flushes the output (so a reader of the file sees them).
-    pub fn flush(&mut self) -> Result<(), CaptureError> {
+    pub(crate) fn flush(&mut self) -> Result<(), CaptureError> {
         self.flush_frames()?;
         self.out.flush()?;
         Ok(())
     }
 
     /// Frames recorded so far.
-    pub fn frames(&self) -> u64 {
+    pub(crate) fn frames(&self) -> u64 {
         self.frames
     }
 
     /// Lost frames recorded so far.
-    pub fn lost_frames(&self) -> u64 {
+    pub(crate) fn lost_frames(&self) -> u64 {
         self.lost
     }
 
     /// Writes the end record and flushes; returns the output.
-    pub fn finish(mut self) -> Result<W, CaptureError> {
+    pub(crate) fn finish(mut self) -> Result<W, CaptureError> {
         self.flush_frames()?;
         let mut p = [0u8; 16];
         p[..8].copy_from_slice(&self.frames.to_le_bytes());

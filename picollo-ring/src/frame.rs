@@ -7,7 +7,7 @@
 //!   words. The [`frame!`](crate::frame) macro generates the struct and the impl from plain
 //!   field declarations; each field type implements [`FrameField`].
 //! - [`DynamicFrame`] decodes any frame by the schema a reader found in the header (ppt's
-//!   `convert`); `picollo_alloc::csv` writes such frames as CSV rows.
+//!   `convert`); `picollo_ring::csv` writes such frames as CSV rows.
 //!
 //! # Encoding
 //!
@@ -20,9 +20,9 @@
 //! to the attach-time configuration.
 //!
 //! ```
-//! use picollo_core::ring::{Frame, FieldKind, Label, TimeInterval};
+//! use picollo_ring::{Frame, FieldKind, Label, TimeInterval};
 //!
-//! picollo_core::frame! {
+//! picollo_ring::frame! {
 //!     /// One request, as the server saw it.
 //!     #[derive(Clone, Copy, Debug, Default, PartialEq)]
 //!     pub struct Request {
@@ -444,20 +444,20 @@ pub trait Frame: Sized {
     }
 }
 
-/// Defines a frame struct and implements [`Frame`](crate::ring::Frame) for it: the schema
+/// Defines a frame struct and implements [`Frame`](crate::Frame) for it: the schema
 /// (frame name = struct name, field names, field types) comes from the declaration.
 ///
-/// Field types must implement [`FrameField`](crate::ring::FrameField): integers, `f32`, `f64`,
-/// `bool`, [`Label`](crate::ring::Label), [`Time`](crate::ring::Time),
-/// [`TimeInterval`](crate::ring::TimeInterval), [`Counters<N>`](crate::ring::Counters) and
-/// [`CounterInterval<N>`](crate::ring::CounterInterval). Attributes (derives, docs) pass
+/// Field types must implement [`FrameField`](crate::FrameField): integers, `f32`, `f64`,
+/// `bool`, [`Label`](crate::Label), [`Time`](crate::Time),
+/// [`TimeInterval`](crate::TimeInterval), [`Counters<N>`](crate::Counters) and
+/// [`CounterInterval<N>`](crate::CounterInterval). Attributes (derives, docs) pass
 /// through. A schema over the header's limits (names over 24 bytes, more than 32 fields,
 /// more than 64 payload words) is a compile-time error.
 ///
 /// ```
-/// use picollo_core::ring::{CounterInterval, Frame, TimeInterval};
+/// use picollo_ring::{CounterInterval, Frame, TimeInterval};
 ///
-/// picollo_core::frame! {
+/// picollo_ring::frame! {
 ///     /// ppt's `first` frame: `int a, b, c; interval time duration; interval counter events;`.
 ///     #[derive(Clone, Copy, Debug, Default, PartialEq)]
 ///     pub struct First {
@@ -473,7 +473,7 @@ pub trait Frame: Sized {
 /// ```
 ///
 /// ```compile_fail
-/// picollo_core::frame! {
+/// picollo_ring::frame! {
 ///     pub struct TooLong {
 ///         pub a_field_name_longer_than_24_bytes: u64,
 ///     }
@@ -492,27 +492,27 @@ macro_rules! frame {
             $( $(#[$fmeta])* $fvis $field : $ty ),*
         }
 
-        impl $crate::ring::Frame for $name {
-            const SCHEMA: $crate::ring::Schema<'static> = $crate::ring::Schema::new(
+        impl $crate::Frame for $name {
+            const SCHEMA: $crate::Schema<'static> = $crate::Schema::new(
                 ::core::stringify!($name),
                 &[$(
-                    $crate::ring::Field::new(
+                    $crate::Field::new(
                         ::core::stringify!($field),
-                        <$ty as $crate::ring::FrameField>::KIND,
+                        <$ty as $crate::FrameField>::KIND,
                     )
                 ),*],
             );
-            const WORDS: usize = 0 $( + <$ty as $crate::ring::FrameField>::KIND.words() )*;
-            type Words = [u64; 0 $( + <$ty as $crate::ring::FrameField>::KIND.words() )*];
+            const WORDS: usize = 0 $( + <$ty as $crate::FrameField>::KIND.words() )*;
+            type Words = [u64; 0 $( + <$ty as $crate::FrameField>::KIND.words() )*];
 
             #[inline(always)]
             #[allow(unused_variables, unused_assignments, unused_mut)]
             fn encode(&self, out: &mut [u64]) {
                 let mut at = 0usize;
                 $(
-                    let w = <$ty as $crate::ring::FrameField>::KIND.words();
+                    let w = <$ty as $crate::FrameField>::KIND.words();
                     if let ::core::option::Option::Some(dst) = out.get_mut(at..at + w) {
-                        <$ty as $crate::ring::FrameField>::encode(&self.$field, dst);
+                        <$ty as $crate::FrameField>::encode(&self.$field, dst);
                     }
                     at += w;
                 )*
@@ -520,18 +520,18 @@ macro_rules! frame {
 
             #[inline(always)]
             #[allow(unused_variables, unused_assignments, unused_mut)]
-            fn store(&self, out: &[$crate::ring::AtomicU64]) {
+            fn store(&self, out: &[$crate::AtomicU64]) {
                 // One length check; the per-field ranges below are then known in bounds.
                 let ::core::option::Option::Some(out) =
-                    out.get(..<Self as $crate::ring::Frame>::WORDS)
+                    out.get(..<Self as $crate::Frame>::WORDS)
                 else {
                     return;
                 };
                 let mut at = 0usize;
                 $(
-                    let w = <$ty as $crate::ring::FrameField>::KIND.words();
+                    let w = <$ty as $crate::FrameField>::KIND.words();
                     if let ::core::option::Option::Some(dst) = out.get(at..at + w) {
-                        <$ty as $crate::ring::FrameField>::store(&self.$field, dst);
+                        <$ty as $crate::FrameField>::store(&self.$field, dst);
                     }
                     at += w;
                 )*
@@ -543,8 +543,8 @@ macro_rules! frame {
                 let mut at = 0usize;
                 ::core::option::Option::Some(Self {$(
                     $field: {
-                        let w = <$ty as $crate::ring::FrameField>::KIND.words();
-                        let v = <$ty as $crate::ring::FrameField>::decode(
+                        let w = <$ty as $crate::FrameField>::KIND.words();
+                        let v = <$ty as $crate::FrameField>::decode(
                             words.get(at..at + w)?,
                         );
                         at += w;
@@ -555,7 +555,7 @@ macro_rules! frame {
         }
 
         const _: () = ::core::assert!(
-            <$name as $crate::ring::Frame>::SCHEMA.is_valid(),
+            <$name as $crate::Frame>::SCHEMA.is_valid(),
             "frame schema over the ring header's limits: names of 1..=24 ASCII graphic bytes \
              (no `,` or `\"`), at most 32 fields, at most 64 payload words",
         );

@@ -1,8 +1,11 @@
+//! # picollo-spans
+//!
 //! Spans, the platform-neutral half: what a span frame holds, the span clock, and (on the
 //! reading side) turning frames into per-phase statistics and tables. The Linux half
 //! (`picollo_linux::span`: the thread's shared-memory ring, its perf counters, attaching to
-//! a live process) and `picollo-tracing` build on this module, which builds on every
-//! platform.
+//! a live process) and `picollo-tracing` build on this crate, which builds on every
+//! platform with `std`. Frames travel in `picollo-ring`'s rings; the statistics are
+//! `picollo-alloc`'s heap histograms.
 //!
 //! - [`clock`]: the span clock ([`clock::now`]) and its conversion to nanoseconds.
 //! - [`frame`]: the span frame codec, one definition for every writer and reader, with an
@@ -15,6 +18,14 @@
 //!
 //! Imports run one way: `frame` and `clock` are leaves, `aggregate` uses `clock`, `table`
 //! renders `aggregate`, `decoder` feeds `aggregate` through `frame`; `stack` is a leaf.
+
+#![forbid(unsafe_op_in_unsafe_fn)]
+#![doc(test(attr(deny(warnings))))]
+// Library crates: an item is `pub` only where a user can reach it (the public surface is
+// what users call; `missing_docs` is on for the workspace).
+#![warn(unreachable_pub)]
+// docs.rs (`--cfg docsrs`, nightly) marks the items that need a feature or a target.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 pub mod aggregate;
 pub mod clock;
@@ -33,3 +44,8 @@ pub use table::{
 /// The environment variable with the counters spans sample, by perf's names, comma-separated
 /// (read by `picollo_linux::span`; the tables name it when no counter is configured).
 pub const COUNTERS_ENV: &str = "PICOLLO_COUNTERS";
+
+/// The README's examples, compiled and run as doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

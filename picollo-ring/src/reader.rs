@@ -3,8 +3,8 @@
 
 use core::fmt;
 
-use crate::plant;
 use crate::sync::{fence, spin_loop, Ordering};
+use picollo_core::plant;
 
 use super::counters::*;
 use super::dynamic::*;
@@ -99,7 +99,7 @@ impl<'a> RingReader<'a> {
     ///
     /// Incrementing needs a compare-and-swap or fetch-add; on targets without one (thumbv6m,
     /// riscv32imc) build with `portable-atomic`'s single-core or critical-section option (see
-    /// [`crate::atomic`]).
+    /// [`picollo_core::atomic`]).
     pub fn attach(region: &'a [AtomicU64]) -> Result<Self, RingError> {
         let mut r = Self::inspect(region)?;
         r.set_attached()?;

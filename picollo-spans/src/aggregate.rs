@@ -6,11 +6,11 @@
 use core::fmt;
 use std::collections::{BTreeMap, HashMap};
 
-use picollo_core::ring::{ClockInfo, Drained};
 use picollo_core::{EquivalentValue, HistogramRead, Layout, ReadExt, Window};
+use picollo_ring::{ClockInfo, Drained};
 
 use super::clock::{clock_hz, clock_kind, now};
-use crate::heap::{self, HeapHistogram};
+use picollo_alloc::heap::{self, HeapHistogram};
 
 /// The histogram layout of span statistics: block scale 7, 0.4% relative error.
 fn layout() -> Layout {
@@ -572,8 +572,8 @@ impl core::fmt::Debug for AggregatedSpans<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::span::table::PhaseRow;
-    use picollo_core::ring::ClockKind;
+    use crate::table::PhaseRow;
+    use picollo_ring::ClockKind;
 
     fn row<'a>(rows: &'a [PhaseRow], name: &str) -> &'a PhaseRow {
         rows.iter().find(|r| r.name == name).unwrap()

@@ -285,7 +285,7 @@ pub struct SlotMap {
     /// Counter slots the thread samples.
     pub slots: usize,
     /// Per slot, the layer's counter index, or [`NO_COUNTER`].
-    pub slot_to_counter: [u8; picollo_core::ring::MAX_COUNTERS],
+    pub slot_to_counter: [u8; picollo_ring::MAX_COUNTERS],
     /// Bit `i`: the layer's counter `i` is one of the thread's slots.
     pub mask: u32,
 }
@@ -295,7 +295,7 @@ impl SlotMap {
     pub const NONE: SlotMap = SlotMap {
         owner: 0,
         slots: 0,
-        slot_to_counter: [NO_COUNTER; picollo_core::ring::MAX_COUNTERS],
+        slot_to_counter: [NO_COUNTER; picollo_ring::MAX_COUNTERS],
         mask: 0,
     };
 }

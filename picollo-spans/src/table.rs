@@ -5,8 +5,8 @@
 use core::fmt;
 
 use picollo_core::fmt::{Grouped, GroupedFloat};
-use picollo_core::ring::ClockKind;
 use picollo_core::{EquivalentValue, ReadExt};
+use picollo_ring::ClockKind;
 
 use super::aggregate::{is_cycles, SpanAggregator, SpanStats};
 use super::COUNTERS_ENV;
@@ -172,7 +172,7 @@ impl SpanAggregator {
             _ if total_ticks > 0 => s.ticks as f64 / total_ticks as f64,
             _ => 0.0,
         };
-        let median = |h: &crate::HeapHistogram| {
+        let median = |h: &picollo_alloc::HeapHistogram| {
             h.percentile(50.0, EquivalentValue::Midpoint)
                 .ok()
                 .map(|p| p.value)
@@ -616,7 +616,7 @@ impl<'a> Shown<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use picollo_core::ring::ClockInfo;
+    use picollo_ring::ClockInfo;
 
     #[test]
     fn formats() {

@@ -5,8 +5,8 @@
 use core::fmt;
 use core::marker::PhantomData;
 
-use crate::plant;
 use crate::sync::{fence, Ordering};
+use picollo_core::plant;
 
 use super::counters::*;
 use super::error::*;

@@ -7,15 +7,15 @@
 //! Each model has a twin with a bug planted ([`picollo_core::planted`]): the twin must fail
 //! with the model's own assertion, which shows the model can fail at all.
 //!
-//! Run: `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 cargo test -p picollo-core --release
+//! Run: `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 cargo test -p picollo-ring --release
 //! --test loom`.
 #![cfg(loom)]
 
 use loom::thread;
 use picollo_core::planted::{self, Bug};
-use picollo_core::ring::{required_words, AtomicU64, Frame, RingOptions, RingReader, RingWriter};
+use picollo_ring::{required_words, AtomicU64, Frame, RingOptions, RingReader, RingWriter};
 
-picollo_core::frame! {
+picollo_ring::frame! {
     /// A frame that tells whether it is whole: `check` is a function of `n`.
     struct Numbered {
         n: u64,

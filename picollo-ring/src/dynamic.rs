@@ -131,10 +131,10 @@ impl Value {
 /// types needed.
 ///
 /// ```
-/// use picollo_core::ring::{DynamicFrame, Frame, RingBuffer, RingOptions, TimeInterval, Value};
-/// use picollo_core::ring::required_words;
+/// use picollo_ring::{DynamicFrame, Frame, RingBuffer, RingOptions, TimeInterval, Value};
+/// use picollo_ring::required_words;
 ///
-/// picollo_core::frame! {
+/// picollo_ring::frame! {
 ///     pub struct Io { pub bytes: u32, pub ok: bool, pub t: TimeInterval }
 /// }
 /// static RING: RingBuffer<{ required_words(&Io::SCHEMA, 0, 8) }> = RingBuffer::new();

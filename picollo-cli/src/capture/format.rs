@@ -4,18 +4,18 @@
 use core::fmt;
 use std::io;
 
-use picollo_core::ring::{RingError, MAX_COUNTERS};
+use picollo_ring::{RingError, MAX_COUNTERS};
 
 /// The file magic.
-pub const MAGIC: [u8; 8] = *b"PICOCAPT";
+pub(crate) const MAGIC: [u8; 8] = *b"PICOCAPT";
 /// The format version this code writes and reads.
-pub const VERSION: u32 = 1;
+pub(crate) const VERSION: u32 = 1;
 /// The largest record payload a reader accepts (and a writer produces): 1 MiB.
-pub const MAX_RECORD_BYTES: u64 = 1 << 20;
+pub(crate) const MAX_RECORD_BYTES: u64 = 1 << 20;
 /// The most rings one capture may describe.
-pub const MAX_RINGS: u32 = 4096;
+pub(crate) const MAX_RINGS: u32 = 4096;
 /// Longest ring name, in bytes.
-pub const MAX_RING_NAME: usize = 255;
+pub(crate) const MAX_RING_NAME: usize = 255;
 
 pub(super) const FILE_HEADER: usize = 32;
 pub(super) const RECORD_HEADER: usize = 16;
@@ -35,7 +35,7 @@ pub(super) mod kind {
 /// Why a capture could not be written or read.
 #[derive(Debug)]
 #[non_exhaustive]
-pub enum CaptureError {
+pub(crate) enum CaptureError {
     /// Reading or writing the file failed.
     Io(io::Error),
     /// The file is not a capture, or is damaged: what is wrong, at which byte.

@@ -1,5 +1,5 @@
 //! Ring tests. Every test name starts with `ring_`, so `cargo +nightly miri test -p
-//! picollo-core ring` runs them all under miri (sizes shrink there).
+//! picollo-ring ring_` runs them all under miri (sizes shrink there).
 
 extern crate std;
 

@@ -1,6 +1,10 @@
-//! Lossy frame rings: a single writer saves fixed-size frames into a circular buffer of slots
-//! over any memory region; readers copy them out, validate them and count what they lost.
-//! The writer never waits for a reader (as in the ppt tracer and OCaml's runtime events).
+//! # picollo-ring
+//!
+//! `#![no_std]` lossy frame rings: a single writer saves fixed-size frames into a circular
+//! buffer of slots over any memory region; readers copy them out, validate them and count what
+//! they lost. The writer never waits for a reader (as in the ppt tracer and OCaml's runtime
+//! events). Rings exist on targets with native 64-bit atomics; elsewhere the crate is empty.
+//! Feature `std` adds `csv`, a ring's frames as CSV.
 //!
 //! # Layout
 //!
@@ -53,9 +57,9 @@
 //! # Example: a static ring in firmware, drained in the same program
 //!
 //! ```
-//! use picollo_core::ring::{required_words, Frame, RingBuffer, RingOptions};
+//! use picollo_ring::{required_words, Frame, RingBuffer, RingOptions};
 //!
-//! picollo_core::frame! {
+//! picollo_ring::frame! {
 //!     #[derive(Clone, Copy, Debug, PartialEq)]
 //!     pub struct Tick { pub n: u32, pub cycles: u64 }
 //! }
@@ -77,46 +81,94 @@
 //! assert_eq!(r.lost(), 32);
 //! assert_eq!(seen.first(), Some(&(32, 33)));
 //! assert_eq!(r.accepted() + r.lost(), 40);
-//! # Ok::<(), picollo_core::ring::RingError>(())
+//! # Ok::<(), picollo_ring::RingError>(())
 //! ```
 
+#![no_std]
+#![doc(test(attr(deny(warnings))))]
+// Library crates: an item is `pub` only where a user can reach it (the public surface is
+// what users call; `missing_docs` is on for the workspace).
+#![warn(unreachable_pub)]
+// docs.rs (`--cfg docsrs`, nightly) marks the items that need a feature or a target.
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
+#[cfg(any(test, feature = "std"))]
+extern crate std;
+
+// Frame rings are made of 64-bit atomic words: every item exists only on targets with native
+// 64-bit atomics (never a lock-based emulation, see `picollo_core::cell`). Elsewhere
+// (thumbv6m, thumbv7em, riscv32imc) the crate builds, empty.
+
 // A `static` ring: const atomics, which loom's are not.
-#[cfg(not(loom))]
+#[cfg(all(target_has_atomic = "64", not(loom)))]
 mod buffer;
+#[cfg(target_has_atomic = "64")]
 mod counters;
+#[cfg(all(target_has_atomic = "64", feature = "std"))]
+#[cfg_attr(docsrs, doc(cfg(feature = "std")))]
+pub mod csv;
+#[cfg(target_has_atomic = "64")]
 mod dynamic;
+#[cfg(target_has_atomic = "64")]
 mod error;
+#[cfg(target_has_atomic = "64")]
 mod frame;
+#[cfg(target_has_atomic = "64")]
 mod header;
+#[cfg(target_has_atomic = "64")]
 mod info;
+#[cfg(target_has_atomic = "64")]
 mod limits;
+#[cfg(target_has_atomic = "64")]
 mod reader;
+#[cfg(target_has_atomic = "64")]
 mod schema;
+#[cfg(target_has_atomic = "64")]
+mod sync;
+#[cfg(target_has_atomic = "64")]
 mod words;
+#[cfg(target_has_atomic = "64")]
 mod writer;
 
 /// The word type of ring regions (re-exported for [`frame!`](crate::frame)).
-pub use crate::sync::AtomicU64;
+#[cfg(target_has_atomic = "64")]
+pub use sync::AtomicU64;
 
+#[cfg(target_has_atomic = "64")]
 pub use dynamic::{CounterValues, DynamicFrame, FieldValue, StrValue, Value};
+#[cfg(target_has_atomic = "64")]
 pub use frame::{
     CounterInterval, Counters, Frame, FrameField, Label, Time, TimeInterval, WordArray,
 };
+#[cfg(target_has_atomic = "64")]
 pub use schema::{
     Field, FieldKind, Schema, SchemaError, FRAME_NAME_BYTES, MAX_COUNTERS, MAX_FIELDS,
     MAX_PAYLOAD_WORDS, MAX_STR_WORDS, NAME_BYTES,
 };
 
-#[cfg(not(loom))]
+#[cfg(all(target_has_atomic = "64", not(loom)))]
 pub use buffer::RingBuffer;
+#[cfg(target_has_atomic = "64")]
 pub use counters::{CounterInfo, CounterRequest, CounterStatus, CounterTable, RequestStatus};
+#[cfg(target_has_atomic = "64")]
 pub use error::RingError;
+#[cfg(target_has_atomic = "64")]
 pub use header::{ClockInfo, ClockKind, RingOptions, WriterId};
+#[cfg(target_has_atomic = "64")]
 pub use info::{FieldInfo, RingInfo};
+#[cfg(target_has_atomic = "64")]
 pub use limits::{MAGIC, MAX_SLOTS, MIN_SLOTS, REQUEST_BYTES, VERSION};
+#[cfg(target_has_atomic = "64")]
 pub use reader::{Drained, RingReader};
+#[cfg(target_has_atomic = "64")]
 pub use words::{header_words, region_from_raw, required_words};
+#[cfg(target_has_atomic = "64")]
 pub use writer::{store_payload, FrameWriter, RingWriter};
 
-#[cfg(all(test, not(loom)))]
+#[cfg(all(test, target_has_atomic = "64", not(loom)))]
 mod tests;
+
+/// The README's examples, compiled and run as doc tests.
+#[cfg(all(doctest, target_has_atomic = "64"))]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

@@ -8,9 +8,9 @@
 //! `picollo_linux::span!`, by the tracing layer or read back by `picollo attach` is on the
 //! same clock.
 
-use picollo_core::ring::{ClockInfo, ClockKind};
+use picollo_ring::{ClockInfo, ClockKind};
 
-use crate::clock::{ticks_per_second, Ticks};
+use picollo_alloc::clock::{ticks_per_second, Ticks};
 
 /// Whether [`now`] counts nanoseconds (no timestamp counter on this target).
 const TICKS_ARE_NS: bool = cfg!(not(any(
@@ -38,7 +38,7 @@ pub const fn clock_kind() -> ClockKind {
 }
 
 /// `CLOCK_MONOTONIC` in nanoseconds (on targets without it, the process's monotonic clock:
-/// [`crate::clock::now_nanos`]). The reference a reader in another process calibrates a TSC
+/// [`picollo_alloc::clock::now_nanos`]). The reference a reader in another process calibrates a TSC
 /// against.
 pub fn monotonic_ns() -> u64 {
     #[cfg(unix)]
@@ -55,7 +55,7 @@ pub fn monotonic_ns() -> u64 {
     }
     #[cfg(not(unix))]
     {
-        crate::clock::now_nanos()
+        picollo_alloc::clock::now_nanos()
     }
 }
 
