@@ -5,9 +5,9 @@ extern crate std;
 
 use super::*;
 use super::{counters::*, header::*, info::*, reader::*, words::*, writer::*};
+use picollo_testkit::StopFlag;
 use portable_atomic::Ordering;
 use std::string::{String, ToString};
-use std::sync::atomic::AtomicBool as StdBool;
 use std::vec::Vec;
 
 crate::frame! {
@@ -211,23 +211,24 @@ fn stress(frames: u64, slots: u32, pace: u32) -> (u64, u64) {
     let mut words = check_ring(slots);
     let mut w = FrameWriter::<Check>::new(&mut words, &RingOptions::new(slots)).unwrap();
     let mut r = RingReader::attach(w.region()).unwrap();
-    let done = &StdBool::new(false);
+    // Raised when the writer ends, by a failed assertion too: the reader waits for it.
+    let done = &StopFlag::new();
 
     let (accepted, lost, corrupt) = std::thread::scope(|s| {
         s.spawn(move || {
+            let _done = done.raise_on_drop();
             for n in 0..frames {
                 assert!(w.save(&Check::of(n)));
                 for _ in 0..pace {
                     core::hint::spin_loop();
                 }
             }
-            done.store(true, std::sync::atomic::Ordering::Release);
         });
         let reader = s.spawn(move || {
             let mut corrupt = 0u64;
             let mut last = None;
             loop {
-                let finished = done.load(std::sync::atomic::Ordering::Acquire);
+                let finished = done.is_raised();
                 while let Some((n, f)) = r.next_frame::<Check>().unwrap() {
                     if !f.is_valid(n) {
                         corrupt += 1;
