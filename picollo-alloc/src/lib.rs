@@ -32,6 +32,11 @@ pub mod clock;
 pub mod hdr;
 pub mod heap;
 pub mod hgrm;
+/// This crate's planted loom bugs (`picollo_core::plant!`): a `--cfg loom` build only, not part
+/// of the API.
+#[cfg(loom)]
+#[doc(hidden)]
+pub mod planted;
 pub mod snapshot;
 pub mod sparse;
 mod storage_choice;

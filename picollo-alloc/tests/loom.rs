@@ -19,7 +19,7 @@
 //! `loom::alloc`: a model that fails while an allocation it tracks is live aborts the test
 //! binary, so a twin with a leak planted could not expect its panic.)
 //!
-//! Each model has twins with a bug planted (`picollo_core::planted`): each twin must fail with
+//! Each model has twins with one of this crate's bugs planted (`picollo_alloc::planted`): each twin must fail with
 //! the model's own assertion or loom's own check, which shows the model can fail at all.
 //!
 //! Run: `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=3 cargo test -p picollo-alloc --test
@@ -29,9 +29,10 @@
 use loom::sync::atomic::{AtomicU64, Ordering};
 use loom::sync::Arc;
 use loom::thread;
+use picollo_alloc::planted::Bug;
 use picollo_alloc::sparse::{PageCell, SparseStorage, HOT};
 use picollo_alloc::{Dense, ThreadLocalHistogram};
-use picollo_core::planted::{self, Bug};
+use picollo_core::planted;
 use picollo_core::{
     Absent, AtomicHistogram, CellCount, Cells, HistogramRead, Lookup, ReadExt, Window,
 };

@@ -74,8 +74,9 @@ pub use read::{
     Rank, ReadExt, ResetInProgress, Stats,
 };
 pub use storage::{Absent, CellCount, Cells, CellsMut, Counter, Lookup, Storage, StorageMut};
-/// Bugs planted in loom builds for the models to find (`picollo-ring`'s, `picollo-alloc`'s and
-/// `picollo-export`'s `tests/loom.rs`).
+/// The switch of the bugs planted in loom builds for the models to find (each crate lists its
+/// own: `picollo-ring`'s, `picollo-alloc`'s, `picollo-export`'s and `picollo-tracing`'s
+/// `tests/loom.rs`).
 #[cfg(loom)]
 #[doc(hidden)]
 pub use sync::planted;

@@ -132,6 +132,11 @@ pub mod error;
 pub mod labels;
 pub mod native;
 pub mod otlp;
+/// This crate's planted loom bugs (`picollo_core::plant!`): a `--cfg loom` build only, not part
+/// of the API.
+#[cfg(loom)]
+#[doc(hidden)]
+pub mod planted;
 pub mod proto;
 #[cfg(feature = "metrics")]
 #[cfg_attr(docsrs, doc(cfg(feature = "metrics")))]

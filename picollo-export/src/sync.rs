@@ -2,8 +2,8 @@
 //! in a model build (`RUSTFLAGS="--cfg loom"`, `tests/loom.rs`), so the models run the real
 //! registration and snapshot code under every interleaving loom explores.
 //!
-//! A model build also has planted bugs (`picollo_core::plant!`, the workspace's one switch): a
-//! model run with one must fail, which shows that it can fail at all. Normal builds contain
+//! A model build also has planted bugs (this crate's list, `crate::planted`, each put in place
+//! by `picollo_core::plant!`, the workspace's one switch): a model run with one must fail, which shows that it can fail at all. Normal builds contain
 //! neither loom nor the plants.
 
 #[cfg(not(loom))]

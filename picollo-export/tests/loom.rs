@@ -12,7 +12,7 @@
 //! - **Copy-on-write list.** One thread registers a series while another scrapes (the scrape
 //!   copies the families into the shared snapshot): a scrape after both sees the series.
 //!
-//! Each model has a twin with a bug planted (`picollo_core::planted`), which must fail.
+//! Each model has a twin with one of this crate's bugs planted (`picollo_export::planted`), which must fail.
 //!
 //! The models call `metrics::Recorder`'s methods directly rather than the `histogram!` macro:
 //! the facade's local recorder is a thread-local, which loom's threads (coroutines on one
@@ -26,7 +26,8 @@ use std::sync::Arc;
 
 use loom::thread;
 use metrics::{Key, Label, Level, Metadata, Recorder};
-use picollo_core::planted::{self, Bug};
+use picollo_core::planted;
+use picollo_export::planted::Bug;
 use picollo_export::recorder::RecorderBuilder;
 use picollo_export::text::TextFormat;
 use picollo_export::{Labels, Registry};

@@ -120,10 +120,15 @@ mod info;
 #[cfg(target_has_atomic = "64")]
 mod limits;
 #[cfg(target_has_atomic = "64")]
+/// This crate's planted loom bugs (`picollo_core::plant!`): a `--cfg loom` build only, not part
+/// of the API.
+#[cfg(loom)]
+#[doc(hidden)]
+pub mod planted;
+#[cfg(target_has_atomic = "64")]
 mod reader;
 #[cfg(target_has_atomic = "64")]
 mod schema;
-#[cfg(target_has_atomic = "64")]
 mod sync;
 #[cfg(target_has_atomic = "64")]
 mod words;

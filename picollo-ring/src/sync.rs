@@ -1,8 +1,8 @@
 //! The atomics of the ring's lock-free protocol (the writer's publish, the reader's validate),
 //! which the loom model checker explores: `portable_atomic`'s in every normal build, loom's in
 //! a model build (`RUSTFLAGS="--cfg loom"`, `tests/loom.rs`), so the models run the real code.
-//! The bugs a model build plants (`picollo_core::plant!`, the ring's `Ring*` bugs) are listed
-//! in `picollo_core::planted`.
+//! The bugs a model build plants are this crate's list (`crate::planted`), each put in place
+//! by `picollo_core::plant!`.
 
 #[cfg(not(loom))]
 pub(crate) use core::hint::spin_loop;

@@ -4,7 +4,7 @@
 //! load may read under the C++ memory model (within the preemption bound CI sets, see
 //! `.ci/check.d/33-loom.sh`).
 //!
-//! Each model has a twin with a bug planted ([`picollo_core::planted`]): the twin must fail
+//! Each model has a twin with one of this crate's bugs planted (`picollo_ring::planted`): the twin must fail
 //! with the model's own assertion, which shows the model can fail at all.
 //!
 //! Run: `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 cargo test -p picollo-ring --release
@@ -12,7 +12,8 @@
 #![cfg(loom)]
 
 use loom::thread;
-use picollo_core::planted::{self, Bug};
+use picollo_core::planted;
+use picollo_ring::planted::Bug;
 use picollo_ring::{required_words, AtomicU64, Frame, RingOptions, RingReader, RingWriter};
 
 picollo_ring::frame! {

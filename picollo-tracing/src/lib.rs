@@ -146,6 +146,11 @@ mod counters;
 #[path = "time_only.rs"]
 mod counters;
 mod layer;
+/// This crate's planted loom bugs (`picollo_core::plant!`): a `--cfg loom` build only, not part
+/// of the API.
+#[cfg(loom)]
+#[doc(hidden)]
+pub mod planted;
 mod report;
 mod shared;
 mod shutdown;
@@ -153,7 +158,7 @@ mod spans;
 mod sync;
 
 /// The loom model's way in (`tests/loom.rs`): the live-span table over a fixed pair of
-/// callsites, and this crate's planted bugs. Only in a model build
+/// callsites. Only in a model build
 /// (`RUSTFLAGS="--cfg loom"`), not part of the API.
 #[cfg(loom)]
 #[doc(hidden)]

@@ -1,6 +1,6 @@
 //! The loom model's way in (`tests/loom.rs`, a `--cfg loom` build only): the crate's live-span
 //! table ([`crate::spans::LiveSpans`]) over two callsites, with the calls the layer's hooks
-//! make, and the crate's planted bugs ([`planted`]).
+//! make (the crate's planted bugs are in `crate::planted`).
 
 use std::sync::atomic::Ordering;
 
@@ -12,7 +12,6 @@ use tracing_core::{Level, Metadata};
 
 use crate::callsite::CallsiteStats;
 use crate::spans::LiveSpans;
-pub use crate::sync::planted;
 
 struct ModelCallsite;
 impl Callsite for ModelCallsite {

@@ -42,7 +42,8 @@ use std::sync::atomic::Ordering;
 use std::sync::PoisonError;
 
 use crate::callsite::CallsiteStats;
-use crate::sync::{fence, plant, ptr_mut, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Mutex};
+use crate::sync::{fence, ptr_mut, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Mutex};
+use picollo_core::plant;
 
 /// States scanned from a span's home state: a claim looks for a free one among them, a find
 /// for the span's id. (Two in a loom model, whose tables are of two states.)

@@ -9,7 +9,7 @@
 //!   span listed is a whole span: the first with its callsite and time, or the second, or the
 //!   new one; never one span's callsite with another's time.
 //!
-//! The model has a twin with the bug planted (`picollo_tracing::loom_model::planted`, this
+//! The model has a twin with the bug planted (`picollo_tracing::planted`, this
 //! crate's own list): the release fence between the claim and the fields left out, which must
 //! fail.
 //!
@@ -20,8 +20,9 @@
 use std::sync::Arc;
 
 use loom::thread;
-use picollo_tracing::loom_model::planted::{self, Bug};
+use picollo_core::planted;
 use picollo_tracing::loom_model::Spans;
+use picollo_tracing::planted::Bug;
 
 /// Span 1 (callsite 0, 7 ticks) closes and span 3 (callsite 1) takes its state, while the
 /// live spans are listed.

@@ -23,7 +23,8 @@ pub(crate) use loom::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering}
 #[cfg(not(loom))]
 pub(crate) use std::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 
-// `plant!(Bug, correct, planted)`: picollo-core's switch, `correct` in every normal build.
+// `plant!(Bug, correct, planted)`: picollo-core's switch over this crate's bugs
+// (`crate::planted`), `correct` in every normal build.
 use picollo_core::plant;
 
 /// Installs the memory `make` allocates into `slot`, unless another thread installed some

@@ -1,0 +1,17 @@
+//! This crate's bugs planted on purpose in loom builds (`RUSTFLAGS="--cfg loom"`), one at a
+//! time, each a change a careless edit could make: the models of the `metrics` recorder's registration and the registry's
+//! copy-on-write snapshot (`tests/loom.rs`) must find the bug planted in the code they check. `picollo_core::plant!` puts
+//! each in place; `picollo_core::planted::with` plants one for a model run.
+
+/// A planted bug.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Bug {
+    /// `picollo-export`'s `metrics` recorder inserts a new key's histogram without looking
+    /// again under the shard's lock: two threads that race to create a key both register,
+    /// the loser is refused by the registry (a duplicate series), and its records are lost.
+    RecorderNoRecheck,
+    /// A `picollo-export` scrape stores the snapshot it copied after releasing the
+    /// families' lock: a series registered in between is missing from every later scrape
+    /// until the next change.
+    RegistryStaleSnapshot,
+}
