@@ -8,6 +8,9 @@ use picollo_alloc::{HistogramBuilder, Summary, SummaryExt};
 #[path = "common/counting_alloc.rs"]
 mod counting_alloc;
 use counting_alloc::allocations;
+#[path = "common/size.rs"]
+mod size;
+use size::size;
 
 #[test]
 fn filling_a_summary_allocates_nothing() {
@@ -20,20 +23,21 @@ fn filling_a_summary_allocates_nothing() {
         .plain()
         .unwrap();
     let full = picollo_alloc::default_histogram();
-    // Under miri 1 to 2^20 at 1 % (900 cells, not the full range's 28,700): each read of a cell
-    // there retags the whole storage, visiting every atomic cell.
+    // Under miri 1 to 2^16 at 1 % (600 cells; 2^20 and 900 in a full-size run, not the full
+    // range's 28,700): each read of a cell there retags the whole storage, visiting every
+    // atomic cell.
     let atomic = if cfg!(miri) {
         HistogramBuilder::new()
             .relative_error(0.01)
-            .max_trackable(1 << 20)
+            .max_trackable(size(0, 1 << 20, 1 << 16))
     } else {
         HistogramBuilder::new()
     }
     .dense()
     .atomic()
     .unwrap();
-    // Under miri 1,000 values (their squares stay below 2^20).
-    let n = if cfg!(miri) { 1000 } else { 100_000 };
+    // Under miri 250 values, 1,000 in a full-size run (their squares stay below the top).
+    let n = size(100_000, 1000, 250);
     for v in 0..n {
         plain.record(10_000 + v % 25_000);
         atomic.record(v * v);

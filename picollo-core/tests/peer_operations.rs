@@ -8,10 +8,21 @@ use proptest::prelude::*;
 
 mod common;
 use common::Cells;
+#[path = "common/size.rs"]
+mod size;
+use size::size;
 
-/// The most significant digits the properties draw. Under miri 2: at 4 digits the window to
-/// 2^41 has 458,000 cells (each read of a cell retags the whole storage), at 2 about 4,000.
-const MAX_SIGFIG: u8 = if cfg!(miri) { 2 } else { 4 };
+/// The most significant digits the properties draw. Under miri 1 (2 in a full-size run): at 4
+/// digits the window to 2^41 has 458,000 cells (each read of a cell retags the whole storage),
+/// at 2 about 4,000, at 1 about 600; every digit count takes the same paths.
+fn max_sigfig() -> u8 {
+    size(4, 2, 1)
+}
+
+/// Proptest cases: `native` natively, 4 under miri (2 in CI's miri step).
+fn cases(native: u32) -> u32 {
+    size(native, 4, 2)
+}
 
 /// HdrHistogram's layout for `sigfig` digits and `lowest` discernible value.
 fn layout(sigfig: u8, lowest: u64) -> Layout {
@@ -103,9 +114,12 @@ fn java_scaled_equivalent_values() {
 #[test]
 fn java_data_access_scaled_histogram() {
     // HistogramDataAccessTest's `scaledHistogram`: `new Histogram(1000, 3600e6 · 512, 3)`,
-    // 10,000 values of 1 ms and one of 100 s, all × 512, corrected at 10 ms × 512.
-    let l = layout(3, 1000);
-    let w = Window::new(l, 0, 3_600_000_000 * 512).unwrap();
+    // 10,000 values of 1 ms and one of 100 s, all × 512, corrected at 10 ms × 512. In CI's
+    // miri step 1 digit and a highest of 2,000,000 (250 cells, not 45,000: each read of a cell
+    // retags the whole storage); every assertion holds at any digits.
+    let (sigfig, highest) = size((3, 3_600_000_000), (3, 3_600_000_000), (1, 2_000_000));
+    let l = layout(sigfig, 1000);
+    let w = Window::new(l, 0, highest * 512).unwrap();
     let mut h = Histogram::with_storage(UnitLayout::new(l), Cells(vec![0; w.len()]), w).unwrap();
     // The plain record spec refuses a layout with a unit.
     assert!(matches!(
@@ -113,13 +127,13 @@ fn java_data_access_scaled_histogram() {
         Err(picollo_core::WindowError::NeedsUnitLayout(9))
     ));
     let mut plain = {
-        let l = layout(3, 1);
-        let w = Window::new(l, 0, 3_600_000_000).unwrap();
+        let l = layout(sigfig, 1);
+        let w = Window::new(l, 0, highest).unwrap();
         Histogram::with_storage(l, Cells(vec![0; w.len()]), w).unwrap()
     };
     // Under miri 100 values of 1 ms and one of 1 s (n values of 1 ms and one of n · 10 ms: the
     // correction adds n - 1 values, as 9,999 for 100 s).
-    let n = if cfg!(miri) { 100 } else { 10_000 };
+    let n = size(10_000, 100, 100);
     for _ in 0..n {
         h.record_corrected(1000 * 512, 10_000 * 512);
         plain.record_corrected(1000, 10_000);
@@ -143,17 +157,19 @@ fn java_data_access_scaled_histogram() {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: if cfg!(miri) { 4 } else { 512 }, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: cases(512), ..ProptestConfig::default() })]
 
     /// A value unit: every bucket boundary and every answer of the crate's
     /// `new_with_bounds(lowest, max, sigfig)`.
     #[test]
     fn unit_layouts_are_hdrhistograms(
-        sigfig in 1u8..=MAX_SIGFIG,
+        sigfig in 1u8..=max_sigfig(),
         lowest in 1u64..(1 << 24),
-        values in proptest::collection::vec((0u64..(1 << 40), 1u64..100), 1..100),
-        probes in proptest::collection::vec(0u64..(1 << 40), 1..20),
-        quantiles in proptest::collection::vec(0.0f64..=1.0, 1..10),
+        // In CI's miri step up to 30 values, 6 probes and 4 quantiles (each probe's reads walk
+        // the cells).
+        values in proptest::collection::vec((0u64..(1 << 40), 1u64..100), 1..size(100, 100, 30)),
+        probes in proptest::collection::vec(0u64..(1 << 40), 1..size(20, 20, 6)),
+        quantiles in proptest::collection::vec(0.0f64..=1.0, 1..size(10, 10, 4)),
     ) {
         let max = 1u64 << 41;
         prop_assume!(hdrhistogram::Histogram::<u64>::new_with_bounds(lowest, max, sigfig).is_ok());
@@ -192,10 +208,11 @@ proptest! {
     /// Subtract against the crate's: the same counts after, the same refusals.
     #[test]
     fn subtract_is_the_crates(
-        sigfig in 1u8..=MAX_SIGFIG.min(3),
+        sigfig in 1u8..=max_sigfig().min(3),
         lowest in prop_oneof![Just(1u64), 1u64..5000],
-        a in proptest::collection::vec((0u64..(1 << 30), 1u64..5), 0..60),
-        b in proptest::collection::vec((0u64..(1 << 30), 1u64..5), 0..60),
+        // In CI's miri step up to 20 values each.
+        a in proptest::collection::vec((0u64..(1 << 30), 1u64..5), 0..size(60, 60, 20)),
+        b in proptest::collection::vec((0u64..(1 << 30), 1u64..5), 0..size(60, 60, 20)),
         take_from_a in any::<bool>(),
     ) {
         let max = 1u64 << 31;
@@ -227,16 +244,18 @@ proptest! {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: if cfg!(miri) { 4 } else { 256 }, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: cases(256), ..ProptestConfig::default() })]
 
     /// Linear, logarithmic and recorded-values iterations against the crate's, step for step:
     /// the value, the count added, the bucket's count, the running total.
     #[test]
     fn iterations_are_the_crates(
-        sigfig in 1u8..=MAX_SIGFIG.min(3),
+        sigfig in 1u8..=max_sigfig().min(3),
         lowest in prop_oneof![Just(1u64), 1u64..3000],
-        values in proptest::collection::vec((0u64..(1 << 24), 1u64..50), 1..40),
-        step in 1u64..5000,
+        // Under miri values below 2^16 and steps from 256 (a linear iteration takes a step for
+        // every `step` up to the largest value: millions at 2^24 and 1).
+        values in proptest::collection::vec((0u64..size(1 << 24, 1 << 24, 1 << 16), 1u64..50), 1..size(40, 40, 15)),
+        step in size(1u64, 1, 256)..5000,
         first in 1u64..5000,
         base in prop_oneof![Just(2.0f64), 1.1f64..10.0],
     ) {
@@ -269,10 +288,11 @@ proptest! {
     /// Post-recording correction against the crate's `clone_correct`.
     #[test]
     fn add_corrected_is_the_crates(
-        sigfig in 1u8..=MAX_SIGFIG.min(3),
-        values in proptest::collection::vec((1u64..(1 << 20), 1u64..20), 1..40),
-        // Under miri no interval below 5,000: each synthetic value is a record.
-        interval in (if cfg!(miri) { 5_000u64 } else { 1 })..50_000,
+        sigfig in 1u8..=max_sigfig().min(3),
+        // Under miri up to 15 values (40 in a full-size run) and no interval below 20,000
+        // (5,000 in a full-size run): each synthetic value is a record.
+        values in proptest::collection::vec((1u64..(1 << 20), 1u64..20), 1..size(40, 40, 15)),
+        interval in size(1u64, 5_000, 20_000)..50_000,
     ) {
         let max = 1u64 << 30;
         let (h, hdr) = pair(sigfig, 1, max, &values);
@@ -290,8 +310,10 @@ proptest! {
 
 #[test]
 fn java_subtract_cases() {
-    // HistogramTest: `new Histogram(3_600_000_000, 3)`, values 4 and 4,000.
-    let l = layout(3, 1);
+    // HistogramTest: `new Histogram(3_600_000_000, 3)`, values 4 and 4,000. In CI's miri step
+    // 1 digit (450 cells, not 23,000: add, subtract and the copies walk every cell; 4 is still
+    // a bucket of its own).
+    let l = layout(size(3, 3, 1), 1);
     let make = |max: u64| {
         let w = Window::new(l, 0, max).unwrap();
         Histogram::with_storage(UnitLayout::new(l), Cells(vec![0; w.len()]), w).unwrap()

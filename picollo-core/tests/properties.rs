@@ -3,16 +3,35 @@
 use picollo_core::prelude::*;
 use picollo_core::{Window, WindowError};
 use proptest::prelude::*;
+#[path = "common/size.rs"]
+mod size;
+use size::size;
 
 fn any_layout() -> impl Strategy<Value = Layout> {
     (1u32..=20).prop_map(|k| Layout::from_block_scale(k).unwrap())
 }
 
-/// The largest block scale of the windowed property, and the finer layout of the full-range
-/// additions: under miri 8 and 6 (full range: 3,800 cells, not 14,600 at 8), where each read of
-/// a cell retags the whole storage.
-const MAX_K: u32 = if cfg!(miri) { 8 } else { 12 };
-const FINE_K: u32 = if cfg!(miri) { 6 } else { 8 };
+/// The largest block scale of the windowed property: under miri 6 (8 in a full-size run),
+/// where each read of a cell retags the whole storage.
+fn max_k() -> u32 {
+    size(12, 8, 6)
+}
+
+/// The finer layout of the full-range additions: under miri 4 (full range: 950 cells; 3,800
+/// at 6 in a full-size run, 14,600 at 8 natively).
+fn fine_k() -> u32 {
+    size(8, 6, 4)
+}
+
+/// The most values a property records: 200, 40 in CI's miri step.
+fn max_values() -> usize {
+    size(200, 200, 40)
+}
+
+/// The largest window of the windowed property: 2^16 cells, 2^12 in CI's miri step.
+fn max_window() -> usize {
+    size(1 << 16, 1 << 16, 1 << 12)
+}
 
 /// Values spread over all magnitudes, not just the uniform top of `u64`.
 fn any_value() -> impl Strategy<Value = u64> {
@@ -25,7 +44,7 @@ fn any_value() -> impl Strategy<Value = u64> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: if cfg!(miri) { 8 } else { 2000 }, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: size(2000, 8, 4), ..ProptestConfig::default() })]
 
     #[test]
     fn value_lies_in_its_bucket(layout in any_layout(), v in any_value()) {
@@ -58,15 +77,15 @@ proptest! {
 
     #[test]
     fn totals_are_exact_and_outside_split(
-        k in 1u32..=MAX_K,
+        k in 1u32..=max_k(),
         min in any_value(),
         span in any_value(),
-        values in proptest::collection::vec(any_value(), 0..200),
+        values in proptest::collection::vec(any_value(), 0..max_values()),
     ) {
         let layout = Layout::from_block_scale(k).unwrap();
         let max = min.saturating_add(span >> 8);
         let window = Window::new(layout, min, max).unwrap();
-        if window.len() > 1 << 16 {
+        if window.len() > max_window() {
             return Ok(());
         }
         let mut cells = vec![0u64; window.len()];
@@ -97,7 +116,11 @@ proptest! {
     }
 
     #[test]
-    fn batch_percentiles_are_monotone(values in proptest::collection::vec(0u64..1_000_000, 1..300), ranks in proptest::collection::vec(0.0f64..=100.0, 1..20)) {
+    fn batch_percentiles_are_monotone(
+        // In CI's miri step up to 60 values and 6 ranks: each rank's read walks the cells.
+        values in proptest::collection::vec(0u64..1_000_000, 1..size(300, 300, 60)),
+        ranks in proptest::collection::vec(0.0f64..=100.0, 1..size(20, 20, 6)),
+    ) {
         let mut h = Histogram::<[u64; storage_len(Layout::DEFAULT, 0, 1_000_000)]>::new(Layout::DEFAULT, 0, 1_000_000);
         for &v in &values { h.record(v); }
         let mut out = vec![Percentile::default(); ranks.len()];
@@ -111,8 +134,9 @@ proptest! {
     }
 
     #[test]
-    fn add_same_layout_is_exact(values in proptest::collection::vec(any_value(), 0..200), min in 0u64..5000, max in 5000u64..1_000_000) {
-        let layout = Layout::from_block_scale(6).unwrap();
+    fn add_same_layout_is_exact(values in proptest::collection::vec(any_value(), 0..max_values()), min in 0u64..5000, max in 5000u64..1_000_000) {
+        // Block scale 4 in CI's miri step (950 cells, not 1,900): each read retags them all.
+        let layout = Layout::from_block_scale(size(6, 6, 4)).unwrap();
         let full = Window::full(layout);
         let mut all = vec![0u64; full.len()];
         let mut reference = Histogram::with_storage(layout, &mut all[..], full).unwrap();
@@ -131,9 +155,9 @@ proptest! {
     }
 
     #[test]
-    fn add_into_coarser_is_exact(values in proptest::collection::vec(any_value(), 0..200)) {
-        let fine = Layout::from_block_scale(FINE_K).unwrap();
-        let coarse = Layout::from_block_scale(FINE_K - 3).unwrap();
+    fn add_into_coarser_is_exact(values in proptest::collection::vec(any_value(), 0..max_values())) {
+        let fine = Layout::from_block_scale(fine_k()).unwrap();
+        let coarse = Layout::from_block_scale(fine_k() - 3).unwrap();
         let mut fine_cells = vec![0u64; fine.logical_len()];
         let mut f = Histogram::with_storage(fine, &mut fine_cells[..], Window::full(fine)).unwrap();
         let mut direct_cells = vec![0u64; coarse.logical_len()];
@@ -148,7 +172,7 @@ proptest! {
     #[test]
     fn add_into_finer_respects_bound(v in 1u64..u64::MAX) {
         let coarse = Layout::from_block_scale(4).unwrap();
-        let fine = Layout::from_block_scale(FINE_K + 1).unwrap();
+        let fine = Layout::from_block_scale(fine_k() + 1).unwrap();
         let mut c_cells = vec![0u64; coarse.logical_len()];
         let mut c = Histogram::with_storage(coarse, &mut c_cells[..], Window::full(coarse)).unwrap();
         c.record(v);
@@ -169,7 +193,7 @@ fn exhaustive_small_histograms() {
         let window = Window::new(layout, 0, 1 << 14).unwrap();
         let mut cells = vec![0u32; window.len()];
         let mut h = Histogram::with_storage(layout, &mut cells[..], window).unwrap();
-        let n = if cfg!(miri) { 300 } else { 1 << 14 };
+        let n = size(1 << 14, 300, 300);
         for v in 0..n {
             h.record(v);
         }

@@ -7,6 +7,9 @@ use picollo_core::prelude::*;
 use picollo_core::read::rank_count;
 use picollo_core::Window;
 use proptest::prelude::*;
+#[path = "common/size.rs"]
+mod size;
+use size::size;
 
 /// The standard ranks, as people write them.
 const STANDARD: [&str; 16] = [
@@ -14,9 +17,12 @@ const STANDARD: [&str; 16] = [
     "99.9999", "100",
 ];
 
-/// Totals compared exhaustively. Under miri 30: after every value the bucket-for-bucket test
-/// reads 48 percentiles cell by cell, each read retagging the whole storage.
-const TOTALS: u64 = if cfg!(miri) { 30 } else { 100_000 };
+/// Totals compared exhaustively. Under miri 6 (30 in a full-size run): after every value the
+/// bucket-for-bucket test reads 48 percentiles cell by cell, each read retagging the whole
+/// storage.
+fn totals() -> u64 {
+    size(100_000, 30, 6)
+}
 
 /// The quantile a user of the crate passes for `text` percent: the decimal divided by 100,
 /// parsed (`"99.9"` → `0.999`, not `99.9 / 100.0`).
@@ -140,7 +146,7 @@ fn every_total_at_the_standard_ranks() {
         let rank = text.parse::<f64>().unwrap();
         let fixed = Rank::parse(text).unwrap();
         let q = decimal_quantile(text);
-        for total in 1..=TOTALS {
+        for total in 1..=totals() {
             let ours = rank_count(rank, total);
             assert_eq!(ours, fixed.count_of(total), "p{text} of {total}");
             assert_eq!(ours, java_count(rank, total), "p{text} of {total} vs Java");
@@ -194,7 +200,7 @@ fn every_total_matches_the_crate_bucket_for_bucket() {
         let mut h = Histogram::with_storage(layout, &mut cells[..], w).unwrap();
         let mut ours = [Percentile::default(); 16];
         let mut fixed = [FixedPercentile::default(); 16];
-        for (i, v) in shape(kind, TOTALS).enumerate() {
+        for (i, v) in shape(kind, totals()).enumerate() {
             hdr.record(v).unwrap();
             h.record(v);
             let total = i as u64 + 1;
@@ -232,7 +238,7 @@ fn every_total_matches_the_crate_bucket_for_bucket() {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: if cfg!(miri) { 4 } else { 4096 }, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: size(4096, 4, 4), ..ProptestConfig::default() })]
 
     /// The `f64` and the integer paths agree for every rank a [`Rank`] can hold, at every
     /// total below the bound of its decimals; the integer path is the exact ceiling at every
@@ -272,9 +278,11 @@ proptest! {
     /// another only where the exact count is a whole number its rounding overshoots.
     #[test]
     fn matches_the_crate_bucket_for_bucket(
-        sigfig in 1u8..=4,
-        values in proptest::collection::vec((1u64..(1 << 40), 1u64..2000), 1..200),
-        parts in proptest::collection::vec(0u32..=1_000_000_000, 1..16),
+        // In CI's miri step 1 digit (up to 4 natively and in a full-size run: 458,000 cells to
+        // 2^41 at 4, 600 at 1), 50 values and 6 ranks.
+        sigfig in 1u8..=size(4, 4, 1),
+        values in proptest::collection::vec((1u64..(1 << 40), 1u64..2000), 1..size(200, 200, 50)),
+        parts in proptest::collection::vec(0u32..=1_000_000_000, 1..size(16, 16, 6)),
     ) {
         let digits = (2.0 * 10f64.powi(sigfig as i32)).log2().ceil() as u32;
         let layout = Layout::from_block_scale(digits - 1).unwrap();
