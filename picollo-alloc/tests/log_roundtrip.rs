@@ -8,10 +8,8 @@ use picollo_alloc::hdr::interop::{export, layout_for, to_picollo, window_for, Ex
 use picollo_alloc::hdr::{HdrCounts, HdrGeometry, LogReader, LogWriter};
 use picollo_alloc::prelude::*;
 use picollo_alloc::{heap, Scaled};
+use picollo_testkit::miri_size as size;
 use proptest::prelude::*;
-#[path = "common/size.rs"]
-mod size;
-use size::size;
 
 /// Writes `h` as one tagged interval of a log, reads it back as `report` does.
 fn through_a_log(h: &HeapHistogram<u64>, digits: u8) -> HeapHistogram<u64> {

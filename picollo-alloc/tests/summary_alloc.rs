@@ -8,9 +8,7 @@ use picollo_alloc::{HistogramBuilder, Summary, SummaryExt};
 #[path = "common/counting_alloc.rs"]
 mod counting_alloc;
 use counting_alloc::allocations;
-#[path = "common/size.rs"]
-mod size;
-use size::size;
+use picollo_testkit::miri_size as size;
 
 #[test]
 fn filling_a_summary_allocates_nothing() {

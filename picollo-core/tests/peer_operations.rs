@@ -8,9 +8,7 @@ use proptest::prelude::*;
 
 mod common;
 use common::Cells;
-#[path = "common/size.rs"]
-mod size;
-use size::size;
+use picollo_testkit::miri_size as size;
 
 /// The most significant digits the properties draw. Under miri 1 (2 in a full-size run): at 4
 /// digits the window to 2^41 has 458,000 cells (each read of a cell retags the whole storage),

@@ -2,10 +2,8 @@
 
 use picollo_core::prelude::*;
 use picollo_core::{Window, WindowError};
+use picollo_testkit::miri_size as size;
 use proptest::prelude::*;
-#[path = "common/size.rs"]
-mod size;
-use size::size;
 
 fn any_layout() -> impl Strategy<Value = Layout> {
     (1u32..=20).prop_map(|k| Layout::from_block_scale(k).unwrap())

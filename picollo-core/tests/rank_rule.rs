@@ -6,10 +6,8 @@
 use picollo_core::prelude::*;
 use picollo_core::read::rank_count;
 use picollo_core::Window;
+use picollo_testkit::miri_size as size;
 use proptest::prelude::*;
-#[path = "common/size.rs"]
-mod size;
-use size::size;
 
 /// The standard ranks, as people write them.
 const STANDARD: [&str; 16] = [

@@ -1,6 +1,9 @@
 //! Test support shared by the workspace's tests and benches (not published; a path
 //! dev-dependency, which `cargo package` leaves out of the published crates).
 //!
+//! [`miri_size`]: how large a test runs, natively, in CI's miri step, or in the full-size miri
+//! runs of `.ci/miri-full`.
+//!
 //! [`StopFlag`]: a test that starts a looping thread stops it however the test ends. Inside
 //! `std::thread::scope`, an assertion that fails in the scope's closure unwinds the closure,
 //! and the scope then waits for every thread it spawned: a thread that loops until a flag is
@@ -9,6 +12,26 @@
 //! a thread that waits for another's progress give up when the test is ending.
 
 use std::sync::atomic::{AtomicBool, Ordering};
+
+/// Whether this is a full-size miri run: under miri with `PICOLLO_MIRI_FULL=1` (miri sees the
+/// environment with `-Zmiri-disable-isolation`, as `.ci/miri-full` runs it).
+pub fn miri_full() -> bool {
+    cfg!(miri) && std::env::var_os("PICOLLO_MIRI_FULL").is_some_and(|v| v == "1")
+}
+
+/// A test's size: `native` natively; under miri `full` in a full-size run (`.ci/miri-full`:
+/// the sizes CI's miri step had before its files were shrunk to fit its time), `ci` otherwise.
+///
+/// `cfg!(miri)` is this crate's, which is the test's: a miri build interprets every crate.
+pub fn miri_size<T>(native: T, full: T, ci: T) -> T {
+    if !cfg!(miri) {
+        native
+    } else if miri_full() {
+        full
+    } else {
+        ci
+    }
+}
 
 /// A flag that tells a test's looping threads to stop.
 ///
