@@ -8,8 +8,9 @@
 # without a word: a watchdog process, started here and stopped by the next `step` or
 # `steps_done`, waits for the limit, prints that report, then ends the run: SIGTERM to the
 # shell running .ci/run and to everything under it, SIGKILL to what is left 10 s later.
-# Limits are about three times a step's length on a fresh 2-core machine: a slow machine
-# passes, a hang costs minutes.
+# Limits are about three times a step's length on a fresh 2-core machine on a slow day (the
+# 2026-12-01 cold run: tests 712 s, TSan 464, loom 273; the same machine ran the same steps
+# two to three times faster two days before): a slow machine passes, a hang costs minutes.
 step() {
   local now; now=$(date +%s)
   [ -n "${PICOLLO_STEP_START:-}" ] && printf '(%s s)\n' "$(( now - PICOLLO_STEP_START ))"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# ci-time-limit: 900
+# ci-time-limit: 1500
 # ThreadSanitizer over the lock-free code's tests, with the standard library rebuilt
 # instrumented (-Zbuild-std; nightly's rust-src, installed by .ci/run):
 # - picollo-ring: the frame ring (its unit tests, among them the concurrent writer/reader
