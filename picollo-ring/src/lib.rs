@@ -119,7 +119,6 @@ mod header;
 mod info;
 #[cfg(target_has_atomic = "64")]
 mod limits;
-#[cfg(target_has_atomic = "64")]
 /// This crate's planted loom bugs (`picollo_core::plant!`): a `--cfg loom` build only, not part
 /// of the API.
 #[cfg(loom)]
@@ -129,6 +128,7 @@ pub mod planted;
 mod reader;
 #[cfg(target_has_atomic = "64")]
 mod schema;
+#[cfg(target_has_atomic = "64")]
 mod sync;
 #[cfg(target_has_atomic = "64")]
 mod words;
