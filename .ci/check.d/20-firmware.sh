@@ -14,4 +14,7 @@ for target in thumbv6m-none-eabi riscv32imc-unknown-none-elf; do
 done
 # defmt::Format on every public type a firmware logs (a compile-time list).
 cargo test -q -p picollo-core --features defmt --test firmware
-bash firmware/run.sh
+# The report (figures for benches/RESULTS.md) is kept for the bench step's
+# benches/reports.d/firmware.sh, which reuses it under CI instead of running the images again.
+mkdir -p target/firmware-report
+REPORT="$PWD/target/firmware-report/ci-report.md" bash firmware/run.sh
