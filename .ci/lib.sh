@@ -13,14 +13,18 @@
 # two to three times faster two days before): a slow machine passes, a hang costs minutes.
 step() {
   local now; now=$(date +%s)
-  [ -n "${PICOLLO_STEP_START:-}" ] && printf '(%s s)\n' "$(( now - PICOLLO_STEP_START ))"
+  step_finished "$now"
   steps_watchdog_stop
   PICOLLO_STEP_START=$now
+  PICOLLO_STEP_NAME=$1
   printf '\n==> %s\n' "$1"
   local limit=${2:-600}
   local name=$1 ci_shell=$$
+  # Only a sleep that ran its course reports: `steps_watchdog_stop` kills the sleep before
+  # the watchdog, and a watchdog woken by that kill (before its own TERM arrives) must not
+  # take the step for an overrun (it did, in a test of two one-second steps).
   ( trap 'exit 0' TERM
-    sleep "$limit" & wait $!
+    sleep "$limit" & wait $! || exit 0
     step_overrun "$ci_shell" "$name" "$limit" >&2 ) &
   PICOLLO_WATCHDOG=$!
 }
@@ -28,8 +32,32 @@ step() {
 # Stops the current step's watchdog, and prints the last step's seconds.
 steps_done() {
   steps_watchdog_stop
-  [ -n "${PICOLLO_STEP_START:-}" ] && printf '(%s s)\n' "$(( $(date +%s) - PICOLLO_STEP_START ))"
+  step_finished "$(date +%s)"
   PICOLLO_STEP_START=
+}
+
+# Ends the current step at time $1: prints its seconds and keeps them for `steps_summary`.
+PICOLLO_STEP_TIMES=()
+step_finished() {
+  [ -n "${PICOLLO_STEP_START:-}" ] || return 0
+  local seconds=$(( $1 - PICOLLO_STEP_START ))
+  printf '(%s s)\n' "$seconds"
+  PICOLLO_STEP_TIMES+=("$(printf '%6d s  %s' "$seconds" "$PICOLLO_STEP_NAME")")
+}
+
+# The seconds of every step so far, the one running (or failed) last, then the total: .ci/run
+# prints it on exit, passed or failed, so the end of any log says where the time went.
+steps_summary() {
+  local now; now=$(date +%s)
+  echo
+  echo "Step times:"
+  printf '%s\n' "${PICOLLO_STEP_TIMES[@]}"
+  if [ -n "${PICOLLO_STEP_START:-}" ]; then
+    printf '%6d s  %s (running when the run ended)\n' "$(( now - PICOLLO_STEP_START ))" \
+      "$PICOLLO_STEP_NAME"
+  fi
+  [ -n "${PICOLLO_RUN_START:-}" ] && printf '%6d s  in all\n' "$(( now - PICOLLO_RUN_START ))"
+  return 0
 }
 
 steps_watchdog_stop() {
