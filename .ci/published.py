@@ -45,6 +45,21 @@ def published(metadata=None, libs=False):
     return [packages[name] for name in order if not libs or is_lib(packages[name])]
 
 
+def docs_rs(package):
+    """How docs.rs documents `package`, from its [package.metadata.docs.rs]: (the cargo feature
+    arguments, the targets (the first is the default page), the extra rustdoc arguments)."""
+    rs = ((package.get("metadata") or {}).get("docs") or {}).get("rs") or {}
+    args = []
+    if rs.get("all-features"):
+        args.append("--all-features")
+    if rs.get("no-default-features"):
+        args.append("--no-default-features")
+    if rs.get("features"):
+        args.append("--features=" + ",".join(rs["features"]))
+    targets = rs.get("targets") or ["x86_64-unknown-linux-gnu"]
+    return args, targets, rs.get("rustdoc-args") or []
+
+
 if __name__ == "__main__":
     for package in published(libs="--libs" in sys.argv[1:]):
         print(f"{package['name']}@{package['version']}")
