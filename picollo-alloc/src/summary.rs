@@ -27,12 +27,55 @@
 //! println!("{}", summary.one_line("Latency"));
 //! ```
 
-// The parts, each importing only those before it: `scaled` (a leaf), `values` (the summary
-// and its filling), `print` (its printed forms).
+// The summary is defined here, its methods in the parts, each importing only those before it:
+// `scaled` (a leaf), `values` (what the summary holds and how it is filled), `print` (its
+// printed forms).
 mod print;
 mod scaled;
 mod values;
 
 pub use print::{format_change, SummaryDiff, SummaryLine, SummaryTable};
 pub use scaled::Scaled;
-pub use values::{NotASummaryRank, Summary, SummaryExt, RANKS};
+pub use values::{NotASummaryRank, SummaryExt, RANKS};
+
+use picollo_core::{Layout, Percentile, Window};
+use std::time::SystemTime;
+
+/// A histogram's percentiles at the 16 ranks of [`RANKS`] and its statistics, read in one
+/// consistent pass pair (see [`Summary::fill_from`]).
+///
+/// # Range
+///
+/// A [`HistogramRead`](picollo_core::HistogramRead) knows only the window of buckets it stores, which is precise to bucket
+/// resolution: a histogram built for `10_000..=30_000` at 1% tracks `9_984..=30_207`. The
+/// summary therefore keeps both:
+///
+/// - [`Summary::window_min`]/[`Summary::window_max`], the values the window really tracks,
+///   always read from the histogram;
+/// - a *requested* range, set with [`Summary::with_range`] or [`Summary::set_range`], which
+///   is what the user asked the builder for. It survives [`Summary::fill_from`].
+///
+/// [`Summary::range_min`]/[`Summary::range_max`] (the `Range Min`/`Max` row of the table)
+/// give the requested range when one is set, otherwise the window's.
+///
+/// # Empty histograms
+///
+/// With nothing recorded inside the window every percentile is zero (its `rank` still set),
+/// the mean and standard deviation are zero, and the printed forms show `-` for them.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Summary {
+    // Private: the parts (`values`, `print`) are child modules, which read and fill them.
+    percentiles: [Percentile; 16],
+    total: u64,
+    underflow: u64,
+    overflow: u64,
+    mean: f64,
+    stdev: f64,
+    layout: Layout,
+    window: Window,
+    requested: Option<(u64, u64)>,
+    timestamp: SystemTime,
+    /// What values are divided by when printed ([`Summary::in_unit`]); 1 prints them as
+    /// recorded.
+    divisor: u64,
+}

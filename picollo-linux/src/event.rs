@@ -46,10 +46,27 @@ mod spelling;
 
 pub use config::{EventConfig, ResolvePmu, TYPE_HARDWARE, TYPE_HW_CACHE, TYPE_RAW, TYPE_SOFTWARE};
 pub use kind::{
-    CacheEvent, CacheId, CacheOp, CacheResult, Event, HardwareEvent, PmuEvent, PmuTerm,
-    SoftwareEvent,
+    CacheEvent, CacheId, CacheOp, CacheResult, HardwareEvent, PmuEvent, PmuTerm, SoftwareEvent,
 };
 pub use list::{parse_list, split_list};
 pub use modifiers::{EventSpec, Modifiers};
 pub use parse_error::{ParseErrorKind, ParseEventError};
 pub(crate) use spelling::parse_term;
+
+/// What one counter counts.
+// Defined here, its methods in the children (`kind`: parsing and conversions, `config`: the
+// `perf_event_attr` selection), beside what they use.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
+pub enum Event {
+    /// A generic hardware event.
+    Hardware(HardwareEvent),
+    /// A software event.
+    Software(SoftwareEvent),
+    /// A generic cache event.
+    Cache(CacheEvent),
+    /// A raw, CPU-specific event: `rNNNN`, `config = 0xNNNN`.
+    Raw(u64),
+    /// A dynamic PMU event, `pmu/…/`.
+    Pmu(PmuEvent),
+}

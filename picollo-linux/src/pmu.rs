@@ -22,7 +22,7 @@ use core::str::FromStr;
 use std::path::{Path, PathBuf};
 
 use crate::error::PerfError;
-use crate::event::{self, Event, EventConfig, PmuEvent, ResolvePmu};
+use crate::event::{self, EventConfig, PmuEvent, ResolvePmu};
 
 /// Where the kernel lists event sources.
 pub const SYSFS_EVENT_SOURCES: &str = "/sys/bus/event_source/devices";
@@ -358,13 +358,6 @@ impl ResolvePmu for Sysfs {
     }
 }
 
-impl Event {
-    /// [`Event::config_with`] the system's sysfs ([`Sysfs::system`]).
-    pub fn config(&self) -> Result<EventConfig, PerfError> {
-        self.config_with(&Sysfs::system())
-    }
-}
-
 fn read_trimmed(path: &Path) -> std::io::Result<String> {
     std::fs::read_to_string(path).map(|s| s.trim().to_owned())
 }
@@ -372,6 +365,7 @@ fn read_trimmed(path: &Path) -> std::io::Result<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::event::Event;
 
     #[test]
     fn format_parsing() {

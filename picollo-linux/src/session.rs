@@ -60,7 +60,8 @@
 //! - `group`: [`CounterSession`], the open group and its reads;
 //! - `builder`: [`CounterSessionBuilder`], which opens a group.
 //!
-//! Imports run one way: `counter` ← `group` ← `builder`.
+//! The session itself is defined here, its methods in `group` and `builder`. Imports run one
+//! way: `counter` ← `group` ← `builder`.
 
 mod builder;
 mod counter;
@@ -70,4 +71,26 @@ pub use crate::error::DroppedEvent;
 pub use builder::CounterSessionBuilder;
 pub(crate) use builder::ARM64_USER_READ;
 pub use counter::{Counter, OnUnsupported, ReadPath, Target};
-pub use group::{parse_group_read, CounterSession};
+pub use group::parse_group_read;
+
+use core::marker::PhantomData;
+
+use crate::count::Reading;
+use crate::page::Fallback;
+
+/// An open group of counters; see the [module docs](crate::session).
+// Defined here, its methods in the children (`group`: the reads, `builder`: the opening),
+// which see its private fields.
+#[derive(Debug)]
+pub struct CounterSession {
+    counters: Vec<Counter>,
+    dropped: Vec<DroppedEvent>,
+    buf: Vec<u64>,
+    scratch: Vec<Reading>,
+    ids: Vec<u64>,
+    fast_path: bool,
+    last_path: Option<ReadPath>,
+    last_fallback: Option<Fallback>,
+    /// Not `Send`: the rdpmc path reads the counters of the thread it runs on.
+    _not_send: PhantomData<*const ()>,
+}

@@ -1,7 +1,8 @@
 //! Per-name span statistics: [`SpanAggregator`] takes decoded spans (one at a time, or
 //! already aggregated into histograms: [`AggregatedSpans`]) and counter events, and keeps per
 //! span name the histograms of durations, counter deltas and instructions per cycle, and per
-//! counter-event name the values. [`super::table`] turns them into the per-phase table.
+//! counter-event name the values. Its `table` and `event_table` (in `aggregate/view.rs`) turn
+//! them into the tables of [`super::table`].
 
 use core::fmt;
 use std::collections::{BTreeMap, HashMap};
@@ -11,6 +12,9 @@ use picollo_ring::{ClockInfo, Drained};
 
 use super::clock::{clock_hz, clock_kind, now};
 use picollo_alloc::heap::{self, HeapHistogram};
+
+// The per-phase and counter-event tables: the aggregator's methods that make them.
+mod view;
 
 /// The histogram layout of span statistics: block scale 7, 0.4% relative error.
 fn layout() -> Layout {

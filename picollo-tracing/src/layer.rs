@@ -219,6 +219,7 @@ impl Builder {
             counter_problems: std::sync::Mutex::new(Vec::new()),
             unmatched_exits: AtomicU64::new(0),
             lost_intervals: AtomicU64::new(0),
+            finisher: std::sync::Mutex::new(None),
         });
         if let Some(p) = problem {
             shared.warn_once(p);

@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::io::Write;
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, PoisonError};
+use std::sync::{Arc, PoisonError, Weak};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use picollo_alloc::hdr::interop::{export, ExportOptions};
@@ -17,7 +17,7 @@ use picollo_spans::clock::ticks_to_ns;
 use picollo_spans::{format_duration_ns, AggregatedSpans, SpanAggregator, SpanTable};
 
 use crate::callsite::{CallsiteStats, Histograms, Outermost, SpanHistogram};
-use crate::shared::Shared;
+use crate::shared::{Finish, Shared};
 
 /// The sum of the values of `h`, from bucket midpoints (each value within half its bucket's
 /// width, 0.4%; exact below 256), plus the overflow counted at the window's top (a lower
@@ -147,9 +147,27 @@ impl Handle {
         Self { shared }
     }
 
-    /// Whether `other` is a handle of the same layer.
-    pub(crate) fn same_layer(&self, other: &Handle) -> bool {
-        Arc::ptr_eq(&self.shared, &other.shared)
+    /// Registers the layer's work at shutdown, which [`Handle::finish`] runs.
+    pub(crate) fn set_finisher(&self, finisher: Weak<dyn Finish>) {
+        *self
+            .shared
+            .finisher
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Some(finisher);
+    }
+
+    /// Finishes the layer now, as at exit: writes the last interval of its periodic `.hlog`
+    /// ([`Builder::hlog`](crate::Builder::hlog)) and prints its table when it reports at
+    /// exit, once (exit then does nothing more); returns when that is done, also when
+    /// another thread started it. For a program that handles `SIGTERM` itself (a graceful
+    /// shutdown), at the end of its shutdown path, so that the spans closed during the
+    /// shutdown are reported; `Builder::finish_on_sigterm` does it for programs that do not
+    /// (and does nothing where the program handles the signal). Does nothing once the layer
+    /// was dropped (the drop wrote the last interval).
+    pub fn finish(&self) {
+        if let Some(finisher) = self.shared.finisher() {
+            finisher.finish();
+        }
     }
 
     /// The counters the layer samples (empty: time only).

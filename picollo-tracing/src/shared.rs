@@ -2,6 +2,7 @@
 //! (which writes it) and the reports (which read it) import it, and not each other.
 
 use std::sync::atomic::{AtomicU32, AtomicU64};
+use std::sync::{Mutex, PoisonError, Weak};
 
 use crate::callsite::Callsites;
 use crate::counters::CounterSpec;
@@ -31,6 +32,19 @@ pub(crate) struct Shared {
     pub(crate) unmatched_exits: AtomicU64,
     /// Intervals whose span was gone (closed) when they ended.
     pub(crate) lost_intervals: AtomicU64,
+    /// The layer's work at shutdown, registered by `shutdown` when the layer is built and run
+    /// by [`Handle::finish`](crate::Handle::finish). Weak: the finisher holds a handle, so a
+    /// strong reference here would keep the state alive in a circle.
+    pub(crate) finisher: Mutex<Option<Weak<dyn Finish>>>,
+}
+
+/// What a layer does when it finishes (its last `.hlog` interval, its table), once. A trait
+/// in this leaf module so that the reports (where [`Handle::finish`](crate::Handle::finish)
+/// lives, beside the handle's other methods) and the shutdown (which runs the finishers and
+/// holds handles) import it rather than each other.
+pub(crate) trait Finish: Send + Sync {
+    /// Finishes the layer; returns when that is done, by this caller or another.
+    fn finish(&self);
 }
 
 impl Shared {
@@ -40,11 +54,20 @@ impl Shared {
         let mut seen = self
             .counter_problems
             .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+            .unwrap_or_else(PoisonError::into_inner);
         if !seen.contains(&problem) {
             eprintln!("picollo-tracing: {problem}; span times are still recorded");
             seen.push(problem);
         }
+    }
+
+    /// The layer's finisher, while it is registered.
+    pub(crate) fn finisher(&self) -> Option<std::sync::Arc<dyn Finish>> {
+        self.finisher
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .as_ref()
+            .and_then(Weak::upgrade)
     }
 
     pub(crate) fn all_counters_mask(&self) -> u32 {

@@ -32,10 +32,11 @@
 
 use std::io::Write;
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
-use std::sync::{Arc, Condvar, Mutex, Once, PoisonError};
+use std::sync::{Arc, Condvar, Mutex, Once, PoisonError, Weak};
 use std::time::Duration;
 
 use crate::report::{Handle, SpanLog};
+use crate::shared::Finish;
 
 /// A `.hlog` destination the layer writes to on its own.
 pub(crate) type LogOut = Box<dyn Write + Send>;
@@ -76,7 +77,7 @@ pub(crate) struct Finisher {
     stop: (Mutex<bool>, Condvar),
 }
 
-impl Finisher {
+impl Finish for Finisher {
     /// Writes the last interval and prints the table, once; returns when it is done, by
     /// this caller or another.
     fn finish(&self) {
@@ -93,7 +94,9 @@ impl Finisher {
         self.stage.store(DONE, Ordering::Relaxed);
         *finished = true;
     }
+}
 
+impl Finisher {
     /// Writes the last interval of the log, if the layer has one and it was not written.
     fn write_last_interval(&self) {
         let mut log = self.log.lock().unwrap_or_else(PoisonError::into_inner);
@@ -107,10 +110,6 @@ impl Finisher {
         }
         // Under the log's lock: the periodic writer writes nothing after the last interval.
         self.done.store(true, Ordering::Release);
-    }
-
-    fn is_for(&self, handle: &Handle) -> bool {
-        self.handle.same_layer(handle)
     }
 
     /// What a finish that is not done yet has not written (for a `SIGTERM` that cuts it
@@ -192,25 +191,6 @@ pub(crate) fn finish_all() {
     }
 }
 
-/// Finishes the layers of `handle` (see [`Handle::finish`]).
-impl Handle {
-    /// Finishes the layer now, as at exit: writes the last interval of its periodic `.hlog`
-    /// ([`Builder::hlog`](crate::Builder::hlog)) and prints its table when it reports at
-    /// exit, once (exit then does nothing more); returns when that is done, also when
-    /// another thread started it. For a program that handles `SIGTERM` itself (a graceful
-    /// shutdown), at the end of its shutdown path, so that the spans closed during the
-    /// shutdown are reported; `Builder::finish_on_sigterm` does it for programs that do not
-    /// (and does nothing where the program handles the signal). Does nothing once the layer
-    /// was dropped (the drop wrote the last interval).
-    // Defined here, beside the finishers it runs, so that `report` (the handle's reads)
-    // does not import this module back.
-    pub fn finish(&self) {
-        for f in finishers().iter().filter(|f| f.is_for(self)) {
-            f.finish();
-        }
-    }
-}
-
 /// A layer's place among the finishers and the users of `SIGTERM`, given up when the layer
 /// drops.
 #[derive(Default)]
@@ -244,6 +224,8 @@ impl Registration {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .push(f.clone());
+        let weak: Weak<dyn Finish> = Arc::downgrade(&f) as Weak<Finisher>;
+        f.handle.set_finisher(weak);
         self.finisher = Some(f.clone());
         install_atexit();
         if let Some(period) = period {

@@ -1,6 +1,6 @@
 //! HdrHistogram's bucket geometry and a plain counts container in its index space.
 
-use super::HdrError;
+use super::{HdrCounts, HdrError};
 
 /// Highest `significant_digits` HdrHistogram accepts.
 pub const MAX_SIGNIFICANT_DIGITS: u8 = 5;
@@ -283,48 +283,6 @@ pub struct HdrBucket {
     pub highest: u64,
     /// The count.
     pub count: u64,
-}
-
-/// An HdrHistogram in its own index space: the V2 header fields plus the counts array.
-///
-/// This is the neutral form the codec reads and writes. `counts[i]` is the count of
-/// HdrHistogram counts-array index `i` (in logical order: HdrHistogram's
-/// `getCountAtIndex(i)`, before any normalizing offset is applied to storage); the value range
-/// of index `i` is given by [`HdrGeometry::lowest_equivalent`] and
-/// [`HdrGeometry::highest_equivalent`]. For a `DoubleHistogram`'s internal histogram, real values
-/// are integer values times [`int_to_double_ratio`](Self::int_to_double_ratio).
-///
-/// `counts` may be shorter than the geometry's [`counts_len`](HdrGeometry::counts_len): missing
-/// entries are zero. A decoded histogram's `counts` ends at the last count the payload wrote.
-///
-/// ```
-/// use picollo_alloc::hdr::HdrCounts;
-///
-/// let mut h = HdrCounts::new(1, 3_600_000_000, 3)?;
-/// h.record(1_000, 2)?;
-/// h.record(123_456, 1)?;
-/// let bytes = h.encode_v2()?;
-/// let back = HdrCounts::decode(&bytes)?;
-/// assert_eq!(back.total_count(), 3);
-/// assert_eq!(back.max(), 123_519);
-/// assert_eq!(back.value_at_percentile(50.0), Some(1_000));
-/// # Ok::<(), picollo_alloc::hdr::HdrError>(())
-/// ```
-#[derive(Debug, Clone, PartialEq)]
-pub struct HdrCounts {
-    /// Lowest discernible value (HdrHistogram `lowestDiscernibleValue`, >= 1).
-    pub lowest_discernible: u64,
-    /// Highest trackable value (HdrHistogram `highestTrackableValue`).
-    pub highest_trackable: u64,
-    /// Significant decimal digits, 0 to 5.
-    pub significant_digits: u8,
-    /// HdrHistogram's normalizing index offset (non-zero only for shifted `DoubleHistogram`
-    /// internals). Carried through encode and decode unchanged; `counts` is in logical order.
-    pub normalizing_offset: i32,
-    /// Integer-to-double conversion ratio (1.0 for integer histograms).
-    pub int_to_double_ratio: f64,
-    /// Counts by HdrHistogram counts-array index; missing trailing entries are zero.
-    pub counts: Vec<u64>,
 }
 
 impl HdrCounts {

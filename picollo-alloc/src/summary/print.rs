@@ -6,7 +6,7 @@ use core::fmt;
 use picollo_core::fmt::{Grouped, GroupedFloat, Trimmed};
 use picollo_core::Percentile;
 
-use super::values::Summary;
+use super::Summary;
 
 /// The ranks printed by [`Summary::one_line`] (the monitoring line of Picollo for .NET), as
 /// positions in [`RANKS`] and labels.

@@ -8,51 +8,13 @@ use picollo_core::{EquivalentValue, HistogramRead, Layout, Percentile, ReadExt, 
 use std::time::SystemTime;
 
 use super::scaled::Scaled;
+use super::Summary;
 
 /// The ranks of every summary, in order (those of Picollo for .NET's summaries):
 /// `0, 1, 5, 10, 25, 50, 75, 90, 92.5, 95, 97.5, 99, 99.9, 99.99, 99.999, 100`.
 pub const RANKS: [f64; 16] = [
     0.0, 1.0, 5.0, 10.0, 25.0, 50.0, 75.0, 90.0, 92.5, 95.0, 97.5, 99.0, 99.9, 99.99, 99.999, 100.0,
 ];
-
-/// A histogram's percentiles at the 16 ranks of [`RANKS`] and its statistics, read in one
-/// consistent pass pair (see [`Summary::fill_from`]).
-///
-/// # Range
-///
-/// A [`HistogramRead`] knows only the window of buckets it stores, which is precise to bucket
-/// resolution: a histogram built for `10_000..=30_000` at 1% tracks `9_984..=30_207`. The
-/// summary therefore keeps both:
-///
-/// - [`Summary::window_min`]/[`Summary::window_max`], the values the window really tracks,
-///   always read from the histogram;
-/// - a *requested* range, set with [`Summary::with_range`] or [`Summary::set_range`], which
-///   is what the user asked the builder for. It survives [`Summary::fill_from`].
-///
-/// [`Summary::range_min`]/[`Summary::range_max`] (the `Range Min`/`Max` row of the table)
-/// give the requested range when one is set, otherwise the window's.
-///
-/// # Empty histograms
-///
-/// With nothing recorded inside the window every percentile is zero (its `rank` still set),
-/// the mean and standard deviation are zero, and the printed forms show `-` for them.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Summary {
-    // `pub(super)`: the printers in `print` read the fields.
-    pub(super) percentiles: [Percentile; 16],
-    pub(super) total: u64,
-    pub(super) underflow: u64,
-    pub(super) overflow: u64,
-    pub(super) mean: f64,
-    pub(super) stdev: f64,
-    pub(super) layout: Layout,
-    pub(super) window: Window,
-    pub(super) requested: Option<(u64, u64)>,
-    pub(super) timestamp: SystemTime,
-    /// What values are divided by when printed ([`Summary::in_unit`]); 1 prints them as
-    /// recorded.
-    pub(super) divisor: u64,
-}
 
 impl Default for Summary {
     /// An empty summary of an empty full-range histogram with the default layout, stamped at

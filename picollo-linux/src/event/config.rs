@@ -5,7 +5,8 @@
 
 use perf_event_open_sys::bindings as sys;
 
-use super::kind::{Event, PmuEvent};
+use super::kind::PmuEvent;
+use super::Event;
 
 /// `perf_event_attr.type` of generic hardware events.
 pub const TYPE_HARDWARE: u32 = sys::PERF_TYPE_HARDWARE;
@@ -58,7 +59,7 @@ where
 impl Event {
     /// The `perf_event_attr` selection for this event. Hardware, software, cache and raw
     /// events need nothing else; `pmu/…/` events are resolved by `resolver` (a session uses
-    /// [`crate::pmu::Sysfs`]; [`Event::config`] is this with the system's sysfs).
+    /// the system's sysfs, [`crate::pmu::Sysfs::system`]).
     ///
     /// ```
     /// use picollo_linux::event::{Event, EventConfig, PmuEvent, TYPE_HARDWARE};

@@ -1,9 +1,11 @@
-//! The event model: what one counter counts ([`Event`]: hardware, software, cache, raw and
-//! dynamic PMU events) and each kind's canonical perf name.
+//! The event model: the kinds of what one counter counts (hardware, software, cache, raw and
+//! dynamic PMU events, the variants of [`Event`]), each kind's canonical perf name, and
+//! [`Event`]'s parsing and conversions.
 
 use core::fmt;
 
 use super::parse_error::{ParseErrorKind, ParseEventError};
+use super::Event;
 
 /// Generic hardware events (`PERF_TYPE_HARDWARE`). They need a hardware PMU.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -406,22 +408,6 @@ pub(super) fn valid_pmu_name(s: &str) -> bool {
         && s != ".."
         && s.bytes()
             .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-' || b == b'.')
-}
-
-/// What one counter counts.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-#[non_exhaustive]
-pub enum Event {
-    /// A generic hardware event.
-    Hardware(HardwareEvent),
-    /// A software event.
-    Software(SoftwareEvent),
-    /// A generic cache event.
-    Cache(CacheEvent),
-    /// A raw, CPU-specific event: `rNNNN`, `config = 0xNNNN`.
-    Raw(u64),
-    /// A dynamic PMU event, `pmu/…/`.
-    Pmu(PmuEvent),
 }
 
 impl Event {

@@ -4,8 +4,8 @@
 use core::fmt;
 use core::str::FromStr;
 
-use super::kind::Event;
 use super::parse_error::{ParseErrorKind, ParseEventError};
+use super::Event;
 
 /// perf's event modifiers, the part after `:` in `page-faults:u` (or after the closing `/` of
 /// a PMU event, `cpu/event=0x3c/uk`): which privilege levels and which side of a virtual

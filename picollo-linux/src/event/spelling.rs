@@ -4,10 +4,11 @@
 use core::str::FromStr;
 
 use super::kind::{
-    valid_pmu_name, CacheEvent, CacheId, CacheOp, CacheResult, Event, HardwareEvent, PmuEvent,
-    PmuTerm, SoftwareEvent,
+    valid_pmu_name, CacheEvent, CacheId, CacheOp, CacheResult, HardwareEvent, PmuEvent, PmuTerm,
+    SoftwareEvent,
 };
 use super::parse_error::{ParseErrorKind, ParseEventError};
+use super::Event;
 
 impl FromStr for Event {
     type Err = ParseEventError;

@@ -14,7 +14,7 @@ use crate::pmu::Sysfs;
 use crate::sys::{self, AttrFlags, Mapping};
 
 use super::counter::{Counter, OnUnsupported, Target};
-use super::group::CounterSession;
+use super::CounterSession;
 
 impl CounterSession {
     /// A builder with the defaults: this thread, not pinned, kernel and hypervisor excluded,

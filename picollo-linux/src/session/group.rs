@@ -1,7 +1,6 @@
 //! [`CounterSession`]: an open group of counters, read with one `read()` or through the rdpmc
 //! fast path ([`parse_group_read`] parses the former), with deltas, scaling and histograms.
 
-use core::marker::PhantomData;
 use std::os::fd::AsFd;
 
 use picollo_core::source::{CounterSource, SourceError};
@@ -13,6 +12,7 @@ use crate::page::{read_page, Fallback, NativeInstructions, PageRead};
 use crate::sys::{self, Ioctl};
 
 use super::counter::{Counter, ReadPath};
+use super::CounterSession;
 
 /// Parses a group read, `nr, time_enabled, time_running, nr × {value, id}`, into one
 /// [`Reading`] per counter, matching values to counters by id.
@@ -54,21 +54,6 @@ pub fn parse_group_read(words: &[u64], ids: &[u64], out: &mut [Reading]) -> Resu
         };
     }
     Ok(())
-}
-
-/// An open group of counters; see the [module docs](crate::session).
-#[derive(Debug)]
-pub struct CounterSession {
-    pub(super) counters: Vec<Counter>,
-    pub(super) dropped: Vec<DroppedEvent>,
-    pub(super) buf: Vec<u64>,
-    pub(super) scratch: Vec<Reading>,
-    pub(super) ids: Vec<u64>,
-    pub(super) fast_path: bool,
-    pub(super) last_path: Option<ReadPath>,
-    pub(super) last_fallback: Option<Fallback>,
-    /// Not `Send`: the rdpmc path reads the counters of the thread it runs on.
-    pub(super) _not_send: PhantomData<*const ()>,
 }
 
 impl CounterSession {

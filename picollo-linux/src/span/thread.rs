@@ -21,6 +21,10 @@ use crate::shm::{ShmError, ShmWriter};
 use super::config::{config, counters_in_force, set_requested, SpanCounters, RING_PREFIX};
 use super::error::SpanError;
 
+// The methods a span layer calls (re-exported with the type by `span::raw`).
+mod layer;
+pub use layer::Samples;
+
 // ---------------------------------------------------------------------------------------------
 // The thread's ring
 // ---------------------------------------------------------------------------------------------

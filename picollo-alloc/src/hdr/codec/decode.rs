@@ -3,9 +3,10 @@
 //! and the payload decoder, which checks every counts index against the geometry.
 
 use super::format::{MAX_GEOMETRY_COUNTS_LEN, V2_HEADER_LEN};
-use crate::hdr::counts::{HdrCounts, HdrGeometry};
+use crate::hdr::counts::HdrGeometry;
 use crate::hdr::error::HdrError;
 use crate::hdr::zigzag;
+use crate::hdr::HdrCounts;
 
 const V2_BASE: u32 = 0x1C84_9303;
 const V2_DEFLATE_BASE: u32 = 0x1C84_9304;

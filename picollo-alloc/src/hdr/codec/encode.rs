@@ -3,9 +3,9 @@
 //! zlib wrapper.
 
 use super::format::{V2_COOKIE, V2_DEFLATE_COOKIE, V2_HEADER_LEN};
-use crate::hdr::counts::HdrCounts;
 use crate::hdr::error::HdrError;
 use crate::hdr::zigzag;
+use crate::hdr::HdrCounts;
 
 /// Output the encoder makes room for at a time, in bytes (zero-filled in these steps, so a
 /// sparse histogram with a huge counts array does not reserve 9 bytes for every entry).

@@ -11,8 +11,9 @@ use super::mapping::{
     clamp_highest, finer_significant_digits, indexes_alike, significant_digits_for, BucketMapping,
 };
 use crate::hdr::codec::{deflate_v2, encode_v2, CountsSource, PayloadWriter, V2Fields};
-use crate::hdr::counts::{HdrCounts, HdrGeometry};
+use crate::hdr::counts::HdrGeometry;
 use crate::hdr::error::HdrError;
+use crate::hdr::HdrCounts;
 
 /// Options of [`export`]. The default is strict: the layout's own significant digits (exact),
 /// a highest trackable value covering the window, and an error for anything V2 cannot hold.

@@ -5,8 +5,9 @@ use picollo_core::{HistogramRead, Layout, Record, Window};
 
 use super::error::InteropError;
 use super::mapping::{indexes_alike, layout_for, BucketMapping};
-use crate::hdr::counts::{HdrCounts, HdrGeometry};
+use crate::hdr::counts::HdrGeometry;
 use crate::hdr::error::HdrError;
+use crate::hdr::HdrCounts;
 use crate::heap::{self, HeapHistogram};
 
 /// What [`add_hdr`] (and [`to_picollo_in`]) did.

@@ -9,8 +9,8 @@ use base64::Engine as _;
 use super::error::LogError;
 use super::line::{parse_line, LogLine};
 use crate::hdr::codec::DecodeLimits;
-use crate::hdr::counts::HdrCounts;
 use crate::hdr::error::HdrError;
+use crate::hdr::HdrCounts;
 
 /// Default longest line the reader accepts, in bytes.
 pub const DEFAULT_MAX_LINE_LEN: usize = 16 << 20;

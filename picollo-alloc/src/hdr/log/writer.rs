@@ -8,8 +8,8 @@ use base64::Engine as _;
 use super::error::LogError;
 use super::line::{LEGEND, LOG_FORMAT_VERSION};
 use crate::hdr::codec::BEST_COMPRESSION;
-use crate::hdr::counts::HdrCounts;
 use crate::hdr::java_fmt::java_fixed;
+use crate::hdr::HdrCounts;
 
 /// Default divisor of the `Interval_Max` column (HdrHistogram's: nanoseconds to milliseconds).
 pub const DEFAULT_MAX_VALUE_UNIT_RATIO: f64 = 1_000_000.0;
