@@ -43,8 +43,10 @@ pub struct PicolloLayer {
     counters: bool,
     rings: bool,
     /// The layer's place among the finishers at exit and on `SIGTERM`, given up when the
-    /// layer drops (it then prints nothing more).
-    _shutdown: Registration,
+    /// layer drops (it then prints nothing more). Boxed: the layer lives by value inside the
+    /// subscriber, and its 32 more bytes cost 6 instructions per span on the hot path
+    /// (`tracing_iai`'s whole span, fat LTO: 466 against 460 boxed, as before the field).
+    _shutdown: Box<Registration>,
 }
 
 impl std::fmt::Debug for PicolloLayer {
@@ -254,7 +256,7 @@ impl Builder {
             counters: !shared.counters.is_empty(),
             rings: !self.no_rings,
             shared,
-            _shutdown: shutdown,
+            _shutdown: Box::new(shutdown),
         }
     }
 }
