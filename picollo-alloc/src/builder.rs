@@ -39,7 +39,8 @@
 
 use crate::heap::{self, HeapAtomicHistogram, HeapHistogram, HeapStorage};
 use crate::sparse::{PageCell, SparseStorage};
-pub use crate::storage_choice::{BuiltAtomicHistogram, Dense, Sparse, StorageChoice};
+pub(crate) use crate::storage_choice::BuiltAtomicHistogram;
+pub use crate::storage_choice::{Dense, Sparse, StorageChoice};
 use crate::thread_local::{LocalCounter, ThreadLocalHistogram};
 use core::fmt;
 use core::marker::PhantomData;

@@ -1,7 +1,7 @@
 //! Bulk reads of the non-empty buckets into a list: [`recorded_into`] collects the runs of any
 //! [`HistogramRead::recorded_runs`] (the one bulk-read method every kind implements, with its
 //! own fastest scan) as `(storage index, count)` pairs, which the classic export maps in one loop;
-//! [`push_nonzero_run`] is its branch-free step ([`nonzero_mask`] its test, which the native
+//! `push_nonzero_run` is its branch-free step ([`nonzero_mask`] its test, which the native
 //! fill of `picollo-export` shares), shared with
 //! [`ThreadLocalHistogram::read_recorded`](crate::ThreadLocalHistogram::read_recorded).
 

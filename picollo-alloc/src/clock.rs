@@ -259,7 +259,7 @@ pub fn nanos_to_ticks(nanos: u64) -> u64 {
 /// For rates of at least 1 GHz, `ticks_to_nanos_at(nanos_to_ticks_at(n, r), r) == n`; for
 /// rates up to 1 GHz, `nanos_to_ticks_at(ticks_to_nanos_at(t, r), r) == t`.
 #[inline]
-pub const fn ticks_to_nanos_at(ticks: u64, ticks_per_second: u64) -> u64 {
+pub(crate) const fn ticks_to_nanos_at(ticks: u64, ticks_per_second: u64) -> u64 {
     let rate = if ticks_per_second == 0 {
         1
     } else {

@@ -38,7 +38,7 @@
 //! `0..2B`) are HdrHistogram's bucket 0, and each later Picollo block is the upper half of
 //! the next HdrHistogram bucket. So:
 //!
-//! - `SubBuckets` = `2B` ([`hdr_sub_bucket_count`]);
+//! - `SubBuckets` = `2B` (`hdr_sub_bucket_count`);
 //! - `Buckets` = the number of HdrHistogram buckets needed to cover the window's highest
 //!   trackable value, HdrHistogram's `getBucketsNeededToCoverValue` ([`hdr_bucket_count`]).
 //!   Picollo's window minimum does not change it: HdrHistogram buckets always start at 0.
@@ -86,10 +86,7 @@ use picollo_core::read::consistent;
 
 mod read;
 use picollo_core::{HistogramRead, Layout, ReadExt, Window};
-pub use read::{
-    looks_like_hgrm, parse_hgrm, HgrmFile, HgrmParseError, HgrmStep, MAX_HGRM_DECIMALS,
-    MAX_HGRM_LINE, MAX_HGRM_LINES,
-};
+pub use read::{looks_like_hgrm, parse_hgrm, HgrmFile, HgrmParseError, HgrmStep};
 use std::io;
 
 use crate::hdr::java_fmt::java_fixed;
@@ -125,7 +122,7 @@ impl From<HgrmError> for io::Error {
 }
 
 /// HdrHistogram's `subBucketCount` for `layout`: `2B`.
-pub fn hdr_sub_bucket_count(layout: Layout) -> u64 {
+pub(crate) fn hdr_sub_bucket_count(layout: Layout) -> u64 {
     2 * layout.block_size()
 }
 

@@ -141,4 +141,5 @@ impl StorageChoice for Dense {
 }
 
 /// An atomic histogram over the storage a builder chose.
-pub type BuiltAtomicHistogram<A, S> = AtomicHistogram<<S as StorageChoice>::Cells<A>, Layout>;
+pub(crate) type BuiltAtomicHistogram<A, S> =
+    AtomicHistogram<<S as StorageChoice>::Cells<A>, Layout>;

@@ -14,7 +14,7 @@
 //!   `0.96 % · (cumulative count below it)`, so p50 can be reported as roughly p49.5..p50.5 on
 //!   heavily contended buckets. Tails (p99.9 and up) sit on small bucket counts, which are exact.
 //!
-//! Underflow and overflow stay exact (`fetch_add`, through the same [`SharedState`] as the
+//! Underflow and overflow stay exact (`fetch_add`, through the same `SharedState` as the
 //! atomic kind): they are rare by construction.
 
 use crate::atomic::SharedState;

@@ -2,7 +2,7 @@
 //! reads are protected from concurrent resets by a version (seqlock) with optimistic retry.
 //!
 //! Every write is lock-free on every target ([`crate::cell`]): the cells are native atomics,
-//! the underflow and overflow counts are [`WideCounter`](crate::cell::WideCounter)s, and the version is a native
+//! the underflow and overflow counts are `WideCounter`s, and the version is a native
 //! [`AtomicWord`]. So thread mode and interrupt handlers can record into one `static`
 //! histogram without a lock.
 //!
@@ -16,7 +16,7 @@
 //!
 //! The module's rooms: this file owns the atomic counters ([`AtomicCounter`]) and the histogram;
 //! `seqlock` the version that sequences resets against reads, and the state the atomic and
-//! approximate kinds share around it ([`Version`], [`SharedState`]); `tests` their tests.
+//! approximate kinds share around it ([`Version`], `SharedState`); `tests` their tests.
 
 // `Word` is `u64` on targets with 64-bit atomics and `u32` elsewhere: the casts between it
 // and `u64` are needed on 32-bit targets even where they are no-ops.
@@ -139,7 +139,9 @@ mod seqlock;
 #[cfg(test)]
 mod tests;
 
-pub use seqlock::{SharedState, Version};
+pub use seqlock::Version;
+
+pub(crate) use seqlock::SharedState;
 
 /// A histogram shared by many writers: every bucket is an atomic counter and `record` is one
 /// `fetch_add(Relaxed)`. Same layout, window and read trait as [`crate::Histogram`].
@@ -168,7 +170,7 @@ pub use seqlock::{SharedState, Version};
 ///   so an interrupt handler may reset while thread mode resets or reads.
 /// - the `try_` reads of [`ReadExt`](crate::ReadExt) (`try_total`, `try_int_stats`,
 ///   `try_fixed_percentiles`, ...): **wait-free**: at most
-///   [`TRY_READ_ATTEMPTS`](crate::read::TRY_READ_ATTEMPTS) passes over the cells, and
+///   `TRY_READ_ATTEMPTS` passes over the cells, and
 ///   `ResetInProgress` instead of waiting when a reset is in progress (from an interrupt
 ///   handler that landed inside a thread-mode reset: ask again at the next interrupt).
 /// - the other reads (`total`, `fixed_percentiles`, ...): **blocking** while a reset is in
@@ -394,7 +396,7 @@ where
     /// through [`HistogramRead`] retry (or, the `try_` ones, report `ResetInProgress`) instead
     /// of seeing a half-cleared histogram. Counted in [`HistogramRead::reset_count`].
     ///
-    /// **Lock-free** (see [`SharedState::reset`]): safe from an interrupt handler, including
+    /// **Lock-free** (see `SharedState::reset`): safe from an interrupt handler, including
     /// one that landed inside a thread-mode reset or read of the same histogram.
     pub fn reset(&self) {
         self.shared

@@ -7,7 +7,7 @@
 //! with a global spinlock. An interrupt handler that records while the code it interrupted
 //! holds that lock spins forever: a firmware deadlock. So this crate never uses an atomic wider
 //! than the target has. Each shared word is a [`Word`] (`u64` where the target has 64-bit
-//! atomics, `u32` elsewhere), and a 64-bit count on a 32-bit target is a [`WideCounter`]: two
+//! atomics, `u32` elsewhere), and a 64-bit count on a 32-bit target is a `WideCounter`: two
 //! 32-bit halves with a carry. A compile-time assertion proves, for every atomic type a record
 //! path touches, that `is_always_lock_free()` holds on the target being built (with the
 //! `critical-section` feature, read-modify-writes run inside critical sections instead, which
@@ -167,7 +167,7 @@ rmw_atomic!(AtomicU64, u64);
 ///
 /// Like the `u64` bucket counters ([`crate::Counter`]) it saturates at `2^63 - 1`.
 #[derive(Default)]
-pub struct WideCounter {
+pub(crate) struct WideCounter {
     #[cfg(target_has_atomic = "64")]
     value: AtomicU64,
     #[cfg(not(target_has_atomic = "64"))]
@@ -176,10 +176,10 @@ pub struct WideCounter {
 
 impl WideCounter {
     /// The largest count: `2^63 - 1`.
-    pub const MAX: u64 = i64::MAX as u64;
+    pub(crate) const MAX: u64 = i64::MAX as u64;
 
     /// A zero count.
-    pub const fn new() -> Self {
+    pub(crate) const fn new() -> Self {
         WideCounter {
             #[cfg(target_has_atomic = "64")]
             value: AtomicU64::new(0),
@@ -190,7 +190,7 @@ impl WideCounter {
 
     /// Adds `n` (relaxed), saturating at [`WideCounter::MAX`].
     #[inline]
-    pub fn add(&self, n: u64)
+    pub(crate) fn add(&self, n: u64)
     where
         for<'a> AtomicWord: RmwAtomic<Word>,
     {
@@ -208,7 +208,7 @@ impl WideCounter {
 
     /// The count (relaxed).
     #[inline]
-    pub fn get(&self) -> u64 {
+    pub(crate) fn get(&self) -> u64 {
         #[cfg(target_has_atomic = "64")]
         return self.value.load(Ordering::Relaxed);
         #[cfg(not(target_has_atomic = "64"))]
@@ -218,7 +218,7 @@ impl WideCounter {
     /// Sets the count to zero (relaxed stores; the shared kinds sequence this with their
     /// version, see [`crate::atomic::SharedState::reset`]).
     #[inline]
-    pub fn clear(&self) {
+    pub(crate) fn clear(&self) {
         #[cfg(target_has_atomic = "64")]
         self.value.store(0, Ordering::Relaxed);
         #[cfg(not(target_has_atomic = "64"))]

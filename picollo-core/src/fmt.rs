@@ -21,7 +21,7 @@ impl fmt::Display for Grouped {
 
 /// Writes a wide unsigned integer (for example a bucket's exclusive bound `2^64`) grouped.
 #[derive(Clone, Copy, Debug)]
-pub struct GroupedWide(pub u128);
+pub(crate) struct GroupedWide(pub u128);
 
 impl fmt::Display for GroupedWide {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

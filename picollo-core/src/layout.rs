@@ -387,7 +387,7 @@ impl Layout {
     /// [`Layout::position`] of a `u32` value, in 32-bit arithmetic (see
     /// [`Layout::index_of_u32`]).
     #[inline(always)]
-    pub const fn position_u32(self, value: u32) -> BucketPos {
+    pub(crate) const fn position_u32(self, value: u32) -> BucketPos {
         position_u32_scale(self.block_scale(), value >> self.unit_magnitude())
     }
 
@@ -542,4 +542,6 @@ use index::{index_of_masked, index_of_u32_masked, position_of_scale, position_u3
 #[cfg(test)]
 mod tests;
 
-pub use spec::{records_its_layout, ConstLayout, LayoutSpec, UnitLayout};
+pub use spec::{ConstLayout, LayoutSpec, UnitLayout};
+
+pub(crate) use spec::records_its_layout;

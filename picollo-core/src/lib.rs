@@ -171,4 +171,4 @@ pub mod prelude {
 /// The README's examples, compiled and run as doc tests.
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]
-pub struct ReadmeDoctests;
+pub(crate) struct ReadmeDoctests;

@@ -45,10 +45,13 @@ mod rank;
 mod stats;
 
 pub use buckets::{Bucket, BucketPercentiles, Buckets};
-pub use consistent::{consistent, try_consistent, TRY_READ_ATTEMPTS};
+
+#[cfg(test)]
+pub(crate) use consistent::TRY_READ_ATTEMPTS;
+pub use consistent::{consistent, try_consistent};
 pub use error::{PercentileError, ResetInProgress};
 pub use ext::ReadExt;
 pub use histogram_read::{for_each_nonempty_run, HistogramRead};
 pub use percentile::{EquivalentValue, FixedPercentile, Percentile};
-pub use rank::{check_rank, rank_count, Rank};
+pub use rank::{rank_count, Rank};
 pub use stats::{IntStats, Stats};

@@ -431,7 +431,7 @@ pub const CELL_RUN: usize = 8;
 
 /// How many blocks (of 64 runs) ahead [`cell_runs`] asks for cache lines: two measured best
 /// on a scrape of full-range histograms (`benches/RESULTS.md`, block `export-encode`).
-pub const PREFETCH_BLOCKS: usize = 2;
+pub(crate) const PREFETCH_BLOCKS: usize = 2;
 
 /// Asks the CPU to load the cache lines of `cells` (a hint: nothing is read, nothing can
 /// fault). A no-op off x86-64 and under Miri.
@@ -466,7 +466,7 @@ fn prefetch_lines<T>(cells: &[T]) {
 /// bucket of a sparse histogram) and without bounds checks (exact chunks), then the mask's
 /// runs, found with trailing-zero counts (their cells, just read, are still in cache). A
 /// sparse full-range histogram costs about two instructions per cell. On x86-64 each block
-/// first asks for the cache lines of the block [`PREFETCH_BLOCKS`] ahead: a block of `u64`
+/// first asks for the cache lines of the block `PREFETCH_BLOCKS` ahead: a block of `u64`
 /// cells is a 4 KB page, where the hardware's own prefetch stops, and what `f` does with a
 /// run would otherwise wait for memory at every page.
 ///

@@ -137,7 +137,7 @@ impl Window {
     }
 
     /// Checks that a storage of `actual` cells fits this window exactly.
-    pub const fn check_storage_len(self, actual: usize) -> Result<(), WindowError> {
+    pub(crate) const fn check_storage_len(self, actual: usize) -> Result<(), WindowError> {
         if actual == self.len {
             Ok(())
         } else {

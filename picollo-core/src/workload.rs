@@ -2,7 +2,7 @@
 //! sources and (later) PMU counters. `CpuUtils.AddChain256` of Picollo for .NET.
 
 /// Adds in one unit of [`add_chain_256`].
-pub const ADDS_PER_UNIT: u64 = 256;
+pub(crate) const ADDS_PER_UNIT: u64 = 256;
 
 /// Whether [`add_chain_256`] is the calibrated inline-assembly chain on this target.
 ///

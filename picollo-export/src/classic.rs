@@ -54,7 +54,7 @@ impl ClassicBuckets {
     }
 
     /// The boundaries for a histogram with `layout` over `window`, into `out`.
-    pub fn boundaries_into(&self, layout: Layout, window: Window, out: &mut Vec<u64>) {
+    pub(crate) fn boundaries_into(&self, layout: Layout, window: Window, out: &mut Vec<u64>) {
         out.clear();
         match self {
             Self::Explicit(b) => out.extend_from_slice(b),

@@ -161,4 +161,4 @@ pub use source::{Exported, Readable, Summed};
 /// The README's examples, compiled and run as doc tests.
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]
-pub struct ReadmeDoctests;
+pub(crate) struct ReadmeDoctests;

@@ -39,7 +39,7 @@ impl Temporality {
 }
 
 /// Nanoseconds since the Unix epoch (0 before it).
-pub fn unix_nanos(t: SystemTime) -> u64 {
+pub(crate) fn unix_nanos(t: SystemTime) -> u64 {
     t.duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos().min(u64::MAX as u128) as u64)
 }

@@ -336,7 +336,7 @@ impl Schema {
 
     /// The finest schema that is not finer than a Picollo layout with `2^block_scale`
     /// buckets per power of two: `min(block_scale, 8)`.
-    pub const fn for_block_scale(block_scale: u32) -> Schema {
+    pub(crate) const fn for_block_scale(block_scale: u32) -> Schema {
         if block_scale >= MAX_SCHEMA as u32 {
             Schema(MAX_SCHEMA)
         } else {

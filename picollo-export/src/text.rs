@@ -82,7 +82,7 @@ impl TextEncoder {
     }
 
     /// An exposition written after the text already in `out` (a reused buffer).
-    pub fn with_buffer(format: TextFormat, out: String) -> Self {
+    pub(crate) fn with_buffer(format: TextFormat, out: String) -> Self {
         TextEncoder {
             format,
             out,

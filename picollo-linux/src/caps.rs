@@ -87,7 +87,10 @@ pub const fn intel_counts(eax: u32, edx: u32) -> Option<CounterCounts> {
 /// Decodes AMD's rules: with PerfMonV2 (`leaf_8000_0022 = Some((eax, ebx))` and EAX bit 0),
 /// EBX\[3:0\] core counters; otherwise 6 with PerfCtrExtCore (CPUID 0x8000_0001 ECX bit 23),
 /// else 4. AMD has no fixed counters in this sense.
-pub const fn amd_counts(ecx_8000_0001: u32, leaf_8000_0022: Option<(u32, u32)>) -> CounterCounts {
+pub(crate) const fn amd_counts(
+    ecx_8000_0001: u32,
+    leaf_8000_0022: Option<(u32, u32)>,
+) -> CounterCounts {
     if let Some((eax, ebx)) = leaf_8000_0022 {
         if eax & 1 != 0 {
             return CounterCounts {
@@ -142,7 +145,7 @@ fn cpu_vendor() -> (CpuVendor, u32) {
 
 /// What CPUID says about counters, or `None` when it says nothing (non-x86, Intel PMU
 /// version 0, unknown vendor).
-pub fn cpuid_counter_counts() -> Option<CounterCounts> {
+pub(crate) fn cpuid_counter_counts() -> Option<CounterCounts> {
     let (vendor, max) = cpu_vendor();
     match vendor {
         CpuVendor::Intel if max >= 0xa => {
@@ -167,7 +170,7 @@ pub fn cpuid_counter_counts() -> Option<CounterCounts> {
 }
 
 /// Whether CPUID says we run under a hypervisor (leaf 1 ECX bit 31).
-pub fn under_hypervisor() -> bool {
+pub(crate) fn under_hypervisor() -> bool {
     cpuid(1, 0).is_some_and(|(_, _, c, _)| c & (1 << 31) != 0)
 }
 
@@ -354,7 +357,7 @@ impl Capabilities {
     }
 
     /// Detects with another sysfs tree for the PMU listing.
-    pub fn detect_with(sysfs: &Sysfs) -> Self {
+    pub(crate) fn detect_with(sysfs: &Sysfs) -> Self {
         let pmus = sysfs.pmus();
         let core_pmus: Vec<PmuInfo> = pmus
             .iter()
@@ -473,7 +476,7 @@ pub fn try_number_of_counters() -> Option<(u32, u32)> {
 /// `cap_user_rdpmc` on the page of every event that asks for user reads, whatever the sysctl
 /// says; with the sysctl at 0 it leaves the page's index at 0, so reads fall back to `read()`
 /// (found on Debian's 6.1 kernel under QEMU: the probe said "usable" with user access off).
-pub fn rdpmc_status(
+pub(crate) fn rdpmc_status(
     probed: RdpmcStatus,
     sysfs_rdpmc: Option<u32>,
     perf_user_access: Option<u32>,

@@ -60,7 +60,7 @@ pub enum Count {
 impl Count {
     /// Classifies and scales a raw count: `NotCounted` when `running == 0`, `Exact` when
     /// `running >= enabled`, otherwise `Scaled` with `raw * enabled / running` in `u128`.
-    pub fn from_times(raw: u64, enabled: u64, running: u64) -> Self {
+    pub(crate) fn from_times(raw: u64, enabled: u64, running: u64) -> Self {
         if running == 0 {
             Self::NotCounted
         } else if running >= enabled {

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use crate::event::{Event, ParseEventError};
 
 /// Where the kernel's `perf_event_paranoid` setting lives.
-pub const PARANOID_PATH: &str = "/proc/sys/kernel/perf_event_paranoid";
+pub(crate) const PARANOID_PATH: &str = "/proc/sys/kernel/perf_event_paranoid";
 
 /// Reads `/proc/sys/kernel/perf_event_paranoid`: -1 allows everything, 0 allows CPU-wide
 /// counting, 1 allows kernel counting, 2 allows only user-space counting

@@ -17,7 +17,7 @@
 //! On x86_64 the counter is read with `RDPMC ecx = index - 1` and the time with `RDTSC`. On
 //! arm64 (Linux 5.17+, with `sysctl kernel.perf_user_access=1` and the event opened with
 //! `config1` bit 1, which [`crate::session`] sets there) the page's `index - 1` names a PMU
-//! register ([`Arm64Counter`]): 0 to 30 are `PMEVCNTR<n>_EL0`, 31 the cycle counter
+//! register (`Arm64Counter`): 0 to 30 are `PMEVCNTR<n>_EL0`, 31 the cycle counter
 //! `PMCCNTR_EL0`, 32 the instruction counter `PMICNTR_EL0`; it is read with `MRS`, and
 //! the time comes from `CNTVCT_EL0`, the counter the kernel's `time_mult`/`time_shift`
 //! describe there. The arithmetic (offset plus the raw value sign-extended from
@@ -34,7 +34,7 @@
 //! - `read`: the page's layout and [`read_page`], the seqlock read with its arithmetic (the
 //!   hot path);
 //! - `instructions`: [`CounterInstructions`], the CPU instructions the read needs, and
-//!   [`NativeInstructions`] (`RDPMC`/`RDTSC`, `MRS`);
+//!   `NativeInstructions` (`RDPMC`/`RDTSC`, `MRS`);
 //! - `synthetic`: [`SyntheticPage`], a page that tests and benchmarks write like the kernel.
 //!
 //! Imports run one way: `instructions` ← `read` ← `synthetic`.
@@ -43,10 +43,13 @@ mod instructions;
 mod read;
 mod synthetic;
 
-pub use instructions::{Arm64Counter, CounterInstructions, NativeInstructions};
+pub use instructions::CounterInstructions;
+
+pub(crate) use instructions::NativeInstructions;
+
+pub(crate) use read::page_capabilities;
 pub use read::{
-    page_capabilities, read_page, sign_extend, time_delta, Fallback, MmapPage, PageCounts,
-    PageRead, TimeConversion, CAP_USER_RDPMC, CAP_USER_TIME, CAP_USER_TIME_SHORT,
-    CAP_USER_TIME_ZERO, MAX_RETRIES,
+    read_page, Fallback, MmapPage, PageCounts, PageRead, TimeConversion, CAP_USER_RDPMC,
+    CAP_USER_TIME, CAP_USER_TIME_ZERO,
 };
 pub use synthetic::{PageState, SyntheticPage};

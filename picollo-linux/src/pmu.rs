@@ -25,7 +25,7 @@ use crate::error::PerfError;
 use crate::event::{self, EventConfig, PmuEvent, ResolvePmu};
 
 /// Where the kernel lists event sources.
-pub const SYSFS_EVENT_SOURCES: &str = "/sys/bus/event_source/devices";
+pub(crate) const SYSFS_EVENT_SOURCES: &str = "/sys/bus/event_source/devices";
 
 /// Which `perf_event_attr` word a format field fills.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -222,7 +222,7 @@ impl Sysfs {
     }
 
     /// Reads a small file under `<root>/<pmu>/`, trimmed. `None` if absent or unreadable.
-    pub fn read_attr(&self, pmu: &str, file: &str) -> Option<String> {
+    pub(crate) fn read_attr(&self, pmu: &str, file: &str) -> Option<String> {
         read_trimmed(&self.root.join(pmu).join(file)).ok()
     }
 
@@ -322,7 +322,7 @@ impl Sysfs {
     }
 
     /// The names of a PMU's format fields, sorted.
-    pub fn format_names(&self, pmu: &str) -> Vec<String> {
+    pub(crate) fn format_names(&self, pmu: &str) -> Vec<String> {
         let Ok(dir) = std::fs::read_dir(self.root.join(pmu).join("format")) else {
             return Vec::new();
         };

@@ -107,12 +107,7 @@ mod writer;
 
 pub use error::ShmError;
 pub use list::{list_rings, RingEntry};
-pub use names::{
-    memfd_name, parse_memfd_target, parse_segment_path, process_start_time, segment_path,
-    this_writer_id, writer_alive,
-};
+pub use names::{segment_path, this_writer_id, writer_alive};
 pub use reader::ShmReader;
-pub use segment::{
-    MAX_NAME_BYTES, MAX_SEGMENT_BYTES, PROC_DIR, SEALS, SEGMENT_PREFIX, STALE_CHECK_INTERVAL,
-};
+pub use segment::STALE_CHECK_INTERVAL;
 pub use writer::{ShmFrameWriter, ShmWriter};

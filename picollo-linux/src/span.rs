@@ -102,9 +102,11 @@ pub use live::{RequestOutcome, RingEvent, SpanConsumer};
 pub mod raw;
 
 pub use config::{
-    config, configure, env_error, new_aggregator, SpanConfig, SpanCounters, DEFAULT_COUNTER_SLOTS,
-    DEFAULT_SLOTS, RING_PREFIX,
+    config, configure, env_error, new_aggregator, SpanConfig, SpanCounters, DEFAULT_SLOTS,
 };
+
+pub(crate) use config::RING_PREFIX;
+
 use thread::{listening, ThreadSpans};
 pub use thread::{
     open_thread_ring, reset_thread, ring_failures, thread_counter_events, thread_counters,

@@ -275,12 +275,12 @@ impl CounterTable {
     }
 
     /// Words of the encoding: 4 per slot.
-    pub fn encoded_words(&self) -> usize {
+    pub(crate) fn encoded_words(&self) -> usize {
         w::ENTRY * self.len
     }
 
     /// Writes the encoding (24-byte name, status word per slot) into `out`; returns the words
-    /// written ([`CounterTable::encoded_words`]; fewer if `out` is shorter).
+    /// written (`CounterTable::encoded_words`; fewer if `out` is shorter).
     pub fn encode(&self, out: &mut [u64]) -> usize {
         let n = self.encoded_words().min(out.len());
         let mut set = |i: usize, v: u64| {

@@ -148,7 +148,7 @@ fn write_counter_column(
 }
 
 /// Writes one CSV cell, quoted (RFC 4180) when it holds `,`, `"`, CR or LF.
-pub fn write_csv_cell(w: &mut dyn fmt::Write, s: &str) -> fmt::Result {
+pub(crate) fn write_csv_cell(w: &mut dyn fmt::Write, s: &str) -> fmt::Result {
     if !s.contains([',', '"', '\n', '\r']) {
         return w.write_str(s);
     }
@@ -162,7 +162,7 @@ pub fn write_csv_cell(w: &mut dyn fmt::Write, s: &str) -> fmt::Result {
     w.write_char('"')
 }
 
-/// Writes one CSV record: the cells, each written by [`write_csv_cell`] (quoted when it must
+/// Writes one CSV record: the cells, each written by `write_csv_cell` (quoted when it must
 /// be), separated by commas, and a line feed.
 ///
 /// ```

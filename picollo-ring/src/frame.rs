@@ -134,7 +134,7 @@ pub struct Label {
 
 impl Label {
     /// Bytes a label holds.
-    pub const BYTES: usize = 24;
+    pub(crate) const BYTES: usize = 24;
 
     /// The label of `s`, truncated to 24 bytes at a character boundary.
     pub const fn new(s: &str) -> Self {

@@ -203,7 +203,7 @@ impl RingInfo {
     }
 
     /// Words per slot: the sequence word plus the payload.
-    pub fn slot_words(&self) -> usize {
+    pub(crate) fn slot_words(&self) -> usize {
         self.slot_words
     }
 
@@ -218,7 +218,7 @@ impl RingInfo {
     }
 
     /// Words of the whole ring: header plus slots.
-    pub fn region_words(&self) -> usize {
+    pub(crate) fn region_words(&self) -> usize {
         // Checked against the region's length in `parse`, so this does not overflow.
         self.header_words + self.slot_count as usize * self.slot_words
     }

@@ -147,8 +147,7 @@ pub use frame::{
 };
 #[cfg(target_has_atomic = "64")]
 pub use schema::{
-    Field, FieldKind, Schema, SchemaError, FRAME_NAME_BYTES, MAX_COUNTERS, MAX_FIELDS,
-    MAX_PAYLOAD_WORDS, MAX_STR_WORDS, NAME_BYTES,
+    Field, FieldKind, Schema, SchemaError, MAX_COUNTERS, MAX_FIELDS, MAX_PAYLOAD_WORDS, NAME_BYTES,
 };
 
 #[cfg(all(target_has_atomic = "64", not(loom)))]
@@ -162,11 +161,11 @@ pub use header::{ClockInfo, ClockKind, RingOptions, WriterId};
 #[cfg(target_has_atomic = "64")]
 pub use info::{FieldInfo, RingInfo};
 #[cfg(target_has_atomic = "64")]
-pub use limits::{MAGIC, MAX_SLOTS, MIN_SLOTS, REQUEST_BYTES, VERSION};
+pub use limits::{MAGIC, REQUEST_BYTES, VERSION};
 #[cfg(target_has_atomic = "64")]
 pub use reader::{Drained, RingReader};
 #[cfg(target_has_atomic = "64")]
-pub use words::{header_words, region_from_raw, required_words};
+pub use words::{header_words, required_words};
 #[cfg(target_has_atomic = "64")]
 pub use writer::{store_payload, FrameWriter, RingWriter};
 

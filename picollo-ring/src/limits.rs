@@ -9,6 +9,6 @@ pub const VERSION: u64 = 2;
 /// [`RingReader::request_counters`](super::RingReader::request_counters)).
 pub const REQUEST_BYTES: usize = 256;
 /// Fewest slots a ring may have.
-pub const MIN_SLOTS: u32 = 2;
+pub(crate) const MIN_SLOTS: u32 = 2;
 /// Most slots a ring may have.
-pub const MAX_SLOTS: u32 = 1 << 31;
+pub(crate) const MAX_SLOTS: u32 = 1 << 31;

@@ -107,7 +107,7 @@ impl<'a> RingReader<'a> {
     }
 
     /// Validates the header without attaching: the writer's saves stay no-ops, but frames it wrote
-    /// with [`RingWriter::write_words`](super::RingWriter::write_words) (or before it crashed) can
+    /// with `RingWriter::write_words` (or before it crashed) can
     /// be read. Starts at the oldest frame that may still be in the ring, `head - slot_count`.
     pub fn inspect(region: &'a [AtomicU64]) -> Result<Self, RingError> {
         let info = RingInfo::parse(region)?;
@@ -152,7 +152,7 @@ impl<'a> RingReader<'a> {
     ///
     /// # Safety
     ///
-    /// As [`region_from_raw`].
+    /// As `region_from_raw`.
     pub unsafe fn attach_raw(ptr: *mut u8, len: usize) -> Result<Self, RingError> {
         // SAFETY: forwarded from this function's contract.
         Self::attach(unsafe { region_from_raw(ptr, len)? })
@@ -162,7 +162,7 @@ impl<'a> RingReader<'a> {
     ///
     /// # Safety
     ///
-    /// As [`region_from_raw`].
+    /// As `region_from_raw`.
     pub unsafe fn inspect_raw(ptr: *mut u8, len: usize) -> Result<Self, RingError> {
         // SAFETY: forwarded from this function's contract.
         Self::inspect(unsafe { region_from_raw(ptr, len)? })

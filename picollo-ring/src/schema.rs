@@ -7,7 +7,7 @@ use core::fmt;
 /// Longest field name, in bytes (and longest counter name).
 pub const NAME_BYTES: usize = 24;
 /// Longest frame (schema) name, in bytes.
-pub const FRAME_NAME_BYTES: usize = 32;
+pub(crate) const FRAME_NAME_BYTES: usize = 32;
 /// Most fields one schema may have.
 pub const MAX_FIELDS: usize = 32;
 /// Most counters one ring header describes, and the widest counter field.
@@ -15,7 +15,7 @@ pub const MAX_COUNTERS: usize = 8;
 /// Most payload words one frame may have (512 bytes).
 pub const MAX_PAYLOAD_WORDS: usize = 64;
 /// Longest string field, in words (64 bytes).
-pub const MAX_STR_WORDS: usize = 8;
+pub(crate) const MAX_STR_WORDS: usize = 8;
 
 /// The type of one field, as the header encodes it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -47,7 +47,7 @@ pub enum FieldKind {
     /// A UTF-8 string of at most `8 * words` bytes, NUL-padded ([`Label`](super::Label) has 3
     /// words).
     Str {
-        /// Words (1..=[`MAX_STR_WORDS`]).
+        /// Words (1..=`MAX_STR_WORDS`).
         words: u8,
     },
     /// One timestamp in the header's clock ([`Time`](super::Time)).
@@ -152,7 +152,7 @@ impl FieldKind {
 
     /// The kind's name as a schema listing shows it: `u64`, `str[24]`, `interval time`,
     /// `interval counter[3]`, ….
-    pub fn write_name(self, f: &mut dyn fmt::Write) -> fmt::Result {
+    pub(crate) fn write_name(self, f: &mut dyn fmt::Write) -> fmt::Result {
         match self {
             Self::U64 => f.write_str("u64"),
             Self::I64 => f.write_str("i64"),
@@ -202,7 +202,7 @@ impl<'a> Field<'a> {
 /// fixed-size encoding (names, field count, payload size).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Schema<'a> {
-    /// The frame type's name (1..=[`FRAME_NAME_BYTES`] bytes, ASCII graphic characters
+    /// The frame type's name (1..=`FRAME_NAME_BYTES` bytes, ASCII graphic characters
     /// except `,` and `"`).
     pub name: &'a str,
     /// The fields, in payload order.

@@ -78,7 +78,10 @@ pub const fn required_words(schema: &Schema<'_>, counters: usize, slots: u32) ->
 /// - no Rust reference to those bytes other than through the returned slice exists.
 ///
 /// Racing atomic accesses by other processes are expected: that is how rings share memory.
-pub unsafe fn region_from_raw<'a>(ptr: *mut u8, len: usize) -> Result<&'a [AtomicU64], RingError> {
+pub(crate) unsafe fn region_from_raw<'a>(
+    ptr: *mut u8,
+    len: usize,
+) -> Result<&'a [AtomicU64], RingError> {
     if ptr.is_null() || !(ptr as usize).is_multiple_of(core::mem::align_of::<AtomicU64>()) {
         return Err(RingError::Misaligned);
     }

@@ -73,7 +73,7 @@ impl<'a> RingWriter<'a> {
     ///
     /// # Safety
     ///
-    /// As [`region_from_raw`], and: no other writer writes the region during `'a`.
+    /// As `region_from_raw`, and: no other writer writes the region during `'a`.
     pub unsafe fn from_raw(
         ptr: *mut u8,
         len: usize,
@@ -193,7 +193,7 @@ impl<'a> RingWriter<'a> {
     }
 
     /// The `attached` word: how many readers say they are attached.
-    pub fn attached_count(&self) -> u64 {
+    pub(crate) fn attached_count(&self) -> u64 {
         self.attached.load(Ordering::Relaxed)
     }
 

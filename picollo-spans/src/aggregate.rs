@@ -360,7 +360,7 @@ impl SpanAggregator {
     }
 
     /// Records one span: its name, duration in ticks, and `(counter index, delta)` pairs; an
-    /// outermost span (see [`SpanAggregator::record_span`] for nested ones).
+    /// outermost span (see `SpanAggregator::record_span` for nested ones).
     pub fn record(&mut self, name: &str, ticks: u64, deltas: &[(usize, u64)]) {
         self.record_counted(name, 1, ticks, ticks, deltas);
     }
@@ -370,7 +370,7 @@ impl SpanAggregator {
     /// into the percentiles; its `Time` is counted from [`SpanAggregator::count_from`] when it
     /// started earlier; outermost spans make the whole that `%` divides, so nested spans are
     /// a part of it rather than added to it.
-    pub fn record_span(
+    pub(crate) fn record_span(
         &mut self,
         name: &str,
         depth: u32,
@@ -526,7 +526,7 @@ impl SpanAggregator {
     }
 
     /// Counts one frame of no known kind ([`SpanAggregator::unreadable`]).
-    pub fn count_unreadable(&mut self) {
+    pub(crate) fn count_unreadable(&mut self) {
         self.unreadable += 1;
     }
 

@@ -188,7 +188,7 @@ impl std::error::Error for LayoutError {}
 
 /// The frames of one span ring: how many counter slots they carry.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct SpanLayout {
+pub(crate) struct SpanLayout {
     slots: usize,
 }
 
@@ -223,7 +223,7 @@ pub enum SpanFrame<'w> {
 
 impl SpanLayout {
     /// Frames with `slots` counter slots (at most [`MAX_COUNTERS`]).
-    pub const fn new(slots: usize) -> Self {
+    pub(crate) const fn new(slots: usize) -> Self {
         Self {
             slots: if slots < MAX_COUNTERS {
                 slots
@@ -234,7 +234,7 @@ impl SpanLayout {
     }
 
     /// The layout of the frames `info` describes, or why they are not span frames.
-    pub fn from_info(info: &RingInfo) -> Result<Self, LayoutError> {
+    pub(crate) fn from_info(info: &RingInfo) -> Result<Self, LayoutError> {
         if info.frame_name() != SPAN_FRAME {
             return Err(LayoutError::NotSpanRing);
         }
@@ -263,18 +263,18 @@ impl SpanLayout {
     }
 
     /// Counter slots of each frame.
-    pub const fn counter_slots(&self) -> usize {
+    pub(crate) const fn counter_slots(&self) -> usize {
         self.slots
     }
 
     /// Payload words of each frame.
-    pub const fn words(&self) -> usize {
+    pub(crate) const fn words(&self) -> usize {
         HEAD_WORDS + 2 * self.slots
     }
 
     /// Decodes one frame's payload; `None` when `words` is too short or its kind is not one
     /// this codec knows (a reader counts such frames; it never guesses).
-    pub fn decode<'w>(&self, words: &'w [u64]) -> Option<SpanFrame<'w>> {
+    pub(crate) fn decode<'w>(&self, words: &'w [u64]) -> Option<SpanFrame<'w>> {
         let head = SpanHead::decode(words.get(..HEAD_WORDS)?)?;
         match FrameKind::from_tag(words[3]) {
             Some(FrameKind::Span) => {

@@ -36,7 +36,7 @@ pub mod table;
 
 pub use aggregate::{AggregatedSpans, EventStats, SpanAggregator, SpanStats};
 pub use decoder::SpanDecoder;
-pub use frame::{FrameKind, LayoutError, SpanFrame, SpanLayout, SpanName, SPAN_FRAME};
+pub use frame::{FrameKind, LayoutError, SpanFrame, SpanName, SPAN_FRAME};
 pub use table::{
     format_duration_ns, unavailable_reason, EventRow, PhaseCounter, PhaseRow, SpanTable,
 };

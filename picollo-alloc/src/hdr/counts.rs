@@ -3,7 +3,7 @@
 use super::{HdrCounts, HdrError};
 
 /// Highest `significant_digits` HdrHistogram accepts.
-pub const MAX_SIGNIFICANT_DIGITS: u8 = 5;
+pub(crate) const MAX_SIGNIFICANT_DIGITS: u8 = 5;
 
 /// HdrHistogram's bucket geometry for one `(lowest, highest, significant digits)` triple.
 ///
@@ -172,7 +172,7 @@ impl HdrGeometry {
 
     /// Highest value whose index is inside the counts array (often above `highest_trackable`,
     /// as the last bucket is complete).
-    pub fn highest_recordable(&self) -> u64 {
+    pub(crate) fn highest_recordable(&self) -> u64 {
         // counts_len >= 2 * half, so the index is valid and the value exists.
         self.highest_equivalent(self.counts_len - 1)
             .unwrap_or(u64::MAX)
@@ -235,7 +235,7 @@ impl HdrGeometry {
 
     /// `true` when two geometries index values identically (same sub-bucket count and unit
     /// magnitude); they may still differ in `counts_len`.
-    pub fn same_indexing(&self, other: &Self) -> bool {
+    pub(crate) fn same_indexing(&self, other: &Self) -> bool {
         self.sub_bucket_count_magnitude == other.sub_bucket_count_magnitude
             && self.unit_magnitude == other.unit_magnitude
     }
@@ -349,7 +349,7 @@ impl HdrCounts {
 
     /// Adds another histogram's counts, as HdrHistogram's `AbstractHistogram.add` does.
     ///
-    /// When both geometries index identically ([`HdrGeometry::same_indexing`]) the counts are
+    /// When both geometries index identically (`HdrGeometry::same_indexing`) the counts are
     /// added index for index. Otherwise each non-zero source entry is recorded at the target
     /// index of its *lowest* equivalent value (`valueFromIndex`): exact when the target is
     /// coarser; when the target is finer, each source entry lands in the target entry holding
@@ -454,7 +454,7 @@ impl HdrCounts {
     }
 
     /// Index of the last non-zero count.
-    pub fn max_index(&self) -> Option<usize> {
+    pub(crate) fn max_index(&self) -> Option<usize> {
         self.counts.iter().rposition(|&c| c != 0)
     }
 
@@ -480,7 +480,7 @@ impl HdrCounts {
     /// `max()` as a double, in real units: `max() * int_to_double_ratio` (HdrHistogram
     /// `getMaxValueAsDouble`). This is what the interval-log `Interval_Max` column shows,
     /// divided by the log's unit ratio.
-    pub fn max_as_f64(&self) -> f64 {
+    pub(crate) fn max_as_f64(&self) -> f64 {
         self.max() as f64 * self.int_to_double_ratio
     }
 

@@ -22,9 +22,6 @@ mod reader;
 mod writer;
 
 pub use error::LogError;
-pub use line::{parse_line, IntervalLine, LogLine, LEGEND, LOG_FORMAT_VERSION};
-pub use reader::{
-    LogEntry, LogRange, LogReader, RangeMode, DEFAULT_MAX_LINE_LEN,
-    RELATIVE_TIMESTAMP_THRESHOLD_SEC,
-};
-pub use writer::{sanitize_tag, LogWriter, DEFAULT_MAX_VALUE_UNIT_RATIO};
+pub use line::{parse_line, IntervalLine, LogLine};
+pub use reader::{LogEntry, LogRange, LogReader, RangeMode};
+pub use writer::{sanitize_tag, LogWriter};

@@ -46,9 +46,9 @@ pub mod zigzag;
 pub use blob::{decode_blob, BlobForm};
 pub use codec::{
     decode_any, decode_any_with_limits, DecodeLimits, BEST_COMPRESSION, DEFAULT_COMPRESSION,
-    MAX_GEOMETRY_COUNTS_LEN, V2_COOKIE, V2_DEFLATE_COOKIE, V2_HEADER_LEN,
+    V2_COOKIE, V2_DEFLATE_COOKIE, V2_HEADER_LEN,
 };
-pub use counts::{HdrBucket, HdrGeometry, MAX_SIGNIFICANT_DIGITS};
+pub use counts::{HdrBucket, HdrGeometry};
 pub use error::HdrError;
 pub use interop::{
     add_hdr, export, export_v2_deflate, export_v2_into, from_picollo, to_picollo, to_picollo_in,
@@ -56,8 +56,7 @@ pub use interop::{
 };
 pub use log::{
     parse_line, sanitize_tag, IntervalLine, LogEntry, LogError, LogLine, LogRange, LogReader,
-    LogWriter, RangeMode, DEFAULT_MAX_LINE_LEN, DEFAULT_MAX_VALUE_UNIT_RATIO, LEGEND,
-    LOG_FORMAT_VERSION, RELATIVE_TIMESTAMP_THRESHOLD_SEC,
+    LogWriter, RangeMode,
 };
 
 /// An HdrHistogram in its own index space: the V2 header fields plus the counts array.

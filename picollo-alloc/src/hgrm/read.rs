@@ -44,11 +44,11 @@ use core::fmt;
 use crate::hdr::{HdrCounts, HdrError};
 
 /// Most lines an `.hgrm` text may have (a real one has a few hundred).
-pub const MAX_HGRM_LINES: usize = 1 << 20;
+pub(crate) const MAX_HGRM_LINES: usize = 1 << 20;
 /// Longest line, in bytes.
-pub const MAX_HGRM_LINE: usize = 4096;
+pub(crate) const MAX_HGRM_LINE: usize = 4096;
 /// Most decimals kept when values have fractions (values are scaled by `10^decimals`).
-pub const MAX_HGRM_DECIMALS: u32 = 9;
+pub(crate) const MAX_HGRM_DECIMALS: u32 = 9;
 
 /// One percentile step of an `.hgrm` file.
 #[derive(Clone, Debug, PartialEq)]
@@ -74,7 +74,7 @@ pub struct HgrmStep {
 /// `10^-decimals` units ([`HgrmStep::scaled`]).
 ///
 /// Untrusted text is fine: every line is checked (numbers, order, the footer against the
-/// steps), lines and steps are bounded ([`MAX_HGRM_LINES`], [`MAX_HGRM_LINE`]), and errors
+/// steps), lines and steps are bounded (`MAX_HGRM_LINES`, `MAX_HGRM_LINE`), and errors
 /// name the line.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct HgrmFile {
@@ -226,7 +226,7 @@ fn is_inverse(c: &str) -> bool {
 ///
 /// # Errors
 /// A missing header, a malformed or out-of-order step, a footer that contradicts the steps,
-/// or more than [`MAX_HGRM_LINES`] lines.
+/// or more than `MAX_HGRM_LINES` lines.
 pub fn parse_hgrm(text: &str) -> Result<HgrmFile, HgrmParseError> {
     let text = text.trim_start_matches('\u{feff}');
     let mut lines = text.lines().enumerate().map(|(i, l)| (i + 1, l));

@@ -578,7 +578,7 @@ impl<C: LocalCounter, S: StorageChoice> ThreadLocalHistogram<C, S> {
     /// storage of a histogram over `buckets` buckets once `threads` threads have recorded at
     /// the same time and it has been reset (a reset gives every shard a baseline of the same size; without resets
     /// the shards take half of the per-thread part).
-    pub fn estimated_footprint(buckets: usize, threads: usize) -> usize {
+    pub(crate) fn estimated_footprint(buckets: usize, threads: usize) -> usize {
         let cells = buckets * core::mem::size_of::<C::Cell>();
         threads * 2 * cells + Self::accumulator_bytes(buckets)
     }

@@ -130,7 +130,7 @@ impl Version {
     }
 
     /// Whether a section is in progress: what makes [`Version::try_read_begin`] refuse.
-    pub fn in_progress(&self) -> bool {
+    pub(crate) fn in_progress(&self) -> bool {
         self.0.load(Ordering::Relaxed) & ACTIVE_MASK != 0
     }
 
@@ -177,7 +177,7 @@ impl defmt::Format for Version {
 /// outside-value rule are written once. All zero when new, so a `static` holding one stays in
 /// `.bss`.
 #[derive(Debug, Default)]
-pub struct SharedState {
+pub(crate) struct SharedState {
     version: Version,
     underflow: WideCounter,
     overflow: WideCounter,
@@ -201,7 +201,7 @@ impl defmt::Format for SharedState {
 
 impl SharedState {
     /// A stable version and zero outside counts.
-    pub const fn new() -> Self {
+    pub(crate) const fn new() -> Self {
         SharedState {
             version: Version::new(),
             underflow: WideCounter::new(),
@@ -214,7 +214,7 @@ impl SharedState {
     /// `logical.wrapping_sub(first)` ([`Window::slot_is_below`] picks the side). Saturates like
     /// the `u64` bucket counters.
     #[inline(always)]
-    pub fn add_outside(&self, slot: usize, n: u64)
+    pub(crate) fn add_outside(&self, slot: usize, n: u64)
     where
         for<'a> AtomicWord: RmwAtomic<Word>,
     {
@@ -235,7 +235,7 @@ impl SharedState {
     /// core) clears the cells itself and ends without waiting for the other: the two are two
     /// resets, both counted, and records that race with either land before it (cleared) or
     /// after it (kept).
-    pub fn reset(&self, clear_cells: impl FnOnce())
+    pub(crate) fn reset(&self, clear_cells: impl FnOnce())
     where
         for<'a> AtomicWord: RmwAtomic<Word>,
     {
@@ -249,37 +249,37 @@ impl SharedState {
 
     /// Whether a reset is in progress, so that a `try_` read
     /// ([`crate::ReadExt::try_total`] and the others) would be refused now.
-    pub fn reset_in_progress(&self) -> bool {
+    pub(crate) fn reset_in_progress(&self) -> bool {
         self.version.in_progress()
     }
 
     /// Values recorded below the window.
-    pub fn underflow(&self) -> u64 {
+    pub(crate) fn underflow(&self) -> u64 {
         self.underflow.get()
     }
 
     /// Values recorded above the window.
-    pub fn overflow(&self) -> u64 {
+    pub(crate) fn overflow(&self) -> u64 {
         self.overflow.get()
     }
 
     /// How many times [`SharedState::reset`] ran (wrapping at 2^32 on 32-bit targets).
-    pub fn reset_count(&self) -> u64 {
+    pub(crate) fn reset_count(&self) -> u64 {
         self.resets.load(Ordering::Relaxed) as u64
     }
 
     /// See [`Version::read_begin`].
-    pub fn read_begin(&self) -> u64 {
+    pub(crate) fn read_begin(&self) -> u64 {
         self.version.read_begin()
     }
 
     /// See [`Version::try_read_begin`].
-    pub fn try_read_begin(&self) -> Option<u64> {
+    pub(crate) fn try_read_begin(&self) -> Option<u64> {
         self.version.try_read_begin()
     }
 
     /// See [`Version::read_retry`].
-    pub fn read_retry(&self, token: u64) -> bool {
+    pub(crate) fn read_retry(&self, token: u64) -> bool {
         self.version.read_retry(token)
     }
 }

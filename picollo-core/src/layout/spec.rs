@@ -59,7 +59,7 @@ pub trait LayoutSpec: sealed::Sealed + Copy {
     fn position(&self, value: u64) -> BucketPos {
         self.layout().position(value)
     }
-    /// The [`BucketPos`] of a `u32` value in 32-bit arithmetic ([`Layout::position_u32`]);
+    /// The [`BucketPos`] of a `u32` value in 32-bit arithmetic (`Layout::position_u32`);
     /// override only to keep the scale constant.
     #[inline(always)]
     fn position_u32(&self, value: u32) -> BucketPos {
@@ -176,7 +176,7 @@ impl LayoutSpec for UnitLayout {
 /// Whether `spec` records the values of its own layout: false only for a plain [`Layout`]
 /// spec that carries a unit, which histogram constructors refuse.
 #[inline]
-pub fn records_its_layout<L: LayoutSpec>(spec: &L) -> bool {
+pub(crate) fn records_its_layout<L: LayoutSpec>(spec: &L) -> bool {
     L::RECORDS_UNITS || spec.layout().unit_magnitude() == 0
 }
 

@@ -22,10 +22,10 @@ pub fn consistent<H: HistogramRead + ?Sized, R>(h: &H, mut f: impl FnMut(&H) -> 
 /// when a reset started or ended during it, so four passes fail only when resets keep
 /// overlapping the read (a resetting thread in a loop, or an interrupt that resets at every
 /// tick while the read runs in thread mode).
-pub const TRY_READ_ATTEMPTS: usize = 4;
+pub(crate) const TRY_READ_ATTEMPTS: usize = 4;
 
 /// Runs `f` without waiting: [`ResetInProgress`] when a reset is in progress as it starts, or when
-/// resets overlapped each of [`TRY_READ_ATTEMPTS`](super::TRY_READ_ATTEMPTS) passes (seqlock,
+/// resets overlapped each of `TRY_READ_ATTEMPTS` passes (seqlock,
 /// optimistic retry, bounded). **Wait-free**: at most that many calls of `f`. What the `try_` reads
 /// of [`ReadExt`](super::ReadExt) are built on; use it for a consistent read of your own.
 ///

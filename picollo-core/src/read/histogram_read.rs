@@ -158,7 +158,7 @@ impl<H: HistogramRead + ?Sized> HistogramRead for &H {
 /// forwards all methods to the place `w.inner` (`w` names `self`); `forward_histogram_read!(
 /// shared: |w| w.state)` forwards only the outside counts and the seqlock (`underflow`,
 /// `overflow`, `read_begin`, `try_read_begin`, `read_retry`, `reset_count`) to a
-/// [`SharedState`](crate::atomic::SharedState), for the shared kinds, which read their own
+/// `SharedState`, for the shared kinds, which read their own
 /// cells. A macro rather than a blanket impl over an "inner histogram" accessor trait: such a
 /// blanket impl would overlap the kinds' own impls (and `&H`'s) under coherence.
 ///

@@ -6,7 +6,7 @@ use core::fmt;
 
 /// Checks a percentile rank: finite and within `0..=100`.
 #[inline]
-pub fn check_rank(rank: f64) -> Result<f64, PercentileError> {
+pub(crate) fn check_rank(rank: f64) -> Result<f64, PercentileError> {
     if rank.is_nan() || !(0.0..=100.0).contains(&rank) {
         Err(PercentileError::InvalidRank(rank))
     } else {

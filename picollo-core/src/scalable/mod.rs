@@ -19,7 +19,7 @@
 //!   `u32` are all zero) it does `fetch_add(2^k)`; otherwise it writes nothing.
 //!
 //! Without the cap this is exactly the `ScalableProfileCount` routine of the seed, whose
-//! `delta = 1 << (logCount - 12)` is `2^k` for `t = 13`. See [`ScalableConfig::shift_for`].
+//! `delta = 1 << (logCount - 12)` is `2^k` for `t = 13`. See `ScalableConfig::shift_for`.
 //!
 //! # The two refinements of the note
 //!

@@ -61,7 +61,7 @@ impl Mapping {
     }
 
     /// The mapping onto the default schema of `layout`: the finest that is not finer than
-    /// the layout ([`Schema::for_block_scale`]).
+    /// the layout.
     pub const fn for_layout(layout: Layout) -> Self {
         Self::new(layout, Schema::for_block_scale(layout.block_scale()))
     }

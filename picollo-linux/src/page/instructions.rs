@@ -31,7 +31,7 @@ pub trait CounterInstructions {
 
 /// The register an arm64 page's `index - 1` names.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Arm64Counter {
+pub(crate) enum Arm64Counter {
     /// `PMEVCNTR<n>_EL0`, a programmable event counter (`n` in 0..=30).
     Event(u8),
     /// `PMCCNTR_EL0`, the cycle counter (page index 32).
@@ -42,7 +42,7 @@ pub enum Arm64Counter {
 
 impl Arm64Counter {
     /// The register for counter `counter` (the page's `index - 1`); `None` past 32.
-    pub const fn from_counter(counter: u32) -> Option<Self> {
+    pub(crate) const fn from_counter(counter: u32) -> Option<Self> {
         match counter {
             0..=30 => Some(Self::Event(counter as u8)),
             31 => Some(Self::Cycle),
@@ -98,7 +98,7 @@ fn read_pmevcntr(n: u8) -> u64 {
 /// registers and `CNTVCT_EL0` on arm64. Elsewhere [`CounterInstructions::HAS_RDPMC`] is
 /// false and the fast path always falls back.
 #[derive(Clone, Copy, Debug, Default)]
-pub struct NativeInstructions;
+pub(crate) struct NativeInstructions;
 
 impl CounterInstructions for NativeInstructions {
     const HAS_RDPMC: bool = cfg!(any(target_arch = "x86_64", target_arch = "aarch64"));

@@ -19,12 +19,12 @@ pub const CAP_USER_TIME: u64 = 1 << 3;
 pub const CAP_USER_TIME_ZERO: u64 = 1 << 4;
 /// `capabilities` bit: `time_cycles` and `time_mask` are valid (the TSC is narrower than 64 bits
 /// for the conversion).
-pub const CAP_USER_TIME_SHORT: u64 = 1 << 5;
+pub(crate) const CAP_USER_TIME_SHORT: u64 = 1 << 5;
 
 /// How many torn reads [`read_page`] retries before giving up with
 /// [`Fallback::Contended`]. The kernel updates the page from interrupts on the reading CPU, so
 /// a real read retries at most a few times.
-pub const MAX_RETRIES: u32 = 1 << 16;
+pub(crate) const MAX_RETRIES: u32 = 1 << 16;
 
 /// A count and its times, read from a page (or from the group `read()`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -57,7 +57,7 @@ pub enum Fallback {
     /// `cap_user_time` is 0 (or `time_shift` is out of range), so the times cannot be
     /// extrapolated.
     NoUserTime,
-    /// The page changed under [`MAX_RETRIES`] reads in a row.
+    /// The page changed under `MAX_RETRIES` reads in a row.
     Contended,
 }
 
@@ -73,7 +73,7 @@ pub enum PageRead {
 /// Sign-extends the low `width` bits of `raw`: `((raw << (64 - w)) as i64) >> (64 - w)`.
 /// A `width` of 0 gives 0; 64 and above use all bits.
 #[inline]
-pub const fn sign_extend(raw: u64, width: u16) -> i64 {
+pub(crate) const fn sign_extend(raw: u64, width: u16) -> i64 {
     if width == 0 {
         0
     } else if width >= 64 {
@@ -87,7 +87,7 @@ pub const fn sign_extend(raw: u64, width: u16) -> i64 {
 /// The nanoseconds elapsed since the page's last update, from a TSC reading, as the uapi
 /// header spells it. A `time_shift` of 64 or more (never valid) gives `time_offset`.
 #[inline]
-pub const fn time_delta(cyc: u64, page: TimeConversion) -> u64 {
+pub(crate) const fn time_delta(cyc: u64, page: TimeConversion) -> u64 {
     if page.time_shift >= 64 {
         return page.time_offset;
     }
@@ -176,7 +176,7 @@ impl Fields<'_> {
 /// `PROT_READ | PROT_WRITE`), aligned, alive for the call, and written concurrently only by the
 /// kernel or by atomic stores. If the page may say `cap_user_rdpmc` with a non-zero `index`,
 /// `ins.rdpmc` must be safe to call for that index: with
-/// [`NativeInstructions`](crate::page::NativeInstructions), the event must belong to the calling
+/// `NativeInstructions`, the event must belong to the calling
 /// thread (self-monitoring), as the kernel's page describes the counter of the task running on this
 /// CPU.
 #[inline]
@@ -248,7 +248,7 @@ pub unsafe fn read_page<I: CounterInstructions>(page: NonNull<MmapPage>, ins: &I
 /// # Safety
 ///
 /// As [`read_page`], without the RDPMC requirement.
-pub unsafe fn page_capabilities(page: NonNull<MmapPage>) -> (u64, u32, u16) {
+pub(crate) unsafe fn page_capabilities(page: NonNull<MmapPage>) -> (u64, u32, u16) {
     // SAFETY: forwarded from this function's contract.
     let f = unsafe { Fields::new(page.as_ptr()) };
     (
@@ -261,7 +261,8 @@ pub unsafe fn page_capabilities(page: NonNull<MmapPage>) -> (u64, u32, u16) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::page::{Arm64Counter, NativeInstructions, PageState, SyntheticPage};
+    use crate::page::instructions::Arm64Counter;
+    use crate::page::{NativeInstructions, PageState, SyntheticPage};
     use core::cell::Cell;
     use picollo_testkit::StopFlag;
     use std::sync::Arc;

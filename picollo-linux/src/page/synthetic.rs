@@ -86,7 +86,7 @@ impl SyntheticPage {
     }
 
     /// Starts an update: `lock` becomes odd. Readers retry until [`SyntheticPage::end_update`].
-    pub fn begin_update(&self) {
+    pub(crate) fn begin_update(&self) {
         let f = self.fields();
         f.lock.store(
             f.lock.load(Ordering::Relaxed).wrapping_add(1),
@@ -96,7 +96,7 @@ impl SyntheticPage {
     }
 
     /// Ends an update: `lock` becomes even again.
-    pub fn end_update(&self) {
+    pub(crate) fn end_update(&self) {
         let f = self.fields();
         f.lock.store(
             f.lock.load(Ordering::Relaxed).wrapping_add(1),
@@ -105,7 +105,7 @@ impl SyntheticPage {
     }
 
     /// Stores the fields without touching `lock` (use between begin and end).
-    pub fn store_fields(&self, s: &PageState) {
+    pub(crate) fn store_fields(&self, s: &PageState) {
         let f = self.fields();
         let r = Ordering::Relaxed;
         f.index.store(s.index, r);

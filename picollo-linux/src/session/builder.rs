@@ -165,7 +165,7 @@ impl CounterSessionBuilder {
 
     /// What an event added without modifiers counts: the session's exclusions as
     /// [`Modifiers`].
-    pub fn default_modifiers(&self) -> Modifiers {
+    pub(crate) fn default_modifiers(&self) -> Modifiers {
         let letters = match (self.exclude_kernel, self.exclude_hv) {
             (true, true) => "u",
             (true, false) => "uh",

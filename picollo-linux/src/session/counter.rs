@@ -32,7 +32,7 @@ pub enum Target {
 
 impl Target {
     /// The `(pid, cpu)` arguments of `perf_event_open`.
-    pub const fn pid_cpu(self) -> (i32, i32) {
+    pub(crate) const fn pid_cpu(self) -> (i32, i32) {
         match self {
             Self::ThisThread => (0, -1),
             Self::Pid(p) => (p, -1),

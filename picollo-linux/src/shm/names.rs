@@ -25,14 +25,14 @@ fn check_ring_name(name: &str) -> Result<(), ShmError> {
 
 /// The memfd name of ring `name`: `picollo-<name>` (its `/proc/PID/fd` link reads
 /// `/memfd:picollo-<name> (deleted)`).
-pub fn memfd_name(name: &str) -> Result<String, ShmError> {
+pub(crate) fn memfd_name(name: &str) -> Result<String, ShmError> {
     check_ring_name(name)?;
     Ok(format!("{SEGMENT_PREFIX}{name}"))
 }
 
 /// The ring name in the target of a `/proc/PID/fd/N` link (`/memfd:picollo-<name> (deleted)`,
 /// the ` (deleted)` optional); `None` if it is not a Picollo segment.
-pub fn parse_memfd_target(target: &str) -> Option<&str> {
+pub(crate) fn parse_memfd_target(target: &str) -> Option<&str> {
     let rest = target.strip_prefix("/memfd:")?;
     let rest = rest.strip_suffix(" (deleted)").unwrap_or(rest);
     let name = rest.strip_prefix(SEGMENT_PREFIX)?;
@@ -47,7 +47,7 @@ pub fn segment_path(pid: i32, fd: i32) -> String {
 
 /// Splits a segment path (`/proc/<pid>/fd/<fd>`) into the pid and the descriptor; `None` if
 /// it is not one.
-pub fn parse_segment_path(segment: &str) -> Option<(i32, i32)> {
+pub(crate) fn parse_segment_path(segment: &str) -> Option<(i32, i32)> {
     let rest = segment.strip_prefix(PROC_DIR)?.strip_prefix('/')?;
     let (pid, rest) = rest.split_once('/')?;
     let fd = rest.strip_prefix("fd/")?;
@@ -62,7 +62,7 @@ pub fn parse_segment_path(segment: &str) -> Option<(i32, i32)> {
 
 /// The start time of process `pid`, in clock ticks since boot (field 22 of
 /// `/proc/<pid>/stat`); `None` when there is no such process.
-pub fn process_start_time(pid: i32) -> Option<u64> {
+pub(crate) fn process_start_time(pid: i32) -> Option<u64> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     // The command name (field 2) is in parentheses and may hold spaces and parentheses:
     // fields 3 onward follow the last `)`.

@@ -9,15 +9,15 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Once;
 
 /// Where a reader finds the rings of process `PID`: `/proc/PID/fd`.
-pub const PROC_DIR: &str = "/proc";
+pub(crate) const PROC_DIR: &str = "/proc";
 /// The prefix of every Picollo segment's memfd name (`picollo-<name>`).
-pub const SEGMENT_PREFIX: &str = "picollo-";
+pub(crate) const SEGMENT_PREFIX: &str = "picollo-";
 /// Seals every Picollo segment carries: its size can never change (and the seals neither).
-pub const SEALS: i32 = libc::F_SEAL_SHRINK | libc::F_SEAL_GROW | libc::F_SEAL_SEAL;
+pub(crate) const SEALS: i32 = libc::F_SEAL_SHRINK | libc::F_SEAL_GROW | libc::F_SEAL_SEAL;
 /// The largest segment a reader maps (1 GiB).
-pub const MAX_SEGMENT_BYTES: u64 = 1 << 30;
+pub(crate) const MAX_SEGMENT_BYTES: u64 = 1 << 30;
 /// Longest ring name, in bytes.
-pub const MAX_NAME_BYTES: usize = 100;
+pub(crate) const MAX_NAME_BYTES: usize = 100;
 /// The writer tries `flock(LOCK_EX | LOCK_NB)` every this many attached saves (a power of
 /// two), to clear an `attached` flag a crashed reader left.
 pub const STALE_CHECK_INTERVAL: u64 = 1 << 16;

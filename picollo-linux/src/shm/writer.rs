@@ -168,7 +168,7 @@ impl ShmWriter {
     /// words (see [`RingWriter::write_with`]: words it does not store keep the slot's old
     /// values); returns whether it saved.
     #[inline(always)]
-    pub fn save_with(&mut self, fill: impl FnOnce(&[RingWord])) -> bool {
+    pub(crate) fn save_with(&mut self, fill: impl FnOnce(&[RingWord])) -> bool {
         if !self.ring.is_attached() {
             return false;
         }
@@ -179,12 +179,12 @@ impl ShmWriter {
     /// ([`ShmReader::request_counters`](crate::shm::ShmReader::request_counters)): one relaxed
     /// load.
     #[inline(always)]
-    pub fn has_counter_request(&self) -> bool {
+    pub(crate) fn has_counter_request(&self) -> bool {
         self.ring.has_counter_request()
     }
 
     /// Takes the pending counter request (see [`RingWriter::take_counter_request`]).
-    pub fn take_counter_request<'b>(
+    pub(crate) fn take_counter_request<'b>(
         &mut self,
         buf: &'b mut [u8; REQUEST_BYTES],
     ) -> Option<CounterRequest<'b>> {
@@ -192,12 +192,12 @@ impl ShmWriter {
     }
 
     /// Acknowledges counter request `seq` (see [`RingWriter::ack_counter_request`]).
-    pub fn ack_counter_request(&mut self, seq: u64) {
+    pub(crate) fn ack_counter_request(&mut self, seq: u64) {
         self.ring.ack_counter_request(seq);
     }
 
     /// Replaces the counter table from the next frame on (see [`RingWriter::set_counters`]).
-    pub fn set_counters(&mut self, counters: &[CounterInfo<'_>]) -> Result<(), ShmError> {
+    pub(crate) fn set_counters(&mut self, counters: &[CounterInfo<'_>]) -> Result<(), ShmError> {
         self.ring
             .set_counters(counters)
             .map_err(|e| ShmError::ring(&self.segment, e))

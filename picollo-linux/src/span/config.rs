@@ -10,13 +10,13 @@ use crate::event::{parse_list, Event, EventSpec, ParseEventError};
 use picollo_spans::{SpanAggregator, COUNTERS_ENV};
 
 /// Span rings are named `span-<tid>`.
-pub const RING_PREFIX: &str = "span-";
+pub(crate) const RING_PREFIX: &str = "span-";
 /// Slots of a thread's span ring unless configured (16,384 frames, 1.9 MiB with 4 counter
 /// slots).
 pub const DEFAULT_SLOTS: u32 = 1 << 14;
 /// Counter slots of a span ring unless configured (or more counters are configured): room
 /// for counters chosen at attach time.
-pub const DEFAULT_COUNTER_SLOTS: usize = 4;
+pub(crate) const DEFAULT_COUNTER_SLOTS: usize = 4;
 
 // ---------------------------------------------------------------------------------------------
 // Configuration
@@ -125,7 +125,7 @@ impl SpanCounters {
     }
 
     /// With `spec` too (an event with its own modifiers, `page-faults:u`).
-    pub fn with_spec(mut self, spec: EventSpec) -> Self {
+    pub(crate) fn with_spec(mut self, spec: EventSpec) -> Self {
         self.events.push(spec);
         self
     }
@@ -143,7 +143,7 @@ impl SpanCounters {
     ///
     /// # Errors
     /// The first name in it that is not an event.
-    pub fn from_env() -> Result<Self, ParseEventError> {
+    pub(crate) fn from_env() -> Result<Self, ParseEventError> {
         std::env::var(COUNTERS_ENV).map_or_else(|_| Ok(Self::new()), |v| Self::parse(&v))
     }
 

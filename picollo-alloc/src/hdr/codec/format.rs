@@ -14,4 +14,4 @@ pub const DEFAULT_COMPRESSION: u8 = 6;
 
 /// Largest counts-array length any valid HdrHistogram geometry has
 /// (`significant_digits = 5`, `lowest = 1`, `highest = i64::MAX`).
-pub const MAX_GEOMETRY_COUNTS_LEN: usize = 6_160_384;
+pub(crate) const MAX_GEOMETRY_COUNTS_LEN: usize = 6_160_384;

@@ -210,7 +210,7 @@ fn import_alike(counts: &[u64], window: Window) -> Import {
 
 /// HdrHistogram counts read in place as a Picollo histogram, without copying: every
 /// [`ReadExt`](picollo_core::ReadExt) percentile, statistic and iterator works on it. Only for
-/// geometries that index like a Picollo layout ([`indexes_alike`]: lowest discernible value 1,
+/// geometries that index like a Picollo layout (`indexes_alike`: lowest discernible value 1,
 /// 1 to 5 significant digits); see [`view`].
 #[derive(Debug, Clone, Copy)]
 pub struct HdrView<'a> {

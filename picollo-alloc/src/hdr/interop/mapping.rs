@@ -121,7 +121,7 @@ pub(super) fn clamp_highest(highest: u64) -> u64 {
 /// Reports of several conversions combine with [`merge`](Self::merge).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct BucketMapping {
-    /// Both sides index values identically ([`indexes_alike`]): counts were copied index for
+    /// Both sides index values identically (`indexes_alike`): counts were copied index for
     /// index.
     pub index_for_index: bool,
     /// Non-empty source buckets.

@@ -4,10 +4,10 @@
 use super::error::LogError;
 
 /// The log format version the writer declares.
-pub const LOG_FORMAT_VERSION: &str = "1.3";
+pub(crate) const LOG_FORMAT_VERSION: &str = "1.3";
 
 /// The legend line HdrHistogram's writer emits (and readers skip).
-pub const LEGEND: &str =
+pub(crate) const LEGEND: &str =
     "\"StartTimestamp\",\"Interval_Length\",\"Interval_Max\",\"Interval_Compressed_Histogram\"";
 
 /// One parsed interval line, borrowing from the line text.

@@ -13,11 +13,11 @@ use crate::hdr::error::HdrError;
 use crate::hdr::HdrCounts;
 
 /// Default longest line the reader accepts, in bytes.
-pub const DEFAULT_MAX_LINE_LEN: usize = 16 << 20;
+pub(crate) const DEFAULT_MAX_LINE_LEN: usize = 16 << 20;
 
 /// If the first timestamp is more than this many seconds before the start time (and no
 /// `#[BaseTime:` was seen), timestamps are relative to the start time (HdrHistogram's rule).
-pub const RELATIVE_TIMESTAMP_THRESHOLD_SEC: f64 = 365.0 * 24.0 * 3600.0;
+pub(crate) const RELATIVE_TIMESTAMP_THRESHOLD_SEC: f64 = 365.0 * 24.0 * 3600.0;
 
 const BASE64_DECODE: base64::engine::GeneralPurpose =
     base64::engine::general_purpose::STANDARD_PAD_INDIFFERENT;
@@ -91,7 +91,7 @@ pub enum RangeMode {
 ///
 /// Timestamps follow HdrHistogram's reader: without `#[StartTime:` the first interval's
 /// timestamp is the start time; without `#[BaseTime:` the base time is the start time if the
-/// first timestamp is more than a year ([`RELATIVE_TIMESTAMP_THRESHOLD_SEC`]) before the start
+/// first timestamp is more than a year (`RELATIVE_TIMESTAMP_THRESHOLD_SEC`) before the start
 /// time (relative timestamps), and 0 otherwise (absolute timestamps).
 ///
 /// ```
@@ -129,7 +129,7 @@ pub struct LogReader<R> {
 }
 
 impl<R: BufRead> LogReader<R> {
-    /// A reader with the default line limit ([`DEFAULT_MAX_LINE_LEN`]).
+    /// A reader with the default line limit (`DEFAULT_MAX_LINE_LEN`).
     pub fn new(input: R) -> Self {
         Self {
             input,
@@ -227,7 +227,7 @@ impl<R: BufRead> LogReader<R> {
     }
 
     /// The next interval entry, or `None` at the end of the log.
-    pub fn next_entry(&mut self) -> Option<Result<LogEntry, LogError>> {
+    pub(crate) fn next_entry(&mut self) -> Option<Result<LogEntry, LogError>> {
         while !self.done {
             match self.read_line() {
                 Ok(true) => {}

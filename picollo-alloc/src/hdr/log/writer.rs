@@ -12,7 +12,7 @@ use crate::hdr::java_fmt::java_fixed;
 use crate::hdr::HdrCounts;
 
 /// Default divisor of the `Interval_Max` column (HdrHistogram's: nanoseconds to milliseconds).
-pub const DEFAULT_MAX_VALUE_UNIT_RATIO: f64 = 1_000_000.0;
+pub(crate) const DEFAULT_MAX_VALUE_UNIT_RATIO: f64 = 1_000_000.0;
 
 const BASE64_ENCODE: base64::engine::GeneralPurpose = base64::engine::general_purpose::STANDARD;
 
@@ -111,7 +111,7 @@ pub struct LogWriter<W: Write> {
 }
 
 impl<W: Write> LogWriter<W> {
-    /// A writer with base time 0, unit ratio [`DEFAULT_MAX_VALUE_UNIT_RATIO`] and compression
+    /// A writer with base time 0, unit ratio `DEFAULT_MAX_VALUE_UNIT_RATIO` and compression
     /// level [`BEST_COMPRESSION`].
     pub fn new(out: W) -> Self {
         Self {
@@ -196,7 +196,7 @@ impl<W: Write> LogWriter<W> {
         Ok(())
     }
 
-    /// Writes the legend line ([`LEGEND`]).
+    /// Writes the legend line (`LEGEND`).
     ///
     /// # Errors
     /// An I/O error.
