@@ -359,12 +359,13 @@ fn u16_counters_saturate_in_plain_and_atomic_kinds() {
 }
 
 /// Every public type a firmware would log implements `defmt::Format` (checked at compile
-/// time: `cargo test -p picollo-core --features defmt --test firmware`).
+/// time: `cargo test -p picollo-core --features defmt --test firmware`). The seqlock's state
+/// and the 64-bit counter of 32-bit targets are internal; `AtomicHistogram`'s `Format`, which
+/// logs them, needs theirs, so they are checked through it.
 #[cfg(feature = "defmt")]
 #[test]
 fn firmware_types_implement_defmt_format() {
-    use picollo_core::atomic::{SharedState, Version};
-    use picollo_core::cell::WideCounter;
+    use picollo_core::atomic::Version;
     use picollo_core::iter::IterationValue;
     use picollo_core::scalable::{ScalableConfig, ScalableCounter};
     use picollo_core::source::SourceError;
@@ -384,8 +385,6 @@ fn firmware_types_implement_defmt_format() {
         + format::<ScalableCell>()
         + format::<ScalableConfig>()
         + format::<XorShift>()
-        + format::<WideCounter>()
-        + format::<SharedState>()
         + format::<Version>()
         + format::<Layout>()
         + format::<ConstLayout<9>>()
@@ -406,5 +405,5 @@ fn firmware_types_implement_defmt_format() {
         + format::<OutOfRange>()
         + format::<Rebucketing>()
         + format::<SourceError>();
-    assert_eq!(checked, 31);
+    assert_eq!(checked, 29);
 }
