@@ -396,12 +396,12 @@ impl ThreadSpans {
     }
 
     /// Ends a `span!` guard's interval (its `start` and `scope` from
-    /// `ThreadSpans::begin_guard`) whose clock reading at the end the caller took: samples
+    /// [`ThreadSpans::begin_guard`]) whose clock reading at the end the caller took: samples
     /// the counters when the ring measures any, and saves the frame `name`. A guard that
     /// ended after its outer guard (out of order) may have lost its start samples to a later
     /// span: its frame then says its counters were not counted.
     #[inline(always)]
-    pub fn end_guard(&mut self, name: super::SpanName, start: u64, scope: Scope, end: u64) {
+    pub(crate) fn end_guard(&mut self, name: super::SpanName, start: u64, scope: Scope, end: u64) {
         let RingState::Open(t) = &mut self.ring else {
             self.open.pop_scoped();
             return;
@@ -446,7 +446,7 @@ pub struct Interval {
 impl Interval {
     /// An interval from its start, depth, start samples and end samples (`n` slots).
     #[inline(always)]
-    pub fn new(start: u64, depth: u32, starts: StartSamples, n: usize) -> Self {
+    pub(crate) fn new(start: u64, depth: u32, starts: StartSamples, n: usize) -> Self {
         Self {
             start,
             depth,
@@ -500,11 +500,11 @@ impl ThreadSpans {
 /// and the ticket of its start samples (high 32 bits; see `OpenStack::push_scoped`),
 /// packed in one word that the guard keeps.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Scope(pub(crate) u64);
+pub(crate) struct Scope(pub(crate) u64);
 
 impl Scope {
     #[inline(always)]
-    pub fn new(depth: u32, ticket: u32) -> Self {
+    pub(crate) fn new(depth: u32, ticket: u32) -> Self {
         Self(u64::from(depth) | u64::from(ticket) << 32)
     }
 
