@@ -170,7 +170,7 @@ pub(crate) use seqlock::SharedState;
 ///   so an interrupt handler may reset while thread mode resets or reads.
 /// - the `try_` reads of [`ReadExt`](crate::ReadExt) (`try_total`, `try_int_stats`,
 ///   `try_fixed_percentiles`, ...): **wait-free**: at most
-///   `TRY_READ_ATTEMPTS` passes over the cells, and
+///   4 passes over the cells, and
 ///   `ResetInProgress` instead of waiting when a reset is in progress (from an interrupt
 ///   handler that landed inside a thread-mode reset: ask again at the next interrupt).
 /// - the other reads (`total`, `fixed_percentiles`, ...): **blocking** while a reset is in

@@ -53,9 +53,9 @@ pub use modifiers::{EventSpec, Modifiers};
 pub use parse_error::{ParseErrorKind, ParseEventError};
 pub(crate) use spelling::parse_term;
 
-/// What one counter counts.
 // Defined here, its methods in the children (`kind`: parsing and conversions, `config`: the
 // `perf_event_attr` selection), beside what they use.
+/// What one counter counts.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[non_exhaustive]
 pub enum Event {

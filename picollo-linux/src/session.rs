@@ -78,9 +78,9 @@ use core::marker::PhantomData;
 use crate::count::Reading;
 use crate::page::Fallback;
 
-/// An open group of counters; see the [module docs](crate::session).
 // Defined here, its methods in the children (`group`: the reads, `builder`: the opening),
 // which see its private fields.
+/// An open group of counters; see the [module docs](crate::session).
 #[derive(Debug)]
 pub struct CounterSession {
     counters: Vec<Counter>,

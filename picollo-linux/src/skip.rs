@@ -4,7 +4,7 @@
 //!
 //! libtest hides the standard error of passing tests, so the printed line alone never
 //! reaches a CI log. [`hardware`] also appends a line to the file named by
-//! `SKIP_LOG_ENV` when it is set: `hardware<TAB><test><TAB><reason>`. The CI check
+//! `PICOLLO_SKIP_LOG` when it is set: `hardware<TAB><test><TAB><reason>`. The CI check
 //! `.ci/check.d/10-hardware-skips.sh` reads that file and prints
 //! `hardware tests: N skipped: no PMU` with each test and reason.
 //!
@@ -30,7 +30,7 @@ pub(crate) const SKIP_LOG_ENV: &str = "PICOLLO_SKIP_LOG";
 /// Reports that hardware test `test` did not run here, and that its path is checked on a real
 /// kernel PMU driver by the arm64 guest instead (`guest/run.sh`, CI's
 /// `.ci/check.d/35-guest.sh`): prints `skip <test>: <reason>; covered by <check>` and appends
-/// `guest<TAB><test><TAB><reason>; covered by <check>` to the file named by `SKIP_LOG_ENV`,
+/// `guest<TAB><test><TAB><reason>; covered by <check>` to the file named by `PICOLLO_SKIP_LOG`,
 /// which CI counts apart from the hardware skips. `check` names the guest check(s).
 pub fn covered_by_guest(test: &str, reason: &str, check: &str) {
     record(
@@ -42,7 +42,7 @@ pub fn covered_by_guest(test: &str, reason: &str, check: &str) {
 
 /// Reports that hardware test `test` did not run, and why: prints `skip <test>: <reason>` to
 /// standard error and appends `hardware<TAB><test><TAB><reason>` to the file named by
-/// `SKIP_LOG_ENV`, if set (one `write` of one line in append mode, so parallel tests and
+/// `PICOLLO_SKIP_LOG`, if set (one `write` of one line in append mode, so parallel tests and
 /// test processes do not interleave). Failing to write the file is reported on standard
 /// error, never a panic.
 pub fn hardware(test: &str, reason: &str) {

@@ -7,7 +7,7 @@ use super::frame::{first, utf8_prefix};
 use super::info::RingInfo;
 use super::schema::{FieldKind, MAX_COUNTERS, MAX_STR_WORDS};
 
-/// A decoded string value (up to `MAX_STR_WORDS` words).
+/// A decoded string value (up to 8 words).
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct StrValue {
     bytes: [u8; 8 * MAX_STR_WORDS],

@@ -47,7 +47,7 @@ pub enum FieldKind {
     /// A UTF-8 string of at most `8 * words` bytes, NUL-padded ([`Label`](super::Label) has 3
     /// words).
     Str {
-        /// Words (1..=`MAX_STR_WORDS`).
+        /// Words (1..=8).
         words: u8,
     },
     /// One timestamp in the header's clock ([`Time`](super::Time)).
@@ -202,7 +202,7 @@ impl<'a> Field<'a> {
 /// fixed-size encoding (names, field count, payload size).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Schema<'a> {
-    /// The frame type's name (1..=`FRAME_NAME_BYTES` bytes, ASCII graphic characters
+    /// The frame type's name (1..=32 bytes, ASCII graphic characters
     /// except `,` and `"`).
     pub name: &'a str,
     /// The fields, in payload order.

@@ -59,9 +59,9 @@ pub use log::{
     LogWriter, RangeMode,
 };
 
-/// An HdrHistogram in its own index space: the V2 header fields plus the counts array.
 // Defined here, its methods in the children: `counts` (geometry, records, reads) and
 // `codec` (decoding and encoding).
+/// An HdrHistogram in its own index space: the V2 header fields plus the counts array.
 ///
 /// This is the neutral form the codec reads and writes. `counts[i]` is the count of
 /// HdrHistogram counts-array index `i` (in logical order: HdrHistogram's

@@ -74,7 +74,7 @@ pub struct HgrmStep {
 /// `10^-decimals` units ([`HgrmStep::scaled`]).
 ///
 /// Untrusted text is fine: every line is checked (numbers, order, the footer against the
-/// steps), lines and steps are bounded (`MAX_HGRM_LINES`, `MAX_HGRM_LINE`), and errors
+/// steps), lines and steps are bounded (2^20, 4,096 bytes), and errors
 /// name the line.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct HgrmFile {
@@ -226,7 +226,7 @@ fn is_inverse(c: &str) -> bool {
 ///
 /// # Errors
 /// A missing header, a malformed or out-of-order step, a footer that contradicts the steps,
-/// or more than `MAX_HGRM_LINES` lines.
+/// or more than 2^20 lines.
 pub fn parse_hgrm(text: &str) -> Result<HgrmFile, HgrmParseError> {
     let text = text.trim_start_matches('\u{feff}');
     let mut lines = text.lines().enumerate().map(|(i, l)| (i + 1, l));

@@ -25,7 +25,7 @@ pub fn consistent<H: HistogramRead + ?Sized, R>(h: &H, mut f: impl FnMut(&H) -> 
 pub(crate) const TRY_READ_ATTEMPTS: usize = 4;
 
 /// Runs `f` without waiting: [`ResetInProgress`] when a reset is in progress as it starts, or when
-/// resets overlapped each of `TRY_READ_ATTEMPTS` passes (seqlock,
+/// resets overlapped each of 4 passes (seqlock,
 /// optimistic retry, bounded). **Wait-free**: at most that many calls of `f`. What the `try_` reads
 /// of [`ReadExt`](super::ReadExt) are built on; use it for a consistent read of your own.
 ///

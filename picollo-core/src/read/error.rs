@@ -46,7 +46,7 @@ impl From<ResetInProgress> for PercentileError {
 
 /// What a `try_` read of [`ReadExt`](super::ReadExt) returns instead of waiting: a reset of the
 /// histogram was in progress when it started, or resets overlapped all its
-/// `TRY_READ_ATTEMPTS` passes. Nothing was lost: the histogram is being
+/// 4 passes. Nothing was lost: the histogram is being
 /// cleared, and a later read sees the result. An interrupt handler that gets it has landed inside a
 /// reset it must not wait for (the reset cannot go on until the handler returns): it asks again at
 /// its next interrupt.

@@ -24,7 +24,7 @@ use super::stats::{
 ///
 /// - The `try_` reads ([`ReadExt::try_total`], [`ReadExt::try_int_stats`],
 ///   [`ReadExt::try_fixed_percentiles`], ...) are **wait-free**: at most
-///   `TRY_READ_ATTEMPTS` passes, and [`ResetInProgress`] (or
+///   4 passes, and [`ResetInProgress`] (or
 ///   [`PercentileError::ResetInProgress`]) when a reset is in progress or overlapped every
 ///   pass. This is the read for an interrupt handler: if it landed inside a thread-mode reset,
 ///   that reset cannot go on until the handler returns, so the handler must not wait for it.

@@ -57,7 +57,7 @@ pub enum Fallback {
     /// `cap_user_time` is 0 (or `time_shift` is out of range), so the times cannot be
     /// extrapolated.
     NoUserTime,
-    /// The page changed under `MAX_RETRIES` reads in a row.
+    /// The page changed under 65,536 reads in a row.
     Contended,
 }
 

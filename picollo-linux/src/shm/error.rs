@@ -60,7 +60,7 @@ pub enum ShmError {
         mode: u32,
     },
     /// The segment's size is not a whole number of words, or is above
-    /// `MAX_SEGMENT_BYTES`.
+    /// 1 GiB.
     BadSize {
         /// The segment.
         segment: String,

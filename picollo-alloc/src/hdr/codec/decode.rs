@@ -44,11 +44,11 @@ fn cookie_base(cookie: u32) -> u32 {
 #[non_exhaustive]
 pub struct DecodeLimits {
     /// Largest counts-array length (implied by the header's geometry) that is accepted.
-    /// Default: `MAX_GEOMETRY_COUNTS_LEN`, i.e. no valid geometry is refused.
+    /// Default: 6,160,384 counts, i.e. no valid geometry is refused.
     pub max_counts_len: usize,
     /// Largest declared payload length, in bytes, that is accepted (and so the largest
     /// decompressed size, minus the 40-byte header). Default: 9 bytes per entry of
-    /// `MAX_GEOMETRY_COUNTS_LEN` (about 53 MiB).
+    /// the largest geometry's 6,160,384 counts (about 53 MiB).
     pub max_payload_len: usize,
 }
 

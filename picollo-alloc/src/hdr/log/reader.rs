@@ -129,7 +129,7 @@ pub struct LogReader<R> {
 }
 
 impl<R: BufRead> LogReader<R> {
-    /// A reader with the default line limit (`DEFAULT_MAX_LINE_LEN`).
+    /// A reader with the default line limit (16 MiB).
     pub fn new(input: R) -> Self {
         Self {
             input,

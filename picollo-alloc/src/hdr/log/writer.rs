@@ -111,7 +111,7 @@ pub struct LogWriter<W: Write> {
 }
 
 impl<W: Write> LogWriter<W> {
-    /// A writer with base time 0, unit ratio `DEFAULT_MAX_VALUE_UNIT_RATIO` and compression
+    /// A writer with base time 0, unit ratio 1,000,000 and compression
     /// level [`BEST_COMPRESSION`].
     pub fn new(out: W) -> Self {
         Self {
