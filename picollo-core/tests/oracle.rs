@@ -24,6 +24,12 @@ fn decimal_quantile(rank: f64) -> f64 {
 const MAX_K: u32 = if cfg!(miri) { 6 } else { 12 };
 const MAX_SIGFIG: u8 = if cfg!(miri) { 2 } else { 4 };
 
+/// HdrHistogram's sub-buckets per block at `digits` significant digits are `2^bits`, with
+/// `bits = ceil(log2(2·10^d))`; Picollo's layout of block scale `bits - 1` indexes alike.
+fn hdr_sub_bucket_bits(digits: u8) -> u32 {
+    (2.0 * 10f64.powi(digits as i32)).log2().ceil() as u32
+}
+
 fn full(layout: Layout) -> (Vec<u64>, Window) {
     let w = Window::full(layout);
     (vec![0; w.len()], w)
@@ -69,8 +75,7 @@ proptest! {
     fn percentiles_match_hdrhistogram(sigfig in 1u8..=MAX_SIGFIG, values in proptest::collection::vec(1u64..(1 << 40), 1..500)) {
         // HdrHistogram with lowest 1 and `sigfig` digits has 2B sub-buckets per block,
         // B = 2^ceil(log2(2·10^d)) / 2: index-for-index the same layout (DESIGN.md).
-        let sub_buckets = (2.0 * 10f64.powi(sigfig as i32)).log2().ceil() as u32;
-        let layout = Layout::from_block_scale(sub_buckets - 1).unwrap();
+        let layout = Layout::from_block_scale(hdr_sub_bucket_bits(sigfig) - 1).unwrap();
         let mut hdr = hdrhistogram::Histogram::<u64>::new_with_bounds(1, u64::MAX / 2, sigfig).unwrap();
         let (mut cells, w) = full(layout);
         let mut h = Histogram::with_storage(layout, &mut cells[..], w).unwrap();
@@ -111,8 +116,8 @@ fn seed_benchmark_distribution_vs_hdrhistogram() {
     } else {
         (Layout::DEFAULT, 3)
     };
-    // HdrHistogram's half of its sub-buckets per block: 2^ceil(log2(2·10^d)) / 2.
-    let hdr_half_buckets = (2.0 * 10f64.powi(digits as i32)).log2().ceil().exp2() / 2.0;
+    // HdrHistogram's half of its sub-buckets per block.
+    let hdr_half_buckets = f64::from(1u32 << (hdr_sub_bucket_bits(digits) - 1));
     let mut state = 42u64;
     let mut values = Vec::with_capacity(n);
     for _ in 0..n {

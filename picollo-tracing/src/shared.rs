@@ -2,7 +2,7 @@
 //! (which writes it) and the reports (which read it) import it, and not each other.
 
 use std::sync::atomic::{AtomicU32, AtomicU64};
-use std::sync::{Mutex, PoisonError, Weak};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
 
 use crate::callsite::Callsites;
 use crate::counters::CounterSpec;
@@ -62,7 +62,7 @@ impl Shared {
     }
 
     /// The layer's finisher, while it is registered.
-    pub(crate) fn finisher(&self) -> Option<std::sync::Arc<dyn Finish>> {
+    pub(crate) fn finisher(&self) -> Option<Arc<dyn Finish>> {
         self.finisher
             .lock()
             .unwrap_or_else(PoisonError::into_inner)

@@ -224,8 +224,7 @@ impl Registration {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .push(f.clone());
-        let weak: Weak<dyn Finish> = Arc::downgrade(&f) as Weak<Finisher>;
-        f.handle.set_finisher(weak);
+        f.handle.set_finisher(Arc::downgrade(&f) as Weak<Finisher>);
         self.finisher = Some(f.clone());
         install_atexit();
         if let Some(period) = period {
