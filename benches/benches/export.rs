@@ -20,11 +20,10 @@ use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use metrics::{Key, Metadata, Recorder};
-use picollo_alloc::{heap, ThreadLocalHistogram};
+use picollo_alloc::HistogramBuilder;
 use picollo_benches::*;
 use picollo_core::{ReadExt, Window};
 use picollo_export::{Exported, NativeHistogram, Registry};
-use portable_atomic::AtomicU64;
 use prometheus_client::metrics::histogram::{Histogram as PcHistogram, NativeHistogramConfig};
 
 const ROUNDS: usize = 15;
@@ -33,8 +32,17 @@ fn record_bench() {
     let values = seed_values(SEED_COUNT);
     let n = values.len();
     let window = Window::new(LAYOUT, 0, SEED_MAX).expect("0 <= max");
-    let local = ThreadLocalHistogram::<u64>::new(LAYOUT, window);
-    let atomic = heap::atomic::<AtomicU64>(LAYOUT, window);
+    let local = HistogramBuilder::new()
+        .layout(LAYOUT)
+        .window(window)
+        .thread_local()
+        .unwrap();
+    let atomic = HistogramBuilder::new()
+        .layout(LAYOUT)
+        .window(window)
+        .dense()
+        .atomic()
+        .unwrap();
     let pc = PcHistogram::new_native(NativeHistogramConfig::with_schema(8));
     let mep = metrics_exporter_prometheus::PrometheusBuilder::new().build_recorder();
     let mep_handle = mep.register_histogram(

@@ -21,7 +21,7 @@ use std::sync::Arc;
 
 use iai_callgrind::{library_benchmark, library_benchmark_group, main};
 use metrics::{Key, Metadata, Recorder};
-use picollo_alloc::ThreadLocalHistogram;
+use picollo_alloc::{HistogramBuilder, ThreadLocalHistogram};
 use picollo_benches::*;
 use picollo_core::Window;
 use picollo_export::recorder::{HistogramKind, RecorderBuilder};
@@ -47,7 +47,11 @@ fn baseline_read(values: Vec<u64>) -> u64 {
 }
 
 fn thread_local() -> (Vec<u64>, ThreadLocalHistogram<u64>) {
-    let h = ThreadLocalHistogram::new(LAYOUT, Window::new(LAYOUT, 0, SEED_MAX).expect("valid"));
+    let h = HistogramBuilder::new()
+        .layout(LAYOUT)
+        .window(Window::new(LAYOUT, 0, SEED_MAX).expect("valid"))
+        .thread_local()
+        .unwrap();
     h.record(1); // claim the shard outside the measured loop
     (values(), h)
 }

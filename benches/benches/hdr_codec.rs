@@ -23,7 +23,7 @@
 
 use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer, V2Serializer};
 use picollo_alloc::hdr::{interop, ExportOptions, HdrCounts, HdrGeometry, DEFAULT_COMPRESSION};
-use picollo_alloc::heap::{self, HeapHistogram};
+use picollo_alloc::{HeapHistogram, HistogramBuilder};
 use picollo_benches::report::{header, Block};
 use picollo_benches::timing::{interleaved, time, Timing};
 use picollo_benches::{hdr_histogram, seed_values, SEED_COUNT, SEED_MAX};
@@ -103,7 +103,12 @@ impl Case {
         let geometry = HdrGeometry::new(1, highest, SIGFIG).expect("valid geometry");
         let layout = interop::layout_for(&geometry);
         let window = Window::new(layout, 0, highest).expect("0 <= highest");
-        let mut picollo = heap::plain::<u64>(layout, window);
+        let mut picollo = HistogramBuilder::new()
+            .layout(layout)
+            .window(window)
+            .dense()
+            .plain()
+            .unwrap();
         for &v in values {
             picollo.record(v);
         }

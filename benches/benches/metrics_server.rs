@@ -17,7 +17,7 @@ use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use picollo_alloc::ThreadLocalHistogram;
+use picollo_alloc::HistogramBuilder;
 use picollo_benches::*;
 use picollo_core::Window;
 use picollo_export::server::{negotiate, render, MetricsServer};
@@ -36,7 +36,13 @@ fn registry() -> Arc<Registry> {
     let values = seed_values(100_000);
     let window = Window::new(LAYOUT, 0, SEED_MAX).expect("0 <= max");
     for i in 0..SERIES {
-        let h = Arc::new(ThreadLocalHistogram::<u64>::new(LAYOUT, window));
+        let h = Arc::new(
+            HistogramBuilder::new()
+                .layout(LAYOUT)
+                .window(window)
+                .thread_local()
+                .unwrap(),
+        );
         values
             .iter()
             .skip(i)

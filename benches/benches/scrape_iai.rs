@@ -34,7 +34,7 @@ use std::hint::black_box;
 use std::sync::atomic::Ordering::Relaxed;
 
 use iai_callgrind::{library_benchmark, library_benchmark_group, main};
-use picollo_alloc::{heap, HeapAtomicHistogram};
+use picollo_alloc::{HeapAtomicHistogram, HistogramBuilder};
 use picollo_benches::iai::{cell, gate, instructions, per_op, release_defaults};
 use picollo_benches::report::{header, Block};
 use picollo_benches::*;
@@ -226,7 +226,15 @@ fn baseline_read(values: Vec<u64>) -> u64 {
 
 fn atomic() -> (Vec<u64>, HeapAtomicHistogram) {
     let window = Window::new(LAYOUT, 0, SEED_MAX).expect("valid");
-    (seed_data(), heap::atomic::<AtomicU64>(LAYOUT, window))
+    (
+        seed_data(),
+        HistogramBuilder::new()
+            .layout(LAYOUT)
+            .window(window)
+            .dense()
+            .atomic()
+            .unwrap(),
+    )
 }
 
 #[library_benchmark]

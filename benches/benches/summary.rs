@@ -14,11 +14,11 @@
 //! Run: `cargo bench -p picollo-benches --bench summary`.
 
 use picollo_alloc::summary::RANKS;
-use picollo_alloc::{default_histogram, SnapshotExt, Summary, ThreadLocalHistogram};
+use picollo_alloc::{HistogramBuilder, SnapshotExt, Summary};
 use picollo_benches::report::{header, Block};
 use picollo_benches::timing::{interleaved, repeat};
 use picollo_benches::{hdr_histogram, seed_values, SEED_COUNT};
-use picollo_core::{Layout, ReadExt, Window};
+use picollo_core::{Layout, ReadExt};
 use std::hint::black_box;
 
 /// Measured rounds per case (after one warm-up round).
@@ -29,7 +29,7 @@ const CALLS: u32 = 20;
 fn main() {
     let values = seed_values(SEED_COUNT);
 
-    let mut plain = default_histogram();
+    let mut plain = HistogramBuilder::new().dense().plain().unwrap();
     let mut hdr = hdr_histogram();
     for &v in &values {
         plain.record(v);
@@ -47,7 +47,10 @@ fn main() {
         .collect();
 
     let layout = Layout::DEFAULT;
-    let local = ThreadLocalHistogram::<u64>::new(layout, Window::full(layout));
+    let local = HistogramBuilder::new()
+        .layout(layout)
+        .thread_local()
+        .unwrap();
     // Two shards: this thread's and one from a thread that is still alive while we read.
     let (half_a, half_b) = values.split_at(values.len() / 2);
     half_a.iter().for_each(|&v| local.record(v));

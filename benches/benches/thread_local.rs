@@ -19,13 +19,12 @@
 //! Run: `cargo bench -p picollo-benches --bench thread_local`.
 
 use hdrhistogram::sync::{Recorder, SyncHistogram};
-use picollo_alloc::{heap, HeapHistogram, HistogramBuilder, ThreadLocalHistogram};
+use picollo_alloc::{HeapHistogram, HistogramBuilder};
 use picollo_benches::layouts;
 use picollo_benches::report::{header, Block};
 use picollo_benches::timing::{interleaved, Timing};
 use picollo_benches::*;
 use picollo_core::{ReadExt, Window};
-use portable_atomic::AtomicU64;
 use std::hint::black_box;
 use std::sync::Mutex;
 use std::time::Duration;
@@ -57,7 +56,16 @@ fn main() {
     // Plain: one histogram per thread (the ideal: nothing shared), allocated up front and
     // moved into a local for the run, so the compiler keeps its fields in registers.
     let own: Vec<Mutex<Option<HeapHistogram>>> = (0..MAX_THREADS)
-        .map(|_| Mutex::new(Some(heap::plain::<u64>(LAYOUT, window))))
+        .map(|_| {
+            Mutex::new(Some(
+                HistogramBuilder::new()
+                    .layout(LAYOUT)
+                    .window(window)
+                    .dense()
+                    .plain()
+                    .unwrap(),
+            ))
+        })
         .collect();
     let plain = |i: usize| {
         let mut slot = own[i].lock().expect("not poisoned");
@@ -70,7 +78,17 @@ fn main() {
         }
     };
     let own_u32: Vec<Mutex<Option<HeapHistogram<u32>>>> = (0..MAX_THREADS)
-        .map(|_| Mutex::new(Some(heap::plain::<u32>(LAYOUT, window))))
+        .map(|_| {
+            Mutex::new(Some(
+                HistogramBuilder::new()
+                    .layout(LAYOUT)
+                    .window(window)
+                    .u32_storage()
+                    .dense()
+                    .plain()
+                    .unwrap(),
+            ))
+        })
         .collect();
     let plain_u32 = |i: usize| {
         let mut slot = own_u32[i].lock().expect("not poisoned");
@@ -83,7 +101,17 @@ fn main() {
         }
     };
     let own_u16: Vec<Mutex<Option<HeapHistogram<u16>>>> = (0..MAX_THREADS)
-        .map(|_| Mutex::new(Some(heap::plain::<u16>(LAYOUT, window))))
+        .map(|_| {
+            Mutex::new(Some(
+                HistogramBuilder::new()
+                    .layout(LAYOUT)
+                    .window(window)
+                    .u16_storage()
+                    .dense()
+                    .plain()
+                    .unwrap(),
+            ))
+        })
         .collect();
     let plain_u16 = |i: usize| {
         let mut slot = own_u16[i].lock().expect("not poisoned");
@@ -95,7 +123,11 @@ fn main() {
             *slot = Some(h);
         }
     };
-    let local = ThreadLocalHistogram::<u64>::new(LAYOUT, window);
+    let local = HistogramBuilder::new()
+        .layout(LAYOUT)
+        .window(window)
+        .thread_local()
+        .unwrap();
     let thread_local = |_: usize| {
         for &v in &values {
             local.record(black_box(v));
@@ -117,7 +149,12 @@ fn main() {
             local_u16.record(black_box(v));
         }
     };
-    let atomic_h = heap::atomic::<AtomicU64>(LAYOUT, window);
+    let atomic_h = HistogramBuilder::new()
+        .layout(LAYOUT)
+        .window(window)
+        .dense()
+        .atomic()
+        .unwrap();
     let atomic = |_: usize| {
         for &v in &values {
             atomic_h.record(black_box(v));

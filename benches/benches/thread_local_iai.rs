@@ -16,7 +16,7 @@
 #![allow(missing_docs)] // iai-callgrind's macros generate undocumented modules.
 
 use iai_callgrind::{library_benchmark, library_benchmark_group, main};
-use picollo_alloc::{heap, Dense, HeapHistogram, ThreadLocalHistogram};
+use picollo_alloc::{Dense, HeapHistogram, HistogramBuilder, ThreadLocalHistogram};
 use picollo_benches::iai::{cell, instructions, per_op};
 use picollo_benches::report::{header, Block};
 use picollo_benches::*;
@@ -34,14 +34,22 @@ fn baseline_read(values: Vec<u64>) -> u64 {
 }
 
 fn plain<C: picollo_alloc::StorageWidth>() -> (Vec<u64>, HeapHistogram<C>) {
-    (seed_data(), heap::plain::<C>(LAYOUT, window()))
+    (
+        seed_data(),
+        HistogramBuilder::<C, Dense>::default()
+            .layout(LAYOUT)
+            .window(window())
+            .plain()
+            .unwrap(),
+    )
 }
 
 /// Dense shards: the thread-local kind as it was before sparse storage.
 type Local<C> = ThreadLocalHistogram<C, Dense>;
 
 fn local<C: picollo_alloc::StorageWidth>() -> (Vec<u64>, Local<C>) {
-    let h = Local::<C>::new(LAYOUT, window());
+    let builder = HistogramBuilder::<C, Dense>::default().layout(LAYOUT);
+    let h: Local<C> = builder.window(window()).thread_local().unwrap();
     h.record(1); // claim the shard outside the measured loop
     (seed_data(), h)
 }
@@ -49,7 +57,11 @@ fn local<C: picollo_alloc::StorageWidth>() -> (Vec<u64>, Local<C>) {
 /// Sparse shards (the default), every block the seed data touches given its page in the
 /// set-up: the measured loop takes the touched-page record.
 fn sparse_local() -> (Vec<u64>, ThreadLocalHistogram<u64>) {
-    let h = ThreadLocalHistogram::<u64>::new(LAYOUT, window());
+    let h = HistogramBuilder::new()
+        .layout(LAYOUT)
+        .window(window())
+        .thread_local()
+        .unwrap();
     let values = seed_data();
     for &v in &values {
         h.record_n(v, picollo_alloc::sparse::HOT);

@@ -26,7 +26,7 @@
 use crate::child;
 use crate::report::{header, Block};
 use crate::{seed_values, LAYOUT, SEED_MAX};
-use picollo_alloc::{heap, HeapHistogram, LocalCounter, ThreadLocalHistogram};
+use picollo_alloc::{HeapHistogram, HistogramBuilder, LocalCounter, ThreadLocalHistogram};
 use picollo_core::{Counter, ReadExt, Window};
 use std::alloc::{GlobalAlloc, Layout as AllocLayout, System};
 use std::hint::black_box;
@@ -119,10 +119,17 @@ fn window() -> Window {
     Window::new(LAYOUT, 0, SEED_MAX).expect("0 <= max")
 }
 
-static STATIC_U64: LazyLock<ThreadLocalHistogram<u64>> =
-    LazyLock::new(|| ThreadLocalHistogram::new(LAYOUT, window()));
-static STATIC_U32: LazyLock<ThreadLocalHistogram<u32>> =
-    LazyLock::new(|| ThreadLocalHistogram::new(LAYOUT, window()));
+static STATIC_U64: LazyLock<ThreadLocalHistogram<u64>> = LazyLock::new(|| {
+    let builder = HistogramBuilder::new().layout(LAYOUT).window(window());
+    builder.thread_local().expect("the bench layout builds")
+});
+static STATIC_U32: LazyLock<ThreadLocalHistogram<u32>> = LazyLock::new(|| {
+    let builder = HistogramBuilder::new().layout(LAYOUT).window(window());
+    builder
+        .u32_storage()
+        .thread_local()
+        .expect("the bench layout builds")
+});
 
 #[inline(never)]
 fn plain_loop<C: Counter, const K: usize>(h: &mut HeapHistogram<C>, values: &[u64]) {
@@ -204,10 +211,22 @@ fn measure(pad: usize) {
     let padding = black_box(vec![1u8; pad]);
     let values = seed_values(VALUES);
     let window = window();
-    let mut p64 = heap::plain::<u64>(LAYOUT, window);
-    let mut p32 = heap::plain::<u32>(LAYOUT, window);
-    let l64 = ThreadLocalHistogram::<u64>::new(LAYOUT, window);
-    let l32 = ThreadLocalHistogram::<u32>::new(LAYOUT, window);
+    let mut p64 = HistogramBuilder::new()
+        .layout(LAYOUT)
+        .window(window)
+        .dense()
+        .plain()
+        .unwrap();
+    let mut p32 = HistogramBuilder::new()
+        .layout(LAYOUT)
+        .window(window)
+        .u32_storage()
+        .dense()
+        .plain()
+        .unwrap();
+    let builder = HistogramBuilder::new().layout(LAYOUT).window(window);
+    let l64 = builder.thread_local().unwrap();
+    let l32 = builder.u32_storage().thread_local().unwrap();
     // The first record claims the thread's shard: its cells are the latest large allocation.
     l64.record(1);
     l32.record(1);

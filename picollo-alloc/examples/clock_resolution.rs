@@ -11,14 +11,14 @@
 //! reading the clock, not only by its advertised frequency.
 
 use picollo_alloc::clock::{now_nanos, ticks_per_second, ticks_to_nanos, Ticks};
-use picollo_alloc::{default_histogram, Summary, SummaryExt};
+use picollo_alloc::{HistogramBuilder, Summary, SummaryExt};
 use picollo_core::fmt::Grouped;
 
 const SAMPLES: u64 = 1_000_000;
 
 /// Records `SAMPLES` smallest observable increments of `read`.
 fn probe(read: impl Fn() -> u64) -> Summary {
-    let mut h = default_histogram();
+    let mut h = HistogramBuilder::new().dense().plain().unwrap();
     let mut last = read();
     for _ in 0..SAMPLES {
         let mut now = read();

@@ -21,10 +21,10 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use picollo_alloc::hdr::{add_hdr, interop, HdrGeometry, Import, LogReader};
-use picollo_alloc::heap::{self, HeapHistogram};
 use picollo_alloc::Summary;
+use picollo_alloc::{HeapHistogram, HistogramBuilder};
 use picollo_core::fmt::Grouped;
-use picollo_core::{EquivalentValue, ReadExt, Window};
+use picollo_core::{EquivalentValue, ReadExt};
 
 /// The intervals of one tag, accumulated.
 struct Group {
@@ -90,7 +90,11 @@ fn run() -> Result<(), Box<dyn Error>> {
             None => {
                 groups.push(Group {
                     tag: entry.tag.clone(),
-                    histogram: heap::plain(layout, Window::full(layout)),
+                    histogram: HistogramBuilder::new()
+                        .layout(layout)
+                        .dense()
+                        .plain()
+                        .unwrap(),
                     import: Import::default(),
                     intervals: 0,
                 });

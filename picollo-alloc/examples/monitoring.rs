@@ -10,7 +10,7 @@
 //! As in the .NET example, the values drift with the time of day, so the distribution moves and may
 //! overflow the `10_000..=30_000` range.
 
-use picollo_alloc::{HistogramBuilder, SnapshotExt, Summary, SummaryExt, ThreadLocalHistogram};
+use picollo_alloc::{HistogramBuilder, SnapshotExt, Summary, SummaryExt};
 use std::io::Write;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant, SystemTime};
@@ -41,7 +41,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .min_trackable(min)
         .max_trackable(max)
         .resolve()?;
-    let h = ThreadLocalHistogram::<u64>::new(layout, window);
+    let h = HistogramBuilder::new()
+        .layout(layout)
+        .window(window)
+        .thread_local()
+        .unwrap();
     let stop = AtomicBool::new(false);
 
     std::thread::scope(|s| {

@@ -37,9 +37,8 @@
 //! assert!(dense.footprint() > 200_000);
 //! ```
 
-use crate::heap::{self, HeapAtomicHistogram, HeapHistogram, HeapStorage};
+use crate::heap::{HeapAtomicHistogram, HeapHistogram};
 use crate::sparse::{PageCell, SparseStorage};
-pub(crate) use crate::storage_choice::BuiltAtomicHistogram;
 pub use crate::storage_choice::{Dense, Sparse, StorageChoice};
 use crate::thread_local::{LocalCounter, ThreadLocalHistogram};
 use core::fmt;
@@ -48,8 +47,8 @@ use picollo_core::approx::ApproxHistogram;
 use picollo_core::atomic::AtomicCounter;
 use picollo_core::scalable::ScalableCell;
 use picollo_core::{
-    AtomicHistogram, Cells, Counter, Histogram, Layout, LayoutError, UnitLayout, Window,
-    WindowError,
+    AtomicHistogram, Cells, Counter, Histogram, Layout, LayoutError, LayoutSpec, UnitLayout,
+    Window, WindowError,
 };
 use portable_atomic::{AtomicU16, AtomicU32, AtomicU64};
 
@@ -79,12 +78,14 @@ pub enum BuildError {
     Layout(LayoutError),
     /// The min and max trackable values do not form a window.
     Window(WindowError),
-    /// A lowest discernible value was set, and this kind records no value unit: the plain and
-    /// atomic kinds record one through [`HistogramBuilder::plain_with_unit`] and
-    /// [`HistogramBuilder::atomic_with_unit`].
-    UnitNotRecorded {
-        /// The kind asked for.
-        kind: &'static str,
+    /// The layout given to [`HistogramBuilder::layout`] has a value unit (a lowest discernible
+    /// value above 1), and this builder makes kinds that record none: a unit is set with
+    /// [`HistogramBuilder::lowest_discernible`], whose builder makes the plain and atomic kinds
+    /// that record it (the thread-local and approximate kinds record no unit, and do not exist
+    /// there). Nothing drops a unit silently.
+    NeedsUnitLayout {
+        /// The layout's unit: values are recorded in multiples of it.
+        unit: u64,
     },
 }
 
@@ -93,10 +94,11 @@ impl fmt::Display for BuildError {
         match self {
             Self::Layout(e) => write!(f, "histogram layout: {e}"),
             Self::Window(e) => write!(f, "histogram window: {e}"),
-            Self::UnitNotRecorded { kind } => write!(
+            Self::NeedsUnitLayout { unit } => write!(
                 f,
-                "the {kind} histogram records no value unit (lowest_discernible): build it with \
-                 plain_with_unit() or atomic_with_unit(), or leave the lowest discernible value at 1"
+                "the layout records values in units of {unit} (a lowest discernible value), and \
+                 this builder makes kinds without one: set it with .lowest_discernible({unit}) \
+                 (plain and atomic histograms), or give a layout without a unit"
             ),
         }
     }
@@ -112,15 +114,33 @@ impl From<LayoutError> for BuildError {
 
 impl From<WindowError> for BuildError {
     fn from(e: WindowError) -> Self {
-        Self::Window(e)
+        match e {
+            WindowError::NeedsUnitLayout(magnitude) => Self::NeedsUnitLayout {
+                unit: 1u64 << magnitude.min(63),
+            },
+            e => Self::Window(e),
+        }
     }
 }
 
 /// Configures a histogram: precision, counter width, trackable range, storage, then the kind.
+/// Every histogram on the heap is built here.
 ///
 /// Defaults: relative error 0.001 (block size 512), `u64` counters, the full `u64` range,
 /// sparse storage (see the [module docs](self) for sparse or dense).
 /// Invalid settings are reported by the final `plain`/`atomic`/… call, not silently clamped.
+///
+/// The type follows the choices: `C` the counter width, `S` the storage, and `L` the layout
+/// spec the histograms record through: [`Layout`], or [`UnitLayout`] once
+/// [`HistogramBuilder::lowest_discernible`] set a value unit. Only the plain and atomic kinds
+/// record a unit, so a unit builder has no `thread_local` or `approximate`: asking for one is
+/// a compile error, not a unit dropped at run time.
+///
+/// ```compile_fail,E0599
+/// use picollo_alloc::HistogramBuilder;
+/// // The thread-local kind records no value unit.
+/// let h = HistogramBuilder::new().lowest_discernible(1000).thread_local();
+/// ```
 ///
 /// HdrHistogram users can give the precision as significant digits, and see what a
 /// configuration costs before building it:
@@ -139,18 +159,28 @@ impl From<WindowError> for BuildError {
 /// assert!(f.sparse_empty_bytes < 1_000);
 /// ```
 #[derive(Clone, Copy, Debug)]
-pub struct HistogramBuilder<C = u64, S = Sparse> {
+pub struct HistogramBuilder<C = u64, S = Sparse, L = Layout> {
     layout: Result<Layout, LayoutError>,
     lowest_discernible: u64,
-    min: u64,
-    max: u64,
+    bounds: Bounds,
     width: PhantomData<C>,
     storage: PhantomData<S>,
+    spec: PhantomData<L>,
 }
 
-impl Default for HistogramBuilder<u64, Sparse> {
+/// The trackable range: values, or a window of the builder's layout.
+#[derive(Clone, Copy, Debug)]
+enum Bounds {
+    Values { min: u64, max: u64 },
+    Window(Window),
+}
+
+/// A builder with the defaults of [`HistogramBuilder::new`] but the counter width and storage
+/// of its type: what code generic over them starts from,
+/// `HistogramBuilder::<C, S>::default()`.
+impl<C: StorageWidth, S: StorageChoice> Default for HistogramBuilder<C, S> {
     fn default() -> Self {
-        Self::new()
+        HistogramBuilder::new().with::<C, S, Layout>()
     }
 }
 
@@ -160,26 +190,22 @@ impl HistogramBuilder<u64, Sparse> {
         HistogramBuilder {
             layout: Ok(Layout::DEFAULT),
             lowest_discernible: 1,
-            min: 0,
-            max: u64::MAX,
+            bounds: Bounds::Values {
+                min: 0,
+                max: u64::MAX,
+            },
             width: PhantomData,
             storage: PhantomData,
+            spec: PhantomData,
         }
     }
 }
 
-/// A plain histogram over the storage a builder chose.
-pub type BuiltHistogram<C, S> = Histogram<<S as StorageChoice>::Cells<C>, Layout>;
-/// A plain histogram recording a value unit, over the storage a builder chose.
-pub type BuiltUnitHistogram<C, S> = Histogram<<S as StorageChoice>::Cells<C>, UnitLayout>;
-/// An atomic histogram recording a value unit, over the storage a builder chose.
-pub type BuiltUnitAtomicHistogram<A, S> =
-    AtomicHistogram<<S as StorageChoice>::Cells<A>, UnitLayout>;
-/// An approximate histogram over the storage a builder chose.
-pub type BuiltApproxHistogram<S> =
+/// An approximate histogram over the storage a builder chose ([`HistogramBuilder::approximate`]).
+pub type BuiltApproxHistogram<S = Sparse> =
     ApproxHistogram<<S as StorageChoice>::Cells<ScalableCell>, Layout>;
 
-impl<C: StorageWidth, S: StorageChoice> HistogramBuilder<C, S> {
+impl<C: StorageWidth, S: StorageChoice, L: LayoutSpec + From<Layout>> HistogramBuilder<C, S, L> {
     /// The largest acceptable relative error (see [`Layout::try_from_relative_error`]).
     pub fn relative_error(mut self, relative_error: f64) -> Self {
         self.layout = Layout::try_from_relative_error(relative_error);
@@ -187,9 +213,9 @@ impl<C: StorageWidth, S: StorageChoice> HistogramBuilder<C, S> {
     }
 
     /// An explicit layout. A layout with a value unit ([`Layout::with_lowest_discernible`])
-    /// keeps it, as if [`HistogramBuilder::lowest_discernible`] had been set to its unit: the
-    /// kinds that record one (`*_with_unit`) record it, the others refuse it
-    /// ([`BuildError::UnitNotRecorded`]); it is never dropped.
+    /// keeps it, as if [`HistogramBuilder::lowest_discernible`] had been set to its unit: a
+    /// unit builder records it, the others refuse it ([`BuildError::NeedsUnitLayout`]); it is
+    /// never dropped.
     pub fn layout(mut self, layout: Layout) -> Self {
         self.layout = Ok(layout);
         if layout.unit_magnitude() != 0 {
@@ -209,78 +235,111 @@ impl<C: StorageWidth, S: StorageChoice> HistogramBuilder<C, S> {
 
     /// `u16` bucket counters (HdrHistogram's `ShortHistogram`): a quarter of the memory of
     /// `u64`; a bucket saturates at 65,535.
-    pub fn u16_storage(self) -> HistogramBuilder<u16, S> {
-        self.with::<u16, S>()
+    pub fn u16_storage(self) -> HistogramBuilder<u16, S, L> {
+        self.with::<u16, S, L>()
     }
 
     /// `u32` bucket counters: half the memory; a bucket saturates at `u32::MAX`.
-    pub fn u32_storage(self) -> HistogramBuilder<u32, S> {
-        self.with::<u32, S>()
+    pub fn u32_storage(self) -> HistogramBuilder<u32, S, L> {
+        self.with::<u32, S, L>()
     }
 
     /// `u64` bucket counters (the default).
-    pub fn u64_storage(self) -> HistogramBuilder<u64, S> {
-        self.with::<u64, S>()
+    pub fn u64_storage(self) -> HistogramBuilder<u64, S, L> {
+        self.with::<u64, S, L>()
     }
 
     /// Sparse storage (the default): memory follows what was recorded. The window is widened
     /// to whole blocks of the layout (values in them are counted in buckets rather than as
     /// underflow or overflow); see [`crate::sparse`].
-    pub fn sparse(self) -> HistogramBuilder<C, Sparse> {
-        self.with::<C, Sparse>()
+    pub fn sparse(self) -> HistogramBuilder<C, Sparse, L> {
+        self.with::<C, Sparse, L>()
     }
 
     /// Dense storage: a cell for every bucket of the window from the start, for the hottest
     /// histograms (the fewest instructions per record from the first value on).
-    pub fn dense(self) -> HistogramBuilder<C, Dense> {
-        self.with::<C, Dense>()
+    pub fn dense(self) -> HistogramBuilder<C, Dense, L> {
+        self.with::<C, Dense, L>()
     }
 
-    fn with<D, T>(self) -> HistogramBuilder<D, T> {
+    fn with<D, T, M>(self) -> HistogramBuilder<D, T, M> {
         HistogramBuilder {
             layout: self.layout,
             lowest_discernible: self.lowest_discernible,
-            min: self.min,
-            max: self.max,
+            bounds: self.bounds,
             width: PhantomData,
             storage: PhantomData,
+            spec: PhantomData,
         }
     }
 
     /// HdrHistogram's lowest discernible value: values are recorded in units of the largest
     /// power of two not above it ([`Layout::with_lowest_discernible`]), so a histogram ported
     /// from `new_with_bounds(1000, highest, 3)` is `.lowest_discernible(1000)
-    /// .max_trackable(highest).sigfig(3).plain_with_unit()` (or `atomic_with_unit()`) and gives
-    /// its answers. Not a minimum: smaller values
-    /// are still counted, in the first bucket (see [`HistogramBuilder::min_trackable`] for
-    /// that). Within `1..2^32`; the default is 1 (no unit).
+    /// .max_trackable(highest).sigfig(3).plain()` (or `.atomic()`) and gives its answers. Not
+    /// a minimum: smaller values are still counted, in the first bucket (see
+    /// [`HistogramBuilder::min_trackable`] for that). Within `1..2^32` (1 is no unit), checked
+    /// when the histogram is built.
+    ///
+    /// The builder it returns records through [`UnitLayout`]: its `plain()` and `atomic()`
+    /// record the unit, and it has no `thread_local()` or `approximate()`, kinds that record
+    /// no unit.
     ///
     /// ```
     /// use picollo_alloc::HistogramBuilder;
     /// use picollo_core::{EquivalentValue, HistogramRead, ReadExt};
     ///
-    /// let mut h = HistogramBuilder::new().lowest_discernible(1000).sigfig(3).plain_with_unit()?;
+    /// let mut h = HistogramBuilder::new().lowest_discernible(1000).sigfig(3).plain()?;
     /// h.record(10_007 * 1024);
     /// let p = h.percentile(50.0, EquivalentValue::Upper)?;
     /// assert_eq!(p.value, 10_007 * 1024 + 1023); // HdrHistogram's highestEquivalentValue
     /// assert_eq!(h.layout().unit(), 512);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn lowest_discernible(mut self, lowest: u64) -> Self {
+    pub fn lowest_discernible(mut self, lowest: u64) -> HistogramBuilder<C, S, UnitLayout> {
         self.lowest_discernible = lowest;
-        self
+        self.with::<C, S, UnitLayout>()
     }
 
     /// The smallest value stored in buckets; smaller values count as underflow.
     pub fn min_trackable(mut self, min: u64) -> Self {
-        self.min = min;
+        let (_, max) = self.value_bounds();
+        self.bounds = Bounds::Values { min, max };
         self
     }
 
     /// The largest value stored in buckets; larger values count as overflow.
     pub fn max_trackable(mut self, max: u64) -> Self {
-        self.max = max;
+        let (min, _) = self.value_bounds();
+        self.bounds = Bounds::Values { min, max };
         self
+    }
+
+    /// The window of the builder's layout to store, as another histogram's
+    /// [`window()`](picollo_core::HistogramRead::window): a copy of its shape without a
+    /// detour through values. A window of another layout stands for the values it covers.
+    ///
+    /// ```
+    /// use picollo_alloc::HistogramBuilder;
+    /// use picollo_core::{Layout, Window};
+    ///
+    /// let window = Window::new(Layout::DEFAULT, 100, 10_000)?;
+    /// let h = HistogramBuilder::new().window(window).dense().plain()?;
+    /// assert_eq!(h.window(), window);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn window(mut self, window: Window) -> Self {
+        self.bounds = Bounds::Window(window);
+        self
+    }
+
+    /// The trackable values, for a builder whose bounds are a window: those it covers.
+    fn value_bounds(&self) -> (u64, u64) {
+        match (self.bounds, self.layout) {
+            (Bounds::Values { min, max }, _) => (min, max),
+            (Bounds::Window(w), Ok(layout)) => (w.min_value(layout), w.max_value(layout)),
+            (Bounds::Window(_), Err(_)) => (0, u64::MAX),
+        }
     }
 
     /// The layout and window this builder describes (before sparse storage widens the window
@@ -289,7 +348,11 @@ impl<C: StorageWidth, S: StorageChoice> HistogramBuilder<C, S> {
         let layout = self
             .layout?
             .with_lowest_discernible(self.lowest_discernible)?;
-        Ok((layout, Window::new(layout, self.min, self.max)?))
+        let window = match self.bounds {
+            Bounds::Values { min, max } => Window::new(layout, min, max)?,
+            Bounds::Window(w) => Window::new(layout, w.min_value(layout), w.max_value(layout))?,
+        };
+        Ok((layout, window))
     }
 
     /// What each kind of this configuration costs in memory, before building it (or the
@@ -308,7 +371,7 @@ impl<C: StorageWidth, S: StorageChoice> HistogramBuilder<C, S> {
             plain_bytes: header_bytes + buckets * size_of::<C>(),
             atomic_bytes: size_of::<HeapAtomicHistogram<C::Atomic>>()
                 + buckets * size_of::<C::Atomic>(),
-            approximate_bytes: size_of::<HeapApproxHistogram>()
+            approximate_bytes: size_of::<BuiltApproxHistogram<Dense>>()
                 + buckets * size_of::<ScalableCell>(),
             thread_local_bytes_per_thread: ThreadLocalHistogram::<C>::estimated_footprint(
                 buckets, 1,
@@ -316,70 +379,51 @@ impl<C: StorageWidth, S: StorageChoice> HistogramBuilder<C, S> {
                 buckets, 0,
             ),
             thread_local_base_bytes: ThreadLocalHistogram::<C>::estimated_footprint(buckets, 0),
-            sparse_empty_bytes: size_of::<BuiltHistogram<C, Sparse>>() + sparse.held_bytes(),
-            sparse_max_bytes: size_of::<BuiltHistogram<C, Sparse>>()
+            sparse_empty_bytes: size_of::<SparseHistogram<C>>() + sparse.held_bytes(),
+            sparse_max_bytes: size_of::<SparseHistogram<C>>()
                 + sparse.held_bytes()
                 + sparse.window().len() * size_of::<C>()
                 + limit * size_of::<u64>(),
         })
     }
 
-    /// The layout and window, refused with [`BuildError::UnitNotRecorded`] when a lowest
-    /// discernible value was set for a kind that records no unit.
-    fn resolve_without_unit(&self, kind: &'static str) -> Result<(Layout, Window), BuildError> {
+    /// A plain, single-writer histogram (recording the value unit of a unit builder).
+    pub fn plain(self) -> Result<Histogram<S::Cells<C>, L>, BuildError> {
+        let (layout, window) = self.resolve()?;
+        let (cells, window) = S::cells::<C>(layout, window);
+        Ok(Histogram::with_storage(L::from(layout), cells, window)?)
+    }
+
+    /// An atomic histogram: many writers, one `fetch_add` per record (recording the value unit
+    /// of a unit builder).
+    pub fn atomic(self) -> Result<AtomicHistogram<S::Cells<C::Atomic>, L>, BuildError> {
+        let (layout, window) = self.resolve()?;
+        let (cells, window) = S::cells::<C::Atomic>(layout, window);
+        Ok(AtomicHistogram::with_storage(
+            L::from(layout),
+            cells,
+            window,
+        )?)
+    }
+}
+
+impl<C: StorageWidth, S: StorageChoice> HistogramBuilder<C, S, Layout> {
+    /// The layout and window, refused with [`BuildError::NeedsUnitLayout`] when the layout has
+    /// a value unit (which the thread-local and approximate kinds do not record).
+    fn resolve_without_unit(&self) -> Result<(Layout, Window), BuildError> {
         let (layout, window) = self.resolve()?;
         if layout.unit_magnitude() != 0 {
-            return Err(BuildError::UnitNotRecorded { kind });
+            return Err(BuildError::NeedsUnitLayout {
+                unit: layout.unit(),
+            });
         }
         Ok((layout, window))
     }
 
-    /// A plain, single-writer histogram. With a lowest discernible value above 1, use
-    /// [`HistogramBuilder::plain_with_unit`] ([`BuildError::UnitNotRecorded`] here).
-    pub fn plain(self) -> Result<BuiltHistogram<C, S>, BuildError> {
-        let (layout, window) = self.resolve_without_unit("plain")?;
-        let (cells, window) = S::cells::<C>(layout, window);
-        Ok(Histogram::with_storage(layout, cells, window)?)
-    }
-
-    /// A plain histogram that records the value unit of
-    /// [`HistogramBuilder::lowest_discernible`] (through the [`picollo_core::UnitLayout`] spec;
-    /// the plain spec records without reading one, so that histograms without a unit pay
-    /// nothing for units).
-    pub fn plain_with_unit(self) -> Result<BuiltUnitHistogram<C, S>, BuildError> {
-        let (layout, window) = self.resolve()?;
-        let (cells, window) = S::cells::<C>(layout, window);
-        Ok(Histogram::with_storage(
-            UnitLayout::new(layout),
-            cells,
-            window,
-        )?)
-    }
-
-    /// An atomic histogram: many writers, one `fetch_add` per record. With a lowest
-    /// discernible value above 1, use [`HistogramBuilder::atomic_with_unit`].
-    pub fn atomic(self) -> Result<BuiltAtomicHistogram<C::Atomic, S>, BuildError> {
-        let (layout, window) = self.resolve_without_unit("atomic")?;
-        let (cells, window) = S::cells::<C::Atomic>(layout, window);
-        Ok(AtomicHistogram::with_storage(layout, cells, window)?)
-    }
-
-    /// An atomic histogram that records the value unit of
-    /// [`HistogramBuilder::lowest_discernible`].
-    pub fn atomic_with_unit(self) -> Result<BuiltUnitAtomicHistogram<C::Atomic, S>, BuildError> {
-        let (layout, window) = self.resolve()?;
-        let (cells, window) = S::cells::<C::Atomic>(layout, window);
-        Ok(AtomicHistogram::with_storage(
-            UnitLayout::new(layout),
-            cells,
-            window,
-        )?)
-    }
-
     /// A thread-local histogram: each thread writes its own shard, readers sum them. It
-    /// records no value unit ([`BuildError::UnitNotRecorded`]).
+    /// records no value unit (a unit builder has no `thread_local`).
     pub fn thread_local(self) -> Result<ThreadLocalHistogram<C, S>, BuildError> {
-        let (layout, window) = self.resolve_without_unit("thread-local")?;
+        let (layout, window) = self.resolve_without_unit()?;
         Ok(ThreadLocalHistogram::new(layout, window))
     }
 
@@ -387,9 +431,9 @@ impl<C: StorageWidth, S: StorageChoice> HistogramBuilder<C, S> {
     /// Approximate Counting" (Andy Ayers, 2023; default threshold 13), for hot shared histograms
     /// where contention dominates. The counter width does not apply (scalable cells are 64-bit).
     /// Over sparse storage its cells live in pages only (no cold tier). It records no value
-    /// unit ([`BuildError::UnitNotRecorded`]).
+    /// unit (a unit builder has no `approximate`).
     pub fn approximate(self) -> Result<BuiltApproxHistogram<S>, BuildError> {
-        let (layout, window) = self.resolve_without_unit("approximate")?;
+        let (layout, window) = self.resolve_without_unit()?;
         let (cells, window) = S::cells::<ScalableCell>(layout, window);
         Ok(ApproxHistogram::with_storage(layout, cells, window)?)
     }
@@ -436,20 +480,12 @@ impl Footprint {
     }
 }
 
-/// An approximate histogram on the heap (dense storage).
-pub type HeapApproxHistogram = ApproxHistogram<HeapStorage<ScalableCell>, Layout>;
-
-/// A plain histogram over sparse storage (the builder's default).
-pub type SparseHistogram<C = u64> = Histogram<SparseStorage<C>, Layout>;
-/// An atomic histogram over sparse storage (the builder's default).
-pub type SparseAtomicHistogram<A = AtomicU64> = AtomicHistogram<SparseStorage<A>, Layout>;
-/// An approximate histogram over sparse storage (pages only).
-pub type SparseApproxHistogram = ApproxHistogram<SparseStorage<ScalableCell>, Layout>;
-
-/// The default histogram: `u64` counters, 0.001 relative error, the full `u64` range.
-pub fn default_histogram() -> HeapHistogram<u64> {
-    heap::plain(Layout::DEFAULT, Window::full(Layout::DEFAULT))
-}
+/// A plain histogram over sparse storage (the builder's default); `L` is [`UnitLayout`] for
+/// one that records a value unit.
+pub type SparseHistogram<C = u64, L = Layout> = Histogram<SparseStorage<C>, L>;
+/// An atomic histogram over sparse storage (the builder's default); `L` as for
+/// [`SparseHistogram`].
+pub type SparseAtomicHistogram<A = AtomicU64, L = Layout> = AtomicHistogram<SparseStorage<A>, L>;
 
 #[cfg(test)]
 mod tests {
@@ -529,7 +565,7 @@ mod tests {
             buckets * 2
         );
         assert_eq!(
-            f64b.approximate_bytes - size_of::<HeapApproxHistogram>(),
+            f64b.approximate_bytes - size_of::<BuiltApproxHistogram<Dense>>(),
             buckets * 8
         );
         // The thread-local estimate (dense shards) is what `footprint()` reports once built,
@@ -639,7 +675,7 @@ mod tests {
             assert_eq!((h.total(), h.underflow(), h.overflow()), (2, 1, 1));
             assert_eq!(h.layout().block_size(), 64);
         }
-        let d = default_histogram();
+        let d = HistogramBuilder::new().dense().plain().unwrap();
         assert_eq!(d.window().len(), Layout::DEFAULT.logical_len());
         assert_eq!(d.layout().relative_error(), 0.5 / 512.0);
     }

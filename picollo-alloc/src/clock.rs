@@ -14,10 +14,10 @@
 //!
 //! ```
 //! use picollo_alloc::clock::{nano_scope, Nanos};
-//! use picollo_alloc::default_histogram;
+//! use picollo_alloc::HistogramBuilder;
 //! use picollo_core::{source::scope, EquivalentValue, ReadExt};
 //!
-//! let mut h = default_histogram();
+//! let mut h = HistogramBuilder::new().dense().plain().unwrap();
 //! {
 //!     let _s = scope(&mut h, Nanos); // or: nano_scope(&mut h)
 //!     std::thread::sleep(std::time::Duration::from_millis(1));

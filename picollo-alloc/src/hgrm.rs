@@ -306,6 +306,7 @@ fn render_into<H: HistogramRead + ?Sized>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::HistogramBuilder;
 
     #[test]
     fn geometry() {
@@ -330,7 +331,7 @@ mod tests {
 
     #[test]
     fn bad_parameters() {
-        let h = crate::default_histogram();
+        let h = HistogramBuilder::new().dense().plain().unwrap();
         assert_eq!(Hgrm::new(&h, 0, 1.0).err(), Some(HgrmError::ZeroTicks));
         assert!(Hgrm::new(&h, 5, 0.0).is_err());
         assert!(Hgrm::new(&h, 5, f64::NAN).is_err());
@@ -342,7 +343,7 @@ mod tests {
 
     #[test]
     fn empty_histogram() {
-        let h = crate::default_histogram();
+        let h = HistogramBuilder::new().dense().plain().unwrap();
         let text = Hgrm::new(&h, 5, 1.0).unwrap().to_string();
         assert_eq!(
             text,

@@ -44,12 +44,10 @@ pub mod summary;
 pub mod thread_local;
 
 pub use builder::{
-    default_histogram, BuildError, Dense, HeapApproxHistogram, HistogramBuilder, Sparse,
-    SparseApproxHistogram, SparseAtomicHistogram, SparseHistogram, StorageChoice, StorageWidth,
+    BuildError, BuiltApproxHistogram, Dense, HistogramBuilder, Sparse, SparseAtomicHistogram,
+    SparseHistogram, StorageChoice, StorageWidth,
 };
-pub use heap::{
-    HeapAtomicHistogram, HeapHistogram, HeapStorage, HeapUnitAtomicHistogram, HeapUnitHistogram,
-};
+pub use heap::{HeapAtomicHistogram, HeapHistogram, HeapStorage};
 pub use hgrm::{write_hgrm, Hgrm, HgrmError};
 pub use snapshot::{Snapshot, SnapshotExt};
 pub use sparse::SparseStorage;
@@ -71,9 +69,8 @@ pub use picollo_core::{
 /// kinds, the builder, the read and record traits, summaries and their extension traits).
 pub mod prelude {
     pub use crate::{
-        default_histogram, EquivalentValue, HeapHistogram, HistogramBuilder, HistogramRead, Layout,
-        Percentile, Rank, ReadExt, Record, SnapshotExt, Summary, SummaryExt, ThreadLocalHistogram,
-        Window,
+        EquivalentValue, HeapHistogram, HistogramBuilder, HistogramRead, Layout, Percentile, Rank,
+        ReadExt, Record, SnapshotExt, Summary, SummaryExt, ThreadLocalHistogram, Window,
     };
 }
 

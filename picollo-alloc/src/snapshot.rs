@@ -9,11 +9,11 @@
 //! [`HistogramRead`], so every percentile, statistic, iterator and summary works on it.
 //!
 //! ```
-//! use picollo_alloc::{heap, SnapshotExt};
-//! use picollo_core::{EquivalentValue, Layout, ReadExt, Window};
+//! use picollo_alloc::{HistogramBuilder, SnapshotExt};
+//! use picollo_core::{EquivalentValue, ReadExt};
 //!
-//! let layout = Layout::from_relative_error(0.01).unwrap();
-//! let mut h = heap::plain::<u64>(layout, Window::new(layout, 10_000, 30_000).unwrap());
+//! let builder = HistogramBuilder::new().relative_error(0.01);
+//! let mut h = builder.min_trackable(10_000).max_trackable(30_000).dense().plain().unwrap();
 //! (0..1000).for_each(|i| h.record(20_000 + i));
 //! let mut snapshot = h.snapshot();
 //! assert_eq!(snapshot.total(), 1000);
@@ -300,7 +300,7 @@ impl<H: HistogramRead + ?Sized> SnapshotExt for H {}
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::heap;
+    use crate::HistogramBuilder;
     use picollo_core::{EquivalentValue, ReadExt};
 
     fn layout() -> Layout {
@@ -310,7 +310,12 @@ mod tests {
     #[test]
     fn totals_and_deltas() {
         let window = Window::new(layout(), 10, 1000).unwrap();
-        let mut h = heap::plain::<u64>(layout(), window);
+        let mut h = HistogramBuilder::new()
+            .layout(layout())
+            .window(window)
+            .dense()
+            .plain()
+            .unwrap();
         (0..100).for_each(|i| h.record(10 + i));
         h.record(5); // underflow
         let mut s = h.snapshot();
@@ -343,7 +348,13 @@ mod tests {
     #[test]
     fn deltas_after_a_source_reset_give_the_new_counts() {
         let window = Window::full(layout());
-        let h = heap::atomic::<portable_atomic::AtomicU32>(layout(), window);
+        let h = HistogramBuilder::new()
+            .layout(layout())
+            .window(window)
+            .u32_storage()
+            .dense()
+            .atomic()
+            .unwrap();
         (0..50).for_each(|i| h.record(i));
         let mut s = Snapshot::new(&h);
         h.reset();
@@ -354,8 +365,20 @@ mod tests {
 
     #[test]
     fn empty_snapshot_first_deltas_are_totals_and_reshape() {
-        let a = heap::plain::<u32>(layout(), Window::new(layout(), 0, 100).unwrap());
-        let mut b = heap::plain::<u32>(layout(), Window::new(layout(), 50, 5000).unwrap());
+        let a = HistogramBuilder::new()
+            .layout(layout())
+            .window(Window::new(layout(), 0, 100).unwrap())
+            .u32_storage()
+            .dense()
+            .plain()
+            .unwrap();
+        let mut b = HistogramBuilder::new()
+            .layout(layout())
+            .window(Window::new(layout(), 50, 5000).unwrap())
+            .u32_storage()
+            .dense()
+            .plain()
+            .unwrap();
         (0..10).for_each(|i| b.record(100 + i));
         let mut s = Snapshot::empty(a.layout(), a.window());
         assert_eq!(s.timestamp(), SystemTime::UNIX_EPOCH);

@@ -105,7 +105,7 @@ impl StorageChoice for Dense {
     type Cells<T: PageCell> = HeapStorage<T>;
     fn cells<T: PageCell>(_layout: Layout, window: Window) -> (HeapStorage<T>, Window) {
         // SAFETY: all-zero bytes are a valid, empty `T` (`PageCell`).
-        let cells = HeapStorage::with_len(window.len(), || unsafe { core::mem::zeroed() });
+        let cells = unsafe { HeapStorage::zeroed(window.len()) };
         (cells, window)
     }
     fn hot_ptr<T: PageCell>(cells: &HeapStorage<T>) -> *const () {

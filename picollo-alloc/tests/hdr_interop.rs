@@ -23,7 +23,7 @@ use picollo_alloc::hdr::{
     add_hdr, export, export_v2_deflate, export_v2_into, from_picollo, to_picollo, to_picollo_in,
     ExportOptions, HdrCounts, HdrGeometry, Import, BEST_COMPRESSION,
 };
-use picollo_alloc::heap::{self, HeapHistogram};
+use picollo_alloc::{HeapHistogram, HistogramBuilder};
 use picollo_core::{EquivalentValue, HistogramRead, Layout, ReadExt, Window};
 use proptest::prelude::*;
 
@@ -42,7 +42,11 @@ fn sigfig3_layout() -> Layout {
 /// A full-range Picollo histogram at the sigfig-3 layout.
 fn sigfig3_histogram() -> HeapHistogram<u64> {
     let layout = sigfig3_layout();
-    heap::plain(layout, Window::full(layout))
+    HistogramBuilder::new()
+        .layout(layout)
+        .dense()
+        .plain()
+        .unwrap()
 }
 
 /// Accumulates log entries (optionally only those with `tag`) into a sigfig-3 Picollo
@@ -130,7 +134,14 @@ fn jhiccup_at_the_source_layout() {
     for e in open_log(JHICCUP) {
         let counts = e.unwrap().decode().unwrap();
         let g = counts.geometry().unwrap();
-        let h = acc.get_or_insert_with(|| heap::plain(layout_for(&g), window_for(&g)));
+        let h = acc.get_or_insert_with(|| {
+            HistogramBuilder::new()
+                .layout(layout_for(&g))
+                .window(window_for(&g))
+                .dense()
+                .plain()
+                .unwrap()
+        });
         assert_eq!(h.layout().block_size(), 128);
         import.merge(&add_hdr(h, &counts).unwrap());
     }
@@ -227,7 +238,12 @@ fn non_matching_layouts_need_options() {
     let layout = Layout::DEFAULT; // B = 512
     assert_eq!(significant_digits_for(layout), None);
     assert_eq!(finer_significant_digits(layout), Some(3));
-    let mut h = heap::plain::<u64>(layout, Window::new(layout, 0, 1 << 40).unwrap());
+    let mut h = HistogramBuilder::new()
+        .layout(layout)
+        .window(Window::new(layout, 0, 1 << 40).unwrap())
+        .dense()
+        .plain()
+        .unwrap();
     // Under miri every 701st value instead of every 7th (1,400 records, not 143,000).
     for v in (0..1_000_000u64).step_by(if cfg!(miri) { 701 } else { 7 }) {
         h.record(v * 1001);
@@ -300,7 +316,12 @@ fn arb_export_case() -> impl Strategy<Value = (HeapHistogram<u64>, ExportOptions
                 1u64 << (min_bits - 1)
             };
             let max = min.saturating_add((1u64 << span_bits) - 1);
-            let mut h = heap::plain::<u64>(layout, Window::new(layout, min, max).unwrap());
+            let mut h = HistogramBuilder::new()
+                .layout(layout)
+                .window(Window::new(layout, min, max).unwrap())
+                .dense()
+                .plain()
+                .unwrap();
             for (v, n) in values {
                 h.record_n(v, n);
             }
@@ -348,7 +369,7 @@ proptest! {
         (layout, window, values) in arb_matching_histogram(),
         compressed in any::<bool>(),
     ) {
-        let mut h = heap::plain::<u64>(layout, window);
+        let mut h = HistogramBuilder::new().layout(layout).window(window).dense().plain().unwrap();
         for &(v, n) in &values {
             h.record_n(v, n);
         }
@@ -445,7 +466,7 @@ proptest! {
     ) {
         let layout = Layout::from_block_scale(k).unwrap();
         let window = Window::new(layout, 0, 1 << 40).unwrap();
-        let mut h = heap::plain::<u64>(layout, window);
+        let mut h = HistogramBuilder::new().layout(layout).window(window).dense().plain().unwrap();
         for &v in &values {
             h.record(v);
         }

@@ -6,7 +6,7 @@
 
 use hdrhistogram::Histogram as Hdr;
 use picollo_alloc::hgrm::{hdr_bucket_count, significant_digits, write_hgrm, Hgrm};
-use picollo_alloc::{HistogramBuilder, SnapshotExt, SparseHistogram, ThreadLocalHistogram};
+use picollo_alloc::{HistogramBuilder, SnapshotExt, SparseHistogram};
 use picollo_core::Layout;
 
 /// HdrHistogram's `(1, 3_600_000_000, 3)`: block scale 10 is 3 significant digits.
@@ -358,7 +358,11 @@ fn every_histogram_kind_and_layout() {
     // Thread-local and snapshot sources print the same text as the plain histogram.
     let n = if cfg!(miri) { 200 } else { 10_000 };
     let (h, _) = both(n);
-    let local = ThreadLocalHistogram::<u64>::new(layout(), picollo_core::HistogramRead::window(&h));
+    let local = HistogramBuilder::new()
+        .layout(layout())
+        .window(picollo_core::HistogramRead::window(&h))
+        .thread_local()
+        .unwrap();
     for v in values(n) {
         local.record(v);
     }
@@ -370,7 +374,10 @@ fn every_histogram_kind_and_layout() {
     );
 
     // The default layout covers all of u64 at 2 significant digits.
-    let mut full = picollo_alloc::default_histogram();
+    let mut full = picollo_alloc::HistogramBuilder::new()
+        .dense()
+        .plain()
+        .unwrap();
     for v in [0, 1, 1000, u64::MAX] {
         full.record(v);
     }

@@ -15,7 +15,7 @@
 //! (`interop::view`, where the layout has no unit). A new kind is one more entry.
 
 use picollo_alloc::hdr::{interop, HdrCounts};
-use picollo_alloc::{heap, Dense, Snapshot, ThreadLocalHistogram};
+use picollo_alloc::{HistogramBuilder, Snapshot};
 use picollo_core::histogram::add_corrected;
 use picollo_core::iter::IterationValue;
 use picollo_core::prelude::*;
@@ -62,11 +62,22 @@ const KINDS: &[Kind] = &[
         name: "plain heap u64",
         build: |l, w, ops| {
             if l.unit_magnitude() != 0 {
-                let mut h = heap::plain_with_unit::<u64>(l, w);
+                let mut h = HistogramBuilder::new()
+                    .layout(l)
+                    .lowest_discernible(l.unit())
+                    .window(w)
+                    .dense()
+                    .plain()
+                    .unwrap();
                 apply(&mut h, ops);
                 return Some(Box::new(h));
             }
-            let mut h = heap::plain::<u64>(l, w);
+            let mut h = HistogramBuilder::new()
+                .layout(l)
+                .window(w)
+                .dense()
+                .plain()
+                .unwrap();
             apply(&mut h, ops);
             Some(Box::new(h))
         },
@@ -75,11 +86,24 @@ const KINDS: &[Kind] = &[
         name: "plain heap u32",
         build: |l, w, ops| {
             if l.unit_magnitude() != 0 {
-                let mut h = heap::plain_with_unit::<u32>(l, w);
+                let mut h = HistogramBuilder::new()
+                    .layout(l)
+                    .lowest_discernible(l.unit())
+                    .window(w)
+                    .u32_storage()
+                    .dense()
+                    .plain()
+                    .unwrap();
                 apply(&mut h, ops);
                 return Some(Box::new(h));
             }
-            let mut h = heap::plain::<u32>(l, w);
+            let mut h = HistogramBuilder::new()
+                .layout(l)
+                .window(w)
+                .u32_storage()
+                .dense()
+                .plain()
+                .unwrap();
             apply(&mut h, ops);
             Some(Box::new(h))
         },
@@ -112,11 +136,22 @@ const KINDS: &[Kind] = &[
         name: "atomic",
         build: |l, w, ops| {
             if l.unit_magnitude() != 0 {
-                let h = heap::atomic_with_unit::<portable_atomic::AtomicU64>(l, w);
+                let h = HistogramBuilder::new()
+                    .layout(l)
+                    .lowest_discernible(l.unit())
+                    .window(w)
+                    .dense()
+                    .atomic()
+                    .unwrap();
                 apply(&mut &h, ops);
                 return Some(Box::new(h));
             }
-            let h = heap::atomic::<portable_atomic::AtomicU64>(l, w);
+            let h = HistogramBuilder::new()
+                .layout(l)
+                .window(w)
+                .dense()
+                .atomic()
+                .unwrap();
             apply(&mut &h, ops);
             Some(Box::new(h))
         },
@@ -129,7 +164,12 @@ const KINDS: &[Kind] = &[
             if l.unit_magnitude() != 0 {
                 return None;
             }
-            let h = ThreadLocalHistogram::<u64, Dense>::new(l, w);
+            let h = HistogramBuilder::new()
+                .layout(l)
+                .window(w)
+                .dense()
+                .thread_local()
+                .unwrap();
             let (a, b) = ops.split_at(ops.len() / 2);
             std::thread::scope(|s| {
                 s.spawn(|| apply(&mut &h, a));
@@ -141,7 +181,14 @@ const KINDS: &[Kind] = &[
     Kind {
         name: "snapshot",
         build: |l, w, ops| {
-            let h = heap::atomic_with_unit::<portable_atomic::AtomicU32>(l, w);
+            let h = HistogramBuilder::new()
+                .layout(l)
+                .lowest_discernible(l.unit())
+                .window(w)
+                .u32_storage()
+                .dense()
+                .atomic()
+                .unwrap();
             apply(&mut &h, ops);
             Some(Box::new(Snapshot::new(&h)))
         },
@@ -156,7 +203,12 @@ const KINDS: &[Kind] = &[
             }
             let top = l.highest(w.last()).min(i64::MAX as u64);
             let mut counts = HdrCounts::new(1, top.max(2), digits).ok()?;
-            let mut plain = heap::plain::<u64>(l, w);
+            let mut plain = HistogramBuilder::new()
+                .layout(l)
+                .window(w)
+                .dense()
+                .plain()
+                .unwrap();
             apply(&mut plain, ops);
             for b in plain.recorded_buckets() {
                 counts.record(b.lo, b.count).ok()?;
@@ -230,7 +282,12 @@ fn build_data_access() -> Vec<DataAccess> {
     let l = three_digits();
     let w = hour_window(l);
     let raw_plain = {
-        let mut h = heap::plain::<u64>(l, w);
+        let mut h = HistogramBuilder::new()
+            .layout(l)
+            .window(w)
+            .dense()
+            .plain()
+            .unwrap();
         apply(&mut h, &raw_ops());
         h
     };
@@ -245,17 +302,32 @@ fn build_data_access() -> Vec<DataAccess> {
         // Post-recording correction, into this kind: Java's copyCorrectedForCoordinatedOmission.
         let post: Shared = match kind.name {
             "atomic" => {
-                let h = heap::atomic::<portable_atomic::AtomicU64>(l, w);
+                let h = HistogramBuilder::new()
+                    .layout(l)
+                    .window(w)
+                    .dense()
+                    .atomic()
+                    .unwrap();
                 add_corrected(&mut &h, &*raw, 10_000);
                 Box::new(h)
             }
             "thread-local (two threads)" => {
-                let h = ThreadLocalHistogram::<u64, Dense>::new(l, w);
+                let h = HistogramBuilder::new()
+                    .layout(l)
+                    .window(w)
+                    .dense()
+                    .thread_local()
+                    .unwrap();
                 add_corrected(&mut &h, &*raw, 10_000);
                 Box::new(h)
             }
             _ => {
-                let mut h = heap::plain::<u64>(l, w);
+                let mut h = HistogramBuilder::new()
+                    .layout(l)
+                    .window(w)
+                    .dense()
+                    .plain()
+                    .unwrap();
                 add_corrected(&mut h, &raw_plain, 10_000);
                 Box::new(h)
             }
@@ -376,17 +448,33 @@ fn data_access_scaling_equivalence() {
             .collect()
     };
     let plain = {
-        let mut h = heap::plain::<u64>(l, hour_window(l));
+        let mut h = HistogramBuilder::new()
+            .layout(l)
+            .window(hour_window(l))
+            .dense()
+            .plain()
+            .unwrap();
         apply(&mut h, &corrected_ops());
         h
     };
     let raw_scaled = {
-        let mut h = heap::plain_with_unit::<u64>(scaled_layout, scaled_window);
+        let mut h = HistogramBuilder::new()
+            .layout(scaled_layout)
+            .lowest_discernible(scaled_layout.unit())
+            .window(scaled_window)
+            .dense()
+            .plain()
+            .unwrap();
         apply(&mut h, &scale(raw_ops()));
         h
     };
     let raw = {
-        let mut h = heap::plain::<u64>(l, hour_window(l));
+        let mut h = HistogramBuilder::new()
+            .layout(l)
+            .window(hour_window(l))
+            .dense()
+            .plain()
+            .unwrap();
         apply(&mut h, &raw_ops());
         h
     };
@@ -415,9 +503,20 @@ fn data_access_scaling_equivalence() {
         },
     );
     // The post-corrected pair.
-    let mut post = heap::plain::<u64>(l, hour_window(l));
+    let mut post = HistogramBuilder::new()
+        .layout(l)
+        .window(hour_window(l))
+        .dense()
+        .plain()
+        .unwrap();
     add_corrected(&mut post, &raw, 10_000);
-    let mut post_scaled = heap::plain_with_unit::<u64>(scaled_layout, scaled_window);
+    let mut post_scaled = HistogramBuilder::new()
+        .layout(scaled_layout)
+        .lowest_discernible(scaled_layout.unit())
+        .window(scaled_window)
+        .dense()
+        .plain()
+        .unwrap();
     add_corrected(&mut post_scaled, &raw_scaled, 10_000 * 512);
     assert_eq!(post.total(), post_scaled.total());
     let lower = |h: &dyn HistogramRead, p| h.percentile(p, EquivalentValue::Lower).unwrap().value;
@@ -602,7 +701,12 @@ fn all_values_iteration() {
 fn all_values_duplication() {
     data_access(|kind, _, h, _| {
         let l = h.layout();
-        let mut copy = heap::plain::<u64>(l, hour_window(l));
+        let mut copy = HistogramBuilder::new()
+            .layout(l)
+            .window(hour_window(l))
+            .dense()
+            .plain()
+            .unwrap();
         for b in h.buckets().filter(|b| b.count > 0) {
             copy.record_n(b.highest, b.count);
         }
@@ -634,7 +738,12 @@ fn linear_iteration_steps() {
     );
     for step in 1..100u64 {
         for value in (1..1000u64).step_by(7) {
-            let mut h = heap::plain::<u32>(two, Window::full(two));
+            let mut h = HistogramBuilder::new()
+                .layout(two)
+                .u32_storage()
+                .dense()
+                .plain()
+                .unwrap();
             h.record(value);
             let added: u64 = h
                 .linear(step)
@@ -709,7 +818,7 @@ fn linear_iteration_counts_survive_saturation() {
         Op::Record(10, 400),
     ];
     let cap = i64::MAX as u64;
-    let mut h = heap::plain::<u64>(l, Window::full(l));
+    let mut h = HistogramBuilder::new().layout(l).dense().plain().unwrap();
     apply(&mut h, &ops);
     let steps: Vec<(u64, u64)> = h
         .linear(2)
@@ -735,7 +844,7 @@ fn value_at_percentile_matches_percentile_iteration() {
     for length in [
         1u64, 5, 10, 50, 100, 500, 1000, 5000, 10_000, 50_000, 100_000,
     ] {
-        let mut h = heap::plain::<u64>(two, Window::full(two));
+        let mut h = HistogramBuilder::new().layout(two).dense().plain().unwrap();
         for v in 1..=length {
             h.record(v);
         }
@@ -815,7 +924,12 @@ fn histogram_basics() {
         assert_eq!(h.percentile_at_or_below(0), 100.0, "{kind}");
     });
     // testReset.
-    let mut h = heap::plain::<u64>(l, w);
+    let mut h = HistogramBuilder::new()
+        .layout(l)
+        .window(w)
+        .dense()
+        .plain()
+        .unwrap();
     for v in [4, 10, 100] {
         h.record(v);
     }
@@ -827,7 +941,12 @@ fn histogram_basics() {
     assert_eq!((h.min(), h.max()), (Some(20), Some(80)));
     // testAdd: a smaller histogram into a bigger one; a bigger one into a smaller: Java throws,
     // Picollo counts the value beyond the window as overflow.
-    let mut other = heap::plain::<u64>(l, w);
+    let mut other = HistogramBuilder::new()
+        .layout(l)
+        .window(w)
+        .dense()
+        .plain()
+        .unwrap();
     h.reset();
     for x in [&mut h, &mut other] {
         x.record(4);
@@ -838,7 +957,12 @@ fn histogram_basics() {
         (h.count_at_value(4), h.count_at_value(4000), h.total()),
         (2, 2, 4)
     );
-    let mut bigger = heap::plain::<u64>(l, Window::new(l, 0, HOUR_US * 2).unwrap());
+    let mut bigger = HistogramBuilder::new()
+        .layout(l)
+        .window(Window::new(l, 0, HOUR_US * 2).unwrap())
+        .dense()
+        .plain()
+        .unwrap();
     bigger.record(4);
     bigger.record(4000);
     bigger.record(HOUR_US * 2);

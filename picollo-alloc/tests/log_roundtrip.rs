@@ -7,7 +7,7 @@
 use picollo_alloc::hdr::interop::{export, layout_for, to_picollo, window_for, ExportOptions};
 use picollo_alloc::hdr::{HdrCounts, HdrGeometry, LogReader, LogWriter};
 use picollo_alloc::prelude::*;
-use picollo_alloc::{heap, Scaled};
+use picollo_alloc::{HistogramBuilder, Scaled};
 use picollo_testkit::miri_size as size;
 use proptest::prelude::*;
 
@@ -56,7 +56,7 @@ proptest! {
         div in divisor(),
     ) {
         let g = HdrGeometry::new(1, i64::MAX as u64, digits).unwrap();
-        let mut run = heap::plain::<u64>(layout_for(&g), window_for(&g));
+        let mut run = HistogramBuilder::new().layout(layout_for(&g)).window(window_for(&g)).dense().plain().unwrap();
         for &(v, n) in &values {
             run.record_n(v, n);
         }

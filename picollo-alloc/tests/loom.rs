@@ -383,7 +383,11 @@ fn sparse_atomic_histogram_race_finds_a_store_for_the_compare_and_swap() {
 /// multiply the interleavings without adding an order of events.
 fn local_histogram() -> ThreadLocalHistogram<u64, Dense> {
     let layout = layout();
-    let h = ThreadLocalHistogram::new(layout, Window::new(layout, VALUE, VALUE).unwrap());
+    let h = HistogramBuilder::new()
+        .layout(layout)
+        .window(Window::new(layout, VALUE, VALUE).unwrap())
+        .thread_local()
+        .unwrap();
     assert_eq!(h.window().len(), 1);
     h
 }

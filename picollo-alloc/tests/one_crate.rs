@@ -8,7 +8,7 @@ use picollo_alloc::{duration_ns, NotASummaryRank};
 
 #[test]
 fn record_durations_in_every_kind() {
-    let mut h = default_histogram();
+    let mut h = HistogramBuilder::new().dense().plain().unwrap();
     h.record_duration(Duration::from_micros(16));
     h.record_duration(Duration::from_millis(12));
     assert_eq!(h.total(), 2);
@@ -29,7 +29,7 @@ fn record_durations_in_every_kind() {
     fn record_all(r: &mut impl Record, ds: &[Duration]) {
         ds.iter().for_each(|&d| r.record_duration(d));
     }
-    let mut g = default_histogram();
+    let mut g = HistogramBuilder::new().dense().plain().unwrap();
     record_all(&mut g, &[Duration::from_nanos(5), Duration::from_nanos(9)]);
     assert_eq!(
         g.percentile(100.0, EquivalentValue::Midpoint)
@@ -58,7 +58,7 @@ fn record_durations_in_every_kind() {
 
 #[test]
 fn any_rank_and_a_clear_error_for_ranks_a_summary_lacks() {
-    let mut h = default_histogram();
+    let mut h = HistogramBuilder::new().dense().plain().unwrap();
     // Under miri 1..=2,000: each record there retags a whole page of cells.
     let n = if cfg!(miri) { 2_000 } else { 100_000 };
     (1..=n).for_each(|v| h.record(v));

@@ -3,7 +3,7 @@
 //! reading thread after the first update, across many updates, percentile reads, statistics
 //! and summary fills, from plain, atomic and thread-local sources.
 
-use picollo_alloc::{heap, Snapshot, SnapshotExt, Summary, ThreadLocalHistogram};
+use picollo_alloc::{HistogramBuilder, Snapshot, SnapshotExt, Summary};
 use picollo_core::{EquivalentValue, HistogramRead, Layout, Percentile, ReadExt, Window};
 use picollo_testkit::StopFlag;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -39,7 +39,13 @@ fn read_all(s: &Snapshot, summary: &mut Summary, out: &mut [Percentile; 8]) -> u
 
 #[test]
 fn steady_state_updates_from_a_plain_histogram_allocate_nothing() {
-    let mut h = heap::plain::<u32>(layout(), window());
+    let mut h = HistogramBuilder::new()
+        .layout(layout())
+        .window(window())
+        .u32_storage()
+        .dense()
+        .plain()
+        .unwrap();
     (0..ROUNDS * 50).for_each(|i| h.record(20_000 + i % 5000));
     let mut snapshot = h.snapshot();
     let mut summary = Summary::new();
@@ -62,7 +68,12 @@ fn steady_state_updates_from_a_plain_histogram_allocate_nothing() {
 
 #[test]
 fn steady_state_updates_from_an_atomic_histogram_allocate_nothing() {
-    let h = heap::atomic::<portable_atomic::AtomicU64>(layout(), window());
+    let h = HistogramBuilder::new()
+        .layout(layout())
+        .window(window())
+        .dense()
+        .atomic()
+        .unwrap();
     (0..1000u64).for_each(|i| h.record(20_000 + i));
     let mut snapshot = Snapshot::new(&h);
     let mut summary = Summary::new();
@@ -87,7 +98,12 @@ fn steady_state_updates_from_an_atomic_histogram_allocate_nothing() {
 fn steady_state_updates_from_a_thread_local_histogram_allocate_nothing() {
     // Dense shards: their bulk read allocates nothing. (Sparse shards, the default, sort
     // their cold entries into a list on each read: a read allocates, a record does not.)
-    let h = ThreadLocalHistogram::<u64, picollo_alloc::Dense>::new(layout(), window());
+    let h = HistogramBuilder::new()
+        .layout(layout())
+        .window(window())
+        .dense()
+        .thread_local()
+        .unwrap();
     let stop = StopFlag::new();
     let ready = AtomicBool::new(false);
     std::thread::scope(|s| {
@@ -130,8 +146,18 @@ fn steady_state_updates_from_a_thread_local_histogram_allocate_nothing() {
 
 #[test]
 fn the_first_update_of_a_new_shape_allocates() {
-    let a = heap::plain::<u64>(layout(), window());
-    let b = heap::plain::<u64>(layout(), Window::new(layout(), 0, 1000).unwrap());
+    let a = HistogramBuilder::new()
+        .layout(layout())
+        .window(window())
+        .dense()
+        .plain()
+        .unwrap();
+    let b = HistogramBuilder::new()
+        .layout(layout())
+        .window(Window::new(layout(), 0, 1000).unwrap())
+        .dense()
+        .plain()
+        .unwrap();
     let mut snapshot = a.snapshot();
     let before = allocations();
     snapshot.update(&b, false);

@@ -6,7 +6,7 @@
 
 use picollo_alloc::hdr::{export, export_v2_into, ExportOptions, LogWriter};
 use picollo_alloc::sparse::{widened, SparseStorage, HOT};
-use picollo_alloc::{bulk, heap, HistogramBuilder, Snapshot};
+use picollo_alloc::{bulk, HistogramBuilder, Snapshot};
 use picollo_core::scalable::XorShift;
 use picollo_core::{EquivalentValue, HistogramRead, Layout, Percentile, ReadExt, Window};
 use proptest::prelude::*;
@@ -98,7 +98,7 @@ proptest! {
         prop_assert_eq!(local.window(), window);
         prop_assert_eq!(window, widened(layout, Window::new(layout, lo, hi).unwrap()));
         prop_assert_eq!(atomic.window(), window);
-        let mut dense = heap::plain::<u64>(layout, window);
+        let mut dense = HistogramBuilder::new().layout(layout).window(window).dense().plain().unwrap();
         for (i, &(word, n)) in records.iter().enumerate() {
             let v = spread(word, bits.max(8));
             // Mostly single records (the cold tier, then pages), some bulk ones.
@@ -228,13 +228,14 @@ proptest! {
             .layout(layout)
             .lowest_discernible(lowest)
             .max_trackable(max);
-        let mut sparse = builder.plain_with_unit().unwrap();
-        let atomic = builder.atomic_with_unit().unwrap();
+        let mut sparse = builder.plain().unwrap();
+        let atomic = builder.atomic().unwrap();
         let (unit_layout, window) = (sparse.layout(), sparse.window());
         prop_assert_eq!(window.first() >= unit_layout.first_index(), true);
         prop_assert_eq!(atomic.window(), window);
-        let mut dense = heap::plain_with_unit::<u64>(unit_layout, window);
-        let mut early = heap::plain_with_unit::<u64>(unit_layout, window);
+        let dense_builder = builder.window(window).dense();
+        let mut dense = dense_builder.plain().unwrap();
+        let mut early = dense_builder.plain().unwrap();
         for (i, &(word, n)) in records.iter().enumerate() {
             let v = spread(word, 64);
             sparse.record_n(v, n);
@@ -263,7 +264,12 @@ fn approximate_sparse_is_exact_below_its_threshold() {
         .min_trackable(1000)
         .max_trackable(1 << 40);
     let approx = builder.approximate().unwrap();
-    let mut dense = heap::plain::<u64>(approx.layout(), approx.window());
+    let mut dense = HistogramBuilder::new()
+        .layout(approx.layout())
+        .window(approx.window())
+        .dense()
+        .plain()
+        .unwrap();
     let mut rng = XorShift::new(9);
     for i in 0..5_000u64 {
         let v = (i * 7919) % (1 << 30) + i % 3;
@@ -322,7 +328,12 @@ fn memory_follows_the_data() {
 fn cold_tier_stops_at_its_limit_and_pages_take_over() {
     let layout = Layout::from_block_scale(7).unwrap();
     let mut h = HistogramBuilder::new().layout(layout).plain().unwrap();
-    let mut dense = heap::plain::<u64>(layout, h.window());
+    let mut dense = HistogramBuilder::new()
+        .layout(layout)
+        .window(h.window())
+        .dense()
+        .plain()
+        .unwrap();
     // Many distinct buckets, one value each: the tables fill, then blocks get pages.
     for i in 0..5_000u64 {
         let v = (i * 2_654_435_761) % (1 << 40);
@@ -382,7 +393,12 @@ fn page_installation_races_lose_no_count() {
                 });
             }
         });
-        let mut dense = heap::plain::<u64>(layout, h.window());
+        let mut dense = HistogramBuilder::new()
+            .layout(layout)
+            .window(h.window())
+            .dense()
+            .plain()
+            .unwrap();
         for t in 0..threads {
             for i in 0..per_thread as u64 {
                 let v = (i * 97 + round) << (i % 40);

@@ -20,7 +20,10 @@ fn filling_a_summary_allocates_nothing() {
         .dense()
         .plain()
         .unwrap();
-    let full = picollo_alloc::default_histogram();
+    let full = picollo_alloc::HistogramBuilder::new()
+        .dense()
+        .plain()
+        .unwrap();
     // Under miri 1 to 2^16 at 1 % (600 cells; 2^20 and 900 in a full-size run, not the full
     // range's 28,700): each read of a cell there retags the whole storage, visiting every
     // atomic cell.

@@ -354,7 +354,10 @@ fn aggregate_table() {
 fn branch_misses_table() {
     // The .NET article's PerfEvent histograms: the default layout over the full range, so no value
     // can fall outside the window and there is no Overflow or Range row.
-    let mut h = picollo_alloc::default_histogram();
+    let mut h = picollo_alloc::HistogramBuilder::new()
+        .dense()
+        .plain()
+        .unwrap();
     fill(&mut h, BRANCH_MISSES);
     let expected = r"##### Hardware:BranchMisses
 | Percentile |   Value | ±      | Count |
@@ -469,7 +472,10 @@ fn empty_histogram() {
 #[test]
 fn diff_with_an_empty_side() {
     let empty = Summary::default();
-    let mut h = picollo_alloc::default_histogram();
+    let mut h = picollo_alloc::HistogramBuilder::new()
+        .dense()
+        .plain()
+        .unwrap();
     h.record_n(10, 3);
     h.record_n(30, 1);
     let after = h.summary();
@@ -507,7 +513,10 @@ fn diff_with_an_empty_side() {
 
 #[test]
 fn zero_deviation_diff() {
-    let mut h = picollo_alloc::default_histogram();
+    let mut h = picollo_alloc::HistogramBuilder::new()
+        .dense()
+        .plain()
+        .unwrap();
     h.record_n(100, 5);
     let before = h.summary();
     h.reset();

@@ -5,7 +5,7 @@
 //! Miri runs this file with small sizes:
 //! `cargo +nightly miri test -p picollo-alloc --test thread_local`.
 
-use picollo_alloc::{heap, Snapshot, ThreadLocalHistogram};
+use picollo_alloc::{HistogramBuilder, Snapshot, ThreadLocalHistogram};
 use picollo_core::read::consistent;
 use picollo_core::{EquivalentValue, HistogramRead, ReadExt, Record};
 use picollo_testkit::StopFlag;
@@ -36,8 +36,17 @@ fn send_sync() {
 
 #[test]
 fn single_thread_counts_and_outside() {
-    let h = ThreadLocalHistogram::<u64>::new(layout(), window());
-    let mut plain = heap::plain::<u64>(layout(), window());
+    let h = HistogramBuilder::new()
+        .layout(layout())
+        .window(window())
+        .thread_local()
+        .unwrap();
+    let mut plain = HistogramBuilder::new()
+        .layout(layout())
+        .window(window())
+        .dense()
+        .plain()
+        .unwrap();
     for i in 0..scale(10_000) {
         h.record(value(0, i));
         plain.record(value(0, i));
@@ -65,9 +74,20 @@ fn single_thread_counts_and_outside() {
 fn stress_eight_threads_four_exit_midway() {
     let per_thread = scale(200_000);
     let (exiting, staying, late) = (4u64, 4u64, 2u64);
-    let h = Arc::new(ThreadLocalHistogram::<u64>::new(layout(), window()));
+    let h = Arc::new(
+        HistogramBuilder::new()
+            .layout(layout())
+            .window(window())
+            .thread_local()
+            .unwrap(),
+    );
 
-    let mut expected = heap::plain::<u64>(layout(), window());
+    let mut expected = HistogramBuilder::new()
+        .layout(layout())
+        .window(window())
+        .dense()
+        .plain()
+        .unwrap();
     for t in 0..exiting + staying + late {
         for i in 0..per_thread {
             expected.record(value(t, i));
@@ -162,7 +182,12 @@ fn stress_eight_threads_four_exit_midway() {
 
 #[test]
 fn sequential_threads_reuse_one_shard() {
-    let h = ThreadLocalHistogram::<u32>::new(layout(), window());
+    let h = HistogramBuilder::new()
+        .layout(layout())
+        .window(window())
+        .u32_storage()
+        .thread_local()
+        .unwrap();
     let n = scale(1000);
     for t in 0..if cfg!(miri) { 3 } else { 10 } {
         std::thread::scope(|s| {
@@ -180,7 +205,13 @@ fn sequential_threads_reuse_one_shard() {
 #[test]
 fn many_histograms_on_one_thread() {
     let hs: Vec<ThreadLocalHistogram> = (0..3)
-        .map(|_| ThreadLocalHistogram::new(layout(), window()))
+        .map(|_| {
+            HistogramBuilder::new()
+                .layout(layout())
+                .window(window())
+                .thread_local()
+                .unwrap()
+        })
         .collect();
     let n = scale(3000);
     std::thread::scope(|s| {
@@ -202,7 +233,11 @@ fn many_histograms_on_one_thread() {
     // Dropping a histogram a live thread recorded into is safe; the thread prunes it later.
     let (tx, rx) = std::sync::mpsc::channel::<()>();
     let (recorded_tx, recorded) = std::sync::mpsc::channel::<()>();
-    let first = ThreadLocalHistogram::<u64>::new(layout(), window());
+    let first = HistogramBuilder::new()
+        .layout(layout())
+        .window(window())
+        .thread_local()
+        .unwrap();
     let first = Arc::new(first);
     let recorder = {
         let first = Arc::clone(&first);
@@ -212,7 +247,11 @@ fn many_histograms_on_one_thread() {
             recorded_tx.send(()).unwrap();
             rx.recv().unwrap();
             // A new histogram: the cold path prunes the dropped one.
-            let second = ThreadLocalHistogram::<u64>::new(layout(), window());
+            let second = HistogramBuilder::new()
+                .layout(layout())
+                .window(window())
+                .thread_local()
+                .unwrap();
             second.record(600);
             second.total()
         })
@@ -236,7 +275,15 @@ fn more_histograms_than_cache_slots() {
     // Dense: the unchecked slot records are dense storage's.
     let make = || -> Vec<ThreadLocalHistogram<u32, picollo_alloc::Dense>> {
         (0..count)
-            .map(|_| ThreadLocalHistogram::new(layout(), window()))
+            .map(|_| {
+                HistogramBuilder::new()
+                    .layout(layout())
+                    .window(window())
+                    .u32_storage()
+                    .dense()
+                    .thread_local()
+                    .unwrap()
+            })
             .collect()
     };
     let hs = std::sync::RwLock::new(make());
@@ -288,7 +335,12 @@ fn more_histograms_than_cache_slots() {
         assert_eq!(total.load(Ordering::Relaxed), 2 * 2 * 2 * rounds);
     }
     // Unchecked slot records land in the bucket of the slot.
-    let h = ThreadLocalHistogram::<u64, picollo_alloc::Dense>::new(layout(), window());
+    let h = HistogramBuilder::new()
+        .layout(layout())
+        .window(window())
+        .dense()
+        .thread_local()
+        .unwrap();
     let slot = h.window().len() / 2;
     // SAFETY: `slot` is below the window's length.
     unsafe { h.record_slot_unchecked(slot) };
@@ -311,7 +363,11 @@ fn more_histograms_than_cache_slots() {
 
 #[test]
 fn quiescent_reset_is_exact() {
-    let h = ThreadLocalHistogram::<u64>::new(layout(), window());
+    let h = HistogramBuilder::new()
+        .layout(layout())
+        .window(window())
+        .thread_local()
+        .unwrap();
     let n = scale(20_000);
     let idle = Barrier::new(2);
     let after_reset = Barrier::new(2);
@@ -342,7 +398,12 @@ fn quiescent_reset_is_exact() {
     );
     // The idle thread's stale counts were dropped; its later records count; its exit folds
     // only those.
-    let mut expected = heap::plain::<u64>(layout(), window());
+    let mut expected = HistogramBuilder::new()
+        .layout(layout())
+        .window(window())
+        .dense()
+        .plain()
+        .unwrap();
     (0..n).for_each(|i| expected.record(value(2, i)));
     assert_same(&h, &expected);
 
@@ -376,7 +437,11 @@ fn quiescent_reset_is_exact() {
 /// acquire just before resetting, which orders those records before the reset.
 #[test]
 fn reset_racing_records_loses_nothing_after_it() {
-    let h = ThreadLocalHistogram::<u64>::new(layout(), window());
+    let h = HistogramBuilder::new()
+        .layout(layout())
+        .window(window())
+        .thread_local()
+        .unwrap();
     let writers = if cfg!(miri) { 2 } else { 4 };
     let rounds = if cfg!(miri) { 2 } else { 20 };
     // Three values in three distinct buckets: before the reset started, while it ran, after.
@@ -465,7 +530,12 @@ fn reset_racing_records_loses_nothing_after_it() {
 /// validated read sees one parity only.
 #[test]
 fn reads_never_mix_pre_and_post_reset() {
-    let h = ThreadLocalHistogram::<u32>::new(layout(), window());
+    let h = HistogramBuilder::new()
+        .layout(layout())
+        .window(window())
+        .u32_storage()
+        .thread_local()
+        .unwrap();
     let len = window().len();
     let stop = StopFlag::new();
     let reads = AtomicU64::new(0);
@@ -520,8 +590,13 @@ fn reads_never_mix_pre_and_post_reset() {
 /// destructor ran, are not lost: they go to the accumulator.
 #[test]
 fn records_from_tls_destructors_are_kept() {
-    static H: LazyLock<ThreadLocalHistogram> =
-        LazyLock::new(|| ThreadLocalHistogram::new(layout(), window()));
+    static H: LazyLock<ThreadLocalHistogram> = LazyLock::new(|| {
+        HistogramBuilder::new()
+            .layout(layout())
+            .window(window())
+            .thread_local()
+            .unwrap()
+    });
     struct RecordOnDrop;
     impl Drop for RecordOnDrop {
         fn drop(&mut self) {
@@ -565,8 +640,16 @@ fn fork_child_drops_other_threads_shards() {
 
 #[cfg(unix)]
 fn fork_test() {
-    let h = ThreadLocalHistogram::<u64>::new(layout(), window());
-    let other = ThreadLocalHistogram::<u64>::new(layout(), window());
+    let h = HistogramBuilder::new()
+        .layout(layout())
+        .window(window())
+        .thread_local()
+        .unwrap();
+    let other = HistogramBuilder::new()
+        .layout(layout())
+        .window(window())
+        .thread_local()
+        .unwrap();
     // An exited thread: its counts are in the accumulator, which the child keeps. Joined
     // explicitly, which waits for its fold: the scope's end alone does not, and a shard still
     // owned at the fork would be dropped in the child as another thread's.
@@ -669,7 +752,12 @@ fn child_checks(h: &ThreadLocalHistogram, other: &ThreadLocalHistogram) -> i32 {
 /// next bucket and the thread's later records are unaffected.
 #[test]
 fn narrow_cells_saturate_through_record() {
-    let h = ThreadLocalHistogram::<u16>::new(layout(), window());
+    let h = HistogramBuilder::new()
+        .layout(layout())
+        .window(window())
+        .u16_storage()
+        .thread_local()
+        .unwrap();
     // Under Miri a shorter run: the wrap is reached from a `record_n` close to the maximum.
     let direct = if cfg!(miri) { 3 } else { 70_000 };
     h.record_n(1000, 65_535 - 2);
@@ -682,7 +770,12 @@ fn narrow_cells_saturate_through_record() {
     let count = |v: u64| h.count_at(slot(v));
     assert_eq!(count(1000), 65_535);
     assert_eq!(count(2000), 2);
-    let h32 = ThreadLocalHistogram::<u32>::new(layout(), window());
+    let h32 = HistogramBuilder::new()
+        .layout(layout())
+        .window(window())
+        .u32_storage()
+        .thread_local()
+        .unwrap();
     h32.record_n(1000, u64::from(u32::MAX) - 1);
     for _ in 0..3 {
         h32.record(1000);

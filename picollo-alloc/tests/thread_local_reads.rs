@@ -12,7 +12,10 @@
 //! `PICOLLO_STRESS_EXITS` (for example `PICOLLO_STRESS_EXITS=100000 cargo test -p
 //! picollo-alloc --test thread_local_reads`, about 20 s).
 
-use picollo_alloc::{bulk, heap, Dense, LocalCounter, Sparse, StorageChoice, ThreadLocalHistogram};
+use picollo_alloc::{
+    bulk, Dense, HistogramBuilder, LocalCounter, Sparse, StorageChoice, StorageWidth,
+    ThreadLocalHistogram,
+};
 use picollo_core::{HistogramRead, ReadExt, Window};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Barrier;
@@ -35,7 +38,11 @@ fn read_recorded_matches_bucket_reads() {
         assert_eq!(buckets, expected);
         assert_eq!((under, over), (h.underflow(), h.overflow()));
     }
-    let h = ThreadLocalHistogram::<u64>::new(layout(), window());
+    let h = HistogramBuilder::new()
+        .layout(layout())
+        .window(window())
+        .thread_local()
+        .unwrap();
     check(&h);
     let n = scale(5_000);
     (0..n).for_each(|i| h.record(value(0, i)));
@@ -82,10 +89,20 @@ fn read_recorded_matches_bucket_reads() {
 /// final counts and never goes down; the last read is exact.
 #[test]
 fn read_recorded_racing_records_and_exits() {
-    let h = ThreadLocalHistogram::<u32>::new(layout(), window());
+    let h = HistogramBuilder::new()
+        .layout(layout())
+        .window(window())
+        .u32_storage()
+        .thread_local()
+        .unwrap();
     let per_thread = scale(50_000);
     let threads = 6u64;
-    let mut expected = heap::plain::<u64>(layout(), window());
+    let mut expected = HistogramBuilder::new()
+        .layout(layout())
+        .window(window())
+        .dense()
+        .plain()
+        .unwrap();
     for t in 0..threads {
         (0..per_thread).for_each(|i| expected.record(value(t, i)));
     }
@@ -335,11 +352,15 @@ where
 /// reader's findings, and a final exact check.
 fn race<C, S>(exits: u64)
 where
-    C: LocalCounter,
+    C: StorageWidth,
     S: StorageChoice,
 {
     let layout = layout();
-    let h = ThreadLocalHistogram::<C, S>::new(layout, Window::new(layout, MIN, MAX).unwrap());
+    let h = HistogramBuilder::<C, S>::default()
+        .layout(layout)
+        .window(Window::new(layout, MIN, MAX).unwrap())
+        .thread_local()
+        .unwrap();
     let ledger = Ledger::default();
     let stop = AtomicBool::new(false);
     let findings = std::thread::scope(|s| {

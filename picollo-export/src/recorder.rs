@@ -97,7 +97,7 @@
 //! with its unit by the atomic kinds (sparse or dense: values in units of the largest power of
 //! two not above it, as HdrHistogram does). The thread-local kind records no unit, and
 //! [`RecorderBuilder::build`] refuses that combination with
-//! [`BuildError::UnitNotRecorded`].
+//! [`BuildError::NeedsUnitLayout`].
 //!
 //! ```
 //! use std::sync::Arc;
@@ -249,7 +249,7 @@ impl RecorderBuilder {
     ///
     /// # Errors
     /// The configuration makes no histogram ([`HistogramBuilder`](picollo_alloc::HistogramBuilder)'s
-    /// errors): [`BuildError::UnitNotRecorded`] for a layout with a value unit and the
+    /// errors): [`BuildError::NeedsUnitLayout`] for a layout with a value unit and the
     /// thread-local kind, [`BuildError::Window`] for a `max_trackable` the layout cannot hold.
     pub fn build(self, registry: Arc<Registry>) -> Result<PicolloRecorder, BuildError> {
         // Every series is made from this configuration: refuse it here, not per series.

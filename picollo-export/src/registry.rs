@@ -194,14 +194,13 @@ impl Family {
 ///
 /// ```
 /// use std::sync::Arc;
-/// use picollo_alloc::ThreadLocalHistogram;
-/// use picollo_core::{Layout, Window};
+/// use picollo_alloc::HistogramBuilder;
 /// use picollo_export::{Labels, Registry};
 /// use picollo_export::text::TextFormat;
 ///
 /// let registry = Registry::new();
-/// let layout = Layout::from_relative_error(0.01).unwrap();
-/// let latency = Arc::new(ThreadLocalHistogram::<u64>::new(layout, Window::full(layout)));
+/// let latency = HistogramBuilder::new().relative_error(0.01).thread_local();
+/// let latency = Arc::new(latency.expect("a valid configuration"));
 /// let labels = Labels::new([("route", "/api")])?;
 /// registry.register("api_latency_nanoseconds", "API latency", &labels, latency.clone())?;
 /// let requests = registry.counter("api_requests_total", "API requests", &labels)?;

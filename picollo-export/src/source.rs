@@ -4,7 +4,7 @@
 //! |---|---|---|---|
 //! | thread-local | `Arc<ThreadLocalHistogram>` | sums the shards with relaxed loads (seqlock retry around resets and thread exits only): recorders never wait | estimated |
 //! | atomic | `Arc<HeapAtomicHistogram>` | relaxed loads | estimated |
-//! | approximate | `Arc<HeapApproxHistogram>` | relaxed loads | estimated |
+//! | approximate | `Arc<BuiltApproxHistogram>` | relaxed loads | estimated |
 //! | plain behind a lock | `Arc<Mutex<Summed<HeapHistogram>>>` (or without [`Summed`]) | holds the lock for one pass over the buckets | exact with [`Summed`] |
 //! | snapshot, finished histogram | `Arc<Snapshot>`, `Arc<HeapHistogram>` | reads it | estimated |
 //!

@@ -4,7 +4,7 @@
 use picollo_testkit::StopFlag;
 use std::sync::{Arc, Mutex};
 
-use picollo_alloc::{heap, HistogramBuilder, Snapshot, ThreadLocalHistogram};
+use picollo_alloc::{HistogramBuilder, Snapshot};
 use picollo_core::{HistogramRead, Layout, ReadExt, Window};
 use picollo_export::proto::{otlp as otlp_pb, prometheus as pb};
 use picollo_export::server::{negotiate, render, Exposition};
@@ -53,7 +53,11 @@ fn layout(k: u32) -> Layout {
 
 #[test]
 fn empty_histograms_are_valid_and_native() {
-    let h = heap::plain::<u64>(layout(7), Window::full(layout(7)));
+    let h = HistogramBuilder::new()
+        .layout(layout(7))
+        .dense()
+        .plain()
+        .unwrap();
     let n = NativeHistogram::from_histogram(&h);
     assert_eq!((n.count(), n.zero_count(), n.sum()), (0, 0, 0.0));
     assert!(n.dense().is_none() && n.sum_is_exact());
@@ -84,7 +88,11 @@ fn empty_histograms_are_valid_and_native() {
 #[test]
 fn values_at_the_ends_of_u64_are_counted_and_the_sum_stays_finite() {
     for k in [1, 7, 9, 20] {
-        let mut h = heap::plain::<u64>(layout(k), Window::full(layout(k)));
+        let mut h = HistogramBuilder::new()
+            .layout(layout(k))
+            .dense()
+            .plain()
+            .unwrap();
         for v in [0, 1, u64::MAX, u64::MAX, u64::MAX - 1] {
             h.record(v);
         }
@@ -104,7 +112,12 @@ fn values_at_the_ends_of_u64_are_counted_and_the_sum_stays_finite() {
 #[test]
 fn underflow_and_overflow_are_never_dropped() {
     let l = layout(6);
-    let mut h = heap::plain::<u64>(l, Window::new(l, 1_000, 10_000).unwrap());
+    let mut h = HistogramBuilder::new()
+        .layout(l)
+        .window(Window::new(l, 1_000, 10_000).unwrap())
+        .dense()
+        .plain()
+        .unwrap();
     h.record(5); // under
     h.record(2_000);
     h.record(1 << 40); // over
@@ -163,7 +176,7 @@ proptest! {
     fn every_count_arrives(values in proptest::collection::vec(any::<u64>().prop_map(|v| v >> (v % 64)), 0..300),
                            k in 1u32..=12, n in -4i8..=8) {
         let l = layout(k);
-        let mut h = heap::plain::<u64>(l, Window::full(l));
+        let mut h = HistogramBuilder::new().layout(l).dense().plain().unwrap();
         values.iter().for_each(|&v| h.record(v));
         let schema = Schema::new(n).unwrap();
         let mapping = Mapping::new(l, schema);
@@ -207,7 +220,13 @@ proptest! {
 #[test]
 fn bad_names_and_labels_get_clear_errors() {
     let registry = Registry::new();
-    let h = Arc::new(heap::plain::<u64>(layout(4), Window::full(layout(4))));
+    let h = Arc::new(
+        HistogramBuilder::new()
+            .layout(layout(4))
+            .dense()
+            .plain()
+            .unwrap(),
+    );
     let e = registry
         .register("9bad", "", &Labels::empty(), h.clone())
         .unwrap_err();
@@ -301,7 +320,12 @@ fn openmetrics_counters_end_in_total() {
 #[test]
 fn classic_buckets_explicit_and_derived() {
     let l = layout(7);
-    let mut h = heap::plain::<u64>(l, Window::new(l, 0, 1 << 20).unwrap());
+    let mut h = HistogramBuilder::new()
+        .layout(l)
+        .window(Window::new(l, 0, 1 << 20).unwrap())
+        .dense()
+        .plain()
+        .unwrap();
     for v in [1, 5, 5, 300, 4_096, 70_000] {
         h.record(v);
     }
@@ -331,8 +355,21 @@ fn every_kind_serves_the_same_counts() {
     let l = layout(8);
     let w = Window::new(l, 0, 1 << 30).unwrap();
     let values: Vec<u64> = (0..5_000u64).map(|i| i * i * 37 % (1 << 31)).collect();
-    let tl = Arc::new(ThreadLocalHistogram::<u64>::new(l, w));
-    let atomic = Arc::new(heap::atomic::<portable_atomic::AtomicU64>(l, w));
+    let tl = Arc::new(
+        HistogramBuilder::new()
+            .layout(l)
+            .window(w)
+            .thread_local()
+            .unwrap(),
+    );
+    let atomic = Arc::new(
+        HistogramBuilder::new()
+            .layout(l)
+            .window(w)
+            .dense()
+            .atomic()
+            .unwrap(),
+    );
     let approx = Arc::new(
         HistogramBuilder::new()
             .layout(l)
@@ -340,7 +377,12 @@ fn every_kind_serves_the_same_counts() {
             .approximate()
             .unwrap(),
     );
-    let mut plain = heap::plain::<u64>(l, w);
+    let mut plain = HistogramBuilder::new()
+        .layout(l)
+        .window(w)
+        .dense()
+        .plain()
+        .unwrap();
     let mut rng = picollo_core::scalable::XorShift::new(7);
     std::thread::scope(|s| {
         s.spawn(|| values.iter().for_each(|&v| tl.record(v)));
@@ -404,7 +446,7 @@ fn negotiation_follows_weights_and_order() {
 fn otlp_requests_round_trip_and_json_is_valid() {
     let registry = Arc::new(Registry::new());
     let l = layout(9);
-    let h = Arc::new(ThreadLocalHistogram::<u64>::new(l, Window::full(l)));
+    let h = Arc::new(HistogramBuilder::new().layout(l).thread_local().unwrap());
     let labels = Labels::new([("route", "/x \"q\"")]).unwrap();
     registry
         .register("lat_ns", "Latency", &labels, h.clone())
@@ -456,10 +498,7 @@ fn otlp_requests_round_trip_and_json_is_valid() {
 fn otlp_deltas_cover_each_interval_once() {
     let registry = Arc::new(Registry::new());
     let l = layout(5);
-    let h = Arc::new(heap::atomic::<portable_atomic::AtomicU64>(
-        l,
-        Window::full(l),
-    ));
+    let h = Arc::new(HistogramBuilder::new().layout(l).dense().atomic().unwrap());
     registry
         .register("d", "", &Labels::empty(), h.clone())
         .unwrap();
@@ -508,7 +547,7 @@ fn otlp_deltas_cover_each_interval_once() {
 fn straddling_and_exactness_are_reported() {
     // k = 3 at schema 3: 20 and 21 share a Picollo bucket but not a native one.
     let l = layout(3);
-    let mut h = heap::plain::<u64>(l, Window::full(l));
+    let mut h = HistogramBuilder::new().layout(l).dense().plain().unwrap();
     h.record(18);
     let n = NativeHistogram::from_histogram(&h);
     assert_eq!(n.straddling_count(), 0);
@@ -526,7 +565,7 @@ fn straddling_and_exactness_are_reported() {
 #[test]
 fn scrapes_never_wait_for_recorders() {
     let l = layout(7);
-    let h = Arc::new(ThreadLocalHistogram::<u64>::new(l, Window::full(l)));
+    let h = Arc::new(HistogramBuilder::new().layout(l).thread_local().unwrap());
     let registry = Registry::new();
     registry
         .register("live", "", &Labels::empty(), h.clone())
@@ -613,12 +652,24 @@ fn protobuf_bytes_are_prosts_own() {
             .unwrap()
             .set(-0.0);
         let full = Window::full(layout(9));
-        let empty = Arc::new(ThreadLocalHistogram::<u64>::new(layout(9), full));
+        let empty = Arc::new(
+            HistogramBuilder::new()
+                .layout(layout(9))
+                .window(full)
+                .thread_local()
+                .unwrap(),
+        );
         registry
             .register("empty_seconds", "", &Labels::empty(), empty)
             .unwrap();
         for i in 0..40u64 {
-            let h = Arc::new(ThreadLocalHistogram::<u64>::new(layout(9), full));
+            let h = Arc::new(
+                HistogramBuilder::new()
+                    .layout(layout(9))
+                    .window(full)
+                    .thread_local()
+                    .unwrap(),
+            );
             let mut s = i.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
             for _ in 0..1_000 {
                 s ^= s << 13;
@@ -636,7 +687,12 @@ fn protobuf_bytes_are_prosts_own() {
                 )
                 .unwrap();
         }
-        let mut plain = heap::plain::<u64>(layout(3), Window::new(layout(3), 100, 10_000).unwrap());
+        let mut plain = HistogramBuilder::new()
+            .layout(layout(3))
+            .window(Window::new(layout(3), 100, 10_000).unwrap())
+            .dense()
+            .plain()
+            .unwrap();
         plain.record_n(5, u64::MAX / 4); // underflow, huge counts
         plain.record_n(500, 3);
         registry

@@ -13,8 +13,8 @@ use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use picollo_alloc::{heap, ThreadLocalHistogram};
-use picollo_core::{Layout, Window};
+use picollo_alloc::HistogramBuilder;
+use picollo_core::Layout;
 use picollo_export::otlp::{self, OtlpExporter, Temporality};
 use picollo_export::{ExportError, Labels, Mapping, NativeHistogram, Registry};
 use serde_json::Value;
@@ -119,10 +119,12 @@ fn the_official_bindings_decode_what_we_push() {
     };
     let registry = Arc::new(Registry::new());
     let layout = Layout::DEFAULT;
-    let h = Arc::new(ThreadLocalHistogram::<u64>::new(
-        layout,
-        Window::full(layout),
-    ));
+    let h = Arc::new(
+        HistogramBuilder::new()
+            .layout(layout)
+            .thread_local()
+            .unwrap(),
+    );
     let labels = Labels::new([("route", "/checkout")]).unwrap();
     registry
         .register("rpc_latency_nanoseconds", "RPC latency", &labels, h.clone())
@@ -188,10 +190,13 @@ fn the_official_bindings_parse_our_json() {
     };
     let registry = Arc::new(Registry::new());
     let layout = Layout::from_block_scale(4).unwrap();
-    let h = Arc::new(heap::atomic::<portable_atomic::AtomicU64>(
-        layout,
-        Window::full(layout),
-    ));
+    let h = Arc::new(
+        HistogramBuilder::new()
+            .layout(layout)
+            .dense()
+            .atomic()
+            .unwrap(),
+    );
     (1..=100u64).for_each(|v| h.record(v * v));
     registry
         .register("sq", "squares", &Labels::empty(), h.clone())

@@ -11,7 +11,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use picollo_alloc::{heap, ThreadLocalHistogram};
+use picollo_alloc::HistogramBuilder;
 use picollo_core::{EquivalentValue, HistogramRead, Layout, ReadExt, Window};
 use picollo_export::server::MetricsServer;
 use picollo_export::{
@@ -233,12 +233,15 @@ fn native_histograms_arrive_exactly() {
     let registry = Arc::new(Registry::new());
     // The default layout (schema 8) and a coarse one whose buckets straddle native edges.
     let fine = Layout::DEFAULT;
-    let tl = Arc::new(ThreadLocalHistogram::<u64>::new(fine, Window::full(fine)));
+    let tl = Arc::new(HistogramBuilder::new().layout(fine).thread_local().unwrap());
     let coarse = Layout::from_block_scale(3).unwrap();
-    let atomic = Arc::new(heap::atomic::<portable_atomic::AtomicU64>(
-        coarse,
-        Window::full(coarse),
-    ));
+    let atomic = Arc::new(
+        HistogramBuilder::new()
+            .layout(coarse)
+            .dense()
+            .atomic()
+            .unwrap(),
+    );
     let values = data(1, 20_000);
     std::thread::scope(|s| {
         for chunk in values.chunks(5_000) {
@@ -327,14 +330,20 @@ fn native_histograms_arrive_exactly() {
 fn fleet_sum_equals_picollo_merge() {
     let Some(version) = available() else { return };
     let layout = Layout::from_block_scale(7).unwrap();
-    let mut merged = heap::plain::<u64>(layout, Window::full(layout));
+    let mut merged = HistogramBuilder::new()
+        .layout(layout)
+        .dense()
+        .plain()
+        .unwrap();
     let mut servers = Vec::new();
     let mut total = 0u64;
     for machine in 0..3u64 {
-        let h = Arc::new(ThreadLocalHistogram::<u64>::new(
-            layout,
-            Window::full(layout),
-        ));
+        let h = Arc::new(
+            HistogramBuilder::new()
+                .layout(layout)
+                .thread_local()
+                .unwrap(),
+        );
         let values = data(100 + machine, 3_000 + 1_000 * machine as usize);
         values.iter().for_each(|&v| h.record(v));
         total += values.len() as u64;
@@ -369,10 +378,13 @@ fn fleet_sum_equals_picollo_merge() {
 fn classic_text_histograms_arrive_exactly() {
     let Some(version) = available() else { return };
     let layout = Layout::from_block_scale(6).unwrap();
-    let h = Arc::new(ThreadLocalHistogram::<u64>::new(
-        layout,
-        Window::new(layout, 0, 1 << 34).unwrap(),
-    ));
+    let h = Arc::new(
+        HistogramBuilder::new()
+            .layout(layout)
+            .window(Window::new(layout, 0, 1 << 34).unwrap())
+            .thread_local()
+            .unwrap(),
+    );
     data(7, 5_000).iter().for_each(|&v| h.record(v));
     h.record(1 << 40); // overflow: only in +Inf
     let buckets = ClassicBuckets::explicit(vec![127, 1_023, 100_000, 10_000_000]).unwrap();

@@ -202,7 +202,7 @@ fn a_unit_layout_records_or_is_refused_at_build() {
     let thread_local = RecorderBuilder::new()
         .layout(layout)
         .kind(HistogramKind::ThreadLocal);
-    let refused = |e: BuildError| matches!(e, BuildError::UnitNotRecorded { .. });
+    let refused = |e: BuildError| matches!(e, BuildError::NeedsUnitLayout { .. });
     assert!(thread_local.series_footprint().err().is_some_and(refused));
     let built = thread_local.build(Arc::new(Registry::new()));
     assert!(built.err().is_some_and(refused));

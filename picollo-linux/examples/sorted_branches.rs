@@ -10,7 +10,7 @@
 //! Run with `cargo run --release -p picollo-linux --example sorted_branches`
 //! (`-- PASSES` for another pass count).
 
-use picollo_alloc::{default_histogram, HeapHistogram, SummaryExt};
+use picollo_alloc::{HeapHistogram, HistogramBuilder, SummaryExt};
 use picollo_linux::caps::Capabilities;
 use picollo_linux::event::{Event, HardwareEvent, SoftwareEvent};
 use picollo_linux::session::CounterSession;
@@ -42,7 +42,7 @@ fn measure(
     let mut out: Vec<HeapHistogram> = session
         .counters()
         .iter()
-        .map(|_| default_histogram())
+        .map(|_| HistogramBuilder::new().dense().plain().unwrap())
         .collect();
     session.reset();
     for _ in 0..passes {

@@ -7,11 +7,11 @@
 use core::fmt;
 use std::collections::{BTreeMap, HashMap};
 
-use picollo_core::{EquivalentValue, HistogramRead, Layout, ReadExt, Window};
+use picollo_core::{EquivalentValue, HistogramRead, Layout, ReadExt};
 use picollo_ring::{ClockInfo, Drained};
 
 use super::clock::{clock_hz, clock_kind, now};
-use picollo_alloc::heap::{self, HeapHistogram};
+use picollo_alloc::{HeapHistogram, HistogramBuilder};
 
 // The per-phase and counter-event tables: the aggregator's methods that make them.
 mod view;
@@ -23,8 +23,16 @@ fn layout() -> Layout {
 }
 
 pub(crate) fn histogram() -> HeapHistogram {
-    let l = layout();
-    heap::plain(l, Window::full(l))
+    full_range(layout())
+}
+
+/// A dense histogram of `layout` over all of `u64`.
+fn full_range(layout: Layout) -> HeapHistogram {
+    match HistogramBuilder::new().layout(layout).dense().plain() {
+        Ok(h) => h,
+        // The layouts here are constants without a value unit, over the full range.
+        Err(e) => unreachable!("a span histogram builds: {e}"),
+    }
 }
 
 /// Per-counter totals of one span name.
@@ -61,7 +69,7 @@ impl SpanStats {
             ticks: 0,
             durations: histogram(),
             counters: Vec::new(),
-            ipc_micro: heap::plain(Layout::DEFAULT, Window::full(Layout::DEFAULT)),
+            ipc_micro: full_range(Layout::DEFAULT),
             wall: None,
         }
     }

@@ -11,8 +11,8 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
-use picollo_alloc::{Dense, ThreadLocalHistogram};
-use picollo_core::{Layout, Window};
+use picollo_alloc::{Dense, HistogramBuilder, ThreadLocalHistogram};
+use picollo_core::Layout;
 use picollo_spans::SpanName;
 use tracing_core::{Level, Metadata};
 
@@ -38,8 +38,12 @@ const TABLE_SLOTS: usize = 4096;
 pub(crate) type SpanHistogram = ThreadLocalHistogram<u32, Dense>;
 
 fn histogram(max: u64) -> SpanHistogram {
-    let window = Window::new(LAYOUT, 0, max).unwrap_or(Window::full(LAYOUT));
-    ThreadLocalHistogram::new(LAYOUT, window)
+    let builder = HistogramBuilder::new().layout(LAYOUT).max_trackable(max);
+    match builder.u32_storage().dense().thread_local() {
+        Ok(h) => h,
+        // LAYOUT has no value unit, and every max is at least the window's minimum, 0.
+        Err(e) => unreachable!("the span histograms build: {e}"),
+    }
 }
 
 /// Everything recorded for the spans of one `(name, target)`.

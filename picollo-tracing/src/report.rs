@@ -9,7 +9,7 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use picollo_alloc::hdr::interop::{export, ExportOptions};
 use picollo_alloc::hdr::{LogError, LogWriter};
-use picollo_alloc::Snapshot;
+use picollo_alloc::{HistogramBuilder, Snapshot};
 use picollo_core::fmt::Grouped;
 use picollo_core::{HistogramRead, ReadExt};
 use picollo_ring::{ClockInfo, ClockKind};
@@ -89,7 +89,14 @@ impl SpanReport {
         }
         let merged = |of: &dyn Fn(&SpanReport) -> &Snapshot| {
             let first = of(&reports[0]);
-            let mut sum = picollo_alloc::heap::plain::<u64>(first.layout(), first.window());
+            // The snapshots' own layout and window (no unit: the spans' histograms have none).
+            let builder = HistogramBuilder::new()
+                .layout(first.layout())
+                .window(first.window());
+            let mut sum = match builder.dense().plain() {
+                Ok(sum) => sum,
+                Err(e) => unreachable!("a snapshot's layout and window build: {e}"),
+            };
             for r in &reports {
                 sum.add(of(r));
             }

@@ -9,13 +9,12 @@ use std::sync::{Arc, Mutex};
 
 use picollo_alloc::Dense;
 use picollo_alloc::{
-    heap, HeapAtomicHistogram, HeapHistogram, HistogramBuilder, SparseAtomicHistogram,
-    SparseHistogram, ThreadLocalHistogram,
+    HeapAtomicHistogram, HeapHistogram, HistogramBuilder, SparseAtomicHistogram, SparseHistogram,
+    ThreadLocalHistogram,
 };
 use picollo_benches::LAYOUT;
 use picollo_core::{Layout, Window};
 use picollo_export::{Labels, Registry};
-use portable_atomic::AtomicU64;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::histogram::{Histogram as PcHistogram, NativeHistogramConfig};
 
@@ -92,13 +91,38 @@ impl Fleet {
             .register("latency", "full-range latency", family.clone());
         for i in 0..series {
             let values = full_range_values(i as u64 + 1);
-            let mut h: HeapHistogram = heap::plain(layout, full);
+            let mut h: HeapHistogram = HistogramBuilder::new()
+                .layout(layout)
+                .window(full)
+                .dense()
+                .plain()
+                .unwrap();
             let builder = HistogramBuilder::new().layout(layout);
             let mut sparse: SparseHistogram = builder.plain().expect("valid");
             let sparse_atomic: SparseAtomicHistogram = builder.atomic().expect("valid");
-            let tl = Arc::new(ThreadLocalHistogram::<u64, Dense>::new(layout, full));
-            let sparse_tl = Arc::new(ThreadLocalHistogram::<u64>::new(layout, full));
-            let atomic = Arc::new(heap::atomic::<AtomicU64>(layout, full));
+            let tl = Arc::new(
+                HistogramBuilder::new()
+                    .layout(layout)
+                    .window(full)
+                    .dense()
+                    .thread_local()
+                    .unwrap(),
+            );
+            let sparse_tl = Arc::new(
+                HistogramBuilder::new()
+                    .layout(layout)
+                    .window(full)
+                    .thread_local()
+                    .unwrap(),
+            );
+            let atomic = Arc::new(
+                HistogramBuilder::new()
+                    .layout(layout)
+                    .window(full)
+                    .dense()
+                    .atomic()
+                    .unwrap(),
+            );
             let pc = family.get_or_create(&Id { id: i.to_string() });
             for &v in &values {
                 h.record(v);

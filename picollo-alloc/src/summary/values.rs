@@ -110,9 +110,9 @@ impl Summary {
     /// precision are not; the recorded values stay as they are. A divisor of 0 is taken as 1.
     ///
     /// ```
-    /// use picollo_alloc::{default_histogram, SummaryExt};
+    /// use picollo_alloc::{HistogramBuilder, SummaryExt};
     ///
-    /// let mut h = default_histogram();
+    /// let mut h = HistogramBuilder::new().dense().plain().unwrap();
     /// h.record(16_384_512); // ns
     /// let s = h.summary().in_unit(1_000_000); // ms
     /// assert_eq!(s.scaled(16_384_512).to_string(), "16.384512");
@@ -178,9 +178,9 @@ impl Summary {
     /// that the histogram answers any rank:
     ///
     /// ```
-    /// use picollo_alloc::{default_histogram, EquivalentValue, ReadExt, SummaryExt};
+    /// use picollo_alloc::{HistogramBuilder, EquivalentValue, ReadExt, SummaryExt};
     ///
-    /// let mut h = default_histogram();
+    /// let mut h = HistogramBuilder::new().dense().plain().unwrap();
     /// (1..=10_000).for_each(|v| h.record(v));
     /// let s = h.summary();
     /// assert_eq!(s.try_percentile(99.9)?.value, s.p99_9().value);

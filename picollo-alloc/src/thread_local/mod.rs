@@ -114,7 +114,6 @@
 //! a shard of another histogram (which prunes the entries of histograms dropped since the
 //! thread last pruned).
 
-use crate::heap;
 use crate::sparse::PageCell;
 use crate::storage_choice::{BuiltAtomicHistogram, Sparse, StorageChoice};
 use core::fmt;
@@ -303,14 +302,12 @@ type Accumulator<S> = BuiltAtomicHistogram<AtomicU64, S>;
 /// [`std::sync::LazyLock`]:
 ///
 /// ```
-/// use picollo_alloc::ThreadLocalHistogram;
-/// use picollo_core::{Layout, ReadExt, Window};
+/// use picollo_alloc::{HistogramBuilder, ThreadLocalHistogram};
+/// use picollo_core::ReadExt;
 /// use std::sync::LazyLock;
 ///
-/// static LATENCY: LazyLock<ThreadLocalHistogram> = LazyLock::new(|| {
-///     let layout = Layout::DEFAULT;
-///     ThreadLocalHistogram::new(layout, Window::full(layout))
-/// });
+/// static LATENCY: LazyLock<ThreadLocalHistogram> =
+///     LazyLock::new(|| HistogramBuilder::new().thread_local().expect("the default builds"));
 ///
 /// std::thread::scope(|s| {
 ///     for t in 0..4u64 {
@@ -338,15 +335,13 @@ pub struct ThreadLocalHistogram<C: LocalCounter = u64, S: StorageChoice = Sparse
 
 impl<C: LocalCounter, S: StorageChoice> ThreadLocalHistogram<C, S> {
     /// An empty histogram over `window` (clamped to `layout`'s logical buckets; widened to
-    /// whole blocks for sparse storage, the default: see [`crate::sparse`]). A layout with a
-    /// value unit ([`Layout::with_lowest_discernible`]) is recorded without it, at the same
-    /// block scale over the same values (finer buckets below `2B · 2^u`): the thread-local kind
-    /// records through the plain layout spec, so that no record pays for units.
-    pub fn new(layout: Layout, window: Window) -> Self {
+    /// whole blocks for sparse storage, the default: see [`crate::sparse`]). Built by
+    /// [`HistogramBuilder::thread_local`](crate::HistogramBuilder::thread_local), which refuses
+    /// a layout with a value unit: the thread-local kind records through the plain layout
+    /// spec, so that no record pays for units.
+    pub(crate) fn new(layout: Layout, window: Window) -> Self {
+        debug_assert_eq!(layout.unit_magnitude(), 0, "the builder refuses a unit");
         let window = Window::from_indices(layout, window.first(), window.len());
-        // A value unit is not recorded here (the plain record spec, for the cost of a record):
-        // the same block scale over the same values instead.
-        let (layout, window) = heap::without_unit(layout, window);
         let (cells, window) = S::cells::<AtomicU64>(layout, window);
         let hot_len = S::hot_len(&cells);
         let acc = match AtomicHistogram::with_storage(layout, cells, window) {

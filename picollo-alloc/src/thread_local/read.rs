@@ -39,11 +39,10 @@ impl<C: LocalCounter, S: StorageChoice> ThreadLocalHistogram<C, S> {
     /// every read of this kind).
     ///
     /// ```
-    /// use picollo_alloc::ThreadLocalHistogram;
-    /// use picollo_core::{Layout, Window};
+    /// use picollo_alloc::HistogramBuilder;
     ///
-    /// let layout = Layout::DEFAULT;
-    /// let h = ThreadLocalHistogram::<u64>::new(layout, Window::full(layout));
+    /// let h = HistogramBuilder::new().thread_local().expect("the default builds");
+    /// let layout = h.layout();
     /// h.record_n(3, 2);
     /// std::thread::scope(|s| {
     ///     // Folded into the accumulator at thread exit: an explicit `join` waits for it (the

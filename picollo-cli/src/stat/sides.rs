@@ -9,7 +9,7 @@ use picollo_alloc::hdr::interop::{export, ExportOptions};
 use picollo_alloc::hdr::LogWriter;
 use picollo_alloc::hdr::{interop as hdr_interop, HdrGeometry};
 use picollo_alloc::hgrm::write_hgrm;
-use picollo_alloc::{heap, HeapHistogram, SummaryExt};
+use picollo_alloc::{HeapHistogram, HistogramBuilder, SummaryExt};
 
 use super::model::{self, WALL_TIME};
 use crate::error::{CliError, Result};
@@ -88,7 +88,14 @@ fn log_geometry() -> HdrGeometry {
 /// would be counted as overflow, as a log could not hold them.)
 fn run_histogram() -> HeapHistogram<u64> {
     let g = log_geometry();
-    heap::plain(hdr_interop::layout_for(&g), hdr_interop::window_for(&g))
+    let builder = HistogramBuilder::new()
+        .layout(hdr_interop::layout_for(&g))
+        .window(hdr_interop::window_for(&g));
+    match builder.dense().plain() {
+        Ok(h) => h,
+        // HdrHistogram's 3-digit layout has no value unit, and its window is its own.
+        Err(e) => unreachable!("the runs' histogram builds: {e}"),
+    }
 }
 
 /// A counter's title with its unit.

@@ -164,6 +164,14 @@ impl UnitLayout {
     }
 }
 
+/// The spec of a layout (with or without a unit), as [`UnitLayout::new`]: what lets code
+/// generic over the spec make one from a [`Layout`] (`picollo-alloc`'s builder).
+impl From<Layout> for UnitLayout {
+    fn from(layout: Layout) -> Self {
+        UnitLayout(layout)
+    }
+}
+
 impl LayoutSpec for UnitLayout {
     const RECORDS_UNITS: bool = true;
 

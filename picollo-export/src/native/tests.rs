@@ -102,14 +102,30 @@ impl<H: HistogramRead> HistogramRead for Defaults<'_, H> {
 /// Every kind's bulk read fills as the oracle: plain storage, snapshots, atomic,
 /// approximate and thread-local histograms, wrappers, and the trait's default.
 fn check_fill(k: u32, schema: i8, lo: u64, hi: u64, values: &[(u64, u64)]) {
-    use picollo_alloc::{heap, Snapshot, ThreadLocalHistogram};
+    use picollo_alloc::{HistogramBuilder, Snapshot};
     use picollo_core::Window;
     let layout = Layout::from_block_scale(k).unwrap();
     let window = Window::new(layout, lo.min(hi), lo.max(hi)).unwrap();
     let mapping = Mapping::new(layout, Schema::new(schema).unwrap());
-    let mut plain = heap::plain::<u64>(layout, window);
-    let atomic = heap::atomic::<portable_atomic::AtomicU64>(layout, window);
-    let local = ThreadLocalHistogram::<u32, picollo_alloc::Dense>::new(layout, window);
+    let mut plain = HistogramBuilder::new()
+        .layout(layout)
+        .window(window)
+        .dense()
+        .plain()
+        .unwrap();
+    let atomic = HistogramBuilder::new()
+        .layout(layout)
+        .window(window)
+        .dense()
+        .atomic()
+        .unwrap();
+    let local = HistogramBuilder::new()
+        .layout(layout)
+        .window(window)
+        .u32_storage()
+        .dense()
+        .thread_local()
+        .unwrap();
     for &(v, c) in values {
         plain.record_n(v, c);
         atomic.record_n(v, c);
@@ -142,7 +158,12 @@ fn check_fill(k: u32, schema: i8, lo: u64, hi: u64, values: &[(u64, u64)]) {
     )
     .unwrap();
     let mut rng = picollo_core::scalable::XorShift::new(1);
-    let mut capped = heap::plain::<u64>(layout, window);
+    let mut capped = HistogramBuilder::new()
+        .layout(layout)
+        .window(window)
+        .dense()
+        .plain()
+        .unwrap();
     for &(v, c) in values {
         approx.record_n(v, c.min(8), &mut rng);
         capped.record_n(v, c.min(8));
@@ -159,7 +180,12 @@ fn check_fill(k: u32, schema: i8, lo: u64, hi: u64, values: &[(u64, u64)]) {
     let mut sparse = builder.plain().unwrap();
     let sparse_atomic = builder.atomic().unwrap();
     let sparse_local = builder.u32_storage().thread_local().unwrap();
-    let mut wide = heap::plain::<u64>(layout, sparse.window());
+    let mut wide = HistogramBuilder::new()
+        .layout(layout)
+        .window(sparse.window())
+        .dense()
+        .plain()
+        .unwrap();
     for &(v, c) in values {
         sparse.record_n(v, c);
         sparse_atomic.record_n(v, c);

@@ -4,21 +4,15 @@
 use std::sync::Arc;
 
 use picollo_alloc::{
-    BuildError, Dense, HeapAtomicHistogram, HeapUnitAtomicHistogram, HistogramBuilder, Snapshot,
-    SparseAtomicHistogram, SparseStorage, StorageWidth, ThreadLocalHistogram,
+    BuildError, Dense, HeapAtomicHistogram, HistogramBuilder, Snapshot, SparseAtomicHistogram,
+    ThreadLocalHistogram,
 };
-use picollo_core::{AtomicHistogram, BucketPos, HistogramRead, Layout, UnitLayout, Window};
+use picollo_core::cell::AtomicU64;
+use picollo_core::{BucketPos, HistogramRead, Layout, UnitLayout, Window};
 
 use super::{HistogramKind, RecorderBuilder};
 use crate::registry::{Counter, Gauge};
 use crate::source::Exported;
-
-/// An atomic histogram recording a value unit (a layout with a lowest discernible value),
-/// over sparse storage.
-pub(super) type SparseUnitAtomic =
-    AtomicHistogram<SparseStorage<<u64 as StorageWidth>::Atomic>, UnitLayout>;
-/// An atomic histogram recording a value unit, over dense storage.
-pub(super) type DenseUnitAtomic = HeapUnitAtomicHistogram;
 
 /// One histogram of the recorder, of the kind it was built with: the handle `metrics` calls
 /// holds the histogram itself (one indirection from the call to the cells), and the
@@ -29,10 +23,11 @@ pub(super) enum Kinded {
     SparseThreadLocal(Arc<Handle<ThreadLocalHistogram<u64>>>),
     Atomic(Arc<Handle<HeapAtomicHistogram>>),
     SparseAtomic(Arc<Handle<SparseAtomicHistogram>>),
-    /// The atomic kind with a value unit (dense storage).
-    UnitAtomic(Arc<Handle<DenseUnitAtomic>>),
-    /// The atomic kind with a value unit (sparse storage).
-    SparseUnitAtomic(Arc<Handle<SparseUnitAtomic>>),
+    /// The atomic kind with a value unit (a layout with a lowest discernible value), dense
+    /// storage.
+    UnitAtomic(Arc<Handle<HeapAtomicHistogram<AtomicU64, UnitLayout>>>),
+    /// The atomic kind with a value unit, sparse storage.
+    SparseUnitAtomic(Arc<Handle<SparseAtomicHistogram<AtomicU64, UnitLayout>>>),
 }
 
 /// Applies `$body` to the handle of whichever kind `$kinded` is, bound as `$h`.
@@ -78,14 +73,23 @@ impl Kinded {
             (HistogramKind::Atomic, false, false) => {
                 Kinded::SparseAtomic(Arc::new(Handle::new(builder.atomic()?, scale, invalid)))
             }
+            // The layout's unit, set as the builder's lowest discernible value: the builder
+            // whose atomic kind records it.
             (HistogramKind::Atomic, true, true) => Kinded::UnitAtomic(Arc::new(Handle::new(
-                builder.dense().atomic_with_unit()?,
+                builder
+                    .lowest_discernible(config.layout.unit())
+                    .dense()
+                    .atomic()?,
                 scale,
                 invalid,
             ))),
-            (HistogramKind::Atomic, false, true) => Kinded::SparseUnitAtomic(Arc::new(
-                Handle::new(builder.atomic_with_unit()?, scale, invalid),
-            )),
+            (HistogramKind::Atomic, false, true) => {
+                Kinded::SparseUnitAtomic(Arc::new(Handle::new(
+                    builder.lowest_discernible(config.layout.unit()).atomic()?,
+                    scale,
+                    invalid,
+                )))
+            }
         })
     }
 
@@ -135,14 +139,14 @@ impl RecorderHistogram for SparseAtomicHistogram {
     }
 }
 
-impl RecorderHistogram for DenseUnitAtomic {
+impl RecorderHistogram for HeapAtomicHistogram<AtomicU64, UnitLayout> {
     #[inline]
     fn record_value(&self, value: u64) {
         self.record(value)
     }
 }
 
-impl RecorderHistogram for SparseUnitAtomic {
+impl RecorderHistogram for SparseAtomicHistogram<AtomicU64, UnitLayout> {
     #[inline]
     fn record_value(&self, value: u64) {
         self.record(value)
@@ -290,14 +294,14 @@ impl metrics::HistogramFn for Handle<SparseAtomicHistogram> {
 
 /// The unit kinds record through the conversion: their buckets are the unit's, which the
 /// float map does not follow.
-impl metrics::HistogramFn for Handle<DenseUnitAtomic> {
+impl metrics::HistogramFn for Handle<HeapAtomicHistogram<AtomicU64, UnitLayout>> {
     #[inline]
     fn record(&self, value: f64) {
         self.record_any(value * self.scale)
     }
 }
 
-impl metrics::HistogramFn for Handle<SparseUnitAtomic> {
+impl metrics::HistogramFn for Handle<SparseAtomicHistogram<AtomicU64, UnitLayout>> {
     #[inline]
     fn record(&self, value: f64) {
         self.record_any(value * self.scale)

@@ -4,6 +4,8 @@
 use core::marker::PhantomData;
 use std::os::fd::{AsFd, OwnedFd};
 
+use picollo_alloc::HistogramBuilder;
+
 use crate::count::Reading;
 use crate::error::{DroppedEvent, PerfError};
 use crate::event::{
@@ -253,7 +255,10 @@ impl CounterSessionBuilder {
                         page,
                         last: None,
                         prev: None,
-                        histogram: picollo_alloc::default_histogram(),
+                        histogram: match HistogramBuilder::new().dense().plain() {
+                            Ok(h) => h,
+                            Err(e) => unreachable!("the default configuration builds: {e}"),
+                        },
                         not_counted: 0,
                     });
                 }

@@ -40,6 +40,10 @@ pub enum InteropError {
         /// Values above the Picollo window or above the HdrHistogram range.
         overflow: u64,
     },
+    /// The target layout and window given to [`to_picollo_in`](super::to_picollo_in) do not
+    /// make a histogram: a layout with a value unit (the converted histogram records through
+    /// the plain [`Layout`](picollo_core::Layout) spec, and a unit is never dropped silently).
+    Target(picollo_core::WindowError),
 }
 
 impl fmt::Display for InteropError {
@@ -78,6 +82,7 @@ impl fmt::Display for InteropError {
                 "{underflow} values below and {overflow} above the representable range cannot be \
                  encoded in V2 (use ExportOptions::allow_dropping to export without them)"
             ),
+            Self::Target(e) => write!(f, "conversion target: {e}"),
         }
     }
 }
@@ -86,6 +91,7 @@ impl std::error::Error for InteropError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             Self::Hdr(e) => Some(e),
+            Self::Target(e) => Some(e),
             _ => None,
         }
     }

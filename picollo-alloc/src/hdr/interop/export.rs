@@ -463,13 +463,18 @@ fn export_rebucketed<H: HistogramRead + ?Sized>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::heap;
+    use crate::HistogramBuilder;
     use picollo_core::{Layout, Window};
 
     #[test]
     fn export_refuses_or_reports_outside_counts() {
         let layout = Layout::from_block_scale(10).unwrap();
-        let mut h = heap::plain::<u64>(layout, Window::new(layout, 100, 10_000).unwrap());
+        let mut h = HistogramBuilder::new()
+            .layout(layout)
+            .window(Window::new(layout, 100, 10_000).unwrap())
+            .dense()
+            .plain()
+            .unwrap();
         h.record(5);
         h.record(500);
         h.record(50_000);
@@ -488,7 +493,11 @@ mod tests {
         assert!(e.mapping.is_exact());
 
         // Buckets above i64::MAX are beyond any HdrHistogram.
-        let mut full = heap::plain::<u64>(layout, Window::full(layout));
+        let mut full = HistogramBuilder::new()
+            .layout(layout)
+            .dense()
+            .plain()
+            .unwrap();
         full.record(u64::MAX);
         full.record(7);
         assert_eq!(
@@ -513,7 +522,12 @@ mod tests {
     #[test]
     fn export_rejects_bad_digits_and_huge_counts() {
         let layout = Layout::from_block_scale(4).unwrap();
-        let mut h = heap::plain::<u64>(layout, Window::new(layout, 0, 1000).unwrap());
+        let mut h = HistogramBuilder::new()
+            .layout(layout)
+            .window(Window::new(layout, 0, 1000).unwrap())
+            .dense()
+            .plain()
+            .unwrap();
         h.record(3);
         assert!(matches!(
             export(&h, &ExportOptions::new().significant_digits(6)),
@@ -534,8 +548,18 @@ mod tests {
     fn export_v2_into_reads_any_kind() {
         let layout = Layout::from_block_scale(7).unwrap();
         let window = Window::new(layout, 300, 1 << 30).unwrap();
-        let atomic = heap::atomic::<portable_atomic::AtomicU64>(layout, window);
-        let mut plain = heap::plain::<u64>(layout, window);
+        let atomic = HistogramBuilder::new()
+            .layout(layout)
+            .window(window)
+            .dense()
+            .atomic()
+            .unwrap();
+        let mut plain = HistogramBuilder::new()
+            .layout(layout)
+            .window(window)
+            .dense()
+            .plain()
+            .unwrap();
         for v in (300..1_000_000u64).step_by(997) {
             atomic.record(v);
             plain.record(v);
@@ -566,7 +590,12 @@ mod tests {
         assert_eq!(kept, [1, 2, 3]);
 
         // Nothing recorded: one zero word, like the codec's empty histogram.
-        let empty = heap::plain::<u64>(layout, window);
+        let empty = HistogramBuilder::new()
+            .layout(layout)
+            .window(window)
+            .dense()
+            .plain()
+            .unwrap();
         let mut bytes = Vec::new();
         export_v2_into(&empty, &options, &mut bytes).unwrap();
         assert_eq!(bytes, from_picollo(&empty).unwrap().encode_v2().unwrap());

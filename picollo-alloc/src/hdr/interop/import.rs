@@ -66,13 +66,13 @@ fn validated_geometry(source: &HdrCounts) -> Result<HdrGeometry, InteropError> {
 ///
 /// ```
 /// use picollo_alloc::hdr::{interop, HdrCounts};
-/// use picollo_alloc::heap;
-/// use picollo_core::{Layout, ReadExt, Window};
+/// use picollo_alloc::HistogramBuilder;
+/// use picollo_core::{Layout, ReadExt};
 ///
 /// let mut hdr = HdrCounts::new(20_000, 3_600_000_000_000, 2)?; // unit magnitude 14
 /// hdr.record(2_768_895, 5)?;
 /// let layout = Layout::from_block_scale(10).unwrap();
-/// let mut h = heap::plain::<u64>(layout, Window::full(layout));
+/// let mut h = HistogramBuilder::new().layout(layout).dense().plain()?;
 /// let import = interop::add_hdr(&mut h, &hdr)?;
 /// assert_eq!(h.total(), 5);
 /// assert!(!import.is_exact()); // a 16 384-wide source bucket, finer target buckets
@@ -178,7 +178,7 @@ pub fn to_picollo_in(
     window: Window,
 ) -> Result<(HeapHistogram<u64>, Import), InteropError> {
     let g = validated_geometry(source)?;
-    let mut h = heap::plain::<u64>(layout, window);
+    let mut h = heap::plain::<u64>(layout, window).map_err(InteropError::Target)?;
     let import = if indexes_alike(&g, layout) {
         // A straight copy, through the core's same-layout `add`.
         h.add(&HdrView {
@@ -287,12 +287,17 @@ impl HistogramRead for HdrView<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::HistogramBuilder;
     use picollo_core::{EquivalentValue, ReadExt};
 
     #[test]
     fn invalid_sources_change_nothing() {
         let layout = Layout::from_block_scale(10).unwrap();
-        let mut h = heap::plain::<u64>(layout, Window::full(layout));
+        let mut h = HistogramBuilder::new()
+            .layout(layout)
+            .dense()
+            .plain()
+            .unwrap();
         let mut bad = HdrCounts::new(1, 1000, 3).unwrap();
         bad.counts = vec![1; 5000]; // beyond the 3072-entry counts array
         assert!(matches!(
@@ -324,7 +329,12 @@ mod tests {
         ] {
             let window = Window::new(layout, min, max).unwrap();
             let (copied, import) = to_picollo_in(&hdr, layout, window).unwrap();
-            let mut recorded = heap::plain::<u64>(layout, window);
+            let mut recorded = HistogramBuilder::new()
+                .layout(layout)
+                .window(window)
+                .dense()
+                .plain()
+                .unwrap();
             let expected = add_hdr(&mut recorded, &hdr).unwrap();
             assert_eq!(import, expected, "[{min}, {max}]");
             assert_eq!(copied.storage(), recorded.storage());

@@ -4,8 +4,8 @@
 use super::*;
 use crate::registry::{Counter, Gauge};
 use crate::source::Exported;
-use picollo_alloc::heap;
-use picollo_core::{Layout, Window};
+use picollo_alloc::HistogramBuilder;
+use picollo_core::Layout;
 use proptest::prelude::*;
 use std::sync::Arc;
 
@@ -123,7 +123,13 @@ fn value(kind: MetricKind) -> Value {
         MetricKind::Gauge => Value::Gauge(Gauge::default()),
         MetricKind::Histogram => {
             let layout = Layout::from_block_scale(2).unwrap();
-            let h: Arc<dyn Exported> = Arc::new(heap::plain::<u64>(layout, Window::full(layout)));
+            let h: Arc<dyn Exported> = Arc::new(
+                HistogramBuilder::new()
+                    .layout(layout)
+                    .dense()
+                    .plain()
+                    .unwrap(),
+            );
             Value::Histogram(h)
         }
     }
