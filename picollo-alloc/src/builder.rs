@@ -490,7 +490,7 @@ pub type SparseAtomicHistogram<A = AtomicU64, L = Layout> = AtomicHistogram<Spar
 #[cfg(test)]
 mod tests {
     use super::*;
-    use picollo_core::{EquivalentValue, HistogramRead, ReadExt};
+    use picollo_core::{EquivalentValue, HistogramRead, ReadExt, Record};
 
     #[test]
     fn errors_are_reported_not_clamped() {
@@ -623,12 +623,13 @@ mod tests {
         let atomic = b.atomic().unwrap();
         let local = b.thread_local().unwrap();
         let approx = b.approximate().unwrap();
-        let mut rng = picollo_core::scalable::XorShift::new(5);
-        // 20,000 with an expected interval of 1,000: 20,000, 19,000, ..., 1,000.
+        // 20,000 with an expected interval of 1,000: 20,000, 19,000, ..., 1,000 (through
+        // `Record`: `&Kind` for the shared kinds, a recorder for the approximate one).
         plain.record_corrected(20_000, 1000);
-        atomic.record_corrected(20_000, 1000);
-        local.record_corrected(20_000, 1000);
-        approx.record_corrected(20_000, 1000, &mut rng);
+        (&atomic).record_corrected(20_000, 1000);
+        (&local).record_corrected(20_000, 1000);
+        let rng = picollo_core::scalable::XorShift::new(5);
+        approx.recorder(rng).record_corrected(20_000, 1000);
         for h in [&plain as &dyn HistogramRead, &atomic, &local, &approx] {
             assert_eq!((h.total(), h.overflow(), h.underflow()), (10, 10, 0));
             assert_eq!(

@@ -5,11 +5,18 @@
 //! Rust) assert on the same files.
 
 use picollo_alloc::hdr::{
-    decode_any, decode_any_with_limits, parse_line, zigzag, DecodeLimits, HdrCounts, HdrError,
-    HdrGeometry, LogEntry, LogReader, LogWriter, RangeMode, BEST_COMPRESSION, V2_COOKIE,
-    V2_DEFLATE_COOKIE, V2_HEADER_LEN,
+    decode_any, decode_any_with_limits, DecodeLimits, HdrCounts, HdrError, HdrGeometry, LogEntry,
+    LogReader, LogWriter, RangeMode, BEST_COMPRESSION,
 };
 use proptest::prelude::*;
+
+// The V2 format as HdrHistogram (Java) defines it, written here from its spec rather than
+// taken from the crate: a plain V2 encoding's cookie, a V2+deflate one's, the header's bytes,
+// and the longest zig-zag LEB128 word ("LEB128-64b9B").
+const V2_COOKIE: u32 = 0x1C84_9313;
+const V2_DEFLATE_COOKIE: u32 = 0x1C84_9314;
+const V2_HEADER_LEN: usize = 40;
+const MAX_ZIGZAG_LEN: usize = 9;
 
 mod common;
 use common::{open_log, read_vector, JHICCUP, TAGGED};
@@ -420,17 +427,6 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(if cfg!(miri) { 8 } else { 256 }))]
 
     #[test]
-    fn zigzag_round_trip(v in any::<i64>()) {
-        let mut buf = Vec::new();
-        zigzag::encode_i64(v, &mut buf);
-        prop_assert_eq!(buf.len(), zigzag::encoded_len(v));
-        prop_assert!(buf.len() <= zigzag::MAX_ENCODED_LEN);
-        prop_assert_eq!(zigzag::decode_i64(&buf), Some((v, buf.len())));
-        buf.push(0xAA);
-        prop_assert_eq!(zigzag::decode_i64(&buf), Some((v, buf.len() - 1)));
-    }
-
-    #[test]
     fn encode_decode_round_trip(h in arb_counts()) {
         let plain = h.encode_v2().unwrap();
         let back = HdrCounts::decode(&plain).unwrap();
@@ -487,11 +483,6 @@ proptest! {
             let g = d.geometry().unwrap();
             prop_assert!(d.counts.len() <= g.counts_len());
         }
-    }
-
-    #[test]
-    fn log_parser_never_panics(line in "\\PC{0,80}") {
-        let _ = parse_line(&line);
     }
 
     #[test]
@@ -664,7 +655,7 @@ fn check_header_case(case: &HeaderCase) -> Result<(), TestCaseError> {
         return Ok(());
     }
     // The payload length, against the geometry (9 bytes a word), the limit and the input.
-    let max_payload = (counts_len * zigzag::MAX_ENCODED_LEN).min(limits.max_payload_len);
+    let max_payload = (counts_len * MAX_ZIGZAG_LEN).min(limits.max_payload_len);
     let declared = case.payload_len;
     if declared < 0 || declared as usize > max_payload {
         prop_assert_eq!(

@@ -5,9 +5,11 @@
 //! Miri runs this file with small sizes:
 //! `cargo +nightly miri test -p picollo-alloc --test thread_local`.
 
-use picollo_alloc::{HistogramBuilder, Snapshot, ThreadLocalHistogram};
+use picollo_alloc::{
+    HistogramBuilder, LocalCounter, Snapshot, StorageChoice, ThreadLocalHistogram,
+};
 use picollo_core::read::consistent;
-use picollo_core::{EquivalentValue, HistogramRead, ReadExt, Record};
+use picollo_core::{EquivalentValue, HistogramRead, ReadExt, Record, RecordAt};
 use picollo_testkit::StopFlag;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Barrier, LazyLock};
@@ -267,6 +269,15 @@ fn many_histograms_on_one_thread() {
 /// and evict each other), histograms dropped while threads still have them cached, new ones
 /// made in their place (the allocator may reuse the address of a freed one), unchecked slot
 /// records, and thread exits: every count lands in its own histogram, exactly.
+/// The [`BucketPos`](picollo_core::BucketPos) of the bucket at storage index `slot`.
+fn position_of_slot<C: LocalCounter, S: StorageChoice>(
+    h: &ThreadLocalHistogram<C, S>,
+    slot: usize,
+) -> picollo_core::BucketPos {
+    let layout = h.layout();
+    layout.position(layout.lo(h.window().first() + slot))
+}
+
 #[test]
 fn more_histograms_than_cache_slots() {
     use picollo_alloc::thread_local::CACHE_SLOTS;
@@ -304,8 +315,8 @@ fn more_histograms_than_cache_slots() {
                                 let v = value(t, r * count as u64 + i as u64);
                                 h.record(v);
                                 let slot = (i + r as usize) % h.window().len();
-                                // SAFETY: `slot` is below the window's length.
-                                unsafe { h.record_slot_unchecked(slot) };
+                                // SAFETY: a position under the histogram's layout.
+                                unsafe { h.record_at(position_of_slot(h, slot)) };
                             }
                         }
                     }
@@ -334,7 +345,7 @@ fn more_histograms_than_cache_slots() {
     for total in &totals {
         assert_eq!(total.load(Ordering::Relaxed), 2 * 2 * 2 * rounds);
     }
-    // Unchecked slot records land in the bucket of the slot.
+    // Records at a position land in its bucket.
     let h = HistogramBuilder::new()
         .layout(layout())
         .window(window())
@@ -342,16 +353,15 @@ fn more_histograms_than_cache_slots() {
         .thread_local()
         .unwrap();
     let slot = h.window().len() / 2;
-    // SAFETY: `slot` is below the window's length.
-    unsafe { h.record_slot_unchecked(slot) };
+    let pos = position_of_slot(&h, slot);
+    // SAFETY: a position under the histogram's layout.
+    unsafe { h.record_at(pos) };
     assert_eq!((h.count_at(slot), h.total_with_outside()), (1, 1));
     // On another thread (the cold path: no shard yet), and folded when it exits (the
     // explicit join waits for that: see `sequential_threads_reuse_one_shard`).
     std::thread::scope(|s| {
         // SAFETY: as above.
-        s.spawn(|| unsafe { h.record_slot_unchecked(slot) })
-            .join()
-            .unwrap();
+        s.spawn(|| unsafe { h.record_at(pos) }).join().unwrap();
     });
     assert_eq!(
         h.live_shard_count(),

@@ -181,21 +181,6 @@ where
         }
     }
 
-    /// Coordinated-omission correction: see [`Record::record_corrected`], the one
-    /// implementation every kind shares. Draws from `rng` like [`ApproxHistogram::record_n`].
-    pub fn record_corrected<R: RandomSource + ?Sized>(
-        &self,
-        value: u64,
-        expected_interval: u64,
-        rng: &mut R,
-    ) {
-        let mut recorder = ApproxRecorder {
-            histogram: self,
-            rng,
-        };
-        Record::record_corrected(&mut recorder, value, expected_interval)
-    }
-
     /// Clears every bucket as one structural change (reads retry, or the `try_` ones report
     /// `ResetInProgress`, as for the atomic kind). Counted in [`HistogramRead::reset_count`].
     ///

@@ -30,7 +30,7 @@ use crate::layout::{BucketPos, ConstLayout, LayoutSpec};
 use crate::read::HistogramRead;
 use crate::storage::{Absent, Cells, Lookup};
 use crate::window::{ConstWindow, Window, WindowError, WindowSpec};
-use crate::{Layout, Record};
+use crate::{Layout, Record, RecordAt};
 
 mod sealed {
     pub trait Sealed {}
@@ -323,29 +323,10 @@ where
         self.record_at(self.spec.position_native(value));
     }
 
-    /// Records a duration in nanoseconds (whole nanoseconds, saturating at `u64::MAX`; see
-    /// [`crate::duration_ns`]), from any thread or interrupt handler.
-    #[inline(always)]
-    pub fn record_duration(&self, duration: core::time::Duration) {
-        self.record(crate::duration_ns(duration));
-    }
-
     /// Records one `u32` value with 32-bit index arithmetic only.
     #[inline(always)]
     pub fn record_u32(&self, value: u32) {
         self.record_at(self.spec.position_u32(value));
-    }
-
-    /// Records one value at its [`BucketPos`], for callers that compute the position
-    /// themselves (the `metrics` recorder of `picollo-export` takes it from an `f64`'s bits).
-    ///
-    /// # Safety
-    ///
-    /// `pos` is the position of a value under this histogram's layout
-    /// ([`LayoutSpec::position`]).
-    #[inline(always)]
-    pub unsafe fn record_position(&self, pos: BucketPos) {
-        self.record_at(pos)
     }
 
     #[inline(always)]
@@ -383,13 +364,6 @@ where
                 Absent::Counted => {}
             },
         }
-    }
-
-    /// Coordinated-omission correction: see [`Record::record_corrected`], the one
-    /// implementation every kind shares.
-    pub fn record_corrected(&self, value: u64, expected_interval: u64) {
-        let mut recorder = self;
-        Record::record_corrected(&mut recorder, value, expected_interval)
     }
 
     /// Clears every bucket, underflow and overflow, as one structural change: concurrent reads
@@ -486,6 +460,23 @@ where
     #[inline]
     fn record_n(&mut self, value: u64, count: u64) {
         AtomicHistogram::record_n(self, value, count)
+    }
+}
+
+// SAFETY: `record_at` counts `pos` in the bucket it names, through the same cell lookup as
+// `record`.
+unsafe impl<S, L, W> RecordAt for AtomicHistogram<S, L, W>
+where
+    S: Cells,
+    S::Item: AtomicCounter,
+    L: LayoutSpec,
+    W: WindowSpec,
+    for<'a> AtomicWord: RmwAtomic<Word>,
+{
+    /// One relaxed `fetch_add`, as [`AtomicHistogram::record`] after its position.
+    #[inline(always)]
+    unsafe fn record_at(&self, pos: BucketPos) {
+        AtomicHistogram::record_at(self, pos)
     }
 }
 

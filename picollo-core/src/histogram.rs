@@ -5,7 +5,6 @@ use crate::read::HistogramRead;
 use crate::storage::{Absent, Cells, CellsMut, Counter, Lookup};
 use crate::window::{ConstWindow, Window, WindowError, WindowSpec};
 use crate::{storage_len, Layout, Record};
-use core::fmt;
 
 mod subtract;
 pub use subtract::{check_subtract, for_each_landing, Landing, SubtractError};
@@ -61,44 +60,6 @@ pub struct Histogram<S, L = Layout, W = Window> {
     resets: u64,
     storage: S,
 }
-
-/// Returned by [`Histogram::record_in_range`] for a value outside the accepted range. The value
-/// was still counted (as underflow or overflow).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
-pub enum OutOfRange {
-    /// Below the range; counted as underflow.
-    Below {
-        /// The value.
-        value: u64,
-        /// The smallest accepted value.
-        min: u64,
-    },
-    /// Above the range; counted as overflow.
-    Above {
-        /// The value.
-        value: u64,
-        /// The largest accepted value.
-        max: u64,
-    },
-}
-
-impl fmt::Display for OutOfRange {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Below { value, min } => write!(
-                f,
-                "value {value} is below the range minimum {min} (counted as underflow)"
-            ),
-            Self::Above { value, max } => write!(
-                f,
-                "value {value} is above the range maximum {max} (counted as overflow)"
-            ),
-        }
-    }
-}
-
-impl core::error::Error for OutOfRange {}
 
 /// How an [`Histogram::add`] mapped the source buckets.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -268,23 +229,6 @@ where
         self.record_at(self.spec.position_native(value));
     }
 
-    /// Records a duration in nanoseconds (whole nanoseconds, saturating at `u64::MAX`; see
-    /// [`crate::duration_ns`]): `h.record_duration(start.elapsed())`.
-    ///
-    /// ```
-    /// use core::time::Duration;
-    /// use picollo_core::{storage_len, EquivalentValue, Histogram, Layout, ReadExt};
-    ///
-    /// const L: Layout = Layout::DEFAULT;
-    /// let mut h = Histogram::<[u32; storage_len(L, 1, 1_000_000)]>::new(L, 1, 1_000_000);
-    /// h.record_duration(Duration::from_nanos(900)); // below 2^10: exact buckets
-    /// assert_eq!(h.percentile(50.0, EquivalentValue::Midpoint).unwrap().value, 900);
-    /// ```
-    #[inline(always)]
-    pub fn record_duration(&mut self, duration: core::time::Duration) {
-        self.record(crate::duration_ns(duration));
-    }
-
     /// Records one `u32` value with 32-bit arithmetic only: on 32-bit cores no 64-bit shift
     /// and no compiler helper call (Cortex-M0 included).
     #[inline(always)]
@@ -346,41 +290,6 @@ where
         } else {
             &mut self.overflow
         }
-    }
-
-    /// The range-checked record that Picollo for .NET proposes: the accepted range is the narrower of
-    /// `[min, max]` and the window. A value outside it is still counted (below as underflow,
-    /// above as overflow) and reported as an error; nothing is dropped.
-    ///
-    /// ```
-    /// use picollo_core::prelude::*;
-    /// let mut h = Histogram::<[u32; storage_len(Layout::DEFAULT, 0, 1000)]>::new(Layout::DEFAULT, 0, 1000);
-    /// assert_eq!(h.record_in_range(50, 10, 100), Ok(()));
-    /// assert_eq!(h.record_in_range(5, 10, 100), Err(OutOfRange::Below { value: 5, min: 10 }));
-    /// assert_eq!((h.total(), h.underflow()), (1, 1));
-    /// ```
-    pub fn record_in_range(&mut self, value: u64, min: u64, max: u64) -> Result<(), OutOfRange> {
-        let layout = self.spec.layout();
-        let window = self.window.window(layout);
-        let lo = min.max(window.min_value(layout));
-        let hi = max.min(window.max_value(layout));
-        if value < lo {
-            self.underflow.add(1);
-            Err(OutOfRange::Below { value, min: lo })
-        } else if value > hi {
-            self.overflow.add(1);
-            Err(OutOfRange::Above { value, max: hi })
-        } else {
-            self.record(value);
-            Ok(())
-        }
-    }
-
-    /// Coordinated-omission correction at record time (HdrHistogram's
-    /// `recordValueWithExpectedInterval`): see [`Record::record_corrected`], the one
-    /// implementation every kind shares.
-    pub fn record_corrected(&mut self, value: u64, expected_interval: u64) {
-        Record::record_corrected(self, value, expected_interval)
     }
 
     /// Clears every bucket and the underflow and overflow counts, and counts the reset (Picollo

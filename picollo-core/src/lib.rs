@@ -52,6 +52,7 @@ pub mod histogram;
 pub mod iter;
 pub mod layout;
 pub mod read;
+pub mod record;
 pub mod scalable;
 pub mod source;
 pub mod storage;
@@ -67,12 +68,13 @@ pub use atomic::{AtomicCounter, AtomicHistogram};
 #[cfg(target_has_atomic = "64")]
 pub use cell::AtomicU64;
 pub use cell::{AtomicU16, AtomicU32};
-pub use histogram::{Histogram, OutOfRange, Rebucketing, SubtractError};
+pub use histogram::{Histogram, Rebucketing, SubtractError};
 pub use layout::{BucketPos, ConstLayout, Layout, LayoutError, LayoutSpec, UnitLayout};
 pub use read::{
     Bucket, EquivalentValue, FixedPercentile, HistogramRead, IntStats, Percentile, PercentileError,
     Rank, ReadExt, ResetInProgress, Stats,
 };
+pub use record::{Record, RecordAt};
 pub use storage::{Absent, CellCount, Cells, CellsMut, Counter, Lookup, Storage, StorageMut};
 /// The switch of the bugs planted in loom builds for the models to find (each crate lists its
 /// own: `picollo-ring`'s, `picollo-alloc`'s, `picollo-export`'s and `picollo-tracing`'s
@@ -100,71 +102,12 @@ pub const fn duration_ns(d: core::time::Duration) -> u64 {
     }
 }
 
-/// Anything a value can be recorded into: every histogram kind implements it, so scopes,
-/// spans and counter sessions are written once for all of them.
-///
-/// Plain histograms implement it for `Histogram` itself (single writer, `&mut`); shared kinds
-/// (atomic, approximate) implement it for `&Kind`, so many threads can hold a recorder.
-pub trait Record {
-    /// Records one occurrence of `value`. Out-of-window values are counted as underflow or
-    /// overflow, never dropped.
-    fn record(&mut self, value: u64);
-    /// Records `count` occurrences of `value`.
-    fn record_n(&mut self, value: u64, count: u64);
-
-    /// Records a duration in nanoseconds ([`duration_ns`]: whole nanoseconds, saturating).
-    #[inline(always)]
-    fn record_duration(&mut self, duration: core::time::Duration) {
-        self.record(duration_ns(duration));
-    }
-
-    /// Coordinated-omission correction at record time (HdrHistogram's
-    /// `recordValueWithExpectedInterval`): records `value`, then, if `value` exceeds
-    /// `expected_interval`, the values `value - k·interval` for every `k >= 1` that stays at
-    /// or above the interval, as if the samples a stalled measurement missed had been taken.
-    ///
-    /// One implementation serves every kind (plain, atomic, thread-local, approximate): the
-    /// synthetic values are added bucket by bucket with arithmetic, one
-    /// [`Record::record_n`] per bucket of the window they cover, so the cost is bounded by the
-    /// window length, not by `value / expected_interval` (a hostile pair such as
-    /// `(u64::MAX, 1)` finishes quickly). An interval of 0 records `value` alone.
-    ///
-    /// ```
-    /// use picollo_core::prelude::*;
-    /// use picollo_core::cell::AtomicU32;
-    ///
-    /// const L: Layout = Layout::DEFAULT;
-    /// let h = AtomicHistogram::<[AtomicU32; storage_len(L, 1, 10_000)]>::new(L, 1, 10_000);
-    /// // A 1,000 µs stall while sampling every 100 µs: 1000, 900, ..., 100.
-    /// (&h).record_corrected(1000, 100);
-    /// assert_eq!(h.total(), 10);
-    /// assert_eq!(h.percentile(50.0, EquivalentValue::Midpoint).unwrap().value, 500);
-    /// ```
-    fn record_corrected(&mut self, value: u64, expected_interval: u64)
-    where
-        Self: HistogramRead + Sized,
-    {
-        histogram::record_corrected(self, value, expected_interval)
-    }
-}
-
-impl<R: Record + ?Sized> Record for &mut R {
-    #[inline(always)]
-    fn record(&mut self, value: u64) {
-        (**self).record(value)
-    }
-    #[inline(always)]
-    fn record_n(&mut self, value: u64, count: u64) {
-        (**self).record_n(value, count)
-    }
-}
-
 /// The traits and types most code needs: `use picollo_core::prelude::*;`.
 pub mod prelude {
     pub use crate::{
         storage_len, AtomicHistogram, AtomicU16, AtomicU32, ConstLayout, ConstWindow,
-        EquivalentValue, FixedPercentile, Histogram, HistogramRead, Layout, OutOfRange, Percentile,
-        Rank, ReadExt, Record,
+        EquivalentValue, FixedPercentile, Histogram, HistogramRead, Layout, Percentile, Rank,
+        ReadExt, Record,
     };
 }
 

@@ -4,6 +4,10 @@
 //! `prometheus/client_model` and `opentelemetry/proto/{collector/metrics,metrics,common,
 //! resource}/v1/*.proto` of `open-telemetry/opentelemetry-proto`; the tests decode the bytes
 //! with a real Prometheus server and, where installed, with the official Python bindings.
+//!
+//! The OTLP messages are public (the OTLP API hands them out and takes them); the Prometheus
+//! ones are the crate's own: what a user gets is the registry's encoding, and the tests
+//! decode it with a schema of their own (`tests/common/prometheus_pb.rs`).
 
 /// Protobuf wire-format writing, for the hot path of a scrape: the Prometheus exposition is
 /// written field by field into the output buffer (no message structs, no allocation per
@@ -271,12 +275,13 @@ pub(crate) mod wire {
     }
 }
 
-/// `io.prometheus.client`: the Prometheus protobuf exposition format.
-pub mod prometheus {
+/// `io.prometheus.client`: the Prometheus protobuf exposition format (what the registry
+/// encodes; its decoding is Prometheus' business).
+pub(crate) mod prometheus {
     /// `MetricType`.
     #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, prost::Enumeration)]
     #[repr(i32)]
-    pub enum MetricType {
+    pub(crate) enum MetricType {
         /// A counter (`Metric.counter`).
         Counter = 0,
         /// A gauge (`Metric.gauge`).
@@ -293,126 +298,126 @@ pub mod prometheus {
 
     /// `MetricFamily`: one name, one type, many label sets.
     #[derive(Clone, PartialEq, prost::Message)]
-    pub struct MetricFamily {
+    pub(crate) struct MetricFamily {
         /// The family name.
         #[prost(string, tag = "1")]
-        pub name: String,
+        pub(crate) name: String,
         /// The help text.
         #[prost(string, tag = "2")]
-        pub help: String,
+        pub(crate) help: String,
         /// The type.
         #[prost(enumeration = "MetricType", tag = "3")]
-        pub r#type: i32,
+        pub(crate) r#type: i32,
         /// The series.
         #[prost(message, repeated, tag = "4")]
-        pub metric: Vec<Metric>,
+        pub(crate) metric: Vec<Metric>,
         /// The unit.
         #[prost(string, tag = "5")]
-        pub unit: String,
+        pub(crate) unit: String,
     }
 
     /// `LabelPair`.
     #[derive(Clone, PartialEq, prost::Message)]
-    pub struct LabelPair {
+    pub(crate) struct LabelPair {
         /// Label name.
         #[prost(string, tag = "1")]
-        pub name: String,
+        pub(crate) name: String,
         /// Label value.
         #[prost(string, tag = "2")]
-        pub value: String,
+        pub(crate) value: String,
     }
 
     /// `Gauge`.
     #[derive(Clone, PartialEq, prost::Message)]
-    pub struct Gauge {
+    pub(crate) struct Gauge {
         /// The value.
         #[prost(double, tag = "1")]
-        pub value: f64,
+        pub(crate) value: f64,
     }
 
     /// `Counter`.
     #[derive(Clone, PartialEq, prost::Message)]
-    pub struct Counter {
+    pub(crate) struct Counter {
         /// The value.
         #[prost(double, tag = "1")]
-        pub value: f64,
+        pub(crate) value: f64,
     }
 
     /// `Bucket`: one classic bucket.
     #[derive(Clone, PartialEq, prost::Message)]
-    pub struct Bucket {
+    pub(crate) struct Bucket {
         /// Values at or below `upper_bound`.
         #[prost(uint64, tag = "1")]
-        pub cumulative_count: u64,
+        pub(crate) cumulative_count: u64,
         /// The inclusive upper bound.
         #[prost(double, tag = "2")]
-        pub upper_bound: f64,
+        pub(crate) upper_bound: f64,
     }
 
     /// `BucketSpan`: consecutive native buckets.
     #[derive(Clone, PartialEq, prost::Message)]
-    pub struct BucketSpan {
+    pub(crate) struct BucketSpan {
         /// Gap to the previous span, or the first bucket's index for the first span.
         #[prost(sint32, tag = "1")]
-        pub offset: i32,
+        pub(crate) offset: i32,
         /// Buckets in the span.
         #[prost(uint32, tag = "2")]
-        pub length: u32,
+        pub(crate) length: u32,
     }
 
     /// `Histogram`: classic buckets and/or native (sparse) buckets.
     #[derive(Clone, PartialEq, prost::Message)]
-    pub struct Histogram {
+    pub(crate) struct Histogram {
         /// Values observed.
         #[prost(uint64, tag = "1")]
-        pub sample_count: u64,
+        pub(crate) sample_count: u64,
         /// Their sum.
         #[prost(double, tag = "2")]
-        pub sample_sum: f64,
+        pub(crate) sample_sum: f64,
         /// Classic buckets.
         #[prost(message, repeated, tag = "3")]
-        pub bucket: Vec<Bucket>,
+        pub(crate) bucket: Vec<Bucket>,
         /// Native schema.
         #[prost(sint32, tag = "5")]
-        pub schema: i32,
+        pub(crate) schema: i32,
         /// Half-width of the zero bucket.
         #[prost(double, tag = "6")]
-        pub zero_threshold: f64,
+        pub(crate) zero_threshold: f64,
         /// Values in the zero bucket.
         #[prost(uint64, tag = "7")]
-        pub zero_count: u64,
+        pub(crate) zero_count: u64,
         /// Negative spans (unused: Picollo values are unsigned).
         #[prost(message, repeated, tag = "9")]
-        pub negative_span: Vec<BucketSpan>,
+        pub(crate) negative_span: Vec<BucketSpan>,
         /// Negative deltas (unused).
         #[prost(sint64, repeated, tag = "10")]
-        pub negative_delta: Vec<i64>,
+        pub(crate) negative_delta: Vec<i64>,
         /// Positive spans.
         #[prost(message, repeated, tag = "12")]
-        pub positive_span: Vec<BucketSpan>,
+        pub(crate) positive_span: Vec<BucketSpan>,
         /// Positive bucket counts, each as the difference to the previous bucket's.
         #[prost(sint64, repeated, tag = "13")]
-        pub positive_delta: Vec<i64>,
+        pub(crate) positive_delta: Vec<i64>,
     }
 
     /// `Metric`: one labelled series.
     #[derive(Clone, PartialEq, prost::Message)]
-    pub struct Metric {
+    pub(crate) struct Metric {
         /// Labels.
         #[prost(message, repeated, tag = "1")]
-        pub label: Vec<LabelPair>,
+        pub(crate) label: Vec<LabelPair>,
         /// Gauge value.
         #[prost(message, optional, tag = "2")]
-        pub gauge: Option<Gauge>,
+        pub(crate) gauge: Option<Gauge>,
         /// Counter value.
         #[prost(message, optional, tag = "3")]
-        pub counter: Option<Counter>,
+        pub(crate) counter: Option<Counter>,
         /// Histogram value.
         #[prost(message, optional, tag = "7")]
-        pub histogram: Option<Histogram>,
+        pub(crate) histogram: Option<Histogram>,
         /// Milliseconds since the epoch; 0 for "now".
         #[prost(int64, tag = "6")]
-        pub timestamp_ms: i64,
+        pub(crate) timestamp_ms: i64,
     }
 }
 

@@ -189,7 +189,7 @@ impl<T: Exported + Send> Exported for RwLock<T> {
 /// the bucket-midpoint estimate.
 ///
 /// ```
-/// use picollo_alloc::HistogramBuilder;
+/// use picollo_alloc::{HistogramBuilder, Record};
 /// use picollo_export::{NativeHistogram, Summed};
 ///
 /// let mut h = Summed::new(HistogramBuilder::new().relative_error(0.01).plain().unwrap());
@@ -229,17 +229,16 @@ impl<H> Summed<H> {
     }
 }
 
-impl<H: Record> Summed<H> {
-    /// Records `value` and adds it to the sum.
+/// Records into the histogram and adds each value to the exact sum.
+impl<H: Record> Record for Summed<H> {
     #[inline]
-    pub fn record(&mut self, value: u64) {
+    fn record(&mut self, value: u64) {
         self.histogram.record(value);
         self.sum = self.sum.saturating_add(value as u128);
     }
 
-    /// Records `count` occurrences of `value`.
     #[inline]
-    pub fn record_n(&mut self, value: u64, count: u64) {
+    fn record_n(&mut self, value: u64, count: u64) {
         self.histogram.record_n(value, count);
         self.sum = self.sum.saturating_add(value as u128 * count as u128);
     }

@@ -5,8 +5,11 @@ use picollo_testkit::StopFlag;
 use std::sync::{Arc, Mutex};
 
 use picollo_alloc::{HistogramBuilder, Snapshot};
-use picollo_core::{HistogramRead, Layout, ReadExt, Window};
-use picollo_export::proto::{otlp as otlp_pb, prometheus as pb};
+use picollo_core::{HistogramRead, Layout, ReadExt, Record, Window};
+use picollo_export::proto::otlp as otlp_pb;
+
+#[path = "common/prometheus_pb.rs"]
+mod pb;
 use picollo_export::server::{negotiate, render, Exposition};
 use picollo_export::text::TextFormat;
 use picollo_export::{

@@ -18,7 +18,7 @@ use picollo_core::approx::ApproxHistogram;
 use picollo_core::scalable::{ScalableCell, ScalableConfig, ScalableCounter, XorShift};
 use picollo_core::{
     storage_len, AtomicHistogram, AtomicU32, ConstLayout, ConstWindow, EquivalentValue,
-    FixedPercentile, Histogram, HistogramRead, Layout, Rank, ReadExt,
+    FixedPercentile, Histogram, HistogramRead, Layout, Rank, ReadExt, Record,
 };
 
 /// Block scale: 32 buckets per block, 1.6 % relative error; small enough for the micro:bit's
@@ -108,7 +108,7 @@ impl Histograms {
             self.record(value_at(THREAD_SEED, i), &mut rng);
         }
         // A 50 ms stall while sampling every 10 ms: 50, 40, 30, 20 and 10 ms.
-        self.shared.record_corrected(50_000, 10_000);
+        (&self.shared).record_corrected(50_000, 10_000);
     }
 
     /// The interrupt's share for tick `batch` (`0..IRQ_BATCHES`): [`IRQ_BATCH`] values.

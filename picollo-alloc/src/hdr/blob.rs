@@ -4,7 +4,8 @@
 
 use base64::Engine as _;
 
-use super::{HdrCounts, HdrError, V2_COOKIE, V2_DEFLATE_COOKIE};
+use super::codec::{V2_COOKIE, V2_DEFLATE_COOKIE};
+use super::{HdrCounts, HdrError};
 
 /// The HdrHistogram cookies of the V0 and V1 encodings (plain and compressed): recognized, so
 /// they get [`HdrError::UnsupportedEncoding`] rather than "not a histogram".

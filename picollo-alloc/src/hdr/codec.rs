@@ -8,6 +8,5 @@ mod format;
 
 pub use decode::{decode_any, decode_any_with_limits, DecodeLimits};
 pub(super) use encode::{deflate_v2, encode_v2, CountsSource, PayloadWriter, V2Fields};
-pub use format::{
-    BEST_COMPRESSION, DEFAULT_COMPRESSION, V2_COOKIE, V2_DEFLATE_COOKIE, V2_HEADER_LEN,
-};
+pub use format::{BEST_COMPRESSION, DEFAULT_COMPRESSION};
+pub(crate) use format::{V2_COOKIE, V2_DEFLATE_COOKIE};

@@ -115,8 +115,8 @@ impl fmt::Display for HdrError {
             Self::UnknownCookie(c) => write!(
                 f,
                 "not an HdrHistogram encoding: cookie {c:#010x} (expected {:#010x} for V2 or {:#010x} for V2+deflate)",
-                crate::hdr::V2_COOKIE,
-                crate::hdr::V2_DEFLATE_COOKIE
+                crate::hdr::codec::V2_COOKIE,
+                crate::hdr::codec::V2_DEFLATE_COOKIE
             ),
             Self::UnsupportedEncoding(c) => write!(
                 f,
@@ -125,7 +125,7 @@ impl fmt::Display for HdrError {
             Self::BadInnerCookie(c) => write!(
                 f,
                 "compressed HdrHistogram blob contains cookie {c:#010x}, expected a plain V2 header ({:#010x})",
-                crate::hdr::V2_COOKIE
+                crate::hdr::codec::V2_COOKIE
             ),
             Self::InvalidGeometry(why) => write!(f, "invalid HdrHistogram geometry: {why}"),
             Self::CountsTooLong { len, limit } => write!(

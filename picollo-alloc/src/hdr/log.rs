@@ -22,6 +22,5 @@ mod reader;
 mod writer;
 
 pub use error::LogError;
-pub use line::{parse_line, IntervalLine, LogLine};
 pub use reader::{LogEntry, LogRange, LogReader, RangeMode};
 pub use writer::{sanitize_tag, LogWriter};

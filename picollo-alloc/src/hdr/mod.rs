@@ -13,7 +13,7 @@
 //!   [`HdrError::UnsupportedEncoding`].
 //! - **Hostile input**: decoding never panics, checks every length field against the input and
 //!   against [`DecodeLimits`] before allocating, and every loop consumes input. [`decode_any`]
-//!   and [`parse_line`] are the fuzzing entry points.
+//!   and [`LogReader`] are the fuzzing entry points.
 //! - **Interval logs**: [`LogReader`] streams entries from any `BufRead`, decoding a histogram
 //!   only when [`LogEntry::decode`] is called; [`LogReader::range`] selects a time range;
 //!   [`LogWriter`] writes HdrHistogram's layout.
@@ -41,12 +41,11 @@ mod error;
 pub mod interop;
 pub(crate) mod java_fmt;
 mod log;
-pub mod zigzag;
+pub(crate) mod zigzag;
 
 pub use blob::{decode_blob, BlobForm};
 pub use codec::{
     decode_any, decode_any_with_limits, DecodeLimits, BEST_COMPRESSION, DEFAULT_COMPRESSION,
-    V2_COOKIE, V2_DEFLATE_COOKIE, V2_HEADER_LEN,
 };
 pub use counts::{HdrBucket, HdrGeometry};
 pub use error::HdrError;
@@ -54,10 +53,7 @@ pub use interop::{
     add_hdr, export, export_v2_deflate, export_v2_into, from_picollo, to_picollo, to_picollo_in,
     BucketMapping, ExportOptions, ExportReport, HdrExport, HdrView, Import, InteropError,
 };
-pub use log::{
-    parse_line, sanitize_tag, IntervalLine, LogEntry, LogError, LogLine, LogRange, LogReader,
-    LogWriter, RangeMode,
-};
+pub use log::{sanitize_tag, LogEntry, LogError, LogRange, LogReader, LogWriter, RangeMode};
 
 // Defined here, its methods in the children: `counts` (geometry, records, reads) and
 // `codec` (decoding and encoding).

@@ -4,28 +4,22 @@
 //! sign become small unsigned numbers), then written 7 bits at a time, least significant group
 //! first, with the high bit of each byte set when more bytes follow. Unlike plain LEB128 a word
 //! is at most 9 bytes: after 8 groups of 7 bits (56 bits) the 9th byte carries the remaining
-//! 8 bits whole, with no continuation bit.
-//!
-//! ```
-//! use picollo_alloc::hdr::zigzag;
-//!
-//! let mut buf = Vec::new();
-//! zigzag::encode_i64(-3, &mut buf);
-//! assert_eq!(buf, [5]);
-//! assert_eq!(zigzag::decode_i64(&buf), Some((-3, 1)));
-//! ```
+//! 8 bits whole, with no continuation bit. The V2 codec's own: users read and write V2
+//! through `HdrCounts` and the interop functions.
 
 /// Longest encoded word, in bytes.
-pub const MAX_ENCODED_LEN: usize = 9;
+pub(crate) const MAX_ENCODED_LEN: usize = 9;
 
 /// Zig-zag maps a signed value to an unsigned one: `0, -1, 1, -2, …` → `0, 1, 2, 3, …`.
+#[cfg(test)] // the encoder writes words with `write_u64`
 #[inline]
-pub fn zigzag(value: i64) -> u64 {
+pub(crate) fn zigzag(value: i64) -> u64 {
     ((value << 1) ^ (value >> 63)) as u64
 }
 
 /// Appends the zig-zag LEB128 encoding of `value` to `out` (1 to 9 bytes).
-pub fn encode_i64(value: i64, out: &mut Vec<u8>) {
+#[cfg(test)] // the encoder writes words with `write_u64`
+pub(crate) fn encode_i64(value: i64, out: &mut Vec<u8>) {
     let mut word = [0u8; MAX_ENCODED_LEN];
     let len = write_u64(zigzag(value), &mut word);
     out.extend_from_slice(&word[..len]);
@@ -37,16 +31,10 @@ pub fn encode_i64(value: i64, out: &mut Vec<u8>) {
 /// The bytes of `dst` after the returned length may be overwritten (with zeros): the encoder
 /// stores a whole 8-byte group at once rather than looping over bytes. Callers that write a
 /// stream keep at least [`MAX_ENCODED_LEN`] bytes of room ahead of the write position.
-///
-/// ```
-/// use picollo_alloc::hdr::zigzag;
-///
-/// let mut dst = [0u8; 9];
-/// assert_eq!(zigzag::write_u64(zigzag::zigzag(64), &mut dst), 2);
-/// assert_eq!(dst[..2], [0x80, 0x01]);
-/// ```
+/// (`tests::matches_reference_at_every_length_boundary` checks it against HdrHistogram's
+/// byte-at-a-time encoder.)
 #[inline(always)]
-pub fn write_u64(v: u64, dst: &mut [u8; MAX_ENCODED_LEN]) -> usize {
+pub(crate) fn write_u64(v: u64, dst: &mut [u8; MAX_ENCODED_LEN]) -> usize {
     if v < 0x80 {
         dst[0] = v as u8;
         return 1;
@@ -81,7 +69,8 @@ pub fn write_u64(v: u64, dst: &mut [u8; MAX_ENCODED_LEN]) -> usize {
 }
 
 /// Number of bytes [`encode_i64`] writes for `value`.
-pub fn encoded_len(value: i64) -> usize {
+#[cfg(test)] // the encoder writes words with `write_u64`
+pub(crate) fn encoded_len(value: i64) -> usize {
     let v = zigzag(value);
     let bits = 64 - v.leading_zeros() as usize;
     if bits > 56 {
@@ -96,7 +85,7 @@ pub fn encoded_len(value: i64) -> usize {
 /// Returns the value and the number of bytes it used, or `None` if `bytes` ends inside the word.
 /// Non-canonical encodings (redundant `0x80` groups) are accepted, as HdrHistogram accepts them.
 #[inline]
-pub fn decode_i64(bytes: &[u8]) -> Option<(i64, usize)> {
+pub(crate) fn decode_i64(bytes: &[u8]) -> Option<(i64, usize)> {
     // One- and two-byte words (counts below 8192, zero runs below 8193) first.
     match *bytes {
         [b0, ..] if b0 < 0x80 => return Some((unzigzag(u64::from(b0)), 1)),
@@ -125,6 +114,24 @@ fn unzigzag(v: u64) -> i64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(
+            if cfg!(miri) { 8 } else { 256 }
+        ))]
+
+        /// Every value decodes to itself from its encoding, whatever follows it.
+        #[test]
+        fn round_trip(v in proptest::prelude::any::<i64>()) {
+            let mut buf = Vec::new();
+            encode_i64(v, &mut buf);
+            proptest::prop_assert_eq!(buf.len(), encoded_len(v));
+            proptest::prop_assert!(buf.len() <= MAX_ENCODED_LEN);
+            proptest::prop_assert_eq!(decode_i64(&buf), Some((v, buf.len())));
+            buf.push(0xAA);
+            proptest::prop_assert_eq!(decode_i64(&buf), Some((v, buf.len() - 1)));
+        }
+    }
 
     #[test]
     fn known_encodings() {

@@ -375,14 +375,6 @@ impl<C: LocalCounter, S: StorageChoice> ThreadLocalHistogram<C, S> {
         }
     }
 
-    /// Records a duration in nanoseconds into the calling thread's shard (whole nanoseconds,
-    /// saturating at `u64::MAX`; see [`picollo_core::duration_ns`]):
-    /// `h.record_duration(start.elapsed())`.
-    #[inline]
-    pub fn record_duration(&self, duration: std::time::Duration) {
-        self.record(picollo_core::duration_ns(duration));
-    }
-
     /// Records one `value` into the calling thread's shard: a relaxed load and store. Values
     /// outside the window are counted as underflow or overflow.
     #[inline]
@@ -422,23 +414,6 @@ impl<C: LocalCounter, S: StorageChoice> ThreadLocalHistogram<C, S> {
             unsafe { &*cached.shard.cast::<Shard<C, S>>() }.record_n(self, value, count)
         } else {
             self.record_slow(value, count)
-        }
-    }
-
-    /// Records one value at its [`BucketPos`], for callers that compute the position
-    /// themselves (the `metrics` recorder of `picollo-export` takes it from an `f64`'s bits).
-    ///
-    /// # Safety
-    ///
-    /// `pos` is the position of a value under this histogram's layout
-    /// ([`LayoutSpec::position`]).
-    #[inline]
-    pub unsafe fn record_position(&self, pos: BucketPos) {
-        let cached = self.cached();
-        if cached.key == self.key {
-            self.record_cached(cached, pos);
-        } else {
-            self.record_position_slow(pos)
         }
     }
 
@@ -582,42 +557,22 @@ impl<C: LocalCounter, S: StorageChoice> ThreadLocalHistogram<C, S> {
     fn accumulator_bytes(buckets: usize) -> usize {
         buckets * core::mem::size_of::<AtomicU64>()
     }
-
-    /// Coordinated-omission correction into the calling thread's shard: see
-    /// [`picollo_core::Record::record_corrected`], the one implementation every kind shares.
-    pub fn record_corrected(&self, value: u64, expected_interval: u64) {
-        let mut recorder = self;
-        picollo_core::Record::record_corrected(&mut recorder, value, expected_interval)
-    }
 }
 
-impl<C: LocalCounter> ThreadLocalHistogram<C, crate::Dense> {
-    /// Records one value into the bucket at storage index `slot` (the bucket
-    /// `window().first() + slot`) of a dense histogram, for callers that map their values to
-    /// buckets themselves (the `metrics` recorder of `picollo-export` maps an `f64` to its
-    /// bucket from its bits).
-    ///
-    /// # Safety
-    ///
-    /// `slot < self.window().len()`.
+// SAFETY: `record_at` counts `pos` in the bucket it names: through the shard's cell lookup for
+// this layout and window (the same as `record`'s), or the slow path's value in that bucket.
+unsafe impl<C: LocalCounter, S: StorageChoice> picollo_core::RecordAt
+    for ThreadLocalHistogram<C, S>
+{
+    /// Into the calling thread's shard, as [`ThreadLocalHistogram::record`] after its position.
     #[inline]
-    pub unsafe fn record_slot_unchecked(&self, slot: usize) {
-        debug_assert!(slot < self.window.len(), "slot {slot} outside the window");
+    unsafe fn record_at(&self, pos: BucketPos) {
         let cached = self.cached();
         if cached.key == self.key {
-            // SAFETY: the keys match (see `cached`), so `cells` points to the `window.len()`
-            // cells of this thread's dense shard; the caller guarantees `slot` is below that.
-            C::owner_increment(unsafe { &*cached.cells.cast::<C::Cell>().add(slot) });
+            self.record_cached(cached, pos);
         } else {
-            self.record_slot_slow(slot)
+            self.record_position_slow(pos)
         }
-    }
-
-    #[cold]
-    #[inline(never)]
-    fn record_slot_slow(&self, slot: usize) {
-        // The lowest value of a bucket maps back to that bucket.
-        self.record_slow(self.layout.lo(self.window.first() + slot), 1)
     }
 }
 

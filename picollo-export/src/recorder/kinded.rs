@@ -8,7 +8,7 @@ use picollo_alloc::{
     ThreadLocalHistogram,
 };
 use picollo_core::cell::AtomicU64;
-use picollo_core::{BucketPos, HistogramRead, Layout, UnitLayout, Window};
+use picollo_core::{BucketPos, HistogramRead, Layout, RecordAt, UnitLayout};
 
 use super::{HistogramKind, RecorderBuilder};
 use crate::registry::{Counter, Gauge};
@@ -165,7 +165,7 @@ pub(super) struct Handle<H> {
 impl<H: RecorderHistogram + HistogramRead> Handle<H> {
     fn new(histogram: H, scale: f64, invalid: Counter) -> Self {
         Handle {
-            buckets: FloatBuckets::new(histogram.layout(), histogram.window()),
+            buckets: FloatBuckets::new(histogram.layout()),
             histogram,
             scale,
             invalid,
@@ -176,57 +176,33 @@ impl<H: RecorderHistogram + HistogramRead> Handle<H> {
 /// `2^63` as an `f64`: values below it convert with one signed conversion.
 pub(super) const TWO_63: f64 = 9_223_372_036_854_775_808.0;
 
-/// The storage slot of a (scaled) `f64` value, read from its bits without converting it to
+/// The [`BucketPos`] of a (scaled) `f64` value, read from its bits without converting it to
 /// an integer first.
 ///
 /// For a value `v >= 2^k` (`k` the layout's block scale, `B = 2^k`) with binary exponent `m`,
-/// Picollo's bucket is `(m - k + 1)·B + j`, where `j` is the top `k` bits of the mantissa
-/// below the leading one (`Layout::index_of`). An `f64`'s bits shifted right by `52 - k`
-/// are `(m + 1023)·B + j`: the same number plus the constant `(1022 + k)·B`. The bucket of a
-/// real `v` is that of its integer part (bucket edges at and above `B` are integers), which
-/// is what converting first would record. So one shift and one subtraction give the slot,
-/// and one unsigned comparison keeps the path to values in `[2^k, 2^64)` that fall inside
-/// the window: everything else (values below `B`, whose buckets are not spaced this way;
-/// outside the window; negative; infinite; NaN, whose bits all land far above the window)
-/// takes [`Handle::record_converted`].
+/// Picollo's bucket is block `m - k`, offset `B + j`, where `j` is the top `k` bits of the
+/// mantissa below the leading one (`Layout::position`). An `f64`'s bits shifted right by
+/// `52 - k` are `(m + 1023)·B + j`: less `(1023 + k)·B`, that is `(m - k)·B + j`. The bucket
+/// of a real `v` is that of its integer part (bucket edges at and above `B` are integers),
+/// which is what converting first would record. So one shift and one subtraction give the
+/// position, and one unsigned comparison keeps the path to values in `[2^k, 2^64)`:
+/// everything else (values below `B`, whose buckets are not spaced this way; negative;
+/// infinite; NaN, whose bits all land far above the range) takes
+/// [`Handle::record_converted`]. The histogram's storage sorts out what falls outside its
+/// window (underflow, overflow), as for any position.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) struct FloatBuckets {
     shift: u32,
-    /// The shifted bits of the first value of the fast range.
-    base: u64,
-    /// Buckets in the fast range.
-    limit: u64,
-    /// The slot of the fast range's first bucket.
-    offset: usize,
 }
 
 impl FloatBuckets {
-    pub(super) fn new(layout: Layout, window: Window) -> Self {
-        let k = layout.block_scale();
-        let b = 1usize << k;
-        let (first, end) = (window.first(), window.first() + window.len());
-        // The fast range: buckets at or above B's, inside the window; with a value unit, the
-        // buckets above its two coarse blocks (the plain layout's from there on).
-        let lo = first.max(b + layout.first_index());
+    pub(super) fn new(layout: Layout) -> Self {
         FloatBuckets {
-            shift: 52 - k,
-            base: ((1022 + u64::from(k)) << k) + lo as u64,
-            limit: end.saturating_sub(lo) as u64,
-            offset: lo - first,
+            shift: 52 - layout.block_scale(),
         }
     }
 
-    /// The storage slot of `v`, when `v` is in the fast range; then `slot < window.len()`
-    /// (`limit + offset` is the window's length).
-    #[inline(always)]
-    pub(super) fn slot(&self, v: f64) -> Option<usize> {
-        let t = (v.to_bits() >> self.shift).wrapping_sub(self.base);
-        (t < self.limit).then(|| t as usize + self.offset)
-    }
-
-    /// The [`BucketPos`] of `v` for `v` in `[B, 2^64)` (any window: the storage sorts out
-    /// what falls outside its own): the same shifted bits, less `(1023 + k)·B`, are
-    /// `(m - k)·B + j`, block `m - k` and offset `B + j` (`Layout::position`).
+    /// The [`BucketPos`] of `v` for `v` in `[B, 2^64)`.
     #[inline(always)]
     pub(super) fn position(&self, v: f64) -> Option<BucketPos> {
         let k = 52 - self.shift;
@@ -245,7 +221,7 @@ impl metrics::HistogramFn for Handle<ThreadLocalHistogram<u64>> {
         match self.buckets.position(v) {
             // SAFETY: `FloatBuckets::position` returns positions of values under this
             // histogram's layout (the buckets were made from it).
-            Some(pos) => unsafe { self.histogram.record_position(pos) },
+            Some(pos) => unsafe { self.histogram.record_at(pos) },
             None => self.record_converted(v),
         }
     }
@@ -255,10 +231,9 @@ impl metrics::HistogramFn for Handle<ThreadLocalHistogram<u64, Dense>> {
     #[inline]
     fn record(&self, value: f64) {
         let v = value * self.scale;
-        match self.buckets.slot(v) {
-            // SAFETY: `FloatBuckets::slot` returns slots below the window's length (the
-            // buckets were made from this histogram's layout and window).
-            Some(slot) => unsafe { self.histogram.record_slot_unchecked(slot) },
+        match self.buckets.position(v) {
+            // SAFETY: as for the sparse thread-local kind above.
+            Some(pos) => unsafe { self.histogram.record_at(pos) },
             None => self.record_converted(v),
         }
     }
@@ -286,7 +261,7 @@ impl metrics::HistogramFn for Handle<SparseAtomicHistogram> {
         match self.buckets.position(v) {
             // SAFETY: `FloatBuckets::position` returns positions of values under this
             // histogram's layout (the buckets were made from it).
-            Some(pos) => unsafe { self.histogram.record_position(pos) },
+            Some(pos) => unsafe { self.histogram.record_at(pos) },
             None => self.record_converted(v),
         }
     }

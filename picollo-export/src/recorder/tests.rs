@@ -14,7 +14,7 @@ fn converted_slot(layout: Layout, window: Window, v: f64) -> Option<usize> {
 }
 
 fn check(layout: Layout, window: Window, v: f64) -> Result<(), TestCaseError> {
-    let buckets = FloatBuckets::new(layout, window);
+    let buckets = FloatBuckets::new(layout);
     // The position (sparse storage's path): every value in [B, 2^64), as the layout places
     // its integer part; nothing else.
     let b = (1u64 << layout.block_scale()) as f64;
@@ -25,12 +25,13 @@ fn check(layout: Layout, window: Window, v: f64) -> Result<(), TestCaseError> {
         }
         None => prop_assert!(!(v >= b && v < TWO_63 * 2.0), "value {}", v),
     }
-    if let Some(slot) = buckets.slot(v) {
-        prop_assert!(slot < window.len());
-        prop_assert_eq!(Some(slot), converted_slot(layout, window, v), "value {}", v);
-    } else if v >= (1u64 << layout.block_scale()) as f64 && v < TWO_63 * 2.0 {
-        // Every in-window value from B up takes the fast path.
-        prop_assert_eq!(converted_slot(layout, window, v), None, "value {}", v);
+    // Where the window stores that value, the position lands on its cell: the bucket the
+    // converted value's integer part gets.
+    if let (Some(pos), Some(slot)) = (buckets.position(v), converted_slot(layout, window, v)) {
+        prop_assert_eq!(
+            window.storage_index(pos.logical(layout.block_scale())),
+            Some(slot)
+        );
     }
     Ok(())
 }
@@ -123,11 +124,12 @@ fn float_slot_edges() {
         }
     }
     // The last bucket of u64 is fast; 2^64 is not.
-    let b = FloatBuckets::new(layout, full);
-    assert_eq!(b.slot(18_446_744_073_709_549_568.0), Some(full.len() - 1));
-    assert_eq!(b.slot(TWO_63 * 2.0), None);
-    assert_eq!(b.slot(127.0), None);
-    assert_eq!(b.slot(128.0), Some(128));
+    let b = FloatBuckets::new(layout);
+    let at = |v: f64| b.position(v).and_then(|p| full.storage_index(p.logical(7)));
+    assert_eq!(at(18_446_744_073_709_549_568.0), Some(full.len() - 1));
+    assert_eq!(b.position(TWO_63 * 2.0), None);
+    assert_eq!(b.position(127.0), None);
+    assert_eq!(at(128.0), Some(128));
 }
 
 proptest! {

@@ -4,26 +4,22 @@
 //! connection stays open, and whether a body follows (bodies are never read: the connection
 //! is closed after the response instead). Every limit is checked before anything is stored.
 
-// Public only with feature `testing` (`server::testing` re-exports the parser for the fuzz
-// targets); crate-private otherwise.
-#![cfg_attr(not(feature = "testing"), allow(unreachable_pub))]
-
 use std::fmt::Write as _;
 
 /// The limits on a request head.
 #[derive(Clone, Copy, Debug)]
-pub struct HeadLimits {
+pub(crate) struct HeadLimits {
     /// The longest request line (method, target, version), CRLF excluded.
-    pub request_line: usize,
+    pub(crate) request_line: usize,
     /// The longest head, request line and headers together.
-    pub head: usize,
+    pub(crate) head: usize,
     /// The most header fields.
-    pub headers: usize,
+    pub(crate) headers: usize,
 }
 
 /// The request method, as far as the server cares.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Method {
+pub(crate) enum Method {
     /// `GET`.
     Get,
     /// `HEAD`.
@@ -34,24 +30,24 @@ pub enum Method {
 
 /// A parsed request head.
 #[derive(Debug, PartialEq, Eq)]
-pub struct Head {
+pub(crate) struct Head {
     /// The method.
-    pub method: Method,
+    pub(crate) method: Method,
     /// The path of the target, query removed (absolute-form targets reduced to their path).
-    pub path: String,
+    pub(crate) path: String,
     /// The `Accept` header (several are joined with `,`), when it is valid UTF-8.
-    pub accept: Option<String>,
+    pub(crate) accept: Option<String>,
     /// Whether the client asks to keep the connection open (HTTP/1.1 default; HTTP/1.0 only
     /// with `Connection: keep-alive`).
-    pub keep_alive: bool,
+    pub(crate) keep_alive: bool,
     /// A body follows (`Content-Length` above 0 or any `Transfer-Encoding`): the server will
     /// not read it and closes the connection after its response.
-    pub has_body: bool,
+    pub(crate) has_body: bool,
 }
 
 /// What the bytes received so far hold.
 #[derive(Debug, PartialEq, Eq)]
-pub enum Parsed {
+pub(crate) enum Parsed {
     /// No complete head yet, and no limit exceeded. `scanned` bytes need not be scanned
     /// again for the end of the head.
     Incomplete {
@@ -71,7 +67,7 @@ pub enum Parsed {
 /// costs one scan of each byte, not one parse of the whole buffer per byte), and the limits
 /// are checked before anything is parsed; the complete head is then parsed by `httparse`
 /// (the parser hyper uses), and only the fields the server needs are read from it.
-pub fn parse(buf: &[u8], scan_from: usize, limits: &HeadLimits) -> Parsed {
+pub(crate) fn parse(buf: &[u8], scan_from: usize, limits: &HeadLimits) -> Parsed {
     let skip = empty_lines(buf);
     let Some(end) = find_head_end(buf, scan_from.max(skip)) else {
         if request_line_len(&buf[skip..]) > limits.request_line {

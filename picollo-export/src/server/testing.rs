@@ -1,191 +1,55 @@
-//! The server's network-facing code without the network (feature `testing`), for the fuzz
-//! targets `http_head` and `http_conn` (`fuzz/`) and for tests: the request-head parser,
-//! and one connection's state machine over an in-memory socket whose reads and writes the
-//! caller doles out. Not for production use: the API follows the server's internals.
-//!
-//! [`Connection`] runs the same code the I/O thread runs for a socket (`conn.rs`), minus
-//! the guard that turns a panic into a closed connection, so that a fuzzer sees the panic.
+//! The server's network-facing code on hostile bytes, without the network (feature
+//! `testing`): the two entry points of the fuzz targets `http_head` and `http_conn` (`fuzz/`),
+//! each of which panics when a property of the server's request-head parser or of one
+//! connection's state machine does not hold. Not for production use.
 //!
 //! ```
-//! use std::sync::Arc;
-//! use picollo_export::server::testing::Connection;
-//! use picollo_export::server::ServerOptions;
-//! use picollo_export::Registry;
+//! use picollo_export::server::testing::{fuzz_connection, fuzz_head};
 //!
-//! let mut c = Connection::new(Arc::new(Registry::new()), ServerOptions::new());
-//! c.send(b"GET /metrics HTTP/1.1\r\n");
-//! assert!(c.run()); // a partial head: waiting for more
-//! c.send(b"\r\nGET /nowhere HTTP/1.1\r\nConnection: close\r\n\r\n");
-//! c.allow_writes(usize::MAX);
-//! assert!(c.run());
-//! // Both answered; the second asked to close: the server has shut its side and waits,
-//! // a short while, for the client to close its own.
-//! assert!(c.write_shut());
-//! let out = String::from_utf8(c.take_written()).unwrap();
-//! assert!(out.starts_with("HTTP/1.1 200 OK\r\n"));
-//! assert!(out.contains("HTTP/1.1 404 Not Found\r\n"));
-//! c.finish_sending();
-//! assert!(!c.run()); // closed
+//! let request = b"GET /metrics HTTP/1.1\r\nHost: a\r\n\r\nGET /nowhere HTTP/1.0\r\n\r\n";
+//! fuzz_head(request);
+//! fuzz_connection(request);
 //! ```
 
-use std::collections::VecDeque;
-use std::io::{self, IoSlice};
-use std::sync::Arc;
+mod connection;
+mod exchange;
+mod head;
 
-use super::conn::{render_scrape, Conn, Counters, Ctx, Outcome, Transport};
-pub use super::http::{parse, Head, HeadLimits, Method, Parsed};
-use super::{ServerOptions, ServerStats};
-use crate::Registry;
-
-/// The head limits a server with `options` applies.
-pub fn head_limits(options: &ServerOptions) -> HeadLimits {
-    options.head_limits()
+/// Checks the `/metrics` server's request-head parser on `data` (hostile bytes), against
+/// `httparse` on the same bytes and against itself fed in pieces, and panics unless:
+///
+/// - the parser does not panic, and a head it completes is never longer than the head limit;
+/// - it accepts what `httparse` accepts and rejects what `httparse` rejects: a head that
+///   `httparse` completes within the limits is complete here at the same length (or refused
+///   for a reason of ours: a bad `Content-Length`, a target that is not a path), and a head
+///   `httparse` rejects or has not finished is never complete here;
+/// - fed in pieces, as a socket delivers it (each parse resuming the scan where the previous
+///   one stopped), it gives what it gives on the whole: a complete head in a prefix is the
+///   same head in the whole, and a refused prefix is refused in the whole.
+///
+/// Each input runs under the server's default limits and under small ones (request line 64,
+/// head 256, 4 fields), so that real requests reach the limits too.
+pub fn fuzz_head(data: &[u8]) {
+    head::check_all(data)
 }
 
-/// An in-memory socket: what the client sent and has not been read, and what the server
-/// may still write before a write would block.
-#[derive(Default)]
-struct MemorySocket {
-    inbound: VecDeque<u8>,
-    /// The client sent its last byte (reads then return 0).
-    eof: bool,
-    writable: usize,
-    written: Vec<u8>,
-    write_shut: bool,
-}
-
-impl Transport for MemorySocket {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        if self.inbound.is_empty() {
-            return if self.eof {
-                Ok(0)
-            } else {
-                Err(io::ErrorKind::WouldBlock.into())
-            };
-        }
-        let n = buf.len().min(self.inbound.len());
-        for (b, v) in buf.iter_mut().zip(self.inbound.drain(..n)) {
-            *b = v;
-        }
-        Ok(n)
-    }
-
-    fn write_vectored(&mut self, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
-        if self.write_shut {
-            return Err(io::ErrorKind::BrokenPipe.into());
-        }
-        if self.writable == 0 {
-            return Err(io::ErrorKind::WouldBlock.into());
-        }
-        let mut n = 0;
-        for b in bufs {
-            let take = b.len().min(self.writable - n);
-            self.written.extend_from_slice(&b[..take]);
-            n += take;
-        }
-        self.writable -= n;
-        Ok(n)
-    }
-
-    fn shutdown_write(&mut self) {
-        self.write_shut = true;
-    }
-}
-
-/// One server connection over an in-memory socket, its scrapes rendered at once on the
-/// calling thread (as a worker would render them).
-pub struct Connection {
-    conn: Conn<MemorySocket>,
-    registry: Arc<Registry>,
-    options: ServerOptions,
-    limits: HeadLimits,
-    counters: Counters,
-    scratch: Box<[u8]>,
-    closed: bool,
-}
-
-impl Connection {
-    /// A connection accepted by a server serving `registry` with `options`.
-    pub fn new(registry: Arc<Registry>, options: ServerOptions) -> Self {
-        Connection {
-            conn: Conn::new(MemorySocket::default()),
-            registry,
-            limits: options.head_limits(),
-            options,
-            counters: Counters::default(),
-            // The I/O thread's size: reads are bounded by it and by the head limit.
-            scratch: vec![0; 64 << 10].into_boxed_slice(),
-            closed: false,
-        }
-    }
-
-    /// The client sends `bytes` (the server reads them when it next runs).
-    pub fn send(&mut self, bytes: &[u8]) {
-        self.conn.stream.inbound.extend(bytes);
-    }
-
-    /// The client has sent everything: once the server has read it, its reads see the end.
-    pub fn finish_sending(&mut self) {
-        self.conn.stream.eof = true;
-    }
-
-    /// The server may write `bytes` more before its writes would block.
-    pub fn allow_writes(&mut self, bytes: usize) {
-        let s = &mut self.conn.stream;
-        s.writable = s.writable.saturating_add(bytes);
-    }
-
-    /// Runs the connection as the I/O thread would when its socket is ready, as far as it
-    /// goes without blocking; a scrape is rendered at once. False once the server has
-    /// closed the connection (and from then on).
-    pub fn run(&mut self) -> bool {
-        while !self.closed {
-            let mut cx = Ctx {
-                options: &self.options,
-                limits: &self.limits,
-                counters: &self.counters,
-                scratch: &mut self.scratch,
-            };
-            match self.conn.advance(&mut cx) {
-                Outcome::Keep => break,
-                Outcome::Close => self.closed = true,
-                Outcome::Render(scrape) => {
-                    let response = render_scrape(&self.registry, &scrape, &self.counters);
-                    self.conn.respond(response);
-                }
-            }
-        }
-        !self.closed
-    }
-
-    /// What the server has written since the last call.
-    pub fn take_written(&mut self) -> Vec<u8> {
-        std::mem::take(&mut self.conn.stream.written)
-    }
-
-    /// Whether the server has shut its write side (it sends nothing more).
-    pub fn write_shut(&self) -> bool {
-        self.conn.stream.write_shut
-    }
-
-    /// Input bytes the server holds for this connection (a partial head, pipelined
-    /// requests): never more than the head limit.
-    pub fn buffered(&self) -> usize {
-        self.conn.buffered()
-    }
-
-    /// Response bytes the server holds, still to be written.
-    pub fn pending(&self) -> usize {
-        self.conn.pending()
-    }
-
-    /// Input the client sent that the server has not read yet.
-    pub fn unread(&self) -> usize {
-        self.conn.stream.inbound.len()
-    }
-
-    /// What this connection has cost the server's counters.
-    pub fn stats(&self) -> ServerStats {
-        self.counters.stats()
-    }
+/// Runs one `/metrics` connection's state machine (the code the server's I/O thread runs for
+/// each socket) on `data` (hostile bytes), sent in pieces of arbitrary sizes while the
+/// server's writes are doled out in pieces of arbitrary sizes (a slow reader), as a socket
+/// would deliver them, and panics unless the properties below hold. The input is what the
+/// client sends; the cut points and write allowances come from a generator seeded by the
+/// input.
+///
+/// - The connection does not panic, and never holds more input than the head limit.
+/// - Every request gets its response, in order, or the connection closes: the responses are
+///   exactly those the head parser finds in the input, one after the other, until one that
+///   closes the connection (`Connection: close`, HTTP/1.0, a body, a refused head, the
+///   request limit); each is a well-formed HTTP/1.1 response with a `Content-Length` its
+///   body matches (none after `HEAD`), and says `Connection: close` exactly when it is
+///   that last one.
+/// - Once the client has sent everything and reads, the connection closes.
+/// - The pieces do not matter: the bytes written are those written when the whole input
+///   arrives at once and the client reads everything.
+pub fn fuzz_connection(data: &[u8]) {
+    exchange::check(data)
 }

@@ -1,12 +1,13 @@
-//! The V2 wire format's public constants: the cookies, the header length, the compression
-//! levels HdrHistogram uses, and the largest counts array a valid header can imply. A leaf.
+//! The V2 wire format's constants: the cookies and the header length (the codec's own), the
+//! compression levels HdrHistogram uses (public), and the largest counts array a valid header
+//! can imply. A leaf.
 
 /// Cookie of a plain V2 encoding (`V2EncodingCookieBase | 0x10`).
-pub const V2_COOKIE: u32 = 0x1C84_9313;
+pub(crate) const V2_COOKIE: u32 = 0x1C84_9313;
 /// Cookie of a V2+deflate encoding (`V2CompressedEncodingCookieBase | 0x10`).
-pub const V2_DEFLATE_COOKIE: u32 = 0x1C84_9314;
+pub(crate) const V2_DEFLATE_COOKIE: u32 = 0x1C84_9314;
 /// Size of the V2 header in bytes.
-pub const V2_HEADER_LEN: usize = 40;
+pub(crate) const V2_HEADER_LEN: usize = 40;
 /// Compression level HdrHistogram's log writer uses (`Deflater.BEST_COMPRESSION`).
 pub const BEST_COMPRESSION: u8 = 9;
 /// Compression level of HdrHistogram's `encodeIntoCompressedByteBuffer(buffer)` (zlib default).

@@ -25,7 +25,7 @@ pub enum LogError {
     },
     /// A line that is neither a comment, a legend nor a valid interval line.
     Syntax {
-        /// 1-based line number (0 from [`parse_line`](super::parse_line), which does not know it).
+        /// 1-based line number (0 from the line parser, which does not know it).
         line: u64,
         /// What is wrong.
         reason: &'static str,

@@ -12,22 +12,22 @@ pub(crate) const LEGEND: &str =
 
 /// One parsed interval line, borrowing from the line text.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct IntervalLine<'a> {
+pub(crate) struct IntervalLine<'a> {
     /// The `Tag=` value, if any.
-    pub tag: Option<&'a str>,
+    pub(crate) tag: Option<&'a str>,
     /// The start timestamp as written, in seconds.
-    pub start_timestamp: f64,
+    pub(crate) start_timestamp: f64,
     /// The interval length, in seconds.
-    pub interval_length: f64,
+    pub(crate) interval_length: f64,
     /// The `Interval_Max` column as written (informational).
-    pub max: f64,
+    pub(crate) max: f64,
     /// The base64 text of the V2+deflate histogram.
-    pub payload: &'a str,
+    pub(crate) payload: &'a str,
 }
 
 /// A classified log line (see [`parse_line`]).
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub enum LogLine<'a> {
+pub(crate) enum LogLine<'a> {
     /// An empty (or whitespace-only) line.
     Blank,
     /// A `#` comment other than a start or base time; the text after `#`.
@@ -62,24 +62,14 @@ fn marker_time(rest: &str) -> Option<f64> {
 }
 
 /// Classifies and parses one log line (without its line terminator; a trailing `\r` is
-/// ignored). This is the log-side fuzzing entry point: it never panics.
+/// ignored): what `LogReader` reads each line with. It never panics (`tests::never_panics`).
 ///
 /// A `#[StartTime:`/`#[BaseTime:` comment whose number does not parse is an ordinary comment,
 /// as in HdrHistogram.
 ///
-/// ```
-/// use picollo_alloc::hdr::{parse_line, LogLine};
-///
-/// let LogLine::Interval(l) = parse_line("Tag=db,1.5,1.0,2.769,HISTFAAA")? else { panic!() };
-/// assert_eq!((l.tag, l.start_timestamp, l.payload), (Some("db"), 1.5, "HISTFAAA"));
-/// assert_eq!(parse_line("#[BaseTime: 12.5 (seconds since epoch)]")?, LogLine::BaseTime(12.5));
-/// assert!(parse_line("1.0,2.0").is_err());
-/// # Ok::<(), picollo_alloc::hdr::LogError>(())
-/// ```
-///
 /// # Errors
 /// [`LogError::Syntax`] (with line 0) for a malformed interval line.
-pub fn parse_line(line: &str) -> Result<LogLine<'_>, LogError> {
+pub(crate) fn parse_line(line: &str) -> Result<LogLine<'_>, LogError> {
     let line = line.strip_suffix('\r').unwrap_or(line);
     if line.trim().is_empty() {
         return Ok(LogLine::Blank);
@@ -141,6 +131,34 @@ pub fn parse_line(line: &str) -> Result<LogLine<'_>, LogError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(
+            if cfg!(miri) { 8 } else { 256 }
+        ))]
+
+        /// Any line of printable text is classified or refused with an error, never a panic.
+        #[test]
+        fn never_panics(line in "\\PC{0,80}") {
+            let _ = parse_line(&line);
+        }
+    }
+
+    #[test]
+    fn interval_and_base_time_lines() {
+        let Ok(LogLine::Interval(l)) = parse_line("Tag=db,1.5,1.0,2.769,HISTFAAA") else {
+            panic!("an interval line")
+        };
+        assert_eq!(
+            (l.tag, l.start_timestamp, l.payload),
+            (Some("db"), 1.5, "HISTFAAA")
+        );
+        assert!(matches!(
+            parse_line("#[BaseTime: 12.5 (seconds since epoch)]"),
+            Ok(LogLine::BaseTime(12.5))
+        ));
+        assert!(parse_line("1.0,2.0").is_err());
+    }
 
     #[test]
     fn line_classification() {
