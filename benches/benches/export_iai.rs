@@ -146,6 +146,20 @@ fn picollo_handle_f64(kind: HistogramKind) -> (Vec<f64>, metrics::Histogram) {
     (values_f64(), h)
 }
 
+/// The thread-local kind over dense shards (`RecorderBuilder::dense`): its handle records at
+/// the position of the value's bits, as the sparse kind's does.
+fn picollo_dense_handle_f64() -> (Vec<f64>, metrics::Histogram) {
+    let recorder = RecorderBuilder::new()
+        .layout(LAYOUT)
+        .kind(HistogramKind::ThreadLocal)
+        .dense()
+        .build(Arc::new(Registry::new()))
+        .expect("a configuration the builder accepts");
+    let h = recorder.register_histogram(&Key::from_name("latency"), &metadata());
+    h.record(1.0);
+    (values_f64(), h)
+}
+
 fn mep_handle_f64() -> (Vec<f64>, metrics::Histogram) {
     let (_, h) = mep_handle();
     (values_f64(), h)
@@ -153,6 +167,7 @@ fn mep_handle_f64() -> (Vec<f64>, metrics::Histogram) {
 
 #[library_benchmark]
 #[bench::picollo_thread_local(setup = picollo_handle_f64, args = (HistogramKind::ThreadLocal))]
+#[bench::picollo_thread_local_dense(setup = picollo_dense_handle_f64)]
 #[bench::picollo_atomic(setup = picollo_handle_f64, args = (HistogramKind::Atomic))]
 #[bench::metrics_exporter_prometheus(setup = mep_handle_f64)]
 fn handle_record_f64((values, h): (Vec<f64>, metrics::Histogram)) -> metrics::Histogram {
