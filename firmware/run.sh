@@ -158,7 +158,7 @@ for target in "${TARGETS[@]}"; do
           sub(/::h[0-9a-f]+$/, "", name); print name "\t" $2 + 0}' \
         | sort >"$WORK/$image.syms"
     done
-    STACK[$target/readme]=$(sed -n 's/^# stack try_fixed_percentiles: \([0-9]*\) bytes/\1/p' "$WORK/readme_read.txt")
+    STACK[$target/readme]=$(sed -n 's/^# stack try_read fixed_percentiles: \([0-9]*\) bytes/\1/p' "$WORK/readme_read.txt")
     README_READ_TEXT=$((TEXT[$target/readme_read] - TEXT[$target/readme_record]))
     # What the reads add, function by function (new functions, and growth of the others).
     README_READ_FUNCTIONS=$(join -t $'\t' -a 2 -e 0 -o 0,1.2,2.2 "$WORK/readme_record.syms" \
@@ -232,7 +232,7 @@ for target in "${TARGETS[@]}"; do
   report "| ${CORE[$target]} | $base | $rec (+$((rec - base))) | $pct (+$((pct - rec))) | $sts (+$((sts - pct))) | $flt (+$((flt - rec))) | ${DATA[$target/size_record]} | ${BSS[$target/size_record]} |"
 done
 report ""
-report "The README's pattern on the Cortex-M4 (\`readme/\`: its \`static\` \`AtomicHistogram\`, block scale 9, window \`[1, 10^6]\`, 6,096 \`AtomicU32\` cells): \`try_fixed_percentiles\` (seven ranks), \`try_int_stats\`, \`try_min\` and \`try_max\` add $README_READ_TEXT B of \`.text\` to the image that only records (${TEXT[$m4/readme_record]} → ${TEXT[$m4/readme_read]} B); the seven-rank batch uses ${STACK[$m4/readme]} B of stack (its output array, 7 × 56 = 392 B, is the caller's). By function (\`llvm-nm -S\`, bytes; inlined code is counted in its caller): $README_READ_FUNCTIONS."
+report "The README's pattern on the Cortex-M4 (\`readme/\`: its \`static\` \`AtomicHistogram\`, block scale 9, window \`[1, 10^6]\`, 6,096 \`AtomicU32\` cells): \`try_read\` of \`fixed_percentiles\` (seven ranks), \`int_stats\`, \`min\` and \`max\` adds $README_READ_TEXT B of \`.text\` to the image that only records (${TEXT[$m4/readme_record]} → ${TEXT[$m4/readme_read]} B); the seven-rank batch uses ${STACK[$m4/readme]} B of stack (its output array, 7 × 56 = 392 B, is the caller's). By function (\`llvm-nm -S\`, bytes; inlined code is counted in its caller): $README_READ_FUNCTIONS."
 report ""
 report "Stack depth of one \`fixed_percentiles\` batch of seven ranks (stack painted below the caller's frame, then scanned): $(for t in "${TARGETS[@]}"; do printf '%s %s B; ' "${CORE[$t]}" "${STACK[$t]}"; done)"
 report ""

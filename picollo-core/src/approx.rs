@@ -181,12 +181,12 @@ where
         }
     }
 
-    /// Clears every bucket as one structural change (reads retry, or the `try_` ones report
+    /// Clears every bucket as one structural change (reads retry, or `try_read` reports
     /// `ResetInProgress`, as for the atomic kind). Counted in [`HistogramRead::reset_count`].
     ///
     /// **Lock-free**, like [`crate::AtomicHistogram::reset`]: safe from an interrupt handler,
     /// including one that landed inside a thread-mode reset or read of the same histogram.
-    /// Progress of the other methods: `record` and `record_n` are wait-free, the `try_` reads
+    /// Progress of the other methods: `record` and `record_n` are wait-free, `try_read`
     /// wait-free, the other reads blocking while a reset is in progress (see
     /// [`crate::AtomicHistogram`]'s "Progress").
     pub fn reset(&self) {
@@ -220,7 +220,7 @@ where
         self.config
     }
 
-    /// Whether a reset is in progress, so that the `try_` reads would report
+    /// Whether a reset is in progress, so that `try_read` would report
     /// `ResetInProgress` now. Wait-free.
     pub fn reset_in_progress(&self) -> bool {
         self.shared.reset_in_progress()
@@ -358,22 +358,30 @@ mod tests {
             let cells = h.storage.as_slice();
             cells[..LEN / 2].iter().for_each(ScalableCell::reset);
             assert!(h.reset_in_progress());
-            assert_eq!(h.try_total(), Err(ResetInProgress));
-            assert_eq!(h.try_int_stats(), Err(ResetInProgress));
+            assert_eq!(h.try_read(|r| r.total()), Err(ResetInProgress));
+            assert_eq!(h.try_read(|r| r.int_stats()), Err(ResetInProgress));
             assert_eq!(
-                h.try_fixed_percentiles(&[Rank::MAX], EquivalentValue::Midpoint, &mut out),
+                h.try_read(|r| r.fixed_percentiles(
+                    &[Rank::MAX],
+                    EquivalentValue::Midpoint,
+                    &mut out
+                ))
+                .map_err(PercentileError::from)
+                .and_then(|p| p),
                 Err(PercentileError::ResetInProgress)
             );
             let mut r = h.recorder(XorShift::new(4));
-            assert_eq!(r.try_total(), Err(ResetInProgress));
+            assert_eq!(r.try_read(|r| r.total()), Err(ResetInProgress));
             // The handler's own reset and record: no wait.
             h.reset();
             r.record(5);
             cells[LEN / 2..].iter().for_each(ScalableCell::reset);
         });
         assert_eq!(h.reset_count(), 2);
-        assert_eq!((h.try_total(), h.total()), (Ok(1), 1));
-        h.try_fixed_percentiles(&[Rank::MAX], EquivalentValue::Midpoint, &mut out)
+        assert_eq!((h.try_read(|r| r.total()), h.total()), (Ok(1), 1));
+        h.try_read(|r| r.fixed_percentiles(&[Rank::MAX], EquivalentValue::Midpoint, &mut out))
+            .map_err(PercentileError::from)
+            .and_then(|p| p)
             .unwrap();
         assert_eq!(out[0].value, 5);
     }

@@ -168,15 +168,14 @@ pub(crate) use seqlock::SharedState;
 ///   compare-and-swap, the few instructions the chosen read-modify-write route masks).
 /// - [`AtomicHistogram::reset`]: **lock-free**; it never waits for a read or another reset,
 ///   so an interrupt handler may reset while thread mode resets or reads.
-/// - the `try_` reads of [`ReadExt`](crate::ReadExt) (`try_total`, `try_int_stats`,
-///   `try_fixed_percentiles`, ...): **wait-free**: at most
-///   4 passes over the cells, and
-///   `ResetInProgress` instead of waiting when a reset is in progress (from an interrupt
-///   handler that landed inside a thread-mode reset: ask again at the next interrupt).
+/// - [`ReadExt::try_read`](crate::ReadExt::try_read) (`h.try_read(|r| r.total())`, any read in
+///   the closure): **wait-free**: at most 4 passes over the cells, and `ResetInProgress`
+///   instead of waiting when a reset is in progress (from an interrupt handler that landed
+///   inside a thread-mode reset: ask again at the next interrupt).
 /// - the other reads (`total`, `fixed_percentiles`, ...): **blocking** while a reset is in
 ///   progress (they wait for it to end, then read a consistent histogram). Call them from
 ///   thread mode or from contexts that cannot interrupt a reset of the same histogram;
-///   an interrupt handler that reads a histogram thread mode resets must use the `try_` reads.
+///   an interrupt handler that reads a histogram thread mode resets must use `try_read`.
 ///
 /// ```
 /// use picollo_core::cell::AtomicU64;
@@ -367,7 +366,7 @@ where
     }
 
     /// Clears every bucket, underflow and overflow, as one structural change: concurrent reads
-    /// through [`HistogramRead`] retry (or, the `try_` ones, report `ResetInProgress`) instead
+    /// through [`HistogramRead`] retry (or `try_read` reports `ResetInProgress`) instead
     /// of seeing a half-cleared histogram. Counted in [`HistogramRead::reset_count`].
     ///
     /// **Lock-free** (see `SharedState::reset`): safe from an interrupt handler, including
@@ -390,7 +389,7 @@ where
     }
 
     /// Whether a reset is in progress (in another thread or core, or in the context this
-    /// interrupt handler interrupted), so that the `try_` reads would report
+    /// interrupt handler interrupted), so that `try_read` would report
     /// `ResetInProgress` now. Wait-free.
     pub fn reset_in_progress(&self) -> bool {
         self.shared.reset_in_progress()

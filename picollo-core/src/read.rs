@@ -47,8 +47,10 @@ mod stats;
 pub use buckets::{Bucket, BucketPercentiles, Buckets};
 
 #[cfg(test)]
+pub(crate) use consistent::try_consistent;
+#[cfg(test)]
 pub(crate) use consistent::TRY_READ_ATTEMPTS;
-pub use consistent::{consistent, try_consistent};
+pub use consistent::{consistent, OnePass};
 pub use error::{PercentileError, ResetInProgress};
 pub use ext::ReadExt;
 pub use histogram_read::{for_each_nonempty_run, HistogramRead};

@@ -3,7 +3,7 @@
 //! the absence of the reset "old+1" race.
 
 use picollo_core::prelude::*;
-use picollo_core::read::{consistent, try_consistent};
+use picollo_core::read::consistent;
 use picollo_testkit::StopFlag;
 use portable_atomic::{fence, AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -202,7 +202,7 @@ fn parity_sums<H: HistogramRead + ?Sized>(h: &H, span: usize) -> (u64, u64) {
 fn try_reads_and_overlapping_resets_never_mix_or_wait() {
     // As `reads_never_mix_pre_and_post_reset`, with `try_` reads and a second thread that
     // resets while the first resets and fills: resets never wait for each other, every one is
-    // counted, and a read that `try_consistent` accepts saw one parity class only. Whether any
+    // counted, and a read that `try_read` accepts saw one parity class only. Whether any
     // read is accepted while resets overlap is the scheduler's choice, so it is not judged
     // here; `try_reads_between_resets_are_never_refused` judges that a read overlapping no
     // reset is accepted.
@@ -218,7 +218,7 @@ fn try_reads_and_overlapping_resets_never_mix_or_wait() {
             let limit = if cfg!(miri) { 4 } else { u64::MAX };
             // At least one read, however late this thread starts.
             for reads in 1.. {
-                match try_consistent(&*h, |h| parity_sums(h, SPAN)) {
+                match h.try_read(|r| parity_sums(r, SPAN)) {
                     Ok((even, odd)) => {
                         assert!(even == 0 || odd == 0, "mixed read: even {even} odd {odd}");
                         accepted.fetch_add(1, Ordering::Relaxed);
@@ -259,8 +259,8 @@ fn try_reads_and_overlapping_resets_never_mix_or_wait() {
     // Quiescent: the `try_` reads answer like the blocking ones.
     h.reset();
     h.record(5);
-    assert_eq!((h.try_total(), h.total()), (Ok(1), 1));
-    assert_eq!(h.try_min(), Ok(Some(5)));
+    assert_eq!((h.try_read(|r| r.total()), h.total()), (Ok(1), 1));
+    assert_eq!(h.try_read(|r| r.min()), Ok(Some(5)));
 }
 
 #[test]
@@ -281,7 +281,7 @@ fn try_reads_between_resets_are_never_refused() {
             let _stop = stop.raise_on_drop();
             while !stop.is_raised() {
                 let t = ticket.load(Ordering::Acquire);
-                let read = try_consistent(&h, |h| parity_sums(h, SPAN));
+                let read = h.try_read(|r| parity_sums(r, SPAN));
                 if let Ok((even, odd)) = read {
                     assert!(even == 0 || odd == 0, "mixed read: even {even} odd {odd}");
                 }

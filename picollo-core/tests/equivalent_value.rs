@@ -18,25 +18,36 @@ fn every_percentile_read_reports_the_selection_it_is_given() {
     ] {
         let p = h.percentile(50.0, selection).unwrap();
         assert_eq!((p.lo, p.highest, p.value), (99_968, 100_095, value));
-        assert_eq!(h.try_percentile(50.0, selection).unwrap().value, value);
+        assert_eq!(
+            h.try_read(|r| r.percentile(50.0, selection))
+                .unwrap()
+                .unwrap()
+                .value,
+            value
+        );
         let mut out = [Percentile::default(); 2];
         h.percentiles(&[50.0, 100.0], selection, &mut out).unwrap();
         assert_eq!(out.map(|p| p.value), [value; 2]);
-        h.try_percentiles(&[0.0, 50.0], selection, &mut out)
+        h.try_read(|r| r.percentiles(&[0.0, 50.0], selection, &mut out))
+            .unwrap()
             .unwrap();
         assert_eq!(out.map(|p| p.value), [value; 2]);
 
         let rank = Rank::percent(50);
         assert_eq!(h.fixed_percentile(rank, selection).unwrap().value, value);
         assert_eq!(
-            h.try_fixed_percentile(rank, selection).unwrap().value,
+            h.try_read(|r| r.fixed_percentile(rank, selection))
+                .unwrap()
+                .unwrap()
+                .value,
             value
         );
         let mut fixed = [FixedPercentile::default(); 2];
         h.fixed_percentiles(&[rank, Rank::MAX], selection, &mut fixed)
             .unwrap();
         assert_eq!(fixed.map(|p| p.value), [value; 2]);
-        h.try_fixed_percentiles(&[Rank::MIN, rank], selection, &mut fixed)
+        h.try_read(|r| r.fixed_percentiles(&[Rank::MIN, rank], selection, &mut fixed))
+            .unwrap()
             .unwrap();
         assert_eq!(fixed.map(|p| p.value), [value; 2]);
 

@@ -18,12 +18,9 @@ fn on_done(micros: u32) {
 }
 
 fn p999() -> Option<u64> {
-    Some(
-        LATENCY
-            .fixed_percentile(Rank::parse("99.9")?, EquivalentValue::Midpoint)
-            .ok()?
-            .value,
-    )
+    let rank = Rank::parse("99.9")?;
+    let p999 = LATENCY.try_read(|r| r.fixed_percentile(rank, EquivalentValue::Midpoint));
+    Some(p999.ok()?.ok()?.value)
 }
 const L1: picollo_core::Layout = picollo_core::Layout::from_block_scale(7).unwrap();
 static L2: picollo_core::Layout = picollo_core::Layout::from_relative_error(0.01).unwrap();

@@ -621,7 +621,7 @@ impl<C: LocalCounter, S: StorageChoice> HistogramRead for ThreadLocalHistogram<C
         self.inner.check_fork();
         self.inner.version.read_begin()
     }
-    /// `None` while a reset or a fold is in progress. The `try_` reads stop there; but each
+    /// `None` while a reset or a fold is in progress. `try_read` stops there; but each
     /// cell read ([`HistogramRead::count_at`], [`HistogramRead::sum_range`]) and bulk read
     /// ([`HistogramRead::recorded_runs`]) still checks its own pass against the version,
     /// waiting for a fold that starts meanwhile before it reads again: this kind is read from

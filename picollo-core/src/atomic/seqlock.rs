@@ -247,8 +247,8 @@ impl SharedState {
         self.version.leave();
     }
 
-    /// Whether a reset is in progress, so that a `try_` read
-    /// ([`crate::ReadExt::try_total`] and the others) would be refused now.
+    /// Whether a reset is in progress, so that `try_read`
+    /// ([`crate::ReadExt::try_read`]) would be refused now.
     pub(crate) fn reset_in_progress(&self) -> bool {
         self.version.in_progress()
     }

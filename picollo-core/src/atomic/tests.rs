@@ -1,5 +1,5 @@
 //! The atomic histogram's tests: the seqlock's sections, a reset interrupted by a reader,
-//! and the `try_` reads against resets.
+//! and `try_read` against resets.
 
 use super::seqlock::GENERATION;
 use super::*;
@@ -61,22 +61,28 @@ fn an_interrupt_inside_a_reset_never_waits() {
         let cells = h.storage.as_slice();
         cells[..LEN / 2].iter().for_each(AtomicCounter::clear);
         assert!(h.reset_in_progress());
-        assert_eq!(h.try_total(), Err(ResetInProgress));
-        assert_eq!(h.try_total_with_outside(), Err(ResetInProgress));
-        assert_eq!(h.try_min(), Err(ResetInProgress));
-        assert_eq!(h.try_max(), Err(ResetInProgress));
-        assert_eq!(h.try_int_stats(), Err(ResetInProgress));
-        assert!(h.try_stats().is_err());
+        assert_eq!(h.try_read(|r| r.total()), Err(ResetInProgress));
+        assert_eq!(h.try_read(|r| r.total_with_outside()), Err(ResetInProgress));
+        assert_eq!(h.try_read(|r| r.min()), Err(ResetInProgress));
+        assert_eq!(h.try_read(|r| r.max()), Err(ResetInProgress));
+        assert_eq!(h.try_read(|r| r.int_stats()), Err(ResetInProgress));
+        assert!(h.try_read(|r| r.stats()).is_err());
         assert_eq!(
-            h.try_fixed_percentiles(&ranks, EquivalentValue::Midpoint, &mut out),
+            h.try_read(|r| r.fixed_percentiles(&ranks, EquivalentValue::Midpoint, &mut out))
+                .map_err(PercentileError::from)
+                .and_then(|p| p),
             Err(PercentileError::ResetInProgress)
         );
         assert_eq!(
-            h.try_fixed_percentile(Rank::MAX, EquivalentValue::Midpoint),
+            h.try_read(|r| r.fixed_percentile(Rank::MAX, EquivalentValue::Midpoint))
+                .map_err(PercentileError::from)
+                .and_then(|p| p),
             Err(PercentileError::ResetInProgress)
         );
         assert_eq!(
-            h.try_percentile(99.0, EquivalentValue::Midpoint),
+            h.try_read(|r| r.percentile(99.0, EquivalentValue::Midpoint))
+                .map_err(PercentileError::from)
+                .and_then(|p| p),
             Err(PercentileError::ResetInProgress)
         );
         // The handler resets too: it clears everything and returns, without waiting.
@@ -93,9 +99,11 @@ fn an_interrupt_inside_a_reset_never_waits() {
     assert!(!h.reset_in_progress());
     assert_eq!(h.reset_count(), 2);
     // The record landed in a cell thread mode had already cleared: it stays.
-    assert_eq!((h.total(), h.try_total()), (1, Ok(1)));
-    assert_eq!(h.try_min(), Ok(Some(7)));
-    h.try_fixed_percentiles(&ranks, EquivalentValue::Midpoint, &mut out)
+    assert_eq!((h.total(), h.try_read(|r| r.total())), (1, Ok(1)));
+    assert_eq!(h.try_read(|r| r.min()), Ok(Some(7)));
+    h.try_read(|r| r.fixed_percentiles(&ranks, EquivalentValue::Midpoint, &mut out))
+        .map_err(PercentileError::from)
+        .and_then(|p| p)
         .unwrap();
     assert_eq!(out.map(|p| p.value), [7, 7]);
 }
@@ -147,8 +155,8 @@ fn try_reads_redo_overlapped_passes_a_bounded_number_of_times() {
         h: &h,
         resets: Cell::new(1),
     };
-    assert_eq!(r.try_total(), Ok(1));
-    assert_eq!(r.try_min(), Ok(Some(3)));
+    assert_eq!(r.try_read(|r| r.total()), Ok(1));
+    assert_eq!(r.try_read(|r| r.min()), Ok(Some(3)));
     // Resets overlapping every pass: a bounded number of passes, then the error.
     let r = Overlapped {
         h: &h,
@@ -173,12 +181,15 @@ fn try_reads_redo_overlapped_passes_a_bounded_number_of_times() {
 #[test]
 fn try_reads_equal_the_blocking_reads_without_resets() {
     let h = filled();
-    assert_eq!(h.try_total(), Ok(h.total()));
-    assert_eq!(h.try_total_with_outside(), Ok(h.total_with_outside()));
-    assert_eq!(h.try_min(), Ok(h.min()));
-    assert_eq!(h.try_max(), Ok(h.max()));
-    assert_eq!(h.try_int_stats(), Ok(h.int_stats()));
-    assert_eq!(h.try_stats(), Ok(h.stats()));
+    assert_eq!(h.try_read(|r| r.total()), Ok(h.total()));
+    assert_eq!(
+        h.try_read(|r| r.total_with_outside()),
+        Ok(h.total_with_outside())
+    );
+    assert_eq!(h.try_read(|r| r.min()), Ok(h.min()));
+    assert_eq!(h.try_read(|r| r.max()), Ok(h.max()));
+    assert_eq!(h.try_read(|r| r.int_stats()), Ok(h.int_stats()));
+    assert_eq!(h.try_read(|r| r.stats()), Ok(h.stats()));
     let ranks = [Rank::MIN, Rank::percent(50), Rank::parse("99.9").unwrap()];
     let (mut a, mut b) = (
         [FixedPercentile::default(); 3],
@@ -186,25 +197,36 @@ fn try_reads_equal_the_blocking_reads_without_resets() {
     );
     h.fixed_percentiles(&ranks, EquivalentValue::Midpoint, &mut a)
         .unwrap();
-    h.try_fixed_percentiles(&ranks, EquivalentValue::Midpoint, &mut b)
+    h.try_read(|r| r.fixed_percentiles(&ranks, EquivalentValue::Midpoint, &mut b))
+        .map_err(PercentileError::from)
+        .and_then(|p| p)
         .unwrap();
     assert_eq!(a, b);
     assert_eq!(
-        h.try_percentile(90.0, EquivalentValue::Midpoint),
+        h.try_read(|r| r.percentile(90.0, EquivalentValue::Midpoint))
+            .map_err(PercentileError::from)
+            .and_then(|p| p),
         h.percentile(90.0, EquivalentValue::Midpoint)
     );
     // The batch's own errors come first, as for the blocking read.
     assert_eq!(
-        h.try_fixed_percentiles(&ranks, EquivalentValue::Midpoint, &mut a[..1]),
+        h.try_read(|r| r.fixed_percentiles(&ranks, EquivalentValue::Midpoint, &mut a[..1]))
+            .map_err(PercentileError::from)
+            .and_then(|p| p),
         Err(PercentileError::OutputTooShort { ranks: 3, room: 1 })
     );
     assert!(matches!(
-        h.try_percentile(f64::NAN, EquivalentValue::Midpoint),
+        h.try_read(|r| r.percentile(f64::NAN, EquivalentValue::Midpoint))
+            .map_err(PercentileError::from)
+            .and_then(|p| p),
         Err(PercentileError::InvalidRank(_))
     ));
     let empty = H::new(L, 1, 1 << 12);
     assert_eq!(
-        empty.try_fixed_percentile(Rank::MAX, EquivalentValue::Midpoint),
+        empty
+            .try_read(|r| r.fixed_percentile(Rank::MAX, EquivalentValue::Midpoint))
+            .map_err(PercentileError::from)
+            .and_then(|p| p),
         Err(PercentileError::Empty)
     );
 }

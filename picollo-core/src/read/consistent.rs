@@ -1,12 +1,14 @@
-//! Consistent reads under concurrent resets (seqlock retry): [`consistent`] waits out a reset,
-//! [`try_consistent`] gives up after [`TRY_READ_ATTEMPTS`](super::TRY_READ_ATTEMPTS) passes.
+//! Consistent reads under concurrent resets (seqlock retry): [`consistent`] waits out a reset;
+//! `try_consistent` gives up after [`TRY_READ_ATTEMPTS`] passes, under
+//! [`ReadExt::try_read`](super::ReadExt::try_read), whose closure reads a [`OnePass`].
 
 use super::error::ResetInProgress;
 use super::histogram_read::HistogramRead;
+use crate::{Layout, Window};
 
 /// Runs `f` until it completes without a concurrent structural change (seqlock retry).
 /// **Blocking** while a reset is in progress (see [`ReadExt`](super::ReadExt)'s "Progress");
-/// [`try_consistent`] never waits.
+/// [`ReadExt::try_read`](super::ReadExt::try_read) never waits.
 pub fn consistent<H: HistogramRead + ?Sized, R>(h: &H, mut f: impl FnMut(&H) -> R) -> R {
     loop {
         let token = h.read_begin();
@@ -18,28 +20,16 @@ pub fn consistent<H: HistogramRead + ?Sized, R>(h: &H, mut f: impl FnMut(&H) -> 
     }
 }
 
-/// Passes a `try_` read makes before it reports [`ResetInProgress`]: a pass is redone only
+/// Passes `try_read` makes before it reports [`ResetInProgress`]: a pass is redone only
 /// when a reset started or ended during it, so four passes fail only when resets keep
 /// overlapping the read (a resetting thread in a loop, or an interrupt that resets at every
 /// tick while the read runs in thread mode).
 pub(crate) const TRY_READ_ATTEMPTS: usize = 4;
 
-/// Runs `f` without waiting: [`ResetInProgress`] when a reset is in progress as it starts, or when
-/// resets overlapped each of 4 passes (seqlock,
-/// optimistic retry, bounded). **Wait-free**: at most that many calls of `f`. What the `try_` reads
-/// of [`ReadExt`](super::ReadExt) are built on; use it for a consistent read of your own.
-///
-/// ```
-/// use picollo_core::prelude::*;
-/// use picollo_core::read::try_consistent;
-/// let h = AtomicHistogram::<[AtomicU32; storage_len(Layout::DEFAULT, 1, 1000)]>::new(
-///     Layout::DEFAULT, 1, 1000);
-/// h.record(7);
-/// h.record(2000);
-/// let both = try_consistent(&h, |h| (h.count_at(0), h.overflow()));
-/// assert_eq!(both, Ok((0, 1)));
-/// ```
-pub fn try_consistent<H: HistogramRead + ?Sized, R>(
+/// Runs `f` without waiting: [`ResetInProgress`] when a reset is in progress as it starts, or
+/// when resets overlapped each of 4 passes (seqlock, optimistic retry, bounded). **Wait-free**:
+/// at most that many calls of `f`. What [`ReadExt::try_read`](super::ReadExt::try_read) is.
+pub(crate) fn try_consistent<H: HistogramRead + ?Sized, R>(
     h: &H,
     mut f: impl FnMut(&H) -> R,
 ) -> Result<R, ResetInProgress> {
@@ -51,4 +41,58 @@ pub fn try_consistent<H: HistogramRead + ?Sized, R>(
         }
     }
     Err(ResetInProgress)
+}
+
+/// A histogram read in one pass: what [`ReadExt::try_read`](super::ReadExt::try_read)'s closure
+/// reads. Its reads are the histogram's, without a bracket of their own (the `try_read` around
+/// them is the bracket, and checks the pass): every [`ReadExt`](super::ReadExt) read of it
+/// makes one pass and waits for nothing.
+pub struct OnePass<'a, H: ?Sized>(&'a H);
+
+impl<'a, H: ?Sized> OnePass<'a, H> {
+    /// The histogram read.
+    pub(crate) fn new(histogram: &'a H) -> Self {
+        OnePass(histogram)
+    }
+}
+
+/// Every read forwarded but the bracket (`read_begin`, `try_read_begin`, `read_retry`), left
+/// at the defaults that never wait and never retry.
+impl<H: HistogramRead + ?Sized> HistogramRead for OnePass<'_, H> {
+    #[inline]
+    fn layout(&self) -> Layout {
+        self.0.layout()
+    }
+    #[inline]
+    fn window(&self) -> Window {
+        self.0.window()
+    }
+    #[inline]
+    fn count_at(&self, storage_index: usize) -> u64 {
+        self.0.count_at(storage_index)
+    }
+    #[inline]
+    fn underflow(&self) -> u64 {
+        self.0.underflow()
+    }
+    #[inline]
+    fn overflow(&self) -> u64 {
+        self.0.overflow()
+    }
+    #[inline]
+    fn sum_range(&self, start: usize, end: usize) -> u64 {
+        self.0.sum_range(start, end)
+    }
+    #[inline]
+    fn recorded_runs(&self, f: &mut dyn FnMut(usize, &[u64])) {
+        self.0.recorded_runs(f)
+    }
+    #[inline]
+    fn reads_in_bulk(&self) -> bool {
+        self.0.reads_in_bulk()
+    }
+    #[inline]
+    fn reset_count(&self) -> u64 {
+        self.0.reset_count()
+    }
 }

@@ -18,8 +18,10 @@ pub enum PercentileError {
         /// Room in the output.
         room: usize,
     },
-    /// A `try_` read found a reset in progress (see [`ResetInProgress`]); nothing was lost,
-    /// ask again later.
+    /// A [`try_read`](super::ReadExt::try_read) found a reset in progress (see
+    /// [`ResetInProgress`]); nothing was lost, ask again later. What `?` turns a
+    /// `ResetInProgress` into, so that `h.try_read(|r| r.fixed_percentile(rank, sel))??`
+    /// gives one error type.
     ResetInProgress,
 }
 
@@ -44,9 +46,8 @@ impl From<ResetInProgress> for PercentileError {
     }
 }
 
-/// What a `try_` read of [`ReadExt`](super::ReadExt) returns instead of waiting: a reset of the
-/// histogram was in progress when it started, or resets overlapped all its
-/// 4 passes. Nothing was lost: the histogram is being
+/// What [`ReadExt::try_read`](super::ReadExt::try_read) returns instead of waiting: a reset of
+/// the histogram was in progress when it started, or resets overlapped all its 4 passes. Nothing was lost: the histogram is being
 /// cleared, and a later read sees the result. An interrupt handler that gets it has landed inside a
 /// reset it must not wait for (the reset cannot go on until the handler returns): it asks again at
 /// its next interrupt.

@@ -3,7 +3,7 @@
 
 use super::at_value::{at_or_below_of, count_between_of, share};
 use super::buckets::{BucketPercentiles, Buckets};
-use super::consistent::{consistent, try_consistent};
+use super::consistent::{consistent, try_consistent, OnePass};
 use super::error::{PercentileError, ResetInProgress};
 use super::histogram_read::{sum_counts, HistogramRead};
 use super::percentile::{
@@ -22,37 +22,36 @@ use super::stats::{
 /// shared kinds ([`crate::AtomicHistogram`], [`crate::approx::ApproxHistogram`]) clear their
 /// cells in place, so a read that overlaps a reset must not use what it saw.
 ///
-/// - The `try_` reads ([`ReadExt::try_total`], [`ReadExt::try_int_stats`],
-///   [`ReadExt::try_fixed_percentiles`], ...) are **wait-free**: at most
-///   4 passes, and [`ResetInProgress`] (or
-///   [`PercentileError::ResetInProgress`]) when a reset is in progress or overlapped every
-///   pass. This is the read for an interrupt handler: if it landed inside a thread-mode reset,
-///   that reset cannot go on until the handler returns, so the handler must not wait for it.
+/// - [`ReadExt::try_read`] is **wait-free**: any of the reads below, in a closure, at most 4
+///   passes, and [`ResetInProgress`] when a reset is in progress or overlapped every pass
+///   (`h.try_read(|r| r.total())`). This is the read for an interrupt handler: if it landed
+///   inside a thread-mode reset, that reset cannot go on until the handler returns, so the
+///   handler must not wait for it.
 ///   (On 32-bit targets the underflow and overflow counts are two halves, read again only if
 ///   the high half changed between two loads: nothing the interrupted context can do.)
 /// - The other reads (`total`, `fixed_percentiles`, ...) are **blocking** while a reset is in
 ///   progress: they wait for it to end, then redo the read until no reset overlapped it
 ///   (lock-free otherwise). From a context that may have interrupted a reset of the same
-///   histogram they wait forever: use the `try_` reads there.
+///   histogram they wait forever: use [`ReadExt::try_read`] there.
 ///
 /// On kinds that cannot be reset concurrently (the plain [`crate::Histogram`], behind `&mut`
-/// or a lock, and snapshots) both are wait-free and the `try_` reads never fail for a reset.
+/// or a lock, and snapshots) both are wait-free and `try_read` never fails for a reset.
 /// The iterators ([`ReadExt::buckets`] and the others) read cell by cell and never wait.
 pub trait ReadExt: HistogramRead {
     /// Values recorded inside the window (derived on read). Blocking while a reset is in
-    /// progress; [`ReadExt::try_total`] never waits.
+    /// progress; [`ReadExt::try_read`] never waits.
     fn total(&self) -> u64 {
         consistent(self, |h| sum_counts(h))
     }
 
     /// Values inside the window plus underflow and overflow. Blocking while a reset is in
-    /// progress; [`ReadExt::try_total_with_outside`] never waits.
+    /// progress; [`ReadExt::try_read`] never waits.
     fn total_with_outside(&self) -> u64 {
         consistent(self, |h| total_with_outside_of(h))
     }
 
     /// Total, mean, standard deviation, min and max in one consistent pass pair. Blocking
-    /// while a reset is in progress; [`ReadExt::try_stats`] never waits.
+    /// while a reset is in progress; [`ReadExt::try_read`] never waits.
     fn stats(&self) -> Stats {
         consistent(self, |h| stats_of(h))
     }
@@ -68,13 +67,13 @@ pub trait ReadExt: HistogramRead {
     }
 
     /// Lowest value of the lowest non-empty bucket. Integer arithmetic only. Blocking while a
-    /// reset is in progress; [`ReadExt::try_min`] never waits.
+    /// reset is in progress; [`ReadExt::try_read`] never waits.
     fn min(&self) -> Option<u64> {
         consistent(self, |h| min_of(h))
     }
 
     /// Highest value of the highest non-empty bucket (HdrHistogram's `max`). Integer
-    /// arithmetic only. Blocking while a reset is in progress; [`ReadExt::try_max`] never
+    /// arithmetic only. Blocking while a reset is in progress; [`ReadExt::try_read`] never
     /// waits.
     fn max(&self) -> Option<u64> {
         consistent(self, |h| max_of(h))
@@ -96,7 +95,7 @@ pub trait ReadExt: HistogramRead {
     /// assert_eq!((s.total, s.overflow, s.min, s.max, s.mean), (3, 1, Some(10), Some(30), Some(20)));
     /// ```
     ///
-    /// Blocking while a reset is in progress; [`ReadExt::try_int_stats`] never waits.
+    /// Blocking while a reset is in progress; [`ReadExt::try_read`] never waits.
     fn int_stats(&self) -> IntStats {
         consistent(self, |h| int_stats_of(h))
     }
@@ -105,7 +104,7 @@ pub trait ReadExt: HistogramRead {
     /// the `selection` of its bucket ([`EquivalentValue::Midpoint`] for the smallest error,
     /// [`EquivalentValue::Upper`] for HdrHistogram's answer). `ranks` may come in any order;
     /// `out[k]` answers `ranks[k]`. Blocking while a reset is in progress;
-    /// [`ReadExt::try_percentiles`] never waits.
+    /// [`ReadExt::try_read`] never waits.
     ///
     /// ```
     /// use picollo_core::prelude::*;
@@ -131,7 +130,7 @@ pub trait ReadExt: HistogramRead {
 
     /// One percentile (a batch of one of [`ReadExt::percentiles`]): `h.percentile(99.9,
     /// EquivalentValue::Midpoint)?.value`. Blocking while a reset is in progress;
-    /// [`ReadExt::try_percentile`] never waits.
+    /// [`ReadExt::try_read`] never waits.
     fn percentile(
         &self,
         rank: f64,
@@ -163,7 +162,7 @@ pub trait ReadExt: HistogramRead {
     /// assert_eq!(out[1].to_string(), "P99.9=9,992 [2671 / 2672]: [9,984, 10,000) 16");
     /// ```
     ///
-    /// Blocking while a reset is in progress; [`ReadExt::try_fixed_percentiles`] never waits.
+    /// Blocking while a reset is in progress; [`ReadExt::try_read`] never waits.
     fn fixed_percentiles(
         &self,
         ranks: &[Rank],
@@ -175,7 +174,7 @@ pub trait ReadExt: HistogramRead {
     }
 
     /// One fixed-point percentile (a batch of one of [`ReadExt::fixed_percentiles`]).
-    /// Blocking while a reset is in progress; [`ReadExt::try_fixed_percentile`] never waits.
+    /// Blocking while a reset is in progress; [`ReadExt::try_read`] never waits.
     fn fixed_percentile(
         &self,
         rank: Rank,
@@ -316,96 +315,37 @@ pub trait ReadExt: HistogramRead {
         share(count, total)
     }
 
-    /// As [`ReadExt::total`], **wait-free**: [`ResetInProgress`] instead of waiting for a
-    /// reset. The read for an interrupt handler.
+    /// Reads without waiting (**wait-free**): runs `read` on a one-pass view of this histogram
+    /// ([`OnePass`]), on which every read here makes one pass and waits for nothing, and
+    /// returns what `read` returned, or [`ResetInProgress`] when a reset was in progress as it
+    /// started or overlapped each of its 4 passes (at most 4 calls of `read`; a pass is redone
+    /// only when a reset started or ended during it). Everything `read` reads comes from one
+    /// pass that no reset overlapped: `total` and percentiles of the same counts. The read for
+    /// an interrupt handler: one that landed inside a thread-mode reset gets
+    /// [`ResetInProgress`] and reads again at its next interrupt.
     ///
     /// ```
     /// use picollo_core::prelude::*;
-    /// use picollo_core::read::ResetInProgress;
+    /// use picollo_core::read::{PercentileError, ResetInProgress};
     /// let h = AtomicHistogram::<[AtomicU32; storage_len(Layout::DEFAULT, 1, 1000)]>::new(
     ///     Layout::DEFAULT, 1, 1000);
     /// h.record(7);
-    /// // No reset in progress: the same answer as `total()`.
-    /// assert_eq!(h.try_total(), Ok(1));
+    /// // No reset in progress: the same answers as the blocking reads.
+    /// assert_eq!(h.try_read(|r| r.total()), Ok(1));
+    /// let (total, p50) = h.try_read(|r| (r.total(), r.percentile(50.0, EquivalentValue::Lower)))?;
+    /// assert_eq!((total, p50?.value), (1, 7));
     /// // In an interrupt handler: skip this tick's read if it landed inside a reset.
-    /// match h.try_total() {
-    ///     Ok(total) => assert_eq!(total, 1),
+    /// match h.try_read(|r| r.int_stats()) {
+    ///     Ok(stats) => assert_eq!(stats.total, 1),
     ///     Err(ResetInProgress) => {} // read again at the next interrupt
     /// }
+    /// # Ok::<(), PercentileError>(())
     /// ```
-    fn try_total(&self) -> Result<u64, ResetInProgress> {
-        try_consistent(self, |h| sum_counts(h))
-    }
-
-    /// As [`ReadExt::total_with_outside`], wait-free ([`ReadExt::try_total`]).
-    fn try_total_with_outside(&self) -> Result<u64, ResetInProgress> {
-        try_consistent(self, |h| total_with_outside_of(h))
-    }
-
-    /// As [`ReadExt::min`], wait-free ([`ReadExt::try_total`]).
-    fn try_min(&self) -> Result<Option<u64>, ResetInProgress> {
-        try_consistent(self, |h| min_of(h))
-    }
-
-    /// As [`ReadExt::max`], wait-free ([`ReadExt::try_total`]).
-    fn try_max(&self) -> Result<Option<u64>, ResetInProgress> {
-        try_consistent(self, |h| max_of(h))
-    }
-
-    /// As [`ReadExt::int_stats`], wait-free ([`ReadExt::try_total`]).
-    fn try_int_stats(&self) -> Result<IntStats, ResetInProgress> {
-        try_consistent(self, |h| int_stats_of(h))
-    }
-
-    /// As [`ReadExt::stats`], wait-free ([`ReadExt::try_total`]).
-    fn try_stats(&self) -> Result<Stats, ResetInProgress> {
-        try_consistent(self, |h| stats_of(h))
-    }
-
-    /// As [`ReadExt::fixed_percentiles`], **wait-free**:
-    /// [`PercentileError::ResetInProgress`] instead of waiting for a reset (then `out` holds
-    /// nothing to use). The percentile read for an interrupt handler.
-    fn try_fixed_percentiles(
+    fn try_read<R>(
         &self,
-        ranks: &[Rank],
-        selection: EquivalentValue,
-        out: &mut [FixedPercentile],
-    ) -> Result<(), PercentileError> {
-        let out = fixed_batch(ranks, out)?;
-        try_consistent(self, |h| fixed_walk(h, out, selection))?
-    }
-
-    /// As [`ReadExt::fixed_percentile`], wait-free ([`ReadExt::try_fixed_percentiles`]).
-    fn try_fixed_percentile(
-        &self,
-        rank: Rank,
-        selection: EquivalentValue,
-    ) -> Result<FixedPercentile, PercentileError> {
-        let mut out = [FixedPercentile::default()];
-        self.try_fixed_percentiles(&[rank], selection, &mut out)?;
-        Ok(out[0])
-    }
-
-    /// As [`ReadExt::percentiles`], wait-free ([`ReadExt::try_fixed_percentiles`]).
-    fn try_percentiles(
-        &self,
-        ranks: &[f64],
-        selection: EquivalentValue,
-        out: &mut [Percentile],
-    ) -> Result<(), PercentileError> {
-        let out = f64_batch(ranks, out)?;
-        try_consistent(self, |h| f64_walk(h, out, selection))?
-    }
-
-    /// As [`ReadExt::percentile`], wait-free ([`ReadExt::try_fixed_percentiles`]).
-    fn try_percentile(
-        &self,
-        rank: f64,
-        selection: EquivalentValue,
-    ) -> Result<Percentile, PercentileError> {
-        let mut out = [Percentile::default()];
-        self.try_percentiles(&[rank], selection, &mut out)?;
-        Ok(out[0])
+        mut read: impl FnMut(&OnePass<'_, Self>) -> R,
+    ) -> Result<R, ResetInProgress> {
+        try_consistent(self, |h| read(&OnePass::new(h)))
     }
 }
 

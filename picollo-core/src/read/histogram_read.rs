@@ -118,9 +118,9 @@ pub trait HistogramRead {
         0
     }
 
-    /// As [`HistogramRead::read_begin`], without waiting: `None` while a reset is in progress. The
-    /// `try_` reads of [`ReadExt`](super::ReadExt) start here, which is what makes them safe in an
-    /// interrupt handler that may have landed inside a reset. The default calls
+    /// As [`HistogramRead::read_begin`], without waiting: `None` while a reset is in progress.
+    /// [`ReadExt::try_read`](super::ReadExt::try_read) starts here, which is what makes it safe
+    /// in an interrupt handler that may have landed inside a reset. The default calls
     /// [`HistogramRead::read_begin`]: kinds whose `read_begin` can wait override both.
     #[inline]
     fn try_read_begin(&self) -> Option<u64> {

@@ -9,7 +9,7 @@
 //! 2. **reset during reset**: the same thread-mode loop; the interrupt resets. Every reset
 //!    ends and is counted, and the histogram is empty after thread mode's last one.
 //! 3. **read during `fixed_percentiles`**: thread mode computes a seven-rank batch in a loop
-//!    over a fixed data set; the interrupt's `try_fixed_percentiles` succeeds with the same
+//!    over a fixed data set; the interrupt's `try_read` of it succeeds with the same
 //!    answer, and so does every thread-mode batch.
 //! 4. **reset during a thread-mode read** (the direction that worked before): the interrupt
 //!    resets and records a pair; thread mode's blocking reads redo the passes a reset
@@ -27,7 +27,7 @@ use core::cell::RefCell;
 use core::fmt::Write;
 use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use critical_section::Mutex;
-use picollo_core::read::{consistent, try_consistent, ResetInProgress};
+use picollo_core::read::{consistent, ResetInProgress};
 use picollo_core::scalable::XorShift;
 use picollo_core::{
     AtomicHistogram, EquivalentValue, FixedPercentile, HistogramRead, PercentileError, Rank,
@@ -165,17 +165,18 @@ fn on_tick<H: Shared>(h: &H, what: u32) {
             // Thread mode cannot run while this handler does: one state for all reads.
             let resetting = h.resetting();
             let (lo, hi) = pair_cells(h);
-            let pair = try_consistent(h, |h| (h.count_at(lo), h.count_at(hi)));
-            let total = h.try_total();
-            let stats = h.try_int_stats();
+            let pair = h.try_read(|r| (r.count_at(lo), r.count_at(hi)));
+            let total = h.try_read(|r| r.total());
+            let stats = h.try_read(|r| r.int_stats());
             let mut batch = [NO_PERCENTILE; RANKS.len()];
-            let percentiles = h.try_fixed_percentiles(&RANKS, EquivalentValue::Midpoint, &mut batch);
+            let percentiles =
+                h.try_read(|r| r.fixed_percentiles(&RANKS, EquivalentValue::Midpoint, &mut batch));
             if resetting {
                 bump(&INSIDE);
                 let refused = pair == Err(ResetInProgress)
                     && total == Err(ResetInProgress)
                     && stats == Err(ResetInProgress)
-                    && percentiles == Err(PercentileError::ResetInProgress);
+                    && percentiles == Err(ResetInProgress);
                 if !refused {
                     fail(format_args!(
                         "{}: a read inside a reset did not report ResetInProgress: {pair:?} {total:?}",
@@ -191,8 +192,9 @@ fn on_tick<H: Shared>(h: &H, what: u32) {
                 };
                 check_pairs(H::NAME, low, high, total);
                 let fits = match percentiles {
-                    Ok(()) => total > 0 && batch[0].value < HIGH as u64,
-                    Err(e) => total == 0 && e == PercentileError::Empty,
+                    Ok(Ok(())) => total > 0 && batch[0].value < HIGH as u64,
+                    Ok(Err(e)) => total == 0 && e == PercentileError::Empty,
+                    Err(ResetInProgress) => false,
                 };
                 if stats.total != total || !fits {
                     fail(format_args!(
@@ -215,9 +217,10 @@ fn on_tick<H: Shared>(h: &H, what: u32) {
                 bump(&INSIDE);
             }
             let mut batch = [NO_PERCENTILE; RANKS.len()];
-            let got = h.try_fixed_percentiles(&RANKS, EquivalentValue::Midpoint, &mut batch);
+            let got =
+                h.try_read(|r| r.fixed_percentiles(&RANKS, EquivalentValue::Midpoint, &mut batch));
             let expected = critical_section::with(|cs| *EXPECTED.borrow_ref(cs));
-            if got != Ok(()) || batch != expected {
+            if got != Ok(Ok(())) || batch != expected {
                 fail(format_args!(
                     "{}: the interrupt's batch differs: {got:?} {:?} != {:?}",
                     H::NAME,
@@ -306,7 +309,7 @@ fn run<H: Shared>(h: &'static H, kind: u32, out: &mut Console) {
     );
     require(
         name,
-        !h.resetting() && h.try_total_with_outside() == Ok(0) && h.total() == 0,
+        !h.resetting() && h.try_read(|r| r.total_with_outside()) == Ok(0) && h.total() == 0,
         format_args!("reset during reset: not empty after the last reset"),
     );
     let _ = writeln!(

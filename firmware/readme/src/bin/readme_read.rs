@@ -1,7 +1,7 @@
-//! The README's `static`, recorded, then read with the integer read path the README names:
-//! `try_fixed_percentiles` (seven ranks), `try_int_stats`, `try_min`, `try_max`. Prints the
-//! stack depth of the seven-rank batch (its output array is the caller's, outside the
-//! figure).
+//! The README's `static`, recorded, then read with the integer read path the README names,
+//! each through `try_read` (wait-free): `fixed_percentiles` (seven ranks), `int_stats`, `min`,
+//! `max`. Prints the stack depth of the seven-rank batch (its output array is the caller's,
+//! outside the figure).
 #![no_std]
 #![no_main]
 
@@ -13,7 +13,8 @@ use picollo_firmware_rt::{semihosting, stack_use};
 /// the probe's frame, above the painted stack, and go uncounted.
 #[inline(never)]
 fn seven_ranks(batch: &mut [FixedPercentile; RANKS.len()]) -> bool {
-    LATENCY.try_fixed_percentiles(&RANKS, EquivalentValue::Midpoint, batch).is_ok()
+    let read = LATENCY.try_read(|r| r.fixed_percentiles(&RANKS, EquivalentValue::Midpoint, batch));
+    matches!(read, Ok(Ok(())))
 }
 
 /// The entry point the runtime calls after reset.
@@ -24,10 +25,10 @@ pub fn firmware_main() -> ! {
     let mut ok = false;
     let stack = stack_use(1024, || ok = seven_ranks(&mut batch));
     core::hint::black_box(&batch);
-    let stats = core::hint::black_box(LATENCY.try_int_stats());
-    let min = core::hint::black_box(LATENCY.try_min());
-    let max = core::hint::black_box(LATENCY.try_max());
-    print_stack(b"try_fixed_percentiles", stack);
+    let stats = core::hint::black_box(LATENCY.try_read(|r| r.int_stats()));
+    let min = core::hint::black_box(LATENCY.try_read(|r| r.min()));
+    let max = core::hint::black_box(LATENCY.try_read(|r| r.max()));
+    print_stack(b"try_read fixed_percentiles", stack);
     // 64 values, some above the window: all reads succeed and agree.
     let agree = matches!((stats, min, max), (Ok(s), Ok(lo), Ok(hi))
         if s.total + s.overflow == 64 && s.min == lo && s.max == hi && lo.is_some());
