@@ -31,7 +31,7 @@ use loom::sync::Arc;
 use loom::thread;
 use picollo_alloc::planted::Bug;
 use picollo_alloc::sparse::{PageCell, SparseStorage, HOT};
-use picollo_alloc::{Dense, ThreadLocalHistogram};
+use picollo_alloc::{Dense, HistogramBuilder, ThreadLocalHistogram};
 use picollo_core::planted;
 use picollo_core::{
     Absent, AtomicHistogram, CellCount, Cells, HistogramRead, Lookup, ReadExt, Window,
@@ -386,6 +386,7 @@ fn local_histogram() -> ThreadLocalHistogram<u64, Dense> {
     let h = HistogramBuilder::new()
         .layout(layout)
         .window(Window::new(layout, VALUE, VALUE).unwrap())
+        .dense()
         .thread_local()
         .unwrap();
     assert_eq!(h.window().len(), 1);

@@ -205,7 +205,8 @@ impl<A: AtomicCounter, const N: usize> AtomicHistogram<[A; N], Layout> {
     /// # Panics
     ///
     /// If `N` is not [`crate::storage_len`]`(layout, min, max)` or `min > max`: a compile-time
-    /// error in `const` context; at run time use [`AtomicHistogram::try_new`].
+    /// error in `const` context; at run time, [`AtomicHistogram::with_storage`] reports them
+    /// as errors.
     pub const fn new(layout: Layout, min: u64, max: u64) -> Self {
         if layout.unit_magnitude() != 0 {
             panic!("a layout with a value unit records through UnitLayout (with_storage)");
@@ -226,20 +227,6 @@ impl<A: AtomicCounter, const N: usize> AtomicHistogram<[A; N], Layout> {
         }
     }
 
-    /// As [`AtomicHistogram::new`], reporting errors.
-    pub const fn try_new(layout: Layout, min: u64, max: u64) -> Result<Self, WindowError> {
-        if layout.unit_magnitude() != 0 {
-            return Err(WindowError::NeedsUnitLayout(layout.unit_magnitude()));
-        }
-        match Window::new(layout, min, max) {
-            Ok(window) if window.len() == N => Ok(Self::from_window(layout, window)),
-            Ok(window) => Err(WindowError::StorageLength {
-                expected: window.len(),
-                actual: N,
-            }),
-            Err(e) => Err(e),
-        }
-    }
 }
 
 impl<A: AtomicCounter, const N: usize, const K: u32, const MIN: u64, const MAX: u64>

@@ -86,7 +86,8 @@ impl<C: Counter, const N: usize> Histogram<[C; N], Layout> {
     /// # Panics
     ///
     /// If `N` is not [`crate::storage_len`]`(layout, min, max)` or `min > max`. In a `static`
-    /// or `const` this is a compile-time error; at run time prefer [`Histogram::try_new`].
+    /// or `const` this is a compile-time error; at run time, [`Histogram::with_storage`] reports
+    /// them as errors.
     ///
     /// ```
     /// use picollo_core::{storage_len, Histogram, Layout};
@@ -106,8 +107,9 @@ impl<C: Counter, const N: usize> Histogram<[C; N], Layout> {
     }
 
     /// As [`Histogram::new`], reporting a bad length or range (or a layout with a value unit,
-    /// which records through [`crate::UnitLayout`]) as an error.
-    pub const fn try_new(layout: Layout, min: u64, max: u64) -> Result<Self, WindowError> {
+    /// which records through [`crate::UnitLayout`]) as an error: `new`'s checks, for `const`
+    /// context (at run time `with_storage` is the fallible constructor).
+    const fn try_new(layout: Layout, min: u64, max: u64) -> Result<Self, WindowError> {
         if layout.unit_magnitude() != 0 {
             return Err(WindowError::NeedsUnitLayout(layout.unit_magnitude()));
         }

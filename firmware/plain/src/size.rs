@@ -8,7 +8,7 @@ use core::cell::RefCell;
 use critical_section::Mutex;
 use picollo_core::{
     storage_len, ConstLayout, ConstWindow, EquivalentValue, FixedPercentile, Histogram, Layout,
-    Rank, ReadExt,
+    Rank, ReadExt, Window,
 };
 use picollo_firmware_rt::fail;
 
@@ -62,11 +62,15 @@ pub fn percentiles() -> bool {
 /// optimizer cannot see: the runtime-layout instruction counts.
 pub fn runtime_histogram() -> Histogram<[u32; LEN]> {
     let layout = core::hint::black_box(Layout::from_block_scale(K).unwrap());
-    match Histogram::try_new(
+    let window = match Window::new(
         layout,
         core::hint::black_box(1),
         core::hint::black_box(1_000_000),
     ) {
+        Ok(window) => window,
+        Err(e) => fail(format_args!("{e}")),
+    };
+    match Histogram::with_storage(layout, [0u32; LEN], window) {
         Ok(h) => h,
         Err(e) => fail(format_args!("{e}")),
     }
