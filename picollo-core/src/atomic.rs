@@ -226,7 +226,6 @@ impl<A: AtomicCounter, const N: usize> AtomicHistogram<[A; N], Layout> {
             storage: [const { A::ZERO }; N],
         }
     }
-
 }
 
 impl<A: AtomicCounter, const N: usize, const K: u32, const MIN: u64, const MAX: u64>
