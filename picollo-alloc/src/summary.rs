@@ -50,13 +50,13 @@ use std::time::SystemTime;
 /// resolution: a histogram built for `10_000..=30_000` at 1% tracks `9_984..=30_207`. The
 /// summary therefore keeps both:
 ///
-/// - [`Summary::window_min`]/[`Summary::window_max`], the values the window really tracks,
-///   always read from the histogram;
+/// - [`Summary::window_range`], the values the window really tracks, always read from the
+///   histogram;
 /// - a *requested* range, set with [`Summary::with_range`] or [`Summary::set_range`], which
 ///   is what the user asked the builder for. It survives [`Summary::fill_from`].
 ///
-/// [`Summary::range_min`]/[`Summary::range_max`] (the `Range Min`/`Max` row of the table)
-/// give the requested range when one is set, otherwise the window's.
+/// [`Summary::range`] (the `Range Min`/`Max` row of the table) gives the requested range when
+/// one is set, otherwise the window's.
 ///
 /// # Empty histograms
 ///

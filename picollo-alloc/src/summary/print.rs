@@ -147,9 +147,9 @@ impl fmt::Display for SummaryTable<'_> {
         if s.underflow != 0 || s.overflow != 0 {
             rows.push(cells([
                 "Range Min:",
-                &s.scaled(s.range_min()).to_string(),
+                &s.scaled(s.range().0).to_string(),
                 "Max:",
-                &s.scaled(s.range_max()).to_string(),
+                &s.scaled(s.range().1).to_string(),
             ]));
         }
         write_table(

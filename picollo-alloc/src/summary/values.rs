@@ -288,16 +288,13 @@ impl Summary {
         self.window
     }
 
-    /// The smallest value the window tracks.
+    /// The smallest and largest values the window tracks.
     #[inline]
-    pub fn window_min(&self) -> u64 {
-        self.window.min_value(self.layout)
-    }
-
-    /// The largest value the window tracks.
-    #[inline]
-    pub fn window_max(&self) -> u64 {
-        self.window.max_value(self.layout)
+    pub fn window_range(&self) -> (u64, u64) {
+        (
+            self.window.min_value(self.layout),
+            self.window.max_value(self.layout),
+        )
     }
 
     /// The requested trackable range, if one was set.
@@ -306,16 +303,11 @@ impl Summary {
         self.requested
     }
 
-    /// The range minimum: the requested one if set, else [`Summary::window_min`].
+    /// The range the table's `Range Min`/`Max` row prints: the requested one if set, else
+    /// [`Summary::window_range`].
     #[inline]
-    pub fn range_min(&self) -> u64 {
-        self.requested.map_or_else(|| self.window_min(), |r| r.0)
-    }
-
-    /// The range maximum: the requested one if set, else [`Summary::window_max`].
-    #[inline]
-    pub fn range_max(&self) -> u64 {
-        self.requested.map_or_else(|| self.window_max(), |r| r.1)
+    pub fn range(&self) -> (u64, u64) {
+        self.requested.unwrap_or_else(|| self.window_range())
     }
 
     /// When the summary was filled ([`SystemTime::UNIX_EPOCH`] for a default one).
