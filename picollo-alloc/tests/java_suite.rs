@@ -15,7 +15,7 @@
 //! (`interop::view`, where the layout has no unit). A new kind is one more entry.
 
 use picollo_alloc::hdr::{interop, HdrCounts};
-use picollo_alloc::{HistogramBuilder, Snapshot};
+use picollo_alloc::{Dense, HistogramBuilder, Snapshot, StorageWidth};
 use picollo_core::histogram::add_corrected;
 use picollo_core::iter::IterationValue;
 use picollo_core::prelude::*;
@@ -43,6 +43,21 @@ type Build = fn(Layout, Window, &[Op]) -> Option<Shared>;
 /// A histogram of any kind, readable from every test's thread.
 type Shared = Box<dyn HistogramRead + Send + Sync>;
 
+/// A dense builder of `layout` over `window` (no value unit).
+fn dense<C: StorageWidth>(layout: Layout, window: Window) -> HistogramBuilder<C, Dense> {
+    HistogramBuilder::<C, Dense>::default()
+        .layout(layout)
+        .window(window)
+}
+
+/// A dense builder of `layout` over `window` that records `layout`'s value unit.
+fn dense_unit<C: StorageWidth>(
+    layout: Layout,
+    window: Window,
+) -> HistogramBuilder<C, Dense, UnitLayout> {
+    dense::<C>(layout, window).lowest_discernible(layout.unit())
+}
+
 fn apply<R: Record + HistogramRead>(r: &mut R, ops: &[Op]) {
     for &op in ops {
         match op {
@@ -62,22 +77,11 @@ const KINDS: &[Kind] = &[
         name: "plain heap u64",
         build: |l, w, ops| {
             if l.unit_magnitude() != 0 {
-                let mut h = HistogramBuilder::new()
-                    .layout(l)
-                    .lowest_discernible(l.unit())
-                    .window(w)
-                    .dense()
-                    .plain()
-                    .unwrap();
+                let mut h = dense_unit::<u64>(l, w).plain().unwrap();
                 apply(&mut h, ops);
                 return Some(Box::new(h));
             }
-            let mut h = HistogramBuilder::new()
-                .layout(l)
-                .window(w)
-                .dense()
-                .plain()
-                .unwrap();
+            let mut h = dense::<u64>(l, w).plain().unwrap();
             apply(&mut h, ops);
             Some(Box::new(h))
         },
@@ -86,24 +90,11 @@ const KINDS: &[Kind] = &[
         name: "plain heap u32",
         build: |l, w, ops| {
             if l.unit_magnitude() != 0 {
-                let mut h = HistogramBuilder::new()
-                    .layout(l)
-                    .lowest_discernible(l.unit())
-                    .window(w)
-                    .u32_storage()
-                    .dense()
-                    .plain()
-                    .unwrap();
+                let mut h = dense_unit::<u32>(l, w).plain().unwrap();
                 apply(&mut h, ops);
                 return Some(Box::new(h));
             }
-            let mut h = HistogramBuilder::new()
-                .layout(l)
-                .window(w)
-                .u32_storage()
-                .dense()
-                .plain()
-                .unwrap();
+            let mut h = dense::<u32>(l, w).plain().unwrap();
             apply(&mut h, ops);
             Some(Box::new(h))
         },
@@ -136,22 +127,11 @@ const KINDS: &[Kind] = &[
         name: "atomic",
         build: |l, w, ops| {
             if l.unit_magnitude() != 0 {
-                let h = HistogramBuilder::new()
-                    .layout(l)
-                    .lowest_discernible(l.unit())
-                    .window(w)
-                    .dense()
-                    .atomic()
-                    .unwrap();
+                let h = dense_unit::<u64>(l, w).atomic().unwrap();
                 apply(&mut &h, ops);
                 return Some(Box::new(h));
             }
-            let h = HistogramBuilder::new()
-                .layout(l)
-                .window(w)
-                .dense()
-                .atomic()
-                .unwrap();
+            let h = dense::<u64>(l, w).atomic().unwrap();
             apply(&mut &h, ops);
             Some(Box::new(h))
         },
@@ -164,12 +144,7 @@ const KINDS: &[Kind] = &[
             if l.unit_magnitude() != 0 {
                 return None;
             }
-            let h = HistogramBuilder::new()
-                .layout(l)
-                .window(w)
-                .dense()
-                .thread_local()
-                .unwrap();
+            let h = dense::<u64>(l, w).thread_local().unwrap();
             let (a, b) = ops.split_at(ops.len() / 2);
             std::thread::scope(|s| {
                 s.spawn(|| apply(&mut &h, a));
@@ -181,14 +156,7 @@ const KINDS: &[Kind] = &[
     Kind {
         name: "snapshot",
         build: |l, w, ops| {
-            let h = HistogramBuilder::new()
-                .layout(l)
-                .lowest_discernible(l.unit())
-                .window(w)
-                .u32_storage()
-                .dense()
-                .atomic()
-                .unwrap();
+            let h = dense_unit::<u32>(l, w).atomic().unwrap();
             apply(&mut &h, ops);
             Some(Box::new(Snapshot::new(&h)))
         },
@@ -203,12 +171,7 @@ const KINDS: &[Kind] = &[
             }
             let top = l.highest(w.last()).min(i64::MAX as u64);
             let mut counts = HdrCounts::new(1, top.max(2), digits).ok()?;
-            let mut plain = HistogramBuilder::new()
-                .layout(l)
-                .window(w)
-                .dense()
-                .plain()
-                .unwrap();
+            let mut plain = dense::<u64>(l, w).plain().unwrap();
             apply(&mut plain, ops);
             for b in plain.recorded_buckets() {
                 counts.record(b.lo, b.count).ok()?;
@@ -282,12 +245,7 @@ fn build_data_access() -> Vec<DataAccess> {
     let l = three_digits();
     let w = hour_window(l);
     let raw_plain = {
-        let mut h = HistogramBuilder::new()
-            .layout(l)
-            .window(w)
-            .dense()
-            .plain()
-            .unwrap();
+        let mut h = dense::<u64>(l, w).plain().unwrap();
         apply(&mut h, &raw_ops());
         h
     };
@@ -302,32 +260,17 @@ fn build_data_access() -> Vec<DataAccess> {
         // Post-recording correction, into this kind: Java's copyCorrectedForCoordinatedOmission.
         let post: Shared = match kind.name {
             "atomic" => {
-                let h = HistogramBuilder::new()
-                    .layout(l)
-                    .window(w)
-                    .dense()
-                    .atomic()
-                    .unwrap();
+                let h = dense::<u64>(l, w).atomic().unwrap();
                 add_corrected(&mut &h, &*raw, 10_000);
                 Box::new(h)
             }
             "thread-local (two threads)" => {
-                let h = HistogramBuilder::new()
-                    .layout(l)
-                    .window(w)
-                    .dense()
-                    .thread_local()
-                    .unwrap();
+                let h = dense::<u64>(l, w).thread_local().unwrap();
                 add_corrected(&mut &h, &*raw, 10_000);
                 Box::new(h)
             }
             _ => {
-                let mut h = HistogramBuilder::new()
-                    .layout(l)
-                    .window(w)
-                    .dense()
-                    .plain()
-                    .unwrap();
+                let mut h = dense::<u64>(l, w).plain().unwrap();
                 add_corrected(&mut h, &raw_plain, 10_000);
                 Box::new(h)
             }
@@ -448,33 +391,19 @@ fn data_access_scaling_equivalence() {
             .collect()
     };
     let plain = {
-        let mut h = HistogramBuilder::new()
-            .layout(l)
-            .window(hour_window(l))
-            .dense()
-            .plain()
-            .unwrap();
+        let mut h = dense::<u64>(l, hour_window(l)).plain().unwrap();
         apply(&mut h, &corrected_ops());
         h
     };
     let raw_scaled = {
-        let mut h = HistogramBuilder::new()
-            .layout(scaled_layout)
-            .lowest_discernible(scaled_layout.unit())
-            .window(scaled_window)
-            .dense()
+        let mut h = dense_unit::<u64>(scaled_layout, scaled_window)
             .plain()
             .unwrap();
         apply(&mut h, &scale(raw_ops()));
         h
     };
     let raw = {
-        let mut h = HistogramBuilder::new()
-            .layout(l)
-            .window(hour_window(l))
-            .dense()
-            .plain()
-            .unwrap();
+        let mut h = dense::<u64>(l, hour_window(l)).plain().unwrap();
         apply(&mut h, &raw_ops());
         h
     };
@@ -503,18 +432,9 @@ fn data_access_scaling_equivalence() {
         },
     );
     // The post-corrected pair.
-    let mut post = HistogramBuilder::new()
-        .layout(l)
-        .window(hour_window(l))
-        .dense()
-        .plain()
-        .unwrap();
+    let mut post = dense::<u64>(l, hour_window(l)).plain().unwrap();
     add_corrected(&mut post, &raw, 10_000);
-    let mut post_scaled = HistogramBuilder::new()
-        .layout(scaled_layout)
-        .lowest_discernible(scaled_layout.unit())
-        .window(scaled_window)
-        .dense()
+    let mut post_scaled = dense_unit::<u64>(scaled_layout, scaled_window)
         .plain()
         .unwrap();
     add_corrected(&mut post_scaled, &raw_scaled, 10_000 * 512);
@@ -701,12 +621,7 @@ fn all_values_iteration() {
 fn all_values_duplication() {
     data_access(|kind, _, h, _| {
         let l = h.layout();
-        let mut copy = HistogramBuilder::new()
-            .layout(l)
-            .window(hour_window(l))
-            .dense()
-            .plain()
-            .unwrap();
+        let mut copy = dense::<u64>(l, hour_window(l)).plain().unwrap();
         for b in h.buckets().filter(|b| b.count > 0) {
             copy.record_n(b.highest, b.count);
         }
@@ -924,12 +839,7 @@ fn histogram_basics() {
         assert_eq!(h.percentile_at_or_below(0), 100.0, "{kind}");
     });
     // testReset.
-    let mut h = HistogramBuilder::new()
-        .layout(l)
-        .window(w)
-        .dense()
-        .plain()
-        .unwrap();
+    let mut h = dense::<u64>(l, w).plain().unwrap();
     for v in [4, 10, 100] {
         h.record(v);
     }
@@ -941,12 +851,7 @@ fn histogram_basics() {
     assert_eq!((h.min(), h.max()), (Some(20), Some(80)));
     // testAdd: a smaller histogram into a bigger one; a bigger one into a smaller: Java throws,
     // Picollo counts the value beyond the window as overflow.
-    let mut other = HistogramBuilder::new()
-        .layout(l)
-        .window(w)
-        .dense()
-        .plain()
-        .unwrap();
+    let mut other = dense::<u64>(l, w).plain().unwrap();
     h.reset();
     for x in [&mut h, &mut other] {
         x.record(4);

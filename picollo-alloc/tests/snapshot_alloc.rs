@@ -18,6 +18,11 @@ const ROUNDS: u64 = if cfg!(miri) { 40 } else { 200 };
 
 const RANKS: [f64; 8] = [0.0, 25.0, 50.0, 90.0, 95.0, 99.0, 99.9, 100.0];
 
+/// The builder of this file's layout and window.
+fn builder() -> HistogramBuilder {
+    HistogramBuilder::new().layout(layout()).window(window())
+}
+
 fn layout() -> Layout {
     Layout::from_relative_error(0.01).unwrap()
 }
@@ -39,13 +44,7 @@ fn read_all(s: &Snapshot, summary: &mut Summary, out: &mut [Percentile; 8]) -> u
 
 #[test]
 fn steady_state_updates_from_a_plain_histogram_allocate_nothing() {
-    let mut h = HistogramBuilder::new()
-        .layout(layout())
-        .window(window())
-        .u32_storage()
-        .dense()
-        .plain()
-        .unwrap();
+    let mut h = builder().u32_storage().dense().plain().unwrap();
     (0..ROUNDS * 50).for_each(|i| h.record(20_000 + i % 5000));
     let mut snapshot = h.snapshot();
     let mut summary = Summary::new();
@@ -68,12 +67,7 @@ fn steady_state_updates_from_a_plain_histogram_allocate_nothing() {
 
 #[test]
 fn steady_state_updates_from_an_atomic_histogram_allocate_nothing() {
-    let h = HistogramBuilder::new()
-        .layout(layout())
-        .window(window())
-        .dense()
-        .atomic()
-        .unwrap();
+    let h = builder().dense().atomic().unwrap();
     (0..1000u64).for_each(|i| h.record(20_000 + i));
     let mut snapshot = Snapshot::new(&h);
     let mut summary = Summary::new();
@@ -98,12 +92,7 @@ fn steady_state_updates_from_an_atomic_histogram_allocate_nothing() {
 fn steady_state_updates_from_a_thread_local_histogram_allocate_nothing() {
     // Dense shards: their bulk read allocates nothing. (Sparse shards, the default, sort
     // their cold entries into a list on each read: a read allocates, a record does not.)
-    let h = HistogramBuilder::new()
-        .layout(layout())
-        .window(window())
-        .dense()
-        .thread_local()
-        .unwrap();
+    let h = builder().dense().thread_local().unwrap();
     let stop = StopFlag::new();
     let ready = AtomicBool::new(false);
     std::thread::scope(|s| {
@@ -146,12 +135,7 @@ fn steady_state_updates_from_a_thread_local_histogram_allocate_nothing() {
 
 #[test]
 fn the_first_update_of_a_new_shape_allocates() {
-    let a = HistogramBuilder::new()
-        .layout(layout())
-        .window(window())
-        .dense()
-        .plain()
-        .unwrap();
+    let a = builder().dense().plain().unwrap();
     let b = HistogramBuilder::new()
         .layout(layout())
         .window(Window::new(layout(), 0, 1000).unwrap())

@@ -18,6 +18,11 @@ use std::sync::{Arc, Barrier, LazyLock};
 mod spread;
 use spread::{layout, scale, value, window, MIN};
 
+/// The builder of this file's layout and window.
+fn builder() -> HistogramBuilder {
+    HistogramBuilder::new().layout(layout()).window(window())
+}
+
 /// Asserts that `h` holds exactly the counts of `expected`, bucket by bucket.
 fn assert_same(h: &impl HistogramRead, expected: &impl HistogramRead) {
     assert_eq!(h.window(), expected.window());
@@ -38,17 +43,8 @@ fn send_sync() {
 
 #[test]
 fn single_thread_counts_and_outside() {
-    let h = HistogramBuilder::new()
-        .layout(layout())
-        .window(window())
-        .thread_local()
-        .unwrap();
-    let mut plain = HistogramBuilder::new()
-        .layout(layout())
-        .window(window())
-        .dense()
-        .plain()
-        .unwrap();
+    let h = builder().thread_local().unwrap();
+    let mut plain = builder().dense().plain().unwrap();
     for i in 0..scale(10_000) {
         h.record(value(0, i));
         plain.record(value(0, i));
@@ -76,20 +72,9 @@ fn single_thread_counts_and_outside() {
 fn stress_eight_threads_four_exit_midway() {
     let per_thread = scale(200_000);
     let (exiting, staying, late) = (4u64, 4u64, 2u64);
-    let h = Arc::new(
-        HistogramBuilder::new()
-            .layout(layout())
-            .window(window())
-            .thread_local()
-            .unwrap(),
-    );
+    let h = Arc::new(builder().thread_local().unwrap());
 
-    let mut expected = HistogramBuilder::new()
-        .layout(layout())
-        .window(window())
-        .dense()
-        .plain()
-        .unwrap();
+    let mut expected = builder().dense().plain().unwrap();
     for t in 0..exiting + staying + late {
         for i in 0..per_thread {
             expected.record(value(t, i));
@@ -184,12 +169,7 @@ fn stress_eight_threads_four_exit_midway() {
 
 #[test]
 fn sequential_threads_reuse_one_shard() {
-    let h = HistogramBuilder::new()
-        .layout(layout())
-        .window(window())
-        .u32_storage()
-        .thread_local()
-        .unwrap();
+    let h = builder().u32_storage().thread_local().unwrap();
     let n = scale(1000);
     for t in 0..if cfg!(miri) { 3 } else { 10 } {
         std::thread::scope(|s| {
@@ -206,15 +186,7 @@ fn sequential_threads_reuse_one_shard() {
 
 #[test]
 fn many_histograms_on_one_thread() {
-    let hs: Vec<ThreadLocalHistogram> = (0..3)
-        .map(|_| {
-            HistogramBuilder::new()
-                .layout(layout())
-                .window(window())
-                .thread_local()
-                .unwrap()
-        })
-        .collect();
+    let hs: Vec<ThreadLocalHistogram> = (0..3).map(|_| builder().thread_local().unwrap()).collect();
     let n = scale(3000);
     std::thread::scope(|s| {
         let threads: Vec<_> = (0..2)
@@ -235,11 +207,7 @@ fn many_histograms_on_one_thread() {
     // Dropping a histogram a live thread recorded into is safe; the thread prunes it later.
     let (tx, rx) = std::sync::mpsc::channel::<()>();
     let (recorded_tx, recorded) = std::sync::mpsc::channel::<()>();
-    let first = HistogramBuilder::new()
-        .layout(layout())
-        .window(window())
-        .thread_local()
-        .unwrap();
+    let first = builder().thread_local().unwrap();
     let first = Arc::new(first);
     let recorder = {
         let first = Arc::clone(&first);
@@ -249,11 +217,7 @@ fn many_histograms_on_one_thread() {
             recorded_tx.send(()).unwrap();
             rx.recv().unwrap();
             // A new histogram: the cold path prunes the dropped one.
-            let second = HistogramBuilder::new()
-                .layout(layout())
-                .window(window())
-                .thread_local()
-                .unwrap();
+            let second = builder().thread_local().unwrap();
             second.record(600);
             second.total()
         })
@@ -286,15 +250,7 @@ fn more_histograms_than_cache_slots() {
     // Dense: the unchecked slot records are dense storage's.
     let make = || -> Vec<ThreadLocalHistogram<u32, picollo_alloc::Dense>> {
         (0..count)
-            .map(|_| {
-                HistogramBuilder::new()
-                    .layout(layout())
-                    .window(window())
-                    .u32_storage()
-                    .dense()
-                    .thread_local()
-                    .unwrap()
-            })
+            .map(|_| builder().u32_storage().dense().thread_local().unwrap())
             .collect()
     };
     let hs = std::sync::RwLock::new(make());
@@ -346,12 +302,7 @@ fn more_histograms_than_cache_slots() {
         assert_eq!(total.load(Ordering::Relaxed), 2 * 2 * 2 * rounds);
     }
     // Records at a position land in its bucket.
-    let h = HistogramBuilder::new()
-        .layout(layout())
-        .window(window())
-        .dense()
-        .thread_local()
-        .unwrap();
+    let h = builder().dense().thread_local().unwrap();
     let slot = h.window().len() / 2;
     let pos = position_of_slot(&h, slot);
     // SAFETY: a position under the histogram's layout.
@@ -373,11 +324,7 @@ fn more_histograms_than_cache_slots() {
 
 #[test]
 fn quiescent_reset_is_exact() {
-    let h = HistogramBuilder::new()
-        .layout(layout())
-        .window(window())
-        .thread_local()
-        .unwrap();
+    let h = builder().thread_local().unwrap();
     let n = scale(20_000);
     let idle = Barrier::new(2);
     let after_reset = Barrier::new(2);
@@ -408,12 +355,7 @@ fn quiescent_reset_is_exact() {
     );
     // The idle thread's stale counts were dropped; its later records count; its exit folds
     // only those.
-    let mut expected = HistogramBuilder::new()
-        .layout(layout())
-        .window(window())
-        .dense()
-        .plain()
-        .unwrap();
+    let mut expected = builder().dense().plain().unwrap();
     (0..n).for_each(|i| expected.record(value(2, i)));
     assert_same(&h, &expected);
 
@@ -447,11 +389,7 @@ fn quiescent_reset_is_exact() {
 /// acquire just before resetting, which orders those records before the reset.
 #[test]
 fn reset_racing_records_loses_nothing_after_it() {
-    let h = HistogramBuilder::new()
-        .layout(layout())
-        .window(window())
-        .thread_local()
-        .unwrap();
+    let h = builder().thread_local().unwrap();
     let writers = if cfg!(miri) { 2 } else { 4 };
     let rounds = if cfg!(miri) { 2 } else { 20 };
     // Three values in three distinct buckets: before the reset started, while it ran, after.
@@ -540,12 +478,7 @@ fn reset_racing_records_loses_nothing_after_it() {
 /// validated read sees one parity only.
 #[test]
 fn reads_never_mix_pre_and_post_reset() {
-    let h = HistogramBuilder::new()
-        .layout(layout())
-        .window(window())
-        .u32_storage()
-        .thread_local()
-        .unwrap();
+    let h = builder().u32_storage().thread_local().unwrap();
     let len = window().len();
     let stop = StopFlag::new();
     let reads = AtomicU64::new(0);
@@ -600,13 +533,7 @@ fn reads_never_mix_pre_and_post_reset() {
 /// destructor ran, are not lost: they go to the accumulator.
 #[test]
 fn records_from_tls_destructors_are_kept() {
-    static H: LazyLock<ThreadLocalHistogram> = LazyLock::new(|| {
-        HistogramBuilder::new()
-            .layout(layout())
-            .window(window())
-            .thread_local()
-            .unwrap()
-    });
+    static H: LazyLock<ThreadLocalHistogram> = LazyLock::new(|| builder().thread_local().unwrap());
     struct RecordOnDrop;
     impl Drop for RecordOnDrop {
         fn drop(&mut self) {
@@ -650,16 +577,8 @@ fn fork_child_drops_other_threads_shards() {
 
 #[cfg(unix)]
 fn fork_test() {
-    let h = HistogramBuilder::new()
-        .layout(layout())
-        .window(window())
-        .thread_local()
-        .unwrap();
-    let other = HistogramBuilder::new()
-        .layout(layout())
-        .window(window())
-        .thread_local()
-        .unwrap();
+    let h = builder().thread_local().unwrap();
+    let other = builder().thread_local().unwrap();
     // An exited thread: its counts are in the accumulator, which the child keeps. Joined
     // explicitly, which waits for its fold: the scope's end alone does not, and a shard still
     // owned at the fork would be dropped in the child as another thread's.
@@ -762,12 +681,7 @@ fn child_checks(h: &ThreadLocalHistogram, other: &ThreadLocalHistogram) -> i32 {
 /// next bucket and the thread's later records are unaffected.
 #[test]
 fn narrow_cells_saturate_through_record() {
-    let h = HistogramBuilder::new()
-        .layout(layout())
-        .window(window())
-        .u16_storage()
-        .thread_local()
-        .unwrap();
+    let h = builder().u16_storage().thread_local().unwrap();
     // Under Miri a shorter run: the wrap is reached from a `record_n` close to the maximum.
     let direct = if cfg!(miri) { 3 } else { 70_000 };
     h.record_n(1000, 65_535 - 2);
@@ -780,12 +694,7 @@ fn narrow_cells_saturate_through_record() {
     let count = |v: u64| h.count_at(slot(v));
     assert_eq!(count(1000), 65_535);
     assert_eq!(count(2000), 2);
-    let h32 = HistogramBuilder::new()
-        .layout(layout())
-        .window(window())
-        .u32_storage()
-        .thread_local()
-        .unwrap();
+    let h32 = builder().u32_storage().thread_local().unwrap();
     h32.record_n(1000, u64::from(u32::MAX) - 1);
     for _ in 0..3 {
         h32.record(1000);

@@ -24,6 +24,11 @@ use std::sync::Barrier;
 mod spread;
 use spread::{layout, scale, value, window};
 
+/// The builder of this file's layout and window.
+fn builder() -> HistogramBuilder {
+    HistogramBuilder::new().layout(layout()).window(window())
+}
+
 /// `read_recorded` against bucket-by-bucket reads: live shards, a folded accumulator, a reset
 /// (baselines), underflow and overflow.
 #[test]
@@ -38,11 +43,7 @@ fn read_recorded_matches_bucket_reads() {
         assert_eq!(buckets, expected);
         assert_eq!((under, over), (h.underflow(), h.overflow()));
     }
-    let h = HistogramBuilder::new()
-        .layout(layout())
-        .window(window())
-        .thread_local()
-        .unwrap();
+    let h = builder().thread_local().unwrap();
     check(&h);
     let n = scale(5_000);
     (0..n).for_each(|i| h.record(value(0, i)));
@@ -89,20 +90,10 @@ fn read_recorded_matches_bucket_reads() {
 /// final counts and never goes down; the last read is exact.
 #[test]
 fn read_recorded_racing_records_and_exits() {
-    let h = HistogramBuilder::new()
-        .layout(layout())
-        .window(window())
-        .u32_storage()
-        .thread_local()
-        .unwrap();
+    let h = builder().u32_storage().thread_local().unwrap();
     let per_thread = scale(50_000);
     let threads = 6u64;
-    let mut expected = HistogramBuilder::new()
-        .layout(layout())
-        .window(window())
-        .dense()
-        .plain()
-        .unwrap();
+    let mut expected = builder().dense().plain().unwrap();
     for t in 0..threads {
         (0..per_thread).for_each(|i| expected.record(value(t, i)));
     }
