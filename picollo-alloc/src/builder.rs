@@ -317,7 +317,8 @@ impl<C: StorageWidth, S: StorageChoice, L: LayoutSpec + From<Layout>> HistogramB
 
     /// The window of the builder's layout to store, as another histogram's
     /// [`window()`](picollo_core::HistogramRead::window): a copy of its shape without a
-    /// detour through values. A window of another layout stands for the values it covers.
+    /// detour through values. A window is a range of the layout's buckets, read under the
+    /// builder's layout when it builds: give it the layout the window was made for.
     ///
     /// ```
     /// use picollo_alloc::HistogramBuilder;
