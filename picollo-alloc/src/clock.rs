@@ -9,8 +9,9 @@
 //! - [`nano_scope`], [`micro_scope`], [`milli_scope`], [`tick_scope`]: Picollo for
 //!   .NET's `GetNanoScope()` and friends, for any recorder: `&mut` a plain histogram, `&` an atomic
 //!   or thread-local one.
-//! - [`elapsed_nanos`]: nanoseconds since an `Instant`, as an integer, without the 100 ns
-//!   rounding of .NET's `TimeSpan` that Picollo for .NET warns about.
+//! - Nanoseconds since an `Instant`, as an integer, without the 100 ns rounding of .NET's
+//!   `TimeSpan` that Picollo for .NET warns about: [`duration_ns`](picollo_core::duration_ns)
+//!   `(start.elapsed())`, what every `record_duration` records.
 //!
 //! ```
 //! use picollo_alloc::clock::{nano_scope, Nanos};
@@ -84,30 +85,6 @@ clock_source!(
     Millis,
     1_000_000
 );
-
-/// Nanoseconds elapsed since `start`, as an exact integer (saturated at `u64::MAX`, about
-/// 584 years).
-///
-/// This is `start.elapsed().as_nanos()` without a float or a coarser tick in between: the
-/// advice of Picollo for .NET against `Stopwatch.Elapsed.TotalNanoseconds`, which .NET
-/// rounds to 100 ns.
-///
-/// ```
-/// use picollo_alloc::clock::elapsed_nanos;
-/// let start = std::time::Instant::now();
-/// std::thread::sleep(std::time::Duration::from_millis(2));
-/// assert!(elapsed_nanos(start) >= 2_000_000);
-/// ```
-#[inline]
-pub fn elapsed_nanos(start: Instant) -> u64 {
-    duration_nanos(start.elapsed())
-}
-
-/// A duration in whole nanoseconds, saturated at `u64::MAX`.
-#[inline]
-pub fn duration_nanos(d: Duration) -> u64 {
-    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
-}
 
 /// The CPU timestamp counter: `rdtsc` on x86 and x86_64 ([`picollo_core::source::Rdtsc`]),
 /// `cntvct_el0` on aarch64 (`picollo_core::source::CntVct`); on other targets the monotonic
@@ -314,6 +291,7 @@ pub fn tick_scope<R: Record>(recorder: R) -> Scope<R, Ticks> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use picollo_core::duration_ns;
 
     #[test]
     fn units_agree() {
@@ -391,9 +369,9 @@ mod tests {
         let t0 = Ticks::now();
         let inner0 = Instant::now();
         std::thread::sleep(Duration::from_millis(50));
-        let inner = elapsed_nanos(inner0);
+        let inner = duration_ns(inner0.elapsed());
         let t1 = Ticks::now();
-        let outer = elapsed_nanos(outer0);
+        let outer = duration_ns(outer0.elapsed());
         let measured = ticks_to_nanos(t1 - t0);
         assert!(
             measured as f64 >= inner as f64 * 0.98 && measured as f64 <= outer as f64 * 1.02,
@@ -404,11 +382,11 @@ mod tests {
 
     #[test]
     fn elapsed_is_exact_and_saturates() {
-        assert_eq!(duration_nanos(Duration::from_nanos(123)), 123);
-        assert_eq!(duration_nanos(Duration::MAX), u64::MAX);
+        assert_eq!(duration_ns(Duration::from_nanos(123)), 123);
+        assert_eq!(duration_ns(Duration::MAX), u64::MAX);
         let start = Instant::now();
         std::thread::sleep(Duration::from_millis(1));
-        assert!(elapsed_nanos(start) >= 1_000_000);
+        assert!(duration_ns(start.elapsed()) >= 1_000_000);
     }
 
     #[test]
