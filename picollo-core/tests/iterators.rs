@@ -104,9 +104,11 @@ fn java_percentile_iteration(buckets: &[(u64, u64)], ticks: u64) -> Vec<(f64, u6
 
 #[test]
 fn percentile_ticks_match_hdrhistogram_values() {
-    // All 20,000 values under miri too: the share of levels the crate's fractions reach
-    // (checked below) is below 90 % for smaller samples (61 % at 400, natively as well).
-    let values = sample(20_000);
+    // The share of levels the crate's fractions reach (checked below) is below 90 % for
+    // smaller samples (61 % at 400, natively as well), so that check needs all 20,000 values;
+    // under miri 2,000 (90 of the file's 170 s at 20,000), with every check against Java's
+    // iteration and the totals, and the crate's share checked natively.
+    let values = sample(if cfg!(miri) { 2_000 } else { 20_000 });
     let (hdr, h, _) = pair(&values);
     let ours: Vec<IterationValue> = h.percentile_ticks(5).unwrap().collect();
     // The crate's `iter_quantiles` compares fractions (`cumulative / total >= quantile`, the
@@ -142,7 +144,9 @@ fn percentile_ticks_match_hdrhistogram_values() {
             }
         }
     }
-    assert!(agreed * 10 >= ours.len() * 9, "{agreed} of {}", ours.len());
+    if !cfg!(miri) {
+        assert!(agreed * 10 >= ours.len() * 9, "{agreed} of {}", ours.len());
+    }
     let last = ours.last().unwrap();
     assert_eq!(last.percentile_level_iterated_to, 100.0);
     assert_eq!(last.total_count_to_value, values.len() as u64);
