@@ -179,7 +179,11 @@ fn significant_digits_match_hdrhistogram() {
 
 #[test]
 fn positions_recombine_into_indices() {
-    for (k, unit) in (MIN_BLOCK_SCALE..=MAX_BLOCK_SCALE).flat_map(|k| {
+    // Under miri the smallest, a middle, the default's and the largest block scale (every
+    // scale natively): the same arithmetic, a fifth of the 21 s it took there.
+    let scales = (MIN_BLOCK_SCALE..=MAX_BLOCK_SCALE)
+        .filter(|k| !cfg!(miri) || [MIN_BLOCK_SCALE, 7, 9, MAX_BLOCK_SCALE].contains(k));
+    for (k, unit) in scales.flat_map(|k| {
         [1u64, 2, 1000, 1 << 31]
             .into_iter()
             .map(move |unit| (k, unit))
