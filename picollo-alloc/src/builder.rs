@@ -408,24 +408,14 @@ impl<C: StorageWidth, S: StorageChoice, L: LayoutSpec + From<Layout>> HistogramB
     }
 }
 
+/// The kinds that record no value unit: the plain layout spec refuses one
+/// ([`BuildError::NeedsUnitLayout`]), and a unit builder has neither.
 impl<C: StorageWidth, S: StorageChoice> HistogramBuilder<C, S, Layout> {
-    /// The layout and window, refused with [`BuildError::NeedsUnitLayout`] when the layout has
-    /// a value unit (which the thread-local and approximate kinds do not record).
-    fn resolve_without_unit(&self) -> Result<(Layout, Window), BuildError> {
-        let (layout, window) = self.resolve()?;
-        if layout.unit_magnitude() != 0 {
-            return Err(BuildError::NeedsUnitLayout {
-                unit: layout.unit(),
-            });
-        }
-        Ok((layout, window))
-    }
-
     /// A thread-local histogram: each thread writes its own shard, readers sum them. It
     /// records no value unit (a unit builder has no `thread_local`).
     pub fn thread_local(self) -> Result<ThreadLocalHistogram<C, S>, BuildError> {
-        let (layout, window) = self.resolve_without_unit()?;
-        Ok(ThreadLocalHistogram::new(layout, window))
+        let (layout, window) = self.resolve()?;
+        Ok(ThreadLocalHistogram::new(layout, window)?)
     }
 
     /// An approximate histogram: shared buckets that count with the scalable scheme of "Scalable
@@ -434,7 +424,7 @@ impl<C: StorageWidth, S: StorageChoice> HistogramBuilder<C, S, Layout> {
     /// Over sparse storage its cells live in pages only (no cold tier). It records no value
     /// unit (a unit builder has no `approximate`).
     pub fn approximate(self) -> Result<BuiltApproxHistogram<S>, BuildError> {
-        let (layout, window) = self.resolve_without_unit()?;
+        let (layout, window) = self.resolve()?;
         let (cells, window) = S::cells::<ScalableCell>(layout, window);
         Ok(ApproxHistogram::with_storage(layout, cells, window)?)
     }

@@ -1,9 +1,7 @@
 //! Heap storage for the core histograms: one implementation of the core's storage traits, so
 //! the core histogram types serve here unchanged (no copy of the histogram code).
 
-use picollo_core::{
-    AtomicHistogram, Counter, Histogram, Layout, Storage, StorageMut, Window, WindowError,
-};
+use picollo_core::{AtomicHistogram, Histogram, Layout, Storage, StorageMut};
 
 /// Cells on the heap, sized at run time.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -71,18 +69,6 @@ pub type HeapHistogram<C = u64, L = Layout> = Histogram<HeapStorage<C>, L>;
 /// An atomic histogram on the heap; `L` as for [`HeapHistogram`].
 pub type HeapAtomicHistogram<A = portable_atomic::AtomicU64, L = Layout> =
     AtomicHistogram<HeapStorage<A>, L>;
-
-/// A plain heap histogram over `window`; a layout with a value unit is refused
-/// ([`WindowError::NeedsUnitLayout`]): the crate's own conversions, whose layouts have none.
-pub(crate) fn plain<C: Counter>(
-    layout: Layout,
-    window: Window,
-) -> Result<HeapHistogram<C>, WindowError> {
-    // SAFETY: `Counter` is sealed; its types are `u16`, `u32` and `u64`, for which all-zero
-    // bytes are the integer 0.
-    let cells = unsafe { HeapStorage::zeroed(window.len()) };
-    Histogram::with_storage(layout, cells, window)
-}
 
 /// The sum of `counts[start..end]` (the range clamped to the slice), saturating at
 /// `u64::MAX`: the `sum_range` of the kinds that hold plain `u64` counts (snapshots,

@@ -122,6 +122,7 @@ use core::ptr;
 use picollo_core::atomic::Version;
 use picollo_core::{
     AtomicHistogram, BucketPos, Cells, Counter, HistogramRead, Layout, LayoutSpec, Lookup, Window,
+    WindowError,
 };
 use portable_atomic::{AtomicU16, AtomicU32, AtomicU64};
 use std::cell::Cell;
@@ -335,20 +336,16 @@ pub struct ThreadLocalHistogram<C: LocalCounter = u64, S: StorageChoice = Sparse
 
 impl<C: LocalCounter, S: StorageChoice> ThreadLocalHistogram<C, S> {
     /// An empty histogram over `window` (clamped to `layout`'s logical buckets; widened to
-    /// whole blocks for sparse storage, the default: see [`crate::sparse`]). Built by
-    /// [`HistogramBuilder::thread_local`](crate::HistogramBuilder::thread_local), which refuses
-    /// a layout with a value unit: the thread-local kind records through the plain layout
-    /// spec, so that no record pays for units.
-    pub(crate) fn new(layout: Layout, window: Window) -> Self {
-        debug_assert_eq!(layout.unit_magnitude(), 0, "the builder refuses a unit");
+    /// whole blocks for sparse storage, the default: see [`crate::sparse`]), for
+    /// [`HistogramBuilder::thread_local`](crate::HistogramBuilder::thread_local). A layout
+    /// with a value unit is refused ([`WindowError::NeedsUnitLayout`]): the thread-local kind
+    /// records through the plain layout spec, so that no record pays for units.
+    pub(crate) fn new(layout: Layout, window: Window) -> Result<Self, WindowError> {
         let window = Window::from_indices(layout, window.first(), window.len());
         let (cells, window) = S::cells::<AtomicU64>(layout, window);
         let hot_len = S::hot_len(&cells);
-        let acc = match AtomicHistogram::with_storage(layout, cells, window) {
-            Ok(acc) => acc,
-            // The storage was made for this layout and window.
-            Err(e) => unreachable!("accumulator storage made for its window: {e}"),
-        };
+        // The accumulator's plain layout spec refuses a unit, as every shard's does.
+        let acc = AtomicHistogram::with_storage(layout, cells, window)?;
         let inner = Arc::new(Inner {
             layout,
             window,
@@ -365,14 +362,14 @@ impl<C: LocalCounter, S: StorageChoice> ThreadLocalHistogram<C, S> {
         // Round robin: histograms made one after another never share a slot.
         static NEXT_SLOT: AtomicUsize = AtomicUsize::new(0);
         let slot = NEXT_SLOT.fetch_add(1, Ordering::Relaxed) % CACHE_SLOTS;
-        ThreadLocalHistogram {
+        Ok(ThreadLocalHistogram {
             key: Arc::as_ptr(&inner) as usize,
             cache_offset: slot * core::mem::size_of::<Cell<Cached>>(),
             inner,
             hot_len,
             layout,
             window,
-        }
+        })
     }
 
     /// Records one `value` into the calling thread's shard: a relaxed load and store. Values

@@ -6,7 +6,7 @@ use core::fmt;
 use crate::hdr::error::HdrError;
 
 /// What went wrong converting between HdrHistogram counts and a Picollo histogram.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub enum InteropError {
     /// The HdrHistogram side is not valid: a geometry HdrHistogram refuses, a non-zero count
@@ -43,7 +43,7 @@ pub enum InteropError {
     /// The target layout and window given to [`to_picollo_in`](super::to_picollo_in) do not
     /// make a histogram: a layout with a value unit (the converted histogram records through
     /// the plain [`Layout`](picollo_core::Layout) spec, and a unit is never dropped silently).
-    Target(picollo_core::WindowError),
+    Target(crate::BuildError),
 }
 
 impl fmt::Display for InteropError {

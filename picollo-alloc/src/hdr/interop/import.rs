@@ -168,17 +168,20 @@ pub fn to_picollo(source: &HdrCounts) -> Result<HeapHistogram<u64>, InteropError
 }
 
 /// Converts HdrHistogram counts into a new Picollo heap histogram with a caller-chosen layout
-/// and window, returning what the conversion did ([`add_hdr`]).
+/// and window, returning what the conversion did ([`add_hdr`]). The histogram is
+/// [`HistogramBuilder`](crate::HistogramBuilder)'s dense plain kind of that layout and window.
 ///
 /// # Errors
-/// As [`add_hdr`].
+/// As [`add_hdr`], and [`InteropError::Target`] for a layout and window the builder refuses
+/// (a layout with a value unit).
 pub fn to_picollo_in(
     source: &HdrCounts,
     layout: Layout,
     window: Window,
 ) -> Result<(HeapHistogram<u64>, Import), InteropError> {
     let g = validated_geometry(source)?;
-    let mut h = heap::plain::<u64>(layout, window).map_err(InteropError::Target)?;
+    let builder = crate::HistogramBuilder::new().layout(layout).window(window);
+    let mut h = builder.dense().plain().map_err(InteropError::Target)?;
     let import = if indexes_alike(&g, layout) {
         // A straight copy, through the core's same-layout `add`.
         h.add(&HdrView {
