@@ -4,7 +4,6 @@
 
 use super::error::ResetInProgress;
 use super::histogram_read::HistogramRead;
-use crate::{Layout, Window};
 
 /// Runs `f` until it completes without a concurrent structural change (seqlock retry).
 /// **Blocking** while a reset is in progress (see [`ReadExt`](super::ReadExt)'s "Progress");
@@ -59,40 +58,5 @@ impl<'a, H: ?Sized> OnePass<'a, H> {
 /// Every read forwarded but the bracket (`read_begin`, `try_read_begin`, `read_retry`), left
 /// at the defaults that never wait and never retry.
 impl<H: HistogramRead + ?Sized> HistogramRead for OnePass<'_, H> {
-    #[inline]
-    fn layout(&self) -> Layout {
-        self.0.layout()
-    }
-    #[inline]
-    fn window(&self) -> Window {
-        self.0.window()
-    }
-    #[inline]
-    fn count_at(&self, storage_index: usize) -> u64 {
-        self.0.count_at(storage_index)
-    }
-    #[inline]
-    fn underflow(&self) -> u64 {
-        self.0.underflow()
-    }
-    #[inline]
-    fn overflow(&self) -> u64 {
-        self.0.overflow()
-    }
-    #[inline]
-    fn sum_range(&self, start: usize, end: usize) -> u64 {
-        self.0.sum_range(start, end)
-    }
-    #[inline]
-    fn recorded_runs(&self, f: &mut dyn FnMut(usize, &[u64])) {
-        self.0.recorded_runs(f)
-    }
-    #[inline]
-    fn reads_in_bulk(&self) -> bool {
-        self.0.reads_in_bulk()
-    }
-    #[inline]
-    fn reset_count(&self) -> u64 {
-        self.0.reset_count()
-    }
+    crate::forward_histogram_read!(unbracketed: |p| *p.0);
 }

@@ -155,7 +155,10 @@ impl<H: HistogramRead + ?Sized> HistogramRead for &H {
 /// cell; one that forgot `reset_count` would report 0).
 ///
 /// Written inside an `impl HistogramRead for …` block: `forward_histogram_read!(|w| w.inner)`
-/// forwards all methods to the place `w.inner` (`w` names `self`); `forward_histogram_read!(
+/// forwards all methods to the place `w.inner` (`w` names `self`);
+/// `forward_histogram_read!(unbracketed: |w| w.inner)` all but the seqlock bracket
+/// (`read_begin`, `try_read_begin`, `read_retry`), left at the defaults that never wait and
+/// never retry (`read::OnePass`, read inside a bracket of its own); `forward_histogram_read!(
 /// shared: |w| w.state)` forwards only the outside counts and the seqlock (`underflow`,
 /// `overflow`, `read_begin`, `try_read_begin`, `read_retry`, `reset_count`) to a
 /// `SharedState`, for the shared kinds, which read their own
@@ -180,6 +183,21 @@ impl<H: HistogramRead + ?Sized> HistogramRead for &H {
 #[macro_export]
 macro_rules! forward_histogram_read {
     (|$w:ident| $inner:expr) => {
+        $crate::forward_histogram_read!(unbracketed: |$w| $inner);
+        fn read_begin(&self) -> u64 {
+            let $w = self;
+            $crate::HistogramRead::read_begin(&$inner)
+        }
+        fn try_read_begin(&self) -> Option<u64> {
+            let $w = self;
+            $crate::HistogramRead::try_read_begin(&$inner)
+        }
+        fn read_retry(&self, token: u64) -> bool {
+            let $w = self;
+            $crate::HistogramRead::read_retry(&$inner, token)
+        }
+    };
+    (unbracketed: |$w:ident| $inner:expr) => {
         fn layout(&self) -> $crate::Layout {
             let $w = self;
             $crate::HistogramRead::layout(&$inner)
@@ -211,18 +229,6 @@ macro_rules! forward_histogram_read {
         fn overflow(&self) -> u64 {
             let $w = self;
             $crate::HistogramRead::overflow(&$inner)
-        }
-        fn read_begin(&self) -> u64 {
-            let $w = self;
-            $crate::HistogramRead::read_begin(&$inner)
-        }
-        fn try_read_begin(&self) -> Option<u64> {
-            let $w = self;
-            $crate::HistogramRead::try_read_begin(&$inner)
-        }
-        fn read_retry(&self, token: u64) -> bool {
-            let $w = self;
-            $crate::HistogramRead::read_retry(&$inner, token)
         }
         fn reset_count(&self) -> u64 {
             let $w = self;
