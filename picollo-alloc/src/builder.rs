@@ -464,9 +464,10 @@ pub struct Footprint {
 }
 
 impl Footprint {
+    #[cfg(test)]
     /// The thread-local kind's bucket storage with `threads` concurrent recording threads,
     /// after a reset.
-    pub fn thread_local_bytes(&self, threads: usize) -> usize {
+    pub(crate) fn thread_local_bytes(&self, threads: usize) -> usize {
         self.thread_local_base_bytes + threads * self.thread_local_bytes_per_thread
     }
 }

@@ -41,14 +41,8 @@ pub fn recorded_into<H: HistogramRead + ?Sized>(h: &H, out: &mut Vec<(usize, u64
 /// the data, and a branch on it would mispredict about once per count), then one push per
 /// set bit, found with trailing-zero counts. A run of a sparse histogram holds one or two
 /// counts, so this costs a few instructions per run, not a write per cell.
-///
-/// ```
-/// let mut out = vec![(0, 9)];
-/// picollo_alloc::bulk::push_nonzero_run(&mut out, 40, [0, 5, 0, 0, 2]);
-/// assert_eq!(out, [(0, 9), (41, 5), (44, 2)]);
-/// ```
 #[inline(always)]
-pub fn push_nonzero_run(
+pub(crate) fn push_nonzero_run(
     out: &mut Vec<(usize, u64)>,
     start: usize,
     counts: impl IntoIterator<Item = u64>,
@@ -77,4 +71,16 @@ pub fn nonzero_mask(run: &[u64; RUN]) -> u32 {
     run.iter()
         .enumerate()
         .fold(0, |mask, (i, &n)| mask | u32::from(n != 0) << i)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_run_pushes_its_nonzero_counts_after_what_is_there() {
+        let mut out = vec![(0, 9)];
+        push_nonzero_run(&mut out, 40, [0, 5, 0, 0, 2]);
+        assert_eq!(out, [(0, 9), (41, 5), (44, 2)]);
+    }
 }

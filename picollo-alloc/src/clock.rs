@@ -224,9 +224,10 @@ pub fn ticks_to_nanos(ticks: u64) -> u64 {
     ticks_to_nanos_at(ticks, ticks_per_second())
 }
 
+#[cfg(test)]
 /// Converts nanoseconds to [`Ticks`] at [`ticks_per_second`], rounded up (saturated).
 #[inline]
-pub fn nanos_to_ticks(nanos: u64) -> u64 {
+pub(crate) fn nanos_to_ticks(nanos: u64) -> u64 {
     nanos_to_ticks_at(nanos, ticks_per_second())
 }
 
@@ -250,10 +251,11 @@ pub(crate) const fn ticks_to_nanos_at(ticks: u64, ticks_per_second: u64) -> u64 
     }
 }
 
+#[cfg(test)]
 /// `nanos · ticks_per_second / 10^9`, rounded up, in 128-bit integers; saturated at
 /// `u64::MAX`.
 #[inline]
-pub const fn nanos_to_ticks_at(nanos: u64, ticks_per_second: u64) -> u64 {
+pub(crate) const fn nanos_to_ticks_at(nanos: u64, ticks_per_second: u64) -> u64 {
     let t = (nanos as u128 * ticks_per_second as u128).div_ceil(1_000_000_000);
     if t > u64::MAX as u128 {
         u64::MAX

@@ -160,8 +160,9 @@ impl Snapshot {
         self.timestamp.duration_since(self.previous?).ok()
     }
 
+    #[cfg(test)]
     /// Whether the snapshot holds deltas (`true`) or totals, as asked at the last update.
-    pub fn is_deltas(&self) -> bool {
+    pub(crate) fn is_deltas(&self) -> bool {
         self.deltas
     }
 

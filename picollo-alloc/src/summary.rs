@@ -52,7 +52,7 @@ use std::time::SystemTime;
 ///
 /// - [`Summary::window_range`], the values the window really tracks, always read from the
 ///   histogram;
-/// - a *requested* range, set with [`Summary::with_range`] or [`Summary::set_range`], which
+/// - a *requested* range, set with [`Summary::with_range`], which
 ///   is what the user asked the builder for. It survives [`Summary::fill_from`].
 ///
 /// [`Summary::range`] (the `Range Min`/`Max` row of the table) gives the requested range when

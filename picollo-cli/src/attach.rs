@@ -343,7 +343,7 @@ impl Live {
     /// Waits (draining) until every ring asked with `-e` applied it, or `wait` passed, then
     /// reports per ring on stderr and returns the JSON of the outcome.
     fn settle_request(&mut self, wait: Duration) -> Result<Option<CounterRequest>> {
-        let Some(list) = self.request.as_ref().map(SpanCounters::to_list) else {
+        let Some(list) = self.request.as_ref().map(SpanCounters::to_string) else {
             return Ok(None);
         };
         let pid = self.consumer.pid();

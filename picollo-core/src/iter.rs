@@ -148,7 +148,7 @@ impl<'a, H: HistogramRead + ?Sized> Walk<'a, H> {
 
 /// How a value iteration moves from one reporting level to the next: linear steps or
 /// logarithmic ones. Everything else about the two iterations is shared ([`ValueSteps`]).
-pub trait StepRule {
+pub(crate) trait StepRule {
     /// The level after `level`, or `None` when no higher level exists.
     fn next_level(&mut self, level: u64) -> Option<u64>;
 
@@ -163,7 +163,7 @@ pub trait StepRule {
 
 /// Equal steps of a fixed number of value units.
 #[derive(Clone, Copy, Debug)]
-pub struct LinearRule {
+pub(crate) struct LinearRule {
     step: u64,
 }
 
@@ -175,7 +175,7 @@ impl StepRule for LinearRule {
 
 /// Steps that grow by a constant factor.
 #[derive(Clone, Copy, Debug)]
-pub struct LogarithmicRule {
+pub(crate) struct LogarithmicRule {
     base: f64,
     /// Start of the next step, as a float so that fractional bases compound exactly.
     next_start: f64,
@@ -207,7 +207,7 @@ impl StepRule for LogarithmicRule {
 /// A value iteration: reports at a sequence of value levels chosen by the rule `R`, each step
 /// holding the buckets up to the one containing its level, until the step that holds the
 /// highest recorded value.
-pub struct ValueSteps<'a, H: ?Sized, R> {
+pub(crate) struct ValueSteps<'a, H: ?Sized, R> {
     walk: Walk<'a, H>,
     rule: R,
     level: u64,
@@ -215,10 +215,10 @@ pub struct ValueSteps<'a, H: ?Sized, R> {
 }
 
 /// Linear iteration; see [`crate::ReadExt::linear`].
-pub type Linear<'a, H> = ValueSteps<'a, H, LinearRule>;
+pub(crate) type Linear<'a, H> = ValueSteps<'a, H, LinearRule>;
 
 /// Logarithmic iteration; see [`crate::ReadExt::logarithmic`].
-pub type Logarithmic<'a, H> = ValueSteps<'a, H, LogarithmicRule>;
+pub(crate) type Logarithmic<'a, H> = ValueSteps<'a, H, LogarithmicRule>;
 
 impl<'a, H: HistogramRead + ?Sized, R> ValueSteps<'a, H, R> {
     fn start(h: &'a H, rule: R, first_level: u64) -> Self {
@@ -291,7 +291,7 @@ impl<H: HistogramRead + ?Sized, R: StepRule> Iterator for ValueSteps<'_, H, R> {
 /// `PercentileIterator` (`level += 100 / ticks`, share `100 · cumulative / total`), so both
 /// visit the same levels and stop at the same buckets, ties included: a share of exactly 75%
 /// reaches the 75% level (`tests/java_differential.rs` in picollo-alloc compares the rows).
-pub struct PercentileTicks<'a, H: ?Sized> {
+pub(crate) struct PercentileTicks<'a, H: ?Sized> {
     walk: Walk<'a, H>,
     ticks: u64,
     /// The level in percent, `0..=100`.

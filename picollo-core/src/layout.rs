@@ -204,8 +204,7 @@ impl Layout {
         }
     }
 
-    /// As [`Layout::from_relative_error`], saying why an input is refused. See
-    /// [`Layout::from_relative_error_clamped`] for the lenient behaviour of Picollo for .NET.
+    /// As [`Layout::from_relative_error`], saying why an input is refused.
     ///
     /// ```
     /// use picollo_core::{Layout, LayoutError};
@@ -289,9 +288,10 @@ impl Layout {
         Ok(Layout::new_unchecked(k, 0))
     }
 
+    #[cfg(test)]
     /// The constructor of Picollo for .NET: never fails. A non-positive or NaN error means the
     /// default 0.001; the rest is clamped into `[0.000001, 0.1]` before rounding to a power of two.
-    pub const fn from_relative_error_clamped(relative_error: f64) -> Layout {
+    pub(crate) const fn from_relative_error_clamped(relative_error: f64) -> Layout {
         let e = if relative_error.is_nan() || relative_error <= 0.0 {
             0.001
         } else {

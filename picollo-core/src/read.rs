@@ -44,7 +44,7 @@ mod percentile;
 mod rank;
 mod stats;
 
-pub use buckets::{Bucket, BucketPercentiles, Buckets};
+pub use buckets::Bucket;
 
 #[cfg(test)]
 pub(crate) use consistent::try_consistent;

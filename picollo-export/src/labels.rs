@@ -36,7 +36,7 @@ pub fn check_metric_name(name: &str) -> Result<(), ExportError> {
 }
 
 /// Checks a label name: `[a-zA-Z_][a-zA-Z0-9_]*`, not starting with `__` (reserved).
-pub fn check_label_name(name: &str) -> Result<(), ExportError> {
+pub(crate) fn check_label_name(name: &str) -> Result<(), ExportError> {
     let refuse = |reason| {
         Err(ExportError::InvalidLabelName {
             name: name.to_owned(),

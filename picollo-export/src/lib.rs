@@ -152,7 +152,7 @@ pub mod text;
 
 pub use classic::{ClassicBuckets, ClassicHistogram};
 pub use error::ExportError;
-pub use labels::{check_label_name, check_metric_name, Labels};
+pub use labels::{check_metric_name, Labels};
 pub use native::{Mapping, NativeHistogram};
 pub use registry::{Counter, ExportOptions, Gauge, Registry, ZERO_THRESHOLD};
 pub use schema::{Schema, MAX_SCHEMA, MIN_SCHEMA};

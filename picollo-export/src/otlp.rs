@@ -383,7 +383,7 @@ impl OtlpExporter {
 /// As [`OtlpExporter::push`].
 #[cfg(feature = "otlp-http")]
 #[cfg_attr(docsrs, doc(cfg(feature = "otlp-http")))]
-pub fn send_protobuf(endpoint: &str, body: &[u8]) -> Result<(), crate::ExportError> {
+pub(crate) fn send_protobuf(endpoint: &str, body: &[u8]) -> Result<(), crate::ExportError> {
     use crate::ExportError;
     use prost::Message as _;
     let agent: ureq::Agent = ureq::Agent::config_builder()

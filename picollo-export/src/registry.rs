@@ -30,7 +30,7 @@ pub const ZERO_THRESHOLD: f64 = 1.0 / (1u128 << 127) as f64 / 2.0;
 ///     .schema(Schema::new(3).unwrap()) // coarser than the layouts: fewer buckets
 ///     .classic(ClassicBuckets::explicit(vec![1_000, 1_000_000]).unwrap())
 ///     .classic_in_protobuf(true);
-/// assert_eq!(o.schema_override(), Schema::new(3));
+/// assert_ne!(o, ExportOptions::new());
 /// ```
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct ExportOptions {
@@ -53,7 +53,7 @@ impl ExportOptions {
     }
 
     /// The schema set by [`ExportOptions::schema`], if any.
-    pub fn schema_override(&self) -> Option<Schema> {
+    pub(crate) fn schema_override(&self) -> Option<Schema> {
         self.schema
     }
 
@@ -62,11 +62,6 @@ impl ExportOptions {
     pub fn classic(mut self, buckets: ClassicBuckets) -> Self {
         self.classic = buckets;
         self
-    }
-
-    /// The classic buckets in use.
-    pub fn classic_buckets(&self) -> &ClassicBuckets {
-        &self.classic
     }
 
     /// Also send classic buckets in protobuf, for servers that scrape protobuf but do not

@@ -222,11 +222,6 @@ impl<H> Summed<H> {
     pub fn get_ref(&self) -> &H {
         &self.histogram
     }
-
-    /// The histogram and the sum.
-    pub fn into_parts(self) -> (H, u128) {
-        (self.histogram, self.sum)
-    }
 }
 
 /// Records into the histogram and adds each value to the exact sum.

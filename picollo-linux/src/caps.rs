@@ -70,7 +70,7 @@ pub struct CounterCounts {
 
 /// Decodes Intel CPUID leaf 0xA. `None` when the architectural PMU version (EAX\[7:0\]) is 0,
 /// as hypervisors without a virtual PMU report.
-pub const fn intel_counts(eax: u32, edx: u32) -> Option<CounterCounts> {
+pub(crate) const fn intel_counts(eax: u32, edx: u32) -> Option<CounterCounts> {
     let version = eax & 0xff;
     if version == 0 {
         return None;
@@ -426,7 +426,7 @@ impl Capabilities {
 
     /// Whether both `cpu_core` and `cpu_atom` exist (hybrid Intel): each has its own type, and
     /// a hardware event counts only on its kind of core.
-    pub fn is_hybrid(&self) -> bool {
+    pub(crate) fn is_hybrid(&self) -> bool {
         self.core_pmus
             .iter()
             .any(|p| p.name == "cpu_core" || p.name == "cpu_atom")
@@ -463,9 +463,10 @@ impl Capabilities {
     }
 }
 
+#[cfg(test)]
 /// [`Capabilities::detect`] then [`Capabilities::counter_counts`], as `(fixed,
 /// programmable)`.
-pub fn try_number_of_counters() -> Option<(u32, u32)> {
+pub(crate) fn try_number_of_counters() -> Option<(u32, u32)> {
     Capabilities::detect()
         .counter_counts()
         .map(|c| (c.fixed, c.programmable))

@@ -28,10 +28,10 @@
 //! - `kind`: the event model ([`Event`] and its kinds) and their canonical names;
 //! - `spelling`: parsing perf's names into an [`Event`];
 //! - `modifiers`: [`Modifiers`] (`:u`, `:k`, …) and [`EventSpec`];
-//! - `config`: the `perf_event_attr` selection ([`EventConfig`]) and the [`ResolvePmu`] seam
+//! - `config`: the `perf_event_attr` selection ([`EventConfig`]) and the `ResolvePmu` seam
 //!   for `pmu/…/` events;
 //! - `parse_error`: [`ParseEventError`];
-//! - `list`: event lists (`cycles,instructions`), [`split_list`] and [`parse_list`]: the one
+//! - `list`: event lists (`cycles,instructions`), [`split_list`] and `parse_list`: the one
 //!   splitter of comma-separated event names.
 //!
 //! Imports run one way: `parse_error` ← `kind` ← `spelling`, `modifiers`, `config` ← `list`. Nothing
@@ -44,11 +44,13 @@ mod modifiers;
 mod parse_error;
 mod spelling;
 
-pub use config::{EventConfig, ResolvePmu, TYPE_HARDWARE, TYPE_HW_CACHE, TYPE_RAW, TYPE_SOFTWARE};
+pub use config::EventConfig;
+pub(crate) use config::{ResolvePmu, TYPE_HARDWARE};
 pub use kind::{
     CacheEvent, CacheId, CacheOp, CacheResult, HardwareEvent, PmuEvent, PmuTerm, SoftwareEvent,
 };
-pub use list::{parse_list, split_list};
+pub(crate) use list::parse_list;
+pub use list::split_list;
 pub use modifiers::{EventSpec, Modifiers};
 pub use parse_error::{ParseErrorKind, ParseEventError};
 pub(crate) use spelling::parse_term;

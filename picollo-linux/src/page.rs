@@ -50,6 +50,6 @@ pub(crate) use instructions::NativeInstructions;
 pub(crate) use read::page_capabilities;
 pub use read::{
     read_page, Fallback, MmapPage, PageCounts, PageRead, TimeConversion, CAP_USER_RDPMC,
-    CAP_USER_TIME, CAP_USER_TIME_ZERO,
+    CAP_USER_TIME,
 };
 pub use synthetic::{PageState, SyntheticPage};

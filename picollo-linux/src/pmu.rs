@@ -4,18 +4,6 @@
 //! `perf_event_attr.type`; each `format/<term>` file says where a term's bits go (for example
 //! `config:0-7`, `config:8-15,32-35`, `config1:0-63`); each `events/<alias>` file spells a named
 //! event as terms (`event=0x3c`, or `event=0xc0,umask=0x00`).
-//!
-//! ```
-//! use picollo_linux::pmu::{ConfigWord, FormatField};
-//!
-//! let f: FormatField = "config:0-7,32-35".parse()?;
-//! assert_eq!(f.word(), ConfigWord::Config);
-//! assert_eq!(f.width(), 12);
-//! let mut words = [0u64; 4];
-//! f.place(0xabc, &mut words)?;
-//! assert_eq!(words[0], 0xbc | (0xa << 32));
-//! # Ok::<(), picollo_linux::pmu::FormatError>(())
-//! ```
 
 use core::fmt;
 use core::str::FromStr;
@@ -96,25 +84,27 @@ impl std::error::Error for FormatError {}
 
 /// A parsed `format/<term>` file: the config word and the bit ranges, low bits first.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct FormatField {
+pub(crate) struct FormatField {
     word: ConfigWord,
     /// Inclusive `(lo, hi)` bit ranges, each within 0..=63, in the order the file lists them.
     ranges: Vec<(u8, u8)>,
 }
 
 impl FormatField {
+    #[cfg(test)]
     /// The word this field fills.
-    pub fn word(&self) -> ConfigWord {
+    pub(crate) fn word(&self) -> ConfigWord {
         self.word
     }
 
+    #[cfg(test)]
     /// The inclusive bit ranges, in the order values fill them (low value bits first).
-    pub fn ranges(&self) -> &[(u8, u8)] {
+    pub(crate) fn ranges(&self) -> &[(u8, u8)] {
         &self.ranges
     }
 
     /// The total width in bits.
-    pub fn width(&self) -> u32 {
+    pub(crate) fn width(&self) -> u32 {
         self.ranges
             .iter()
             .map(|&(lo, hi)| u32::from(hi - lo) + 1)
@@ -123,7 +113,7 @@ impl FormatField {
 
     /// ORs `value` into `words[self.word()]`, spreading its bits over the ranges, low bits
     /// first. Fails when `value` needs more bits than the field has.
-    pub fn place(&self, value: u64, words: &mut [u64; 4]) -> Result<(), FormatError> {
+    pub(crate) fn place(&self, value: u64, words: &mut [u64; 4]) -> Result<(), FormatError> {
         let width = self.width();
         if width < 64 && value >> width != 0 {
             return Err(FormatError::ValueTooWide { value, width });

@@ -71,7 +71,6 @@ pub use crate::error::DroppedEvent;
 pub use builder::CounterSessionBuilder;
 pub(crate) use builder::ARM64_USER_READ;
 pub use counter::{Counter, OnUnsupported, ReadPath, Target};
-pub use group::parse_group_read;
 
 use core::marker::PhantomData;
 
@@ -89,7 +88,6 @@ pub struct CounterSession {
     scratch: Vec<Reading>,
     ids: Vec<u64>,
     fast_path: bool,
-    last_path: Option<ReadPath>,
     last_fallback: Option<Fallback>,
     /// Not `Send`: the rdpmc path reads the counters of the thread it runs on.
     _not_send: PhantomData<*const ()>,

@@ -83,11 +83,6 @@ impl FreshPages {
         self.pages
     }
 
-    /// The page size, in bytes.
-    pub fn page_size(&self) -> usize {
-        self.page_size
-    }
-
     /// Writes one byte into each page of `range` that lies in the mapping (one fault each, the
     /// first time a page is written) and returns how many pages of it were written for the
     /// first time. Threads may touch the same pages concurrently: each page counts as first

@@ -687,8 +687,8 @@ fn modifiers_choose_what_is_counted() {
             "context-switches"
         ]
     );
-    assert!(s.counters()[4].modifiers().counts_kernel());
-    assert!(!s.counters()[0].modifiers().counts_kernel());
+    assert!(!s.counters()[4].modifiers().exclude_kernel());
+    assert!(s.counters()[0].modifiers().exclude_kernel());
     let pages = 200;
     let mem = FreshPages::new(pages).unwrap();
     s.read(true).unwrap();

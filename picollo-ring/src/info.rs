@@ -213,7 +213,7 @@ impl RingInfo {
     }
 
     /// Slots (a power of two).
-    pub fn slot_count(&self) -> u64 {
+    pub(crate) fn slot_count(&self) -> u64 {
         self.slot_count
     }
 
@@ -294,13 +294,14 @@ impl RingInfo {
 
     /// What the header says about counter slot `slot`: `None` when it describes no counter
     /// there (the values are whatever the writer put in).
-    pub fn counter_status(&self, slot: usize) -> Option<CounterStatus> {
+    pub(crate) fn counter_status(&self, slot: usize) -> Option<CounterStatus> {
         self.counters.iter().nth(slot).map(|c| c.status)
     }
 
+    #[cfg(test)]
     /// Whether counter slot `slot` has values the header vouches for: it names the counter
     /// and marks it measured.
-    pub fn counter_measured(&self, slot: usize) -> bool {
+    pub(crate) fn counter_measured(&self, slot: usize) -> bool {
         self.counter_status(slot) == Some(CounterStatus::Measured)
     }
 

@@ -175,4 +175,4 @@ mod tests;
 /// The README's examples, compiled and run as doc tests.
 #[cfg(all(doctest, target_has_atomic = "64"))]
 #[doc = include_str!("../README.md")]
-pub struct ReadmeDoctests;
+pub(crate) struct ReadmeDoctests;

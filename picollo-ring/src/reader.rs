@@ -148,12 +148,13 @@ impl<'a> RingReader<'a> {
         Ok(r)
     }
 
+    #[cfg(test)]
     /// [`RingReader::attach`] over a raw region.
     ///
     /// # Safety
     ///
     /// As `region_from_raw`.
-    pub unsafe fn attach_raw(ptr: *mut u8, len: usize) -> Result<Self, RingError> {
+    pub(crate) unsafe fn attach_raw(ptr: *mut u8, len: usize) -> Result<Self, RingError> {
         // SAFETY: forwarded from this function's contract.
         Self::attach(unsafe { region_from_raw(ptr, len)? })
     }

@@ -102,7 +102,7 @@ impl FieldKind {
     }
 
     /// The parameter byte of the header encoding (string words, counter slots; else 0).
-    pub const fn param(self) -> u8 {
+    pub(crate) const fn param(self) -> u8 {
         match self {
             Self::Str { words } => words,
             Self::Counters { count } | Self::CounterInterval { count } => count,

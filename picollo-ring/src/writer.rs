@@ -254,11 +254,6 @@ impl<'a> RingWriter<'a> {
         self.slot_words - 1
     }
 
-    /// Slots.
-    pub fn slot_count(&self) -> u64 {
-        self.mask.wrapping_add(1)
-    }
-
     /// The ring's words (header and slots), for readers in the same program:
     /// `RingReader::attach(writer.region())`.
     pub fn region(&self) -> &'a [AtomicU64] {

@@ -79,11 +79,6 @@ impl SpanStats {
         self.count
     }
 
-    /// Sum of durations, in clock ticks.
-    pub fn total_ticks(&self) -> u128 {
-        self.ticks
-    }
-
     /// The histogram of durations, in clock ticks.
     pub fn durations(&self) -> &HeapHistogram {
         &self.durations
@@ -298,9 +293,10 @@ impl SpanAggregator {
         core::mem::replace(self, fresh)
     }
 
+    #[cfg(test)]
     /// Counts span time from clock reading `ticks` on: a span that started earlier counts
     /// only `end - ticks` in `Time` ([`SpanAggregator::take_interval`] sets it to now).
-    pub fn count_from(&mut self, ticks: u64) {
+    pub(crate) fn count_from(&mut self, ticks: u64) {
         self.since = Some(ticks);
     }
 
@@ -321,7 +317,7 @@ impl SpanAggregator {
     }
 
     /// Notes a counter the writer could not measure, with the errno it got.
-    pub fn note_unavailable_because(&mut self, name: &str, errno: u32) {
+    pub(crate) fn note_unavailable_because(&mut self, name: &str, errno: u32) {
         let e = self.unavailable.entry(name.to_owned()).or_insert(errno);
         if *e == 0 {
             *e = errno;
@@ -375,8 +371,8 @@ impl SpanAggregator {
 
     /// Records one span as its frame gives it: its name, nesting depth (1 for the outermost),
     /// start and end clock readings, and `(counter index, delta)` pairs. Its duration goes
-    /// into the percentiles; its `Time` is counted from [`SpanAggregator::count_from`] when it
-    /// started earlier; outermost spans make the whole that `%` divides, so nested spans are
+    /// into the percentiles; its `Time` is counted from the interval's start
+    /// ([`SpanAggregator::take_interval`]) when it started earlier; outermost spans make the whole that `%` divides, so nested spans are
     /// a part of it rather than added to it.
     pub(crate) fn record_span(
         &mut self,
@@ -449,7 +445,7 @@ impl SpanAggregator {
     }
 
     /// Records one counter event (`picollo_linux::counter!`).
-    pub fn record_event(&mut self, name: &str, value: i64) {
+    pub(crate) fn record_event(&mut self, name: &str, value: i64) {
         match self.events.get_mut(name) {
             Some(e) => e.record(value),
             None => self

@@ -48,4 +48,4 @@ pub const COUNTERS_ENV: &str = "PICOLLO_COUNTERS";
 /// The README's examples, compiled and run as doc tests.
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]
-pub struct ReadmeDoctests;
+pub(crate) struct ReadmeDoctests;

@@ -392,7 +392,7 @@ impl Handle {
     /// Prints the per-phase table on stderr, as at exit: nothing when no span closed and
     /// nothing suggests why (a program that stopped at `--help` or a usage error), one line
     /// saying why when a filter kept the spans from the layer.
-    pub fn print_report(&self) {
+    pub(crate) fn print_report(&self) {
         let text = self.report_text();
         if !text.is_empty() {
             let _ = std::io::stderr().lock().write_all(text.as_bytes());

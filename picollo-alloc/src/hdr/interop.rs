@@ -99,7 +99,4 @@ pub use export::{
     export, export_v2_deflate, export_v2_into, from_picollo, ExportOptions, ExportReport, HdrExport,
 };
 pub use import::{add_hdr, to_picollo, to_picollo_in, view, window_for, HdrView, Import};
-pub use mapping::{
-    finer_significant_digits, hdr_geometry_for, indexes_alike, layout_for, significant_digits_for,
-    BucketMapping,
-};
+pub use mapping::{finer_significant_digits, layout_for, significant_digits_for, BucketMapping};

@@ -126,12 +126,7 @@ impl Summary {
         self
     }
 
-    /// What printed values are divided by (1 unless [`Summary::in_unit`] was called).
-    pub fn unit_divisor(&self) -> u64 {
-        self.divisor
-    }
-
-    /// `value` as printed: divided by [`Summary::unit_divisor`], digits grouped, with the
+    /// `value` as printed: divided by the unit's divisor ([`Summary::in_unit`]), digits grouped, with the
     /// decimals the divisor needs ([`Scaled`]).
     pub fn scaled(&self, value: u64) -> Scaled {
         Scaled::new(value, self.divisor)
@@ -151,11 +146,6 @@ impl Summary {
     pub fn with_range(mut self, min: u64, max: u64) -> Self {
         self.requested = Some((min, max));
         self
-    }
-
-    /// Sets or clears the requested trackable range (see the type's docs).
-    pub fn set_range(&mut self, range: Option<(u64, u64)>) {
-        self.requested = range;
     }
 
     /// The percentiles at [`RANKS`], in that order.

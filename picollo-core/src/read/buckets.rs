@@ -35,7 +35,7 @@ impl Bucket {
 }
 
 /// Iterator over stored buckets; see [`ReadExt::buckets`](super::ReadExt::buckets).
-pub struct Buckets<'a, H: ?Sized> {
+pub(crate) struct Buckets<'a, H: ?Sized> {
     h: &'a H,
     layout: Layout,
     window: Window,
@@ -84,7 +84,7 @@ impl<H: HistogramRead + ?Sized> Iterator for Buckets<'_, H> {
 
 /// Iterator over bucket percentiles; see
 /// [`ReadExt::bucket_percentiles`](super::ReadExt::bucket_percentiles).
-pub struct BucketPercentiles<'a, H: ?Sized> {
+pub(crate) struct BucketPercentiles<'a, H: ?Sized> {
     buckets: Buckets<'a, H>,
     total: u64,
     selection: EquivalentValue,

@@ -2,7 +2,7 @@
 //! over it (blocking and wait-free variants).
 
 use super::at_value::{at_or_below_of, count_between_of, share};
-use super::buckets::{BucketPercentiles, Buckets};
+use super::buckets::{Bucket, BucketPercentiles, Buckets};
 use super::consistent::{consistent, try_consistent, OnePass};
 use super::error::{PercentileError, ResetInProgress};
 use super::histogram_read::{sum_counts, HistogramRead};
@@ -13,6 +13,7 @@ use super::rank::Rank;
 use super::stats::{
     int_stats_of, max_of, min_of, stats_of, total_with_outside_of, IntStats, Stats,
 };
+use crate::iter::IterationValue;
 
 /// Percentiles, statistics and iterators for every [`HistogramRead`]; blanket-implemented.
 ///
@@ -186,19 +187,22 @@ pub trait ReadExt: HistogramRead {
     }
 
     /// Every stored bucket, empty ones included, with cumulative counts.
-    fn buckets(&self) -> Buckets<'_, Self> {
+    fn buckets(&self) -> impl Iterator<Item = Bucket> + '_ {
         Buckets::new(self, false)
     }
 
     /// The non-empty buckets, with cumulative counts.
-    fn recorded_buckets(&self) -> Buckets<'_, Self> {
+    fn recorded_buckets(&self) -> impl Iterator<Item = Bucket> + '_ {
         Buckets::new(self, true)
     }
 
     /// Bucket percentiles (as Picollo for .NET prints them): for each stored bucket, the rank at
     /// the middle of the bucket's share of the values, `(before + count/2) / total · 100`, with its
     /// value.
-    fn bucket_percentiles(&self, selection: EquivalentValue) -> BucketPercentiles<'_, Self> {
+    fn bucket_percentiles(
+        &self,
+        selection: EquivalentValue,
+    ) -> impl Iterator<Item = Percentile> + '_ {
         BucketPercentiles::new(self, false, selection)
     }
 
@@ -206,7 +210,7 @@ pub trait ReadExt: HistogramRead {
     fn recorded_bucket_percentiles(
         &self,
         selection: EquivalentValue,
-    ) -> BucketPercentiles<'_, Self> {
+    ) -> impl Iterator<Item = Percentile> + '_ {
         BucketPercentiles::new(self, true, selection)
     }
 
@@ -227,14 +231,18 @@ pub trait ReadExt: HistogramRead {
     /// assert_eq!(steps[4].count_added_in_this_step, 1);
     /// assert_eq!(steps[4].total_count_to_value, 2);
     /// ```
-    fn linear(&self, step: u64) -> Option<crate::iter::Linear<'_, Self>> {
+    fn linear(&self, step: u64) -> Option<impl Iterator<Item = IterationValue> + '_> {
         crate::iter::Linear::new(self, step)
     }
 
     /// HdrHistogram's logarithmic iteration: the first step ends at `first`, each later step is
     /// `base` times longer; it ends as [`ReadExt::linear`] does. `None` when `first` is 0 or
     /// `base` is not a finite number above 1.
-    fn logarithmic(&self, first: u64, base: f64) -> Option<crate::iter::Logarithmic<'_, Self>> {
+    fn logarithmic(
+        &self,
+        first: u64,
+        base: f64,
+    ) -> Option<impl Iterator<Item = IterationValue> + '_> {
         crate::iter::Logarithmic::new(self, first, base)
     }
 
@@ -243,7 +251,7 @@ pub trait ReadExt: HistogramRead {
     fn percentile_ticks(
         &self,
         ticks_per_half_distance: u32,
-    ) -> Option<crate::iter::PercentileTicks<'_, Self>> {
+    ) -> Option<impl Iterator<Item = IterationValue> + '_> {
         crate::iter::PercentileTicks::new(self, ticks_per_half_distance)
     }
 

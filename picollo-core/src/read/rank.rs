@@ -103,7 +103,7 @@ fn ceil_to_u64(x: f64) -> u64 {
 /// const P50: Rank = Rank::percent(50);
 /// const P999: Rank = Rank::parse("99.9").unwrap();
 /// const P99999: Rank = Rank::per_billion(999_990_000).unwrap();
-/// assert_eq!(P999.per_billion_value(), 999_000_000);
+/// assert_eq!(P999, Rank::per_billion(999_000_000).unwrap());
 /// assert_eq!(P99999.to_string(), "99.999");
 /// assert_eq!(P50.count_of(1001), 501); // ceil(0.5 · 1001)
 /// assert!(Rank::parse("100.1").is_none() && Rank::parse("9x").is_none());
@@ -114,7 +114,7 @@ pub struct Rank(u32);
 
 impl Rank {
     /// The denominator: `100 %`.
-    pub const SCALE: u32 = 1_000_000_000;
+    pub(crate) const SCALE: u32 = 1_000_000_000;
     /// `0 %`: the lowest recorded value.
     pub const MIN: Rank = Rank(0);
     /// `100 %`: the highest recorded value.
@@ -129,7 +129,7 @@ impl Rank {
         }
     }
 
-    /// `parts` billionths of the values, or `None` above [`Rank::SCALE`].
+    /// `parts` billionths of the values, or `None` above 10^9.
     pub const fn per_billion(parts: u32) -> Option<Rank> {
         if parts > Self::SCALE {
             None
@@ -177,11 +177,6 @@ impl Rank {
         } else {
             Some(Rank(value as u32))
         }
-    }
-
-    /// The rank in billionths.
-    pub const fn per_billion_value(self) -> u32 {
-        self.0
     }
 
     /// The rank as an `f64` percentage (links floating point; the integer paths never call it).

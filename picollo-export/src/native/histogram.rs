@@ -206,18 +206,12 @@ impl NativeHistogram {
         self.outside
     }
 
-    /// Prometheus' sparse form: spans `(offset, length)` and count deltas. The first span's
-    /// offset is its first bucket's index, later ones the gap since the previous span; a gap
-    /// of up to two empty buckets stays inside a span (cheaper than a new span). Deltas are
-    /// each bucket's count minus the previous bucket's (the first minus 0).
-    pub fn spans_and_deltas(&self, spans: &mut Vec<(i32, u32)>, deltas: &mut Vec<i64>) {
-        deltas.clear();
-        self.for_each_span_delta(spans, |d| deltas.push(d));
-    }
-
-    /// [`NativeHistogram::spans_and_deltas`] written as protobuf, in one pass: `spans` gets
-    /// the `BucketSpan` fields (field `span_field`, with the no-op span of an empty
-    /// histogram), `packed` the deltas as packed `sint64` (ZigZag varints).
+    /// Prometheus' sparse form written as protobuf, in one pass: spans `(offset, length)` and
+    /// count deltas. The first span's offset is its first bucket's index, later ones the gap
+    /// since the previous span; a gap of up to two empty buckets stays inside a span (cheaper
+    /// than a new span). Deltas are each bucket's count minus the previous bucket's (the first
+    /// minus 0). `spans` gets the `BucketSpan` fields (field `span_field`, with the no-op span
+    /// of an empty histogram), `packed` the deltas as packed `sint64` (ZigZag varints).
     #[inline(never)]
     pub(crate) fn encode_spans_and_deltas(
         &self,
@@ -250,7 +244,8 @@ impl NativeHistogram {
                 }
                 None => Some((i, 1)),
             };
-            // As in `spans_and_deltas`: counts clamped to i64.
+            // Prometheus keeps bucket counts as i64: clamp (2^63 values never happen in
+            // practice), so that the deltas cannot wrap.
             let n = n.min(i64::MAX as u64) as i64;
             packed.varint(zigzag(n - previous));
             previous = n;
@@ -261,34 +256,6 @@ impl NativeHistogram {
         spans.pair(span_field, zigzag(i64::from(offset)), u64::from(length));
         spans.finish();
         packed.finish();
-    }
-
-    fn for_each_span_delta(&self, spans: &mut Vec<(i32, u32)>, mut delta: impl FnMut(i64)) {
-        spans.clear();
-        let mut previous = 0i64;
-        let mut last: Option<i32> = None; // index of the last bucket emitted
-        for &(i, n) in &self.buckets {
-            match last {
-                Some(l) if i - l <= 3 => {
-                    // Extend the span over the (at most two) empty buckets in between.
-                    for _ in l + 1..i {
-                        delta(-previous);
-                        previous = 0;
-                    }
-                    if let Some(span) = spans.last_mut() {
-                        span.1 += (i - l) as u32;
-                    }
-                }
-                Some(l) => spans.push((i - l - 1, 1)),
-                None => spans.push((i, 1)),
-            }
-            // Prometheus keeps bucket counts as i64: clamp (2^63 values never happen in
-            // practice), so that the deltas cannot wrap.
-            let n = n.min(i64::MAX as u64) as i64;
-            delta(n - previous);
-            previous = n;
-            last = Some(i);
-        }
     }
 }
 

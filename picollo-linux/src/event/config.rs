@@ -1,5 +1,5 @@
 //! What selects an event in `perf_event_attr` ([`EventConfig`]: the type and config words),
-//! and the [`ResolvePmu`] seam through which `pmu/…/` events get theirs: the event model
+//! and the `ResolvePmu` seam through which `pmu/…/` events get theirs: the event model
 //! never reads sysfs itself; [`crate::pmu::Sysfs`] is the resolver a session uses, and tests
 //! pass their own (a fixture tree, or a closure).
 
@@ -9,18 +9,18 @@ use super::kind::PmuEvent;
 use super::Event;
 
 /// `perf_event_attr.type` of generic hardware events.
-pub const TYPE_HARDWARE: u32 = sys::PERF_TYPE_HARDWARE;
+pub(crate) const TYPE_HARDWARE: u32 = sys::PERF_TYPE_HARDWARE;
 /// `perf_event_attr.type` of software events.
-pub const TYPE_SOFTWARE: u32 = sys::PERF_TYPE_SOFTWARE;
+pub(crate) const TYPE_SOFTWARE: u32 = sys::PERF_TYPE_SOFTWARE;
 /// `perf_event_attr.type` of generic cache events.
-pub const TYPE_HW_CACHE: u32 = sys::PERF_TYPE_HW_CACHE;
+pub(crate) const TYPE_HW_CACHE: u32 = sys::PERF_TYPE_HW_CACHE;
 /// `perf_event_attr.type` of raw, CPU-specific events.
-pub const TYPE_RAW: u32 = sys::PERF_TYPE_RAW;
+pub(crate) const TYPE_RAW: u32 = sys::PERF_TYPE_RAW;
 
 /// The `perf_event_attr` fields that select an event.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct EventConfig {
-    /// `type`: [`TYPE_HARDWARE`], [`TYPE_SOFTWARE`], [`TYPE_HW_CACHE`], [`TYPE_RAW`], or a
+    /// `type`: `PERF_TYPE_HARDWARE`, `PERF_TYPE_SOFTWARE`, `PERF_TYPE_HW_CACHE`, `PERF_TYPE_RAW`, or a
     /// dynamic PMU's type from sysfs.
     pub type_: u32,
     /// `config`.
@@ -34,10 +34,10 @@ pub struct EventConfig {
 }
 
 /// Turns a dynamic PMU event (`pmu/…/`) into its `perf_event_attr` selection, for
-/// [`Event::config_with`]. [`crate::pmu::Sysfs`] resolves through
+/// `Event::config_with`. [`crate::pmu::Sysfs`] resolves through
 /// `/sys/bus/event_source/devices`; a closure `Fn(&PmuEvent) -> Result<EventConfig, E>` is a
 /// resolver too (a fixed table, a test's fake).
-pub trait ResolvePmu {
+pub(crate) trait ResolvePmu {
     /// Why an event could not be resolved.
     type Error;
 
@@ -60,18 +60,7 @@ impl Event {
     /// The `perf_event_attr` selection for this event. Hardware, software, cache and raw
     /// events need nothing else; `pmu/…/` events are resolved by `resolver` (a session uses
     /// the system's sysfs, [`crate::pmu::Sysfs::system`]).
-    ///
-    /// ```
-    /// use picollo_linux::event::{Event, EventConfig, PmuEvent, TYPE_HARDWARE};
-    ///
-    /// let no_pmus = |p: &PmuEvent| Err::<EventConfig, String>(format!("no PMU {}", p.pmu()));
-    /// let cycles: Event = "cycles".parse()?;
-    /// assert_eq!(cycles.config_with(&no_pmus)?.type_, TYPE_HARDWARE);
-    /// let pmu: Event = "cpu/event=0x3c/".parse()?;
-    /// assert_eq!(pmu.config_with(&no_pmus), Err("no PMU cpu".to_owned()));
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn config_with<R: ResolvePmu + ?Sized>(
+    pub(crate) fn config_with<R: ResolvePmu + ?Sized>(
         &self,
         resolver: &R,
     ) -> Result<EventConfig, R::Error> {
@@ -87,5 +76,19 @@ impl Event {
             Self::Raw(c) => simple(TYPE_RAW, *c),
             Self::Pmu(p) => return resolver.resolve_pmu(p),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn generic_events_need_no_resolver_and_pmu_events_ask_it() {
+        let no_pmus = |p: &PmuEvent| Err::<EventConfig, String>(format!("no PMU {}", p.pmu()));
+        let cycles: Event = "cycles".parse().unwrap();
+        assert_eq!(cycles.config_with(&no_pmus).unwrap().type_, TYPE_HARDWARE);
+        let pmu: Event = "cpu/event=0x3c/".parse().unwrap();
+        assert_eq!(pmu.config_with(&no_pmus), Err("no PMU cpu".to_owned()));
     }
 }

@@ -40,16 +40,7 @@ pub fn split_list(list: &str) -> Vec<&str> {
 
 /// Parses every name of a comma-separated event list ([`split_list`]) into an
 /// [`EventSpec`]; the first name that is not an event is the error.
-///
-/// ```
-/// use picollo_linux::event::{parse_list, Event, HardwareEvent};
-///
-/// let events = parse_list("cycles,page-faults:u")?;
-/// assert_eq!(events[0].event, Event::Hardware(HardwareEvent::Cycles));
-/// assert!(parse_list("cycles,no-such-event").is_err());
-/// # Ok::<(), picollo_linux::event::ParseEventError>(())
-/// ```
-pub fn parse_list(list: &str) -> Result<Vec<EventSpec>, ParseEventError> {
+pub(crate) fn parse_list(list: &str) -> Result<Vec<EventSpec>, ParseEventError> {
     split_list(list).into_iter().map(str::parse).collect()
 }
 

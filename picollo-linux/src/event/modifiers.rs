@@ -30,7 +30,7 @@ use super::Event;
 /// let spec: EventSpec = "page-faults:uk".parse()?;
 /// assert_eq!(spec.modifiers, Some(Modifiers::USER_KERNEL));
 /// let m = spec.modifiers.unwrap();
-/// assert!(m.counts_user() && m.counts_kernel() && !m.counts_hv());
+/// assert!(!m.exclude_user() && !m.exclude_kernel() && m.exclude_hv());
 /// assert_eq!(spec.to_string(), "page-faults:uk");
 /// assert!("cycles:p".parse::<EventSpec>().is_err());
 /// # Ok::<(), picollo_linux::event::ParseEventError>(())
@@ -94,21 +94,6 @@ impl Modifiers {
             exclude_host: sides && !host,
             exclude_guest: sides && !guest,
         })
-    }
-
-    /// Whether user space is counted.
-    pub const fn counts_user(&self) -> bool {
-        !self.exclude_user
-    }
-
-    /// Whether the kernel is counted.
-    pub const fn counts_kernel(&self) -> bool {
-        !self.exclude_kernel
-    }
-
-    /// Whether the hypervisor is counted.
-    pub const fn counts_hv(&self) -> bool {
-        !self.exclude_hv
     }
 
     /// `perf_event_attr.exclude_user`.

@@ -15,8 +15,6 @@ pub use perf_event_open_sys::bindings::perf_event_mmap_page as MmapPage;
 pub const CAP_USER_RDPMC: u64 = 1 << 2;
 /// `capabilities` bit: `time_shift`, `time_mult` and `time_offset` are valid.
 pub const CAP_USER_TIME: u64 = 1 << 3;
-/// `capabilities` bit: `time_zero` is valid.
-pub const CAP_USER_TIME_ZERO: u64 = 1 << 4;
 /// `capabilities` bit: `time_cycles` and `time_mask` are valid (the TSC is narrower than 64 bits
 /// for the conversion).
 pub(crate) const CAP_USER_TIME_SHORT: u64 = 1 << 5;

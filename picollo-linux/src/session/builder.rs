@@ -284,7 +284,6 @@ impl CounterSessionBuilder {
             scratch: vec![Reading::default(); n],
             ids: Vec::new(),
             fast_path,
-            last_path: None,
             last_fallback: None,
             _not_send: PhantomData,
         }

@@ -16,19 +16,11 @@ use super::CounterSession;
 
 /// Parses a group read, `nr, time_enabled, time_running, nr × {value, id}`, into one
 /// [`Reading`] per counter, matching values to counters by id.
-///
-/// ```
-/// use picollo_linux::count::Reading;
-/// use picollo_linux::session::parse_group_read;
-///
-/// let words = [2, 1000, 500, 11, 70, 22, 71];
-/// let mut out = [Reading::default(); 2];
-/// parse_group_read(&words, &[71, 70], &mut out)?;
-/// assert_eq!(out[0], Reading { value: 22, time_enabled: 1000, time_running: 500 });
-/// assert_eq!(out[1].value, 11);
-/// # Ok::<(), picollo_linux::PerfError>(())
-/// ```
-pub fn parse_group_read(words: &[u64], ids: &[u64], out: &mut [Reading]) -> Result<(), PerfError> {
+pub(crate) fn parse_group_read(
+    words: &[u64],
+    ids: &[u64],
+    out: &mut [Reading],
+) -> Result<(), PerfError> {
     let n = ids.len();
     let expected = 3 + 2 * n;
     let malformed = || PerfError::MalformedRead {
@@ -88,11 +80,6 @@ impl CounterSession {
         self.fast_path
     }
 
-    /// The path the last read took, if any.
-    pub fn last_read_path(&self) -> Option<ReadPath> {
-        self.last_path
-    }
-
     /// Why the last fast-path attempt fell back to `read()`, if it did.
     pub fn last_fallback(&self) -> Option<Fallback> {
         self.last_fallback
@@ -116,7 +103,6 @@ impl CounterSession {
             c.prev = c.last;
             c.last = Some(*r);
         }
-        self.last_path = Some(path);
         Ok(path)
     }
 
@@ -284,6 +270,22 @@ impl CounterSource for CounterSession {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_group_read_matches_values_to_counters_by_id() {
+        let words = [2, 1000, 500, 11, 70, 22, 71];
+        let mut out = [Reading::default(); 2];
+        parse_group_read(&words, &[71, 70], &mut out).unwrap();
+        assert_eq!(
+            out[0],
+            Reading {
+                value: 22,
+                time_enabled: 1000,
+                time_running: 500
+            }
+        );
+        assert_eq!(out[1].value, 11);
+    }
 
     #[test]
     fn group_read_layout() {

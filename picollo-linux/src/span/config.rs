@@ -1,6 +1,7 @@
 //! Span configuration: what spans sample ([`SpanCounters`], the process-wide [`SpanConfig`])
 //! and how large their rings are.
 
+use std::fmt;
 use std::sync::{Mutex, OnceLock, PoisonError};
 
 use picollo_ring::MAX_COUNTERS;
@@ -106,11 +107,26 @@ impl SpanConfig {
 /// let parsed = SpanCounters::parse("cycles, page-faults").unwrap();
 /// assert_eq!(typed, parsed);
 /// assert_eq!(typed.names(), ["cycles", "page-faults"]);
+/// assert_eq!(typed.to_string(), "cycles,page-faults");
 /// assert!(SpanCounters::parse("cycles,no-such-counter").is_err());
 /// ```
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct SpanCounters {
     events: Vec<EventSpec>,
+}
+
+impl fmt::Display for SpanCounters {
+    /// The list as [`SpanCounters::parse`] reads it back: the names joined by commas (what a
+    /// consumer sends a writer, [`super::SpanConsumer::request_counters`]).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, spec) in self.events.iter().enumerate() {
+            if i > 0 {
+                f.write_str(",")?;
+            }
+            write!(f, "{spec}")?;
+        }
+        Ok(())
+    }
 }
 
 impl SpanCounters {
@@ -155,12 +171,6 @@ impl SpanCounters {
     /// Their perf names, in order (as the span rings' headers list them).
     pub fn names(&self) -> Vec<String> {
         self.events.iter().map(ToString::to_string).collect()
-    }
-
-    /// The list as [`SpanCounters::parse`] reads it back: the names joined by commas (what a
-    /// consumer sends a writer, [`super::SpanConsumer::request_counters`]).
-    pub fn to_list(&self) -> String {
-        self.names().join(",")
     }
 
     /// How many.

@@ -180,7 +180,7 @@ impl SpanConsumer {
                 Err(_) => None,
             };
             let request = match (&self.request, &decoder) {
-                (Some(counters), Some(_)) => Some(reader.request_counters(&counters.to_list())?),
+                (Some(counters), Some(_)) => Some(reader.request_counters(&counters.to_string())?),
                 _ => None,
             };
             self.rings.push(Ring {
@@ -273,7 +273,7 @@ impl SpanConsumer {
                 });
             }
         }
-        let list = counters.to_list();
+        let list = counters.to_string();
         let mut asked = 0;
         for ring in self.rings.iter_mut().filter(|r| r.decoder.is_some()) {
             ring.request = Some(ring.reader.request_counters(&list)?);

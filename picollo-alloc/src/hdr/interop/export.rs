@@ -22,7 +22,7 @@ use crate::hdr::HdrCounts;
 /// use picollo_alloc::hdr::interop::ExportOptions;
 ///
 /// let lossy = ExportOptions::new().significant_digits(3).allow_dropping(true);
-/// assert_eq!(lossy.significant_digits_or_exact(), Some(3));
+/// assert_ne!(lossy, ExportOptions::new());
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct ExportOptions {
@@ -44,12 +44,6 @@ impl ExportOptions {
     pub fn significant_digits(mut self, d: u8) -> Self {
         self.significant_digits = Some(d);
         self
-    }
-
-    /// The significant digits set with [`significant_digits`](Self::significant_digits)
-    /// (`None`: the layout's own, [`significant_digits_for`]).
-    pub fn significant_digits_or_exact(&self) -> Option<u8> {
-        self.significant_digits
     }
 
     /// Sets the header's highest trackable value (clamped to `2..=i64::MAX`) instead of the

@@ -5,7 +5,6 @@
 use picollo_core::layout::{MAX_BLOCK_SCALE, MIN_BLOCK_SCALE};
 use picollo_core::Layout;
 
-use super::error::InteropError;
 use crate::hdr::counts::{HdrGeometry, MAX_SIGNIFICANT_DIGITS};
 
 /// `log2(sub_bucket_count / 2)` for `d` significant digits (`d <= 5`).
@@ -27,10 +26,8 @@ const fn half_count_magnitude(d: u8) -> u32 {
 ///
 /// let g = HdrGeometry::new(1, i64::MAX as u64, 3)?;
 /// assert_eq!(interop::layout_for(&g).block_size(), 1024);
-/// assert!(interop::indexes_alike(&g, interop::layout_for(&g)));
 /// let jhiccup = HdrGeometry::new(20_000, 3_600_000_000_000, 2)?;
 /// assert_eq!(interop::layout_for(&jhiccup).block_size(), 128);
-/// assert!(!interop::indexes_alike(&jhiccup, interop::layout_for(&jhiccup))); // m = 14
 /// # Ok::<(), picollo_alloc::hdr::HdrError>(())
 /// ```
 pub fn layout_for(geometry: &HdrGeometry) -> Layout {
@@ -43,7 +40,7 @@ pub fn layout_for(geometry: &HdrGeometry) -> Layout {
 
 /// `true` when HdrHistogram counts index `i` and Picollo logical index `i` are the same value
 /// range: unit magnitude 0 on both sides and `B = sub_bucket_count / 2`.
-pub fn indexes_alike(geometry: &HdrGeometry, layout: Layout) -> bool {
+pub(crate) fn indexes_alike(geometry: &HdrGeometry, layout: Layout) -> bool {
     geometry.unit_magnitude() == 0
         && layout.unit_magnitude() == 0
         && geometry.sub_bucket_half_count_magnitude() == layout.block_scale()
@@ -78,37 +75,6 @@ pub fn significant_digits_for(layout: Layout) -> Option<u8> {
 /// ```
 pub fn finer_significant_digits(layout: Layout) -> Option<u8> {
     (0..=MAX_SIGNIFICANT_DIGITS).find(|&d| half_count_magnitude(d) >= layout.block_scale())
-}
-
-/// The HdrHistogram geometry that indexes like `layout`: lowest discernible value 1 (unit
-/// magnitude 0), the significant digits of [`significant_digits_for`], and
-/// `highest_trackable` (at least 2, at most `i64::MAX`).
-///
-/// ```
-/// use picollo_alloc::hdr::interop::{hdr_geometry_for, InteropError};
-/// use picollo_core::Layout;
-///
-/// let g = hdr_geometry_for(Layout::from_block_scale(7).unwrap(), 3_600_000_000_000)?;
-/// assert_eq!((g.significant_digits(), g.lowest_discernible()), (2, 1));
-/// assert!(matches!(
-///     hdr_geometry_for(Layout::DEFAULT, 1 << 40),
-///     Err(InteropError::NoMatchingSignificantDigits { block_scale: 9, finer: Some(3) })
-/// ));
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// ```
-///
-/// # Errors
-/// [`InteropError::NoMatchingSignificantDigits`] when the layout has no significant-digit
-/// count.
-pub fn hdr_geometry_for(
-    layout: Layout,
-    highest_trackable: u64,
-) -> Result<HdrGeometry, InteropError> {
-    let d = significant_digits_for(layout).ok_or(InteropError::NoMatchingSignificantDigits {
-        block_scale: layout.block_scale(),
-        finer: finer_significant_digits(layout),
-    })?;
-    Ok(HdrGeometry::new(1, clamp_highest(highest_trackable), d)?)
 }
 
 /// A highest trackable value HdrHistogram accepts with lowest discernible value 1.
@@ -205,6 +171,14 @@ impl BucketMapping {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_unit_magnitude_stops_indexes_being_alike() {
+        let g = HdrGeometry::new(1, 3_600_000_000_000, 2).unwrap();
+        assert!(indexes_alike(&g, layout_for(&g)));
+        let jhiccup = HdrGeometry::new(20_000, 3_600_000_000_000, 2).unwrap();
+        assert!(!indexes_alike(&jhiccup, layout_for(&jhiccup))); // unit magnitude 14
+    }
 
     #[test]
     fn digits_and_block_scales() {

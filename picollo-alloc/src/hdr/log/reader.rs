@@ -161,11 +161,6 @@ impl<R: BufRead> LogReader<R> {
         self.base_time
     }
 
-    /// Number of lines read so far.
-    pub fn line_number(&self) -> u64 {
-        self.line_no
-    }
-
     /// Restricts iteration to intervals whose start lies in `[start_sec, end_sec]`, as
     /// HdrHistogram's `nextIntervalHistogram(start, end)` (with [`RangeMode::Relative`]) or
     /// `nextAbsoluteIntervalHistogram` (with [`RangeMode::Absolute`]): earlier intervals are
