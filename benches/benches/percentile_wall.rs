@@ -16,7 +16,7 @@
 use picollo_benches::report::{header, Block};
 use picollo_benches::timing::{interleaved, repeat};
 use picollo_benches::*;
-use picollo_core::{EquivalentValue, Percentile, ReadExt};
+use picollo_core::{EquivalentValue, HistogramRead, Percentile, ReadExt};
 use std::hint::black_box;
 
 /// Measured rounds per case (after one warm-up round).

@@ -16,7 +16,7 @@ use iai_callgrind::{library_benchmark, library_benchmark_group, main};
 use picollo_benches::iai::{cell, instructions};
 use picollo_benches::report::{header, Block};
 use picollo_benches::*;
-use picollo_core::{EquivalentValue, Percentile, ReadExt};
+use picollo_core::{EquivalentValue, HistogramRead, Percentile, ReadExt};
 use std::hint::black_box;
 
 fn filled_full_range() -> picollo_core::Histogram<HeapCells> {

@@ -18,7 +18,7 @@ use picollo_alloc::{HistogramBuilder, SnapshotExt, Summary};
 use picollo_benches::report::{header, Block};
 use picollo_benches::timing::{interleaved, repeat};
 use picollo_benches::{hdr_histogram, seed_values, SEED_COUNT};
-use picollo_core::{Layout, ReadExt};
+use picollo_core::{HistogramRead, Layout, ReadExt};
 use std::hint::black_box;
 
 /// Measured rounds per case (after one warm-up round).

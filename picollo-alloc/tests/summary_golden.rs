@@ -6,7 +6,7 @@
 //! padded to the column widths its alignment rows show.
 
 use picollo_alloc::{HistogramBuilder, Summary, SummaryExt};
-use picollo_core::Record;
+use picollo_core::{HistogramRead, Record};
 
 /// The .NET article's first `GettingStarted` distribution, bucket by bucket: the counts its
 /// `GettingStartedPercentiles` output prints (`P9.1914=20,096 [64 / 590]: [19,968, 20,224) 183,827`, …).

@@ -19,6 +19,7 @@
 
 use crate::atomic::SharedState;
 use crate::cell::{AtomicWord, RmwAtomic, Word};
+use crate::kind::Base;
 use crate::layout::{BucketPos, LayoutSpec};
 use crate::read::HistogramRead;
 use crate::scalable::{RandomSource, ScalableCell, ScalableConfig};
@@ -52,11 +53,8 @@ use crate::{Layout, Record};
 /// assert!((total - 100_000.0).abs() / 100_000.0 < 0.05);
 /// ```
 pub struct ApproxHistogram<S, L = Layout, W = Window> {
-    spec: L,
-    window: W,
+    base: Base<S, L, W, SharedState>,
     config: ScalableConfig,
-    shared: SharedState,
-    storage: S,
 }
 
 impl<const N: usize> ApproxHistogram<[ScalableCell; N], Layout> {
@@ -73,11 +71,13 @@ impl<const N: usize> ApproxHistogram<[ScalableCell; N], Layout> {
         }
         match Window::new(layout, min, max) {
             Ok(window) if window.len() == N => ApproxHistogram {
-                spec: layout,
-                window,
+                base: Base {
+                    spec: layout,
+                    window,
+                    tallies: SharedState::new(),
+                    storage: [const { ScalableCell::new() }; N],
+                },
                 config: ScalableConfig::new(),
-                shared: SharedState::new(),
-                storage: [const { ScalableCell::new() }; N],
             },
             Ok(_) => panic!("array length differs from storage_len(layout, min, max)"),
             Err(_) => panic!("min trackable value above max"),
@@ -99,13 +99,15 @@ where
             return Err(WindowError::NeedsUnitLayout(spec.layout().unit_magnitude()));
         }
         let h = ApproxHistogram {
-            spec,
-            window,
+            base: Base {
+                spec,
+                window,
+                tallies: SharedState::new(),
+                storage,
+            },
             config: ScalableConfig::new(),
-            shared: SharedState::new(),
-            storage,
         };
-        h.storage.clear_shared(ScalableCell::reset);
+        h.base.storage.clear_shared(ScalableCell::reset);
         Ok(h)
     }
 }
@@ -141,10 +143,10 @@ where
     /// Records one `value`, drawing from the caller's per-thread random source.
     #[inline]
     pub fn record<R: RandomSource + ?Sized>(&self, value: u64, rng: &mut R) {
-        let pos = self.spec.position_native(value);
+        let pos = self.base.spec.position_native(value);
         match self.cell_or_outside(pos, 1) {
             Ok(cell) => cell.inc(self.config, rng),
-            Err(Some(slot)) => self.shared.add_outside(slot, 1),
+            Err(Some(slot)) => self.base.tallies.add_outside(slot, 1),
             Err(None) => {}
         }
     }
@@ -152,10 +154,10 @@ where
     /// Records `count` occurrences of `value` (unbiased; see [`ScalableCell::add`]).
     #[inline]
     pub fn record_n<R: RandomSource + ?Sized>(&self, value: u64, count: u64, rng: &mut R) {
-        let pos = self.spec.position_native(value);
+        let pos = self.base.spec.position_native(value);
         match self.cell_or_outside(pos, count) {
             Ok(cell) => cell.add(self.config, count, rng),
-            Err(Some(slot)) => self.shared.add_outside(slot, count),
+            Err(Some(slot)) => self.base.tallies.add_outside(slot, count),
             Err(None) => {}
         }
     }
@@ -166,14 +168,14 @@ where
     #[inline(always)]
     fn cell_or_outside(&self, pos: BucketPos, n: u64) -> Result<&ScalableCell, Option<usize>> {
         // The window's start among the positions' indices (see `Histogram`'s `cells_first`).
-        let first = self.window().first() - self.spec.first_index();
-        let k = self.spec.layout().block_scale();
+        let first = self.window().first() - self.base.spec.first_index();
+        let k = self.base.spec.layout().block_scale();
         // SAFETY: `pos` comes from this histogram's sealed layout spec, which the storage was
         // checked against when the histogram was made (`Cells::check_window`).
-        match unsafe { self.storage.cell(pos, k, first) } {
+        match unsafe { self.base.storage.cell(pos, k, first) } {
             Lookup::Found(cell) => Ok(cell),
             // SAFETY: as above.
-            Lookup::Missing => match unsafe { self.storage.absent(pos, k, first, n) } {
+            Lookup::Missing => match unsafe { self.base.storage.absent(pos, k, first, n) } {
                 Absent::Outside(slot) => Err(Some(slot)),
                 Absent::Cell(cell) => Ok(cell),
                 Absent::Counted => Err(None),
@@ -190,8 +192,9 @@ where
     /// wait-free, the other reads blocking while a reset is in progress (see
     /// [`crate::AtomicHistogram`]'s "Progress").
     pub fn reset(&self) {
-        self.shared
-            .reset(|| self.storage.clear_shared(ScalableCell::reset));
+        self.base
+            .tallies
+            .reset(|| self.base.storage.clear_shared(ScalableCell::reset));
     }
 }
 
@@ -200,12 +203,6 @@ where
     L: LayoutSpec,
     W: WindowSpec,
 {
-    /// The window of logical buckets.
-    #[inline(always)]
-    pub fn window(&self) -> Window {
-        self.window.window(self.spec.layout())
-    }
-
     /// A recorder for one thread: the histogram plus that thread's random source, usable
     /// wherever a [`Record`] is expected (scopes, spans).
     pub fn recorder<R: RandomSource>(&self, rng: R) -> ApproxRecorder<'_, S, L, R, W> {
@@ -223,7 +220,7 @@ where
     /// Whether a reset is in progress, so that `try_read` would report
     /// `ResetInProgress` now. Wait-free.
     pub fn reset_in_progress(&self) -> bool {
-        self.shared.reset_in_progress()
+        self.base.tallies.reset_in_progress()
     }
 }
 
@@ -233,13 +230,13 @@ where
 {
     /// The storage.
     pub fn storage(&self) -> &S {
-        &self.storage
+        &self.base.storage
     }
 
     /// Bytes of memory this histogram holds: the value itself plus what its storage holds
     /// ([`Cells::held_bytes`]).
     pub fn footprint(&self) -> usize {
-        core::mem::size_of_val(self) + self.storage.held_bytes()
+        self.base.footprint(core::mem::size_of_val(self))
     }
 }
 
@@ -249,28 +246,7 @@ where
     L: LayoutSpec,
     W: WindowSpec,
 {
-    fn layout(&self) -> Layout {
-        self.spec.layout()
-    }
-    fn window(&self) -> Window {
-        ApproxHistogram::window(self)
-    }
-    fn count_at(&self, storage_index: usize) -> u64 {
-        self.storage.count_at(storage_index)
-    }
-    fn sum_range(&self, start: usize, end: usize) -> u64 {
-        self.storage.sum_range(start, end)
-    }
-    /// Relaxed loads of the cells: the storage's bulk read ([`crate::storage::cell_runs`] for
-    /// dense storage).
-    fn recorded_runs(&self, f: &mut dyn FnMut(usize, &[u64])) {
-        self.storage.recorded_runs(f)
-    }
-    #[inline]
-    fn reads_in_bulk(&self) -> bool {
-        S::READS_IN_BULK
-    }
-    crate::forward_histogram_read!(shared: |h| h.shared);
+    crate::forward_histogram_read!(|h| h.base);
 }
 
 crate::fmt::histogram_formats!(ApproxHistogram, "ApproxHistogram", S: Cells<Item = ScalableCell>);
@@ -354,8 +330,8 @@ mod tests {
         }
         let mut out = [FixedPercentile::default(); 1];
         // An interrupt handler landing halfway through thread mode's reset.
-        h.shared.reset(|| {
-            let cells = h.storage.as_slice();
+        h.base.tallies.reset(|| {
+            let cells = h.base.storage.as_slice();
             cells[..LEN / 2].iter().for_each(ScalableCell::reset);
             assert!(h.reset_in_progress());
             assert_eq!(h.try_read(|r| r.total()), Err(ResetInProgress));

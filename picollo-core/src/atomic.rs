@@ -26,6 +26,7 @@ use crate::cell::{AtomicU16, AtomicU32, AtomicWord, RmwAtomic, Word};
 // Only the read-modify-write impls below order anything (`picollo_rmw`, set by build.rs).
 #[cfg(picollo_rmw)]
 use crate::cell::Ordering;
+use crate::kind::Base;
 use crate::layout::{BucketPos, ConstLayout, LayoutSpec};
 use crate::read::HistogramRead;
 use crate::storage::{Absent, Cells, Lookup};
@@ -193,10 +194,7 @@ pub(crate) use seqlock::SharedState;
 /// assert_eq!(H.total(), 2000);
 /// ```
 pub struct AtomicHistogram<S, L = Layout, W = Window> {
-    spec: L,
-    window: W,
-    shared: SharedState,
-    storage: S,
+    base: Base<S, L, W, SharedState>,
 }
 
 impl<A: AtomicCounter, const N: usize> AtomicHistogram<[A; N], Layout> {
@@ -220,10 +218,12 @@ impl<A: AtomicCounter, const N: usize> AtomicHistogram<[A; N], Layout> {
 
     const fn from_window(layout: Layout, window: Window) -> Self {
         AtomicHistogram {
-            spec: layout,
-            window,
-            shared: SharedState::new(),
-            storage: [const { A::ZERO }; N],
+            base: Base {
+                spec: layout,
+                window,
+                tallies: SharedState::new(),
+                storage: [const { A::ZERO }; N],
+            },
         }
     }
 }
@@ -260,10 +260,12 @@ impl<A: AtomicCounter, const N: usize, const K: u32, const MIN: u64, const MAX: 
             )
         };
         AtomicHistogram {
-            spec: ConstLayout::<K>::new(),
-            window: ConstWindow::<MIN, MAX>::new(),
-            shared: SharedState::new(),
-            storage: [const { A::ZERO }; N],
+            base: Base {
+                spec: ConstLayout::<K>::new(),
+                window: ConstWindow::<MIN, MAX>::new(),
+                tallies: SharedState::new(),
+                storage: [const { A::ZERO }; N],
+            },
         }
     }
 }
@@ -283,12 +285,14 @@ where
             return Err(WindowError::NeedsUnitLayout(spec.layout().unit_magnitude()));
         }
         let h = AtomicHistogram {
-            spec,
-            window,
-            shared: SharedState::new(),
-            storage,
+            base: Base {
+                spec,
+                window,
+                tallies: SharedState::new(),
+                storage,
+            },
         };
-        h.storage.clear_shared(AtomicCounter::clear);
+        h.base.storage.clear_shared(AtomicCounter::clear);
         Ok(h)
     }
 }
@@ -305,27 +309,27 @@ where
     /// takes the 32-bit path of [`AtomicHistogram::record_u32`].
     #[inline(always)]
     pub fn record(&self, value: u64) {
-        self.record_at(self.spec.position_native(value));
+        self.record_at(self.base.spec.position_native(value));
     }
 
     /// Records one `u32` value with 32-bit index arithmetic only.
     #[inline(always)]
     pub fn record_u32(&self, value: u32) {
-        self.record_at(self.spec.position_u32(value));
+        self.record_at(self.base.spec.position_u32(value));
     }
 
     #[inline(always)]
     fn record_at(&self, pos: BucketPos) {
         // The window's start among the positions' indices (see `Histogram`'s `cells_first`).
-        let first = self.window().first() - self.spec.first_index();
-        let k = self.spec.layout().block_scale();
+        let first = self.window().first() - self.base.spec.first_index();
+        let k = self.base.spec.layout().block_scale();
         // SAFETY: `pos` comes from this histogram's sealed layout spec, which the storage was
         // checked against when the histogram was made (`Cells::check_window`).
-        match unsafe { self.storage.cell(pos, k, first) } {
+        match unsafe { self.base.storage.cell(pos, k, first) } {
             Lookup::Found(cell) => cell.increment(),
             // SAFETY: as above.
-            Lookup::Missing => match unsafe { self.storage.absent(pos, k, first, 1) } {
-                Absent::Outside(slot) => self.shared.add_outside(slot, 1),
+            Lookup::Missing => match unsafe { self.base.storage.absent(pos, k, first, 1) } {
+                Absent::Outside(slot) => self.base.tallies.add_outside(slot, 1),
                 Absent::Cell(cell) => cell.add(1),
                 Absent::Counted => {}
             },
@@ -335,16 +339,16 @@ where
     /// Records `count` occurrences of `value` (saturating).
     #[inline]
     pub fn record_n(&self, value: u64, count: u64) {
-        let pos = self.spec.position_native(value);
+        let pos = self.base.spec.position_native(value);
         // The window's start among the positions' indices (see `Histogram`'s `cells_first`).
-        let first = self.window().first() - self.spec.first_index();
-        let k = self.spec.layout().block_scale();
+        let first = self.window().first() - self.base.spec.first_index();
+        let k = self.base.spec.layout().block_scale();
         // SAFETY: as in `record_at`.
-        match unsafe { self.storage.cell(pos, k, first) } {
+        match unsafe { self.base.storage.cell(pos, k, first) } {
             Lookup::Found(cell) => cell.add(count),
             // SAFETY: as above.
-            Lookup::Missing => match unsafe { self.storage.absent(pos, k, first, count) } {
-                Absent::Outside(slot) => self.shared.add_outside(slot, count),
+            Lookup::Missing => match unsafe { self.base.storage.absent(pos, k, first, count) } {
+                Absent::Outside(slot) => self.base.tallies.add_outside(slot, count),
                 Absent::Cell(cell) => cell.add(count),
                 Absent::Counted => {}
             },
@@ -358,8 +362,9 @@ where
     /// **Lock-free** (see `SharedState::reset`): safe from an interrupt handler, including
     /// one that landed inside a thread-mode reset or read of the same histogram.
     pub fn reset(&self) {
-        self.shared
-            .reset(|| self.storage.clear_shared(AtomicCounter::clear));
+        self.base
+            .tallies
+            .reset(|| self.base.storage.clear_shared(AtomicCounter::clear));
     }
 }
 
@@ -368,17 +373,11 @@ where
     L: LayoutSpec,
     W: WindowSpec,
 {
-    /// The window of logical buckets.
-    #[inline(always)]
-    pub fn window(&self) -> Window {
-        self.window.window(self.spec.layout())
-    }
-
     /// Whether a reset is in progress (in another thread or core, or in the context this
     /// interrupt handler interrupted), so that `try_read` would report
     /// `ResetInProgress` now. Wait-free.
     pub fn reset_in_progress(&self) -> bool {
-        self.shared.reset_in_progress()
+        self.base.tallies.reset_in_progress()
     }
 }
 
@@ -388,13 +387,13 @@ where
 {
     /// The storage.
     pub fn storage(&self) -> &S {
-        &self.storage
+        &self.base.storage
     }
 
     /// Bytes of memory this histogram holds: the value itself plus what its storage holds
     /// ([`Cells::held_bytes`]: the cells; for sparse storage its directory, pages and tables).
     pub fn footprint(&self) -> usize {
-        core::mem::size_of_val(self) + self.storage.held_bytes()
+        self.base.footprint(core::mem::size_of_val(self))
     }
 }
 
@@ -405,29 +404,7 @@ where
     L: LayoutSpec,
     W: WindowSpec,
 {
-    fn layout(&self) -> Layout {
-        self.spec.layout()
-    }
-    fn window(&self) -> Window {
-        AtomicHistogram::window(self)
-    }
-    #[inline]
-    fn count_at(&self, storage_index: usize) -> u64 {
-        self.storage.count_at(storage_index)
-    }
-    fn sum_range(&self, start: usize, end: usize) -> u64 {
-        self.storage.sum_range(start, end)
-    }
-    /// Relaxed loads of the cells: the storage's bulk read ([`crate::storage::cell_runs`] for
-    /// dense storage).
-    fn recorded_runs(&self, f: &mut dyn FnMut(usize, &[u64])) {
-        self.storage.recorded_runs(f)
-    }
-    #[inline]
-    fn reads_in_bulk(&self) -> bool {
-        S::READS_IN_BULK
-    }
-    crate::forward_histogram_read!(shared: |h| h.shared);
+    crate::forward_histogram_read!(|h| h.base);
 }
 
 impl<S, L, W> Record for &AtomicHistogram<S, L, W>

@@ -1,5 +1,6 @@
 //! The plain (single-writer) histogram over any storage.
 
+use crate::kind::{Base, PlainTallies};
 use crate::layout::{BucketPos, ConstLayout, LayoutSpec};
 use crate::read::HistogramRead;
 use crate::storage::{Absent, Cells, CellsMut, Counter, Lookup};
@@ -53,12 +54,7 @@ pub use subtract::{check_subtract, for_each_landing, Landing, SubtractError};
 /// [`Histogram::record`] takes that path for every value below 2^32.
 #[derive(Clone)]
 pub struct Histogram<S, L = Layout, W = Window> {
-    spec: L,
-    window: W,
-    underflow: u64,
-    overflow: u64,
-    resets: u64,
-    storage: S,
+    base: Base<S, L, W, PlainTallies>,
 }
 
 /// How an [`Histogram::add`] mapped the source buckets.
@@ -90,7 +86,7 @@ impl<C: Counter, const N: usize> Histogram<[C; N], Layout> {
     /// them as errors.
     ///
     /// ```
-    /// use picollo_core::{storage_len, Histogram, Layout};
+    /// use picollo_core::{storage_len, Histogram, HistogramRead, Layout};
     /// const L: Layout = Layout::DEFAULT;
     /// static H: Histogram<[u64; storage_len(L, 0, 10_000)]> = Histogram::new(L, 0, 10_000);
     /// assert_eq!(H.window().first(), 0);
@@ -115,12 +111,12 @@ impl<C: Counter, const N: usize> Histogram<[C; N], Layout> {
         }
         match Window::new(layout, min, max) {
             Ok(window) if window.len() == N => Ok(Histogram {
-                spec: layout,
-                window,
-                underflow: 0,
-                overflow: 0,
-                resets: 0,
-                storage: [C::ZERO; N],
+                base: Base {
+                    spec: layout,
+                    window,
+                    tallies: PlainTallies::ZERO,
+                    storage: [C::ZERO; N],
+                },
             }),
             Ok(window) => Err(WindowError::StorageLength {
                 expected: window.len(),
@@ -167,12 +163,12 @@ impl<C: Counter, const N: usize, const K: u32, const MIN: u64, const MAX: u64>
             )
         };
         Histogram {
-            spec: ConstLayout::<K>::new(),
-            window: ConstWindow::<MIN, MAX>::new(),
-            underflow: 0,
-            overflow: 0,
-            resets: 0,
-            storage: [C::ZERO; N],
+            base: Base {
+                spec: ConstLayout::<K>::new(),
+                window: ConstWindow::<MIN, MAX>::new(),
+                tallies: PlainTallies::ZERO,
+                storage: [C::ZERO; N],
+            },
         }
     }
 }
@@ -203,12 +199,12 @@ where
             return Err(WindowError::NeedsUnitLayout(spec.layout().unit_magnitude()));
         }
         let mut h = Histogram {
-            spec,
-            window,
-            underflow: 0,
-            overflow: 0,
-            resets: 0,
-            storage,
+            base: Base {
+                spec,
+                window,
+                tallies: PlainTallies::ZERO,
+                storage,
+            },
         };
         h.clear();
         Ok(h)
@@ -228,28 +224,28 @@ where
     /// larger values a separate (cold) 64-bit path.
     #[inline(always)]
     pub fn record(&mut self, value: u64) {
-        self.record_at(self.spec.position_native(value));
+        self.record_at(self.base.spec.position_native(value));
     }
 
     /// Records one `u32` value with 32-bit arithmetic only: on 32-bit cores no 64-bit shift
     /// and no compiler helper call (Cortex-M0 included).
     #[inline(always)]
     pub fn record_u32(&mut self, value: u32) {
-        self.record_at(self.spec.position_u32(value));
+        self.record_at(self.base.spec.position_u32(value));
     }
 
     #[inline(always)]
     fn record_at(&mut self, pos: BucketPos) {
-        let (k, first) = (self.spec.layout().block_scale(), self.cells_first());
+        let (k, first) = (self.base.spec.layout().block_scale(), self.cells_first());
         // SAFETY: `pos` comes from this histogram's sealed layout spec (or its layout), which
         // the storage was checked against when the histogram was made (`Cells::check_window`).
-        match unsafe { self.storage.cell_mut(pos, k, first) } {
+        match unsafe { self.base.storage.cell_mut(pos, k, first) } {
             Lookup::Found(cell) => cell.increment(),
             // Inline rather than a call: a call in the loop would stop the compiler from
             // keeping the storage pointer and window in registers across records. (Dense
             // storage answers `Outside` inline; sparse storage calls its cold path here.)
             // SAFETY: as above.
-            Lookup::Missing => match unsafe { self.storage.absent_mut(pos, k, first, 1) } {
+            Lookup::Missing => match unsafe { self.base.storage.absent_mut(pos, k, first, 1) } {
                 // One at a time, a u64 capped at 2^63 - 1 cannot wrap (see `Counter`).
                 Absent::Outside(slot) => {
                     let outside = self.outside_counter(slot);
@@ -264,22 +260,24 @@ where
     /// Records `count` occurrences of `value` (saturating).
     #[inline]
     pub fn record_n(&mut self, value: u64, count: u64) {
-        self.record_n_at(self.spec.position_native(value), count)
+        self.record_n_at(self.base.spec.position_native(value), count)
     }
 
     #[inline]
     fn record_n_at(&mut self, pos: BucketPos, count: u64) {
-        let (k, first) = (self.spec.layout().block_scale(), self.cells_first());
+        let (k, first) = (self.base.spec.layout().block_scale(), self.cells_first());
         // SAFETY: `pos` comes from this histogram's layout, which the storage was checked
         // against when the histogram was made (`Cells::check_window`).
-        match unsafe { self.storage.cell_mut(pos, k, first) } {
+        match unsafe { self.base.storage.cell_mut(pos, k, first) } {
             Lookup::Found(cell) => cell.add(count),
             // SAFETY: as above.
-            Lookup::Missing => match unsafe { self.storage.absent_mut(pos, k, first, count) } {
-                Absent::Outside(slot) => self.outside_counter(slot).add(count),
-                Absent::Cell(cell) => cell.add(count),
-                Absent::Counted => {}
-            },
+            Lookup::Missing => {
+                match unsafe { self.base.storage.absent_mut(pos, k, first, count) } {
+                    Absent::Outside(slot) => self.outside_counter(slot).add(count),
+                    Absent::Cell(cell) => cell.add(count),
+                    Absent::Counted => {}
+                }
+            }
         }
     }
 
@@ -288,9 +286,9 @@ where
     #[inline(always)]
     fn outside_counter(&mut self, slot: usize) -> &mut u64 {
         if Window::slot_is_below(slot) {
-            &mut self.underflow
+            &mut self.base.tallies.underflow
         } else {
-            &mut self.overflow
+            &mut self.base.tallies.overflow
         }
     }
 
@@ -298,14 +296,14 @@ where
     /// for .NET's `ResetCount`, see [`HistogramRead::reset_count`]).
     pub fn reset(&mut self) {
         self.clear();
-        self.resets = self.resets.wrapping_add(1);
+        self.base.tallies.resets = self.base.tallies.resets.wrapping_add(1);
     }
 
     /// Zeroes the counts without counting a reset.
     fn clear(&mut self) {
-        self.storage.clear_mut(|cell| *cell = Counter::ZERO);
-        self.underflow = 0;
-        self.overflow = 0;
+        self.base.storage.clear_mut(|cell| *cell = Counter::ZERO);
+        self.base.tallies.underflow = 0;
+        self.base.tallies.overflow = 0;
     }
 
     /// Adds every count of `other` (any histogram kind, any layout or window) into `self`.
@@ -319,12 +317,12 @@ where
     /// Reading a histogram that other threads are resetting is not retried here; add from a
     /// snapshot for a consistent result.
     pub fn add<R: HistogramRead + ?Sized>(&mut self, other: &R) -> Rebucketing {
-        let target = self.spec.layout();
-        let window = self.window.window(target);
+        let target = self.base.spec.layout();
+        let window = self.base.window.window(target);
         for_each_landing(other, target, window, |landing, n| match landing {
             Landing::Slot(slot) => self.record_n_at(self.slot_position(slot), n),
-            Landing::Underflow => self.underflow.add(n),
-            Landing::Overflow => self.overflow.add(n),
+            Landing::Underflow => self.base.tallies.underflow.add(n),
+            Landing::Overflow => self.base.tallies.overflow.add(n),
         });
         rebucketing(other.layout(), target)
     }
@@ -473,42 +471,36 @@ where
     L: LayoutSpec,
     W: WindowSpec,
 {
-    /// The window of logical buckets this histogram stores.
-    #[inline(always)]
-    pub fn window(&self) -> Window {
-        self.window.window(self.spec.layout())
-    }
-
     /// Where storage cell 0 sits among the positions' indices ([`BucketPos::logical`]): the
     /// window's first logical index, less the layout's [`LayoutSpec::first_index`] (a constant
     /// 0 for the specs without a unit).
     #[inline(always)]
     fn cells_first(&self) -> usize {
-        self.window().first() - self.spec.first_index()
+        self.base.window().first() - self.base.spec.first_index()
     }
 
     /// The position of storage index `slot` (inside the window).
     #[inline]
     fn slot_position(&self, slot: usize) -> BucketPos {
-        let k = self.spec.layout().block_scale();
+        let k = self.base.spec.layout().block_scale();
         BucketPos::of_logical(self.cells_first() + slot, k)
     }
 
     /// The storage cells.
     #[inline]
     pub fn storage(&self) -> &S {
-        &self.storage
+        &self.base.storage
     }
 
     /// Gives the storage back.
     pub fn into_storage(self) -> S {
-        self.storage
+        self.base.storage
     }
 
     /// Bytes of memory this histogram holds: the value itself plus what its storage holds
     /// ([`Cells::held_bytes`]: the cells; for sparse storage its directory, pages and tables).
     pub fn footprint(&self) -> usize {
-        core::mem::size_of_val(self) + self.storage.held_bytes()
+        self.base.footprint(core::mem::size_of_val(self))
     }
 }
 
@@ -519,42 +511,7 @@ where
     L: LayoutSpec,
     W: WindowSpec,
 {
-    #[inline]
-    fn layout(&self) -> Layout {
-        self.spec.layout()
-    }
-    #[inline]
-    fn window(&self) -> Window {
-        Histogram::window(self)
-    }
-    #[inline]
-    fn count_at(&self, storage_index: usize) -> u64 {
-        self.storage.count_at(storage_index)
-    }
-    /// The storage's sum ([`crate::storage::sum_cells`] for dense storage: a loop the
-    /// compiler vectorizes).
-    fn sum_range(&self, start: usize, end: usize) -> u64 {
-        self.storage.sum_range(start, end)
-    }
-    /// The storage's bulk read ([`crate::storage::cell_runs`] for dense storage).
-    fn recorded_runs(&self, f: &mut dyn FnMut(usize, &[u64])) {
-        self.storage.recorded_runs(f)
-    }
-    #[inline]
-    fn reads_in_bulk(&self) -> bool {
-        S::READS_IN_BULK
-    }
-    #[inline]
-    fn underflow(&self) -> u64 {
-        self.underflow
-    }
-    #[inline]
-    fn overflow(&self) -> u64 {
-        self.overflow
-    }
-    fn reset_count(&self) -> u64 {
-        self.resets
-    }
+    crate::forward_histogram_read!(|h| h.base);
 }
 
 impl<S, L, W> Record for Histogram<S, L, W>

@@ -50,6 +50,7 @@ pub mod cell;
 pub mod fmt;
 pub mod histogram;
 pub mod iter;
+mod kind;
 pub mod layout;
 pub mod read;
 pub mod record;

@@ -7,6 +7,7 @@
 #![allow(clippy::unnecessary_cast)]
 
 use crate::cell::{AtomicWord, Ordering, RmwAtomic, WideCounter, Word};
+use crate::kind::Tallies;
 use crate::window::Window;
 
 /// Bits of the version word that count the sections in progress; the bits above count the
@@ -252,34 +253,37 @@ impl SharedState {
     pub(crate) fn reset_in_progress(&self) -> bool {
         self.version.in_progress()
     }
+}
 
+/// The shared kinds' tallies: read with atomic loads, bracketed by the version.
+impl Tallies for SharedState {
     /// Values recorded below the window.
-    pub(crate) fn underflow(&self) -> u64 {
+    fn underflow(&self) -> u64 {
         self.underflow.get()
     }
 
     /// Values recorded above the window.
-    pub(crate) fn overflow(&self) -> u64 {
+    fn overflow(&self) -> u64 {
         self.overflow.get()
     }
 
     /// How many times [`SharedState::reset`] ran (wrapping at 2^32 on 32-bit targets).
-    pub(crate) fn reset_count(&self) -> u64 {
+    fn reset_count(&self) -> u64 {
         self.resets.load(Ordering::Relaxed) as u64
     }
 
     /// See [`Version::read_begin`].
-    pub(crate) fn read_begin(&self) -> u64 {
+    fn read_begin(&self) -> u64 {
         self.version.read_begin()
     }
 
     /// See [`Version::try_read_begin`].
-    pub(crate) fn try_read_begin(&self) -> Option<u64> {
+    fn try_read_begin(&self) -> Option<u64> {
         self.version.try_read_begin()
     }
 
     /// See [`Version::read_retry`].
-    pub(crate) fn read_retry(&self, token: u64) -> bool {
+    fn read_retry(&self, token: u64) -> bool {
         self.version.read_retry(token)
     }
 }

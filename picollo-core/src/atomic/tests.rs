@@ -57,8 +57,8 @@ fn an_interrupt_inside_a_reset_never_waits() {
     let mut out = [FixedPercentile::default(); 2];
     // What an interrupt handler sees when it lands in the middle of thread mode's reset:
     // the clearing closure stops halfway and runs the handler.
-    h.shared.reset(|| {
-        let cells = h.storage.as_slice();
+    h.base.tallies.reset(|| {
+        let cells = h.base.storage.as_slice();
         cells[..LEN / 2].iter().for_each(AtomicCounter::clear);
         assert!(h.reset_in_progress());
         assert_eq!(h.try_read(|r| r.total()), Err(ResetInProgress));

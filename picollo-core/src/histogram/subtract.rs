@@ -266,19 +266,22 @@ where
         &mut self,
         other: &R,
     ) -> Result<Rebucketing, SubtractError> {
-        let layout = self.spec.layout();
+        let layout = self.base.spec.layout();
         let window = self.window();
-        let cells = &self.storage;
+        let cells = &self.base.storage;
         check_subtract(
             other,
             layout,
             window,
             |s| cells.count_at(s),
-            self.underflow,
-            self.overflow,
+            self.base.tallies.underflow,
+            self.base.tallies.overflow,
         )?;
-        let (storage, underflow, overflow) =
-            (&mut self.storage, &mut self.underflow, &mut self.overflow);
+        let (storage, underflow, overflow) = (
+            &mut self.base.storage,
+            &mut self.base.tallies.underflow,
+            &mut self.base.tallies.overflow,
+        );
         for_each_landing(other, layout, window, |landing, n| match landing {
             Landing::Slot(slot) => storage.take_at(slot, n, |cell, left| {
                 *cell = Counter::ZERO;

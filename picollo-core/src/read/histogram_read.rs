@@ -158,11 +158,8 @@ impl<H: HistogramRead + ?Sized> HistogramRead for &H {
 /// forwards all methods to the place `w.inner` (`w` names `self`);
 /// `forward_histogram_read!(unbracketed: |w| w.inner)` all but the seqlock bracket
 /// (`read_begin`, `try_read_begin`, `read_retry`), left at the defaults that never wait and
-/// never retry (`read::OnePass`, read inside a bracket of its own); `forward_histogram_read!(
-/// shared: |w| w.state)` forwards only the outside counts and the seqlock (`underflow`,
-/// `overflow`, `read_begin`, `try_read_begin`, `read_retry`, `reset_count`) to a
-/// `SharedState`, for the shared kinds, which read their own
-/// cells. A macro rather than a blanket impl over an "inner histogram" accessor trait: such a
+/// never retry (`read::OnePass`, read inside a bracket of its own). The three core kinds
+/// forward to the one read they share (`kind::Base`'s). A macro rather than a blanket impl over an "inner histogram" accessor trait: such a
 /// blanket impl would overlap the kinds' own impls (and `&H`'s) under coherence.
 ///
 /// ```
@@ -233,32 +230,6 @@ macro_rules! forward_histogram_read {
         fn reset_count(&self) -> u64 {
             let $w = self;
             $crate::HistogramRead::reset_count(&$inner)
-        }
-    };
-    (shared: |$w:ident| $shared:expr) => {
-        fn underflow(&self) -> u64 {
-            let $w = self;
-            $shared.underflow()
-        }
-        fn overflow(&self) -> u64 {
-            let $w = self;
-            $shared.overflow()
-        }
-        fn read_begin(&self) -> u64 {
-            let $w = self;
-            $shared.read_begin()
-        }
-        fn try_read_begin(&self) -> Option<u64> {
-            let $w = self;
-            $shared.try_read_begin()
-        }
-        fn read_retry(&self, token: u64) -> bool {
-            let $w = self;
-            $shared.read_retry(token)
-        }
-        fn reset_count(&self) -> u64 {
-            let $w = self;
-            $shared.reset_count()
         }
     };
 }
