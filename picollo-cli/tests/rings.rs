@@ -370,7 +370,7 @@ fn run(args: &[&str]) -> (i32, String, String) {
 fn request_saver(name: &'static str) -> (String, Arc<StopFlag>, JoinHandle<u64>) {
     let mut writer =
         ShmFrameWriter::<Request>::create(name, &RingOptions::new(4096)).expect("create a ring");
-    let segment = writer.inner().segment().to_string();
+    let segment = writer.segment().to_string();
     let stop = Arc::new(StopFlag::new());
     let flag = stop.clone();
     let saver = std::thread::spawn(move || {

@@ -270,8 +270,8 @@ where
         // against when the histogram was made (`Cells::check_window`).
         match unsafe { self.base.storage.cell_mut(pos, k, first) } {
             Lookup::Found(cell) => cell.add(count),
-            // SAFETY: as above.
             Lookup::Missing => {
+                // SAFETY: as above.
                 match unsafe { self.base.storage.absent_mut(pos, k, first, count) } {
                     Absent::Outside(slot) => self.outside_counter(slot).add(count),
                     Absent::Cell(cell) => cell.add(count),

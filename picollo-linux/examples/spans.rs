@@ -145,7 +145,7 @@ fn csv(pid: i32, dir: String, seconds: f64) {
                     std::fs::File::create(&path).unwrap_or_else(|e| panic!("{path}: {e}")),
                 );
                 let _ = f.write_all(r.csv_header().as_bytes());
-                println!("{path}: {}", r.info());
+                println!("{path}: {}", r.ring().info());
                 outs.push((r, f, path));
             }
             Err(err) => eprintln!("{}: {err}", e.segment),
@@ -162,7 +162,11 @@ fn csv(pid: i32, dir: String, seconds: f64) {
     }
     for (r, mut f, path) in outs {
         let _ = f.flush();
-        println!("{path}: {} frames, {} lost", r.accepted(), r.lost());
+        println!(
+            "{path}: {} frames, {} lost",
+            r.ring().accepted(),
+            r.ring().lost()
+        );
     }
 }
 

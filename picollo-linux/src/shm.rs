@@ -37,7 +37,7 @@
 //! word and closes the segment, which releases the lock. A reader that crashes leaves
 //! `attached` set but releases its lock (the kernel closes its descriptor), so the writer
 //! clears a stale flag whenever `flock(LOCK_EX | LOCK_NB)` succeeds: it tries every 65,536
-//! frames it saves while attached, and whenever [`ShmWriter::check_readers`] is called (on a
+//! frames it saves while attached, and whenever [`ShmFrameWriter::check_readers`] is called (on a
 //! timer, say). A stale flag only costs the writer its attached-save price until then.
 //!
 //! # Untrusted segments
@@ -91,7 +91,7 @@
 //!   this process holds;
 //! - `error`: [`ShmError`];
 //! - `names`: memfd names, segment paths and writer identities;
-//! - `writer`: [`ShmWriter`] and [`ShmFrameWriter`];
+//! - `writer`: `ShmWriter` (untyped: the span rings) and [`ShmFrameWriter`];
 //! - `reader`: [`ShmReader`];
 //! - `list`: [`list_rings`].
 //!
@@ -107,7 +107,6 @@ mod writer;
 
 pub use error::ShmError;
 pub use list::{list_rings, RingEntry};
-pub use names::{segment_path, this_writer_id, writer_alive};
 pub use reader::ShmReader;
-pub use segment::STALE_CHECK_INTERVAL;
-pub use writer::{ShmFrameWriter, ShmWriter};
+pub use writer::ShmFrameWriter;
+pub(crate) use writer::ShmWriter;

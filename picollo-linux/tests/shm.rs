@@ -8,14 +8,21 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::process::{Child, ChildStdin, Command, Stdio};
 
-use picollo_linux::shm::{
-    list_rings, segment_path, writer_alive, ShmError, ShmFrameWriter, ShmReader, ShmWriter,
-    STALE_CHECK_INTERVAL,
-};
+use picollo_linux::shm::{list_rings, ShmError, ShmFrameWriter, ShmReader};
 use picollo_ring::{
     ClockInfo, ClockKind, CounterInfo, CounterInterval, Frame, Label, RingError, RingOptions,
-    TimeInterval, Value,
+    TimeInterval,
 };
+
+/// The path another process opens descriptor `fd` of process `pid` by (what
+/// `ShmFrameWriter::segment` returns for a ring's memfd).
+fn segment_path(pid: i32, fd: i32) -> String {
+    format!("/proc/{pid}/fd/{fd}")
+}
+
+/// Attached saves between a writer's own stale-reader checks (documented on
+/// `ShmFrameWriter::check_readers`).
+const STALE_CHECK_INTERVAL: u64 = 1 << 16;
 
 picollo_ring::frame! {
     /// ppt's `first` frame plus a label.
@@ -88,7 +95,6 @@ fn forks() -> std::sync::RwLockReadGuard<'static, ()> {
 #[test]
 fn handles_move_between_threads() {
     fn send<T: Send>() {}
-    send::<ShmWriter>();
     send::<ShmFrameWriter<Sample>>();
     send::<ShmReader>();
 }
@@ -104,12 +110,11 @@ fn attach_drain_and_csv_in_process() {
         .with_clock(ClockInfo::nanoseconds(ClockKind::MonotonicNs))
         .with_counters(&counters);
     let mut w = ShmFrameWriter::<Sample>::create("inproc", &opts).unwrap();
-    let segment = w.inner().segment().to_owned();
+    let segment = w.segment().to_owned();
     assert!(
         segment.starts_with(&format!("/proc/{}/fd/", pid())),
         "{segment}"
     );
-    assert_eq!(w.inner().name(), "inproc");
     assert_eq!(
         std::fs::read_link(&segment).unwrap().to_str().unwrap(),
         "/memfd:picollo-inproc (deleted)"
@@ -118,7 +123,8 @@ fn attach_drain_and_csv_in_process() {
     // Mode 0600, owned by us, sized for the ring; nothing in /dev/shm.
     let meta = std::fs::metadata(&segment).unwrap();
     assert_eq!(meta.permissions().mode() & 0o777, 0o600);
-    assert_eq!(meta.len() as usize, w.inner().bytes());
+    let ring_words = picollo_ring::required_words(&Sample::SCHEMA, counters.len(), 64);
+    assert_eq!(meta.len() as usize, 8 * ring_words);
     assert!(shm_files_of(pid()).is_empty());
     // Sealed: its size can never change, nor its seals.
     let f = std::fs::File::open(&segment).unwrap();
@@ -141,8 +147,8 @@ fn attach_drain_and_csv_in_process() {
     assert_eq!((r.name(), r.segment()), ("inproc", segment.as_str()));
     assert_eq!(r.inode(), meta.ino());
     assert!(r.writer_alive());
-    assert_eq!(r.info().writer().0, u64::from(std::process::id()));
-    assert!(r.info().matches(&Sample::SCHEMA));
+    assert_eq!(r.ring().info().writer().0, u64::from(std::process::id()));
+    assert!(r.ring().info().matches(&Sample::SCHEMA));
     for i in 1..=10 {
         assert!(w.save(&sample(i)));
     }
@@ -164,7 +170,7 @@ fn attach_drain_and_csv_in_process() {
     assert_eq!(lines.count(), 8);
 
     drop(r);
-    assert!(!w.inner().is_attached());
+    assert!(!w.is_attached());
     drop(w);
     // Closed on drop: the descriptor is gone, or (tests run in parallel threads of this
     // process) its number was reused by another test's file, which is not this ring.
@@ -187,14 +193,14 @@ fn attach_drain_and_csv_in_process() {
 fn stale_attached_flag_is_cleared() {
     let _alone = FORKS.write().unwrap_or_else(|e| e.into_inner());
     let mut w = ShmFrameWriter::<Sample>::create("stale", &RingOptions::new(16)).unwrap();
-    let segment = w.inner().segment().to_owned();
+    let segment = w.segment().to_owned();
 
     // A live reader keeps the flag.
     let r = ShmReader::attach_segment(&segment).unwrap();
-    assert!(w.inner_mut().check_readers().unwrap());
-    assert!(w.inner().is_attached());
+    assert!(w.check_readers().unwrap());
+    assert!(w.is_attached());
     drop(r);
-    assert!(!w.inner().is_attached());
+    assert!(!w.is_attached());
 
     // A reader that dies without detaching: its lock goes with it, the flag stays.
     let seg = segment.clone();
@@ -206,9 +212,9 @@ fn stale_attached_flag_is_cleared() {
         Err(_) => 1,
     });
     assert_eq!(code, 0);
-    assert!(w.inner().is_attached(), "the dead reader's flag is set");
-    assert!(!w.inner_mut().check_readers().unwrap(), "no reader left");
-    assert!(!w.inner().is_attached(), "cleared");
+    assert!(w.is_attached(), "the dead reader's flag is set");
+    assert!(!w.check_readers().unwrap(), "no reader left");
+    assert!(!w.is_attached(), "cleared");
 
     // The writer also clears it by itself every STALE_CHECK_INTERVAL attached saves.
     let seg = segment.clone();
@@ -232,7 +238,7 @@ fn stale_attached_flag_is_cleared() {
 fn forked_child_does_not_write_into_parent_ring() {
     let _forks = forks();
     let w = ShmFrameWriter::<Sample>::create("fork", &RingOptions::new(16)).unwrap();
-    let segment = w.inner().segment().to_owned();
+    let segment = w.segment().to_owned();
     let mut r = ShmReader::attach_segment(&segment).unwrap();
 
     // The child drops its copy of the writer; the parent's copy lives on in its own memory.
@@ -246,7 +252,7 @@ fn forked_child_does_not_write_into_parent_ring() {
                 wrote += 1;
             }
         }
-        let disabled = w.inner().is_disabled();
+        let disabled = w.is_disabled();
         drop(w); // must leave the parent's segment alone
         if wrote == 0 && disabled {
             0
@@ -259,7 +265,7 @@ fn forked_child_does_not_write_into_parent_ring() {
         code, 0,
         "the child wrote frames or did not disable its writer"
     );
-    assert_eq!(r.head(), 0, "no frames from the child");
+    assert_eq!(r.ring().head(), 0, "no frames from the child");
     assert!(
         ShmReader::inspect_segment(&segment).is_ok(),
         "child's drop left the segment"
@@ -310,8 +316,11 @@ fn attach_err(p: Planted) -> ShmError {
 #[test]
 fn corrupt_segments_are_errors_not_crashes() {
     let w = ShmFrameWriter::<Sample>::create("template", &RingOptions::new(8)).unwrap();
-    let good = std::fs::read(w.inner().segment()).unwrap();
-    assert_eq!(good.len(), w.inner().bytes());
+    let good = std::fs::read(w.segment()).unwrap();
+    assert_eq!(
+        good.len(),
+        8 * picollo_ring::required_words(&Sample::SCHEMA, 0, 8)
+    );
     let word = |bytes: &mut Vec<u8>, i: usize, v: u64| {
         bytes[8 * i..8 * i + 8].copy_from_slice(&v.to_ne_bytes());
     };
@@ -494,31 +503,6 @@ fn crashed_writer_leaves_nothing() {
         ShmReader::attach(child_pid, "crash"),
         Err(ShmError::NotFound(_))
     ));
-    assert!(writer_alive(picollo_linux::shm::this_writer_id()));
-}
-
-#[test]
-fn untyped_writer_and_reader() {
-    const FIELDS: [picollo_ring::Field<'static>; 2] = [
-        picollo_ring::Field::new("x", picollo_ring::FieldKind::U64),
-        picollo_ring::Field::new("y", picollo_ring::FieldKind::F64),
-    ];
-    let schema = picollo_ring::Schema::new("xy", &FIELDS);
-    let mut w = ShmWriter::create("untyped", &schema, &RingOptions::new(4)).unwrap();
-    let mut r = ShmReader::attach(pid(), "untyped").unwrap();
-    for i in 0..10u64 {
-        assert!(w.save_words(&[i, (i as f64 / 2.0).to_bits()]));
-    }
-    let mut got = Vec::new();
-    r.drain(|f| {
-        if let (Some(Value::Unsigned(x)), Some(Value::Float(y))) = (f.get("x"), f.get("y")) {
-            got.push((f.number(), x, y));
-        }
-    })
-    .unwrap();
-    // 10 frames into 4 slots: resumed at 10 - 2.
-    assert_eq!(got, [(8, 8, 4.0), (9, 9, 4.5)]);
-    assert_eq!((r.accepted(), r.lost()), (2, 8));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -664,7 +648,7 @@ fn frames_cross_process_attach_drain_csv() {
     assert!(r.writer_alive());
     // The schema came from the other process's header.
     assert_eq!(
-        r.info().to_string(),
+        r.ring().info().to_string(),
         "frame Sample { a: i32, b: u64, phase: str[24], duration: interval time, \
          events: interval counter[2] } × 4096 slots"
     );
@@ -703,7 +687,7 @@ fn frames_cross_process_attach_drain_csv() {
     // The writer exited normally: its rings are gone; our mapping still reads.
     assert!(list_rings(Some(child_pid)).unwrap().is_empty());
     assert!(!r.writer_alive());
-    assert_eq!(r.head(), CHILD_FRAMES);
+    assert_eq!(r.ring().head(), CHILD_FRAMES);
 }
 
 /// Defect 6 of issue 23: a writer killed by SIGTERM left its segments (about 2 MB per span
@@ -816,8 +800,8 @@ fn squatted_names_do_not_stop_ring_creation() {
 fn truncation_and_scribbling_by_another_process_do_not_stop_the_writer() {
     let _forks = forks();
     let mut w = ShmFrameWriter::<Sample>::create("hostile", &RingOptions::new(256)).unwrap();
-    let segment = w.inner().segment().to_owned();
-    let bytes = w.inner().bytes();
+    let segment = w.segment().to_owned();
+    let bytes = std::fs::metadata(&segment).unwrap().len() as usize;
     let mut r = ShmReader::attach_segment(&segment).unwrap();
     for i in 0..100 {
         assert!(w.save(&sample(i)));
@@ -906,13 +890,13 @@ fn truncation_and_scribbling_by_another_process_do_not_stop_the_writer() {
         saved += u64::from(w.save(&sample(i)));
     }
     // The writer went on (whatever the scribbled `attached` word says), keeping count.
-    assert!(!w.inner().is_disabled());
-    assert_eq!(w.inner().frames_written(), 200 + saved);
+    assert!(!w.is_disabled());
+    assert_eq!(w.frames_written(), 200 + saved);
     // The reader of a scribbled ring gets frames or errors, never a crash.
     let _ = r.drain(|_| {});
     drop(r);
-    let _ = w.inner_mut().check_readers();
-    assert!(w.save(&sample(0)) || !w.inner().is_attached());
+    let _ = w.check_readers();
+    assert!(w.save(&sample(0)) || !w.is_attached());
 }
 
 /// Truncation attempts from other processes while the writer saves flat out on its own
@@ -925,7 +909,7 @@ fn writer_saves_through_concurrent_truncation_attempts() {
     use std::sync::Arc;
 
     let mut w = ShmFrameWriter::<Sample>::create("stress", &RingOptions::new(1024)).unwrap();
-    let segment = w.inner().segment().to_owned();
+    let segment = w.segment().to_owned();
     let mut r = ShmReader::attach_segment(&segment).unwrap();
     let stop = Arc::new(StopFlag::new());
     // The writer stops however this test ends, not only on its normal path.
@@ -970,6 +954,6 @@ fn writer_saves_through_concurrent_truncation_attempts() {
     let written = writer.join().unwrap();
     check(&mut r);
     assert!(written > 0 && read > 0, "written {written}, read {read}");
-    assert_eq!(r.accepted(), read);
-    assert_eq!(r.accepted() + r.lost(), written);
+    assert_eq!(r.ring().accepted(), read);
+    assert_eq!(r.ring().accepted() + r.ring().lost(), written);
 }

@@ -168,5 +168,5 @@ pub mod loom_model;
 #[cfg_attr(docsrs, doc(cfg(all(feature = "counters", target_os = "linux"))))]
 pub use counters::SpanCounters;
 pub use layer::{Builder, PicolloLayer};
-pub use report::{CounterReport, Handle, SpanLog, SpanReport};
+pub use report::{CounterReport, Handle, SpanLog, SpanReport, Untimed};
 pub use shutdown::DEFAULT_SIGTERM_GRACE;

@@ -31,6 +31,21 @@ fn midpoint_sum(h: &dyn HistogramRead) -> u128 {
     inside + u128::from(h.overflow()) * top
 }
 
+/// What a layer could not time, by cause ([`Handle::untimed`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Untimed {
+    /// Exits that matched no enter on their thread: enters that happened before the layer
+    /// was installed, or a span exited on another thread than it was entered on (their
+    /// intervals are not timed).
+    pub unmatched_exits: u64,
+    /// Busy intervals that ended after their span was closed (with the `Registry`, a span is
+    /// not closed while entered, so this stays 0).
+    pub lost_intervals: u64,
+    /// Spans that were not timed because the layer's tables of live spans were full (more
+    /// than a million spans live at once; see the crate docs).
+    pub untracked_spans: u64,
+}
+
 /// One counter of a [`SpanReport`].
 #[derive(Clone, Debug)]
 pub struct CounterReport {
@@ -227,11 +242,15 @@ impl Handle {
         SpanReport::merge(reports)
     }
 
-    /// Exits that matched no enter on their thread: enters that happened before the layer
-    /// was installed, or a span exited on another thread than it was entered on (their
-    /// intervals are not timed).
-    pub fn unmatched_exits(&self) -> u64 {
-        self.shared.unmatched_exits.load(Ordering::Relaxed)
+    /// What the layer could not time, by cause (all 0 in a program whose spans enter and exit
+    /// on one thread after the layer was installed, with fewer than a million live at once).
+    /// The table's notes print each that is not 0.
+    pub fn untimed(&self) -> Untimed {
+        Untimed {
+            unmatched_exits: self.shared.unmatched_exits.load(Ordering::Relaxed),
+            lost_intervals: self.shared.lost_intervals.load(Ordering::Relaxed),
+            untracked_spans: self.shared.spans.untracked(),
+        }
     }
 
     /// Why some counters are not counted, if they are not (the one-time messages, joined).
@@ -242,18 +261,6 @@ impl Handle {
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
         (!problems.is_empty()).then(|| problems.join("; "))
-    }
-
-    /// Busy intervals that ended after their span was closed (not timed; with the
-    /// `Registry`, a span is not closed while entered, so this stays 0).
-    pub fn lost_intervals(&self) -> u64 {
-        self.shared.lost_intervals.load(Ordering::Relaxed)
-    }
-
-    /// Spans that were not timed because the layer's tables of live spans were full (more
-    /// than a million spans live at once; see the crate docs).
-    pub fn untracked_spans(&self) -> u64 {
-        self.shared.spans.untracked()
     }
 
     /// The per-phase table of the closed spans: N, busy time, % of the outermost spans' busy
@@ -328,17 +335,18 @@ impl Handle {
                  counter): left out, not recorded as 0"
             ));
         }
+        let untimed = self.untimed();
         let untimed = [
             (
-                self.unmatched_exits(),
+                untimed.unmatched_exits,
                 "exits matched no enter on their thread (not timed)",
             ),
             (
-                self.lost_intervals(),
+                untimed.lost_intervals,
                 "intervals ended after their span closed (not timed)",
             ),
             (
-                self.untracked_spans(),
+                untimed.untracked_spans,
                 "spans were not timed: too many spans live at once",
             ),
         ];

@@ -41,7 +41,7 @@ pub(crate) fn parse_memfd_target(target: &str) -> Option<&str> {
 }
 
 /// The segment path of descriptor `fd` of process `pid`: `/proc/<pid>/fd/<fd>`.
-pub fn segment_path(pid: i32, fd: i32) -> String {
+pub(crate) fn segment_path(pid: i32, fd: i32) -> String {
     format!("{PROC_DIR}/{pid}/fd/{fd}")
 }
 
@@ -71,7 +71,7 @@ pub(crate) fn process_start_time(pid: i32) -> Option<u64> {
 }
 
 /// This process's writer identity: its pid and start time.
-pub fn this_writer_id() -> WriterId {
+pub(crate) fn this_writer_id() -> WriterId {
     let pid = std::process::id();
     let start = i32::try_from(pid)
         .ok()
@@ -82,7 +82,7 @@ pub fn this_writer_id() -> WriterId {
 
 /// Whether the process a ring header names is still running: a process with that pid
 /// exists and started at the recorded time.
-pub fn writer_alive(id: WriterId) -> bool {
+pub(crate) fn writer_alive(id: WriterId) -> bool {
     match i32::try_from(id.0) {
         Ok(pid) if pid > 0 => process_start_time(pid) == Some(id.1),
         _ => false,

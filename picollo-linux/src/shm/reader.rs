@@ -6,9 +6,7 @@ use core::fmt;
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 
-use picollo_ring::{
-    CounterTable, Drained, DynamicFrame, Frame, RequestStatus, RingInfo, RingReader,
-};
+use picollo_ring::{CounterTable, Drained, DynamicFrame, Frame, RingReader};
 
 use crate::sys::SharedMapping as Map;
 use picollo_ring::csv::FrameCsv;
@@ -181,44 +179,23 @@ impl ShmReader {
         self.inode
     }
 
+    /// The ring reader over the mapped segment: its header ([`RingReader::info`]), what it
+    /// delivered and lost ([`RingReader::accepted`], [`RingReader::lost`],
+    /// [`RingReader::unattributed`]), the writer's `head`, whether it is attached and how a
+    /// counter request fared ([`RingReader::request_status`]). The reads that can fail are this
+    /// type's own, so that their errors name the segment.
+    pub fn ring(&self) -> &RingReader<'_> {
+        &self.reader
+    }
+
     /// The segment path it was opened by, `/proc/<pid>/fd/<fd>`.
     pub fn segment(&self) -> &str {
         &self.segment
     }
 
-    /// The validated header.
-    pub fn info(&self) -> &RingInfo {
-        self.reader.info()
-    }
-
     /// Whether the writer process is still running (same pid and start time).
     pub fn writer_alive(&self) -> bool {
         writer_alive(self.reader.info().writer())
-    }
-
-    /// Whether this reader is attached (not just inspecting).
-    pub fn is_attached(&self) -> bool {
-        self.reader.is_attached()
-    }
-
-    /// Frames delivered so far.
-    pub fn accepted(&self) -> u64 {
-        self.reader.accepted()
-    }
-
-    /// Frames lost so far (overwritten before they were read).
-    pub fn lost(&self) -> u64 {
-        self.reader.lost()
-    }
-
-    /// The ring's `head`: frames the writer has saved.
-    pub fn head(&self) -> u64 {
-        self.reader.head()
-    }
-
-    /// Frames delivered whose counters could not be attributed (see [`RingReader`]).
-    pub fn unattributed(&self) -> u64 {
-        self.reader.unattributed()
     }
 
     /// Asks the writer to count `counters` (see [`RingReader::request_counters`]); returns
@@ -227,11 +204,6 @@ impl ShmReader {
         self.reader
             .request_counters(counters)
             .map_err(|e| ShmError::ring(&self.segment, e))
-    }
-
-    /// Whether the writer applied request `seq`.
-    pub fn request_status(&self, seq: u64) -> RequestStatus {
-        self.reader.request_status(seq)
     }
 
     /// The newest counter table in the header (what frames from now on hold).
@@ -305,11 +277,6 @@ impl ShmReader {
     /// can still be read.
     pub fn detach(&mut self) {
         self.reader.detach();
-    }
-
-    /// Payload words of this ring's frames (at most [`picollo_ring::MAX_PAYLOAD_WORDS`]).
-    pub fn payload_words(&self) -> usize {
-        self.reader.info().payload_words()
     }
 
     /// The segment's size in bytes.

@@ -20,7 +20,7 @@ pub(crate) const MAX_SEGMENT_BYTES: u64 = 1 << 30;
 pub(crate) const MAX_NAME_BYTES: usize = 100;
 /// The writer tries `flock(LOCK_EX | LOCK_NB)` every this many attached saves (a power of
 /// two), to clear an `attached` flag a crashed reader left.
-pub const STALE_CHECK_INTERVAL: u64 = 1 << 16;
+pub(crate) const STALE_CHECK_INTERVAL: u64 = 1 << 16;
 
 use crate::sys::last_errno as errno;
 

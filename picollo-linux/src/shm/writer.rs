@@ -19,14 +19,15 @@ use super::error::ShmError;
 use super::names::{claim_name, memfd_name, release_name, segment_path, this_writer_id};
 use super::segment::{
     flock, fork_generation, memfd_create, FORK_GENERATION, MAX_SEGMENT_BYTES, SEALS,
-    SEGMENT_PREFIX, STALE_CHECK_INTERVAL,
+    STALE_CHECK_INTERVAL,
 };
 
-/// The writing end of a shared-memory ring, untyped (payload word slices); see the
-/// [module docs](crate::shm). [`ShmFrameWriter`] is the typed one.
+/// The writing end of a shared-memory ring, untyped (payload word slices, the span rings'
+/// runtime schema); see the [module docs](crate::shm). [`ShmFrameWriter`] is the public,
+/// typed one.
 ///
 /// Not `Sync`: one thread saves. It is `Send`, so a ring can be handed to another thread.
-pub struct ShmWriter {
+pub(crate) struct ShmWriter {
     /// Views `map`; declared first so it is dropped before the mapping.
     ring: RingWriter<'static>,
     map: Map,
@@ -60,7 +61,7 @@ impl ShmWriter {
     /// [`ShmError::AlreadyExists`] if this process already has the ring. Nothing another
     /// process does can make this fail (there is no shared name to take) short of exhausting
     /// memory or descriptors.
-    pub fn create(
+    pub(crate) fn create(
         name: &str,
         schema: &Schema<'_>,
         options: &RingOptions<'_>,
@@ -145,23 +146,8 @@ impl ShmWriter {
 
     /// Whether a reader is attached: one relaxed load.
     #[inline(always)]
-    pub fn is_attached(&self) -> bool {
+    pub(crate) fn is_attached(&self) -> bool {
         self.ring.is_attached()
-    }
-
-    /// Saves a frame if a reader is attached; returns whether it did. Without a reader this is
-    /// one relaxed load and a branch. A shorter `payload` is padded with zeros.
-    #[inline(always)]
-    pub fn save_words(&mut self, payload: &[u64]) -> bool {
-        if !self.ring.is_attached() {
-            return false;
-        }
-        self.save_attached(payload)
-    }
-
-    #[inline]
-    fn save_attached(&mut self, payload: &[u64]) -> bool {
-        self.save_attached_with(|data| picollo_ring::store_payload(data, payload))
     }
 
     /// Saves a frame if a reader is attached, with `fill` storing the payload into the slot's
@@ -203,11 +189,6 @@ impl ShmWriter {
             .map_err(|e| ShmError::ring(&self.segment, e))
     }
 
-    /// Counter slots the header describes.
-    pub fn counter_slots(&self) -> usize {
-        self.ring.counter_slots()
-    }
-
     /// The attached path: the fork check, the write, and the periodic stale-reader check.
     #[inline(always)]
     fn save_attached_with(&mut self, fill: impl FnOnce(&[RingWord])) -> bool {
@@ -238,7 +219,7 @@ impl ShmWriter {
     /// the segment, so `attached` is set to 0 (and saves become no-ops again). Returns whether
     /// readers remain. Call it on a timer if saves are rare; saving also calls it every
     /// [`STALE_CHECK_INTERVAL`] attached frames.
-    pub fn check_readers(&mut self) -> Result<bool, ShmError> {
+    pub(crate) fn check_readers(&mut self) -> Result<bool, ShmError> {
         if !self.ring.is_attached() {
             return Ok(false);
         }
@@ -255,13 +236,8 @@ impl ShmWriter {
     }
 
     /// The segment path readers open, `/proc/<pid>/fd/<fd>`.
-    pub fn segment(&self) -> &str {
+    pub(crate) fn segment(&self) -> &str {
         &self.segment
-    }
-
-    /// The ring's name (without the `picollo-` prefix).
-    pub fn name(&self) -> &str {
-        &self.memfd[SEGMENT_PREFIX.len()..]
     }
 
     /// The ring's `attached` word (in the mapping, or a static zero once the writer is
@@ -273,18 +249,13 @@ impl ShmWriter {
     }
 
     /// Frames written since creation.
-    pub fn frames_written(&self) -> u64 {
+    pub(crate) fn frames_written(&self) -> u64 {
         self.ring.frames_written()
     }
 
     /// Whether the writer turned itself off (it found itself in a child after `fork`).
-    pub fn is_disabled(&self) -> bool {
+    pub(crate) fn is_disabled(&self) -> bool {
         self.ring.is_disabled()
-    }
-
-    /// The segment's size in bytes.
-    pub fn bytes(&self) -> usize {
-        self.map.len
     }
 }
 
@@ -313,7 +284,12 @@ impl<F> fmt::Debug for ShmFrameWriter<F> {
 }
 
 impl<F: Frame> ShmFrameWriter<F> {
-    /// Creates ring `name` for `F` frames (see [`ShmWriter::create`]).
+    /// Creates ring `name` of this process (a sealed memfd `picollo-<name>`, mode 0600) for
+    /// `F` frames. `options.writer` is replaced by this process's identity.
+    ///
+    /// [`ShmError::AlreadyExists`] if this process already has the ring. Nothing another
+    /// process does can make this fail (there is no shared name to take) short of exhausting
+    /// memory or descriptors.
     pub fn create(name: &str, options: &RingOptions<'_>) -> Result<Self, ShmError> {
         Ok(Self {
             inner: ShmWriter::create(name, &F::SCHEMA, options)?,
@@ -331,13 +307,68 @@ impl<F: Frame> ShmFrameWriter<F> {
         self.inner.save_attached_with(|data| frame.store(data))
     }
 
-    /// The untyped writer.
-    pub fn inner(&self) -> &ShmWriter {
-        &self.inner
+    /// Whether a reader is attached: one relaxed load.
+    #[inline(always)]
+    pub fn is_attached(&self) -> bool {
+        self.inner.is_attached()
     }
 
-    /// The untyped writer, mutably.
-    pub fn inner_mut(&mut self) -> &mut ShmWriter {
-        &mut self.inner
+    /// Clears a stale `attached` flag: if `flock(LOCK_EX | LOCK_NB)` succeeds, no reader holds
+    /// the segment, so `attached` is set to 0 (and saves become no-ops again). Returns whether
+    /// readers remain. Call it on a timer if saves are rare; saving also calls it every
+    /// 65,536 attached frames.
+    pub fn check_readers(&mut self) -> Result<bool, ShmError> {
+        self.inner.check_readers()
+    }
+
+    /// The segment path readers open, `/proc/<pid>/fd/<fd>`.
+    pub fn segment(&self) -> &str {
+        self.inner.segment()
+    }
+
+    /// Frames written since creation.
+    pub fn frames_written(&self) -> u64 {
+        self.inner.frames_written()
+    }
+
+    /// Whether the writer turned itself off (it found itself in a child after `fork`).
+    pub fn is_disabled(&self) -> bool {
+        self.inner.is_disabled()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use picollo_ring::{Field, FieldKind, RingOptions, Schema, Value};
+
+    use super::ShmWriter;
+    use crate::shm::ShmReader;
+
+    /// A writer with a schema made at run time (the span rings' kind) and a reader that decodes
+    /// its frames by the header's schema.
+    #[test]
+    fn untyped_writer_and_reader() {
+        const FIELDS: [Field<'static>; 2] = [
+            Field::new("x", FieldKind::U64),
+            Field::new("y", FieldKind::F64),
+        ];
+        let schema = Schema::new("xy", &FIELDS);
+        let mut w = ShmWriter::create("untyped", &schema, &RingOptions::new(4)).unwrap();
+        let pid = std::process::id() as i32;
+        let mut r = ShmReader::attach(pid, "untyped").unwrap();
+        for i in 0..10u64 {
+            let payload = [i, (i as f64 / 2.0).to_bits()];
+            assert!(w.save_with(|data| picollo_ring::store_payload(data, &payload)));
+        }
+        let mut got = Vec::new();
+        r.drain(|f| {
+            if let (Some(Value::Unsigned(x)), Some(Value::Float(y))) = (f.get("x"), f.get("y")) {
+                got.push((f.number(), x, y));
+            }
+        })
+        .unwrap();
+        // 10 frames into 4 slots: resumed at 10 - 2.
+        assert_eq!(got, [(8, 8, 4.0), (9, 9, 4.5)]);
+        assert_eq!((r.ring().accepted(), r.ring().lost()), (2, 8));
     }
 }

@@ -170,7 +170,7 @@ impl SpanConsumer {
                     continue;
                 }
             };
-            let decoder = match SpanDecoder::new(reader.info()) {
+            let decoder = match SpanDecoder::new(reader.ring().info()) {
                 Ok(d) => Some(d),
                 Err(why) if self.which == Which::Spans => {
                     self.skipped_inodes.push(e.inode);
@@ -229,7 +229,7 @@ impl SpanConsumer {
                     ring: i,
                     name: &ring.name,
                     segment: ring.reader.segment(),
-                    info: ring.reader.info(),
+                    info: ring.reader.ring().info(),
                 });
             }
             let d = ring.reader.drain(|frame| {
@@ -287,7 +287,7 @@ impl SpanConsumer {
     fn pending(&self) -> bool {
         self.rings.iter().any(|r| {
             r.request
-                .is_some_and(|seq| r.reader.request_status(seq) == RequestStatus::Pending)
+                .is_some_and(|seq| r.reader.ring().request_status(seq) == RequestStatus::Pending)
         })
     }
 
@@ -332,7 +332,7 @@ impl SpanConsumer {
             let Some(seq) = ring.request else {
                 continue;
             };
-            let status = ring.reader.request_status(seq);
+            let status = ring.reader.ring().request_status(seq);
             let table = ring.reader.latest_counters()?;
             out.push(RequestOutcome {
                 ring: ring.name.clone(),
