@@ -27,7 +27,7 @@ fn main() {
         .iter()
         .map(|&e| {
             CounterSession::builder()
-                .software(e)
+                .event(e)
                 .build()
                 .expect("software events open without a PMU")
         })

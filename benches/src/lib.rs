@@ -257,7 +257,7 @@ pub mod perf {
     pub fn software_session() -> CounterSession {
         EVENTS
             .iter()
-            .fold(CounterSession::builder(), |b, &e| b.software(e))
+            .fold(CounterSession::builder(), |b, &e| b.event(e))
             .build()
             .expect("software events open without a PMU")
     }

@@ -206,7 +206,7 @@ pub(crate) fn cli(r: &mut Report, picollo: &str, span_constant: Option<u64>) {
 /// counting at the child's exec (this thread never execs, so its own copy stays off).
 pub(crate) fn exact_process_count(me: &str, n: u64) -> Result<u64, String> {
     let mut s = CounterSession::builder()
-        .hardware(HardwareEvent::Instructions)
+        .event(HardwareEvent::Instructions)
         .enabled(false)
         .enable_on_exec(true)
         .inherit(true)

@@ -137,8 +137,8 @@ pub(crate) fn exact_counts(r: &mut Report) {
 pub(crate) fn fresh_pages(r: &mut Report) {
     use picollo_linux::event::SoftwareEvent;
     let s = CounterSession::builder()
-        .software(SoftwareEvent::PageFaults)
-        .hardware(HardwareEvent::Instructions)
+        .event(SoftwareEvent::PageFaults)
+        .event(HardwareEvent::Instructions)
         .build();
     let mut s = match s {
         Ok(s) => s,
@@ -178,7 +178,7 @@ pub(crate) fn fresh_pages(r: &mut Report) {
 pub(crate) fn read_cost(r: &mut Report) {
     const READS: u64 = 1_000;
     let meter = CounterSession::builder()
-        .hardware(HardwareEvent::Instructions)
+        .event(HardwareEvent::Instructions)
         .exclude_kernel(false)
         .rdpmc(false)
         .build();

@@ -167,7 +167,7 @@ pub(crate) fn dedup(v: &[u64]) -> Vec<u64> {
 pub(crate) fn session(events: &[HardwareEvent]) -> Result<CounterSession, String> {
     let mut b = CounterSession::builder();
     for &e in events {
-        b = b.hardware(e);
+        b = b.event(e);
     }
     b.build().map_err(|e| e.to_string())
 }

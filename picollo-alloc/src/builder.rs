@@ -322,7 +322,7 @@ impl<C: StorageWidth, S: StorageChoice, L: LayoutSpec + From<Layout>> HistogramB
     ///
     /// ```
     /// use picollo_alloc::HistogramBuilder;
-    /// use picollo_core::{Layout, Window};
+    /// use picollo_core::{HistogramRead, Layout, Window};
     ///
     /// let window = Window::new(Layout::DEFAULT, 100, 10_000)?;
     /// let h = HistogramBuilder::new().window(window).dense().plain()?;

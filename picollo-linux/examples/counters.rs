@@ -56,9 +56,9 @@ fn main() -> Result<(), PerfError> {
     let builder = if hardware {
         builder
             .fixed_counters()
-            .hardware(HardwareEvent::BranchMisses)
-            .cache(CacheEvent::L1D_READ_MISS)
-            .cache(CacheEvent::L1I_READ_MISS)
+            .event(HardwareEvent::BranchMisses)
+            .event(CacheEvent::L1D_READ_MISS)
+            .event(CacheEvent::L1I_READ_MISS)
             .on_unsupported(OnUnsupported::Drop)
     } else {
         println!(
@@ -67,8 +67,8 @@ fn main() -> Result<(), PerfError> {
              vPMU setting."
         );
         builder
-            .software(SoftwareEvent::TaskClock)
-            .software(SoftwareEvent::PageFaults)
+            .event(SoftwareEvent::TaskClock)
+            .event(SoftwareEvent::PageFaults)
     };
     let mut session = builder.build()?;
     for d in session.dropped() {

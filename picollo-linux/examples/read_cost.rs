@@ -95,9 +95,9 @@ fn main() -> Result<(), PerfError> {
     if args.get(1).map(String::as_str) == Some("syscall") {
         let n = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(100_000);
         let mut s = CounterSession::builder()
-            .software(SoftwareEvent::TaskClock)
-            .software(SoftwareEvent::PageFaults)
-            .software(SoftwareEvent::ContextSwitches)
+            .event(SoftwareEvent::TaskClock)
+            .event(SoftwareEvent::PageFaults)
+            .event(SoftwareEvent::ContextSwitches)
             .build()?;
         println!("{}", syscall_reads(&mut s, n));
         return Ok(());
@@ -110,12 +110,12 @@ fn main() -> Result<(), PerfError> {
     ];
     let mut group = CounterSession::builder();
     for e in events {
-        group = group.software(e);
+        group = group.event(e);
     }
     let mut group = group.build()?;
     let mut singles = events
         .iter()
-        .map(|&e| CounterSession::builder().software(e).build())
+        .map(|&e| CounterSession::builder().event(e).build())
         .collect::<Result<Vec<_>, _>>()?;
 
     let n = 200_000;

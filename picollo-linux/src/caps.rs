@@ -505,10 +505,10 @@ fn probe_counter_counts() -> Option<CounterCounts> {
         // Enabled: the kernel leaves a disabled leader out of the group's check.
         let mut b = CounterSession::builder().rdpmc(false);
         if cycles {
-            b = b.hardware(HardwareEvent::Cycles);
+            b = b.event(HardwareEvent::Cycles);
         }
         for _ in 0..n {
-            b = b.hardware(HardwareEvent::Instructions);
+            b = b.event(HardwareEvent::Instructions);
         }
         b.build().is_ok()
     };

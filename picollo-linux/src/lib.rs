@@ -46,9 +46,9 @@
 //!
 //! # fn main() -> Result<(), picollo_linux::PerfError> {
 //! let caps = Capabilities::detect();
-//! let mut builder = CounterSession::builder().software(SoftwareEvent::TaskClock);
+//! let mut builder = CounterSession::builder().event(SoftwareEvent::TaskClock);
 //! if caps.has_hardware_pmu() {
-//!     builder = builder.hardware(HardwareEvent::Instructions);
+//!     builder = builder.event(HardwareEvent::Instructions);
 //! } else {
 //!     println!("falling back to software events: {}", caps.pmu);
 //! }

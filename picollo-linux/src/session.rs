@@ -10,8 +10,8 @@
 //! | `WithKernel(false)` | [`CounterSessionBuilder::exclude_kernel`]`(true)` (the default) |
 //! | `WithEnabled(true)` | [`CounterSessionBuilder::enabled`] (the default) |
 //! | `WithFixedCounters()` | [`CounterSessionBuilder::fixed_counters`] |
-//! | `WithHardwareCounter(..)` | [`CounterSessionBuilder::hardware`] |
-//! | `WithCacheCounter(..)` | [`CounterSessionBuilder::cache`] |
+//! | `WithHardwareCounter(..)` | [`CounterSessionBuilder::event`]`(HardwareEvent::…)` |
+//! | `WithCacheCounter(..)` | [`CounterSessionBuilder::event`]`(CacheEvent::…)` |
 //! | `Create()` | [`CounterSessionBuilder::build`] |
 //! | `Read(forceSyscallRead)` | [`CounterSession::read`] |
 //! | `Reset()` | [`CounterSession::reset`] |
@@ -27,8 +27,8 @@
 //! # fn main() -> Result<(), picollo_linux::PerfError> {
 //! // Software events work everywhere, even without a hardware PMU.
 //! let mut session = CounterSession::builder()
-//!     .software(SoftwareEvent::TaskClock)
-//!     .software(SoftwareEvent::PageFaults)
+//!     .event(SoftwareEvent::TaskClock)
+//!     .event(SoftwareEvent::PageFaults)
 //!     .build()?;
 //! session.read(false)?;
 //! let v: Vec<u8> = vec![1; 1 << 20];

@@ -73,7 +73,7 @@ fn fixed_counters_count_a_known_workload() {
     };
     let mut s = CounterSession::builder()
         .fixed_counters()
-        .hardware(HardwareEvent::BranchMisses)
+        .event(HardwareEvent::BranchMisses)
         .on_unsupported(OnUnsupported::Drop)
         .build()
         .unwrap();
@@ -105,7 +105,7 @@ fn rdpmc_fast_path_agrees_with_the_group_read() {
         return;
     }
     let mut s = CounterSession::builder()
-        .hardware(HardwareEvent::Instructions)
+        .event(HardwareEvent::Instructions)
         .build()
         .unwrap();
     let mut last = 0u64;
@@ -133,8 +133,8 @@ fn cache_events_count() {
         return;
     };
     let mut s = CounterSession::builder()
-        .cache(CacheEvent::L1D_READ_MISS)
-        .cache(CacheEvent::LL_READ_MISS)
+        .event(CacheEvent::L1D_READ_MISS)
+        .event(CacheEvent::LL_READ_MISS)
         .on_unsupported(OnUnsupported::Drop)
         .build();
     let Ok(s) = s.as_mut() else {

@@ -23,8 +23,8 @@ fn exact(c: Option<Count>) -> u64 {
 #[cfg_attr(miri, ignore = "miri cannot call perf_event_open")]
 fn page_faults_are_exact_on_fresh_pages() {
     let mut s = CounterSession::builder()
-        .software(SoftwareEvent::PageFaults)
-        .software(SoftwareEvent::MinorFaults)
+        .event(SoftwareEvent::PageFaults)
+        .event(SoftwareEvent::MinorFaults)
         .build()
         .unwrap();
     for (pages, force_syscall) in [(64usize, true), (257, false), (1000, true)] {
@@ -50,7 +50,7 @@ fn page_faults_are_exact_on_fresh_pages() {
 fn record_fills_per_counter_histograms_and_reset_clears_them() {
     use picollo_core::ReadExt;
     let mut s = CounterSession::builder()
-        .software(SoftwareEvent::PageFaults)
+        .event(SoftwareEvent::PageFaults)
         .build()
         .unwrap();
     assert_eq!(s.record(true), None, "no reads yet: nothing to record");
@@ -182,7 +182,7 @@ fn assert_task_clock(counted: u64, work_cpu: u64, before: Clocks, after: Clocks)
 #[cfg_attr(miri, ignore = "miri cannot call perf_event_open")]
 fn task_clock_is_monotone_and_matches_thread_time() {
     let mut s = CounterSession::builder()
-        .software(SoftwareEvent::TaskClock)
+        .event(SoftwareEvent::TaskClock)
         .build()
         .unwrap();
     // Monotone over many reads, on both paths.
@@ -206,9 +206,9 @@ fn task_clock_is_monotone_and_matches_thread_time() {
 #[cfg_attr(miri, ignore = "miri cannot call perf_event_open")]
 fn group_read_returns_every_counter_with_shared_times() {
     let mut s = CounterSession::builder()
-        .software(SoftwareEvent::TaskClock)
-        .software(SoftwareEvent::PageFaults)
-        .software(SoftwareEvent::MinorFaults)
+        .event(SoftwareEvent::TaskClock)
+        .event(SoftwareEvent::PageFaults)
+        .event(SoftwareEvent::MinorFaults)
         .build()
         .unwrap();
     assert_eq!(s.counters().len(), 3);
@@ -264,8 +264,8 @@ fn group_read_returns_every_counter_with_shared_times() {
 fn disabled_group_is_not_counted_until_enabled() {
     let mut s = CounterSession::builder()
         .enabled(false)
-        .software(SoftwareEvent::TaskClock)
-        .software(SoftwareEvent::PageFaults)
+        .event(SoftwareEvent::TaskClock)
+        .event(SoftwareEvent::PageFaults)
         .build()
         .unwrap();
     s.read(true).unwrap();
@@ -303,8 +303,8 @@ fn disabled_group_is_not_counted_until_enabled() {
 #[cfg_attr(miri, ignore = "miri cannot call perf_event_open")]
 fn counter_source_writes_values() {
     let mut s = CounterSession::builder()
-        .software(SoftwareEvent::TaskClock)
-        .software(SoftwareEvent::PageFaults)
+        .event(SoftwareEvent::TaskClock)
+        .event(SoftwareEvent::PageFaults)
         .build()
         .unwrap();
     assert_eq!(s.values(), 2);
@@ -335,9 +335,9 @@ fn unsupported_hardware_events_fail_by_default() {
         return;
     }
     let err = CounterSession::builder()
-        .software(SoftwareEvent::TaskClock)
-        .hardware(HardwareEvent::Cycles)
-        .software(SoftwareEvent::PageFaults)
+        .event(SoftwareEvent::TaskClock)
+        .event(HardwareEvent::Cycles)
+        .event(SoftwareEvent::PageFaults)
         .build()
         .unwrap_err();
     match &err {
@@ -386,10 +386,10 @@ fn unsupported_hardware_events_can_be_dropped() {
     let mut s = CounterSession::builder()
         .on_unsupported(OnUnsupported::Drop)
         .fixed_counters()
-        .software(SoftwareEvent::TaskClock)
+        .event(SoftwareEvent::TaskClock)
         .event_name("L1-dcache-load-misses")
         .unwrap()
-        .software(SoftwareEvent::PageFaults)
+        .event(SoftwareEvent::PageFaults)
         .build()
         .unwrap();
     let names: Vec<&str> = s.counters().iter().map(|c| c.name()).collect();
@@ -439,7 +439,7 @@ fn builder_errors() {
     // A pid that cannot exist.
     let e = CounterSession::builder()
         .target(Target::Pid(i32::MAX))
-        .software(SoftwareEvent::TaskClock)
+        .event(SoftwareEvent::TaskClock)
         .build()
         .unwrap_err();
     assert!(
@@ -539,7 +539,7 @@ fn counting_the_kernel_unprivileged_is_eacces() {
         // Already unprivileged: check directly.
         let e = CounterSession::builder()
             .exclude_kernel(false)
-            .software(SoftwareEvent::ContextSwitches)
+            .event(SoftwareEvent::ContextSwitches)
             .build()
             .unwrap_err();
         assert!(matches!(e, PerfError::PermissionDenied { .. }), "{e}");
@@ -548,7 +548,7 @@ fn counting_the_kernel_unprivileged_is_eacces() {
     let open = |exclude_kernel: bool| {
         move || match CounterSession::builder()
             .exclude_kernel(exclude_kernel)
-            .software(SoftwareEvent::TaskClock)
+            .event(SoftwareEvent::TaskClock)
             .build()
         {
             Ok(_) => 0,
@@ -623,8 +623,8 @@ fn counts_a_child_from_exec_with_inherit() {
         .enabled(false)
         .enable_on_exec(true)
         .inherit(true)
-        .software(SoftwareEvent::TaskClock)
-        .software(SoftwareEvent::PageFaults)
+        .event(SoftwareEvent::TaskClock)
+        .event(SoftwareEvent::PageFaults)
         .build()
         .unwrap();
     assert!(!s.fast_path_allowed(), "no rdpmc for another task");
@@ -673,7 +673,7 @@ fn modifiers_choose_what_is_counted() {
         .and_then(|b| b.event_name("cs:u"))
         .and_then(|b| b.event_name("cs:uk"))
         .unwrap()
-        .software(SoftwareEvent::ContextSwitches)
+        .event(SoftwareEvent::ContextSwitches)
         .build()
         .unwrap();
     let names: Vec<&str> = s.counters().iter().map(|c| c.name()).collect();

@@ -509,16 +509,6 @@ impl<C: LocalCounter, S: StorageChoice> ThreadLocalHistogram<C, S> {
         inner.version.unlock(odd);
     }
 
-    /// The bucket layout.
-    pub fn layout(&self) -> Layout {
-        self.layout
-    }
-
-    /// The stored window of logical buckets.
-    pub fn window(&self) -> Window {
-        self.window
-    }
-
     /// Shard nodes allocated so far (each thread that recorded at the same time as others
     /// needs one; shards of exited threads are reused).
     pub fn shard_count(&self) -> usize {

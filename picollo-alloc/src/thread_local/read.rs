@@ -40,6 +40,7 @@ impl<C: LocalCounter, S: StorageChoice> ThreadLocalHistogram<C, S> {
     ///
     /// ```
     /// use picollo_alloc::HistogramBuilder;
+    /// use picollo_core::HistogramRead;
     ///
     /// let h = HistogramBuilder::new().thread_local().expect("the default builds");
     /// let layout = h.layout();

@@ -34,7 +34,7 @@ pub(crate) fn counting_domain(caps: &Capabilities) -> std::result::Result<(), St
     let probe = picollo_linux::CounterSession::builder()
         .exclude_kernel(false)
         .exclude_hv(false)
-        .software(SoftwareEvent::TaskClock)
+        .event(SoftwareEvent::TaskClock)
         .build();
     match probe {
         Err(picollo_linux::PerfError::PermissionDenied { errno, .. }) => Err(format!(

@@ -8,9 +8,7 @@ use picollo_alloc::HistogramBuilder;
 
 use crate::count::Reading;
 use crate::error::{DroppedEvent, PerfError};
-use crate::event::{
-    CacheEvent, Event, EventConfig, EventSpec, HardwareEvent, Modifiers, SoftwareEvent,
-};
+use crate::event::{Event, EventConfig, EventSpec, HardwareEvent, Modifiers};
 use crate::page::{CounterInstructions, NativeInstructions};
 use crate::pmu::Sysfs;
 use crate::sys::{self, AttrFlags, Mapping};
@@ -177,32 +175,12 @@ impl CounterSessionBuilder {
         Modifiers::parse(letters).unwrap_or_default()
     }
 
-    /// Adds a generic hardware event.
-    pub fn hardware(self, e: HardwareEvent) -> Self {
-        self.event(e)
-    }
-
-    /// Adds a generic cache event.
-    pub fn cache(self, e: CacheEvent) -> Self {
-        self.event(e)
-    }
-
-    /// Adds a software event.
-    pub fn software(self, e: SoftwareEvent) -> Self {
-        self.event(e)
-    }
-
-    /// Adds a raw event (`rNNNN`).
-    pub fn raw(self, config: u64) -> Self {
-        self.event(Event::Raw(config))
-    }
-
     /// Adds cycles, instructions and ref-cycles: on Intel these use the fixed counters and
     /// leave the programmable ones free.
     pub fn fixed_counters(self) -> Self {
-        self.hardware(HardwareEvent::Cycles)
-            .hardware(HardwareEvent::Instructions)
-            .hardware(HardwareEvent::RefCycles)
+        self.event(HardwareEvent::Cycles)
+            .event(HardwareEvent::Instructions)
+            .event(HardwareEvent::RefCycles)
     }
 
     /// The events added so far.
@@ -350,6 +328,7 @@ pub(crate) fn user_read_config1(event: &Event, aarch64: bool) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::event::SoftwareEvent;
 
     #[test]
     fn arm64_events_ask_for_user_reads() {
@@ -376,7 +355,7 @@ mod tests {
             .fixed_counters()
             .event_name("page-faults")
             .unwrap()
-            .raw(0xc0);
+            .event(Event::Raw(0xc0));
         let names: Vec<String> = b.events().iter().map(ToString::to_string).collect();
         assert_eq!(
             names,
