@@ -142,7 +142,7 @@ enum Case {
 fn run<F: Make, const IN_MEMORY: bool>(case: Case) -> (f64, f64, Option<f64>) {
     let mut words = region::<F>();
     let mut w = FrameWriter::<F>::new(&mut words, &RingOptions::new(slots())).unwrap();
-    let region = w.region();
+    let region = w.ring().region();
     let mut times = Vec::new();
     let mut accepted_share = 0.0;
     for run in 0..=RUNS {
@@ -204,7 +204,7 @@ fn drain_rate() -> f64 {
         .map(|_| AtomicU64::new(0))
         .collect();
     let mut w = FrameWriter::<Frame64>::new(&mut words, &RingOptions::new(slots)).unwrap();
-    let region = w.region();
+    let region = w.ring().region();
     let mut best = f64::MAX;
     for _ in 0..=RUNS {
         let mut r = RingReader::attach(region).unwrap();

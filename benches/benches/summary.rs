@@ -13,7 +13,6 @@
 //!
 //! Run: `cargo bench -p picollo-benches --bench summary`.
 
-use picollo_alloc::summary::RANKS;
 use picollo_alloc::{HistogramBuilder, SnapshotExt, Summary};
 use picollo_benches::report::{header, Block};
 use picollo_benches::timing::{interleaved, repeat};
@@ -35,7 +34,7 @@ fn main() {
         plain.record(v);
         hdr.record(v).expect("within the fixed maximum");
     }
-    let quantiles: Vec<f64> = RANKS.iter().map(|r| r / 100.0).collect();
+    let quantiles: Vec<f64> = Summary::RANKS.iter().map(|r| r / 100.0).collect();
 
     // Both read the same percentiles (hdrhistogram at its own 3-digit precision). Through
     // `value_at_quantile`: the batch API keeps its one call site (below), so LLVM inlines it.

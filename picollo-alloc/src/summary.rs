@@ -36,12 +36,12 @@ mod values;
 
 pub use print::{format_change, SummaryDiff, SummaryLine, SummaryTable};
 pub use scaled::Scaled;
-pub use values::{NotASummaryRank, SummaryExt, RANKS};
+pub use values::{NotASummaryRank, SummaryExt};
 
 use picollo_core::{Layout, Percentile, Window};
 use std::time::SystemTime;
 
-/// A histogram's percentiles at the 16 ranks of [`RANKS`] and its statistics, read in one
+/// A histogram's percentiles at the 16 ranks of [`Summary::RANKS`] and its statistics, read in one
 /// consistent pass pair (see [`Summary::fill_from`]).
 ///
 /// # Range

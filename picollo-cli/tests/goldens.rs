@@ -265,8 +265,8 @@ fn capture() -> Vec<u8> {
     let mut b = region(required_words(&Op::SCHEMA, 2, 4));
     let mut wa = FrameWriter::<Op>::new(&mut a, &opts).unwrap();
     let mut wb = FrameWriter::<Op>::new(&mut b, &opts).unwrap();
-    let mut ra = RingReader::attach(wa.region()).unwrap();
-    let mut rb = RingReader::attach(wb.region()).unwrap();
+    let mut ra = RingReader::attach(wa.ring().region()).unwrap();
+    let mut rb = RingReader::attach(wb.ring().region()).unwrap();
     let mut out = CaptureWriter::new(Vec::new(), 77).unwrap();
     let ia = out.add_ring("ops", ra.info()).unwrap();
     let ib = out.add_ring("other, \"quoted\"", rb.info()).unwrap();

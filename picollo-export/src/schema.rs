@@ -8,10 +8,10 @@
 //!
 //! For `n > 0` the edges inside a power of two are irrational, so [`Schema::index_of`]
 //! compares a value's 64-bit mantissa with the edges `2^(j/256)` kept as 128-bit fixed-point
-//! numbers rounded down ([`EDGES`]). An edge is never a dyadic rational, so the comparison
-//! `mantissa · 2^64 > floor(edge · 2^127)` is exact: every `u64` gets its true bucket, not a
-//! floating-point approximation of it (the tests check the table and the indices against an
-//! exact big-integer oracle).
+//! numbers rounded down (a table of 256 edges, checked by its tests). An edge is never a
+//! dyadic rational, so the comparison `mantissa · 2^64 > floor(edge · 2^127)` is exact: every
+//! `u64` gets its true bucket, not a floating-point approximation of it (the tests check the
+//! table and the indices against an exact big-integer oracle).
 
 use core::fmt;
 
@@ -25,8 +25,8 @@ pub const MAX_SCHEMA: i8 = 8;
 /// Schema `n > 0` uses every `2^(8-n)`-th entry.
 ///
 /// Generated with exact integer arithmetic (the integer 256th root of `2^(127·256 + j)`);
-/// `tests/mapping.rs` checks every entry against that definition.
-pub const EDGES: [u128; 256] = [
+/// `tests::the_edge_table_is_exact` checks every entry against that definition.
+pub(crate) const EDGES: [u128; 256] = [
     0x80000000000000000000000000000000,
     0x8058d7d2d5e5f6b094d589f608ee4aa2,
     0x80b1ed4fd999ab6c25335719b6e6fd20,
@@ -415,4 +415,24 @@ impl fmt::Display for Schema {
 /// `2^e` as an `f64` (0 or infinity beyond the exponent range).
 fn exp2_int(e: i64) -> f64 {
     (2f64).powi(e.clamp(-1100, 1100) as i32)
+}
+
+#[cfg(test)]
+mod tests {
+    use num_bigint::BigUint;
+
+    use super::EDGES;
+
+    /// Every edge `e_j` is the integer 256th root of `2^(127·256 + j)`, rounded down:
+    /// `e_j^256 <= 2^(127·256 + j) < (e_j + 1)^256`.
+    #[test]
+    fn the_edge_table_is_exact() {
+        let two = BigUint::from(2u8);
+        for (j, &e) in EDGES.iter().enumerate() {
+            let bound = two.pow(127 * 256 + j as u32);
+            let e = BigUint::from(e);
+            assert!(e.pow(256) <= bound, "edge {j} too large");
+            assert!((e + 1u8).pow(256) > bound, "edge {j} too small");
+        }
+    }
 }

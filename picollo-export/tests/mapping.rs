@@ -9,7 +9,6 @@ use core::cmp::Ordering;
 use num_bigint::BigUint;
 use picollo_core::layout::{MAX_BLOCK_SCALE, MIN_BLOCK_SCALE};
 use picollo_core::Layout;
-use picollo_export::schema::EDGES;
 use picollo_export::{Mapping, Schema, MAX_SCHEMA, MIN_SCHEMA};
 use proptest::prelude::*;
 
@@ -63,17 +62,6 @@ fn layouts() -> impl Iterator<Item = Layout> {
 /// Any `u64`, with every magnitude equally likely.
 fn any_magnitude() -> impl Strategy<Value = u64> {
     (any::<u64>(), 0u32..64).prop_map(|(v, shift)| v >> shift)
-}
-
-#[test]
-fn the_edge_table_is_exact() {
-    let two = BigUint::from(2u8);
-    for (j, &e) in EDGES.iter().enumerate() {
-        let bound = two.pow(127 * 256 + j as u32);
-        let e = BigUint::from(e);
-        assert!(e.pow(256) <= bound, "edge {j} too large");
-        assert!((e + 1u8).pow(256) > bound, "edge {j} too small");
-    }
 }
 
 /// Values at and next to every power of two, and the ends of u64.

@@ -119,7 +119,7 @@ pub enum PerfError {
 
 impl PerfError {
     /// Maps an errno from `perf_event_open` for `event` to the matching variant.
-    pub fn from_open_errno(errno: i32, event: &str, exclude_kernel: bool) -> Self {
+    pub(crate) fn from_open_errno(errno: i32, event: &str, exclude_kernel: bool) -> Self {
         let event = event.to_owned();
         match errno {
             libc::EACCES | libc::EPERM => Self::PermissionDenied {

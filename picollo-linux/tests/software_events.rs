@@ -576,13 +576,8 @@ fn counting_the_kernel_unprivileged_is_eacces() {
     } else {
         assert_eq!(user_only, 0, "unprivileged, user space only");
     }
-    let e = PerfError::from_open_errno(code, "task-clock", false);
-    let msg = e.to_string();
-    assert!(
-        msg.contains("perf_event_paranoid") && msg.contains("exclude_kernel"),
-        "{msg}"
-    );
-    eprintln!("unprivileged error: {msg}");
+    // The message that EACCES turns into (naming `perf_event_paranoid` and `exclude_kernel`)
+    // is checked by `error::tests::actions_name_the_fix`.
 }
 
 #[test]

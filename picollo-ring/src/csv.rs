@@ -229,7 +229,7 @@ mod tests {
         let opts = RingOptions::new(4).with_counters(&counters);
         let mut words = region(required_words(&Span::SCHEMA, counters.len(), 4));
         let mut w = FrameWriter::<Span>::new(&mut words, &opts).unwrap();
-        let mut r = RingReader::attach(w.region()).unwrap();
+        let mut r = RingReader::attach(w.ring().region()).unwrap();
         w.save(&Span {
             name: Label::new("parse, \"fast\""),
             depth: 2,
@@ -265,7 +265,7 @@ mod tests {
         let opts = RingOptions::new(64).with_counters(&unused);
         let mut words = region(required_words(&Span::SCHEMA, 3, 64));
         let mut w = FrameWriter::<Span>::new(&mut words, &opts).unwrap();
-        let mut r = RingReader::attach(w.region()).unwrap();
+        let mut r = RingReader::attach(w.ring().region()).unwrap();
         let span = |n: u64, start: [u64; 3], end: [u64; 3]| Span {
             name: Label::new("s"),
             depth: n as u32,

@@ -133,7 +133,7 @@ fn ring_static_buffer_drained_in_process() {
 fn ring_loss_accounting_when_lapped_is_exact() {
     let mut words = check_ring(8);
     let mut w = FrameWriter::<Check>::new(&mut words, &RingOptions::new(8)).unwrap();
-    let mut r = RingReader::attach(w.region()).unwrap();
+    let mut r = RingReader::attach(w.ring().region()).unwrap();
 
     // 100 frames into 8 slots before the reader looks: it resumes at 100 - 4.
     for n in 0..100 {
@@ -210,7 +210,7 @@ fn ring_loss_accounting_when_lapped_is_exact() {
 fn stress(frames: u64, slots: u32, pace: u32) -> (u64, u64) {
     let mut words = check_ring(slots);
     let mut w = FrameWriter::<Check>::new(&mut words, &RingOptions::new(slots)).unwrap();
-    let mut r = RingReader::attach(w.region()).unwrap();
+    let mut r = RingReader::attach(w.ring().region()).unwrap();
     // Raised when the writer ends, by a failed assertion too: the reader waits for it.
     let done = &StopFlag::new();
 
@@ -276,7 +276,7 @@ fn ring_inspect_reads_post_mortem() {
     for n in 0..10 {
         w.write(&Check::of(n)); // written with nobody attached
     }
-    let mut r = RingReader::inspect(w.region()).unwrap();
+    let mut r = RingReader::inspect(w.ring().region()).unwrap();
     assert!(!r.is_attached());
     assert_eq!(r.start(), 6);
     let mut got = Vec::new();
@@ -295,8 +295,8 @@ fn ring_inspect_reads_post_mortem() {
 fn ring_attach_counts_and_detach_saturates() {
     let mut words = check_ring(4);
     let w = FrameWriter::<Check>::new(&mut words, &RingOptions::new(4)).unwrap();
-    let a = RingReader::attach(w.region()).unwrap();
-    let mut b = RingReader::attach(w.region()).unwrap();
+    let a = RingReader::attach(w.ring().region()).unwrap();
+    let mut b = RingReader::attach(w.ring().region()).unwrap();
     assert_eq!(w.ring().attached_count(), 2);
     drop(a);
     assert!(w.ring().is_attached(), "one reader left");
@@ -311,7 +311,7 @@ fn ring_attach_counts_and_detach_saturates() {
 fn ring_reinitialized_writer_is_reported() {
     let mut words = check_ring(4);
     let mut w = FrameWriter::<Check>::new(&mut words, &RingOptions::new(4)).unwrap();
-    let region = w.region();
+    let region = w.ring().region();
     let mut r = RingReader::attach(region).unwrap();
     for n in 0..3 {
         w.save(&Check::of(n));
@@ -329,7 +329,7 @@ fn ring_reinitialized_writer_is_reported() {
 fn ring_disabled_writer_is_inert() {
     let mut words = check_ring(4);
     let mut w = FrameWriter::<Check>::new(&mut words, &RingOptions::new(4)).unwrap();
-    let r = RingReader::attach(w.region()).unwrap();
+    let r = RingReader::attach(w.ring().region()).unwrap();
     w.ring_mut().disable();
     assert!(w.ring().is_disabled());
     assert!(!w.save(&Check::of(0)));
@@ -427,7 +427,7 @@ fn ring_header_roundtrip_and_dynamic_frames() {
         .with_counters(&counters);
     let mut words = region(required_words(&Span::SCHEMA, counters.len(), 4));
     let mut w = FrameWriter::<Span>::new(&mut words, &opts).unwrap();
-    let mut r = RingReader::attach(w.region()).unwrap();
+    let mut r = RingReader::attach(w.ring().region()).unwrap();
     let info = r.info().clone();
     assert!(info.matches(&Span::SCHEMA));
     assert_eq!(info.writer(), WriterId(1234, 99));
@@ -667,7 +667,7 @@ fn ring_counter_table_switches_at_the_right_frame() {
     let opts = RingOptions::new(64).with_counters(&opts_counters);
     let mut words = region(required_words(&Span::SCHEMA, 3, 64));
     let mut w = FrameWriter::<Span>::new(&mut words, &opts).unwrap();
-    let mut r = RingReader::attach(w.region()).unwrap();
+    let mut r = RingReader::attach(w.ring().region()).unwrap();
     assert_eq!(w.ring().counter_slots(), 3);
     assert!(r
         .info()
@@ -731,7 +731,7 @@ fn ring_counter_table_changes_missed_are_unattributed() {
     let opts = RingOptions::new(64).with_counters(&slots);
     let mut words = region(required_words(&Span::SCHEMA, 3, 64));
     let mut w = FrameWriter::<Span>::new(&mut words, &opts).unwrap();
-    let mut r = RingReader::attach(w.region()).unwrap();
+    let mut r = RingReader::attach(w.ring().region()).unwrap();
     w.save(&span(0, [0; 3], [0; 3]));
     assert_eq!(r.drain(|_| {}).unwrap().accepted, 1); // frame 0 known under epoch 0
     w.save(&span(1, [0; 3], [0; 3]));
@@ -769,7 +769,7 @@ fn ring_inspect_before_a_table_change_is_unattributed() {
         .set_counters(&[CounterInfo::measured("a")])
         .unwrap();
     w.write(&span(1, [1; 3], [4; 3]));
-    let mut r = RingReader::inspect(w.region()).unwrap();
+    let mut r = RingReader::inspect(w.ring().region()).unwrap();
     let mut epochs = Vec::new();
     r.drain(|f| epochs.push(f.info().counters_epoch())).unwrap();
     assert_eq!(epochs.len(), 2);
@@ -788,7 +788,7 @@ fn ring_counter_requests() {
     let opts = RingOptions::new(8).with_counters(&slots);
     let mut words = region(required_words(&Span::SCHEMA, 3, 8));
     let mut w = FrameWriter::<Span>::new(&mut words, &opts).unwrap();
-    let mut r = RingReader::attach(w.region()).unwrap();
+    let mut r = RingReader::attach(w.ring().region()).unwrap();
     let mut buf = [0u8; REQUEST_BYTES];
     assert!(!w.ring().has_counter_request());
     assert!(w.ring_mut().take_counter_request(&mut buf).is_none());
@@ -828,7 +828,7 @@ fn ring_counter_requests() {
     );
     assert!(r.request_counters("a\nb").is_err());
     // A request left half-written (a reader died): taken over after a while.
-    words_set_request_odd(w.region());
+    words_set_request_odd(w.ring().region());
     let c = r.request_counters("c").unwrap();
     let req = w.ring_mut().take_counter_request(&mut buf).unwrap();
     assert_eq!((req.seq, req.text), (c, "c"));
@@ -858,7 +858,7 @@ fn ring_header_encoding_roundtrips() {
         .with_writer(WriterId(5, 6));
     let mut words = region(required_words(&Span::SCHEMA, 3, 16));
     let w = FrameWriter::<Span>::new(&mut words, &opts).unwrap();
-    let info = RingInfo::parse(w.region()).unwrap();
+    let info = RingInfo::parse(w.ring().region()).unwrap();
     let mut copy = [0u64; 256];
     let n = info.encode_header(&mut copy).unwrap();
     assert_eq!(n, info.header_words());

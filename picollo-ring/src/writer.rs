@@ -452,11 +452,6 @@ impl<'a, F: Frame> FrameWriter<'a, F> {
     pub fn into_inner(self) -> RingWriter<'a> {
         self.ring
     }
-
-    /// The ring's words, for readers in the same program.
-    pub fn region(&self) -> &'a [AtomicU64] {
-        self.ring.region()
-    }
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -9,7 +9,7 @@ use picollo_core::Percentile;
 use super::Summary;
 
 /// The ranks printed by [`Summary::one_line`] (the monitoring line of Picollo for .NET), as
-/// positions in [`RANKS`] and labels.
+/// positions in [`Summary::RANKS`] and labels.
 const ONE_LINE: [(usize, &str); 8] = [
     (0, "P0"),
     (4, "P25"),

@@ -1,4 +1,4 @@
-//! What a [`Summary`] holds and how it is filled: the 16 [`RANKS`], the statistics, the
+//! What a [`Summary`] holds and how it is filled: the 16 [`Summary::RANKS`], the statistics, the
 //! window and requested range, read in one consistent pass pair; [`SummaryExt`] for any
 //! histogram, and Cohen's d between two summaries.
 
@@ -12,7 +12,7 @@ use super::Summary;
 
 /// The ranks of every summary, in order (those of Picollo for .NET's summaries):
 /// `0, 1, 5, 10, 25, 50, 75, 90, 92.5, 95, 97.5, 99, 99.9, 99.99, 99.999, 100`.
-pub const RANKS: [f64; 16] = [
+pub(crate) const RANKS: [f64; 16] = [
     0.0, 1.0, 5.0, 10.0, 25.0, 50.0, 75.0, 90.0, 92.5, 95.0, 97.5, 99.0, 99.9, 99.99, 99.999, 100.0,
 ];
 
@@ -53,7 +53,8 @@ macro_rules! rank_accessors {
 }
 
 impl Summary {
-    /// The ranks of every summary; the same as the module's [`RANKS`].
+    /// The ranks of every summary, in order (those of Picollo for .NET's summaries):
+    /// `0, 1, 5, 10, 25, 50, 75, 90, 92.5, 95, 97.5, 99, 99.9, 99.99, 99.999, 100`.
     pub const RANKS: [f64; 16] = RANKS;
 
     /// An empty summary; the same as [`Summary::default`].
@@ -148,13 +149,13 @@ impl Summary {
         self
     }
 
-    /// The percentiles at [`RANKS`], in that order.
+    /// The percentiles at [`Summary::RANKS`], in that order.
     #[inline]
     pub fn percentiles(&self) -> &[Percentile; 16] {
         &self.percentiles
     }
 
-    /// The percentile at `rank` if it is one of [`RANKS`], else `None`; for any other rank
+    /// The percentile at `rank` if it is one of [`Summary::RANKS`], else `None`; for any other rank
     /// ask the histogram (`h.percentile(99.95, EquivalentValue::Midpoint)`, [`crate::ReadExt`]), or use
     /// [`Summary::try_percentile`], whose error says so.
     pub fn percentile(&self, rank: f64) -> Option<&Percentile> {
@@ -164,7 +165,7 @@ impl Summary {
             .map(|i| &self.percentiles[i])
     }
 
-    /// The percentile at `rank`, or an error saying that a summary keeps only [`RANKS`] and
+    /// The percentile at `rank`, or an error saying that a summary keeps only [`Summary::RANKS`] and
     /// that the histogram answers any rank:
     ///
     /// ```
@@ -183,7 +184,7 @@ impl Summary {
     /// ```
     ///
     /// # Errors
-    /// [`NotASummaryRank`] when `rank` is not one of [`RANKS`].
+    /// [`NotASummaryRank`] when `rank` is not one of [`Summary::RANKS`].
     pub fn try_percentile(&self, rank: f64) -> Result<&Percentile, NotASummaryRank> {
         self.percentile(rank).ok_or(NotASummaryRank { rank })
     }
@@ -340,7 +341,7 @@ impl Summary {
     }
 }
 
-/// A rank asked of a [`Summary`] that is not one of its 16 [`RANKS`]
+/// A rank asked of a [`Summary`] that is not one of its 16 [`Summary::RANKS`]
 /// ([`Summary::try_percentile`]).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct NotASummaryRank {

@@ -481,8 +481,8 @@ mod tests {
         let mut b = region(required_words(&Op::SCHEMA, 2, 4));
         let mut wa = FrameWriter::<Op>::new(&mut a, &opts).unwrap();
         let mut wb = FrameWriter::<Op>::new(&mut b, &opts).unwrap();
-        let mut ra = RingReader::attach(wa.region()).unwrap();
-        let mut rb = RingReader::attach(wb.region()).unwrap();
+        let mut ra = RingReader::attach(wa.ring().region()).unwrap();
+        let mut rb = RingReader::attach(wb.ring().region()).unwrap();
         let mut out = CaptureWriter::new(Vec::new(), 77).unwrap();
         let ia = out.add_ring("a", ra.info()).unwrap();
         let ib = out.add_ring("b", rb.info()).unwrap();
@@ -654,7 +654,7 @@ mod tests {
         let mut a = region(required_words(&Op::SCHEMA, 2, 4));
         let wa =
             FrameWriter::<Op>::new(&mut a, &RingOptions::new(4).with_counters(&slots)).unwrap();
-        let info = RingInfo::parse(wa.region()).unwrap();
+        let info = RingInfo::parse(wa.ring().region()).unwrap();
         assert!(w.add_ring(&"x".repeat(300), &info).is_err());
         let id = w.add_ring("a", &info).unwrap();
         w.frame(id, &info, 5, &[0; 9]).unwrap();

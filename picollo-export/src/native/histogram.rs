@@ -201,11 +201,6 @@ impl NativeHistogram {
         self.straddling
     }
 
-    /// Values that were outside the source's window (placed at the window's edges).
-    pub fn outside_count(&self) -> u64 {
-        self.outside
-    }
-
     /// Prometheus' sparse form written as protobuf, in one pass: spans `(offset, length)` and
     /// count deltas. The first span's offset is its first bucket's index, later ones the gap
     /// since the previous span; a gap of up to two empty buckets stays inside a span (cheaper
