@@ -6,12 +6,12 @@
 //!
 //! # Modules
 //!
-//! - [`builder`]: the histogram builder and the default histogram; [`heap`]: dense heap
-//!   storage for the core kinds; [`sparse`]: storage whose memory follows what was recorded
+//! - [`builder`]: the histogram builder and the default histogram; [`HeapStorage`]: dense
+//!   heap storage for the core kinds; [`sparse`]: storage whose memory follows what was recorded
 //!   (pages per block, a cold tier), the default of the builder.
 //! - [`thread_local`](mod@thread_local): the thread-local histogram (one shard per thread, handed over on thread
 //!   exit and fork).
-//! - [`snapshot`]: self-consistent copies of live histograms; [`bulk`]: the non-empty buckets
+//! - [`Snapshot`]: self-consistent copies of live histograms; [`bulk`]: the non-empty buckets
 //!   of any kind into a list, through the core's bulk read.
 //! - [`summary`]: summaries, their tables and diffs.
 //! - [`hdr`]: HdrHistogram's V2 encoding and `.hlog` interval logs; [`hgrm`]: its `.hgrm`
@@ -30,14 +30,14 @@ pub mod builder;
 pub mod bulk;
 pub mod clock;
 pub mod hdr;
-pub mod heap;
+mod heap;
 pub mod hgrm;
 /// This crate's planted loom bugs (`picollo_core::plant!`): a `--cfg loom` build only, not part
 /// of the API.
 #[cfg(loom)]
 #[doc(hidden)]
 pub mod planted;
-pub mod snapshot;
+mod snapshot;
 pub mod sparse;
 mod storage_choice;
 pub mod summary;

@@ -1,28 +1,4 @@
-//! Snapshots (as in Picollo for .NET): a self-consistent copy of a live histogram that a
-//! monitoring thread updates in place, with no allocation in steady state.
-//!
-//! [`Snapshot::update`] copies the source through the optimistic retry of
-//! [`picollo_core::read::consistent`], so a concurrent reset is never seen half done. With
-//! `deltas = true` the snapshot then holds the counts recorded since the previous update;
-//! with `deltas = false`, the totals. Either way it remembers the totals, so deltas and
-//! totals can be mixed from one update to the next. The snapshot implements
-//! [`HistogramRead`], so every percentile, statistic, iterator and summary works on it.
-//!
-//! ```
-//! use picollo_alloc::{HistogramBuilder, SnapshotExt};
-//! use picollo_core::{EquivalentValue, ReadExt};
-//!
-//! let builder = HistogramBuilder::new().relative_error(0.01);
-//! let mut h = builder.min_trackable(10_000).max_trackable(30_000).dense().plain().unwrap();
-//! (0..1000).for_each(|i| h.record(20_000 + i));
-//! let mut snapshot = h.snapshot();
-//! assert_eq!(snapshot.total(), 1000);
-//!
-//! (0..500).for_each(|i| h.record(25_000 + i));
-//! snapshot.update(&h, true); // only what was recorded since the last update
-//! assert_eq!(snapshot.total(), 500);
-//! assert!(snapshot.percentile(0.0, EquivalentValue::Midpoint).unwrap().value >= 24_800);
-//! ```
+//! Snapshots (as in Picollo for .NET): see [`Snapshot`].
 
 use core::fmt;
 use picollo_core::histogram::{
@@ -38,7 +14,32 @@ use crate::heap;
 ///
 /// Made by [`Snapshot::new`] (or [`SnapshotExt::snapshot`]) and refreshed in place by
 /// [`Snapshot::update`]. The first update allocates two buffers of the source's window
-/// length; later updates from a source with the same layout and window allocate nothing.
+/// length; later updates from a source with the same layout and window allocate nothing: a
+/// monitoring thread updates it in place, with no allocation in steady state (as in Picollo
+/// for .NET).
+///
+/// [`Snapshot::update`] copies the source through the optimistic retry of
+/// [`picollo_core::read::consistent`], so a concurrent reset is never seen half done. With
+/// `deltas = true` the snapshot then holds the counts recorded since the previous update;
+/// with `deltas = false`, the totals. Either way it remembers the totals, so deltas and
+/// totals can be mixed from one update to the next. The snapshot implements
+/// [`HistogramRead`], so every percentile, statistic, iterator and summary works on it.
+///
+/// ```
+/// use picollo_alloc::{HistogramBuilder, SnapshotExt};
+/// use picollo_core::{EquivalentValue, ReadExt};
+///
+/// let builder = HistogramBuilder::new().relative_error(0.01);
+/// let mut h = builder.min_trackable(10_000).max_trackable(30_000).dense().plain().unwrap();
+/// (0..1000).for_each(|i| h.record(20_000 + i));
+/// let mut snapshot = h.snapshot();
+/// assert_eq!(snapshot.total(), 1000);
+///
+/// (0..500).for_each(|i| h.record(25_000 + i));
+/// snapshot.update(&h, true); // only what was recorded since the last update
+/// assert_eq!(snapshot.total(), 500);
+/// assert!(snapshot.percentile(0.0, EquivalentValue::Midpoint).unwrap().value >= 24_800);
+/// ```
 #[derive(Clone)]
 pub struct Snapshot {
     layout: Layout,

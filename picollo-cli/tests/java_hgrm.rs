@@ -116,8 +116,7 @@ fn diff_of_java_hgrm_and_its_hlog() {
         };
         let (a, b): (u64, u64) = (cols[2].parse().unwrap(), cols[3].parse().unwrap());
         // Both sides in Java's bucket ending at the step (B at 3 digits, by its midpoint).
-        let width = g.bucket_width(g.index_of(step).unwrap()).unwrap();
-        let lowest = step + 1 - width;
+        let lowest = g.lowest_equivalent(g.index_of(step).unwrap()).unwrap();
         for v in [a, b] {
             let slack = v / 500 + 1;
             assert!(

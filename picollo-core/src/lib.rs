@@ -8,7 +8,7 @@
 //! # Modules
 //!
 //! - [`layout`]: the bucket layout (value ↔ index, `lo`/`hi` of a bucket), runtime or
-//!   const-generic; [`window`]: the stored window of logical buckets, from min and max
+//!   const-generic; [`Window`]: the stored window of logical buckets, from min and max
 //!   trackable values.
 //! - [`storage`]: counter types and the storage traits; [`cell`]: the atomic cells of the
 //!   shared kinds.
@@ -60,7 +60,7 @@ pub mod storage;
 // The planted-bug switch of the loom models (`plant!`, `planted`).
 #[cfg(target_has_atomic = "64")]
 mod sync;
-pub mod window;
+mod window;
 #[cfg(feature = "testing")]
 #[cfg_attr(docsrs, doc(cfg(feature = "testing")))]
 pub mod workload;

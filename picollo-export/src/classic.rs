@@ -72,7 +72,16 @@ impl ClassicBuckets {
     }
 }
 
-/// A histogram in classic cumulative buckets, with its count and sum.
+/// A histogram in classic cumulative buckets, with its count and sum: the cumulative
+/// `_bucket{le="…"}` counts of Prometheus and OpenMetrics at fixed boundaries, for servers and
+/// tools that do not take native histograms.
+///
+/// A Picollo bucket goes, whole, to the first boundary at or above its highest value (the same
+/// upper-edge rule as the native mapping), so a boundary `b` is exact (counts exactly the
+/// values `<= b`) when `b` is the highest value of a Picollo bucket. The derived boundaries,
+/// `le = 2^m - 1`, always are: every power of two starts a Picollo bucket. Underflow counts at
+/// the first boundary at or above the window's lowest value minus one (every underflow value is
+/// below the window), overflow only in `+Inf`.
 ///
 /// ```
 /// use picollo_alloc::HistogramBuilder;

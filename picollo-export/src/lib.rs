@@ -20,16 +20,16 @@
 //!
 //! # Modules
 //!
-//! - [`registry`]: named, labelled histograms, counters and gauges, encoded for a scrape;
+//! - [`Registry`]: named, labelled histograms, counters and gauges, encoded for a scrape;
 //!   [`source`]: what a registry serves (every histogram kind, read without stalling
-//!   recorders); [`labels`]: names and label sets checked against Prometheus' rules.
+//!   recorders); [`Labels`]: names and label sets checked against Prometheus' rules.
 //! - [`schema`]: the exponential bucket math shared by Prometheus and OpenTelemetry;
 //!   [`native`]: Picollo buckets mapped onto it, filled through the core's bulk read.
-//! - Encoders: [`proto`] (protobuf messages), [`classic`] (`_bucket{le}` histograms), [`text`]
-//!   (Prometheus text and OpenMetrics), [`otlp`] (OpenTelemetry).
+//! - Encoders: [`proto`] (protobuf messages), [`ClassicHistogram`] (`_bucket{le}`
+//!   histograms), [`text`] (Prometheus text and OpenMetrics), [`otlp`] (OpenTelemetry).
 //! - `server` (feature `server`): the hardened `/metrics` endpoint; `recorder` (feature
 //!   `metrics`): the `metrics` facade's recorder.
-//! - [`error`]: the exporter's errors.
+//! - [`ExportError`]: the exporter's errors.
 //!
 //! ```
 //! use std::sync::Arc;
@@ -127,9 +127,9 @@
 // docs.rs (`--cfg docsrs`, nightly) marks the items that need a feature or a target.
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
-pub mod classic;
-pub mod error;
-pub mod labels;
+mod classic;
+mod error;
+mod labels;
 pub mod native;
 pub mod otlp;
 /// This crate's planted loom bugs (`picollo_core::plant!`): a `--cfg loom` build only, not part
@@ -141,7 +141,7 @@ pub mod proto;
 #[cfg(feature = "metrics")]
 #[cfg_attr(docsrs, doc(cfg(feature = "metrics")))]
 pub mod recorder;
-pub mod registry;
+mod registry;
 pub mod schema;
 #[cfg(all(feature = "server", unix))]
 #[cfg_attr(docsrs, doc(cfg(all(feature = "server", unix))))]

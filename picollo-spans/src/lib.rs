@@ -10,9 +10,13 @@
 //! - [`clock`]: the span clock ([`clock::now`]) and its conversion to nanoseconds.
 //! - [`frame`]: the span frame codec, one definition for every writer and reader, with an
 //!   explicit [`FrameKind`] (span or counter event).
-//! - [`decoder`]: [`SpanDecoder`], the frames of one ring into a [`SpanAggregator`].
-//! - [`aggregate`]: [`SpanAggregator`], per-name statistics of spans and counter events.
-//! - [`table`]: the per-phase and counter-event tables ([`SpanTable`], [`PhaseRow`]).
+//! - [`SpanDecoder`]: the frames of one ring into a [`SpanAggregator`], following the ring's
+//!   counter table as it changes; the same decoder serves a live process and a capture file.
+//! - [`SpanAggregator`]: per-name statistics of spans (durations, counter deltas,
+//!   instructions per cycle) and counter events.
+//! - The per-phase and counter-event tables: [`SpanTable`] (a Markdown table and its notes)
+//!   over the rows [`PhaseRow`] and [`EventRow`], made by the aggregator
+//!   ([`SpanAggregator::table`]).
 //! - [`stack`]: the intervals open on a thread ([`stack::OpenStack`]) and which of a span
 //!   layer's counters its counter slots hold ([`stack::SlotMap`]).
 //!
@@ -27,12 +31,12 @@
 // docs.rs (`--cfg docsrs`, nightly) marks the items that need a feature or a target.
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
-pub mod aggregate;
+mod aggregate;
 pub mod clock;
-pub mod decoder;
+mod decoder;
 pub mod frame;
 pub mod stack;
-pub mod table;
+mod table;
 
 pub use aggregate::{AggregatedSpans, EventStats, SpanAggregator, SpanStats};
 pub use decoder::SpanDecoder;

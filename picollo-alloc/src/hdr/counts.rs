@@ -217,7 +217,7 @@ impl HdrGeometry {
 
     /// Width of the value range of counts index `index` (`2^(bucket + unit_magnitude)`), or
     /// `None` when `index >= counts_len()`.
-    pub fn bucket_width(&self, index: usize) -> Option<u64> {
+    pub(crate) fn bucket_width(&self, index: usize) -> Option<u64> {
         if index >= self.counts_len {
             return None;
         }

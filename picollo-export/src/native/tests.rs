@@ -150,7 +150,7 @@ fn check_fill(k: u32, schema: i8, lo: u64, hi: u64, values: &[(u64, u64)]) {
     // Counts below the approximate kind's exact threshold are exact.
     let approx = picollo_core::approx::ApproxHistogram::with_storage(
         layout,
-        picollo_alloc::heap::HeapStorage::with_len(
+        picollo_alloc::HeapStorage::with_len(
             window.len(),
             picollo_core::scalable::ScalableCell::new,
         ),
