@@ -4,9 +4,9 @@
 use std::io::{BufRead, BufReader, Read};
 use std::process::{Command, Stdio};
 
-use picollo_linux::count::Count;
 use picollo_linux::event::HardwareEvent;
 use picollo_linux::session::CounterSession;
+use picollo_linux::Count;
 
 use crate::model::{set_user_access, MAX_CONSTANT, MUX_BOUND_PERMILLE, PER_UNIT};
 use crate::report::Report;

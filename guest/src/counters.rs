@@ -6,10 +6,10 @@ use std::process::Command;
 
 use picollo_core::workload::add_chain_256;
 use picollo_linux::caps::{Capabilities, RdpmcStatus};
-use picollo_linux::count::Count;
 use picollo_linux::event::HardwareEvent;
 use picollo_linux::page::Fallback;
 use picollo_linux::session::{CounterSession, ReadPath};
+use picollo_linux::Count;
 
 use crate::model::{
     model_check, session, set_user_access, MAX_CONSTANT, MAX_PAGE_CHECK, MUX_BOUND_PERMILLE,

@@ -6,9 +6,9 @@
 use std::hint::black_box;
 
 use picollo_core::workload::add_chain_256;
-use picollo_linux::count::Count;
 use picollo_linux::event::HardwareEvent;
 use picollo_linux::session::{CounterSession, ReadPath};
+use picollo_linux::Count;
 
 use crate::report::Report;
 

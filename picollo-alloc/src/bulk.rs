@@ -1,14 +1,16 @@
 //! Bulk reads of the non-empty buckets into a list: [`recorded_into`] collects the runs of any
 //! [`HistogramRead::recorded_runs`] (the one bulk-read method every kind implements, with its
 //! own fastest scan) as `(storage index, count)` pairs, which the classic export maps in one loop;
-//! `push_nonzero_run` is its branch-free step ([`nonzero_mask`] its test, which the native
-//! fill of `picollo-export` shares), shared with
+//! `push_nonzero_run` is its branch-free step
+//! ([`picollo_core::storage::nonzero_mask`] its test, which the native fill of
+//! `picollo-export` shares), shared with
 //! [`ThreadLocalHistogram::read_recorded`](crate::ThreadLocalHistogram::read_recorded).
 
+use picollo_core::storage::nonzero_mask;
 use picollo_core::HistogramRead;
 
 /// Cells per run of a bulk read: a run of empty cells is skipped with one test.
-pub const RUN: usize = picollo_core::storage::CELL_RUN;
+pub(crate) const RUN: usize = picollo_core::storage::CELL_RUN;
 
 /// Appends `(storage index, count)` for each non-empty bucket of `h` to `out`, in increasing
 /// order: one pass of [`HistogramRead::recorded_runs`], not retried (bracket it with
@@ -59,18 +61,6 @@ pub(crate) fn push_nonzero_run(
         out.push((start + i, run[i & (RUN - 1)]));
         mask &= mask - 1;
     }
-}
-
-/// Bit `i` set for each non-zero `run[i]`, computed without a branch per count.
-///
-/// ```
-/// assert_eq!(picollo_alloc::bulk::nonzero_mask(&[0, 5, 0, 0, 2, 0, 0, 1]), 0b1001_0010);
-/// ```
-#[inline(always)]
-pub fn nonzero_mask(run: &[u64; RUN]) -> u32 {
-    run.iter()
-        .enumerate()
-        .fold(0, |mask, (i, &n)| mask | u32::from(n != 0) << i)
 }
 
 #[cfg(test)]

@@ -20,11 +20,11 @@ use std::os::unix::process::CommandExt;
 use std::process::{Command, ExitStatus, Stdio};
 use std::time::Instant;
 
-use picollo_linux::count::Count;
 use picollo_linux::event::EventSpec;
 use picollo_linux::session::{
     CounterSession, CounterSessionBuilder, DroppedEvent, OnUnsupported, Target,
 };
+use picollo_linux::Count;
 use picollo_linux::PerfError;
 
 use crate::error::{CliError, Result};

@@ -429,6 +429,20 @@ impl<T> Storage for &[T] {
 /// Cells per run of [`cell_runs`]: a run of empty cells is skipped with one test.
 pub const CELL_RUN: usize = 8;
 
+/// Bit `i` set for each non-zero `run[i]`, computed without a branch per count (whether a count
+/// is zero depends on the data: a branch on it would mispredict about once per count). The
+/// test of the bulk readers' branch-free steps.
+///
+/// ```
+/// assert_eq!(picollo_core::storage::nonzero_mask(&[0, 5, 0, 0, 2, 0, 0, 1]), 0b1001_0010);
+/// ```
+#[inline(always)]
+pub fn nonzero_mask(run: &[u64; CELL_RUN]) -> u32 {
+    run.iter()
+        .enumerate()
+        .fold(0, |mask, (i, &n)| mask | u32::from(n != 0) << i)
+}
+
 /// How many blocks (of 64 runs) ahead [`cell_runs`] asks for cache lines: two measured best
 /// on a scrape of full-range histograms (`benches/RESULTS.md`, block `export-encode`).
 pub(crate) const PREFETCH_BLOCKS: usize = 2;

@@ -1,10 +1,4 @@
-//! Counts, multiplexing and "not counted".
-//!
-//! When the PMU has fewer counters than requested events, the kernel time-shares them
-//! (multiplexing): an event is enabled for `time_enabled` ns but on a counter only for
-//! `time_running` ns. The estimate of the full count is `value * enabled / running` (computed in
-//! `u128` here). When `time_running == 0` the event never ran: that is [`Count::NotCounted`],
-//! never a zero.
+//! Counts, multiplexing and "not counted" ([`Count`], [`Reading`]).
 
 use core::fmt;
 
@@ -38,6 +32,12 @@ impl Reading {
 }
 
 /// A counter's value over an interval (or since it was enabled).
+///
+/// When the PMU has fewer counters than requested events, the kernel time-shares them
+/// (multiplexing): an event is enabled for `time_enabled` ns but on a counter only for
+/// `time_running` ns. The estimate of the full count is `value * enabled / running` (computed in
+/// `u128`). When `time_running == 0` the event never ran: that is [`Count::NotCounted`], never a
+/// zero.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Count {
     /// The event ran the whole time: the value is exact.

@@ -85,7 +85,7 @@ compile_error!("picollo-linux supports Linux (and Android) only");
 // implements it for `Sysfs`. Inside a module split over files, the parent file is the map
 // (docs and `pub use`) and its children import each other one way too.
 pub mod caps;
-pub mod count;
+mod count;
 pub mod error;
 pub mod event;
 pub mod page;

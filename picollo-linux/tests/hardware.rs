@@ -7,9 +7,9 @@
 //! as hardware skips in CI ([`picollo_linux::skip::hardware`]).
 
 use picollo_linux::caps::{Capabilities, RdpmcStatus};
-use picollo_linux::count::Count;
 use picollo_linux::event::{CacheEvent, HardwareEvent};
 use picollo_linux::session::{CounterSession, OnUnsupported, ReadPath};
+use picollo_linux::Count;
 
 /// The capabilities, or `None` after printing why hardware tests skip.
 fn hardware(test: &str) -> Option<Capabilities> {

@@ -4,11 +4,11 @@
 use picollo_core::source::{CounterSource, SourceError};
 use picollo_core::EquivalentValue;
 use picollo_linux::caps::Capabilities;
-use picollo_linux::count::Count;
 use picollo_linux::event::{Event, HardwareEvent, SoftwareEvent};
 use picollo_linux::page::Fallback;
 use picollo_linux::session::{CounterSession, OnUnsupported, ReadPath, Target};
 use picollo_linux::workload::FreshPages;
+use picollo_linux::Count;
 use picollo_linux::{thread_cpu_time_ns, PerfError};
 use std::time::Instant;
 

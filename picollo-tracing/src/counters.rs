@@ -8,9 +8,9 @@ use picollo_linux::span::{self, SpanConfig};
 use picollo_ring::MAX_COUNTERS;
 use picollo_spans::SpanAggregator;
 
-pub(crate) use picollo_linux::count::Reading;
 pub(crate) use picollo_linux::span::raw::{with_thread, Interval, ThreadSpans};
 pub use picollo_linux::span::SpanCounters;
+pub(crate) use picollo_linux::Reading;
 
 use picollo_spans::stack::SlotMap;
 

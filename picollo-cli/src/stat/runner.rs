@@ -7,8 +7,8 @@ use std::io::{IsTerminal, Write};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use picollo_linux::count::Count;
 use picollo_linux::event::EventSpec;
+use picollo_linux::Count;
 
 use super::model::{Bench, Saved};
 use super::words::{show_command, split_command};

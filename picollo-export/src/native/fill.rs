@@ -6,7 +6,7 @@
 //! of full-range histograms is bound by reading their cells, and everything it does per
 //! recorded bucket comes on top.
 
-use picollo_alloc::bulk::{nonzero_mask, RUN};
+use picollo_core::storage::{nonzero_mask, CELL_RUN as RUN};
 
 use super::octave::tabled_bucket;
 use super::OctaveMap;
