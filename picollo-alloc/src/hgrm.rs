@@ -40,7 +40,7 @@
 //!
 //! - `SubBuckets` = `2B` (`hdr_sub_bucket_count`);
 //! - `Buckets` = the number of HdrHistogram buckets needed to cover the window's highest
-//!   trackable value, HdrHistogram's `getBucketsNeededToCoverValue` ([`hdr_bucket_count`]).
+//!   trackable value, HdrHistogram's `getBucketsNeededToCoverValue`.
 //!   Picollo's window minimum does not change it: HdrHistogram buckets always start at 0.
 //! - The value columns use HdrHistogram's `numberOfSignificantValueDigits` decimals: the
 //!   largest `d` with `2·10^d <= 2B` ([`significant_digits`]); a 3-significant-digit
@@ -59,7 +59,7 @@
 //! # Examples
 //!
 //! ```
-//! use picollo_alloc::hgrm::{write_hgrm, Hgrm};
+//! use picollo_alloc::hgrm::Hgrm;
 //! use picollo_alloc::HistogramBuilder;
 //! use picollo_core::Layout;
 //!
@@ -70,14 +70,15 @@
 //!     h.record(v * 1000); // microseconds
 //! }
 //! // Values in milliseconds, 5 reports per halving of the distance to 100%.
-//! let mut file = Vec::new();
-//! write_hgrm(&h, &mut file, 5, 1000.0)?;
-//! let text = String::from_utf8(file).unwrap();
+//! let hgrm = Hgrm::new(&h, 5, 1000.0)?;
+//! let text = hgrm.to_string();
 //! assert!(text.starts_with("       Value     Percentile TotalCount 1/(1-Percentile)\n\n"));
 //! assert!(text.contains("#[Buckets =           22, SubBuckets     =         2048]"));
 //!
-//! // The same text through `Display`.
-//! assert_eq!(Hgrm::new(&h, 5, 1000.0)?.to_string(), text);
+//! // To a file (any `io::Write`): the text is rendered first, then written in one call.
+//! let mut file = Vec::new();
+//! std::io::Write::write_all(&mut file, hgrm.render().as_bytes())?;
+//! assert_eq!(file, text.as_bytes());
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
@@ -129,7 +130,7 @@ pub(crate) fn hdr_sub_bucket_count(layout: Layout) -> u64 {
 /// HdrHistogram's `bucketCount` for a histogram whose highest trackable value is `max`:
 /// the buckets of `subBucketCount = 2B` (unit magnitude 0) needed to cover `max`, as
 /// `getBucketsNeededToCoverValue` counts them. `u64::MAX` gives `block_count - 1`.
-pub fn hdr_bucket_count(layout: Layout, max: u64) -> u32 {
+pub(crate) fn hdr_bucket_count(layout: Layout, max: u64) -> u32 {
     let mut smallest_untrackable = u128::from(hdr_sub_bucket_count(layout));
     let mut buckets = 1;
     while smallest_untrackable <= u128::from(max) {
@@ -149,26 +150,6 @@ pub fn significant_digits(layout: Layout) -> usize {
         p *= 10;
     }
     digits
-}
-
-/// Writes the `.hgrm` percentile distribution of `h` to `out` (see the [module docs](self)).
-///
-/// `ticks_per_half_distance` is the number of reports per halving of the distance to 100%
-/// (HdrHistogram's default is 5); values, the mean, the standard deviation and the max are
-/// divided by `output_value_unit_scaling_ratio` (1.0 to print raw values, 1000.0 to print
-/// nanoseconds as microseconds).
-///
-/// Errors: [`io::ErrorKind::InvalidInput`] (wrapping an [`HgrmError`]) for a zero tick count or
-/// a ratio that is not a finite positive number; otherwise the writer's errors. The text is
-/// built in memory first, then written with one `write_all`.
-pub fn write_hgrm<H: HistogramRead + ?Sized, W: io::Write + ?Sized>(
-    h: &H,
-    out: &mut W,
-    ticks_per_half_distance: u32,
-    output_value_unit_scaling_ratio: f64,
-) -> io::Result<()> {
-    let text = Hgrm::new(h, ticks_per_half_distance, output_value_unit_scaling_ratio)?.render();
-    out.write_all(text.as_bytes())
 }
 
 /// The `.hgrm` text of a histogram as a [`Display`](fmt::Display) value; see the
@@ -335,10 +316,6 @@ mod tests {
         assert_eq!(Hgrm::new(&h, 0, 1.0).err(), Some(HgrmError::ZeroTicks));
         assert!(Hgrm::new(&h, 5, 0.0).is_err());
         assert!(Hgrm::new(&h, 5, f64::NAN).is_err());
-        let mut out = Vec::new();
-        let e = write_hgrm(&h, &mut out, 0, 1.0).unwrap_err();
-        assert_eq!(e.kind(), io::ErrorKind::InvalidInput);
-        assert!(out.is_empty());
     }
 
     #[test]

@@ -48,7 +48,7 @@ pub use builder::{
     SparseHistogram, StorageChoice, StorageWidth,
 };
 pub use heap::{HeapAtomicHistogram, HeapHistogram, HeapStorage};
-pub use hgrm::{write_hgrm, Hgrm, HgrmError};
+pub use hgrm::{Hgrm, HgrmError};
 pub use snapshot::{Snapshot, SnapshotExt};
 pub use sparse::SparseStorage;
 pub use summary::{

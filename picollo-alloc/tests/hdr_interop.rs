@@ -440,7 +440,7 @@ proptest! {
                 // A split bucket: covered by the reported bound.
                 prop_assert!(!import.mapping.is_exact());
                 prop_assert!(hi - lo <= import.mapping.max_abs_error);
-                let half = g.sub_bucket_half_count();
+                let half = g.sub_bucket_count() / 2;
                 if (hi - lo + 1) as u128 * half as u128 <= lo as u128 {
                     let rel = (hi - lo) as f64 / lo as f64;
                     prop_assert!(rel <= import.mapping.max_relative_error);
@@ -451,7 +451,7 @@ proptest! {
                 }
             }
         }
-        if k <= g.sub_bucket_half_count_magnitude() && g.unit_magnitude() == 0 {
+        if k < g.sub_bucket_count().trailing_zeros() && g.unit_magnitude() == 0 {
             // A target at most as fine as the source: every source bucket inside one target
             // bucket.
             prop_assert!(import.is_exact());

@@ -25,7 +25,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use picollo_alloc::hdr::{interop, HdrCounts, LogReader, LogWriter};
-use picollo_alloc::hgrm::{parse_hgrm, write_hgrm};
+use picollo_alloc::hgrm::{parse_hgrm, Hgrm};
 use picollo_core::prelude::*;
 use picollo_core::Window;
 
@@ -346,9 +346,10 @@ fn java_reads_picollo_hlog() {
     }
     assert!(file.steps.len() > 60, "{} steps", file.steps.len());
     // Picollo's own `.hgrm` of the same counts (read in place, index for index): Java's rows.
-    let mut ours = Vec::new();
-    write_hgrm(&interop::view(&sum).unwrap(), &mut ours, 5, 1.0).unwrap();
-    let ours = parse_hgrm(std::str::from_utf8(&ours).unwrap()).unwrap();
+    let ours = Hgrm::new(&interop::view(&sum).unwrap(), 5, 1.0)
+        .unwrap()
+        .to_string();
+    let ours = parse_hgrm(&ours).unwrap();
     assert_eq!(ours.steps.len(), file.steps.len());
     for (a, b) in ours.steps.iter().zip(&file.steps) {
         assert_eq!(

@@ -151,12 +151,12 @@ impl HdrGeometry {
 
     /// Half of [`sub_bucket_count`](Self::sub_bucket_count): the number of counts entries each
     /// bucket above bucket 0 adds (Picollo's block size `B`).
-    pub fn sub_bucket_half_count(&self) -> u64 {
+    pub(crate) fn sub_bucket_half_count(&self) -> u64 {
         1 << self.sub_bucket_half_count_magnitude
     }
 
     /// `log2(sub_bucket_half_count)`.
-    pub fn sub_bucket_half_count_magnitude(&self) -> u32 {
+    pub(crate) fn sub_bucket_half_count_magnitude(&self) -> u32 {
         self.sub_bucket_half_count_magnitude
     }
 

@@ -1,4 +1,4 @@
-//! Reading `.hgrm` percentile distributions back: the text [`write_hgrm`](super::write_hgrm)
+//! Reading `.hgrm` percentile distributions back: the text [`Hgrm`](super::Hgrm)
 //! and HdrHistogram's `outputPercentileDistribution` print, in every form the HdrHistogram
 //! tools write it:
 //!
@@ -20,7 +20,7 @@
 //! steps), lines and steps are bounded, and errors name the line.
 //!
 //! ```
-//! use picollo_alloc::hgrm::{parse_hgrm, write_hgrm};
+//! use picollo_alloc::hgrm::{parse_hgrm, Hgrm};
 //! use picollo_alloc::HistogramBuilder;
 //! use picollo_core::Layout;
 //!
@@ -29,9 +29,8 @@
 //! for v in 1..=1000u64 {
 //!     h.record(v);
 //! }
-//! let mut text = Vec::new();
-//! write_hgrm(&h, &mut text, 5, 1.0)?;
-//! let file = parse_hgrm(std::str::from_utf8(&text)?)?;
+//! let text = Hgrm::new(&h, 5, 1.0)?.to_string();
+//! let file = parse_hgrm(&text)?;
 //! assert_eq!(file.total, Some(1000));
 //! let counts = file.to_counts()?;
 //! assert_eq!(counts.total_count(), 1000);
@@ -134,7 +133,7 @@ const CSV_HEADER: &str = r#""Value","Percentile","TotalCount","1/(1-Percentile)"
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Columns {
     /// HdrHistogram Java's and .NET's `outputPercentileDistribution`, Picollo's
-    /// [`write_hgrm`](super::write_hgrm): value, percentile, total count, `1/(1-p)`.
+    /// [`Hgrm`](super::Hgrm): value, percentile, total count, `1/(1-p)`.
     Plain,
     /// HdrHistogram Java's `-csv`: the same columns, comma-separated.
     Csv,
@@ -520,7 +519,7 @@ impl HgrmFile {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::hgrm::write_hgrm;
+    use crate::hgrm::Hgrm;
     use crate::HistogramBuilder;
     use picollo_core::Layout;
 
@@ -534,9 +533,7 @@ mod tests {
         for v in values {
             h.record(v);
         }
-        let mut out = Vec::new();
-        write_hgrm(&h, &mut out, 5, ratio).unwrap();
-        String::from_utf8(out).unwrap()
+        Hgrm::new(&h, 5, ratio).unwrap().to_string()
     }
 
     #[test]

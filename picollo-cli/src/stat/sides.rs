@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use picollo_alloc::hdr::interop::{export, ExportOptions};
 use picollo_alloc::hdr::LogWriter;
 use picollo_alloc::hdr::{interop as hdr_interop, HdrGeometry};
-use picollo_alloc::hgrm::write_hgrm;
+use picollo_alloc::hgrm::Hgrm;
 use picollo_alloc::{HeapHistogram, HistogramBuilder, SummaryExt};
 
 use super::model::{self, WALL_TIME};
@@ -195,7 +195,9 @@ pub(super) fn save_hgrm(path: &Path, sides: &[Side]) -> Result<()> {
                 CliError::new(format!("cannot create {shown}: {e}; give a writable path"))
             })?;
             let mut out = BufWriter::new(file);
-            write_hgrm(h, &mut out, hgrm_ticks(h), 1.0)
+            Hgrm::new(h, hgrm_ticks(h), 1.0)
+                .map_err(std::io::Error::from)
+                .and_then(|hgrm| out.write_all(hgrm.render().as_bytes()))
                 .and_then(|()| out.flush())
                 .map_err(|e| CliError::new(format!("{shown}: {e}")))?;
             eprintln!("picollo: wrote {shown}");
