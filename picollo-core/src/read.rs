@@ -23,7 +23,7 @@
 //! | `picollo_alloc::hdr::HdrCounts::value_at_percentile` | [`rank_count`] | highest equivalent value; lowest at `p = 0` | `getValueAtPercentile`, value for value |
 //! | `min()`, `max()` | none | lowest value of the lowest non-empty bucket, highest of the highest | `getMinValue`, `getMaxValue` |
 //! | `picollo_alloc::Summary`, `picollo stat`, `report`, `diff` tables | [`rank_count`] | as `percentiles` (midpoint, with `±` half the bucket width) | the bucket of `getValueAtPercentile` |
-//! | `percentile_ticks`, `.hgrm` output (`write_hgrm`, `stat --hgrm`) | the first bucket whose running share reaches each level | highest equivalent value | `outputPercentileDistribution`, row for row |
+//! | `percentile_ticks`, `.hgrm` output (`Hgrm`, `stat --hgrm`) | the first bucket whose running share reaches each level | highest equivalent value | `outputPercentileDistribution`, row for row |
 //! | `bucket_percentiles` | none: one report per bucket at `(below + count / 2) / total` | the chosen equivalent value | no counterpart (Picollo's own) |
 //! | `.hgrm` input (`HgrmFile::to_counts`) | the file's steps | each step's value as printed | exact at the steps; between steps, the next step |
 //! | `picollo-export` (Prometheus, OTLP) | none: buckets and counts are exported | the server computes quantiles (`histogram_quantile` interpolates within a bucket) | no counterpart |
