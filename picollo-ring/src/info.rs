@@ -293,7 +293,8 @@ impl RingInfo {
     }
 
     /// What the header says about counter slot `slot`: `None` when it describes no counter
-    /// there (the values are whatever the writer put in).
+    /// there (the values are whatever the writer put in). The CSV's cells (feature `std`).
+    #[cfg(any(test, feature = "std"))]
     pub(crate) fn counter_status(&self, slot: usize) -> Option<CounterStatus> {
         self.counters.iter().nth(slot).map(|c| c.status)
     }
