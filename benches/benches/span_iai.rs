@@ -75,7 +75,9 @@ const TARGETS: [(&str, &str, &str, [f64; 2]); 4] = [
         "spans",
         "attached",
         "`span!`, attached (time only)",
-        [156.0, 158.0],
+        // Release defaults: 160 measured at 49e9c3f (158 before; 161 after issue 43's shm
+        // writer change, within the margin).
+        [156.0, 160.0],
     ),
     (
         "counter_events",
