@@ -167,9 +167,7 @@ where
     /// occurrences itself (never for the storages this crate and `picollo-alloc` provide).
     #[inline(always)]
     fn cell_or_outside(&self, pos: BucketPos, n: u64) -> Result<&ScalableCell, Option<usize>> {
-        // The window's start among the positions' indices (see `Histogram`'s `cells_first`).
-        let first = self.window().first() - self.base.spec.first_index();
-        let k = self.base.spec.layout().block_scale();
+        let (k, first) = self.base.cell_origin();
         // SAFETY: `pos` comes from this histogram's sealed layout spec, which the storage was
         // checked against when the histogram was made (`Cells::check_window`).
         match unsafe { self.base.storage.cell(pos, k, first) } {

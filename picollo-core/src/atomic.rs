@@ -320,9 +320,7 @@ where
 
     #[inline(always)]
     fn record_at(&self, pos: BucketPos) {
-        // The window's start among the positions' indices (see `Histogram`'s `cells_first`).
-        let first = self.window().first() - self.base.spec.first_index();
-        let k = self.base.spec.layout().block_scale();
+        let (k, first) = self.base.cell_origin();
         // SAFETY: `pos` comes from this histogram's sealed layout spec, which the storage was
         // checked against when the histogram was made (`Cells::check_window`).
         match unsafe { self.base.storage.cell(pos, k, first) } {
@@ -340,9 +338,7 @@ where
     #[inline]
     pub fn record_n(&self, value: u64, count: u64) {
         let pos = self.base.spec.position_native(value);
-        // The window's start among the positions' indices (see `Histogram`'s `cells_first`).
-        let first = self.window().first() - self.base.spec.first_index();
-        let k = self.base.spec.layout().block_scale();
+        let (k, first) = self.base.cell_origin();
         // SAFETY: as in `record_at`.
         match unsafe { self.base.storage.cell(pos, k, first) } {
             Lookup::Found(cell) => cell.add(count),

@@ -236,7 +236,7 @@ where
 
     #[inline(always)]
     fn record_at(&mut self, pos: BucketPos) {
-        let (k, first) = (self.base.spec.layout().block_scale(), self.cells_first());
+        let (k, first) = self.base.cell_origin();
         // SAFETY: `pos` comes from this histogram's sealed layout spec (or its layout), which
         // the storage was checked against when the histogram was made (`Cells::check_window`).
         match unsafe { self.base.storage.cell_mut(pos, k, first) } {
@@ -265,7 +265,7 @@ where
 
     #[inline]
     fn record_n_at(&mut self, pos: BucketPos, count: u64) {
-        let (k, first) = (self.base.spec.layout().block_scale(), self.cells_first());
+        let (k, first) = self.base.cell_origin();
         // SAFETY: `pos` comes from this histogram's layout, which the storage was checked
         // against when the histogram was made (`Cells::check_window`).
         match unsafe { self.base.storage.cell_mut(pos, k, first) } {
@@ -471,19 +471,11 @@ where
     L: LayoutSpec,
     W: WindowSpec,
 {
-    /// Where storage cell 0 sits among the positions' indices ([`BucketPos::logical`]): the
-    /// window's first logical index, less the layout's [`LayoutSpec::first_index`] (a constant
-    /// 0 for the specs without a unit).
-    #[inline(always)]
-    fn cells_first(&self) -> usize {
-        self.base.window().first() - self.base.spec.first_index()
-    }
-
     /// The position of storage index `slot` (inside the window).
     #[inline]
     fn slot_position(&self, slot: usize) -> BucketPos {
-        let k = self.base.spec.layout().block_scale();
-        BucketPos::of_logical(self.cells_first() + slot, k)
+        let (k, first) = self.base.cell_origin();
+        BucketPos::of_logical(first + slot, k)
     }
 
     /// The storage cells.

@@ -91,6 +91,17 @@ impl<S, L: LayoutSpec, W: WindowSpec, T> Base<S, L, W, T> {
     pub(crate) fn window(&self) -> Window {
         self.window.window(self.spec.layout())
     }
+
+    /// What the storage's lookups take besides a position, for every kind's record path: the
+    /// layout's block scale, and where storage cell 0 sits among the positions' indices
+    /// ([`BucketPos::logical`](crate::BucketPos::logical)): the window's first logical index,
+    /// less the layout's [`LayoutSpec::first_index`] (a constant 0 for the specs without a
+    /// unit).
+    #[inline(always)]
+    pub(crate) fn cell_origin(&self) -> (u32, usize) {
+        let first = self.window().first() - self.spec.first_index();
+        (self.spec.layout().block_scale(), first)
+    }
 }
 
 impl<S: Cells, L, W, T> Base<S, L, W, T> {
