@@ -146,7 +146,8 @@ impl ShmReader {
         // changing, so no access faults) that `Self` owns and unmaps only after dropping
         // `reader` (field order). All Picollo processes access it through 64-bit atomics
         // only; the contents are untrusted and validated by `inspect`. The `'static` lifetime
-        // never escapes `Self`.
+        // never escapes `Self`: `ring()` lends the reader with its lifetime shortened to the
+        // borrow of `self` (`RingReader` is covariant in it).
         let reader = unsafe { RingReader::inspect_raw(map.ptr.as_ptr(), map.len) }
             .map_err(|e| ShmError::ring(segment, e))?;
         let header_pid = reader.info().writer().0;

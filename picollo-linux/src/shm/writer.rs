@@ -301,10 +301,7 @@ impl<F: Frame> ShmFrameWriter<F> {
     /// one relaxed load and a branch.
     #[inline(always)]
     pub fn save(&mut self, frame: &F) -> bool {
-        if !self.inner.is_attached() {
-            return false;
-        }
-        self.inner.save_attached_with(|data| frame.store(data))
+        self.inner.save_with(|data| frame.store(data))
     }
 
     /// Whether a reader is attached: one relaxed load.
