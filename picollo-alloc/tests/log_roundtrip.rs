@@ -63,7 +63,10 @@ proptest! {
     fn a_log_reads_back_as_the_run(
         digits in 3u8..=max_digits(),
         // In CI's miri step up to 30 values and 4 ranks.
-        values in proptest::collection::vec((0u64..size(1 << 42, 1 << 42, 1 << 12), 1u64..4), 1..size(120, 120, 30)),
+        values in proptest::collection::vec(
+            (0u64..size(1 << 42, 1 << 42, 1 << 12), 1u64..4),
+            1..size(120, 120, 30),
+        ),
         ranks in proptest::collection::vec(0.0f64..=100.0, 1..size(12, 12, 4)),
         div in divisor(),
     ) {

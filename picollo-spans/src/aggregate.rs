@@ -372,8 +372,8 @@ impl SpanAggregator {
     /// Records one span as its frame gives it: its name, nesting depth (1 for the outermost),
     /// start and end clock readings, and `(counter index, delta)` pairs. Its duration goes
     /// into the percentiles; its `Time` is counted from the interval's start
-    /// ([`SpanAggregator::take_interval`]) when it started earlier; outermost spans make the whole that `%` divides, so nested spans are
-    /// a part of it rather than added to it.
+    /// ([`SpanAggregator::take_interval`]) when it started earlier; outermost spans make the
+    /// whole that `%` divides, so nested spans are a part of it rather than added to it.
     pub(crate) fn record_span(
         &mut self,
         name: &str,

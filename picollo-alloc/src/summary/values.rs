@@ -127,8 +127,8 @@ impl Summary {
         self
     }
 
-    /// `value` as printed: divided by the unit's divisor ([`Summary::in_unit`]), digits grouped, with the
-    /// decimals the divisor needs ([`Scaled`]).
+    /// `value` as printed: divided by the unit's divisor ([`Summary::in_unit`]), digits
+    /// grouped, with the decimals the divisor needs ([`Scaled`]).
     pub fn scaled(&self, value: u64) -> Scaled {
         Scaled::new(value, self.divisor)
     }
@@ -165,8 +165,8 @@ impl Summary {
             .map(|i| &self.percentiles[i])
     }
 
-    /// The percentile at `rank`, or an error saying that a summary keeps only [`Summary::RANKS`] and
-    /// that the histogram answers any rank:
+    /// The percentile at `rank`, or an error saying that a summary keeps only
+    /// [`Summary::RANKS`] and that the histogram answers any rank:
     ///
     /// ```
     /// use picollo_alloc::{HistogramBuilder, EquivalentValue, ReadExt, SummaryExt};

@@ -159,8 +159,9 @@ impl<H: HistogramRead + ?Sized> HistogramRead for &H {
 /// `forward_histogram_read!(unbracketed: |w| w.inner)` all but the seqlock bracket
 /// (`read_begin`, `try_read_begin`, `read_retry`), left at the defaults that never wait and
 /// never retry (`read::OnePass`, read inside a bracket of its own). The three core kinds
-/// forward to the one read they share (`kind::Base`'s). A macro rather than a blanket impl over an "inner histogram" accessor trait: such a
-/// blanket impl would overlap the kinds' own impls (and `&H`'s) under coherence.
+/// forward to the one read they share (`kind::Base`'s). A macro rather than a blanket impl
+/// over an "inner histogram" accessor trait: such a blanket impl would overlap the kinds' own
+/// impls (and `&H`'s) under coherence.
 ///
 /// ```
 /// use picollo_core::prelude::*;

@@ -20,8 +20,8 @@ pub(crate) const TYPE_RAW: u32 = sys::PERF_TYPE_RAW;
 /// The `perf_event_attr` fields that select an event.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct EventConfig {
-    /// `type`: `PERF_TYPE_HARDWARE`, `PERF_TYPE_SOFTWARE`, `PERF_TYPE_HW_CACHE`, `PERF_TYPE_RAW`, or a
-    /// dynamic PMU's type from sysfs.
+    /// `type`: `PERF_TYPE_HARDWARE`, `PERF_TYPE_SOFTWARE`, `PERF_TYPE_HW_CACHE`,
+    /// `PERF_TYPE_RAW`, or a dynamic PMU's type from sysfs.
     pub type_: u32,
     /// `config`.
     pub config: u64,
