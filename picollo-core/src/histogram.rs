@@ -175,6 +175,42 @@ impl<C: Counter, const N: usize, const K: u32, const MIN: u64, const MAX: u64>
 
 impl<S, L> Histogram<S, L, Window>
 where
+    S: Cells,
+    L: LayoutSpec,
+{
+    /// A histogram over storage that already holds counts, by storage cell of `window`: they
+    /// are kept, not zeroed (nothing outside the window, no reset). What takes counts kept
+    /// elsewhere in the same index space without copying them: a borrowed slice gives a
+    /// read-only histogram (`Histogram<&[u64]>`), owned storage a recording one.
+    /// `picollo-hdrhistogram` hands its counts over this way. The same checks as
+    /// [`Histogram::with_storage`].
+    ///
+    /// ```
+    /// use picollo_core::{Histogram, Layout, ReadExt, Window};
+    /// let window = Window::new(Layout::DEFAULT, 0, 1_000).unwrap();
+    /// let mut counts = vec![0u64; window.len()];
+    /// counts[Layout::DEFAULT.index_of(700)] = 3;
+    /// let h = Histogram::with_counts(Layout::DEFAULT, &counts[..], window).unwrap();
+    /// assert_eq!((h.total(), h.max()), (3, Some(700)));
+    /// ```
+    pub fn with_counts(spec: L, storage: S, window: Window) -> Result<Self, WindowError> {
+        storage.check_window(spec.layout(), window)?;
+        if !crate::layout::records_its_layout(&spec) {
+            return Err(WindowError::NeedsUnitLayout(spec.layout().unit_magnitude()));
+        }
+        Ok(Histogram {
+            base: Base {
+                spec,
+                window,
+                tallies: PlainTallies::ZERO,
+                storage,
+            },
+        })
+    }
+}
+
+impl<S, L> Histogram<S, L, Window>
+where
     S: CellsMut,
     S::Item: Counter,
     L: LayoutSpec,
@@ -194,18 +230,7 @@ where
     /// assert_eq!(h.total(), 1);
     /// ```
     pub fn with_storage(spec: L, storage: S, window: Window) -> Result<Self, WindowError> {
-        storage.check_window(spec.layout(), window)?;
-        if !crate::layout::records_its_layout(&spec) {
-            return Err(WindowError::NeedsUnitLayout(spec.layout().unit_magnitude()));
-        }
-        let mut h = Histogram {
-            base: Base {
-                spec,
-                window,
-                tallies: PlainTallies::ZERO,
-                storage,
-            },
-        };
+        let mut h = Self::with_counts(spec, storage, window)?;
         h.clear();
         Ok(h)
     }

@@ -1,0 +1,183 @@
+//! Bucket arithmetic: the counts-array index of a value, the values of an index, the
+//! equivalence functions, and sizing the counts array.
+
+use crate::{Counter, Histogram, UsizeTypeTooSmall, ORIGINAL_MAX, ORIGINAL_MIN};
+
+impl<T: Counter> Histogram<T> {
+    // --- Index arithmetic.
+
+    /// The bucket of `value`: how many powers of two it is above bucket 0's range.
+    #[inline(always)]
+    pub(crate) fn bucket_for(&self, value: u64) -> u32 {
+        // `value | mask` has at least the bits of bucket 0, so the leading zeros are at most
+        // those of bucket 0's largest value: the difference is the bucket.
+        (64 - self.unit_magnitude - self.sub_bucket_half_count_magnitude - 1)
+            - (self.sub_bucket_mask | value).leading_zeros()
+    }
+
+    /// The counts-array index of `value` (any `u64` has one; it may be past the array's end).
+    ///
+    /// With `w = value >> u`, `B = 2^k`: `e = ilog2(w | B) - k` and `index = (e << k) + (w >> e)`
+    /// (Picollo's layout formula, `picollo_core::Layout::index_of`), equal to HdrHistogram's
+    /// `(bucket + 1) << k + sub_bucket - B`.
+    #[inline(always)]
+    pub(crate) fn index_of(&self, value: u64) -> usize {
+        // `ilog2(v | mask) - k = e + u`: the shift that takes `value` to its sub-bucket, with
+        // no shift by `u` first. `e << k` as `e · B`: x86 shifts by a variable only through
+        // `cl`, which the other shift holds; a multiply by the field is one instruction.
+        let shift = (self.sub_bucket_mask | value).ilog2() - self.sub_bucket_half_count_magnitude;
+        let e = shift - self.unit_magnitude;
+        (e as usize) * (self.sub_bucket_half_count.get() as usize) + (value >> shift) as usize
+    }
+
+    /// The counts-array index of `value` (every value has one).
+    pub(crate) fn index_for(&self, value: u64) -> Option<usize> {
+        Some(self.index_of(value))
+    }
+
+    /// The index of `value`, or the last index when it is past the counts array.
+    pub(crate) fn index_for_or_last(&self, value: u64) -> usize {
+        self.index_of(value).min(self.last_index())
+    }
+
+    /// The last index of the counts array.
+    pub(crate) fn last_index(&self) -> usize {
+        // The array has at least one bucket's worth of entries (`resize` sets at least 2·2^k).
+        self.counts.len().saturating_sub(1)
+    }
+
+    /// The lowest value of the bucket at counts-array `index`.
+    pub(crate) fn value_for(&self, index: usize) -> u64 {
+        let k = self.sub_bucket_half_count_magnitude;
+        let half = 1usize << k;
+        let (bucket, sub_bucket) = if index < 2 * half {
+            (0, index as u64)
+        } else {
+            (
+                (index >> k) as u32 - 1,
+                ((index & (half - 1)) + half) as u64,
+            )
+        };
+        // Past the last bucket the shift may lose bits (as in `hdrhistogram`, whose pickers
+        // look one index past the end); never a panic.
+        sub_bucket.wrapping_shl(bucket + self.unit_magnitude)
+    }
+
+    /// The count at counts-array `index`.
+    pub(crate) fn count_at_index(&self, index: usize) -> Option<T> {
+        self.counts.get(index).copied()
+    }
+
+    /// Sets the count at counts-array `index` (totals and extremes are left to `restat`).
+    #[allow(dead_code)]
+    pub(crate) fn set_count_at_index(&mut self, index: usize, count: T) -> Result<(), ()> {
+        let slot = self.counts.get_mut(index).ok_or(())?;
+        *slot = count;
+        Ok(())
+    }
+
+    /// The counts by counts-array index.
+    #[allow(dead_code)]
+    pub(crate) fn counts(&self) -> &[T] {
+        &self.counts
+    }
+
+    // --- Bucket arithmetic.
+
+    /// The lowest value of `value`'s bucket.
+    pub fn lowest_equivalent(&self, value: u64) -> u64 {
+        let shift = self.bucket_for(value) + self.unit_magnitude;
+        (value >> shift) << shift
+    }
+
+    /// The highest value of `value`'s bucket.
+    pub fn highest_equivalent(&self, value: u64) -> u64 {
+        if value == u64::MAX {
+            u64::MAX
+        } else {
+            self.next_non_equivalent(value) - 1
+        }
+    }
+
+    /// The middle of `value`'s bucket.
+    pub fn median_equivalent(&self, value: u64) -> u64 {
+        // The half range fits above the bucket's lowest value.
+        self.lowest_equivalent(value) + (self.equivalent_range(value) >> 1)
+    }
+
+    /// The lowest value of the next bucket (`u64::MAX` at the last).
+    pub fn next_non_equivalent(&self, value: u64) -> u64 {
+        self.lowest_equivalent(value)
+            .saturating_add(self.equivalent_range(value))
+    }
+
+    /// The width of `value`'s bucket.
+    pub fn equivalent_range(&self, value: u64) -> u64 {
+        1u64 << (self.unit_magnitude + self.bucket_for(value))
+    }
+
+    /// This histogram made shareable between recording threads (see [`crate::sync`]).
+    #[cfg(feature = "sync")]
+    pub fn into_sync(self) -> crate::SyncHistogram<T> {
+        crate::SyncHistogram::from(self)
+    }
+
+    // --- Internals.
+
+    /// Buckets needed for values up to `value`.
+    pub(crate) fn buckets_to_cover(&self, value: u64) -> u8 {
+        let mut smallest_untrackable =
+            (1u64 << (self.sub_bucket_half_count_magnitude + 1)) << self.unit_magnitude;
+        let mut needed = 1;
+        while smallest_untrackable <= value {
+            if smallest_untrackable > u64::MAX / 2 {
+                // The next bucket reaches past `u64::MAX`: the last.
+                return needed + 1;
+            }
+            smallest_untrackable <<= 1;
+            needed += 1;
+        }
+        needed
+    }
+
+    /// Grows the counts to cover `high` and makes it the highest trackable value.
+    pub(crate) fn resize(&mut self, high: u64) -> Result<(), UsizeTypeTooSmall> {
+        let buckets = self.buckets_to_cover(high);
+        let len = (u32::from(buckets) + 1)
+            .checked_mul(1u32 << self.sub_bucket_half_count_magnitude)
+            .and_then(|len| usize::try_from(len).ok())
+            .ok_or(UsizeTypeTooSmall)?;
+        self.bucket_count = buckets;
+        self.highest_trackable_value = high;
+        self.counts.resize(len, T::zero());
+        Ok(())
+    }
+
+    /// Recomputes the total, minimum and maximum from the first `length_to_scan` counts.
+    pub(crate) fn restat(&mut self, length_to_scan: usize) {
+        self.reset_max(ORIGINAL_MAX);
+        self.reset_min(ORIGINAL_MIN);
+        let scan = length_to_scan.min(self.counts.len());
+        let mut total: u64 = 0;
+        let mut max_index = None;
+        let mut min_index = None;
+        for (index, &count) in self.counts[..scan].iter().enumerate() {
+            if count != T::zero() {
+                total = total.saturating_add(count.as_u64());
+                max_index = Some(index);
+                if min_index.is_none() && index != 0 {
+                    min_index = Some(index);
+                }
+            }
+        }
+        if let Some(index) = max_index {
+            let max = self.highest_equivalent(self.value_for(index));
+            self.update_max(max);
+        }
+        if let Some(index) = min_index {
+            let min = self.value_for(index);
+            self.update_min(min);
+        }
+        self.total_count = total;
+    }
+}
