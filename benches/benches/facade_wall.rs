@@ -67,6 +67,42 @@ fn main() {
             },
         ],
     );
+    // `sync`: one thread recording through a `Recorder` (its record path: the local histogram
+    // plus the hand-over check), each side's.
+    let mut peer_sync: hdrhistogram::sync::SyncHistogram<u64> =
+        Peer::<u64>::new_with_bounds(1, SEED_MAX, 3)
+            .expect("valid")
+            .into_sync();
+    let mut facade_sync: picollo_hdrhistogram::sync::SyncHistogram<u64> =
+        Facade::<u64>::new_with_bounds(1, SEED_MAX, 3)
+            .expect("valid")
+            .into_sync();
+    let mut peer_recorder = peer_sync.recorder();
+    let mut facade_recorder = facade_sync.recorder();
+    let recorders = interleaved(
+        ROUNDS,
+        &mut [
+            &mut || {
+                time(|| {
+                    for &v in &values {
+                        let _ = peer_recorder.record(black_box(v));
+                    }
+                })
+            },
+            &mut || {
+                time(|| {
+                    for &v in &values {
+                        let _ = facade_recorder.record(black_box(v));
+                    }
+                })
+            },
+        ],
+    );
+    drop((peer_recorder, facade_recorder));
+    peer_sync.refresh();
+    facade_sync.refresh();
+    assert_eq!(peer_sync.len(), facade_sync.len());
+
     let recorded = (ROUNDS as u64 + 1) * n as u64;
     assert_eq!((peer.len(), facade.len()), (recorded, recorded));
     assert_eq!((peer_u32.len(), facade_u32.len()), (recorded, recorded));
@@ -172,6 +208,11 @@ fn main() {
         "`record`, u32 counts (ns per record)",
         net(&records[3]),
         net(&records[4]),
+    );
+    row(
+        "`sync::Recorder::record`, u64 counts (ns per record)",
+        net(&recorders[0]),
+        net(&recorders[1]),
     );
     let per = |t: &picollo_benches::timing::Timing, ops: usize| (t.best_ns(ops), t.median_ns(ops));
     let q = BATCHES as usize * SUMMARY_RANKS.len();

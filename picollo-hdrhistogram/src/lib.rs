@@ -19,12 +19,14 @@
 //!   out of line (`benches/RESULTS.md` measures it beside the real crate).
 //! - **`no_std` + `alloc`**: with `default-features = false` the crate builds without the
 //!   standard library (Cortex-M in Picollo's CI), which `hdrhistogram` cannot.
-//! - **A way into Picollo**: [`Histogram::to_picollo`] gives a `picollo-core` histogram over
-//!   the same buckets without rebucketing (the index spaces are the same), so the counts can be
-//!   exported by `picollo-export` (Prometheus native histograms, OTLP).
+//! - **A way into Picollo**: [`Histogram::as_picollo`] lends the counts to a `picollo-core`
+//!   histogram and [`Histogram::into_picollo`] moves them into one, without rebucketing or
+//!   copying (the index spaces are the same; [`picollo`]), so they can be exported by
+//!   `picollo-export` (Prometheus native histograms, OTLP).
 //! - **User pickers**: [`iterators::PickMetadata::new`] and [`iterators::HistogramIterator::new`]
 //!   are public, so a [`iterators::PickyIterator`] can be written outside the crate.
-//! - **A `refresh` that does not hang on an idle recorder** (`sync`, see that module).
+//! - **A `refresh` that does not wait on a recorder gone quiet** (`sync`, see that module:
+//!   hdrhistogram's issue #120).
 //!
 //! Where Picollo's own API answers differently (its rank rule, saturation at `2^63 - 1`,
 //! out-of-range values counted as overflow, no auto-resize), this crate follows
@@ -63,6 +65,7 @@ mod counter;
 pub mod errors;
 pub mod iterators;
 mod math;
+pub mod picollo;
 mod read;
 mod record;
 #[cfg(feature = "serialization")]
@@ -71,6 +74,11 @@ pub mod serialization;
 pub mod sync;
 
 pub use counter::Counter;
+
+/// The README's examples, compiled and run as doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub(crate) struct ReadmeDoctests;
 pub use errors::*;
 #[cfg(feature = "sync")]
 pub use sync::SyncHistogram;
