@@ -22,11 +22,19 @@ pub trait Counter:
     fn as_f64(&self) -> f64;
     /// The count as a `u64`.
     fn as_u64(&self) -> u64;
+
+    /// While a histogram's total is below this, one more sample cannot saturate a count of
+    /// this type (every count is at most the total, whose additions saturate as the counts'
+    /// do), so the record path adds one without the saturating check: the type's maximum for
+    /// the four count types, 0 (always check) for any other.
+    #[doc(hidden)]
+    const UNCHECKED_BELOW_TOTAL: u64 = 0;
 }
 
 macro_rules! counter {
     ($($t:ty),*) => {$(
         impl Counter for $t {
+            const UNCHECKED_BELOW_TOTAL: u64 = <$t>::MAX as u64;
             #[inline]
             fn as_f64(&self) -> f64 {
                 *self as f64

@@ -137,6 +137,19 @@ impl<T: Counter> Histogram<T> {
         // Sums of 8 counts at a time (which the compiler vectorizes), then count by count in
         // the chunk that reaches the target.
         const CHUNK: usize = 8;
+        if self.total_count == u64::MAX {
+            // The total saturated: the counts' sum may pass `u64::MAX` too, so sum saturating
+            // (the walk below could overflow).
+            let mut running: u64 = 0;
+            for (index, count) in self.counts.iter().enumerate() {
+                running = running.saturating_add(count.as_u64());
+                if running >= target {
+                    return finish(index);
+                }
+            }
+            return 0;
+        }
+        // Below a saturated total the counts sum to at most the total: no overflow.
         let mut running: u64 = 0;
         let (chunks, tail) = self.counts.as_chunks::<CHUNK>();
         for (c, chunk) in chunks.iter().enumerate() {
@@ -189,7 +202,7 @@ impl<T: Counter> Histogram<T> {
                     return Some(0);
                 };
                 at = i;
-                running += count.as_u64();
+                running = running.saturating_add(count.as_u64());
             }
             let value = self.value_for(at);
             previous = Some(quantile);

@@ -38,13 +38,46 @@ impl<T: Counter> Histogram<T> {
     #[inline(always)]
     pub(crate) fn record_one(&mut self, value: u64, clamp: bool) -> Result<(), RecordError> {
         let index = self.index_of(value);
-        match self.counts.get_mut(index) {
-            Some(slot) => *slot = slot.saturating_add(T::one()),
-            None => return self.record_outside(value, T::one(), clamp),
+        if index >= self.counts.len() {
+            return self.record_outside(value, T::one(), clamp);
+        }
+        // Every count is at most the total (see `Counter::UNCHECKED_BELOW_TOTAL`): while the
+        // total is below the limit, neither it nor this count reaches its maximum by one more.
+        let unchecked = if T::UNCHECKED_BELOW_TOTAL == u64::MAX {
+            // `u64` counts: the increment's own carry tells (an add and a branch on the
+            // carry, with no compare before it); a wrapped total is put back by the fix-up.
+            let (total, wrapped) = self.total_count.overflowing_add(1);
+            self.total_count = total;
+            !wrapped
+        } else if self.total_count < T::UNCHECKED_BELOW_TOTAL {
+            self.total_count += 1;
+            true
+        } else {
+            self.total_count = self.total_count.wrapping_add(1);
+            false
+        };
+        if unchecked {
+            self.counts[index] = self.counts[index] + T::one();
+        } else {
+            self.record_one_saturating(index);
         }
         self.update_min_max(value);
-        self.total_count = self.total_count.saturating_add(1);
         Ok(())
+    }
+
+    /// One more at `index` (within the counts), saturating: out of line, so that the
+    /// compiler keeps the record path's unchecked adds apart from these.
+    #[cold]
+    #[inline(never)]
+    /// The total was already incremented, wrapping: at the limit it may have passed `u64::MAX`
+    /// (back to 0), which saturating puts back.
+    fn record_one_saturating(&mut self, index: usize) {
+        if let Some(slot) = self.counts.get_mut(index) {
+            *slot = slot.saturating_add(T::one());
+        }
+        if self.total_count == 0 {
+            self.total_count = u64::MAX;
+        }
     }
 
     #[inline(always)]

@@ -388,3 +388,62 @@ differential!(u8_counts, u8);
 differential!(u16_counts, u16);
 differential!(u32_counts, u32);
 differential!(u64_counts, u64);
+
+/// The record path's unchecked increments end where a count or the total reaches its maximum:
+/// from there on both saturate, as in the upstream crate.
+macro_rules! saturation {
+    ($name:ident, $t:ty) => {
+        #[test]
+        fn $name() {
+            let mut f = facade::Histogram::<$t>::new_with_bounds(1, 1 << 40, 3).unwrap();
+            let mut u = upstream::Histogram::<$t>::new_with_bounds(1, 1 << 40, 3).unwrap();
+            f.record_n(1_000, <$t>::MAX).unwrap();
+            u.record_n(1_000, <$t>::MAX).unwrap();
+            for v in [1_000, 1_000, 2_000, 0, 1 << 39] {
+                f.record(v).unwrap();
+                u.record(v).unwrap();
+                assert_eq!(
+                    (
+                        f.len(),
+                        u64::from(f.count_at(1_000)),
+                        u64::from(f.count_at(v))
+                    ),
+                    (
+                        u.len(),
+                        u64::from(u.count_at(1_000)),
+                        u64::from(u.count_at(v))
+                    ),
+                    "after record({v})"
+                );
+            }
+            // The total at `u64::MAX`: it stays there, and so do the counts at their maximum.
+            f.record_n(5, <$t>::MAX).unwrap();
+            u.record_n(5, <$t>::MAX).unwrap();
+            for _ in 0..(u64::MAX / <$t>::MAX as u64).min(3) {
+                f.record_n(7, <$t>::MAX).unwrap();
+                u.record_n(7, <$t>::MAX).unwrap();
+            }
+            for v in [5, 7, 9] {
+                f.record(v).unwrap();
+                u.record(v).unwrap();
+                assert_eq!(
+                    (f.len(), u64::from(f.count_at(v))),
+                    (u.len(), u64::from(u.count_at(v))),
+                    "at the total's limit, record({v})"
+                );
+            }
+            assert_eq!((f.min(), f.max()), (u.min(), u.max()));
+            // The upstream crate's quantile walk overflows here (a panic in debug builds, a
+            // wrapped sum in release); the facade's saturates.
+            // The answer is where the saturating running count reaches the target, or 0 where
+            // saturated counts never do.
+            assert!(f.value_at_quantile(1.0) <= f.max());
+            assert!(f.value_at_quantiles([0.5, 1.0]).all(|v| v <= f.max()));
+        }
+    };
+}
+
+saturation!(u8_saturation, u8);
+saturation!(u16_saturation, u16);
+saturation!(u32_saturation, u32);
+saturation!(u64_saturation, u64);
