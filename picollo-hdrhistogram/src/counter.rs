@@ -29,6 +29,22 @@ pub trait Counter:
     /// the four count types, 0 (always check) for any other.
     #[doc(hidden)]
     const UNCHECKED_BELOW_TOTAL: u64 = 0;
+
+    /// Adds one, wrapping to 0 past the maximum, and says whether it wrapped (the record
+    /// path's increment: the add's own flags tell, with no compare before it;
+    /// [`Counter::unwrap_increment`] puts the maximum back). The default saturates and never
+    /// says it wrapped.
+    #[doc(hidden)]
+    #[inline]
+    fn increment_wraps(&mut self) -> bool {
+        *self = self.saturating_add(Self::one());
+        false
+    }
+
+    /// Undoes a wrapped [`Counter::increment_wraps`]: the count saturates at its maximum.
+    #[doc(hidden)]
+    #[inline]
+    fn unwrap_increment(&mut self) {}
 }
 
 macro_rules! counter {
@@ -42,6 +58,16 @@ macro_rules! counter {
             #[inline]
             fn as_u64(&self) -> u64 {
                 u64::from(*self)
+            }
+            #[inline(always)]
+            fn increment_wraps(&mut self) -> bool {
+                let (next, wrapped) = self.overflowing_add(1);
+                *self = next;
+                wrapped
+            }
+            #[inline]
+            fn unwrap_increment(&mut self) {
+                *self = <$t>::MAX;
             }
         }
     )*};

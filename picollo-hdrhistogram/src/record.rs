@@ -41,42 +41,40 @@ impl<T: Counter> Histogram<T> {
         if index >= self.counts.len() {
             return self.record_outside(value, T::one(), clamp);
         }
-        // Every count is at most the total (see `Counter::UNCHECKED_BELOW_TOTAL`): while the
-        // total is below the limit, neither it nor this count reaches its maximum by one more.
-        let unchecked = if T::UNCHECKED_BELOW_TOTAL == u64::MAX {
-            // `u64` counts: the increment's own carry tells (an add and a branch on the
-            // carry, with no compare before it); a wrapped total is put back by the fix-up.
-            let (total, wrapped) = self.total_count.overflowing_add(1);
-            self.total_count = total;
-            !wrapped
-        } else if self.total_count < T::UNCHECKED_BELOW_TOTAL {
-            self.total_count += 1;
-            true
-        } else {
-            self.total_count = self.total_count.wrapping_add(1);
-            false
-        };
-        if unchecked {
-            self.counts[index] = self.counts[index] + T::one();
-        } else {
+        // The total by the add's carry (an increment and a branch on its flags): past
+        // `u64::MAX` the fix-up puts it back, and the count saturates there.
+        let (total, wrapped) = self.total_count.overflowing_add(1);
+        self.total_count = total;
+        if wrapped {
             self.record_one_saturating(index);
+        } else if T::UNCHECKED_BELOW_TOTAL == u64::MAX {
+            // `u64` counts: each is at most the total (see `Counter::UNCHECKED_BELOW_TOTAL`),
+            // which did not wrap, so neither does this one.
+            self.counts[index] = self.counts[index] + T::one();
+        } else if self.counts[index].increment_wraps() {
+            self.count_wrapped(index);
         }
         self.update_min_max(value);
         Ok(())
     }
 
-    /// One more at `index` (within the counts), saturating: out of line, so that the
-    /// compiler keeps the record path's unchecked adds apart from these.
+    /// The total wrapped past `u64::MAX`: it saturates there, and the count saturates too.
+    /// Out of line, so that the compiler keeps the record path's plain increments apart.
     #[cold]
     #[inline(never)]
-    /// The total was already incremented, wrapping: at the limit it may have passed `u64::MAX`
-    /// (back to 0), which saturating puts back.
     fn record_one_saturating(&mut self, index: usize) {
+        self.total_count = u64::MAX;
         if let Some(slot) = self.counts.get_mut(index) {
             *slot = slot.saturating_add(T::one());
         }
-        if self.total_count == 0 {
-            self.total_count = u64::MAX;
+    }
+
+    /// The count at `index` wrapped past its maximum: it saturates there.
+    #[cold]
+    #[inline(never)]
+    fn count_wrapped(&mut self, index: usize) {
+        if let Some(slot) = self.counts.get_mut(index) {
+            slot.unwrap_increment();
         }
     }
 
