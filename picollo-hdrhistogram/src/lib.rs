@@ -69,8 +69,10 @@ pub mod picollo;
 mod read;
 mod record;
 #[cfg(feature = "serialization")]
+#[cfg_attr(docsrs, doc(cfg(feature = "serialization")))]
 pub mod serialization;
 #[cfg(feature = "sync")]
+#[cfg_attr(docsrs, doc(cfg(feature = "sync")))]
 pub mod sync;
 
 pub use counter::Counter;
@@ -81,6 +83,7 @@ pub use counter::Counter;
 pub(crate) struct ReadmeDoctests;
 pub use errors::*;
 #[cfg(feature = "sync")]
+#[cfg_attr(docsrs, doc(cfg(feature = "sync")))]
 pub use sync::SyncHistogram;
 
 /// `min_non_zero_value` before any value: above every value.
