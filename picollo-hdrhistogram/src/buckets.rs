@@ -17,9 +17,10 @@ impl<T: Counter> Histogram<T> {
 
     /// The counts-array index of `value` (any `u64` has one; it may be past the array's end).
     ///
-    /// With `w = value >> u`, `B = 2^k`: `e = ilog2(w | B) - k` and `index = (e << k) + (w >> e)`
-    /// (Picollo's layout formula, `picollo_core::Layout::index_of`), equal to HdrHistogram's
-    /// `(bucket + 1) << k + sub_bucket - B`.
+    /// Picollo's layout formula (`picollo_core::Layout::index_of`): with `w = value >> u` and
+    /// `B = 2^k`, `e = ilog2(w | B) - k` and `index = e·B + (w >> e)`, equal to HdrHistogram's
+    /// `(bucket + 1) << k + sub_bucket - B`. Computed as `s = ilog2(value | mask) - k` (which
+    /// is `e + u`), `index = (s - u)·B + (value >> s)`.
     #[inline(always)]
     pub(crate) fn index_of(&self, value: u64) -> usize {
         // `ilog2(v | mask) - k = e + u`: the shift that takes `value` to its sub-bucket, with
