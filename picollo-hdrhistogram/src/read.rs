@@ -126,14 +126,7 @@ impl<T: Counter> Histogram<T> {
     pub fn value_at_quantile(&self, quantile: f64) -> u64 {
         let quantile = if quantile > 1.0 { 1.0 } else { quantile };
         let target = (math::ceil(quantile * self.total_count as f64) as u64).max(1);
-        let finish = |index: usize| {
-            let value = self.value_for(index);
-            if quantile == 0.0 {
-                self.lowest_equivalent(value)
-            } else {
-                self.highest_equivalent(value)
-            }
-        };
+        let finish = |index: usize| self.quantile_value(index, quantile);
         // Sums of 8 counts at a time (which the compiler vectorizes), then count by count in
         // the chunk that reaches the target.
         const CHUNK: usize = 8;
@@ -204,14 +197,20 @@ impl<T: Counter> Histogram<T> {
                 at = i;
                 running = running.saturating_add(count.as_u64());
             }
-            let value = self.value_for(at);
             previous = Some(quantile);
-            Some(if quantile == 0.0 {
-                self.lowest_equivalent(value)
-            } else {
-                self.highest_equivalent(value)
-            })
+            Some(self.quantile_value(at, quantile))
         })
+    }
+
+    /// The value reported for `quantile` when its count is reached at `index`: the bucket's
+    /// highest value, or its lowest at quantile 0.
+    fn quantile_value(&self, index: usize, quantile: f64) -> u64 {
+        let value = self.value_for(index);
+        if quantile == 0.0 {
+            self.lowest_equivalent(value)
+        } else {
+            self.highest_equivalent(value)
+        }
     }
 
     /// The values at `percentiles` (0 to 100, ascending): [`Histogram::value_at_quantiles`].

@@ -1,6 +1,6 @@
 //! The picker of [`Histogram::iter_log`]: steps that grow by a factor.
 
-use crate::iterators::{HistogramIterator, PickMetadata, PickyIterator};
+use crate::iterators::{pick_step, HistogramIterator, PickMetadata, PickyIterator};
 use crate::{Counter, Histogram};
 
 /// Picks once per step, each step `log_base` times as wide as the one before.
@@ -9,10 +9,9 @@ pub struct Iter<'a, T: 'a + Counter> {
     /// Where the next step ends (exclusive), as a float so that the factor compounds.
     next_level: f64,
     log_base: f64,
-    /// The lowest value of the bucket holding `step_highest`.
-    step_lowest: u64,
-    /// The highest value of the current step.
-    step_highest: u64,
+    /// The current step: the lowest value of the bucket holding its highest value, and that
+    /// highest value.
+    step: (u64, u64),
 }
 
 impl<'a, T: 'a + Counter> Iter<'a, T> {
@@ -29,14 +28,14 @@ impl<'a, T: 'a + Counter> Iter<'a, T> {
             "value_units_per_bucket must be > 0"
         );
         assert!(log_base > 1.0, "log_base must be > 1.0");
+        let highest = value_units_in_first_bucket - 1;
         HistogramIterator::new(
             hist,
             Iter {
                 hist,
                 log_base,
                 next_level: value_units_in_first_bucket as f64,
-                step_highest: value_units_in_first_bucket - 1,
-                step_lowest: hist.lowest_equivalent(value_units_in_first_bucket - 1),
+                step: (hist.lowest_equivalent(highest), highest),
             },
         )
     }
@@ -44,16 +43,12 @@ impl<'a, T: 'a + Counter> Iter<'a, T> {
 
 impl<'a, T: 'a + Counter> PickyIterator<T> for Iter<'a, T> {
     fn pick(&mut self, index: usize, _: u64, _: T) -> Option<PickMetadata> {
-        let value = self.hist.value_for(index);
-        if value < self.step_lowest && index != self.hist.last_index() {
-            return None;
-        }
-        let metadata = PickMetadata::new(None, Some(self.step_highest));
-        self.next_level *= self.log_base;
-        // The level starts at 1 or more and only grows.
-        self.step_highest = (self.next_level as u64).saturating_sub(1);
-        self.step_lowest = self.hist.lowest_equivalent(self.step_highest);
-        Some(metadata)
+        let (next_level, log_base) = (&mut self.next_level, self.log_base);
+        pick_step(self.hist, index, &mut self.step, || {
+            *next_level *= log_base;
+            // The level starts at 1 or more and only grows.
+            (*next_level as u64).saturating_sub(1)
+        })
     }
 
     fn more(&mut self, index_to_pick: usize) -> bool {

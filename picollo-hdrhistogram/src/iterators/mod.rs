@@ -65,6 +65,24 @@ impl PickMetadata {
     }
 }
 
+/// The picking rule the linear and logarithmic pickers share: pick at `index` once its bucket
+/// reaches the current step's lowest bucket (or at the last index), reporting the step's
+/// highest value; `next_step_highest` then gives the next step's highest value.
+fn pick_step<T: Counter>(
+    hist: &Histogram<T>,
+    index: usize,
+    step: &mut (u64, u64),
+    next_step_highest: impl FnOnce() -> u64,
+) -> Option<PickMetadata> {
+    let (lowest, highest) = *step;
+    if hist.value_for(index) < lowest && index != hist.last_index() {
+        return None;
+    }
+    let next = next_step_highest();
+    *step = (hist.lowest_equivalent(next), next);
+    Some(PickMetadata::new(None, Some(highest)))
+}
+
 /// Decides where a [`HistogramIterator`] yields.
 pub trait PickyIterator<T: Counter> {
     /// Called at each index, again after each pick at the same index (so a picker may yield
