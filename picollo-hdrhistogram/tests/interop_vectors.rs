@@ -112,7 +112,7 @@ fn both_ways(bytes: &[u8], what: &str) -> facade::Histogram<u64> {
 fn single_histograms_decode_alike_both_ways() {
     for name in ["seq-nums.hist", "seq-nums.histz"] {
         let h = both_ways(&vector(name), name);
-        assert!(h.len() > 0, "{name} is not empty");
+        assert!(!h.is_empty(), "{name} is not empty");
     }
 }
 
