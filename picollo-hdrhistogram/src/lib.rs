@@ -25,8 +25,8 @@
 //!   `picollo-export` (Prometheus native histograms, OTLP).
 //! - **User pickers**: [`iterators::PickMetadata::new`] and [`iterators::HistogramIterator::new`]
 //!   are public, so a [`iterators::PickyIterator`] can be written outside the crate.
-//! - **A `refresh` that does not wait on a recorder gone quiet** (`sync`, see that module:
-//!   hdrhistogram's issue #120).
+//! - **`sync` with `hdrhistogram`'s rules and a faster `Recorder::record`**; its docs say why
+//!   a refresh still waits for a quiet recorder (hdrhistogram's issue #120) and what avoids it.
 //!
 //! Where Picollo's own API answers differently (its rank rule, saturation at `2^63 - 1`,
 //! out-of-range values counted as overflow, no auto-resize), this crate follows
