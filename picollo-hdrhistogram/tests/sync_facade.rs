@@ -1,21 +1,24 @@
-//! `sync`'s rules beyond `hdrhistogram`'s own tests: a refresh does not hang on a recorder that
-//! has gone quiet (hdrhistogram issue #120), shows what was recorded before it, and loses or
-//! doubles no count while recorders run.
+//! `sync`'s rules beyond `hdrhistogram`'s own tests: what a refresh waits for and shows, the
+//! remedies for a recorder gone quiet (hdrhistogram issue #120: idle, drop, `refresh_timeout`),
+//! and no count lost or doubled while recorders run.
 //!
-//! Every refresh that could hang runs in a thread of its own and is given a deadline, so a
+//! Every call that could hang runs in a thread of its own and is given a deadline, so a
 //! regression fails instead of hanging; looping threads stop however the test ends.
 #![cfg(feature = "sync")]
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc};
 use std::thread;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use picollo_hdrhistogram::sync::SyncHistogram;
 use picollo_hdrhistogram::Histogram;
 
 /// Long enough for any machine; a refresh that has not returned by then is stuck.
 const DEADLINE: Duration = Duration::from_secs(60);
+
+/// How long a refresh that is meant to wait is watched before the test goes on.
+const STILL_WAITING: Duration = Duration::from_millis(100);
 
 type Hist = SyncHistogram<u64>;
 
@@ -27,18 +30,49 @@ fn refresh(h: &mut Hist) {
     h.refresh();
 }
 
+/// A call on a [`Hist`] running in a thread of its own.
+struct Pending {
+    rx: mpsc::Receiver<Hist>,
+    thread: thread::JoinHandle<()>,
+}
+
+impl Pending {
+    /// Runs `how` on `h` in a thread of its own.
+    fn start(h: Hist, how: impl FnOnce(&mut Hist) + Send + 'static) -> Pending {
+        let (tx, rx) = mpsc::channel();
+        let thread = thread::spawn(move || {
+            let mut h = h;
+            how(&mut h);
+            let _ = tx.send(h);
+        });
+        Pending { rx, thread }
+    }
+
+    /// Panics when the call has returned: it was meant to wait.
+    fn assert_waiting(&self, why: &str) {
+        match self.rx.recv_timeout(STILL_WAITING) {
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+            Ok(_) => panic!("the refresh returned, but {why}"),
+            Err(e) => panic!("the refresh failed: {e}"),
+        }
+    }
+
+    /// The histogram back once the call has returned; panics when it has not within
+    /// [`DEADLINE`] (the caller's recorders, dropped by the unwinding, then release it).
+    fn finish(self, what: &str) -> Hist {
+        let h = self
+            .rx
+            .recv_timeout(DEADLINE)
+            .unwrap_or_else(|e| panic!("the refresh did not return ({what}): {e}"));
+        self.thread.join().unwrap();
+        h
+    }
+}
+
 /// Runs `how` on `h` in a thread of its own and gives `h` back; panics when it has not
-/// returned within [`DEADLINE`] (the caller's recorders, dropped by the unwinding, then
-/// release it).
-fn within_deadline(h: Hist, how: fn(&mut Hist)) -> Hist {
-    let (tx, rx) = mpsc::channel();
-    thread::spawn(move || {
-        let mut h = h;
-        how(&mut h);
-        let _ = tx.send(h);
-    });
-    rx.recv_timeout(DEADLINE)
-        .expect("the refresh did not return: it waits for a recorder that is not recording")
+/// returned within [`DEADLINE`].
+fn within_deadline(h: Hist, how: impl FnOnce(&mut Hist) + Send + 'static) -> Hist {
+    Pending::start(h, how).finish("it waits for a recorder that is not recording")
 }
 
 /// Raises a stop flag when dropped: a test's looping threads stop however the test ends.
@@ -51,220 +85,286 @@ impl Drop for StopOnDrop {
 }
 
 #[test]
-fn refresh_does_not_wait_for_a_quiet_recorder() {
-    let h = sync_histogram();
-    let mut quiet = h.recorder();
-    quiet.record(7).unwrap();
-    quiet.record_n(8, 2).unwrap();
-
-    // `quiet` stays alive and never records again.
-    let h = within_deadline(h, refresh);
-    assert_eq!(h.count_at(7), 1);
-    assert_eq!(h.count_at(8), 2);
-    assert_eq!(h.len(), 3);
-
-    // Nothing left to take: the next refresh returns too, and shows nothing twice.
-    let h = within_deadline(h, refresh);
-    assert_eq!(h.len(), 3);
-    drop(quiet);
-    let h = within_deadline(h, refresh);
-    assert_eq!(h.len(), 3);
-}
-
-#[test]
-fn refresh_does_not_wait_for_a_recorder_in_a_parked_thread() {
-    // Issue #120's shape: a worker records, then parks with its recorder alive.
+fn refresh_shows_a_new_recorders_first_sample_whether_it_began_before_or_after_it() {
+    // Begun before the first sample: waits for it (hdrhistogram's record_nodrop).
     let h = sync_histogram();
     let mut recorder = h.recorder();
-    let (recorded_tx, recorded_rx) = mpsc::channel();
-    let (release_tx, release_rx) = mpsc::channel::<()>();
-    let worker = thread::spawn(move || {
-        for v in 1..=5 {
-            recorder.record(v * 100).unwrap();
-        }
-        recorded_tx.send(()).unwrap();
-        // Parked until the test ends (the sender is dropped however it ends).
-        let _ = release_rx.recv();
-        drop(recorder);
-    });
-    recorded_rx.recv_timeout(DEADLINE).unwrap();
-
-    let h = within_deadline(h, refresh);
-    assert_eq!(h.len(), 5);
-    for v in 1..=5 {
-        assert_eq!(h.count_at(v * 100), 1);
-    }
-    let h = within_deadline(h, refresh);
-    assert_eq!(h.len(), 5);
-
-    drop(release_tx);
-    worker.join().unwrap();
-    let h = within_deadline(h, refresh);
-    assert_eq!(h.len(), 5);
-}
-
-#[test]
-fn refresh_waits_for_a_new_recorders_first_sample() {
-    let h = sync_histogram();
-    let mut recorder = h.recorder();
-    let (release_tx, release_rx) = mpsc::channel::<()>();
-    let worker = thread::spawn(move || {
-        thread::sleep(Duration::from_millis(50));
-        recorder.record(3).unwrap();
-        // Alive until the test has looked: the sample is not handed over by a drop.
-        let _ = release_rx.recv();
-        drop(recorder);
-    });
-    // Begun before the worker records: shows that first sample (hdrhistogram's rule).
-    let h = within_deadline(h, refresh);
+    let pending = Pending::start(h, refresh);
+    pending.assert_waiting("a new recorder has not recorded yet");
+    recorder.record(3).unwrap();
+    let h = pending.finish("the first sample did not end it");
     assert_eq!(h.count_at(3), 1);
     assert_eq!(h.len(), 1);
-    drop(release_tx);
-    worker.join().unwrap();
-}
 
-#[test]
-fn a_recorder_that_never_recorded_holds_refresh_until_it_records() {
-    // The one case a refresh still waits for (see the module docs): it ends with the
-    // recorder's first sample, which it shows.
-    let h = sync_histogram();
-    let mut fresh = h.recorder();
-    let (tx, rx) = mpsc::channel();
-    let refresher = thread::spawn(move || {
-        let mut h = h;
-        h.refresh();
-        let _ = tx.send(h);
-    });
-    assert!(
-        rx.recv_timeout(Duration::from_millis(100)).is_err(),
-        "the refresh returned before the new recorder's first sample"
-    );
-    fresh.record(9).unwrap();
-    let h = rx
-        .recv_timeout(DEADLINE)
-        .expect("the first sample did not end the refresh");
-    refresher.join().unwrap();
-    assert_eq!(h.count_at(9), 1);
-}
-
-#[test]
-fn a_recorder_that_never_recorded_releases_refresh_when_it_goes_idle_or_is_dropped() {
-    let h = sync_histogram();
-    let fresh = h.recorder();
-    let other = h.recorder();
-    let (tx, rx) = mpsc::channel();
-    let refresher = thread::spawn(move || {
-        let mut h = h;
-        h.refresh();
-        let _ = tx.send(h);
-    });
-    let idle = fresh.into_idle();
-    assert!(rx.recv_timeout(Duration::from_millis(50)).is_err());
-    drop(other);
-    let h = rx
-        .recv_timeout(DEADLINE)
-        .expect("going idle and dropping did not end it");
-    refresher.join().unwrap();
-    assert_eq!(h.len(), 0);
-    drop(idle);
-}
-
-#[test]
-fn values_recorded_before_a_refresh_are_visible_after_it() {
-    let mut h = sync_histogram();
-    h.record(1).unwrap();
-
-    let mut active = h.recorder();
-    active.record(2).unwrap();
-    active += 2;
-
-    let mut borrowed_idle = h.recorder();
-    borrowed_idle.record_n(3, 3).unwrap();
-    let guard = borrowed_idle.idle();
-
-    let mut owned = h.recorder();
-    owned.saturating_record(4);
-    owned.record_correct(4, 0).unwrap();
-    owned.saturating_record_n(4, 2);
-    let owned_idle = owned.into_idle();
-
-    let mut dropped = h.recorder();
-    dropped.record_n_correct(5, 5, 0).unwrap();
-    drop(dropped);
-
-    let mut clone = active.clone();
-    let mut other = Histogram::<u64>::new_with_max(3_600_000, 3).unwrap();
-    other.record_n(6, 6).unwrap();
-    clone.add(&other).unwrap();
-
+    // That recorder has made one record call and none since: not waited for again.
     let h = within_deadline(h, refresh);
-    for v in 1..=6 {
-        assert_eq!(h.count_at(v), v, "value {v}");
+    assert_eq!(h.len(), 1);
+
+    // Begun after the first sample, the recorder alive and quiet: it does not wait, and shows
+    // it (the order in which record_nodrop's thread may also run).
+    let mut other = h.recorder();
+    other.record_n(4, 2).unwrap();
+    let h = within_deadline(h, refresh);
+    assert_eq!(h.count_at(4), 2);
+    let h = within_deadline(h, refresh);
+    assert_eq!(h.len(), 3);
+    drop((recorder, other));
+    let h = within_deadline(h, refresh);
+    assert_eq!(h.len(), 3);
+}
+
+#[test]
+fn a_quiet_recorder_holds_refresh_until_it_records_again_goes_idle_or_is_dropped() {
+    // Issue #120 as in hdrhistogram: a recorder that has recorded more than once holds samples
+    // only its thread can hand over, so a refresh waits for it. Each remedy ends the wait and
+    // the refresh shows every sample.
+    for remedy in ["records again", "goes idle", "is dropped"] {
+        let h = sync_histogram();
+        let mut quiet = h.recorder();
+        quiet.record(7).unwrap();
+        quiet.record_n(8, 2).unwrap();
+        let pending = Pending::start(h, refresh);
+        pending.assert_waiting("the quiet recorder holds samples");
+        let idle = match remedy {
+            "records again" => {
+                quiet.record(9).unwrap();
+                None
+            }
+            "goes idle" => Some(quiet.into_idle()),
+            _ => {
+                drop(quiet);
+                None
+            }
+        };
+        let h = pending.finish(remedy);
+        assert_eq!(h.count_at(7), 1, "{remedy}");
+        assert_eq!(h.count_at(8), 2, "{remedy}");
+        let recorded_again = u64::from(remedy == "records again");
+        assert_eq!(h.count_at(9), recorded_again, "{remedy}");
+        assert_eq!(h.len(), 3 + recorded_again, "{remedy}");
+        drop(idle);
     }
-    assert_eq!(h.len(), 21);
-
-    // The idle ones come back; everything stays counted once.
-    drop(guard);
-    let mut active_again = owned_idle.activate();
-    borrowed_idle.record(3).unwrap();
-    active_again.record(4).unwrap();
-    // The clone's own histogram was emptied by the refresh: nothing there to subtract
-    // from, and nothing taken from what the refresh had shown.
-    assert!(clone.subtract(&other).is_err());
-    let h = within_deadline(h, refresh);
-    assert_eq!(h.count_at(3), 4);
-    assert_eq!(h.count_at(4), 5);
-    assert_eq!(h.count_at(6), 6);
-    assert_eq!(h.len(), 23);
 }
 
 #[test]
-fn refresh_timeout_keeps_the_hand_over_rule() {
+fn refresh_timeout_returns_within_its_deadline_and_shows_what_was_handed_over() {
     let h = sync_histogram();
+    // Never recorded; recorded once; recorded more: none hands over without recording again.
+    let fresh = h.recorder();
+    let mut once = h.recorder();
+    once.record(10).unwrap();
     let mut quiet = h.recorder();
     quiet.record(11).unwrap();
+    quiet.record(11).unwrap();
+    // These hand over: going idle, dropped.
     let mut idle = h.recorder();
     idle.record(12).unwrap();
+    idle.record(12).unwrap();
     let idle = idle.into_idle();
+    let mut dropped = h.recorder();
+    dropped.record_n(13, 3).unwrap();
+    drop(dropped);
 
-    // `quiet` does not record again: its sample stays with it; the idle one's is shown.
-    let h = within_deadline(h, |h| h.refresh_timeout(Duration::from_millis(20)));
+    let timeout = Duration::from_millis(50);
+    let started = Instant::now();
+    let h = within_deadline(h, move |h| h.refresh_timeout(timeout));
+    let took = started.elapsed();
+    assert!(
+        took >= timeout,
+        "returned after {took:?}, before its timeout"
+    );
+    assert!(took < timeout + Duration::from_secs(10), "took {took:?}");
+    // As in hdrhistogram: what the unanswering recorders hold stays unseen.
+    assert_eq!(h.count_at(10), 0);
     assert_eq!(h.count_at(11), 0);
-    assert_eq!(h.count_at(12), 1);
+    assert_eq!(h.count_at(12), 2);
+    assert_eq!(h.count_at(13), 3);
+    assert_eq!(h.len(), 5);
 
-    // A plain refresh takes it.
-    let h = within_deadline(h, refresh);
-    assert_eq!(h.count_at(11), 1);
-    assert_eq!(h.len(), 2);
-
-    // A recorder that records after refresh_timeout began hands over (it records until the
+    // A recorder that records while refresh_timeout waits hands over (it records until the
     // refresh has returned: the refresh may begin after any of those records).
-    let (tx, rx) = mpsc::channel();
-    let refresher = thread::spawn(move || {
-        let mut h = h;
-        h.refresh_timeout(DEADLINE);
-        let _ = tx.send(h);
-    });
-    let mut recorded = 0;
+    drop(fresh);
+    drop(once);
+    let pending = Pending::start(h, |h| h.refresh_timeout(DEADLINE));
+    let mut recorded = 2;
     let h = loop {
-        quiet.record(13).unwrap();
+        quiet.record(11).unwrap();
         recorded += 1;
-        match rx.recv_timeout(Duration::from_millis(1)) {
+        match pending.rx.recv_timeout(Duration::from_millis(1)) {
             Ok(h) => break h,
             Err(mpsc::RecvTimeoutError::Timeout) => continue,
             Err(e) => panic!("the refresh failed: {e}"),
         }
     };
-    refresher.join().unwrap();
-    assert!(h.count_at(13) >= 1);
+    pending.thread.join().unwrap();
+    assert!(h.count_at(11) >= 3, "the recorder's answer was not shown");
+    assert_eq!(h.count_at(10), 1, "the dropped recorder's sample");
     drop(quiet);
     let h = within_deadline(h, refresh);
-    assert_eq!(h.count_at(13), recorded);
+    assert_eq!(h.count_at(11), recorded);
+    assert_eq!(h.len(), recorded + 6);
     drop(idle);
 }
 
 #[test]
-fn concurrent_recorders_lose_no_count() {
+fn refresh_timeout_leaves_a_first_sample_made_before_it_with_the_recorder() {
+    // hdrhistogram's phase_timeout: the recorder does not record again, so its sample is not
+    // handed over to refresh_timeout; a plain refresh shows it.
+    let mut h = sync_histogram();
+    h.record(4).unwrap();
+    let mut r = h.recorder();
+    r += 4;
+    let h = within_deadline(h, |h| h.refresh_timeout(Duration::from_millis(20)));
+    assert_eq!(h.count_at(4), 1);
+    let h = within_deadline(h, refresh);
+    assert_eq!(h.count_at(4), 2);
+    drop(r);
+    let h = within_deadline(h, refresh);
+    assert_eq!(h.len(), 2);
+}
+
+#[test]
+fn idle_recorders_are_not_waited_for_and_their_samples_are_shown() {
+    let h = sync_histogram();
+    let mut borrowed = h.recorder();
+    borrowed.record(1).unwrap();
+    borrowed.record(1).unwrap();
+    let guard = borrowed.idle();
+    let mut owned = h.recorder();
+    owned.record_n(2, 3).unwrap();
+    owned.record(2).unwrap();
+    let owned = owned.into_idle();
+    let never_recorded = h.recorder().into_idle();
+
+    let mut h = h;
+    for _ in 0..3 {
+        h = within_deadline(h, refresh);
+        assert_eq!(h.count_at(1), 2);
+        assert_eq!(h.count_at(2), 4);
+    }
+    let h = within_deadline(h, |h| h.refresh_timeout(DEADLINE));
+    assert_eq!(h.len(), 6);
+
+    // A recorder cloned from an idle one is active: waited for until its first record call.
+    let mut clone = owned.recorder();
+    let pending = Pending::start(h, refresh);
+    pending.assert_waiting("a new clone has not recorded yet");
+    clone.record(3).unwrap();
+    let h = pending.finish("the clone's first sample did not end it");
+    assert_eq!(h.count_at(3), 1);
+
+    // Reactivated, a recorder is waited for until its first record call.
+    drop(guard);
+    let pending = Pending::start(h, refresh);
+    pending.assert_waiting("a reactivated recorder has not recorded yet");
+    borrowed.record(1).unwrap();
+    let h = pending.finish("the reactivated recorder's sample did not end it");
+    assert_eq!(h.count_at(1), 3);
+
+    let mut active = owned.activate();
+    active.record(2).unwrap();
+    drop(never_recorded);
+    let h = within_deadline(h, refresh);
+    assert_eq!(h.count_at(2), 5);
+    assert_eq!(h.len(), 9);
+    drop((borrowed, active, clone));
+    let h = within_deadline(h, refresh);
+    assert_eq!(h.len(), 9);
+}
+
+#[test]
+fn a_recorder_whose_idle_guard_was_forgotten_records_again() {
+    let h = sync_histogram();
+    let mut r = h.recorder();
+    r.record_n(5, 2).unwrap();
+    std::mem::forget(r.idle());
+    // Idle: not waited for, its samples shown.
+    let h = within_deadline(h, refresh);
+    assert_eq!(h.count_at(5), 2);
+    // Recording again makes it active again, with its own histogram and nothing lost.
+    r.record(1).unwrap();
+    r.record(3_000_000).unwrap();
+    assert!(
+        r.record(1 << 40).is_err(),
+        "its own range, not a placeholder's"
+    );
+    drop(r);
+    let h = within_deadline(h, refresh);
+    assert_eq!(h.count_at(1), 1);
+    assert_eq!(h.count_at(3_000_000), 1);
+    assert_eq!(h.len(), 4);
+}
+
+#[test]
+fn dropped_recorders_hand_over() {
+    let h = sync_histogram();
+    // Dropped at the end of its thread, before any refresh.
+    let mut recorder = h.recorder();
+    thread::spawn(move || {
+        for v in 1..=5 {
+            recorder.record(v * 100).unwrap();
+        }
+    })
+    .join()
+    .unwrap();
+    let h = within_deadline(h, refresh);
+    assert_eq!(h.len(), 5);
+    for v in 1..=5 {
+        assert_eq!(h.count_at(v * 100), 1);
+    }
+
+    // Dropped while a refresh waits for it: ends the wait.
+    let mut recorder = h.recorder();
+    let (recorded_tx, recorded_rx) = mpsc::channel();
+    let (release_tx, release_rx) = mpsc::channel::<()>();
+    let worker = thread::spawn(move || {
+        recorder.record(600).unwrap();
+        recorder.record(700).unwrap();
+        recorded_tx.send(()).unwrap();
+        // Parked until released (the sender is dropped however the test ends).
+        let _ = release_rx.recv();
+        drop(recorder);
+    });
+    recorded_rx.recv_timeout(DEADLINE).unwrap();
+    let pending = Pending::start(h, refresh);
+    pending.assert_waiting("the parked recorder holds a sample");
+    drop(release_tx);
+    let h = pending.finish("the drop did not end it");
+    worker.join().unwrap();
+    assert_eq!(h.count_at(600), 1);
+    assert_eq!(h.count_at(700), 1);
+    assert_eq!(h.len(), 7);
+
+    // Clones and drops in any order, nothing waited for after.
+    let mut a = h.recorder();
+    a.record(800).unwrap();
+    let mut b = a.clone();
+    drop(a);
+    b.record(900).unwrap();
+    b.record(900).unwrap();
+    drop(b);
+    let h = within_deadline(h, |h| h.refresh_timeout(DEADLINE));
+    assert_eq!(h.len(), 10);
+}
+
+#[test]
+fn recorders_outlive_their_histogram() {
+    let h = sync_histogram();
+    let mut a = h.recorder();
+    let mut b = h.recorder();
+    a.record(1).unwrap();
+    drop(h);
+    for _ in 0..3 {
+        a.record(1).unwrap();
+        b.record(2).unwrap();
+        let _idle = b.idle();
+    }
+    let c = a.clone().into_idle();
+    drop((a, b, c));
+}
+
+#[test]
+fn concurrent_recorders_lose_or_double_no_count() {
     let mut h = sync_histogram();
     let stop = Arc::new(AtomicBool::new(false));
     let _stop_guard = StopOnDrop(Arc::clone(&stop));
@@ -286,6 +386,11 @@ fn concurrent_recorders_lose_no_count() {
                         let _idle = recorder.idle();
                         thread::yield_now();
                     }
+                    if n.is_multiple_of(4_999) {
+                        let idle = recorder.into_idle();
+                        thread::yield_now();
+                        recorder = idle.activate();
+                    }
                 }
                 n
             })
@@ -293,13 +398,12 @@ fn concurrent_recorders_lose_no_count() {
         .collect();
 
     let mut shown = 0;
-    for i in 0..100 {
-        let how: fn(&mut Hist) = if i % 3 == 0 {
-            |h| h.refresh_timeout(Duration::from_millis(1))
+    for i in 0..200 {
+        h = if i % 3 == 0 {
+            within_deadline(h, |h| h.refresh_timeout(Duration::from_millis(1)))
         } else {
-            refresh
+            within_deadline(h, refresh)
         };
-        h = within_deadline(h, how);
         assert!(h.len() >= shown, "a refresh took samples back");
         shown = h.len();
         thread::yield_now();
