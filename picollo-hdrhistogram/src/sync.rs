@@ -35,28 +35,26 @@
 //! # What a refresh waits for and shows
 //!
 //! Only a recorder's own thread can hand its samples over: at its first record call after a
-//! refresh asked for them, when it goes idle ([`Recorder::idle`], [`Recorder::into_idle`]),
-//! and when it is dropped.
+//! refresh began, when it goes idle ([`Recorder::idle`], [`Recorder::into_idle`]), and when it
+//! is dropped.
 //!
 //! - [`SyncHistogram::refresh`] waits until every active recorder has handed over, then shows
-//!   all that was handed over. It does not wait for an idle recorder (any refresh takes an
-//!   idle recorder's samples), nor for one that has made exactly one record call since it was
-//!   created, cloned or reactivated (that call handed its samples over).
-//! - [`SyncHistogram::refresh_timeout`] waits the same way, at most the timeout, and shows what
-//!   was handed over in answer to it or to an earlier refresh, and the samples of idle and
-//!   dropped recorders. A recorder that does not answer in time keeps its samples until it
-//!   does (as in `hdrhistogram`: a sample recorded before the call by a recorder that does not
-//!   record again stays unseen).
+//!   all that was handed over and the samples of the idle recorders (an idle recorder's
+//!   histogram is left where any refresh takes its samples; no refresh waits for it).
+//! - [`SyncHistogram::refresh_timeout`] waits the same way, at most the timeout. A recorder
+//!   that has not handed over in time keeps its samples until a later refresh (as in
+//!   `hdrhistogram`: a sample recorded before the call by a recorder that does not record
+//!   again stays unseen).
 //! - Every sample is shown exactly once.
 //!
 //! # A quiet recorder holds `refresh` up (hdrhistogram issue #120)
 //!
-//! As in `hdrhistogram`, an active recorder that holds samples and records no more (kept in a
-//! parked thread, in a thread-local, for later) holds [`refresh`](SyncHistogram::refresh) up
-//! until it records, goes idle or is dropped: forever if none of these comes. A thread that
-//! records and then waits for the refreshing thread is such a recorder if it has finished
-//! recording before the refresh began (`hdrhistogram`'s test `recorder_drop_staged` relies on
-//! the refresh beginning first).
+//! As in `hdrhistogram`, an active recorder that is kept alive but does not record (in a
+//! parked thread, in a thread-local, kept for later) holds [`refresh`](SyncHistogram::refresh)
+//! up until it records, goes idle or is dropped: forever if none of these comes. So does a
+//! thread that records and then waits for the refreshing thread, if it has finished recording
+//! before the refresh began (`hdrhistogram`'s tests `record_nodrop` and
+//! `recorder_drop_staged` rely on the refresh beginning first).
 //!
 //! - Why a refresh waits: it must show what the active recorders recorded before it
 //!   (`hdrhistogram`'s tests hand a new recorder to a thread, refresh, and expect the thread's
@@ -68,8 +66,8 @@
 //!   `hdrhistogram`'s 2.6 ns, 4.5 times slower (`benches/benches/facade_wall.rs`). This crate
 //!   keeps `hdrhistogram`'s cost.
 //! - Remedies: mark a recorder idle while it does not record ([`Recorder::idle`],
-//!   [`Recorder::into_idle`]; no refresh waits for an idle recorder, and any refresh takes its
-//!   samples), drop it, or refresh with [`SyncHistogram::refresh_timeout`].
+//!   [`Recorder::into_idle`]: no refresh waits for it, and any refresh takes its samples),
+//!   drop it, or refresh with [`SyncHistogram::refresh_timeout`].
 
 use std::borrow::{Borrow, BorrowMut};
 use std::marker::PhantomData;
@@ -80,9 +78,9 @@ use std::time::{Duration, Instant};
 
 use crate::{AdditionError, Counter, Histogram, RecordError, SubtractionError};
 
-/// [`Recorder::last_phase`] of a recorder in [`Mode::Fresh`] or [`Mode::Once`]: odd, never a
-/// phase (phases are even), so that each of its record calls takes the slow path.
-const ARMED: usize = 1;
+/// [`Recorder::last_phase`] of an idle recorder: odd, never a phase (phases are even), so that
+/// a record call made while idle (possible only if the guard is forgotten) takes the slow path.
+const IDLE: usize = 1;
 
 /// Locks `mutex`, poisoned or not: every state here is whole between two statements that
 /// change it, so a panic elsewhere leaves nothing half-done.
@@ -105,31 +103,15 @@ fn placeholder<C: Counter>() -> Histogram<C> {
     Histogram::new(0).expect("0 significant digits are valid")
 }
 
-/// A recorder's record calls since it was created, cloned or reactivated.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Mode {
-    /// None: every refresh waits for the first one, which hands its samples over.
-    Fresh,
-    /// One, whose samples were handed over: [`SyncHistogram::refresh`] does not wait for it.
-    Once,
-    /// More: it may hold samples that only its thread can hand over.
-    Recording,
-}
-
 /// What the shared state knows of one live recorder.
 #[derive(Debug)]
 struct Entry<C: Counter> {
     /// `false` while the recorder is idle: no refresh waits for it.
     active: bool,
-    /// [`Recorder::mode`], copied here under the lock.
-    mode: Mode,
-    /// [`Recorder::answered`], copied here under the lock.
+    /// The phase of the last refresh the recorder answered, or the phase current when it
+    /// joined (was created, cloned or reactivated): it owes an answer to any later phase.
+    /// Written by the recorder only.
     answered: usize,
-    /// The samples of a first record call made before any refresh asked: shown by the next
-    /// [`SyncHistogram::refresh`], or when the recorder answers, goes idle or is dropped
-    /// ([`SyncHistogram::refresh_timeout`] leaves them, as `hdrhistogram` would leave them
-    /// with the recorder).
-    stash: Vec<Histogram<C>>,
     /// While the recorder is idle, its histogram, where any refresh takes its samples.
     parked: Option<Histogram<C>>,
 }
@@ -159,19 +141,13 @@ impl<C: Counter> State<C> {
             .expect("a live recorder has an entry")
     }
 
-    /// Moves `samples` and `slot`'s stash to [`State::handed`] (unless the reader is gone).
-    fn hand_over(&mut self, slot: usize, samples: impl IntoIterator<Item = Histogram<C>>) {
-        if self.closed {
-            return;
+    /// Moves the non-empty `samples` to [`State::handed`] (unless the reader is gone), and
+    /// wakes a waiting refresh: called after every change that can end its wait.
+    fn hand_over(&mut self, samples: impl IntoIterator<Item = Histogram<C>>, answers: &Condvar) {
+        if !self.closed {
+            self.handed
+                .extend(samples.into_iter().filter(|h| !h.is_empty()));
         }
-        let mut stash = std::mem::take(&mut self.entry(slot).stash);
-        self.handed.append(&mut stash);
-        self.handed
-            .extend(samples.into_iter().filter(|h| !h.is_empty()));
-    }
-
-    /// Wakes a waiting refresh: called after every change that can end its wait.
-    fn wake(&self, answers: &Condvar) {
         if self.waiting {
             answers.notify_all();
         }
@@ -190,15 +166,13 @@ struct Shared<C: Counter> {
 }
 
 impl<C: Counter> Shared<C> {
-    /// A new active, fresh recorder over `local`, registered.
+    /// A new active recorder over `local`, registered: it owes an answer to the next refresh.
     fn join(self: &Arc<Self>, local: Histogram<C>) -> Recorder<C> {
         let mut state = lock(&self.state);
         let phase = state.phase;
         let entry = Entry {
             active: true,
-            mode: Mode::Fresh,
             answered: phase,
-            stash: Vec::new(),
             parked: None,
         };
         let slot = match state.free.pop() {
@@ -214,9 +188,7 @@ impl<C: Counter> Shared<C> {
         drop(state);
         Recorder {
             local,
-            last_phase: ARMED,
-            mode: Mode::Fresh,
-            answered: phase,
+            last_phase: phase,
             idle: false,
             slot,
             shared: Arc::clone(self),
@@ -237,14 +209,8 @@ pub struct Recorder<C: Counter> {
     /// The recorder's samples; while it is idle, a placeholder (they are parked in its
     /// [`Entry`]).
     local: Histogram<C>,
-    /// The phase answered, while [`Mode::Recording`]; [`ARMED`] otherwise.
+    /// The phase answered ([`Entry::answered`]); [`IDLE`] while idle.
     last_phase: usize,
-    /// Changed only by this recorder (and copied to its [`Entry`]).
-    mode: Mode,
-    /// The phase of the last refresh the recorder answered, or the phase current when it
-    /// joined (was created, cloned or reactivated): it owes an answer to any later phase.
-    /// Changed only by this recorder (and copied to its [`Entry`]).
-    answered: usize,
     /// Between [`Recorder::idle`] (or [`Recorder::into_idle`]) and reactivation.
     idle: bool,
     /// This recorder's index in [`State::entries`].
@@ -259,8 +225,7 @@ impl<C: Counter> AddAssign<u64> for Recorder<C> {
     }
 }
 
-/// Another recorder of the same histogram, empty, with the same configuration. A refresh
-/// waits for its first record call, as for a recorder from [`SyncHistogram::recorder`].
+/// Another recorder of the same histogram, empty, with the same configuration, active.
 impl<C: Counter> Clone for Recorder<C> {
     fn clone(&self) -> Self {
         let local = if self.idle {
@@ -281,16 +246,15 @@ impl<C: Counter> Drop for Recorder<C> {
         let samples = std::mem::replace(&mut self.local, placeholder());
         let mut state = lock(&self.shared.state);
         let parked = state.entry(self.slot).parked.take();
-        state.hand_over(self.slot, [samples].into_iter().chain(parked));
         state.entries[self.slot] = None;
         state.free.push(self.slot);
-        state.wake(&self.shared.answers);
+        state.hand_over([samples].into_iter().chain(parked), &self.shared.answers);
     }
 }
 
 impl<C: Counter> Recorder<C> {
-    /// Runs `f` on the recorder's histogram, then checks (one atomic load) whether the slow
-    /// path has work: a refresh to answer, or a fresh recorder's first calls.
+    /// Runs `f` on the recorder's histogram, then checks (one atomic load) whether a refresh
+    /// has asked for the samples since the recorder last handed them over.
     #[inline]
     fn with_hist<F, R>(&mut self, f: F) -> R
     where
@@ -298,19 +262,17 @@ impl<C: Counter> Recorder<C> {
     {
         let r = f(&mut self.local);
         // Relaxed: the slow path decides under the lock; this load only sends it there.
-        let seen = self.shared.phase.load(Ordering::Relaxed);
-        if seen != self.last_phase {
-            self.slow_path(seen);
+        if self.shared.phase.load(Ordering::Relaxed) != self.last_phase {
+            self.answer();
         }
         r
     }
 
-    /// After a record call that saw phase `seen`: answers a refresh that began since this
-    /// recorder last did, or stashes a fresh recorder's first call, and moves the recorder
-    /// on to its next [`Mode`].
+    /// After a record call that saw a phase it has not answered: hands every sample over,
+    /// answering the current phase.
     #[cold]
     #[inline(never)]
-    fn slow_path(&mut self, seen: usize) {
+    fn answer(&mut self) {
         if self.idle {
             // Recording while idle: the guard from `idle` was forgotten (`mem::forget`). The
             // recorder is active again, its own histogram back, with this call's samples,
@@ -318,41 +280,13 @@ impl<C: Counter> Recorder<C> {
             let stray = self.reactivate();
             let _ = self.local.add(&stray);
         }
-        // A refresh may be waiting for the lock: when the hand-over is certain, the empty
-        // histogram that replaces the samples is allocated before taking it.
-        let certain = self.mode == Mode::Fresh || seen != self.answered;
-        let mut samples = if certain { take(&mut self.local) } else { None };
-        let shared = &*self.shared;
-        let mut state = lock(&shared.state);
+        // Allocated before the lock, for which a refresh may be waiting.
+        let samples = take(&mut self.local);
+        let mut state = lock(&self.shared.state);
         let phase = state.phase;
-        let answering = self.answered != phase;
-        if answering && !certain {
-            // A refresh began after the load.
-            samples = take(&mut self.local);
-        }
-        self.mode = match self.mode {
-            Mode::Fresh => Mode::Once,
-            Mode::Once | Mode::Recording => Mode::Recording,
-        };
-        self.answered = phase;
-        self.last_phase = match self.mode {
-            Mode::Recording => phase,
-            Mode::Fresh | Mode::Once => ARMED,
-        };
-        let closed = state.closed;
-        let entry = state.entry(self.slot);
-        entry.mode = self.mode;
-        entry.answered = phase;
-        if answering {
-            // Every sample held, the stash too.
-            state.hand_over(self.slot, samples);
-            state.wake(&shared.answers);
-        } else if !closed {
-            // A fresh recorder's first call, before any refresh asked: kept where a plain
-            // refresh takes it (and refresh_timeout does not), so that no plain refresh waits
-            // for this recorder if it records nothing more.
-            entry.stash.extend(samples);
-        }
+        state.entry(self.slot).answered = phase;
+        self.last_phase = phase;
+        state.hand_over(samples, &self.shared.answers);
     }
 
     /// Marks the recorder idle: its histogram is parked where any refresh takes its samples,
@@ -364,20 +298,17 @@ impl<C: Counter> Recorder<C> {
         entry.active = false;
         entry.parked = Some(own);
         self.idle = true;
-        // A record call while idle (possible only if the guard is forgotten) takes the slow
-        // path.
-        self.last_phase = ARMED;
-        state.wake(&self.shared.answers);
+        self.last_phase = IDLE;
+        state.hand_over(None, &self.shared.answers);
     }
 
-    /// Marks the recorder active again, fresh: every refresh waits for its first record call.
-    /// Returns the placeholder that stood in for its histogram.
+    /// Marks the recorder active again: it owes an answer to the next refresh. Returns the
+    /// placeholder that stood in for its histogram.
     fn reactivate(&mut self) -> Histogram<C> {
         let mut state = lock(&self.shared.state);
         let phase = state.phase;
         let entry = state.entry(self.slot);
         entry.active = true;
-        entry.mode = Mode::Fresh;
         entry.answered = phase;
         let own = entry
             .parked
@@ -385,9 +316,7 @@ impl<C: Counter> Recorder<C> {
             .expect("an idle recorder's histogram is parked");
         drop(state);
         self.idle = false;
-        self.mode = Mode::Fresh;
-        self.answered = phase;
-        self.last_phase = ARMED;
+        self.last_phase = phase;
         std::mem::replace(&mut self.local, own)
     }
 
@@ -502,8 +431,7 @@ where
 }
 
 impl<C: Counter> IdleRecorder<Recorder<C>, C> {
-    /// Marks the recorder active again and returns it: a refresh waits for its next record
-    /// call.
+    /// Marks the recorder active again and returns it: refreshes wait for it again.
     pub fn activate(mut self) -> Recorder<C> {
         self.reactivate();
         self.recorder
@@ -555,19 +483,14 @@ impl<C: Counter> Drop for Reader<C> {
         let mut state = lock(&self.0.state);
         state.closed = true;
         state.handed = Vec::new();
-        for entry in state.entries.iter_mut().flatten() {
-            entry.stash = Vec::new();
-        }
     }
 }
 
 impl<C: Counter> SyncHistogram<C> {
-    /// One refresh: a new phase, the wait (every active recorder that owes an answer; with
-    /// `timeout`, `hdrhistogram`'s rule, also those that made one record call, and at most
-    /// that long), then the merge of what was handed over and of the idle recorders' samples
-    /// (without `timeout`, the active recorders' stashes too).
+    /// One refresh: a new phase; the wait for every active recorder that owes an answer (at
+    /// most `timeout`); then the merge of what was handed over and of the idle recorders'
+    /// samples.
     fn refresh_inner(&mut self, timeout: Option<Duration>) {
-        let hand_over_rule = timeout.is_some();
         // A deadline past `Instant`'s range is no deadline.
         let deadline = timeout.and_then(|t| Instant::now().checked_add(t));
         let shared = &*self.reader.0;
@@ -577,10 +500,8 @@ impl<C: Counter> SyncHistogram<C> {
         shared.phase.store(phase, Ordering::Relaxed);
 
         // A recorder that joined during this refresh has `answered == phase`.
-        let awaited = |e: &Entry<C>| {
-            e.active && e.answered != phase && (hand_over_rule || e.mode != Mode::Once)
-        };
-        while state.entries.iter().flatten().any(awaited) {
+        let owes = |e: &Entry<C>| e.active && e.answered != phase;
+        while state.entries.iter().flatten().any(owes) {
             state.waiting = true;
             state = match deadline {
                 None => shared
@@ -604,16 +525,11 @@ impl<C: Counter> SyncHistogram<C> {
 
         std::mem::swap(&mut state.handed, &mut self.gathered);
         for entry in state.entries.iter_mut().flatten() {
-            if !entry.active {
-                // Every sample of an idle recorder.
-                self.gathered.append(&mut entry.stash);
-                if let Some(parked) = entry.parked.as_mut() {
-                    // The empty histogram left in its place is allocated here, under the
-                    // lock, by the reader: the recorder's reactivation then allocates nothing.
-                    self.gathered.extend(take(parked));
-                }
-            } else if !hand_over_rule {
-                self.gathered.append(&mut entry.stash);
+            if let Some(parked) = entry.parked.as_mut() {
+                // An idle recorder's samples. The empty histogram left in their place is
+                // allocated here, under the lock, by the reader: the recorder's reactivation
+                // allocates nothing.
+                self.gathered.extend(take(parked));
             }
         }
         drop(state);
@@ -627,27 +543,26 @@ impl<C: Counter> SyncHistogram<C> {
 
     /// Gathers the recorders' samples, waiting for every active recorder to hand them over.
     ///
-    /// Does not wait for an idle recorder, nor for one that has made a single record call
-    /// since it was created, cloned or reactivated (that call handed its samples over). Any
-    /// other active recorder that is kept alive and does not record holds this up until it
-    /// records, goes idle or is dropped (see the [module docs](self)).
+    /// Each active recorder hands its samples over at its first record call after this began,
+    /// when it goes idle or when it is dropped; the samples of idle and dropped recorders are
+    /// shown too. An active recorder that is kept alive and does not record holds this up
+    /// until it records, goes idle or is dropped (see the [module docs](self)).
     pub fn refresh(&mut self) {
         self.refresh_inner(None)
     }
 
-    /// Gathers the samples that the active recorders hand over within `timeout`.
+    /// Gathers the recorders' samples as [`SyncHistogram::refresh`] does, waiting at most
+    /// `timeout`.
     ///
-    /// `hdrhistogram`'s rule: each active recorder hands its samples over at its next record
-    /// call, when it goes idle or when it is dropped; this waits for all of them, at most
-    /// `timeout`. The samples of idle and dropped recorders are shown too; those of a recorder
-    /// that has not handed over in time stay with it until a later refresh.
+    /// The samples of a recorder that has not handed them over in time stay with it until a
+    /// later refresh.
     pub fn refresh_timeout(&mut self, timeout: Duration) {
         self.refresh_inner(Some(timeout))
     }
 
     /// A new recorder of this histogram, empty, with its configuration.
     ///
-    /// A refresh waits for its first record call (and shows that call's samples).
+    /// A refresh waits for it as for any active recorder (see [`SyncHistogram::refresh`]).
     pub fn recorder(&self) -> Recorder<C> {
         self.reader.0.join(Histogram::new_from(&self.merged))
     }

@@ -85,8 +85,8 @@ impl Drop for StopOnDrop {
 }
 
 #[test]
-fn refresh_shows_a_new_recorders_first_sample_whether_it_began_before_or_after_it() {
-    // Begun before the first sample: waits for it (hdrhistogram's record_nodrop).
+fn refresh_waits_for_a_new_recorders_first_sample_and_shows_it() {
+    // hdrhistogram's record_nodrop, with the order fixed: the refresh begins first.
     let h = sync_histogram();
     let mut recorder = h.recorder();
     let pending = Pending::start(h, refresh);
@@ -96,28 +96,26 @@ fn refresh_shows_a_new_recorders_first_sample_whether_it_began_before_or_after_i
     assert_eq!(h.count_at(3), 1);
     assert_eq!(h.len(), 1);
 
-    // That recorder has made one record call and none since: not waited for again.
+    // A clone is a new recorder too.
+    let mut clone = recorder.clone();
+    let pending = Pending::start(h, refresh);
+    pending.assert_waiting("neither recorder has recorded since the refresh began");
+    recorder.record(4).unwrap();
+    pending.assert_waiting("the clone has not recorded yet");
+    clone.record_n(5, 2).unwrap();
+    let h = pending.finish("the clone's first sample did not end it");
+    assert_eq!(h.count_at(4), 1);
+    assert_eq!(h.count_at(5), 2);
+    drop((recorder, clone));
     let h = within_deadline(h, refresh);
-    assert_eq!(h.len(), 1);
-
-    // Begun after the first sample, the recorder alive and quiet: it does not wait, and shows
-    // it (the order in which record_nodrop's thread may also run).
-    let mut other = h.recorder();
-    other.record_n(4, 2).unwrap();
-    let h = within_deadline(h, refresh);
-    assert_eq!(h.count_at(4), 2);
-    let h = within_deadline(h, refresh);
-    assert_eq!(h.len(), 3);
-    drop((recorder, other));
-    let h = within_deadline(h, refresh);
-    assert_eq!(h.len(), 3);
+    assert_eq!(h.len(), 4);
 }
 
 #[test]
 fn a_quiet_recorder_holds_refresh_until_it_records_again_goes_idle_or_is_dropped() {
-    // Issue #120 as in hdrhistogram: a recorder that has recorded more than once holds samples
-    // only its thread can hand over, so a refresh waits for it. Each remedy ends the wait and
-    // the refresh shows every sample.
+    // Issue #120 as in hdrhistogram: an active recorder holds samples that only its thread can
+    // hand over, so a refresh waits for it. Each remedy ends the wait, and the refresh shows
+    // every sample.
     for remedy in ["records again", "goes idle", "is dropped"] {
         let h = sync_histogram();
         let mut quiet = h.recorder();
@@ -207,18 +205,20 @@ fn refresh_timeout_returns_within_its_deadline_and_shows_what_was_handed_over() 
 }
 
 #[test]
-fn refresh_timeout_leaves_a_first_sample_made_before_it_with_the_recorder() {
+fn refresh_timeout_leaves_a_sample_made_before_it_with_the_recorder() {
     // hdrhistogram's phase_timeout: the recorder does not record again, so its sample is not
-    // handed over to refresh_timeout; a plain refresh shows it.
+    // handed over to refresh_timeout; it is, once the recorder is dropped.
     let mut h = sync_histogram();
     h.record(4).unwrap();
     let mut r = h.recorder();
     r += 4;
     let h = within_deadline(h, |h| h.refresh_timeout(Duration::from_millis(20)));
     assert_eq!(h.count_at(4), 1);
-    let h = within_deadline(h, refresh);
-    assert_eq!(h.count_at(4), 2);
+    let h = within_deadline(h, |h| h.refresh_timeout(Duration::from_millis(20)));
+    assert_eq!(h.count_at(4), 1);
     drop(r);
+    let h = within_deadline(h, |h| h.refresh_timeout(Duration::from_millis(20)));
+    assert_eq!(h.count_at(4), 2);
     let h = within_deadline(h, refresh);
     assert_eq!(h.len(), 2);
 }
@@ -245,31 +245,32 @@ fn idle_recorders_are_not_waited_for_and_their_samples_are_shown() {
     let h = within_deadline(h, |h| h.refresh_timeout(DEADLINE));
     assert_eq!(h.len(), 6);
 
-    // A recorder cloned from an idle one is active: waited for until its first record call.
+    // A recorder cloned from an idle one is active: waited for.
     let mut clone = owned.recorder();
     let pending = Pending::start(h, refresh);
     pending.assert_waiting("a new clone has not recorded yet");
     clone.record(3).unwrap();
-    let h = pending.finish("the clone's first sample did not end it");
+    let h = pending.finish("the clone's sample did not end it");
     assert_eq!(h.count_at(3), 1);
+    let _clone_idle = clone.idle();
 
-    // Reactivated, a recorder is waited for until its first record call.
+    // Reactivated, a recorder is waited for again, and records into its own histogram (the
+    // one a refresh took the samples of).
     drop(guard);
     let pending = Pending::start(h, refresh);
     pending.assert_waiting("a reactivated recorder has not recorded yet");
     borrowed.record(1).unwrap();
     let h = pending.finish("the reactivated recorder's sample did not end it");
     assert_eq!(h.count_at(1), 3);
-
     let mut active = owned.activate();
-    active.record(2).unwrap();
-    drop(never_recorded);
+    active.record(2_500_000).unwrap();
+    assert!(active.record(1 << 40).is_err(), "its own range");
+    let active = active.into_idle();
+    let _borrowed_idle = borrowed.idle();
     let h = within_deadline(h, refresh);
-    assert_eq!(h.count_at(2), 5);
+    assert_eq!(h.count_at(2_500_000), 1);
     assert_eq!(h.len(), 9);
-    drop((borrowed, active, clone));
-    let h = within_deadline(h, refresh);
-    assert_eq!(h.len(), 9);
+    drop((never_recorded, active));
 }
 
 #[test]
