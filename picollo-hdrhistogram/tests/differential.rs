@@ -447,3 +447,34 @@ saturation!(u8_saturation, u8);
 saturation!(u16_saturation, u16);
 saturation!(u32_saturation, u32);
 saturation!(u64_saturation, u64);
+
+/// One record at a time past a small count type's maximum: the record path leaves its
+/// unchecked increments when the total reaches the type's maximum, and saturates the count
+/// from there on, as the upstream crate does.
+macro_rules! one_at_a_time_past_max {
+    ($name:ident, $t:ty) => {
+        #[test]
+        fn $name() {
+            let mut f = facade::Histogram::<$t>::new_with_bounds(1, 1 << 20, 3).unwrap();
+            let mut u = upstream::Histogram::<$t>::new_with_bounds(1, 1 << 20, 3).unwrap();
+            let records = 2 * u64::from(<$t>::MAX);
+            for i in 0..records {
+                // Mostly one value (its count saturates), now and then another.
+                let v = if i % 64 == 0 { 900 } else { 100 };
+                f.record(v).unwrap();
+                u.record(v).unwrap();
+            }
+            assert_eq!(f.len(), records);
+            assert_eq!(
+                (f.len(), f.count_at(100), f.count_at(900)),
+                (u.len(), u.count_at(100), u.count_at(900))
+            );
+            assert_eq!(f.count_at(100), <$t>::MAX);
+            // The total counts on past the saturated count; the other count is exact.
+            assert_eq!(u64::from(f.count_at(900)), records.div_ceil(64));
+        }
+    };
+}
+
+one_at_a_time_past_max!(u8_one_at_a_time_past_max, u8);
+one_at_a_time_past_max!(u16_one_at_a_time_past_max, u16);
