@@ -216,28 +216,33 @@ impl<H: HistogramRead + ?Sized> fmt::Display for Hgrm<'_, H> {
 fn hdr_stats<H: HistogramRead + ?Sized>(h: &H) -> (u64, f64, f64, u64) {
     let layout = h.layout();
     let window = h.window();
+    // Two passes through the kind's bulk read (recorded buckets in ascending order, as the
+    // sums need): a lookup per bucket of the window would cost sparse storage a page-table
+    // walk per empty bucket.
+    let recorded = |f: &mut dyn FnMut(usize, u64)| {
+        h.recorded_runs(&mut |start, run| {
+            for (s, &n) in (start..).zip(run) {
+                if n != 0 {
+                    f(window.first() + s, n);
+                }
+            }
+        });
+    };
     let (mut total, mut sum, mut max) = (0u64, 0f64, 0u64);
-    for s in 0..window.len() {
-        let n = h.count_at(s);
-        if n != 0 {
-            let i = window.first() + s;
-            total = total.saturating_add(n);
-            sum += layout.midpoint(i) as f64 * n as f64;
-            max = layout.highest(i);
-        }
-    }
+    recorded(&mut |i, n| {
+        total = total.saturating_add(n);
+        sum += layout.midpoint(i) as f64 * n as f64;
+        max = layout.highest(i);
+    });
     if total == 0 {
         return (0, 0.0, 0.0, 0);
     }
     let mean = sum / total as f64;
     let mut squares = 0f64;
-    for s in 0..window.len() {
-        let n = h.count_at(s);
-        if n != 0 {
-            let d = layout.midpoint(window.first() + s) as f64 - mean;
-            squares += (d * d) * n as f64;
-        }
-    }
+    recorded(&mut |i, n| {
+        let d = layout.midpoint(i) as f64 - mean;
+        squares += (d * d) * n as f64;
+    });
     (total, mean, (squares / total as f64).sqrt(), max)
 }
 

@@ -323,7 +323,7 @@ pub fn export_v2_into<H: HistogramRead + ?Sized>(
         let overflow = h.overflow().saturating_add(beyond);
         check_dropping(options, underflow, overflow)?;
         // Counts index i is logical index i: the window's first index is a run of zeros.
-        let (leading, len) = match (0..inside).rev().find(|&s| h.count_at(s) != 0) {
+        let (leading, len) = match last_recorded_below(h, inside) {
             Some(last) => (h.window().first(), last + 1),
             None => (0, 0),
         };
@@ -409,16 +409,39 @@ fn export_alike<H: HistogramRead + ?Sized>(
     let first = h.window().first();
     let (inside, beyond) = alike_prefix(h, g);
     let mut mapping = BucketMapping::new(true);
-    let Some(last) = (0..inside).rev().find(|&s| h.count_at(s) != 0) else {
+    let Some(last) = last_recorded_below(h, inside) else {
         return (Vec::new(), mapping, beyond);
     };
     let mut counts = vec![0u64; first + last + 1];
-    for (s, cell) in counts[first..].iter_mut().enumerate() {
-        let n = h.count_at(s);
-        mapping.buckets += usize::from(n != 0);
-        *cell = n;
-    }
+    let inside_counts = &mut counts[first..];
+    h.recorded_runs(&mut |start, run| {
+        for (s, &n) in (start..).zip(run) {
+            if let Some(cell) = inside_counts.get_mut(s) {
+                mapping.buckets += usize::from(n != 0);
+                *cell = n;
+            }
+        }
+    });
     (counts, mapping, beyond)
+}
+
+/// The storage index of the last recorded bucket below `end`. Kinds that read in bulk
+/// ([`HistogramRead::reads_in_bulk`]: sparse storage, where a search from the end costs a
+/// lookup per empty bucket) go through [`HistogramRead::recorded_runs`]; cells in a slice are
+/// searched from the end, which stops at once for the dense histograms V2 mostly carries.
+fn last_recorded_below<H: HistogramRead + ?Sized>(h: &H, end: usize) -> Option<usize> {
+    if !h.reads_in_bulk() {
+        return (0..end).rev().find(|&s| h.count_at(s) != 0);
+    }
+    let mut last = None;
+    h.recorded_runs(&mut |start, run| {
+        for (s, &n) in (start..end).zip(run) {
+            if n != 0 {
+                last = Some(s);
+            }
+        }
+    });
+    last
 }
 
 /// Export into another precision: each Picollo bucket's count goes into the HdrHistogram
