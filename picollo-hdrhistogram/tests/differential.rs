@@ -448,9 +448,10 @@ saturation!(u16_saturation, u16);
 saturation!(u32_saturation, u32);
 saturation!(u64_saturation, u64);
 
-/// One record at a time past a small count type's maximum: the record path leaves its
-/// unchecked increments when the total reaches the type's maximum, and saturates the count
-/// from there on, as the upstream crate does.
+/// One record at a time past a small count type's maximum: `u8` and `u16` counts take the
+/// record path's checked increment (their maximum is below any total the unchecked one
+/// relies on), so the count saturates there while the total counts on, as in the upstream
+/// crate.
 macro_rules! one_at_a_time_past_max {
     ($name:ident, $t:ty) => {
         #[test]
