@@ -448,10 +448,9 @@ saturation!(u16_saturation, u16);
 saturation!(u32_saturation, u32);
 saturation!(u64_saturation, u64);
 
-/// One record at a time past a small count type's maximum: `u8` and `u16` counts take the
-/// record path's checked increment (their maximum is below any total the unchecked one
-/// relies on), so the count saturates there while the total counts on, as in the upstream
-/// crate.
+/// One record at a time past a small count type's maximum: only `u64` counts skip the
+/// record path's overflow check, so a `u8` or `u16` count saturates there while the total
+/// counts on, as in the upstream crate.
 macro_rules! one_at_a_time_past_max {
     ($name:ident, $t:ty) => {
         #[test]
