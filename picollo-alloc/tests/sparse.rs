@@ -65,6 +65,25 @@ where
             .unwrap();
         assert_eq!(pa, pb);
     }
+    // The iterations: sparse kinds pass runs of empty buckets with one sum each.
+    assert!(a.recorded_buckets().eq(b.recorded_buckets()));
+    assert!(a.buckets().eq(b.buckets()));
+    let upper = EquivalentValue::Upper;
+    assert!(a
+        .recorded_bucket_percentiles(upper)
+        .eq(b.recorded_bucket_percentiles(upper)));
+    for ticks in [1, 5] {
+        assert!(a
+            .percentile_ticks(ticks)
+            .unwrap()
+            .eq(b.percentile_ticks(ticks).unwrap()));
+    }
+    let step = (a.max().unwrap_or(0) / 37).max(1);
+    assert!(a.linear(step).unwrap().eq(b.linear(step).unwrap()));
+    assert!(a
+        .logarithmic(1, 2.0)
+        .unwrap()
+        .eq(b.logarithmic(1, 2.0).unwrap()));
 }
 
 /// A value spread over every power of two below `2^bits`, from one random word.

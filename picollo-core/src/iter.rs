@@ -17,6 +17,7 @@
 //! `getTotalCountToThisValue`).
 
 use crate::read::histogram_read::HistogramRead;
+use crate::read::{for_each_recorded, next_recorded};
 use crate::{Layout, Window};
 
 /// One report of an HdrHistogram-style iteration.
@@ -81,13 +82,10 @@ impl<'a, H: HistogramRead + ?Sized> Walk<'a, H> {
         let window = h.window();
         let mut total = 0u64;
         let mut last_recorded = window.first();
-        for s in 0..window.len() {
-            let n = h.count_at(s);
-            if n != 0 {
-                total = total.saturating_add(n);
-                last_recorded = window.first() + s;
-            }
-        }
+        for_each_recorded(h, |s, n| {
+            total = total.saturating_add(n);
+            last_recorded = window.first() + s;
+        });
         Walk {
             h,
             layout: h.layout(),
@@ -103,9 +101,14 @@ impl<'a, H: HistogramRead + ?Sized> Walk<'a, H> {
 
     /// Consumes the buckets up to and including logical index `upto`.
     fn consume_through(&mut self, upto: usize) {
-        while self.next < self.window.len() && self.window.first() + self.next <= upto {
-            self.consume(self.h.count_at(self.next));
-            self.next += 1;
+        let Some(upto) = upto.checked_sub(self.window.first()) else {
+            return;
+        };
+        let end = (upto + 1).min(self.window.len());
+        if self.next < end {
+            // One sum (saturating, as adding bucket by bucket would be).
+            self.consume(self.h.sum_range(self.next, end));
+            self.next = end;
         }
     }
 
@@ -367,19 +370,13 @@ impl<H: HistogramRead + ?Sized> Iterator for PercentileTicks<'_, H> {
                 }
             }
             // Move to the next non-empty bucket.
-            let mut moved = false;
-            while self.walk.next < self.walk.window.len() {
-                let s = self.walk.next;
-                let n = self.walk.h.count_at(s);
-                self.walk.next += 1;
-                if n != 0 {
-                    self.walk.consume(n);
-                    self.current = Some(s);
-                    moved = true;
-                    break;
-                }
-            }
-            if !moved {
+            let recorded = next_recorded(self.walk.h, self.walk.next);
+            if let Some((s, n)) = recorded {
+                self.walk.next = s + 1;
+                self.walk.consume(n);
+                self.current = Some(s);
+            } else {
+                self.walk.next = self.walk.window.len();
                 self.done = true;
                 // Past the last non-empty bucket without having reported 100%: report it once.
                 return match self.current {

@@ -60,25 +60,30 @@ impl<'a, H: HistogramRead + ?Sized> Buckets<'a, H> {
 impl<H: HistogramRead + ?Sized> Iterator for Buckets<'_, H> {
     type Item = Bucket;
     fn next(&mut self) -> Option<Bucket> {
-        while self.next < self.window.len() {
-            let s = self.next;
-            self.next += 1;
-            let count = self.h.count_at(s);
-            if count == 0 && self.only_recorded {
-                continue;
+        let (s, count) = if self.only_recorded {
+            match super::next_recorded(self.h, self.next) {
+                Some(found) => found,
+                None => {
+                    self.next = self.window.len();
+                    return None;
+                }
             }
-            self.cumulative = self.cumulative.saturating_add(count);
-            let i = self.window.first() + s;
-            return Some(Bucket {
-                logical_index: i,
-                storage_index: s,
-                lo: self.layout.lo(i),
-                highest: self.layout.highest(i),
-                count,
-                cumulative: self.cumulative,
-            });
-        }
-        None
+        } else if self.next < self.window.len() {
+            (self.next, self.h.count_at(self.next))
+        } else {
+            return None;
+        };
+        self.next = s + 1;
+        self.cumulative = self.cumulative.saturating_add(count);
+        let i = self.window.first() + s;
+        Some(Bucket {
+            logical_index: i,
+            storage_index: s,
+            lo: self.layout.lo(i),
+            highest: self.layout.highest(i),
+            count,
+            cumulative: self.cumulative,
+        })
     }
 }
 
