@@ -494,8 +494,13 @@ impl PicolloRecorder {
     /// Returns the values HdrHistogram V2 cannot hold (outside the window), which are left
     /// out of the log and counted here. Holds no lock shared with the record path.
     ///
+    /// Nothing is lost when a write fails: a series' totals move on only after its line is
+    /// written, so the series whose lines were not written carry this interval's counts into
+    /// the next call's lines (stamped with that call's times). A reset of a series between
+    /// calls is told by its reset count: the next line holds what was recorded since.
+    ///
     /// # Errors
-    /// An I/O error of the writer.
+    /// An I/O error of the writer (the series from the failed one on keep their counts).
     pub fn write_hlog_interval<W: Write>(
         &self,
         log: &mut LogWriter<W>,
@@ -505,7 +510,8 @@ impl PicolloRecorder {
         let mut dropped = 0u64;
         for e in self.entries() {
             let h = e.histogram.read();
-            let delta = lock(&e.last).interval(h);
+            let mut last = lock(&e.last);
+            let (delta, next) = last.interval(h);
             let layout = h.layout();
             let digits = interop::significant_digits_for(layout)
                 .or_else(|| interop::finer_significant_digits(layout))
@@ -522,6 +528,8 @@ impl PicolloRecorder {
                 .saturating_add(export.dropped_overflow);
             let tag = picollo_alloc::hdr::sanitize_tag(&e.title());
             log.write_interval(Some(&tag), start_sec, end_sec, &export.counts)?;
+            // Written: the next interval starts from these totals.
+            *last = next;
         }
         Ok(dropped)
     }

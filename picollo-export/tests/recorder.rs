@@ -129,6 +129,65 @@ fn hlog_intervals_hold_what_each_interval_recorded() {
     assert_eq!(first.max(), Some(100_351)); // 100,000's bucket [99,840, 100,351]
 }
 
+/// A writer that refuses every write while its flag is up (a full disk, a closed pipe).
+struct Flaky {
+    out: Vec<u8>,
+    failing: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl std::io::Write for Flaky {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if self.failing.load(std::sync::atomic::Ordering::Relaxed) {
+            return Err(std::io::Error::other("disk full"));
+        }
+        self.out.write(buf)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// An interval whose write fails keeps its counts: the next interval that is written holds
+/// them, for every series (the one whose write failed and those never tried), and no count
+/// is written twice.
+#[test]
+fn a_failed_hlog_write_loses_no_count() {
+    let registry = Arc::new(Registry::new());
+    let recorder = RecorderBuilder::new().build(registry).unwrap();
+    let failing = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let mut log = LogWriter::new(Flaky {
+        out: Vec::new(),
+        failing: failing.clone(),
+    });
+    let totals = |bytes: &[u8]| -> Vec<(String, u64)> {
+        LogReader::new(bytes)
+            .map(Result::unwrap)
+            .map(|e| {
+                let total = interop::to_picollo(&e.decode().unwrap()).unwrap().total();
+                (e.tag.unwrap_or_default(), total)
+            })
+            .collect()
+    };
+    metrics::with_local_recorder(&recorder, || {
+        let a = metrics::histogram!("a");
+        let b = metrics::histogram!("b");
+        (1..=10u64).for_each(|v| a.record(v as f64));
+        (1..=20u64).for_each(|v| b.record(v as f64));
+        assert_eq!(recorder.write_hlog_interval(&mut log, 0.0, 1.0).unwrap(), 0);
+        a.record(5.0);
+        b.record(6.0);
+        failing.store(true, std::sync::atomic::Ordering::Relaxed);
+        assert!(recorder.write_hlog_interval(&mut log, 1.0, 2.0).is_err());
+        a.record(7.0);
+        failing.store(false, std::sync::atomic::Ordering::Relaxed);
+        assert_eq!(recorder.write_hlog_interval(&mut log, 2.0, 3.0).unwrap(), 0);
+    });
+    let written = totals(&log.into_inner().out);
+    let want = [("a", 10), ("b", 20), ("a", 2), ("b", 1)];
+    let want: Vec<(String, u64)> = want.iter().map(|&(t, n)| (t.to_owned(), n)).collect();
+    assert_eq!(written, want);
+}
+
 /// `histogram!` registers on every call, and each thread caches the handles it got (16
 /// slots by key hash). The cache never mixes recorders (two recorders, same keys, same
 /// thread, alternating) or keys (more keys than slots, so slots are shared and reused),

@@ -17,24 +17,28 @@ pub(super) struct Last {
     totals: Vec<(usize, u64)>,
     underflow: u64,
     overflow: u64,
+    /// The histogram's reset count ([`HistogramRead::reset_count`]) when they were read.
+    resets: u64,
 }
 
 impl Last {
-    /// What `h` recorded since the last call (since the start for the first; everything
-    /// when `h` was reset in between, which shows as a total below the last), and the
-    /// totals now kept for the next.
-    pub(super) fn interval(&mut self, h: &dyn HistogramRead) -> Delta {
+    /// What `h` recorded since these totals (since the start for the first; everything since
+    /// the reset when `h` was reset in between, which its reset count tells), and the totals to
+    /// keep in their place once the interval is written. Nothing changes here until the caller
+    /// keeps those: an interval whose write fails leaves its counts to the next one.
+    pub(super) fn interval(&self, h: &dyn HistogramRead) -> (Delta, Last) {
         let mut now: Vec<(usize, u64)> = Vec::with_capacity(self.totals.len());
-        let (underflow, overflow) = consistent(h, |h| {
+        let (underflow, overflow, resets) = consistent(h, |h| {
             now.clear();
+            // A reset during the read makes `consistent` read again.
+            let resets = h.reset_count();
             h.recorded_runs(&mut |start, run| {
                 let nonzero = run.iter().enumerate().filter(|&(_, &n)| n != 0);
                 now.extend(nonzero.map(|(i, &n)| (start + i, n)));
             });
-            (h.underflow(), h.overflow())
+            (h.underflow(), h.overflow(), resets)
         });
-        let reset =
-            underflow < self.underflow || overflow < self.overflow || !covers(&now, &self.totals);
+        let reset = resets != self.resets;
         let counts = if reset {
             now.clone()
         } else {
@@ -45,31 +49,23 @@ impl Last {
             layout: h.layout(),
             window: h.window(),
             counts,
-            underflow: underflow - base(self.underflow),
-            overflow: overflow - base(self.overflow),
+            // Saturating: between resets the totals only grow.
+            underflow: underflow.saturating_sub(base(self.underflow)),
+            overflow: overflow.saturating_sub(base(self.overflow)),
             cursor: Cell::new(0),
         };
-        *self = Last {
+        let next = Last {
             totals: now,
             underflow,
             overflow,
+            resets,
         };
-        delta
+        (delta, next)
     }
 }
 
-/// Whether every bucket of `before` is in `now` with at least its count (no reset between).
-fn covers(now: &[(usize, u64)], before: &[(usize, u64)]) -> bool {
-    let mut at = 0;
-    before.iter().all(|&(index, count)| {
-        while now.get(at).is_some_and(|&(i, _)| i < index) {
-            at += 1;
-        }
-        now.get(at).is_some_and(|&(i, n)| i == index && n >= count)
-    })
-}
-
-/// `now - before` by bucket, the empty differences left out (`now` covers `before`).
+/// `now - before` by bucket, the empty and negative differences left out (between resets
+/// no count falls).
 fn subtract(now: &[(usize, u64)], before: &[(usize, u64)]) -> Vec<(usize, u64)> {
     let mut out = Vec::new();
     let mut at = 0;
@@ -154,6 +150,50 @@ mod tests {
     use picollo_core::ReadExt;
     use proptest::prelude::*;
 
+    /// A reset between intervals followed by more records than before in every bucket (which
+    /// a guess from the totals would take for no reset): the next delta holds what was
+    /// recorded after the reset, by the reset count.
+    #[test]
+    fn a_reset_is_told_by_its_count() {
+        let h = HistogramBuilder::new()
+            .max_trackable(1 << 20)
+            .dense()
+            .atomic()
+            .unwrap();
+        let mut last = Last::default();
+        (1..=50u64).for_each(|v| h.record(v));
+        h.record(u64::MAX); // above the window
+        let (first, next) = last.interval(&h);
+        assert_eq!((first.total(), first.overflow()), (50, 1));
+        last = next;
+        h.reset();
+        for _ in 0..3 {
+            (1..=50u64).for_each(|v| h.record(v));
+            h.record(u64::MAX);
+        }
+        let (delta, _) = last.interval(&h);
+        assert_eq!(delta.total(), 150);
+        assert_eq!(delta.overflow(), 3);
+        let seven = h.window().storage_index(h.layout().index_of(7)).unwrap();
+        assert_eq!(delta.count_at(seven), 3);
+    }
+
+    /// An interval that is not kept (its write failed) leaves its counts to the next one.
+    #[test]
+    fn an_interval_not_kept_stays_in_the_next() {
+        let h = HistogramBuilder::new().dense().atomic().unwrap();
+        let mut last = Last::default();
+        h.record_n(10, 4);
+        let (lost, _) = last.interval(&h);
+        assert_eq!(lost.total(), 4);
+        h.record_n(20, 2);
+        let (delta, next) = last.interval(&h);
+        assert_eq!(delta.total(), 6);
+        last = next;
+        h.record(30);
+        assert_eq!(last.interval(&h).0.total(), 1);
+    }
+
     proptest! {
         /// Each interval's delta has exactly the counts recorded in it, bucket by bucket,
         /// outside the window included.
@@ -176,7 +216,8 @@ mod tests {
                     h.record_n(v, n);
                     want.record_n(v, n);
                 }
-                let delta = last.interval(&h);
+                let (delta, next) = last.interval(&h);
+                last = next;
                 // In order (the export's way), then backwards and jumping (any order).
                 for s in (0..len).chain((0..len).rev()).chain((0..len).step_by(7)) {
                     prop_assert_eq!(delta.count_at(s), want.count_at(s));
