@@ -215,7 +215,8 @@ impl RecorderBuilder {
     /// # Errors
     /// As [`RecorderBuilder::build`].
     pub fn series_footprint(&self) -> Result<usize, BuildError> {
-        Ok(Kinded::new(self, &Counter::default())?.footprint())
+        // Measured, not built (a thread-local histogram registers with the fork handler).
+        Kinded::footprint_of(self)
     }
 
     /// The histograms' layout. A layout with a lowest discernible value
@@ -252,8 +253,9 @@ impl RecorderBuilder {
     /// errors): [`BuildError::NeedsUnitLayout`] for a layout with a value unit and the
     /// thread-local kind, [`BuildError::Window`] for a `max_trackable` the layout cannot hold.
     pub fn build(self, registry: Arc<Registry>) -> Result<PicolloRecorder, BuildError> {
-        // Every series is made from this configuration: refuse it here, not per series.
-        Kinded::new(&self, &Counter::default())?;
+        // Every series is made from this configuration: refuse it here, not per series (and
+        // without making a histogram to find out).
+        Kinded::footprint_of(&self)?;
         let invalid = registry
             .counter(
                 "picollo_recorder_invalid_values_total",

@@ -5,10 +5,11 @@ use std::sync::Arc;
 
 use picollo_alloc::{
     BuildError, Dense, HeapAtomicHistogram, HistogramBuilder, Snapshot, SparseAtomicHistogram,
-    ThreadLocalHistogram,
+    SparseStorage, ThreadLocalHistogram,
 };
 use picollo_core::cell::AtomicU64;
-use picollo_core::{BucketPos, HistogramRead, Layout, RecordAt, UnitLayout};
+use picollo_core::storage::Cells;
+use picollo_core::{BucketPos, HistogramRead, Layout, RecordAt, UnitLayout, Window};
 
 use super::{HistogramKind, RecorderBuilder};
 use crate::registry::{Counter, Gauge};
@@ -89,6 +90,49 @@ impl Kinded {
                     scale,
                     invalid,
                 )))
+            }
+        })
+    }
+
+    /// The bytes a new series of `config` holds (what [`Kinded::footprint`] reports right
+    /// after [`Kinded::new`]), or the error `new` would return, found without making a
+    /// histogram: a thread-local one registers with the fork handler, so checking or
+    /// measuring a configuration must not make one. Only a sparse directory is allocated
+    /// (and dropped) to measure it.
+    ///
+    /// # Errors
+    /// As [`Kinded::new`].
+    pub(super) fn footprint_of(config: &RecorderBuilder) -> Result<usize, BuildError> {
+        let builder = HistogramBuilder::new()
+            .layout(config.layout)
+            .max_trackable(config.max_trackable);
+        let unit = config.layout.unit_magnitude() != 0;
+        let sparse_bytes =
+            |(layout, window)| SparseStorage::<AtomicU64>::new(layout, window).held_bytes();
+        let dense_bytes = |(_, window): (Layout, Window)| window.len() * size_of::<AtomicU64>();
+        Ok(match (config.kind, config.dense, unit) {
+            (HistogramKind::ThreadLocal, _, true) => {
+                builder.resolve()?;
+                return Err(BuildError::NeedsUnitLayout {
+                    unit: config.layout.unit(),
+                });
+            }
+            // The accumulator; shards come with the recording threads.
+            (HistogramKind::ThreadLocal, true, false) => dense_bytes(builder.resolve()?),
+            (HistogramKind::ThreadLocal, false, false) => sparse_bytes(builder.resolve()?),
+            (HistogramKind::Atomic, true, false) => {
+                size_of::<HeapAtomicHistogram>() + dense_bytes(builder.resolve()?)
+            }
+            (HistogramKind::Atomic, false, false) => {
+                size_of::<SparseAtomicHistogram>() + sparse_bytes(builder.resolve()?)
+            }
+            (HistogramKind::Atomic, true, true) => {
+                let resolved = builder.lowest_discernible(config.layout.unit()).resolve()?;
+                size_of::<HeapAtomicHistogram<AtomicU64, UnitLayout>>() + dense_bytes(resolved)
+            }
+            (HistogramKind::Atomic, false, true) => {
+                let resolved = builder.lowest_discernible(config.layout.unit()).resolve()?;
+                size_of::<SparseAtomicHistogram<AtomicU64, UnitLayout>>() + sparse_bytes(resolved)
             }
         })
     }

@@ -153,3 +153,45 @@ fn sanitize_mends_invalid_names() {
     assert_eq!(sanitize("", true), "_");
     assert_eq!(sanitize("rpc_latency", true), "rpc_latency");
 }
+
+/// `build` and `series_footprint` check and measure a configuration without making a
+/// histogram: what they find is what making one finds (the same bytes, the same error), for
+/// every kind, storage, layout with and without a unit, and window.
+#[test]
+fn configurations_are_measured_as_built() {
+    let layouts = [
+        Layout::from_block_scale(7).unwrap(),
+        Layout::from_block_scale(4).unwrap(),
+        Layout::from_block_scale(7)
+            .unwrap()
+            .with_lowest_discernible(1000)
+            .unwrap(),
+    ];
+    let (mut made, mut refused) = (0, 0);
+    for layout in layouts {
+        for max in [u64::MAX, 1 << 30, 3, 0] {
+            for kind in [HistogramKind::Atomic, HistogramKind::ThreadLocal] {
+                for dense in [true, false] {
+                    let config = RecorderBuilder::new()
+                        .layout(layout)
+                        .max_trackable(max)
+                        .kind(kind);
+                    let config = if dense { config.dense() } else { config };
+                    let built = Kinded::new(&config, &Counter::default()).map(|k| k.footprint());
+                    assert_eq!(
+                        config.series_footprint(),
+                        built,
+                        "{layout:?} up to {max}, {kind:?}, dense {dense}"
+                    );
+                    if built.is_ok() {
+                        made += 1;
+                    } else {
+                        refused += 1;
+                    }
+                }
+            }
+        }
+    }
+    // Both outcomes were compared: the unit layout's thread-local series are refused.
+    assert!(made >= 16 && refused >= 8, "{made} made, {refused} refused");
+}
