@@ -151,7 +151,6 @@ use kinded::Kinded;
 use kinded::{FloatBuckets, TWO_63};
 #[cfg(test)]
 use names::{sanitize, sanitize_chars};
-use picollo_core::plant;
 /// Which Picollo kind the recorder's histograms are (see the [module docs](self), "Which
 /// kind").
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -281,7 +280,7 @@ impl RecorderBuilder {
                 histograms: Index::default(),
                 counters: Index::default(),
                 gauges: Index::default(),
-                entries: Mutex::new(Vec::new()),
+                entries: Mutex::new(Arc::new(Vec::new())),
             }),
         })
     }
@@ -358,9 +357,10 @@ struct Inner {
     histograms: Index<metrics::Histogram>,
     counters: Index<metrics::Counter>,
     gauges: Index<metrics::Gauge>,
-    /// The histogram series in registration order, for the recorder's own exports: copied
-    /// (`Arc`s) under the lock, read with none held.
-    entries: Mutex<Vec<Arc<Entry>>>,
+    /// The histogram series in registration order, for the recorder's own exports: a
+    /// copy-on-write list, so that a reader takes it with a pointer copy under the lock (never
+    /// a copy of the list that a registration would wait for) and reads it with none held.
+    entries: Mutex<Arc<Vec<Arc<Entry>>>>,
 }
 
 /// The `metrics` recorder. Cheap to clone (one `Arc`); see the [module docs](self).
@@ -383,56 +383,44 @@ impl PicolloRecorder {
         &self.inner.registry
     }
 
-    /// The histogram series now (a copy of the list of `Arc`s; no lock is held after).
-    fn entries(&self) -> Vec<Arc<Entry>> {
-        lock(&self.inner.entries).clone()
+    /// The histogram series now (the list shared, a pointer copy; no lock is held after).
+    fn entries(&self) -> Arc<Vec<Arc<Entry>>> {
+        Arc::clone(&lock(&self.inner.entries))
     }
 
-    /// Registers the counter or gauge of `key` (`make` is [`Registry::counter`] or
-    /// [`Registry::gauge`]) under its shard's lock, unless another thread did: what the
-    /// index then holds for the key (`None`, counted once, when the registry refused it).
+    /// The counter or gauge of `key` (`make` is [`Registry::counter`] or
+    /// [`Registry::gauge`]), registered by the first thread to ask (with no lock of the index
+    /// held: see [`Index::get_or_register`]); `None`, counted once, when the registry refused
+    /// it.
     fn register_number<T: Clone>(
         &self,
         key: &Key,
         index: &Index<T>,
         make: impl FnOnce(&Registry, &str, &str, &Labels) -> Result<T, crate::ExportError>,
     ) -> Option<T> {
-        if let Some(found) = index.get(key) {
-            return found;
-        }
-        let name = names::sanitize(key.name(), true);
-        let labels = names::labels(key, false);
-        let mut shard = index.lock(key);
-        if let Some(found) = shard.get(key) {
-            return found.clone();
-        }
-        let help = read(&self.inner.help);
-        let description = help.get(&name).map_or("", String::as_str);
-        let made = make(&self.inner.registry, &name, description, &labels).ok();
-        drop(help);
-        if made.is_none() {
-            self.inner.refused.inc();
-        }
-        shard.insert(key.clone(), made.clone());
-        made
+        index.get_or_register(key, || {
+            let name = names::sanitize(key.name(), true);
+            let labels = names::labels(key, false);
+            let help = read(&self.inner.help);
+            let description = help.get(&name).map_or("", String::as_str);
+            let made = make(&self.inner.registry, &name, description, &labels).ok();
+            drop(help);
+            if made.is_none() {
+                self.inner.refused.inc();
+            }
+            made
+        })
     }
 
-    /// Makes and registers the histogram of `key`, a key this recorder's index did not hold:
-    /// the histogram is made with no lock held, then registered under the key's shard lock
-    /// unless another thread registered the key meanwhile (then that one is returned and this
-    /// one dropped, never recorded into). `None`, counted once, when the registry refused it.
+    /// Makes and registers the histogram of `key`, for the one thread that claimed the key
+    /// ([`Index::get_or_register`]: no lock of the index is held here, so registering, which
+    /// takes the registry's lock, never holds up a record into another key). `None`, counted
+    /// once, when the registry refused it.
     fn register_new_histogram(&self, key: &Key) -> Option<metrics::Histogram> {
         let name = names::sanitize(key.name(), true);
         let labels = names::labels(key, true);
-        // `build` made one of this configuration, so this fails only as `build` would have.
+        // `build` checked this configuration, so this fails only as `build` would have.
         let made = Kinded::new(&self.inner.config, &self.inner.invalid).ok();
-        let mut shard = self.inner.histograms.lock(key);
-        if let Some(found) = shard
-            .get(key)
-            .filter(|_| !plant!(RecorderNoRecheck, false, true))
-        {
-            return found.clone();
-        }
         let help = read(&self.inner.help);
         let description = help.get(&name).map_or("", String::as_str);
         let registered = made.filter(|histogram| {
@@ -445,15 +433,18 @@ impl PicolloRecorder {
         drop(help);
         let handle = registered.as_ref().map(Kinded::handle);
         match registered {
-            Some(histogram) => lock(&self.inner.entries).push(Arc::new(Entry {
-                name,
-                labels,
-                histogram,
-                last: Mutex::new(hlog::Last::default()),
-            })),
+            Some(histogram) => {
+                let entry = Arc::new(Entry {
+                    name,
+                    labels,
+                    histogram,
+                    last: Mutex::new(hlog::Last::default()),
+                });
+                // Copied only when a reader holds the list now (copy-on-write).
+                Arc::make_mut(&mut lock(&self.inner.entries)).push(entry);
+            }
             None => self.inner.refused.inc(),
         }
-        shard.insert(key.clone(), handle.clone());
         handle
     }
 
@@ -481,7 +472,7 @@ impl PicolloRecorder {
     /// `name{labels}`.
     pub fn summaries(&self) -> String {
         let mut out = String::new();
-        for e in self.entries() {
+        for e in self.entries().iter() {
             let table = Summary::from_histogram(e.histogram.read());
             out.push_str(&table.table(&e.title()).to_string());
             out.push('\n');
@@ -510,7 +501,7 @@ impl PicolloRecorder {
         end_sec: f64,
     ) -> Result<u64, LogError> {
         let mut dropped = 0u64;
-        for e in self.entries() {
+        for e in self.entries().iter() {
             let h = e.histogram.read();
             let mut last = lock(&e.last);
             let (delta, next) = last.interval(h);
@@ -584,11 +575,11 @@ impl metrics::Recorder for PicolloRecorder {
         if let Some(handle) = cached_handle(self.inner.id, key) {
             return handle;
         }
-        let handle = match self.inner.histograms.get(key) {
-            Some(found) => found,
-            None => self.register_new_histogram(key),
-        }
-        .unwrap_or_else(metrics::Histogram::noop);
+        let handle = self
+            .inner
+            .histograms
+            .get_or_register(key, || self.register_new_histogram(key))
+            .unwrap_or_else(metrics::Histogram::noop);
         remember_handle(self.inner.id, key, &handle);
         handle
     }

@@ -415,6 +415,17 @@ impl Registry {
         }
         drop(cached);
         let families = self.lock();
+        // Scrapes that missed the snapshot together copy the list once: the first to get
+        // the lock stores its copy, the others find it here (lock order: `families`, then
+        // `snapshot`).
+        if let Some(list) = self
+            .snapshot
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_ref()
+        {
+            return list.clone();
+        }
         let list: FamilyList = Arc::new(families.list().to_vec());
         if plant!(RegistryStaleSnapshot, false, true) {
             drop(families);

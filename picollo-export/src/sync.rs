@@ -10,9 +10,17 @@
 pub(crate) use std::sync::{Mutex, MutexGuard, RwLock};
 // The guards name the `metrics` recorder's lock helpers.
 #[cfg(all(not(loom), feature = "metrics"))]
-pub(crate) use std::sync::{RwLockReadGuard, RwLockWriteGuard};
+pub(crate) use std::sync::RwLockReadGuard;
 
+#[cfg(all(loom, feature = "metrics"))]
+pub(crate) use loom::sync::RwLockReadGuard;
 #[cfg(loom)]
 pub(crate) use loom::sync::{Mutex, MutexGuard, RwLock};
+
+/// Gives the processor to another thread while one waits for another's registration (loom's
+/// in a model build, where threads are coroutines that must yield to make progress).
+#[cfg(all(not(loom), feature = "metrics"))]
+pub(crate) use std::thread::yield_now;
+
 #[cfg(all(loom, feature = "metrics"))]
-pub(crate) use loom::sync::{RwLockReadGuard, RwLockWriteGuard};
+pub(crate) use loom::thread::yield_now;

@@ -8,7 +8,10 @@
 //!
 //! - **Registration race.** Two threads ask the recorder for the same new key at once and
 //!   record one value each: one series exists after, holding both values, and nothing is
-//!   refused (the loser of the race drops its histogram and records into the winner's).
+//!   refused (one thread claims the key and registers it; the other waits for its answer).
+//! - **One shard, two keys.** Two threads register two new keys of the same index shard at
+//!   once: both series exist with their records (the shard is locked to claim a key and to
+//!   fill the claim in, never while the registry registers it).
 //! - **Copy-on-write list.** One thread registers a series while another scrapes (the scrape
 //!   copies the families into the shared snapshot): a scrape after both sees the series.
 //!
@@ -80,6 +83,51 @@ fn registration_race() {
     });
 }
 
+/// A key whose hash puts it in the same index shard as `key` (the index takes a shard from
+/// bits 40 and up of the key's hash).
+fn same_shard_as(key: &Key) -> Key {
+    (0..)
+        .map(|i| Key::from_parts("op", vec![Label::new("route", format!("/{i}"))]))
+        .find(|k| k != key && (k.get_hash() >> 40) % 32 == (key.get_hash() >> 40) % 32)
+        .unwrap()
+}
+
+/// Two threads register two new keys of one index shard at once, one of them while the
+/// other's registration is under way (claimed, in the registry, filled in): each key gets
+/// its series and its record, none is refused, and neither thread waits for the other's
+/// registration (the shard is locked only to claim a key and to fill the claim in).
+fn same_shard_race() {
+    loom::model(|| {
+        let registry = Arc::new(Registry::new());
+        let recorder = RecorderBuilder::new()
+            .dense()
+            .build(registry.clone())
+            .unwrap();
+        let first = Key::from_parts("op", vec![Label::new("route", "/a")]);
+        let second = same_shard_as(&first);
+        let racer = {
+            let recorder = recorder.clone();
+            let first = first.clone();
+            thread::spawn(move || {
+                recorder
+                    .register_histogram(&first, &metadata())
+                    .record(2_000.0)
+            })
+        };
+        recorder
+            .register_histogram(&second, &metadata())
+            .record(3_000.0);
+        racer.join().unwrap();
+        let text = registry.encode_text(TextFormat::Prometheus);
+        assert_eq!(
+            sample(&text, "picollo_recorder_refused_registrations_total"),
+            Some(0.0)
+        );
+        assert_eq!(sample(&text, "op_count{route=\"/a\"}"), Some(1.0), "{text}");
+        assert_eq!(recorder.histogram_footprint().1, 2);
+    });
+}
+
 /// A registration while a scrape takes the snapshot; a scrape after both sees the series.
 fn snapshot_race() {
     loom::model(|| {
@@ -117,6 +165,11 @@ fn racing_registrations_make_one_series_and_lose_no_record() {
 #[should_panic(expected = "a racing registration was refused")]
 fn planted_no_recheck_loses_a_record() {
     planted::with(Bug::RecorderNoRecheck, registration_race);
+}
+
+#[test]
+fn new_keys_of_one_shard_register_side_by_side() {
+    same_shard_race();
 }
 
 #[test]

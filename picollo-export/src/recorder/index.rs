@@ -1,9 +1,12 @@
 //! The recorder's index of what it handed out per `metrics` key: sharded by the key's hash,
 //! each shard read-mostly, so that finding an existing key takes no lock shared by all
-//! threads (a read lock on one of [`SHARDS`] shards), and registering a new one blocks only
-//! the keys of its shard, for a hash insert and the registry's.
+//! threads (a read lock on one of [`SHARDS`] shards). Registering a new key holds its shard's
+//! write lock only to claim the key and to fill the claim in, never while the key is
+//! registered: registration takes the registry's lock, which a scrape holds while it takes
+//! its snapshot, and a shard's write lock held across it would stop every `histogram!` of
+//! the shard's existing keys until the scrape let go.
 
-use crate::sync::{RwLock, RwLockWriteGuard};
+use crate::sync::{yield_now, RwLock};
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
@@ -19,8 +22,16 @@ pub(super) struct Index<V> {
     shards: [RwLock<Shard<V>>; SHARDS],
 }
 
+/// What a shard holds for a key.
+enum Slot<V> {
+    /// A thread claimed the key and is registering it (no lock of the index held).
+    Registering,
+    /// What was handed out: `None` for a key the registry refused.
+    Done(Option<V>),
+}
+
 /// One shard of an [`Index`].
-pub(super) type Shard<V> = HashMap<Key, Option<V>, BuildHasherDefault<KeyHash>>;
+type Shard<V> = HashMap<Key, Slot<V>, BuildHasherDefault<KeyHash>>;
 
 impl<V: Clone> Default for Index<V> {
     fn default() -> Self {
@@ -30,23 +41,89 @@ impl<V: Clone> Default for Index<V> {
     }
 }
 
+/// What a look at a key's shard found.
+enum Found<V> {
+    /// What was handed out.
+    Done(Option<V>),
+    /// Another thread is registering the key.
+    Registering,
+    /// Nobody has the key: this thread claimed it (only when claiming).
+    Claimed,
+}
+
 impl<V: Clone> Index<V> {
     fn shard(&self, key: &Key) -> &RwLock<Shard<V>> {
         // The high bits: the map inside takes its buckets from the low ones.
         &self.shards[(key.get_hash() >> 40) as usize % SHARDS]
     }
 
-    /// What was handed out for `key`: `Some(Some(v))`, `Some(None)` for a refused key, `None`
-    /// for a key not seen yet.
-    pub(super) fn get(&self, key: &Key) -> Option<Option<V>> {
-        let shard = self.shard(key).read().unwrap_or_else(|e| e.into_inner());
-        shard.get(key).cloned()
+    /// What was handed out for `key` (`None` when the registry refused it), registered by
+    /// `register` when no thread has yet. `register` runs with no lock of the index held;
+    /// while it does, other threads asking for the same key wait for its answer (yielding),
+    /// and those asking for other keys of the shard do not wait at all. When `register`
+    /// unwinds, the claim is withdrawn and the next thread to ask registers the key.
+    pub(super) fn get_or_register(
+        &self,
+        key: &Key,
+        register: impl FnOnce() -> Option<V>,
+    ) -> Option<V> {
+        let shard = self.shard(key);
+        loop {
+            let seen = match shard.read().unwrap_or_else(|e| e.into_inner()).get(key) {
+                Some(Slot::Done(v)) => Found::Done(v.clone()),
+                Some(Slot::Registering) => Found::Registering,
+                None => Found::Claimed,
+            };
+            let seen = match seen {
+                // Not seen under the read lock: claim it, unless another thread did since.
+                Found::Claimed => {
+                    let mut map = shard.write().unwrap_or_else(|e| e.into_inner());
+                    let look_again = !picollo_core::plant!(RecorderNoRecheck, false, true);
+                    match map.get(key).filter(|_| look_again) {
+                        Some(Slot::Done(v)) => Found::Done(v.clone()),
+                        Some(Slot::Registering) => Found::Registering,
+                        None => {
+                            map.insert(key.clone(), Slot::Registering);
+                            Found::Claimed
+                        }
+                    }
+                }
+                seen => seen,
+            };
+            match seen {
+                Found::Done(v) => return v,
+                Found::Registering => yield_now(),
+                Found::Claimed => {
+                    let claim = Claim { shard, key };
+                    let made = register();
+                    claim.fill(made.clone());
+                    return made;
+                }
+            }
+        }
     }
+}
 
-    /// `key`'s shard, locked for an insertion (look again first: another thread may have
-    /// inserted the key since [`Index::get`]).
-    pub(super) fn lock(&self, key: &Key) -> RwLockWriteGuard<'_, Shard<V>> {
-        self.shard(key).write().unwrap_or_else(|e| e.into_inner())
+/// A key claimed for registration: filled in with what was made, or withdrawn when the
+/// registration unwinds (so that waiting threads do not wait forever).
+struct Claim<'a, V> {
+    shard: &'a RwLock<Shard<V>>,
+    key: &'a Key,
+}
+
+impl<V> Claim<'_, V> {
+    fn fill(self, made: Option<V>) {
+        let mut map = self.shard.write().unwrap_or_else(|e| e.into_inner());
+        map.insert(self.key.clone(), Slot::Done(made));
+        drop(map);
+        core::mem::forget(self);
+    }
+}
+
+impl<V> Drop for Claim<'_, V> {
+    fn drop(&mut self) {
+        let mut map = self.shard.write().unwrap_or_else(|e| e.into_inner());
+        map.remove(self.key);
     }
 }
 
