@@ -85,11 +85,15 @@
 //!
 //! No lock shared by all threads is on a record path: a key registered before is found in an
 //! index sharded by the key's hash (a read lock on one of 32 shards, after the thread's own
-//! handle cache); a new key's histogram is made outside any lock, then inserted under its
-//! shard's lock if no other thread inserted the key meanwhile (the loser's histogram is
-//! dropped before anything was recorded into it). Exports ([`PicolloRecorder::summaries`],
-//! [`PicolloRecorder::write_hlog_interval`], the registry's scrapes) copy the list of series
-//! (`Arc`s) and read every histogram with no lock held, so a scrape delays no record.
+//! handle cache). A new key is claimed under its shard's write lock (a hash insert), made
+//! and registered with no lock of the index held, and the claim filled in under the lock
+//! again; other threads asking for the same key wait for that answer, and the shard's other
+//! keys are never held up by the registration, which takes the registry's lock (held by a
+//! scrape while it copies the list of series after a change). Exports
+//! ([`PicolloRecorder::summaries`], [`PicolloRecorder::write_hlog_interval`], the registry's
+//! scrapes) take the list of series shared (a pointer copy; the registry's after a change a
+//! copy of its `Arc`s, once for all the scrapes that wait on it) and read every histogram
+//! with no lock held, so a scrape delays no record.
 //!
 //! # Value units
 //!
