@@ -42,6 +42,10 @@ pub(crate) struct Buckets<'a, H: ?Sized> {
     next: usize,
     cumulative: u64,
     only_recorded: bool,
+    /// For kinds that read in bulk: the first non-empty bucket at or after `next` (storage
+    /// index and count; the window's length when none), so that the empty buckets before it
+    /// are reported without a lookup each.
+    ahead: Option<(usize, u64)>,
 }
 
 impl<'a, H: HistogramRead + ?Sized> Buckets<'a, H> {
@@ -53,6 +57,7 @@ impl<'a, H: HistogramRead + ?Sized> Buckets<'a, H> {
             next: 0,
             cumulative: 0,
             only_recorded,
+            ahead: None,
         }
     }
 }
@@ -69,7 +74,19 @@ impl<H: HistogramRead + ?Sized> Iterator for Buckets<'_, H> {
                 }
             }
         } else if self.next < self.window.len() {
-            (self.next, self.h.count_at(self.next))
+            let s = self.next;
+            if !self.h.reads_in_bulk() {
+                (s, self.h.count_at(s))
+            } else {
+                if self.ahead.is_none_or(|(i, _)| i < s) {
+                    let len = self.window.len();
+                    self.ahead = Some(super::next_recorded(self.h, s).unwrap_or((len, 0)));
+                }
+                match self.ahead {
+                    Some((i, n)) if i == s => (s, n),
+                    _ => (s, 0),
+                }
+            }
         } else {
             return None;
         };
