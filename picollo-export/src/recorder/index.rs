@@ -114,7 +114,13 @@ struct Claim<'a, V> {
 impl<V> Claim<'_, V> {
     fn fill(self, made: Option<V>) {
         let mut map = self.shard.write().unwrap_or_else(|e| e.into_inner());
-        map.insert(self.key.clone(), Slot::Done(made));
+        // In place: the claim holds the key (no second copy of it).
+        match map.get_mut(self.key) {
+            Some(slot) => *slot = Slot::Done(made),
+            None => {
+                map.insert(self.key.clone(), Slot::Done(made));
+            }
+        }
         drop(map);
         core::mem::forget(self);
     }
