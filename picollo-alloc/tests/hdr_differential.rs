@@ -20,6 +20,7 @@ use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer,
 use hdrhistogram::Histogram;
 use picollo_alloc::hdr::{HdrCounts, BEST_COMPRESSION, DEFAULT_COMPRESSION};
 use picollo_core::read::rank_count;
+use picollo_testkit::miri_size as size;
 use proptest::prelude::*;
 
 /// Percentiles compared between Picollo and the crate (and between the crate's source and its
@@ -27,6 +28,14 @@ use proptest::prelude::*;
 const PERCENTILES: &[f64] = &[
     0.0, 0.1, 1.0, 10.0, 25.0, 50.0, 75.0, 90.0, 99.0, 99.9, 99.99, 99.999, 100.0,
 ];
+
+/// The percentiles compared in a check: all of [`PERCENTILES`], but four in CI's miri run,
+/// where each of the crate's reads walks its counts array under the interpreter (about a
+/// second per check for each percentile; the decoded copies' counts are compared whole
+/// besides).
+fn percentiles() -> &'static [f64] {
+    size(PERCENTILES, PERCENTILES, &[0.0, 50.0, 99.9, 100.0])
+}
 
 /// The quantile a user of the crate writes for `percentile`: `0.999` for 99.9, not
 /// `99.9 / 100.0` (`0.9990000000000001`, which asks for one value too many at multiples of
@@ -39,10 +48,13 @@ fn decimal_quantile(percentile: f64) -> f64 {
         .unwrap()
 }
 
-/// The most significant digits a geometry has. Under miri 2: a full-range 5-digit histogram
-/// has 6.2 million counts (each pass over them takes minutes there), a 2-digit one 7,400; the
-/// smaller geometries run every assertion the same way.
-const MAX_SIGFIG: u8 = if cfg!(miri) { 2 } else { 5 };
+/// The most significant digits a geometry has. Under miri 2 in a full-size run, 1 in CI's: a
+/// full-range 5-digit histogram has 6.2 million counts (each pass over them takes minutes
+/// there), a 2-digit one 7,400, a 1-digit one 1,000; the smaller geometries run every
+/// assertion the same way (every encoded word length, zero runs, the deflate framing).
+fn max_sigfig() -> u8 {
+    size(5, 2, 1)
+}
 
 /// Totals up to which the crate's percentile arithmetic is exact in `f64`.
 const EXACT_F64_TOTAL: u64 = 1 << 53;
@@ -148,24 +160,42 @@ fn check_picollo_to_hdr(pair: &Pair) {
         .expect("V2Serializer");
     assert_eq!(plain, anchor, "plain V2 bytes differ from the crate's");
 
-    let encodings = [
-        ("V2", plain),
-        (
-            "V2+deflate level 6",
-            ours.encode_v2_deflate(DEFAULT_COMPRESSION)
-                .expect("encode_v2_deflate"),
-        ),
-        (
-            "V2+deflate level 9",
-            ours.encode_v2_deflate(BEST_COMPRESSION)
-                .expect("encode_v2_deflate"),
-        ),
-        (
-            "V2+deflate level 0",
-            ours.encode_v2_deflate(0).expect("encode_v2_deflate"),
-        ),
-    ];
+    // Every level natively; in CI's miri run levels 6 and 0 (9 differs from 6 only in
+    // miniz_oxide's search, and each encoding costs seconds there).
+    let levels = size(
+        &[DEFAULT_COMPRESSION, BEST_COMPRESSION, 0][..],
+        &[DEFAULT_COMPRESSION, BEST_COMPRESSION, 0][..],
+        &[DEFAULT_COMPRESSION, 0][..],
+    );
+    let mut encodings = vec![("V2".to_string(), plain)];
+    for &level in levels {
+        let bytes = ours.encode_v2_deflate(level).expect("encode_v2_deflate");
+        encodings.push((format!("V2+deflate level {level}"), bytes));
+    }
     let expected = hdr_buckets(hdr);
+    // The source's answers, read once for every encoding.
+    let wants: Vec<(f64, u64)> = percentiles()
+        .iter()
+        .map(|&p| (p, hdr.value_at_percentile(p)))
+        .collect();
+    if !hdr.is_empty() {
+        for &p in percentiles() {
+            // Picollo's rank rule is exact: the crate's `value_at_quantile` for the decimal
+            // quantile (0.999 for 99.9) gives the same answer wherever its `f64` product asks
+            // for the exact count (always at these ranks below 2^36 values; above, the
+            // product's rounding can miss it, and above 2^53 reach past the total).
+            let q = decimal_quantile(p);
+            let total = hdr.len();
+            let crate_count = ((q * total as f64).ceil() as u64).max(1);
+            if total <= EXACT_F64_TOTAL && crate_count == rank_count(p, total) {
+                assert_eq!(
+                    ours.value_at_percentile(p),
+                    Some(hdr.value_at_quantile(q)),
+                    "p{p} vs Picollo"
+                );
+            }
+        }
+    }
     for (what, bytes) in &encodings {
         let back: Histogram<u64> = Deserializer::new()
             .deserialize(&mut &bytes[..])
@@ -190,23 +220,8 @@ fn check_picollo_to_hdr(pair: &Pair) {
             );
             assert_eq!(back.min(), ours.min(), "{what}: min vs Picollo");
             assert_eq!(back.max(), ours.max(), "{what}: max vs Picollo");
-            for &p in PERCENTILES {
-                let want = hdr.value_at_percentile(p);
+            for &(p, want) in &wants {
                 assert_eq!(back.value_at_percentile(p), want, "{what}: p{p}");
-                // Picollo's rank rule is exact: the crate's `value_at_quantile` for the decimal
-                // quantile (0.999 for 99.9) gives the same answer wherever its `f64` product
-                // asks for the exact count (always at these ranks below 2^36 values; above,
-                // the product's rounding can miss it, and above 2^53 reach past the total).
-                let q = decimal_quantile(p);
-                let total = hdr.len();
-                let crate_count = ((q * total as f64).ceil() as u64).max(1);
-                if total <= EXACT_F64_TOTAL && crate_count == rank_count(p, total) {
-                    assert_eq!(
-                        ours.value_at_percentile(p),
-                        Some(hdr.value_at_quantile(q)),
-                        "{what}: p{p} vs Picollo"
-                    );
-                }
             }
         }
         // Counts, total, min and max together (the crate's `PartialEq`), except for the
@@ -239,7 +254,7 @@ fn geometry() -> impl Strategy<Value = (u64, u64, u8)> {
         1 => Just(1u64 << 20),
         2 => 1u64..=1_000_000,
     ];
-    (lowest, 1u8..=MAX_SIGFIG, 0u32..=62, any::<u64>()).prop_filter_map(
+    (lowest, 1u8..=max_sigfig(), 0u32..=62, any::<u64>()).prop_filter_map(
         "geometry refused",
         |(lowest, sigfig, top_bit, r)| {
             let max = i64::MAX as u64;
@@ -326,7 +341,7 @@ fn case() -> impl Strategy<Value = Case> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(if cfg!(miri) { 4 } else { 64 }))]
+    #![proptest_config(ProptestConfig::with_cases(size(64, 4, 2)))]
 
     #[test]
     fn differential_random(case in case()) {
@@ -336,7 +351,7 @@ proptest! {
 
 #[test]
 fn differential_empty() {
-    for sigfig in 1..=MAX_SIGFIG {
+    for sigfig in 1..=max_sigfig() {
         for (lowest, highest) in [
             (1, 2),
             (1, 1000),
@@ -371,7 +386,7 @@ fn differential_fixed_geometries() {
         (1 << 20, max, 3),
         (3, 1 << 40, 4),
     ];
-    for &(lowest, highest, sigfig) in geometries.iter().filter(|g| g.2 <= MAX_SIGFIG) {
+    for &(lowest, highest, sigfig) in geometries.iter().filter(|g| g.2 <= max_sigfig()) {
         // The bottom, powers of two and their neighbours, the top, and huge counts.
         let mut records = vec![(0, 3), (1, 1), (lowest, 7), (highest, 11), (highest - 1, 1)];
         let mut v = lowest.max(2);
@@ -397,7 +412,7 @@ fn differential_fixed_geometries() {
 /// Picollo's bytes must still equal the crate's and decode to the same buckets.
 #[test]
 fn zeros_with_unit_magnitude() {
-    for sigfig in 1..=MAX_SIGFIG {
+    for sigfig in 1..=max_sigfig() {
         check(&Case {
             lowest: 2,
             highest: 4,
@@ -412,7 +427,7 @@ fn zeros_with_unit_magnitude() {
 #[test]
 fn differential_extremes() {
     let max = i64::MAX as u64;
-    for sigfig in 1..=MAX_SIGFIG {
+    for sigfig in 1..=max_sigfig() {
         check(&Case {
             lowest: 1,
             highest: max,
@@ -427,13 +442,10 @@ fn differential_extremes() {
         });
     }
     // Every entry of a small histogram non-empty, with counts of every encoded length.
-    // (About 1000 entries of 2^0 to 2^55: the total stays below 2^61.) Under miri values up to
-    // 20,000, every 97th with a large count (about 200 of 2^0 to 2^55).
-    let (top, every) = if cfg!(miri) {
-        (20_000, 97)
-    } else {
-        (1_000_000, 997)
-    };
+    // (About 1000 entries of 2^0 to 2^55: the total stays below 2^61.) In a full-size miri run
+    // values up to 20,000, every 97th with a large count (about 200 of 2^0 to 2^55); in CI's
+    // up to 500, every 9th (56 large counts, 2^0 to 2^55: every word length).
+    let (top, every) = size((1_000_000, 997), (20_000, 97), (500, 9));
     let mut records = Vec::new();
     for v in 0..=top {
         if v % every == 0 {
@@ -455,7 +467,7 @@ fn differential_extremes() {
 fn differential_full_range() {
     let mut state = 0x9E37_79B9_7F4A_7C15u64;
     let mut records = Vec::new();
-    for _ in 0..if cfg!(miri) { 2_000 } else { 20_000 } {
+    for _ in 0..size(20_000, 2_000, 300) {
         state ^= state >> 12;
         state ^= state << 25;
         state ^= state >> 27;
@@ -463,7 +475,7 @@ fn differential_full_range() {
         let bits = 1 + (r % 63) as u32;
         records.push((r >> (64 - bits), 1 + (r >> 40) % 5000));
     }
-    for sigfig in 1..=MAX_SIGFIG {
+    for sigfig in 1..=max_sigfig() {
         check(&Case {
             lowest: 1,
             highest: i64::MAX as u64,

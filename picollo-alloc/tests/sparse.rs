@@ -9,6 +9,7 @@ use picollo_alloc::sparse::{widened, SparseStorage, HOT};
 use picollo_alloc::{bulk, HistogramBuilder, Snapshot};
 use picollo_core::scalable::XorShift;
 use picollo_core::{EquivalentValue, HistogramRead, Layout, Percentile, ReadExt, Window};
+use picollo_testkit::miri_size as size;
 use proptest::prelude::*;
 
 /// Every non-empty bucket, through the bulk read.
@@ -97,13 +98,15 @@ fn spread(word: u64, bits: u32) -> u64 {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(if cfg!(miri) { 2 } else { 48 }))]
+    // One case in CI's miri run (each costs a minute or more there), two in a full-size one.
+    #![proptest_config(ProptestConfig::with_cases(size(48, 2, 1)))]
 
     #[test]
     fn plain_and_atomic_sparse_read_like_dense(
         k in 1u32..=(if cfg!(miri) { 3 } else { 9 }),
         bounds in (any::<u64>(), any::<u64>(), 0u32..=64),
-        records in proptest::collection::vec((any::<u64>(), 0u64..40), 0..300),
+        // In CI's miri run up to 60 records (every third from a thread of its own).
+        records in proptest::collection::vec((any::<u64>(), 0u64..40), 0..size(300, 300, 60)),
         ranges in proptest::collection::vec((any::<u64>(), any::<u64>()), 4),
     ) {
         let layout = Layout::from_block_scale(k).unwrap();
@@ -135,7 +138,8 @@ proptest! {
             // the end of `thread::scope` does not wait for the thread's TLS destructors
             // (rust-lang/rust#116179), which fold its shard; `join` does, so the reads below
             // check the folded counts, not a fold still in progress.
-            if i % 3 == 0 {
+            // (Every twelfth in CI's miri run, where a thread costs a second.)
+            if i % size(3, 3, 12) == 0 {
                 std::thread::scope(|s| {
                     s.spawn(|| local.record_n(v, n.max(1) * u64::from(n >= 30) + u64::from(n < 30)))
                         .join()
@@ -161,25 +165,29 @@ proptest! {
 
     #[test]
     fn reset_snapshots_add_and_codecs_on_sparse(
-        first in proptest::collection::vec(any::<u64>(), 0..200),
-        second in proptest::collection::vec(any::<u64>(), 1..200),
+        first in proptest::collection::vec(any::<u64>(), 0..size(200, 200, 30)),
+        second in proptest::collection::vec(any::<u64>(), 1..size(200, 200, 30)),
     ) {
-        let layout = Layout::from_block_scale(7).unwrap();
-        let builder = HistogramBuilder::new().layout(layout);
+        // In CI's miri run block scale 4 and a window up to 2^20 - 1 (whole blocks: 144 cells,
+        // not 7,300: there each read of an atomic cell costs microseconds, and the dense
+        // twin's walks the square of its length), values below 2^21 (some above the window).
+        let (k, top, bits) = size((7, u64::MAX, 64), (7, u64::MAX, 64), (4, (1 << 20) - 1, 21));
+        let layout = Layout::from_block_scale(k).unwrap();
+        let builder = HistogramBuilder::new().layout(layout).max_trackable(top);
         let atomic = builder.atomic().unwrap();
         let local = builder.thread_local().unwrap();
         let mut plain = builder.plain().unwrap();
         let mut dense = builder.dense().plain().unwrap();
         for &w in &first {
-            atomic.record(spread(w, 64));
-            local.record(spread(w, 64));
-            plain.record(spread(w, 64));
+            atomic.record(spread(w, bits));
+            local.record(spread(w, bits));
+            plain.record(spread(w, bits));
         }
         atomic.reset();
         local.reset();
         plain.reset();
         for &w in &second {
-            let v = spread(w, 64);
+            let v = spread(w, bits);
             atomic.record(v);
             local.record(v);
             plain.record(v);
@@ -209,7 +217,7 @@ proptest! {
         let mut into_dense = builder.dense().plain().unwrap();
         into_dense.add(&plain);
         assert_reads_alike(&into_dense, &dense, &[]);
-        let coarser = HistogramBuilder::new().relative_error(0.05);
+        let coarser = HistogramBuilder::new().relative_error(0.05).max_trackable(top);
         let (mut s, mut d) = (coarser.plain().unwrap(), coarser.dense().plain().unwrap());
         prop_assert_eq!(s.add(&plain), d.add(&dense));
         assert_reads_alike(&s, &d, &[]);
@@ -229,18 +237,20 @@ proptest! {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(if cfg!(miri) { 2 } else { 32 }))]
+    // One case in CI's miri run, at block scales up to 4 and 60 records (at scale 9 a
+    // full-range dense twin has 28,000 cells, whose walks cost minutes there).
+    #![proptest_config(ProptestConfig::with_cases(size(32, 2, 1)))]
 
     /// A value unit (HdrHistogram's lowest discernible value) on sparse storage: the positions
     /// are the unit-free layout's of `v >> u`, the window starts at the layout's first index;
     /// it reads like dense storage, and `subtract` takes the same counts away.
     #[test]
     fn units_and_subtract_on_sparse(
-        k in 2u32..=9,
+        k in 2u32..=size(9, 9, 4),
         lowest in 1u64..5_000,
         max in 1_000u64..u64::MAX,
-        records in proptest::collection::vec((any::<u64>(), 1u64..20), 1..200),
-        keep in 0usize..200,
+        records in proptest::collection::vec((any::<u64>(), 1u64..20), 1..size(200, 200, 60)),
+        keep in 0usize..size(200, 200, 60),
     ) {
         let layout = Layout::from_block_scale(k).unwrap();
         let builder = HistogramBuilder::new()
@@ -279,9 +289,18 @@ proptest! {
 
 #[test]
 fn approximate_sparse_is_exact_below_its_threshold() {
+    // In CI's miri run block scale 4, up to 2^17, and 300 records: pages in a few blocks
+    // still, of 8 scalable cells, not 256 (each read of one costs microseconds there), and a
+    // dense twin of 72 cells, not 15,000 (its walks cost the square of its length).
+    let layout = size(
+        Layout::DEFAULT,
+        Layout::DEFAULT,
+        Layout::from_block_scale(4).unwrap(),
+    );
     let builder = HistogramBuilder::new()
+        .layout(layout)
         .min_trackable(1000)
-        .max_trackable(1 << 40);
+        .max_trackable(size(1 << 40, 1 << 40, 1 << 17));
     let approx = builder.approximate().unwrap();
     let mut dense = HistogramBuilder::new()
         .layout(approx.layout())
@@ -290,8 +309,9 @@ fn approximate_sparse_is_exact_below_its_threshold() {
         .plain()
         .unwrap();
     let mut rng = XorShift::new(9);
-    for i in 0..5_000u64 {
-        let v = (i * 7919) % (1 << 30) + i % 3;
+    let (records, spread) = size((5_000u64, 1 << 30), (5_000, 1 << 30), (300, 1 << 16));
+    for i in 0..records {
+        let v = (i * 7919) % spread + i % 3;
         approx.record(v, &mut rng);
         dense.record(v);
     }
@@ -345,7 +365,9 @@ fn memory_follows_the_data() {
 
 #[test]
 fn cold_tier_stops_at_its_limit_and_pages_take_over() {
-    let layout = Layout::from_block_scale(7).unwrap();
+    // In CI's miri run block scale 4 (a cold-tier limit of 2 words a block, not 16) and 400
+    // values.
+    let layout = Layout::from_block_scale(size(7, 7, 4)).unwrap();
     let mut h = HistogramBuilder::new().layout(layout).plain().unwrap();
     let mut dense = HistogramBuilder::new()
         .layout(layout)
@@ -354,12 +376,15 @@ fn cold_tier_stops_at_its_limit_and_pages_take_over() {
         .plain()
         .unwrap();
     // Many distinct buckets, one value each: the tables fill, then blocks get pages.
-    for i in 0..5_000u64 {
+    for i in 0..size(5_000u64, 5_000, 400) {
         let v = (i * 2_654_435_761) % (1 << 40);
         h.record(v);
         dense.record(v);
     }
-    let limit = SparseStorage::<u64>::cold_word_limit(layout.block_count() as usize - 1, 7);
+    let limit = SparseStorage::<u64>::cold_word_limit(
+        layout.block_count() as usize - 1,
+        layout.block_scale(),
+    );
     assert!(h.storage().cold_words() <= limit);
     assert!(h.storage().pages() > 0);
     assert_reads_alike(&h, &dense, &[(0, 3000), (3000, 7000)]);
@@ -373,7 +398,11 @@ fn narrow_cells_saturate_like_dense_ones() {
     let b = HistogramBuilder::new().max_trackable(1000).u16_storage();
     let mut sparse = b.plain().unwrap();
     let atomic = b.atomic().unwrap();
-    for _ in 0..70_000 {
+    // In CI's miri run most of the way in one `record_n`, the last 1,000 one at a time.
+    let singles = size(70_000, 70_000, 1_000);
+    sparse.record_n(7, 70_000 - singles);
+    atomic.record_n(7, 70_000 - singles);
+    for _ in 0..singles {
         sparse.record(7);
         atomic.record(7);
     }
