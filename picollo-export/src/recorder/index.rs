@@ -47,7 +47,9 @@ enum Found<V> {
     Done(Option<V>),
     /// Another thread is registering the key.
     Registering,
-    /// Nobody has the key: this thread claimed it (only when claiming).
+    /// Nobody has the key (under the read lock).
+    Absent,
+    /// Nobody had the key: this thread claimed it (under the write lock).
     Claimed,
 }
 
@@ -72,11 +74,11 @@ impl<V: Clone> Index<V> {
             let seen = match shard.read().unwrap_or_else(|e| e.into_inner()).get(key) {
                 Some(Slot::Done(v)) => Found::Done(v.clone()),
                 Some(Slot::Registering) => Found::Registering,
-                None => Found::Claimed,
+                None => Found::Absent,
             };
             let seen = match seen {
-                // Not seen under the read lock: claim it, unless another thread did since.
-                Found::Claimed => {
+                // Claim it, unless another thread did since the read lock was let go.
+                Found::Absent => {
                     let mut map = shard.write().unwrap_or_else(|e| e.into_inner());
                     let look_again = !picollo_core::plant!(RecorderNoRecheck, false, true);
                     match map.get(key).filter(|_| look_again) {
@@ -92,7 +94,8 @@ impl<V: Clone> Index<V> {
             };
             match seen {
                 Found::Done(v) => return v,
-                Found::Registering => yield_now(),
+                // `Absent` became `Claimed` or another answer above.
+                Found::Registering | Found::Absent => yield_now(),
                 Found::Claimed => {
                     let claim = Claim { shard, key };
                     let made = register();
