@@ -105,7 +105,7 @@ proptest! {
     fn plain_and_atomic_sparse_read_like_dense(
         k in 1u32..=(if cfg!(miri) { 3 } else { 9 }),
         bounds in (any::<u64>(), any::<u64>(), 0u32..=64),
-        // In CI's miri run up to 60 records (every third from a thread of its own).
+        // In CI's miri run up to 60 records.
         records in proptest::collection::vec((any::<u64>(), 0u64..40), 0..size(300, 300, 60)),
         ranges in proptest::collection::vec((any::<u64>(), any::<u64>()), 4),
     ) {
@@ -168,8 +168,8 @@ proptest! {
         first in proptest::collection::vec(any::<u64>(), 0..size(200, 200, 30)),
         second in proptest::collection::vec(any::<u64>(), 1..size(200, 200, 30)),
     ) {
-        // In CI's miri run block scale 4 and a window up to 2^20 - 1 (whole blocks: 144 cells,
-        // not 7,300: there each read of an atomic cell costs microseconds, and the dense
+        // In CI's miri run block scale 4 and a window up to 2^20 - 1 (whole blocks: 272 cells,
+        // not 7,424: there each read of an atomic cell costs microseconds, and the dense
         // twin's walks the square of its length), values below 2^21 (some above the window).
         let (k, top, bits) = size((7, u64::MAX, 64), (7, u64::MAX, 64), (4, (1 << 20) - 1, 21));
         let layout = Layout::from_block_scale(k).unwrap();
@@ -238,7 +238,7 @@ proptest! {
 
 proptest! {
     // One case in CI's miri run, at block scales up to 4 and 60 records (at scale 9 a
-    // full-range dense twin has 28,000 cells, whose walks cost minutes there).
+    // full-range dense twin has 28,672 cells, whose walks cost minutes there).
     #![proptest_config(ProptestConfig::with_cases(size(32, 2, 1)))]
 
     /// A value unit (HdrHistogram's lowest discernible value) on sparse storage: the positions
@@ -291,7 +291,7 @@ proptest! {
 fn approximate_sparse_is_exact_below_its_threshold() {
     // In CI's miri run block scale 4, up to 2^17, and 300 records: pages in a few blocks
     // still, of 8 scalable cells, not 256 (each read of one costs microseconds there), and a
-    // dense twin of 72 cells, not 15,000 (its walks cost the square of its length).
+    // dense twin of about 120 cells, not 15,400 (its walks cost the square of its length).
     let layout = size(
         Layout::DEFAULT,
         Layout::DEFAULT,
