@@ -31,7 +31,7 @@ use loom::thread;
 use metrics::{Key, Label, Level, Metadata, Recorder};
 use picollo_core::planted;
 use picollo_export::planted::Bug;
-use picollo_export::recorder::RecorderBuilder;
+use picollo_export::recorder::{PicolloRecorder, RecorderBuilder};
 use picollo_export::text::TextFormat;
 use picollo_export::{Labels, Registry};
 
@@ -45,30 +45,36 @@ fn sample(text: &str, series: &str) -> Option<f64> {
         .map(|v| v.parse().unwrap())
 }
 
+/// In a model: a recorder (dense storage: the model is of the index and the registry, not of
+/// sparse storage's page installation, which picollo-alloc's models cover) that a second
+/// thread asks for key `theirs` and records 2,000 into while this one asks for `ours` and
+/// records 3,000; both joined. The registry's text after, and the recorder.
+fn register_from_two_threads(theirs: Key, ours: Key) -> (String, PicolloRecorder) {
+    let registry = Arc::new(Registry::new());
+    let recorder = RecorderBuilder::new()
+        .dense()
+        .build(registry.clone())
+        .unwrap();
+    let racer = {
+        let recorder = recorder.clone();
+        thread::spawn(move || {
+            recorder
+                .register_histogram(&theirs, &metadata())
+                .record(2_000.0)
+        })
+    };
+    recorder
+        .register_histogram(&ours, &metadata())
+        .record(3_000.0);
+    racer.join().unwrap();
+    (registry.encode_text(TextFormat::Prometheus), recorder)
+}
+
 /// Two threads create the same key at once and record into it.
 fn registration_race() {
     loom::model(|| {
-        let registry = Arc::new(Registry::new());
-        // Dense storage: the model is of the index and the registry, not of sparse storage's
-        // page installation (picollo-alloc's models cover that).
-        let recorder = RecorderBuilder::new()
-            .dense()
-            .build(registry.clone())
-            .unwrap();
         let key = || Key::from_parts("op", vec![Label::new("route", "/a")]);
-        let racer = {
-            let recorder = recorder.clone();
-            thread::spawn(move || {
-                recorder
-                    .register_histogram(&key(), &metadata())
-                    .record(2_000.0)
-            })
-        };
-        recorder
-            .register_histogram(&key(), &metadata())
-            .record(3_000.0);
-        racer.join().unwrap();
-        let text = registry.encode_text(TextFormat::Prometheus);
+        let (text, recorder) = register_from_two_threads(key(), key());
         assert_eq!(
             sample(&text, "picollo_recorder_refused_registrations_total"),
             Some(0.0),
@@ -98,27 +104,9 @@ fn same_shard_as(key: &Key) -> Key {
 /// registration (the shard is locked only to claim a key and to fill the claim in).
 fn same_shard_race() {
     loom::model(|| {
-        let registry = Arc::new(Registry::new());
-        let recorder = RecorderBuilder::new()
-            .dense()
-            .build(registry.clone())
-            .unwrap();
         let first = Key::from_parts("op", vec![Label::new("route", "/a")]);
         let second = same_shard_as(&first);
-        let racer = {
-            let recorder = recorder.clone();
-            let first = first.clone();
-            thread::spawn(move || {
-                recorder
-                    .register_histogram(&first, &metadata())
-                    .record(2_000.0)
-            })
-        };
-        recorder
-            .register_histogram(&second, &metadata())
-            .record(3_000.0);
-        racer.join().unwrap();
-        let text = registry.encode_text(TextFormat::Prometheus);
+        let (text, recorder) = register_from_two_threads(first, second);
         assert_eq!(
             sample(&text, "picollo_recorder_refused_registrations_total"),
             Some(0.0)
