@@ -23,6 +23,7 @@ pub(super) struct Index<V> {
 }
 
 /// What a shard holds for a key.
+#[derive(Clone)]
 enum Slot<V> {
     /// A thread claimed the key and is registering it (no lock of the index held).
     Registering,
@@ -39,18 +40,6 @@ impl<V: Clone> Default for Index<V> {
             shards: core::array::from_fn(|_| RwLock::new(HashMap::default())),
         }
     }
-}
-
-/// What a look at a key's shard found.
-enum Found<V> {
-    /// What was handed out.
-    Done(Option<V>),
-    /// Another thread is registering the key.
-    Registering,
-    /// Nobody has the key (under the read lock).
-    Absent,
-    /// Nobody had the key: this thread claimed it (under the write lock).
-    Claimed,
 }
 
 impl<V: Clone> Index<V> {
@@ -71,32 +60,31 @@ impl<V: Clone> Index<V> {
     ) -> Option<V> {
         let shard = self.shard(key);
         loop {
-            let seen = match shard.read().unwrap_or_else(|e| e.into_inner()).get(key) {
-                Some(Slot::Done(v)) => Found::Done(v.clone()),
-                Some(Slot::Registering) => Found::Registering,
-                None => Found::Absent,
-            };
-            let seen = match seen {
-                // Claim it, unless another thread did since the read lock was let go.
-                Found::Absent => {
-                    let mut map = shard.write().unwrap_or_else(|e| e.into_inner());
-                    let look_again = !picollo_core::plant!(RecorderNoRecheck, false, true);
-                    match map.get(key).filter(|_| look_again) {
-                        Some(Slot::Done(v)) => Found::Done(v.clone()),
-                        Some(Slot::Registering) => Found::Registering,
-                        None => {
-                            map.insert(key.clone(), Slot::Registering);
-                            Found::Claimed
-                        }
-                    }
-                }
-                seen => seen,
-            };
+            let seen = shard
+                .read()
+                .unwrap_or_else(|e| e.into_inner())
+                .get(key)
+                .cloned();
             match seen {
-                Found::Done(v) => return v,
-                // `Absent` became `Claimed` or another answer above.
-                Found::Registering | Found::Absent => yield_now(),
-                Found::Claimed => {
+                Some(Slot::Done(v)) => return v,
+                Some(Slot::Registering) => {
+                    yield_now();
+                    continue;
+                }
+                None => {}
+            }
+            // Not there under the read lock: claim it, unless another thread did since.
+            let mut map = shard.write().unwrap_or_else(|e| e.into_inner());
+            let look_again = !picollo_core::plant!(RecorderNoRecheck, false, true);
+            match map.get(key).filter(|_| look_again).cloned() {
+                Some(Slot::Done(v)) => return v,
+                Some(Slot::Registering) => {
+                    drop(map);
+                    yield_now();
+                }
+                None => {
+                    map.insert(key.clone(), Slot::Registering);
+                    drop(map);
                     let claim = Claim { shard, key };
                     let made = register();
                     claim.fill(made.clone());
