@@ -8,7 +8,7 @@
 
 #[cfg(not(loom))]
 pub(crate) use std::sync::{Mutex, MutexGuard, RwLock};
-// The guards name the `metrics` recorder's lock helpers.
+// The read guard names the `metrics` recorder's lock helper.
 #[cfg(all(not(loom), feature = "metrics"))]
 pub(crate) use std::sync::RwLockReadGuard;
 

@@ -46,6 +46,15 @@ macro_rules! each_kind {
 }
 
 impl Kinded {
+    /// The builder of `config`'s histograms (before the kind and storage are chosen), and
+    /// whether its layout has a value unit.
+    fn builder(config: &RecorderBuilder) -> (HistogramBuilder, bool) {
+        let builder = HistogramBuilder::new()
+            .layout(config.layout)
+            .max_trackable(config.max_trackable);
+        (builder, config.layout.unit_magnitude() != 0)
+    }
+
     /// A new histogram of `config`'s kind, made by [`HistogramBuilder`] (so that a layout
     /// with a lowest discernible value is recorded with its unit, or refused for a kind that
     /// records none: never stripped).
@@ -53,10 +62,7 @@ impl Kinded {
     /// # Errors
     /// The builder's: an invalid window, or a value unit with the thread-local kind.
     pub(super) fn new(config: &RecorderBuilder, invalid: &Counter) -> Result<Kinded, BuildError> {
-        let builder = HistogramBuilder::new()
-            .layout(config.layout)
-            .max_trackable(config.max_trackable);
-        let unit = config.layout.unit_magnitude() != 0;
+        let (builder, unit) = Self::builder(config);
         let (scale, invalid) = (config.scale, invalid.clone());
         let handle = |h| Arc::new(Handle::new(h, scale, invalid.clone()));
         Ok(match (config.kind, config.dense, unit) {
@@ -103,10 +109,7 @@ impl Kinded {
     /// # Errors
     /// As [`Kinded::new`].
     pub(super) fn footprint_of(config: &RecorderBuilder) -> Result<usize, BuildError> {
-        let builder = HistogramBuilder::new()
-            .layout(config.layout)
-            .max_trackable(config.max_trackable);
-        let unit = config.layout.unit_magnitude() != 0;
+        let (builder, unit) = Self::builder(config);
         let sparse_bytes =
             |(layout, window)| SparseStorage::<AtomicU64>::new(layout, window).held_bytes();
         let dense_bytes = |(_, window): (Layout, Window)| window.len() * size_of::<AtomicU64>();
