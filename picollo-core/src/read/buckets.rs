@@ -42,9 +42,9 @@ pub(crate) struct Buckets<'a, H: ?Sized> {
     next: usize,
     cumulative: u64,
     only_recorded: bool,
-    /// For kinds that read in bulk: the first non-empty bucket at or after `next` (storage
-    /// index and count; the window's length when none), so that the empty buckets before it
-    /// are reported without a lookup each.
+    /// The first non-empty bucket found at or after `next` (storage index and count; the
+    /// window's length when none): the recorded walk jumps to it, and the walk over every
+    /// bucket of a kind that reads in bulk reports the empty ones before it without a lookup.
     ahead: Option<(usize, u64)>,
 }
 
@@ -62,33 +62,45 @@ impl<'a, H: HistogramRead + ?Sized> Buckets<'a, H> {
     }
 }
 
+impl<H: HistogramRead + ?Sized> Buckets<'_, H> {
+    /// The first non-empty bucket at or after `next` (the window's length and 0 when none),
+    /// found once per gap ([`super::next_recorded`]).
+    fn ahead(&mut self) -> (usize, u64) {
+        match self.ahead {
+            Some(found) if found.0 >= self.next => found,
+            _ => {
+                let len = self.window.len();
+                let found = super::next_recorded(self.h, self.next).unwrap_or((len, 0));
+                self.ahead = Some(found);
+                found
+            }
+        }
+    }
+}
+
 impl<H: HistogramRead + ?Sized> Iterator for Buckets<'_, H> {
     type Item = Bucket;
     fn next(&mut self) -> Option<Bucket> {
-        let (s, count) = if self.only_recorded {
-            match super::next_recorded(self.h, self.next) {
-                Some(found) => found,
-                None => {
-                    self.next = self.window.len();
+        if self.next >= self.window.len() {
+            return None;
+        }
+        // Only the recorded buckets: jump to the next. Every bucket of a kind that reads in
+        // bulk: the empty ones before the next recorded need no lookup. Others: a lookup each.
+        let (s, count) = if self.only_recorded || self.h.reads_in_bulk() {
+            let (i, n) = self.ahead();
+            if self.only_recorded {
+                if i >= self.window.len() {
+                    self.next = i;
                     return None;
                 }
-            }
-        } else if self.next < self.window.len() {
-            let s = self.next;
-            if !self.h.reads_in_bulk() {
-                (s, self.h.count_at(s))
+                (i, n)
+            } else if i == self.next {
+                (i, n)
             } else {
-                if self.ahead.is_none_or(|(i, _)| i < s) {
-                    let len = self.window.len();
-                    self.ahead = Some(super::next_recorded(self.h, s).unwrap_or((len, 0)));
-                }
-                match self.ahead {
-                    Some((i, n)) if i == s => (s, n),
-                    _ => (s, 0),
-                }
+                (self.next, 0)
             }
         } else {
-            return None;
+            (self.next, self.h.count_at(self.next))
         };
         self.next = s + 1;
         self.cumulative = self.cumulative.saturating_add(count);
