@@ -65,6 +65,14 @@ pub mod latency {
         (0..n).map(|_| lo * (hi / lo).powf(u())).collect()
     }
 
+    /// `n` latencies uniform over [`RANGE`]: nearly all in the top two decades (100 ms … 1 s
+    /// holds nine tenths), so a series touches few octaves, each densely.
+    pub fn uniform_spread(n: usize, seed: u64) -> Vec<f64> {
+        let (lo, hi) = RANGE;
+        let mut u = uniform(seed);
+        (0..n).map(|_| lo + (hi - lo) * u()).collect()
+    }
+
     /// `n` latencies log-normal with a median of 2 ms and σ = 1 (natural log), clamped to
     /// [`RANGE`]: a typical RPC profile (p99 about 20 ms), the values bunched in a few
     /// decades.
@@ -88,7 +96,15 @@ pub mod latency {
             let (lo, hi) = super::RANGE;
             let uni = super::log_uniform(10_000, 7);
             let norm = super::log_normal(10_000, 7);
-            assert!(uni.iter().chain(&norm).all(|&v| (lo..=hi).contains(&v)));
+            let flat = super::uniform_spread(10_000, 7);
+            assert!(uni
+                .iter()
+                .chain(&norm)
+                .chain(&flat)
+                .all(|&v| (lo..=hi).contains(&v)));
+            // Uniform: nine tenths in the top decade.
+            let top = flat.iter().filter(|&&v| v >= 0.1).count();
+            assert!((8_800..9_200).contains(&top), "{top}");
             // Log-uniform: about a sixth of the values per decade; log-normal: most within
             // a decade of its median.
             let below_1ms = uni.iter().filter(|&&v| v < 1e-3).count();

@@ -155,8 +155,8 @@ impl From<WindowError> for BuildError {
 /// let small = b.u16_storage().footprint().unwrap();
 /// assert_eq!(small.buckets, f.buckets);
 /// assert!(small.plain_bytes < f.plain_bytes / 3);
-/// // Sparse storage, before anything is recorded: the directory of pages.
-/// assert!(f.sparse_empty_bytes < 1_000);
+/// // Sparse storage, before anything is recorded: the histogram's own fields, no allocation.
+/// assert!(f.sparse_empty_bytes < 300);
 /// ```
 #[derive(Clone, Copy, Debug)]
 pub struct HistogramBuilder<C = u64, S = Sparse, L = Layout> {
@@ -383,8 +383,9 @@ impl<C: StorageWidth, S: StorageChoice, L: LayoutSpec + From<Layout>> HistogramB
             sparse_empty_bytes: size_of::<SparseHistogram<C>>() + sparse.held_bytes(),
             sparse_max_bytes: size_of::<SparseHistogram<C>>()
                 + sparse.held_bytes()
+                + sparse.dir_len() * size_of::<usize>()
                 + sparse.window().len() * size_of::<C>()
-                + limit * size_of::<u64>(),
+                + limit * crate::sparse::COLD_WORD_BYTES,
         })
     }
 
@@ -455,11 +456,11 @@ pub struct Footprint {
     /// A thread-local histogram: each thread that records at the same time as others adds
     /// a shard, and after the first reset a baseline of the same size.
     pub thread_local_bytes_per_thread: usize,
-    /// A plain histogram over sparse storage before anything is recorded: the value and the
-    /// directory of pages.
+    /// A plain histogram over sparse storage before anything is recorded: the value itself
+    /// (the directory of pages and the cold tier's tables come with the first records).
     pub sparse_empty_bytes: usize,
-    /// A plain histogram over sparse storage at most: every page installed and the cold
-    /// tier at its limit.
+    /// A plain histogram over sparse storage at most: the directory, every page installed and
+    /// the cold tier at its limit (its tables' headers aside).
     pub sparse_max_bytes: usize,
 }
 

@@ -13,13 +13,18 @@
 //!   cell is `page + m`. A record into a page is the directory bound check, the page load, a
 //!   null test and the increment: the instruction count of the dense record (which
 //!   recombines `(e << k) + m`, subtracts the window start and checks the bound), within one
-//!   (`benches/RESULTS.md`, `record-instructions`).
+//!   (`benches/RESULTS.md`, `record-instructions`). The directory itself (8 bytes a block
+//!   and 8 for its length: 464 bytes over all of `u64` at block scale 7) is made with the
+//!   first page, so a series that stays in the cold tier never holds one; before it, the
+//!   bound check reads a length of zero and sends the record to the cold path.
 //! - **A cold tier.** A page is `B` cells (1 KB of `u64` at the `metrics` recorder's block
 //!   scale 7, 4 KB at the default 9): too much for a block that saw one value. A block without
-//!   a page counts its buckets in small shared tables of packed entries (`cold.rs`). A bucket
-//!   whose entry reaches [`HOT`] occurrences, a `record_n` of [`HOT`] or more, or a new bucket
-//!   once the tables reached their limit ([`SparseStorage::cold_word_limit`]) gives its block
-//!   a page; the old entries stay, and reads add them to the page's cells.
+//!   a page counts its buckets in small shared tables of 4-byte entries (`cold.rs`: an index
+//!   and a count of up to 255). A bucket whose entry reaches [`HOT`] occurrences, a
+//!   `record_n` of [`HOT`] or more, or a new bucket once the tables reached their limit
+//!   ([`SparseStorage::cold_word_limit`]) gives its block a page; the old entries stay, and
+//!   reads add them to the page's cells. A new series is a few hundred bytes: the histogram
+//!   and a first table of 32 entries (128 bytes, 24 buckets).
 //! - **Whole blocks.** The window is widened to whole blocks ([`widened`]): memory follows the
 //!   data, so a wider window costs nothing, and the record needs no lower bound check. Blocks
 //!   wholly below the window have no directory entry that can ever be set (their values are
@@ -57,11 +62,13 @@
 //!     h.record(v);
 //! }
 //! assert_eq!(h.total(), 3);
-//! // Three buckets in the cold tier: no page yet, a few hundred bytes all told.
-//! assert!(h.storage().held_bytes() < 1_000);
+//! // Three buckets in the cold tier: no page and no directory yet, one table of 32 entries.
+//! assert_eq!(h.storage().pages(), 0);
+//! assert!(h.storage().held_bytes() < 200);
 //! ```
 
 mod cold;
+mod directory;
 mod install;
 mod scratch;
 mod sort;
@@ -71,7 +78,8 @@ mod tests;
 use sort::radix_sort_by_key;
 
 use cold::ColdTier;
-use install::{AtomicPtr, AtomicUsize, Ordering};
+use directory::Directory;
+use install::{AtomicUsize, Ordering};
 use picollo_core::scalable::ScalableCell;
 use picollo_core::storage::cell_runs;
 use picollo_core::{
@@ -84,6 +92,10 @@ use portable_atomic::{AtomicU16, AtomicU32, AtomicU64};
 /// likely to be hit again, and eight records through the cold path (a hash probe and an
 /// atomic add, about 30 instructions) cost less than one page of a block that stays cold.
 pub const HOT: u64 = 8;
+
+/// Bytes of one word of the cold tier ([`SparseStorage::cold_words`]): a bucket's index and a
+/// small count packed in 32 bits.
+pub const COLD_WORD_BYTES: usize = 4;
 
 /// A cell type sparse storage can keep in pages: all-zero bytes are an empty cell.
 ///
@@ -179,8 +191,9 @@ fn bias(e: usize, k: u32) -> usize {
 /// entries: see the [module docs](self).
 pub struct SparseStorage<T> {
     /// Block `e`'s page, biased by [`bias`]: null until installed (forever for blocks below
-    /// the window).
-    dir: Box<[AtomicPtr<T>]>,
+    /// the window). The directory itself comes with the first page (`directory.rs`): a
+    /// series that never leaves the cold tier holds none.
+    dir: Directory<T>,
     k: u32,
     /// The layout and the window served (whole blocks).
     layout: Layout,
@@ -192,7 +205,8 @@ pub struct SparseStorage<T> {
     /// The block of the window's first bucket.
     first_block: usize,
     cold: ColdTier,
-    /// Most words the cold tier's tables may hold.
+    /// Most words the cold tier's tables may hold: 0 where the window's indices do not fit an
+    /// entry's key (no cold tier).
     cold_limit: usize,
     /// Bytes of installed pages.
     page_bytes: AtomicUsize,
@@ -200,7 +214,8 @@ pub struct SparseStorage<T> {
 
 impl<T: PageCell> SparseStorage<T> {
     /// Empty storage for `window` under `layout`, widened to whole blocks ([`widened`]; use
-    /// [`SparseStorage::window`] as the histogram's window). Allocates only the directory.
+    /// [`SparseStorage::window`] as the histogram's window). Allocates nothing: the cold
+    /// tier's first table comes with the first record, the directory with the first page.
     pub fn new(layout: Layout, window: Window) -> Self {
         let window = widened(layout, window);
         let k = layout.block_scale();
@@ -208,29 +223,32 @@ impl<T: PageCell> SparseStorage<T> {
         let first_block = BucketPos::of_logical(first, k).block;
         let last_block = BucketPos::of_logical(first + window.len() - 1, k).block;
         let blocks = last_block - first_block + 1;
+        let cold_limit = if first + window.len() < cold::KEY_END {
+            Self::cold_word_limit(blocks, k)
+        } else {
+            0
+        };
         SparseStorage {
-            dir: (0..=last_block)
-                .map(|_| AtomicPtr::new(core::ptr::null_mut()))
-                .collect(),
+            dir: Directory::new(last_block + 1),
             k,
             layout,
             window,
             first,
             first_block,
             cold: ColdTier::new(),
-            cold_limit: Self::cold_word_limit(blocks, k),
+            cold_limit,
             page_bytes: AtomicUsize::new(0),
         }
     }
 
-    /// The most words (8 bytes each) the cold tier of a storage of `blocks` blocks at block
-    /// scale `k` holds: an eighth of the dense window's cells, and at least one table. Past
-    /// it, a new bucket gives its block a page. At the `metrics` recorder's layout (full range,
-    /// `k = 7`) that is 928 words: tables of 32, 64, 128 and 256 words (3.8 KB, 360 buckets);
-    /// at the default layout (`k = 9`) 3,584 words: tables up to 1,024 words (16 KB, 1,512
-    /// buckets).
+    /// The most words ([`COLD_WORD_BYTES`] each) the cold tier of a storage of `blocks` blocks
+    /// at block scale `k` holds: a quarter as many as the dense window has cells (an eighth of
+    /// its bytes at 8-byte cells), and at least one table. Past it, a new bucket gives its
+    /// block a page. At the `metrics` recorder's layout (full range, `k = 7`) that is 1,856
+    /// words: tables of 32 to 512 words (3.9 KB, 744 buckets); at the default layout (`k = 9`)
+    /// 7,168 words: tables up to 2,048 words (16 KB, 3,048 buckets).
     pub fn cold_word_limit(blocks: usize, k: u32) -> usize {
-        ((blocks << k) / 8).max(cold::FIRST_WORDS)
+        ((blocks << k) / 4).max(cold::FIRST_WORDS)
     }
 
     /// The window this storage serves: the one it was made for, widened to whole blocks.
@@ -238,10 +256,10 @@ impl<T: PageCell> SparseStorage<T> {
         self.window
     }
 
-    /// The directory's first entry (block 0's page pointer), for a record path that caches it
-    /// (the thread-local kind's per-thread cache).
-    pub(crate) fn dir_ptr(&self) -> *const AtomicPtr<T> {
-        self.dir.as_ptr()
+    /// The directory's head, for a record path that caches it (the thread-local kind's
+    /// per-thread cache): an empty directory until the first page (see `directory.rs`).
+    pub(crate) fn dir_ptr(&self) -> *const usize {
+        self.dir.head()
     }
 
     /// Entries in the directory: blocks `0..dir_len()` (past it: overflow).
@@ -249,25 +267,18 @@ impl<T: PageCell> SparseStorage<T> {
         self.dir.len()
     }
 
-    /// The cell of `pos` through a cached directory pointer: the thread-local kind's hot path
+    /// The cell of `pos` through a cached directory head: the thread-local kind's hot path
     /// ([`SparseStorage::cell`](Cells::cell) without the storage at hand).
     ///
     /// # Safety
     ///
-    /// `dir` is [`SparseStorage::dir_ptr`] of a live storage whose [`SparseStorage::dir_len`]
-    /// is `len`, and `pos` a position under its block scale.
+    /// `head` is [`SparseStorage::dir_ptr`] of a live storage, and `pos` a position under its
+    /// block scale.
     #[inline(always)]
-    pub(crate) unsafe fn cached_cell<'a>(
-        dir: *const AtomicPtr<T>,
-        len: usize,
-        pos: BucketPos,
-    ) -> Lookup<&'a T> {
-        if pos.block >= len {
-            return Lookup::Missing;
-        }
-        // SAFETY: `pos.block < len`, the directory's length (the caller's guarantee). The
-        // owner thread installs its shard's pages and reads them back: program order.
-        let page = unsafe { &*dir.add(pos.block) }.load(Ordering::Relaxed);
+    pub(crate) unsafe fn cached_cell<'a>(head: *const usize, pos: BucketPos) -> Lookup<&'a T> {
+        // SAFETY: a live storage's directory head (the caller's guarantee). The owner thread
+        // installs its shard's pages and reads them back: program order.
+        let page = unsafe { directory::page_at::<T>(head, pos.block) };
         if page.is_null() {
             return Lookup::Missing;
         }
@@ -294,17 +305,26 @@ impl<T: PageCell> SparseStorage<T> {
         }
         self.cold.clear_all();
         from.cold.for_each(|logical, n| {
-            let e = BucketPos::of_logical(logical, self.k).block;
-            // No limit: the copy holds what `from` holds.
-            let _ = self.cold.add(logical, e, n, usize::MAX);
+            let pos = BucketPos::of_logical(logical, self.k);
+            // No limit: the copy holds what `from` holds, in entries where they fit; a
+            // bucket whose entries together pass an entry's count goes to its page.
+            if self.cold.add(logical, pos.block, n, usize::MAX).is_none() {
+                let cell = self.install(pos.block).wrapping_add(pos.offset);
+                // SAFETY: a cell of the page just installed (see `Cells::cell`).
+                let cell = unsafe { &*cell };
+                set(cell, cell.count().saturating_add(n).min(T::MAX));
+            }
         });
     }
 
     /// Pages installed.
     pub fn pages(&self) -> usize {
-        (self.first_block..self.dir.len())
-            .filter(|&e| !self.dir[e].load(Ordering::Relaxed).is_null())
-            .count()
+        self.dir.entries().map_or(0, |dir| {
+            dir[self.first_block..]
+                .iter()
+                .filter(|page| !page.load(Ordering::Relaxed).is_null())
+                .count()
+        })
     }
 
     /// Words in the cold tier's tables.
@@ -344,7 +364,7 @@ impl<T: PageCell> SparseStorage<T> {
             // the bias gives the allocation made with `layout`.
             unsafe { std::alloc::dealloc(page.wrapping_add(bias(e, k)).cast(), layout) }
         };
-        let (page, ours) = install::install(&self.dir[e], make, free);
+        let (page, ours) = install::install(&self.dir.installed()[e], make, free);
         if ours {
             self.page_bytes.fetch_add(layout.size(), Ordering::Relaxed);
         }
@@ -366,17 +386,16 @@ impl<T: PageCell> SparseStorage<T> {
             // Top bit set: below the window (`Window::slot_is_below`).
             return Absent::Outside(usize::MAX);
         }
-        let Some(slot) = self.dir.get(e) else {
+        if e >= self.dir.len() {
             return Absent::Outside(self.window.len());
-        };
-        let page = slot.load(Ordering::Acquire);
-        if !page.is_null() {
+        }
+        if let Some(page) = self.page_ptr(e) {
             return Absent::Cell(page.wrapping_add(pos.offset));
         }
         if n == 0 {
             return Absent::Counted;
         }
-        if T::COLD_TIER && n < HOT {
+        if T::COLD_TIER && n < HOT && self.cold_limit != 0 {
             let logical = pos.logical(self.k);
             if let Some(count) = self.cold.add(logical, e, n, self.cold_limit) {
                 if count >= HOT {
@@ -388,12 +407,16 @@ impl<T: PageCell> SparseStorage<T> {
         Absent::Cell(self.install(e).wrapping_add(pos.offset))
     }
 
+    /// Block `e`'s page pointer (biased), if installed.
+    #[inline(always)]
+    fn page_ptr(&self, e: usize) -> Option<*mut T> {
+        let page = self.dir.page(e);
+        (!page.is_null()).then_some(page)
+    }
+
     /// The page of block `e` as a slice of its cells, if installed.
     fn page(&self, e: usize) -> Option<&[T]> {
-        let page = self.dir.get(e)?.load(Ordering::Acquire);
-        if page.is_null() {
-            return None;
-        }
+        let page = self.page_ptr(e)?;
         let start = page.wrapping_add(bias(e, self.k));
         // SAFETY: a non-null entry is an installed page (published with release, loaded with
         // acquire), `page_len` zero-initialized cells from `start`, freed only on drop.
@@ -402,10 +425,7 @@ impl<T: PageCell> SparseStorage<T> {
 
     /// The page of block `e` as a slice of its cells, if installed, exclusively.
     fn page_mut(&mut self, e: usize) -> Option<&mut [T]> {
-        let page = self.dir.get(e)?.load(Ordering::Relaxed);
-        if page.is_null() {
-            return None;
-        }
+        let page = self.page_ptr(e)?;
         let start = page.wrapping_add(bias(e, self.k));
         // SAFETY: an installed page (see `page`), borrowed exclusively with `self`.
         Some(unsafe { core::slice::from_raw_parts_mut(start, page_len(e, self.k)) })
@@ -420,36 +440,31 @@ impl<T: PageCell> SparseStorage<T> {
     /// bucket a run of its own (its entries summed), since such a block holds a few scattered
     /// buckets, whose aligned runs of [`CELL_RUN`](picollo_core::storage::CELL_RUN) cells
     /// would be mostly zeros.
-    fn entry_runs(&self, words: &[u64], f: &mut dyn FnMut(usize, &[u64])) {
+    fn entry_runs(&self, words: &[u32], f: &mut dyn FnMut(usize, &[u64])) {
         let mut i = 0;
         while let Some(&w) = words.get(i) {
-            let mut n = w & cold::COUNT_MASK;
+            let mut n = u64::from(w & cold::COUNT_MASK);
             i += 1;
-            while let Some(&more) = words.get(i).filter(|&&m| m >> 32 == w >> 32) {
-                n = n.saturating_add(more & cold::COUNT_MASK);
+            let key = w >> cold::COUNT_BITS;
+            while let Some(&more) = words.get(i).filter(|&&m| m >> cold::COUNT_BITS == key) {
+                n = n.saturating_add((more & cold::COUNT_MASK).into());
                 i += 1;
             }
             f(self.slot_of_word(w), &[n.min(T::MAX)]);
         }
     }
 
-    /// Every entry word of the cold tier with a count (`(logical + 1) << 32 | count`), sorted
-    /// by index (a bucket's entries next to each other).
+    /// Every entry word of the cold tier with a count (`(logical + 1) << 8 | count`) into
+    /// `words`, sorted by index (a bucket's entries next to each other), with `other` for the
+    /// sort (both reused: a scrape reads thousands of storages through one thread's
+    /// [`scratch`]).
     ///
     /// The words are gathered in one pass over the tables and sorted by an LSD radix sort of
     /// their index bits, 8 bits a pass (two passes for windows up to 2^16 buckets): linear, a
     /// few instructions per entry and pass. A counting sort by block followed by an insertion
     /// sort within each block cost more than the rest of a scrape's read (block 0 of a
     /// full-range histogram holds ten octaves).
-    fn sorted_words(&self) -> Vec<u64> {
-        let (mut words, mut other) = (Vec::new(), Vec::new());
-        self.sorted_words_into(&mut words, &mut other);
-        words
-    }
-
-    /// [`Self::sorted_words`] into `words`, with `other` for the sort (both reused: a
-    /// scrape reads thousands of storages through one thread's [`scratch`]).
-    fn sorted_words_into(&self, words: &mut Vec<u64>, other: &mut Vec<u64>) {
+    fn sorted_words_into(&self, words: &mut Vec<u32>, other: &mut Vec<u32>) {
         words.clear();
         words.reserve(self.cold.entries());
         self.cold.for_each_word(|w| words.push(w));
@@ -460,23 +475,8 @@ impl<T: PageCell> SparseStorage<T> {
 
     /// The storage index of an entry word.
     #[inline]
-    fn slot_of_word(&self, w: u64) -> usize {
-        (w >> 32) as usize - 1 - self.first
-    }
-
-    /// Every entry of the cold tier with a count, as `(storage index, count)` sorted by index,
-    /// a bucket's entries summed.
-    fn sorted_entries(&self) -> Vec<(usize, u64)> {
-        let words = self.sorted_words();
-        let mut out: Vec<(usize, u64)> = Vec::with_capacity(words.len());
-        for w in words {
-            let (slot, n) = (self.slot_of_word(w), w & cold::COUNT_MASK);
-            match out.last_mut() {
-                Some((last, count)) if *last == slot => *count = count.saturating_add(n),
-                _ => out.push((slot, n)),
-            }
-        }
-        out
+    fn slot_of_word(&self, w: u32) -> usize {
+        (w >> cold::COUNT_BITS) as usize - 1 - self.first
     }
 }
 
@@ -506,13 +506,9 @@ impl<T: PageCell> Cells for SparseStorage<T> {
 
     #[inline(always)]
     unsafe fn cell(&self, pos: BucketPos, _k: u32, _first: usize) -> Lookup<&T> {
-        let Some(slot) = self.dir.get(pos.block) else {
+        let Some(page) = self.page_ptr(pos.block) else {
             return Lookup::Missing;
         };
-        let page = slot.load(Ordering::Acquire);
-        if page.is_null() {
-            return Lookup::Missing;
-        }
         // SAFETY: by the caller's guarantee `pos` is a position under this storage's block
         // scale, so its offset is one of its block's (`0..2B` for block 0, `B..2B` otherwise,
         // which the bias maps onto the page's cells): the cell is inside the page; the page is
@@ -586,7 +582,7 @@ impl<T: PageCell> Cells for SparseStorage<T> {
     }
 
     fn held_bytes(&self) -> usize {
-        size_of_val(&*self.dir) + self.page_bytes.load(Ordering::Relaxed) + self.cold.held_bytes()
+        self.dir.held_bytes() + self.page_bytes.load(Ordering::Relaxed) + self.cold.held_bytes()
     }
 }
 
@@ -607,8 +603,9 @@ impl<T: PageCell> SparseStorage<T> {
             }
             let slot0 = self.slot_of_block(e);
             // The words of this block's buckets: keys below that of the next block's first.
-            let end_key = ((self.first + slot0 + page_len(e, self.k) + 1) as u64) << 32;
-            let here = rest.partition_point(|&w| w < end_key);
+            let end_key =
+                ((self.first + slot0 + page_len(e, self.k) + 1) as u64) << cold::COUNT_BITS;
+            let here = rest.partition_point(|&w| u64::from(w) < end_key);
             let (block_words, later) = rest.split_at(here);
             rest = later;
             match page {
@@ -622,7 +619,9 @@ impl<T: PageCell> SparseStorage<T> {
                     merged.extend(cells.iter().map(CellCount::count));
                     for &w in block_words {
                         let cell = &mut merged[self.slot_of_word(w) - slot0];
-                        *cell = cell.saturating_add(w & cold::COUNT_MASK).min(T::MAX);
+                        *cell = cell
+                            .saturating_add((w & cold::COUNT_MASK).into())
+                            .min(T::MAX);
                     }
                     cell_runs(merged, |&n| n, &mut |s, counts| f(slot0 + s, counts))
                 }
@@ -635,13 +634,9 @@ impl<T: PageCell> SparseStorage<T> {
 impl<T: PageCell> CellsMut for SparseStorage<T> {
     #[inline(always)]
     unsafe fn cell_mut(&mut self, pos: BucketPos, _k: u32, _first: usize) -> Lookup<&mut T> {
-        let Some(slot) = self.dir.get(pos.block) else {
+        let Some(page) = self.page_ptr(pos.block) else {
             return Lookup::Missing;
         };
-        let page = slot.load(Ordering::Relaxed);
-        if page.is_null() {
-            return Lookup::Missing;
-        }
         // SAFETY: as in `cell`; `&mut self` makes the access exclusive.
         Lookup::Found(unsafe { &mut *page.wrapping_add(pos.offset) })
     }
@@ -695,34 +690,21 @@ impl<T: PageCell> CellsMut for SparseStorage<T> {
 impl<T: PageCell + Copy> Clone for SparseStorage<T> {
     fn clone(&self) -> Self {
         let copy = SparseStorage::<T> {
-            dir: (0..self.dir.len())
-                .map(|_| AtomicPtr::new(core::ptr::null_mut::<T>()))
-                .collect(),
+            dir: Directory::new(self.dir.len()),
             k: self.k,
             layout: self.layout,
             window: self.window,
             first: self.first,
             first_block: self.first_block,
-            cold: ColdTier::new(),
+            cold: self.cold.copy(),
             cold_limit: self.cold_limit,
             page_bytes: AtomicUsize::new(0),
         };
         for e in self.first_block..self.dir.len() {
             if let Some(cells) = self.page(e) {
-                copy.install(e);
-                let page = copy.dir[e]
-                    .load(Ordering::Relaxed)
-                    .wrapping_add(bias(e, self.k));
+                let page = copy.install(e).wrapping_add(bias(e, self.k));
                 // SAFETY: just installed: `cells.len()` cells, not yet shared.
                 unsafe { core::ptr::copy_nonoverlapping(cells.as_ptr(), page, cells.len()) };
-            }
-        }
-        // Entries keep their counts (each below 2^32), one entry per bucket.
-        for (slot, n) in self.sorted_entries() {
-            let logical = self.first + slot;
-            let e = BucketPos::of_logical(logical, self.k).block;
-            if copy.cold.add(logical, e, n, usize::MAX).is_none() {
-                unreachable!("no limit");
             }
         }
         copy
@@ -731,13 +713,16 @@ impl<T: PageCell + Copy> Clone for SparseStorage<T> {
 
 impl<T> Drop for SparseStorage<T> {
     fn drop(&mut self) {
-        for (e, slot) in self.dir.iter().enumerate() {
+        let Some(dir) = self.dir.entries() else {
+            return;
+        };
+        for (e, slot) in dir.iter().enumerate() {
             let page = slot.load(Ordering::Relaxed);
             if !page.is_null() {
                 let layout = page_layout::<T>(page_len(e, self.k));
                 // SAFETY: a non-null entry is a page `install` allocated with this layout and
                 // biased by `bias(e)`; with `&mut self` no one else holds it, and it is freed
-                // once.
+                // once (the directory itself is freed when the field drops, after this).
                 unsafe { std::alloc::dealloc(page.wrapping_add(bias(e, self.k)).cast(), layout) };
             }
         }

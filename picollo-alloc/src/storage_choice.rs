@@ -25,7 +25,8 @@ pub trait StorageChoice:
     fn cells<T: PageCell>(layout: Layout, window: Window) -> (Self::Cells<T>, Window);
 
     /// The pointer the thread-local kind's record path caches: the cells (dense) or the
-    /// directory of pages (sparse).
+    /// directory of pages (sparse: an empty one until its first page, whose directory the
+    /// record path that installs it then caches).
     #[doc(hidden)]
     fn hot_ptr<T: PageCell>(cells: &Self::Cells<T>) -> *const ();
     /// The bound the thread-local kind's record path checks: cells (dense) or directory
@@ -81,13 +82,14 @@ impl StorageChoice for Sparse {
     #[inline(always)]
     unsafe fn hot_cell<'a, T: PageCell>(
         ptr: *const (),
-        len: usize,
+        _len: usize,
         pos: BucketPos,
         _k: u32,
         _first: usize,
     ) -> Lookup<&'a T> {
-        // SAFETY: the caller's guarantee: `ptr` and `len` are a live storage's directory.
-        unsafe { SparseStorage::cached_cell(ptr.cast(), len, pos) }
+        // SAFETY: the caller's guarantee: `ptr` is a live storage's directory head (which
+        // holds its own bound: `len` is for dense storage).
+        unsafe { SparseStorage::cached_cell(ptr.cast(), pos) }
     }
     fn dense_cells<T: PageCell>(_cells: &SparseStorage<T>) -> Option<&[T]> {
         None

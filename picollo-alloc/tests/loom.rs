@@ -233,7 +233,7 @@ fn race<T: PageCell + AsRef<ModelCell>>(threads: u64, n: u64, pages: RangeInclus
     for _ in 0..2 {
         let now = count(&storage);
         assert!(
-            now % n == 0 && now >= last && now <= threads * n,
+            now.is_multiple_of(n) && now >= last && now <= threads * n,
             "count lost or torn: read {now} after {last}"
         );
         last = now;
@@ -253,6 +253,50 @@ fn race<T: PageCell + AsRef<ModelCell>>(threads: u64, n: u64, pages: RangeInclus
         pages.contains(&held),
         "page leaked or freed twice: {held} held"
     );
+    drop(storage);
+    assert_eq!(CountPages::live(), live, "page leaked or freed twice");
+}
+
+/// A value of another block than [`VALUE`]'s (block 2 of the small layout, [`VALUE`]'s is 1).
+const OTHER_VALUE: u64 = 12;
+
+/// Two threads record [`HOT`] occurrences each into different blocks of empty storage, so each
+/// installs a page of its own, and both race to install the directory that the first page
+/// brings (`SparseStorage::installed_dir`): the loser must free its directory and put its
+/// page in the winner's. The model's own thread reads both buckets meanwhile (never more than
+/// was recorded, never less later) and, after the joins, finds both counts and both pages.
+fn directory_race() {
+    let live = CountPages::live();
+    let layout = layout();
+    let storage = Arc::new(SparseStorage::<WithColdTier>::new(
+        layout,
+        Window::new(layout, 0, 15).unwrap(),
+    ));
+    let at = |s: &SparseStorage<WithColdTier>, v: u64| {
+        s.count_at(layout.index_of(v) - s.window().first())
+    };
+    let recorders: Vec<_> = [VALUE, OTHER_VALUE]
+        .into_iter()
+        .map(|v| {
+            let s = storage.clone();
+            thread::spawn(move || record(&s, v, HOT))
+        })
+        .collect();
+    let (a, b) = (at(&storage, VALUE), at(&storage, OTHER_VALUE));
+    assert!(
+        a.is_multiple_of(HOT) && b.is_multiple_of(HOT),
+        "count lost or torn: {a}, {b}"
+    );
+    for r in recorders {
+        r.join().unwrap();
+    }
+    assert_eq!(
+        (at(&storage, VALUE), at(&storage, OTHER_VALUE)),
+        (HOT, HOT),
+        "count lost"
+    );
+    assert_eq!(storage.pages(), 2, "count lost: a page is missing");
+    assert_eq!(CountPages::live() - live, 2, "page leaked or freed twice");
     drop(storage);
     assert_eq!(CountPages::live(), live, "page leaked or freed twice");
 }
@@ -278,7 +322,7 @@ fn atomic_histogram_race() {
     for _ in 0..2 {
         let (total, at) = (h.total(), h.count_at_value(VALUE));
         assert!(
-            total % HOT == 0 && total >= last && at >= total && at <= 2 * HOT,
+            total.is_multiple_of(HOT) && total >= last && at >= total && at <= 2 * HOT,
             "count lost or torn: read {total} then {at} after {last}"
         );
         last = at;
@@ -338,6 +382,23 @@ fn sparse_page_race_finds_a_store_for_the_compare_and_swap() {
 #[should_panic(expected = "page leaked")]
 fn sparse_page_race_finds_a_leaked_losing_page() {
     planted::with(Bug::SparseLoserLeaks, || model(page_race));
+}
+
+#[test]
+fn sparse_directory_race() {
+    model(directory_race);
+}
+
+#[test]
+#[should_panic(expected = "count lost")]
+fn sparse_directory_race_finds_a_store_for_the_compare_and_swap() {
+    planted::with(Bug::SparseInstallStore, || model(directory_race));
+}
+
+#[test]
+#[should_panic(expected = "Causality violation")]
+fn sparse_directory_race_finds_a_relaxed_install() {
+    planted::with(Bug::SparseInstallRelaxed, || model(directory_race));
 }
 
 #[test]

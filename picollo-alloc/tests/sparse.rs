@@ -5,10 +5,10 @@
 //! for miri).
 
 use picollo_alloc::hdr::{export, export_v2_into, ExportOptions, LogWriter};
-use picollo_alloc::sparse::{widened, SparseStorage, HOT};
+use picollo_alloc::sparse::{widened, SparseStorage, COLD_WORD_BYTES, HOT};
 use picollo_alloc::{bulk, HistogramBuilder, Snapshot};
 use picollo_core::scalable::XorShift;
-use picollo_core::{EquivalentValue, HistogramRead, Layout, Percentile, ReadExt, Window};
+use picollo_core::{Cells, EquivalentValue, HistogramRead, Layout, Percentile, ReadExt, Window};
 use picollo_testkit::miri_size as size;
 use proptest::prelude::*;
 
@@ -328,22 +328,42 @@ fn approximate_sparse_is_exact_below_its_threshold() {
 fn memory_follows_the_data() {
     let layout = Layout::from_block_scale(7).unwrap();
     let h = HistogramBuilder::new().layout(layout).atomic().unwrap();
-    let empty = h.footprint();
-    // 20 values over 1 µs .. 1 s (in ns): entries in the first table, no page.
+    // Nothing allocated before the first record: no directory, no table.
+    assert_eq!(h.storage().held_bytes(), 0);
+    assert_eq!(h.footprint(), size_of_val(&h));
+    // 20 values over 1 µs .. 1 s (in ns): entries in the first table (32 words of 4 bytes),
+    // no page and no directory.
     for i in 0..20u64 {
         h.record(1_000 << (i % 20));
     }
     assert_eq!(h.storage().pages(), 0);
-    assert!(
-        h.footprint() - empty <= 512,
-        "{} bytes",
-        h.footprint() - empty
-    );
-    // A hot bucket gets its block a page; its early counts stay in the table.
+    assert_eq!(h.storage().cold_words(), 32);
+    let held = h.storage().held_bytes();
+    assert!(held <= 32 * COLD_WORD_BYTES + 64, "{held} bytes");
+    // About 380 buckets spread over 20 octaves, one value each (a lightly used series that
+    // touches every decade): still no page, the tables of 32 to 512 words.
+    let spread = HistogramBuilder::new().layout(layout).atomic().unwrap();
+    for octave in 0..20u64 {
+        let base = 1_000 << octave;
+        for step in 0..size(19, 19, 3) {
+            spread.record(base + base * step / 20);
+        }
+    }
+    assert_eq!(spread.storage().pages(), 0);
+    let words = size(992, 992, 96);
+    assert_eq!(spread.storage().cold_words(), words);
+    let held = spread.storage().held_bytes();
+    assert!(held <= words * COLD_WORD_BYTES + 6 * 64, "{held} bytes");
+    // A hot bucket gets its block a page (and the storage its directory: its length and a
+    // pointer per block); its early counts stay in the table.
+    let before = h.storage().held_bytes();
     for _ in 0..HOT {
         h.record(777);
     }
     assert_eq!(h.storage().pages(), 1);
+    let page = layout.block_size() as usize * size_of::<u64>();
+    let directory = (1 + layout.block_count() as usize - 1) * size_of::<usize>();
+    assert_eq!(h.storage().held_bytes(), before + directory + page);
     let slot = h.window().storage_index(layout.index_of(777)).unwrap();
     assert_eq!(h.count_at(slot), HOT);
     h.record(777);

@@ -5,11 +5,12 @@
 //! Miri runs this file with small sizes:
 //! `cargo +nightly miri test -p picollo-alloc --test thread_local`.
 
+use picollo_alloc::sparse::COLD_WORD_BYTES;
 use picollo_alloc::{
     HistogramBuilder, LocalCounter, Snapshot, StorageChoice, ThreadLocalHistogram,
 };
 use picollo_core::read::consistent;
-use picollo_core::{EquivalentValue, HistogramRead, ReadExt, Record, RecordAt};
+use picollo_core::{EquivalentValue, HistogramRead, Layout, ReadExt, Record, RecordAt};
 use picollo_testkit::StopFlag;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Barrier, LazyLock};
@@ -165,6 +166,46 @@ fn stress_eight_threads_four_exit_midway() {
     assert_eq!(h.live_shard_count(), 0);
     assert_same(&*h, &expected);
     assert_eq!(h.total(), final_counts.iter().sum::<u64>());
+}
+
+/// A series that saw a few values on each of two threads holds one table of the cold tier
+/// per recording thread and nothing else: no directory and no page, in the shards or the
+/// accumulator. A hot bucket then gives the recording thread's shard its directory and a
+/// page, and the records after it keep every count.
+#[test]
+fn a_lightly_used_series_holds_a_table_per_thread() {
+    let h = HistogramBuilder::new()
+        .layout(Layout::from_block_scale(7).unwrap())
+        .thread_local()
+        .unwrap();
+    assert_eq!(h.footprint(), 0);
+    let recorded = Barrier::new(3);
+    let checked = Barrier::new(3);
+    std::thread::scope(|s| {
+        for t in 0..2u64 {
+            let (h, recorded, checked) = (&h, &recorded, &checked);
+            s.spawn(move || {
+                // 20 values over 1 µs .. 1 s (in ns), as a lightly used latency series.
+                (0..20).for_each(|i| h.record((1_000 + t) << i));
+                recorded.wait();
+                checked.wait();
+            });
+        }
+        recorded.wait();
+        let table = 32 * COLD_WORD_BYTES;
+        let held = h.footprint();
+        // Each table has a header of a few words besides its entries.
+        let result = (2 * table..=2 * (table + 64)).contains(&held);
+        checked.wait();
+        assert!(result, "{held} bytes");
+    });
+    let before = h.footprint();
+    for _ in 0..20 {
+        h.record(777);
+    }
+    assert_eq!(h.total(), 60);
+    assert_eq!(h.count_at_value(777), 20);
+    assert!(h.footprint() > before + 1_000, "a directory and a page");
 }
 
 #[test]

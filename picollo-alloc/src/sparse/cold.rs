@@ -1,25 +1,45 @@
 //! The cold tier of sparse storage: buckets whose block has no page yet, each one packed
-//! word `(logical index + 1) << 32 | count` in small open-addressed tables.
+//! word `(logical index + 1) << 8 | count` of 32 bits in small open-addressed tables.
 //!
+//! - **Four bytes a bucket.** A bucket stays here only while it is cold: at [`super::HOT`]
+//!   occurrences its block gets a page, so its count needs a few bits, and 8 leave room for
+//!   racing records (an add that would pass 255 is refused, and the record takes the page).
+//!   The other 24 bits are the key: windows whose logical indices reach 2^24 − 1 (block
+//!   scales 19 and 20 over all of `u64`) have no cold tier ([`KEY_END`]).
 //! - **Tables chain, never migrate.** When the newest table is three-quarters full, a table
 //!   twice its size is installed in front of it ([`install::replace`]); older tables are kept
 //!   and still read, and nothing moves between tables, so no count is ever in flight. A
 //!   record looks only at the newest table: a bucket whose entry is in an older one gets a
 //!   second entry in the newest, which is harmless because reads sum every entry of a bucket.
 //! - **Lock-free.** An entry is inserted with a compare-and-swap on an empty word and
-//!   incremented with `fetch_add`, so any number of threads record at once; a reset clears
-//!   the counts with `fetch_and`, keeping the indices (a word never goes back to empty while
-//!   writers may be probing past it).
+//!   incremented with a compare-and-swap that refuses to pass the count's bits, so any number
+//!   of threads record at once; a reset clears the counts with `fetch_and`, keeping the
+//!   indices (a word never goes back to empty while writers may be probing past it).
 //! - **Bounded.** The tables stop growing at the storage's word limit; past it, and for
 //!   buckets whose entry reaches the hot threshold, the storage gives the block a page
 //!   (`super::SparseStorage`).
 
-use super::install::{self, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
+use super::install::{self, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
 /// The count bits of an entry word.
-pub(super) const COUNT_MASK: u64 = 0xFFFF_FFFF;
-/// Words in the first table (256 bytes): it holds 24 buckets.
+pub(super) const COUNT_BITS: u32 = 8;
+/// The count bits of an entry word, as a mask.
+pub(super) const COUNT_MASK: u32 = (1 << COUNT_BITS) - 1;
+/// Keys (a logical index plus one) are below this: windows whose last logical index is
+/// `KEY_END - 1` or more have no cold tier.
+pub(super) const KEY_END: usize = 1 << (32 - COUNT_BITS);
+/// Words in the first table (128 bytes): it holds 24 buckets.
 pub(super) const FIRST_WORDS: usize = 32;
+
+/// What adding to one table did.
+enum Added {
+    /// The entry's count afterwards.
+    Count(u64),
+    /// A new key, and the table is three-quarters full.
+    Full,
+    /// The count would pass [`COUNT_MASK`].
+    Saturated,
+}
 
 /// One table: a power-of-two number of entry words, and the table it replaced.
 struct Table {
@@ -27,7 +47,7 @@ struct Table {
     prev: *mut Table,
     /// Entries inserted (the load factor's numerator).
     used: AtomicUsize,
-    words: Box<[AtomicU64]>,
+    words: Box<[AtomicU32]>,
 }
 
 impl Table {
@@ -35,48 +55,61 @@ impl Table {
         Box::into_raw(Box::new(Table {
             prev,
             used: AtomicUsize::new(0),
-            words: (0..words).map(|_| AtomicU64::new(0)).collect(),
+            words: (0..words).map(|_| AtomicU32::new(0)).collect(),
         }))
     }
 
     /// The first probe of `key`.
     #[inline]
-    fn home(&self, key: u64) -> usize {
+    fn home(&self, key: u32) -> usize {
         let bits = self.words.len().trailing_zeros();
-        (key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - bits)) as usize
+        (u64::from(key).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - bits)) as usize
     }
 
-    /// Adds `n` to `key`'s entry, inserting it if absent: its count afterwards, or `None`
-    /// when the key is new and the table is three-quarters full.
-    fn add(&self, key: u64, n: u64) -> Option<u64> {
+    /// Adds `n` to `key`'s entry, inserting it if absent.
+    fn add(&self, key: u32, n: u64) -> Added {
         let mask = self.words.len() - 1;
+        let Some(n) = u32::try_from(n).ok().filter(|&n| n <= COUNT_MASK) else {
+            return Added::Saturated;
+        };
         let mut i = self.home(key);
         for _ in 0..self.words.len() {
             let word = &self.words[i];
             let mut w = word.load(Ordering::Relaxed);
             if w == 0 {
                 if self.used.load(Ordering::Relaxed) * 4 >= self.words.len() * 3 {
-                    return None;
+                    return Added::Full;
                 }
                 match word.compare_exchange(0, key | n, Ordering::Relaxed, Ordering::Relaxed) {
                     Ok(_) => {
                         self.used.fetch_add(1, Ordering::Relaxed);
-                        return Some(n);
+                        return Added::Count(n.into());
                     }
                     Err(now) => w = now,
                 }
             }
             if w & !COUNT_MASK == key {
-                let old = word.fetch_add(n, Ordering::Relaxed);
-                return Some((old & COUNT_MASK) + n);
+                // A word's key never changes while writers may probe (see the module docs):
+                // only its count moves under this loop.
+                loop {
+                    let count = w & COUNT_MASK;
+                    if count + n > COUNT_MASK {
+                        return Added::Saturated;
+                    }
+                    match word.compare_exchange_weak(w, w + n, Ordering::Relaxed, Ordering::Relaxed)
+                    {
+                        Ok(_) => return Added::Count((count + n).into()),
+                        Err(now) => w = now,
+                    }
+                }
             }
             i = (i + 1) & mask;
         }
-        None
+        Added::Full
     }
 
     /// The word of `key`'s entry in this table.
-    fn find(&self, key: u64) -> Option<&AtomicU64> {
+    fn find(&self, key: u32) -> Option<&AtomicU32> {
         let mask = self.words.len() - 1;
         let mut i = self.home(key);
         for _ in 0..self.words.len() {
@@ -94,9 +127,9 @@ impl Table {
     }
 
     /// The count of `key` in this table.
-    fn count(&self, key: u64) -> u64 {
+    fn count(&self, key: u32) -> u64 {
         self.find(key)
-            .map_or(0, |w| w.load(Ordering::Relaxed) & COUNT_MASK)
+            .map_or(0, |w| (w.load(Ordering::Relaxed) & COUNT_MASK).into())
     }
 }
 
@@ -109,10 +142,12 @@ pub(super) struct ColdTier {
     words: AtomicUsize,
 }
 
-/// An entry's key: the logical index plus one, in the high half.
+/// An entry's key: the logical index plus one, above the count bits (the storage keeps a
+/// cold tier only where every logical index passes here below [`KEY_END`]).
 #[inline]
-fn key_of(logical: usize) -> u64 {
-    (logical as u64 + 1) << 32
+fn key_of(logical: usize) -> u32 {
+    debug_assert!(logical + 1 < KEY_END);
+    ((logical + 1) as u32) << COUNT_BITS
 }
 
 impl ColdTier {
@@ -125,7 +160,8 @@ impl ColdTier {
     }
 
     /// Adds `n` occurrences of `logical` (in block `block`): the bucket's count in the entry
-    /// afterwards, or `None` when the tables would pass `max_words` to take a new bucket.
+    /// afterwards, or `None` when the tables would pass `max_words` to take a new bucket or
+    /// the entry's count would pass [`COUNT_MASK`] (the record then takes a page).
     pub(super) fn add(
         &self,
         logical: usize,
@@ -145,10 +181,11 @@ impl ColdTier {
             let newest = self.newest.load(Ordering::Acquire);
             // SAFETY: `newest` is null or a table published by `grow` (release CAS, read with
             // acquire), freed only when the tier drops.
-            if let Some(count) = unsafe { newest.as_ref() }.and_then(|t| t.add(key, n)) {
-                return Some(count);
+            match unsafe { newest.as_ref() }.map(|t| t.add(key, n)) {
+                Some(Added::Count(count)) => return Some(count),
+                Some(Added::Saturated) => return None,
+                Some(Added::Full) | None => self.grow(newest, max_words)?,
             }
-            self.grow(newest, max_words)?;
         }
     }
 
@@ -172,6 +209,30 @@ impl ColdTier {
             self.words.fetch_add(size, Ordering::Relaxed);
         }
         Some(())
+    }
+
+    /// A copy of every table, word for word, chained in the same order (only with no writer
+    /// on `self`: a clone of a plain histogram).
+    pub(super) fn copy(&self) -> ColdTier {
+        let mut chain: Vec<&Table> = self.tables().collect();
+        chain.reverse();
+        let mut newest = core::ptr::null_mut();
+        for table in chain {
+            let copy = Table::new(table.words.len(), newest);
+            // SAFETY: just made by `Table::new`, not yet shared.
+            let to = unsafe { &*copy };
+            for (t, w) in to.words.iter().zip(table.words.iter()) {
+                t.store(w.load(Ordering::Relaxed), Ordering::Relaxed);
+            }
+            to.used
+                .store(table.used.load(Ordering::Relaxed), Ordering::Relaxed);
+            newest = copy;
+        }
+        ColdTier {
+            newest: AtomicPtr::new(newest),
+            blocks: AtomicU64::new(self.blocks.load(Ordering::Relaxed)),
+            words: AtomicUsize::new(self.words.load(Ordering::Relaxed)),
+        }
     }
 
     /// Whether block `block` ever received an entry.
@@ -211,9 +272,9 @@ impl ColdTier {
         for table in self.tables() {
             if let Some(word) = table.find(key) {
                 let w = word.load(Ordering::Relaxed);
-                let taken = (w & COUNT_MASK).min(n);
+                let taken = (w & COUNT_MASK).min(u32::try_from(n).unwrap_or(u32::MAX));
                 word.store(w - taken, Ordering::Relaxed);
-                n -= taken;
+                n -= u64::from(taken);
             }
         }
         n
@@ -221,11 +282,11 @@ impl ColdTier {
 
     /// Calls `f(logical, count)` for every entry with a count (a bucket may come twice).
     pub(super) fn for_each(&self, mut f: impl FnMut(usize, u64)) {
-        self.for_each_word(|w| f((w >> 32) as usize - 1, w & COUNT_MASK))
+        self.for_each_word(|w| f((w >> COUNT_BITS) as usize - 1, (w & COUNT_MASK).into()))
     }
 
-    /// Calls `f(word)` for every entry word with a count: `(logical + 1) << 32 | count`.
-    pub(super) fn for_each_word(&self, mut f: impl FnMut(u64)) {
+    /// Calls `f(word)` for every entry word with a count: `(logical + 1) << 8 | count`.
+    pub(super) fn for_each_word(&self, mut f: impl FnMut(u32)) {
         for table in self.tables() {
             for word in table.words.iter() {
                 let w = word.load(Ordering::Relaxed);
@@ -276,7 +337,7 @@ impl ColdTier {
     /// Bytes the tables hold.
     pub(super) fn held_bytes(&self) -> usize {
         let tables = self.tables().count();
-        self.words.load(Ordering::Relaxed) * size_of::<u64>() + tables * size_of::<Table>()
+        self.words.load(Ordering::Relaxed) * size_of::<u32>() + tables * size_of::<Table>()
     }
 
     /// Words in every table together.

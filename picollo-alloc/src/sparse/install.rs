@@ -2,10 +2,11 @@
 //! publishes what it allocates (pages of cells, the tables of cold buckets) to concurrent
 //! readers and writers.
 //!
-//! The protocol, for a slot that starts null and is set at most once:
+//! The protocol, for a slot that starts null (or another value that means empty) and is set
+//! at most once:
 //!
 //! 1. allocate the new memory, fully initialized (zeroed cells, an empty table);
-//! 2. compare-and-swap the slot from null to it, with release ordering on success, so that a
+//! 2. compare-and-swap the slot from empty to it, with release ordering on success, so that a
 //!    reader that loads the pointer with acquire ordering sees the initialized memory;
 //! 3. the loser of a race frees its own allocation (it was never published, so nothing was
 //!    recorded into it and no reader can hold it) and uses the winner's.
@@ -19,9 +20,9 @@
 //! the models must find planted here ([`plant!`]).
 
 #[cfg(loom)]
-pub(crate) use loom::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering};
+pub(crate) use loom::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 #[cfg(not(loom))]
-pub(crate) use std::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering};
+pub(crate) use std::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
 // `plant!(Bug, correct, planted)`: picollo-core's switch over this crate's bugs
 // (`crate::planted`), `correct` in every normal build.
@@ -37,8 +38,19 @@ pub(crate) fn install<T>(
     make: impl FnOnce() -> *mut T,
     free: impl FnOnce(*mut T),
 ) -> (*mut T, bool) {
+    install_over(slot, core::ptr::null_mut(), make, free)
+}
+
+/// [`install`] for a slot whose empty value is `empty` rather than null (a sentinel that
+/// readers can follow, such as the storage's empty directory).
+pub(crate) fn install_over<T>(
+    slot: &AtomicPtr<T>,
+    empty: *mut T,
+    make: impl FnOnce() -> *mut T,
+    free: impl FnOnce(*mut T),
+) -> (*mut T, bool) {
     let current = slot.load(Ordering::Acquire);
-    if !current.is_null() {
+    if current != empty {
         return (current, false);
     }
     let ours = make();
@@ -47,7 +59,7 @@ pub(crate) fn install<T>(
         return (ours, true);
     }
     match slot.compare_exchange(
-        core::ptr::null_mut(),
+        empty,
         ours,
         plant!(SparseInstallRelaxed, Ordering::AcqRel, Ordering::Relaxed),
         plant!(SparseInstallRelaxed, Ordering::Acquire, Ordering::Relaxed),

@@ -8,9 +8,9 @@ use std::cell::Cell;
 #[derive(Default)]
 pub(super) struct Scratch {
     /// The cold entries' words, sorted.
-    pub(super) words: Vec<u64>,
+    pub(super) words: Vec<u32>,
     /// The radix sort's second buffer.
-    pub(super) other: Vec<u64>,
+    pub(super) other: Vec<u32>,
     /// A page's counts with its block's cold entries added.
     pub(super) merged: Vec<u64>,
 }

@@ -1,11 +1,13 @@
 //! The sort of cold-tier entry words by key, for reads in bucket order.
 
-/// Sorts entry words by their key (the high 32 bits), of which only the low `key_bits` may be
-/// set: least significant byte first, a stable scatter per byte. The counts of every byte are
+use super::cold::COUNT_BITS;
+
+/// Sorts entry words by their key (the bits above the count's), of which only the low
+/// `key_bits` may be set: least significant byte first, a stable scatter per byte. The counts of every byte are
 /// taken in one pass before the scatters (the digits of a word do not change).
-pub(super) fn radix_sort_by_key(words: &mut Vec<u64>, key_bits: u32, other: &mut Vec<u64>) {
-    /// Most passes: keys of up to 24 bits (windows of up to 2^24 buckets; wider ones, of
-    /// layouts finer than any server uses, take a comparison sort).
+pub(super) fn radix_sort_by_key(words: &mut Vec<u32>, key_bits: u32, other: &mut Vec<u32>) {
+    /// Most passes: keys of up to 24 bits, all a word holds (a wider `key_bits`, which no
+    /// storage passes, takes a comparison sort).
     const DIGITS: usize = 3;
     let len = words.len();
     let passes = (key_bits as usize).div_ceil(8);
@@ -13,10 +15,10 @@ pub(super) fn radix_sort_by_key(words: &mut Vec<u64>, key_bits: u32, other: &mut
         return;
     }
     if passes > DIGITS || len > u32::MAX as usize {
-        words.sort_unstable_by_key(|&w| w >> 32);
+        words.sort_unstable_by_key(|&w| w >> COUNT_BITS);
         return;
     }
-    let digit = |w: u64, pass: usize| ((w >> (32 + 8 * pass)) & 0xFF) as usize;
+    let digit = |w: u32, pass: usize| ((w >> (COUNT_BITS as usize + 8 * pass)) & 0xFF) as usize;
     let mut starts = [[0u32; 256]; DIGITS];
     for &w in words.iter() {
         for (pass, counts) in starts.iter_mut().enumerate().take(passes) {

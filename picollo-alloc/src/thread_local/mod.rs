@@ -25,7 +25,8 @@
 //!   callsite, the series of a metrics recorder) hits the cache for every one of them. The
 //!   hot path is one TLS compare at the histogram's slot, the index math and the cell's
 //!   load + store (through the shard's directory of pages for sparse storage: one more load
-//!   and a null test); the slot, the layout and the window are copied into the handle, so
+//!   and a null test, and a null test of the directory, which the shard's first page makes
+//!   and the cold path then caches); the slot, the layout and the window are copied into the handle, so
 //!   that a loop of records keeps them in registers. A miss (first use on the thread, or two
 //!   histograms sharing a slot) takes the cold path: find or claim the shard and refill the
 //!   slot.
@@ -321,8 +322,8 @@ type Accumulator<S> = BuiltAtomicHistogram<AtomicU64, S>;
 /// ```
 pub struct ThreadLocalHistogram<C: LocalCounter = u64, S: StorageChoice = Sparse> {
     inner: Arc<Inner<C, S>>,
-    /// The bound the record path checks against the cached pointer: cells (dense storage) or
-    /// directory entries (sparse storage), the same for every shard.
+    /// The bound the record path checks against the cached pointer: cells, the same for
+    /// every shard (dense storage; sparse storage's directory holds its own bound).
     hot_len: usize,
     /// This histogram's key in the per-thread lists and the cache: `inner`'s address.
     key: usize,
@@ -399,6 +400,17 @@ impl<C: LocalCounter, S: StorageChoice> ThreadLocalHistogram<C, S> {
                 // SAFETY: as above, for the shard itself.
                 unsafe { &*cached.shard.cast::<Shard<C, S>>() }.record_absent(self, pos, 1)
             }
+        }
+    }
+
+    /// Points this thread's cache entry, if it is this histogram's, at `shard`'s hot pointer
+    /// when that moved on: sparse storage makes its directory with its first page, and from
+    /// then on the cache must name it, or every record would take the shard's cold path.
+    fn refresh_cached(&self, shard: &Shard<C, S>) {
+        let cached = self.cached();
+        let cells = S::hot_ptr(&shard.cells);
+        if cached.key == self.key && cells != cached.cells {
+            self.set_cached(Cached { cells, ..cached });
         }
     }
 

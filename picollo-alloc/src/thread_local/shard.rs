@@ -67,7 +67,11 @@ impl<C: LocalCounter, S: StorageChoice> Shard<C, S> {
         // SAFETY: as in `record_n`.
         match unsafe { self.cells.absent(pos, k, first, count) } {
             Absent::Outside(slot) => self.record_outside(slot, count),
-            Absent::Cell(cell) => C::owner_add(cell, count),
+            Absent::Cell(cell) => {
+                C::owner_add(cell, count);
+                // The cell may be in the storage's first page, which came with its directory.
+                h.refresh_cached(self);
+            }
             Absent::Counted => {}
         }
     }

@@ -103,8 +103,8 @@ impl Kinded {
     /// The bytes a new series of `config` holds (what [`Kinded::footprint`] reports right
     /// after [`Kinded::new`]), or the error `new` would return, found without making a
     /// histogram: a thread-local one registers with the fork handler, so checking or
-    /// measuring a configuration must not make one. Only a sparse directory is allocated
-    /// (and dropped) to measure it.
+    /// measuring a configuration must not make one (new sparse storage, which allocates
+    /// nothing, is made and dropped to measure it).
     ///
     /// # Errors
     /// As [`Kinded::new`].
