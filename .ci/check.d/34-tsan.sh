@@ -6,7 +6,8 @@
 #   stress test);
 # - picollo-core: the atomic kind and its seqlock (atomic::, tests/atomic.rs);
 # - picollo-alloc: the thread-local registry (tests/thread_local.rs: shard claims, thread-exit
-#   folds, resets and reads racing);
+#   folds, resets and reads racing); sparse storage's lock-free installation of its directory,
+#   pages and cold tables (tests/sparse.rs's page race: about 16 s with the build, 2026-12-03);
 # - picollo-linux: the shared-memory rings (tests/shm.rs: in-process and cross-process
 #   readers, fork);
 # - picollo-tracing: the live-span and callsite tables (spans::, callsite::).
@@ -26,6 +27,7 @@ tsan -p picollo-ring --lib
 tsan -p picollo-core --lib -- atomic::
 tsan -p picollo-core --test atomic
 tsan -p picollo-alloc --test thread_local --test thread_local_reads
+tsan -p picollo-alloc --test sparse -- page_installation_races_lose_no_count
 tsan -p picollo-linux --test shm
 tsan -p picollo-tracing --lib -- spans:: callsite::
 # picollo-export: the `metrics` recorder's sharded index and registration race, and the
