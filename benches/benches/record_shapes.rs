@@ -98,51 +98,28 @@ fn run(shape: &Shape) -> Vec<Timing> {
         .layout(picollo_core::Layout::from_block_scale(10).expect("valid"))
         .plain()
         .expect("valid");
+    // One pass of the shape's values into histogram `$h` (each case its own closure, so that
+    // each record path is inlined into its own loop; `hdrhistogram`'s returns a `Result`).
+    macro_rules! pass {
+        ($h:ident) => {
+            &mut || {
+                time(|| {
+                    for &v in values {
+                        let _ = $h.record(black_box(v));
+                    }
+                })
+            }
+        };
+    }
     let t = interleaved(
         ROUNDS,
         &mut [
-            &mut || {
-                time(|| {
-                    for &v in values {
-                        let _ = hdr_u64.record(black_box(v));
-                    }
-                })
-            },
-            &mut || {
-                time(|| {
-                    for &v in values {
-                        let _ = hdr_u32.record(black_box(v));
-                    }
-                })
-            },
-            &mut || {
-                time(|| {
-                    for &v in values {
-                        sparse_u64.record(black_box(v));
-                    }
-                })
-            },
-            &mut || {
-                time(|| {
-                    for &v in values {
-                        sparse_u32.record(black_box(v));
-                    }
-                })
-            },
-            &mut || {
-                time(|| {
-                    for &v in values {
-                        dense_u64.record(black_box(v));
-                    }
-                })
-            },
-            &mut || {
-                time(|| {
-                    for &v in values {
-                        fine_u64.record(black_box(v));
-                    }
-                })
-            },
+            pass!(hdr_u64),
+            pass!(hdr_u32),
+            pass!(sparse_u64),
+            pass!(sparse_u32),
+            pass!(dense_u64),
+            pass!(fine_u64),
         ],
     );
     // Every case recorded every value in every round and the warm-up (no count of a `u32`

@@ -97,10 +97,15 @@ impl<T> Directory<T> {
         unsafe { page_at(self.head(), e) }
     }
 
+    /// Whether `head` is an installed directory (not [`NO_DIRECTORY`]).
+    fn is_installed(head: *const usize) -> bool {
+        head != core::ptr::addr_of!(NO_DIRECTORY)
+    }
+
     /// The entries, if installed.
     pub(super) fn entries(&self) -> Option<&[AtomicPtr<T>]> {
         let head = self.head();
-        if head == core::ptr::addr_of!(NO_DIRECTORY) {
+        if !Self::is_installed(head) {
             return None;
         }
         // SAFETY: an installed directory: `len` initialized entries after the length word,
@@ -163,8 +168,8 @@ impl<T> Directory<T> {
 
 impl<T> Drop for Directory<T> {
     fn drop(&mut self) {
-        if self.entries().is_some() {
-            let head = self.head.load(Ordering::Relaxed);
+        let head = self.head.load(Ordering::Relaxed);
+        if Self::is_installed(head) {
             // SAFETY: an installed directory, allocated with this layout by `installed`; with
             // `&mut self` no one else holds it, and it is freed once. Its entries need no drop
             // (atomic pointers; a loom build's are freed by loom with the execution).
