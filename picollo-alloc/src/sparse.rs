@@ -573,7 +573,13 @@ impl<T: PageCell> Cells for SparseStorage<T> {
     }
 
     fn clear_shared(&self, clear: impl Fn(&T)) {
-        for e in self.first_block..self.dir.len() {
+        // No directory, no page: a new storage (every histogram's constructor clears its
+        // storage) skips the walk over its blocks.
+        let blocks = match self.dir.entries() {
+            Some(_) => self.first_block..self.dir.len(),
+            None => 0..0,
+        };
+        for e in blocks {
             if let Some(cells) = self.page(e) {
                 cells.iter().for_each(&clear);
             }

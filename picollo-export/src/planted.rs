@@ -14,4 +14,9 @@ pub enum Bug {
     /// families' lock: a series registered in between is missing from every later scrape
     /// until the next change.
     RegistryStaleSnapshot,
+    /// A `picollo-export` scrape lets go of the flush lock before the deferred sources have
+    /// registered what it took from them: a scrape that starts meanwhile finds nothing
+    /// pending, reads the families without the series, and misses a series whose
+    /// `histogram!` returned before it started.
+    RegistryUnlockedFlush,
 }

@@ -76,24 +76,38 @@
 //! ```
 //!
 //! Names and label keys are made valid for Prometheus (every other character becomes `_`, a
-//! leading digit gets a `_` in front; a label called `le` on a histogram becomes `le_`). A key
-//! the registry refuses (its name already holds another kind) gets a no-op handle; the key is
-//! remembered (later calls cost one lookup) and counted once in
-//! `picollo_recorder_refused_registrations_total`.
+//! leading digit gets a `_` in front; a label called `le` on a histogram becomes `le_`). A
+//! counter or gauge key the registry refuses (its name already holds another kind) gets a
+//! no-op handle; the key is remembered (later calls cost one lookup) and counted once in
+//! `picollo_recorder_refused_registrations_total`. A histogram's clash is found when the
+//! registry registers it (below): it is counted there, once, and leaves the recorder's
+//! exports; its handles still take records, into a histogram nothing reads.
+//!
+//! # Creating a series
+//!
+//! A new key's first `histogram!` makes the histogram (sparse storage allocates nothing until
+//! its first record) and puts it in the recorder's list. Its name and labels (made valid, as
+//! above) and its registry insert wait for the registry's next read or change (a scrape, an
+//! OTLP push, a counter's registration, [`PicolloRecorder::summaries`]), which registers every
+//! series made since, in order, as `metrics-exporter-prometheus` formats names when it
+//! renders: the record path's first call pays for a histogram, not for the exposition. The
+//! registry reads nothing until those are in, so a scrape serves every series whose
+//! `histogram!` returned before it started. A recorder that is dropped registers what it
+//! held back, so a registry kept by its owner still serves its series.
 //!
 //! # Concurrency
 //!
 //! No lock shared by all threads is on a record path: a key registered before is found in an
 //! index sharded by the key's hash (a read lock on one of 32 shards, after the thread's own
 //! handle cache). A new key is claimed under its shard's write lock (a hash insert), made
-//! and registered with no lock of the index held, and the claim filled in under the lock
-//! again; other threads asking for the same key wait for that answer, and the shard's other
-//! keys are never held up by the registration, which takes the registry's lock (held by a
-//! scrape while it copies the list of series after a change). Exports
-//! ([`PicolloRecorder::summaries`], [`PicolloRecorder::write_hlog_interval`], the registry's
-//! scrapes) take the list of series shared (a pointer copy; the registry's after a change a
-//! copy of its `Arc`s, once for all the scrapes that wait on it) and read every histogram
-//! with no lock held, so a scrape delays no record.
+//! with no lock of the index held, and the claim filled in under the lock again; other
+//! threads asking for the same key wait for that answer, and the shard's other keys are never
+//! held up. Making a series takes no lock of the registry: it pushes onto the recorder's list
+//! (a lock held by its readers only for a pointer copy) and bumps the registry's pending
+//! count. Exports ([`PicolloRecorder::summaries`], [`PicolloRecorder::write_hlog_interval`],
+//! the registry's scrapes) take the list of series shared (a pointer copy; the registry's
+//! after a change a copy of its `Arc`s, once for all the scrapes that wait on it) and read
+//! every histogram with no lock held, so a scrape delays no record.
 //!
 //! # Value units
 //!
@@ -127,7 +141,7 @@
 use std::collections::HashMap;
 use std::io::Write;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 mod handle_cache;
 mod hlog;
@@ -145,7 +159,7 @@ use picollo_core::Layout;
 #[cfg(test)]
 use picollo_core::Window;
 
-use crate::registry::Counter;
+use crate::registry::{Counter, Deferred};
 use crate::sync::{Mutex, MutexGuard, RwLock, RwLockReadGuard};
 use crate::{Labels, Registry};
 use handle_cache::{cached_handle, remember_handle};
@@ -273,7 +287,7 @@ impl RecorderBuilder {
                 &Labels::empty(),
             )
             .unwrap_or_default();
-        Ok(PicolloRecorder {
+        let recorder = PicolloRecorder {
             inner: Arc::new(Inner {
                 id: NEXT_RECORDER_ID.fetch_add(1, Ordering::Relaxed),
                 registry,
@@ -285,8 +299,12 @@ impl RecorderBuilder {
                 counters: Index::default(),
                 gauges: Index::default(),
                 entries: Mutex::new(Arc::new(Vec::new())),
+                registered: Mutex::new(0),
             }),
-        })
+        };
+        let deferred: Arc<dyn Deferred> = recorder.inner.clone();
+        recorder.inner.registry.defer(Arc::downgrade(&deferred));
+        Ok(recorder)
     }
 
     /// Builds the recorder and installs it as the process-wide `metrics` recorder.
@@ -331,19 +349,30 @@ impl std::error::Error for InstallError {
 
 /// One histogram series of the recorder.
 struct Entry {
-    /// The series' name; its title is made when asked for (not per registration).
-    name: String,
-    /// Its labels, shared with the registry's series.
-    labels: Labels,
+    /// The `metrics` key (the recorder index's copy, shared), which the series' name and
+    /// labels are made from by the registry's next read or the first export that needs them:
+    /// not by the registration, which a record path pays for.
+    key: Arc<Key>,
+    /// The sanitized name and labels (the labels shared with the registry's series).
+    names: OnceLock<(String, Labels)>,
     histogram: Kinded,
     /// Totals at the last `.hlog` interval (locked only by the `.hlog` writer).
     last: Mutex<hlog::Last>,
 }
 
 impl Entry {
+    /// The series' name and labels, made from its key on first use.
+    fn names(&self) -> &(String, Labels) {
+        self.names.get_or_init(|| {
+            let key = &self.key;
+            (names::sanitize(key.name(), true), names::labels(key, true))
+        })
+    }
+
     /// `name{labels}`.
     fn title(&self) -> String {
-        format!("{}{}", self.name, self.labels)
+        let (name, labels) = self.names();
+        format!("{name}{labels}")
     }
 }
 
@@ -365,6 +394,59 @@ struct Inner {
     /// copy-on-write list, so that a reader takes it with a pointer copy under the lock (never
     /// a copy of the list that a registration would wait for) and reads it with none held.
     entries: Mutex<Arc<Vec<Arc<Entry>>>>,
+    /// How many of `entries` (from the front) the registry has been asked to register: the
+    /// rest wait for its next read ([`Deferred`]).
+    registered: Mutex<usize>,
+}
+
+impl Inner {
+    /// Registers the series made since the last call (in order), each with its description
+    /// as it is now; a series the registry refuses (its name holds another kind) is counted
+    /// once in `refused` and leaves the list (its handles record into a histogram nobody
+    /// reads). Called by the registry under its flush lock, and when the recorder goes.
+    fn register_held_back(&self, registry: &Registry) {
+        let mut registered = lock(&self.registered);
+        let entries = Arc::clone(&lock(&self.entries));
+        let Some(new) = entries.get(*registered..).filter(|new| !new.is_empty()) else {
+            return;
+        };
+        let help = read(&self.help);
+        let mut refused = Vec::new();
+        for entry in new {
+            let (name, labels) = entry.names();
+            let description = help.get(name).map_or("", String::as_str);
+            let exported = entry.histogram.exported();
+            if registry
+                .register_dyn_now(name, description, labels, exported)
+                .is_err()
+            {
+                self.refused.inc();
+                refused.push(Arc::as_ptr(entry));
+            }
+        }
+        drop(help);
+        let mut list = lock(&self.entries);
+        if !refused.is_empty() {
+            Arc::make_mut(&mut list).retain(|e| !refused.contains(&Arc::as_ptr(e)));
+        }
+        // Those made meanwhile stay behind the mark (they follow the ones registered here).
+        *registered = entries.len() - refused.len();
+    }
+}
+
+impl Deferred for Inner {
+    fn register_deferred(&self, registry: &Registry) {
+        self.register_held_back(registry);
+    }
+}
+
+impl Drop for Inner {
+    /// The series made since the registry's last read are registered now: the registry
+    /// outlives the recorder (and serves them) when its owner keeps it.
+    fn drop(&mut self) {
+        let registry = Arc::clone(&self.registry);
+        self.register_held_back(&registry);
+    }
 }
 
 /// The `metrics` recorder. Cheap to clone (one `Arc`); see the [module docs](self).
@@ -387,13 +469,15 @@ impl PicolloRecorder {
         &self.inner.registry
     }
 
-    /// The histogram series now (the list shared, a pointer copy; no lock is held after).
+    /// The histogram series now, each registered or refused (the registry asked first; the
+    /// list shared, a pointer copy; no lock is held after).
     fn entries(&self) -> Arc<Vec<Arc<Entry>>> {
+        self.inner.registry.register_deferred();
         Arc::clone(&lock(&self.inner.entries))
     }
 
-    /// The counter or gauge of `key` (`make` is [`Registry::counter`] or
-    /// [`Registry::gauge`]), registered by the first thread to ask (with no lock of the index
+    /// The counter or gauge of `key` (`make` is `Registry::counter_now` or
+    /// `gauge_now`), registered by the first thread to ask (with no lock of the index
     /// held: see [`Index::get_or_register`]); `None`, counted once, when the registry refused
     /// it.
     fn register_number<T: Clone>(
@@ -402,9 +486,13 @@ impl PicolloRecorder {
         index: &Index<T>,
         make: impl FnOnce(&Registry, &str, &str, &Labels) -> Result<T, crate::ExportError>,
     ) -> Option<T> {
-        index.get_or_register(key, || {
+        let (_, made) = index.get_or_register(key, |_| {
             let name = names::sanitize(key.name(), true);
             let labels = names::labels(key, false);
+            // The histograms made before it first, so that a name clash goes to the series
+            // made first, as it would with no deferral; then `make` registers without asking
+            // again (a deferred source reads `help`, which is held here).
+            self.inner.registry.register_deferred();
             let help = read(&self.inner.help);
             let description = help.get(&name).map_or("", String::as_str);
             let made = make(&self.inner.registry, &name, description, &labels).ok();
@@ -413,43 +501,29 @@ impl PicolloRecorder {
                 self.inner.refused.inc();
             }
             made
-        })
+        });
+        made
     }
 
-    /// Makes and registers the histogram of `key`, for the one thread that claimed the key
-    /// ([`Index::get_or_register`]: no lock of the index is held here, so registering, which
-    /// takes the registry's lock, never holds up a record into another key). `None`, counted
-    /// once, when the registry refused it.
-    fn register_new_histogram(&self, key: &Key) -> Option<metrics::Histogram> {
-        let name = names::sanitize(key.name(), true);
-        let labels = names::labels(key, true);
-        // `build` checked this configuration, so this fails only as `build` would have.
-        let made = Kinded::new(&self.inner.config, &self.inner.invalid).ok();
-        let help = read(&self.inner.help);
-        let description = help.get(&name).map_or("", String::as_str);
-        let registered = made.filter(|histogram| {
-            let exported = histogram.exported();
-            let registry = &self.inner.registry;
-            registry
-                .register_dyn(&name, description, &labels, exported)
-                .is_ok()
+    /// Makes the histogram of `key` and leaves its registration to the registry's next read
+    /// ([`Deferred`]), for the one thread that claimed the key ([`Index::get_or_register`]):
+    /// a new series costs its histogram and a place in the list, and its name, labels and
+    /// registry insert are paid by the scrape that first serves it. No lock but the list's
+    /// (a push) is taken, so nothing a scrape holds delays it. `None` only when the
+    /// configuration makes no histogram, which `build` refused already.
+    fn register_new_histogram(&self, key: &Arc<Key>) -> Option<metrics::Histogram> {
+        let histogram = Kinded::new(&self.inner.config, &self.inner.invalid).ok()?;
+        let handle = histogram.handle();
+        let entry = Arc::new(Entry {
+            key: Arc::clone(key),
+            names: OnceLock::new(),
+            histogram,
+            last: Mutex::new(hlog::Last::default()),
         });
-        drop(help);
-        let handle = registered.as_ref().map(Kinded::handle);
-        match registered {
-            Some(histogram) => {
-                let entry = Arc::new(Entry {
-                    name,
-                    labels,
-                    histogram,
-                    last: Mutex::new(hlog::Last::default()),
-                });
-                // Copied only when a reader holds the list now (copy-on-write).
-                Arc::make_mut(&mut lock(&self.inner.entries)).push(entry);
-            }
-            None => self.inner.refused.inc(),
-        }
-        handle
+        // Copied only when a reader holds the list now (copy-on-write).
+        Arc::make_mut(&mut lock(&self.inner.entries)).push(entry);
+        self.inner.registry.note_deferred();
+        Some(handle)
     }
 
     fn describe(&self, key: KeyName, description: SharedString) {
@@ -458,7 +532,9 @@ impl PicolloRecorder {
         // Under the write lock: a series registered meanwhile reads the new text, or is
         // registered before and gets it from `set_help`.
         let mut help = self.inner.help.write().unwrap_or_else(|e| e.into_inner());
-        self.inner.registry.set_help(&name, &description);
+        // Not `set_help`, which asks this recorder to register its held-back series, and
+        // they read `help`.
+        self.inner.registry.set_help_now(&name, &description);
         help.insert(name, description);
     }
 
@@ -557,7 +633,7 @@ impl metrics::Recorder for PicolloRecorder {
 
     fn register_counter(&self, key: &Key, _metadata: &Metadata<'_>) -> metrics::Counter {
         let make = |r: &Registry, name: &str, help: &str, labels: &Labels| {
-            r.counter(name, help, labels)
+            r.counter_now(name, help, labels)
                 .map(|c| metrics::Counter::from_arc(Arc::new(c)))
         };
         self.register_number(key, &self.inner.counters, make)
@@ -566,7 +642,7 @@ impl metrics::Recorder for PicolloRecorder {
 
     fn register_gauge(&self, key: &Key, _metadata: &Metadata<'_>) -> metrics::Gauge {
         let make = |r: &Registry, name: &str, help: &str, labels: &Labels| {
-            r.gauge(name, help, labels)
+            r.gauge_now(name, help, labels)
                 .map(|g| metrics::Gauge::from_arc(Arc::new(g)))
         };
         self.register_number(key, &self.inner.gauges, make)
@@ -579,12 +655,12 @@ impl metrics::Recorder for PicolloRecorder {
         if let Some(handle) = cached_handle(self.inner.id, key) {
             return handle;
         }
-        let handle = self
+        let (shared, handle) = self
             .inner
             .histograms
-            .get_or_register(key, || self.register_new_histogram(key))
-            .unwrap_or_else(metrics::Histogram::noop);
-        remember_handle(self.inner.id, key, &handle);
+            .get_or_register(key, |shared| self.register_new_histogram(shared));
+        let handle = handle.unwrap_or_else(metrics::Histogram::noop);
+        remember_handle(self.inner.id, shared, &handle);
         handle
     }
 }

@@ -1,7 +1,7 @@
 //! The registry: named, labelled histograms, counters and gauges, encoded for a scrape.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 
 use crate::classic::{ClassicBuckets, ClassicHistogram};
 use crate::native::{Mapping, NativeHistogram};
@@ -9,7 +9,7 @@ use crate::proto::prometheus as pb;
 use crate::proto::wire;
 use crate::schema::Schema;
 use crate::source::Exported;
-use crate::sync::{Mutex, MutexGuard, RwLock};
+use crate::sync::{AtomicUsize, Mutex, MutexGuard, RwLock};
 use crate::text::{MetricKind, TextEncoder, TextFormat};
 use crate::{check_metric_name, ExportError, Labels};
 use picollo_core::plant;
@@ -221,6 +221,33 @@ pub struct Registry {
     snapshot: RwLock<Option<FamilyList>>,
     options: ExportOptions,
     next_id: AtomicU64,
+    /// Sources of series registered on demand ([`Deferred`]), asked before every read or
+    /// change of the families.
+    deferred: Deferrals,
+}
+
+/// A source of series whose registration waits for the registry to need them: a `metrics`
+/// recorder makes a new series' histogram at once and leaves its name, labels and registry
+/// insert (most of what creating a series costs) to the next scrape, as
+/// `metrics-exporter-prometheus` does.
+pub(crate) trait Deferred: Send + Sync {
+    /// Registers the series held back since the last call, with
+    /// [`Registry::register_dyn_now`] (never a method that asks the deferred sources again).
+    fn register_deferred(&self, registry: &Registry);
+}
+
+/// The registry's deferred sources and their pending registrations.
+#[derive(Default)]
+struct Deferrals {
+    /// The sources (weak: a source owns its registry, and a dropped one registers what it
+    /// held when it goes).
+    sources: Mutex<Vec<Weak<dyn Deferred>>>,
+    /// Registrations held back since the last flush ([`Registry::note_deferred`]): checked
+    /// under `flush`, so that a reader finds nothing to do without asking any source.
+    pending: AtomicUsize,
+    /// Held while the sources register: a reader that finds a flush under way waits for it,
+    /// so no read after a registration returned misses that series.
+    flush: Mutex<()>,
 }
 
 /// The families of one scrape, shared: the series' labels and values are `Arc`s, so a
@@ -260,7 +287,55 @@ impl Registry {
             snapshot: RwLock::new(None),
             options,
             next_id: AtomicU64::new(0),
+            deferred: Deferrals::default(),
         }
+    }
+
+    /// Adds a source of deferred registrations, asked before every later read or change.
+    #[cfg_attr(not(feature = "metrics"), allow(dead_code))]
+    pub(crate) fn defer(&self, source: Weak<dyn Deferred>) {
+        self.deferred
+            .sources
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(source);
+    }
+
+    /// Notes that a deferred source holds a registration back: the next read or change asks
+    /// the sources for it. Never waits (a record path's first call makes a series).
+    #[cfg_attr(not(feature = "metrics"), allow(dead_code))]
+    pub(crate) fn note_deferred(&self) {
+        self.deferred.pending.fetch_add(1, Ordering::Release);
+    }
+
+    /// Has every deferred source register what it held back. Cheap when nothing is pending
+    /// (an uncontended lock and a load); waits for a flush another thread has under way.
+    pub(crate) fn register_deferred(&self) {
+        let mut flush = Some(
+            self.deferred
+                .flush
+                .lock()
+                .unwrap_or_else(|e| e.into_inner()),
+        );
+        if self.deferred.pending.swap(0, Ordering::Acquire) == 0 {
+            return;
+        }
+        if plant!(RegistryUnlockedFlush, false, true) {
+            flush = None;
+        }
+        let sources: Vec<Arc<dyn Deferred>> = {
+            let mut list = self
+                .deferred
+                .sources
+                .lock()
+                .unwrap_or_else(|e| e.into_inner());
+            list.retain(|s| s.strong_count() > 0);
+            list.iter().filter_map(Weak::upgrade).collect()
+        };
+        for source in sources {
+            source.register_deferred(self);
+        }
+        drop(flush);
     }
 
     /// The export options.
@@ -321,6 +396,18 @@ impl Registry {
         labels: &Labels,
         source: Arc<dyn Exported>,
     ) -> Result<(), ExportError> {
+        self.register_deferred();
+        self.register_dyn_now(name, help, labels, source)
+    }
+
+    /// [`Registry::register_dyn`] without asking the deferred sources first (what they call).
+    pub(crate) fn register_dyn_now(
+        &self,
+        name: &str,
+        help: &str,
+        labels: &Labels,
+        source: Arc<dyn Exported>,
+    ) -> Result<(), ExportError> {
         if labels.contains("le") {
             return Err(ExportError::InvalidLabelName {
                 name: "le".into(),
@@ -343,6 +430,17 @@ impl Registry {
     /// # Errors
     /// As [`Registry::register`], except that an existing counter series is returned.
     pub fn counter(&self, name: &str, help: &str, labels: &Labels) -> Result<Counter, ExportError> {
+        self.register_deferred();
+        self.counter_now(name, help, labels)
+    }
+
+    /// [`Registry::counter`] without asking the deferred sources first.
+    pub(crate) fn counter_now(
+        &self,
+        name: &str,
+        help: &str,
+        labels: &Labels,
+    ) -> Result<Counter, ExportError> {
         match self.insert(
             name,
             help,
@@ -360,6 +458,17 @@ impl Registry {
     /// # Errors
     /// As [`Registry::counter`].
     pub fn gauge(&self, name: &str, help: &str, labels: &Labels) -> Result<Gauge, ExportError> {
+        self.register_deferred();
+        self.gauge_now(name, help, labels)
+    }
+
+    /// [`Registry::gauge`] without asking the deferred sources first.
+    pub(crate) fn gauge_now(
+        &self,
+        name: &str,
+        help: &str,
+        labels: &Labels,
+    ) -> Result<Gauge, ExportError> {
         match self.insert(
             name,
             help,
@@ -375,12 +484,19 @@ impl Registry {
     /// Replaces the help text of family `name`, if registered (for descriptions that arrive
     /// after the first series, as `metrics::describe_*!` may).
     pub fn set_help(&self, name: &str, help: &str) {
+        self.register_deferred();
+        self.set_help_now(name, help);
+    }
+
+    /// [`Registry::set_help`] without asking the deferred sources first.
+    pub(crate) fn set_help_now(&self, name: &str, help: &str) {
         self.change(|families| families.set_help(name, help))
     }
 
     /// Removes series `labels` of family `name` (the family goes with its last series).
     /// Returns whether it was registered.
     pub fn remove(&self, name: &str, labels: &Labels) -> bool {
+        self.register_deferred();
         let key = labels.sorted();
         self.change(|families| families.remove(name, &key))
     }
@@ -404,11 +520,13 @@ impl Registry {
         })
     }
 
-    /// The families now, shared (copy-on-write): the last snapshot when nothing changed since
-    /// it was taken, else a new one. Encoding holds no lock while it reads histograms, and
+    /// The families now, shared (copy-on-write), after the deferred sources registered what
+    /// they held back: the last snapshot when nothing changed since it was taken, else a new
+    /// one. Encoding holds no lock while it reads histograms, and
     /// registration is never blocked by a scrape for longer than a snapshot's copy of the
     /// series' `Arc`s (after a change).
     pub(crate) fn families(&self) -> FamilyList {
+        self.register_deferred();
         let cached = self.snapshot.read().unwrap_or_else(|e| e.into_inner());
         if let Some(list) = cached.as_ref() {
             return list.clone();

@@ -7,7 +7,7 @@
 //! neither loom nor the plants.
 
 #[cfg(not(loom))]
-pub(crate) use std::sync::{Mutex, MutexGuard, RwLock};
+pub(crate) use std::sync::{atomic::AtomicUsize, Mutex, MutexGuard, RwLock};
 // The read guard names the `metrics` recorder's lock helper.
 #[cfg(all(not(loom), feature = "metrics"))]
 pub(crate) use std::sync::RwLockReadGuard;
@@ -15,7 +15,7 @@ pub(crate) use std::sync::RwLockReadGuard;
 #[cfg(all(loom, feature = "metrics"))]
 pub(crate) use loom::sync::RwLockReadGuard;
 #[cfg(loom)]
-pub(crate) use loom::sync::{Mutex, MutexGuard, RwLock};
+pub(crate) use loom::sync::{atomic::AtomicUsize, Mutex, MutexGuard, RwLock};
 
 /// Gives the processor to another thread while one waits for another's registration (loom's
 /// in a model build, where threads are coroutines that must yield to make progress).

@@ -14,6 +14,10 @@
 //!   fill the claim in, never while the registry registers it).
 //! - **Copy-on-write list.** One thread registers a series while another scrapes (the scrape
 //!   copies the families into the shared snapshot): a scrape after both sees the series.
+//! - **Deferred registration.** The recorder leaves a new series' registry insert to the
+//!   registry's next read. One thread scrapes while another makes a series and then scrapes:
+//!   the second scrape serves the series, even when the first took the pending registration
+//!   and is still registering it (a scrape waits for a flush under way).
 //!
 //! Each model has a twin with one of this crate's bugs planted (`picollo_export::planted`), which must fail.
 //!
@@ -142,6 +146,44 @@ fn snapshot_race() {
             "a series registered before this scrape is missing:\n{after}"
         );
     });
+}
+
+/// A series made while another thread scrapes, then a scrape of this thread: it serves the
+/// series and its record.
+fn deferred_race() {
+    loom::model(|| {
+        let registry = Arc::new(Registry::new());
+        let recorder = RecorderBuilder::new()
+            .dense()
+            .build(registry.clone())
+            .unwrap();
+        let scraper = {
+            let registry = registry.clone();
+            thread::spawn(move || registry.encode_text(TextFormat::Prometheus))
+        };
+        let key = Key::from_parts("op", vec![Label::new("route", "/a")]);
+        recorder
+            .register_histogram(&key, &metadata())
+            .record(3_000.0);
+        let after = registry.encode_text(TextFormat::Prometheus);
+        scraper.join().unwrap();
+        assert_eq!(
+            sample(&after, "op_count{route=\"/a\"}"),
+            Some(1.0),
+            "a series made before this scrape is missing:\n{after}"
+        );
+    });
+}
+
+#[test]
+fn a_scrape_serves_every_series_made_before_it() {
+    deferred_race();
+}
+
+#[test]
+#[should_panic(expected = "is missing")]
+fn planted_unlocked_flush_hides_a_series() {
+    planted::with(Bug::RegistryUnlockedFlush, deferred_race);
 }
 
 #[test]

@@ -294,4 +294,36 @@ fn refused_keys_are_counted_once_per_key() {
     let refused = sample(&text, "picollo_recorder_refused_registrations_total");
     assert_eq!(refused, 3.0, "{text}");
     assert_eq!(sample(&text, "jobs"), 1.0);
+    // The two refused histograms left the recorder's exports when the registry refused them.
+    assert_eq!(recorder.histogram_footprint().1, 0);
+    assert_eq!(recorder.summaries(), "");
+}
+
+/// A new series is registered by the registry's next read, not by `histogram!`: a scrape
+/// serves it, a counter registered after it with its name is the one refused, and a recorder
+/// dropped before any read registers what it held back (the registry, kept by its owner,
+/// still serves the series).
+#[test]
+fn held_back_series_reach_the_registry_in_order() {
+    let registry = Arc::new(Registry::new());
+    let recorder = RecorderBuilder::new().build(registry.clone()).unwrap();
+    metrics::with_local_recorder(&recorder, || {
+        metrics::histogram!("first", "k" => "v").record(5.0);
+        // Registered after the histogram: the registry refuses the counter, as it would
+        // with the histogram registered at once.
+        metrics::counter!("first").increment(1);
+    });
+    assert_eq!(recorder.histogram_footprint().1, 1);
+    // Nothing reads the registry before this recorder goes.
+    let dropped = RecorderBuilder::new().build(registry.clone()).unwrap();
+    metrics::with_local_recorder(&dropped, || metrics::histogram!("second").record(7.0));
+    drop(dropped);
+    let text = registry.encode_text(TextFormat::Prometheus);
+    assert_eq!(sample(&text, "first_count{k=\"v\"}"), 1.0, "{text}");
+    assert_eq!(sample(&text, "second_count"), 1.0, "{text}");
+    assert_eq!(
+        sample(&text, "picollo_recorder_refused_registrations_total"),
+        1.0,
+        "{text}"
+    );
 }

@@ -2,14 +2,16 @@
 //! direct-mapped by the key's hash, the key compared by address first.
 
 use std::cell::RefCell;
+use std::sync::Arc;
 
 use metrics::Key;
 
 /// Entries of each thread's histogram handle cache (direct-mapped by the key's hash).
 const HANDLE_SLOTS: usize = 16;
 
-/// A cached handle: the recorder's id, the key, the handle `register_histogram` gave out.
-type HandleSlot = Option<(u64, Key, metrics::Histogram)>;
+/// A cached handle: the recorder's id, the key (the recorder index's copy, shared), the
+/// handle `register_histogram` gave out.
+type HandleSlot = Option<(u64, Arc<Key>, metrics::Histogram)>;
 
 thread_local! {
     /// The histogram handles this thread registered last, per key hash. Entries are never
@@ -57,15 +59,13 @@ pub(super) fn same_key(cached: &Key, key: &Key) -> bool {
     same_parts || cached == key
 }
 
-/// Caches `handle` for `key` of recorder `recorder` on this thread (nothing during thread
-/// exit, or if the cache is in use: a handle dropped here may run a destructor that
-/// registers again).
-pub(super) fn remember_handle(recorder: u64, key: &Key, handle: &metrics::Histogram) {
+/// Caches `handle` for `key` (the index's copy) of recorder `recorder` on this thread
+/// (nothing during thread exit, or if the cache is in use: a handle dropped here may run a
+/// destructor that registers again).
+pub(super) fn remember_handle(recorder: u64, key: Arc<Key>, handle: &metrics::Histogram) {
     let _ = HANDLES.try_with(|slots| {
         let old = match slots.try_borrow_mut() {
-            Ok(mut slots) => {
-                slots[handle_slot(key)].replace((recorder, key.clone(), handle.clone()))
-            }
+            Ok(mut slots) => slots[handle_slot(&key)].replace((recorder, key, handle.clone())),
             Err(_) => None,
         };
         // Dropped after the borrow ends.

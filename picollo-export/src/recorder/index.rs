@@ -7,8 +7,10 @@
 //! the shard's existing keys until the scrape let go.
 
 use crate::sync::{yield_now, RwLock};
+use std::borrow::Borrow;
 use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
+use std::hash::{BuildHasherDefault, Hash, Hasher};
+use std::sync::Arc;
 
 use metrics::Key;
 
@@ -32,7 +34,35 @@ enum Slot<V> {
 }
 
 /// One shard of an [`Index`].
-type Shard<V> = HashMap<Key, Slot<V>, BuildHasherDefault<KeyHash>>;
+type Shard<V> = HashMap<SharedKey, Slot<V>, BuildHasherDefault<KeyHash>>;
+
+/// A key as the index keeps it: one copy per key, shared with whoever else holds on to it
+/// (the recorder's series, the per-thread handle caches), so a new series copies its key
+/// (labels and all) once. Hashed and compared as the [`Key`] it holds, so a shard is
+/// searched with a `&Key`.
+#[derive(Clone)]
+struct SharedKey(Arc<Key>);
+
+impl Hash for SharedKey {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.0.hash(state)
+    }
+}
+
+impl PartialEq for SharedKey {
+    fn eq(&self, other: &Self) -> bool {
+        // The same copy (a claim filled in) without comparing names and labels.
+        Arc::ptr_eq(&self.0, &other.0) || self.0 == other.0
+    }
+}
+
+impl Eq for SharedKey {}
+
+impl Borrow<Key> for SharedKey {
+    fn borrow(&self) -> &Key {
+        &self.0
+    }
+}
 
 impl<V: Clone> Default for Index<V> {
     fn default() -> Self {
@@ -48,26 +78,27 @@ impl<V: Clone> Index<V> {
         &self.shards[(key.get_hash() >> 40) as usize % SHARDS]
     }
 
-    /// What was handed out for `key` (`None` when the registry refused it), registered by
-    /// `register` when no thread has yet. `register` runs with no lock of the index held;
-    /// while it does, other threads asking for the same key wait for its answer (yielding),
-    /// and those asking for other keys of the shard do not wait at all. When `register`
-    /// unwinds, the claim is withdrawn and the next thread to ask registers the key.
+    /// The index's copy of `key` and what was handed out for it (`None` when the registry
+    /// refused it), registered by `register` (given the index's copy) when no thread has
+    /// yet. `register` runs with no lock of the index held; while it does, other threads
+    /// asking for the same key wait for its answer (yielding), and those asking for other
+    /// keys of the shard do not wait at all. When `register` unwinds, the claim is withdrawn
+    /// and the next thread to ask registers the key.
     pub(super) fn get_or_register(
         &self,
         key: &Key,
-        register: impl FnOnce() -> Option<V>,
-    ) -> Option<V> {
+        register: impl FnOnce(&Arc<Key>) -> Option<V>,
+    ) -> (Arc<Key>, Option<V>) {
         let shard = self.shard(key);
         loop {
             let seen = shard
                 .read()
                 .unwrap_or_else(|e| e.into_inner())
-                .get(key)
-                .cloned();
+                .get_key_value(key)
+                .map(|(k, slot)| (k.0.clone(), slot.clone()));
             match seen {
-                Some(Slot::Done(v)) => return v,
-                Some(Slot::Registering) => {
+                Some((shared, Slot::Done(v))) => return (shared, v),
+                Some((_, Slot::Registering)) => {
                     yield_now();
                     continue;
                 }
@@ -76,19 +107,24 @@ impl<V: Clone> Index<V> {
             // Not there under the read lock: claim it, unless another thread did since.
             let mut map = shard.write().unwrap_or_else(|e| e.into_inner());
             let look_again = !picollo_core::plant!(RecorderNoRecheck, false, true);
-            match map.get(key).filter(|_| look_again).cloned() {
-                Some(Slot::Done(v)) => return v,
-                Some(Slot::Registering) => {
+            let found = map.get_key_value(key).filter(|_| look_again);
+            match found.map(|(k, slot)| (k.0.clone(), slot.clone())) {
+                Some((shared, Slot::Done(v))) => return (shared, v),
+                Some((_, Slot::Registering)) => {
                     drop(map);
                     yield_now();
                 }
                 None => {
-                    map.insert(key.clone(), Slot::Registering);
+                    let shared = Arc::new(key.clone());
+                    map.insert(SharedKey(shared.clone()), Slot::Registering);
                     drop(map);
-                    let claim = Claim { shard, key };
-                    let made = register();
+                    let claim = Claim {
+                        shard,
+                        key: &shared,
+                    };
+                    let made = register(&shared);
                     claim.fill(made.clone());
-                    return made;
+                    return (shared, made);
                 }
             }
         }
@@ -99,17 +135,18 @@ impl<V: Clone> Index<V> {
 /// registration unwinds (so that waiting threads do not wait forever).
 struct Claim<'a, V> {
     shard: &'a RwLock<Shard<V>>,
-    key: &'a Key,
+    key: &'a Arc<Key>,
 }
 
 impl<V> Claim<'_, V> {
     fn fill(self, made: Option<V>) {
         let mut map = self.shard.write().unwrap_or_else(|e| e.into_inner());
-        // In place: the claim holds the key (no second copy of it).
-        match map.get_mut(self.key) {
+        // In place: the claim holds the key (no second copy of it), found by its address.
+        let key = SharedKey(self.key.clone());
+        match map.get_mut(&key) {
             Some(slot) => *slot = Slot::Done(made),
             None => {
-                map.insert(self.key.clone(), Slot::Done(made));
+                map.insert(key, Slot::Done(made));
             }
         }
         drop(map);
@@ -120,7 +157,7 @@ impl<V> Claim<'_, V> {
 impl<V> Drop for Claim<'_, V> {
     fn drop(&mut self) {
         let mut map = self.shard.write().unwrap_or_else(|e| e.into_inner());
-        map.remove(self.key);
+        map.remove(&**self.key);
     }
 }
 
