@@ -347,20 +347,28 @@ impl std::error::Error for InstallError {
     }
 }
 
-/// One histogram series of the recorder.
-struct Entry {
+/// What the recorder keeps of a histogram series beside its histogram, in the same
+/// allocation as its handle ([`Kinded::series`]).
+struct Series {
     /// The `metrics` key (the recorder index's copy, shared), which the series' name and
     /// labels are made from by the registry's next read or the first export that needs them:
     /// not by the registration, which a record path pays for.
     key: Arc<Key>,
     /// The sanitized name and labels (the labels shared with the registry's series).
     names: OnceLock<(String, Labels)>,
-    histogram: Kinded,
     /// Totals at the last `.hlog` interval (locked only by the `.hlog` writer).
     last: Mutex<hlog::Last>,
 }
 
-impl Entry {
+impl Series {
+    fn new(key: Arc<Key>) -> Self {
+        Series {
+            key,
+            names: OnceLock::new(),
+            last: Mutex::new(hlog::Last::default()),
+        }
+    }
+
     /// The series' name and labels, made from its key on first use.
     fn names(&self) -> &(String, Labels) {
         self.names.get_or_init(|| {
@@ -393,7 +401,7 @@ struct Inner {
     /// The histogram series in registration order, for the recorder's own exports: a
     /// copy-on-write list, so that a reader takes it with a pointer copy under the lock (never
     /// a copy of the list that a registration would wait for) and reads it with none held.
-    entries: Mutex<Arc<Vec<Arc<Entry>>>>,
+    entries: Mutex<Arc<Vec<Kinded>>>,
     /// How many of `entries` (from the front) the registry has been asked to register: the
     /// rest wait for its next read ([`Deferred`]).
     registered: Mutex<usize>,
@@ -412,22 +420,22 @@ impl Inner {
         };
         let help = read(&self.help);
         let mut refused = Vec::new();
-        for entry in new {
-            let (name, labels) = entry.names();
+        for histogram in new {
+            let (name, labels) = histogram.series().names();
             let description = help.get(name).map_or("", String::as_str);
-            let exported = entry.histogram.exported();
             if registry
-                .register_dyn_now(name, description, labels, exported)
+                .register_dyn_now(name, description, labels, histogram.exported())
                 .is_err()
             {
                 self.refused.inc();
-                refused.push(Arc::as_ptr(entry));
+                refused.push(histogram.series() as *const Series);
             }
         }
         drop(help);
         let mut list = lock(&self.entries);
         if !refused.is_empty() {
-            Arc::make_mut(&mut list).retain(|e| !refused.contains(&Arc::as_ptr(e)));
+            let is_refused = |h: &Kinded| refused.contains(&(h.series() as *const Series));
+            Arc::make_mut(&mut list).retain(|h| !is_refused(h));
         }
         // Those made meanwhile stay behind the mark (they follow the ones registered here).
         *registered = entries.len() - refused.len();
@@ -471,7 +479,7 @@ impl PicolloRecorder {
 
     /// The histogram series now, each registered or refused (the registry asked first; the
     /// list shared, a pointer copy; no lock is held after).
-    fn entries(&self) -> Arc<Vec<Arc<Entry>>> {
+    fn entries(&self) -> Arc<Vec<Kinded>> {
         self.inner.registry.register_deferred();
         Arc::clone(&lock(&self.inner.entries))
     }
@@ -512,16 +520,11 @@ impl PicolloRecorder {
     /// (a push) is taken, so nothing a scrape holds delays it. `None` only when the
     /// configuration makes no histogram, which `build` refused already.
     fn register_new_histogram(&self, key: &Arc<Key>) -> Option<metrics::Histogram> {
-        let histogram = Kinded::new(&self.inner.config, &self.inner.invalid).ok()?;
+        let series = Series::new(Arc::clone(key));
+        let histogram = Kinded::new(&self.inner.config, &self.inner.invalid, series).ok()?;
         let handle = histogram.handle();
-        let entry = Arc::new(Entry {
-            key: Arc::clone(key),
-            names: OnceLock::new(),
-            histogram,
-            last: Mutex::new(hlog::Last::default()),
-        });
         // Copied only when a reader holds the list now (copy-on-write).
-        Arc::make_mut(&mut lock(&self.inner.entries)).push(entry);
+        Arc::make_mut(&mut lock(&self.inner.entries)).push(histogram);
         self.inner.registry.note_deferred();
         Some(handle)
     }
@@ -544,7 +547,7 @@ impl PicolloRecorder {
     /// and the number of series.
     pub fn histogram_footprint(&self) -> (usize, usize) {
         let entries = self.entries();
-        let bytes = entries.iter().map(|e| e.histogram.footprint()).sum();
+        let bytes = entries.iter().map(Kinded::footprint).sum();
         (bytes, entries.len())
     }
 
@@ -553,8 +556,8 @@ impl PicolloRecorder {
     pub fn summaries(&self) -> String {
         let mut out = String::new();
         for e in self.entries().iter() {
-            let table = Summary::from_histogram(e.histogram.read());
-            out.push_str(&table.table(&e.title()).to_string());
+            let table = Summary::from_histogram(e.read());
+            out.push_str(&table.table(&e.series().title()).to_string());
             out.push('\n');
         }
         out
@@ -582,8 +585,8 @@ impl PicolloRecorder {
     ) -> Result<u64, LogError> {
         let mut dropped = 0u64;
         for e in self.entries().iter() {
-            let h = e.histogram.read();
-            let mut last = lock(&e.last);
+            let h = e.read();
+            let mut last = lock(&e.series().last);
             let (delta, next) = last.interval(h);
             let layout = h.layout();
             let digits = interop::significant_digits_for(layout)
@@ -599,7 +602,7 @@ impl PicolloRecorder {
             dropped = dropped
                 .saturating_add(export.dropped_underflow)
                 .saturating_add(export.dropped_overflow);
-            let tag = picollo_alloc::hdr::sanitize_tag(&e.title());
+            let tag = picollo_alloc::hdr::sanitize_tag(&e.series().title());
             log.write_interval(Some(&tag), start_sec, end_sec, &export.counts)?;
             // Written: the next interval starts from these totals.
             *last = next;

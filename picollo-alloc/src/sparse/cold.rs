@@ -41,43 +41,101 @@ enum Added {
     Saturated,
 }
 
-/// One table: a power-of-two number of entry words, and the table it replaced.
+/// One table: a power-of-two number of entry words, and the table it replaced. One
+/// allocation holds the header and, after it, the words (a new series' first cold record
+/// makes a table: one allocation, not two).
 struct Table {
     /// The older table (null for the first); set before this one is published.
     prev: *mut Table,
     /// Entries inserted (the load factor's numerator).
     used: AtomicUsize,
-    words: Box<[AtomicU32]>,
+    /// The words, right after this header in its allocation: a pointer taken from the
+    /// allocation itself (not from a reference to the header, which covers only the header).
+    words: *const AtomicU32,
+    len: usize,
 }
 
 impl Table {
-    fn new(words: usize, prev: *mut Table) -> *mut Table {
-        Box::into_raw(Box::new(Table {
-            prev,
-            used: AtomicUsize::new(0),
-            words: (0..words).map(|_| AtomicU32::new(0)).collect(),
-        }))
+    /// The allocation of a table of `len` words, and where its words start in it.
+    fn allocation(len: usize) -> (std::alloc::Layout, usize) {
+        let words = std::alloc::Layout::array::<AtomicU32>(len);
+        match words.and_then(|w| std::alloc::Layout::new::<Table>().extend(w)) {
+            Ok((layout, offset)) => (layout, offset),
+            // At most the storage's word limit: a quarter of a window's cells.
+            Err(_) => unreachable!("cold table of {len} words"),
+        }
+    }
+
+    fn new(len: usize, prev: *mut Table) -> *mut Table {
+        let (layout, offset) = Self::allocation(len);
+        // SAFETY: the layout has a nonzero size (the header).
+        let base = unsafe { std::alloc::alloc(layout) };
+        if base.is_null() {
+            std::alloc::handle_alloc_error(layout);
+        }
+        // SAFETY: `base` is a fresh allocation of `layout`: the header at its start and `len`
+        // words at `offset`, each aligned (`Layout::extend`), written once here before the
+        // table is shared.
+        unsafe {
+            let words = base.add(offset).cast::<AtomicU32>();
+            for i in 0..len {
+                words.add(i).write(AtomicU32::new(0));
+            }
+            let table = base.cast::<Table>();
+            table.write(Table {
+                prev,
+                used: AtomicUsize::new(0),
+                words,
+                len,
+            });
+            table
+        }
+    }
+
+    /// Frees a table made by [`Table::new`] (not its `prev`).
+    ///
+    /// # Safety
+    ///
+    /// `table` came from [`Table::new`], is freed once, and nothing uses it after.
+    unsafe fn free(table: *mut Table) {
+        // SAFETY: the caller's guarantee: the header and the words were written by `new` in
+        // an allocation of `allocation(len)`.
+        unsafe {
+            let len = (*table).len;
+            let words = (*table).words.cast_mut();
+            core::ptr::drop_in_place(core::ptr::slice_from_raw_parts_mut(words, len));
+            core::ptr::drop_in_place(table);
+            std::alloc::dealloc(table.cast::<u8>(), Self::allocation(len).0);
+        }
+    }
+
+    /// The entry words.
+    #[inline]
+    fn words(&self) -> &[AtomicU32] {
+        // SAFETY: `words` points at the `len` words `new` wrote after this header, in the
+        // same allocation, alive while the table is (freed only by `free`).
+        unsafe { core::slice::from_raw_parts(self.words, self.len) }
     }
 
     /// The first probe of `key`.
     #[inline]
     fn home(&self, key: u32) -> usize {
-        let bits = self.words.len().trailing_zeros();
+        let bits = self.len.trailing_zeros();
         (u64::from(key).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - bits)) as usize
     }
 
     /// Adds `n` to `key`'s entry, inserting it if absent.
     fn add(&self, key: u32, n: u64) -> Added {
-        let mask = self.words.len() - 1;
+        let mask = self.len - 1;
         let Some(n) = u32::try_from(n).ok().filter(|&n| n <= COUNT_MASK) else {
             return Added::Saturated;
         };
         let mut i = self.home(key);
-        for _ in 0..self.words.len() {
-            let word = &self.words[i];
+        for _ in 0..self.len {
+            let word = &self.words()[i];
             let mut w = word.load(Ordering::Relaxed);
             if w == 0 {
-                if self.used.load(Ordering::Relaxed) * 4 >= self.words.len() * 3 {
+                if self.used.load(Ordering::Relaxed) * 4 >= self.len * 3 {
                     return Added::Full;
                 }
                 match word.compare_exchange(0, key | n, Ordering::Relaxed, Ordering::Relaxed) {
@@ -110,10 +168,10 @@ impl Table {
 
     /// The word of `key`'s entry in this table.
     fn find(&self, key: u32) -> Option<&AtomicU32> {
-        let mask = self.words.len() - 1;
+        let mask = self.len - 1;
         let mut i = self.home(key);
-        for _ in 0..self.words.len() {
-            let word = &self.words[i];
+        for _ in 0..self.len {
+            let word = &self.words()[i];
             let w = word.load(Ordering::Relaxed);
             if w == 0 {
                 return None;
@@ -193,7 +251,7 @@ impl ColdTier {
     /// null), unless another thread did; `None` when that would pass `max_words`.
     fn grow(&self, newest: *mut Table, max_words: usize) -> Option<()> {
         // SAFETY: as in `add`.
-        let size = unsafe { newest.as_ref() }.map_or(FIRST_WORDS, |t| t.words.len() * 2);
+        let size = unsafe { newest.as_ref() }.map_or(FIRST_WORDS, |t| t.len * 2);
         if self.words.load(Ordering::Relaxed) + size > max_words {
             // `words` counts a table another thread installed after `newest` was read: with
             // `newest` stale, that table may have room, so look again rather than give the
@@ -203,7 +261,7 @@ impl ColdTier {
         let table = Table::new(size, newest);
         let free = |t: *mut Table| {
             // SAFETY: `t` came from `Table::new` and was never published.
-            drop(unsafe { Box::from_raw(t) })
+            unsafe { Table::free(t) }
         };
         if install::replace(&self.newest, newest, table, free) {
             self.words.fetch_add(size, Ordering::Relaxed);
@@ -218,10 +276,10 @@ impl ColdTier {
         chain.reverse();
         let mut newest = core::ptr::null_mut();
         for table in chain {
-            let copy = Table::new(table.words.len(), newest);
+            let copy = Table::new(table.len, newest);
             // SAFETY: just made by `Table::new`, not yet shared.
             let to = unsafe { &*copy };
-            for (t, w) in to.words.iter().zip(table.words.iter()) {
+            for (t, w) in to.words().iter().zip(table.words().iter()) {
                 t.store(w.load(Ordering::Relaxed), Ordering::Relaxed);
             }
             to.used
@@ -288,7 +346,7 @@ impl ColdTier {
     /// Calls `f(word)` for every entry word with a count: `(logical + 1) << 8 | count`.
     pub(super) fn for_each_word(&self, mut f: impl FnMut(u32)) {
         for table in self.tables() {
-            for word in table.words.iter() {
+            for word in table.words() {
                 let w = word.load(Ordering::Relaxed);
                 if w & COUNT_MASK != 0 {
                     f(w);
@@ -317,7 +375,7 @@ impl ColdTier {
     /// Zeroes every count, keeping the keys (writers may be probing: see the module docs).
     pub(super) fn clear_counts(&self) {
         for table in self.tables() {
-            for word in table.words.iter() {
+            for word in table.words() {
                 word.fetch_and(!COUNT_MASK, Ordering::Relaxed);
             }
         }
@@ -327,7 +385,7 @@ impl ColdTier {
     /// owner is gone).
     pub(super) fn clear_all(&self) {
         for table in self.tables() {
-            for word in table.words.iter() {
+            for word in table.words() {
                 word.store(0, Ordering::Relaxed);
             }
             table.used.store(0, Ordering::Relaxed);
@@ -351,9 +409,12 @@ impl Drop for ColdTier {
         let mut next = self.newest.load(Ordering::Relaxed);
         while !next.is_null() {
             // SAFETY: every table of the chain came from `Table::new` and is linked once;
-            // with `&mut self` nothing else reaches it.
-            let table = unsafe { Box::from_raw(next) };
-            next = table.prev;
+            // with `&mut self` nothing else reaches it, and each is freed once here.
+            unsafe {
+                let table = next;
+                next = (*table).prev;
+                Table::free(table);
+            }
         }
     }
 }

@@ -11,7 +11,7 @@ use picollo_core::cell::AtomicU64;
 use picollo_core::storage::Cells;
 use picollo_core::{BucketPos, HistogramRead, Layout, RecordAt, UnitLayout, Window};
 
-use super::{HistogramKind, RecorderBuilder};
+use super::{HistogramKind, RecorderBuilder, Series};
 use crate::registry::{Counter, Gauge};
 use crate::source::Exported;
 
@@ -61,25 +61,35 @@ impl Kinded {
     ///
     /// # Errors
     /// The builder's: an invalid window, or a value unit with the thread-local kind.
-    pub(super) fn new(config: &RecorderBuilder, invalid: &Counter) -> Result<Kinded, BuildError> {
+    pub(super) fn new(
+        config: &RecorderBuilder,
+        invalid: &Counter,
+        series: Series,
+    ) -> Result<Kinded, BuildError> {
         let (builder, unit) = Self::builder(config);
         let (scale, invalid) = (config.scale, invalid.clone());
-        let handle = |h| Arc::new(Handle::new(h, scale, invalid.clone()));
         Ok(match (config.kind, config.dense, unit) {
             (HistogramKind::ThreadLocal, true, _) => Kinded::ThreadLocal(Arc::new(Handle::new(
                 builder.dense().thread_local()?,
                 scale,
                 invalid,
+                series,
             ))),
             (HistogramKind::ThreadLocal, false, _) => Kinded::SparseThreadLocal(Arc::new(
-                Handle::new(builder.thread_local()?, scale, invalid),
+                Handle::new(builder.thread_local()?, scale, invalid, series),
             )),
-            (HistogramKind::Atomic, true, false) => {
-                Kinded::Atomic(handle(builder.dense().atomic()?))
-            }
-            (HistogramKind::Atomic, false, false) => {
-                Kinded::SparseAtomic(Arc::new(Handle::new(builder.atomic()?, scale, invalid)))
-            }
+            (HistogramKind::Atomic, true, false) => Kinded::Atomic(Arc::new(Handle::new(
+                builder.dense().atomic()?,
+                scale,
+                invalid,
+                series,
+            ))),
+            (HistogramKind::Atomic, false, false) => Kinded::SparseAtomic(Arc::new(Handle::new(
+                builder.atomic()?,
+                scale,
+                invalid,
+                series,
+            ))),
             // The layout's unit, set as the builder's lowest discernible value: the builder
             // whose atomic kind records it.
             (HistogramKind::Atomic, true, true) => Kinded::UnitAtomic(Arc::new(Handle::new(
@@ -89,12 +99,14 @@ impl Kinded {
                     .atomic()?,
                 scale,
                 invalid,
+                series,
             ))),
             (HistogramKind::Atomic, false, true) => {
                 Kinded::SparseUnitAtomic(Arc::new(Handle::new(
                     builder.lowest_discernible(config.layout.unit()).atomic()?,
                     scale,
                     invalid,
+                    series,
                 )))
             }
         })
@@ -154,6 +166,11 @@ impl Kinded {
         each_kind!(self, h => metrics::Histogram::from_arc(h.clone()))
     }
 
+    /// The series this histogram is of.
+    pub(super) fn series(&self) -> &Series {
+        each_kind!(self, h => &h.series)
+    }
+
     /// Bytes the series' histogram holds now.
     pub(super) fn footprint(&self) -> usize {
         each_kind!(self, h => h.histogram.footprint())
@@ -207,15 +224,18 @@ pub(super) struct Handle<H> {
     /// The bucket of a scaled value from its bits (the thread-local kind's fast path).
     buckets: FloatBuckets,
     invalid: Counter,
+    /// The recorder's own state of the series (one allocation with the handle).
+    series: Series,
 }
 
 impl<H: RecorderHistogram + HistogramRead> Handle<H> {
-    fn new(histogram: H, scale: f64, invalid: Counter) -> Self {
+    fn new(histogram: H, scale: f64, invalid: Counter, series: Series) -> Self {
         Handle {
             buckets: FloatBuckets::new(histogram.layout()),
             histogram,
             scale,
             invalid,
+            series,
         }
     }
 }

@@ -177,7 +177,9 @@ fn configurations_are_measured_as_built() {
                         .max_trackable(max)
                         .kind(kind);
                     let config = if dense { config.dense() } else { config };
-                    let built = Kinded::new(&config, &Counter::default()).map(|k| k.footprint());
+                    let series = Series::new(Arc::new(Key::from_name("t")));
+                    let built =
+                        Kinded::new(&config, &Counter::default(), series).map(|k| k.footprint());
                     assert_eq!(
                         config.series_footprint(),
                         built,
