@@ -19,4 +19,9 @@ pub enum Bug {
     /// pending, reads the families without the series, and misses a series whose
     /// `histogram!` returned before it started.
     RegistryUnlockedFlush,
+    /// A `picollo-export` scrape drops its references to the deferred sources while it still
+    /// holds the flush lock: when a recorder was dropped meanwhile, the scrape's reference is
+    /// the last, and the recorder's drop, which registers what it held under that lock,
+    /// waits for it forever.
+    RegistrySourceDroppedLocked,
 }

@@ -93,7 +93,8 @@
 //! renders: the record path's first call pays for a histogram, not for the exposition. The
 //! registry reads nothing until those are in, so a scrape serves every series whose
 //! `histogram!` returned before it started. A recorder that is dropped registers what it
-//! held back, so a registry kept by its owner still serves its series.
+//! held back, so a registry kept by its owner still serves its series (from the first scrape
+//! after the drop; one that overlaps the drop may not).
 //!
 //! # Concurrency
 //!
@@ -453,6 +454,9 @@ impl Drop for Inner {
     /// outlives the recorder (and serves them) when its owner keeps it.
     fn drop(&mut self) {
         let registry = Arc::clone(&self.registry);
+        // Under the registry's flush lock, as when the registry asks: a read that overlaps
+        // this waits for it.
+        let _flush = registry.flush_lock();
         self.register_held_back(&registry);
     }
 }

@@ -301,6 +301,15 @@ impl Registry {
             .push(source);
     }
 
+    /// The lock deferred registrations happen under: a source that registers on its own
+    /// (when it goes) takes it too, so that no read overlaps a registration half done.
+    pub(crate) fn flush_lock(&self) -> MutexGuard<'_, ()> {
+        self.deferred
+            .flush
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+    }
+
     /// Notes that a deferred source holds a registration back: the next read or change asks
     /// the sources for it. Never waits (a record path's first call makes a series).
     #[cfg_attr(not(feature = "metrics"), allow(dead_code))]
@@ -311,13 +320,11 @@ impl Registry {
     /// Has every deferred source register what it held back. Cheap when nothing is pending
     /// (an uncontended lock and a load); waits for a flush another thread has under way.
     pub(crate) fn register_deferred(&self) {
-        let mut flush = Some(
-            self.deferred
-                .flush
-                .lock()
-                .unwrap_or_else(|e| e.into_inner()),
-        );
-        if self.deferred.pending.swap(0, Ordering::Acquire) == 0 {
+        let mut flush = Some(self.flush_lock());
+        // A load first: most calls find nothing, and need not write the shared word.
+        if self.deferred.pending.load(Ordering::Acquire) == 0
+            || self.deferred.pending.swap(0, Ordering::Acquire) == 0
+        {
             return;
         }
         if plant!(RegistryUnlockedFlush, false, true) {
@@ -332,10 +339,19 @@ impl Registry {
             list.retain(|s| s.strong_count() > 0);
             list.iter().filter_map(Weak::upgrade).collect()
         };
-        for source in sources {
+        for source in &sources {
             source.register_deferred(self);
         }
+        let sources = if plant!(RegistrySourceDroppedLocked, false, true) {
+            drop(sources);
+            Vec::new()
+        } else {
+            sources
+        };
         drop(flush);
+        // After the lock: the last reference to a source may be one of these, and a source
+        // that goes registers what it held under the same lock.
+        drop(sources);
     }
 
     /// The export options.
