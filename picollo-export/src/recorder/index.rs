@@ -2,9 +2,10 @@
 //! each shard read-mostly, so that finding an existing key takes no lock shared by all
 //! threads (a read lock on one of [`SHARDS`] shards). Registering a new key holds its shard's
 //! write lock only to claim the key and to fill the claim in, never while the key is
-//! registered: registration takes the registry's lock, which a scrape holds while it takes
-//! its snapshot, and a shard's write lock held across it would stop every `histogram!` of
-//! the shard's existing keys until the scrape let go.
+//! registered: a counter's or gauge's registration takes the registry's lock, which a scrape
+//! holds while it takes its snapshot, and a shard's write lock held across it would stop
+//! every `histogram!` of the shard's existing keys until the scrape let go (a histogram's
+//! registration takes no registry lock: it waits for the registry's next read).
 
 use crate::sync::{yield_now, RwLock};
 use std::borrow::Borrow;
