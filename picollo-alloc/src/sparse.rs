@@ -291,6 +291,7 @@ impl<T: PageCell> SparseStorage<T> {
     /// the cold tier is copied entry for entry. Only with no other writer (a thread-local
     /// shard's baseline, under the histogram's version lock); readers that overlap must retry.
     pub(crate) fn copy_counts_from(&self, from: &Self, set: impl Fn(&T, u64)) {
+        // Every block: one with a page here but none in `from` is set to zero.
         for e in self.first_block..self.dir.len() {
             if let Some(cells) = from.page(e) {
                 self.install(e);
@@ -412,6 +413,16 @@ impl<T: PageCell> SparseStorage<T> {
     fn page_ptr(&self, e: usize) -> Option<*mut T> {
         let page = self.dir.page(e);
         (!page.is_null()).then_some(page)
+    }
+
+    /// The blocks that may have a page: none before the directory is installed (a new
+    /// storage's walks over its pages, such as the clear every constructor makes, then cost
+    /// nothing), else the window's blocks.
+    fn paged_blocks(&self) -> core::ops::Range<usize> {
+        match self.dir.entries() {
+            Some(_) => self.first_block..self.dir.len(),
+            None => 0..0,
+        }
     }
 
     /// The page of block `e` as a slice of its cells, if installed.
@@ -573,13 +584,7 @@ impl<T: PageCell> Cells for SparseStorage<T> {
     }
 
     fn clear_shared(&self, clear: impl Fn(&T)) {
-        // No directory, no page: a new storage (every histogram's constructor clears its
-        // storage) skips the walk over its blocks.
-        let blocks = match self.dir.entries() {
-            Some(_) => self.first_block..self.dir.len(),
-            None => 0..0,
-        };
-        for e in blocks {
+        for e in self.paged_blocks() {
             if let Some(cells) = self.page(e) {
                 cells.iter().for_each(&clear);
             }
@@ -665,7 +670,7 @@ impl<T: PageCell> CellsMut for SparseStorage<T> {
     }
 
     fn clear_mut(&mut self, zero: impl Fn(&mut T)) {
-        for e in self.first_block..self.dir.len() {
+        for e in self.paged_blocks() {
             if let Some(cells) = self.page_mut(e) {
                 cells.iter_mut().for_each(&zero);
             }
@@ -706,7 +711,7 @@ impl<T: PageCell + Copy> Clone for SparseStorage<T> {
             cold_limit: self.cold_limit,
             page_bytes: AtomicUsize::new(0),
         };
-        for e in self.first_block..self.dir.len() {
+        for e in self.paged_blocks() {
             if let Some(cells) = self.page(e) {
                 let page = copy.install(e).wrapping_add(bias(e, self.k));
                 // SAFETY: just installed: `cells.len()` cells, not yet shared.
