@@ -51,16 +51,33 @@ fn sample(text: &str, series: &str) -> Option<f64> {
         .map(|v| v.parse().unwrap())
 }
 
-/// In a model: a recorder (dense storage: the model is of the index and the registry, not of
-/// sparse storage's page installation, which picollo-alloc's models cover) that a second
-/// thread asks for key `theirs` and records 2,000 into while this one asks for `ours` and
-/// records 3,000; both joined. The registry's text after, and the recorder.
-fn register_from_two_threads(theirs: Key, ours: Key) -> (String, PicolloRecorder) {
+/// In a model: a registry and a recorder into it (dense storage: the models are of the index
+/// and the registry, not of sparse storage's page installation, which picollo-alloc's
+/// models cover).
+fn registry_and_recorder() -> (Arc<Registry>, PicolloRecorder) {
     let registry = Arc::new(Registry::new());
     let recorder = RecorderBuilder::new()
         .dense()
         .build(registry.clone())
         .unwrap();
+    (registry, recorder)
+}
+
+/// The key the models make series of: `op{route="/a"}`.
+fn route_a() -> Key {
+    Key::from_parts("op", vec![Label::new("route", "/a")])
+}
+
+/// The count of `route_a`'s series in the text `text`, if it has one.
+fn route_a_count(text: &str) -> Option<f64> {
+    sample(text, "op_count{route=\"/a\"}")
+}
+
+/// In a model: a recorder that a second thread asks for key `theirs` and records 2,000 into
+/// while this one asks for `ours` and records 3,000; both joined. The registry's text after,
+/// and the recorder.
+fn register_from_two_threads(theirs: Key, ours: Key) -> (String, PicolloRecorder) {
+    let (registry, recorder) = registry_and_recorder();
     let racer = {
         let recorder = recorder.clone();
         thread::spawn(move || {
@@ -79,18 +96,13 @@ fn register_from_two_threads(theirs: Key, ours: Key) -> (String, PicolloRecorder
 /// Two threads create the same key at once and record into it.
 fn registration_race() {
     loom::model(|| {
-        let key = || Key::from_parts("op", vec![Label::new("route", "/a")]);
-        let (text, recorder) = register_from_two_threads(key(), key());
+        let (text, recorder) = register_from_two_threads(route_a(), route_a());
         assert_eq!(
             sample(&text, "picollo_recorder_refused_registrations_total"),
             Some(0.0),
             "a racing registration was refused"
         );
-        assert_eq!(
-            sample(&text, "op_count{route=\"/a\"}"),
-            Some(2.0),
-            "a record was lost"
-        );
+        assert_eq!(route_a_count(&text), Some(2.0), "a record was lost");
         assert_eq!(recorder.histogram_footprint().1, 1);
     });
 }
@@ -110,14 +122,14 @@ fn same_shard_as(key: &Key) -> Key {
 /// registration (the shard is locked only to claim a key and to fill the claim in).
 fn same_shard_race() {
     loom::model(|| {
-        let first = Key::from_parts("op", vec![Label::new("route", "/a")]);
+        let first = route_a();
         let second = same_shard_as(&first);
         let (text, recorder) = register_from_two_threads(first, second);
         assert_eq!(
             sample(&text, "picollo_recorder_refused_registrations_total"),
             Some(0.0)
         );
-        assert_eq!(sample(&text, "op_count{route=\"/a\"}"), Some(1.0), "{text}");
+        assert_eq!(route_a_count(&text), Some(1.0), "{text}");
         assert_eq!(recorder.histogram_footprint().1, 2);
     });
 }
@@ -154,23 +166,18 @@ fn snapshot_race() {
 /// series and its record.
 fn deferred_race() {
     loom::model(|| {
-        let registry = Arc::new(Registry::new());
-        let recorder = RecorderBuilder::new()
-            .dense()
-            .build(registry.clone())
-            .unwrap();
+        let (registry, recorder) = registry_and_recorder();
         let scraper = {
             let registry = registry.clone();
             thread::spawn(move || registry.encode_text(TextFormat::Prometheus))
         };
-        let key = Key::from_parts("op", vec![Label::new("route", "/a")]);
         recorder
-            .register_histogram(&key, &metadata())
+            .register_histogram(&route_a(), &metadata())
             .record(3_000.0);
         let after = registry.encode_text(TextFormat::Prometheus);
         scraper.join().unwrap();
         assert_eq!(
-            sample(&after, "op_count{route=\"/a\"}"),
+            route_a_count(&after),
             Some(1.0),
             "a series made before this scrape is missing:\n{after}"
         );
@@ -182,14 +189,9 @@ fn deferred_race() {
 /// scrape held), and the series is in the registry once the drop is done.
 fn dropped_recorder_race() {
     loom::model(|| {
-        let registry = Arc::new(Registry::new());
-        let recorder = RecorderBuilder::new()
-            .dense()
-            .build(registry.clone())
-            .unwrap();
-        let key = Key::from_parts("op", vec![Label::new("route", "/a")]);
+        let (registry, recorder) = registry_and_recorder();
         recorder
-            .register_histogram(&key, &metadata())
+            .register_histogram(&route_a(), &metadata())
             .record(3_000.0);
         let dropper = thread::spawn(move || drop(recorder));
         // Whether this one serves the series depends on the order (a scrape that finds the
@@ -197,11 +199,7 @@ fn dropped_recorder_race() {
         registry.encode_text(TextFormat::Prometheus);
         dropper.join().unwrap();
         let after = registry.encode_text(TextFormat::Prometheus);
-        assert_eq!(
-            sample(&after, "op_count{route=\"/a\"}"),
-            Some(1.0),
-            "{after}"
-        );
+        assert_eq!(route_a_count(&after), Some(1.0), "{after}");
     });
 }
 
