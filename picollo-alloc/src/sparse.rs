@@ -40,7 +40,9 @@
 //! allocated per read: reads of sparse storage allocate, records allocate only the page or
 //! table they install). Sums over ranges read the tables only where a block in the range ever
 //! held entries. Percentiles and statistics walk the bulk read
-//! ([`Cells::READS_IN_BULK`]): they cost about what was recorded, not the window.
+//! ([`Cells::READS_IN_BULK`]), and the iterations read it from a position a batch at a time
+//! ([`Cells::recorded_runs_from`]: from that block on, with only the next 64 cold entries
+//! sorted): they cost about what was recorded, not the window.
 //!
 //! When to choose which: sparse for servers (many series, each touching a few octaves of a
 //! wide range: the `Registry`, the `metrics` recorder and the tracing layer use it by default);
@@ -77,6 +79,8 @@ mod tests;
 
 use sort::radix_sort_by_key;
 
+use core::ops::ControlFlow;
+
 use cold::ColdTier;
 use directory::Directory;
 use install::{AtomicUsize, Ordering};
@@ -92,6 +96,20 @@ use portable_atomic::{AtomicU16, AtomicU32, AtomicU64};
 /// likely to be hit again, and eight records through the cold path (a hash probe and an
 /// atomic add, about 30 instructions) cost less than one page of a block that stays cold.
 pub const HOT: u64 = 8;
+
+/// Cold entries one round of a read from a position ([`Cells::recorded_runs_from`]) sorts
+/// at most: a percentile iteration reads 32 recorded buckets at a time, and sorting the whole
+/// cold tier for each batch cost more than the scan that finds them. More than the tables a
+/// tier can chain (each holds a bucket once), so a round always moves on.
+const ROUND_WORDS: usize = 64;
+
+/// Cells a read from a position that may stop early scans in one go: after a break it wastes
+/// at most these.
+const STOP_CELLS: usize = 512;
+
+/// Up to this many cold entries are sorted by comparison: below it a radix sort's passes over
+/// its 256 digit counts cost more.
+const SMALL_SORT: usize = 64;
 
 /// Bytes of one word of the cold tier ([`SparseStorage::cold_words`]): a bucket's index and a
 /// small count packed in 32 bits.
@@ -451,7 +469,11 @@ impl<T: PageCell> SparseStorage<T> {
     /// bucket a run of its own (its entries summed), since such a block holds a few scattered
     /// buckets, whose aligned runs of [`CELL_RUN`](picollo_core::storage::CELL_RUN) cells
     /// would be mostly zeros.
-    fn entry_runs(&self, words: &[u32], f: &mut dyn FnMut(usize, &[u64])) {
+    fn entry_runs(
+        &self,
+        words: &[u32],
+        f: &mut dyn FnMut(usize, &[u64]) -> ControlFlow<()>,
+    ) -> ControlFlow<()> {
         let mut i = 0;
         while let Some(&w) = words.get(i) {
             let mut n = u64::from(w & cold::COUNT_MASK);
@@ -461,27 +483,69 @@ impl<T: PageCell> SparseStorage<T> {
                 n = n.saturating_add((more & cold::COUNT_MASK).into());
                 i += 1;
             }
-            f(self.slot_of_word(w), &[n.min(T::MAX)]);
+            f(self.slot_of_word(w), &[n.min(T::MAX)])?;
         }
+        ControlFlow::Continue(())
     }
 
-    /// Every entry word of the cold tier with a count (`(logical + 1) << 8 | count`) into
-    /// `words`, sorted by index (a bucket's entries next to each other), with `other` for the
-    /// sort (both reused: a scrape reads thousands of storages through one thread's
-    /// [`scratch`]).
+    /// The cold tier's entry words with a count (`(logical + 1) << 8 | count`) for storage
+    /// indices `from` and above, sorted by index (a bucket's entries next to each other), into
+    /// `words`, with `other` for the sort (both reused: a scrape reads thousands of storages
+    /// through one thread's [`scratch`]); at most `round` of them: with more, the words of
+    /// the buckets below the `round`-th smallest index. Returns the storage index where the
+    /// words kept end: every entry from `from` up to it is in `words`, and from it on none
+    /// (the window's length when all were kept).
     ///
-    /// The words are gathered in one pass over the tables and sorted by an LSD radix sort of
-    /// their index bits, 8 bits a pass (two passes for windows up to 2^16 buckets): linear, a
-    /// few instructions per entry and pass. A counting sort by block followed by an insertion
-    /// sort within each block cost more than the rest of a scrape's read (block 0 of a
-    /// full-range histogram holds ten octaves).
-    fn sorted_words_into(&self, words: &mut Vec<u32>, other: &mut Vec<u32>) {
+    /// All the words are gathered in one pass over the tables and sorted by an LSD radix sort
+    /// of their index bits, 8 bits a pass (two passes for windows up to 2^16 buckets): linear,
+    /// a few instructions per entry and pass. A counting sort by block followed by an
+    /// insertion sort within each block cost more than the rest of a scrape's read (block 0
+    /// of a full-range histogram holds ten octaves). A walk that stops after a few buckets
+    /// (a percentile iteration's batch) passes a small `round`: the words past it are
+    /// selected away in linear time and only `round` sorted.
+    fn sorted_words_from(
+        &self,
+        words: &mut Vec<u32>,
+        other: &mut Vec<u32>,
+        from: usize,
+        round: usize,
+    ) -> usize {
+        let len = self.window.len();
         words.clear();
-        words.reserve(self.cold.entries());
-        self.cold.for_each_word(|w| words.push(w));
-        // Keys are at most `first + len` (the index plus one).
-        let key_bits = usize::BITS - (self.first + self.window.len()).leading_zeros();
-        radix_sort_by_key(words, key_bits, other);
+        if from == 0 {
+            words.reserve(self.cold.entries());
+            self.cold.for_each_word(|w| words.push(w));
+        } else {
+            // Compared as `u64`: past the cold tier's key range the bound is past every word.
+            let from_word = ((self.first + from + 1) as u64) << cold::COUNT_BITS;
+            self.cold.for_each_word(|w| {
+                if u64::from(w) >= from_word {
+                    words.push(w)
+                }
+            });
+        }
+        let key = |w: &u32| *w >> cold::COUNT_BITS;
+        if words.len() > round && round > 0 {
+            words.select_nth_unstable_by_key(round - 1, key);
+            let limit = key(&words[round - 1]);
+            words.truncate(round);
+            words.retain(|w| key(w) < limit);
+            // Empty only if `round` words shared `from`'s key: more tables than any tier
+            // chains; then every word is kept, below.
+            if !words.is_empty() {
+                words.sort_unstable_by_key(key);
+                return self.slot_of_word(limit << cold::COUNT_BITS);
+            }
+            return self.sorted_words_from(words, other, from, usize::MAX);
+        }
+        if words.len() <= SMALL_SORT {
+            words.sort_unstable_by_key(key);
+        } else {
+            // Keys are at most `first + len` (the index plus one).
+            let key_bits = usize::BITS - (self.first + len).leading_zeros();
+            radix_sort_by_key(words, key_bits, other);
+        }
+        len
     }
 
     /// The storage index of an entry word.
@@ -489,6 +553,30 @@ impl<T: PageCell> SparseStorage<T> {
     fn slot_of_word(&self, w: u32) -> usize {
         (w >> cold::COUNT_BITS) as usize - 1 - self.first
     }
+}
+
+/// [`cell_runs`] over `cells`, `chunk` cells at a time, their storage indices from `base`,
+/// until `f` breaks (checked between chunks).
+fn runs_until<C>(
+    cells: &[C],
+    get: impl Fn(&C) -> u64 + Copy,
+    base: usize,
+    chunk: usize,
+    f: &mut dyn FnMut(usize, &[u64]) -> ControlFlow<()>,
+) -> ControlFlow<()> {
+    for (c, part) in cells.chunks(chunk).enumerate() {
+        let mut stopped = false;
+        let start = base + c * chunk;
+        cell_runs(part, get, &mut |s, counts| {
+            if !stopped {
+                stopped = f(start + s, counts).is_break();
+            }
+        });
+        if stopped {
+            return ControlFlow::Break(());
+        }
+    }
+    ControlFlow::Continue(())
 }
 
 /// The allocation layout of a page of `len` cells.
@@ -580,7 +668,17 @@ impl<T: PageCell> Cells for SparseStorage<T> {
     }
 
     fn recorded_runs(&self, f: &mut dyn FnMut(usize, &[u64])) {
-        scratch::with(|scratch| self.runs_with(scratch, f));
+        let mut f = |start: usize, counts: &[u64]| {
+            f(start, counts);
+            ControlFlow::Continue(())
+        };
+        scratch::with(|scratch| self.runs_from(scratch, 0, usize::MAX, &mut f));
+    }
+
+    /// From `from`'s block on, in rounds of 64 cold entries (each round a pass
+    /// over the cold tables and a sort of those entries), ending where `f` breaks.
+    fn recorded_runs_from(&self, from: usize, f: &mut dyn FnMut(usize, &[u64]) -> ControlFlow<()>) {
+        scratch::with(|scratch| self.runs_from(scratch, from, ROUND_WORDS, f));
     }
 
     fn clear_shared(&self, clear: impl Fn(&T)) {
@@ -598,47 +696,92 @@ impl<T: PageCell> Cells for SparseStorage<T> {
 }
 
 impl<T: PageCell> SparseStorage<T> {
-    /// [`Cells::recorded_runs`] with the buffers of `scratch`.
-    fn runs_with(&self, scratch: &mut scratch::Scratch, f: &mut dyn FnMut(usize, &[u64])) {
+    /// The bulk read from storage index `from` with the buffers of `scratch`, until `f`
+    /// breaks: rounds of at most `round` cold entries ([`SparseStorage::sorted_words_from`]),
+    /// each walking the blocks up to where its entries end. `round` is `usize::MAX` for a
+    /// whole pass ([`Cells::recorded_runs`]: one round, pages read whole); a walk that may
+    /// stop early reads pages [`STOP_CELLS`] cells at a time, so a break wastes at most that.
+    fn runs_from(
+        &self,
+        scratch: &mut scratch::Scratch,
+        from: usize,
+        round: usize,
+        f: &mut dyn FnMut(usize, &[u64]) -> ControlFlow<()>,
+    ) {
         let scratch::Scratch {
             words,
             other,
             merged,
         } = scratch;
-        self.sorted_words_into(words, other);
-        let mut rest = &words[..];
-        for e in self.first_block..self.dir.len() {
+        let chunk = if round == usize::MAX {
+            usize::MAX
+        } else {
+            STOP_CELLS
+        };
+        let mut from = from;
+        while from < self.window.len() {
+            let end = self.sorted_words_from(words, other, from, round);
+            if self
+                .walk_blocks(words, merged, from..end, chunk, f)
+                .is_break()
+            {
+                return;
+            }
+            from = end;
+        }
+    }
+
+    /// The runs of storage indices `range`, whose cold entries are `words` (sorted), block by
+    /// block: a page's cells (`chunk` at a time, checking for a break between), merged with
+    /// the block's entries where it has some, or the entries alone.
+    fn walk_blocks(
+        &self,
+        words: &[u32],
+        merged: &mut Vec<u64>,
+        range: core::ops::Range<usize>,
+        chunk: usize,
+        f: &mut dyn FnMut(usize, &[u64]) -> ControlFlow<()>,
+    ) -> ControlFlow<()> {
+        let mut rest = words;
+        let first_block = BucketPos::of_logical(self.first + range.start, self.k).block;
+        for e in first_block..self.dir.len() {
+            let slot0 = self.slot_of_block(e);
+            if slot0 >= range.end {
+                break;
+            }
             let page = self.page(e);
             if rest.is_empty() && page.is_none() {
                 continue;
             }
-            let slot0 = self.slot_of_block(e);
+            // This block's part of the range, as offsets into its cells.
+            let lo = range.start.max(slot0) - slot0;
+            let hi = range.end.min(slot0 + page_len(e, self.k)) - slot0;
             // The words of this block's buckets: keys below that of the next block's first.
             let end_key =
                 ((self.first + slot0 + page_len(e, self.k) + 1) as u64) << cold::COUNT_BITS;
             let here = rest.partition_point(|&w| u64::from(w) < end_key);
             let (block_words, later) = rest.split_at(here);
             rest = later;
-            match page {
+            let base = slot0 + lo;
+            match page.map(|cells| &cells[lo..hi]) {
                 Some(cells) if block_words.is_empty() => {
-                    cell_runs(cells, CellCount::count, &mut |s, counts| {
-                        f(slot0 + s, counts)
-                    })
+                    runs_until(cells, CellCount::count, base, chunk, f)?
                 }
                 Some(cells) => {
                     merged.clear();
                     merged.extend(cells.iter().map(CellCount::count));
                     for &w in block_words {
-                        let cell = &mut merged[self.slot_of_word(w) - slot0];
+                        let cell = &mut merged[self.slot_of_word(w) - base];
                         *cell = cell
                             .saturating_add((w & cold::COUNT_MASK).into())
                             .min(T::MAX);
                     }
-                    cell_runs(merged, |&n| n, &mut |s, counts| f(slot0 + s, counts))
+                    runs_until(merged, |&n| n, base, chunk, f)?
                 }
-                None => self.entry_runs(block_words, f),
+                None => self.entry_runs(block_words, f)?,
             }
         }
+        ControlFlow::Continue(())
     }
 }
 

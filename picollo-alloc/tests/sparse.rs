@@ -11,12 +11,57 @@ use picollo_core::scalable::XorShift;
 use picollo_core::{Cells, EquivalentValue, HistogramRead, Layout, Percentile, ReadExt, Window};
 use picollo_testkit::miri_size as size;
 use proptest::prelude::*;
+use std::ops::ControlFlow;
 
 /// Every non-empty bucket, through the bulk read.
 fn buckets<H: HistogramRead + ?Sized>(h: &H) -> Vec<(usize, u64)> {
     let mut out = Vec::new();
     bulk::recorded_into(h, &mut out);
     out
+}
+
+/// The non-empty buckets `h.recorded_runs_from(from, ..)` hands on, breaking at the first
+/// past `most`; asserts that the runs start at `from` or above, in increasing order, without
+/// overlap.
+fn recorded_from<H: HistogramRead + ?Sized>(h: &H, from: usize, most: usize) -> Vec<(usize, u64)> {
+    let mut out = Vec::new();
+    let mut reached = from;
+    h.recorded_runs_from(from, &mut |start, counts| {
+        assert!(
+            start >= reached,
+            "run at {start} before {reached} (from {from})"
+        );
+        reached = start + counts.len();
+        for (s, &n) in (start..).zip(counts) {
+            if n != 0 {
+                if out.len() == most {
+                    return ControlFlow::Break(());
+                }
+                out.push((s, n));
+            }
+        }
+        ControlFlow::Continue(())
+    });
+    out
+}
+
+/// Asserts that `h`'s reads from a position ([`HistogramRead::recorded_runs_from`]) find
+/// `recorded` (every non-empty bucket) from each of `froms` on: all of them, and the first 3
+/// and 40 when the walk breaks there (sparse storage reads 64 cold entries a round: 40
+/// buckets of a block with a page, and a whole walk, cross rounds).
+fn assert_reads_from<H: HistogramRead + ?Sized>(
+    h: &H,
+    recorded: &[(usize, u64)],
+    froms: impl IntoIterator<Item = usize>,
+) {
+    for from in froms {
+        let expected: Vec<_> = recorded.iter().filter(|b| b.0 >= from).copied().collect();
+        assert_eq!(recorded_from(h, from, usize::MAX), expected, "from {from}");
+        for most in [3, 40] {
+            let first = &expected[..most.min(expected.len())];
+            assert_eq!(recorded_from(h, from, most), first, "from {from}, {most}");
+        }
+    }
 }
 
 /// Asserts that `a` and `b` read alike (same layout and window): buckets, sums over `ranges`,
@@ -36,6 +81,17 @@ where
             assert_eq!(a.count_at(slot + 1), b.count_at(slot + 1));
         }
     }
+    // Reads from a position: the window's ends, the ranges' starts, and about 30 recorded
+    // buckets and the slots after them (every one costs a pass over the cold tables).
+    let step = recorded.len() / size(30, 30, 6) + 1;
+    let froms = recorded
+        .iter()
+        .step_by(step)
+        .flat_map(|&(slot, _)| [slot, slot + 1])
+        .chain(ranges.iter().map(|r| r.0))
+        .chain([0, a.window().len()]);
+    assert_reads_from(a, &recorded, froms.clone());
+    assert_reads_from(b, &recorded, froms);
     for &(start, end) in ranges {
         assert_eq!(
             a.sum_range(start, end),

@@ -17,7 +17,7 @@
 //! `getTotalCountToThisValue`).
 
 use crate::read::histogram_read::HistogramRead;
-use crate::read::{for_each_recorded, next_recorded};
+use crate::read::{for_each_recorded, RecordedAhead};
 use crate::{Layout, Window};
 
 /// One report of an HdrHistogram-style iteration.
@@ -299,8 +299,10 @@ pub(crate) struct PercentileTicks<'a, H: ?Sized> {
     ticks: u64,
     /// The level in percent, `0..=100`.
     level: f64,
-    /// Storage index of the bucket currently reached (its count already consumed).
-    current: Option<usize>,
+    /// Storage index and count of the bucket currently reached (its count already consumed).
+    current: Option<(usize, u64)>,
+    /// The recorded buckets ahead of the walk.
+    ahead: RecordedAhead,
     reached_end: bool,
     done: bool,
 }
@@ -317,6 +319,7 @@ impl<'a, H: HistogramRead + ?Sized> PercentileTicks<'a, H> {
             ticks: ticks_per_half_distance as u64,
             level: 0.0,
             current: None,
+            ahead: RecordedAhead::new(),
             reached_end: false,
             done,
         })
@@ -338,9 +341,9 @@ impl<'a, H: HistogramRead + ?Sized> PercentileTicks<'a, H> {
         };
     }
 
-    fn emit(&mut self, s: usize) -> IterationValue {
+    /// The report at bucket `s`, whose count is `count` (as consumed).
+    fn emit(&mut self, (s, count): (usize, u64)) -> IterationValue {
         let i = self.walk.window.first() + s;
-        let count = self.walk.h.count_at(s);
         self.walk
             .report(self.walk.layout.highest(i), Some(self.level), count)
     }
@@ -353,10 +356,10 @@ impl<H: HistogramRead + ?Sized> Iterator for PercentileTicks<'_, H> {
             if self.done {
                 return None;
             }
-            if let Some(s) = self.current {
+            if let Some(current @ (s, _)) = self.current {
                 let share = (100.0 * self.walk.cumulative as f64) / self.walk.total as f64;
                 if share >= self.level && !self.reached_end {
-                    let item = self.emit(s);
+                    let item = self.emit(current);
                     if self.level == 100.0 {
                         self.reached_end = true;
                     } else if self.walk.window.first() + s >= self.walk.last_recorded {
@@ -370,20 +373,20 @@ impl<H: HistogramRead + ?Sized> Iterator for PercentileTicks<'_, H> {
                 }
             }
             // Move to the next non-empty bucket.
-            let recorded = next_recorded(self.walk.h, self.walk.next);
+            let recorded = self.ahead.next_from(self.walk.h, self.walk.next);
             if let Some((s, n)) = recorded {
                 self.walk.next = s + 1;
                 self.walk.consume(n);
-                self.current = Some(s);
+                self.current = Some((s, n));
             } else {
                 self.walk.next = self.walk.window.len();
                 self.done = true;
                 // Past the last non-empty bucket without having reported 100%: report it once.
                 return match self.current {
-                    Some(s) if !self.reached_end => {
+                    Some(current) if !self.reached_end => {
                         self.level = 100.0;
                         self.reached_end = true;
-                        Some(self.emit(s))
+                        Some(self.emit(current))
                     }
                     _ => None,
                 };

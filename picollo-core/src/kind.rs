@@ -144,6 +144,15 @@ where
     fn recorded_runs(&self, f: &mut dyn FnMut(usize, &[u64])) {
         self.storage.recorded_runs(f)
     }
+    /// The storage's bulk read from `from` ([`Cells::recorded_runs_from`]).
+    #[inline]
+    fn recorded_runs_from(
+        &self,
+        from: usize,
+        f: &mut dyn FnMut(usize, &[u64]) -> core::ops::ControlFlow<()>,
+    ) {
+        self.storage.recorded_runs_from(from, f)
+    }
     #[inline]
     fn reads_in_bulk(&self) -> bool {
         S::READS_IN_BULK

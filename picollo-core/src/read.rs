@@ -56,5 +56,5 @@ pub use ext::ReadExt;
 pub use histogram_read::{for_each_nonempty_run, HistogramRead};
 pub use percentile::{EquivalentValue, FixedPercentile, Percentile};
 pub use rank::{rank_count, Rank};
-pub(crate) use stats::{for_each_recorded, next_recorded};
+pub(crate) use stats::{for_each_recorded, RecordedAhead};
 pub use stats::{IntStats, Stats};

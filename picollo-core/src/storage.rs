@@ -242,6 +242,24 @@ pub trait Cells {
     fn sum_range(&self, start: usize, end: usize) -> u64;
     /// The bulk read: [`HistogramRead::recorded_runs`](crate::HistogramRead::recorded_runs).
     fn recorded_runs(&self, f: &mut dyn FnMut(usize, &[u64]));
+    /// The bulk read from storage index `from` on, ending when `f` breaks:
+    /// [`HistogramRead::recorded_runs_from`](crate::HistogramRead::recorded_runs_from). The
+    /// default cuts [`Cells::recorded_runs`] at `from` and hands nothing on after `f` breaks
+    /// (the pass itself still goes to the end); dense storage sums runs of 16 cells from
+    /// `from`, and sparse storage starts at `from`'s block and ends where `f` breaks.
+    fn recorded_runs_from(
+        &self,
+        from: usize,
+        f: &mut dyn FnMut(usize, &[u64]) -> core::ops::ControlFlow<()>,
+    ) {
+        let mut stopped = false;
+        self.recorded_runs(&mut |start, counts| {
+            let skip = from.saturating_sub(start);
+            if !stopped && skip < counts.len() {
+                stopped = f(start + skip, &counts[skip..]).is_break();
+            }
+        })
+    }
     /// Whether a bucket's count costs a lookup ([`Cells::count_at`] through a page table and
     /// the cold tier's tables: sparse storage), so that walks over the buckets (percentiles,
     /// statistics) go through [`Cells::recorded_runs`] instead
@@ -313,6 +331,20 @@ where
     }
     fn recorded_runs(&self, f: &mut dyn FnMut(usize, &[u64])) {
         cell_runs(self.as_slice(), CellCount::count, f)
+    }
+    fn recorded_runs_from(
+        &self,
+        from: usize,
+        f: &mut dyn FnMut(usize, &[u64]) -> core::ops::ControlFlow<()>,
+    ) {
+        let cells = self.as_slice();
+        crate::read::histogram_read::runs_by_sums(
+            cells.len(),
+            from,
+            |start, end| sum_cells(cells, start, end),
+            |s| cells.get(s).map_or(0, CellCount::count),
+            f,
+        )
     }
     fn clear_shared(&self, clear: impl Fn(&S::Item)) {
         self.as_slice().iter().for_each(clear)

@@ -42,10 +42,10 @@ pub(crate) struct Buckets<'a, H: ?Sized> {
     next: usize,
     cumulative: u64,
     only_recorded: bool,
-    /// The first non-empty bucket found at or after `next` (storage index and count; the
-    /// window's length when none): the recorded walk jumps to it, and the walk over every
-    /// bucket of a kind that reads in bulk reports the empty ones before it without a lookup.
-    ahead: Option<(usize, u64)>,
+    /// The recorded buckets ahead of `next` (read in batches from kinds that read in bulk):
+    /// the recorded walk jumps to the next, and the walk over every bucket of a kind that
+    /// reads in bulk reports the empty ones before it without a lookup.
+    ahead: super::RecordedAhead,
 }
 
 impl<'a, H: HistogramRead + ?Sized> Buckets<'a, H> {
@@ -57,24 +57,17 @@ impl<'a, H: HistogramRead + ?Sized> Buckets<'a, H> {
             next: 0,
             cumulative: 0,
             only_recorded,
-            ahead: None,
+            ahead: super::RecordedAhead::new(),
         }
     }
 }
 
 impl<H: HistogramRead + ?Sized> Buckets<'_, H> {
-    /// The first non-empty bucket at or after `next` (the window's length and 0 when none),
-    /// found once per gap ([`super::next_recorded`]).
+    /// The first non-empty bucket at or after `next` (the window's length and 0 when none).
     fn ahead(&mut self) -> (usize, u64) {
-        match self.ahead {
-            Some(found) if found.0 >= self.next => found,
-            _ => {
-                let len = self.window.len();
-                let found = super::next_recorded(self.h, self.next).unwrap_or((len, 0));
-                self.ahead = Some(found);
-                found
-            }
-        }
+        self.ahead
+            .next_from(self.h, self.next)
+            .unwrap_or((self.window.len(), 0))
     }
 }
 

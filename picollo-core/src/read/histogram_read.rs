@@ -1,6 +1,8 @@
 //! The read interface every histogram kind implements, [`HistogramRead`], and the bulk-scan
 //! helper its readers share. A leaf: everything else in `read` (and `iter`) is built over it.
 
+use core::ops::ControlFlow;
+
 use crate::{Layout, Window};
 
 /// The small read interface every histogram kind implements.
@@ -81,19 +83,60 @@ pub trait HistogramRead {
     /// assert_eq!(recorded, [(at(3), 1), (at(900), 2)]);
     /// ```
     fn recorded_runs(&self, f: &mut dyn FnMut(usize, &[u64])) {
-        const CHUNK: usize = 16;
-        let len = self.window().len();
-        let mut counts = [0u64; CHUNK];
-        for start in (0..len).step_by(CHUNK) {
-            let end = (start + CHUNK).min(len);
-            if self.sum_range(start, end) == 0 {
-                continue;
-            }
-            for (n, s) in counts.iter_mut().zip(start..end) {
-                *n = self.count_at(s);
-            }
-            f(start, &counts[..end - start]);
-        }
+        runs_by_sums(
+            self.window().len(),
+            0,
+            |start, end| self.sum_range(start, end),
+            |s| self.count_at(s),
+            &mut |start, counts| {
+                f(start, counts);
+                ControlFlow::Continue(())
+            },
+        )
+    }
+
+    /// The bulk read for walks that stop early: as [`HistogramRead::recorded_runs`] (the same
+    /// guarantees), but only the buckets at storage index `from` or above (a run that starts
+    /// below `from` is cut there), and ending as soon as `f` returns [`ControlFlow::Break`].
+    /// The percentile iteration and the bucket iterators of kinds that read in bulk
+    /// ([`HistogramRead::reads_in_bulk`]) read a few recorded buckets ahead at a time through
+    /// it, so a walk costs about what was recorded, not a lookup per bucket.
+    ///
+    /// The default is the default [`HistogramRead::recorded_runs`] from `from` on (runs of 16
+    /// buckets, the empty ones passed with one [`HistogramRead::sum_range`]); the kinds hand
+    /// it to their storage ([`Cells::recorded_runs_from`](crate::Cells::recorded_runs_from)),
+    /// where sparse storage starts at `from`'s block and sorts only the next cold entries.
+    ///
+    /// ```
+    /// use core::ops::ControlFlow;
+    /// use picollo_core::prelude::*;
+    /// let mut h = Histogram::<[u32; storage_len(Layout::DEFAULT, 0, 1000)]>::new(
+    ///     Layout::DEFAULT, 0, 1000);
+    /// for v in [3, 500, 900] {
+    ///     h.record(v);
+    /// }
+    /// let at = |v| h.window().storage_index(h.layout().index_of(v)).unwrap();
+    /// // The first recorded bucket after 3's.
+    /// let mut found = None;
+    /// h.recorded_runs_from(at(3) + 1, &mut |start, counts| {
+    ///     match counts.iter().position(|&n| n != 0) {
+    ///         Some(i) => {
+    ///             found = Some(start + i);
+    ///             ControlFlow::Break(())
+    ///         }
+    ///         None => ControlFlow::Continue(()),
+    ///     }
+    /// });
+    /// assert_eq!(found, Some(at(500)));
+    /// ```
+    fn recorded_runs_from(&self, from: usize, f: &mut dyn FnMut(usize, &[u64]) -> ControlFlow<()>) {
+        runs_by_sums(
+            self.window().len(),
+            from,
+            |start, end| self.sum_range(start, end),
+            |s| self.count_at(s),
+            f,
+        )
     }
 
     /// Whether walks over the buckets (percentiles, statistics) should read through
@@ -216,6 +259,14 @@ macro_rules! forward_histogram_read {
             let $w = self;
             $crate::HistogramRead::recorded_runs(&$inner, f)
         }
+        fn recorded_runs_from(
+            &self,
+            from: usize,
+            f: &mut dyn FnMut(usize, &[u64]) -> ::core::ops::ControlFlow<()>,
+        ) {
+            let $w = self;
+            $crate::HistogramRead::recorded_runs_from(&$inner, from, f)
+        }
         fn reads_in_bulk(&self) -> bool {
             let $w = self;
             $crate::HistogramRead::reads_in_bulk(&$inner)
@@ -266,6 +317,35 @@ pub fn for_each_nonempty_run(
             take(word + mask.trailing_zeros() as usize);
             mask &= mask - 1;
         }
+    }
+}
+
+/// The bulk read by sums, the default of [`HistogramRead::recorded_runs`] and its `_from`
+/// variants: from storage index `from` to `len`, in runs that end at multiples of 16 (the
+/// first starts at `from`), each passed over when `sum(start, end)` is 0 and otherwise read
+/// with `count` and handed to `f`, until `f` breaks.
+pub(crate) fn runs_by_sums(
+    len: usize,
+    from: usize,
+    sum: impl Fn(usize, usize) -> u64,
+    count: impl Fn(usize) -> u64,
+    f: &mut dyn FnMut(usize, &[u64]) -> ControlFlow<()>,
+) {
+    const CHUNK: usize = 16;
+    let mut counts = [0u64; CHUNK];
+    let mut start = from;
+    while start < len {
+        let end = ((start / CHUNK + 1) * CHUNK).min(len);
+        if sum(start, end) != 0 {
+            let run = &mut counts[..end - start];
+            for (n, s) in run.iter_mut().zip(start..end) {
+                *n = count(s);
+            }
+            if f(start, run).is_break() {
+                return;
+            }
+        }
+        start = end;
     }
 }
 
