@@ -9,6 +9,14 @@
 //! `value_at_quantile`, which sums eight counts at a time and so is the faster one here even
 //! though it walks the counts once per rank. The teardown prints block
 //! `percentile-instructions`.
+//!
+//! The percentile iteration (group `ticks`, block `ticks-instructions`): 10,000 latencies
+//! log-uniform over 1 µs … 1 s in nanoseconds (every decade as likely: most buckets touched
+//! once, so a sparse histogram keeps them in its cold tier), at 3 significant digits, five
+//! ticks per half distance (the `.hgrm` default). Picollo's `percentile_ticks` on the
+//! builder's default (sparse) and dense plain histograms, full range; the `hdrhistogram`
+//! crate's `iter_quantiles` on `Histogram::new(3)` (auto-resized to the data), its one API
+//! for this walk.
 
 #![allow(missing_docs)] // iai-callgrind's macros generate undocumented modules.
 
@@ -42,6 +50,88 @@ fn filled_hdr() -> hdrhistogram::Histogram<u64> {
     }
     h
 }
+
+/// The values of group `ticks`: 10,000 log-uniform latencies in nanoseconds.
+fn spread_values() -> Vec<u64> {
+    latency::log_uniform(10_000, 7)
+        .into_iter()
+        .map(|s| (s * 1e9) as u64)
+        .collect()
+}
+
+/// Ticks per half distance of group `ticks`.
+const TICKS: u32 = 5;
+
+type SparsePlain = picollo_core::Histogram<picollo_alloc::sparse::SparseStorage<u64>>;
+type DensePlain = picollo_core::Histogram<picollo_alloc::HeapStorage<u64>>;
+
+fn spread_sparse() -> SparsePlain {
+    let mut h = picollo_alloc::HistogramBuilder::new()
+        .sigfig(3)
+        .plain()
+        .expect("3 digits, full range");
+    spread_values().into_iter().for_each(|v| h.record(v));
+    h
+}
+
+fn spread_dense() -> DensePlain {
+    let mut h = picollo_alloc::HistogramBuilder::new()
+        .sigfig(3)
+        .dense()
+        .plain()
+        .expect("3 digits, full range");
+    spread_values().into_iter().for_each(|v| h.record(v));
+    h
+}
+
+fn spread_hdr() -> hdrhistogram::Histogram<u64> {
+    let mut h = hdrhistogram::Histogram::new(3).expect("3 digits");
+    for v in spread_values() {
+        h.record(v).expect("auto-resized");
+    }
+    h
+}
+
+/// Steps of Picollo's percentile iteration, and the sum of the values they report.
+fn picollo_ticks(h: &impl HistogramRead) -> (usize, u64) {
+    h.percentile_ticks(black_box(TICKS))
+        .expect("ticks above 0")
+        .fold((0, 0u64), |(n, sum), step| {
+            (n + 1, sum.wrapping_add(step.value_iterated_to))
+        })
+}
+
+/// Steps of the crate's quantile iteration, and the sum of the values they report.
+fn hdr_ticks(h: &hdrhistogram::Histogram<u64>) -> (usize, u64) {
+    h.iter_quantiles(black_box(TICKS))
+        .fold((0, 0u64), |(n, sum), step| {
+            (n + 1, sum.wrapping_add(step.value_iterated_to()))
+        })
+}
+
+#[library_benchmark]
+#[bench::spread(setup = spread_sparse)]
+fn picollo_percentile_ticks_sparse(h: SparsePlain) -> (usize, u64) {
+    picollo_ticks(&h)
+}
+
+#[library_benchmark]
+#[bench::spread(setup = spread_dense)]
+fn picollo_percentile_ticks_dense(h: DensePlain) -> (usize, u64) {
+    picollo_ticks(&h)
+}
+
+#[library_benchmark]
+#[bench::spread(setup = spread_hdr)]
+fn hdrhistogram_iter_quantiles(h: hdrhistogram::Histogram<u64>) -> (usize, u64) {
+    hdr_ticks(&h)
+}
+
+library_benchmark_group!(
+    name = ticks;
+    benchmarks = picollo_percentile_ticks_sparse, picollo_percentile_ticks_dense,
+        hdrhistogram_iter_quantiles
+);
 
 #[library_benchmark]
 #[bench::seed(setup = filled_full_range)]
@@ -142,7 +232,50 @@ fn tables() {
     }
 }
 
+fn ticks_table() {
+    let ir = |function: &str| instructions("read_iai", "ticks", function, "spread");
+    let anchor = ir("hdrhistogram_iter_quantiles");
+    let _block = Block::begin("ticks-instructions");
+    let sparse = spread_sparse();
+    println!(
+        "The percentile iteration at {TICKS} ticks per half distance over 10,000 log-uniform \
+         latencies (1 µs … 1 s, in ns) at 3 digits; the sparse histogram holds {} pages and {} \
+         cold-tier words. fewer × = `hdrhistogram`'s count ÷ this one's; steps: the reports \
+         each iteration yields (the same walk on both sides).",
+        sparse.storage().pages(),
+        sparse.storage().cold_words()
+    );
+    println!();
+    header(&["bench", "steps", "Ir per iteration", "fewer ×"]);
+    for (function, label, steps) in [
+        (
+            "picollo_percentile_ticks_sparse",
+            "`picollo_percentile_ticks_sparse` (the builder's default)",
+            picollo_ticks(&sparse).0,
+        ),
+        (
+            "picollo_percentile_ticks_dense",
+            "`picollo_percentile_ticks_dense`",
+            picollo_ticks(&spread_dense()).0,
+        ),
+        (
+            "hdrhistogram_iter_quantiles",
+            "`hdrhistogram_iter_quantiles`",
+            hdr_ticks(&spread_hdr()).0,
+        ),
+    ] {
+        let n = ir(function);
+        let fewer = match (anchor, n) {
+            (Some(a), Some(n)) if function.starts_with("picollo") => {
+                format!("{:.2}×", a as f64 / n as f64)
+            }
+            _ => String::new(),
+        };
+        println!("| {label} | {steps} | {} | {fewer} |", cell(n));
+    }
+}
+
 main!(
-    teardown = tables();
-    library_benchmark_groups = percentiles
+    teardown = { tables(); ticks_table() };
+    library_benchmark_groups = percentiles, ticks
 );

@@ -472,7 +472,7 @@ impl<T: PageCell> SparseStorage<T> {
     fn entry_runs(
         &self,
         words: &[u32],
-        f: &mut dyn FnMut(usize, &[u64]) -> ControlFlow<()>,
+        f: &mut impl FnMut(usize, &[u64]) -> ControlFlow<()>,
     ) -> ControlFlow<()> {
         let mut i = 0;
         while let Some(&w) = words.get(i) {
@@ -562,7 +562,7 @@ fn runs_until<C>(
     get: impl Fn(&C) -> u64 + Copy,
     base: usize,
     chunk: usize,
-    f: &mut dyn FnMut(usize, &[u64]) -> ControlFlow<()>,
+    f: &mut impl FnMut(usize, &[u64]) -> ControlFlow<()>,
 ) -> ControlFlow<()> {
     for (c, part) in cells.chunks(chunk).enumerate() {
         let mut stopped = false;
@@ -678,7 +678,7 @@ impl<T: PageCell> Cells for SparseStorage<T> {
     /// From `from`'s block on, in rounds of 64 cold entries (each round a pass
     /// over the cold tables and a sort of those entries), ending where `f` breaks.
     fn recorded_runs_from(&self, from: usize, f: &mut dyn FnMut(usize, &[u64]) -> ControlFlow<()>) {
-        scratch::with(|scratch| self.runs_from(scratch, from, ROUND_WORDS, f));
+        scratch::with(|scratch| self.runs_from(scratch, from, ROUND_WORDS, &mut |s, c| f(s, c)));
     }
 
     fn clear_shared(&self, clear: impl Fn(&T)) {
@@ -706,7 +706,7 @@ impl<T: PageCell> SparseStorage<T> {
         scratch: &mut scratch::Scratch,
         from: usize,
         round: usize,
-        f: &mut dyn FnMut(usize, &[u64]) -> ControlFlow<()>,
+        f: &mut impl FnMut(usize, &[u64]) -> ControlFlow<()>,
     ) {
         let scratch::Scratch {
             words,
@@ -740,7 +740,7 @@ impl<T: PageCell> SparseStorage<T> {
         merged: &mut Vec<u64>,
         range: core::ops::Range<usize>,
         chunk: usize,
-        f: &mut dyn FnMut(usize, &[u64]) -> ControlFlow<()>,
+        f: &mut impl FnMut(usize, &[u64]) -> ControlFlow<()>,
     ) -> ControlFlow<()> {
         let mut rest = words;
         let first_block = BucketPos::of_logical(self.first + range.start, self.k).block;
