@@ -41,7 +41,7 @@
 //! table they install). Sums over ranges read the tables only where a block in the range ever
 //! held entries. Percentiles and statistics walk the bulk read
 //! ([`Cells::READS_IN_BULK`]), and the iterations read it from a position a batch at a time
-//! ([`Cells::recorded_runs_from`]: from that block on, with only the next 64 cold entries
+//! ([`Cells::recorded_runs_from`]: from that block on, with only the next 512 cold entries
 //! sorted): they cost about what was recorded, not the window.
 //!
 //! When to choose which: sparse for servers (many series, each touching a few octaves of a
@@ -85,7 +85,7 @@ use cold::ColdTier;
 use directory::Directory;
 use install::{AtomicUsize, Ordering};
 use picollo_core::scalable::ScalableCell;
-use picollo_core::storage::cell_runs;
+use picollo_core::storage::cell_runs_until;
 use picollo_core::{
     Absent, BucketPos, CellCount, Cells, CellsMut, Layout, Lookup, Window, WindowError,
 };
@@ -98,10 +98,11 @@ use portable_atomic::{AtomicU16, AtomicU32, AtomicU64};
 pub const HOT: u64 = 8;
 
 /// Cold entries one round of a read from a position ([`Cells::recorded_runs_from`]) sorts
-/// at most: a percentile iteration reads 32 recorded buckets at a time, and sorting the whole
-/// cold tier for each batch cost more than the scan that finds them. More than the tables a
-/// tier can chain (each holds a bucket once), so a round always moves on.
-const ROUND_WORDS: usize = 64;
+/// at most: a percentile iteration reads up to 256 recorded buckets at a time (a bucket may
+/// have an entry in several tables), and sorting the whole cold tier for each batch cost more
+/// than the pass that gathers them. More than the tables a tier can chain (each holds a
+/// bucket once), so a round always moves on.
+const ROUND_WORDS: usize = 512;
 
 /// Cells a read from a position that may stop early scans in one go: after a break it wastes
 /// at most these.
@@ -555,30 +556,6 @@ impl<T: PageCell> SparseStorage<T> {
     }
 }
 
-/// [`cell_runs`] over `cells`, `chunk` cells at a time, their storage indices from `base`,
-/// until `f` breaks (checked between chunks).
-fn runs_until<C>(
-    cells: &[C],
-    get: impl Fn(&C) -> u64 + Copy,
-    base: usize,
-    chunk: usize,
-    f: &mut impl FnMut(usize, &[u64]) -> ControlFlow<()>,
-) -> ControlFlow<()> {
-    for (c, part) in cells.chunks(chunk).enumerate() {
-        let mut stopped = false;
-        let start = base + c * chunk;
-        cell_runs(part, get, &mut |s, counts| {
-            if !stopped {
-                stopped = f(start + s, counts).is_break();
-            }
-        });
-        if stopped {
-            return ControlFlow::Break(());
-        }
-    }
-    ControlFlow::Continue(())
-}
-
 /// The allocation layout of a page of `len` cells.
 fn page_layout<T>(len: usize) -> std::alloc::Layout {
     match std::alloc::Layout::array::<T>(len) {
@@ -675,7 +652,7 @@ impl<T: PageCell> Cells for SparseStorage<T> {
         scratch::with(|scratch| self.runs_from(scratch, 0, usize::MAX, &mut f));
     }
 
-    /// From `from`'s block on, in rounds of 64 cold entries (each round a pass
+    /// From `from`'s block on, in rounds of 512 cold entries (each round a pass
     /// over the cold tables and a sort of those entries), ending where `f` breaks.
     fn recorded_runs_from(&self, from: usize, f: &mut dyn FnMut(usize, &[u64]) -> ControlFlow<()>) {
         scratch::with(|scratch| self.runs_from(scratch, from, ROUND_WORDS, &mut |s, c| f(s, c)));
@@ -765,7 +742,7 @@ impl<T: PageCell> SparseStorage<T> {
             let base = slot0 + lo;
             match page.map(|cells| &cells[lo..hi]) {
                 Some(cells) if block_words.is_empty() => {
-                    runs_until(cells, CellCount::count, base, chunk, f)?
+                    cell_runs_until(cells, CellCount::count, chunk, &mut |s, c| f(base + s, c))?
                 }
                 Some(cells) => {
                     merged.clear();
@@ -776,7 +753,7 @@ impl<T: PageCell> SparseStorage<T> {
                             .saturating_add((w & cold::COUNT_MASK).into())
                             .min(T::MAX);
                     }
-                    runs_until(merged, |&n| n, base, chunk, f)?
+                    cell_runs_until(merged, |&n| n, chunk, &mut |s, c| f(base + s, c))?
                 }
                 None => self.entry_runs(block_words, f)?,
             }

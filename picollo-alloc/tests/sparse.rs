@@ -47,8 +47,9 @@ fn recorded_from<H: HistogramRead + ?Sized>(h: &H, from: usize, most: usize) -> 
 
 /// Asserts that `h`'s reads from a position ([`HistogramRead::recorded_runs_from`]) find
 /// `recorded` (every non-empty bucket) from each of `froms` on: all of them, and the first 3
-/// and 40 when the walk breaks there (sparse storage reads 64 cold entries a round: 40
-/// buckets of a block with a page, and a whole walk, cross rounds).
+/// and 40 when the walk breaks there (sparse storage sorts 512 cold entries a round: the
+/// whole walks of `cold_tier_stops_at_its_limit_and_pages_take_over`, over 1,800 cold words
+/// natively, cross rounds).
 fn assert_reads_from<H: HistogramRead + ?Sized>(
     h: &H,
     recorded: &[(usize, u64)],

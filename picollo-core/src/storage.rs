@@ -245,8 +245,9 @@ pub trait Cells {
     /// The bulk read from storage index `from` on, ending when `f` breaks:
     /// [`HistogramRead::recorded_runs_from`](crate::HistogramRead::recorded_runs_from). The
     /// default cuts [`Cells::recorded_runs`] at `from` and hands nothing on after `f` breaks
-    /// (the pass itself still goes to the end); dense storage sums runs of 16 cells from
-    /// `from`, and sparse storage starts at `from`'s block and ends where `f` breaks.
+    /// (the pass itself still goes to the end); dense storage scans its cells from `from`
+    /// ([`cell_runs_until`]), and sparse storage starts at `from`'s block; both end where `f`
+    /// breaks.
     fn recorded_runs_from(
         &self,
         from: usize,
@@ -337,14 +338,11 @@ where
         from: usize,
         f: &mut dyn FnMut(usize, &[u64]) -> core::ops::ControlFlow<()>,
     ) {
-        let cells = self.as_slice();
-        crate::read::histogram_read::runs_by_sums(
-            cells.len(),
-            from,
-            |start, end| sum_cells(cells, start, end),
-            |s| cells.get(s).map_or(0, CellCount::count),
-            f,
-        )
+        let cells = self.as_slice().get(from..).unwrap_or(&[]);
+        // 128 cells a chunk: a walk's batch of recorded buckets usually ends well inside it.
+        let _ = cell_runs_until(cells, CellCount::count, 16 * CELL_RUN, &mut |s, counts| {
+            f(from + s, counts)
+        });
     }
     fn clear_shared(&self, clear: impl Fn(&S::Item)) {
         self.as_slice().iter().for_each(clear)
@@ -559,4 +557,41 @@ pub fn cell_runs<T>(cells: &[T], get: impl Fn(&T) -> u64, f: &mut dyn FnMut(usiz
             emit(base + r * CELL_RUN, run);
         }
     }
+}
+
+/// [`cell_runs`] until `f` breaks: the cells `chunk` at a time (at least one), with a check
+/// for a break between chunks, so a break wastes at most one chunk's scan. Walks that stop
+/// read with it ([`Cells::recorded_runs_from`]).
+///
+/// ```
+/// use core::ops::ControlFlow;
+/// let cells = [0u32, 0, 0, 0, 0, 0, 0, 0, 0, 5, 0, 0, 0, 0, 0, 0, 0, 2];
+/// let mut runs = Vec::new();
+/// let ended = picollo_core::storage::cell_runs_until(&cells, |&c| c.into(), 8, &mut |start, counts| {
+///     runs.push((start, counts.to_vec()));
+///     ControlFlow::Break(())
+/// });
+/// assert_eq!((ended, runs), (ControlFlow::Break(()), vec![(8, vec![0, 5, 0, 0, 0, 0, 0, 0])]));
+/// ```
+#[inline(always)]
+pub fn cell_runs_until<T>(
+    cells: &[T],
+    get: impl Fn(&T) -> u64 + Copy,
+    chunk: usize,
+    f: &mut dyn FnMut(usize, &[u64]) -> core::ops::ControlFlow<()>,
+) -> core::ops::ControlFlow<()> {
+    let chunk = chunk.max(1);
+    for (c, part) in cells.chunks(chunk).enumerate() {
+        let start = c * chunk;
+        let mut stopped = false;
+        cell_runs(part, get, &mut |s, counts| {
+            if !stopped {
+                stopped = f(start + s, counts).is_break();
+            }
+        });
+        if stopped {
+            return core::ops::ControlFlow::Break(());
+        }
+    }
+    core::ops::ControlFlow::Continue(())
 }

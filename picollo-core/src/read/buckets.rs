@@ -42,9 +42,9 @@ pub(crate) struct Buckets<'a, H: ?Sized> {
     next: usize,
     cumulative: u64,
     only_recorded: bool,
-    /// The recorded buckets ahead of `next` (read in batches from kinds that read in bulk):
-    /// the recorded walk jumps to the next, and the walk over every bucket of a kind that
-    /// reads in bulk reports the empty ones before it without a lookup.
+    /// The recorded buckets ahead of `next`, read in batches: the recorded walk jumps to the
+    /// next, and the walk over every bucket reports the empty ones before it without a
+    /// lookup.
     ahead: super::RecordedAhead,
 }
 
@@ -77,23 +77,19 @@ impl<H: HistogramRead + ?Sized> Iterator for Buckets<'_, H> {
         if self.next >= self.window.len() {
             return None;
         }
-        // Only the recorded buckets: jump to the next. Every bucket of a kind that reads in
-        // bulk: the empty ones before the next recorded need no lookup. Others: a lookup each.
-        let (s, count) = if self.only_recorded || self.h.reads_in_bulk() {
-            let (i, n) = self.ahead();
-            if self.only_recorded {
-                if i >= self.window.len() {
-                    self.next = i;
-                    return None;
-                }
-                (i, n)
-            } else if i == self.next {
-                (i, n)
-            } else {
-                (self.next, 0)
+        // Only the recorded buckets: jump to the next. Every bucket: the empty ones before the
+        // next recorded need no lookup.
+        let (i, n) = self.ahead();
+        let (s, count) = if self.only_recorded {
+            if i >= self.window.len() {
+                self.next = i;
+                return None;
             }
+            (i, n)
+        } else if i == self.next {
+            (i, n)
         } else {
-            (self.next, self.h.count_at(self.next))
+            (self.next, 0)
         };
         self.next = s + 1;
         self.cumulative = self.cumulative.saturating_add(count);

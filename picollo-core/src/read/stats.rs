@@ -66,53 +66,56 @@ pub(super) fn total_with_outside_of<H: HistogramRead + ?Sized>(h: &H) -> u64 {
         .saturating_add(h.overflow())
 }
 
-/// Calls `f(storage index, count)` for every non-empty bucket in increasing order: through
-/// the bulk read for kinds that read in bulk ([`HistogramRead::reads_in_bulk`]), bucket by
-/// bucket otherwise (as before: the same instructions for dense storage).
+/// Calls `f(storage index, count)` for every non-empty bucket in increasing order, through the
+/// bulk read ([`HistogramRead::recorded_runs`]).
 pub(crate) fn for_each_recorded<H: HistogramRead + ?Sized>(h: &H, mut f: impl FnMut(usize, u64)) {
-    if h.reads_in_bulk() {
-        h.recorded_runs(&mut |start, counts| {
-            for (s, &n) in (start..).zip(counts) {
-                if n != 0 {
-                    f(s, n);
-                }
-            }
-        });
-    } else {
-        for s in 0..h.window().len() {
-            let n = h.count_at(s);
+    h.recorded_runs(&mut |start, counts| {
+        for (s, &n) in (start..).zip(counts) {
             if n != 0 {
                 f(s, n);
             }
         }
-    }
+    });
 }
 
-/// The first non-empty bucket at storage index `from` or above, with its count, read bucket
-/// by bucket with [`HistogramRead::count_at`]; `None` when every bucket from there to the
-/// window's end is empty. For kinds that do not read in bulk (dense storage: a lookup is an
-/// index); [`RecordedAhead`] serves the others.
-pub(crate) fn next_recorded<H: HistogramRead + ?Sized>(h: &H, from: usize) -> Option<(usize, u64)> {
-    (from..h.window().len()).find_map(|s| {
-        let n = h.count_at(s);
-        (n != 0).then_some((s, n))
-    })
+/// The first non-empty bucket at storage index `from` or above, with its count: one
+/// [`HistogramRead::recorded_runs_from`] that ends there.
+fn first_recorded<H: HistogramRead + ?Sized>(h: &H, from: usize) -> Option<(usize, u64)> {
+    let mut found = None;
+    h.recorded_runs_from(from, &mut |start, counts| match (start..)
+        .zip(counts)
+        .find(|&(s, &n)| n != 0 && s >= from)
+    {
+        Some((s, &n)) => {
+            found = Some((s, n));
+            ControlFlow::Break(())
+        }
+        None => ControlFlow::Continue(()),
+    });
+    found
 }
 
-/// Recorded buckets a forward walk reads at once from kinds that read in bulk.
+/// Recorded buckets a forward walk reads at once: 256 (4 KB in the iterator) where pointers
+/// are 64 bits wide, the hosts whose sparse storage makes each batch cost a pass over its cold
+/// tier (fewer, larger batches: 8 times fewer passes than at 32); 32 (256 bytes) on smaller
+/// targets, where firmware's stacks hold the iterators and storage is dense.
+#[cfg(target_pointer_width = "64")]
+const AHEAD: usize = 256;
+/// See above.
+#[cfg(not(target_pointer_width = "64"))]
 const AHEAD: usize = 32;
 
-/// The recorded buckets of a forward walk (the bucket and percentile iterators), found for
-/// kinds that read in bulk ([`HistogramRead::reads_in_bulk`]) [`AHEAD`] at a time with one
-/// [`HistogramRead::recorded_runs_from`], and for the others bucket by bucket
-/// ([`next_recorded`]: the same instructions as before for dense storage, each count read
-/// when the walk reaches it).
+/// The recorded buckets of a forward walk (the bucket and percentile iterators), read
+/// [`AHEAD`] at a time with one [`HistogramRead::recorded_runs_from`].
 ///
 /// Why a batch: in sparse storage a lookup per bucket is a page-table walk and a probe of
 /// every cold table, and one sum over a range scans the whole cold tier. The walk summed each
 /// run of 16 buckets, so a full-range window with thousands of cold buckets cost a scan of
 /// the cold tier per 16 buckets of the window (22 of the 31 million instructions of
 /// `hgrm_golden`'s `golden_text`); a batch costs one scan per [`AHEAD`] recorded buckets.
+/// Dense storage scans its cells from the position, a vectorized OR per 8 cells, where the
+/// walk read them one `count_at` at a time (under miri each of those retagged the whole
+/// storage: a walk cost the square of the window).
 pub(crate) struct RecordedAhead {
     /// Storage index and count of the buckets read, in increasing order.
     batch: [(usize, u64); AHEAD],
@@ -138,15 +141,12 @@ impl RecordedAhead {
     }
 
     /// The first non-empty bucket at storage index `from` or above, with its count; `None`
-    /// when every bucket from there to the window's end is empty (as [`next_recorded`]).
+    /// when every bucket from there to the window's end is empty.
     pub(crate) fn next_from<H: HistogramRead + ?Sized>(
         &mut self,
         h: &H,
         from: usize,
     ) -> Option<(usize, u64)> {
-        if !h.reads_in_bulk() {
-            return next_recorded(h, from);
-        }
         if from < self.from {
             // A walk that went back (the iterators never do): the batch says nothing there.
             *self = RecordedAhead::new();
@@ -190,18 +190,7 @@ impl RecordedAhead {
 }
 
 pub(super) fn min_of<H: HistogramRead + ?Sized>(h: &H) -> Option<u64> {
-    let layout = h.layout();
-    let window = h.window();
-    if h.reads_in_bulk() {
-        let mut min = None;
-        for_each_recorded(h, |s, _| {
-            min.get_or_insert(s);
-        });
-        return min.map(|s| layout.lo(window.first() + s));
-    }
-    (0..window.len())
-        .find(|&s| h.count_at(s) != 0)
-        .map(|s| layout.lo(window.first() + s))
+    first_recorded(h, 0).map(|(s, _)| h.layout().lo(h.window().first() + s))
 }
 
 pub(super) fn max_of<H: HistogramRead + ?Sized>(h: &H) -> Option<u64> {
