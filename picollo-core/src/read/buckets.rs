@@ -77,8 +77,12 @@ impl<H: HistogramRead + ?Sized> Iterator for Buckets<'_, H> {
         if self.next >= self.window.len() {
             return None;
         }
-        // Only the recorded buckets: jump to the next. Every bucket: the empty ones before the
-        // next recorded need no lookup.
+        // Only the recorded buckets: jump to the next. Every bucket of a walk in batches: the
+        // empty ones before the next recorded need no lookup. Others: a lookup each.
+        if !self.only_recorded && !super::stats::batches(self.h) {
+            let (s, count) = (self.next, self.h.count_at(self.next));
+            return Some(self.bucket(s, count));
+        }
         let (i, n) = self.ahead();
         let (s, count) = if self.only_recorded {
             if i >= self.window.len() {
@@ -91,17 +95,24 @@ impl<H: HistogramRead + ?Sized> Iterator for Buckets<'_, H> {
         } else {
             (self.next, 0)
         };
+        Some(self.bucket(s, count))
+    }
+}
+
+impl<H: HistogramRead + ?Sized> Buckets<'_, H> {
+    /// The bucket at storage index `s`, whose count is `count`, as the walk's next.
+    fn bucket(&mut self, s: usize, count: u64) -> Bucket {
         self.next = s + 1;
         self.cumulative = self.cumulative.saturating_add(count);
         let i = self.window.first() + s;
-        Some(Bucket {
+        Bucket {
             logical_index: i,
             storage_index: s,
             lo: self.layout.lo(i),
             highest: self.layout.highest(i),
             count,
             cumulative: self.cumulative,
-        })
+        }
     }
 }
 
