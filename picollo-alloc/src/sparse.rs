@@ -689,6 +689,7 @@ impl<T: PageCell> SparseStorage<T> {
             words,
             other,
             merged,
+            walk,
         } = scratch;
         let chunk = if round == usize::MAX {
             usize::MAX
@@ -697,7 +698,11 @@ impl<T: PageCell> SparseStorage<T> {
         };
         let mut from = from;
         while from < self.window.len() {
-            let end = self.sorted_words_from(words, other, from, round);
+            let end = if round == usize::MAX {
+                self.sorted_words_from(words, other, from, round)
+            } else {
+                self.walk_words_from(walk, words, other, from, round)
+            };
             if self
                 .walk_blocks(words, merged, from..end, chunk, f)
                 .is_break()
@@ -706,6 +711,59 @@ impl<T: PageCell> SparseStorage<T> {
             }
             from = end;
         }
+    }
+
+    /// As [`SparseStorage::sorted_words_from`], for a walk from a position: the entries come
+    /// from the walk cache, gathered with their positions at a walk's start (`from` 0),
+    /// sorted, and read again at their positions for each call's counts. A call that finds
+    /// the cache another storage's, starting further on, or stale by the cold tier's stamp (a
+    /// table or key added since, or a `clear_all`) passes over the tables as before, and so
+    /// does one that finds a kept position holding another key.
+    fn walk_words_from(
+        &self,
+        walk: &mut scratch::WalkCache,
+        words: &mut Vec<u32>,
+        other: &mut Vec<u32>,
+        from: usize,
+        round: usize,
+    ) -> usize {
+        let [newest, entries, generation] = self.cold.stamp();
+        let tag = [self as *const Self as usize, newest, entries, generation];
+        // Keys are the logical index plus one (compared as `u64`: past the key bits, past
+        // every entry).
+        let from_key = (self.first + from + 1) as u64;
+        if walk.tag != tag || from < walk.from {
+            if from != 0 {
+                // Another storage's walk (two walks interleaved), or this walk's after a
+                // record added a key or a table: this call passes over the tables, and the
+                // cache waits for the next walk's start.
+                return self.sorted_words_from(words, other, from, round);
+            }
+            walk.tag = tag;
+            walk.from = from;
+            walk.entries.clear();
+            self.cold.for_each_positioned(|w, position| {
+                let key = u64::from(w >> cold::COUNT_BITS);
+                if key >= from_key {
+                    walk.entries.push(key << 32 | u64::from(position));
+                }
+            });
+            walk.entries.sort_unstable();
+        }
+        let key = |e: &u64| e >> 32;
+        let rest = &walk.entries[walk.entries.partition_point(|e| key(e) < from_key)..];
+        let (mut take, mut end) = (rest, self.window.len());
+        if let Some(limit) = rest.get(round).map(key) {
+            // Up to the first key left out: a bucket's entries all in one round.
+            take = &rest[..rest[..round].partition_point(|e| key(e) < limit)];
+            end = limit as usize - 1 - self.first;
+        }
+        words.clear();
+        if (take.is_empty() && end < self.window.len()) || !self.cold.read_positions(take, words) {
+            walk.tag = [0; 4];
+            return self.sorted_words_from(words, other, from, round);
+        }
+        end
     }
 
     /// The runs of storage indices `range`, whose cold entries are `words` (sorted), block by

@@ -55,7 +55,13 @@ fn assert_reads_from<H: HistogramRead + ?Sized>(
     recorded: &[(usize, u64)],
     froms: impl IntoIterator<Item = usize>,
 ) {
-    for from in froms {
+    // Ascending from 0 (a walk: sparse storage gathers its cold entries at 0 and reads the
+    // later calls from that cache), then in the order given (calls the cache does not serve).
+    let froms: Vec<usize> = froms.into_iter().collect();
+    let mut ascending = froms.clone();
+    ascending.push(0);
+    ascending.sort_unstable();
+    for from in ascending.into_iter().chain(froms) {
         let expected: Vec<_> = recorded.iter().filter(|b| b.0 >= from).copied().collect();
         assert_eq!(recorded_from(h, from, usize::MAX), expected, "from {from}");
         for most in [3, 40] {
@@ -468,6 +474,90 @@ fn cold_tier_stops_at_its_limit_and_pages_take_over() {
     h.reset();
     assert_eq!(h.total_with_outside(), 0);
     assert!(buckets(&h).is_empty());
+}
+
+/// The non-empty buckets from storage index `from` on, read bucket by bucket.
+fn counted_from<H: HistogramRead + ?Sized>(h: &H, from: usize) -> Vec<(usize, u64)> {
+    (from..h.window().len())
+        .map(|s| (s, h.count_at(s)))
+        .filter(|b| b.1 != 0)
+        .collect()
+}
+
+#[test]
+fn reads_from_a_position_follow_every_change_between_calls() {
+    // Sparse storage keeps a walk's cold entries (sorted, with their positions) between
+    // calls: a count that moves, a key added, a reset and a refill with as many other keys
+    // must each show in the next call. 40 cold buckets and a page.
+    let layout = Layout::from_block_scale(4).unwrap();
+    let atomic = HistogramBuilder::new().layout(layout).atomic().unwrap();
+    let mut plain = HistogramBuilder::new().layout(layout).plain().unwrap();
+    let values = |offset: u64| (0..40u64).map(move |i| (i * 7 + offset) * 1_009 + 17);
+    for v in values(0) {
+        atomic.record(v);
+        plain.record(v);
+    }
+    atomic.record_n(5, 100);
+    plain.record_n(5, 100);
+    let from = counted_from(&atomic, 0)[3].0;
+    for h in [&atomic as &dyn HistogramRead, &plain] {
+        // A walk's start gathers; the next call reads from what it gathered.
+        assert_eq!(recorded_from(h, 0, usize::MAX), counted_from(h, 0));
+        assert_eq!(recorded_from(h, from, usize::MAX), counted_from(h, from));
+    }
+    // A count moves (same keys): the next call reads it at its position.
+    let moved = counted_from(&atomic, from)[2].0;
+    let v = atomic.layout().lo(atomic.window().first() + moved);
+    recorded_from(&atomic, 0, 1);
+    atomic.record(v);
+    let after = recorded_from(&atomic, from, usize::MAX);
+    assert_eq!(after, counted_from(&atomic, from));
+    assert!(after.contains(&(moved, 2)), "{after:?}");
+    // A key added.
+    recorded_from(&atomic, 0, 1);
+    atomic.record(3_000_017);
+    assert_eq!(
+        recorded_from(&atomic, from, usize::MAX),
+        counted_from(&atomic, from)
+    );
+    // A reset and as many other keys: the cold tier's entries counted, the keys all new.
+    recorded_from(&plain, 0, 1);
+    let before = plain.storage().cold_words();
+    plain.reset();
+    for v in values(3) {
+        plain.record(v);
+    }
+    plain.record_n(5, 100);
+    assert_eq!(plain.storage().cold_words(), before);
+    let refilled = recorded_from(&plain, from, usize::MAX);
+    assert_eq!(refilled, counted_from(&plain, from));
+    assert_eq!(
+        recorded_from(&plain, 0, usize::MAX),
+        counted_from(&plain, 0)
+    );
+}
+
+#[test]
+fn a_reset_between_calls_is_seen_with_the_same_positions_and_entry_count() {
+    // The case only the cold tier's generation tells: after a reset, the same keys again at
+    // the same positions past the position read from, one key below it left out and one new
+    // key past it, so the tier's entry count and newest table are as before, and every kept
+    // position past it still holds its key. 20 buckets: one table.
+    let layout = Layout::from_block_scale(4).unwrap();
+    let mut h = HistogramBuilder::new().layout(layout).plain().unwrap();
+    let values: Vec<u64> = (0..20u64).map(|i| (i * 7 + 1) * 1_009).collect();
+    for &v in &values {
+        h.record(v);
+    }
+    let from = counted_from(&h, 0)[1].0;
+    assert_eq!(recorded_from(&h, 0, usize::MAX), counted_from(&h, 0));
+    h.reset();
+    for &v in &values[1..] {
+        h.record(v);
+    }
+    h.record(5_000_000);
+    assert_eq!(h.storage().pages(), 0);
+    assert_eq!(recorded_from(&h, from, usize::MAX), counted_from(&h, from));
 }
 
 #[test]

@@ -30,6 +30,12 @@ pub(super) const COUNT_MASK: u32 = (1 << COUNT_BITS) - 1;
 pub(super) const KEY_END: usize = 1 << (32 - COUNT_BITS);
 /// Words in the first table (128 bytes): it holds 24 buckets.
 pub(super) const FIRST_WORDS: usize = 32;
+/// Bits of a word's index in an entry position ([`ColdTier::for_each_positioned`]): tables
+/// hold fewer than 2^24 words (the word limit is a quarter of a window below 2^24 buckets).
+const POSITION_BITS: u32 = 24;
+/// Most tables a chain holds: sizes double from [`FIRST_WORDS`] up to a limit below 2^24
+/// words, 20 tables at most.
+const MAX_TABLES: usize = 24;
 
 /// What adding to one table did.
 enum Added {
@@ -196,8 +202,14 @@ pub(super) struct ColdTier {
     newest: AtomicPtr<Table>,
     /// Bit `e`: block `e` received an entry (kept after a reset; a hint for reads).
     blocks: AtomicU64,
-    /// Words in every table together.
-    words: AtomicUsize,
+    /// Words in every table together (at most the storage's word limit, a quarter of a
+    /// window whose indices fit the 24 key bits: 32 bits hold it).
+    words: AtomicU32,
+    /// Bumped by every [`ColdTier::clear_all`], the one change that takes keys out: a read
+    /// that kept the entries' positions from an earlier call
+    /// ([`super::SparseStorage`]'s walk cache) knows them stale. Beside `words`, in the word
+    /// a `usize` took before.
+    generation: AtomicU32,
 }
 
 /// An entry's key: the logical index plus one, above the count bits (the storage keeps a
@@ -213,7 +225,8 @@ impl ColdTier {
         ColdTier {
             newest: AtomicPtr::new(core::ptr::null_mut()),
             blocks: AtomicU64::new(0),
-            words: AtomicUsize::new(0),
+            words: AtomicU32::new(0),
+            generation: AtomicU32::new(0),
         }
     }
 
@@ -252,7 +265,7 @@ impl ColdTier {
     fn grow(&self, newest: *mut Table, max_words: usize) -> Option<()> {
         // SAFETY: as in `add`.
         let size = unsafe { newest.as_ref() }.map_or(FIRST_WORDS, |t| t.len * 2);
-        if self.words.load(Ordering::Relaxed) + size > max_words {
+        if self.words() + size > max_words {
             // `words` counts a table another thread installed after `newest` was read: with
             // `newest` stale, that table may have room, so look again rather than give the
             // block a page early.
@@ -264,7 +277,8 @@ impl ColdTier {
             unsafe { Table::free(t) }
         };
         if install::replace(&self.newest, newest, table, free) {
-            self.words.fetch_add(size, Ordering::Relaxed);
+            // At most `max_words`, which fits (see the field).
+            self.words.fetch_add(size as u32, Ordering::Relaxed);
         }
         Some(())
     }
@@ -289,7 +303,8 @@ impl ColdTier {
         ColdTier {
             newest: AtomicPtr::new(newest),
             blocks: AtomicU64::new(self.blocks.load(Ordering::Relaxed)),
-            words: AtomicUsize::new(self.words.load(Ordering::Relaxed)),
+            words: AtomicU32::new(self.words.load(Ordering::Relaxed)),
+            generation: AtomicU32::new(0),
         }
     }
 
@@ -382,8 +397,9 @@ impl ColdTier {
     }
 
     /// Empties every table (only with no writer: the plain kind, a thread-local shard whose
-    /// owner is gone).
+    /// owner is gone), and bumps the generation ([`ColdTier::stamp`]).
     pub(super) fn clear_all(&self) {
+        self.generation.fetch_add(1, Ordering::Relaxed);
         for table in self.tables() {
             for word in table.words() {
                 word.store(0, Ordering::Relaxed);
@@ -395,12 +411,89 @@ impl ColdTier {
     /// Bytes the tables hold.
     pub(super) fn held_bytes(&self) -> usize {
         let tables = self.tables().count();
-        self.words.load(Ordering::Relaxed) * size_of::<u32>() + tables * size_of::<Table>()
+        self.words() * size_of::<u32>() + tables * size_of::<Table>()
     }
 
     /// Words in every table together.
     pub(super) fn words(&self) -> usize {
-        self.words.load(Ordering::Relaxed)
+        self.words.load(Ordering::Relaxed) as usize
+    }
+
+    /// What a read that kept entry positions from an earlier call checks before using them:
+    /// the newest table (a new table is new positions), the entries inserted (a new key), and
+    /// the generation (keys taken out by [`ColdTier::clear_all`]). Counts may change under the
+    /// same stamp; keys at kept positions may not.
+    pub(super) fn stamp(&self) -> [usize; 3] {
+        [
+            self.newest.load(Ordering::Acquire) as usize,
+            self.entries(),
+            self.generation.load(Ordering::Relaxed) as usize,
+        ]
+    }
+
+    /// The tables oldest first (at most [`MAX_TABLES`], all there are: sizes double from
+    /// [`FIRST_WORDS`] up to a word limit below 2^24), as `out`'s first entries; how many.
+    fn oldest_first<'a>(&'a self, out: &mut [Option<&'a Table>; MAX_TABLES]) -> usize {
+        let mut n = 0;
+        for table in self.tables() {
+            if let Some(slot) = out.get_mut(n) {
+                *slot = Some(table);
+                n += 1;
+            }
+        }
+        out[..n].reverse();
+        n
+    }
+
+    /// Calls `f(word, position)` for every entry word with a key, its count zero or not (a
+    /// reset keeps the key, and a record may count there again under the same stamp), where
+    /// `position` is `table << 24 | index` with tables counted from the oldest (a chain only
+    /// grows at its newest end, so a position stays the same word).
+    pub(super) fn for_each_positioned(&self, mut f: impl FnMut(u32, u32)) {
+        let mut tables = [None; MAX_TABLES];
+        let n = self.oldest_first(&mut tables);
+        for (t, table) in tables[..n].iter().flatten().enumerate() {
+            for (i, word) in table.words().iter().enumerate() {
+                let w = word.load(Ordering::Relaxed);
+                if w != 0 {
+                    f(w, (t as u32) << POSITION_BITS | i as u32);
+                }
+            }
+        }
+    }
+
+    /// Pushes onto `out` the word now at each of `positions` (from
+    /// [`ColdTier::for_each_positioned`], each with the key it held then, `(logical + 1) <<
+    /// 32 | position`) whose count is not zero. False, with `out` cut back, if a position is
+    /// past the tables or holds another key: the positions are stale.
+    pub(super) fn read_positions(&self, positions: &[u64], out: &mut Vec<u32>) -> bool {
+        let mut tables = [None; MAX_TABLES];
+        let n = self.oldest_first(&mut tables);
+        let start = out.len();
+        for &p in positions {
+            let (key, position) = ((p >> 32) as u32, p as u32);
+            let (t, i) = (
+                (position >> POSITION_BITS) as usize,
+                (position & ((1 << POSITION_BITS) - 1)) as usize,
+            );
+            let word = tables[..n]
+                .get(t)
+                .copied()
+                .flatten()
+                .and_then(|table| table.words().get(i));
+            match word.map(|w| w.load(Ordering::Relaxed)) {
+                Some(w) if w >> COUNT_BITS == key => {
+                    if w & COUNT_MASK != 0 {
+                        out.push(w);
+                    }
+                }
+                _ => {
+                    out.truncate(start);
+                    return false;
+                }
+            }
+        }
+        true
     }
 }
 

@@ -13,13 +13,35 @@ pub(super) struct Scratch {
     pub(super) other: Vec<u32>,
     /// A page's counts with its block's cold entries added.
     pub(super) merged: Vec<u64>,
+    /// The cold entries of the last read from a position, kept for the walk's next call.
+    pub(super) walk: WalkCache,
+}
+
+/// The cold tier's entries as a walk from a position found them (the percentile and bucket
+/// iterations read a batch of buckets per call): sorted by key with where each sits, so the
+/// walk's next calls find theirs by a binary search and read their counts there, instead of
+/// a pass over every table and a selection per call.
+#[derive(Default)]
+pub(super) struct WalkCache {
+    /// The storage's address and its cold tier's stamp when the entries were gathered: the
+    /// entries serve only that storage while the stamp holds.
+    pub(super) tag: [usize; 4],
+    /// The storage index the entries start at: they serve calls from there on.
+    pub(super) from: usize,
+    /// `key << 32 | position` of every entry with a key at `from` or above, sorted.
+    pub(super) entries: Vec<u64>,
 }
 
 thread_local! {
     /// This thread's buffers (as large as the largest read so far needed), moved out while
     /// a read uses them.
     static SCRATCH: Cell<Scratch> = const {
-        Cell::new(Scratch { words: Vec::new(), other: Vec::new(), merged: Vec::new() })
+        Cell::new(Scratch {
+            words: Vec::new(),
+            other: Vec::new(),
+            merged: Vec::new(),
+            walk: WalkCache { tag: [0; 4], from: 0, entries: Vec::new() },
+        })
     };
 }
 
