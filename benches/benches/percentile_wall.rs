@@ -11,6 +11,13 @@
 //! the iterator's `next` stays out of line and keeps its state in memory: about 1.5× slower).
 //! The cases run interleaved, round after round; each keeps its best and median round.
 //!
+//! Block `ticks-wall`: the percentile iteration at 5 ticks per half distance (the `.hgrm`
+//! default) over 10,000 latencies log-uniform over 1 µs … 1 s in nanoseconds, at 3 significant
+//! digits: Picollo's `percentile_ticks` on the builder's default (sparse) and dense plain
+//! histograms, full range, against the `hdrhistogram` crate's `iter_quantiles` on
+//! `Histogram::new(3)` (auto-resized to the data). The `read_iai` group `ticks` counts the
+//! same walks' instructions.
+//!
 //! Run: `cargo bench -p picollo-benches --bench percentile_wall`.
 
 use picollo_benches::report::{header, Block};
@@ -103,6 +110,87 @@ fn main() {
         "`hdrhistogram` `value_at_quantile` × 16",
         "Picollo `percentiles`, full range",
         "Picollo `percentiles`, seed window",
+    ]
+    .iter()
+    .zip(&t)
+    {
+        let (best, median) = t.us_per(CALLS);
+        println!(
+            "| {name} | {best:.2} | {median:.2} | {:.2}× | {:.2}× |",
+            peer.0 / best,
+            peer.1 / median
+        );
+    }
+    ticks();
+}
+
+/// Block `ticks-wall` (see the module docs).
+fn ticks() {
+    const TICKS: u32 = 5;
+    let values: Vec<u64> = latency::log_uniform(10_000, 7)
+        .into_iter()
+        .map(|s| (s * 1e9) as u64)
+        .collect();
+    let builder = picollo_alloc::HistogramBuilder::new().sigfig(3);
+    let mut sparse = builder.plain().expect("3 digits, full range");
+    let mut dense = builder.dense().plain().expect("3 digits, full range");
+    let mut hdr = hdrhistogram::Histogram::<u64>::new(3).expect("3 digits");
+    for &v in &values {
+        sparse.record(v);
+        dense.record(v);
+        hdr.record(v).expect("auto-resized");
+    }
+    fn picollo<H: HistogramRead>(h: &H) -> u64 {
+        h.percentile_ticks(black_box(TICKS))
+            .expect("ticks above 0")
+            .fold(0u64, |sum, step| sum.wrapping_add(step.value_iterated_to))
+    }
+    let t = interleaved(
+        ROUNDS,
+        &mut [
+            &mut || {
+                repeat(CALLS, || {
+                    let h = black_box(&hdr);
+                    black_box(
+                        h.iter_quantiles(black_box(TICKS))
+                            .fold(0u64, |sum, step| sum.wrapping_add(step.value_iterated_to())),
+                    );
+                })
+            },
+            &mut || {
+                repeat(CALLS, || {
+                    black_box(picollo(black_box(&sparse)));
+                })
+            },
+            &mut || {
+                repeat(CALLS, || {
+                    black_box(picollo(black_box(&dense)));
+                })
+            },
+        ],
+    );
+    let peer = t[0].us_per(CALLS);
+    let _block = Block::begin("ticks-wall");
+    println!(
+        "The percentile iteration at {TICKS} ticks per half distance over 10,000 log-uniform \
+         latencies (1 µs … 1 s, in ns) at 3 digits; the sparse histogram holds {} pages and {} \
+         cold-tier words; {ROUNDS} interleaved rounds of {CALLS} iterations; speed-up = \
+         `hdrhistogram`'s time ÷ this case's.",
+        sparse.storage().pages(),
+        sparse.storage().cold_words()
+    );
+    println!();
+    header(&[
+        "case",
+        "best µs",
+        "median µs",
+        "speed-up (best)",
+        "speed-up (median)",
+    ]);
+    for (name, t) in [
+        "`hdrhistogram` `iter_quantiles`",
+        "Picollo `percentile_ticks`, sparse (the builder's default)",
+        "Picollo `percentile_ticks`, dense",
     ]
     .iter()
     .zip(&t)

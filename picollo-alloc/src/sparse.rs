@@ -748,7 +748,8 @@ impl<T: PageCell> SparseStorage<T> {
                     walk.entries.push(key << 32 | u64::from(position));
                 }
             });
-            walk.entries.sort_unstable();
+            let key_bits = usize::BITS - (self.first + self.window.len()).leading_zeros();
+            radix_sort_by_key(&mut walk.entries, key_bits, &mut walk.other);
         }
         let key = |e: &u64| e >> 32;
         let rest = &walk.entries[walk.entries.partition_point(|e| key(e) < from_key)..];

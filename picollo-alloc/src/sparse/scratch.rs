@@ -30,6 +30,8 @@ pub(super) struct WalkCache {
     pub(super) from: usize,
     /// `key << 32 | position` of every entry with a key at `from` or above, sorted.
     pub(super) entries: Vec<u64>,
+    /// The radix sort's second buffer for `entries`.
+    pub(super) other: Vec<u64>,
 }
 
 thread_local! {
@@ -40,7 +42,7 @@ thread_local! {
             words: Vec::new(),
             other: Vec::new(),
             merged: Vec::new(),
-            walk: WalkCache { tag: [0; 4], from: 0, entries: Vec::new() },
+            walk: WalkCache { tag: [0; 4], from: 0, entries: Vec::new(), other: Vec::new() },
         })
     };
 }

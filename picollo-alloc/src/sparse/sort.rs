@@ -1,11 +1,43 @@
-//! The sort of cold-tier entry words by key, for reads in bucket order.
+//! The sort of cold-tier entries by key, for reads in bucket order.
 
 use super::cold::COUNT_BITS;
 
-/// Sorts entry words by their key (the bits above the count's), of which only the low
-/// `key_bits` may be set: least significant byte first, a stable scatter per byte. The counts of every byte are
-/// taken in one pass before the scatters (the digits of a word do not change).
-pub(super) fn radix_sort_by_key(words: &mut Vec<u32>, key_bits: u32, other: &mut Vec<u32>) {
+/// What the radix sort orders: a key in the bits from [`RadixKey::SHIFT`] up.
+pub(super) trait RadixKey: Copy {
+    /// Where the key starts.
+    const SHIFT: u32;
+    /// The item's bits.
+    fn bits(self) -> u64;
+    /// The key.
+    fn key(self) -> u64 {
+        self.bits() >> Self::SHIFT
+    }
+}
+
+/// An entry word, `(logical + 1) << 8 | count`.
+impl RadixKey for u32 {
+    const SHIFT: u32 = COUNT_BITS;
+    fn bits(self) -> u64 {
+        self.into()
+    }
+}
+
+/// A walk cache's entry, `(logical + 1) << 32 | position`.
+impl RadixKey for u64 {
+    const SHIFT: u32 = 32;
+    fn bits(self) -> u64 {
+        self
+    }
+}
+
+/// Sorts entries by their key, of which only the low `key_bits` may be set: least
+/// significant byte first, a stable scatter per byte. The counts of every byte are taken in
+/// one pass before the scatters (the digits of an entry do not change).
+pub(super) fn radix_sort_by_key<T: RadixKey>(
+    words: &mut Vec<T>,
+    key_bits: u32,
+    other: &mut Vec<T>,
+) {
     /// Most passes: keys of up to 24 bits, all a word holds (a wider `key_bits`, which no
     /// storage passes, takes a comparison sort).
     const DIGITS: usize = 3;
@@ -15,10 +47,10 @@ pub(super) fn radix_sort_by_key(words: &mut Vec<u32>, key_bits: u32, other: &mut
         return;
     }
     if passes > DIGITS || len > u32::MAX as usize {
-        words.sort_unstable_by_key(|&w| w >> COUNT_BITS);
+        words.sort_unstable_by_key(|&w| w.key());
         return;
     }
-    let digit = |w: u32, pass: usize| ((w >> (COUNT_BITS as usize + 8 * pass)) & 0xFF) as usize;
+    let digit = |w: T, pass: usize| ((w.key() >> (8 * pass)) & 0xFF) as usize;
     let mut starts = [[0u32; 256]; DIGITS];
     for &w in words.iter() {
         for (pass, counts) in starts.iter_mut().enumerate().take(passes) {

@@ -2,9 +2,10 @@
 
 use super::*;
 
-/// The radix sort orders entry words by key, keeps the words of a key together, and
-/// hands keys wider than its passes to the comparison sort: against `sort` for keys of 1
-/// to 24 bits (one to three passes), and a `key_bits` past them.
+/// The radix sort orders entry words and walk-cache entries by key, keeps the entries of a key
+/// together (in their order: stable), and hands keys wider than its passes to the
+/// comparison sort: against `sort` for keys of 1 to 24 bits (one to three passes), and a
+/// `key_bits` past them.
 #[test]
 fn radix_sort_orders_words_by_key() {
     let mut state = 0x9E37_79B9_7F4A_7C15u64;
@@ -36,6 +37,24 @@ fn radix_sort_orders_words_by_key() {
             a.sort_unstable();
             b.sort_unstable();
             assert_eq!(a, b, "the same words");
+            // A walk cache's entries, `key << 32 | position`, the same keys.
+            let mut entries: Vec<u64> = (0..len)
+                .map(|i| u64::from(words[i] >> 8) << 32 | (next() & 0xFF_FFFF))
+                .collect();
+            let mut sorted = entries.clone();
+            sorted.sort_by_key(|&e| e >> 32);
+            radix_sort_by_key(&mut entries, key_bits, &mut Vec::new());
+            if key_bits <= 24 {
+                assert_eq!(entries, sorted, "{key_bits} bits, {len} entries: stable");
+            } else {
+                // The comparison sort: by key, not stable.
+                let keys = |v: &[u64]| v.iter().map(|&e| e >> 32).collect::<Vec<_>>();
+                assert_eq!(
+                    keys(&entries),
+                    keys(&sorted),
+                    "{key_bits} bits, {len} entries"
+                );
+            }
         }
     }
 }
