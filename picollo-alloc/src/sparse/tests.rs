@@ -1,5 +1,6 @@
 //! Sparse storage's private helpers: the cold tier's sort.
 
+use super::sort::radix_sort_by_key;
 use super::*;
 
 /// The radix sort orders entry words and walk-cache entries by key, keeps the entries of a key
