@@ -98,29 +98,17 @@ fn main() {
         hdr.distinct_values()
     );
     println!();
-    header(&[
-        "case",
-        "best µs",
-        "median µs",
-        "speed-up (best)",
-        "speed-up (median)",
-    ]);
-    for (name, t) in [
-        "`hdrhistogram` `value_at_quantiles` (one-pass iterator)",
-        "`hdrhistogram` `value_at_quantile` × 16",
-        "Picollo `percentiles`, full range",
-        "Picollo `percentiles`, seed window",
-    ]
-    .iter()
-    .zip(&t)
-    {
-        let (best, median) = t.us_per(CALLS);
-        println!(
-            "| {name} | {best:.2} | {median:.2} | {:.2}× | {:.2}× |",
-            peer.0 / best,
-            peer.1 / median
-        );
-    }
+    speed_up_rows(
+        &[
+            "`hdrhistogram` `value_at_quantiles` (one-pass iterator)",
+            "`hdrhistogram` `value_at_quantile` × 16",
+            "Picollo `percentiles`, full range",
+            "Picollo `percentiles`, seed window",
+        ],
+        &t,
+        peer,
+    );
+    drop(_block);
     ticks();
 }
 
@@ -180,6 +168,20 @@ fn ticks() {
         sparse.storage().cold_words()
     );
     println!();
+    speed_up_rows(
+        &[
+            "`hdrhistogram` `iter_quantiles`",
+            "Picollo `percentile_ticks`, sparse (the builder's default)",
+            "Picollo `percentile_ticks`, dense",
+        ],
+        &t,
+        peer,
+    );
+}
+
+/// The table of cases `names` timed in `t`, each with its speed-up over `peer` (best and
+/// median µs).
+fn speed_up_rows(names: &[&str], t: &[picollo_benches::timing::Timing], peer: (f64, f64)) {
     header(&[
         "case",
         "best µs",
@@ -187,14 +189,7 @@ fn ticks() {
         "speed-up (best)",
         "speed-up (median)",
     ]);
-    for (name, t) in [
-        "`hdrhistogram` `iter_quantiles`",
-        "Picollo `percentile_ticks`, sparse (the builder's default)",
-        "Picollo `percentile_ticks`, dense",
-    ]
-    .iter()
-    .zip(&t)
-    {
+    for (name, t) in names.iter().zip(t) {
         let (best, median) = t.us_per(CALLS);
         println!(
             "| {name} | {best:.2} | {median:.2} | {:.2}× | {:.2}× |",

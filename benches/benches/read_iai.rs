@@ -221,15 +221,24 @@ fn tables() {
             hdr_cells,
         ),
     ] {
-        let n = ir(function);
-        let fewer = match (anchor, n) {
-            (Some(a), Some(n)) if function.starts_with("picollo") => {
-                format!("{:.2}×", a as f64 / n as f64)
-            }
-            _ => String::new(),
-        };
-        println!("| {label} | {cells} | {} | {fewer} |", cell(n));
+        row(
+            label,
+            cells,
+            ir(function),
+            anchor,
+            function.starts_with("picollo"),
+        );
     }
+}
+
+/// A table row: `label`, `size` (cells or steps), the count `n`, and for Picollo's rows how
+/// many times fewer than `anchor`, the peer's.
+fn row(label: &str, size: usize, n: Option<u64>, anchor: Option<u64>, picollo: bool) {
+    let fewer = match (anchor, n) {
+        (Some(a), Some(n)) if picollo => format!("{:.2}×", a as f64 / n as f64),
+        _ => String::new(),
+    };
+    println!("| {label} | {size} | {} | {fewer} |", cell(n));
 }
 
 fn ticks_table() {
@@ -264,14 +273,13 @@ fn ticks_table() {
             hdr_ticks(&spread_hdr()).0,
         ),
     ] {
-        let n = ir(function);
-        let fewer = match (anchor, n) {
-            (Some(a), Some(n)) if function.starts_with("picollo") => {
-                format!("{:.2}×", a as f64 / n as f64)
-            }
-            _ => String::new(),
-        };
-        println!("| {label} | {steps} | {} | {fewer} |", cell(n));
+        row(
+            label,
+            steps,
+            ir(function),
+            anchor,
+            function.starts_with("picollo"),
+        );
     }
 }
 

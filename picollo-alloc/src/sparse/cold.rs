@@ -205,11 +205,24 @@ pub(super) struct ColdTier {
     /// Words in every table together (at most the storage's word limit, a quarter of a
     /// window whose indices fit the 24 key bits: 32 bits hold it).
     words: AtomicU32,
-    /// Bumped by every [`ColdTier::clear_all`], the one change that takes keys out: a read
-    /// that kept the entries' positions from an earlier call
-    /// ([`super::SparseStorage`]'s walk cache) knows them stale. Beside `words`, in the word
-    /// a `usize` took before.
+    /// This tier's generation: a value no other tier and no earlier state of this one had
+    /// ([`next_generation`]), taken when the first table is installed, by every
+    /// [`ColdTier::clear_all`] (the one change that takes keys out) and by a copy. A read that
+    /// kept entry positions from an earlier call ([`super::SparseStorage`]'s walk cache)
+    /// checks it ([`ColdTier::stamp`]): a storage dropped and another made at its address,
+    /// whose first table may take the freed one's address, is another generation. Beside
+    /// `words`, in the word a `usize` took before.
     generation: AtomicU32,
+}
+
+/// A generation no tier had before ([`ColdTier`]'s `generation`): from one counter for the
+/// process, which wraps after 2^32 first tables, clears and copies (a stale read then also
+/// needs the same address, newest table and entry count to be taken for another's).
+fn next_generation() -> u32 {
+    /// The next generation. Not a loom atomic under the loom models: a counter outside the
+    /// protocols they check.
+    static NEXT: portable_atomic::AtomicU32 = portable_atomic::AtomicU32::new(1);
+    NEXT.fetch_add(1, core::sync::atomic::Ordering::Relaxed)
 }
 
 /// An entry's key: the logical index plus one, above the count bits (the storage keeps a
@@ -265,6 +278,11 @@ impl ColdTier {
     fn grow(&self, newest: *mut Table, max_words: usize) -> Option<()> {
         // SAFETY: as in `add`.
         let size = unsafe { newest.as_ref() }.map_or(FIRST_WORDS, |t| t.len * 2);
+        if newest.is_null() {
+            // Before the table is published (release), so a reader that sees the table sees
+            // this tier's generation.
+            self.generation.store(next_generation(), Ordering::Relaxed);
+        }
         if self.words() + size > max_words {
             // `words` counts a table another thread installed after `newest` was read: with
             // `newest` stale, that table may have room, so look again rather than give the
@@ -304,7 +322,7 @@ impl ColdTier {
             newest: AtomicPtr::new(newest),
             blocks: AtomicU64::new(self.blocks.load(Ordering::Relaxed)),
             words: AtomicU32::new(self.words.load(Ordering::Relaxed)),
-            generation: AtomicU32::new(0),
+            generation: AtomicU32::new(next_generation()),
         }
     }
 
@@ -397,9 +415,9 @@ impl ColdTier {
     }
 
     /// Empties every table (only with no writer: the plain kind, a thread-local shard whose
-    /// owner is gone), and bumps the generation ([`ColdTier::stamp`]).
+    /// owner is gone), in a new generation ([`ColdTier::stamp`]).
     pub(super) fn clear_all(&self) {
-        self.generation.fetch_add(1, Ordering::Relaxed);
+        self.generation.store(next_generation(), Ordering::Relaxed);
         for table in self.tables() {
             for word in table.words() {
                 word.store(0, Ordering::Relaxed);
