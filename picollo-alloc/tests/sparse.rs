@@ -586,6 +586,12 @@ fn a_storage_made_where_another_was_dropped_is_read_anew() {
             h.record(5_000_000);
             let from = from.unwrap();
             assert_eq!(recorded_from(&h, from, usize::MAX), counted_from(&h, from));
+            // Another thread's walk gives this tier a generation (its own cache): this
+            // thread's cache, the first round's, is still not this tier's.
+            std::thread::scope(|s| {
+                s.spawn(|| recorded_from(&h, 0, usize::MAX));
+            });
+            assert_eq!(recorded_from(&h, from, usize::MAX), counted_from(&h, from));
         }
     }
 }

@@ -205,24 +205,31 @@ pub(super) struct ColdTier {
     /// Words in every table together (at most the storage's word limit, a quarter of a
     /// window whose indices fit the 24 key bits: 32 bits hold it).
     words: AtomicU32,
-    /// This tier's generation: a value no other tier and no earlier state of this one had
-    /// ([`next_generation`]), taken when the first table is installed, by every
-    /// [`ColdTier::clear_all`] (the one change that takes keys out) and by a copy. A read that
-    /// kept entry positions from an earlier call ([`super::SparseStorage`]'s walk cache)
-    /// checks it ([`ColdTier::stamp`]): a storage dropped and another made at its address,
-    /// whose first table may take the freed one's address, is another generation. Beside
-    /// `words`, in the word a `usize` took before.
+    /// This tier's generation: 0 from its making, a copy and every [`ColdTier::clear_all`]
+    /// (the one change that takes keys out) until a read keeps entry positions
+    /// ([`super::SparseStorage`]'s walk cache, [`ColdTier::stamp_to_keep`]), which takes a
+    /// value no tier had before ([`next_generation`]). A read that kept positions checks it
+    /// ([`ColdTier::stamp`]): a storage dropped and another made at its address, whose first
+    /// table may take the freed one's address, is another generation. Taken by reads, not by
+    /// records: a new series' first record does no read-modify-write on a counter shared by
+    /// the process. Beside `words`, in the word a `usize` took before.
     generation: AtomicU32,
 }
 
 /// A generation no tier had before ([`ColdTier`]'s `generation`): from one counter for the
-/// process, which wraps after 2^32 first tables, clears and copies (a stale read then also
-/// needs the same address, newest table and entry count to be taken for another's).
+/// process, never 0. It wraps after 2^32 walks that found their tier without one (a stale
+/// read then also needs the same address, newest table and entry count to be taken for
+/// another's).
 fn next_generation() -> u32 {
     /// The next generation. Not a loom atomic under the loom models: a counter outside the
     /// protocols they check.
     static NEXT: portable_atomic::AtomicU32 = portable_atomic::AtomicU32::new(1);
-    NEXT.fetch_add(1, core::sync::atomic::Ordering::Relaxed)
+    loop {
+        let generation = NEXT.fetch_add(1, core::sync::atomic::Ordering::Relaxed);
+        if generation != 0 {
+            return generation;
+        }
+    }
 }
 
 /// An entry's key: the logical index plus one, above the count bits (the storage keeps a
@@ -278,11 +285,6 @@ impl ColdTier {
     fn grow(&self, newest: *mut Table, max_words: usize) -> Option<()> {
         // SAFETY: as in `add`.
         let size = unsafe { newest.as_ref() }.map_or(FIRST_WORDS, |t| t.len * 2);
-        if newest.is_null() {
-            // Before the table is published (release), so a reader that sees the table sees
-            // this tier's generation.
-            self.generation.store(next_generation(), Ordering::Relaxed);
-        }
         if self.words() + size > max_words {
             // `words` counts a table another thread installed after `newest` was read: with
             // `newest` stale, that table may have room, so look again rather than give the
@@ -322,7 +324,7 @@ impl ColdTier {
             newest: AtomicPtr::new(newest),
             blocks: AtomicU64::new(self.blocks.load(Ordering::Relaxed)),
             words: AtomicU32::new(self.words.load(Ordering::Relaxed)),
-            generation: AtomicU32::new(next_generation()),
+            generation: AtomicU32::new(0),
         }
     }
 
@@ -415,9 +417,9 @@ impl ColdTier {
     }
 
     /// Empties every table (only with no writer: the plain kind, a thread-local shard whose
-    /// owner is gone), in a new generation ([`ColdTier::stamp`]).
+    /// owner is gone), and forgets the generation ([`ColdTier::stamp`]).
     pub(super) fn clear_all(&self) {
-        self.generation.store(next_generation(), Ordering::Relaxed);
+        self.generation.store(0, Ordering::Relaxed);
         for table in self.tables() {
             for word in table.words() {
                 word.store(0, Ordering::Relaxed);
@@ -439,13 +441,37 @@ impl ColdTier {
 
     /// What a read that kept entry positions from an earlier call checks before using them:
     /// the newest table (a new table is new positions), the entries inserted (a new key), and
-    /// the generation (keys taken out by [`ColdTier::clear_all`]). Counts may change under the
-    /// same stamp; keys at kept positions may not.
+    /// the generation (another tier at this address, or keys taken out by
+    /// [`ColdTier::clear_all`]; 0, none taken since, matches no kept positions). Counts may
+    /// change under the same stamp; keys at kept positions may not.
     pub(super) fn stamp(&self) -> [usize; 3] {
+        let generation = self.generation.load(Ordering::Relaxed) as usize;
+        self.stamp_with(generation)
+    }
+
+    /// [`ColdTier::stamp`] for a read about to keep entry positions: takes a generation first
+    /// if the tier has none.
+    pub(super) fn stamp_to_keep(&self) -> [usize; 3] {
+        let mut generation = self.generation.load(Ordering::Relaxed);
+        if generation == 0 {
+            let new = next_generation();
+            generation =
+                match self
+                    .generation
+                    .compare_exchange(0, new, Ordering::Relaxed, Ordering::Relaxed)
+                {
+                    Ok(_) => new,
+                    Err(now) => now,
+                };
+        }
+        self.stamp_with(generation as usize)
+    }
+
+    fn stamp_with(&self, generation: usize) -> [usize; 3] {
         [
             self.newest.load(Ordering::Acquire) as usize,
             self.entries(),
-            self.generation.load(Ordering::Relaxed) as usize,
+            generation,
         ]
     }
 

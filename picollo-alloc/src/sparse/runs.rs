@@ -165,19 +165,21 @@ impl<T: PageCell> SparseStorage<T> {
         from: usize,
         round: usize,
     ) -> usize {
+        let address = self as *const Self as usize;
         let [newest, entries, generation] = self.cold.stamp();
-        let tag = [self as *const Self as usize, newest, entries, generation];
         // Keys are the logical index plus one (compared as `u64`: past the key bits, past
         // every entry).
         let from_key = (self.first + from + 1) as u64;
-        if walk.tag != tag || from < walk.from {
+        let kept = walk.tag == [address, newest, entries, generation] && generation != 0;
+        if !kept || from < walk.from {
             if from != 0 {
                 // Another storage's walk (two walks interleaved), or this walk's after a
                 // record added a key or a table: this call passes over the tables, and the
                 // cache waits for the next walk's start.
                 return self.sorted_words_from(words, other, from, round);
             }
-            walk.tag = tag;
+            let [newest, entries, generation] = self.cold.stamp_to_keep();
+            walk.tag = [address, newest, entries, generation];
             walk.from = from;
             walk.entries.clear();
             self.cold.for_each_positioned(|w, position| {
