@@ -41,8 +41,9 @@
 //! table they install). Sums over ranges read the tables only where a block in the range ever
 //! held entries. Percentiles and statistics walk the bulk read
 //! ([`Cells::READS_IN_BULK`]), and the iterations read it from a position a batch at a time
-//! ([`Cells::recorded_runs_from`]: from that block on, with only the next 512 cold entries
-//! sorted): they cost about what was recorded, not the window.
+//! ([`Cells::recorded_runs_from`]: from that block on, the cold entries gathered and sorted
+//! once per walk and kept in the thread's scratch between its calls, `runs.rs`): they cost
+//! about what was recorded, not the window.
 //!
 //! When to choose which: sparse for servers (many series, each touching a few octaves of a
 //! wide range: the `Registry`, the `metrics` recorder and the tracing layer use it by default);
@@ -552,8 +553,9 @@ impl<T: PageCell> Cells for SparseStorage<T> {
         scratch::with(|scratch| self.runs_from(scratch, 0, usize::MAX, &mut f));
     }
 
-    /// From `from`'s block on, in rounds of 512 cold entries (each round a pass
-    /// over the cold tables and a sort of those entries), ending where `f` breaks.
+    /// From `from`'s block on, in rounds of up to 512 cold entries (from the walk cache a
+    /// walk gathered at its start, else each round a pass over the cold tables and a
+    /// selection), ending where `f` breaks.
     fn recorded_runs_from(&self, from: usize, f: &mut dyn FnMut(usize, &[u64]) -> ControlFlow<()>) {
         scratch::with(|scratch| {
             self.runs_from(scratch, from, runs::ROUND_WORDS, &mut |s, c| f(s, c))

@@ -12,11 +12,12 @@ use picollo_core::storage::cell_runs_until;
 use picollo_core::Cells;
 use picollo_core::{BucketPos, CellCount};
 
-/// Cold entries one round of a read from a position ([`Cells::recorded_runs_from`]) sorts
+/// Cold entries one round of a read from a position ([`Cells::recorded_runs_from`]) takes
 /// at most: a percentile iteration reads up to 256 recorded buckets at a time (a bucket may
-/// have an entry in several tables), and sorting the whole cold tier for each batch cost more
-/// than the pass that gathers them. More than the tables a tier can chain (each holds a
-/// bucket once), so a round always moves on.
+/// have an entry in several tables). Without the walk cache a round passes over the tables
+/// and selects these (sorting the whole cold tier for each batch cost more than that pass).
+/// More than the tables a tier can chain (each holds a bucket once), so a round always moves
+/// on.
 pub(super) const ROUND_WORDS: usize = 512;
 
 /// Cells a read from a position that may stop early scans in one go: after a break it wastes
