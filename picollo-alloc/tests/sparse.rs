@@ -67,7 +67,8 @@ fn assert_reads_from<H: HistogramRead + ?Sized>(
     for from in past_0.chain(ascending) {
         let expected: Vec<_> = recorded.iter().filter(|b| b.0 >= from).copied().collect();
         assert_eq!(recorded_from(h, from, usize::MAX), expected, "from {from}");
-        for most in [3, 40] {
+        // In CI's miri run one break, past the first batch's worth of runs.
+        for most in [3, 40].into_iter().skip(size(0, 0, 1)) {
             let first = &expected[..most.min(expected.len())];
             assert_eq!(recorded_from(h, from, most), first, "from {from}, {most}");
         }
@@ -92,9 +93,9 @@ where
         }
     }
     // Reads from a position: the window's ends, the ranges' starts, and about 30 recorded
-    // buckets and the slots after them (3 in CI's miri run, where the page race's histograms
-    // read so took half a minute more at 6).
-    let step = recorded.len() / size(30, 30, 3) + 1;
+    // buckets and the slots after them (1 in CI's miri run, where the reads are safe code:
+    // the page race test took 39 s there without them, 53 with 3 and the dense side's).
+    let step = recorded.len() / size(30, 30, 1) + 1;
     let froms = recorded
         .iter()
         .step_by(step)
@@ -102,7 +103,11 @@ where
         .chain(ranges.iter().map(|r| r.0))
         .chain([0, a.window().len()]);
     assert_reads_from(a, &recorded, froms.clone());
-    assert_reads_from(b, &recorded, froms);
+    // The reference's reads (dense storage's scan) natively; CI's miri run spends its time
+    // on the sparse side (the page race test's reads took 70 s there with both, 33 before).
+    if size(true, true, false) {
+        assert_reads_from(b, &recorded, froms);
+    }
     for &(start, end) in ranges {
         assert_eq!(
             a.sum_range(start, end),
