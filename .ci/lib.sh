@@ -46,8 +46,13 @@ step_finished() {
 }
 
 # The seconds of every step so far, the one running (or failed) last, then the total: .ci/run
-# prints it on exit, passed or failed, so the end of any log says where the time went.
+# prints it on exit, passed or failed, so the end of any log says where the time went. It also
+# stops the last step's watchdog: a run that failed in a step left it sleeping out that step's
+# limit, holding the run's lock (2026-12-03: a run started after a firmware failure was
+# refused as "another .ci/run is running" for the 15 minutes left of that step's limit, and
+# the watchdog then printed its overrun into the next run's log).
 steps_summary() {
+  steps_watchdog_stop
   local now; now=$(date +%s)
   echo
   echo "Step times:"
