@@ -550,16 +550,14 @@ impl<T: PageCell> Cells for SparseStorage<T> {
             f(start, counts);
             ControlFlow::Continue(())
         };
-        scratch::with(|scratch| self.runs_from(scratch, 0, usize::MAX, &mut f));
+        scratch::with(|scratch| self.runs_from(scratch, 0, false, &mut f));
     }
 
-    /// From `from`'s block on, in rounds of up to 512 cold entries (from the walk cache a
-    /// walk gathered at its start, else each round a pass over the cold tables and a
-    /// selection), ending where `f` breaks.
+    /// From `from`'s block on, in rounds of up to 512 cold entries from the walk cache
+    /// (gathered by a walk's first call and kept for its later ones), ending where `f`
+    /// breaks.
     fn recorded_runs_from(&self, from: usize, f: &mut dyn FnMut(usize, &[u64]) -> ControlFlow<()>) {
-        scratch::with(|scratch| {
-            self.runs_from(scratch, from, runs::ROUND_WORDS, &mut |s, c| f(s, c))
-        });
+        scratch::with(|scratch| self.runs_from(scratch, from, true, &mut |s, c| f(s, c)));
     }
 
     fn clear_shared(&self, clear: impl Fn(&T)) {

@@ -56,9 +56,9 @@ fn assert_reads_from<H: HistogramRead + ?Sized>(
     froms: impl IntoIterator<Item = usize>,
 ) {
     // The positions past 0 in the order given first (sparse storage's walk cache is another
-    // histogram's or none, and only a call from 0 gathers it: these pass over the cold tables
-    // and select their round), then ascending from 0 (a walk: the cold entries gathered at 0
-    // serve the later calls).
+    // histogram's or none: the first call gathers it from its position, and a call before
+    // the position gathered from gathers again), then ascending from 0 (a walk: the cold
+    // entries gathered at 0 serve the later calls).
     let froms: Vec<usize> = froms.into_iter().collect();
     let mut ascending = froms.clone();
     ascending.push(0);

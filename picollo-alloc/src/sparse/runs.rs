@@ -12,13 +12,11 @@ use picollo_core::storage::cell_runs_until;
 use picollo_core::Cells;
 use picollo_core::{BucketPos, CellCount};
 
-/// Cold entries one round of a read from a position ([`Cells::recorded_runs_from`]) takes
-/// at most: a percentile iteration reads up to 256 recorded buckets at a time (a bucket may
-/// have an entry in several tables). Without the walk cache a round passes over the tables
-/// and selects these (sorting the whole cold tier for each batch cost more than that pass).
-/// More than the tables a tier can chain (each holds a bucket once), so a round always moves
-/// on.
-pub(super) const ROUND_WORDS: usize = 512;
+/// Cold entries one round of a walk from a position ([`Cells::recorded_runs_from`]) takes
+/// from the walk cache at most: a percentile iteration reads up to 256 recorded buckets at a
+/// time (a bucket may have an entry in several tables). More than the tables a tier can chain
+/// (each holds a bucket once), so a round always moves on.
+const ROUND_WORDS: usize = 512;
 
 /// Cells a read from a position that may stop early scans in one go: after a break it wastes
 /// at most these.
@@ -55,26 +53,14 @@ impl<T: PageCell> SparseStorage<T> {
     /// The cold tier's entry words with a count (`(logical + 1) << 8 | count`) for storage
     /// indices `from` and above, sorted by index (a bucket's entries next to each other), into
     /// `words`, with `other` for the sort (both reused: a scrape reads thousands of storages
-    /// through one thread's [`scratch`]); at most `round` of them: with more, the words of
-    /// the buckets below the `round`-th smallest index. Returns the storage index where the
-    /// words kept end: every entry from `from` up to it is in `words`, and from it on none
-    /// (the window's length when all were kept).
+    /// through one thread's [`scratch`]).
     ///
     /// All the words are gathered in one pass over the tables and sorted by an LSD radix sort
     /// of their index bits, 8 bits a pass (two passes for windows up to 2^16 buckets): linear,
     /// a few instructions per entry and pass. A counting sort by block followed by an
     /// insertion sort within each block cost more than the rest of a scrape's read (block 0
-    /// of a full-range histogram holds ten octaves). A walk that stops after a few buckets
-    /// (a percentile iteration's batch) passes a small `round`: the words past it are
-    /// selected away in linear time and only `round` sorted.
-    fn sorted_words_from(
-        &self,
-        words: &mut Vec<u32>,
-        other: &mut Vec<u32>,
-        from: usize,
-        round: usize,
-    ) -> usize {
-        let len = self.window.len();
+    /// of a full-range histogram holds ten octaves).
+    fn sorted_words_from(&self, words: &mut Vec<u32>, other: &mut Vec<u32>, from: usize) {
         words.clear();
         if from == 0 {
             words.reserve(self.cold.entries());
@@ -88,59 +74,46 @@ impl<T: PageCell> SparseStorage<T> {
                 }
             });
         }
-        let key = |w: &u32| *w >> cold::COUNT_BITS;
-        if words.len() > round && round > 0 {
-            words.select_nth_unstable_by_key(round - 1, key);
-            let limit = key(&words[round - 1]);
-            words.truncate(round);
-            words.retain(|w| key(w) < limit);
-            // Empty only if `round` words shared `from`'s key: more tables than any tier
-            // chains; then every word is kept, below.
-            if !words.is_empty() {
-                words.sort_unstable_by_key(key);
-                return self.slot_of_word(limit << cold::COUNT_BITS);
-            }
-            return self.sorted_words_from(words, other, from, usize::MAX);
-        }
         if words.len() <= SMALL_SORT {
-            words.sort_unstable_by_key(key);
+            words.sort_unstable_by_key(|w| *w >> cold::COUNT_BITS);
         } else {
-            // Keys are at most `first + len` (the index plus one).
-            let key_bits = usize::BITS - (self.first + len).leading_zeros();
-            radix_sort_by_key(words, key_bits, other);
+            radix_sort_by_key(words, self.key_bits(), other);
         }
-        len
+    }
+
+    /// The bits of the cold tier's keys here: at most `first + len` (the index plus one).
+    fn key_bits(&self) -> u32 {
+        usize::BITS - (self.first + self.window.len()).leading_zeros()
     }
 
     /// The bulk read from storage index `from` with the buffers of `scratch`, until `f`
-    /// breaks: rounds of at most `round` cold entries ([`SparseStorage::sorted_words_from`]),
-    /// each walking the blocks up to where its entries end. `round` is `usize::MAX` for a
-    /// whole pass ([`Cells::recorded_runs`]: one round, pages read whole); a walk that may
-    /// stop early reads pages [`STOP_CELLS`] cells at a time, so a break wastes at most that.
+    /// breaks. A whole pass (`walk` false: [`Cells::recorded_runs`]) sorts the cold entries
+    /// from `from` on ([`SparseStorage::sorted_words_from`]) and reads pages whole. A walk that
+    /// may stop early (`walk` true: [`Cells::recorded_runs_from`]) takes rounds of at most
+    /// [`ROUND_WORDS`] entries from the walk cache ([`SparseStorage::walk_words_from`]), each
+    /// walking the blocks up to where its entries end, and reads pages [`STOP_CELLS`] cells
+    /// at a time, so a break wastes at most that.
     pub(super) fn runs_from(
         &self,
         scratch: &mut scratch::Scratch,
         from: usize,
-        round: usize,
+        walk: bool,
         f: &mut impl FnMut(usize, &[u64]) -> ControlFlow<()>,
     ) {
         let scratch::Scratch {
             words,
             other,
             merged,
-            walk,
+            walk: cache,
         } = scratch;
-        let chunk = if round == usize::MAX {
-            usize::MAX
-        } else {
-            STOP_CELLS
-        };
+        let chunk = if walk { STOP_CELLS } else { usize::MAX };
         let mut from = from;
         while from < self.window.len() {
-            let end = if round == usize::MAX {
-                self.sorted_words_from(words, other, from, round)
+            let end = if walk {
+                self.walk_words_from(cache, words, other, from)
             } else {
-                self.walk_words_from(walk, words, other, from, round)
+                self.sorted_words_from(words, other, from);
+                self.window.len()
             };
             if self
                 .walk_blocks(words, merged, from..end, chunk, f)
@@ -152,33 +125,33 @@ impl<T: PageCell> SparseStorage<T> {
         }
     }
 
-    /// As [`SparseStorage::sorted_words_from`], for a walk from a position: the entries come
-    /// from the walk cache, gathered with their positions at a walk's start (`from` 0),
-    /// sorted, and read again at their positions for each call's counts. A call that finds
-    /// the cache another storage's, starting further on, or stale by the cold tier's stamp (a
-    /// table or key added since, or a `clear_all`) passes over the tables as before, and so
-    /// does one that finds a kept position holding another key.
+    /// The sorted cold entry words of a walk's next round from storage index `from` into
+    /// `words`, as [`SparseStorage::sorted_words_from`] would give them but at most
+    /// [`ROUND_WORDS`], returning the storage index where the words kept end (every entry
+    /// from `from` up to it is in `words`, from it on none; the window's length when all
+    /// were kept).
+    ///
+    /// The entries come from the walk cache: gathered with their table positions and sorted
+    /// once, then read again at those positions for each call's counts (a walk's later calls
+    /// find their part by a binary search). A call gathers anew when it finds the cache
+    /// another storage's (two walks interleaved), starting further on, or stale by the cold
+    /// tier's stamp (a table or key added since, or a `clear_all`).
     fn walk_words_from(
         &self,
         walk: &mut scratch::WalkCache,
         words: &mut Vec<u32>,
         other: &mut Vec<u32>,
         from: usize,
-        round: usize,
     ) -> usize {
         let address = self as *const Self as usize;
-        let [newest, entries, generation] = self.cold.stamp();
         // Keys are the logical index plus one (compared as `u64`: past the key bits, past
         // every entry).
         let from_key = (self.first + from + 1) as u64;
-        let kept = walk.tag == [address, newest, entries, generation] && generation != 0;
-        if !kept || from < walk.from {
-            if from != 0 {
-                // Another storage's walk (two walks interleaved), or this walk's after a
-                // record added a key or a table: this call passes over the tables, and the
-                // cache waits for the next walk's start.
-                return self.sorted_words_from(words, other, from, round);
-            }
+        let [newest, entries, generation] = self.cold.stamp();
+        let kept = walk.tag == [address, newest, entries, generation]
+            && generation != 0
+            && from >= walk.from;
+        if !kept {
             let [newest, entries, generation] = self.cold.stamp_to_keep();
             walk.tag = [address, newest, entries, generation];
             walk.from = from;
@@ -189,21 +162,23 @@ impl<T: PageCell> SparseStorage<T> {
                     walk.entries.push(key << 32 | u64::from(position));
                 }
             });
-            let key_bits = usize::BITS - (self.first + self.window.len()).leading_zeros();
-            radix_sort_by_key(&mut walk.entries, key_bits, &mut walk.other);
+            radix_sort_by_key(&mut walk.entries, self.key_bits(), &mut walk.other);
         }
         let key = |e: &u64| e >> 32;
         let rest = &walk.entries[walk.entries.partition_point(|e| key(e) < from_key)..];
         let (mut take, mut end) = (rest, self.window.len());
-        if let Some(limit) = rest.get(round).map(key) {
+        if let Some(limit) = rest.get(ROUND_WORDS).map(key) {
             // Up to the first key left out: a bucket's entries all in one round.
-            take = &rest[..rest[..round].partition_point(|e| key(e) < limit)];
+            take = &rest[..rest[..ROUND_WORDS].partition_point(|e| key(e) < limit)];
             end = limit as usize - 1 - self.first;
         }
         words.clear();
         if (take.is_empty() && end < self.window.len()) || !self.cold.read_positions(take, words) {
+            // A kept position holds another key: a `clear_all` of atomic storage beside this
+            // read. This call passes over the tables, and the next gathers anew.
             walk.tag = [0; 4];
-            return self.sorted_words_from(words, other, from, round);
+            self.sorted_words_from(words, other, from);
+            return self.window.len();
         }
         end
     }

@@ -20,7 +20,7 @@ pub(super) struct Scratch {
 /// The cold tier's entries as a walk from a position found them (the percentile and bucket
 /// iterations read a batch of buckets per call): sorted by key with where each sits, so the
 /// walk's next calls find theirs by a binary search and read their counts there, instead of
-/// a pass over every table and a selection per call.
+/// a pass over every table per call.
 #[derive(Default)]
 pub(super) struct WalkCache {
     /// The storage's address and its cold tier's stamp when the entries were gathered: the
