@@ -13,6 +13,18 @@ use picollo_testkit::miri_size as size;
 use proptest::prelude::*;
 use std::ops::ControlFlow;
 
+/// A property's config with `cases` cases, and in CI's miri run none of the saved cases of
+/// `sparse.proptest-regressions` (proptest replays every saved seed in every property of the
+/// file, so there each would run three cases of a minute or more; they run natively and in
+/// `.ci/miri-full`).
+fn cases(cases: u32) -> ProptestConfig {
+    let mut config = ProptestConfig::with_cases(cases);
+    if size(false, false, true) {
+        config.failure_persistence = None;
+    }
+    config
+}
+
 /// Every non-empty bucket, through the bulk read.
 fn buckets<H: HistogramRead + ?Sized>(h: &H) -> Vec<(usize, u64)> {
     let mut out = Vec::new();
@@ -171,7 +183,7 @@ fn spread(word: u64, bits: u32) -> u64 {
 
 proptest! {
     // One case in CI's miri run (each costs a minute or more there), two in a full-size one.
-    #![proptest_config(ProptestConfig::with_cases(size(48, 2, 1)))]
+    #![proptest_config(cases(size(48, 2, 1)))]
 
     #[test]
     fn plain_and_atomic_sparse_read_like_dense(
@@ -311,7 +323,7 @@ proptest! {
 proptest! {
     // One case in CI's miri run, at block scales up to 4 and 60 records (at scale 9 a
     // full-range dense twin has 28,672 cells, whose walks cost minutes there).
-    #![proptest_config(ProptestConfig::with_cases(size(32, 2, 1)))]
+    #![proptest_config(cases(size(32, 2, 1)))]
 
     /// A value unit (HdrHistogram's lowest discernible value) on sparse storage: the positions
     /// are the unit-free layout's of `v >> u`, the window starts at the layout's first index;

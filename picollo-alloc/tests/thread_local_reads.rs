@@ -17,6 +17,8 @@ use picollo_alloc::{
     ThreadLocalHistogram,
 };
 use picollo_core::{HistogramRead, ReadExt, Window};
+use std::ops::ControlFlow;
+use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Barrier;
 
@@ -29,11 +31,44 @@ fn builder() -> HistogramBuilder {
     HistogramBuilder::new().layout(layout()).window(window())
 }
 
-/// `read_recorded` against bucket-by-bucket reads: live shards, a folded accumulator, a reset
-/// (baselines), underflow and overflow.
+/// The non-empty buckets a walk hands on through `recorded_runs_from`, as an iteration reads
+/// them: from `from`, `batch` buckets a call, each call breaking after its batch and the next
+/// starting past the last bucket taken. Asserts every run starts at or past the call's
+/// position, in increasing order, and that none comes after a break.
+fn walk_from<H: HistogramRead + ?Sized>(h: &H, from: usize, batch: usize) -> Vec<(usize, u64)> {
+    let mut out = Vec::new();
+    let mut next = from;
+    loop {
+        let before = out.len();
+        let (mut reached, mut broke) = (next, false);
+        h.recorded_runs_from(next, &mut |start, counts| {
+            assert!(!broke, "a run handed on after a break");
+            assert!(start >= reached, "run at {start} before {reached}");
+            reached = start + counts.len();
+            for (s, &n) in (start..).zip(counts) {
+                if n != 0 {
+                    if out.len() == before + batch {
+                        broke = true;
+                        return ControlFlow::Break(());
+                    }
+                    out.push((s, n));
+                }
+            }
+            ControlFlow::Continue(())
+        });
+        match out.last() {
+            Some(&(s, _)) if out.len() == before + batch => next = s + 1,
+            _ => return out,
+        }
+    }
+}
+
+/// `read_recorded` and the walks from a position against bucket-by-bucket reads, on each path
+/// of the bulk read: one shard, several live shards, a folded accumulator, a reset
+/// (baselines), underflow and overflow; over dense and sparse storage.
 #[test]
 fn read_recorded_matches_bucket_reads() {
-    fn check(h: &ThreadLocalHistogram) {
+    fn check<C: LocalCounter, S: StorageChoice>(h: &ThreadLocalHistogram<C, S>) {
         let mut buckets = Vec::new();
         let (under, over) = h.read_recorded(&mut buckets);
         let expected: Vec<(usize, u64)> = (0..h.window().len())
@@ -42,48 +77,75 @@ fn read_recorded_matches_bucket_reads() {
             .collect();
         assert_eq!(buckets, expected);
         assert_eq!((under, over), (h.underflow(), h.overflow()));
+        // From the start, the middle and past the end, a bucket at a time and in batches
+        // (a walk of a few runs at a time, breaking inside a run and between runs).
+        let len = h.window().len();
+        let middle = expected.get(expected.len() / 2).map_or(len / 2, |b| b.0);
+        for from in [0, middle, middle + 1, len] {
+            let from_on: Vec<_> = expected.iter().filter(|b| b.0 >= from).copied().collect();
+            for batch in [1, 3, usize::MAX] {
+                assert_eq!(
+                    walk_from(h, from, batch),
+                    from_on,
+                    "from {from}, {batch} a call"
+                );
+            }
+        }
     }
-    let h = builder().thread_local().unwrap();
-    check(&h);
-    let n = scale(5_000);
-    (0..n).for_each(|i| h.record(value(0, i)));
-    check(&h);
-    // Two live shards besides this thread's, then their exit folds them.
-    let recorded = Barrier::new(3);
-    let checked = Barrier::new(3);
-    std::thread::scope(|s| {
-        let threads: Vec<_> = (1..3)
-            .map(|t| {
-                let (h, recorded, checked) = (&h, &recorded, &checked);
-                s.spawn(move || {
-                    (0..n).for_each(|i| h.record(value(t, i)));
-                    recorded.wait();
-                    checked.wait();
-                })
-            })
-            .collect();
-        recorded.wait();
-        check(&h);
-        checked.wait();
-        // Joined: waits for their exits' folds (the scope's end alone does not).
-        threads.into_iter().for_each(|t| t.join().unwrap());
-    });
-    assert_eq!(h.live_shard_count(), 1);
-    check(&h);
-    assert_eq!(h.total_with_outside(), 3 * n);
-    // A reset leaves baselines; later records count above them.
-    h.reset();
-    check(&h);
-    (0..n).for_each(|i| h.record(value(3, i)));
-    std::thread::scope(|s| {
-        s.spawn(|| (0..n).for_each(|i| h.record(value(4, i))))
-            .join()
+    fn scenario<C: StorageWidth, S: StorageChoice>() {
+        let h = HistogramBuilder::<C, S>::default()
+            .layout(layout())
+            .window(window())
+            .thread_local()
             .unwrap();
-    });
-    // Only this thread's shard is left: the others were folded.
-    assert_eq!(h.live_shard_count(), 1);
-    check(&h);
-    assert_eq!(h.total_with_outside(), 2 * n);
+        check(&h);
+        let n = scale(5_000);
+        (0..n).for_each(|i| h.record(value(0, i)));
+        check(&h);
+        // Two live shards besides this thread's, then their exit folds them.
+        let recorded = Barrier::new(3);
+        let checked = Barrier::new(3);
+        std::thread::scope(|s| {
+            let threads: Vec<_> = (1..3)
+                .map(|t| {
+                    let (h, recorded, checked) = (&h, &recorded, &checked);
+                    s.spawn(move || {
+                        (0..n).for_each(|i| h.record(value(t, i)));
+                        recorded.wait();
+                        checked.wait();
+                    })
+                })
+                .collect();
+            recorded.wait();
+            // Caught until the threads are let go: a failed check that unwound past the
+            // barrier would leave them waiting there, and the scope waiting for them.
+            let checked_live = std::panic::catch_unwind(AssertUnwindSafe(|| check(&h)));
+            checked.wait();
+            // Joined: waits for their exits' folds (the scope's end alone does not).
+            threads.into_iter().for_each(|t| t.join().unwrap());
+            if let Err(failure) = checked_live {
+                std::panic::resume_unwind(failure);
+            }
+        });
+        assert_eq!(h.live_shard_count(), 1);
+        check(&h);
+        assert_eq!(h.total_with_outside(), 3 * n);
+        // A reset leaves baselines; later records count above them.
+        h.reset();
+        check(&h);
+        (0..n).for_each(|i| h.record(value(3, i)));
+        std::thread::scope(|s| {
+            s.spawn(|| (0..n).for_each(|i| h.record(value(4, i))))
+                .join()
+                .unwrap();
+        });
+        // Only this thread's shard is left: the others were folded.
+        assert_eq!(h.live_shard_count(), 1);
+        check(&h);
+        assert_eq!(h.total_with_outside(), 2 * n);
+    }
+    scenario::<u64, Sparse>();
+    scenario::<u32, Dense>();
 }
 
 /// `read_recorded` while threads record, exit and are replaced: every read is bounded by the
@@ -182,14 +244,17 @@ struct Ledger {
 enum Via {
     /// `HistogramRead::recorded_runs`, unbracketed, through `bulk::recorded_into`.
     RecordedRuns,
+    /// `HistogramRead::recorded_runs_from`, as an iteration walks: 2 buckets a call.
+    RecordedRunsFrom,
     ReadRecorded,
     ForEachRecorded,
     CountAt,
     Total,
 }
 
-const READS: [Via; 5] = [
+const READS: [Via; 6] = [
     Via::RecordedRuns,
+    Via::RecordedRunsFrom,
     Via::ReadRecorded,
     Via::ForEachRecorded,
     Via::CountAt,
@@ -224,6 +289,10 @@ where
     let (under, over) = match read {
         Via::RecordedRuns => {
             bulk::recorded_into(h, &mut buckets);
+            (h.underflow(), h.overflow())
+        }
+        Via::RecordedRunsFrom => {
+            buckets = walk_from(h, 0, 2);
             (h.underflow(), h.overflow())
         }
         Via::ReadRecorded => h.read_recorded(&mut buckets),

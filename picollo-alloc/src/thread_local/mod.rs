@@ -119,6 +119,7 @@ use crate::sparse::PageCell;
 use crate::storage_choice::{BuiltAtomicHistogram, Sparse, StorageChoice};
 use core::fmt;
 use core::marker::PhantomData;
+use core::ops::ControlFlow;
 use core::ptr;
 use picollo_core::atomic::Version;
 use picollo_core::{
@@ -291,6 +292,7 @@ mod sync;
 use cache::Owner;
 pub use cache::CACHE_SLOTS;
 use cache::{cache_entry, thread_token, Cached, Entry, CACHE, CLOSED, THREAD_SHARDS};
+use read::Pass;
 use shard::{Inner, Shard, OWNED};
 
 /// The accumulator of a thread-local histogram over storage `S`: the atomic kind.
@@ -611,7 +613,16 @@ impl<C: LocalCounter, S: StorageChoice> HistogramRead for ThreadLocalHistogram<C
     /// while a fold moves it.
     fn recorded_runs(&self, f: &mut dyn FnMut(usize, &[u64])) {
         self.inner.check_fork();
-        self.pass_checked(f)
+        self.pass_checked(0, Pass::Whole, &mut |start, counts| {
+            f(start, counts);
+            ControlFlow::Continue(())
+        })
+    }
+    /// As [`HistogramRead::recorded_runs`], from `from` on and a few runs at a time until `f`
+    /// breaks (a thread's sparse shard alone: its storage's own read from a position).
+    fn recorded_runs_from(&self, from: usize, f: &mut dyn FnMut(usize, &[u64]) -> ControlFlow<()>) {
+        self.inner.check_fork();
+        self.pass_checked(from, Pass::Walk, f)
     }
     fn reads_in_bulk(&self) -> bool {
         <S::Cells<AtomicU64> as Cells>::READS_IN_BULK

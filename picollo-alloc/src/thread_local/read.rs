@@ -19,8 +19,10 @@ use super::sync;
 use super::{Accumulator, LocalCounter, ThreadLocalHistogram};
 use crate::bulk::{push_nonzero_run, RUN};
 use crate::storage_choice::StorageChoice;
+use core::ops::ControlFlow;
 use picollo_core::plant;
 use picollo_core::read::for_each_nonempty_run;
+use picollo_core::storage::cell_runs_until;
 use picollo_core::{Cells, HistogramRead};
 use std::sync::atomic::Ordering;
 
@@ -62,7 +64,10 @@ impl<C: LocalCounter, S: StorageChoice> ThreadLocalHistogram<C, S> {
             let token = inner.version.read_begin();
             out.clear();
             // Unchecked: the whole read (runs and outside counts) is retried below.
-            self.pass_once(|start, counts| push_nonzero_run(out, start, counts.iter().copied()));
+            let _ = self.pass_once(0, Pass::Whole, &mut |start, counts| {
+                push_nonzero_run(out, start, counts.iter().copied());
+                ControlFlow::Continue(())
+            });
             let acc = inner.acc_used.load(Ordering::Relaxed).then_some(&inner.acc);
             sync::cells_read();
             let mut outside = acc.map_or((0, 0), |a| (a.underflow(), a.overflow()));
@@ -88,40 +93,51 @@ impl<C: LocalCounter, S: StorageChoice> ThreadLocalHistogram<C, S> {
     /// [`ThreadLocalHistogram::read_recorded`]. Allocates nothing for dense shards.
     pub fn for_each_recorded(&self, mut f: impl FnMut(usize, u64)) {
         self.inner.check_fork();
-        self.pass_checked(&mut |start, counts| {
+        self.pass_checked(0, Pass::Whole, &mut |start, counts| {
             for (i, &n) in counts.iter().enumerate() {
                 if n != 0 {
                     f(start + i, n);
                 }
             }
+            ControlFlow::Continue(())
         })
     }
 
-    /// The pass of [`ThreadLocalHistogram::pass_once`], each run checked against the version
-    /// before `run` receives it: `run` gets a run only when no reset, fold or fork clean-up
-    /// started or ended since the pass began, so everything the pass read up to and including
-    /// that run (the empty runs it skipped too) is consistent. After such a change the pass
-    /// starts again, under a new version, and hands on only what lies past the runs already
-    /// handed on. Every bucket is handed on once, in increasing order.
-    pub(super) fn pass_checked(&self, run: &mut dyn FnMut(usize, &[u64])) {
+    /// The pass of [`ThreadLocalHistogram::pass_once`] from storage index `from`, each run
+    /// checked against the version before `run` receives it: `run` gets a run only when no
+    /// reset, fold or fork clean-up started or ended since the pass began, so everything the
+    /// pass read up to and including that run (the empty runs it skipped too) is consistent.
+    /// After such a change the pass starts again, under a new version, and hands on only what
+    /// lies past the runs already handed on. Every bucket from `from` on is handed on once, in
+    /// increasing order, until `run` breaks.
+    pub(super) fn pass_checked(
+        &self,
+        from: usize,
+        pass: Pass,
+        run: &mut dyn FnMut(usize, &[u64]) -> ControlFlow<()>,
+    ) {
         let version = &self.inner.version;
-        // Storage indices below `from` were handed on.
-        let mut from: usize = 0;
+        // Storage indices below `from` were handed on (or are not asked for).
+        let mut from = from;
         loop {
             let token = version.read_begin();
             let (mut reached, mut stale) = (from, false);
-            self.pass_once(|start: usize, counts: &[u64]| {
+            let ended = self.pass_once(from, pass, &mut |start: usize, counts: &[u64]| {
                 let skip = from.saturating_sub(start);
-                if stale || skip >= counts.len() {
-                    return;
+                if skip >= counts.len() {
+                    return ControlFlow::Continue(());
                 }
                 if plant!(LocalReadUnchecked, version.read_retry(token), false) {
                     stale = true;
-                    return;
+                    return ControlFlow::Break(());
                 }
-                run(start + skip, &counts[skip..]);
                 reached = start + counts.len();
+                run(start + skip, &counts[skip..])
             });
+            // Broken by `run` (not by a stale version): what it was handed was consistent.
+            if ended.is_break() && !stale {
+                return;
+            }
             // The runs after the last one handed on may have looked empty only because a
             // fold cleared a shard meanwhile: checked once more at the end.
             if !stale && !plant!(LocalReadUnchecked, version.read_retry(token), false) {
@@ -132,16 +148,20 @@ impl<C: LocalCounter, S: StorageChoice> ThreadLocalHistogram<C, S> {
         }
     }
 
-    /// One pass, not checked (callers check it against the version: a fold that overlaps it
-    /// can make it see a count twice or not at all): calls `run(start, counts)` with the
-    /// counts of every run of [`RUN`] cells (the last may be shorter) that holds a count, in
-    /// increasing order. For each run, the OR of every owned shard's cells (and the
-    /// accumulator's, once it held a count) says whether any is non-zero; only then are the
-    /// counts summed (less the shards' baselines).
-    fn pass_once(&self, mut run: impl FnMut(usize, &[u64])) {
-        /// Shards whose cells the common path reads from an array (more take the general
-        /// path, which walks the shard list per run).
-        const DIRECT: usize = 16;
+    /// One pass from storage index `from`, not checked (callers check it against the
+    /// version: a fold that overlaps it can make it see a count twice or not at all): calls
+    /// `run(start, counts)` with the counts of every run of [`RUN`] cells (the last may be
+    /// shorter) that holds a count and ends past `from`, in increasing order, until `run`
+    /// breaks. For each run, the OR of every owned shard's cells (and the accumulator's, once
+    /// it held a count) says whether any is non-zero; only then are the counts summed (less
+    /// the shards' baselines). A [`Pass::Walk`] reads [`STOP_RUNS`] runs at a time, so a break
+    /// wastes at most those.
+    fn pass_once(
+        &self,
+        from: usize,
+        pass: Pass,
+        run: &mut dyn FnMut(usize, &[u64]) -> ControlFlow<()>,
+    ) -> ControlFlow<()> {
         let acc = self
             .inner
             .acc_used
@@ -153,7 +173,7 @@ impl<C: LocalCounter, S: StorageChoice> ThreadLocalHistogram<C, S> {
                 .filter(|s| s.state.load(Ordering::Relaxed) == OWNED)
         };
         if S::dense_cells(self.inner.acc.storage()).is_none() {
-            return self.pass_once_sparse(acc, run);
+            return self.pass_once_sparse(from, pass, acc, run);
         }
         fn cells_of<C: LocalCounter, S: StorageChoice>(shard: &Shard<C, S>) -> &[C::Cell] {
             S::dense_cells(&shard.cells).unwrap_or(&[])
@@ -172,15 +192,16 @@ impl<C: LocalCounter, S: StorageChoice> ThreadLocalHistogram<C, S> {
         let runs = len.div_ceil(RUN);
         let range = |r: usize| r * RUN..((r + 1) * RUN).min(len);
         let or = |cells: &[C::Cell]| cells.iter().fold(0u64, |a, c| a | C::load(c));
+        let first = from / RUN;
         let mut counts = [0u64; RUN];
         if !general {
             // Owned shards without baselines, nothing in the accumulator: the common case.
-            match &direct[..count] {
-                [] => {}
-                // One recording thread: its cells alone, the scan of a slice of cells.
-                [cells] => picollo_core::storage::cell_runs(cells, |c| C::load(c), &mut run),
-                shards => for_each_nonempty_run(
-                    runs,
+            return match &direct[..count] {
+                [] => ControlFlow::Continue(()),
+                [cells] => one_shard_runs::<C>(cells, first * RUN, pass, run),
+                shards => nonempty_runs_until(
+                    first..runs,
+                    pass.stop_runs(),
                     |r| shards.iter().fold(0, |a, c| a | or(&c[range(r)])) != 0,
                     |r| {
                         for (n, i) in counts.iter_mut().zip(range(r)) {
@@ -188,14 +209,14 @@ impl<C: LocalCounter, S: StorageChoice> ThreadLocalHistogram<C, S> {
                                 .iter()
                                 .fold(0u64, |n, c| n.saturating_add(C::load(&c[i])));
                         }
-                        run(r * RUN, &counts[..range(r).len()]);
+                        run(r * RUN, &counts[..range(r).len()])
                     },
                 ),
-            }
-            return;
+            };
         }
-        for_each_nonempty_run(
-            runs,
+        nonempty_runs_until(
+            first..runs,
+            pass.stop_runs(),
             |r| {
                 let mut nonzero = owned().fold(0u64, |a, s| a | or(&cells_of(s)[range(r)]));
                 if let Some(acc) = acc {
@@ -211,38 +232,72 @@ impl<C: LocalCounter, S: StorageChoice> ThreadLocalHistogram<C, S> {
                         n.saturating_add(s.count_at(i))
                     });
                 }
-                run(r * RUN, &counts[..range(r).len()]);
+                run(r * RUN, &counts[..range(r).len()])
             },
-        );
+        )
     }
 
     /// [`ThreadLocalHistogram::pass_once`] over sparse storage: every owned shard's counts
     /// since the last reset (their bulk reads, less their baselines), and the accumulator's,
     /// merged by storage index and handed over in runs of [`RUN`] cells aligned like the dense
-    /// scan's.
-    fn pass_once_sparse(&self, acc: Option<&Accumulator<S>>, mut run: impl FnMut(usize, &[u64])) {
+    /// scan's, from `from`'s run on.
+    fn pass_once_sparse(
+        &self,
+        from: usize,
+        pass: Pass,
+        acc: Option<&Accumulator<S>>,
+        run: &mut dyn FnMut(usize, &[u64]) -> ControlFlow<()>,
+    ) -> ControlFlow<()> {
         let mut owned = self
             .inner
             .shards()
             .filter(|s| s.state.load(Ordering::Relaxed) == OWNED);
         if let (Some(only), None, None) = (owned.next(), owned.next(), acc) {
             if only.baseline().is_none() {
-                // One recording thread, never reset: its storage's own bulk read.
-                return only.cells.recorded_runs(&mut run);
+                // One recording thread, never reset: its storage's own bulk read (from the
+                // position, through the storage's walk cache, for a walk).
+                return match pass {
+                    Pass::Whole => {
+                        let mut stopped = false;
+                        only.cells.recorded_runs(&mut |start, counts| {
+                            if !stopped {
+                                stopped = run(start, counts).is_break();
+                            }
+                        });
+                        if stopped {
+                            ControlFlow::Break(())
+                        } else {
+                            ControlFlow::Continue(())
+                        }
+                    }
+                    Pass::Walk => {
+                        let mut ended = ControlFlow::Continue(());
+                        only.cells.recorded_runs_from(from, &mut |start, counts| {
+                            ended = run(start, counts);
+                            ended
+                        });
+                        ended
+                    }
+                };
             }
         }
         let mut pairs: Vec<(usize, u64)> = Vec::new();
         for shard in self.inner.shards() {
             if shard.state.load(Ordering::Relaxed) == OWNED {
-                shard.for_each_count(|slot, n| pairs.push((slot, n)));
+                shard.for_each_count(|slot, n| {
+                    if slot >= from {
+                        pairs.push((slot, n))
+                    }
+                });
             }
         }
         if let Some(acc) = acc {
             sync::cells_read();
             crate::bulk::recorded_into(acc, &mut pairs);
+            pairs.retain(|&(slot, _)| slot >= from);
         }
         pairs.sort_unstable_by_key(|&(slot, _)| slot);
-        replay_runs(&pairs, self.window.len(), run);
+        replay_runs(&pairs, self.window.len(), run)
     }
 
     /// Sums `acc(accumulator)` and `f` over the shards, retrying if a reset, fold or fork
@@ -271,9 +326,85 @@ impl<C: LocalCounter, S: StorageChoice> ThreadLocalHistogram<C, S> {
     }
 }
 
+/// Shards whose cells the common path of a dense pass reads from an array (more take the
+/// general path, which walks the shard list per run).
+const DIRECT: usize = 16;
+
+/// How a pass reads: the whole window in one go, or as a walk that may break after any run
+/// (a batch of an iteration), which reads [`Pass::stop_runs`] runs at a time.
+#[derive(Clone, Copy)]
+pub(super) enum Pass {
+    /// Every run to the end ([`HistogramRead::recorded_runs`] and the whole reads).
+    Whole,
+    /// From a position until the caller breaks ([`HistogramRead::recorded_runs_from`]).
+    Walk,
+}
+
+/// Runs of [`RUN`] cells a walk's pass reads between checks for a break: 512 cells, as sparse
+/// storage's walk reads its pages.
+const STOP_RUNS: usize = 64;
+
+impl Pass {
+    /// Runs read between checks for a break.
+    fn stop_runs(self) -> usize {
+        match self {
+            Pass::Whole => usize::MAX,
+            Pass::Walk => STOP_RUNS,
+        }
+    }
+}
+
+/// One recording thread's dense cells from `start` (a multiple of [`RUN`]): its cells
+/// alone, the scan of a slice of cells, until `run` breaks.
+fn one_shard_runs<C: LocalCounter>(
+    cells: &[C::Cell],
+    start: usize,
+    pass: Pass,
+    run: &mut dyn FnMut(usize, &[u64]) -> ControlFlow<()>,
+) -> ControlFlow<()> {
+    let chunk = pass.stop_runs().saturating_mul(RUN);
+    let start = start.min(cells.len());
+    cell_runs_until(&cells[start..], |c| C::load(c), chunk, &mut |s, c| {
+        run(start + s, c)
+    })
+}
+
+/// [`for_each_nonempty_run`] over the runs `runs`, `stop` of them at a time (each run tested
+/// with `any`, the non-empty ones handed to `take`), until `take` breaks.
+#[inline(always)]
+fn nonempty_runs_until(
+    runs: core::ops::Range<usize>,
+    stop: usize,
+    any: impl Fn(usize) -> bool,
+    mut take: impl FnMut(usize) -> ControlFlow<()>,
+) -> ControlFlow<()> {
+    let mut r = runs.start;
+    while r < runs.end {
+        let n = (runs.end - r).min(stop);
+        let mut ended = ControlFlow::Continue(());
+        for_each_nonempty_run(
+            n,
+            |i| any(r + i),
+            |i| {
+                if ended.is_continue() {
+                    ended = take(r + i);
+                }
+            },
+        );
+        ended?;
+        r += n;
+    }
+    ControlFlow::Continue(())
+}
+
 /// Hands `pairs` (`(storage index, count)`, sorted by index; a repeated index is summed) to
-/// `run` as runs of [`RUN`] cells aligned like the dense scan's, the last one cut at `len`.
-fn replay_runs(pairs: &[(usize, u64)], len: usize, mut run: impl FnMut(usize, &[u64])) {
+/// `run` as runs of [`RUN`] cells aligned like the dense scan's, the last one cut at `len`,
+/// until `run` breaks.
+fn replay_runs(
+    pairs: &[(usize, u64)],
+    len: usize,
+    run: &mut dyn FnMut(usize, &[u64]) -> ControlFlow<()>,
+) -> ControlFlow<()> {
     let mut i = 0;
     while let Some(&(slot, _)) = pairs.get(i) {
         let start = slot / RUN * RUN;
@@ -283,6 +414,7 @@ fn replay_runs(pairs: &[(usize, u64)], len: usize, mut run: impl FnMut(usize, &[
             counts[s - start] = counts[s - start].saturating_add(n);
             i += 1;
         }
-        run(start, &counts[..stop - start]);
+        run(start, &counts[..stop - start])?;
     }
+    ControlFlow::Continue(())
 }
