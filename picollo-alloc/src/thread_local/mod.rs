@@ -613,7 +613,7 @@ impl<C: LocalCounter, S: StorageChoice> HistogramRead for ThreadLocalHistogram<C
     /// while a fold moves it.
     fn recorded_runs(&self, f: &mut dyn FnMut(usize, &[u64])) {
         self.inner.check_fork();
-        self.pass_checked(0, Pass::Whole, &mut |start, counts| {
+        self.pass_checked(0, Pass::Whole, |start, counts: &[u64]| {
             f(start, counts);
             ControlFlow::Continue(())
         })

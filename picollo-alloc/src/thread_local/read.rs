@@ -64,7 +64,7 @@ impl<C: LocalCounter, S: StorageChoice> ThreadLocalHistogram<C, S> {
             let token = inner.version.read_begin();
             out.clear();
             // Unchecked: the whole read (runs and outside counts) is retried below.
-            let _ = self.pass_once(0, Pass::Whole, &mut |start, counts| {
+            let _ = self.pass_once(0, Pass::Whole, |start, counts: &[u64]| {
                 push_nonzero_run(out, start, counts.iter().copied());
                 ControlFlow::Continue(())
             });
@@ -93,7 +93,7 @@ impl<C: LocalCounter, S: StorageChoice> ThreadLocalHistogram<C, S> {
     /// [`ThreadLocalHistogram::read_recorded`]. Allocates nothing for dense shards.
     pub fn for_each_recorded(&self, mut f: impl FnMut(usize, u64)) {
         self.inner.check_fork();
-        self.pass_checked(0, Pass::Whole, &mut |start, counts| {
+        self.pass_checked(0, Pass::Whole, |start, counts: &[u64]| {
             for (i, &n) in counts.iter().enumerate() {
                 if n != 0 {
                     f(start + i, n);
@@ -114,7 +114,7 @@ impl<C: LocalCounter, S: StorageChoice> ThreadLocalHistogram<C, S> {
         &self,
         from: usize,
         pass: Pass,
-        run: &mut dyn FnMut(usize, &[u64]) -> ControlFlow<()>,
+        mut run: impl FnMut(usize, &[u64]) -> ControlFlow<()>,
     ) {
         let version = &self.inner.version;
         // Storage indices below `from` were handed on (or are not asked for).
@@ -122,7 +122,7 @@ impl<C: LocalCounter, S: StorageChoice> ThreadLocalHistogram<C, S> {
         loop {
             let token = version.read_begin();
             let (mut reached, mut stale) = (from, false);
-            let ended = self.pass_once(from, pass, &mut |start: usize, counts: &[u64]| {
+            let ended = self.pass_once(from, pass, |start: usize, counts: &[u64]| {
                 let skip = from.saturating_sub(start);
                 if skip >= counts.len() {
                     return ControlFlow::Continue(());
@@ -160,7 +160,7 @@ impl<C: LocalCounter, S: StorageChoice> ThreadLocalHistogram<C, S> {
         &self,
         from: usize,
         pass: Pass,
-        run: &mut dyn FnMut(usize, &[u64]) -> ControlFlow<()>,
+        mut run: impl FnMut(usize, &[u64]) -> ControlFlow<()>,
     ) -> ControlFlow<()> {
         let acc = self
             .inner
@@ -246,7 +246,7 @@ impl<C: LocalCounter, S: StorageChoice> ThreadLocalHistogram<C, S> {
         from: usize,
         pass: Pass,
         acc: Option<&Accumulator<S>>,
-        run: &mut dyn FnMut(usize, &[u64]) -> ControlFlow<()>,
+        mut run: impl FnMut(usize, &[u64]) -> ControlFlow<()>,
     ) -> ControlFlow<()> {
         let mut owned = self
             .inner
@@ -360,7 +360,7 @@ fn one_shard_runs<C: LocalCounter>(
     cells: &[C::Cell],
     start: usize,
     pass: Pass,
-    run: &mut dyn FnMut(usize, &[u64]) -> ControlFlow<()>,
+    mut run: impl FnMut(usize, &[u64]) -> ControlFlow<()>,
 ) -> ControlFlow<()> {
     let chunk = pass.stop_runs().saturating_mul(RUN);
     let start = start.min(cells.len());
@@ -403,7 +403,7 @@ fn nonempty_runs_until(
 fn replay_runs(
     pairs: &[(usize, u64)],
     len: usize,
-    run: &mut dyn FnMut(usize, &[u64]) -> ControlFlow<()>,
+    mut run: impl FnMut(usize, &[u64]) -> ControlFlow<()>,
 ) -> ControlFlow<()> {
     let mut i = 0;
     while let Some(&(slot, _)) = pairs.get(i) {
