@@ -564,11 +564,13 @@ mod tests {
         // The thread-local estimate (dense shards) is what `footprint()` reports once built,
         // used by 3 threads at once, and reset.
         let t = b.dense().u16_storage().thread_local().unwrap();
-        let barrier = std::sync::Barrier::new(3);
+        // Broken by a party that panics, so the others fail instead of waiting forever.
+        let barrier = picollo_testkit::Barrier::new(3);
         std::thread::scope(|s| {
             for i in 0..3u64 {
                 let (t, barrier) = (&t, &barrier);
                 s.spawn(move || {
+                    let _broken = barrier.break_on_panic();
                     t.record(5000 + i);
                     barrier.wait();
                     t.reset();

@@ -11,9 +11,9 @@ use picollo_alloc::{
 };
 use picollo_core::read::consistent;
 use picollo_core::{EquivalentValue, HistogramRead, Layout, ReadExt, Record, RecordAt};
-use picollo_testkit::StopFlag;
+use picollo_testkit::{Barrier, StopFlag};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Barrier, LazyLock};
+use std::sync::{Arc, LazyLock};
 
 #[path = "common/spread.rs"]
 mod spread;
@@ -84,19 +84,23 @@ fn stress_eight_threads_four_exit_midway() {
     let final_counts: Vec<u64> = (0..window().len()).map(|s| expected.count_at(s)).collect();
     let final_outside = (expected.underflow(), expected.overflow());
 
-    let done = AtomicBool::new(false);
+    let done = StopFlag::new();
     let snapshots = AtomicU64::new(0);
     // All eight hold a shard at the same time before the exiting ones finish.
     let started = Barrier::new((exiting + staying) as usize);
     let midway = Barrier::new(staying as usize + 1);
     let resume = Barrier::new(staying as usize + 1);
     std::thread::scope(|s| {
+        // The reader stops, and the recording threads leave their barriers, however this
+        // closure ends (a failed assertion or join too).
+        let _done = done.raise_on_drop();
+        let _barriers = (midway.break_on_panic(), resume.break_on_panic());
         // The reader: every snapshot is bounded by the final counts and never goes down.
         s.spawn(|| {
             let mut snap = Snapshot::new(&*h);
             let mut prev = snap.clone();
             loop {
-                let last = done.load(Ordering::Acquire);
+                let last = done.is_raised();
                 snap.update(&*h, false);
                 for (i, (&now, &before)) in snap.counts().iter().zip(prev.counts()).enumerate() {
                     assert!(now >= before, "bucket {i} went down: {before} -> {now}");
@@ -118,6 +122,7 @@ fn stress_eight_threads_four_exit_midway() {
             .map(|t| {
                 let (h, started) = (&h, &started);
                 s.spawn(move || {
+                    let _started = started.break_on_panic();
                     h.record(value(t, 0));
                     started.wait();
                     (1..per_thread).for_each(|i| h.record(value(t, i)));
@@ -128,6 +133,11 @@ fn stress_eight_threads_four_exit_midway() {
             .map(|t| {
                 let (h, started, midway, resume) = (&h, &started, &midway, &resume);
                 s.spawn(move || {
+                    let _barriers = (
+                        started.break_on_panic(),
+                        midway.break_on_panic(),
+                        resume.break_on_panic(),
+                    );
                     let half = per_thread / 2;
                     h.record(value(t, 0));
                     started.wait();
@@ -156,7 +166,7 @@ fn stress_eight_threads_four_exit_midway() {
         for t in stayers {
             t.join().unwrap();
         }
-        done.store(true, Ordering::Release);
+        done.raise();
         assert!(exited);
         assert_eq!(live_midway, staying as usize);
         assert_eq!(shards_midway, (exiting + staying) as usize);
@@ -185,12 +195,14 @@ fn a_lightly_used_series_holds_a_table_per_thread() {
         for t in 0..2u64 {
             let (h, recorded, checked) = (&h, &recorded, &checked);
             s.spawn(move || {
+                let _barriers = (recorded.break_on_panic(), checked.break_on_panic());
                 // 20 values over 1 µs .. 1 s (in ns), as a lightly used latency series.
                 (0..20).for_each(|i| h.record((1_000 + t) << i));
                 recorded.wait();
                 checked.wait();
             });
         }
+        let _barriers = (recorded.break_on_panic(), checked.break_on_panic());
         recorded.wait();
         let table = 32 * COLD_WORD_BYTES;
         let held = h.footprint();
@@ -301,6 +313,7 @@ fn more_histograms_than_cache_slots() {
         for t in 0..2u64 {
             let (hs, phase) = (&hs, &phase);
             s.spawn(move || {
+                let _phase = phase.break_on_panic();
                 for _generation in 0..2 {
                     phase.wait();
                     {
@@ -323,6 +336,8 @@ fn more_histograms_than_cache_slots() {
                 }
             });
         }
+        // A failed check between the phases breaks the barrier the threads wait at.
+        let _phase = phase.break_on_panic();
         for _ in 0..2 {
             phase.wait();
             phase.wait();
@@ -371,7 +386,9 @@ fn quiescent_reset_is_exact() {
     let after_reset = Barrier::new(2);
     std::thread::scope(|s| {
         // A thread that records, sits idle across the reset, then records again.
+        let _barriers = (idle.break_on_panic(), after_reset.break_on_panic());
         let idler = s.spawn(|| {
+            let _barriers = (idle.break_on_panic(), after_reset.break_on_panic());
             (0..n).for_each(|i| h.record(value(1, i)));
             idle.wait();
             after_reset.wait();
@@ -404,7 +421,9 @@ fn quiescent_reset_is_exact() {
     let go = Barrier::new(2);
     let reset_done = Barrier::new(2);
     std::thread::scope(|s| {
+        let _barriers = (go.break_on_panic(), reset_done.break_on_panic());
         let exiting = s.spawn(|| {
+            let _barriers = (go.break_on_panic(), reset_done.break_on_panic());
             (0..n).for_each(|i| h.record(value(3, i)));
             go.wait();
             reset_done.wait();
@@ -633,8 +652,10 @@ fn fork_test() {
     std::thread::scope(|s| {
         // The two loops stop however this closure ends.
         let _stop = stop.raise_on_drop();
+        let _ready = ready.break_on_panic();
         // A live thread with a shard, recording while the fork happens.
         s.spawn(|| {
+            let _ready = ready.break_on_panic();
             h.record_n(400, 1000);
             ready.wait();
             while !stop.is_raised() {
@@ -643,6 +664,7 @@ fn fork_test() {
         });
         // A thread resetting another histogram in a loop: the child must not inherit its lock.
         s.spawn(|| {
+            let _ready = ready.break_on_panic();
             other.record(1);
             ready.wait();
             while !stop.is_raised() {

@@ -17,10 +17,9 @@ use picollo_alloc::{
     ThreadLocalHistogram,
 };
 use picollo_core::{HistogramRead, ReadExt, Window};
+use picollo_testkit::{Barrier, StopFlag};
 use std::ops::ControlFlow;
-use std::panic::AssertUnwindSafe;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Barrier;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 #[path = "common/spread.rs"]
 mod spread;
@@ -106,10 +105,13 @@ fn read_recorded_matches_bucket_reads() {
         let recorded = Barrier::new(3);
         let checked = Barrier::new(3);
         std::thread::scope(|s| {
+            // A failed check (or record) breaks the barriers the other parties wait at.
+            let _barriers = (recorded.break_on_panic(), checked.break_on_panic());
             let threads: Vec<_> = (1..3)
                 .map(|t| {
                     let (h, recorded, checked) = (&h, &recorded, &checked);
                     s.spawn(move || {
+                        let _barriers = (recorded.break_on_panic(), checked.break_on_panic());
                         (0..n).for_each(|i| h.record(value(t, i)));
                         recorded.wait();
                         checked.wait();
@@ -117,15 +119,10 @@ fn read_recorded_matches_bucket_reads() {
                 })
                 .collect();
             recorded.wait();
-            // Caught until the threads are let go: a failed check that unwound past the
-            // barrier would leave them waiting there, and the scope waiting for them.
-            let checked_live = std::panic::catch_unwind(AssertUnwindSafe(|| check(&h)));
+            check(&h);
             checked.wait();
             // Joined: waits for their exits' folds (the scope's end alone does not).
             threads.into_iter().for_each(|t| t.join().unwrap());
-            if let Err(failure) = checked_live {
-                std::panic::resume_unwind(failure);
-            }
         });
         assert_eq!(h.live_shard_count(), 1);
         check(&h);
@@ -159,13 +156,15 @@ fn read_recorded_racing_records_and_exits() {
     for t in 0..threads {
         (0..per_thread).for_each(|i| expected.record(value(t, i)));
     }
-    let done = AtomicBool::new(false);
+    let done = StopFlag::new();
     std::thread::scope(|s| {
+        // The reader stops however this closure ends (a failed join too).
+        let _done = done.raise_on_drop();
         s.spawn(|| {
             let (mut now, mut before) = (Vec::new(), Vec::new());
             let mut last_total = 0;
             loop {
-                let last = done.load(Ordering::Acquire);
+                let last = done.is_raised();
                 h.read_recorded(&mut now);
                 let mut total = 0;
                 for &(i, n) in &now {
@@ -200,7 +199,7 @@ fn read_recorded_racing_records_and_exits() {
                 wave.into_iter().for_each(|t| t.join().unwrap());
             });
         }
-        done.store(true, Ordering::Release);
+        done.raise();
     });
     let mut buckets = Vec::new();
     let (under, over) = h.read_recorded(&mut buckets);
@@ -330,7 +329,7 @@ where
 
 /// Reads `h` in a loop, every kind of read in turn, until `stop`; checks each read against
 /// the ledger.
-fn reader<C, S>(h: &ThreadLocalHistogram<C, S>, ledger: &Ledger, stop: &AtomicBool) -> Findings
+fn reader<C, S>(h: &ThreadLocalHistogram<C, S>, ledger: &Ledger, stop: &StopFlag) -> Findings
 where
     C: LocalCounter,
     S: StorageChoice,
@@ -341,7 +340,7 @@ where
         counters.iter().map(|c| c.load(Ordering::SeqCst)).collect()
     };
     loop {
-        let stopping = stop.load(Ordering::SeqCst);
+        let stopping = stop.is_raised();
         for read in READS {
             let finished = load(&ledger.finished);
             let counts = match read_once(h, read) {
@@ -422,8 +421,10 @@ where
         .thread_local()
         .unwrap();
     let ledger = Ledger::default();
-    let stop = AtomicBool::new(false);
+    let stop = StopFlag::new();
     let findings = std::thread::scope(|s| {
+        // The reader stops however this closure ends (a failed join too).
+        let _stop = stop.raise_on_drop();
         let reading = s.spawn(|| reader(&h, &ledger, &stop));
         let mut spawned = 0;
         while spawned < exits {
@@ -435,7 +436,7 @@ where
             // An explicit join waits for the thread's TLS destructors: its fold.
             batch.into_iter().for_each(|t| t.join().unwrap());
         }
-        stop.store(true, Ordering::SeqCst);
+        stop.raise();
         reading.join().unwrap()
     });
     let kind = std::any::type_name::<S>();

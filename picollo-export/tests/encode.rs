@@ -573,13 +573,15 @@ fn scrapes_never_wait_for_recorders() {
     registry
         .register("live", "", &Labels::empty(), h.clone())
         .unwrap();
-    let recorded = std::sync::Barrier::new(2);
+    let recorded = picollo_testkit::Barrier::new(2);
     // Both raised however the closure below ends, so no thread outlives a failed assertion.
     let (release, stop) = (StopFlag::new(), StopFlag::new());
     let busy_started = std::sync::atomic::AtomicBool::new(false);
     std::thread::scope(|s| {
         let (_release, _stop) = (release.raise_on_drop(), stop.raise_on_drop());
+        let _recorded = recorded.break_on_panic();
         s.spawn(|| {
+            let _recorded = recorded.break_on_panic();
             (0..1_000).for_each(|v| h.record(v));
             recorded.wait();
             // Blocked (neither exiting nor recording) until the scrapes below are done.

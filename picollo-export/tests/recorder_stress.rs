@@ -4,9 +4,9 @@
 //! (series registered and removed while scrapes read it), and exports that read with no lock
 //! held (`.hlog` intervals whose sum is every record).
 
-use picollo_testkit::StopFlag;
+use picollo_testkit::{Barrier, StopFlag};
 use std::collections::HashMap;
-use std::sync::{Arc, Barrier};
+use std::sync::Arc;
 
 use picollo_alloc::hdr::{interop, LogReader, LogWriter};
 use picollo_alloc::HistogramBuilder;
@@ -31,6 +31,8 @@ fn sample(text: &str, series: &str) -> Option<f64> {
 /// One writer: every key of the shared set once per round (each thread in its own order, so
 /// first registrations race), and one key of its own round that appears while scrapes run.
 fn write(t: usize, start: &Barrier) {
+    // A writer that panics breaks the barrier: the others fail at it instead of waiting.
+    let _broken = start.break_on_panic();
     for round in 0..ROUNDS {
         for i in 0..KEYS {
             let k = (i * 7 + t * 13) % KEYS;

@@ -7,6 +7,8 @@ use std::io::{BufRead, BufReader, Write};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::time::{Duration, Instant};
 
 use picollo_linux::shm::{list_rings, ShmError, ShmFrameWriter, ShmReader};
 use picollo_ring::{
@@ -544,8 +546,11 @@ fn child_frame_writer() {
         })
         .collect();
     let _other = ShmFrameWriter::<Sample>::create("other", &RingOptions::new(64)).unwrap();
+    // Only the threads hold senders now: a thread that failed before it sent ends the wait
+    // (with an error) instead of leaving this process waiting for it.
+    drop(opened);
     for _ in &threads {
-        rings.recv().unwrap();
+        rings.recv().expect("a thread failed to open its span ring");
     }
     writeln!(out, "\nREADY {span}").unwrap();
     out.flush().unwrap();
@@ -565,12 +570,18 @@ fn child_frame_writer() {
     drop(threads);
 }
 
-/// A running [`child_frame_writer`].
+/// How long the parent waits for a line from the child, or for its exit, before it kills
+/// the child and fails: a child stuck anywhere fails the test instead of hanging it.
+const CHILD_DEADLINE: Duration = Duration::from_secs(60);
+
+/// A running [`child_frame_writer`], killed when dropped (a failed test leaves no process).
 struct WriterChild {
     child: Child,
     pid: i32,
     stdin: ChildStdin,
-    lines: std::io::Lines<BufReader<std::process::ChildStdout>>,
+    /// The child's output lines, read by a thread of their own (so that every wait for one
+    /// has a deadline); disconnected when the child's output ends.
+    lines: Receiver<std::io::Result<String>>,
 }
 
 impl WriterChild {
@@ -588,10 +599,19 @@ impl WriterChild {
             .stdout(Stdio::piped())
             .spawn()
             .unwrap();
+        let (send, lines) = std::sync::mpsc::channel();
+        let stdout = BufReader::new(child.stdout.take().unwrap());
+        // Reads to the end, so the child's harness never writes into a closed pipe.
+        std::thread::spawn(move || {
+            for line in stdout.lines() {
+                // The test may have ended: its receiver is gone, the lines are not needed.
+                let _ = send.send(line);
+            }
+        });
         Self {
             pid: child.id() as i32,
             stdin: child.stdin.take().unwrap(),
-            lines: BufReader::new(child.stdout.take().unwrap()).lines(),
+            lines,
             child,
         }
     }
@@ -602,14 +622,42 @@ impl WriterChild {
     }
 
     fn wait_for(&mut self, prefix: &str) -> String {
-        for line in self.lines.by_ref() {
-            let line = line.unwrap();
-            // libtest prints `test NAME ... ` without a newline before the test's output.
-            if let Some(at) = line.find(prefix) {
-                return line[at..].to_owned();
+        let deadline = Instant::now() + CHILD_DEADLINE;
+        loop {
+            match self
+                .lines
+                .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+            {
+                Ok(line) => {
+                    let line = line.unwrap();
+                    // libtest prints `test NAME ... ` without a newline before the test's
+                    // output.
+                    if let Some(at) = line.find(prefix) {
+                        return line[at..].to_owned();
+                    }
+                }
+                Err(RecvTimeoutError::Timeout) => {
+                    panic!("no {prefix} from the child within {CHILD_DEADLINE:?} (killed)")
+                }
+                Err(RecvTimeoutError::Disconnected) => panic!("child ended before {prefix}"),
             }
         }
-        panic!("child ended before {prefix}");
+    }
+
+    /// The child's exit status, waited for until [`CHILD_DEADLINE`] (then the test fails,
+    /// and the drop kills the child).
+    fn exit_status(&mut self) -> std::process::ExitStatus {
+        let deadline = Instant::now() + CHILD_DEADLINE;
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the child did not exit within {CHILD_DEADLINE:?} (killed)"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
     }
 
     /// Creates the rings; returns the main thread's span ring's segment path.
@@ -622,9 +670,15 @@ impl WriterChild {
     /// Lets the child exit normally and reaps it.
     fn finish(mut self) {
         self.tell("exit");
-        // Read the child's output to the end, so its harness never writes into a closed pipe.
-        self.lines.by_ref().for_each(drop);
-        assert!(self.child.wait().unwrap().success());
+        assert!(self.exit_status().success());
+    }
+}
+
+impl Drop for WriterChild {
+    fn drop(&mut self) {
+        // After a normal exit the child is reaped already, and these fail harmlessly.
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 }
 
@@ -705,7 +759,7 @@ fn sigterm_leaves_nothing_behind() {
     assert_eq!(child.wait_for("DONE"), format!("DONE {CHILD_FRAMES}"));
     // SAFETY: sends a signal to our own child, which has not been reaped.
     assert_eq!(unsafe { libc::kill(child_pid, libc::SIGTERM) }, 0);
-    let status = child.child.wait().unwrap();
+    let status = child.exit_status();
     assert_eq!(
         std::os::unix::process::ExitStatusExt::signal(&status),
         Some(libc::SIGTERM)

@@ -10,8 +10,15 @@
 //! set, and a flag set only on the closure's normal path, turn a failed assertion into a hang.
 //! [`StopFlag::raise_on_drop`] sets the flag on every path, and [`StopFlag::wait_until`] lets
 //! a thread that waits for another's progress give up when the test is ending.
+//!
+//! [`Barrier`]: `std::sync::Barrier` waits forever for a party that panicked before it
+//! arrived, so a failed assertion (or a panic in the code under test) in one thread of a test
+//! hangs the others at the next barrier. A party that holds [`Barrier::break_on_panic`]'s guard
+//! breaks the barrier when it unwinds: every party waiting, or arriving later, panics in turn,
+//! and the test fails with the first panic's message instead of hanging.
 
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Condvar, Mutex, PoisonError};
 
 /// Whether this is a full-size miri run: under miri with `PICOLLO_MIRI_FULL=1` (miri sees the
 /// environment with `-Zmiri-disable-isolation`, as `.ci/miri-full` runs it).
@@ -105,6 +112,98 @@ impl Drop for RaiseOnDrop<'_> {
     }
 }
 
+/// A barrier that a panicking party breaks instead of leaving the others waiting forever.
+///
+/// ```
+/// use picollo_testkit::Barrier;
+///
+/// let barrier = Barrier::new(2);
+/// let outcome = std::panic::catch_unwind(|| {
+///     std::thread::scope(|s| {
+///         s.spawn(|| {
+///             let _broken = barrier.break_on_panic();
+///             panic!("this party fails before it arrives");
+///         });
+///         // Would wait forever on `std::sync::Barrier`; panics here instead.
+///         barrier.wait();
+///     })
+/// });
+/// assert!(outcome.is_err());
+/// ```
+#[derive(Debug)]
+pub struct Barrier {
+    parties: usize,
+    state: Mutex<BarrierState>,
+    changed: Condvar,
+}
+
+#[derive(Debug, Default)]
+struct BarrierState {
+    arrived: usize,
+    generation: u64,
+    broken: bool,
+}
+
+impl Barrier {
+    /// A barrier for `parties` threads (at least one), reusable as `std::sync::Barrier` is.
+    pub fn new(parties: usize) -> Self {
+        Barrier {
+            parties: parties.max(1),
+            state: Mutex::default(),
+            changed: Condvar::new(),
+        }
+    }
+
+    /// Waits until every party arrived. Panics if the barrier is broken (a party that held
+    /// [`Barrier::break_on_panic`]'s guard panicked), before or while waiting.
+    pub fn wait(&self) {
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        let generation = state.generation;
+        assert!(!state.broken, "{BROKEN}");
+        state.arrived += 1;
+        if state.arrived == self.parties {
+            state.arrived = 0;
+            state.generation += 1;
+            self.changed.notify_all();
+            return;
+        }
+        while state.generation == generation {
+            assert!(!state.broken, "{BROKEN}");
+            state = self
+                .changed
+                .wait(state)
+                .unwrap_or_else(PoisonError::into_inner);
+        }
+    }
+
+    /// A guard that breaks the barrier if it is dropped while its thread panics. Hold one in
+    /// every party (the scope's closure too) for as long as it may still arrive.
+    #[must_use = "the barrier breaks when the guard is dropped during a panic: bind it to a variable"]
+    pub fn break_on_panic(&self) -> BreakOnPanic<'_> {
+        BreakOnPanic(self)
+    }
+
+    fn set_broken(&self) {
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        state.broken = true;
+        self.changed.notify_all();
+    }
+}
+
+const BROKEN: &str = "another party of this barrier panicked (its failure is reported above)";
+
+/// Breaks its [`Barrier`] when dropped during a panic (see [`Barrier::break_on_panic`]).
+#[derive(Debug)]
+pub struct BreakOnPanic<'a>(&'a Barrier);
+
+impl Drop for BreakOnPanic<'_> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.0.set_broken();
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::StopFlag;
@@ -136,5 +235,46 @@ mod tests {
             assert!(!stop.wait_until(|| false));
         });
         assert!(StopFlag::new().wait_until(|| true));
+    }
+
+    #[test]
+    fn a_barrier_passes_when_every_party_arrives_and_breaks_when_one_panics() {
+        let barrier = super::Barrier::new(3);
+        let passed = std::sync::atomic::AtomicUsize::new(0);
+        // Reused across rounds, as `std::sync::Barrier`.
+        std::thread::scope(|s| {
+            for _ in 0..3 {
+                s.spawn(|| {
+                    for _ in 0..4 {
+                        barrier.wait();
+                        passed.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    }
+                });
+            }
+        });
+        assert_eq!(passed.into_inner(), 12);
+
+        let barrier = super::Barrier::new(3);
+        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            std::thread::scope(|s| {
+                let waiter = s.spawn(|| {
+                    let _broken = barrier.break_on_panic();
+                    barrier.wait();
+                });
+                s.spawn(|| {
+                    let _broken = barrier.break_on_panic();
+                    panic!("a party fails before it arrives");
+                });
+                let _broken = barrier.break_on_panic();
+                let waited =
+                    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| barrier.wait()));
+                assert!(waited.is_err(), "the scope's own wait saw the break");
+                assert!(
+                    waiter.join().is_err(),
+                    "the other waiting party saw the break"
+                );
+            })
+        }));
+        assert!(outcome.is_err(), "the scope reports the failed party");
     }
 }
