@@ -3,18 +3,17 @@
 //! squat names, kill its writer).
 
 use std::ffi::CString;
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, Write};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
-use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::mpsc::{Receiver, RecvTimeoutError};
-use std::time::{Duration, Instant};
+use std::process::{ChildStdin, Command, Stdio};
 
 use picollo_linux::shm::{list_rings, ShmError, ShmFrameWriter, ShmReader};
 use picollo_ring::{
     ClockInfo, ClockKind, CounterInfo, CounterInterval, Frame, Label, RingError, RingOptions,
     TimeInterval,
 };
+use picollo_testkit::child::{Watched, DEADLINE};
 
 /// The path another process opens descriptor `fd` of process `pid` by (what
 /// `ShmFrameWriter::segment` returns for a ring's memfd).
@@ -570,48 +569,33 @@ fn child_frame_writer() {
     drop(threads);
 }
 
-/// How long the parent waits for a line from the child, or for its exit, before it kills
-/// the child and fails: a child stuck anywhere fails the test instead of hanging it.
-const CHILD_DEADLINE: Duration = Duration::from_secs(60);
-
-/// A running [`child_frame_writer`], killed when dropped (a failed test leaves no process).
+/// A running [`child_frame_writer`], watched with a deadline ([`Watched`]: a child stuck
+/// anywhere fails the test with its output and is killed, also when the test fails first).
 struct WriterChild {
-    child: Child,
+    child: Watched,
     pid: i32,
     stdin: ChildStdin,
-    /// The child's output lines, read by a thread of their own (so that every wait for one
-    /// has a deadline); disconnected when the child's output ends.
-    lines: Receiver<std::io::Result<String>>,
 }
 
 impl WriterChild {
     fn spawn() -> Self {
-        let mut child = Command::new(std::env::current_exe().unwrap())
-            .args([
-                "--ignored",
-                "--exact",
-                "child_frame_writer",
-                "--nocapture",
-                "--test-threads=1",
-            ])
-            .env(CHILD_ENV, "1")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let (send, lines) = std::sync::mpsc::channel();
-        let stdout = BufReader::new(child.stdout.take().unwrap());
-        // Reads to the end, so the child's harness never writes into a closed pipe.
-        std::thread::spawn(move || {
-            for line in stdout.lines() {
-                // The test may have ended: its receiver is gone, the lines are not needed.
-                let _ = send.send(line);
-            }
-        });
+        let mut child = Watched::spawn(
+            "the frame-writer child",
+            Command::new(std::env::current_exe().unwrap())
+                .args([
+                    "--ignored",
+                    "--exact",
+                    "child_frame_writer",
+                    "--nocapture",
+                    "--test-threads=1",
+                ])
+                .env(CHILD_ENV, "1")
+                .stdin(Stdio::piped()),
+            false,
+        );
         Self {
-            pid: child.id() as i32,
-            stdin: child.stdin.take().unwrap(),
-            lines,
+            pid: child.pid(),
+            stdin: child.stdin(),
             child,
         }
     }
@@ -622,42 +606,10 @@ impl WriterChild {
     }
 
     fn wait_for(&mut self, prefix: &str) -> String {
-        let deadline = Instant::now() + CHILD_DEADLINE;
-        loop {
-            match self
-                .lines
-                .recv_timeout(deadline.saturating_duration_since(Instant::now()))
-            {
-                Ok(line) => {
-                    let line = line.unwrap();
-                    // libtest prints `test NAME ... ` without a newline before the test's
-                    // output.
-                    if let Some(at) = line.find(prefix) {
-                        return line[at..].to_owned();
-                    }
-                }
-                Err(RecvTimeoutError::Timeout) => {
-                    panic!("no {prefix} from the child within {CHILD_DEADLINE:?} (killed)")
-                }
-                Err(RecvTimeoutError::Disconnected) => panic!("child ended before {prefix}"),
-            }
-        }
-    }
-
-    /// The child's exit status, waited for until [`CHILD_DEADLINE`] (then the test fails,
-    /// and the drop kills the child).
-    fn exit_status(&mut self) -> std::process::ExitStatus {
-        let deadline = Instant::now() + CHILD_DEADLINE;
-        loop {
-            if let Some(status) = self.child.try_wait().unwrap() {
-                return status;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "the child did not exit within {CHILD_DEADLINE:?} (killed)"
-            );
-            std::thread::sleep(Duration::from_millis(10));
-        }
+        let line = self.child.line_containing(prefix, DEADLINE);
+        // libtest prints `test NAME ... ` without a newline before the test's output.
+        let at = line.find(prefix).unwrap();
+        line[at..].trim_end().to_owned()
     }
 
     /// Creates the rings; returns the main thread's span ring's segment path.
@@ -670,15 +622,7 @@ impl WriterChild {
     /// Lets the child exit normally and reaps it.
     fn finish(mut self) {
         self.tell("exit");
-        assert!(self.exit_status().success());
-    }
-}
-
-impl Drop for WriterChild {
-    fn drop(&mut self) {
-        // After a normal exit the child is reaped already, and these fail harmlessly.
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        assert!(self.child.wait(DEADLINE).status.success());
     }
 }
 
@@ -759,7 +703,7 @@ fn sigterm_leaves_nothing_behind() {
     assert_eq!(child.wait_for("DONE"), format!("DONE {CHILD_FRAMES}"));
     // SAFETY: sends a signal to our own child, which has not been reaped.
     assert_eq!(unsafe { libc::kill(child_pid, libc::SIGTERM) }, 0);
-    let status = child.exit_status();
+    let status = child.child.wait(DEADLINE).status;
     assert_eq!(
         std::os::unix::process::ExitStatusExt::signal(&status),
         Some(libc::SIGTERM)

@@ -1,12 +1,10 @@
 //! `report_at_exit`: the per-phase table is printed on stderr when the process exits; not
 //! for a layer that was dropped before. Each case is an `#[ignore]`d child that its parent
-//! test runs, reading its output with a deadline (`common/child.rs`).
-
-mod common;
+//! test runs, reading its output with a deadline (`picollo_testkit::child`).
 
 use std::process::Command;
 
-use common::child::{Ended, Watched, DEADLINE};
+use picollo_testkit::child::{Ended, Watched, DEADLINE};
 use picollo_tracing::PicolloLayer;
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;

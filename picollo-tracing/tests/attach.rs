@@ -3,14 +3,12 @@
 //! CLI is built) and gets the per-phase table.
 #![cfg(all(feature = "counters", target_os = "linux"))] // counters and span rings: Linux
 
-mod common;
-
 use std::io::{BufRead, Write};
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::child::{Watched, DEADLINE};
+use picollo_testkit::child::{Watched, DEADLINE};
 
 use picollo_linux::span::SpanConsumer;
 use picollo_tracing::PicolloLayer;

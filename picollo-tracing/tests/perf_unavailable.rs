@@ -2,12 +2,10 @@
 //! one clear message, counters reported as not counted, span times recorded as usual.
 #![cfg(all(feature = "counters", target_os = "linux"))] // counters and span rings: Linux
 
-mod common;
-
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::child::{Watched, DEADLINE};
+use picollo_testkit::child::{Watched, DEADLINE};
 
 use picollo_core::ReadExt;
 use picollo_tracing::{PicolloLayer, SpanCounters};

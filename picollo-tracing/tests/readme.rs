@@ -8,8 +8,6 @@
 // The README's example builds everywhere (`finish_on_sigterm` is a no-op where there are no
 // signals): CI's Windows check compiles this file.
 
-mod common;
-
 use std::process::Command;
 
 use std::fs::File;
@@ -18,7 +16,7 @@ use std::time::Duration;
 use picollo_tracing::PicolloLayer;
 use tracing_subscriber::{fmt, prelude::*, EnvFilter};
 
-use common::child::{Watched, DEADLINE};
+use picollo_testkit::child::{Watched, DEADLINE};
 
 const CHILD_ENV: &str = "PICOLLO_TRACING_README_CHILD";
 const REQUESTS: usize = 25;

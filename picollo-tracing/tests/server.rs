@@ -4,11 +4,9 @@
 //! stopped with SIGTERM, as systemd, docker and `kill` stop a server. It must leave the
 //! per-phase table on stderr and an `.hlog` whose intervals hold every request.
 //!
-//! The server's output is read with a deadline (`common/child.rs`): a server that does not
+//! The server's output is read with a deadline (`picollo_testkit::child`): a server that does not
 //! start, or does not end at the signal, fails the test instead of hanging it.
 #![cfg(target_os = "linux")]
-
-mod common;
 
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::process::ExitStatusExt;
@@ -16,7 +14,7 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
 
-use common::child::{Watched, DEADLINE};
+use picollo_testkit::child::{Watched, DEADLINE};
 
 use picollo_alloc::hdr::LogReader;
 

@@ -7,11 +7,9 @@
 //! reads): then the signal ends it after the grace, and stderr says what was cut short. A
 //! layer that was dropped does nothing at the signal: the process ends as if it had never been
 //! installed. Real processes receiving a real `SIGTERM`: each case is an `#[ignore]`d child
-//! that its parent test runs, reading its output with a deadline (`common/child.rs`), so a
+//! that its parent test runs, reading its output with a deadline (`picollo_testkit::child`), so a
 //! child that does not end fails its test instead of hanging it.
 #![cfg(unix)]
-
-mod common;
 
 use std::fs::File;
 use std::io::Write;
@@ -22,7 +20,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::child::{Ended, Watched, DEADLINE};
+use picollo_testkit::child::{Ended, Watched, DEADLINE};
 
 use picollo_tracing::{Handle, PicolloLayer, DEFAULT_SIGTERM_GRACE};
 use tokio::signal::unix::{signal, Signal, SignalKind};

@@ -16,9 +16,14 @@
 //! hangs the others at the next barrier. A party that holds [`Barrier::break_on_panic`]'s guard
 //! breaks the barrier when it unwinds: every party waiting, or arriving later, panics in turn,
 //! and the test fails with the first panic's message instead of hanging.
+//!
+//! [`child::Watched`]: a child process read with a deadline; one that hangs fails the test
+//! with what it printed so far, and is killed.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Condvar, Mutex, PoisonError};
+
+pub mod child;
 
 /// Whether this is a full-size miri run: under miri with `PICOLLO_MIRI_FULL=1` (miri sees the
 /// environment with `-Zmiri-disable-isolation`, as `.ci/miri-full` runs it).

@@ -1,7 +1,6 @@
 //! Child processes that a test runs and reads with a deadline: a child that hangs (or a
 //! regression that makes it hang) fails the test with what the child printed so far, and is
 //! killed, instead of hanging the test run.
-#![allow(dead_code)] // each test file uses a part
 
 use std::io::Read;
 use std::process::{Child, Command, ExitStatus, Stdio};
@@ -30,8 +29,11 @@ pub struct Watched {
 /// How a child ended and what it printed.
 #[derive(Debug)]
 pub struct Ended {
+    /// How it ended.
     pub status: ExitStatus,
+    /// All it wrote to stdout.
     pub stdout: String,
+    /// All it wrote to stderr.
     pub stderr: String,
     /// From the call of `wait` to the end of the child.
     pub waited: Duration,

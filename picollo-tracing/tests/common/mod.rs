@@ -1,2 +1,0 @@
-//! What the tests that run child processes share.
-pub mod child;
