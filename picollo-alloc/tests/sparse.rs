@@ -189,8 +189,8 @@ proptest! {
     fn plain_and_atomic_sparse_read_like_dense(
         k in 1u32..=(if cfg!(miri) { 3 } else { 9 }),
         bounds in (any::<u64>(), any::<u64>(), 0u32..=64),
-        // In CI's miri run up to 60 records.
-        records in proptest::collection::vec((any::<u64>(), 0u64..40), 0..size(300, 300, 60)),
+        // In CI's miri run up to 30 records (25 s at 60).
+        records in proptest::collection::vec((any::<u64>(), 0u64..40), 0..size(300, 300, 30)),
         ranges in proptest::collection::vec((any::<u64>(), any::<u64>()), 4),
     ) {
         let layout = Layout::from_block_scale(k).unwrap();
@@ -252,10 +252,11 @@ proptest! {
         first in proptest::collection::vec(any::<u64>(), 0..size(200, 200, 30)),
         second in proptest::collection::vec(any::<u64>(), 1..size(200, 200, 30)),
     ) {
-        // In CI's miri run block scale 4 and a window up to 2^20 - 1 (whole blocks: 272 cells,
+        // In CI's miri run block scale 4 and a window up to 2^14 - 1 (whole blocks: 176 cells,
         // not 7,424: there each read of an atomic cell costs microseconds, and the dense
-        // twin's walks the square of its length), values below 2^21 (some above the window).
-        let (k, top, bits) = size((7, u64::MAX, 64), (7, u64::MAX, 64), (4, (1 << 20) - 1, 21));
+        // twin's walks the square of its length; 49 s at 2^20 - 1), values below 2^15 (some
+        // above the window).
+        let (k, top, bits) = size((7, u64::MAX, 64), (7, u64::MAX, 64), (4, (1 << 14) - 1, 15));
         let layout = Layout::from_block_scale(k).unwrap();
         let builder = HistogramBuilder::new().layout(layout).max_trackable(top);
         let atomic = builder.atomic().unwrap();
@@ -321,7 +322,7 @@ proptest! {
 }
 
 proptest! {
-    // One case in CI's miri run, at block scales up to 4 and 60 records (at scale 9 a
+    // One case in CI's miri run, at block scales up to 4 and 30 records (at scale 9 a
     // full-range dense twin has 28,672 cells, whose walks cost minutes there).
     #![proptest_config(cases(size(32, 2, 1)))]
 
@@ -333,8 +334,9 @@ proptest! {
         k in 2u32..=size(9, 9, 4),
         lowest in 1u64..5_000,
         max in 1_000u64..u64::MAX,
-        records in proptest::collection::vec((any::<u64>(), 1u64..20), 1..size(200, 200, 60)),
-        keep in 0usize..size(200, 200, 60),
+        // In CI's miri run up to 30 records (28 s at 60).
+        records in proptest::collection::vec((any::<u64>(), 1u64..20), 1..size(200, 200, 30)),
+        keep in 0usize..size(200, 200, 30),
     ) {
         let layout = Layout::from_block_scale(k).unwrap();
         let builder = HistogramBuilder::new()
@@ -469,8 +471,8 @@ fn memory_follows_the_data() {
 
 #[test]
 fn cold_tier_stops_at_its_limit_and_pages_take_over() {
-    // In CI's miri run block scale 4 (a cold-tier limit of 2 words a block, not 16) and 400
-    // values.
+    // In CI's miri run block scale 4 (a cold-tier limit of 2 words a block, not 16) and 250
+    // values (28 s at 400), still past the limit over the 37 blocks they touch.
     let layout = Layout::from_block_scale(size(7, 7, 4)).unwrap();
     let mut h = HistogramBuilder::new().layout(layout).plain().unwrap();
     let mut dense = HistogramBuilder::new()
@@ -480,7 +482,7 @@ fn cold_tier_stops_at_its_limit_and_pages_take_over() {
         .plain()
         .unwrap();
     // Many distinct buckets, one value each: the tables fill, then blocks get pages.
-    for i in 0..size(5_000u64, 5_000, 400) {
+    for i in 0..size(5_000u64, 5_000, 250) {
         let v = (i * 2_654_435_761) % (1 << 40);
         h.record(v);
         dense.record(v);

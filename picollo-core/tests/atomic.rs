@@ -8,7 +8,16 @@ use picollo_testkit::StopFlag;
 use portable_atomic::{fence, AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 
-const L: Layout = Layout::DEFAULT;
+/// Under miri block scale 5 (224 cells up to `MAX`, not 1,024 at the default layout): each
+/// read of an atomic histogram there retags the whole array, visiting every cell for its
+/// `UnsafeCell`, so a walk costs the square of its length (the exact-totals check and the
+/// plain comparison took 27 and 25 s at 1,024). Values below 64 are still unit buckets, which
+/// is all the reset tests need (they fill the first 32).
+const L: Layout = if cfg!(miri) {
+    ConstLayout::<5>::LAYOUT
+} else {
+    Layout::DEFAULT
+};
 const MAX: u64 = if cfg!(miri) { 1 << 10 } else { 1 << 16 };
 const LEN: usize = storage_len(L, 0, MAX);
 
@@ -84,7 +93,7 @@ fn reads_never_mix_pre_and_post_reset() {
         }
         for round in 0..rounds {
             h.reset();
-            // Values below 1024 are unit buckets: storage index == value.
+            // Values below 1024 (64 under miri) are unit buckets: storage index == value.
             for v in (round % 2..SPAN.min(1024) as u64).step_by(2) {
                 h.record_n(v, 3);
             }

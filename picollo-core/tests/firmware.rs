@@ -6,14 +6,17 @@ use picollo_core::cell::{AtomicU16, AtomicU32, AtomicU64};
 use picollo_core::prelude::*;
 use picollo_core::scalable::{ScalableCell, XorShift};
 use picollo_core::{IntStats, Window};
+use picollo_testkit::miri_size as size;
 use proptest::prelude::*;
 
-const K: u32 = 9;
+/// The default layout's block scale; under miri 8 (values below 512 are still unit buckets,
+/// which `integer_stats_on_known_values` pins).
+const K: u32 = if cfg!(miri) { 8 } else { 9 };
 const L: Layout = ConstLayout::<K>::LAYOUT;
-/// Under miri two octaves (1024 cells) instead of 1..10^6 (5.6k cells): each call on a
-/// histogram held by value retags all of it, and for atomic cells visits every cell for its
-/// `UnsafeCell`, so a test's time grows with the square of the length (the first test took over
-/// 150 s at full size).
+/// Under miri two octaves (512 cells at block scale 8) instead of 1..10^6 (5.6k cells): each
+/// call on a histogram held by value retags all of it, and for atomic cells visits every cell
+/// for its `UnsafeCell`, so a test's time grows with the square of the length (the first test
+/// took over 150 s at full size, 15 s at two octaves of the default layout).
 const MIN: u64 = if cfg!(miri) { 1 << 16 } else { 1 };
 const MAX: u64 = if cfg!(miri) { (1 << 18) - 1 } else { 1_000_000 };
 const LEN: usize = storage_len(L, MIN, MAX);
@@ -51,7 +54,10 @@ fn const_typed_statics_are_all_zero_and_carry_nothing_but_cells() {
     // are zero-sized.
     assert_eq!(size_of::<Plain>(), LEN * 4 + 3 * 8);
     assert_eq!(PLAIN_AT_REST.window(), Window::new(L, MIN, MAX).unwrap());
-    assert_eq!(PLAIN_AT_REST.layout(), Layout::DEFAULT);
+    assert_eq!(PLAIN_AT_REST.layout(), L);
+    if !cfg!(miri) {
+        assert_eq!(L, Layout::DEFAULT);
+    }
 }
 
 #[test]
@@ -81,7 +87,8 @@ fn const_typed_histograms_record_like_runtime_ones() {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: if cfg!(miri) { 4 } else { 256 }, ..ProptestConfig::default() })]
+    // In CI's miri run 2 cases (fixed_percentiles_match_float_ones took 11 to 29 s at 4).
+    #![proptest_config(ProptestConfig { cases: size(256, 4, 2), ..ProptestConfig::default() })]
 
     #[test]
     fn record_u32_is_record(k in 1u32..=MAX_K, values in proptest::collection::vec(any::<u32>(), 1..200)) {
@@ -227,8 +234,14 @@ fn integer_stats_on_known_values() {
             mean: Some(200),
         }
     );
-    // A mean whose products need more than 64 bits: 2^40 values near 2^60.
-    let full = Window::full(L);
+    // A mean whose products need more than 64 bits: 2^40 values near 2^60. In CI's miri run
+    // the window is the two octaves that hold them (512 cells, not the full range's 14,800:
+    // the mean walks every cell, 12 s there).
+    let full = size(
+        Window::full(L),
+        Window::full(L),
+        Window::new(L, 1 << 60, (1 << 62) - 1).unwrap(),
+    );
     let mut cells = vec![0u64; full.len()];
     let mut big = Histogram::with_storage(L, &mut cells[..], full).unwrap();
     big.record_n(1 << 60, 1 << 40);
@@ -276,7 +289,8 @@ fn corrected_by_hand(h: &mut impl Record, value: u64, interval: u64) {
 
 #[test]
 fn corrected_recording_is_one_implementation_for_every_kind() {
-    // Under miri a tenth of the values and of the window (450 cells, not 2100: see `MIN`).
+    // Under miri a tenth of the values and of the window, at block scale 5 (112 cells, not
+    // 2,100: see `MIN`; 13 s at the default layout's 450).
     const CASES: [(u64, u64); 6] = if cfg!(miri) {
         [
             (1000, 7),
@@ -298,14 +312,18 @@ fn corrected_recording_is_one_implementation_for_every_kind() {
     };
     const W_MAX: u64 = if cfg!(miri) { 500 } else { 5000 };
     const MIN_TOTAL: u64 = if cfg!(miri) { 200 } else { 1000 };
-    const W_LEN: usize = storage_len(Layout::DEFAULT, 50, W_MAX);
-    let mut expected = Histogram::<[u64; W_LEN]>::new(Layout::DEFAULT, 50, W_MAX);
-    let mut plain = Histogram::<[u64; W_LEN]>::new(Layout::DEFAULT, 50, W_MAX);
-    let atomic = AtomicHistogram::<[AtomicU64; W_LEN]>::new(Layout::DEFAULT, 50, W_MAX);
-    let narrow = AtomicHistogram::<[AtomicU16; W_LEN]>::new(Layout::DEFAULT, 50, W_MAX);
+    const W_L: Layout = if cfg!(miri) {
+        ConstLayout::<5>::LAYOUT
+    } else {
+        Layout::DEFAULT
+    };
+    const W_LEN: usize = storage_len(W_L, 50, W_MAX);
+    let mut expected = Histogram::<[u64; W_LEN]>::new(W_L, 50, W_MAX);
+    let mut plain = Histogram::<[u64; W_LEN]>::new(W_L, 50, W_MAX);
+    let atomic = AtomicHistogram::<[AtomicU64; W_LEN]>::new(W_L, 50, W_MAX);
+    let narrow = AtomicHistogram::<[AtomicU16; W_LEN]>::new(W_L, 50, W_MAX);
     // Counts stay below the scalable threshold (8192), where the approximate kind is exact.
-    let approx: ApproxHistogram<[ScalableCell; W_LEN]> =
-        ApproxHistogram::new(Layout::DEFAULT, 50, W_MAX);
+    let approx: ApproxHistogram<[ScalableCell; W_LEN]> = ApproxHistogram::new(W_L, 50, W_MAX);
     let mut approx_recorder = approx.recorder(XorShift::new(9));
     for (value, interval) in CASES {
         corrected_by_hand(&mut expected, value, interval);

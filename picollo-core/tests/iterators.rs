@@ -3,6 +3,7 @@
 use picollo_core::iter::IterationValue;
 use picollo_core::prelude::*;
 use picollo_core::Window;
+use picollo_testkit::miri_size as size;
 
 mod common;
 use common::Cells;
@@ -10,14 +11,18 @@ use common::Cells;
 /// HdrHistogram with 3 digits and lowest 1 has Picollo's layout at block scale 10.
 /// The highest value of the pair's histograms. Under miri just above the largest sample (7
 /// million): 14,000 cells, not the full range's 55,000 (and HdrHistogram's 31,000 to 2^40),
-/// as each read of a cell there retags the whole storage.
-const TOP: u64 = if cfg!(miri) { 1 << 23 } else { 1 << 40 };
+/// as each read of a cell there retags the whole storage. In CI's miri run the samples are a
+/// thousandth (see `sample`) and the histograms end at 2^13: 4,096 cells (the file took 58 s
+/// at 2^23, nearly all of it in the two sides' walks).
+fn top() -> u64 {
+    size(1 << 40, 1 << 23, 1 << 13)
+}
 
 fn pair(values: &[u64]) -> (hdrhistogram::Histogram<u64>, Histogram<Cells>, Layout) {
-    let mut hdr = hdrhistogram::Histogram::<u64>::new_with_bounds(1, TOP, 3).unwrap();
+    let mut hdr = hdrhistogram::Histogram::<u64>::new_with_bounds(1, top(), 3).unwrap();
     let layout = Layout::from_block_scale(10).unwrap();
     let full = if cfg!(miri) {
-        Window::new(layout, 0, TOP - 1).unwrap()
+        Window::new(layout, 0, top() - 1).unwrap()
     } else {
         Window::full(layout)
     };
@@ -29,15 +34,16 @@ fn pair(values: &[u64]) -> (hdrhistogram::Histogram<u64>, Histogram<Cells>, Layo
     (hdr, h, layout)
 }
 
-/// `n` values from a fixed-seed generator, 1 to 7 million.
+/// `n` values from a fixed-seed generator, 1 to 7 million (in CI's miri run 1 to 7,000).
 fn sample(n: usize) -> Vec<u64> {
+    let spread = size(1_000_000, 1_000_000, 1_000);
     let mut s = 7u64;
     (0..n)
         .map(|_| {
             s = s
                 .wrapping_mul(6364136223846793005)
                 .wrapping_add(1442695040888963407);
-            1 + ((s >> 33) % 1_000_000) * ((s >> 20) % 7 + 1)
+            1 + ((s >> 33) % spread) * ((s >> 20) % 7 + 1)
         })
         .collect()
 }
@@ -161,7 +167,10 @@ fn linear_and_logarithmic_cover_all_counts() {
     let values = sample(if cfg!(miri) { 400 } else { 20_000 });
     // Under miri steps of 10^6, not 10^5: a tenth of the steps (each checked against every
     // value below), the same walk (77 s of this file's miri run at 10^5).
-    let step: u64 = if cfg!(miri) { 1_000_000 } else { 100_000 };
+    // In CI's miri run steps of 10^3 over values a thousandth as large: the same 7 steps.
+    let step: u64 = size(100_000, 1_000_000, 1_000);
+    // The first logarithmic level: 1,000, in CI's miri run 1 (13 levels up to 7,000).
+    let first = size(1000, 1000, 1);
     let (hdr, h, layout) = pair(&values);
     let max = hdr.max();
     let linear: Vec<IterationValue> = h.linear(step).unwrap().collect();
@@ -183,16 +192,16 @@ fn linear_and_logarithmic_cover_all_counts() {
     }
     assert!(linear.last().unwrap().value_iterated_to >= layout.lowest_equivalent(max));
 
-    let log: Vec<IterationValue> = h.logarithmic(1000, 2.0).unwrap().collect();
+    let log: Vec<IterationValue> = h.logarithmic(first, 2.0).unwrap().collect();
     for (j, s) in log.iter().enumerate() {
-        assert_eq!(s.value_iterated_to, 1000 * (1u64 << j) - 1);
+        assert_eq!(s.value_iterated_to, first * (1u64 << j) - 1);
     }
     assert_eq!(
         log.last().unwrap().total_count_to_value,
         values.len() as u64
     );
     // The same steps as HdrHistogram's logarithmic iteration, count for count.
-    let theirs: Vec<_> = hdr.iter_log(1000, 2.0).collect();
+    let theirs: Vec<_> = hdr.iter_log(first, 2.0).collect();
     for (o, t) in log.iter().zip(&theirs) {
         assert_eq!(o.value_iterated_to, t.value_iterated_to());
         assert_eq!(o.count_added_in_this_step, t.count_since_last_iteration());

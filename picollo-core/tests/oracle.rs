@@ -2,6 +2,7 @@
 
 use picollo_core::prelude::*;
 use picollo_core::Window;
+use picollo_testkit::miri_size as size;
 use proptest::prelude::*;
 
 const RANKS: [f64; 16] = [
@@ -71,8 +72,12 @@ proptest! {
         check_against_sorted(Layout::from_block_scale(k).unwrap(), &mut values);
     }
 
+    // In CI's miri run up to 60 values below 2^30, not 500 below 2^40: each of the crate's 16
+    // quantile walks reads its counts one by one from 0, and each read there retags its whole
+    // counts slice, whose borrow stacks split at every recorded value (41 s of the file's 66
+    // at 500 below 2^40). The full-size miri run (.ci/miri-full) keeps 500 below 2^40.
     #[test]
-    fn percentiles_match_hdrhistogram(sigfig in 1u8..=MAX_SIGFIG, values in proptest::collection::vec(1u64..(1 << 40), 1..500)) {
+    fn percentiles_match_hdrhistogram(sigfig in 1u8..=MAX_SIGFIG, values in proptest::collection::vec(1u64..size(1 << 40, 1 << 40, 1 << 30), 1..size(500, 500, 60))) {
         // HdrHistogram with lowest 1 and `sigfig` digits has 2B sub-buckets per block,
         // B = 2^ceil(log2(2·10^d)) / 2: index-for-index the same layout (DESIGN.md).
         let layout = Layout::from_block_scale(hdr_sub_bucket_bits(sigfig) - 1).unwrap();

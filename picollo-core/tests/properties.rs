@@ -42,7 +42,7 @@ fn any_value() -> impl Strategy<Value = u64> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: size(2000, 8, 4), ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: size(2000, 8, 2), ..ProptestConfig::default() })]
 
     #[test]
     fn value_lies_in_its_bucket(layout in any_layout(), v in any_value()) {
