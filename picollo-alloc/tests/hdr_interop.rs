@@ -25,41 +25,75 @@ use picollo_alloc::hdr::{
 };
 use picollo_alloc::{HeapHistogram, HistogramBuilder};
 use picollo_core::{EquivalentValue, HistogramRead, Layout, ReadExt, Window};
+use picollo_testkit::miri_size as size;
 use proptest::prelude::*;
 
 mod common;
 use common::{open_log, read_vector, JHICCUP, TAGGED};
 
-/// The largest block scale the properties draw. Under miri 7: a full-range histogram at block
-/// scale 14 has 835,000 cells (each pass over them takes minutes there), at 7 it has 7,400.
-const MAX_K: u32 = if cfg!(miri) { 7 } else { 14 };
+/// The largest block scale the properties draw. Under miri 7 in `.ci/miri-full`: a full-range
+/// histogram at block scale 14 has 835,000 cells (each pass over them takes minutes there), at
+/// 7 it has 7,400. In CI's miri run 4 (960 cells; a case at 7 took up to 40 s there).
+fn max_k() -> u32 {
+    size(14, 7, 4)
+}
+
+/// A property's config with `cases` cases, and in CI's miri run none of the saved cases of
+/// `hdr_interop.proptest-regressions` (proptest replays every saved seed in every property of
+/// the file; they run natively and in `.ci/miri-full`).
+fn cases(cases: u32) -> ProptestConfig {
+    let mut config = ProptestConfig::with_cases(cases);
+    if size(false, false, true) {
+        config.failure_persistence = None;
+    }
+    config
+}
+
+/// Every interval of a log, or in CI's miri run the first two (each decode and accumulation
+/// costs seconds there); the known answers over the whole log are checked natively and in
+/// `.ci/miri-full`, the CI form checks against HdrHistogram's accumulation of the same
+/// intervals.
+fn intervals_read() -> usize {
+    size(usize::MAX, usize::MAX, 2)
+}
 
 /// Picollo's twin of HdrHistogram's `new Histogram(3)`.
 fn sigfig3_layout() -> Layout {
     layout_for(&HdrGeometry::new(1, i64::MAX as u64, 3).unwrap())
 }
 
-/// A full-range Picollo histogram at the sigfig-3 layout.
-fn sigfig3_histogram() -> HeapHistogram<u64> {
+/// A full-range Picollo histogram at the sigfig-3 layout; in CI's miri run one whose window
+/// ends at `highest` (the full range's 56,320 cells take 7 s to create there, and each pass over
+/// them seconds: 13 s of `count_at`, 28 s of export).
+fn sigfig3_histogram(highest: u64) -> HeapHistogram<u64> {
     let layout = sigfig3_layout();
-    HistogramBuilder::new()
-        .layout(layout)
-        .dense()
-        .plain()
-        .unwrap()
+    let builder = HistogramBuilder::new().layout(layout);
+    let builder = if size(false, false, true) {
+        builder.window(Window::new(layout, 0, highest).unwrap())
+    } else {
+        builder
+    };
+    builder.dense().plain().unwrap()
 }
 
-/// Accumulates log entries (optionally only those with `tag`) into a sigfig-3 Picollo
-/// histogram and, for comparison, into HdrHistogram counts with HdrHistogram's own `add`.
+/// Accumulates log entries (optionally only those with `tag`; at most `most` of them) into a
+/// sigfig-3 Picollo histogram and, for comparison, into HdrHistogram counts with
+/// HdrHistogram's own `add`.
 fn accumulate(
     name: &str,
     tag: Option<Option<&str>>,
+    most: usize,
 ) -> (HeapHistogram<u64>, HdrCounts, Import, usize) {
-    let mut h = sigfig3_histogram();
+    // In CI's miri run to 2^22 (13,312 cells): the first two intervals of both logs stay
+    // below (2.77 ms at most).
+    let mut h = sigfig3_histogram((1 << 22) - 1);
     let mut hdr = HdrCounts::new(1, i64::MAX as u64, 3).unwrap();
     let mut import = Import::default();
     let mut intervals = 0;
     for e in open_log(name) {
+        if intervals == most {
+            break;
+        }
         let e = e.unwrap();
         if tag.is_some_and(|t| e.tag.as_deref() != t) {
             continue;
@@ -91,21 +125,32 @@ fn upper(h: &impl HistogramRead, rank: f64) -> u64 {
 /// HdrHistogram's accumulation, bucket for bucket (see the module docs for the mapping).
 #[test]
 fn jhiccup_log_through_picollo() {
-    let (h, hdr, import, intervals) = accumulate(JHICCUP, None);
-    assert_eq!(intervals, 62);
-    assert_eq!(h.total(), 48_761);
+    // In CI's miri run the first 2 intervals (see `intervals_read`).
+    let most = intervals_read();
+    let (h, hdr, import, intervals) = accumulate(JHICCUP, None, most);
+    // Java's answers over the whole log; over the first intervals, HdrHistogram's own.
+    let (total, p999, max) = if most == usize::MAX {
+        assert_eq!(intervals, 62);
+        (48_761, 1_745_879_039, 1_796_210_687)
+    } else {
+        assert_eq!(intervals, most);
+        let total = hdr.total_count();
+        assert!(total > 0);
+        (total, hdr.value_at_percentile(99.9).unwrap(), hdr.max())
+    };
+    assert_eq!(h.total(), total);
     assert_eq!((h.underflow(), h.overflow()), (0, 0));
-    assert_eq!(upper(&h, 99.9), 1_745_879_039);
-    assert_eq!(h.max(), Some(1_796_210_687));
+    assert_eq!(upper(&h, 99.9), p999);
+    assert_eq!(h.max(), Some(max));
     assert_same_buckets(&h, &hdr);
     // HdrHistogram's own accumulation, read in place through Picollo's read model.
     let view = interop::view(&hdr).unwrap();
-    assert_eq!(view.total(), 48_761);
-    assert_eq!(upper(&view, 99.9), 1_745_879_039);
-    assert_eq!(view.max(), Some(1_796_210_687));
+    assert_eq!(view.total(), total);
+    assert_eq!(upper(&view, 99.9), p999);
+    assert_eq!(view.max(), Some(max));
 
     // The bound against the original values: inside the 2-digit source buckets.
-    assert_eq!(import.total, 48_761);
+    assert_eq!(import.total, total);
     assert!(!import.mapping.index_for_index);
     assert!(!import.mapping.is_exact());
     assert!(import.mapping.max_relative_error < 1.0 / 128.0);
@@ -114,8 +159,10 @@ fn jhiccup_log_through_picollo() {
     assert_eq!(import.mapping.max_linear_error, (1 << 14) - 1);
     assert_eq!((import.underflow, import.overflow), (0, 0));
 
-    // Every percentile agrees with HdrHistogram's own rule where the two rank rules agree.
-    for rank in [0.0, 1.0, 25.0, 50.0, 90.0, 99.0, 99.9, 99.99, 100.0] {
+    // Every percentile agrees with HdrHistogram's own rule where the two rank rules agree. In
+    // CI's miri run the first and last ranks (0 and 100; each rank walks both sides there, 4 s).
+    let ranks = [0.0, 1.0, 25.0, 50.0, 90.0, 99.0, 99.9, 99.99, 100.0];
+    for rank in ranks.into_iter().step_by(size(1, 1, 8)) {
         assert_eq!(
             Some(upper(&h, rank)),
             hdr.value_at_percentile(rank),
@@ -129,10 +176,20 @@ fn jhiccup_log_through_picollo() {
 /// answer.
 #[test]
 fn jhiccup_at_the_source_layout() {
+    // In CI's miri run the first 2 intervals (see `intervals_read`), against HdrHistogram's
+    // own accumulation of them at their 2-digit geometry.
+    let most = intervals_read();
+    let mut reference: Option<HdrCounts> = None;
     let mut acc: Option<HeapHistogram<u64>> = None;
     let mut import = Import::default();
-    for e in open_log(JHICCUP) {
+    for e in open_log(JHICCUP).take(most) {
         let counts = e.unwrap().decode().unwrap();
+        if most != usize::MAX {
+            match &mut reference {
+                None => reference = Some(counts.clone()),
+                Some(r) => r.add(&counts).unwrap(),
+            }
+        }
         let g = counts.geometry().unwrap();
         let h = acc.get_or_insert_with(|| {
             HistogramBuilder::new()
@@ -151,35 +208,66 @@ fn jhiccup_at_the_source_layout() {
     assert_eq!(import.mapping.max_relative_error, 0.0, "{import:?}");
     assert_eq!(import.mapping.max_linear_error, (1 << 14) - 1);
     assert_eq!(import.mapping.max_abs_error, (1 << 14) - 1);
-    assert_eq!(h.total(), 48_761);
     let p = upper(&h, 99.9);
-    assert!(
-        p.abs_diff(1_745_879_039) as f64 <= 1_745_879_039.0 / 128.0,
-        "{p}"
-    );
-    assert_eq!(p, 1_753_219_071); // the 2-digit bucket's own highest value
+    if let Some(reference) = reference {
+        assert_eq!(h.total(), reference.total_count());
+        assert_eq!(import.total, h.total());
+        // Inside HdrHistogram's 2-digit bucket at the same rank: its own highest value at or
+        // above 2^21, less than one 2^14-wide source bucket below it under 2^21.
+        let q = reference.value_at_percentile(99.9).unwrap();
+        assert!(
+            p <= q && q - p <= import.mapping.max_abs_error,
+            "{p} vs {q}"
+        );
+        if q >= 1 << 21 {
+            assert_eq!(p, q);
+        }
+    } else {
+        assert_eq!(h.total(), 48_761);
+        assert!(
+            p.abs_diff(1_745_879_039) as f64 <= 1_745_879_039.0 / 128.0,
+            "{p}"
+        );
+        assert_eq!(p, 1_753_219_071); // the 2-digit bucket's own highest value
+    }
 }
 
 #[test]
 fn tagged_log_tag_a_and_untagged_totals_are_equal() {
-    let (a, _, _, na) = accumulate(TAGGED, Some(Some("A")));
-    let (u, hdr_u, _, nu) = accumulate(TAGGED, Some(None));
-    assert_eq!((na, nu), (21, 21));
-    assert_eq!(a.total(), 16_145);
-    assert_eq!(u.total(), 16_145);
-    assert_eq!(a.total() + u.total(), 32_290);
-    assert_eq!(
-        (upper(&u, 99.9), u.max()),
-        (1_536_163_839, Some(1_544_552_447))
-    );
+    // In CI's miri run the first 2 intervals of each (see `intervals_read`).
+    let most = intervals_read();
+    let (a, _, _, na) = accumulate(TAGGED, Some(Some("A")), most);
+    let (u, hdr_u, _, nu) = accumulate(TAGGED, Some(None), most);
+    if most == usize::MAX {
+        assert_eq!((na, nu), (21, 21));
+        assert_eq!(a.total(), 16_145);
+        assert_eq!(u.total(), 16_145);
+        assert_eq!(a.total() + u.total(), 32_290);
+        assert_eq!(
+            (upper(&u, 99.9), u.max()),
+            (1_536_163_839, Some(1_544_552_447))
+        );
+    } else {
+        // HdrHistogram's answers over the same intervals.
+        assert_eq!((na, nu), (most, most));
+        assert!(u.total() > 0);
+        assert_eq!(u.total(), hdr_u.total_count());
+        assert_eq!(
+            (upper(&u, 99.9), u.max()),
+            (hdr_u.value_at_percentile(99.9).unwrap(), Some(hdr_u.max()))
+        );
+    }
     assert_eq!(a.storage(), u.storage());
     assert_same_buckets(&u, &hdr_u);
 }
 
-/// Values 0..100 000 recorded once into a Picollo histogram at the sigfig-3 layout.
+/// Values 0..100 000 (Java's `seq-nums`) recorded once into a Picollo histogram at the
+/// sigfig-3 layout; in CI's miri run 0..2 048, the first 2 048 buckets of the same (100,000
+/// records take 35 s there, and the histogram's window ends at 2 047).
 fn seq_nums_picollo() -> HeapHistogram<u64> {
-    let mut h = sigfig3_histogram();
-    for v in 0..100_000u64 {
+    let n = size(100_000u64, 100_000, 2048);
+    let mut h = sigfig3_histogram(n - 1);
+    for v in 0..n {
         h.record(v);
     }
     h
@@ -192,20 +280,45 @@ fn seq_nums_encoded_from_picollo_is_byte_identical() {
     let file = read_vector("seq-nums.hist");
     let h = seq_nums_picollo();
     let counts = from_picollo(&h).unwrap();
-    assert_eq!(
-        (
-            counts.lowest_discernible,
-            counts.highest_trackable,
-            counts.significant_digits
-        ),
-        (1, i64::MAX as u64, 3)
-    );
-    let encoded = counts.encode_v2().unwrap();
-    assert_eq!(encoded.len(), file.len());
-    assert!(
-        encoded == file,
-        "encoding differs from Java's seq-nums.hist"
-    );
+    if size(true, true, false) {
+        assert_eq!(
+            (
+                counts.lowest_discernible,
+                counts.highest_trackable,
+                counts.significant_digits
+            ),
+            (1, i64::MAX as u64, 3)
+        );
+        let encoded = counts.encode_v2().unwrap();
+        assert_eq!(encoded.len(), file.len());
+        assert!(
+            encoded == file,
+            "encoding differs from Java's seq-nums.hist"
+        );
+    } else {
+        // The first 2 048 values: the window's top is the highest trackable value, and with
+        // Java's i64::MAX in its place the encoding is Java's header and a prefix of Java's
+        // counts (2 048 entries, no zero run; V2 encodes each count on its own).
+        assert_eq!(
+            (
+                counts.lowest_discernible,
+                counts.highest_trackable,
+                counts.significant_digits
+            ),
+            (1, 2047, 3)
+        );
+        let mut as_java = counts.clone();
+        as_java.highest_trackable = i64::MAX as u64;
+        let encoded = as_java.encode_v2().unwrap();
+        assert_eq!(encoded[..4], file[..4], "cookie");
+        let payload = u32::from_be_bytes(encoded[4..8].try_into().unwrap()) as usize;
+        assert_eq!(payload, encoded.len() - 40);
+        assert_eq!(encoded[8..40], file[8..40], "header");
+        assert!(
+            file[40..].starts_with(&encoded[40..]),
+            "counts differ from Java's seq-nums.hist"
+        );
+    }
 
     // And a compressed export decodes to the same.
     let z = counts.encode_v2_deflate(BEST_COMPRESSION).unwrap();
@@ -215,9 +328,27 @@ fn seq_nums_encoded_from_picollo_is_byte_identical() {
 
 #[test]
 fn seq_nums_vectors_read_through_picollo() {
-    for name in ["seq-nums.hist", "seq-nums.histz"] {
+    let seq = seq_nums_picollo();
+    // In CI's miri run only the plain file is read through Picollo, and the compressed one's
+    // counts are checked against the plain one's (each read through Picollo costs 15 to 20 s
+    // there).
+    let names = ["seq-nums.hist", "seq-nums.histz"];
+    let mut plain = None;
+    for name in names.into_iter().take(size(2, 2, 1)) {
         let hdr = HdrCounts::decode(&read_vector(name)).unwrap();
-        let h = to_picollo(&hdr).unwrap();
+        let h = if size(true, true, false) {
+            to_picollo(&hdr).unwrap()
+        } else {
+            // In CI's miri run into a window to 2^17, which holds the file's values (to
+            // 100 031), not the header's whole range to i64::MAX (56,320 cells, about 7 s to
+            // create and seconds for each read there).
+            let layout = layout_for(&hdr.geometry().unwrap());
+            let window = Window::new(layout, 0, 1 << 17).unwrap();
+            let (h, import) = to_picollo_in(&hdr, layout, window).unwrap();
+            assert!(import.is_exact());
+            assert_eq!((import.underflow, import.overflow), (0, 0));
+            h
+        };
         assert_eq!(h.layout().block_size(), 1024);
         assert_eq!(h.total(), 100_000, "{name}");
         assert_eq!(h.min(), Some(0));
@@ -225,11 +356,18 @@ fn seq_nums_vectors_read_through_picollo() {
         assert_eq!(upper(&h, 50.0), 50_015);
         assert_eq!(upper(&h, 99.0), 99_007);
         assert_eq!(upper(&h, 99.9), 99_903);
-        let seq = seq_nums_picollo();
-        assert!(h.window().len() <= seq.window().len());
+        if size(true, true, false) {
+            assert!(h.window().len() <= seq.window().len());
+        }
+        // In CI's miri run the buckets of 0..2 048 (see `seq_nums_picollo`).
         for i in 0..seq.window().len() {
             assert_eq!(h.count_at(i), seq.count_at(i), "{name}: bucket {i}");
         }
+        plain.get_or_insert(hdr);
+    }
+    if size(false, false, true) {
+        let compressed = HdrCounts::decode(&read_vector("seq-nums.histz")).unwrap();
+        assert!(compressed.same_content(plain.as_ref().unwrap()));
     }
 }
 
@@ -240,12 +378,16 @@ fn non_matching_layouts_need_options() {
     assert_eq!(finer_significant_digits(layout), Some(3));
     let mut h = HistogramBuilder::new()
         .layout(layout)
-        .window(Window::new(layout, 0, 1 << 40).unwrap())
+        // In CI's miri run a window to 2^14, not 2^40 (3,584 cells, not 16,896: every pass
+        // over them, and over the 3-digit counts, costs seconds there).
+        .window(Window::new(layout, 0, size(1 << 40, 1 << 40, 1 << 14)).unwrap())
         .dense()
         .plain()
         .unwrap();
-    // Under miri every 701st value instead of every 7th (1,400 records, not 143,000).
-    for v in (0..1_000_000u64).step_by(if cfg!(miri) { 701 } else { 7 }) {
+    // Under miri every 701st value instead of every 7th (1,400 records, not 143,000); in CI's
+    // miri run every third of the first 16 (to 15,015, inside its window).
+    let (values, step) = size((1_000_000u64, 7), (1_000_000, 701), (16, 3));
+    for v in (0..values).step_by(step) {
         h.record(v * 1001);
     }
     assert!(from_picollo(&h).is_err());
@@ -272,7 +414,7 @@ fn arb_matching_histogram() -> impl Strategy<Value = (Layout, Window, Vec<(u64, 
         1u32..63,
     )
         .prop_flat_map(|(k, min_bits, span_bits)| {
-            let layout = Layout::from_block_scale(k.min(MAX_K)).unwrap();
+            let layout = Layout::from_block_scale(k.min(max_k())).unwrap();
             let min = if min_bits == 0 {
                 0
             } else {
@@ -285,7 +427,8 @@ fn arb_matching_histogram() -> impl Strategy<Value = (Layout, Window, Vec<(u64, 
                     prop_oneof![min..=max, Just(min), Just(max)],
                     prop_oneof![Just(1u64), 1u64..1_000_000, 1..=i64::MAX as u64 / 4],
                 ),
-                0..200,
+                // In CI's miri run up to 40 values (each record and read costs there).
+                0..size(200, 200, 40),
             );
             (Just(layout), Just(window), values)
         })
@@ -302,14 +445,18 @@ fn arb_export_case() -> impl Strategy<Value = (HeapHistogram<u64>, ExportOptions
                 prop_oneof![any::<u64>(), 0u64..100_000, Just(0u64)],
                 prop_oneof![Just(1u64), 1u64..1_000_000],
             ),
-            0..200,
+            // In CI's miri run up to 40 values (each record and read costs there).
+            0..size(200, 200, 40),
         ),
-        proptest::option::of(0u8..=5),
+        // In CI's miri run up to 2 digits: the counts array to 2^63 has 7,000 entries at 2,
+        // 54,000 at 3 and 6 million at 5, and each pass over them costs 0.1 ms an entry there (3
+        // to 5 are drawn natively and in .ci/miri-full).
+        proptest::option::of(0u8..=size(5, 5, 2)),
         proptest::option::of(2u64..=i64::MAX as u64),
         any::<bool>(),
     )
         .prop_map(|(k, min_bits, span_bits, values, digits, highest, drop)| {
-            let layout = Layout::from_block_scale(k.min(MAX_K)).unwrap();
+            let layout = Layout::from_block_scale(k.min(max_k())).unwrap();
             let min = if min_bits == 0 {
                 0
             } else {
@@ -337,7 +484,8 @@ fn arb_export_case() -> impl Strategy<Value = (HeapHistogram<u64>, ExportOptions
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(if cfg!(miri) { 4 } else { 256 }))]
+    // In CI's miri run 1 case (a case at `.ci/miri-full`'s sizes took 20 to 40 s there).
+    #![proptest_config(cases(size(256, 4, 1)))]
 
     /// The fused encoder writes what `export` then `encode_v2_into` write, reports the same, and
     /// fails the same way, leaving its output untouched.
@@ -400,8 +548,9 @@ proptest! {
     fn import_bound_holds(
         d in 0u8..=4,
         unit in 0u32..30,
-        k in 1u32..=MAX_K,
-        entries in proptest::collection::vec((0usize..4096, 1u64..1000), 1..40),
+        k in 1u32..=max_k(),
+        // In CI's miri run up to 10 entries (each a walk of the percentile loop there).
+        entries in proptest::collection::vec((0usize..4096, 1u64..1000), 1..size(40, 40, 10)),
     ) {
         let lowest = 1u64 << unit;
         let g = HdrGeometry::new(lowest, i64::MAX as u64, d)
@@ -461,8 +610,9 @@ proptest! {
     /// Any layout exported with its finer significant digits comes back unchanged.
     #[test]
     fn finer_export_round_trips(
-        k in 1u32..=MAX_K,
-        values in proptest::collection::vec(0u64..(1 << 40), 0..100),
+        k in 1u32..=max_k(),
+        // In CI's miri run up to 30 values (each record and read costs there).
+        values in proptest::collection::vec(0u64..(1 << 40), 0..size(100, 100, 30)),
     ) {
         let layout = Layout::from_block_scale(k).unwrap();
         let window = Window::new(layout, 0, 1 << 40).unwrap();
