@@ -14,7 +14,8 @@ use counting_alloc::allocations;
 
 /// Updates per test (the plain source's; half and a quarter for the others). Under miri 40,
 /// not 200: each record and read there retags the whole storage; in CI's miri run 12 (the
-/// file took 44 s at 40), still several updates past the first, which may allocate.
+/// file took 44 s at 40), still several updates past the first, which may allocate. Read
+/// before a count starts: it reads the environment, which allocates when the variable is set.
 fn rounds() -> u64 {
     picollo_testkit::miri_size(200, 40, 12)
 }
@@ -47,14 +48,15 @@ fn read_all(s: &Snapshot, summary: &mut Summary, out: &mut [Percentile; 8]) -> u
 
 #[test]
 fn steady_state_updates_from_a_plain_histogram_allocate_nothing() {
+    let rounds = rounds();
     let mut h = builder().u32_storage().dense().plain().unwrap();
-    (0..rounds() * 50).for_each(|i| h.record(20_000 + i % 5000));
+    (0..rounds * 50).for_each(|i| h.record(20_000 + i % 5000));
     let mut snapshot = h.snapshot();
     let mut summary = Summary::new();
     let mut out = [Percentile::default(); 8];
     let before = allocations();
     let mut sink = 0;
-    for round in 0..rounds() {
+    for round in 0..rounds {
         (0..100u64).for_each(|i| h.record(15_000 + (i * round) % 10_000));
         h.record(40_000); // overflow
         snapshot.update(&h, round % 2 == 0);
@@ -70,13 +72,14 @@ fn steady_state_updates_from_a_plain_histogram_allocate_nothing() {
 
 #[test]
 fn steady_state_updates_from_an_atomic_histogram_allocate_nothing() {
+    let rounds = rounds();
     let h = builder().dense().atomic().unwrap();
     (0..1000u64).for_each(|i| h.record(20_000 + i));
     let mut snapshot = Snapshot::new(&h);
     let mut summary = Summary::new();
     let mut out = [Percentile::default(); 8];
     let before = allocations();
-    for round in 0..rounds() / 2 {
+    for round in 0..rounds / 2 {
         if round % 10 == 0 {
             h.reset();
         }
@@ -117,10 +120,10 @@ fn steady_state_updates_from_a_thread_local_histogram_allocate_nothing() {
         let mut snapshot = h.snapshot();
         let mut summary = Summary::new();
         let mut out = [Percentile::default(); 8];
-        let before = allocations();
-        let mut deltas = 0u64;
         // At least 10 updates, so one reset (at the tenth) is among them.
         let updates = rounds().max(40) / 4;
+        let before = allocations();
+        let mut deltas = 0u64;
         for round in 0..updates {
             h.record(21_000 + round);
             snapshot.update(&h, true);
