@@ -38,16 +38,9 @@ fn max_k() -> u32 {
     size(14, 7, 4)
 }
 
-/// A property's config with `cases` cases, and in CI's miri run none of the saved cases of
-/// `hdr_interop.proptest-regressions` (proptest replays every saved seed in every property of
-/// the file; they run natively and in `.ci/miri-full`).
-fn cases(cases: u32) -> ProptestConfig {
-    let mut config = ProptestConfig::with_cases(cases);
-    if size(false, false, true) {
-        config.failure_persistence = None;
-    }
-    config
-}
+#[path = "common/miri_cases.rs"]
+mod miri_cases;
+use miri_cases::cases;
 
 /// Every interval of a log, or in CI's miri run the first two (each decode and accumulation
 /// costs seconds there); the known answers over the whole log are checked natively and in

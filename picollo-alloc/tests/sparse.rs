@@ -13,17 +13,9 @@ use picollo_testkit::miri_size as size;
 use proptest::prelude::*;
 use std::ops::ControlFlow;
 
-/// A property's config with `cases` cases, and in CI's miri run none of the saved cases of
-/// `sparse.proptest-regressions` (proptest replays every saved seed in every property of the
-/// file, so there each would run three cases of a minute or more; they run natively and in
-/// `.ci/miri-full`).
-fn cases(cases: u32) -> ProptestConfig {
-    let mut config = ProptestConfig::with_cases(cases);
-    if size(false, false, true) {
-        config.failure_persistence = None;
-    }
-    config
-}
+#[path = "common/miri_cases.rs"]
+mod miri_cases;
+use miri_cases::cases;
 
 /// Every non-empty bucket, through the bulk read.
 fn buckets<H: HistogramRead + ?Sized>(h: &H) -> Vec<(usize, u64)> {
@@ -333,8 +325,9 @@ proptest! {
     fn units_and_subtract_on_sparse(
         k in 2u32..=size(9, 9, 4),
         lowest in 1u64..5_000,
-        // In CI's miri run up to 2^24 (windows of up to 400 cells, not 1,000 over the full
-        // range: 29 s there, nearly all in the reads' walks); larger values are overflow.
+        // In CI's miri run up to 2^24 (windows of at most about 340 cells at block scale 4,
+        // not the full range's 976: 29 s there, nearly all in the reads' walks); larger
+        // values are overflow.
         max in 1_000u64..size(u64::MAX, u64::MAX, 1 << 24),
         // In CI's miri run up to 30 records (28 s at 60).
         records in proptest::collection::vec((any::<u64>(), 1u64..20), 1..size(200, 200, 30)),

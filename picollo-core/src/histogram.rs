@@ -607,7 +607,7 @@ mod tests {
 
     #[test]
     fn corrected_record_hostile_is_bounded() {
-        // Under miri the window ends at 2^12, not 2^20 (2,560 cells, not 6,144: the synthetic
+        // Under miri the window ends at 2^12, not 2^20 (2,048 cells, not 6,144: the synthetic
         // values are counted bucket by bucket, 11 s there over the larger window).
         const HI: u64 = if cfg!(miri) { 1 << 12 } else { 1 << 20 };
         const LEN: usize = storage_len(Layout::DEFAULT, 1, HI);

@@ -8,10 +8,10 @@ use picollo_testkit::StopFlag;
 use portable_atomic::{fence, AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 
-/// Under miri block scale 5 (224 cells up to `MAX`, not 1,024 at the default layout): each
+/// Under miri block scale 5 (193 cells up to `MAX`, not 1,025 at the default layout): each
 /// read of an atomic histogram there retags the whole array, visiting every cell for its
 /// `UnsafeCell`, so a walk costs the square of its length (the exact-totals check and the
-/// plain comparison took 27 and 25 s at 1,024). Values below 64 are still unit buckets, which
+/// plain comparison took 27 and 25 s at 1,025). Values below 64 are still unit buckets, which
 /// is all the reset tests need (they fill the first 32).
 const L: Layout = if cfg!(miri) {
     ConstLayout::<5>::LAYOUT

@@ -7,7 +7,7 @@ use picollo_core::prelude::*;
 #[test]
 fn every_percentile_read_reports_the_selection_it_is_given() {
     const L: Layout = Layout::DEFAULT;
-    // Under miri the window is the one block that holds the value (1,024 cells, not 6,144):
+    // Under miri the window is the one block that holds the value (512 cells, not 6,145):
     // every read walks the cells one by one there, 21 s over the whole window. The buckets,
     // and so every answer below, are the same.
     const LO: u64 = if cfg!(miri) { 1 << 16 } else { 0 };

@@ -235,7 +235,7 @@ fn integer_stats_on_known_values() {
         }
     );
     // A mean whose products need more than 64 bits: 2^40 values near 2^60. In CI's miri run
-    // the window is the two octaves that hold them (512 cells, not the full range's 14,800:
+    // the window is the two octaves that hold them (512 cells, not the full range's 14,592:
     // the mean walks every cell, 12 s there).
     let full = size(
         Window::full(L),
@@ -289,8 +289,8 @@ fn corrected_by_hand(h: &mut impl Record, value: u64, interval: u64) {
 
 #[test]
 fn corrected_recording_is_one_implementation_for_every_kind() {
-    // Under miri a tenth of the values and of the window, at block scale 5 (112 cells, not
-    // 2,100: see `MIN`; 13 s at the default layout's 450).
+    // Under miri a tenth of the values and of the window, at block scale 5 (109 cells, not
+    // 2,100: see `MIN`; 13 s at the default layout's 451).
     const CASES: [(u64, u64); 6] = if cfg!(miri) {
         [
             (1000, 7),
