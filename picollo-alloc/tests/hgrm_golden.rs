@@ -7,17 +7,29 @@
 use hdrhistogram::Histogram as Hdr;
 use picollo_alloc::hgrm::{significant_digits, Hgrm};
 use picollo_alloc::{HistogramBuilder, SnapshotExt, SparseHistogram};
-use picollo_core::{Layout, ReadExt};
+use picollo_core::{HistogramRead, Layout, ReadExt, Record};
+use picollo_testkit::miri_size;
 
 /// HdrHistogram's `(1, 3_600_000_000, 3)`: block scale 10 is 3 significant digits.
 const MAX: u64 = 3_600_000_000;
+
+/// Where [`values`] spread: up to 50 s in µs (an hour's 72nd part).
+const SPREAD: u64 = 50_000_000;
+
+/// A smaller pair for CI's miri run, where a test's time is its walks: HdrHistogram's up to
+/// 2^17 with values up to 2^16 (its recorded iteration steps through every index up to the
+/// highest value, about 6,000 there against 17,000 at [`SPREAD`]). The native run and
+/// .ci/miri-full keep HdrHistogram's hour and [`SPREAD`].
+fn bounds() -> (u64, u64) {
+    miri_size((MAX, SPREAD), (MAX, SPREAD), (1 << 17, 1 << 16))
+}
 
 fn layout() -> Layout {
     Layout::from_block_scale(10).expect("valid scale")
 }
 
-/// Fixed values spread over several decades (a SplitMix64 stream, cubed).
-fn values(n: usize) -> Vec<u64> {
+/// Fixed values spread over several decades up to `spread` (a SplitMix64 stream, cubed).
+fn values(n: usize, spread: u64) -> Vec<u64> {
     let mut state = 0u64;
     (0..n)
         .map(|_| {
@@ -27,19 +39,20 @@ fn values(n: usize) -> Vec<u64> {
             z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
             z ^= z >> 31;
             let r = (z >> 11) as f64 / (1u64 << 53) as f64;
-            1 + (r * r * r * 50_000_000.0) as u64
+            1 + (r * r * r * spread as f64) as u64
         })
         .collect()
 }
 
-fn both(n: usize) -> (SparseHistogram, Hdr<u64>) {
+/// `n` of [`values`] up to `spread` in Picollo's and HdrHistogram's histograms up to `max`.
+fn both(n: usize, (max, spread): (u64, u64)) -> (SparseHistogram, Hdr<u64>) {
     let mut ours = HistogramBuilder::new()
         .layout(layout())
-        .max_trackable(MAX)
+        .max_trackable(max)
         .plain()
         .expect("valid");
-    let mut hdr = Hdr::<u64>::new_with_bounds(1, MAX, 3).expect("valid");
-    for v in values(n) {
+    let mut hdr = Hdr::<u64>::new_with_bounds(1, max, 3).expect("valid");
+    for v in values(n, spread) {
         ours.record(v);
         hdr.record(v).expect("in range");
     }
@@ -186,8 +199,9 @@ fn check_structure(text: &str, decimals: usize) -> Vec<Line> {
 
 #[test]
 fn golden_text() {
-    // 1000 values, 2 ticks per half distance, values in thousands.
-    let (h, _) = both(1000);
+    // 1000 values, 2 ticks per half distance, values in thousands (the pinned text's, under
+    // miri too: 20 s there).
+    let (h, _) = both(1000, (MAX, SPREAD));
     let text = hgrm(&h, 2, 1000.0);
     let golden = "       Value     Percentile TotalCount 1/(1-Percentile)
 
@@ -235,18 +249,9 @@ struct Step {
 /// HdrHistogram Java's `PercentileIterator` (2.1.11) over the crate's recorded buckets: levels
 /// in percent, `level += 100 / ticks`, a level is reached when `100 · cumulative / total >=
 /// level`; at the last bucket, straight to 100%. (The crate's `iter_quantiles` sums fractions
-/// instead and misses levels that a running share reaches exactly.)
-fn java_steps(hdr: &Hdr<u64>, ticks: u32) -> Vec<Step> {
-    let buckets: Vec<(u64, u64)> = hdr
-        .iter_recorded()
-        .map(|v| {
-            (
-                hdr.highest_equivalent(v.value_iterated_to()),
-                v.count_at_value(),
-            )
-        })
-        .collect();
-    let total = hdr.len();
+/// instead and misses levels that a running share reaches exactly.) `buckets` are
+/// [`recorded`]'s.
+fn java_steps(buckets: &[(u64, u64)], total: u64, ticks: u32) -> Vec<Step> {
     let (mut level, mut cumulative, mut out) = (0.0f64, 0u64, Vec::new());
     for (i, &(value, count)) in buckets.iter().enumerate() {
         cumulative += count;
@@ -273,14 +278,34 @@ fn java_steps(hdr: &Hdr<u64>, ticks: u32) -> Vec<Step> {
     out
 }
 
+/// The crate's recorded buckets: each one's highest equivalent value and count. Read once per
+/// histogram (under miri each of the crate's walks steps through every index up to the
+/// highest value: 290 s for this file's 12 walks of [`SPREAD`] before).
+fn recorded(hdr: &Hdr<u64>) -> Vec<(u64, u64)> {
+    hdr.iter_recorded()
+        .map(|v| {
+            (
+                hdr.highest_equivalent(v.value_iterated_to()),
+                v.count_at_value(),
+            )
+        })
+        .collect()
+}
+
 #[test]
 fn matches_hdrhistogram_iteration() {
-    // Under miri 1,000 values, not 200,000: each record there retags a page.
-    let (h, hdr) = both(if cfg!(miri) { 1_000 } else { 200_000 });
-    for (ticks, ratio) in [(5u32, 1.0f64), (1, 1.0), (3, 1000.0), (10, 1e6)] {
+    // Under miri 1,000 values, not 200,000: each record there retags a page; in CI's miri run
+    // 100 within [`bounds`].
+    let (h, hdr) = both(miri_size(200_000, 1_000, 100), bounds());
+    let buckets = recorded(&hdr);
+    let (hdr_mean, hdr_stdev) = (hdr.mean(), hdr.stdev());
+    // In CI's miri run the extremes of ticks, each with its ratio: a text there costs 5 to 8 s.
+    let settings = [(5u32, 1.0f64), (1, 1.0), (3, 1000.0), (10, 1e6)];
+    let extremes = [settings[1], settings[3]];
+    for &(ticks, ratio) in miri_size(&settings[..], &settings[..], &extremes[..]) {
         let text = hgrm(&h, ticks, ratio);
         let lines = check_structure(&text, 3);
-        let steps = java_steps(&hdr, ticks);
+        let steps = java_steps(&buckets, hdr.len(), ticks);
         assert_eq!(lines.len(), steps.len(), "one line per step, ticks {ticks}");
         for (line, step) in lines.iter().zip(&steps) {
             let value = format!("{:.3}", step.value as f64 / ratio);
@@ -312,9 +337,9 @@ fn matches_hdrhistogram_iteration() {
         };
         let (mean, stdev) = (field(footer[2], 1), field(footer[2], 2));
         let (max, total) = (field(footer[1], 1), field(footer[1], 2));
-        let tolerance = 0.0006 + 1e-9 * hdr.mean() / ratio;
-        assert!((mean - hdr.mean() / ratio).abs() <= tolerance, "{mean}");
-        assert!((stdev - hdr.stdev() / ratio).abs() <= tolerance, "{stdev}");
+        let tolerance = 0.0006 + 1e-9 * hdr_mean / ratio;
+        assert!((mean - hdr_mean / ratio).abs() <= tolerance, "{mean}");
+        assert!((stdev - hdr_stdev / ratio).abs() <= tolerance, "{stdev}");
         assert_eq!(
             format!("{max:.3}"),
             format!("{:.3}", hdr.max() as f64 / ratio)
@@ -328,10 +353,10 @@ fn matches_hdrhistogram_iteration() {
 
 #[test]
 fn plotter_accepts_it() {
-    let (h, hdr) = both(if cfg!(miri) { 500 } else { 50_000 });
+    let (h, hdr) = both(miri_size(50_000, 500, 100), bounds());
     let text = hgrm(&h, 5, 1000.0);
     let points = plotter_points(&text);
-    let steps = java_steps(&hdr, 5);
+    let steps = java_steps(&recorded(&hdr), hdr.len(), 5);
     // Every line but the header, the 100% line and the footer is a point.
     assert_eq!(points.len(), steps.len() - 1);
     for (i, ((value, inverse), step)) in points.iter().zip(&steps).enumerate() {
@@ -353,17 +378,28 @@ fn plotter_accepts_it() {
     assert_eq!(js_parse_float("1e3x"), 1000.0);
 }
 
+/// The `.hgrm` text of `h` once it holds 0, 1, 1000 and `u64::MAX`.
+fn full_range_text(mut h: impl Record + HistogramRead) -> String {
+    for v in [0, 1, 1000, u64::MAX] {
+        h.record(v);
+    }
+    Hgrm::new(&h, 5, 1.0).unwrap().to_string()
+}
+
 #[test]
 fn every_histogram_kind_and_layout() {
-    // Thread-local and snapshot sources print the same text as the plain histogram.
-    let n = if cfg!(miri) { 200 } else { 10_000 };
-    let (h, _) = both(n);
+    // Thread-local and snapshot sources print the same text as the plain histogram. In CI's
+    // miri run up to 2^11 (2,048 cells), values up to 2^10: the walks of their dense cells
+    // are most of its time there (the test took 43 s up to 2^17, 19 s up to 2^11).
+    let n = miri_size(10_000, 200, 100);
+    let bounds = miri_size(bounds(), bounds(), (1 << 11, 1 << 10));
+    let (h, _) = both(n, bounds);
     let local = HistogramBuilder::new()
         .layout(layout())
-        .window(picollo_core::HistogramRead::window(&h))
+        .window(HistogramRead::window(&h))
         .thread_local()
         .unwrap();
-    for v in values(n) {
+    for v in values(n, bounds.1) {
         local.record(v);
     }
     let expected = Hgrm::new(&h, 5, 1.0).unwrap().to_string();
@@ -373,15 +409,15 @@ fn every_histogram_kind_and_layout() {
         expected
     );
 
-    // The default layout covers all of u64 at 2 significant digits.
-    let mut full = picollo_alloc::HistogramBuilder::new()
-        .dense()
-        .plain()
-        .unwrap();
-    for v in [0, 1, 1000, u64::MAX] {
-        full.record(v);
-    }
-    let text = Hgrm::new(&full, 5, 1.0).unwrap().to_string();
+    // The default layout covers all of u64 at 2 significant digits. Dense, but in CI's miri
+    // run the builder's sparse default: a dense walk there steps through the range's 28,700
+    // cells, 16 s of the test's 50 (the snapshot above prints dense cells there).
+    let builder = HistogramBuilder::new();
+    let text = if miri_size(true, true, false) {
+        full_range_text(builder.dense().plain().unwrap())
+    } else {
+        full_range_text(builder.plain().unwrap())
+    };
     // Values wider than 12 characters push the columns right, as Java's `%12.2f` does.
     assert_eq!(significant_digits(Layout::DEFAULT), 2);
     // Levels 0, 10, 20 (share 25%), 30, 40, 50 (50%, reached exactly), 55 … 75 (75%), 77.5
