@@ -247,6 +247,26 @@ const THREAD_LOCAL: usize = 5;
 const SNAPSHOT: usize = 6;
 const HDR_COUNTS: usize = 7;
 
+/// The rotation's indexes name the kinds they mean: a kind added or moved in [`KINDS`] must
+/// not silently hand a test of CI's miri run another kind than its comment says.
+#[test]
+fn rotation_indexes_name_their_kinds() {
+    let names = [
+        (PLAIN_U64, "plain heap u64"),
+        (PLAIN_U32, "plain heap u32"),
+        (BORROWED, "plain over a borrowed buffer"),
+        (ARRAY, "plain over an owned array"),
+        (ATOMIC, "atomic"),
+        (THREAD_LOCAL, "thread-local (two threads)"),
+        (SNAPSHOT, "snapshot"),
+        (HDR_COUNTS, "HdrCounts in place"),
+    ];
+    assert_eq!(names.len(), KINDS.len(), "every kind has an index");
+    for (index, name) in names {
+        assert_eq!(KINDS[index].name, name);
+    }
+}
+
 /// Whether this is CI's miri run, where each test runs on the kinds it names ([`kinds`]) and
 /// at the sizes it gives for that run.
 fn ci_miri() -> bool {
