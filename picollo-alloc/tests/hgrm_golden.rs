@@ -392,14 +392,14 @@ fn every_histogram_kind_and_layout() {
     // miri run up to 2^11 (2,048 cells), values up to 2^10: the walks of their dense cells
     // are most of its time there (the test took 43 s up to 2^17, 19 s up to 2^11).
     let n = miri_size(10_000, 200, 100);
-    let bounds = miri_size(bounds(), bounds(), (1 << 11, 1 << 10));
-    let (h, _) = both(n, bounds);
+    let kinds_bounds = miri_size(bounds(), bounds(), (1 << 11, 1 << 10));
+    let (h, _) = both(n, kinds_bounds);
     let local = HistogramBuilder::new()
         .layout(layout())
         .window(HistogramRead::window(&h))
         .thread_local()
         .unwrap();
-    for v in values(n, bounds.1) {
+    for v in values(n, kinds_bounds.1) {
         local.record(v);
     }
     let expected = Hgrm::new(&h, 5, 1.0).unwrap().to_string();
