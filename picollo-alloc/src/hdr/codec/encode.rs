@@ -7,18 +7,26 @@ use crate::hdr::error::HdrError;
 use crate::hdr::zigzag;
 use crate::hdr::HdrCounts;
 
-/// Output the encoder makes room for at a time, in bytes (zero-filled in these steps, so a
-/// sparse histogram with a huge counts array does not reserve 9 bytes for every entry).
+/// Output the encoder makes room for at a time at most, in bytes (zero-filled in these steps,
+/// so a sparse histogram with a huge counts array does not reserve 9 bytes for every entry).
 const GROW_CHUNK: usize = 32 * 1024;
 
-/// Makes `out` at least `pos + 9` bytes long (zero-filled, by up to [`GROW_CHUNK`] bytes
-/// beyond that). `words_left` bounds what the rest of the payload can need.
+/// The first step beyond what `out` holds, in bytes; each later step doubles the output, up to
+/// [`GROW_CHUNK`]. Mostly-empty counts arrays (a 1-digit full range: 960 entries, a few words
+/// of output) zero-filled 9 bytes for every entry before: a memset natively, but the longest
+/// part of encoding under miri, which zero-fills byte by byte.
+const FIRST_GROW: usize = 256;
+
+/// Makes `out` at least `pos + 9` bytes long (zero-filled, by up to its own length beyond that,
+/// between [`FIRST_GROW`] and [`GROW_CHUNK`] bytes). `words_left` bounds what the rest of the
+/// payload can need.
 #[cold]
 #[inline(never)]
 fn grow(out: &mut Vec<u8>, pos: usize, words_left: usize) {
+    let step = out.len().clamp(FIRST_GROW, GROW_CHUNK);
     let want = words_left
         .saturating_mul(zigzag::MAX_ENCODED_LEN)
-        .clamp(zigzag::MAX_ENCODED_LEN, GROW_CHUNK);
+        .clamp(zigzag::MAX_ENCODED_LEN, step);
     if out.len() < pos + want {
         out.resize(pos + want, 0);
     }
