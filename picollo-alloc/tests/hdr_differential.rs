@@ -512,7 +512,7 @@ fn differential_extremes() {
 fn differential_full_range() {
     let mut state = 0x9E37_79B9_7F4A_7C15u64;
     let mut records = Vec::new();
-    for _ in 0..size(20_000, 2_000, 300) {
+    for _ in 0..size(20_000, 2_000, 100) {
         state ^= state >> 12;
         state ^= state << 25;
         state ^= state >> 27;
