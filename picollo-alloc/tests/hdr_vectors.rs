@@ -3,11 +3,21 @@
 //!
 //! Expected values come from the vectors' README, which lists what HdrHistogram (Java, C and
 //! Rust) assert on the same files.
+//!
+//! # CI's miri form
+//!
+//! Under miri each pass over a 3-digit counts array (tens of thousands of entries) costs
+//! seconds, so CI's miri run (`picollo_testkit::miri_size`'s `ci`) runs every test at a smaller
+//! size: the first 2 intervals of a log instead of all of them, a few cut points, fewer and
+//! smaller proptest cases. Totals and percentiles that only hold for a whole log are then
+//! checked against the `hdrhistogram` crate's decoding and accumulation of the same intervals
+//! (never against Picollo). Natively and in `.ci/miri-full` every test runs at its full size.
 
 use picollo_alloc::hdr::{
     decode_any, decode_any_with_limits, DecodeLimits, HdrCounts, HdrError, HdrGeometry, LogEntry,
     LogReader, LogWriter, RangeMode, BEST_COMPRESSION,
 };
+use picollo_testkit::miri_size;
 use proptest::prelude::*;
 
 // The V2 format as HdrHistogram (Java) defines it, written here from its spec rather than
@@ -27,6 +37,7 @@ fn sigfig3_accumulator() -> HdrCounts {
     HdrCounts::new(1, i64::MAX as u64, 3).unwrap()
 }
 
+#[derive(Debug, PartialEq)]
 struct Summary {
     intervals: usize,
     total: u64,
@@ -57,34 +68,133 @@ fn summarize(entries: impl Iterator<Item = LogEntry>) -> Summary {
     }
 }
 
-fn seq_nums_histogram() -> HdrCounts {
+/// How many intervals of a log the tests that decode, accumulate or rewrite them read: all,
+/// or in CI's miri run the first `ci` (1 or 2: each decode, and each pass over the 3-digit
+/// accumulator's 12,000 entries, costs a second or more there). Those are the same code paths
+/// (base64, the deflate framing, the 2-digit to 3-digit re-bucketing, the writer's columns);
+/// the whole-log answers are checked natively and in `.ci/miri-full`.
+fn intervals_read(ci: usize) -> usize {
+    miri_size(usize::MAX, usize::MAX, ci)
+}
+
+/// A property's config with `cases` cases; in CI's miri run drawn with proptest's XorShift
+/// generator (ChaCha's rounds, for every value drawn, were most of a case's time there).
+fn config(cases: u32) -> ProptestConfig {
+    let mut config = ProptestConfig::with_cases(cases);
+    if miri_size(false, false, true) {
+        config.rng_algorithm = proptest::test_runner::RngAlgorithm::XorShift;
+    }
+    config
+}
+
+/// The `hdrhistogram` crate's decoding of a log line's blob (its base64 column): an answer
+/// that is not Picollo's.
+fn hdr_decode(payload_base64: &str) -> hdrhistogram::Histogram<u64> {
+    use base64::Engine as _;
+    let blob = base64::engine::general_purpose::STANDARD
+        .decode(payload_base64)
+        .unwrap();
+    hdrhistogram::serialization::Deserializer::new()
+        .deserialize(&mut &blob[..])
+        .unwrap()
+}
+
+/// The blobs of log entries, for [`hdr_summary`].
+fn payloads(entries: &[LogEntry]) -> Vec<&str> {
+    entries.iter().map(|e| e.payload_base64.as_str()).collect()
+}
+
+/// What [`summarize`] must give for `entries` (intervals of one geometry), from the
+/// `hdrhistogram` crate: its decoding of each blob, added at that geometry (index for index),
+/// read as Java's `add` into `new Histogram(3)` leaves it. That `add` records each source entry
+/// at its lowest equivalent value, each in its own (finer) 3-digit entry, in order: the total
+/// is the source's, and the 3-digit entry at a rank holds the lowest value of the source
+/// entry at that rank (the max is the last rank). Read so, the 10,000-entry 3-digit array,
+/// seconds a pass under miri, is never built.
+fn hdr_summary(payloads: &[&str]) -> Summary {
+    let mut source = hdr_decode(payloads[0]);
+    for p in &payloads[1..] {
+        let h = hdr_decode(p);
+        assert_eq!(
+            (h.low(), h.high(), h.sigfig()),
+            (source.low(), source.high(), source.sigfig())
+        );
+        source.add(h).unwrap();
+    }
+    assert!(!source.is_empty());
+    let sigfig3 = hdrhistogram::Histogram::<u64>::new(3).unwrap();
+    let java = |v| sigfig3.highest_equivalent(source.lowest_equivalent(v));
+    Summary {
+        intervals: payloads.len(),
+        total: source.len(),
+        p999: java(source.value_at_quantile(0.999)),
+        max: java(source.max()),
+    }
+}
+
+/// Java's `seq-nums` histogram: values 0..`values` recorded once each (`values` 100 000 in
+/// Java's files).
+fn seq_nums_histogram(values: u64) -> HdrCounts {
     let mut h = HdrCounts::new(1, i64::MAX as u64, 3).unwrap();
     let g = h.geometry().unwrap();
-    h.counts = vec![0; g.counts_len()];
-    for v in 0..100_000u64 {
-        h.counts[g.index_of(v).unwrap()] += 1;
+    if miri_size(true, true, false) {
+        h.counts = vec![0; g.counts_len()];
+        for v in 0..values {
+            h.counts[g.index_of(v).unwrap()] += 1;
+        }
+    } else {
+        // CI's miri form: the same counts, one entry at a time, from HdrHistogram's 3-digit
+        // layout (2048 sub-buckets, unit magnitude 0): entries 0..2048 are 1 value wide, then
+        // each bucket k >= 1 has 1024 entries 2^k values wide. One step an entry instead of
+        // one index_of call a value into a 55,296-entry array (70 s there for 100,000 values);
+        // the byte-for-byte comparison with Java's file checks the result either way.
+        let mut v = 0u64;
+        while v < values {
+            let width = if v < 2048 {
+                1
+            } else {
+                1 << (63 - v.leading_zeros() - 10)
+            };
+            h.counts.push(width.min(values - v));
+            v += width;
+        }
     }
     h
 }
 
 #[test]
 fn seq_nums_hist_reencodes_byte_identically() {
-    let file = read_vector("seq-nums.hist");
-    assert_eq!(&file[..4], &[0x1c, 0x84, 0x93, 0x13]);
+    let whole = read_vector("seq-nums.hist");
+    assert_eq!(&whole[..4], &[0x1c, 0x84, 0x93, 0x13]);
+    // In CI's miri run the blob of the first 3072 entries (values 0..4096): Java's header with
+    // payload length 3072 and the first 3072 bytes of its payload, one byte a word (counts 1
+    // and 2: entries 1 and 2 values wide, across a bucket boundary). Every pass over the 7,300
+    // entries of the whole file costs seconds there (34 s for this test); the whole file is
+    // decoded in CI by the `.histz` test. The prefix's answers, by hand: max 4095 (the last
+    // entry, 4094..=4095); p50 is the 2048th value, 2047, in entry 2047..=2047; p99 the 4056th,
+    // 4055, in 4054..=4055; p99.9 the 4092nd, 4091, in 4090..=4091.
+    let (file, values, [max, p50, p99, p999]) = match miri_size(None, None, Some(3072)) {
+        None => (whole, 100_000, [100_031, 50_015, 99_007, 99_903]),
+        Some(n) => {
+            let mut prefix = whole[..V2_HEADER_LEN + n].to_vec();
+            prefix[4..8].copy_from_slice(&(n as i32).to_be_bytes());
+            (prefix, 4096, [4095, 2047, 4055, 4091])
+        }
+    };
     let decoded = HdrCounts::decode(&file).unwrap();
-    let expected = seq_nums_histogram();
+    let expected = seq_nums_histogram(values);
     assert!(decoded.same_content(&expected));
 
-    assert_eq!(decoded.total_count(), 100_000);
+    assert_eq!(decoded.total_count(), values);
     assert_eq!(decoded.min(), 0);
-    assert_eq!(decoded.max(), 100_031);
-    assert_eq!(decoded.value_at_percentile(50.0), Some(50_015));
-    assert_eq!(decoded.value_at_percentile(99.0), Some(99_007));
-    assert_eq!(decoded.value_at_percentile(99.9), Some(99_903));
+    assert_eq!(decoded.max(), max);
+    assert_eq!(decoded.value_at_percentile(50.0), Some(p50));
+    assert_eq!(decoded.value_at_percentile(99.0), Some(p99));
+    assert_eq!(decoded.value_at_percentile(99.9), Some(p999));
     assert_eq!(decoded.geometry().unwrap().counts_len(), 55_296);
 
     let encoded = expected.encode_v2().unwrap();
-    assert_eq!(encoded.len(), 8285);
+    assert_eq!(encoded.len(), miri_size(8285, 8285, V2_HEADER_LEN + 3072));
     assert!(
         encoded == file,
         "re-encoding differs from Java's seq-nums.hist"
@@ -97,10 +207,15 @@ fn seq_nums_histz_decodes_to_the_same_counts() {
     let file = read_vector("seq-nums.histz");
     assert_eq!(&file[..4], &[0x1c, 0x84, 0x93, 0x14]);
     let decoded = HdrCounts::decode(&file).unwrap();
-    assert!(decoded.same_content(&seq_nums_histogram()));
-    // Our own deflate output decodes to the same content too.
-    let ours = decoded.encode_v2_deflate(BEST_COMPRESSION).unwrap();
-    assert!(HdrCounts::decode(&ours).unwrap().same_content(&decoded));
+    assert!(decoded.same_content(&seq_nums_histogram(100_000)));
+    // Our own deflate output decodes to the same content too. In CI's miri run for the
+    // counts of values 0..1024 (the first 1024 entries: one deflate stream and frame, as for
+    // the whole array; compressing all 7,300 entries costs seconds there).
+    let mut part = decoded.clone();
+    part.counts
+        .truncate(miri_size(usize::MAX, usize::MAX, 1024));
+    let ours = part.encode_v2_deflate(BEST_COMPRESSION).unwrap();
+    assert!(HdrCounts::decode(&ours).unwrap().same_content(&part));
 }
 
 #[test]
@@ -130,11 +245,21 @@ fn jhiccup_log_accumulates_like_hdrhistogram() {
     );
     assert_eq!(first.max(), 2_768_895);
 
-    let s = summarize(entries.into_iter());
-    assert_eq!(s.intervals, 62);
-    assert_eq!(s.total, 48_761);
-    assert_eq!(s.p999, 1_745_879_039);
-    assert_eq!(s.max, 1_796_210_687);
+    // Java's answers over the whole log; in CI's miri run, HdrHistogram's (the crate's) over
+    // the first 2 intervals (see `intervals_read`): the same decode and re-bucketing add, into
+    // an empty and a non-empty accumulator.
+    let most = intervals_read(2);
+    let expected = if most == usize::MAX {
+        Summary {
+            intervals: 62,
+            total: 48_761,
+            p999: 1_745_879_039,
+            max: 1_796_210_687,
+        }
+    } else {
+        hdr_summary(&payloads(&entries[..most]))
+    };
+    assert_eq!(summarize(entries.into_iter().take(most)), expected);
 }
 
 /// HdrHistogram's `add` across geometries records each source bucket at its *lowest* equivalent
@@ -144,8 +269,20 @@ fn jhiccup_log_accumulates_like_hdrhistogram() {
 fn jhiccup_rebucketing_rule_is_lowest_equivalent_value() {
     let mut by_highest = sigfig3_accumulator();
     let target = by_highest.geometry().unwrap();
-    for e in open_log(JHICCUP) {
-        let h = e.unwrap().decode().unwrap();
+    // In CI's miri run the first 2 intervals (see `intervals_read`), with HdrHistogram's (the
+    // crate's) accumulation of them at their own 2-digit geometry as the answer.
+    let most = intervals_read(2);
+    let mut source: Option<hdrhistogram::Histogram<u64>> = None;
+    for e in open_log(JHICCUP).take(most) {
+        let e = e.unwrap();
+        if most != usize::MAX {
+            let hdr = hdr_decode(&e.payload_base64);
+            match &mut source {
+                None => source = Some(hdr),
+                Some(s) => s.add(hdr).unwrap(),
+            }
+        }
+        let h = e.decode().unwrap();
         for b in h.iter_recorded() {
             let i = target.index_of(b.highest).unwrap();
             if by_highest.counts.len() <= i {
@@ -154,11 +291,27 @@ fn jhiccup_rebucketing_rule_is_lowest_equivalent_value() {
             by_highest.counts[i] += b.count;
         }
     }
-    assert_eq!(by_highest.total_count(), 48_761);
-    // These are the source (2-digit) buckets' own highest equivalent values, not what
-    // HdrHistogram reports (1_745_879_039 and 1_796_210_687).
-    assert_eq!(by_highest.value_at_percentile(99.9), Some(1_753_219_071));
-    assert_eq!(by_highest.max(), 1_803_550_719);
+    let Some(source) = source else {
+        assert_eq!(by_highest.total_count(), 48_761);
+        // These are the source (2-digit) buckets' own highest equivalent values, not what
+        // HdrHistogram reports (1_745_879_039 and 1_796_210_687).
+        assert_eq!(by_highest.value_at_percentile(99.9), Some(1_753_219_071));
+        assert_eq!(by_highest.max(), 1_803_550_719);
+        return;
+    };
+    // Every 2-digit bucket's highest value is also the highest of a 3-digit one, so the mapping
+    // by highest values gives the source buckets' own answers; HdrHistogram's `add` into
+    // `new Histogram(3)` gives another max, the 3-digit entry of the top source entry's lowest
+    // value (see `hdr_summary`).
+    assert_eq!(by_highest.total_count(), source.len());
+    assert_eq!(
+        by_highest.value_at_percentile(99.9),
+        Some(source.value_at_quantile(0.999))
+    );
+    assert_eq!(by_highest.max(), source.max());
+    let sigfig3 = hdrhistogram::Histogram::<u64>::new(3).unwrap();
+    let java_max = sigfig3.highest_equivalent(source.lowest_equivalent(source.max()));
+    assert!(java_max < by_highest.max());
 }
 
 #[test]
@@ -169,29 +322,61 @@ fn jhiccup_time_ranges_match_next_interval_histogram() {
             .map(Result::unwrap)
     };
 
-    let s = summarize(entries((5.0, 20.0)));
-    assert_eq!((s.intervals, s.total), (15, 11_664));
-    assert_eq!((s.p999, s.max), (1_536_163_839, 1_544_552_447));
-
-    let s = summarize(entries((40.0, 60.0)));
-    assert_eq!((s.intervals, s.total), (20, 15_830));
-    assert_eq!((s.p999, s.max), (1_779_433_471, 1_796_210_687));
+    // Java's answers for 5 to 20 s and 40 to 60 s; in CI's miri run windows of one interval
+    // each (5 to 6 s and 40 to 41 s: the intervals start at 5.132, 6.134, 40.131 and 41.131 s),
+    // the same start and end rules, with HdrHistogram's (the crate's) decoding of those
+    // intervals as the answer.
+    let ([early, late], expected) = if miri_size(true, true, false) {
+        let s = |intervals, total, p999, max| Summary {
+            intervals,
+            total,
+            p999,
+            max,
+        };
+        (
+            [(5.0, 20.0), (40.0, 60.0)],
+            [
+                s(15, 11_664, 1_536_163_839, 1_544_552_447),
+                s(20, 15_830, 1_779_433_471, 1_796_210_687),
+            ],
+        )
+    } else {
+        // The blobs of the 6th and 41st intervals, from the file's text.
+        let text = String::from_utf8(read_vector(JHICCUP)).unwrap();
+        let blobs: Vec<&str> = text
+            .lines()
+            .filter(|l| !l.starts_with('#') && !l.starts_with('"'))
+            .take(41)
+            .map(|l| l.rsplit_once(',').unwrap().1)
+            .collect();
+        (
+            [(5.0, 6.0), (40.0, 41.0)],
+            [hdr_summary(&blobs[5..6]), hdr_summary(&blobs[40..41])],
+        )
+    };
+    let [early_expected, late_expected] = expected;
+    let early_len = early_expected.intervals;
+    assert_eq!(summarize(entries(early)), early_expected);
+    assert_eq!(summarize(entries(late)), late_expected);
 
     // The same window in absolute time.
     let start = 1_441_812_279.474;
     let abs: Vec<_> = open_log(JHICCUP)
-        .range(start + 5.0, start + 20.0, RangeMode::Absolute)
+        .range(start + early.0, start + early.1, RangeMode::Absolute)
         .map(Result::unwrap)
         .collect();
-    assert_eq!(abs.len(), 15);
+    assert_eq!(abs.len(), early_len);
 }
 
 #[test]
 fn tagged_log_totals() {
-    let entries: Vec<_> = open_log(TAGGED).map(Result::unwrap).collect();
-    assert_eq!(entries.len(), 42);
+    // In CI's miri run the first 2 lines, an untagged and a tagged one (each line parsed costs
+    // time there); the totals below read the first interval of each.
+    let (lines, each) = miri_size((42, 21), (42, 21), (2, 1));
+    let entries: Vec<_> = open_log(TAGGED).take(lines).map(Result::unwrap).collect();
+    assert_eq!(entries.len(), lines);
     let (tagged, untagged): (Vec<_>, Vec<_>) = entries.into_iter().partition(|e| e.tag.is_some());
-    assert_eq!((tagged.len(), untagged.len()), (21, 21));
+    assert_eq!((tagged.len(), untagged.len()), (each, each));
     assert!(tagged.iter().all(|e| e.tag.as_deref() == Some("A")));
     for (a, b) in tagged.iter().zip(&untagged) {
         assert_eq!(
@@ -200,21 +385,29 @@ fn tagged_log_totals() {
         );
     }
 
-    let a = summarize(tagged.into_iter());
-    let u = summarize(untagged.into_iter());
-    assert_eq!(a.total, 16_145);
-    assert_eq!(u.total, 16_145);
-    assert_eq!(a.total + u.total, 32_290);
-    assert_eq!((u.p999, u.max), (1_536_163_839, 1_544_552_447));
-    assert_eq!((a.p999, a.max), (u.p999, u.max));
+    // In CI's miri run the first interval of each (see `intervals_read`), against
+    // HdrHistogram's (the crate's) decoding of the untagged one.
+    let most = intervals_read(1);
+    let reference = (most != usize::MAX).then(|| hdr_summary(&payloads(&untagged[..most])));
+    let a = summarize(tagged.into_iter().take(most));
+    let u = summarize(untagged.into_iter().take(most));
+    if let Some(reference) = reference {
+        assert_eq!(u, reference);
+    } else {
+        assert_eq!(a.total, 16_145);
+        assert_eq!(u.total, 16_145);
+        assert_eq!(a.total + u.total, 32_290);
+        assert_eq!((u.p999, u.max), (1_536_163_839, 1_544_552_447));
+    }
+    assert_eq!((a.total, a.p999, a.max), (u.total, u.p999, u.max));
 }
 
 /// Every Java-written interval re-encodes (plain V2) byte-identically to the blob inside its
-/// zlib stream.
+/// zlib stream. In CI's miri run the first (see `intervals_read`).
 #[test]
 fn java_interval_blobs_reencode_byte_identically() {
     use base64::Engine as _;
-    for e in open_log(JHICCUP) {
+    for e in open_log(JHICCUP).take(intervals_read(1)) {
         let e = e.unwrap();
         let outer = base64::engine::general_purpose::STANDARD
             .decode(&e.payload_base64)
@@ -227,17 +420,20 @@ fn java_interval_blobs_reencode_byte_identically() {
 }
 
 /// The writer reproduces the text columns of Java's writer (start, length, max with 3
-/// decimals, tags) for every line of both logs.
+/// decimals, tags) for every line of both logs. In CI's miri run the first line of the
+/// jHiccup log and the first 2 of the tagged one, an untagged and a tagged line (see
+/// `intervals_read`).
 #[test]
 fn writer_matches_java_layout() {
-    for name in [JHICCUP, TAGGED] {
+    for (name, most) in [(JHICCUP, intervals_read(1)), (TAGGED, intervals_read(2))] {
         let text = String::from_utf8(read_vector(name)).unwrap();
         let java_lines: Vec<&str> = text
             .lines()
             .filter(|l| !l.starts_with('#') && !l.starts_with('"'))
+            .take(most)
             .collect();
         let mut w = LogWriter::new(Vec::new());
-        for e in open_log(name) {
+        for e in open_log(name).take(most) {
             let e = e.unwrap();
             let h = e.decode().unwrap();
             w.write_interval(
@@ -261,8 +457,9 @@ fn writer_matches_java_layout() {
 
 #[test]
 fn writer_reader_round_trip() {
+    // In CI's miri run 2 intervals: one untagged and one tagged line, as 10 have.
     let source: Vec<(LogEntry, HdrCounts)> = open_log(JHICCUP)
-        .take(10)
+        .take(miri_size(10, 10, 2))
         .map(|e| {
             let e = e.unwrap();
             let h = e.decode().unwrap();
@@ -310,15 +507,25 @@ fn writer_reader_round_trip() {
 
 #[test]
 fn writer_msec_form_subtracts_base_time() {
+    // In CI's miri run the value 5 000, whose counts array ends at entry 3 298 rather than
+    // 13 508 (each entry costs time in the encoder and deflate there). By HdrHistogram's 3-digit
+    // layout 5 000 000 lies in 4 997 120..=5 001 215 (entries 4096 wide from 2^22): max column
+    // 5001.215; 5 000 in 5 000..=5 003 (entries 4 wide from 4096): 5.003.
+    let (value, max_column) = miri_size(
+        (5_000_000, "5001.215"),
+        (5_000_000, "5001.215"),
+        (5_000, "5.003"),
+    );
     let mut h = HdrCounts::new(1, 1 << 40, 3).unwrap();
-    h.record(5_000_000, 1).unwrap();
+    h.record(value, 1).unwrap();
     let mut w = LogWriter::new(Vec::new());
     w.set_base_time_msec(1_000_000);
     w.set_max_value_unit_ratio(1000.0);
     w.write_interval_msec(None, 1_002_500, 1_003_500, &h)
         .unwrap();
     let line = String::from_utf8(w.into_inner()).unwrap();
-    assert!(line.starts_with("2.500,1.000,5001.215,HISTF"), "{line}");
+    let start = format!("2.500,1.000,{max_column},HISTF");
+    assert!(line.starts_with(&start), "{line}");
     assert!(w_rejects_bad_tags());
 }
 
@@ -333,9 +540,12 @@ fn w_rejects_bad_tags() -> bool {
 }
 
 /// Where [`bad_input_gets_errors_not_panics`] cuts a blob of `len` bytes: everywhere; under
-/// miri (where each decode of a prefix reads all of it) every 61st byte and the last 32.
+/// miri (where each decode of a prefix reads all of it) every 61st byte and the last 32; in
+/// CI's miri run at 8 evenly spaced points from 0 and the last 4 bytes (the empty input, cuts
+/// in the payload or the deflate stream, and one byte short of complete).
 fn cuts(len: usize) -> impl Iterator<Item = usize> {
-    (0..len).filter(move |&cut| !cfg!(miri) || cut % 61 == 0 || cut + 32 >= len)
+    let (step, tail) = miri_size((1, 0), (61, 32), (len.div_ceil(8), 4));
+    (0..len).filter(move |&cut| cut % step == 0 || cut + tail >= len)
 }
 
 #[test]
@@ -376,7 +586,9 @@ fn small_limits() -> DecodeLimits {
         .with_max_payload_len(1 << 20)
 }
 
-/// Random geometry plus sparse counts inside its counts array (at most 2^16 entries long).
+/// Random geometry plus sparse counts inside its counts array (at most 2^16 entries long; in
+/// CI's miri run 2^10, which still spans several buckets of every geometry drawn, and where
+/// each entry of the array costs time in the encoder, decoder and deflate).
 fn arb_counts() -> impl Strategy<Value = HdrCounts> {
     (0u8..=5, 0u32..40, 1u64..1_000, any::<bool>()).prop_flat_map(|(d, unit, lo_extra, wide)| {
         let lowest = (1u64 << unit) + (lo_extra % (1u64 << unit));
@@ -389,13 +601,15 @@ fn arb_counts() -> impl Strategy<Value = HdrCounts> {
             .or_else(|_| HdrGeometry::new(lowest, highest, 0))
             .or_else(|_| HdrGeometry::new(1, highest.max(2), d))
             .unwrap();
-        let len = geometry.counts_len().min(1 << 16);
+        // In CI's miri run at most 16 non-zero entries (each drawn value costs time there).
+        let (most, most_entries) = miri_size((1 << 16, 64), (1 << 16, 64), (1 << 10, 16));
+        let len = geometry.counts_len().min(most);
         let entries = proptest::collection::vec(
             (
                 0..len,
                 prop_oneof![Just(1u64), 0u64..1000, 0..=i64::MAX as u64],
             ),
-            0..64,
+            0..most_entries,
         );
         (
             Just(geometry),
@@ -424,7 +638,8 @@ fn arb_counts() -> impl Strategy<Value = HdrCounts> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(if cfg!(miri) { 8 } else { 256 }))]
+    // In CI's miri run 3 cases (each case of the codec properties costs a second there).
+    #![proptest_config(config(miri_size(256, 8, 3)))]
 
     #[test]
     fn encode_decode_round_trip(h in arb_counts()) {
@@ -496,6 +711,12 @@ proptest! {
             prop_assert!(n <= bytes.len() + 1);
         }
     }
+}
+
+proptest! {
+    // In CI's miri run 2 cases (each writes, deflates, reads and inflates a histogram, 2 s
+    // there).
+    #![proptest_config(config(miri_size(256, 8, 2)))]
 
     #[test]
     fn log_lines_round_trip(
@@ -885,7 +1106,8 @@ fn arb_header_case() -> impl Strategy<Value = HeaderCase> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(if cfg!(miri) { 16 } else { 2048 }))]
+    // In CI's miri run 8 cases (the by-rule test above checks each rule once).
+    #![proptest_config(config(miri_size(2048, 16, 8)))]
 
     /// Each header field, mutated at random around the rules' boundaries, decodes to the error
     /// HdrHistogram's rules give for it, or (when every field is valid) to the histogram the
