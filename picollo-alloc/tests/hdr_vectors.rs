@@ -9,8 +9,8 @@
 //! Under miri each pass over a 3-digit counts array (thousands to tens of thousands of
 //! entries) costs a second or more, so CI's miri run (`picollo_testkit::miri_size`'s `ci`) runs
 //! every test, with every check, at a smaller size: the first line or two of a log instead of
-//! all of them, a 3072-entry prefix of `seq-nums.hist`, a few cut points, fewer and smaller
-//! proptest cases. Totals and percentiles that only hold for a whole log are then checked
+//! all of them, accumulated at 2 significant digits rather than 3, a 3072-entry prefix of
+//! `seq-nums.hist`, a few cut points, fewer and smaller proptest cases. Totals and percentiles that only hold for a whole log are then checked
 //! against the `hdrhistogram` crate's decoding of the same intervals, or against values
 //! derived by hand in a comment (never against Picollo). Natively and in `.ci/miri-full` every
 //! test runs at its full size.
@@ -39,6 +39,14 @@ fn sigfig3_accumulator() -> HdrCounts {
     HdrCounts::new(1, i64::MAX as u64, 3).unwrap()
 }
 
+/// The significant digits [`summarize`] accumulates at: 3, as HdrHistogram's log tests; in
+/// CI's miri run 2 (`new Histogram(2)`), whose counts array for these logs' intervals ends near
+/// entry 2,000 instead of 12,000 (each pass over it, to add, total or rank, costs a second
+/// there). The add still re-buckets: the intervals' unit magnitude is 14, the accumulator's 0.
+fn accumulator_digits() -> u8 {
+    miri_size(3, 3, 2)
+}
+
 #[derive(Debug, PartialEq)]
 struct Summary {
     intervals: usize,
@@ -48,7 +56,7 @@ struct Summary {
 }
 
 fn accumulate(entries: impl Iterator<Item = LogEntry>) -> (HdrCounts, usize) {
-    let mut acc = sigfig3_accumulator();
+    let mut acc = HdrCounts::new(1, i64::MAX as u64, accumulator_digits()).unwrap();
     let mut n = 0;
     for e in entries {
         let h = e
@@ -71,8 +79,8 @@ fn summarize(entries: impl Iterator<Item = LogEntry>) -> Summary {
 }
 
 /// How many intervals of a log the tests that decode, accumulate or rewrite them read: all,
-/// or in CI's miri run the first `ci` (1 or 2: each decode, and each pass over the 3-digit
-/// accumulator's 12,000 entries, costs a second or more there). Those are the same code paths
+/// or in CI's miri run the first `ci` (1 or 2: each decode and add costs a second or more
+/// there). Those are the same code paths
 /// (base64, the deflate framing, the 2-digit to 3-digit re-bucketing, the writer's columns);
 /// the whole-log answers are checked natively and in `.ci/miri-full`.
 fn intervals_read(ci: usize) -> usize {
@@ -108,10 +116,11 @@ fn payloads(entries: &[LogEntry]) -> Vec<&str> {
 
 /// What [`summarize`] must give for `entries` (intervals of one geometry), from the
 /// `hdrhistogram` crate: its decoding of each blob, added at that geometry (index for index),
-/// read as Java's `add` into `new Histogram(3)` leaves it. That `add` records each source entry
-/// at its lowest equivalent value, each in its own (finer) 3-digit entry, in order: the total
-/// is the source's, and the 3-digit entry at a rank holds the lowest value of the source
-/// entry at that rank (the max is the last rank). Read so, the 10,000-entry 3-digit array,
+/// read as Java's `add` into `new Histogram(d)` ([`accumulator_digits`]) leaves it. That `add`
+/// records each source entry at its lowest equivalent value, each in its own target entry (no
+/// wider than the source's: the target has at least the source's 256 sub-buckets, and unit
+/// magnitude 0 against its 14), in order: the total is the source's, and the target entry at a rank holds the lowest value
+/// of the source entry at that rank (the max is the last rank). Read so, the target's array,
 /// seconds a pass under miri, is never built.
 fn hdr_summary(payloads: &[&str]) -> Summary {
     let mut source = hdr_decode(payloads[0]);
@@ -124,8 +133,8 @@ fn hdr_summary(payloads: &[&str]) -> Summary {
         source.add(h).unwrap();
     }
     assert!(!source.is_empty());
-    let sigfig3 = hdrhistogram::Histogram::<u64>::new(3).unwrap();
-    let java = |v| sigfig3.highest_equivalent(source.lowest_equivalent(v));
+    let target = hdrhistogram::Histogram::<u64>::new(accumulator_digits()).unwrap();
+    let java = |v| target.highest_equivalent(source.lowest_equivalent(v));
     Summary {
         intervals: payloads.len(),
         total: source.len(),
