@@ -9,11 +9,11 @@
 //! Under miri each pass over a 3-digit counts array (thousands to tens of thousands of
 //! entries) costs a second or more, so CI's miri run (`picollo_testkit::miri_size`'s `ci`) runs
 //! every test, with every check, at a smaller size: the first line or two of a log instead of
-//! all of them, accumulated at 2 significant digits rather than 3, a 3072-entry prefix of
-//! `seq-nums.hist`, a few cut points, fewer and smaller proptest cases. Totals and percentiles that only hold for a whole log are then checked
-//! against the `hdrhistogram` crate's decoding of the same intervals, or against values
-//! derived by hand in a comment (never against Picollo). Natively and in `.ci/miri-full` every
-//! test runs at its full size.
+//! all of them, accumulated at 2 significant digits rather than 3, a 2560-entry prefix of
+//! `seq-nums.hist`, a few cut points, fewer and smaller proptest cases. Totals and percentiles
+//! that only hold for a whole log are then checked against the `hdrhistogram` crate's decoding
+//! of the same intervals, or against values derived by hand in a comment (never against
+//! Picollo). Natively and in `.ci/miri-full` every test runs at its full size.
 
 use picollo_alloc::hdr::{
     decode_any, decode_any_with_limits, DecodeLimits, HdrCounts, HdrError, HdrGeometry, LogEntry,
@@ -118,14 +118,14 @@ fn payloads(entries: &[LogEntry]) -> Vec<&str> {
     entries.iter().map(|e| e.payload_base64.as_str()).collect()
 }
 
-/// What [`summarize`] must give for `entries` (intervals of one geometry), from the
-/// `hdrhistogram` crate: its decoding of each blob, added at that geometry (index for index),
-/// read as Java's `add` into `new Histogram(d)` ([`accumulator_digits`]) leaves it. That `add`
-/// records each source entry at its lowest equivalent value, each in its own target entry (no
-/// wider than the source's: the target has at least the source's 256 sub-buckets, and unit
-/// magnitude 0 against its 14), in order: the total is the source's, and the target entry at a rank holds the lowest value
-/// of the source entry at that rank (the max is the last rank). Read so, the target's array,
-/// seconds a pass under miri, is never built.
+/// What [`summarize`] must give for the intervals of `payloads` (blobs of one geometry), from
+/// the `hdrhistogram` crate: its decoding of each blob, added at that geometry (index for
+/// index), read as Java's `add` into `new Histogram(d)` ([`accumulator_digits`]) leaves it.
+/// That `add` records each source entry at its lowest equivalent value, each in its own target
+/// entry (no wider than the source's: the target has at least the source's 256 sub-buckets,
+/// and unit magnitude 0 against its 14), in order: the total is the source's, and the target
+/// entry at a rank holds the lowest value of the source entry at that rank (the max is the
+/// last rank). Read so, the target's array, seconds a pass under miri, is never built.
 fn hdr_summary(payloads: &[&str]) -> Summary {
     let mut source = hdr_decode(payloads[0]);
     for p in &payloads[1..] {
