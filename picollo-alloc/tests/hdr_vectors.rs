@@ -31,7 +31,7 @@ const V2_HEADER_LEN: usize = 40;
 const MAX_ZIGZAG_LEN: usize = 9;
 
 mod common;
-use common::{open_log, read_vector, JHICCUP, TAGGED};
+use common::{hdr_decode, open_log, read_vector, JHICCUP, TAGGED};
 
 /// `new Histogram(3)` as HdrHistogram's log tests accumulate into: lowest 1, 3 digits (2 in
 /// CI's miri run, see [`accumulator_digits`]). Its indexing does not depend on the highest
@@ -99,18 +99,6 @@ fn config(cases: u32) -> ProptestConfig {
         config.rng_algorithm = proptest::test_runner::RngAlgorithm::XorShift;
     }
     config
-}
-
-/// The `hdrhistogram` crate's decoding of a log line's blob (its base64 column): an answer
-/// that is not Picollo's.
-fn hdr_decode(payload_base64: &str) -> hdrhistogram::Histogram<u64> {
-    use base64::Engine as _;
-    let blob = base64::engine::general_purpose::STANDARD
-        .decode(payload_base64)
-        .unwrap();
-    hdrhistogram::serialization::Deserializer::new()
-        .deserialize(&mut &blob[..])
-        .unwrap()
 }
 
 /// The blobs of log entries, for [`hdr_summary`].

@@ -39,3 +39,28 @@ pub fn open_log(name: &str) -> LogReader<BufReader<fs::File>> {
         fs::File::open(&path).unwrap_or_else(|e| panic!("cannot open {}: {e}", path.display()));
     LogReader::new(BufReader::new(file))
 }
+
+/// The `hdrhistogram` crate's decoding of a log line's blob (its base64 column): an answer
+/// that is not Picollo's.
+pub fn hdr_decode(payload_base64: &str) -> hdrhistogram::Histogram<u64> {
+    use base64::Engine as _;
+    let blob = base64::engine::general_purpose::STANDARD
+        .decode(payload_base64)
+        .unwrap();
+    hdrhistogram::serialization::Deserializer::new()
+        .deserialize(&mut &blob[..])
+        .unwrap()
+}
+
+/// The `hdrhistogram` crate's sum of the blobs `payloads` ([`hdr_decode`]) added into `into`
+/// with its own `add` (index for index where the geometries match; otherwise each source
+/// entry recorded at its lowest value, as Java's `add` does).
+pub fn hdr_sum<'a>(
+    mut into: hdrhistogram::Histogram<u64>,
+    payloads: impl IntoIterator<Item = &'a str>,
+) -> hdrhistogram::Histogram<u64> {
+    for p in payloads {
+        into.add(hdr_decode(p)).unwrap();
+    }
+    into
+}
