@@ -70,8 +70,9 @@ fn sigfig3_histogram(highest: u64) -> HeapHistogram<u64> {
 }
 
 /// Accumulates log entries (optionally only those with `tag`; at most `most` of them) into a
-/// sigfig-3 Picollo histogram and, for comparison, into HdrHistogram counts with
-/// HdrHistogram's own `add`.
+/// sigfig-3 Picollo histogram and, for comparison, into [`HdrCounts`] (picollo-alloc's model of
+/// HdrHistogram's counts array, checked against the `hdrhistogram` crate in hdr_differential
+/// and hdr_vectors) with its `add`, HdrHistogram's rule.
 fn accumulate(
     name: &str,
     tag: Option<Option<&str>>,
@@ -156,7 +157,7 @@ fn jhiccup_log_through_picollo() {
     assert_eq!(upper(&h, 99.9), p999);
     assert_eq!(h.max(), Some(max));
     assert_same_buckets(&h, &hdr);
-    // HdrHistogram's own accumulation, read in place through Picollo's read model.
+    // The HdrHistogram-format accumulation, read in place through Picollo's read model.
     let view = interop::view(&hdr).unwrap();
     assert_eq!(view.total(), total);
     assert_eq!(upper(&view, 99.9), p999);
@@ -172,8 +173,9 @@ fn jhiccup_log_through_picollo() {
     assert_eq!(import.mapping.max_linear_error, (1 << 14) - 1);
     assert_eq!((import.underflow, import.overflow), (0, 0));
 
-    // Every percentile agrees with HdrHistogram's own rule where the two rank rules agree. In
-    // CI's miri run the first and last ranks (0 and 100; each rank walks both sides there, 4 s).
+    // Every percentile agrees with HdrHistogram's rule (HdrCounts') where the two rank rules
+    // agree. In CI's miri run the first and last ranks (0 and 100; each rank walks both sides
+    // there, 4 s).
     let ranks = [0.0, 1.0, 25.0, 50.0, 90.0, 99.0, 99.9, 99.99, 100.0];
     for rank in ranks.into_iter().step_by(size(1, 1, 8)) {
         assert_eq!(
