@@ -246,7 +246,10 @@ fn jhiccup_log_accumulates_like_hdrhistogram() {
     let decoded: Vec<HdrCounts> = entries
         .iter()
         .take(most)
-        .map(|e| e.decode().unwrap())
+        .map(|e| {
+            e.decode()
+                .unwrap_or_else(|err| panic!("line {}: {err}", e.line))
+        })
         .collect();
     let first = &decoded[0];
     assert_eq!(first.total_count(), 741);
