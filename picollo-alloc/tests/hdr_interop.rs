@@ -29,7 +29,7 @@ use picollo_testkit::miri_size as size;
 use proptest::prelude::*;
 
 mod common;
-use common::{hdr_sum, open_log, read_vector, JHICCUP, TAGGED};
+use common::{hdr_answers, hdr_sum, open_log, read_vector, JHICCUP, TAGGED};
 
 /// The largest block scale the properties draw. Under miri 7 in `.ci/miri-full`: a full-range
 /// histogram at block scale 14 has 835,000 cells (each pass over them takes minutes there), at
@@ -111,16 +111,6 @@ fn payloads(name: &str, tag: Option<Option<&str>>, most: usize) -> Vec<String> {
         .collect()
 }
 
-/// `(total, p99.9, max)` of the `hdrhistogram` crate's `new Histogram(3)` after adding the
-/// blobs: HdrHistogram's answers, for CI's miri run, where the tests read too few intervals
-/// for Java's.
-fn hdr_answers(payloads: &[String]) -> (u64, u64, u64) {
-    let into = hdrhistogram::Histogram::new(3).unwrap();
-    let sum = hdr_sum(into, payloads.iter().map(String::as_str));
-    assert!(!sum.is_empty());
-    (sum.len(), sum.value_at_quantile(0.999), sum.max())
-}
-
 /// The Picollo histogram holds exactly the HdrHistogram counts, index for index.
 fn assert_same_buckets(h: &HeapHistogram<u64>, hdr: &HdrCounts) {
     assert_eq!(h.window().first(), 0);
@@ -150,7 +140,7 @@ fn jhiccup_log_through_picollo() {
         (48_761, 1_745_879_039, 1_796_210_687)
     } else {
         assert_eq!(intervals, most);
-        hdr_answers(&payloads(JHICCUP, None, most))
+        hdr_answers(3, payloads(JHICCUP, None, most).iter().map(String::as_str))
     };
     assert_eq!(h.total(), total);
     assert_eq!((h.underflow(), h.overflow()), (0, 0));
@@ -265,7 +255,12 @@ fn tagged_log_tag_a_and_untagged_totals_are_equal() {
         // HdrHistogram's answers over the same intervals (the `hdrhistogram` crate's sum of
         // their blobs).
         assert_eq!((na, nu), (most, most));
-        let (total, p999, max) = hdr_answers(&payloads(TAGGED, Some(None), most));
+        let (total, p999, max) = hdr_answers(
+            3,
+            payloads(TAGGED, Some(None), most)
+                .iter()
+                .map(String::as_str),
+        );
         assert_eq!(u.total(), total);
         assert_eq!((upper(&u, 99.9), u.max()), (p999, Some(max)));
     }

@@ -31,7 +31,7 @@ const V2_HEADER_LEN: usize = 40;
 const MAX_ZIGZAG_LEN: usize = 9;
 
 mod common;
-use common::{hdr_decode, open_log, read_vector, JHICCUP, TAGGED};
+use common::{hdr_answers, hdr_decode, open_log, read_vector, JHICCUP, TAGGED};
 
 /// `new Histogram(3)` as HdrHistogram's log tests accumulate into: lowest 1, 3 digits (2 in
 /// CI's miri run, see [`accumulator_digits`]). Its indexing does not depend on the highest
@@ -106,32 +106,16 @@ fn payloads(entries: &[LogEntry]) -> Vec<&str> {
     entries.iter().map(|e| e.payload_base64.as_str()).collect()
 }
 
-/// What [`summarize`] must give for the intervals of `payloads` (blobs of one geometry), from
-/// the `hdrhistogram` crate: its decoding of each blob, added at that geometry (index for
-/// index), read as Java's `add` into `new Histogram(d)` ([`accumulator_digits`]) leaves it.
-/// That `add` records each source entry at its lowest equivalent value, each in its own target
-/// entry (no wider than the source's: the target has at least the source's 256 sub-buckets,
-/// and unit magnitude 0 against its 14), in order: the total is the source's, and the target
-/// entry at a rank holds the lowest value of the source entry at that rank (the max is the
-/// last rank). Read so, the target's array, seconds a pass under miri, is never built.
+/// What [`summarize`] must give for the intervals of `payloads`: the `hdrhistogram` crate's
+/// sum of their blobs in `new Histogram(d)` ([`accumulator_digits`]; its `add` re-buckets as
+/// Java's does).
 fn hdr_summary(payloads: &[&str]) -> Summary {
-    let mut source = hdr_decode(payloads[0]);
-    for p in &payloads[1..] {
-        let h = hdr_decode(p);
-        assert_eq!(
-            (h.low(), h.high(), h.sigfig()),
-            (source.low(), source.high(), source.sigfig())
-        );
-        source.add(h).unwrap();
-    }
-    assert!(!source.is_empty());
-    let target = hdrhistogram::Histogram::<u64>::new(accumulator_digits()).unwrap();
-    let java = |v| target.highest_equivalent(source.lowest_equivalent(v));
+    let (total, p999, max) = hdr_answers(accumulator_digits(), payloads.iter().copied());
     Summary {
         intervals: payloads.len(),
-        total: source.len(),
-        p999: java(source.value_at_quantile(0.999)),
-        max: java(source.max()),
+        total,
+        p999,
+        max,
     }
 }
 

@@ -64,3 +64,12 @@ pub fn hdr_sum<'a>(
     }
     into
 }
+
+/// `(total, p99.9, max)` of the `hdrhistogram` crate's `new Histogram(digits)` after adding
+/// the blobs `payloads` ([`hdr_sum`]): HdrHistogram's answers over a few intervals of a log,
+/// for CI's miri run, where the tests read too few intervals for Java's.
+pub fn hdr_answers<'a>(digits: u8, payloads: impl IntoIterator<Item = &'a str>) -> (u64, u64, u64) {
+    let sum = hdr_sum(hdrhistogram::Histogram::new(digits).unwrap(), payloads);
+    assert!(!sum.is_empty());
+    (sum.len(), sum.value_at_quantile(0.999), sum.max())
+}
