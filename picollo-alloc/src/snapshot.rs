@@ -269,9 +269,9 @@ impl HistogramRead for Snapshot {
     fn sum_range(&self, start: usize, end: usize) -> u64 {
         heap::sum_counts(&self.counts, start, end)
     }
-    /// The counts as a slice ([`picollo_core::storage::cell_runs`]).
+    /// The counts as a slice ([`picollo_core::storage::count_runs`]).
     fn recorded_runs(&self, f: &mut dyn FnMut(usize, &[u64])) {
-        picollo_core::storage::cell_runs(&self.counts, |&n| n, f)
+        picollo_core::storage::count_runs(&self.counts, f)
     }
 }
 

@@ -628,6 +628,32 @@ impl<T: PageCell> CellsMut for SparseStorage<T> {
             set(cell, left);
         }
     }
+
+    /// Each non-zero count lands as a record of it would: its page's cell, or the cold tier
+    /// (which installs the page when the bucket turns hot), so the memory still follows what
+    /// was recorded.
+    fn add_run(&mut self, start: usize, counts: &[u64], add: impl Fn(&mut T, u64)) {
+        let end = start.saturating_add(counts.len()).min(self.window.len());
+        let counts = counts.get(..end.saturating_sub(start)).unwrap_or(&[]);
+        for (i, &n) in counts.iter().enumerate() {
+            if n == 0 {
+                continue;
+            }
+            let pos = BucketPos::of_logical(self.first + start + i, self.k);
+            // SAFETY: `start + i` is a storage index inside the window (cut above), so `pos`
+            // is the position of a value of the window under this storage's block scale.
+            match unsafe { self.cell_mut(pos, self.k, self.first) } {
+                Lookup::Found(cell) => add(cell, n),
+                // SAFETY: as above.
+                Lookup::Missing => match unsafe { self.absent_mut(pos, self.k, self.first, n) } {
+                    Absent::Cell(cell) => add(cell, n),
+                    Absent::Counted => {}
+                    // Only for positions outside the window, which were cut above.
+                    Absent::Outside(_) => debug_assert!(false, "a slot inside the window"),
+                },
+            }
+        }
+    }
 }
 
 impl<T: PageCell + Copy> Clone for SparseStorage<T> {

@@ -294,6 +294,15 @@ proptest! {
         let mut into_dense = builder.dense().plain().unwrap();
         into_dense.add(&plain);
         assert_reads_alike(&into_dense, &dense, &[]);
+        // Into a narrower window: what lies above it goes to the overflow on both storages.
+        // (Sparse storage's window ends at a block's end: the dense twin takes its window.)
+        let mut s = HistogramBuilder::new().layout(layout).max_trackable(top / 3).plain().unwrap();
+        let same = HistogramBuilder::new().layout(layout).window(s.window());
+        let mut d = same.dense().plain().unwrap();
+        s.add(&dense);
+        d.add(&dense);
+        assert_reads_alike(&s, &d, &[]);
+        prop_assert_eq!((s.total_with_outside(), s.overflow()), (d.total_with_outside(), d.overflow()));
         let coarser = HistogramBuilder::new().relative_error(0.05).max_trackable(top);
         let (mut s, mut d) = (coarser.plain().unwrap(), coarser.dense().plain().unwrap());
         prop_assert_eq!(s.add(&plain), d.add(&dense));

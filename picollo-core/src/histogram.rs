@@ -344,6 +344,10 @@ where
     pub fn add<R: HistogramRead + ?Sized>(&mut self, other: &R) -> Rebucketing {
         let target = self.base.spec.layout();
         let window = self.base.window.window(target);
+        if other.layout() == target {
+            self.add_alike(other, window);
+            return Rebucketing::Exact;
+        }
         for_each_landing(other, target, window, |landing, n| match landing {
             Landing::Slot(slot) => self.record_n_at(self.slot_position(slot), n),
             Landing::Underflow => self.base.tallies.underflow.add(n),
@@ -351,6 +355,42 @@ where
         });
         rebucketing(other.layout(), target)
     }
+
+    /// [`Histogram::add`] from a source of the same layout: a logical index is the same
+    /// bucket on both sides, so each run of the source's bulk read is added into the cells
+    /// slice into slice ([`CellsMut::add_run`]), with no landing worked out per bucket; the
+    /// parts outside `window` (this histogram's) go to its underflow and overflow.
+    fn add_alike<R: HistogramRead + ?Sized>(&mut self, other: &R, window: Window) {
+        let source_first = other.window().first();
+        let (first, last) = (window.first(), window.last());
+        let (mut below, mut above) = (other.underflow(), other.overflow());
+        let storage = &mut self.base.storage;
+        other.recorded_runs(&mut |start, counts| {
+            let logical = source_first + start;
+            // counts[..inside.start] lie below the window, counts[inside.end..] above it.
+            let inside_start = first.saturating_sub(logical).min(counts.len());
+            let inside_end = last
+                .saturating_add(1)
+                .saturating_sub(logical)
+                .clamp(inside_start, counts.len());
+            let (rest, high) = counts.split_at(inside_end);
+            let (low, inside) = rest.split_at(inside_start);
+            below = below.saturating_add(saturating_sum(low));
+            above = above.saturating_add(saturating_sum(high));
+            if !inside.is_empty() {
+                storage.add_run(logical + inside_start - first, inside, |cell, n| {
+                    cell.add(n)
+                });
+            }
+        });
+        self.base.tallies.underflow.add(below);
+        self.base.tallies.overflow.add(above);
+    }
+}
+
+/// The sum of `counts`, saturating.
+fn saturating_sum(counts: &[u64]) -> u64 {
+    counts.iter().fold(0, |sum, &n| sum.saturating_add(n))
 }
 
 /// The [`Rebucketing`] that adding a `source`-layout histogram into a `target` layout gives.

@@ -300,6 +300,13 @@ pub trait CellsMut: Cells {
     /// Takes `n` away from the count at storage index `slot` (down to zero at most; nothing
     /// past the end): `set` stores a count into a cell. A histogram's `subtract`.
     fn take_at(&mut self, slot: usize, n: u64, set: impl Fn(&mut Self::Item, u64));
+    /// Adds `counts[i]` into the count at storage index `start + i`, for every `i` (nothing
+    /// past the end): `add` adds a count into a cell. A same-layout [`Histogram::add`]: dense
+    /// storage adds slice into slice, with no bucket position computed; sparse storage lands
+    /// each non-zero count as a record of it would (its page, or its cold tier).
+    ///
+    /// [`Histogram::add`]: crate::Histogram::add
+    fn add_run(&mut self, start: usize, counts: &[u64], add: impl Fn(&mut Self::Item, u64));
 }
 
 impl<S> Cells for S
@@ -381,6 +388,15 @@ where
         if let Some(cell) = self.as_mut_slice().get_mut(slot) {
             let left = cell.count().saturating_sub(n);
             set(cell, left);
+        }
+    }
+    /// Branch-free: adding a zero count leaves a cell as it was, and a test per count would
+    /// mispredict on data-dependent zeros.
+    #[inline]
+    fn add_run(&mut self, start: usize, counts: &[u64], add: impl Fn(&mut S::Item, u64)) {
+        let cells = self.as_mut_slice().get_mut(start..).unwrap_or(&mut []);
+        for (cell, &n) in cells.iter_mut().zip(counts) {
+            add(cell, n);
         }
     }
 }
@@ -524,15 +540,56 @@ fn prefetch_lines<T>(cells: &[T]) {
 /// ```
 #[inline(always)]
 pub fn cell_runs<T>(cells: &[T], get: impl Fn(&T) -> u64, f: &mut dyn FnMut(usize, &[u64])) {
-    const BLOCK: usize = 64 * CELL_RUN;
-    let or = |run: &[T]| run.iter().fold(0, |a, c| a | get(c));
     let mut counts = [0u64; CELL_RUN];
-    let mut emit = |start: usize, run: &[T]| {
+    nonempty_runs(cells, &get, |start, run| {
         for (n, c) in counts.iter_mut().zip(run) {
             *n = get(c);
         }
         f(start, counts.get(..run.len()).unwrap_or(&counts));
-    };
+    });
+}
+
+/// [`cell_runs`] for cells that are plain `u64` counts (a snapshot's, HdrHistogram's counts
+/// array): nothing is copied, and neighbouring non-empty runs go to `f` as one slice, so a
+/// dense histogram is one call, not one per [`CELL_RUN`] cells. A reader that adds the runs
+/// somewhere (a same-layout [`Histogram::add`](crate::Histogram::add)) then works on long
+/// slices.
+///
+/// ```
+/// let counts = [0u64, 0, 0, 0, 0, 0, 0, 0, 0, 5, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0];
+/// let mut runs = Vec::new();
+/// picollo_core::storage::count_runs(&counts, &mut |start, counts| {
+///     runs.push((start, counts.to_vec()))
+/// });
+/// assert_eq!(runs, [(8, vec![0, 5, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0])]);
+/// ```
+#[inline(always)]
+pub fn count_runs(counts: &[u64], f: &mut dyn FnMut(usize, &[u64])) {
+    let mut pending = 0..0;
+    nonempty_runs(
+        counts,
+        |&n| n,
+        |start, run| {
+            if start != pending.end {
+                if !pending.is_empty() {
+                    f(pending.start, counts.get(pending.clone()).unwrap_or(&[]));
+                }
+                pending.start = start;
+            }
+            pending.end = start + run.len();
+        },
+    );
+    if !pending.is_empty() {
+        f(pending.start, counts.get(pending.clone()).unwrap_or(&[]));
+    }
+}
+
+/// The scan of [`cell_runs`] and [`count_runs`]: calls `at(start, run)` for each run of
+/// [`CELL_RUN`] cells (the last one shorter) with a non-zero count, in order.
+#[inline(always)]
+fn nonempty_runs<T>(cells: &[T], get: impl Fn(&T) -> u64, mut at: impl FnMut(usize, &[T])) {
+    const BLOCK: usize = 64 * CELL_RUN;
+    let or = |run: &[T]| run.iter().fold(0, |a, c| a | get(c));
     let blocks = cells.chunks_exact(BLOCK);
     let rest = blocks.remainder();
     for (b, block) in blocks.enumerate() {
@@ -546,7 +603,7 @@ pub fn cell_runs<T>(cells: &[T], get: impl Fn(&T) -> u64, f: &mut dyn FnMut(usiz
         while mask != 0 {
             let r = mask.trailing_zeros() as usize;
             if let Some(run) = block.get(r * CELL_RUN..(r + 1) * CELL_RUN) {
-                emit(b * BLOCK + r * CELL_RUN, run);
+                at(b * BLOCK + r * CELL_RUN, run);
             }
             mask &= mask - 1;
         }
@@ -554,7 +611,7 @@ pub fn cell_runs<T>(cells: &[T], get: impl Fn(&T) -> u64, f: &mut dyn FnMut(usiz
     let base = cells.len() - rest.len();
     for (r, run) in rest.chunks(CELL_RUN).enumerate() {
         if or(run) != 0 {
-            emit(base + r * CELL_RUN, run);
+            at(base + r * CELL_RUN, run);
         }
     }
 }

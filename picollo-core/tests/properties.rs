@@ -153,6 +153,44 @@ proptest! {
     }
 
     #[test]
+    fn add_same_layout_lands_as_the_rebucketing_rule(
+        source_values in proptest::collection::vec((any_value(), 1u64..40_000), 0..max_values()),
+        target_values in proptest::collection::vec(any_value(), 0..max_values()),
+        source_range in (0u64..20_000, 20_000u64..2_000_000),
+        target_range in (0u64..40_000, 10_000u64..1_000_000),
+    ) {
+        // The same-layout add takes the source's runs slice into slice; the general rule
+        // (`for_each_landing`, bucket by bucket) is the oracle. Windows that overlap in any
+        // way, a target already holding counts, and u16 cells that saturate.
+        let layout = Layout::from_block_scale(size(6, 6, 4)).unwrap();
+        let source_window = Window::new(layout, source_range.0, source_range.1).unwrap();
+        let (lo, hi) = (target_range.0.min(target_range.1), target_range.0.max(target_range.1));
+        let target_window = Window::new(layout, lo, hi).unwrap();
+        let mut source_cells = vec![0u64; source_window.len()];
+        let mut source = Histogram::with_storage(layout, &mut source_cells[..], source_window).unwrap();
+        for &(v, n) in &source_values { source.record_n(v, n); }
+        let mut target_cells = vec![0u16; target_window.len()];
+        let mut target = Histogram::with_storage(layout, &mut target_cells[..], target_window).unwrap();
+        for &v in &target_values { target.record(v); }
+
+        let mut expected: Vec<u64> = (0..target_window.len()).map(|s| target.count_at(s)).collect();
+        let (mut under, mut over) = (target.underflow(), target.overflow());
+        picollo_core::histogram::for_each_landing(&source, layout, target_window, |landing, n| {
+            match landing {
+                picollo_core::histogram::Landing::Slot(s) => {
+                    expected[s] = (expected[s] + n).min(u64::from(u16::MAX));
+                }
+                picollo_core::histogram::Landing::Underflow => under += n,
+                picollo_core::histogram::Landing::Overflow => over += n,
+            }
+        });
+        prop_assert_eq!(target.add(&source), picollo_core::Rebucketing::Exact);
+        prop_assert_eq!((target.underflow(), target.overflow()), (under, over));
+        let got: Vec<u64> = (0..target_window.len()).map(|s| target.count_at(s)).collect();
+        prop_assert_eq!(got, expected);
+    }
+
+    #[test]
     fn add_into_coarser_is_exact(values in proptest::collection::vec(any_value(), 0..max_values())) {
         let fine = Layout::from_block_scale(fine_k()).unwrap();
         let coarse = Layout::from_block_scale(fine_k() - 3).unwrap();

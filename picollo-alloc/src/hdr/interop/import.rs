@@ -285,6 +285,11 @@ impl HistogramRead for HdrView<'_> {
     fn sum_range(&self, start: usize, end: usize) -> u64 {
         heap::sum_counts(self.counts, start, end)
     }
+
+    /// The counts as a slice ([`picollo_core::storage::count_runs`]), as a snapshot's.
+    fn recorded_runs(&self, f: &mut dyn FnMut(usize, &[u64])) {
+        picollo_core::storage::count_runs(self.counts, f)
+    }
 }
 
 #[cfg(test)]
