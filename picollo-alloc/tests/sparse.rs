@@ -620,6 +620,38 @@ fn a_storage_made_where_another_was_dropped_is_read_anew() {
 }
 
 #[test]
+fn walks_taking_turns_each_read_their_own_storage() {
+    // A thread keeps a walk cache per storage (32 at most): walks that take turns, three
+    // buckets a call, over 2 storages (each keeps its cache) and over 34 (more than the
+    // caches: some are taken over between a walk's calls and gathered anew) each read their
+    // own buckets. Every storage's buckets in its cold tier, at keys of its own.
+    let layout = Layout::from_block_scale(4).unwrap();
+    for storages in [2u64, 34] {
+        let histograms: Vec<_> = (0..storages)
+            .map(|k| {
+                let mut h = HistogramBuilder::new().layout(layout).plain().unwrap();
+                (0..12u64).for_each(|i| h.record((i * 13 + k + 1) * 1_009));
+                assert_eq!(h.storage().pages(), 0);
+                h
+            })
+            .collect();
+        let expected: Vec<_> = histograms.iter().map(|h| counted_from(h, 0)).collect();
+        let mut walked = vec![Vec::new(); histograms.len()];
+        let mut positions = vec![0usize; histograms.len()];
+        for _ in 0..5 {
+            for (i, h) in histograms.iter().enumerate() {
+                let batch = recorded_from(h, positions[i], 3);
+                if let Some(&(last, _)) = batch.last() {
+                    positions[i] = last + 1;
+                }
+                walked[i].extend(batch);
+            }
+        }
+        assert_eq!(walked, expected, "{storages} storages");
+    }
+}
+
+#[test]
 fn narrow_cells_saturate_like_dense_ones() {
     let b = HistogramBuilder::new().max_trackable(1000).u16_storage();
     let mut sparse = b.plain().unwrap();

@@ -104,12 +104,13 @@ impl<T: PageCell> SparseStorage<T> {
             words,
             other,
             merged,
-            walk: cache,
+            walks,
         } = scratch;
         let chunk = if walk { STOP_CELLS } else { usize::MAX };
         let mut from = from;
         while from < self.window.len() {
             let end = if walk {
+                let cache = walks.for_storage(self as *const Self as usize);
                 self.walk_words_from(cache, words, other, from)
             } else {
                 self.sorted_words_from(words, other, from);

@@ -13,8 +13,45 @@ pub(super) struct Scratch {
     pub(super) other: Vec<u32>,
     /// A page's counts with its block's cold entries added.
     pub(super) merged: Vec<u64>,
-    /// The cold entries of the last read from a position, kept for the walk's next call.
-    pub(super) walk: WalkCache,
+    /// The cold entries of the last reads from a position, one per storage, kept for each
+    /// walk's next call.
+    pub(super) walks: Walks,
+}
+
+/// The walk caches of a thread: one per storage that a walk read lately, so walks that take
+/// turns (the thread-local kind's walk reads each shard's storage and the accumulator's for
+/// every batch) each keep theirs; with one cache, each turn gathered and sorted its storage's
+/// cold entries anew, and a walk over several storages cost their entries on every call.
+#[derive(Default)]
+pub(super) struct Walks {
+    caches: Vec<WalkCache>,
+    /// The cache the next storage without one takes once all [`WALKS`] are in use.
+    evict: usize,
+}
+
+/// Storages whose walks a thread keeps cached at once: more than a walk over a thread-local
+/// histogram reads in turn unless more than 31 threads recorded into it (then its walk gathers
+/// anew per call, as every walk did with one cache).
+const WALKS: usize = 32;
+
+impl Walks {
+    /// The cache of the storage at `address`: the one it used last if still here, else a new
+    /// one, or once there are [`WALKS`] the next in turn (its tag no longer matches, so it is
+    /// gathered anew).
+    pub(super) fn for_storage(&mut self, address: usize) -> &mut WalkCache {
+        let at = match self.caches.iter().position(|c| c.tag[0] == address) {
+            Some(at) => at,
+            None if self.caches.len() < WALKS => {
+                self.caches.push(WalkCache::default());
+                self.caches.len() - 1
+            }
+            None => {
+                self.evict = (self.evict + 1) % WALKS;
+                self.evict
+            }
+        };
+        &mut self.caches[at]
+    }
 }
 
 /// The cold tier's entries as a walk from a position found them (the percentile and bucket
@@ -42,7 +79,7 @@ thread_local! {
             words: Vec::new(),
             other: Vec::new(),
             merged: Vec::new(),
-            walk: WalkCache { tag: [0; 4], from: 0, entries: Vec::new(), other: Vec::new() },
+            walks: Walks { caches: Vec::new(), evict: 0 },
         })
     };
 }

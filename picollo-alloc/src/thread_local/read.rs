@@ -281,23 +281,57 @@ impl<C: LocalCounter, S: StorageChoice> ThreadLocalHistogram<C, S> {
                 };
             }
         }
+        // Several sources: their counts merged by storage index, a chunk of the window at a
+        // time for a walk (so a walk that stops after a few buckets reads a chunk, not every
+        // count of every shard), the whole window at once otherwise. Each source's read
+        // from a chunk also finds its first count past it: the next chunk starts at the
+        // least of those, so empty stretches cost nothing.
+        let len = self.window.len();
+        let chunk = pass.stop_runs().saturating_mul(RUN);
         let mut pairs: Vec<(usize, u64)> = Vec::new();
+        let mut lo = from;
+        while lo < len {
+            // Chunks end at multiples of RUN, so no run of the replay straddles two.
+            let hi = (lo / RUN * RUN).saturating_add(chunk);
+            pairs.clear();
+            let next = self.gather_sources(lo..hi, acc, &mut pairs);
+            // Each source's pairs are sorted: a stable sort finds those runs and merges them.
+            pairs.sort_by_key(|&(slot, _)| slot);
+            replay_runs(&pairs, len, &mut run)?;
+            lo = next;
+        }
+        ControlFlow::Continue(())
+    }
+
+    /// [`gather_chunk`] over every source of a sparse pass: each owned shard's counts since
+    /// the last reset, and the accumulator's (`acc`, once it held counts). Returns the first
+    /// storage index past `chunk` where any source holds a count (`usize::MAX` when none).
+    fn gather_sources(
+        &self,
+        chunk: core::ops::Range<usize>,
+        acc: Option<&Accumulator<S>>,
+        pairs: &mut Vec<(usize, u64)>,
+    ) -> usize {
+        let mut next = usize::MAX;
         for shard in self.inner.shards() {
             if shard.state.load(Ordering::Relaxed) == OWNED {
-                shard.for_each_count(|slot, n| {
-                    if slot >= from {
-                        pairs.push((slot, n))
-                    }
-                });
+                sync::cells_read();
+                let base = shard.baseline();
+                let at = gather_chunk(
+                    |at, f| shard.cells.recorded_runs_from(at, f),
+                    chunk.clone(),
+                    |slot| base.map_or(0, |b| b.cells.count_at(slot)),
+                    pairs,
+                );
+                next = next.min(at);
             }
         }
         if let Some(acc) = acc {
             sync::cells_read();
-            crate::bulk::recorded_into(acc, &mut pairs);
-            pairs.retain(|&(slot, _)| slot >= from);
+            let at = gather_chunk(|at, f| acc.recorded_runs_from(at, f), chunk, |_| 0, pairs);
+            next = next.min(at);
         }
-        pairs.sort_unstable_by_key(|&(slot, _)| slot);
-        replay_runs(&pairs, self.window.len(), run)
+        next
     }
 
     /// Sums `acc(accumulator)` and `f` over the shards, retrying if a reset, fold or fork
@@ -395,6 +429,37 @@ fn nonempty_runs_until(
         r += n;
     }
     ControlFlow::Continue(())
+}
+
+/// Appends `(storage index, count less base(index))` for the non-zero counts a source's
+/// bulk read from `chunk.start` (`read_from`: a storage's or the accumulator's
+/// `recorded_runs_from`) finds below `chunk.end`, and returns the storage index of the first
+/// count it finds at or past `chunk.end` (`usize::MAX` when none): the source holds nothing
+/// between the chunk's end and that index.
+fn gather_chunk(
+    read_from: impl FnOnce(usize, &mut dyn FnMut(usize, &[u64]) -> ControlFlow<()>),
+    chunk: core::ops::Range<usize>,
+    base: impl Fn(usize) -> u64,
+    pairs: &mut Vec<(usize, u64)>,
+) -> usize {
+    let mut next = usize::MAX;
+    read_from(chunk.start, &mut |start, counts| {
+        for (slot, &n) in (start..).zip(counts) {
+            if n == 0 || slot < chunk.start {
+                continue;
+            }
+            if slot >= chunk.end {
+                next = slot;
+                return ControlFlow::Break(());
+            }
+            let n = n.saturating_sub(base(slot));
+            if n != 0 {
+                pairs.push((slot, n));
+            }
+        }
+        ControlFlow::Continue(())
+    });
+    next
 }
 
 /// Hands `pairs` (`(storage index, count)`, sorted by index; a repeated index is summed) to
