@@ -21,6 +21,7 @@
 #![allow(missing_docs)] // iai-callgrind's macros generate undocumented modules.
 
 use iai_callgrind::{library_benchmark, library_benchmark_group, main};
+use picollo_alloc::ThreadLocalHistogram;
 use picollo_benches::iai::{cell, instructions};
 use picollo_benches::report::{header, Block};
 use picollo_benches::*;
@@ -84,6 +85,23 @@ fn spread_dense() -> DensePlain {
     h
 }
 
+/// The thread-local kind (sparse, the builder's default) over the same values, half recorded
+/// by a thread that has exited (folded into the accumulator) and half by this one: a walk
+/// merges two sources.
+fn spread_thread_local() -> ThreadLocalHistogram<u64> {
+    let h: ThreadLocalHistogram<u64> = picollo_alloc::HistogramBuilder::new()
+        .sigfig(3)
+        .thread_local()
+        .expect("3 digits, full range");
+    let values = spread_values();
+    let (first, second) = values.split_at(values.len() / 2);
+    std::thread::scope(|s| {
+        s.spawn(|| first.iter().for_each(|&v| h.record(v)));
+    });
+    second.iter().for_each(|&v| h.record(v));
+    h
+}
+
 fn spread_hdr() -> hdrhistogram::Histogram<u64> {
     let mut h = hdrhistogram::Histogram::new(3).expect("3 digits");
     for v in spread_values() {
@@ -122,6 +140,12 @@ fn picollo_percentile_ticks_dense(h: DensePlain) -> (usize, u64) {
 }
 
 #[library_benchmark]
+#[bench::spread(setup = spread_thread_local)]
+fn picollo_percentile_ticks_thread_local(h: ThreadLocalHistogram<u64>) -> (usize, u64) {
+    picollo_ticks(&h)
+}
+
+#[library_benchmark]
 #[bench::spread(setup = spread_hdr)]
 fn hdrhistogram_iter_quantiles(h: hdrhistogram::Histogram<u64>) -> (usize, u64) {
     hdr_ticks(&h)
@@ -130,7 +154,7 @@ fn hdrhistogram_iter_quantiles(h: hdrhistogram::Histogram<u64>) -> (usize, u64) 
 library_benchmark_group!(
     name = ticks;
     benchmarks = picollo_percentile_ticks_sparse, picollo_percentile_ticks_dense,
-        hdrhistogram_iter_quantiles
+        picollo_percentile_ticks_thread_local, hdrhistogram_iter_quantiles
 );
 
 #[library_benchmark]
@@ -266,6 +290,11 @@ fn ticks_table() {
             "picollo_percentile_ticks_dense",
             "`picollo_percentile_ticks_dense`",
             picollo_ticks(&spread_dense()).0,
+        ),
+        (
+            "picollo_percentile_ticks_thread_local",
+            "`picollo_percentile_ticks_thread_local` (two sources: a live shard, an exited one)",
+            picollo_ticks(&spread_thread_local()).0,
         ),
         (
             "hdrhistogram_iter_quantiles",

@@ -505,11 +505,16 @@ pub mod iai {
     /// Instructions (`Ir`) counted for benchmark `function` with id `id` in `group` of bench
     /// file `bench` during this build's run, or `None` when there is no such result.
     pub fn instructions(bench: &str, group: &str, function: &str, id: &str) -> Option<u64> {
-        let path = home()?
+        let dir = home()?
             .join(bench)
             .join(group)
-            .join(format!("{function}.{id}"))
-            .join(format!("callgrind.{function}.{id}.out"));
+            .join(format!("{function}.{id}"));
+        let mut path = dir.join(format!("callgrind.{function}.{id}.out"));
+        if !path.exists() {
+            // A setup that started a thread makes callgrind write a file per thread; the
+            // benchmarked function runs on the main thread, the first.
+            path = dir.join(format!("callgrind.{function}.{id}.t1.p1.out"));
+        }
         let built = std::env::current_exe()
             .and_then(std::fs::metadata)
             .and_then(|m| m.modified())
