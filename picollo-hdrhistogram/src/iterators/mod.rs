@@ -225,12 +225,13 @@ impl<'a, T: Counter, P: PickyIterator<T>> Iterator for HistogramIterator<'a, T, 
             ) {
                 let quantile = self.total_count_to_index as f64 / self.hist.len() as f64;
                 let value = IterationValue {
-                    value_iterated_to: metadata.value_iterated_to.unwrap_or_else(|| {
-                        self.hist
-                            .highest_equivalent(self.hist.value_for(self.current_index))
-                    }),
+                    value_iterated_to: metadata
+                        .value_iterated_to
+                        .unwrap_or_else(|| self.hist.highest_at_index(self.current_index)),
                     quantile,
                     quantile_iterated_to: metadata.quantile_iterated_to.unwrap_or(quantile),
+                    // Read again: past the last recorded index the walk does not update
+                    // `count_at_index`.
                     count_at_value: self
                         .hist
                         .count_at_index(self.current_index)
