@@ -194,6 +194,7 @@ impl<'a, T: Counter, P: PickyIterator<T>> HistogramIterator<'a, T, P> {
 impl<'a, T: Counter, P: PickyIterator<T>> Iterator for HistogramIterator<'a, T, P> {
     type Item = IterationValue<T>;
 
+    #[inline]
     fn next(&mut self) -> Option<Self::Item> {
         // Walk the indexes up to the last non-zero count, then on while the picker wants
         // `more`; at each index, the picker may pick several times before the walk moves on.
