@@ -26,6 +26,12 @@ fn max_values() -> usize {
     size(200, 200, 40)
 }
 
+/// The most values each side of the same-layout add records: 200, 12 in CI's miri step (what
+/// it checks is where runs land, which a dozen buckets on each side reach).
+fn few_values() -> usize {
+    size(200, 200, 12)
+}
+
 /// The largest window of the windowed property: 2^16 cells, 2^12 in CI's miri step.
 fn max_window() -> usize {
     size(1 << 16, 1 << 16, 1 << 12)
@@ -154,8 +160,8 @@ proptest! {
 
     #[test]
     fn add_same_layout_lands_as_the_rebucketing_rule(
-        source_values in proptest::collection::vec((any_value(), 1u64..40_000), 0..max_values()),
-        target_values in proptest::collection::vec(any_value(), 0..max_values()),
+        source_values in proptest::collection::vec((any_value(), 1u64..40_000), 0..few_values()),
+        target_values in proptest::collection::vec(any_value(), 0..few_values()),
         source_range in (0u64..20_000, 20_000u64..2_000_000),
         target_range in (0u64..40_000, 10_000u64..1_000_000),
     ) {
