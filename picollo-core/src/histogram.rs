@@ -3,7 +3,7 @@
 use crate::kind::{Base, PlainTallies};
 use crate::layout::{BucketPos, ConstLayout, LayoutSpec};
 use crate::read::HistogramRead;
-use crate::storage::{Absent, Cells, CellsMut, Counter, Lookup};
+use crate::storage::{sum_cells, Absent, Cells, CellsMut, Counter, Lookup};
 use crate::window::{ConstWindow, Window, WindowError, WindowSpec};
 use crate::{storage_len, Layout, Record};
 
@@ -375,8 +375,8 @@ where
                 .clamp(inside_start, counts.len());
             let (rest, high) = counts.split_at(inside_end);
             let (low, inside) = rest.split_at(inside_start);
-            below = below.saturating_add(saturating_sum(low));
-            above = above.saturating_add(saturating_sum(high));
+            below = below.saturating_add(sum_cells(low, 0, low.len()));
+            above = above.saturating_add(sum_cells(high, 0, high.len()));
             if !inside.is_empty() {
                 storage.add_run(logical + inside_start - first, inside, |cell, n| {
                     cell.add(n)
@@ -386,11 +386,6 @@ where
         self.base.tallies.underflow.add(below);
         self.base.tallies.overflow.add(above);
     }
-}
-
-/// The sum of `counts`, saturating.
-fn saturating_sum(counts: &[u64]) -> u64 {
-    counts.iter().fold(0, |sum, &n| sum.saturating_add(n))
 }
 
 /// The [`Rebucketing`] that adding a `source`-layout histogram into a `target` layout gives.

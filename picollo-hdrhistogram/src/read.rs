@@ -153,12 +153,9 @@ impl<T: Counter> Histogram<T> {
             }
             running += sum;
         }
-        let base = chunks.len() * CHUNK;
-        for (j, count) in tail.iter().enumerate() {
-            running += count.as_u64();
-            if running >= target {
-                return finish(base + j);
-            }
+        let sum: u64 = tail.iter().map(Counter::as_u64).sum();
+        if running + sum >= target {
+            return finish(chunks.len() * CHUNK + position_reaching(tail, running, target));
         }
         0
     }
