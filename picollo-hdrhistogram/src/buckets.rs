@@ -49,19 +49,19 @@ impl<T: Counter> Histogram<T> {
 
     /// The lowest value of the bucket at counts-array `index`.
     pub(crate) fn value_for(&self, index: usize) -> u64 {
-        let k = self.sub_bucket_half_count_magnitude;
-        let half = 1usize << k;
-        let (bucket, sub_bucket) = if index < 2 * half {
-            (0, index as u64)
-        } else {
-            (
-                (index >> k) as u32 - 1,
-                ((index & (half - 1)) + half) as u64,
-            )
-        };
+        let (bucket, sub_bucket) = self.bucket_of_index(index);
         // Past the last bucket the shift may lose bits (as in `hdrhistogram`, whose pickers
         // look one index past the end); never a panic.
-        sub_bucket.wrapping_shl(bucket + self.unit_magnitude)
+        (sub_bucket as u64).wrapping_shl(bucket as u32 + self.unit_magnitude)
+    }
+
+    /// The bucket and sub-bucket of counts-array `index`: bucket 0 holds the indices below
+    /// 2·2^k, bucket b > 0 the upper half (2^k ..< 2·2^k) of its sub-buckets.
+    #[inline]
+    fn bucket_of_index(&self, index: usize) -> (usize, usize) {
+        let k = self.sub_bucket_half_count_magnitude;
+        let bucket = (index >> k).saturating_sub(1);
+        (bucket, index - (bucket << k))
     }
 
     /// `highest_equivalent(value_for(index))`, the value an iteration reports for a bucket,
@@ -72,10 +72,8 @@ impl<T: Counter> Histogram<T> {
     /// loses bits), the two steps answer, so the result is theirs at every index.
     #[inline]
     pub(crate) fn highest_at_index(&self, index: usize) -> u64 {
-        let k = self.sub_bucket_half_count_magnitude;
-        // Bucket 0 holds indices below 2·2^k; bucket b > 0 the half above 2^k of its range.
-        let bucket = (index >> k).saturating_sub(1);
-        let sub_bucket = (index - (bucket << k)) as u64 + 1;
+        let (bucket, sub_bucket) = self.bucket_of_index(index);
+        let sub_bucket = sub_bucket as u64 + 1;
         // At most 64 + 63: a shift past 63 fails the test below (`sub_bucket` is at least 1,
         // so it has at most 63 leading zeros), which also keeps the shift's bits.
         let shift = bucket.min(64) as u32 + self.unit_magnitude;
