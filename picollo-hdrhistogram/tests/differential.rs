@@ -309,11 +309,29 @@ macro_rules! same {
             );
         }
         let step = (u.max() / 500).max(1);
-        compare_iter(
-            f.iter_linear(step).take(ITEMS).map(item).collect(),
-            || u.iter_linear(step).take(ITEMS).map(item_up).collect(),
-            &format!("iter_linear({step})"),
-        );
+        let linear = f
+            .iter_linear(step)
+            .take(ITEMS)
+            .map(item)
+            .collect::<Vec<_>>();
+        let what = format!("iter_linear({step})");
+        if u.max().checked_add(step.saturating_mul(2)).is_some() {
+            compare_iter(
+                linear,
+                || u.iter_linear(step).take(ITEMS).map(item_up).collect(),
+                &what,
+            );
+        } else {
+            // The step's end can pass `u64::MAX` on the last steps: the upstream crate panics
+            // there in debug builds and wraps in release builds, going on with steps at small
+            // values; the facade's walk ends (README, "Differences"), after the same items.
+            let n = linear.len();
+            compare_iter(
+                linear,
+                || u.iter_linear(step).take(n).map(item_up).collect(),
+                &what,
+            );
+        }
         for (start, base) in [(1, 2.0), (100, 10.0), (7, 1.5)] {
             compare_iter(
                 f.iter_log(start, base).take(ITEMS).map(item).collect(),

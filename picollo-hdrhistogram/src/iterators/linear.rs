@@ -36,6 +36,9 @@ impl<'a, T: 'a + Counter> Iter<'a, T> {
 
 impl<'a, T: 'a + Counter> PickyIterator<T> for Iter<'a, T> {
     fn pick(&mut self, index: usize, _: u64, _: T) -> Option<PickMetadata> {
+        // Saturating: where the next step's end would pass `u64::MAX`, `hdrhistogram` panics
+        // (debug) or wraps to small values and walks on (release); here the walk ends there
+        // (README, "Differences").
         let next = self.step.1.saturating_add(self.value_units_per_bucket);
         pick_step(self.hist, index, &mut self.step, || next)
     }
