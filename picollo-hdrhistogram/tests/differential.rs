@@ -246,6 +246,12 @@ macro_rules! same {
             let last = f.value_at_quantiles(qs).last();
             assert_eq!(last, Some(0), "saturated counts: the quantiles past them");
         }
+        // One pass answers what one call per quantile does, saturated or not.
+        assert_eq!(
+            f.value_at_quantiles(qs).collect::<Vec<_>>(),
+            qs.map(|q| f.value_at_quantile(q)),
+            "value_at_quantiles against value_at_quantile"
+        );
         for &v in $probes {
             assert_eq!(
                 u64::from(f.count_at(v)),
@@ -457,6 +463,12 @@ macro_rules! saturation {
             // saturated counts never do.
             assert!(f.value_at_quantile(1.0) <= f.max());
             assert!(f.value_at_quantiles([0.5, 1.0]).all(|v| v <= f.max()));
+            let qs = [0.0, 1e-9, 0.25, 0.5, 0.5, 0.75, 1.0];
+            assert_eq!(
+                f.value_at_quantiles(qs).collect::<Vec<_>>(),
+                qs.map(|q| f.value_at_quantile(q)),
+                "one pass against one call per quantile, at the total's limit"
+            );
         }
     };
 }
