@@ -1,6 +1,7 @@
 //! `picollo-hdrhistogram` beside the real `hdrhistogram`, instruction counts (callgrind, via
 //! iai-callgrind), same binary, same data (issue 45): `record` with `u64` and `u32` counts,
-//! `value_at_quantile` at the 16 summary ranks, and a pass of `iter_recorded`.
+//! `value_at_quantile` at the 16 summary ranks (a call each, and `value_at_percentiles`' one
+//! pass), and a pass of `iter_recorded`.
 //!
 //! Both sides as a speed-minded user builds them (the `bench` profile: fat LTO, one codegen
 //! unit) and at their fastest: `new_with_bounds(1, 7716549600, 3)` (auto-resize off, so
@@ -115,6 +116,18 @@ fn facade_quantiles(h: Facade<u64>) -> u64 {
 
 #[library_benchmark]
 #[bench::seed(setup = filled_peer)]
+fn peer_quantiles_one_pass(h: Peer<u64>) -> u64 {
+    h.value_at_percentiles(black_box(SUMMARY_RANKS)).sum()
+}
+
+#[library_benchmark]
+#[bench::seed(setup = filled_facade)]
+fn facade_quantiles_one_pass(h: Facade<u64>) -> u64 {
+    h.value_at_percentiles(black_box(SUMMARY_RANKS)).sum()
+}
+
+#[library_benchmark]
+#[bench::seed(setup = filled_peer)]
 fn peer_iter_recorded(h: Peer<u64>) -> u64 {
     h.iter_recorded()
         .map(|v| v.value_iterated_to().wrapping_mul(v.count_at_value()))
@@ -132,7 +145,8 @@ fn facade_iter_recorded(h: Facade<u64>) -> u64 {
 library_benchmark_group!(
     name = facade;
     benchmarks = baseline_read, peer_record, facade_record, peer_record_u32, facade_record_u32,
-        peer_quantiles, facade_quantiles, peer_iter_recorded, facade_iter_recorded
+        peer_quantiles, facade_quantiles, peer_quantiles_one_pass, facade_quantiles_one_pass,
+        peer_iter_recorded, facade_iter_recorded
 );
 
 fn tables() {
@@ -192,6 +206,13 @@ fn tables() {
         "peer_quantiles",
         "facade_quantiles",
         16,
+        None,
+    );
+    row(
+        "`value_at_percentiles`, the 16 summary ranks in one pass",
+        "peer_quantiles_one_pass",
+        "facade_quantiles_one_pass",
+        1,
         None,
     );
     row(

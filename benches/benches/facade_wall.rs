@@ -1,6 +1,7 @@
 //! `picollo-hdrhistogram` beside the real `hdrhistogram`, wall clock, one thread, one run
 //! (issue 45): nanoseconds per `record` (u64 and u32 counts), per `value_at_quantile` at the 16
-//! summary ranks, per `iter_recorded` pass, and the bytes each histogram holds.
+//! summary ranks, per `value_at_percentiles` pass over them, per `iter_recorded` pass, and the
+//! bytes each histogram holds.
 //!
 //! Fair to the peer: both `new_with_bounds(1, 7716549600, 3)` (auto-resize off), both through
 //! `record`, one call site of each record path in this binary (inlined into its loop; the
@@ -115,8 +116,12 @@ fn main() {
         );
     }
 
-    // Reads: 16 ranks per batch, 200 batches per round; one pass of `iter_recorded` per call,
-    // 20 calls per round.
+    assert!(peer
+        .value_at_percentiles(SUMMARY_RANKS)
+        .eq(facade.value_at_percentiles(SUMMARY_RANKS)));
+
+    // Reads: 16 ranks per batch, 200 batches per round (a call each, then the 16 in one pass
+    // of `value_at_percentiles`); one pass of `iter_recorded` per call, 20 calls per round.
     const BATCHES: u32 = 200;
     const PASSES: u32 = 20;
     let reads = interleaved(
@@ -137,6 +142,27 @@ fn main() {
                         for &p in &SUMMARY_RANKS {
                             black_box(facade.value_at_percentile(black_box(p)));
                         }
+                    }
+                })
+            },
+            &mut || {
+                time(|| {
+                    for _ in 0..BATCHES {
+                        black_box(
+                            peer.value_at_percentiles(black_box(SUMMARY_RANKS))
+                                .sum::<u64>(),
+                        );
+                    }
+                })
+            },
+            &mut || {
+                time(|| {
+                    for _ in 0..BATCHES {
+                        black_box(
+                            facade
+                                .value_at_percentiles(black_box(SUMMARY_RANKS))
+                                .sum::<u64>(),
+                        );
                     }
                 })
             },
@@ -222,9 +248,14 @@ fn main() {
         per(&reads[1], q),
     );
     row(
+        "`value_at_percentiles`, the 16 ranks in one pass (ns per pass)",
+        per(&reads[2], BATCHES as usize),
+        per(&reads[3], BATCHES as usize),
+    );
+    row(
         "`iter_recorded` (ns per pass)",
-        per(&reads[2], PASSES as usize),
-        per(&reads[3], PASSES as usize),
+        per(&reads[4], PASSES as usize),
+        per(&reads[5], PASSES as usize),
     );
     println!();
     // Memory: the counts arrays (both allocate `distinct_values()` counts) plus the struct.
