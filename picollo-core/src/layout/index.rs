@@ -8,8 +8,53 @@ use super::BucketPos;
 /// is [`index_of_scale`].
 #[inline(always)]
 pub(super) const fn index_of_masked(k: u32, u: u32, value: u64) -> usize {
-    let e = (value | (1 << (k + u))).ilog2() - k;
+    index_from_log2(k, value, (value | (1 << (k + u))).ilog2())
+}
+
+/// [`index_of_masked`] for the record paths: its `ilog2` by [`ilog2_unchained`].
+#[inline(always)]
+pub(super) fn index_of_masked_unchained(k: u32, u: u32, value: u64) -> usize {
+    index_from_log2(k, value, ilog2_unchained(value | (1 << (k + u))))
+}
+
+/// The logical index of `value` from `log2 = ilog2(v | mask)`: `e = log2 - k`, then
+/// `(e << k) + (v >> e)`.
+#[inline(always)]
+const fn index_from_log2(k: u32, value: u64, log2: u32) -> usize {
+    let e = log2 - k;
     ((e as usize) << k) + (value >> e) as usize
+}
+
+/// `floor(log2(x))` of `x >= 1` for the record paths, where the `const fn`s here serve
+/// constant evaluation and every other caller.
+///
+/// Without LZCNT, x86_64 computes `ilog2` with `bsr`, which leaves its destination register
+/// unchanged when the source is zero, so the processor makes it wait for that register's old
+/// value. Where a record loop's register allocation gives `bsr` the register that held the
+/// previous record's index, every record waits for the one before: the dense record took
+/// 2.4 ns instead of 1.1 on this machine's cores, as slow as `hdrhistogram`'s
+/// (`benches/RESULTS.md`, "The `bsr` chain"). `bsr` with one register as its source and
+/// destination waits for nothing but its input. Elsewhere (LZCNT, other architectures, miri,
+/// which runs no assembly) this is `ilog2`.
+#[inline(always)]
+pub(crate) fn ilog2_unchained(x: u64) -> u32 {
+    debug_assert!(x != 0, "ilog2_unchained of 0");
+    #[cfg(all(target_arch = "x86_64", not(target_feature = "lzcnt"), not(miri)))]
+    {
+        let log2: u64;
+        // SAFETY: `bsr` reads and writes one general register and the flags, and touches no
+        // memory and no stack (`nomem`, `nostack`); its result depends on its input alone
+        // (`pure`). For the non-zero `x` of every caller (each ORs in a set bit) it writes the
+        // index of the highest set bit.
+        unsafe {
+            core::arch::asm!("bsr {0}, {0}", inout(reg) x => log2, options(pure, nomem, nostack));
+        }
+        log2 as u32
+    }
+    #[cfg(not(all(target_arch = "x86_64", not(target_feature = "lzcnt"), not(miri))))]
+    {
+        x.ilog2()
+    }
 }
 
 /// [`index_of_masked`] for a `u32` value, in 32-bit arithmetic only: `e = ilog2(v | mask) -
@@ -54,17 +99,30 @@ const DE_BRUIJN_LOG2: [u8; 32] = [
     27, 23, 6, 26, 5, 4, 31,
 ];
 
-/// `index_of` for a block scale given directly; shared by [`Layout`] and [`ConstLayout`] so
-/// that a compile-time scale folds into constants.
+/// `index_of` for a block scale given directly, for the record paths of [`Layout`] and
+/// [`ConstLayout`] (so that a compile-time scale folds into constants).
 #[inline(always)]
-pub(super) const fn index_of_scale(k: u32, value: u64) -> usize {
-    position_of_scale(k, value).logical(k)
+pub(super) fn index_of_scale_unchained(k: u32, value: u64) -> usize {
+    position_of_scale_unchained(k, value).logical(k)
 }
 
 /// The [`BucketPos`] of `value` for block scale `k`.
 #[inline(always)]
 pub(super) const fn position_of_scale(k: u32, value: u64) -> BucketPos {
-    let e = (value | (1 << k)).ilog2() - k;
+    position_from_log2(k, value, (value | (1 << k)).ilog2())
+}
+
+/// [`position_of_scale`] for the record paths: its `ilog2` by [`ilog2_unchained`].
+#[inline(always)]
+pub(super) fn position_of_scale_unchained(k: u32, value: u64) -> BucketPos {
+    position_from_log2(k, value, ilog2_unchained(value | (1 << k)))
+}
+
+/// The [`BucketPos`] of `value` from `log2 = ilog2(v | B)`: block `e = log2 - k`, offset
+/// `v >> e`.
+#[inline(always)]
+const fn position_from_log2(k: u32, value: u64, log2: u32) -> BucketPos {
+    let e = log2 - k;
     BucketPos {
         block: e as usize,
         offset: (value >> e) as usize,

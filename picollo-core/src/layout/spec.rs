@@ -1,7 +1,10 @@
 //! Where a histogram gets its layout ([`LayoutSpec`]): the runtime [`Layout`], a layout with
 //! a value unit ([`UnitLayout`]), or a compile-time [`ConstLayout`].
 
-use super::index::{index_of_scale, index_of_u32_scale, position_of_scale, position_u32_scale};
+use super::index::{
+    index_of_masked_unchained, index_of_scale_unchained, index_of_u32_scale,
+    position_of_scale_unchained, position_u32_scale,
+};
 use super::{BucketPos, Layout, MAX_BLOCK_SCALE, MIN_BLOCK_SCALE};
 
 /// Where a histogram gets its layout: a runtime [`Layout`] field, or a zero-sized
@@ -20,10 +23,12 @@ pub trait LayoutSpec: sealed::Sealed + Copy {
 
     /// The layout.
     fn layout(&self) -> Layout;
-    /// The logical index of `value`; override only to keep the scale constant.
+    /// The logical index of `value` ([`Layout::index_of`], with the record paths' `ilog2`,
+    /// see `layout/index.rs`); override only to keep the scale constant.
     #[inline(always)]
     fn index_of(&self, value: u64) -> usize {
-        self.layout().index_of(value)
+        let layout = self.layout();
+        index_of_masked_unchained(layout.block_scale(), layout.unit_magnitude(), value)
     }
     /// The logical index of a `u32` value in 32-bit arithmetic ([`Layout::index_of_u32`]);
     /// override only to keep the scale constant.
@@ -57,7 +62,8 @@ pub trait LayoutSpec: sealed::Sealed + Copy {
     /// only to keep the scale constant.
     #[inline(always)]
     fn position(&self, value: u64) -> BucketPos {
-        self.layout().position(value)
+        let layout = self.layout();
+        position_of_scale_unchained(layout.block_scale(), value >> layout.unit_magnitude())
     }
     /// The [`BucketPos`] of a `u32` value in 32-bit arithmetic (`Layout::position_u32`);
     /// override only to keep the scale constant.
@@ -113,7 +119,7 @@ impl LayoutSpec for Layout {
     #[inline(always)]
     fn index_of(&self, value: u64) -> usize {
         // `scales` is the block scale: histogram constructors give this spec no unit.
-        index_of_scale(self.scales, value)
+        index_of_scale_unchained(self.scales, value)
     }
     #[inline(always)]
     fn index_of_u32(&self, value: u32) -> usize {
@@ -125,7 +131,7 @@ impl LayoutSpec for Layout {
     }
     #[inline(always)]
     fn position(&self, value: u64) -> BucketPos {
-        position_of_scale(self.scales, value)
+        position_of_scale_unchained(self.scales, value)
     }
     #[inline(always)]
     fn position_u32(&self, value: u32) -> BucketPos {
@@ -238,7 +244,7 @@ impl<const K: u32> LayoutSpec for ConstLayout<K> {
     }
     #[inline(always)]
     fn index_of(&self, value: u64) -> usize {
-        index_of_scale(K, value)
+        index_of_scale_unchained(K, value)
     }
     #[inline(always)]
     fn index_of_u32(&self, value: u32) -> usize {
@@ -250,7 +256,7 @@ impl<const K: u32> LayoutSpec for ConstLayout<K> {
     }
     #[inline(always)]
     fn position(&self, value: u64) -> BucketPos {
-        position_of_scale(K, value)
+        position_of_scale_unchained(K, value)
     }
     #[inline(always)]
     fn position_u32(&self, value: u32) -> BucketPos {

@@ -201,9 +201,12 @@ fn positions_recombine_into_indices() {
                 let b = 1usize << k;
                 let range = if pos.block == 0 { 0..2 * b } else { b..2 * b };
                 assert!(range.contains(&pos.offset), "k={k} v={v}");
+                // The record paths' index math (`ilog2_unchained`) against the `const fn`s'.
                 assert_eq!(UnitLayout::new(l).position(v), pos);
+                assert_eq!(LayoutSpec::index_of(&UnitLayout::new(l), v), l.index_of(v));
                 if unit == 1 {
                     assert_eq!(LayoutSpec::position(&l, v), pos);
+                    assert_eq!(LayoutSpec::index_of(&l, v), l.index_of(v));
                 }
                 if v <= u32::MAX as u64 {
                     assert_eq!(l.position_u32(v as u32), pos);
@@ -221,5 +224,24 @@ fn const_layout_matches_runtime() {
     let r = Layout::from_block_scale(7).unwrap();
     for v in [0, 1, 127, 128, 255, 256, 1 << 40, u64::MAX] {
         assert_eq!(c.index_of(v), r.index_of(v));
+        assert_eq!(c.position(v), r.position(v));
     }
+}
+
+#[test]
+fn unchained_ilog2_is_ilog2() {
+    // Every bit, the values either side of it, and all bits below it set.
+    for shift in 0..64 {
+        let bit = 1u64 << shift;
+        for x in [
+            bit,
+            bit | 1,
+            bit | (bit - 1),
+            bit.wrapping_add(1).max(1),
+            (bit - 1).max(1),
+        ] {
+            assert_eq!(ilog2_unchained(x), x.ilog2(), "x={x:#x}");
+        }
+    }
+    assert_eq!(ilog2_unchained(u64::MAX), 63);
 }
