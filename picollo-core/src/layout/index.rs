@@ -5,7 +5,7 @@ use super::BucketPos;
 
 /// `index_of` for block scale `k` and unit magnitude `u`: the exponent `e = ilog2(v | B << u)
 /// - k` is `u` for every value below `2B << u`, and the plain layout's above. With `u = 0` it
-/// is [`index_of_scale`].
+/// is `position_of_scale(k, v).logical(k)` ([`index_of_scale_unchained`] on the record paths).
 #[inline(always)]
 pub(super) const fn index_of_masked(k: u32, u: u32, value: u64) -> usize {
     index_from_log2(k, value, (value | (1 << (k + u))).ilog2())
@@ -129,8 +129,8 @@ const fn position_from_log2(k: u32, value: u64, log2: u32) -> BucketPos {
     }
 }
 
-/// [`index_of_scale`] for a `u32` value, in 32-bit arithmetic only: on a 32-bit core it needs
-/// no 64-bit shifts (no `__aeabi_llsr` / `__aeabi_llsl` on Cortex-M0).
+/// [`index_of_scale_unchained`] for a `u32` value, in 32-bit arithmetic only: on a 32-bit
+/// core it needs no 64-bit shifts (no `__aeabi_llsr` / `__aeabi_llsl` on Cortex-M0).
 ///
 /// `e = ilog2(v | B) - k` equals the bit length of `v >> (k + 1)`: both are 0 below `2B` and
 /// grow by one per doubling above.
