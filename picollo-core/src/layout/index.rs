@@ -5,13 +5,15 @@ use super::BucketPos;
 
 /// `index_of` for block scale `k` and unit magnitude `u`: the exponent `e = ilog2(v | B << u)
 /// - k` is `u` for every value below `2B << u`, and the plain layout's above. With `u = 0` it
-/// is `position_of_scale(k, v).logical(k)` ([`index_of_scale_unchained`] on the record paths).
+/// is `position_of_scale(k, v).logical(k)`.
 #[inline(always)]
 pub(super) const fn index_of_masked(k: u32, u: u32, value: u64) -> usize {
     index_from_log2(k, value, (value | (1 << (k + u))).ilog2())
 }
 
-/// [`index_of_masked`] for the record paths: its `ilog2` by [`ilog2_unchained`].
+/// [`index_of_masked`] for the record paths: its `ilog2` by [`ilog2_unchained`]. With `u = 0`
+/// it is the plain layout's index, for [`Layout`] and [`ConstLayout`] (whose compile-time
+/// scale folds into constants).
 #[inline(always)]
 pub(super) fn index_of_masked_unchained(k: u32, u: u32, value: u64) -> usize {
     index_from_log2(k, value, ilog2_unchained(value | (1 << (k + u))))
@@ -99,13 +101,6 @@ const DE_BRUIJN_LOG2: [u8; 32] = [
     27, 23, 6, 26, 5, 4, 31,
 ];
 
-/// `index_of` for a block scale given directly, for the record paths of [`Layout`] and
-/// [`ConstLayout`] (so that a compile-time scale folds into constants).
-#[inline(always)]
-pub(super) fn index_of_scale_unchained(k: u32, value: u64) -> usize {
-    position_of_scale_unchained(k, value).logical(k)
-}
-
 /// The [`BucketPos`] of `value` for block scale `k`.
 #[inline(always)]
 pub(super) const fn position_of_scale(k: u32, value: u64) -> BucketPos {
@@ -129,8 +124,8 @@ const fn position_from_log2(k: u32, value: u64, log2: u32) -> BucketPos {
     }
 }
 
-/// [`index_of_scale_unchained`] for a `u32` value, in 32-bit arithmetic only: on a 32-bit
-/// core it needs no 64-bit shifts (no `__aeabi_llsr` / `__aeabi_llsl` on Cortex-M0).
+/// [`index_of_masked`] without a unit for a `u32` value, in 32-bit arithmetic only: on a
+/// 32-bit core it needs no 64-bit shifts (no `__aeabi_llsr` / `__aeabi_llsl` on Cortex-M0).
 ///
 /// `e = ilog2(v | B) - k` equals the bit length of `v >> (k + 1)`: both are 0 below `2B` and
 /// grow by one per doubling above.

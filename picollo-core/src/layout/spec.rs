@@ -2,8 +2,7 @@
 //! a value unit ([`UnitLayout`]), or a compile-time [`ConstLayout`].
 
 use super::index::{
-    index_of_masked_unchained, index_of_scale_unchained, index_of_u32_scale,
-    position_of_scale_unchained, position_u32_scale,
+    index_of_masked_unchained, index_of_u32_scale, position_of_scale_unchained, position_u32_scale,
 };
 use super::{BucketPos, Layout, MAX_BLOCK_SCALE, MIN_BLOCK_SCALE};
 
@@ -119,7 +118,7 @@ impl LayoutSpec for Layout {
     #[inline(always)]
     fn index_of(&self, value: u64) -> usize {
         // `scales` is the block scale: histogram constructors give this spec no unit.
-        index_of_scale_unchained(self.scales, value)
+        index_of_masked_unchained(self.scales, 0, value)
     }
     #[inline(always)]
     fn index_of_u32(&self, value: u32) -> usize {
@@ -244,7 +243,7 @@ impl<const K: u32> LayoutSpec for ConstLayout<K> {
     }
     #[inline(always)]
     fn index_of(&self, value: u64) -> usize {
-        index_of_scale_unchained(K, value)
+        index_of_masked_unchained(K, 0, value)
     }
     #[inline(always)]
     fn index_of_u32(&self, value: u32) -> usize {
