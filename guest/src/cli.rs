@@ -44,7 +44,8 @@ pub(crate) mod cli_json {
     }
 
     /// `picollo attach --spans --format json`: `(spans, sum)` of `counter` in phase `phase`
-    /// of the last line that has it.
+    /// of the last line that has it: the spans the counter covers, not the phase's `n` (spans
+    /// saved between the attach and the counter request count nothing).
     pub fn attach_sum(out: &str, phase: &str, counter: &str) -> Option<(u64, u64)> {
         out.lines().rev().find_map(|line| {
             let v: Value = serde_json::from_str(line).ok()?;
@@ -56,7 +57,10 @@ pub(crate) mod cli_json {
             // cycles and instructions are columns of their own; other counters are in
             // `counters` with their own span counts.
             match counter {
-                "instructions" | "cycles" => Some((p["n"].as_u64()?, p[counter].as_u64()?)),
+                "instructions" | "cycles" => Some((
+                    p[format!("{counter}_spans")].as_u64()?,
+                    p[counter].as_u64()?,
+                )),
                 _ => {
                     let c = &p["counters"][counter];
                     Some((c["spans"].as_u64()?, c["sum"].as_u64()?))

@@ -313,7 +313,9 @@ struct Phase {
     p50_ticks: Option<u64>,
     p50_ns: Option<f64>,
     cycles: Option<u128>,
+    cycles_spans: u64,
     instructions: Option<u128>,
+    instructions_spans: u64,
     ipc: Option<Ipc>,
     counters: Ordered<PhaseCounter>,
 }
@@ -397,7 +399,9 @@ impl From<picollo_spans::PhaseRow> for Phase {
             p50_ticks: p.p50_ticks,
             p50_ns: p.p50_ns,
             cycles: p.cycles,
+            cycles_spans: p.cycles_spans,
             instructions: p.instructions,
+            instructions_spans: p.instructions_spans,
             ipc: p.ipc.map(|[p5, p50, p95]| Ipc { p5, p50, p95 }),
             counters: Ordered::new(
                 p.counters

@@ -89,8 +89,14 @@ pub struct PhaseRow {
     pub wall_p50_ticks: Option<u64>,
     /// Total cycles, when cycles were counted.
     pub cycles: Option<u128>,
+    /// Spans that [`PhaseRow::cycles`] covers: fewer than [`PhaseRow::count`] when the
+    /// counters were chosen while the spans ran (`picollo attach -e` asks for them after it
+    /// attaches, so the first spans it sees may count something else).
+    pub cycles_spans: u64,
     /// Total instructions, when instructions were counted.
     pub instructions: Option<u128>,
+    /// Spans that [`PhaseRow::instructions`] covers (see [`PhaseRow::cycles_spans`]).
+    pub instructions_spans: u64,
     /// Instructions per cycle at the 5th, 50th and 95th percentiles of spans, when both
     /// cycles and instructions were counted.
     pub ipc: Option<[f64; 3]>,

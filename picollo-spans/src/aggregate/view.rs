@@ -90,7 +90,9 @@ impl SpanAggregator {
             p50_ns: p50.and_then(|p| ns(p as f64)),
             wall_p50_ticks: s.wall.as_ref().and_then(median),
             cycles: cycles.and_then(|c| s.counter_sum(c)),
+            cycles_spans: cycles.map_or(0, |c| s.counter_count(c)),
             instructions: instr,
+            instructions_spans: instructions.map_or(0, |j| s.counter_count(j)),
             ipc,
             counters: self.phase_counters(s, instr),
         }
@@ -473,7 +475,9 @@ mod tests {
         }
         let p = a.phases();
         assert_eq!(p[0].instructions, Some(3 * 258_235));
+        assert_eq!(p[0].instructions_spans, 3);
         assert_eq!(p[0].cycles, None);
+        assert_eq!(p[0].cycles_spans, 0);
         let t = a.table();
         assert_eq!(t.cell("chain", "Instructions"), Some("775K"));
         assert_eq!(t.cell("chain", "IPC p50"), Some("n/a"));
@@ -483,6 +487,28 @@ mod tests {
         b.note_unavailable_because("instructions", errno::ENOENT as u32);
         b.record("chain", 1000, &[]);
         assert_eq!(b.table().cell("chain", "Instructions"), Some("n/a"));
+    }
+
+    #[test]
+    fn counter_columns_say_which_spans_they_cover() {
+        // `picollo attach -e instructions PID` attaches, then asks for the counter: a span
+        // the program saved in between has no instructions. Seen once on the arm64 guest
+        // (1,432 spans, instructions summed over 1,431): the row's `count` alone made the
+        // sum look one span short, so each counter column says how many spans it covers.
+        let mut a = SpanAggregator::new();
+        a.record("chain", 1000, &[]);
+        let (ins, cyc) = (a.counter_index("instructions"), a.counter_index("cycles"));
+        for _ in 0..4 {
+            a.record("chain", 1000, &[(ins, 258_278)]);
+        }
+        a.record("chain", 1000, &[(ins, 258_278), (cyc, 300_000)]);
+        let p = &a.phases()[0];
+        assert_eq!(p.count, 6);
+        assert_eq!(
+            (p.instructions, p.instructions_spans),
+            (Some(5 * 258_278), 5)
+        );
+        assert_eq!((p.cycles, p.cycles_spans), (Some(300_000), 1));
     }
 
     #[test]
