@@ -165,9 +165,9 @@ use crate::sync::{Mutex, MutexGuard, RwLock, RwLockReadGuard};
 use crate::{Labels, Registry};
 use handle_cache::{cached_handle, remember_handle};
 use index::Index;
-use kinded::Kinded;
 #[cfg(test)]
 use kinded::{FloatBuckets, TWO_63};
+use kinded::{Kinded, Resolved};
 #[cfg(test)]
 use names::{sanitize, sanitize_chars};
 /// Which Picollo kind the recorder's histograms are (see the [module docs](self), "Which
@@ -272,8 +272,8 @@ impl RecorderBuilder {
     /// thread-local kind, [`BuildError::Window`] for a `max_trackable` the layout cannot hold.
     pub fn build(self, registry: Arc<Registry>) -> Result<PicolloRecorder, BuildError> {
         // Every series is made from this configuration: refuse it here, not per series (and
-        // without making a histogram to find out).
-        Kinded::footprint_of(&self)?;
+        // without making a histogram to find out), and resolve it once.
+        let resolved = Kinded::resolve(&self)?;
         let invalid = registry
             .counter(
                 "picollo_recorder_invalid_values_total",
@@ -293,6 +293,7 @@ impl RecorderBuilder {
                 id: NEXT_RECORDER_ID.fetch_add(1, Ordering::Relaxed),
                 registry,
                 config: self,
+                resolved,
                 invalid,
                 refused,
                 help: RwLock::new(HashMap::new()),
@@ -391,6 +392,9 @@ struct Inner {
     id: u64,
     registry: Arc<Registry>,
     config: RecorderBuilder,
+    /// The layout and window of every series, resolved from `config` when the recorder was
+    /// built.
+    resolved: Resolved,
     invalid: Counter,
     refused: Counter,
     /// Descriptions by sanitized name (read when a series is registered, under the read
@@ -525,7 +529,8 @@ impl PicolloRecorder {
     /// configuration makes no histogram, which `build` refused already.
     fn register_new_histogram(&self, key: &Arc<Key>) -> Option<metrics::Histogram> {
         let series = Series::new(Arc::clone(key));
-        let histogram = Kinded::new(&self.inner.config, &self.inner.invalid, series).ok()?;
+        let inner = &self.inner;
+        let histogram = Kinded::new(&inner.config, inner.resolved, &inner.invalid, series).ok()?;
         let handle = histogram.handle();
         // Copied only when a reader holds the list now (copy-on-write).
         Arc::make_mut(&mut lock(&self.inner.entries)).push(histogram);

@@ -51,9 +51,14 @@ pub(super) fn cached_handle(recorder: u64, key: &Key) -> Option<metrics::Histogr
 /// same static key on every call, and the cached clone of a static key borrows the same name
 /// and label slice, so the common case is four pointer compares instead of `Key`'s string
 /// compares (three `memcmp` calls for one label: about 80 of the 220 instructions per call).
-/// Keys built per call (dynamic labels) fall back to `==`.
+/// Keys built per call (dynamic labels) fall back to `==`. Their hashes (computed when each
+/// key was made) are compared first: a new key meets another key's entry in its slot, and
+/// `==` compares names before hashes (60 of the 112 instructions of such a miss).
 #[inline]
 pub(super) fn same_key(cached: &Key, key: &Key) -> bool {
+    if cached.get_hash() != key.get_hash() {
+        return false;
+    }
     let same_parts = core::ptr::eq(cached.name(), key.name())
         && core::ptr::eq(cached.labels().as_slice(), key.labels().as_slice());
     same_parts || cached == key

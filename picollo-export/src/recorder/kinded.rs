@@ -4,12 +4,14 @@
 use std::sync::Arc;
 
 use picollo_alloc::{
-    BuildError, Dense, HeapAtomicHistogram, HistogramBuilder, Snapshot, SparseAtomicHistogram,
-    SparseStorage, ThreadLocalHistogram,
+    BuildError, Dense, HeapAtomicHistogram, HistogramBuilder, Snapshot, Sparse,
+    SparseAtomicHistogram, SparseStorage, StorageChoice, ThreadLocalHistogram,
 };
 use picollo_core::cell::AtomicU64;
 use picollo_core::storage::Cells;
-use picollo_core::{BucketPos, HistogramRead, Layout, RecordAt, UnitLayout, Window};
+use picollo_core::{
+    AtomicHistogram, BucketPos, HistogramRead, Layout, LayoutSpec, RecordAt, UnitLayout, Window,
+};
 
 use super::{HistogramKind, RecorderBuilder, Series};
 use crate::registry::{Counter, Gauge};
@@ -55,55 +57,79 @@ impl Kinded {
         (builder, config.layout.unit_magnitude() != 0)
     }
 
-    /// A new histogram of `config`'s kind, made by [`HistogramBuilder`] (so that a layout
-    /// with a lowest discernible value is recorded with its unit, or refused for a kind that
-    /// records none: never stripped).
+    /// The layout and window of `config`'s histograms, resolved by [`HistogramBuilder`]
+    /// (so that a layout with a lowest discernible value is recorded with its unit, or
+    /// refused for a kind that records none: never stripped). The recorder resolves them
+    /// once, when it is built: [`Kinded::new`] then makes each atomic series from them
+    /// without the builder's checks and arithmetic (133 of a new series' 2,608 instructions,
+    /// with its first record; `benches/RESULTS.md`).
     ///
     /// # Errors
     /// The builder's: an invalid window, or a value unit with the thread-local kind.
+    pub(super) fn resolve(config: &RecorderBuilder) -> Result<Resolved, BuildError> {
+        let (builder, unit) = Self::builder(config);
+        let (layout, window) = match (config.kind, unit) {
+            (HistogramKind::ThreadLocal, true) => {
+                builder.resolve()?;
+                return Err(BuildError::NeedsUnitLayout {
+                    unit: config.layout.unit(),
+                });
+            }
+            (_, true) => builder.lowest_discernible(config.layout.unit()).resolve()?,
+            (_, false) => builder.resolve()?,
+        };
+        Ok(Resolved { layout, window })
+    }
+
+    /// A new histogram of `config`'s kind, over `resolved` (from [`Kinded::resolve`] of the
+    /// same `config`): what [`HistogramBuilder`]'s `atomic()` would make of it
+    /// (`made_as_the_builder_makes_them` checks every kind). The thread-local kind is made
+    /// by the builder.
+    ///
+    /// # Errors
+    /// The histogram's own check of its window (which `resolve` passed already).
     pub(super) fn new(
         config: &RecorderBuilder,
+        resolved: Resolved,
         invalid: &Counter,
         series: Series,
     ) -> Result<Kinded, BuildError> {
-        let (builder, unit) = Self::builder(config);
+        let Resolved { layout, window } = resolved;
         let (scale, invalid) = (config.scale, invalid.clone());
+        let unit = layout.unit_magnitude() != 0;
+        // The thread-local kind has no constructor but the builder's.
+        let builder = || Self::builder(config).0;
         Ok(match (config.kind, config.dense, unit) {
             (HistogramKind::ThreadLocal, true, _) => Kinded::ThreadLocal(Arc::new(Handle::new(
-                builder.dense().thread_local()?,
+                builder().dense().thread_local()?,
                 scale,
                 invalid,
                 series,
             ))),
             (HistogramKind::ThreadLocal, false, _) => Kinded::SparseThreadLocal(Arc::new(
-                Handle::new(builder.thread_local()?, scale, invalid, series),
+                Handle::new(builder().thread_local()?, scale, invalid, series),
             )),
             (HistogramKind::Atomic, true, false) => Kinded::Atomic(Arc::new(Handle::new(
-                builder.dense().atomic()?,
+                atomic::<Dense, Layout>(layout, window)?,
                 scale,
                 invalid,
                 series,
             ))),
             (HistogramKind::Atomic, false, false) => Kinded::SparseAtomic(Arc::new(Handle::new(
-                builder.atomic()?,
+                atomic::<Sparse, Layout>(layout, window)?,
                 scale,
                 invalid,
                 series,
             ))),
-            // The layout's unit, set as the builder's lowest discernible value: the builder
-            // whose atomic kind records it.
             (HistogramKind::Atomic, true, true) => Kinded::UnitAtomic(Arc::new(Handle::new(
-                builder
-                    .lowest_discernible(config.layout.unit())
-                    .dense()
-                    .atomic()?,
+                atomic::<Dense, UnitLayout>(layout, window)?,
                 scale,
                 invalid,
                 series,
             ))),
             (HistogramKind::Atomic, false, true) => {
                 Kinded::SparseUnitAtomic(Arc::new(Handle::new(
-                    builder.lowest_discernible(config.layout.unit()).atomic()?,
+                    atomic::<Sparse, UnitLayout>(layout, window)?,
                     scale,
                     invalid,
                     series,
@@ -121,33 +147,23 @@ impl Kinded {
     /// # Errors
     /// As [`Kinded::new`].
     pub(super) fn footprint_of(config: &RecorderBuilder) -> Result<usize, BuildError> {
-        let (builder, unit) = Self::builder(config);
-        let sparse_bytes =
-            |(layout, window)| SparseStorage::<AtomicU64>::new(layout, window).held_bytes();
-        let dense_bytes = |(_, window): (Layout, Window)| window.len() * size_of::<AtomicU64>();
+        let Resolved { layout, window } = Self::resolve(config)?;
+        let unit = layout.unit_magnitude() != 0;
+        let sparse_bytes = SparseStorage::<AtomicU64>::new(layout, window).held_bytes();
+        let dense_bytes = window.len() * size_of::<AtomicU64>();
         Ok(match (config.kind, config.dense, unit) {
-            (HistogramKind::ThreadLocal, _, true) => {
-                builder.resolve()?;
-                return Err(BuildError::NeedsUnitLayout {
-                    unit: config.layout.unit(),
-                });
-            }
             // The accumulator; shards come with the recording threads.
-            (HistogramKind::ThreadLocal, true, false) => dense_bytes(builder.resolve()?),
-            (HistogramKind::ThreadLocal, false, false) => sparse_bytes(builder.resolve()?),
-            (HistogramKind::Atomic, true, false) => {
-                size_of::<HeapAtomicHistogram>() + dense_bytes(builder.resolve()?)
-            }
+            (HistogramKind::ThreadLocal, true, _) => dense_bytes,
+            (HistogramKind::ThreadLocal, false, _) => sparse_bytes,
+            (HistogramKind::Atomic, true, false) => size_of::<HeapAtomicHistogram>() + dense_bytes,
             (HistogramKind::Atomic, false, false) => {
-                size_of::<SparseAtomicHistogram>() + sparse_bytes(builder.resolve()?)
+                size_of::<SparseAtomicHistogram>() + sparse_bytes
             }
             (HistogramKind::Atomic, true, true) => {
-                let resolved = builder.lowest_discernible(config.layout.unit()).resolve()?;
-                size_of::<HeapAtomicHistogram<AtomicU64, UnitLayout>>() + dense_bytes(resolved)
+                size_of::<HeapAtomicHistogram<AtomicU64, UnitLayout>>() + dense_bytes
             }
             (HistogramKind::Atomic, false, true) => {
-                let resolved = builder.lowest_discernible(config.layout.unit()).resolve()?;
-                size_of::<SparseAtomicHistogram<AtomicU64, UnitLayout>>() + sparse_bytes(resolved)
+                size_of::<SparseAtomicHistogram<AtomicU64, UnitLayout>>() + sparse_bytes
             }
         })
     }
@@ -175,6 +191,27 @@ impl Kinded {
     pub(super) fn footprint(&self) -> usize {
         each_kind!(self, h => h.histogram.footprint())
     }
+}
+
+/// The layout and window every series of a recorder is made from ([`Kinded::resolve`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Resolved {
+    layout: Layout,
+    window: Window,
+}
+
+/// An atomic histogram of storage `S` over a resolved layout and window: the body of
+/// [`HistogramBuilder::atomic`] without its resolution.
+fn atomic<S: StorageChoice, L: LayoutSpec + From<Layout>>(
+    layout: Layout,
+    window: Window,
+) -> Result<AtomicHistogram<S::Cells<AtomicU64>, L>, BuildError> {
+    let (cells, window) = S::cells::<AtomicU64>(layout, window);
+    Ok(AtomicHistogram::with_storage(
+        L::from(layout),
+        cells,
+        window,
+    )?)
 }
 
 /// A histogram kind the recorder can hand to `metrics`.

@@ -3,6 +3,8 @@
 
 use super::handle_cache::same_key;
 use super::*;
+use picollo_alloc::HistogramBuilder;
+use picollo_core::HistogramRead;
 use proptest::prelude::*;
 
 /// The slot recording through the integer conversion gives `v`, if inside the window.
@@ -154,11 +156,52 @@ fn sanitize_mends_invalid_names() {
     assert_eq!(sanitize("rpc_latency", true), "rpc_latency");
 }
 
+/// What `HistogramBuilder` makes of `config`, as the recorder made each series before it
+/// resolved the configuration once: the layout, window and bytes of the histogram.
+fn built_by_the_builder(config: &RecorderBuilder) -> Result<(Layout, Window, usize), BuildError> {
+    fn seen(h: &(impl HistogramRead + ?Sized), bytes: usize) -> (Layout, Window, usize) {
+        (h.layout(), h.window(), bytes)
+    }
+    let builder = HistogramBuilder::new()
+        .layout(config.layout)
+        .max_trackable(config.max_trackable);
+    let unit = config.layout.unit_magnitude() != 0;
+    let with_unit = || builder.lowest_discernible(config.layout.unit());
+    Ok(match (config.kind, config.dense, unit) {
+        (HistogramKind::ThreadLocal, true, _) => {
+            let h = builder.dense().thread_local()?;
+            seen(&h, h.footprint())
+        }
+        (HistogramKind::ThreadLocal, false, _) => {
+            let h = builder.thread_local()?;
+            seen(&h, h.footprint())
+        }
+        (HistogramKind::Atomic, true, false) => {
+            let h = builder.dense().atomic()?;
+            seen(&h, h.footprint())
+        }
+        (HistogramKind::Atomic, false, false) => {
+            let h = builder.atomic()?;
+            seen(&h, h.footprint())
+        }
+        (HistogramKind::Atomic, true, true) => {
+            let h = with_unit().dense().atomic()?;
+            seen(&h, h.footprint())
+        }
+        (HistogramKind::Atomic, false, true) => {
+            let h = with_unit().atomic()?;
+            seen(&h, h.footprint())
+        }
+    })
+}
+
+/// Each series is made from the configuration resolved once ([`Kinded::resolve`]), and
 /// `build` and `series_footprint` check and measure a configuration without making a
-/// histogram: what they find is what making one finds (the same bytes, the same error), for
-/// every kind, storage, layout with and without a unit, and window.
+/// histogram: what they find is what `HistogramBuilder` makes of it (the same layout,
+/// window and bytes, the same error), for every kind, storage, layout with and without a
+/// unit, and window.
 #[test]
-fn configurations_are_measured_as_built() {
+fn made_as_the_builder_makes_them() {
     let layouts = [
         Layout::from_block_scale(7).unwrap(),
         Layout::from_block_scale(4).unwrap(),
@@ -177,15 +220,22 @@ fn configurations_are_measured_as_built() {
                         .max_trackable(max)
                         .kind(kind);
                     let config = if dense { config.dense() } else { config };
+                    let what = format!("{layout:?} up to {max}, {kind:?}, dense {dense}");
+                    let expected = built_by_the_builder(&config);
                     let series = Series::new(Arc::new(Key::from_name("t")));
-                    let built =
-                        Kinded::new(&config, &Counter::default(), series).map(|k| k.footprint());
+                    let made_here = Kinded::resolve(&config)
+                        .and_then(|r| Kinded::new(&config, r, &Counter::default(), series))
+                        .map(|k| {
+                            let h = k.read();
+                            (h.layout(), h.window(), k.footprint())
+                        });
+                    assert_eq!(made_here, expected, "{what}");
                     assert_eq!(
                         config.series_footprint(),
-                        built,
-                        "{layout:?} up to {max}, {kind:?}, dense {dense}"
+                        expected.map(|(_, _, bytes)| bytes),
+                        "{what}"
                     );
-                    if built.is_ok() {
+                    if made_here.is_ok() {
                         made += 1;
                     } else {
                         refused += 1;
