@@ -533,8 +533,8 @@ impl PicolloRecorder {
         let histogram = Kinded::new(&inner.config, inner.resolved, &inner.invalid, series).ok()?;
         let handle = histogram.handle();
         // Copied only when a reader holds the list now (copy-on-write).
-        Arc::make_mut(&mut lock(&self.inner.entries)).push(histogram);
-        self.inner.registry.note_deferred();
+        Arc::make_mut(&mut lock(&inner.entries)).push(histogram);
+        inner.registry.note_deferred();
         Some(handle)
     }
 
