@@ -321,6 +321,14 @@ impl<T: PageCell> SparseStorage<T> {
         });
     }
 
+    /// Loom model builds only (`tests/loom.rs`): [`SparseStorage::copy_counts_from`], the
+    /// thread-local kind's baseline copy, for a model of a walk beside it.
+    #[cfg(loom)]
+    #[doc(hidden)]
+    pub fn model_copy_counts_from(&self, from: &Self, set: impl Fn(&T, u64)) {
+        self.copy_counts_from(from, set)
+    }
+
     /// Pages installed.
     pub fn pages(&self) -> usize {
         self.dir.entries().map_or(0, |dir| {

@@ -1,7 +1,10 @@
 //! Loom models of sparse storage's lock-free installation (`src/sparse/install.rs`): threads
 //! that race to give a block its page, or the cold tier its first table, while a reader reads;
-//! and of the thread-local kind's shard life (claim, record, thread-exit fold, release) beside
-//! a reader (`src/thread_local/`, below).
+//! of the walk cache that keeps the cold tier's entries between a walk's calls
+//! (`src/sparse/runs.rs`) beside a record and a clear; and of the thread-local kind's shard
+//! life (claim, record, thread-exit fold, release) beside a reader (`src/thread_local/`,
+//! below). Where the model's own thread reads beside one spawned thread, it first loads that
+//! thread's start flag ([`spawn_started`]), without which loom never ran the thread first.
 //! They run the real storage code: in a loom build (`RUSTFLAGS="--cfg loom"`) its atomics are
 //! loom's, so loom runs every interleaving of the model's threads and every value a load may
 //! read under the C++ memory model (within the preemption bound CI sets, see
@@ -205,18 +208,57 @@ fn count<T: PageCell>(s: &SparseStorage<T>) -> u64 {
     s.count_at(layout().index_of(VALUE) - s.window().first())
 }
 
+/// Spawns `f` on a model thread that first raises a flag, which the model's thread loads
+/// before it reads ([`Started::yield_point`]): a store and a load of one object, where loom's
+/// search tries the new thread ahead of the model's. Without it loom ran a model of one
+/// spawned thread once: it tries a thread ahead only at an access that conflicts with that
+/// thread's next operation, and a thread whose first operations are loads (a record first
+/// looks at the storage) conflicts with none of the model thread's loads, so the model's
+/// reads all ran before the thread did.
+///
+/// The flag is shared through the standard library's `Arc`, as the thread-local models share
+/// their histogram ([`LeakOnPanic`]): loom drops the closures of threads not yet started after
+/// a failing execution, and its own `Arc`'s drop would then touch its state (an abort, not
+/// the failure a twin with a planted bug expects).
+fn spawn_started(f: impl FnOnce() + Send + 'static) -> (thread::JoinHandle<()>, Started) {
+    let started = std::sync::Arc::new(AtomicU64::new(0));
+    let flag = started.clone();
+    let handle = thread::spawn(move || {
+        flag.store(1, Ordering::Relaxed);
+        f()
+    });
+    (handle, Started(started))
+}
+
+/// A model thread's start flag ([`spawn_started`]).
+struct Started(std::sync::Arc<AtomicU64>);
+
+impl Started {
+    /// Loads the flag, whatever it holds: a point where loom may run the thread first.
+    fn yield_point(&self) {
+        self.0.load(Ordering::Relaxed);
+    }
+}
+
 /// `threads` threads record `n` occurrences each of [`VALUE`] into empty storage (so they race
 /// to install its page, or its cold table, and the losers must use the winner's) while the
 /// model's own thread reads the bucket twice: every read sees each thread's records whole or
 /// not at all (one atomic add each), never fewer later than earlier, and at the end exactly
 /// all of them, in the bucket and in the whole storage's sum. Loom checks besides that no read
 /// touches a cell before its page was made. `pages`: how many pages the storage may then hold
-/// (the losers' were freed); it frees them when it drops.
+/// (the losers' were freed); it frees them when it drops. `yield_to`: whether the reads wait
+/// at the recorders' start flags ([`spawn_started`]), so that loom tries the recorders ahead
+/// of them.
 ///
 /// The concurrent reads are bucket reads: a sum over the cold tier scans every word of its
 /// tables, each load a point where loom tries the other threads, which multiplies the
 /// interleavings past what CI can run.
-fn race<T: PageCell + AsRef<ModelCell>>(threads: u64, n: u64, pages: RangeInclusive<isize>) {
+fn race<T: PageCell + AsRef<ModelCell>>(
+    threads: u64,
+    n: u64,
+    pages: RangeInclusive<isize>,
+    yield_to: bool,
+) {
     let live = CountPages::live();
     let layout = layout();
     let storage = Arc::new(SparseStorage::<T>::new(
@@ -226,9 +268,14 @@ fn race<T: PageCell + AsRef<ModelCell>>(threads: u64, n: u64, pages: RangeInclus
     let recorders: Vec<_> = (0..threads)
         .map(|_| {
             let s = storage.clone();
-            thread::spawn(move || record(&s, VALUE, n))
+            spawn_started(move || record(&s, VALUE, n))
         })
         .collect();
+    if yield_to {
+        recorders
+            .iter()
+            .for_each(|(_, started)| started.yield_point());
+    }
     let mut last = 0;
     for _ in 0..2 {
         let now = count(&storage);
@@ -238,7 +285,7 @@ fn race<T: PageCell + AsRef<ModelCell>>(threads: u64, n: u64, pages: RangeInclus
         );
         last = now;
     }
-    for r in recorders {
+    for (r, _) in recorders {
         r.join().unwrap();
     }
     let all = threads * n;
@@ -279,15 +326,18 @@ fn directory_race() {
         .into_iter()
         .map(|v| {
             let s = storage.clone();
-            thread::spawn(move || record(&s, v, HOT))
+            spawn_started(move || record(&s, v, HOT))
         })
         .collect();
+    recorders
+        .iter()
+        .for_each(|(_, started)| started.yield_point());
     let (a, b) = (at(&storage, VALUE), at(&storage, OTHER_VALUE));
     assert!(
         a.is_multiple_of(HOT) && b.is_multiple_of(HOT),
         "count lost or torn: {a}, {b}"
     );
-    for r in recorders {
+    for (r, _) in recorders {
         r.join().unwrap();
     }
     assert_eq!(
@@ -315,9 +365,12 @@ fn atomic_histogram_race() {
     let recorders: Vec<_> = (0..2)
         .map(|_| {
             let h = h.clone();
-            thread::spawn(move || h.record_n(VALUE, HOT))
+            spawn_started(move || h.record_n(VALUE, HOT))
         })
         .collect();
+    recorders
+        .iter()
+        .for_each(|(_, started)| started.yield_point());
     let mut last = 0;
     for _ in 0..2 {
         let (total, at) = (h.total(), h.count_at_value(VALUE));
@@ -327,7 +380,7 @@ fn atomic_histogram_race() {
         );
         last = at;
     }
-    for r in recorders {
+    for (r, _) in recorders {
         r.join().unwrap();
     }
     assert_eq!(
@@ -335,6 +388,90 @@ fn atomic_histogram_race() {
         (2 * HOT, 2 * HOT),
         "count lost"
     );
+}
+
+/// [`VALUE`]'s and [`OTHER_VALUE`]'s counts in one walk from the start
+/// (`Cells::recorded_runs_from`, a percentile iteration's read), which keeps the cold tier's
+/// entry positions in this thread's walk cache for the next walk of the same storage; the
+/// walk must see no count in any other bucket.
+fn walk_counts(s: &SparseStorage<WithColdTier>) -> (u64, u64) {
+    let layout = layout();
+    let slot = |v: u64| layout.index_of(v) - s.window().first();
+    let (mut at_value, mut at_other) = (0, 0);
+    s.recorded_runs_from(0, &mut |start, counts| {
+        for (slot_here, &n) in (start..).zip(counts) {
+            if slot_here == slot(VALUE) {
+                at_value = n;
+            } else if slot_here == slot(OTHER_VALUE) {
+                at_other = n;
+            } else {
+                assert_eq!(n, 0, "a count in bucket {slot_here}, never recorded into");
+            }
+        }
+        std::ops::ControlFlow::Continue(())
+    });
+    (at_value, at_other)
+}
+
+/// A walk of the cold tier beside a record that adds a new entry to it: the model's thread
+/// walks while another thread records [`VALUE`] once (the cold table is there already, with
+/// [`OTHER_VALUE`]'s entry), then walks again after the join. The first walk keeps what it
+/// gathered in the walk cache under the tier's stamp (its table, entry count and generation);
+/// the second must find the new entry, whether the first walk's stamp is stale or it saw the
+/// entry (a walk that counts an entry must see its word).
+fn cold_walk_race() {
+    let layout = layout();
+    let storage = Arc::new(SparseStorage::<WithColdTier>::new(
+        layout,
+        Window::new(layout, 0, 15).unwrap(),
+    ));
+    record(&storage, OTHER_VALUE, 1);
+    let s = storage.clone();
+    let (recorder, started) = spawn_started(move || record(&s, VALUE, 1));
+    started.yield_point();
+    let (value, other) = walk_counts(&storage);
+    assert!(
+        value <= 1 && other == 1,
+        "count lost or torn: {value}, {other}"
+    );
+    recorder.join().unwrap();
+    assert_eq!(walk_counts(&storage), (1, 1), "count lost by a kept walk");
+}
+
+/// A walk beside the thread-local kind's baseline copy (`copy_counts_from`: the cold tier
+/// emptied, then the copied counts' entries added again), as a reader reads a shard's
+/// baseline while a reset takes it; the version lock throws that read away, and the walk after
+/// the copy (here after the join) must find the copied counts, not what the first walk kept
+/// from mid-copy under a stamp that the copy brought back.
+fn cold_copy_race() {
+    let layout = layout();
+    let window = Window::new(layout, 0, 15).unwrap();
+    let from = SparseStorage::<WithColdTier>::new(layout, window);
+    record(&from, VALUE, 1);
+    record(&from, OTHER_VALUE, 1);
+    let set = |c: &WithColdTier, n: u64| c.0 .0.store(n, Ordering::Relaxed);
+    let storage = Arc::new(SparseStorage::<WithColdTier>::new(layout, window));
+    storage.model_copy_counts_from(&from, set);
+    let (s, from) = (storage.clone(), Arc::new(from));
+    let (copier, started) = spawn_started(move || s.model_copy_counts_from(&from, set));
+    started.yield_point();
+    let w1 = walk_counts(&storage);
+    copier.join().unwrap();
+    let w2 = walk_counts(&storage);
+    if w2 != (1, 1) {
+        let mut runs = vec![];
+        storage.recorded_runs(&mut |s, c| runs.push((s, c.to_vec())));
+        let slot = |v: u64| layout.index_of(v) - storage.window().first();
+        eprintln!(
+            "DEBUG w1 {w1:?} w2 {w2:?} runs {runs:?} slots {} {} counts {} {} walk again {:?}",
+            slot(VALUE),
+            slot(OTHER_VALUE),
+            storage.count_at(slot(VALUE)),
+            storage.count_at(slot(OTHER_VALUE)),
+            walk_counts(&storage)
+        );
+    }
+    assert_eq!(w2, (1, 1), "count lost by a kept walk");
 }
 
 fn model(f: fn()) {
@@ -345,12 +482,14 @@ fn model(f: fn()) {
 
 /// Two threads race to install a page (records of [`HOT`] go to a page at once).
 fn page_race() {
-    race::<WithColdTier>(2, HOT, 1..=1);
+    race::<WithColdTier>(2, HOT, 1..=1, true);
 }
 
 /// Three threads race to install a page of cells without a cold tier, one record each.
 fn pages_only_race() {
-    race::<PagesOnly>(3, 1, 1..=1);
+    // Without the start flags: with three recorders, even one flag made this model's run 6
+    // minutes instead of seconds. The recorders' own races are what it checks.
+    race::<PagesOnly>(3, 1, 1..=1, false);
 }
 
 /// Two threads race to install the cold tier's first table (records below [`HOT`]). The
@@ -358,7 +497,7 @@ fn pages_only_race() {
 /// the first one finds the tier's word limit reached (`ColdTier::grow` counts the winner's
 /// table, and it was the only one allowed) and records into a page instead; no count is lost.
 fn cold_table_race() {
-    race::<WithColdTier>(2, 1, 0..=1);
+    race::<WithColdTier>(2, 1, 0..=1, true);
 }
 
 #[test]
@@ -426,6 +565,28 @@ fn sparse_atomic_histogram_race() {
 #[should_panic(expected = "count lost")]
 fn sparse_atomic_histogram_race_finds_a_store_for_the_compare_and_swap() {
     planted::with(Bug::SparseInstallStore, || model(atomic_histogram_race));
+}
+
+#[test]
+fn sparse_cold_walk_race() {
+    model(cold_walk_race);
+}
+
+#[test]
+#[should_panic(expected = "count lost by a kept walk")]
+fn sparse_cold_walk_race_finds_a_relaxed_entry_count() {
+    planted::with(Bug::ColdCountRelaxed, || model(cold_walk_race));
+}
+
+#[test]
+fn sparse_cold_copy_race() {
+    model(cold_copy_race);
+}
+
+#[test]
+#[should_panic(expected = "count lost by a kept walk")]
+fn sparse_cold_copy_race_finds_a_generation_forgotten_first() {
+    planted::with(Bug::ColdGenerationForgottenFirst, || model(cold_copy_race));
 }
 
 // The thread-local kind's shard life (`src/thread_local/`): a thread claims a shard (a free one
@@ -513,10 +674,11 @@ fn fold_race(bulk: bool) {
     let h = std::sync::Arc::new(local_histogram());
     let _leak = LeakOnPanic(Some(h.clone()));
     record_and_exit(&h, 1);
-    let exiting = {
+    let (exiting, started) = {
         let h = h.clone();
-        thread::spawn(move || record_and_exit(&h, 2))
+        spawn_started(move || record_and_exit(&h, 2))
     };
+    started.yield_point();
     let n = if bulk {
         bulk_count(&h)
     } else {

@@ -20,6 +20,8 @@
 //!   (`super::SparseStorage`).
 
 use super::install::{self, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+// `plant!(Bug, correct, planted)`: the bugs the loom models must find (`crate::planted`).
+use picollo_core::plant;
 
 /// The count bits of an entry word.
 pub(super) const COUNT_BITS: u32 = 8;
@@ -29,7 +31,13 @@ pub(super) const COUNT_MASK: u32 = (1 << COUNT_BITS) - 1;
 /// `KEY_END - 1` or more have no cold tier.
 pub(super) const KEY_END: usize = 1 << (32 - COUNT_BITS);
 /// Words in the first table (128 bytes): it holds 24 buckets.
+#[cfg(not(loom))]
 pub(super) const FIRST_WORDS: usize = 32;
+/// Words in the first table in loom model builds (`tests/loom.rs`): 4, room for the models'
+/// few buckets. Every word a clear or a walk touches is a point where loom tries the other
+/// threads; at 32 words a model of a walk beside a clear did not finish in 10 minutes.
+#[cfg(loom)]
+pub(super) const FIRST_WORDS: usize = 4;
 /// Bits of a word's index in an entry position ([`ColdTier::for_each_positioned`]): tables
 /// hold fewer than 2^24 words (the word limit is a quarter of a window below 2^24 buckets).
 const POSITION_BITS: u32 = 24;
@@ -146,7 +154,13 @@ impl Table {
                 }
                 match word.compare_exchange(0, key | n, Ordering::Relaxed, Ordering::Relaxed) {
                     Ok(_) => {
-                        self.used.fetch_add(1, Ordering::Relaxed);
+                        // Release: a read that sees the new count of entries (acquire, in
+                        // `entries`) sees this word too, so a walk cache gathered after it
+                        // holds the key its stamp counts (`ColdTier::stamp`).
+                        self.used.fetch_add(
+                            1,
+                            plant!(ColdCountRelaxed, Ordering::Release, Ordering::Relaxed),
+                        );
                         return Added::Count(n.into());
                     }
                     Err(now) => w = now,
@@ -393,7 +407,9 @@ impl ColdTier {
     /// Entries inserted in every table together (a bucket may have one in several): what
     /// [`ColdTier::for_each`] calls `f` with at most, unless records insert more meanwhile.
     pub(super) fn entries(&self) -> usize {
-        self.tables().map(|t| t.used.load(Ordering::Relaxed)).sum()
+        // Acquire: the words of the entries counted are seen (see `Table::add`).
+        let order = plant!(ColdCountRelaxed, Ordering::Acquire, Ordering::Relaxed);
+        self.tables().map(|t| t.used.load(order)).sum()
     }
 
     /// The sum of the counts of the logical indices in `lo..hi`.
@@ -416,15 +432,31 @@ impl ColdTier {
         }
     }
 
-    /// Empties every table (only with no writer: the plain kind, a thread-local shard whose
-    /// owner is gone), and forgets the generation ([`ColdTier::stamp`]).
+    /// Empties every table (only with no writer: the plain kind, a thread-local shard's
+    /// baseline under the version lock), then forgets the generation ([`ColdTier::stamp`]).
+    ///
+    /// Forgotten after the tables are empty: a read beside this clear (one the version lock
+    /// makes read again) may take a generation meanwhile and keep what it gathered mid-clear
+    /// under the entry count from before the clear, a count the entries copied back in often
+    /// reach again. That generation is overwritten here; a read that takes the next one (its
+    /// acquire compare-and-swap reads this release) sees the tables emptied, never the count
+    /// from before.
     pub(super) fn clear_all(&self) {
-        self.generation.store(0, Ordering::Relaxed);
+        let forget_first = plant!(ColdGenerationForgottenFirst, false, true);
+        if forget_first {
+            self.generation.store(0, Ordering::Relaxed);
+        }
         for table in self.tables() {
             for word in table.words() {
                 word.store(0, Ordering::Relaxed);
             }
             table.used.store(0, Ordering::Relaxed);
+        }
+        if !forget_first {
+            // A swap, not a store: it reads the latest generation, so it comes after one a
+            // read took meanwhile (under loom's model too, where a plain store that did not
+            // see that generation could be read before it).
+            self.generation.swap(0, Ordering::Release);
         }
     }
 
@@ -455,14 +487,11 @@ impl ColdTier {
         let mut generation = self.generation.load(Ordering::Relaxed);
         if generation == 0 {
             let new = next_generation();
-            generation =
-                match self
-                    .generation
-                    .compare_exchange(0, new, Ordering::Relaxed, Ordering::Relaxed)
-                {
-                    Ok(_) => new,
-                    Err(now) => now,
-                };
+            // Acquire: a generation taken after a `clear_all` comes with its empty tables.
+            let taken =
+                self.generation
+                    .compare_exchange(0, new, Ordering::Acquire, Ordering::Acquire);
+            generation = taken.map_or_else(|now| now, |_| new);
         }
         self.stamp_with(generation as usize)
     }
