@@ -3,8 +3,9 @@
 //! of the walk cache that keeps the cold tier's entries between a walk's calls
 //! (`src/sparse/runs.rs`) beside a record and a clear; and of the thread-local kind's shard
 //! life (claim, record, thread-exit fold, release) beside a reader (`src/thread_local/`,
-//! below). Where the model's own thread reads beside one spawned thread, it first loads that
-//! thread's start flag ([`spawn_started`]), without which loom never ran the thread first.
+//! below). Where the model's own thread reads beside spawned threads, it first loads their
+//! start flags ([`spawn_started`]): without them loom ran some models' reads before every
+//! spawned thread.
 //! They run the real storage code: in a loom build (`RUSTFLAGS="--cfg loom"`) its atomics are
 //! loom's, so loom runs every interleaving of the model's threads and every value a load may
 //! read under the C++ memory model (within the preemption bound CI sets, see
