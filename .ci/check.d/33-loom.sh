@@ -10,7 +10,7 @@
 # with its own assertion or loom's (`#[should_panic(expected = ...)]`): so each model is shown
 # able to fail. The preemption bound keeps the state space small: every interleaving with at
 # most 3 preemptions, and every value each load may read; 4 costs about 5 times as long,
-# unbounded does not finish in 10 minutes. picollo-alloc's 22 models take about 160 s on 2
+# unbounded does not finish in 10 minutes. picollo-alloc's 22 models take about 170 s on 2
 # cores (45 s before their reads waited at the spawned threads' start flags, which let loom
 # run those threads first: see `spawn_started` there); picollo-ring's 6 about 18 s. Its own
 # target folder, since RUSTFLAGS differ.
