@@ -10,19 +10,22 @@
 # with its own assertion or loom's (`#[should_panic(expected = ...)]`): so each model is shown
 # able to fail. The preemption bound keeps the state space small: every interleaving with at
 # most 3 preemptions, and every value each load may read; 4 costs about 5 times as long,
-# unbounded does not finish in 10 minutes. picollo-alloc's 22 models take about 170 s on 2
-# cores (45 s before their reads waited at the spawned threads' start flags, which let loom
-# run those threads first: see `spawn_started` there); picollo-ring's 6 about 18 s. Its own
-# target folder, since RUSTFLAGS differ.
+# unbounded does not finish in 10 minutes.
+# Beside those: the registry's copy-on-write snapshot and the recorder's registration race
+# (picollo-export/tests/loom.rs; its locks come through picollo-export/src/sync.rs), and the
+# live-span table's publication order in picollo-tracing (tests/loom.rs; its atomics come
+# through picollo-tracing/src/sync.rs, its planted bug from its own list there).
+# One build of the four crates' models, without default features: picollo-tracing's `counters`
+# needs picollo-linux, which has no loom build, and none of the models needs a default
+# feature of the others (69 s cold, where a build per crate took 94 s). Its own target folder,
+# since RUSTFLAGS differ.
+# Every model runs in a process of its own, two at a time (.ci/tests-apart): two in one process
+# spend most of their time in the kernel. On 2 cores (2026-12-05): all 39 models and twins in
+# 52 s, where picollo-alloc's 22 alone took 149 to 156 s as `cargo test` runs them; the longest,
+# sparse_cold_table_race 30 s and sparse_pages_only_race 26 s (45 s before picollo-alloc's
+# reads waited at the spawned threads' start flags, which let loom run those threads first:
+# see `spawn_started` there).
 set -euo pipefail
 RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom LOOM_MAX_PREEMPTIONS=3 \
-  cargo test -p picollo-ring -p picollo-alloc --test loom
-# The registry's copy-on-write snapshot and the recorder's registration race
-# (picollo-export/tests/loom.rs; its locks come through picollo-export/src/sync.rs).
-RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom LOOM_MAX_PREEMPTIONS=3 \
-  cargo test -p picollo-export --test loom
-# The live-span table's publication order in picollo-tracing (tests/loom.rs; its atomics come
-# through picollo-tracing/src/sync.rs, its planted bug from its own list there), without the
-# `counters` feature (picollo-linux has no loom build); under a second.
-RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom LOOM_MAX_PREEMPTIONS=3 \
-  cargo test -p picollo-tracing --no-default-features --test loom
+  python3 .ci/tests-apart -p picollo-ring -p picollo-alloc -p picollo-export -p picollo-tracing \
+  --no-default-features --test loom
