@@ -1,12 +1,12 @@
 //! Shared counters on 2 threads (Scalable Approximate Counting): `fetch_add` on one word, per-thread padded shards,
-//! and `picollo_core::scalable::ScalableCounter`. Wall clock, best of `RUNS`, no criterion.
+//! and `picollo_core::scalable::ScalableCounter`. Wall clock, best of 11 runs, no criterion.
 //!
 //! Run: `cargo bench -p picollo-benches --bench counters`.
 //!
 //! Each thread does `OPS` = 10^7 increments, in `ROUNDS` rounds of `ROUND` increments. The
 //! threads start every round together (spin barrier, not timed), so each round is a stretch
 //! where both threads increment at once. A round's time is the slower thread's. For each round
-//! index the best time over `RUNS` runs is kept, and the figure is the sum of those bests
+//! index the best time over 11 runs is kept, and the figure is the sum of those bests
 //! divided by `OPS`: what one increment costs a thread while the other thread increments too.
 //! Every run starts from zero, so the scalable counter's exact phase (below 2^13) and its ramp
 //! are included, exactly as in a run of 2 × 10^7 increments.
@@ -36,8 +36,10 @@ const ROUND: u64 = 100_000;
 const ROUNDS: usize = 100;
 /// Increments per thread and run.
 const OPS: u64 = ROUND * ROUNDS as u64;
-/// Measured runs per case (after one warm-up run).
-const RUNS: usize = 11;
+/// Measured runs per case (after one warm-up run; 2 in a smoke run, `picollo_benches::smoke`).
+fn runs() -> usize {
+    picollo_benches::sized(11, 2)
+}
 
 /// A value on its own pair of cache lines (adjacent-line prefetch).
 #[repr(align(128))]
@@ -207,8 +209,9 @@ fn bench<C: Case>(name: &'static str, case: &C, threads: usize) -> Row {
     let mut best_clean = [Duration::MAX; ROUNDS];
     let mut best_any = [Duration::MAX; ROUNDS];
     let mut clean_rounds = 0;
-    let mut errors = Vec::with_capacity(RUNS);
-    for run in 0..RUNS {
+    let runs = runs();
+    let mut errors = Vec::with_capacity(runs);
+    for run in 0..runs {
         for (r, (time, clean)) in run_once(case, threads, run).into_iter().enumerate() {
             best_any[r] = best_any[r].min(time);
             if clean {
@@ -234,13 +237,13 @@ fn bench<C: Case>(name: &'static str, case: &C, threads: usize) -> Row {
         threads,
         ns: total.as_secs_f64() * 1e9 / OPS as f64,
         all_clean,
-        err_mean: errors.iter().sum::<f64>() / RUNS as f64 * 100.0,
+        err_mean: errors.iter().sum::<f64>() / runs as f64 * 100.0,
         err_worst: errors
             .iter()
             .fold(0.0f64, |w, &e| if e.abs() > w.abs() { e } else { w })
             * 100.0,
-        err_rms: (errors.iter().map(|e| e * e).sum::<f64>() / RUNS as f64).sqrt() * 100.0,
-        clean: clean_rounds * 100 / (RUNS * ROUNDS),
+        err_rms: (errors.iter().map(|e| e * e).sum::<f64>() / runs as f64).sqrt() * 100.0,
+        clean: clean_rounds * 100 / (runs * ROUNDS),
     }
 }
 
@@ -300,8 +303,9 @@ fn main() {
     let _block = Block::begin("counters");
     println!(
         "{OPS} increments per thread in {ROUNDS} synchronised rounds; ns per increment per \
-         thread, sum over round indices of the best clean round of {RUNS} runs (`*`: a round \
-         index without a clean sample); errors of the final count against threads × {OPS}."
+         thread, sum over round indices of the best clean round of {} runs (`*`: a round \
+         index without a clean sample); errors of the final count against threads × {OPS}.",
+        runs()
     );
     println!();
     header(&[

@@ -26,7 +26,10 @@ use picollo_core::{ReadExt, Window};
 use picollo_export::{Exported, NativeHistogram, Registry};
 use prometheus_client::metrics::histogram::{Histogram as PcHistogram, NativeHistogramConfig};
 
-const ROUNDS: usize = 15;
+/// Rounds, the best kept (2 in a smoke run, `picollo_benches::smoke`).
+fn rounds() -> usize {
+    sized(15, 2)
+}
 
 fn record_bench() {
     let values = seed_values(SEED_COUNT);
@@ -72,7 +75,8 @@ fn record_bench() {
         ("metrics-exporter-prometheus handle, 2 threads", 2, &mep_run),
     ];
     let mut best = [Duration::MAX; 8];
-    for _ in 0..ROUNDS {
+    let rounds = rounds();
+    for _ in 0..rounds {
         for (b, &(_, threads, f)) in best.iter_mut().zip(&cases) {
             *b = (*b).min(run_threads(threads, f));
             // metrics-exporter-prometheus keeps every sample until rendered: drain between
@@ -83,7 +87,7 @@ fn record_bench() {
     let ns = |d: Duration| d.as_nanos() as f64 / n as f64;
     let _b = report::Block::begin("export-record");
     println!(
-        "seed data: {n} values r^3 * {SEED_MAX}; best of {ROUNDS} interleaved rounds; ns per \
+        "seed data: {n} values r^3 * {SEED_MAX}; best of {rounds} interleaved rounds; ns per \
          record per thread (wall); Picollo 0.001 relative error (schema 8), prometheus-client \
          schema 8"
     );
@@ -101,7 +105,7 @@ fn record_bench() {
          scrape renders them.",
         window.len()
     );
-    let runs = (ROUNDS * 3) as u64;
+    let runs = (rounds * 3) as u64;
     assert_eq!(local.total(), runs * n as u64, "thread-local lost counts");
 }
 

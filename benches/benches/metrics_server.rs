@@ -24,8 +24,15 @@ use picollo_export::server::{negotiate, render, MetricsServer};
 use picollo_export::{Labels, Registry};
 
 const SERIES: usize = 20;
-const RUN: Duration = Duration::from_millis(1_500);
-const ROUNDS: usize = 3;
+/// How long each round scrapes (200 ms in a smoke run, `picollo_benches::smoke`).
+fn run_length() -> Duration {
+    Duration::from_millis(sized(1_500, 200))
+}
+
+/// Rounds per case (1 in a smoke run).
+fn rounds() -> usize {
+    sized(3, 1)
+}
 const IDLE: usize = 200;
 const REQUEST: &[u8] = b"GET /metrics HTTP/1.1\r\nHost: bench\r\nAccept: \
     application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;encoding=delimited;\
@@ -125,7 +132,7 @@ struct Round {
     bytes: usize,
 }
 
-/// Sequential keep-alive scrapes for `RUN`.
+/// Sequential keep-alive scrapes for [`run_length`].
 fn scrape_for(addr: SocketAddr) -> Round {
     let connect = || {
         let s = TcpStream::connect(addr).expect("connect");
@@ -152,7 +159,7 @@ fn scrape_for(addr: SocketAddr) -> Round {
         scrape(&mut s); // warm-up
     }
     let start = Instant::now();
-    while start.elapsed() < RUN {
+    while start.elapsed() < run_length() {
         let t = Instant::now();
         bytes = scrape(&mut s);
         times.push(t.elapsed());
@@ -288,14 +295,14 @@ fn main() {
     // rounds with both servers under load.
     let mut rounds: Vec<Vec<Round>> = (0..4).map(|_| Vec::new()).collect();
     let mut threads = [0usize; 2];
-    for _ in 0..ROUNDS {
+    for _ in 0..self::rounds() {
         for (i, (_, addr)) in servers.iter().enumerate() {
             rounds[2 * i].push(scrape_for(*addr));
         }
     }
     let loads: Vec<Load> = servers.iter().map(|(_, a)| Load::start(*a)).collect();
     thread::sleep(Duration::from_millis(200));
-    for _ in 0..ROUNDS {
+    for _ in 0..self::rounds() {
         for (i, (_, addr)) in servers.iter().enumerate() {
             rounds[2 * i + 1].push(scrape_for(*addr));
         }
@@ -313,10 +320,11 @@ fn main() {
          `render` (renders on tokio's blocking pool); one client scraping sequentially on a keep-alive connection; {SERIES} \
          thread-local histograms as protobuf ({} bytes per scrape); loaded: {IDLE} idle \
          sockets + 1 slow reader (50 pipelined GETs, 1 KiB read per 10 ms) on each server; \
-         {ROUNDS} interleaved rounds of {} s per case: scrapes/s of the median round, \
+         {} interleaved rounds of {} s per case: scrapes/s of the median round, \
          latency percentiles over every scrape of the case",
         rounds[0][0].bytes,
-        RUN.as_secs_f64()
+        self::rounds(),
+        run_length().as_secs_f64()
     );
     report::header(&[
         "server, load",

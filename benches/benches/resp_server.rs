@@ -23,6 +23,7 @@
 use std::sync::PoisonError;
 
 use picollo_benches::report::{header, Block};
+use picollo_benches::sized;
 use tracing::Instrument;
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
@@ -93,8 +94,9 @@ fn main() {
     if !resp::redis_benchmark_present("resp_server") {
         return;
     }
-    let rounds = env_or("PICOLLO_RESP_ROUNDS", 8) as usize;
-    let requests = env_or("PICOLLO_RESP_REQUESTS", 200_000);
+    // A tenth of the work, 2 rounds, in a smoke run (`picollo_benches::smoke`).
+    let rounds = env_or("PICOLLO_RESP_ROUNDS", sized(8, 2)) as usize;
+    let requests = env_or("PICOLLO_RESP_REQUESTS", sized(200_000, 20_000));
     let (mut nothing, mut picollo, mut diff) = (Vec::new(), Vec::new(), Vec::new());
     for r in 0..rounds {
         // Alternate which side runs first, so a drift in the machine's load hurts both.
@@ -113,7 +115,7 @@ fn main() {
     let (n, n_se) = mean_se(&nothing);
     let (p, p_se) = mean_se(&picollo);
     let (d, d_se) = mean_se(&diff);
-    let counted = env_or("PICOLLO_RESP_COUNTED", 20_000);
+    let counted = env_or("PICOLLO_RESP_COUNTED", sized(20_000, 2_000));
     let ir = LOAD
         .instructions_per_request("resp_server", SERVE_ENV, "nothing", counted)
         .zip(LOAD.instructions_per_request("resp_server", SERVE_ENV, "picollo", counted));

@@ -1,6 +1,6 @@
 //! The lossy frame ring (`picollo_ring`): ns per save with no reader attached, with a
 //! reader attached, and with a reader draining concurrently; and the reader's drain rate.
-//! Wall clock, best of `RUNS`, no criterion.
+//! Wall clock, best of 7 runs, no criterion.
 //!
 //! Run: `cargo bench -p picollo-benches --bench ring`.
 //!
@@ -18,11 +18,17 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use picollo_benches::report::{header, Block};
+use picollo_benches::sized;
 
-/// Saves per run.
-const SAVES: u64 = 20_000_000;
-/// Measured runs per case (after one warm-up); the best is reported.
-const RUNS: usize = 7;
+/// Saves per run (a tenth in a smoke run, `picollo_benches::smoke`).
+fn saves() -> u64 {
+    sized(20_000_000, 2_000_000)
+}
+
+/// Measured runs per case (after one warm-up; 1 in a smoke run): the best is reported.
+fn runs() -> usize {
+    sized(7, 1)
+}
 /// Ring slots unless `PICOLLO_RING_SLOTS` says otherwise: 64 KiB of 64-byte slots,
 /// L2-resident.
 const DEFAULT_SLOTS: u32 = 1024;
@@ -105,14 +111,15 @@ fn region<F: Frame>() -> Vec<AtomicU64> {
         .collect()
 }
 
-/// `SAVES` saves; returns ns per save. With `IN_MEMORY` the frame goes through `black_box`,
+/// [`saves`] saves; returns ns per save. With `IN_MEMORY` the frame goes through `black_box`,
 /// so it is built in memory and copied (as when code fills a frame's fields over time);
 /// otherwise it is built where it is saved and may live in registers.
 #[inline(never)]
 fn save_loop<F: Make, const IN_MEMORY: bool>(w: &mut FrameWriter<'_, F>) -> f64 {
+    let saves = saves();
     let t = Instant::now();
     let mut saved = 0u64;
-    for i in 0..SAVES {
+    for i in 0..saves {
         let ok = if IN_MEMORY {
             w.save(black_box(&F::make(i)))
         } else {
@@ -120,7 +127,7 @@ fn save_loop<F: Make, const IN_MEMORY: bool>(w: &mut FrameWriter<'_, F>) -> f64 
         };
         saved += u64::from(ok);
     }
-    let ns = t.elapsed().as_nanos() as f64 / SAVES as f64;
+    let ns = t.elapsed().as_nanos() as f64 / saves as f64;
     black_box(saved);
     ns
 }
@@ -137,7 +144,7 @@ enum Case {
     PollingReader,
 }
 
-/// Best and median ns per save over `RUNS`, and the reader's accepted share for the
+/// Best and median ns per save over [`runs`], and the reader's accepted share for the
 /// concurrent cases.
 fn run<F: Make, const IN_MEMORY: bool>(case: Case) -> (f64, f64, Option<f64>) {
     let mut words = region::<F>();
@@ -145,7 +152,8 @@ fn run<F: Make, const IN_MEMORY: bool>(case: Case) -> (f64, f64, Option<f64>) {
     let region = w.ring().region();
     let mut times = Vec::new();
     let mut accepted_share = 0.0;
-    for run in 0..=RUNS {
+    let runs = runs();
+    for run in 0..=runs {
         let ns = match case {
             Case::NoReader => save_loop::<F, IN_MEMORY>(&mut w),
             Case::Attached => {
@@ -177,7 +185,7 @@ fn run<F: Make, const IN_MEMORY: bool>(case: Case) -> (f64, f64, Option<f64>) {
                     stop.raise();
                     let (a, l) = reader.join().unwrap();
                     if run > 0 {
-                        accepted_share += a as f64 / (a + l).max(1) as f64 / RUNS as f64;
+                        accepted_share += a as f64 / (a + l).max(1) as f64 / runs as f64;
                     }
                     ns
                 })
@@ -197,7 +205,7 @@ fn run<F: Make, const IN_MEMORY: bool>(case: Case) -> (f64, f64, Option<f64>) {
 const DRAIN_FRAMES: u64 = 1 << 20;
 
 /// Reader drain rate: the writer fills a ring of `DRAIN_FRAMES` slots (no loss), then the
-/// reader drains it. Returns ns per frame read, best of `RUNS`.
+/// reader drains it. Returns ns per frame read, best of [`runs`].
 fn drain_rate() -> f64 {
     let slots = DRAIN_FRAMES as u32;
     let mut words: Vec<AtomicU64> = (0..required_words(&Frame64::SCHEMA, 0, slots))
@@ -206,7 +214,7 @@ fn drain_rate() -> f64 {
     let mut w = FrameWriter::<Frame64>::new(&mut words, &RingOptions::new(slots)).unwrap();
     let region = w.ring().region();
     let mut best = f64::MAX;
-    for _ in 0..=RUNS {
+    for _ in 0..=runs() {
         let mut r = RingReader::attach(region).unwrap();
         for i in 0..DRAIN_FRAMES {
             w.save(&Frame64::make(i));
@@ -240,8 +248,10 @@ fn report(frame: &str, case: &str, (best, median, share): (f64, f64, Option<f64>
 fn main() {
     let _block = Block::begin("ring");
     println!(
-        "{SAVES} saves per run, best and median of {RUNS} runs, {} slots; accepted = the share \
+        "{} saves per run, best and median of {} runs, {} slots; accepted = the share \
          of frames a concurrent reader read intact.",
+        saves(),
+        runs(),
         slots()
     );
     println!();

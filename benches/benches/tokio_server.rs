@@ -34,6 +34,7 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use picollo_benches::report::{header, Block};
+use picollo_benches::sized;
 use tokio::net::TcpStream;
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
@@ -193,12 +194,13 @@ fn main() {
     if !resp::redis_benchmark_present("tokio_server") {
         return;
     }
-    let n_rounds = env_or("PICOLLO_TOKIO_ROUNDS", 6) as usize;
-    let pipelined = env_or("PICOLLO_TOKIO_REQUESTS", 200_000);
-    let unpipelined = env_or("PICOLLO_TOKIO_UNPIPELINED", 50_000);
+    // A tenth of the work, 2 rounds, in a smoke run (`picollo_benches::smoke`).
+    let n_rounds = env_or("PICOLLO_TOKIO_ROUNDS", sized(6, 2)) as usize;
+    let pipelined = env_or("PICOLLO_TOKIO_REQUESTS", sized(200_000, 20_000));
+    let unpipelined = env_or("PICOLLO_TOKIO_UNPIPELINED", sized(50_000, 5_000));
     let p16 = rounds(PIPELINED, pipelined, n_rounds);
     let p1 = rounds(UNPIPELINED, unpipelined, n_rounds);
-    let counted = env_or("PICOLLO_TOKIO_COUNTED", 20_000);
+    let counted = env_or("PICOLLO_TOKIO_COUNTED", sized(20_000, 2_000));
     let ir: Vec<Option<f64>> = KINDS
         .iter()
         .map(|k| PIPELINED.instructions_per_request("tokio_server", SERVE_ENV, k, counted))

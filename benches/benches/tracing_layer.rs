@@ -26,6 +26,7 @@ use std::hint::black_box;
 use std::time::Instant;
 
 use picollo_benches::report::Block;
+use picollo_benches::sized;
 use picollo_linux::caps::Capabilities;
 use picollo_tracing::PicolloLayer;
 use tracing::Dispatch;
@@ -33,7 +34,11 @@ use tracing_subscriber::fmt::format::FmtSpan;
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::Registry;
 
-const ROUNDS: usize = 15;
+/// Rounds, the best kept (2 in a smoke run, `picollo_benches::smoke`).
+fn rounds() -> usize {
+    sized(15, 2)
+}
+
 /// Spans per round (Tracy's queue grows with every zone while no profiler is connected:
 /// it gets fewer).
 const SPANS: u64 = 200_000;
@@ -164,7 +169,8 @@ fn main() {
         enter_exit(&c.dispatch, 1000);
         whole(&c.dispatch, 1000);
     }
-    for _ in 0..ROUNDS {
+    let rounds = rounds();
+    for _ in 0..rounds {
         for c in &mut cases {
             c.enter_exit = c.enter_exit.min(enter_exit(&c.dispatch, c.spans));
             c.whole = c.whole.min(whole(&c.dispatch, c.spans));
@@ -176,7 +182,7 @@ fn main() {
 
     let _b = Block::begin("tracing-layer-wall");
     println!(
-        "Best of {ROUNDS} rounds; ns per span; overhead = the case minus `Registry, no layer`."
+        "Best of {rounds} rounds; ns per span; overhead = the case minus `Registry, no layer`."
     );
     println!("Counters case: {counters_label}.\n");
     println!(

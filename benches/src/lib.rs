@@ -11,6 +11,24 @@ use picollo_core::{storage_len, ConstLayout, Histogram, Layout, Storage, Storage
 pub mod child;
 pub mod layouts;
 
+/// Whether this is a smoke run: `PICOLLO_BENCH_SMOKE` set, as CI's benchmark step sets it.
+/// The wall-clock benches then do a fraction of their work (fewer rounds, shorter runs), so
+/// that every case still runs and every check of its results still holds, in seconds; their
+/// figures are then one short draw, not a measurement. The instruction-count benches ignore
+/// it: their gates need the whole workload.
+pub fn smoke() -> bool {
+    std::env::var_os("PICOLLO_BENCH_SMOKE").is_some()
+}
+
+/// `full` in a measurement, `smoke_size` in a [`smoke`] run.
+pub fn sized<T>(full: T, smoke_size: T) -> T {
+    if smoke() {
+        smoke_size
+    } else {
+        full
+    }
+}
+
 /// The max trackable value of the benchmark data set.
 pub const SEED_MAX: u64 = 7_716_549_600;
 /// Values in one benchmark pass.
