@@ -158,8 +158,9 @@ fn scrape_for(addr: SocketAddr) -> Round {
     for _ in 0..5 {
         scrape(&mut s); // warm-up
     }
+    let run_length = run_length();
     let start = Instant::now();
-    while start.elapsed() < run_length() {
+    while start.elapsed() < run_length {
         let t = Instant::now();
         bytes = scrape(&mut s);
         times.push(t.elapsed());
