@@ -33,7 +33,7 @@
 use picollo_core::source::{CounterSource, Scope, SourceError};
 use picollo_core::Record;
 use std::sync::OnceLock;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 /// The process-wide origin all clock sources count from.
 fn epoch() -> Instant {
@@ -190,7 +190,7 @@ fn calibrate() -> u64 {
         }
     }
     let (t0, i0) = pair();
-    let deadline = i0 + Duration::from_millis(20);
+    let deadline = i0 + std::time::Duration::from_millis(20);
     while Instant::now() < deadline {
         std::hint::spin_loop();
     }
@@ -294,6 +294,7 @@ pub fn tick_scope<R: Record>(recorder: R) -> Scope<R, Ticks> {
 mod tests {
     use super::*;
     use picollo_core::duration_ns;
+    use std::time::Duration;
 
     #[test]
     fn units_agree() {
