@@ -21,10 +21,10 @@
 # since RUSTFLAGS differ.
 # Every model runs in a process of its own, two at a time (.ci/tests-apart): two in one process
 # spend most of their time in the kernel. On 2 cores (2026-12-05): all 39 models and twins in
-# 52 s, where picollo-alloc's 22 alone took 149 to 156 s as `cargo test` runs them; the longest,
-# sparse_cold_table_race 30 s and sparse_pages_only_race 26 s (45 s before picollo-alloc's
-# reads waited at the spawned threads' start flags, which let loom run those threads first:
-# see `spawn_started` there).
+# 52 s, where picollo-alloc's 22 alone took 149 to 156 s as `cargo test` runs them (and 45 s
+# before their reads waited at the spawned threads' start flags, which let loom run those
+# threads first: see `spawn_started` there). The longest: sparse_cold_table_race 30 s,
+# sparse_pages_only_race 26 s.
 set -euo pipefail
 RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom LOOM_MAX_PREEMPTIONS=3 \
   python3 .ci/tests-apart -p picollo-ring -p picollo-alloc -p picollo-export -p picollo-tracing \
