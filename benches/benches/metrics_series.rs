@@ -35,12 +35,13 @@
 //! `RecorderBuilder` that makes it (the recorder's default, atomic over sparse storage, first).
 //!
 //! Cases (`PICOLLO_SERIES` = `default`, `full` or `smoke`; `smoke` when the variable is unset
-//! and `CI` is set): `default` has the rows of the issue's table and the targets' rows,
-//! `full` every combination of 1,000 and 10,000 series, 1, 2 and 4 threads and 20, 200 and
-//! 2,000 values per series (log-uniform) — with dense storage its largest cases hold
-//! gigabytes — and `smoke` one small case. Each case runs in rounds (`PICOLLO_SERIES_ROUNDS`:
-//! 3, or 1 for `smoke`), every subject once per round, and each figure is the lowest of its
-//! rounds: on a shared machine a child that was preempted would otherwise decide a ratio.
+//! in a smoke run, `picollo_benches::smoke`, as CI's): `default` has the rows of the issue's
+//! table and the targets' rows, `full` every combination of 1,000 and 10,000 series, 1, 2
+//! and 4 threads and 20, 200 and 2,000 values per series (log-uniform) — with dense storage
+//! its largest cases hold gigabytes — and `smoke` one small case. Each case runs in rounds
+//! (`PICOLLO_SERIES_ROUNDS`: 3, or 1 for `smoke`), every subject once per round, and each
+//! figure is the lowest of its rounds: on a shared machine a child that was preempted would
+//! otherwise decide a ratio.
 //!
 //! A second table, **records while exporting** ([`exporting`], issue 38), times every
 //! `histogram!(…).record(…)` call of two threads over 10,000 series, quiet and then while an
@@ -193,13 +194,14 @@ const DEFAULT: &[Case] = &[
     Case::new(1_000, 2, 2_000, Spread::Uniform),
 ];
 
-/// The `smoke` case (CI).
+/// The `smoke` case (a smoke run, as CI's).
 const SMOKE: &[Case] = &[Case::new(1_000, 2, 20, Spread::LogUniform)];
 
-/// The case set asked for: `PICOLLO_SERIES`, else `smoke` under CI and `default` elsewhere.
+/// The case set asked for: `PICOLLO_SERIES`, else `smoke` in a smoke run
+/// (`picollo_benches::smoke`) and `default` elsewhere.
 fn choice() -> String {
     std::env::var("PICOLLO_SERIES").unwrap_or_else(|_| {
-        if std::env::var_os("CI").is_some() {
+        if picollo_benches::smoke() {
             "smoke".into()
         } else {
             "default".into()
