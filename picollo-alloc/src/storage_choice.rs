@@ -23,6 +23,10 @@ pub trait StorageChoice:
     /// Storage for `window` and the window it serves (sparse storage widens it to whole
     /// blocks).
     fn cells<T: PageCell>(layout: Layout, window: Window) -> (Self::Cells<T>, Window);
+    /// Empty storage for the window `like` serves, without working it out again from the
+    /// layout (a thread-local histogram's new shard, made like its accumulator).
+    #[doc(hidden)]
+    fn cells_like<T: PageCell, U: PageCell>(like: &Self::Cells<T>) -> Self::Cells<U>;
 
     /// The pointer the thread-local kind's record path caches: the cells (dense) or the
     /// directory of pages (sparse: an empty one until its first page, whose directory the
@@ -73,6 +77,9 @@ impl StorageChoice for Sparse {
         let window = cells.window();
         (cells, window)
     }
+    fn cells_like<T: PageCell, U: PageCell>(like: &SparseStorage<T>) -> SparseStorage<U> {
+        like.empty_like()
+    }
     fn hot_ptr<T: PageCell>(cells: &SparseStorage<T>) -> *const () {
         cells.dir_ptr().cast()
     }
@@ -109,6 +116,10 @@ impl StorageChoice for Dense {
         // SAFETY: all-zero bytes are a valid, empty `T` (`PageCell`).
         let cells = unsafe { HeapStorage::zeroed(window.len()) };
         (cells, window)
+    }
+    fn cells_like<T: PageCell, U: PageCell>(like: &HeapStorage<T>) -> HeapStorage<U> {
+        // SAFETY: as in `cells`.
+        unsafe { HeapStorage::zeroed(like.cells().len()) }
     }
     fn hot_ptr<T: PageCell>(cells: &HeapStorage<T>) -> *const () {
         cells.cells().as_ptr().cast()

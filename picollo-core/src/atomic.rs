@@ -279,6 +279,7 @@ where
     /// A histogram over caller-provided atomic storage for `window` (borrowed, heap — dense,
     /// or `picollo-alloc`'s sparse storage — or an owned array with any [`LayoutSpec`]). It is
     /// cleared; a length other than `window.len()` is an error.
+    #[inline(always)]
     pub fn with_storage(spec: L, storage: S, window: Window) -> Result<Self, WindowError> {
         storage.check_window(spec.layout(), window)?;
         if !crate::layout::records_its_layout(&spec) {

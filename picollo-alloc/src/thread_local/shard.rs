@@ -273,15 +273,20 @@ impl<C: LocalCounter, S: StorageChoice> Inner<C, S> {
                 return shard;
             }
         }
-        let node = Box::into_raw(Box::new(Shard::<C, S> {
-            cells: S::cells::<C::Cell>(self.layout, self.window).0,
-            underflow: AtomicU64::new(0),
-            overflow: AtomicU64::new(0),
-            base: std::sync::atomic::AtomicPtr::new(ptr::null_mut()),
-            state: AtomicU8::new(OWNED),
-            owner: sync::AtomicU64::new(token),
-            next: AtomicPtr::new(ptr::null_mut()),
-        }));
+        // Written into its allocation: a shard moved whole is a `memcpy` call (callgrind).
+        let node = Box::into_raw(Box::<Shard<C, S>>::new_uninit()).cast::<Shard<C, S>>();
+        // SAFETY: `node` is a fresh allocation for a `Shard`, written whole before any read.
+        unsafe {
+            node.write(Shard::<C, S> {
+                cells: S::cells_like(self.acc.storage()),
+                underflow: AtomicU64::new(0),
+                overflow: AtomicU64::new(0),
+                base: std::sync::atomic::AtomicPtr::new(ptr::null_mut()),
+                state: AtomicU8::new(OWNED),
+                owner: sync::AtomicU64::new(token),
+                next: AtomicPtr::new(ptr::null_mut()),
+            })
+        };
         self.allocated.fetch_add(1, Ordering::Relaxed);
         let mut head = self.head.load(Ordering::Relaxed);
         loop {
