@@ -352,10 +352,11 @@ impl std::error::Error for InstallError {
 /// What the recorder keeps of a histogram series beside its histogram, in the same
 /// allocation as its handle ([`Kinded::series`]).
 struct Series {
-    /// The `metrics` key (the recorder index's copy, shared), which the series' name and
-    /// labels are made from by the registry's next read or the first export that needs them:
-    /// not by the registration, which a record path pays for.
-    key: Arc<Key>,
+    /// The `metrics` key (the recorder's one copy of it: the index and the per-thread handle
+    /// caches find the series by it), which the series' name and labels are made from by the
+    /// registry's next read or the first export that needs them: not by the registration,
+    /// which a record path pays for.
+    key: Key,
     /// The sanitized name and labels (the labels shared with the registry's series).
     names: OnceLock<(String, Labels)>,
     /// Totals at the last `.hlog` interval (locked only by the `.hlog` writer).
@@ -363,7 +364,7 @@ struct Series {
 }
 
 impl Series {
-    fn new(key: Arc<Key>) -> Self {
+    fn new(key: Key) -> Self {
         Series {
             key,
             names: OnceLock::new(),
@@ -386,6 +387,21 @@ impl Series {
     }
 }
 
+/// A counter or gauge as the recorder's index holds it: its key (shared with nobody, in an
+/// `Arc` so that a lookup's copy is cheap) and what the registry made of it (`None`: refused,
+/// remembered so that it is counted once).
+#[derive(Clone)]
+struct Number<T> {
+    key: Arc<Key>,
+    made: Option<T>,
+}
+
+impl<T: Clone> index::Keyed for Number<T> {
+    fn key(&self) -> &Key {
+        &self.key
+    }
+}
+
 struct Inner {
     /// Unique per recorder (never reused): tags this recorder's entries in the per-thread
     /// handle caches.
@@ -400,9 +416,9 @@ struct Inner {
     /// Descriptions by sanitized name (read when a series is registered, under the read
     /// lock, so a description set meanwhile reaches the registry exactly once).
     help: RwLock<HashMap<String, String>>,
-    histograms: Index<metrics::Histogram>,
-    counters: Index<metrics::Counter>,
-    gauges: Index<metrics::Gauge>,
+    histograms: Index<Kinded>,
+    counters: Index<Number<metrics::Counter>>,
+    gauges: Index<Number<metrics::Gauge>>,
     /// The histogram series in registration order, for the recorder's own exports: a
     /// copy-on-write list, so that a reader takes it with a pointer copy under the lock (never
     /// a copy of the list that a registration would wait for) and reads it with none held.
@@ -499,10 +515,10 @@ impl PicolloRecorder {
     fn register_number<T: Clone>(
         &self,
         key: &Key,
-        index: &Index<T>,
+        index: &Index<Number<T>>,
         make: impl FnOnce(&Registry, &str, &str, &Labels) -> Result<T, crate::ExportError>,
     ) -> Option<T> {
-        let (_, made) = index.get_or_register(key, |_| {
+        let number = index.get_or_register(key, || {
             let name = names::sanitize(key.name(), true);
             let labels = names::labels(key, false);
             // The histograms made before it first, so that a name clash goes to the series
@@ -516,9 +532,12 @@ impl PicolloRecorder {
             if made.is_none() {
                 self.inner.refused.inc();
             }
-            made
+            Some(Number {
+                key: Arc::new(key.clone()),
+                made,
+            })
         });
-        made
+        number.and_then(|n| n.made)
     }
 
     /// Makes the histogram of `key` and leaves its registration to the registry's next read
@@ -527,15 +546,13 @@ impl PicolloRecorder {
     /// registry insert are paid by the scrape that first serves it. No lock but the list's
     /// (a push) is taken, so nothing a scrape holds delays it. `None` only when the
     /// configuration makes no histogram, which `build` refused already.
-    fn register_new_histogram(&self, key: &Arc<Key>) -> Option<metrics::Histogram> {
-        let series = Series::new(Arc::clone(key));
+    fn register_new_histogram(&self, key: &Key) -> Option<Kinded> {
         let inner = &self.inner;
-        let histogram = Kinded::new(&inner.config, inner.resolved, &inner.invalid, series).ok()?;
-        let handle = histogram.handle();
+        let histogram = Kinded::new(&inner.config, inner.resolved, &inner.invalid, key).ok()?;
         // Copied only when a reader holds the list now (copy-on-write).
-        Arc::make_mut(&mut lock(&inner.entries)).push(histogram);
+        Arc::make_mut(&mut lock(&inner.entries)).push(histogram.clone());
         inner.registry.note_deferred();
-        Some(handle)
+        Some(histogram)
     }
 
     fn describe(&self, key: KeyName, description: SharedString) {
@@ -667,13 +684,17 @@ impl metrics::Recorder for PicolloRecorder {
         if let Some(handle) = cached_handle(self.inner.id, key) {
             return handle;
         }
-        let (shared, handle) = self
+        let registered = self
             .inner
             .histograms
-            .get_or_register(key, |shared| self.register_new_histogram(shared));
-        let handle = handle.unwrap_or_else(metrics::Histogram::noop);
-        remember_handle(self.inner.id, shared, &handle);
-        handle
+            .get_or_register(key, || self.register_new_histogram(key));
+        match registered {
+            Some(histogram) => {
+                remember_handle(self.inner.id, &histogram);
+                histogram.handle()
+            }
+            None => metrics::Histogram::noop(),
+        }
     }
 }
 

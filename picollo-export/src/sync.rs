@@ -8,14 +8,14 @@
 
 #[cfg(not(loom))]
 pub(crate) use std::sync::{atomic::AtomicUsize, Mutex, MutexGuard, RwLock};
-// The read guard names the `metrics` recorder's lock helper.
+// The guards name the `metrics` recorder's lock helpers.
 #[cfg(all(not(loom), feature = "metrics"))]
-pub(crate) use std::sync::RwLockReadGuard;
+pub(crate) use std::sync::{RwLockReadGuard, RwLockWriteGuard};
 
-#[cfg(all(loom, feature = "metrics"))]
-pub(crate) use loom::sync::RwLockReadGuard;
 #[cfg(loom)]
 pub(crate) use loom::sync::{atomic::AtomicUsize, Mutex, MutexGuard, RwLock};
+#[cfg(all(loom, feature = "metrics"))]
+pub(crate) use loom::sync::{RwLockReadGuard, RwLockWriteGuard};
 
 /// Gives the processor to another thread while one waits for another's registration (loom's
 /// in a model build, where threads are coroutines that must yield to make progress).

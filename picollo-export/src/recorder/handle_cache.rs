@@ -2,16 +2,18 @@
 //! direct-mapped by the key's hash, the key compared by address first.
 
 use std::cell::RefCell;
-use std::sync::Arc;
 
 use metrics::Key;
+
+use super::index::Keyed;
+use super::kinded::Kinded;
 
 /// Entries of each thread's histogram handle cache (direct-mapped by the key's hash).
 const HANDLE_SLOTS: usize = 16;
 
-/// A cached handle: the recorder's id, the key (the recorder index's copy, shared), the
-/// handle `register_histogram` gave out.
-type HandleSlot = Option<(u64, Arc<Key>, metrics::Histogram)>;
+/// A cached histogram: the recorder's id and the histogram `register_histogram` handed out
+/// (its key with it).
+type HandleSlot = Option<(u64, Kinded)>;
 
 thread_local! {
     /// The histogram handles this thread registered last, per key hash. Entries are never
@@ -37,8 +39,8 @@ pub(super) fn cached_handle(recorder: u64, key: &Key) -> Option<metrics::Histogr
         .try_with(|slots| {
             let slots = slots.try_borrow().ok()?;
             match &slots[handle_slot(key)] {
-                Some((id, cached, handle)) if *id == recorder && same_key(cached, key) => {
-                    Some(handle.clone())
+                Some((id, cached)) if *id == recorder && same_key(cached.key(), key) => {
+                    Some(cached.handle())
                 }
                 _ => None,
             }
@@ -64,13 +66,14 @@ pub(super) fn same_key(cached: &Key, key: &Key) -> bool {
     same_parts || cached == key
 }
 
-/// Caches `handle` for `key` (the index's copy) of recorder `recorder` on this thread
-/// (nothing during thread exit, or if the cache is in use: a handle dropped here may run a
-/// destructor that registers again).
-pub(super) fn remember_handle(recorder: u64, key: Arc<Key>, handle: &metrics::Histogram) {
+/// Caches `histogram` of recorder `recorder` on this thread (nothing during thread exit, or
+/// if the cache is in use: a handle dropped here may run a destructor that registers again).
+pub(super) fn remember_handle(recorder: u64, histogram: &Kinded) {
     let _ = HANDLES.try_with(|slots| {
         let old = match slots.try_borrow_mut() {
-            Ok(mut slots) => slots[handle_slot(&key)].replace((recorder, key, handle.clone())),
+            Ok(mut slots) => {
+                slots[handle_slot(histogram.key())].replace((recorder, histogram.clone()))
+            }
             Err(_) => None,
         };
         // Dropped after the borrow ends.

@@ -222,9 +222,9 @@ fn made_as_the_builder_makes_them() {
                     let config = if dense { config.dense() } else { config };
                     let what = format!("{layout:?} up to {max}, {kind:?}, dense {dense}");
                     let expected = built_by_the_builder(&config);
-                    let series = Series::new(Arc::new(Key::from_name("t")));
+                    let key = Key::from_name("t");
                     let made_here = Kinded::resolve(&config)
-                        .and_then(|r| Kinded::new(&config, r, &Counter::default(), series))
+                        .and_then(|r| Kinded::new(&config, r, &Counter::default(), &key))
                         .map(|k| {
                             let h = k.read();
                             (h.layout(), h.window(), k.footprint())
@@ -246,4 +246,69 @@ fn made_as_the_builder_makes_them() {
     }
     // Both outcomes were compared: the unit layout's thread-local series are refused.
     assert!(made >= 16 && refused >= 8, "{made} made, {refused} refused");
+}
+
+/// What the index tests register: a key and who made it.
+#[derive(Clone)]
+struct Made(Arc<Key>, usize);
+
+impl index::Keyed for Made {
+    fn key(&self) -> &Key {
+        &self.0
+    }
+}
+
+/// Four threads ask for the same eight new keys at once, each with a copy of its own (so a
+/// thread that meets another's claim reads that thread's key): every key is made once, and
+/// every thread gets what was made. Under miri too (the claims hold their thread's key by
+/// address).
+#[test]
+fn an_index_registers_each_key_once_across_threads() {
+    let index = index::Index::<Made>::default();
+    let made = std::sync::atomic::AtomicUsize::new(0);
+    let keys: Vec<Key> = (0..8)
+        .map(|i| Key::from_parts("k", vec![metrics::Label::new("i", i.to_string())]))
+        .collect();
+    let got: Vec<Vec<usize>> = std::thread::scope(|s| {
+        let threads: Vec<_> = (0..4)
+            .map(|t| {
+                let (index, made, keys) = (&index, &made, &keys);
+                s.spawn(move || {
+                    keys.iter()
+                        .map(|key| {
+                            let own = key.clone();
+                            let v = index.get_or_register(&own, || {
+                                made.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                                Some(Made(Arc::new(own.clone()), t))
+                            });
+                            let v = v.expect("every key is made");
+                            assert_eq!(*v.0, *key);
+                            v.1
+                        })
+                        .collect()
+                })
+            })
+            .collect();
+        threads.into_iter().map(|t| t.join().unwrap()).collect()
+    });
+    assert_eq!(made.into_inner(), keys.len());
+    for other in &got[1..] {
+        assert_eq!(other, &got[0], "every thread got the same maker per key");
+    }
+}
+
+/// A registration that makes nothing, or unwinds, leaves no claim behind: the next caller
+/// registers the key, and what it made is remembered.
+#[test]
+fn a_withdrawn_claim_lets_the_next_caller_register() {
+    let index = index::Index::<Made>::default();
+    let key = Key::from_name("k");
+    assert!(index.get_or_register(&key, || None).is_none());
+    let unwound = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        index.get_or_register(&key, || panic!("the registration fails"))
+    }));
+    assert!(unwound.is_err());
+    let made = |who| move || Some(Made(Arc::new(Key::from_name("k")), who));
+    assert_eq!(index.get_or_register(&key, made(7)).map(|m| m.1), Some(7));
+    assert_eq!(index.get_or_register(&key, made(8)).map(|m| m.1), Some(7));
 }
