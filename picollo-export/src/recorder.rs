@@ -101,7 +101,8 @@
 //! No lock shared by all threads is on a record path: a key registered before is found in an
 //! index sharded by the key's hash (a read lock on one of 32 shards, after the thread's own
 //! handle cache). A new key is claimed under its shard's write lock (a hash insert), made
-//! with no lock of the index held, and the claim filled in under the lock again; other
+//! with no lock of the index held (the series keeps the one copy of its key, in its handle's
+//! allocation), and the claim filled in under the lock again; other
 //! threads asking for the same key wait for that answer, and the shard's other keys are never
 //! held up. Making a series takes no lock of the registry: it pushes onto the recorder's list
 //! (a lock held by its readers only for a pointer copy) and bumps the registry's pending
