@@ -128,6 +128,7 @@ use picollo_core::{
 };
 use portable_atomic::{AtomicU16, AtomicU32, AtomicU64};
 use std::cell::Cell;
+use std::collections::hash_map;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
@@ -488,15 +489,21 @@ impl<C: LocalCounter, S: StorageChoice> ThreadLocalHistogram<C, S> {
         let shard = THREAD_SHARDS
             .try_with(|list| {
                 let mut list = list.try_borrow_mut().ok()?;
-                if let Some(e) = list.entries.get(&key) {
-                    return Some(e.shard);
-                }
+                // One lookup for a hit and a first use alike.
+                let shard = match list.entries.entry(key) {
+                    hash_map::Entry::Occupied(entry) => return Some(entry.get().shard),
+                    hash_map::Entry::Vacant(entry) => {
+                        self.inner.check_fork();
+                        let token = thread_token();
+                        let shard = (self.inner.claim(token) as *const Shard<C, S>).cast::<()>();
+                        let owner: Arc<dyn Owner> = self.inner.clone();
+                        entry.insert(Entry { owner, shard });
+                        shard
+                    }
+                };
+                // After a claim, as before it: this histogram's new entry is not pruned (it
+                // is alive: `self`).
                 list.prune();
-                self.inner.check_fork();
-                let token = thread_token();
-                let shard = (self.inner.claim(token) as *const Shard<C, S>).cast::<()>();
-                let owner: Arc<dyn Owner> = self.inner.clone();
-                list.entries.insert(key, Entry { owner, shard });
                 Some(shard)
             })
             .ok()
