@@ -383,7 +383,7 @@ impl<C: StorageWidth, S: StorageChoice, L: LayoutSpec + From<Layout>> HistogramB
             sparse_empty_bytes: size_of::<SparseHistogram<C>>() + sparse.held_bytes(),
             sparse_max_bytes: size_of::<SparseHistogram<C>>()
                 + sparse.held_bytes()
-                + sparse.dir_len() * size_of::<usize>()
+                + sparse.directory_bytes()
                 + sparse.window().len() * size_of::<C>()
                 + limit * crate::sparse::COLD_WORD_BYTES,
         })

@@ -10,13 +10,13 @@
 //! - **A directory of pages, indexed by block.** The layout computes a value's block
 //!   `e = ilog2(v | B) - k` and offset `m = v >> e` ([`BucketPos`]); block `e` has one page of
 //!   cells (`2B` for block 0, `B` for the others), whose pointer is stored biased so that the
-//!   cell is `page + m`. A record into a page is the directory bound check, the page load, a
-//!   null test and the increment: the instruction count of the dense record (which
-//!   recombines `(e << k) + m`, subtracts the window start and checks the bound), within one
-//!   (`benches/RESULTS.md`, `record-instructions`). The directory itself (8 bytes a block
-//!   and 8 for its length: 464 bytes over all of `u64` at block scale 7) is made with the
-//!   first page, so a series that stays in the cold tier never holds one; before it, the
-//!   bound check reads a length of zero and sends the record to the cold path.
+//!   cell is `page + m`. A record into a page is the page load, a null test and the
+//!   increment, with no bound check: the directory has an entry for every block a position
+//!   can name at its block scale (`64 - k`), null past the window (`directory.rs`). The
+//!   directory itself (8 bytes a block and 8 for its length: 464 bytes at block scale 7) is
+//!   made with the first page, so a series that stays in the cold tier never holds one;
+//!   before it, the storage points at a static directory whose entries are all null, which
+//!   sends the record to the cold path.
 //! - **A cold tier.** A page is `B` cells (1 KB of `u64` at the `metrics` recorder's block
 //!   scale 7, 4 KB at the default 9): too much for a block that saw one value. A block without
 //!   a page counts its buckets in small shared tables of 4-byte entries (`cold.rs`: an index
@@ -28,7 +28,7 @@
 //! - **Whole blocks.** The window is widened to whole blocks ([`widened`]): memory follows the
 //!   data, so a wider window costs nothing, and the record needs no lower bound check. Blocks
 //!   wholly below the window have no directory entry that can ever be set (their values are
-//!   underflow), and blocks past the directory's end are overflow.
+//!   underflow), and blocks past the window's end are overflow (their entries stay null).
 //! - **Lock-free installation** of pages and tables for the shared kinds (`install.rs`): a
 //!   compare-and-swap from null, the loser frees its own allocation. Nothing is freed before
 //!   the storage drops.
@@ -282,6 +282,12 @@ impl<T: PageCell> SparseStorage<T> {
         self.dir.head()
     }
 
+    /// Bytes of the directory once the first page installs it: its length word and an entry
+    /// for every block a position can name at this block scale (not only the window's).
+    pub(crate) fn directory_bytes(&self) -> usize {
+        directory::bytes::<T>(directory::capacity(self.k))
+    }
+
     /// Entries in the directory: blocks `0..dir_len()` (past it: overflow).
     pub(crate) fn dir_len(&self) -> usize {
         self.dir.len()
@@ -296,7 +302,8 @@ impl<T: PageCell> SparseStorage<T> {
     /// block scale.
     #[inline(always)]
     pub(crate) unsafe fn cached_cell<'a>(head: *const usize, pos: BucketPos) -> Lookup<&'a T> {
-        // SAFETY: a live storage's directory head (the caller's guarantee). The owner thread
+        // SAFETY: a live storage's directory head, and a position under its block scale (the
+        // caller's guarantee), whose block the directory has an entry for. The owner thread
         // installs its shard's pages and reads them back: program order.
         let page = unsafe { directory::page_at::<T>(head, pos.block) };
         if page.is_null() {
@@ -393,7 +400,8 @@ impl<T: PageCell> SparseStorage<T> {
             // the bias gives the allocation made with `layout`.
             unsafe { std::alloc::dealloc(page.wrapping_add(bias(e, k)).cast(), layout) }
         };
-        let (page, ours) = install::install(&self.dir.installed()[e], make, free);
+        let entries = self.dir.installed(directory::capacity(self.k));
+        let (page, ours) = install::install(&entries[e], make, free);
         if ours {
             self.page_bytes.fetch_add(layout.size(), Ordering::Relaxed);
         }
@@ -436,10 +444,23 @@ impl<T: PageCell> SparseStorage<T> {
         Absent::Cell(self.install(e).wrapping_add(pos.offset))
     }
 
-    /// Block `e`'s page pointer (biased), if installed.
+    /// Block `e`'s page pointer (biased), if installed (none past the window).
     #[inline(always)]
     fn page_ptr(&self, e: usize) -> Option<*mut T> {
         let page = self.dir.page(e);
+        (!page.is_null()).then_some(page)
+    }
+
+    /// The record path's [`SparseStorage::page_ptr`], without the window's bound: a block past
+    /// it has no page either.
+    ///
+    /// # Safety
+    ///
+    /// `pos` is a position under this storage's block scale.
+    #[inline(always)]
+    unsafe fn record_page(&self, pos: BucketPos) -> Option<*mut T> {
+        // SAFETY: the caller's guarantee.
+        let page = unsafe { self.dir.page_unchecked(pos.block) };
         (!page.is_null()).then_some(page)
     }
 
@@ -508,7 +529,8 @@ impl<T: PageCell> Cells for SparseStorage<T> {
 
     #[inline(always)]
     unsafe fn cell(&self, pos: BucketPos, _k: u32, _first: usize) -> Lookup<&T> {
-        let Some(page) = self.page_ptr(pos.block) else {
+        // SAFETY: the caller's guarantee (below).
+        let Some(page) = (unsafe { self.record_page(pos) }) else {
             return Lookup::Missing;
         };
         // SAFETY: by the caller's guarantee `pos` is a position under this storage's block
@@ -602,7 +624,8 @@ impl<T: PageCell> Cells for SparseStorage<T> {
 impl<T: PageCell> CellsMut for SparseStorage<T> {
     #[inline(always)]
     unsafe fn cell_mut(&mut self, pos: BucketPos, _k: u32, _first: usize) -> Lookup<&mut T> {
-        let Some(page) = self.page_ptr(pos.block) else {
+        // SAFETY: the caller's guarantee (below).
+        let Some(page) = (unsafe { self.record_page(pos) }) else {
             return Lookup::Missing;
         };
         // SAFETY: as in `cell`; `&mut self` makes the access exclusive.

@@ -94,8 +94,9 @@ impl StorageChoice for Sparse {
         _k: u32,
         _first: usize,
     ) -> Lookup<&'a T> {
-        // SAFETY: the caller's guarantee: `ptr` is a live storage's directory head (which
-        // holds its own bound: `len` is for dense storage).
+        // SAFETY: the caller's guarantee: `ptr` is a live storage's directory head, and `pos`
+        // a position under its block scale, whose block every directory at that scale has an
+        // entry for (`len` is for dense storage).
         unsafe { SparseStorage::cached_cell(ptr.cast(), pos) }
     }
     fn dense_cells<T: PageCell>(_cells: &SparseStorage<T>) -> Option<&[T]> {

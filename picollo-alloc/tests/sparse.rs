@@ -726,3 +726,98 @@ fn page_installation_races_lose_no_count() {
         assert_reads_alike(&h, &dense, &[]);
     }
 }
+
+/// One value per bit (0, then 2^0 … 2^63): every block a position names at any block scale.
+fn every_block() -> Vec<u64> {
+    core::iter::once(0)
+        .chain((0..64).map(|b| 1u64 << b))
+        .collect()
+}
+
+/// The record path reads a directory entry for every block a position names, with no bound
+/// check (`directory.rs`): before the directory exists (the static empty one), and after, past
+/// a bounded window's blocks and below them. Every value lands where dense storage over the
+/// same window puts it, for the plain, atomic and thread-local kinds, at the smallest, the
+/// `metrics` recorder's and the largest block scale. Under miri too: a read past an entry
+/// would be out of bounds there.
+#[test]
+fn every_block_reads_an_entry_with_or_without_a_directory() {
+    use picollo_alloc::HeapStorage;
+    use picollo_core::{AtomicHistogram, Histogram};
+    fn same(sparse: &dyn HistogramRead, dense: &dyn HistogramRead, what: &str) {
+        assert_eq!(sparse.window(), dense.window(), "{what}");
+        assert_eq!(
+            (sparse.underflow(), sparse.overflow()),
+            (dense.underflow(), dense.overflow()),
+            "{what}"
+        );
+        for slot in 0..dense.window().len() {
+            assert_eq!(
+                sparse.count_at(slot),
+                dense.count_at(slot),
+                "{what}, slot {slot}"
+            );
+        }
+    }
+    // Not the largest scale under miri: its pages are 2^20 cells, which miri walks slowly.
+    let largest = if cfg!(miri) {
+        7
+    } else {
+        picollo_core::layout::MAX_BLOCK_SCALE
+    };
+    for k in [picollo_core::layout::MIN_BLOCK_SCALE, 7, largest] {
+        let layout = Layout::from_block_scale(k).unwrap();
+        // The blocks of 2^(k + 4) … 2^(k + 6): three of the 64 - k a position can name.
+        let window = widened(
+            layout,
+            Window::new(layout, 1 << (k + 4), 1 << (k + 6)).unwrap(),
+        );
+        let mut plain =
+            Histogram::with_storage(layout, SparseStorage::<u64>::new(layout, window), window)
+                .unwrap();
+        let atomic = AtomicHistogram::with_storage(
+            layout,
+            SparseStorage::<portable_atomic::AtomicU64>::new(layout, window),
+            window,
+        )
+        .unwrap();
+        let mut dense =
+            Histogram::with_storage(layout, HeapStorage::with_len(window.len(), || 0u64), window)
+                .unwrap();
+        let builder = HistogramBuilder::new()
+            .layout(layout)
+            .max_trackable(1 << (k + 6));
+        let thread_local = builder.thread_local().unwrap();
+        // Dense storage over the thread-local kind's window (widened to whole blocks).
+        let tl_window = thread_local.window();
+        let tl_cells = HeapStorage::with_len(tl_window.len(), || 0u64);
+        let mut thread_local_dense = Histogram::with_storage(layout, tl_cells, tl_window).unwrap();
+        // Before any page, then with the directory installed (a hot bucket in the window).
+        for round in 0..2 {
+            for &v in &every_block() {
+                plain.record(v);
+                atomic.record(v);
+                dense.record(v);
+                thread_local.record(v);
+                thread_local_dense.record(v);
+            }
+            if round == 0 {
+                let hot = 1 << (k + 5);
+                plain.record_n(hot, HOT);
+                atomic.record_n(hot, HOT);
+                dense.record_n(hot, HOT);
+                thread_local.record_n(hot, HOT);
+                thread_local_dense.record_n(hot, HOT);
+                assert_eq!(plain.storage().pages(), 1, "k = {k}");
+                assert_eq!(atomic.storage().pages(), 1, "k = {k}");
+            }
+        }
+        same(&plain, &dense, &format!("plain, k = {k}"));
+        same(&atomic, &dense, &format!("atomic, k = {k}"));
+        same(
+            &thread_local,
+            &thread_local_dense,
+            &format!("thread-local, k = {k}"),
+        );
+    }
+}

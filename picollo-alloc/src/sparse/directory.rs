@@ -5,17 +5,55 @@
 //! without one, and the first page installs it (`install.rs`'s protocol: compare-and-swap,
 //! the loser frees its own).
 //!
-//! One allocation holds the directory's length, then its entries. A storage without a
-//! directory points at [`NO_DIRECTORY`], a length of zero with no entries: the record path's
-//! bound check (`block < length`, read from the directory) then sends every record to the
-//! cold path, so a missing directory costs the record path no test of its own. The same
-//! pointer is what the thread-local kind's per-thread cache keeps.
+//! One allocation holds the directory's length, then its entries: one for every block a
+//! position can name at the storage's block scale (`64 - k`, [`capacity`]), not only the
+//! window's, so the record path reads a block's entry without a bound check (blocks past the
+//! window have no page, as blocks without records, and go to the cold path, which counts them
+//! outside). A storage without a directory points at [`NO_DIRECTORY`], a length of zero and
+//! [`MAX_BLOCKS`] entries that are all null: every record goes to the cold path, so a missing
+//! directory costs the record path no test of its own either. The same pointer is what the
+//! thread-local kind's per-thread cache keeps.
+//!
+//! The bound check was one load of the three before the cell's (the directory head, its
+//! length, the entry) in a record path that is bound by its loads (`benches/RESULTS.md`,
+//! issue 44). A model build (`cfg(loom)`) keeps it: loom's atomics cannot live in a static,
+//! so there the empty directory's entries are never read.
 
 use super::install::{self, AtomicPtr, Ordering};
 use core::marker::PhantomData;
 
-/// The length word of every storage that has no directory yet: zero entries. Never written.
-static NO_DIRECTORY: usize = 0;
+/// The most blocks a position names: `64 - k` at block scale `k` (`Layout::block_count` less
+/// one, as block 0 spans two blocks' indices), at most 64.
+pub(super) const MAX_BLOCKS: usize = 64;
+
+/// The entries a directory at block scale `k` has: every block a position can name.
+pub(super) const fn capacity(k: u32) -> usize {
+    MAX_BLOCKS - k as usize
+}
+
+/// The directory of every storage that has no directory yet: a length word of zero, then
+/// [`MAX_BLOCKS`] null entries (read by the record path without a bound check). Never
+/// written.
+#[repr(C)]
+struct Empty {
+    len: usize,
+    entries: [core::sync::atomic::AtomicPtr<()>; MAX_BLOCKS],
+}
+
+static NO_DIRECTORY: Empty = Empty {
+    len: 0,
+    entries: [const { core::sync::atomic::AtomicPtr::new(core::ptr::null_mut()) }; MAX_BLOCKS],
+};
+
+/// Bytes of a directory of `capacity` entries, its length word included.
+pub(super) fn bytes<T>(capacity: usize) -> usize {
+    allocation::<T>(capacity).size()
+}
+
+/// [`NO_DIRECTORY`]'s address, as a directory head.
+fn no_directory() -> *mut usize {
+    core::ptr::addr_of!(NO_DIRECTORY).cast::<usize>().cast_mut()
+}
 
 /// Where the entries start in a directory's allocation: after its length word.
 const fn entries_offset<T>() -> usize {
@@ -34,23 +72,27 @@ fn allocation<T>(len: usize) -> std::alloc::Layout {
 }
 
 /// Block `e`'s page through the directory at `head` (biased, see `super::bias`), or null
-/// when the block has none, or lies past the directory's length (zero while it is
-/// [`NO_DIRECTORY`]).
+/// when the block has none (every block of [`NO_DIRECTORY`]).
 ///
 /// # Safety
 ///
-/// `head` is the [`Directory::head`] of a live directory.
+/// `head` is the [`Directory::head`] of a live directory, and `e` the block of a position
+/// under its storage's block scale `k`: below [`capacity`]`(k)`, the entries of every
+/// directory at that scale, and below [`MAX_BLOCKS`], [`NO_DIRECTORY`]'s.
 #[inline(always)]
 pub(super) unsafe fn page_at<T>(head: *const usize, e: usize) -> *mut T {
-    // SAFETY: `head` is `NO_DIRECTORY` or a directory's allocation, published with release
-    // and loaded with acquire (the caller's guarantee): its length word is initialized and
-    // never changes.
-    let len = unsafe { *head };
-    if e >= len {
-        return core::ptr::null_mut();
+    if cfg!(loom) {
+        // SAFETY: `head` is `NO_DIRECTORY` or a directory's allocation, published with
+        // release and loaded with acquire (the caller's guarantee): its length word is
+        // initialized and never changes.
+        if e >= unsafe { *head } {
+            return core::ptr::null_mut();
+        }
     }
-    // SAFETY: `e < len`: the entry is one of the `len` initialized entries after the length
-    // word, alive as long as the directory.
+    // SAFETY: by the caller's guarantee `e` is below the entries of `head`'s directory,
+    // initialized when it was made and alive as long as it is (`NO_DIRECTORY`'s forever; the
+    // loom build checked the bound above, where its entries are loom's atomics and the empty
+    // directory's are not read).
     let entry = unsafe {
         &*head
             .byte_add(entries_offset::<T>())
@@ -60,26 +102,27 @@ pub(super) unsafe fn page_at<T>(head: *const usize, e: usize) -> *mut T {
     entry.load(Ordering::Acquire)
 }
 
-/// A directory of `len` page pointers, installed by the first page.
+/// A directory of page pointers, installed by the first page: the blocks `0..len` of the
+/// window, and null entries past it up to the capacity its installer gives.
 pub(super) struct Directory<T> {
-    /// [`NO_DIRECTORY`], or the allocation's length word.
+    /// [`NO_DIRECTORY`], or the allocation's length word (its capacity).
     head: AtomicPtr<usize>,
-    /// The entries the directory has once installed.
+    /// The blocks of the window: `0..len` (past it: overflow).
     len: usize,
     _pages: PhantomData<*mut T>,
 }
 
 impl<T> Directory<T> {
-    /// No directory yet, for `len` entries.
+    /// No directory yet, for a window of blocks `0..len`.
     pub(super) fn new(len: usize) -> Self {
         Directory {
-            head: AtomicPtr::new(core::ptr::addr_of!(NO_DIRECTORY).cast_mut()),
+            head: AtomicPtr::new(no_directory()),
             len,
             _pages: PhantomData,
         }
     }
 
-    /// Entries once installed: blocks `0..len()` (past it: overflow).
+    /// The window's blocks: `0..len()` (past it: overflow).
     pub(super) fn len(&self) -> usize {
         self.len
     }
@@ -90,19 +133,34 @@ impl<T> Directory<T> {
         self.head.load(Ordering::Acquire)
     }
 
-    /// Block `e`'s page (biased), or null.
+    /// Block `e`'s page (biased), or null (also for a block past the window's).
     #[inline(always)]
     pub(super) fn page(&self, e: usize) -> *mut T {
-        // SAFETY: our own head, alive while `self` is.
+        if e >= self.len {
+            return core::ptr::null_mut();
+        }
+        // SAFETY: our own head, alive while `self` is; `e` is a block of the window, which
+        // every directory of this storage has an entry for.
+        unsafe { page_at(self.head(), e) }
+    }
+
+    /// Block `e`'s page (biased), or null: the record path's read, without a bound check.
+    ///
+    /// # Safety
+    ///
+    /// `e` is the block of a position under the storage's block scale (see [`page_at`]).
+    #[inline(always)]
+    pub(super) unsafe fn page_unchecked(&self, e: usize) -> *mut T {
+        // SAFETY: our own head, alive while `self` is; `e` as the caller guarantees.
         unsafe { page_at(self.head(), e) }
     }
 
     /// Whether `head` is an installed directory (not [`NO_DIRECTORY`]).
     fn is_installed(head: *const usize) -> bool {
-        head != core::ptr::addr_of!(NO_DIRECTORY)
+        head != no_directory().cast_const()
     }
 
-    /// The entries, if installed.
+    /// The entries, if installed: the window's blocks, then null ones up to the capacity.
     pub(super) fn entries(&self) -> Option<&[AtomicPtr<T>]> {
         let head = self.head();
         if !Self::is_installed(head) {
@@ -129,9 +187,14 @@ impl<T> Directory<T> {
         }
     }
 
-    /// The entries, installed now if they were not.
-    pub(super) fn installed(&self) -> &[AtomicPtr<T>] {
-        let (len, layout) = (self.len, allocation::<T>(self.len));
+    /// The entries, installed now if they were not, with `capacity` entries (at least the
+    /// window's blocks: [`capacity`] of the storage's block scale).
+    pub(super) fn installed(&self, capacity: usize) -> &[AtomicPtr<T>] {
+        debug_assert!(
+            capacity >= self.len,
+            "a directory covers its window's blocks"
+        );
+        let (len, layout) = (capacity, allocation::<T>(capacity));
         let make = || {
             // SAFETY: `layout` has a non-zero size (the length word).
             let head = unsafe { std::alloc::alloc(layout) }.cast::<usize>();
@@ -153,8 +216,7 @@ impl<T> Directory<T> {
             // SAFETY: `head` is `make`'s allocation of `layout`, never published.
             unsafe { std::alloc::dealloc(head.cast(), layout) }
         };
-        let empty = core::ptr::addr_of!(NO_DIRECTORY).cast_mut();
-        let (head, _) = install::install_over(&self.head, empty, make, free);
+        let (head, _) = install::install_over(&self.head, no_directory(), make, free);
         // SAFETY: installed (by us or the winner of the race), alive while `self` is.
         unsafe { Self::entries_of(head) }
     }
@@ -162,7 +224,7 @@ impl<T> Directory<T> {
     /// Bytes the directory holds: none before it is installed.
     pub(super) fn held_bytes(&self) -> usize {
         self.entries()
-            .map_or(0, |_| allocation::<T>(self.len).size())
+            .map_or(0, |entries| allocation::<T>(entries.len()).size())
     }
 }
 
@@ -170,10 +232,11 @@ impl<T> Drop for Directory<T> {
     fn drop(&mut self) {
         let head = self.head.load(Ordering::Relaxed);
         if Self::is_installed(head) {
-            // SAFETY: an installed directory, allocated with this layout by `installed`; with
-            // `&mut self` no one else holds it, and it is freed once. Its entries need no drop
-            // (atomic pointers; a loom build's are freed by loom with the execution).
-            unsafe { std::alloc::dealloc(head.cast(), allocation::<T>(self.len)) };
+            // SAFETY: an installed directory, allocated by `installed` with the layout of as
+            // many entries as its length word says; with `&mut self` no one else holds it, and
+            // it is freed once. Its entries need no drop (atomic pointers; a loom build's are
+            // freed by loom with the execution).
+            unsafe { std::alloc::dealloc(head.cast(), allocation::<T>(*head)) };
         }
     }
 }
