@@ -288,7 +288,8 @@ impl<T: PageCell> SparseStorage<T> {
         directory::bytes::<T>(directory::capacity(self.k))
     }
 
-    /// Entries in the directory: blocks `0..dir_len()` (past it: overflow).
+    /// The window's blocks: `0..dir_len()` (past it: overflow; the directory's entries go
+    /// on, null, to every block a position names).
     pub(crate) fn dir_len(&self) -> usize {
         self.dir.len()
     }
