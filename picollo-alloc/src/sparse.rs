@@ -427,7 +427,9 @@ impl<T: PageCell> SparseStorage<T> {
         if e >= self.dir.len() {
             return Absent::Outside(self.window.len());
         }
-        if let Some(page) = self.page_ptr(e) {
+        // SAFETY: `pos` is a position under this storage's block scale (the caller's
+        // guarantee). Past the window's bound, checked above, is overflow.
+        if let Some(page) = unsafe { self.record_page(pos) } {
             return Absent::Cell(page.wrapping_add(pos.offset));
         }
         if n == 0 {

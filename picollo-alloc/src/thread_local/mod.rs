@@ -501,8 +501,8 @@ impl<C: LocalCounter, S: StorageChoice> ThreadLocalHistogram<C, S> {
                         shard
                     }
                 };
-                // After a claim, as before it: this histogram's new entry is not pruned (it
-                // is alive: `self`).
+                // A claim prunes the entries of histograms dropped since the last one (never
+                // the entry just made: its histogram, `self`, is alive).
                 list.prune();
                 Some(shard)
             })

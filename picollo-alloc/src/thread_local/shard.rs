@@ -274,10 +274,9 @@ impl<C: LocalCounter, S: StorageChoice> Inner<C, S> {
             }
         }
         // Written into its allocation: a shard moved whole is a `memcpy` call (callgrind).
-        let node = Box::into_raw(Box::<Shard<C, S>>::new_uninit()).cast::<Shard<C, S>>();
-        // SAFETY: `node` is a fresh allocation for a `Shard`, written whole before any read.
-        unsafe {
-            node.write(Shard::<C, S> {
+        let node = Box::into_raw(Box::write(
+            Box::new_uninit(),
+            Shard::<C, S> {
                 cells: S::cells_like(self.acc.storage()),
                 underflow: AtomicU64::new(0),
                 overflow: AtomicU64::new(0),
@@ -285,8 +284,8 @@ impl<C: LocalCounter, S: StorageChoice> Inner<C, S> {
                 state: AtomicU8::new(OWNED),
                 owner: sync::AtomicU64::new(token),
                 next: AtomicPtr::new(ptr::null_mut()),
-            })
-        };
+            },
+        ));
         self.allocated.fetch_add(1, Ordering::Relaxed);
         let mut head = self.head.load(Ordering::Relaxed);
         loop {
