@@ -10,6 +10,10 @@ pub enum Bug {
     /// again under the shard's lock: two threads that race to create a key both register,
     /// the loser is refused by the registry (a duplicate series), and its records are lost.
     RecorderNoRecheck,
+    /// `picollo-export`'s `metrics` recorder hands a thread the series another thread put in
+    /// the index without waiting until that thread has listed it: a scrape right after the
+    /// first thread's `histogram!` and record may miss the series.
+    RecorderUnlistedHandOut,
     /// A `picollo-export` scrape stores the snapshot it copied after releasing the
     /// families' lock: a series registered in between is missing from every later scrape
     /// until the next change.

@@ -100,16 +100,20 @@
 //!
 //! No lock shared by all threads is on a record path: a key registered before is found in an
 //! index sharded by the key's hash (a read lock on one of 32 shards, after the thread's own
-//! handle cache). A new key is claimed under its shard's write lock (a hash insert), made
-//! with no lock of the index held (the series keeps the one copy of its key, in its handle's
-//! allocation), and the claim filled in under the lock again; other
-//! threads asking for the same key wait for that answer, and the shard's other keys are never
-//! held up. Making a series takes no lock of the registry: it pushes onto the recorder's list
-//! (a lock held by its readers only for a pointer copy) and bumps the registry's pending
-//! count. Exports ([`PicolloRecorder::summaries`], [`PicolloRecorder::write_hlog_interval`],
-//! the registry's scrapes) take the list of series shared (a pointer copy; the registry's
-//! after a change a copy of its `Arc`s, once for all the scrapes that wait on it) and read
-//! every histogram with no lock held, so a scrape delays no record.
+//! handle cache). A new key is made with no lock of the index held (the series keeps the one
+//! copy of its key, in its handle's allocation) and put in under its shard's write lock (a
+//! hash insert), unless another thread put the key in meanwhile: threads asking for the same
+//! new key at once each make it, and all get the series of the first to put it in (the
+//! others' are dropped unseen). Nobody waits for another thread's registration, and the
+//! shard's other keys are never held up. Listing a series takes no lock of the registry: the
+//! thread whose series was put in pushes it onto the recorder's list (a lock held by its
+//! readers only for a pointer copy) and bumps the registry's pending count; a thread that got
+//! it from another waits until it is listed (that push), so that its `histogram!` too returns
+//! a series the next scrape serves. Exports ([`PicolloRecorder::summaries`],
+//! [`PicolloRecorder::write_hlog_interval`], the registry's scrapes) take the list of series
+//! shared (a pointer copy; the registry's after a change a copy of its `Arc`s, once for all
+//! the scrapes that wait on it) and read every histogram with no lock held, so a scrape
+//! delays no record.
 //!
 //! # Value units
 //!
@@ -162,7 +166,7 @@ use picollo_core::Layout;
 use picollo_core::Window;
 
 use crate::registry::{Counter, Deferred};
-use crate::sync::{Mutex, MutexGuard, RwLock, RwLockReadGuard};
+use crate::sync::{yield_now, AtomicBool, Mutex, MutexGuard, RwLock, RwLockReadGuard};
 use crate::{Labels, Registry};
 use handle_cache::{cached_handle, remember_handle};
 use index::Index;
@@ -362,6 +366,9 @@ struct Series {
     names: OnceLock<(String, Labels)>,
     /// Totals at the last `.hlog` interval (locked only by the `.hlog` writer).
     last: Mutex<hlog::Last>,
+    /// Whether the series is on the recorder's list (set once, by the thread that put it in
+    /// the index, after its push).
+    listed: AtomicBool,
 }
 
 impl Series {
@@ -370,6 +377,23 @@ impl Series {
             key,
             names: OnceLock::new(),
             last: Mutex::new(hlog::Last::default()),
+            listed: AtomicBool::new(false),
+        }
+    }
+
+    /// Returns once the series is on the recorder's list: at once but in the moment between
+    /// another thread putting the series in the index and listing it (a push), which a
+    /// thread that asked for the same new key at once may hit.
+    fn wait_until_listed(&self) {
+        let mut spins = 0u32;
+        while !self.listed.load(Ordering::Acquire) {
+            // A model's threads make progress only by yielding.
+            if spins < 64 && !cfg!(loom) {
+                spins += 1;
+                core::hint::spin_loop();
+            } else {
+                yield_now();
+            }
         }
     }
 
@@ -519,7 +543,11 @@ impl PicolloRecorder {
         index: &Index<Number<T>>,
         make: impl FnOnce(&Registry, &str, &str, &Labels) -> Result<T, crate::ExportError>,
     ) -> Option<T> {
-        let number = index.get_or_register(key, || {
+        // Registered in the registry by every thread that makes it: the registry returns an
+        // existing counter or gauge for the same name and labels, so the threads racing for a
+        // new key get one series; the refusal is counted once, by the thread whose answer
+        // the index keeps.
+        let made = || {
             let name = names::sanitize(key.name(), true);
             let labels = names::labels(key, false);
             // The histograms made before it first, so that a name clash goes to the series
@@ -530,29 +558,39 @@ impl PicolloRecorder {
             let description = help.get(&name).map_or("", String::as_str);
             let made = make(&self.inner.registry, &name, description, &labels).ok();
             drop(help);
-            if made.is_none() {
-                self.inner.refused.inc();
-            }
             Some(Number {
                 key: Arc::new(key.clone()),
                 made,
             })
-        });
+        };
+        let put_in = |number: &Number<T>| {
+            if number.made.is_none() {
+                self.inner.refused.inc();
+            }
+        };
+        let number = index.get_or_make(key, made, put_in);
         number.and_then(|n| n.made)
     }
 
-    /// Makes the histogram of `key` and leaves its registration to the registry's next read
-    /// ([`Deferred`]), for the one thread that claimed the key ([`Index::get_or_register`]):
-    /// a new series costs its histogram and a place in the list, and its name, labels and
-    /// registry insert are paid by the scrape that first serves it. No lock but the list's
-    /// (a push) is taken, so nothing a scrape holds delays it. `None` only when the
-    /// configuration makes no histogram, which `build` refused already.
-    fn register_new_histogram(&self, key: &Key) -> Option<Kinded> {
+    /// The histogram series of `key`: the index's, or a new one made and listed
+    /// ([`Index::get_or_make`]). A new series costs its histogram and a place in the list,
+    /// and leaves its registration to the registry's next read ([`Deferred`]): its name,
+    /// labels and registry insert are paid by the scrape that first serves it. `None` only
+    /// when the configuration makes no histogram, which `build` refused already.
+    fn histogram_of(&self, key: &Key) -> Option<Kinded> {
         let inner = &self.inner;
-        let histogram = Kinded::new(&inner.config, inner.resolved, &inner.invalid, key).ok()?;
-        // Copied only when a reader holds the list now (copy-on-write).
-        Arc::make_mut(&mut lock(&inner.entries)).push(histogram.clone());
-        inner.registry.note_deferred();
+        let make = || Kinded::new(&inner.config, inner.resolved, &inner.invalid, key).ok();
+        // No lock but the list's (a push) is taken, so nothing a scrape holds delays it.
+        let list = |histogram: &Kinded| {
+            // Copied only when a reader holds the list now (copy-on-write).
+            Arc::make_mut(&mut lock(&inner.entries)).push(histogram.clone());
+            inner.registry.note_deferred();
+            histogram.series().listed.store(true, Ordering::Release);
+        };
+        let histogram = inner.histograms.get_or_make(key, make, list)?;
+        if !picollo_core::plant!(RecorderUnlistedHandOut, false, true) {
+            histogram.series().wait_until_listed();
+        }
         Some(histogram)
     }
 
@@ -685,11 +723,7 @@ impl metrics::Recorder for PicolloRecorder {
         if let Some(handle) = cached_handle(self.inner.id, key) {
             return handle;
         }
-        let registered = self
-            .inner
-            .histograms
-            .get_or_register(key, || self.register_new_histogram(key));
-        match registered {
+        match self.histogram_of(key) {
             Some(histogram) => {
                 remember_handle(self.inner.id, &histogram);
                 histogram.handle()

@@ -8,16 +8,16 @@
 
 #[cfg(not(loom))]
 pub(crate) use std::sync::{atomic::AtomicUsize, Mutex, MutexGuard, RwLock};
-// The guards name the `metrics` recorder's lock helpers.
+// For the `metrics` recorder: its lock helpers' guards, and the flag a series is listed by.
 #[cfg(all(not(loom), feature = "metrics"))]
-pub(crate) use std::sync::{RwLockReadGuard, RwLockWriteGuard};
+pub(crate) use std::sync::{atomic::AtomicBool, RwLockReadGuard, RwLockWriteGuard};
 
+#[cfg(all(loom, feature = "metrics"))]
+pub(crate) use loom::sync::{atomic::AtomicBool, RwLockReadGuard, RwLockWriteGuard};
 #[cfg(loom)]
 pub(crate) use loom::sync::{atomic::AtomicUsize, Mutex, MutexGuard, RwLock};
-#[cfg(all(loom, feature = "metrics"))]
-pub(crate) use loom::sync::{RwLockReadGuard, RwLockWriteGuard};
 
-/// Gives the processor to another thread while one waits for another's registration (loom's
+/// Gives the processor to another thread while one waits for another's listing (loom's
 /// in a model build, where threads are coroutines that must yield to make progress).
 #[cfg(all(not(loom), feature = "metrics"))]
 pub(crate) use std::thread::yield_now;

@@ -8,10 +8,14 @@
 //!
 //! - **Registration race.** Two threads ask the recorder for the same new key at once and
 //!   record one value each: one series exists after, holding both values, and nothing is
-//!   refused (one thread claims the key and registers it; the other waits for its answer).
+//!   refused (both may make the series; the first to put it in the index wins, and the other
+//!   drops its own and records into the winner's).
+//! - **Listed before handed out.** The same race, each thread scraping right after its record:
+//!   every scrape serves the series with at least that thread's record (a thread handed the
+//!   winner's series waits until the winner has listed it).
 //! - **One shard, two keys.** Two threads register two new keys of the same index shard at
-//!   once: both series exist with their records (the shard is locked to claim a key and to
-//!   fill the claim in, never while the registry registers it).
+//!   once: both series exist with their records (the shard is locked only to put a made key
+//!   in, never while the registry registers it).
 //! - **Copy-on-write list.** One thread registers a series while another scrapes (the scrape
 //!   copies the families into the shared snapshot): a scrape after both sees the series.
 //! - **Deferred registration.** The recorder leaves a new series' registry insert to the
@@ -107,6 +111,30 @@ fn registration_race() {
     });
 }
 
+/// Two threads ask for the same new key at once, record into it, and scrape: each scrape
+/// serves the series with at least its own thread's record.
+fn listed_race() {
+    loom::model(|| {
+        let (registry, recorder) = registry_and_recorder();
+        let record_and_scrape = move |recorder: &PicolloRecorder, registry: &Registry| {
+            recorder
+                .register_histogram(&route_a(), &metadata())
+                .record(2_000.0);
+            let text = registry.encode_text(TextFormat::Prometheus);
+            assert!(
+                route_a_count(&text).is_some_and(|n| n >= 1.0),
+                "a series handed out before this scrape is missing:\n{text}"
+            );
+        };
+        let racer = {
+            let (recorder, registry) = (recorder.clone(), registry.clone());
+            thread::spawn(move || record_and_scrape(&recorder, &registry))
+        };
+        record_and_scrape(&recorder, &registry);
+        racer.join().unwrap();
+    });
+}
+
 /// A key whose hash puts it in the same index shard as `key` (the index takes a shard from
 /// bits 40 and up of the key's hash).
 fn same_shard_as(key: &Key) -> Key {
@@ -117,9 +145,9 @@ fn same_shard_as(key: &Key) -> Key {
 }
 
 /// Two threads register two new keys of one index shard at once, one of them while the
-/// other's registration is under way (claimed, in the registry, filled in): each key gets
-/// its series and its record, none is refused, and neither thread waits for the other's
-/// registration (the shard is locked only to claim a key and to fill the claim in).
+/// other's registration is under way (made, put in, listed): each key gets its series and its
+/// record, none is refused, and neither thread waits for the other's registration (the shard
+/// is locked only to put a made key in).
 fn same_shard_race() {
     loom::model(|| {
         let first = route_a();
@@ -234,6 +262,17 @@ fn racing_registrations_make_one_series_and_lose_no_record() {
 #[should_panic(expected = "a racing registration was refused")]
 fn planted_no_recheck_loses_a_record() {
     planted::with(Bug::RecorderNoRecheck, registration_race);
+}
+
+#[test]
+fn a_racing_thread_gets_a_series_the_next_scrape_serves() {
+    listed_race();
+}
+
+#[test]
+#[should_panic(expected = "is missing")]
+fn planted_unlisted_hand_out_hides_a_series() {
+    planted::with(Bug::RecorderUnlistedHandOut, listed_race);
 }
 
 #[test]

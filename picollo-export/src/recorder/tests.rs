@@ -258,30 +258,35 @@ impl index::Keyed for Made {
     }
 }
 
-/// Four threads ask for the same eight new keys at once, each with a copy of its own (so a
-/// thread that meets another's claim reads that thread's key): every key is made once, and
-/// every thread gets what was made. Under miri too (the claims hold their thread's key by
-/// address).
+/// Four threads ask for the same eight new keys at once: some keys are made by several
+/// threads, but each is put in once (`put_in` runs once per key, on the thread whose value
+/// went in), and every thread gets that value.
 #[test]
-fn an_index_registers_each_key_once_across_threads() {
+fn an_index_puts_each_key_in_once_across_threads() {
+    use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
     let index = index::Index::<Made>::default();
-    let made = std::sync::atomic::AtomicUsize::new(0);
+    let (made, put_in) = (AtomicUsize::new(0), AtomicUsize::new(0));
     let keys: Vec<Key> = (0..8)
         .map(|i| Key::from_parts("k", vec![metrics::Label::new("i", i.to_string())]))
         .collect();
+    let start = std::sync::Barrier::new(4);
     let got: Vec<Vec<usize>> = std::thread::scope(|s| {
         let threads: Vec<_> = (0..4)
             .map(|t| {
-                let (index, made, keys) = (&index, &made, &keys);
+                let (index, made, put_in, keys, start) = (&index, &made, &put_in, &keys, &start);
                 s.spawn(move || {
+                    start.wait();
                     keys.iter()
                         .map(|key| {
-                            let own = key.clone();
-                            let v = index.get_or_register(&own, || {
-                                made.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                                Some(Made(Arc::new(own.clone()), t))
-                            });
-                            let v = v.expect("every key is made");
+                            let make = || {
+                                made.fetch_add(1, Relaxed);
+                                Some(Made(Arc::new(key.clone()), t))
+                            };
+                            let put = |v: &Made| {
+                                assert_eq!(v.1, t, "put_in runs on the thread that made it");
+                                put_in.fetch_add(1, Relaxed);
+                            };
+                            let v = index.get_or_make(key, make, put).expect("made");
                             assert_eq!(*v.0, *key);
                             v.1
                         })
@@ -291,24 +296,34 @@ fn an_index_registers_each_key_once_across_threads() {
             .collect();
         threads.into_iter().map(|t| t.join().unwrap()).collect()
     });
-    assert_eq!(made.into_inner(), keys.len());
+    assert_eq!(put_in.into_inner(), keys.len());
+    assert!(made.into_inner() >= keys.len());
     for other in &got[1..] {
-        assert_eq!(other, &got[0], "every thread got the same maker per key");
+        assert_eq!(other, &got[0], "every thread got the value put in per key");
     }
 }
 
-/// A registration that makes nothing, or unwinds, leaves no claim behind: the next caller
-/// registers the key, and what it made is remembered.
+/// A `make` that makes nothing, or unwinds, leaves nothing behind: the next caller makes the
+/// key, and what it made is kept.
 #[test]
-fn a_withdrawn_claim_lets_the_next_caller_register() {
+fn a_key_made_of_nothing_is_made_again() {
     let index = index::Index::<Made>::default();
     let key = Key::from_name("k");
-    assert!(index.get_or_register(&key, || None).is_none());
+    let put_in = std::cell::Cell::new(0);
+    let count = |_: &Made| put_in.set(put_in.get() + 1);
+    assert!(index.get_or_make(&key, || None, count).is_none());
     let unwound = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        index.get_or_register(&key, || panic!("the registration fails"))
+        index.get_or_make(&key, || panic!("the registration fails"), count)
     }));
     assert!(unwound.is_err());
     let made = |who| move || Some(Made(Arc::new(Key::from_name("k")), who));
-    assert_eq!(index.get_or_register(&key, made(7)).map(|m| m.1), Some(7));
-    assert_eq!(index.get_or_register(&key, made(8)).map(|m| m.1), Some(7));
+    assert_eq!(
+        index.get_or_make(&key, made(7), count).map(|m| m.1),
+        Some(7)
+    );
+    assert_eq!(
+        index.get_or_make(&key, made(8), count).map(|m| m.1),
+        Some(7)
+    );
+    assert_eq!(put_in.get(), 1);
 }
