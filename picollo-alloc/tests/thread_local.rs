@@ -637,8 +637,12 @@ fn fork_child_drops_other_threads_shards() {
 
 #[cfg(unix)]
 fn fork_test() {
+    // Made before the two and dropped after them: the newest histogram (`other`) takes its
+    // place in the fork handlers' list, where the handlers must still find it.
+    let early = builder().thread_local().unwrap();
     let h = builder().thread_local().unwrap();
     let other = builder().thread_local().unwrap();
+    drop(early);
     // An exited thread: its counts are in the accumulator, which the child keeps. Joined
     // explicitly, which waits for its fold: the scope's end alone does not, and a shard still
     // owned at the fork would be dropped in the child as another thread's.

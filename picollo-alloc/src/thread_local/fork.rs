@@ -82,10 +82,19 @@ pub(in crate::thread_local) fn register(version: &Version) {
     with_live(|list| list.push(LiveVersion { version, odd: 0 }));
 }
 
-/// Unlists a histogram about to be freed.
+/// Unlists a histogram about to be freed. Searched from the newest: a histogram freed soon
+/// after it was made is near the end (the `metrics` recorder's, made for a key that another
+/// thread put in its index first and dropped unseen), where a search from the front walked
+/// every live histogram under the lock that all of them take to be made and freed. The
+/// list's order means nothing (the fork handlers take every version lock in it, and no thread
+/// holds a version lock while it takes another), so the last entry fills the hole.
 pub(in crate::thread_local) fn deregister(version: &Version) {
     let version = version as *const Version;
-    with_live(|list| list.retain(|v| !ptr::eq(v.version, version)));
+    with_live(|list| {
+        if let Some(at) = list.iter().rposition(|v| ptr::eq(v.version, version)) {
+            list.swap_remove(at);
+        }
+    });
 }
 
 #[cfg(all(unix, not(miri)))]
