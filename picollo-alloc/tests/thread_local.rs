@@ -637,8 +637,9 @@ fn fork_child_drops_other_threads_shards() {
 
 #[cfg(unix)]
 fn fork_test() {
-    // Made before the two and dropped after them: the newest histogram (`other`) takes its
-    // place in the fork handlers' list, where the handlers must still find it.
+    // Made before the two and dropped after them: the newest histogram in the fork handlers'
+    // list (`other`, unless a test running beside this one made one since) takes its place,
+    // where the handlers must still find it.
     let early = builder().thread_local().unwrap();
     let h = builder().thread_local().unwrap();
     let other = builder().thread_local().unwrap();

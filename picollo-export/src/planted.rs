@@ -11,9 +11,12 @@ pub enum Bug {
     /// the loser is refused by the registry (a duplicate series), and its records are lost.
     RecorderNoRecheck,
     /// `picollo-export`'s `metrics` recorder hands a thread the series another thread put in
-    /// the index without waiting until that thread has listed it: a scrape right after the
+    /// the index without listing it when that thread has not yet: a scrape right after the
     /// first thread's `histogram!` and record may miss the series.
     RecorderUnlistedHandOut,
+    /// `picollo-export`'s `metrics` recorder counts a refused counter or gauge in every
+    /// thread that made it: threads racing for one refused key count it more than once.
+    RecorderRefusalPerRacer,
     /// A `picollo-export` scrape stores the snapshot it copied after releasing the
     /// families' lock: a series registered in between is missing from every later scrape
     /// until the next change.

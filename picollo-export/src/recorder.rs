@@ -104,12 +104,12 @@
 //! copy of its key, in its handle's allocation) and put in under its shard's write lock (a
 //! hash insert), unless another thread put the key in meanwhile: threads asking for the same
 //! new key at once each make it, and all get the series of the first to put it in (the
-//! others' are dropped unseen). Nobody waits for another thread's registration, and the
-//! shard's other keys are never held up. Listing a series takes no lock of the registry: the
-//! thread whose series was put in pushes it onto the recorder's list (a lock held by its
-//! readers only for a pointer copy) and bumps the registry's pending count; a thread that got
-//! it from another waits until it is listed (that push), so that its `histogram!` too returns
-//! a series the next scrape serves. Exports ([`PicolloRecorder::summaries`],
+//! others' are dropped before anything is recorded into them). Nobody waits for another
+//! thread's making, and the shard's other keys are never held up. Listing a series takes no
+//! lock of the registry: it is pushed onto the recorder's list (a lock held by its readers
+//! only for a pointer copy) and the registry's pending count bumped, once, by the first
+//! thread to find it unlisted (the one that put it in, or a thread handed it before that one
+//! got to it), so that every thread's `histogram!` returns a series the next scrape serves. Exports ([`PicolloRecorder::summaries`],
 //! [`PicolloRecorder::write_hlog_interval`], the registry's scrapes) take the list of series
 //! shared (a pointer copy; the registry's after a change a copy of its `Arc`s, once for all
 //! the scrapes that wait on it) and read every histogram with no lock held, so a scrape
@@ -166,7 +166,7 @@ use picollo_core::Layout;
 use picollo_core::Window;
 
 use crate::registry::{Counter, Deferred};
-use crate::sync::{yield_now, AtomicBool, Mutex, MutexGuard, RwLock, RwLockReadGuard};
+use crate::sync::{AtomicBool, Mutex, MutexGuard, RwLock, RwLockReadGuard};
 use crate::{Labels, Registry};
 use handle_cache::{cached_handle, remember_handle};
 use index::Index;
@@ -366,8 +366,8 @@ struct Series {
     names: OnceLock<(String, Labels)>,
     /// Totals at the last `.hlog` interval (locked only by the `.hlog` writer).
     last: Mutex<hlog::Last>,
-    /// Whether the series is on the recorder's list (set once, by the thread that put it in
-    /// the index, after its push).
+    /// Whether the series is on the recorder's list (set once, under the list's lock, after
+    /// its push: [`PicolloRecorder::list`]).
     listed: AtomicBool,
 }
 
@@ -378,22 +378,6 @@ impl Series {
             names: OnceLock::new(),
             last: Mutex::new(hlog::Last::default()),
             listed: AtomicBool::new(false),
-        }
-    }
-
-    /// Returns once the series is on the recorder's list: at once but in the moment between
-    /// another thread putting the series in the index and listing it (a push), which a
-    /// thread that asked for the same new key at once may hit.
-    fn wait_until_listed(&self) {
-        let mut spins = 0u32;
-        while !self.listed.load(Ordering::Acquire) {
-            // A model's threads make progress only by yielding.
-            if spins < 64 && !cfg!(loom) {
-                spins += 1;
-                core::hint::spin_loop();
-            } else {
-                yield_now();
-            }
         }
     }
 
@@ -533,10 +517,9 @@ impl PicolloRecorder {
         Arc::clone(&lock(&self.inner.entries))
     }
 
-    /// The counter or gauge of `key` (`make` is `Registry::counter_now` or
-    /// `gauge_now`), registered by the first thread to ask (with no lock of the index
-    /// held: see [`Index::get_or_register`]); `None`, counted once, when the registry refused
-    /// it.
+    /// The counter or gauge of `key` (`make` is `Registry::counter_now` or `gauge_now`),
+    /// registered when a thread first asks (with no lock of the index held: see
+    /// [`Index::get_or_make`]); `None`, counted once, when the registry refused it.
     fn register_number<T: Clone>(
         &self,
         key: &Key,
@@ -547,6 +530,7 @@ impl PicolloRecorder {
         // existing counter or gauge for the same name and labels, so the threads racing for a
         // new key get one series; the refusal is counted once, by the thread whose answer
         // the index keeps.
+        let refusal_per_racer = picollo_core::plant!(RecorderRefusalPerRacer, false, true);
         let made = || {
             let name = names::sanitize(key.name(), true);
             let labels = names::labels(key, false);
@@ -558,13 +542,16 @@ impl PicolloRecorder {
             let description = help.get(&name).map_or("", String::as_str);
             let made = make(&self.inner.registry, &name, description, &labels).ok();
             drop(help);
+            if made.is_none() && refusal_per_racer {
+                self.inner.refused.inc();
+            }
             Some(Number {
                 key: Arc::new(key.clone()),
                 made,
             })
         };
         let put_in = |number: &Number<T>| {
-            if number.made.is_none() {
+            if number.made.is_none() && !refusal_per_racer {
                 self.inner.refused.inc();
             }
         };
@@ -580,18 +567,36 @@ impl PicolloRecorder {
     fn histogram_of(&self, key: &Key) -> Option<Kinded> {
         let inner = &self.inner;
         let make = || Kinded::new(&inner.config, inner.resolved, &inner.invalid, key).ok();
-        // No lock but the list's (a push) is taken, so nothing a scrape holds delays it.
-        let list = |histogram: &Kinded| {
-            // Copied only when a reader holds the list now (copy-on-write).
-            Arc::make_mut(&mut lock(&inner.entries)).push(histogram.clone());
-            inner.registry.note_deferred();
-            histogram.series().listed.store(true, Ordering::Release);
+        let mut listed_here = false;
+        let put_in = |h: &Kinded| {
+            self.list(h);
+            listed_here = true;
         };
-        let histogram = inner.histograms.get_or_make(key, make, list)?;
-        if !picollo_core::plant!(RecorderUnlistedHandOut, false, true) {
-            histogram.series().wait_until_listed();
+        let histogram = inner.histograms.get_or_make(key, make, put_in)?;
+        // A thread handed the series by another may get here before that thread listed it.
+        if !listed_here && !picollo_core::plant!(RecorderUnlistedHandOut, false, true) {
+            self.list(&histogram);
         }
         Some(histogram)
+    }
+
+    /// Puts `histogram` on the recorder's list and leaves its registration to the registry's
+    /// next read, unless it is listed already: once per series, by whichever thread comes
+    /// first (so no thread waits for another to do it). No lock but the list's (a push) is
+    /// taken, so nothing a scrape holds delays it; a listed series costs one load.
+    fn list(&self, histogram: &Kinded) {
+        let listed = &histogram.series().listed;
+        if listed.load(Ordering::Acquire) {
+            return;
+        }
+        let mut entries = lock(&self.inner.entries);
+        if listed.load(Ordering::Relaxed) {
+            return;
+        }
+        // Copied only when a reader holds the list now (copy-on-write).
+        Arc::make_mut(&mut entries).push(histogram.clone());
+        self.inner.registry.note_deferred();
+        listed.store(true, Ordering::Release);
     }
 
     fn describe(&self, key: KeyName, description: SharedString) {

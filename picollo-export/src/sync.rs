@@ -16,11 +16,3 @@ pub(crate) use std::sync::{atomic::AtomicBool, RwLockReadGuard, RwLockWriteGuard
 pub(crate) use loom::sync::{atomic::AtomicBool, RwLockReadGuard, RwLockWriteGuard};
 #[cfg(loom)]
 pub(crate) use loom::sync::{atomic::AtomicUsize, Mutex, MutexGuard, RwLock};
-
-/// Gives the processor to another thread while one waits for another's listing (loom's
-/// in a model build, where threads are coroutines that must yield to make progress).
-#[cfg(all(not(loom), feature = "metrics"))]
-pub(crate) use std::thread::yield_now;
-
-#[cfg(all(loom, feature = "metrics"))]
-pub(crate) use loom::thread::yield_now;

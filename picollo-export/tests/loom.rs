@@ -13,6 +13,10 @@
 //! - **Listed before handed out.** The same race, each thread scraping right after its record:
 //!   every scrape serves the series with at least that thread's record (a thread handed the
 //!   winner's series waits until the winner has listed it).
+//! - **Counters.** Two threads ask for the same new counter at once and add one each: one
+//!   series holding 2 (every racer registers it; the registry returns the existing one).
+//!   Where the registry holds a gauge of that name, both are refused and the refusal is
+//!   counted once (by the thread whose answer the index keeps).
 //! - **One shard, two keys.** Two threads register two new keys of the same index shard at
 //!   once: both series exist with their records (the shard is locked only to put a made key
 //!   in, never while the registry registers it).
@@ -132,6 +136,56 @@ fn listed_race() {
         };
         record_and_scrape(&recorder, &registry);
         racer.join().unwrap();
+    });
+}
+
+/// Two threads ask the recorder for counter `ops_total` at once and add one each (after
+/// `before` ran on the registry); the registry's text after.
+fn counter_from_two_threads(before: impl FnOnce(&Registry)) -> String {
+    let (registry, recorder) = registry_and_recorder();
+    before(&registry);
+    let add = |recorder: &PicolloRecorder| {
+        recorder
+            .register_counter(&Key::from_name("ops_total"), &metadata())
+            .increment(1)
+    };
+    let racer = {
+        let recorder = recorder.clone();
+        thread::spawn(move || add(&recorder))
+    };
+    add(&recorder);
+    racer.join().unwrap();
+    registry.encode_text(TextFormat::Prometheus)
+}
+
+/// Two threads create the same counter at once: one series, both adds, nothing refused.
+fn counter_race() {
+    loom::model(|| {
+        let text = counter_from_two_threads(|_| {});
+        assert_eq!(sample(&text, "ops_total"), Some(2.0), "{text}");
+        assert_eq!(
+            sample(&text, "picollo_recorder_refused_registrations_total"),
+            Some(0.0)
+        );
+    });
+}
+
+/// Two threads create a counter whose name the registry holds as a gauge: the refusal is
+/// counted once.
+fn refused_counter_race() {
+    loom::model(|| {
+        let text = counter_from_two_threads(|registry| {
+            registry
+                .gauge("ops_total", "", &Labels::empty())
+                .unwrap()
+                .set(5.0);
+        });
+        assert_eq!(
+            sample(&text, "picollo_recorder_refused_registrations_total"),
+            Some(1.0),
+            "a refusal was counted per racer:\n{text}"
+        );
+        assert_eq!(sample(&text, "ops_total"), Some(5.0), "{text}");
     });
 }
 
@@ -273,6 +327,22 @@ fn a_racing_thread_gets_a_series_the_next_scrape_serves() {
 #[should_panic(expected = "is missing")]
 fn planted_unlisted_hand_out_hides_a_series() {
     planted::with(Bug::RecorderUnlistedHandOut, listed_race);
+}
+
+#[test]
+fn racing_counter_registrations_make_one_series() {
+    counter_race();
+}
+
+#[test]
+fn a_refused_counter_is_counted_once_across_racers() {
+    refused_counter_race();
+}
+
+#[test]
+#[should_panic(expected = "a refusal was counted per racer")]
+fn planted_refusal_per_racer_counts_twice() {
+    planted::with(Bug::RecorderRefusalPerRacer, refused_counter_race);
 }
 
 #[test]

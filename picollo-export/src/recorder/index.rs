@@ -5,8 +5,8 @@
 //! A new key is made with no lock of the index held, and put in under its shard's write lock
 //! only if no other thread put one in meanwhile: two threads that ask for the same new key at
 //! once both make it, the first to put it in wins, and the other drops what it made and takes
-//! the winner's. Nobody waits for another thread's registration, and no registration runs
-//! under a shard's lock (a counter's or gauge's takes the registry's lock, which a scrape
+//! the winner's. Nobody waits for another thread's making, and no registration runs under a
+//! shard's lock (a counter's or gauge's takes the registry's lock, which a scrape
 //! holds while it takes its snapshot: a shard's write lock held across it would stop every
 //! `histogram!` of the shard's existing keys until the scrape let go).
 //!
@@ -25,6 +25,7 @@
 
 use crate::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
+use hashbrown::hash_table::Entry;
 use hashbrown::HashTable;
 use metrics::Key;
 
@@ -86,17 +87,24 @@ impl<V: Keyed> Index<V> {
             return Some(v.clone());
         }
         let made = make()?;
+        let hasher = |v: &V| v.key().get_hash();
         let mut table = write(shard);
-        // Another thread may have put the key in since the read lock was let go.
-        let look_again = !picollo_core::plant!(RecorderNoRecheck, false, true);
-        if let Some(theirs) = table.find(hash, same).filter(|_| look_again) {
-            let theirs = theirs.clone();
-            drop(table);
-            // Dropped with no lock held (the loser's histogram, its key and handle).
-            drop(made);
-            return Some(theirs);
+        // Another thread may have put the key in since the read lock was let go (one probe
+        // finds it or the place for `made`).
+        if picollo_core::plant!(RecorderNoRecheck, false, true) {
+            table.insert_unique(hash, made.clone(), hasher);
+        } else {
+            match table.entry(hash, same, hasher) {
+                Entry::Occupied(theirs) => {
+                    let theirs = theirs.get().clone();
+                    drop(table);
+                    // Dropped with no lock held (the loser's histogram, its key and handle).
+                    drop(made);
+                    return Some(theirs);
+                }
+                Entry::Vacant(place) => drop(place.insert(made.clone())),
+            }
         }
-        table.insert_unique(hash, made.clone(), |v| v.key().get_hash());
         drop(table);
         put_in(&made);
         Some(made)
