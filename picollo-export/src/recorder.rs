@@ -109,11 +109,11 @@
 //! lock of the registry: it is pushed onto the recorder's list (a lock held by its readers
 //! only for a pointer copy) and the registry's pending count bumped, once, by the first
 //! thread to find it unlisted (the one that put it in, or a thread handed it before that one
-//! got to it), so that every thread's `histogram!` returns a series the next scrape serves. Exports ([`PicolloRecorder::summaries`],
-//! [`PicolloRecorder::write_hlog_interval`], the registry's scrapes) take the list of series
-//! shared (a pointer copy; the registry's after a change a copy of its `Arc`s, once for all
-//! the scrapes that wait on it) and read every histogram with no lock held, so a scrape
-//! delays no record.
+//! got to it), so that every thread's `histogram!` returns a series the next scrape serves.
+//! Exports ([`PicolloRecorder::summaries`], [`PicolloRecorder::write_hlog_interval`], the
+//! registry's scrapes) take the list of series shared (a pointer copy; the registry's after a
+//! change a copy of its `Arc`s, once for all the scrapes that wait on it) and read every
+//! histogram with no lock held, so a scrape delays no record.
 //!
 //! # Value units
 //!
@@ -550,13 +550,11 @@ impl PicolloRecorder {
                 made,
             })
         };
-        let put_in = |number: &Number<T>| {
-            if number.made.is_none() && !refusal_per_racer {
-                self.inner.refused.inc();
-            }
-        };
-        let number = index.get_or_make(key, made, put_in);
-        number.and_then(|n| n.made)
+        let (number, put_in_here) = index.get_or_make(key, made)?;
+        if number.made.is_none() && put_in_here && !refusal_per_racer {
+            self.inner.refused.inc();
+        }
+        number.made
     }
 
     /// The histogram series of `key`: the index's, or a new one made and listed
@@ -567,14 +565,9 @@ impl PicolloRecorder {
     fn histogram_of(&self, key: &Key) -> Option<Kinded> {
         let inner = &self.inner;
         let make = || Kinded::new(&inner.config, inner.resolved, &inner.invalid, key).ok();
-        let mut listed_here = false;
-        let put_in = |h: &Kinded| {
-            self.list(h);
-            listed_here = true;
-        };
-        let histogram = inner.histograms.get_or_make(key, make, put_in)?;
+        let (histogram, put_in_here) = inner.histograms.get_or_make(key, make)?;
         // A thread handed the series by another may get here before that thread listed it.
-        if !listed_here && !picollo_core::plant!(RecorderUnlistedHandOut, false, true) {
+        if put_in_here || !picollo_core::plant!(RecorderUnlistedHandOut, false, true) {
             self.list(&histogram);
         }
         Some(histogram)

@@ -68,8 +68,8 @@ impl<V: Keyed> Index<V> {
 
     /// What was handed out for `key`; when nothing was, what `make` makes, put in unless
     /// another thread put one in first (then `make`'s is dropped and the other's returned).
-    /// `put_in` runs on the thread whose value was put in, once per key, after the insert and
-    /// with no lock of the index held.
+    /// With it, whether this call put it in: true once per key, on one thread, which does
+    /// what must be done once (lists a histogram, counts a refusal) with no lock held.
     ///
     /// `make` runs with no lock of the index held, and may run on several threads at once
     /// for one key: it must not register anything that a second run would duplicate. `None`
@@ -79,12 +79,11 @@ impl<V: Keyed> Index<V> {
         &self,
         key: &Key,
         make: impl FnOnce() -> Option<V>,
-        put_in: impl FnOnce(&V),
-    ) -> Option<V> {
+    ) -> Option<(V, bool)> {
         let (shard, hash) = (self.shard(key), key.get_hash());
         let same = |v: &V| v.key() == key;
         if let Some(v) = read(shard).find(hash, same) {
-            return Some(v.clone());
+            return Some((v.clone(), false));
         }
         let made = make()?;
         let hasher = |v: &V| v.key().get_hash();
@@ -100,14 +99,13 @@ impl<V: Keyed> Index<V> {
                     drop(table);
                     // Dropped with no lock held (the loser's histogram, its key and handle).
                     drop(made);
-                    return Some(theirs);
+                    return Some((theirs, false));
                 }
                 Entry::Vacant(place) => drop(place.insert(made.clone())),
             }
         }
         drop(table);
-        put_in(&made);
-        Some(made)
+        Some((made, true))
     }
 }
 
