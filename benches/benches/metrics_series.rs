@@ -39,9 +39,10 @@
 //! table and the targets' rows, `full` every combination of 1,000 and 10,000 series, 1, 2
 //! and 4 threads and 20, 200 and 2,000 values per series (log-uniform) — with dense storage
 //! its largest cases hold gigabytes — and `smoke` one small case. Each case runs in rounds
-//! (`PICOLLO_SERIES_ROUNDS`: 3, or 1 for `smoke`), every subject once per round, and each
+//! (`PICOLLO_SERIES_ROUNDS`: 9, or 1 for `smoke`), every subject once per round, and each
 //! figure is the lowest of its rounds: on a shared machine a child that was preempted would
-//! otherwise decide a ratio.
+//! otherwise decide a ratio. The create time is also given for the median round ([`rounds`]
+//! says why both).
 //!
 //! A second table, **records while exporting** ([`exporting`], issue 38), times every
 //! `histogram!(…).record(…)` call of two threads over 10,000 series, quiet and then while an
@@ -209,11 +210,25 @@ fn choice() -> String {
     })
 }
 
-/// Rounds per case (`PICOLLO_SERIES_ROUNDS`; 3, or 1 for `smoke`): each round runs every
+/// Rounds per case (`PICOLLO_SERIES_ROUNDS`; 9, or 1 for `smoke`): each round runs every
 /// subject's child once, and each figure is the lowest of its rounds, so that a child that
-/// other processes preempted (this VM's 2 cores are shared) does not decide a ratio.
+/// other processes preempted (this VM's 2 cores are shared) does not decide a ratio. Nine,
+/// because the create time of two threads is two bands on every recorder (the threads meet
+/// on the same new keys, or one runs ahead of the other and makes them all): in 3 or 5
+/// rounds one side sometimes drew only its upper band and the other its lower, and the
+/// lowest round then compared the two bands, not the recorders.
 fn rounds() -> usize {
-    let default = if choice() == "smoke" { 1 } else { 3 };
+    rounds_or(if choice() == "smoke" { 1 } else { 9 })
+}
+
+/// Rounds of the "records while exporting" children (`PICOLLO_SERIES_ROUNDS`, else 3): each
+/// takes seconds, and its figure is the round with the most records.
+fn exporting_rounds() -> usize {
+    rounds_or(3)
+}
+
+/// `PICOLLO_SERIES_ROUNDS` (at least 1), else `default`.
+fn rounds_or(default: usize) -> usize {
     std::env::var("PICOLLO_SERIES_ROUNDS")
         .ok()
         .and_then(|r| r.parse().ok())
@@ -366,6 +381,8 @@ struct Figures {
     /// Create and first record, µs per series: the slowest thread's wall time and CPU time.
     create_us: f64,
     create_cpu_us: f64,
+    /// The median round's create time, µs per series (wall): [`Figures::of_rounds`].
+    create_median_us: f64,
     /// ns per record after the first (wall, CPU).
     record_ns: f64,
     record_cpu_ns: f64,
@@ -374,9 +391,26 @@ struct Figures {
 }
 
 impl Figures {
+    /// Each figure the lowest of its rounds', except `create_median_us`: the median round's
+    /// create time.
+    fn of_rounds(rounds: Vec<Figures>) -> Figures {
+        let mut creates: Vec<f64> = rounds.iter().map(|f| f.create_us).collect();
+        creates.sort_by(f64::total_cmp);
+        let median = creates[creates.len() / 2];
+        let lowest = rounds
+            .into_iter()
+            .reduce(|a, b| a.lowest(&b))
+            .expect("at least one round");
+        Figures {
+            create_median_us: median,
+            ..lowest
+        }
+    }
+
     /// Each figure the lower of `self`'s and `other`'s.
     fn lowest(self, other: &Figures) -> Figures {
         Figures {
+            create_median_us: self.create_median_us.min(other.create_median_us),
             recorded: self.recorded.min(other.recorded),
             scraped: self.scraped.min(other.scraped),
             create_us: self.create_us.min(other.create_us),
@@ -397,6 +431,7 @@ impl Figures {
             scraped: per_series("scraped"),
             create_us: bytes("create_ns") / 1e3 / case.series as f64,
             create_cpu_us: bytes("create_cpu_ns") / 1e3 / case.series as f64,
+            create_median_us: bytes("create_ns") / 1e3 / case.series as f64,
             record_ns: bytes("record_ns") / later,
             record_cpu_ns: bytes("record_cpu_ns") / later,
             scrape_ms: bytes("scrape_ns") / 1e6,
@@ -434,13 +469,14 @@ fn main() {
         .expect("the peer is a subject");
     let rounds = rounds();
     // results[case][subject], the lowest of the rounds (interleaved: every subject once per
-    // round, so that a busy spell of the machine meets each of them).
+    // round, so that a busy spell of the machine meets each of them), with the median round's
+    // create time.
     let results: Vec<Vec<Figures>> = cases
         .iter()
         .map(|case| {
-            let mut best: Vec<Option<Figures>> = SUBJECTS.iter().map(|_| None).collect();
+            let mut all: Vec<Vec<Figures>> = SUBJECTS.iter().map(|_| Vec::new()).collect();
             for _ in 0..rounds {
-                for (i, best) in best.iter_mut().enumerate() {
+                for (i, all) in all.iter_mut().enumerate() {
                     let spec = format!(
                         "series {i} {} {} {} {}",
                         case.series,
@@ -448,14 +484,10 @@ fn main() {
                         case.values,
                         case.spread.name()
                     );
-                    let figures = Figures::read(&child::run(&spec, &[]), case);
-                    *best = Some(match best.take() {
-                        Some(b) => b.lowest(&figures),
-                        None => figures,
-                    });
+                    all.push(Figures::read(&child::run(&spec, &[]), case));
                 }
             }
-            best.into_iter().flatten().collect()
+            all.into_iter().map(Figures::of_rounds).collect()
         })
         .collect();
 
@@ -470,7 +502,9 @@ fn main() {
          record of every series on every thread, µs per series: the slowest thread's wall time \
          and in parentheses its CPU time (`CLOCK_THREAD_CPUTIME_ID`, user and system: the time \
          it ran, leaving out waits for locks and preemptions by other processes); ÷ on the \
-         wall times. Record: ns per later record, the slowest thread's wall (CPU) time ÷ its \
+         wall times; then the median round's wall time (two threads that create the same \
+         series either meet or one runs ahead, on every recorder: the lowest round compares \
+         the runs-ahead cases where both sides have one, the median the cases that happen most). Record: ns per later record, the slowest thread's wall (CPU) time ÷ its \
          records. Scrape: one exposition of every series (Picollo: protobuf with native histograms; \
          the peer: `render`, text)."
     );
@@ -484,6 +518,8 @@ fn main() {
         "÷",
         "create µs per series, wall (CPU)",
         "÷",
+        "create, median round",
+        "÷",
         "record ns, wall (CPU)",
         "scrape ms",
         "scrape ÷",
@@ -493,8 +529,8 @@ fn main() {
         let p = &figures[peer];
         for (subject, f) in SUBJECTS.iter().zip(figures) {
             println!(
-                "| {} | {} | {:.1} | {:.2}× | {:.1} | {:.2}× | {:.2} ({:.2}) | {:.2}× | {:.1} \
-                 ({:.1}) | {:.1} | {:.2}× | {} |",
+                "| {} | {} | {:.1} | {:.2}× | {:.1} | {:.2}× | {:.2} ({:.2}) | {:.2}× | {:.2} | \
+                 {:.2}× | {:.1} ({:.1}) | {:.1} | {:.2}× | {} |",
                 case.label(),
                 subject.name,
                 kb(f.recorded),
@@ -504,6 +540,8 @@ fn main() {
                 f.create_us,
                 f.create_cpu_us,
                 f.create_us / p.create_us,
+                f.create_median_us,
+                f.create_median_us / p.create_median_us,
                 f.record_ns,
                 f.record_cpu_ns,
                 f.scrape_ms,
@@ -592,7 +630,7 @@ fn main() {
     }
     println!();
     if matches!(choice().as_str(), "default" | "full" | "exporting") {
-        exporting_row(peer, rounds);
+        exporting_row(peer, exporting_rounds());
     }
     println!(
         "{} cases × {} recorders × {rounds} rounds, {:.0} s.",
