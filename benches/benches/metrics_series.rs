@@ -393,7 +393,7 @@ struct Figures {
 
 impl Figures {
     /// Each figure the lowest of its rounds', except `create_median_us`: the median round's
-    /// create time.
+    /// create time (of an even count of rounds, the slower of the two middle ones).
     fn of_rounds(rounds: Vec<Figures>) -> Figures {
         let mut creates: Vec<f64> = rounds.iter().map(|f| f.create_us).collect();
         creates.sort_by(f64::total_cmp);
@@ -411,6 +411,7 @@ impl Figures {
     /// Each figure the lower of `self`'s and `other`'s.
     fn lowest(self, other: &Figures) -> Figures {
         Figures {
+            // Replaced by `of_rounds`, which has every round's.
             create_median_us: self.create_median_us.min(other.create_median_us),
             recorded: self.recorded.min(other.recorded),
             scraped: self.scraped.min(other.scraped),
@@ -496,7 +497,8 @@ fn main() {
     println!(
         "`metrics::histogram!(\"rpc_latency_seconds\", \"route\" => …)` per label set; series × \
          threads × values per series per thread (spread of the latencies, 1 µs … 1 s); every \
-         recorder in a process of its own; each figure the lowest of {rounds} rounds. Memory: \
+         recorder in a process of its own; each figure the lowest of {rounds} rounds, but the \
+         median round's create time. Memory: \
          resident KB per series after the records (threads alive) and after one scrape of \
          every series; ÷ = this recorder's figure ÷ \
          metrics-exporter-prometheus's in the same case. Create: the macro and the first \
@@ -505,7 +507,8 @@ fn main() {
          it ran, leaving out waits for locks and preemptions by other processes); ÷ on the \
          wall times; then the median round's wall time (two threads that create the same \
          series either meet or one runs ahead, on every recorder: the lowest round compares \
-         the runs-ahead cases where both sides have one, the median the cases that happen most). Record: ns per later record, the slowest thread's wall (CPU) time ÷ its \
+         the runs-ahead cases where both sides have one, the median the cases that happen \
+         most). Record: ns per later record, the slowest thread's wall (CPU) time ÷ its \
          records. Scrape: one exposition of every series (Picollo: protobuf with native histograms; \
          the peer: `render`, text)."
     );

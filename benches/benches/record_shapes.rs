@@ -10,10 +10,12 @@
 //! layout, and once more at the peer's precision (`B = 1024`, a row of its own). Each round makes
 //! a new histogram per case, records the shape's values into it once untimed and once timed;
 //! the rounds are interleaved (every case once per round), and each case keeps its best and
-//! median round. The untimed pass leaves every touched block with its page, as a server's
-//! series are after their first seconds: the steady state, which is what a record costs from
-//! then on (the first few records of a bucket go through the cold tier; `record_iai`'s and
-//! `metrics_series`' figures include those).
+//! median round. The untimed pass gives its page to every block with a bucket recorded
+//! `picollo_alloc::sparse::HOT` times, as a server's series are after their first seconds:
+//! the steady state, which is what a record costs from then on (the first few records of a
+//! bucket go through the cold tier; `record_iai`'s and `metrics_series`' figures include
+//! those). A block rarer than that may take its page in the timed pass (a cost on Picollo's
+//! side only).
 //!
 //! The shapes: the benchmark seed data (`r³ · 7.7 × 10⁹`), and latencies in nanoseconds over
 //! 1 µs … 1 s, log-uniform, log-normal (median 2 ms) and uniform (`picollo_benches::latency`),
@@ -100,9 +102,10 @@ fn run(shape: &Shape) -> Vec<Timing> {
     // default's buckets.
     let fine = picollo_core::Layout::from_block_scale(10).expect("valid");
     // One round of a case: a new histogram from `$make`, a warm-up pass and a timed pass of the
-    // shape's values (the time of the second; each case its own closure, so that each record path is inlined into its
-    // own loop; `hdrhistogram`'s returns a `Result`), then a check that both passes counted
-    // every value (`$total`: the histogram's count; no `u32` cell comes near its maximum).
+    // shape's values (the time of the second; each case its own closure, so that each record
+    // path is inlined into its own loop; `hdrhistogram`'s returns a `Result`), then a check
+    // that both passes counted every value (`$total`: the histogram's count; no `u32` cell
+    // comes near its maximum).
     macro_rules! round {
         ($make:expr, $total:ident) => {
             &mut || {

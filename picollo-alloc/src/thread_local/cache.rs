@@ -66,8 +66,9 @@ impl Hasher for AddressHash {
     }
 }
 
-/// Histograms dropped in this process so far: a thread prunes its entries when this moved
-/// since it last did, rather than look at every entry each time it claims a shard.
+/// Histograms dropped in this process so far that some thread took a shard of (only those can
+/// be in a thread's entries): a thread prunes its entries when this moved since it last did,
+/// rather than look at every entry each time it claims a shard.
 pub(super) static CLOSED: AtomicU64 = AtomicU64::new(0);
 
 impl ThreadShards {
