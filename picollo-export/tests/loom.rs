@@ -12,7 +12,7 @@
 //!   drops its own and records into the winner's).
 //! - **Listed before handed out.** The same race, each thread scraping right after its record:
 //!   every scrape serves the series with at least that thread's record (a thread handed the
-//!   winner's series waits until the winner has listed it).
+//!   winner's series lists it itself when the winner has not yet).
 //! - **Counters.** Two threads ask for the same new counter at once and add one each: one
 //!   series holding 2 (every racer registers it; the registry returns the existing one).
 //!   Where the registry holds a gauge of that name, both are refused and the refusal is
@@ -81,23 +81,34 @@ fn route_a_count(text: &str) -> Option<f64> {
     sample(text, "op_count{route=\"/a\"}")
 }
 
+/// In a model: `each(recorder, registry, racer)` on a second thread (`racer` true) and on this
+/// one (false) at once; both joined.
+fn on_two_threads(
+    registry: &Arc<Registry>,
+    recorder: &PicolloRecorder,
+    each: impl Fn(&PicolloRecorder, &Registry, bool) + Clone + Send + 'static,
+) {
+    let racer = {
+        let (registry, recorder, each) = (registry.clone(), recorder.clone(), each.clone());
+        thread::spawn(move || each(&recorder, &registry, true))
+    };
+    each(recorder, registry, false);
+    racer.join().unwrap();
+}
+
 /// In a model: a recorder that a second thread asks for key `theirs` and records 2,000 into
-/// while this one asks for `ours` and records 3,000; both joined. The registry's text after,
-/// and the recorder.
+/// while this one asks for `ours` and records 3,000. The registry's text after, and the
+/// recorder.
 fn register_from_two_threads(theirs: Key, ours: Key) -> (String, PicolloRecorder) {
     let (registry, recorder) = registry_and_recorder();
-    let racer = {
-        let recorder = recorder.clone();
-        thread::spawn(move || {
-            recorder
-                .register_histogram(&theirs, &metadata())
-                .record(2_000.0)
-        })
-    };
-    recorder
-        .register_histogram(&ours, &metadata())
-        .record(3_000.0);
-    racer.join().unwrap();
+    on_two_threads(&registry, &recorder, move |recorder, _, racer| {
+        let (key, value) = if racer {
+            (&theirs, 2_000.0)
+        } else {
+            (&ours, 3_000.0)
+        };
+        recorder.register_histogram(key, &metadata()).record(value)
+    });
     (registry.encode_text(TextFormat::Prometheus), recorder)
 }
 
@@ -120,7 +131,7 @@ fn registration_race() {
 fn listed_race() {
     loom::model(|| {
         let (registry, recorder) = registry_and_recorder();
-        let record_and_scrape = move |recorder: &PicolloRecorder, registry: &Registry| {
+        on_two_threads(&registry, &recorder, |recorder, registry, _| {
             recorder
                 .register_histogram(&route_a(), &metadata())
                 .record(2_000.0);
@@ -129,13 +140,7 @@ fn listed_race() {
                 route_a_count(&text).is_some_and(|n| n >= 1.0),
                 "a series handed out before this scrape is missing:\n{text}"
             );
-        };
-        let racer = {
-            let (recorder, registry) = (recorder.clone(), registry.clone());
-            thread::spawn(move || record_and_scrape(&recorder, &registry))
-        };
-        record_and_scrape(&recorder, &registry);
-        racer.join().unwrap();
+        });
     });
 }
 
@@ -144,17 +149,11 @@ fn listed_race() {
 fn counter_from_two_threads(before: impl FnOnce(&Registry)) -> String {
     let (registry, recorder) = registry_and_recorder();
     before(&registry);
-    let add = |recorder: &PicolloRecorder| {
+    on_two_threads(&registry, &recorder, |recorder, _, _| {
         recorder
             .register_counter(&Key::from_name("ops_total"), &metadata())
             .increment(1)
-    };
-    let racer = {
-        let recorder = recorder.clone();
-        thread::spawn(move || add(&recorder))
-    };
-    add(&recorder);
-    racer.join().unwrap();
+    });
     registry.encode_text(TextFormat::Prometheus)
 }
 
